@@ -1,0 +1,49 @@
+/**
+ * The failure kinds of runledger. Each has a stable string `code`; the HTTP face maps codes to
+ * statuses in one place. The retry decision is in the type: a `TerminalError` thrown by a task
+ * handler is never retried, anything else is retried by policy.
+ *
+ * @example
+ * try { await journal.append('order-1', events, { expectedVersion: 3 }) }
+ * catch (e) { if (e instanceof ConflictError) reloadAndRetry() }
+ */
+export class RunledgerError extends Error {
+  readonly code: string = 'internal';
+  override name = 'RunledgerError';
+}
+
+/** The named thing does not exist. */
+export class NotFoundError extends RunledgerError {
+  override readonly code = 'not_found';
+  override name = 'NotFoundError';
+}
+
+/** Input was rejected; `path` names the bad field (`payload`, `events[2].data`, …). Nothing was written. */
+export class ValidationError extends RunledgerError {
+  override readonly code = 'validation';
+  override name = 'ValidationError';
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(`${path}: ${message}`);
+  }
+}
+
+/** The write lost a race: a stream's expected version did not match, or the state forbids it. */
+export class ConflictError extends RunledgerError {
+  override readonly code: string = 'conflict';
+  override name = 'ConflictError';
+}
+
+/** A heartbeat, completion or cursor advance carried a lease token that is no longer current. */
+export class LeaseLostError extends ConflictError {
+  override readonly code = 'lease_lost';
+  override name = 'LeaseLostError';
+}
+
+/** Thrown by a handler to say "do not retry": the task goes straight to dead. */
+export class TerminalError extends RunledgerError {
+  override readonly code = 'terminal';
+  override name = 'TerminalError';
+}

@@ -1,0 +1,49 @@
+import Database from 'better-sqlite3';
+import { loadMigrations } from '../migrations.js';
+
+export type Db = Database.Database;
+
+/**
+ * Opens the file in WAL mode and applies pending migrations. Two processes opening the same file
+ * at once are safe: migrations run under `BEGIN IMMEDIATE`, so the second waits and then finds
+ * nothing left to apply.
+ */
+export function openDatabase(path: string): Db {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode: a commit is durable once the WAL is synced at checkpoint; a process crash
+  // (the failure we test) loses nothing, only a power loss can drop the last commits.
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 10000');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const apply = db.transaction(() => {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    for (const migration of loadMigrations('sqlite')) {
+      if (applied.has(migration.version)) continue;
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+    }
+  });
+  apply.immediate();
+}
+
+/** Prepared statements, compiled once per connection. */
+export class Statements {
+  private readonly cache = new Map<string, Database.Statement>();
+  constructor(readonly db: Db) {}
+
+  get(sql: string): Database.Statement {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+}

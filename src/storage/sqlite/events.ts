@@ -1,0 +1,113 @@
+import { ConflictError } from '../../errors.js';
+import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, StoredEvent } from '../store.js';
+import type { Statements } from './connection.js';
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  version: number;
+  type: string;
+  data: string;
+  metadata: string;
+  created_at: number;
+}
+
+export function toEvent(row: EventRow): StoredEvent {
+  return {
+    position: row.position,
+    streamId: row.stream_id,
+    version: row.version,
+    type: row.type,
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    timestamp: row.created_at,
+  };
+}
+
+export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
+  const key = p.idempotencyKey ?? null;
+  if (key !== null) {
+    const claimed = s.get('INSERT INTO append_keys (key, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, now).changes;
+    if (claimed === 0) {
+      const rows = s.get('SELECT * FROM events WHERE idempotency_key = ? ORDER BY position').all(key) as EventRow[];
+      return { events: rows.map(toEvent), duplicate: true };
+    }
+  }
+  const insert = s.get(
+    'INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING position',
+  );
+  const events: StoredEvent[] = [];
+  for (const append of p.appends) {
+    const row = s.get('SELECT version FROM streams WHERE stream_id = ?').get(append.streamId) as { version: number } | undefined;
+    const current = row?.version ?? 0;
+    if (append.expectedVersion !== undefined && append.expectedVersion !== current) {
+      throw new ConflictError(`stream ${append.streamId} is at version ${current}, expected ${append.expectedVersion}`);
+    }
+    let version = current;
+    for (const event of append.events) {
+      version += 1;
+      const metadata = event.metadata ?? {};
+      const data = JSON.stringify(event.data ?? null);
+      const inserted = insert.get(append.streamId, version, event.type, data, JSON.stringify(metadata), key, now) as { position: number };
+      events.push({ position: inserted.position, streamId: append.streamId, version, type: event.type, data: JSON.parse(data), metadata, timestamp: now });
+    }
+    if (version !== current) {
+      s.get('INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version').run(append.streamId, version);
+    }
+  }
+  return { events, duplicate: false };
+}
+
+export function eventReadStream(s: Statements, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): StoredEvent[] {
+  const limit = p.limit ?? 1000;
+  const rows = p.backwards
+    ? s.get('SELECT * FROM events WHERE stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?').all(p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit)
+    : s.get('SELECT * FROM events WHERE stream_id = ? AND version >= ? ORDER BY version LIMIT ?').all(p.streamId, p.fromVersion ?? 1, limit);
+  return (rows as EventRow[]).map(toEvent);
+}
+
+// Filters are fixed SQL text (a NULL parameter turns one off), so each query is prepared once.
+const FILTER = `(?1 IS NULL OR substr(stream_id, 1, length(?1)) = ?1)
+  AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))`;
+
+function filterParams(p: { streamPrefix?: string; types?: string[] }): [string | null, string | null] {
+  return [p.streamPrefix ?? null, p.types ? JSON.stringify(p.types) : null];
+}
+
+export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): StoredEvent[] {
+  const [prefix, types] = filterParams(p);
+  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= ?3 ORDER BY position LIMIT ?4`).all(prefix, types, p.fromPosition ?? 1, p.limit ?? 1000);
+  return (rows as EventRow[]).map(toEvent);
+}
+
+/**
+ * SQLite has one writer at a time and assigns positions under the write lock, so positions
+ * commit in order: the position itself is a safe cursor.
+ */
+export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedEvent[] {
+  const [prefix, types] = filterParams(p);
+  const after = p.after === '' ? 0 : Number(p.after);
+  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position > ?3 ORDER BY position LIMIT ?4`).all(prefix, types, after, p.limit);
+  return (rows as EventRow[]).map((row) => ({ event: toEvent(row), cursor: String(row.position) }));
+}
+
+export function eventHead(s: Statements): Cursor {
+  const row = s.get('SELECT max(position) AS position FROM events').get() as { position: number | null };
+  return row.position === null ? '' : String(row.position);
+}
+
+export function projectionPut(s: Statements, now: number, p: { name: string; key: string; value: unknown }): void {
+  s.get(
+    `INSERT INTO projections (name, key, value, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  ).run(p.name, p.key, JSON.stringify(p.value ?? null), now);
+}
+
+export function projectionGet(s: Statements, p: { name: string; key: string }): unknown {
+  const row = s.get('SELECT value FROM projections WHERE name = ? AND key = ?').get(p.name, p.key) as { value: string } | undefined;
+  return row ? JSON.parse(row.value) : undefined;
+}
+
+export function projectionDelete(s: Statements, p: { name: string; key: string }): void {
+  s.get('DELETE FROM projections WHERE name = ? AND key = ?').run(p.name, p.key);
+}

@@ -1,0 +1,166 @@
+import { EventEmitter } from 'node:events';
+import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { openDatabase, Statements, type Db } from './connection.js';
+import * as events from './events.js';
+import * as subscriptions from './subscriptions.js';
+import * as tasks from './tasks.js';
+
+/** One connection per process, shared by everything in it; `lock` serializes its users. */
+interface Shared {
+  path: string;
+  db: Db;
+  statements: Statements;
+  lock: Mutex;
+  wake: EventEmitter;
+}
+
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+
+  acquire(): Promise<() => void> {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const previous = this.tail;
+    this.tail = previous.then(() => held);
+    return previous.then(() => release);
+  }
+}
+
+/**
+ * The embedded backend: one SQLite file in WAL mode. Every operation runs under one in-process
+ * lock, so an open asynchronous transaction is never seen half-done by another caller; other
+ * processes on the same file wait on SQLite's own write lock (busy timeout 10 s).
+ *
+ * @example const store = openSqliteStore('runledger.db')
+ */
+export function openSqliteStore(path: string): Store {
+  const db = openDatabase(path);
+  const wake = new EventEmitter();
+  wake.setMaxListeners(0);
+  return new SqliteStore({ path, db, statements: new Statements(db), lock: new Mutex(), wake }, null);
+}
+
+class SqliteStore implements Store {
+  readonly dialect = 'sqlite' as const;
+  private finished = false;
+
+  constructor(
+    private readonly shared: Shared,
+    /** set inside a transaction: the notifications to send after it commits */
+    private readonly pending: Map<NotifyChannel, Set<string>> | null,
+  ) {}
+
+  private async run<T>(fn: (s: Statements, now: number) => T, notify?: [NotifyChannel, string]): Promise<T> {
+    const { db, statements } = this.shared;
+    if (this.pending) {
+      if (this.finished) throw new Error('this transaction has already finished');
+      const result = fn(statements, Date.now());
+      if (notify) addPending(this.pending, notify);
+      return result;
+    }
+    const release = await this.shared.lock.acquire();
+    let result: T;
+    try {
+      result = db.transaction(() => fn(statements, Date.now())).immediate();
+    } finally {
+      release();
+    }
+    if (notify) this.shared.wake.emit(notify[0], notify[1]);
+    return result;
+  }
+
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.pending) return fn(this);
+    const { db, lock, wake } = this.shared;
+    const release = await lock.acquire();
+    const tx = new SqliteStore(this.shared, new Map());
+    let result: T;
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        result = await fn(tx);
+        db.exec('COMMIT');
+      } catch (error) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        throw error;
+      }
+    } finally {
+      tx.finished = true;
+      release();
+    }
+    for (const [channel, payloads] of tx.pending ?? []) for (const payload of payloads) wake.emit(channel, payload);
+    return result;
+  }
+
+  async listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>> {
+    this.shared.wake.on(channel, onWake);
+    return async () => void this.shared.wake.off(channel, onWake);
+  }
+
+  async now(): Promise<number> {
+    return Date.now();
+  }
+
+  status(): Promise<StoreStatus> {
+    return this.run((s) => {
+      const count = (sql: string) => (s.get(sql).get() as { n: number }).n;
+      return {
+        dialect: 'sqlite' as const,
+        location: this.shared.path,
+        schemaVersion: count('SELECT max(version) AS n FROM schema_migrations'),
+        events: count('SELECT count(*) AS n FROM events'),
+        streams: count('SELECT count(*) AS n FROM streams'),
+        tasks: tasks.taskCounts(s),
+        subscriptions: count('SELECT count(*) AS n FROM subscriptions'),
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    const release = await this.shared.lock.acquire();
+    try {
+      if (this.shared.db.open) this.shared.db.close();
+    } finally {
+      release();
+    }
+  }
+
+  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), ['events', '']);
+  eventReadStream: Store['eventReadStream'] = (p) => this.run((s) => events.eventReadStream(s, p));
+  eventReadAll: Store['eventReadAll'] = (p) => this.run((s) => events.eventReadAll(s, p));
+  eventReadCommitted: Store['eventReadCommitted'] = (p) => this.run((s) => events.eventReadCommitted(s, p));
+  eventHead: Store['eventHead'] = () => this.run((s) => events.eventHead(s));
+
+  projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
+  projectionGet: Store['projectionGet'] = (p) => this.run((s) => events.projectionGet(s, p));
+  projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
+
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
+    this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
+  subscriptionLease: Store['subscriptionLease'] = (p) => this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
+  subscriptionRelease: Store['subscriptionRelease'] = (p) => this.run((s) => subscriptions.subscriptionRelease(s, p));
+  subscriptionAdvance: Store['subscriptionAdvance'] = (p) => this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
+  subscriptionBlock: Store['subscriptionBlock'] = (p) => this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
+  subscriptionGet: Store['subscriptionGet'] = (p) => this.run((s) => subscriptions.subscriptionGet(s, p));
+  subscriptionList: Store['subscriptionList'] = () => this.run((s) => subscriptions.subscriptionList(s));
+  parkedAdd: Store['parkedAdd'] = (p) => this.run((s, now) => subscriptions.parkedAdd(s, now, p));
+  parkedList: Store['parkedList'] = (p) => this.run((s) => subscriptions.parkedList(s, p));
+  parkedSetStatus: Store['parkedSetStatus'] = (p) => this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
+
+  taskEnqueue: Store['taskEnqueue'] = (p) => this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
+  taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
+  taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
+  taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
+  taskFail: Store['taskFail'] = (p) => this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
+  taskExpire: Store['taskExpire'] = (p) => this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
+  taskGet: Store['taskGet'] = (p) => this.run((s) => tasks.taskGet(s, p));
+  taskList: Store['taskList'] = (p) => this.run((s) => tasks.taskList(s, p));
+  taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
+  taskNextRunAt: Store['taskNextRunAt'] = (p) => this.run((s) => tasks.taskNextRunAt(s, p));
+}
+
+function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
+  let payloads = pending.get(channel);
+  if (!payloads) pending.set(channel, (payloads = new Set()));
+  payloads.add(payload);
+}

@@ -1,0 +1,155 @@
+import { LeaseLostError, NotFoundError } from '../../errors.js';
+import type { Lease, NewTask, Task, TaskState } from '../store.js';
+import type { Statements } from './connection.js';
+
+interface TaskRow {
+  seq: number;
+  id: string;
+  queue: string;
+  state: TaskState;
+  payload: string;
+  idempotency_key: string | null;
+  ordering_key: string | null;
+  run_at: number;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  worker_id: string | null;
+  last_error: string | null;
+  result: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+function toTask(row: TaskRow): Task {
+  return {
+    id: row.id,
+    queue: row.queue,
+    state: row.state,
+    payload: JSON.parse(row.payload),
+    idempotencyKey: row.idempotency_key,
+    orderingKey: row.ordering_key,
+    runAt: row.run_at,
+    priority: row.priority,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    leaseToken: row.lease_token,
+    leaseExpiresAt: row.lease_expires_at,
+    workerId: row.worker_id,
+    lastError: row.last_error,
+    result: row.result === null ? null : JSON.parse(row.result),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function taskGet(s: Statements, p: { id: string }): Task {
+  const row = s.get('SELECT * FROM tasks WHERE id = ?').get(p.id) as TaskRow | undefined;
+  if (!row) throw new NotFoundError(`task ${p.id} not found`);
+  return toTask(row);
+}
+
+export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
+  const insert = s.get(
+    `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at)
+     VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
+  );
+  return p.tasks.map((t) => {
+    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now) as
+      | TaskRow
+      | undefined;
+    if (row) return { task: toTask(row), created: true };
+    const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
+    return { task: toTask(existing), created: false };
+  });
+}
+
+// Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs.
+const CLAIMABLE = `SELECT seq FROM tasks t
+  WHERE queue = ?1 AND state = 'ready' AND run_at <= ?2
+    AND (ordering_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM tasks o
+      WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
+        AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
+  ORDER BY priority DESC, run_at, seq LIMIT ?3`;
+
+export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Task[] {
+  const rows = s.get(
+    `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = ?4, lease_expires_at = ?5, worker_id = ?6, updated_at = ?2
+     WHERE seq IN (${CLAIMABLE}) RETURNING *`,
+  ).all(p.queue, now, p.limit, p.leaseToken, now + p.leaseMs, p.workerId) as TaskRow[];
+  rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
+  return rows.map(toTask);
+}
+
+export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): string[] {
+  const extend = s.get("UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? AND state = 'running'");
+  return p.leases.filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1).map((lease) => lease.id);
+}
+
+export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): Task[] {
+  const complete = s.get(
+    `UPDATE tasks SET state = 'completed', result = ?, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+     WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING *`,
+  );
+  const done: Task[] = [];
+  for (const item of p.items) {
+    const row = complete.get(JSON.stringify(item.result ?? null), now, item.id, item.leaseToken) as TaskRow | undefined;
+    if (row) done.push(toTask(row));
+  }
+  return done;
+}
+
+export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null }): Task {
+  const row = s.get(
+    `UPDATE tasks SET state = CASE WHEN ?1 IS NULL THEN 'dead' ELSE 'ready' END,
+       run_at = CASE WHEN ?1 IS NULL THEN run_at ELSE ?2 + ?1 END,
+       last_error = ?3, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = ?2
+     WHERE id = ?4 AND lease_token = ?5 AND state = 'running' RETURNING *`,
+  ).get(p.retryDelayMs, now, p.error, p.id, p.leaseToken) as TaskRow | undefined;
+  if (!row) {
+    taskGet(s, p);
+    throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
+  }
+  return toTask(row);
+}
+
+export function taskExpire(s: Statements, now: number, p: { limit: number }): Task[] {
+  const rows = s.get(
+    `UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
+       last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
+       lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = ?1
+     WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < ?1 ORDER BY lease_expires_at LIMIT ?2) RETURNING *`,
+  ).all(now, p.limit) as TaskRow[];
+  return rows.map(toTask);
+}
+
+export function taskList(s: Statements, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Task[] {
+  const rows = s.get(
+    `SELECT * FROM tasks WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR id > ?3) ORDER BY id LIMIT ?4`,
+  ).all(p.queue ?? null, p.state ?? null, p.afterId ?? null, p.limit) as TaskRow[];
+  return rows.map(toTask);
+}
+
+export function taskRedrive(s: Statements, now: number, p: { id: string }): { task: Task; redriven: boolean } {
+  const row = s.get(
+    `UPDATE tasks SET state = 'ready', attempts = 0, run_at = ?1, updated_at = ?1 WHERE id = ?2 AND state = 'dead' RETURNING *`,
+  ).get(now, p.id) as TaskRow | undefined;
+  return row ? { task: toTask(row), redriven: true } : { task: taskGet(s, p), redriven: false };
+}
+
+export function taskNextRunAt(s: Statements, p: { queue: string }): number | null {
+  const row = s.get("SELECT min(run_at) AS run_at FROM tasks WHERE queue = ? AND state = 'ready'").get(p.queue) as { run_at: number | null };
+  return row.run_at;
+}
+
+export function taskCounts(s: Statements): Record<TaskState, number> {
+  const counts: Record<TaskState, number> = { ready: 0, running: 0, completed: 0, dead: 0 };
+  for (const row of s.get('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as Array<{ state: TaskState; n: number }>) {
+    counts[row.state] = row.n;
+  }
+  return counts;
+}

@@ -1,0 +1,200 @@
+/**
+ * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
+ * the same conformance suite (`conformance.ts`). Methods are named table + verb and take one
+ * params object. Every method of a `Store` handed to a `transaction` callback runs in that
+ * transaction; calling `transaction` on it again joins the same transaction.
+ */
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+
+  /** Runs `fn` in one transaction: everything it writes commits together or not at all. */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  /** Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). */
+  listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The database clock, in ms since the epoch. Leases and run-at times use it, not the process clock. */
+  now(): Promise<number>;
+  /** A short health summary for `runledger status`. */
+  status(): Promise<StoreStatus>;
+  close(): Promise<void>;
+
+  /** Appends events to one or more streams. Versions are 1, 2, 3 … per stream, without gaps. */
+  eventAppend(p: EventAppendParams): Promise<AppendResult>;
+  eventReadStream(p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]>;
+  /** Events in global position order: for browsing. Subscribers use `eventReadCommitted`. */
+  eventReadAll(p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]>;
+  /**
+   * Events after `after`, in an order in which no event can still appear before one already
+   * returned: a reader that resumes from the last cursor never skips an event, even one whose
+   * transaction commits after an event with a later position.
+   */
+  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]>;
+  /** The cursor after the newest committed event. */
+  eventHead(): Promise<Cursor>;
+
+  projectionPut(p: { name: string; key: string; value: unknown }): Promise<void>;
+  projectionGet(p: { name: string; key: string }): Promise<unknown>;
+  projectionDelete(p: { name: string; key: string }): Promise<void>;
+
+  /** Creates the subscription if it does not exist; returns it as stored. */
+  subscriptionEnsure(p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription>;
+  /** Takes or renews the subscription's lease for `owner`; null while another owner holds it. */
+  subscriptionLease(p: { name: string; owner: string; ttlMs: number }): Promise<Subscription | null>;
+  subscriptionRelease(p: { name: string; owner: string }): Promise<void>;
+  /** Moves the cursor; throws `LeaseLostError` when `owner` no longer holds the lease. */
+  subscriptionAdvance(p: { name: string; owner: string; cursor: Cursor }): Promise<void>;
+  /** Sets or clears (null) the reason an `ordered` subscription is blocked. */
+  subscriptionBlock(p: { name: string; blockedReason: string | null }): Promise<Subscription>;
+  subscriptionGet(p: { name: string }): Promise<Subscription>;
+  subscriptionList(): Promise<Subscription[]>;
+  parkedAdd(p: { subscription: string; event: StoredEvent; error: string; attempts: number }): Promise<void>;
+  parkedList(p: { subscription: string; status?: ParkedStatus }): Promise<ParkedEvent[]>;
+  parkedSetStatus(p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent>;
+
+  /** Inserts tasks; a task whose (queue, idempotency key) exists returns the stored one, `created: false`. */
+  taskEnqueue(p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>>;
+  /**
+   * Claims up to `limit` ready tasks of `queue` whose run-at has come, highest priority first,
+   * then oldest. A task with an ordering key is claimable only when no task of that key is running
+   * and none older is waiting. Each claimed task gets `leaseToken` and a lease of `leaseMs`.
+   */
+  taskClaim(p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Promise<Task[]>;
+  /** Extends the leases still held; returns the ids whose lease was extended. */
+  taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
+  /** Completes the tasks whose lease is still held; returns those (the others were lost). */
+  taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<Task[]>;
+  /** Fails an attempt: back to ready after `retryDelayMs`, or dead when it is null. Throws `LeaseLostError`. */
+  taskFail(p: Lease & { error: string; retryDelayMs: number | null }): Promise<Task>;
+  /** Ends expired leases: the task is ready again, or dead when its attempts are used up. */
+  taskExpire(p: { limit: number }): Promise<Task[]>;
+  taskGet(p: { id: string }): Promise<Task>;
+  taskList(p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Promise<Task[]>;
+  /** Dead → ready with fresh attempts. Any other state is returned unchanged (`redriven: false`). */
+  taskRedrive(p: { id: string }): Promise<{ task: Task; redriven: boolean }>;
+  /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */
+  taskNextRunAt(p: { queue: string }): Promise<number | null>;
+}
+
+export type NotifyChannel = 'events' | 'tasks';
+
+/** An opaque resume point in committed order; `''` is the beginning. */
+export type Cursor = string;
+
+export interface EventMetadata {
+  correlationId?: string;
+  causationId?: string;
+  [key: string]: unknown;
+}
+
+export interface NewEvent {
+  type: string;
+  data: unknown;
+  metadata?: EventMetadata;
+}
+
+export interface StoredEvent {
+  position: number;
+  streamId: string;
+  version: number;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  /** ms since the epoch, database clock */
+  timestamp: number;
+}
+
+export interface CommittedEvent {
+  event: StoredEvent;
+  cursor: Cursor;
+}
+
+export interface StreamAppend {
+  streamId: string;
+  events: NewEvent[];
+  /** 0 means "the stream must not exist yet". Omitted: append whatever the version. */
+  expectedVersion?: number;
+}
+
+export interface EventAppendParams {
+  appends: StreamAppend[];
+  /** A repeated key returns the events first written with it and writes nothing. */
+  idempotencyKey?: string;
+}
+
+export interface AppendResult {
+  events: StoredEvent[];
+  duplicate: boolean;
+}
+
+export interface Subscription {
+  name: string;
+  cursor: Cursor;
+  streamPrefix: string | null;
+  types: string[] | null;
+  ordered: boolean;
+  blockedReason: string | null;
+  owner: string | null;
+  leaseExpiresAt: number | null;
+  updatedAt: number;
+}
+
+export type ParkedStatus = 'parked' | 'retry' | 'skipped' | 'resolved';
+
+export interface ParkedEvent {
+  subscription: string;
+  position: number;
+  event: StoredEvent;
+  error: string;
+  attempts: number;
+  status: ParkedStatus;
+  parkedAt: number;
+  updatedAt: number;
+}
+
+export type TaskState = 'ready' | 'running' | 'completed' | 'dead';
+
+export interface NewTask {
+  id: string;
+  queue: string;
+  payload: unknown;
+  idempotencyKey: string | null;
+  orderingKey: string | null;
+  /** absolute ms; null: now (database clock) */
+  runAt: number | null;
+  priority: number;
+  maxAttempts: number;
+}
+
+export interface Task {
+  id: string;
+  queue: string;
+  state: TaskState;
+  payload: unknown;
+  idempotencyKey: string | null;
+  orderingKey: string | null;
+  runAt: number;
+  priority: number;
+  attempts: number;
+  maxAttempts: number;
+  leaseToken: string | null;
+  leaseExpiresAt: number | null;
+  workerId: string | null;
+  lastError: string | null;
+  result: unknown;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface Lease {
+  id: string;
+  leaseToken: string;
+}
+
+export interface StoreStatus {
+  dialect: 'sqlite' | 'postgres';
+  location: string;
+  schemaVersion: number;
+  events: number;
+  streams: number;
+  tasks: Record<TaskState, number>;
+  subscriptions: number;
+}
