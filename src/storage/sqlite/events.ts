@@ -67,16 +67,17 @@ export function eventReadStream(s: Statements, p: { streamId: string; fromVersio
 }
 
 // Filters are fixed SQL text (a NULL parameter turns one off), so each query is prepared once.
-const FILTER = `(?1 IS NULL OR substr(stream_id, 1, length(?1)) = ?1)
-  AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))`;
+const FILTER = `(@prefix IS NULL OR substr(stream_id, 1, length(@prefix)) = @prefix)
+  AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))`;
 
-function filterParams(p: { streamPrefix?: string; types?: string[] }): [string | null, string | null] {
-  return [p.streamPrefix ?? null, p.types ? JSON.stringify(p.types) : null];
+function filterParams(p: { streamPrefix?: string; types?: string[] }): { prefix: string | null; types: string | null } {
+  return { prefix: p.streamPrefix ?? null, types: p.types ? JSON.stringify(p.types) : null };
 }
 
 export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): StoredEvent[] {
-  const [prefix, types] = filterParams(p);
-  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= ?3 ORDER BY position LIMIT ?4`).all(prefix, types, p.fromPosition ?? 1, p.limit ?? 1000);
+  const rows = s
+    .get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`)
+    .all({ ...filterParams(p), from: p.fromPosition ?? 1, limit: p.limit ?? 1000 });
   return (rows as EventRow[]).map(toEvent);
 }
 
@@ -85,9 +86,8 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
  * commit in order: the position itself is a safe cursor.
  */
 export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedEvent[] {
-  const [prefix, types] = filterParams(p);
   const after = p.after === '' ? 0 : Number(p.after);
-  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position > ?3 ORDER BY position LIMIT ?4`).all(prefix, types, after, p.limit);
+  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position > @after ORDER BY position LIMIT @limit`).all({ ...filterParams(p), after, limit: p.limit });
   return (rows as EventRow[]).map((row) => ({ event: toEvent(row), cursor: String(row.position) }));
 }
 

@@ -1,18 +1,25 @@
 import { EventEmitter } from 'node:events';
+import { resolve } from 'node:path';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as events from './events.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
-/** One connection per process, shared by everything in it; `lock` serializes its users. */
+/** One connection per file per process, shared by every store opened on it; `lock` serializes its users. */
 interface Shared {
   path: string;
   db: Db;
   statements: Statements;
   lock: Mutex;
   wake: EventEmitter;
+  users: number;
 }
+
+// A second connection to the same file in one process would deadlock: better-sqlite3 waits for
+// SQLite's write lock synchronously, so the event loop could never finish the transaction that
+// holds it. Stores opened on one file in one process therefore share its connection.
+const open = new Map<string, Shared>();
 
 class Mutex {
   private tail: Promise<void> = Promise.resolve();
@@ -34,10 +41,17 @@ class Mutex {
  * @example const store = openSqliteStore('runledger.db')
  */
 export function openSqliteStore(path: string): Store {
-  const db = openDatabase(path);
-  const wake = new EventEmitter();
-  wake.setMaxListeners(0);
-  return new SqliteStore({ path, db, statements: new Statements(db), lock: new Mutex(), wake }, null);
+  const key = path === ':memory:' ? null : resolve(path);
+  let shared = key === null ? undefined : open.get(key);
+  if (!shared) {
+    const db = openDatabase(path);
+    const wake = new EventEmitter();
+    wake.setMaxListeners(0);
+    shared = { path, db, statements: new Statements(db), lock: new Mutex(), wake, users: 0 };
+    if (key !== null) open.set(key, shared);
+  }
+  shared.users += 1;
+  return new SqliteStore(shared, null);
 }
 
 class SqliteStore implements Store {
@@ -116,10 +130,17 @@ class SqliteStore implements Store {
     });
   }
 
+  private closed = false;
+
   async close(): Promise<void> {
-    const release = await this.shared.lock.acquire();
+    if (this.closed || this.pending) return;
+    this.closed = true;
+    const shared = this.shared;
+    if (--shared.users > 0) return;
+    const release = await shared.lock.acquire();
     try {
-      if (this.shared.db.open) this.shared.db.close();
+      if (shared.path !== ':memory:') open.delete(resolve(shared.path));
+      if (shared.db.open) shared.db.close();
     } finally {
       release();
     }

@@ -112,7 +112,9 @@ export function parkedAdd(s: Statements, now: number, p: { subscription: string;
 }
 
 export function parkedList(s: Statements, p: { subscription: string; status?: ParkedStatus }): ParkedEvent[] {
-  const rows = s.get('SELECT * FROM parked WHERE subscription = ? AND (?2 IS NULL OR status = ?2) ORDER BY position').all(p.subscription, p.status ?? null);
+  const rows = s
+    .get('SELECT * FROM parked WHERE subscription = @subscription AND (@status IS NULL OR status = @status) ORDER BY position')
+    .all({ subscription: p.subscription, status: p.status ?? null });
   return (rows as ParkedRow[]).map(toParked);
 }
 

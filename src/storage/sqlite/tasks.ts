@@ -69,18 +69,18 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
 
 // Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs.
 const CLAIMABLE = `SELECT seq FROM tasks t
-  WHERE queue = ?1 AND state = 'ready' AND run_at <= ?2
+  WHERE queue = @queue AND state = 'ready' AND run_at <= @now
     AND (ordering_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM tasks o
       WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
         AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
-  ORDER BY priority DESC, run_at, seq LIMIT ?3`;
+  ORDER BY priority DESC, run_at, seq LIMIT @limit`;
 
 export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Task[] {
   const rows = s.get(
-    `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = ?4, lease_expires_at = ?5, worker_id = ?6, updated_at = ?2
+    `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now
      WHERE seq IN (${CLAIMABLE}) RETURNING *`,
-  ).all(p.queue, now, p.limit, p.leaseToken, now + p.leaseMs, p.workerId) as TaskRow[];
+  ).all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId }) as TaskRow[];
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map(toTask);
 }
@@ -105,11 +105,11 @@ export function taskComplete(s: Statements, now: number, p: { items: Array<Lease
 
 export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null }): Task {
   const row = s.get(
-    `UPDATE tasks SET state = CASE WHEN ?1 IS NULL THEN 'dead' ELSE 'ready' END,
-       run_at = CASE WHEN ?1 IS NULL THEN run_at ELSE ?2 + ?1 END,
-       last_error = ?3, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = ?2
-     WHERE id = ?4 AND lease_token = ?5 AND state = 'running' RETURNING *`,
-  ).get(p.retryDelayMs, now, p.error, p.id, p.leaseToken) as TaskRow | undefined;
+    `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
+       run_at = CASE WHEN @delay IS NULL THEN run_at ELSE @now + @delay END,
+       last_error = @error, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
+     WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
+  ).get({ delay: p.retryDelayMs, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
   if (!row) {
     taskGet(s, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
@@ -121,23 +121,24 @@ export function taskExpire(s: Statements, now: number, p: { limit: number }): Ta
   const rows = s.get(
     `UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
        last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
-       lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = ?1
-     WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < ?1 ORDER BY lease_expires_at LIMIT ?2) RETURNING *`,
-  ).all(now, p.limit) as TaskRow[];
+       lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
+     WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < @now ORDER BY lease_expires_at LIMIT @limit) RETURNING *`,
+  ).all({ now, limit: p.limit }) as TaskRow[];
   return rows.map(toTask);
 }
 
 export function taskList(s: Statements, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Task[] {
   const rows = s.get(
-    `SELECT * FROM tasks WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR id > ?3) ORDER BY id LIMIT ?4`,
-  ).all(p.queue ?? null, p.state ?? null, p.afterId ?? null, p.limit) as TaskRow[];
+    `SELECT * FROM tasks WHERE (@queue IS NULL OR queue = @queue) AND (@state IS NULL OR state = @state) AND (@after IS NULL OR id > @after)
+     ORDER BY id LIMIT @limit`,
+  ).all({ queue: p.queue ?? null, state: p.state ?? null, after: p.afterId ?? null, limit: p.limit }) as TaskRow[];
   return rows.map(toTask);
 }
 
 export function taskRedrive(s: Statements, now: number, p: { id: string }): { task: Task; redriven: boolean } {
   const row = s.get(
-    `UPDATE tasks SET state = 'ready', attempts = 0, run_at = ?1, updated_at = ?1 WHERE id = ?2 AND state = 'dead' RETURNING *`,
-  ).get(now, p.id) as TaskRow | undefined;
+    `UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`,
+  ).get({ now, id: p.id }) as TaskRow | undefined;
   return row ? { task: toTask(row), redriven: true } : { task: taskGet(s, p), redriven: false };
 }
 
