@@ -1,0 +1,40 @@
+import { ValidationError } from './errors.js';
+
+export interface RunledgerOptions {
+  /** A SQLite file path (default `runledger.db`) or a `postgres://` URL. */
+  database?: string;
+  /** Largest task payload or result, serialized. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** Largest event data, serialized. Default 1 MiB. */
+  maxEventBytes?: number;
+  /** Most events in one append (bulk enqueues append one per task). Default 100,000. */
+  maxEventsPerAppend?: number;
+  /** Attempts of a task before it is dead, unless it says otherwise. Default 5. */
+  defaultMaxAttempts?: number;
+  /** Fallback poll of workers and subscriptions when no wake-up arrives. Default 1000 ms. */
+  pollMs?: number;
+}
+
+export type Config = Readonly<Required<RunledgerOptions>>;
+
+/**
+ * Defaults and validation, pure: environment variables are read by the CLI, not here.
+ *
+ * @example resolveConfig({ database: 'postgres://localhost/app' }).maxPayloadBytes // 1048576
+ */
+export function resolveConfig(options: RunledgerOptions = {}): Config {
+  const config = {
+    database: options.database ?? 'runledger.db',
+    maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
+    maxEventBytes: options.maxEventBytes ?? 1024 * 1024,
+    maxEventsPerAppend: options.maxEventsPerAppend ?? 100_000,
+    defaultMaxAttempts: options.defaultMaxAttempts ?? 5,
+    pollMs: options.pollMs ?? 1000,
+  };
+  if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
+  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs'] as const) {
+    const value = config[key];
+    if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
+  }
+  return Object.freeze(config);
+}

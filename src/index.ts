@@ -1,0 +1,10 @@
+export { createEngine, Engine } from './engine.js';
+export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
+export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError } from './errors.js';
+export { Journal, type AppendOptions, type Projection } from './journal/journal.js';
+export { Subscriber, type EventHandler, type HandlerContext, type SubscribeOptions } from './journal/subscription.js';
+export { TaskQueue, type EnqueueOptions, type EnqueueResult } from './queue/queue.js';
+export { Worker, type TaskHandler, type TaskContext, type WorkOptions } from './queue/worker.js';
+export type { Backoff } from './backoff.js';
+export { openStore } from './storage/open.js';
+export type { Store, StoredEvent, NewEvent, EventMetadata, Task, TaskState, Subscription, ParkedEvent, Cursor } from './storage/store.js';

@@ -1,0 +1,103 @@
+import { crashPoint } from '../crash.js';
+import { ValidationError } from '../errors.js';
+import { checkJson, checkName } from '../json.js';
+import type { AppendResult, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+
+/** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
+export type Projection = (event: StoredEvent, tx: Store) => Promise<void>;
+
+export interface AppendOptions {
+  /** The stream's version before this append (0: it must not exist yet); a mismatch is a ConflictError. */
+  expectedVersion?: number;
+  /** A repeated key returns the events first written with it and writes nothing. */
+  idempotencyKey?: string;
+  /** Append inside the caller's transaction. */
+  tx?: Store;
+}
+
+export interface JournalLimits {
+  maxEventBytes: number;
+  maxEventsPerAppend: number;
+}
+
+/**
+ * The append-only event journal. Each event gets a global position and a per-stream version
+ * (1, 2, 3 … without gaps); once written it is never changed.
+ *
+ * @example
+ * const journal = new Journal(store, { maxEventBytes: 1 << 20, maxEventsPerAppend: 10_000 });
+ * journal.project('order.paid', async (event, tx) => tx.projectionPut({ name: 'paid', key: event.streamId, value: event.data }));
+ * await journal.append('order-1', [{ type: 'order.paid', data: { amount: 5 } }], { expectedVersion: 1 });
+ */
+export class Journal {
+  private readonly projections = new Map<string, Projection[]>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly limits: JournalLimits,
+  ) {}
+
+  /** Registers a projection for one or more event types. */
+  project(types: string | string[], projection: Projection): void {
+    for (const type of Array.isArray(types) ? types : [types]) {
+      this.projections.set(type, [...(this.projections.get(type) ?? []), projection]);
+    }
+  }
+
+  append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    const { expectedVersion, ...rest } = options;
+    return this.appendMany([{ streamId, events, ...(expectedVersion === undefined ? {} : { expectedVersion }) }], rest);
+  }
+
+  /** Appends to several streams at once: all or nothing. */
+  async appendMany(appends: StreamAppend[], options: Omit<AppendOptions, 'expectedVersion'> = {}): Promise<AppendResult> {
+    this.validate(appends);
+    const params = { appends, ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }) };
+    const projected = appends.some((a) => a.events.some((e) => this.projections.has(e.type)));
+    if (!projected && !options.tx) return this.store.eventAppend(params);
+    const result = await (options.tx ?? this.store).transaction(async (tx) => {
+      const appended = await tx.eventAppend(params);
+      if (!appended.duplicate) await this.applyProjections(appended.events, tx);
+      crashPoint('journal:beforeCommit');
+      return appended;
+    });
+    if (!options.tx) crashPoint('journal:afterCommit');
+    return result;
+  }
+
+  readStream(streamId: string, options: { fromVersion?: number; limit?: number; backwards?: boolean } = {}): Promise<StoredEvent[]> {
+    return this.store.eventReadStream({ streamId, ...options });
+  }
+
+  readAll(options: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] } = {}): Promise<StoredEvent[]> {
+    return this.store.eventReadAll(options);
+  }
+
+  private async applyProjections(events: StoredEvent[], tx: Store): Promise<void> {
+    for (const event of events) {
+      for (const projection of this.projections.get(event.type) ?? []) await projection(event, tx);
+    }
+  }
+
+  private validate(appends: StreamAppend[]): void {
+    let count = 0;
+    appends.forEach((append, i) => {
+      const at = appends.length === 1 ? '' : `appends[${i}].`;
+      checkName(`${at}streamId`, append.streamId);
+      if (!Array.isArray(append.events) || append.events.length === 0) throw new ValidationError(`${at}events`, 'must be a non-empty array');
+      const expected = append.expectedVersion;
+      if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {
+        throw new ValidationError(`${at}expectedVersion`, 'must be a whole number ≥ 0');
+      }
+      append.events.forEach((event, j) => {
+        checkName(`${at}events[${j}].type`, event.type);
+        checkJson(`${at}events[${j}].data`, event.data ?? null, this.limits.maxEventBytes);
+        if (event.metadata !== undefined) checkJson(`${at}events[${j}].metadata`, event.metadata, this.limits.maxEventBytes);
+      });
+      count += append.events.length;
+    });
+    if (count > this.limits.maxEventsPerAppend) {
+      throw new ValidationError('events', `has ${count} events, over the limit of ${this.limits.maxEventsPerAppend} per append`);
+    }
+  }
+}

@@ -1,0 +1,217 @@
+import { backoffDelay, type Backoff } from '../backoff.js';
+import { crashPoint } from '../crash.js';
+import { LeaseLostError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { CommittedEvent, Store, StoredEvent, Subscription } from '../storage/store.js';
+import { Wakeup } from './wakeup.js';
+
+export interface HandlerContext {
+  /** The transaction the cursor advances in: writes through it commit with the advance, exactly once. */
+  tx: Store;
+  attempt: number;
+  subscription: string;
+}
+
+export type EventHandler = (event: StoredEvent, ctx: HandlerContext) => Promise<void>;
+
+export interface SubscribeOptions {
+  streamPrefix?: string;
+  types?: string[];
+  /** Ordered: a failing event blocks the subscription until an operator retries or skips it. Else it is parked and the rest flows. */
+  ordered?: boolean;
+  /** Where a new subscription starts. */
+  from?: 'beginning' | 'end';
+  /** Attempts per event before it is parked (or blocks an ordered subscription). */
+  maxAttempts?: number;
+  backoff?: Backoff;
+  batchSize?: number;
+  /** How often to look for new events when no wake-up arrives: the fallback, not the main path. */
+  pollMs?: number;
+  leaseMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError'>> & SubscribeOptions;
+
+const defaults: Resolved = {
+  ordered: false,
+  from: 'beginning',
+  maxAttempts: 5,
+  backoff: { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 },
+  batchSize: 100,
+  pollMs: 1000,
+  leaseMs: 30_000,
+};
+
+type Outcome = 'done' | 'blocked' | 'lost' | 'stopped';
+
+/**
+ * A durable, named cursor over the journal that hands each event to `handler`, at least once,
+ * in committed order. One process at a time holds a subscription (a lease on its row); the
+ * handler's writes through `ctx.tx` and the cursor advance commit together.
+ *
+ * @example
+ * const sub = new Subscriber(store, 'emails', { streamPrefix: 'order-' }, async (event, { tx }) => { … });
+ * await sub.start();
+ */
+export class Subscriber {
+  readonly owner = newId('owner');
+  private readonly options: Resolved;
+  private readonly wakeup = new Wakeup();
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private leaseRenewAt = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly store: Store,
+    readonly name: string,
+    options: SubscribeOptions,
+    private readonly handler: EventHandler,
+  ) {
+    this.options = { ...defaults, ...options };
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    const { streamPrefix, types, ordered, from } = this.options;
+    await this.store.subscriptionEnsure({ name: this.name, streamPrefix: streamPrefix ?? null, types: types ?? null, ordered, from });
+    const unlisten = await this.store.listen('events', () => this.wakeup.wake());
+    this.running = true;
+    this.loop = this.run().finally(unlisten);
+  }
+
+  /** Stops after the event in hand, and gives the lease up so another process can take over at once. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeup.wake();
+    await this.loop;
+    this.loop = null;
+    await this.store.subscriptionRelease({ name: this.name, owner: this.owner });
+  }
+
+  /** Resolves the next time the subscriber finds nothing to do: everything committed so far is handled. */
+  idle(): Promise<void> {
+    this.wakeup.wake();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let worked = false;
+      try {
+        worked = await this.tick();
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+      if (!worked && this.running) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
+        await this.wakeup.wait(this.options.pollMs);
+      }
+    }
+  }
+
+  private async lease(): Promise<Subscription | null> {
+    const sub = await this.store.subscriptionLease({ name: this.name, owner: this.owner, ttlMs: this.options.leaseMs });
+    this.leaseRenewAt = Date.now() + this.options.leaseMs / 3;
+    return sub;
+  }
+
+  private async tick(): Promise<boolean> {
+    const sub = await this.lease();
+    if (!sub) return false;
+    if (sub.blockedReason !== null) return this.tryUnblock(sub);
+    if (await this.redeliverParked()) return true;
+    const { batchSize, streamPrefix, types } = this.options;
+    const batch = await this.store.eventReadCommitted({ after: sub.cursor, limit: batchSize, ...(streamPrefix ? { streamPrefix } : {}), ...(types ? { types } : {}) });
+    for (const item of batch) {
+      if (!this.running) break;
+      if (Date.now() > this.leaseRenewAt && !(await this.lease())) break;
+      if ((await this.deliver(item)) !== 'done') break;
+    }
+    return batch.length > 0;
+  }
+
+  /** Hands one event to the handler with retries; parks it (or blocks) when they run out. */
+  private async deliver({ event, cursor }: CommittedEvent): Promise<Outcome> {
+    const advance = (tx: Store) => tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor });
+    const result = await this.attempt(event, advance);
+    if (result.outcome !== 'failed') return result.outcome;
+    const park = { subscription: this.name, event, error: result.error, attempts: this.options.maxAttempts };
+    if (this.options.ordered) {
+      const reason = `event ${event.position} (${event.type}) failed ${this.options.maxAttempts} times: ${result.error}`;
+      await this.store.transaction(async (tx) => {
+        await tx.parkedAdd(park);
+        await tx.subscriptionBlock({ name: this.name, blockedReason: reason });
+      });
+      return 'blocked';
+    }
+    await this.store.transaction(async (tx) => {
+      await tx.parkedAdd(park);
+      await advance(tx);
+    });
+    return 'done';
+  }
+
+  private async attempt(event: StoredEvent, commit: (tx: Store) => Promise<unknown>): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.store.transaction(async (tx) => {
+          await this.handler(event, { tx, attempt, subscription: this.name });
+          crashPoint('subscription:beforeAdvance');
+          await commit(tx);
+        });
+        return { outcome: 'done' };
+      } catch (error) {
+        if (error instanceof LeaseLostError) return { outcome: 'lost' };
+        if (attempt >= this.options.maxAttempts) return { outcome: 'failed', error: describe(error) };
+        if (!(await this.pause(backoffDelay(attempt, this.options.backoff)))) return { outcome: 'stopped' };
+      }
+    }
+  }
+
+  /** Sleeps, but wakes early to stop; false when stopping. */
+  private async pause(ms: number): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (this.running && Date.now() < until) await this.wakeup.wait(until - Date.now());
+    return this.running;
+  }
+
+  /** Parked events an operator asked to retry: delivered again, then marked resolved (or parked anew). */
+  private async redeliverParked(): Promise<boolean> {
+    const retries = await this.store.parkedList({ subscription: this.name, status: 'retry' });
+    for (const parked of retries) {
+      const key = { subscription: this.name, position: parked.position };
+      const result = await this.attempt(parked.event, (tx) => tx.parkedSetStatus({ ...key, status: 'resolved' }));
+      if (result.outcome === 'failed') await this.store.parkedAdd({ ...key, event: parked.event, error: result.error, attempts: this.options.maxAttempts });
+      else if (result.outcome !== 'done') break;
+    }
+    return retries.length > 0;
+  }
+
+  /** A blocked ordered subscription moves again once its failed event is marked retry or skipped. */
+  private async tryUnblock(sub: Subscription): Promise<boolean> {
+    const { streamPrefix, types } = this.options;
+    const [next] = await this.store.eventReadCommitted({ after: sub.cursor, limit: 1, ...(streamPrefix ? { streamPrefix } : {}), ...(types ? { types } : {}) });
+    const parked = next && (await this.store.parkedList({ subscription: this.name })).find((p) => p.position === next.event.position);
+    if (next && parked?.status === 'skipped') {
+      await this.store.transaction(async (tx) => {
+        await tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor: next.cursor });
+        await tx.subscriptionBlock({ name: this.name, blockedReason: null });
+      });
+      return true;
+    }
+    if (!next || parked?.status === 'retry') {
+      await this.store.transaction(async (tx) => {
+        if (parked) await tx.parkedSetStatus({ subscription: this.name, position: parked.position, status: 'resolved' });
+        await tx.subscriptionBlock({ name: this.name, blockedReason: null });
+      });
+      return true;
+    }
+    return false;
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

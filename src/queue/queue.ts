@@ -1,0 +1,129 @@
+import { ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Journal } from '../journal/journal.js';
+import { checkJson, checkName } from '../json.js';
+import type { StoredEvent, Store, Task, TaskState } from '../storage/store.js';
+import { taskEvent, taskStream } from './lifecycle.js';
+import { Worker, type TaskHandler, type WorkOptions } from './worker.js';
+
+export interface EnqueueOptions {
+  /** A repeated key (per queue) returns the original task and writes nothing. */
+  idempotencyKey?: string;
+  /** Tasks with the same key run one at a time, in arrival order. */
+  orderingKey?: string;
+  /** Not before this time. */
+  runAt?: Date | number;
+  /** Higher runs first. */
+  priority?: number;
+  /** Attempts before the task is dead (default from config). */
+  maxAttempts?: number;
+}
+
+export interface EnqueueResult {
+  task: Task;
+  /** false when the idempotency key already existed. */
+  created: boolean;
+}
+
+export interface QueueLimits {
+  maxPayloadBytes: number;
+  defaultMaxAttempts: number;
+  maxBatch: number;
+}
+
+const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * The task queue: enqueue (one, many, or inside a caller's transaction), inspect, redrive, work.
+ * Every state change of a task is an event in its stream `task:<id>`.
+ *
+ * @example
+ * await queue.enqueue('email', { to: 'a@b.c' }, { idempotencyKey: 'welcome-42' });
+ * const worker = queue.work('email', async (payload, { signal }) => send(payload, { signal }), { concurrency: 10 });
+ */
+export class TaskQueue {
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    private readonly limits: QueueLimits,
+  ) {}
+
+  async enqueue(queue: string, payload: unknown, options: EnqueueOptions & { tx?: Store } = {}): Promise<EnqueueResult> {
+    const { tx, ...rest } = options;
+    const [result] = await this.insert(queue, [{ payload, ...rest }], tx, '');
+    return result!;
+  }
+
+  /** Enqueues many tasks in one transaction (all or nothing); results are in input order. */
+  enqueueMany(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, options: { tx?: Store } = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(items) || items.length === 0) throw new ValidationError('items', 'must be a non-empty array');
+    if (items.length > this.limits.maxBatch) throw new ValidationError('items', `has ${items.length} tasks, over the limit of ${this.limits.maxBatch}`);
+    return this.insert(queue, items, options.tx, 'items');
+  }
+
+  get(id: string): Promise<Task> {
+    return this.store.taskGet({ id });
+  }
+
+  list(options: { queue?: string; state?: TaskState; limit?: number; afterId?: string } = {}): Promise<Task[]> {
+    return this.store.taskList({ ...options, limit: options.limit ?? 100 });
+  }
+
+  /** The dead-letter queue: tasks that used up their attempts or failed terminally, with their last error. */
+  dead(options: { queue?: string; limit?: number; afterId?: string } = {}): Promise<Task[]> {
+    return this.list({ ...options, state: 'dead' });
+  }
+
+  /** Every state change of the task, oldest first: its attempts, errors and outcome. */
+  history(id: string): Promise<StoredEvent[]> {
+    return this.journal.readStream(taskStream(id));
+  }
+
+  /** Puts a dead task back in its queue with fresh attempts. Redriving a task that is not dead changes nothing. */
+  async redrive(id: string): Promise<{ task: Task; redriven: boolean }> {
+    return this.store.transaction(async (tx) => {
+      const result = await tx.taskRedrive({ id });
+      if (result.redriven) await this.journal.appendMany([taskEvent('redrive', id, {})], { tx });
+      return result;
+    });
+  }
+
+  /** Starts a worker for `queue`. */
+  work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
+    const worker = new Worker(this.store, this.journal, queue, handler, { maxResultBytes: this.limits.maxPayloadBytes, ...options });
+    worker.start();
+    return worker;
+  }
+
+  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string): Promise<EnqueueResult[]> {
+    if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
+    const tasks = items.map((item, i) => {
+      const at = (field: string) => (path ? `${path}[${i}].${field}` : field);
+      checkJson(at('payload'), item.payload ?? null, this.limits.maxPayloadBytes);
+      const maxAttempts = item.maxAttempts ?? this.limits.defaultMaxAttempts;
+      if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) throw new ValidationError(at('maxAttempts'), 'must be a whole number from 1 to 1000');
+      const priority = item.priority ?? 0;
+      if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new ValidationError(at('priority'), 'must be a whole number from -1000000 to 1000000');
+      const runAt = item.runAt === undefined ? null : item.runAt instanceof Date ? item.runAt.getTime() : item.runAt;
+      if (runAt !== null && !Number.isFinite(runAt)) throw new ValidationError(at('runAt'), 'must be a valid date or ms timestamp');
+      return {
+        id: newId('task'),
+        queue,
+        payload: item.payload ?? null,
+        idempotencyKey: item.idempotencyKey === undefined ? null : checkName(at('idempotencyKey'), item.idempotencyKey),
+        orderingKey: item.orderingKey === undefined ? null : checkName(at('orderingKey'), item.orderingKey),
+        runAt,
+        priority,
+        maxAttempts,
+      };
+    });
+    return (tx ?? this.store).transaction(async (t) => {
+      const results = await t.taskEnqueue({ tasks });
+      const created = results.filter((r) => r.created).map(({ task }) =>
+        taskEvent('enqueue', task.id, { queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts }),
+      );
+      if (created.length > 0) await this.journal.appendMany(created, { tx: t });
+      return results;
+    });
+  }
+}

@@ -1,0 +1,245 @@
+import { backoffDelay, defaultBackoff, type Backoff } from '../backoff.js';
+import { crashPoint } from '../crash.js';
+import { LeaseLostError, TerminalError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Journal } from '../journal/journal.js';
+import { Wakeup } from '../journal/wakeup.js';
+import { checkJson } from '../json.js';
+import type { Store, Task } from '../storage/store.js';
+import { taskEvent } from './lifecycle.js';
+
+export interface TaskContext {
+  task: Task;
+  /** 1 on the first try. */
+  attempt: number;
+  /** Fires when the lease is lost or the worker stops hard: stop work, the task runs again elsewhere. */
+  signal: AbortSignal;
+}
+
+/** Returns the task's result (JSON). Throw to fail the attempt; throw `TerminalError` to skip retries. */
+export type TaskHandler = (payload: any, ctx: TaskContext) => Promise<unknown>;
+
+export interface WorkOptions {
+  /** Tasks run at once by this worker. */
+  concurrency?: number;
+  /** How long a claim holds; heartbeats renew it every third of that. */
+  leaseMs?: number;
+  backoff?: Backoff;
+  /** The fallback poll when no wake-up arrives. */
+  pollMs?: number;
+  workerId?: string;
+  maxResultBytes?: number;
+  onError?: (error: unknown) => void;
+  /** Called after each settled attempt: for metrics and tests. */
+  onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
+}
+
+interface Running {
+  task: Task;
+  controller: AbortController;
+}
+
+interface Completion {
+  id: string;
+  leaseToken: string;
+  result: unknown;
+  done: (completed: boolean) => void;
+  fail: (error: unknown) => void;
+}
+
+/**
+ * Claims tasks of one queue and runs them, `concurrency` at a time. Claims are leased (database
+ * clock) and renewed by heartbeat; a completion or failure carrying a lost lease is rejected by
+ * the store, so a worker that stalled past its lease can never finish a task someone else holds.
+ * Completions are committed in groups: one transaction for all handlers that finished meanwhile.
+ */
+export class Worker {
+  readonly id: string;
+  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId'>> & WorkOptions;
+  private readonly wakeup = new Wakeup();
+  private readonly running = new Map<string, Running>();
+  private completions: Completion[] = [];
+  private flushing: Promise<void> | null = null;
+  private active = false;
+  private loop: Promise<void> | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private nextExpiry = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    readonly queue: string,
+    private readonly handler: TaskHandler,
+    options: WorkOptions,
+  ) {
+    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, ...options };
+    this.id = options.workerId ?? newId('worker');
+  }
+
+  start(): void {
+    if (this.active) return;
+    this.active = true;
+    this.loop = this.run();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), this.options.leaseMs / 3);
+  }
+
+  /** Stops claiming, lets running tasks finish and commits them. */
+  async stop(): Promise<void> {
+    this.active = false;
+    this.wakeup.wake();
+    await this.loop;
+    while (this.running.size > 0 || this.completions.length > 0 || this.flushing) {
+      await (this.flushing ?? new Promise((resolve) => setTimeout(resolve, 5)));
+    }
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+  }
+
+  private async run(): Promise<void> {
+    const unlisten = await this.store.listen('tasks', (queue) => {
+      if (queue === '' || queue === this.queue) this.wakeup.wake();
+    });
+    try {
+      while (this.active) {
+        let claimed = 0;
+        try {
+          await this.expireLeases();
+          const free = this.options.concurrency - this.running.size;
+          if (free > 0) claimed = await this.claim(free);
+        } catch (error) {
+          this.options.onError?.(error);
+        }
+        if (!this.active) break;
+        if (claimed > 0 && this.running.size < this.options.concurrency) continue;
+        await this.wakeup.wait(claimed > 0 ? this.options.pollMs : await this.idleWait());
+      }
+    } finally {
+      await unlisten();
+    }
+  }
+
+  /** How long to sleep when nothing is claimable: until the next scheduled task, the next expiry check, or the poll. */
+  private async idleWait(): Promise<number> {
+    const now = Date.now();
+    let wait = Math.min(this.options.pollMs, Math.max(0, this.nextExpiry - now));
+    try {
+      const next = await this.store.taskNextRunAt({ queue: this.queue });
+      if (next !== null) wait = Math.min(wait, Math.max(1, next - (await this.store.now())));
+    } catch (error) {
+      this.options.onError?.(error);
+    }
+    return wait;
+  }
+
+  private async expireLeases(): Promise<void> {
+    if (Date.now() < this.nextExpiry) return;
+    this.nextExpiry = Date.now() + Math.min(this.options.pollMs, this.options.leaseMs / 2);
+    await this.store.transaction(async (tx) => {
+      const expired = await tx.taskExpire({ limit: 1000 });
+      if (expired.length === 0) return;
+      const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, error: t.lastError }));
+      await this.journal.appendMany(events, { tx });
+    });
+  }
+
+  private async claim(limit: number): Promise<number> {
+    const leaseToken = newId('lease');
+    const tasks = await this.store.transaction(async (tx) => {
+      const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken });
+      if (claimed.length > 0) {
+        await this.journal.appendMany(claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), { tx });
+      }
+      return claimed;
+    });
+    for (const task of tasks) void this.execute(task);
+    return tasks.length;
+  }
+
+  private async execute(task: Task): Promise<void> {
+    const controller = new AbortController();
+    this.running.set(task.id, { task, controller });
+    let outcome: 'completed' | 'failed' | 'dead' | 'lost';
+    try {
+      let result: unknown;
+      try {
+        result = (await this.handler(task.payload, { task, attempt: task.attempts, signal: controller.signal })) ?? null;
+        checkResult(result, this.options.maxResultBytes);
+      } catch (error) {
+        outcome = await this.fail(task, error);
+        return;
+      }
+      outcome = (await this.complete(task, result)) ? 'completed' : 'lost';
+    } catch (error) {
+      outcome = 'lost';
+      this.options.onError?.(error);
+    } finally {
+      this.running.delete(task.id);
+      this.wakeup.wake();
+    }
+    this.options.onSettled?.(task, outcome);
+  }
+
+  private complete(task: Task, result: unknown): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.completions.push({ id: task.id, leaseToken: task.leaseToken!, result, done, fail });
+      if (!this.flushing) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+    });
+  }
+
+  /** Commits every completion gathered so far in one transaction, then any that arrived meanwhile. */
+  private async flush(): Promise<void> {
+    while (this.completions.length > 0) {
+      const batch = this.completions.splice(0);
+      try {
+        const completed = await this.store.transaction(async (tx) => {
+          const done = await tx.taskComplete({ items: batch });
+          crashPoint('task:beforeComplete');
+          if (done.length > 0) await this.journal.appendMany(done.map((t) => taskEvent('complete', t.id, { attempt: t.attempts })), { tx });
+          return new Set(done.map((t) => t.id));
+        });
+        crashPoint('task:afterComplete');
+        for (const c of batch) c.done(completed.has(c.id));
+      } catch (error) {
+        for (const c of batch) c.fail(error);
+      }
+    }
+    this.flushing = null;
+  }
+
+  private async fail(task: Task, error: unknown): Promise<'failed' | 'dead' | 'lost'> {
+    const terminal = error instanceof TerminalError || task.attempts >= task.maxAttempts;
+    const retryDelayMs = terminal ? null : backoffDelay(task.attempts, this.options.backoff);
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    try {
+      await this.store.transaction(async (tx) => {
+        const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });
+        const data = { attempt: task.attempts, error: message };
+        const event = terminal
+          ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' })
+          : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
+        await this.journal.appendMany([event], { tx });
+      });
+      return terminal ? 'dead' : 'failed';
+    } catch (failure) {
+      if (failure instanceof LeaseLostError) return 'lost';
+      throw failure;
+    }
+  }
+
+  /** Renews the leases of running tasks; aborts the ones that were lost. */
+  private async heartbeat(): Promise<void> {
+    const leases = [...this.running.values()].map(({ task }) => ({ id: task.id, leaseToken: task.leaseToken! }));
+    if (leases.length === 0) return;
+    const held = new Set(await this.store.taskHeartbeat({ leases, leaseMs: this.options.leaseMs }));
+    for (const { task, controller } of this.running.values()) {
+      if (!held.has(task.id) && leases.some((l) => l.id === task.id)) controller.abort(new LeaseLostError(`task ${task.id}: lease lost`));
+    }
+  }
+}
+
+function checkResult(result: unknown, maxBytes: number): void {
+  try {
+    checkJson('result', result, maxBytes);
+  } catch (error) {
+    throw new TerminalError((error as Error).message);
+  }
+}

@@ -1,0 +1,203 @@
+import { ConflictError, ValidationError } from '../../errors.js';
+import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, EventMetadata, StoredEvent } from '../store.js';
+import { sqlState, type Db } from './connection.js';
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  version: number;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  created_at: number;
+}
+
+export function toEvent(row: EventRow): StoredEvent {
+  return {
+    position: row.position,
+    streamId: row.stream_id,
+    version: row.version,
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    timestamp: row.created_at,
+  };
+}
+
+/**
+ * One statement: claim the idempotency key, bump every stream's version (the upsert's row lock
+ * serializes appenders of a stream; streams are locked in sorted order so two batches cannot
+ * deadlock), check expected versions (rl_check_version raises, undoing the whole statement),
+ * insert the events and notify. `ok` is false when the key was already used: nothing was written.
+ */
+const APPEND = `
+WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
+k AS (
+  INSERT INTO append_keys (key, created_at) SELECT $1::text, ms FROM now WHERE $1::text IS NOT NULL
+  ON CONFLICT DO NOTHING RETURNING key
+),
+go AS MATERIALIZED (SELECT $1::text IS NULL OR EXISTS (SELECT 1 FROM k) AS ok),
+input AS (SELECT * FROM unnest($2::text[], $3::bigint[]) AS i(stream_id, n)),
+up AS (
+  INSERT INTO streams AS s (stream_id, version)
+  SELECT i.stream_id, i.n FROM input i WHERE i.n > 0 AND (SELECT ok FROM go)
+  ORDER BY i.stream_id
+  ON CONFLICT (stream_id) DO UPDATE SET version = s.version + excluded.version
+  RETURNING s.stream_id, s.version
+),
+base AS MATERIALIZED (
+  SELECT i.stream_id, coalesce(up.version - i.n, cur.version, 0) AS start
+  FROM input i
+  LEFT JOIN up ON up.stream_id = i.stream_id
+  LEFT JOIN streams cur ON i.n = 0 AND cur.stream_id = i.stream_id
+  WHERE (SELECT ok FROM go)
+),
+checked AS MATERIALIZED (
+  SELECT rl_check_version(c.stream_id, b.start + c.off, c.expected) AS ok
+  FROM unnest($4::text[], $5::bigint[], $6::bigint[]) AS c(stream_id, off, expected)
+  JOIN base b ON b.stream_id = c.stream_id
+),
+ins AS (
+  INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at)
+  SELECT e.stream_id, b.start + e.idx, e.type, e.data::jsonb, e.meta::jsonb, $1::text, (SELECT ms FROM now)
+  FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[]) WITH ORDINALITY AS e(stream_id, idx, type, data, meta, ord)
+  JOIN base b ON b.stream_id = e.stream_id
+  WHERE (SELECT count(*) FROM checked) >= 0
+  ORDER BY e.ord
+  RETURNING position, stream_id, version, type, data, metadata, created_at
+),
+notified AS MATERIALIZED (SELECT pg_notify('runledger_events', '') FROM go WHERE ok)
+SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true
+WHERE (SELECT count(*) FROM notified) >= 0
+ORDER BY ins.position`;
+
+export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendResult> {
+  const key = p.idempotencyKey ?? null;
+  const counts = new Map<string, number>();
+  const checks: [string[], number[], number[]] = [[], [], []];
+  const events: [string[], number[], string[], string[], string[]] = [[], [], [], [], []];
+  for (const append of p.appends) {
+    const offset = counts.get(append.streamId) ?? 0;
+    if (append.expectedVersion !== undefined) {
+      checks[0].push(append.streamId);
+      checks[1].push(offset);
+      checks[2].push(append.expectedVersion);
+    }
+    append.events.forEach((event, i) => {
+      events[0].push(append.streamId);
+      events[1].push(offset + i + 1);
+      events[2].push(event.type);
+      events[3].push(JSON.stringify(event.data ?? null));
+      events[4].push(JSON.stringify(event.metadata ?? {}));
+    });
+    counts.set(append.streamId, offset + append.events.length);
+  }
+  const streams = [...counts.keys()].sort();
+  const params = [key, streams, streams.map((id) => counts.get(id)), ...checks, ...events];
+  const rows = await withConflicts(db, checks[0].length > 0, () => db.rows<EventRow & { ok: boolean }>(APPEND, params));
+  if (rows[0]?.ok === false) {
+    // Read after the statement: only now does a fresh snapshot see the first append's events.
+    const first = await db.rows<EventRow>('SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position', [key]);
+    return { events: first.map(toEvent), duplicate: true };
+  }
+  return { events: rows.filter((row) => row.position !== null).map(toEvent), duplicate: false };
+}
+
+/**
+ * Turns the statement's version mismatch into ConflictError. Inside a caller's transaction the
+ * statement runs under a savepoint, so the caller may catch the conflict and go on (as it can with
+ * SQLite); outside, the failed statement has already undone itself.
+ */
+async function withConflicts<T>(db: Db, canConflict: boolean, run: () => Promise<T>): Promise<T> {
+  const savepoint = canConflict && db.inTransaction;
+  if (savepoint) await db.rows('SAVEPOINT rl_append');
+  try {
+    const result = await run();
+    if (savepoint) await db.rows('RELEASE SAVEPOINT rl_append');
+    return result;
+  } catch (error) {
+    if (savepoint) await db.rows('ROLLBACK TO SAVEPOINT rl_append');
+    if (sqlState(error) === 'RL409') throw new ConflictError((error as Error).message);
+    throw error;
+  }
+}
+
+export async function eventReadStream(db: Db, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]> {
+  const limit = p.limit ?? 1000;
+  const rows = p.backwards
+    ? await db.rows<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND version <= $2 ORDER BY version DESC LIMIT $3', [
+        p.streamId,
+        p.fromVersion ?? Number.MAX_SAFE_INTEGER,
+        limit,
+      ])
+    : await db.rows<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version LIMIT $3', [p.streamId, p.fromVersion ?? 1, limit]);
+  return rows.map(toEvent);
+}
+
+// A NULL parameter turns a filter off. left() rather than LIKE: a prefix may contain % or _.
+const FILTER = `($1::text IS NULL OR left(stream_id, length($1::text)) = $1::text) AND ($2::text[] IS NULL OR type = ANY($2::text[]))`;
+
+function filterParams(p: { streamPrefix?: string | null; types?: string[] | null }): [string | null, string[] | null] {
+  return [p.streamPrefix ?? null, p.types ?? null];
+}
+
+export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]> {
+  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER} AND position >= $3 ORDER BY position LIMIT $4`, [
+    ...filterParams(p),
+    p.fromPosition ?? 1,
+    p.limit ?? 1000,
+  ]);
+  return rows.map(toEvent);
+}
+
+/**
+ * Every transaction whose id is below the snapshot's xmin has finished, and any transaction
+ * that has not yet written gets a larger id, so no event can still appear below this horizon.
+ * Reading in (tx_id, position) order up to it, a reader never skips an event that commits late.
+ * The price: events wait for every older transaction on the server to end, so a long-running
+ * transaction (even one that appends nothing) delays subscribers, never loses them.
+ */
+const HORIZON = '(SELECT pg_snapshot_xmin(pg_current_snapshot()))';
+
+export const HEAD = `coalesce((SELECT tx_id::text || ':' || position FROM events WHERE tx_id < ${HORIZON}
+  ORDER BY tx_id DESC, position DESC LIMIT 1), '')`;
+
+function parseCursor(cursor: Cursor): [string, number] {
+  if (cursor === '') return ['0', 0];
+  const match = /^(\d+):(\d+)$/.exec(cursor);
+  if (!match) throw new ValidationError('after', `"${cursor}" is not a cursor of this store`);
+  return [match[1]!, Number(match[2])];
+}
+
+export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]> {
+  const [txId, position] = parseCursor(p.after);
+  const rows = await db.rows<EventRow & { tx: string }>(
+    `SELECT *, tx_id::text AS tx FROM events
+     WHERE (tx_id, position) > ($3::xid8, $4::bigint) AND tx_id < ${HORIZON} AND ${FILTER}
+     ORDER BY tx_id, position LIMIT $5`,
+    [...filterParams(p), txId, position, p.limit],
+  );
+  return rows.map((row) => ({ event: toEvent(row), cursor: `${row.tx}:${row.position}` }));
+}
+
+export async function eventHead(db: Db): Promise<Cursor> {
+  const [row] = await db.rows<{ head: string }>(`SELECT ${HEAD} AS head`);
+  return row?.head ?? '';
+}
+
+export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
+  await db.rows(
+    `INSERT INTO projections (name, key, value, updated_at) VALUES ($1, $2, $3::jsonb, rl_now_ms())
+     ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    [p.name, p.key, JSON.stringify(p.value ?? null)],
+  );
+}
+
+export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
+  const [row] = await db.rows<{ value: unknown }>('SELECT value FROM projections WHERE name = $1 AND key = $2', [p.name, p.key]);
+  return row ? row.value : undefined;
+}
+
+export async function projectionDelete(db: Db, p: { name: string; key: string }): Promise<void> {
+  await db.rows('DELETE FROM projections WHERE name = $1 AND key = $2', [p.name, p.key]);
+}

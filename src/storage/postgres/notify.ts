@@ -1,0 +1,113 @@
+import pg from 'pg';
+import type { NotifyChannel } from '../store.js';
+import { typeParsers } from './connection.js';
+
+/** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
+const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', tasks: 'runledger_tasks' };
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5000;
+
+type Callback = (payload: string) => void;
+
+/**
+ * One LISTEN connection per store, opened on the first `listen`. Notifications sent while it is
+ * down are lost, so after a reconnect every callback is called once with '' (a wake-up: look for
+ * work). Callers poll as well, so a lost wake-up costs latency, never correctness.
+ */
+export class Listener {
+  private readonly callbacks: Record<NotifyChannel, Set<Callback>> = { events: new Set(), tasks: new Set() };
+  private client: pg.Client | null = null;
+  private connecting: Promise<pg.Client> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryMs = RETRY_MIN_MS;
+  private closed = false;
+
+  constructor(private readonly url: string) {}
+
+  /** Resolves once the connection is listening, so a commit after it is never missed. */
+  async add(channel: NotifyChannel, callback: Callback): Promise<() => Promise<void>> {
+    if (this.closed) throw new Error('the store is closed');
+    this.callbacks[channel].add(callback);
+    try {
+      await this.connected();
+    } catch (error) {
+      this.callbacks[channel].delete(callback);
+      throw error;
+    }
+    return async () => void this.callbacks[channel].delete(callback);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    const client = this.client ?? (await this.connecting?.catch(() => null));
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+
+  private connected(): Promise<pg.Client> {
+    if (this.client) return Promise.resolve(this.client);
+    this.connecting ??= this.connect().finally(() => (this.connecting = null));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url, types: typeParsers });
+    client.on('notification', (message) => {
+      const channel = (Object.keys(CHANNELS) as NotifyChannel[]).find((c) => CHANNELS[c] === message.channel);
+      if (channel) this.dispatch(channel, message.payload ?? '');
+    });
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(Object.values(CHANNELS).map((name) => `LISTEN ${name}`).join('; '));
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      throw new Error('the store is closed');
+    }
+    this.client = client;
+    this.retryMs = RETRY_MIN_MS;
+    return client;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.end().catch(() => {});
+    this.reconnect();
+  }
+
+  private reconnect(): void {
+    if (this.closed || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.connected().then(
+        () => {
+          for (const channel of Object.keys(this.callbacks) as NotifyChannel[]) this.dispatch(channel, '');
+        },
+        () => {
+          this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+          this.reconnect();
+        },
+      );
+    }, this.retryMs);
+    // A store whose only remaining work is reconnecting must not keep the process alive.
+    this.retryTimer.unref();
+  }
+
+  private dispatch(channel: NotifyChannel, payload: string): void {
+    for (const callback of [...this.callbacks[channel]]) {
+      try {
+        callback(payload);
+      } catch {
+        // A callback's failure is the caller's; it must not stop the others or the connection.
+      }
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import type pg from 'pg';
+import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { createPool, migrate, poolDb, type Db } from './connection.js';
+import * as events from './events.js';
+import { Listener } from './notify.js';
+import * as subscriptions from './subscriptions.js';
+import * as tasks from './tasks.js';
+
+/** Shared by a store and every transaction store made from it. */
+interface Shared {
+  url: string;
+  pool: pg.Pool;
+  poolDb: Db;
+  listener: Listener;
+}
+
+/**
+ * The scale-out backend: any number of processes share one PostgreSQL database. Pending migrations
+ * are applied on open (safe when several processes open at once). Statements outside a transaction
+ * run on the pool and commit on their own; each method is one statement except where its doc says
+ * otherwise, so none needs a transaction of its own.
+ *
+ * @example const store = await openPostgresStore(process.env.DATABASE_URL!, { poolSize: 20 })
+ */
+export async function openPostgresStore(url: string, options: { poolSize?: number } = {}): Promise<Store> {
+  await migrate(url);
+  const pool = createPool(url, options.poolSize ?? 10);
+  return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url) }, null);
+}
+
+/** A transaction's client; `finished` once it committed or rolled back. */
+interface Tx {
+  client: pg.PoolClient;
+  finished: boolean;
+}
+
+class PostgresStore implements Store {
+  readonly dialect = 'postgres' as const;
+  private readonly db: Db;
+
+  constructor(
+    private readonly shared: Shared,
+    private readonly tx: Tx | null,
+  ) {
+    this.db = tx ? txDb(tx) : shared.poolDb;
+  }
+
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.tx) {
+      if (this.tx.finished) throw new Error('this transaction has already finished');
+      return fn(this);
+    }
+    const client = await this.shared.pool.connect();
+    const tx: Tx = { client, finished: false };
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(new PostgresStore(this.shared, tx)).finally(() => (tx.finished = true));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // A connection that cannot even roll back is destroyed rather than returned to the pool.
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      throw error;
+    } finally {
+      tx.finished = true;
+      client.release(broken);
+    }
+  }
+
+  listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.shared.listener.add(channel, onWake);
+  }
+
+  async now(): Promise<number> {
+    const [row] = await this.db.rows<{ now: number }>('SELECT rl_now_ms() AS now');
+    return row!.now;
+  }
+
+  async status(): Promise<StoreStatus> {
+    const [row] = await this.db.rows<{ schema_version: number; events: number; streams: number; subscriptions: number }>(
+      `SELECT (SELECT max(version) FROM schema_migrations) AS schema_version, (SELECT count(*) FROM events) AS events,
+         (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM subscriptions) AS subscriptions`,
+    );
+    return {
+      dialect: 'postgres',
+      location: maskPassword(this.shared.url),
+      schemaVersion: row!.schema_version,
+      events: row!.events,
+      streams: row!.streams,
+      tasks: await tasks.taskCounts(this.db),
+      subscriptions: row!.subscriptions,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.shared.listener.close();
+    if (!this.shared.pool.ended) await this.shared.pool.end();
+  }
+
+  eventAppend: Store['eventAppend'] = (p) => events.eventAppend(this.db, p);
+  eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);
+  eventReadAll: Store['eventReadAll'] = (p) => events.eventReadAll(this.db, p);
+  eventReadCommitted: Store['eventReadCommitted'] = (p) => events.eventReadCommitted(this.db, p);
+  eventHead: Store['eventHead'] = () => events.eventHead(this.db);
+
+  projectionPut: Store['projectionPut'] = (p) => events.projectionPut(this.db, p);
+  projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
+  projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
+
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) => subscriptions.subscriptionEnsure(this.db, p);
+  subscriptionLease: Store['subscriptionLease'] = (p) => subscriptions.subscriptionLease(this.db, p);
+  subscriptionRelease: Store['subscriptionRelease'] = (p) => subscriptions.subscriptionRelease(this.db, p);
+  subscriptionAdvance: Store['subscriptionAdvance'] = (p) => subscriptions.subscriptionAdvance(this.db, p);
+  subscriptionBlock: Store['subscriptionBlock'] = (p) => subscriptions.subscriptionBlock(this.db, p);
+  subscriptionGet: Store['subscriptionGet'] = (p) => subscriptions.subscriptionGet(this.db, p);
+  subscriptionList: Store['subscriptionList'] = () => subscriptions.subscriptionList(this.db);
+  parkedAdd: Store['parkedAdd'] = (p) => subscriptions.parkedAdd(this.db, p);
+  parkedList: Store['parkedList'] = (p) => subscriptions.parkedList(this.db, p);
+  parkedSetStatus: Store['parkedSetStatus'] = (p) => subscriptions.parkedSetStatus(this.db, p);
+
+  taskEnqueue: Store['taskEnqueue'] = (p) => tasks.taskEnqueue(this.db, p);
+  taskClaim: Store['taskClaim'] = (p) => tasks.taskClaim(this.db, p);
+  taskHeartbeat: Store['taskHeartbeat'] = (p) => tasks.taskHeartbeat(this.db, p);
+  taskComplete: Store['taskComplete'] = (p) => tasks.taskComplete(this.db, p);
+  taskFail: Store['taskFail'] = (p) => tasks.taskFail(this.db, p);
+  taskExpire: Store['taskExpire'] = (p) => tasks.taskExpire(this.db, p);
+  taskGet: Store['taskGet'] = (p) => tasks.taskGet(this.db, p);
+  taskList: Store['taskList'] = (p) => tasks.taskList(this.db, p);
+  taskRedrive: Store['taskRedrive'] = (p) => tasks.taskRedrive(this.db, p);
+  taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
+}
+
+/** Every statement of a transaction store checks first that its transaction is still open. */
+function txDb(tx: Tx): Db {
+  return {
+    inTransaction: true,
+    rows: async (sql, params) => {
+      if (tx.finished) throw new Error('this transaction has already finished');
+      return (await tx.client.query(sql, params)).rows;
+    },
+  };
+}
+
+/** The URL as shown by `runledger status`: the password never leaves the process. */
+export function maskPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/password=\S+/gi, 'password=***');
+  }
+}
