@@ -1,0 +1,161 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NotFoundError, TerminalError, ValidationError } from '../errors.js';
+import type { Engine } from '../engine.js';
+import { backends } from '../testing/backends.js';
+import { eventually, testEngine } from '../testing/engine.js';
+
+const quick = { baseMs: 10, factor: 2, maxMs: 50, jitter: 0.2 };
+
+describe.each(backends)('task queue on $name', (backend) => {
+  let engine: Engine;
+  let second: () => Promise<Engine>;
+  let close: () => Promise<void>;
+  beforeEach(async () => ({ engine, second, close } = await testEngine(backend)));
+  afterEach(() => close());
+
+  const types = async (id: string) => (await engine.queue.history(id)).map((e) => e.type);
+
+  it('runs a task, stores its result and journals every state change', async () => {
+    const { task } = await engine.queue.enqueue('email', { to: 'a@b.c' });
+    engine.work('email', async (payload: { to: string }, { attempt }) => ({ sent: payload.to, attempt }));
+    const done = await eventually(async () => {
+      const t = await engine.queue.get(task.id);
+      return t.state === 'completed' ? t : undefined;
+    });
+    expect(done.result).toEqual({ sent: 'a@b.c', attempt: 1 });
+    expect(await types(task.id)).toEqual(['task.enqueued', 'task.claimed', 'task.completed']);
+    const versions = (await engine.queue.history(task.id)).map((e) => e.version);
+    expect(versions).toEqual([1, 2, 3]);
+  });
+
+  it('returns the original task for a repeated idempotency key and writes nothing', async () => {
+    const first = await engine.queue.enqueue('email', { n: 1 }, { idempotencyKey: 'welcome-42' });
+    const again = await engine.queue.enqueue('email', { n: 2 }, { idempotencyKey: 'welcome-42' });
+    expect(again).toEqual({ task: first.task, created: false });
+    expect(await engine.queue.list({ queue: 'email' })).toHaveLength(1);
+    expect(await types(first.task.id)).toEqual(['task.enqueued']);
+  });
+
+  it('rejects bad input naming the field and the limit, and writes nothing', async () => {
+    await expect(engine.queue.enqueue('email', 'x'.repeat(1024 * 1024))).rejects.toThrow(
+      'payload: is 1 MiB (1048578 bytes), over the limit of 1 MiB (1048576 bytes)',
+    );
+    await expect(engine.queue.enqueue('email', { n: 10n })).rejects.toThrow(/^payload: is not JSON-serializable/);
+    await expect(engine.queue.enqueue('bad queue!', {})).rejects.toThrow(ValidationError);
+    await expect(engine.queue.enqueue('email', {}, { maxAttempts: 0 })).rejects.toThrow(/^maxAttempts/);
+    await expect(engine.queue.enqueueMany('email', [{ payload: 1 }, { payload: () => 1 }])).rejects.toThrow(/^items\[1\]\.payload/);
+    expect(await engine.queue.list()).toEqual([]);
+    expect(await engine.journal.readAll()).toEqual([]);
+    await expect(engine.queue.get('task_nope')).rejects.toThrow(NotFoundError);
+  });
+
+  it('retries with backoff and succeeds, recording each failed attempt', async () => {
+    const { task } = await engine.queue.enqueue('flaky', {}, { maxAttempts: 5 });
+    let calls = 0;
+    engine.work('flaky', async () => {
+      if (++calls < 3) throw new Error(`boom ${calls}`);
+      return 'ok';
+    }, { backoff: quick, pollMs: 20 });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
+    const history = await engine.queue.history(task.id);
+    expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'task.failed', 'task.claimed', 'task.failed', 'task.claimed', 'task.completed']);
+    expect(history[2]?.data).toMatchObject({ attempt: 1, error: 'Error: boom 1', state: 'ready' });
+    expect((await engine.queue.get(task.id)).attempts).toBe(3);
+  });
+
+  it('sends a task to the dead letters after its last attempt, and redrives it once', async () => {
+    const { task } = await engine.queue.enqueue('doomed', { n: 1 }, { maxAttempts: 2 });
+    let healthy = false;
+    engine.work('doomed', async () => {
+      if (!healthy) throw new Error('still broken');
+      return 'fixed';
+    }, { backoff: quick, pollMs: 20 });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'dead');
+    const [dead] = await engine.queue.dead({ queue: 'doomed' });
+    expect(dead).toMatchObject({ id: task.id, attempts: 2, lastError: 'Error: still broken' });
+    expect((await engine.queue.history(task.id)).at(-1)).toMatchObject({ type: 'task.dead', data: { reason: 'attempts used up', attempt: 2 } });
+    healthy = true;
+    expect((await engine.queue.redrive(task.id)).redriven).toBe(true);
+    expect((await engine.queue.redrive(task.id)).redriven).toBe(false);
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
+    expect((await types(task.id)).filter((t) => t === 'task.redriven')).toHaveLength(1);
+  });
+
+  it('never retries a TerminalError', async () => {
+    const { task } = await engine.queue.enqueue('strict', {}, { maxAttempts: 10 });
+    engine.work('strict', async () => {
+      throw new TerminalError('invalid address');
+    });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'dead');
+    expect(await engine.queue.get(task.id)).toMatchObject({ attempts: 1, lastError: 'TerminalError: invalid address' });
+  });
+
+  it('does not run a task before its run-at time', async () => {
+    const runAt = Date.now() + 400;
+    const { task } = await engine.queue.enqueue('later', {}, { runAt });
+    let startedAt = 0;
+    engine.work('later', async () => void (startedAt = Date.now()), { pollMs: 5_000 });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
+    expect(startedAt).toBeGreaterThanOrEqual(runAt);
+  });
+
+  it('wakes an idle worker of another process on enqueue', async () => {
+    const other = await second();
+    const started: number[] = [];
+    other.work('ping', async () => void started.push(Date.now()), { pollMs: 60_000 });
+    await sleep(100);
+    const at = Date.now();
+    await engine.queue.enqueue('ping', {});
+    await eventually(() => started.length === 1, 5_000);
+    expect(started[0]! - at).toBeLessThan(5_000);
+  });
+
+  it('re-delivers the task of a worker whose lease expired, and fences the old lease', async () => {
+    const { task } = await engine.queue.enqueue('jobs', { n: 1 });
+    const [stale] = await engine.store.taskClaim({ queue: 'jobs', limit: 1, leaseMs: 100, workerId: 'crashed', leaseToken: 'old' });
+    expect(stale?.id).toBe(task.id);
+    engine.work('jobs', async (_p, { attempt }) => ({ attempt }), { pollMs: 50 });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
+    expect((await engine.queue.get(task.id)).result).toEqual({ attempt: 2 });
+    expect(await engine.store.taskComplete({ items: [{ id: task.id, leaseToken: 'old', result: 'late' }] })).toEqual([]);
+    expect(await types(task.id)).toEqual(['task.enqueued', 'task.lease_expired', 'task.claimed', 'task.completed']);
+  });
+
+  it('runs tasks of one ordering key one at a time, in arrival order, across processes', async () => {
+    const other = await second();
+    const keys = ['k1', 'k2', 'k3'];
+    await engine.queue.enqueueMany('fifo', Array.from({ length: 45 }, (_, i) => ({ payload: { key: keys[i % 3], i }, orderingKey: keys[i % 3] })));
+    const active = new Set<string>();
+    const order: Record<string, number[]> = { k1: [], k2: [], k3: [] };
+    let overlap = false;
+    const handler = async ({ key, i }: { key: string; i: number }) => {
+      if (active.has(key)) overlap = true;
+      active.add(key);
+      await sleep(1 + (i % 3));
+      order[key]!.push(i);
+      active.delete(key);
+    };
+    engine.work('fifo', handler, { concurrency: 5, pollMs: 20 });
+    other.work('fifo', handler, { concurrency: 5, pollMs: 20 });
+    await eventually(() => Object.values(order).every((list) => list.length === 15), 20_000);
+    expect(overlap).toBe(false);
+    for (const list of Object.values(order)) expect(list).toEqual([...list].sort((a, b) => a - b));
+  });
+
+  it('aborts the handler signal when the lease is lost', async () => {
+    const { task } = await engine.queue.enqueue('slow', {});
+    let aborted: unknown;
+    engine.work('slow', (_p, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason)))), {
+      leaseMs: 300,
+      pollMs: 50,
+    });
+    await eventually(async () => (await engine.queue.get(task.id)).state === 'running');
+    await engine.store.transaction(async (tx) => {
+      const [t] = await tx.taskList({ queue: 'slow', limit: 1 });
+      await tx.taskFail({ id: t!.id, leaseToken: t!.leaseToken!, error: 'operator cancelled', retryDelayMs: null });
+    });
+    await eventually(() => aborted !== undefined);
+    expect(String(aborted)).toMatch(/lease lost/);
+  });
+});
