@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { NotifyChannel } from '../store.js';
-import { typeParsers } from './connection.js';
+import { connectionConfig } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
 const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', tasks: 'runledger_tasks' };
@@ -53,7 +53,7 @@ export class Listener {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.url, types: typeParsers });
+    const client = new pg.Client(connectionConfig(this.url));
     client.on('notification', (message) => {
       const channel = (Object.keys(CHANNELS) as NotifyChannel[]).find((c) => CHANNELS[c] === message.channel);
       if (channel) this.dispatch(channel, message.payload ?? '');
