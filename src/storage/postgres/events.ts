@@ -29,6 +29,7 @@ export function toEvent(row: EventRow): StoredEvent {
  * serializes appenders of a stream; streams are locked in sorted order so two batches cannot
  * deadlock), check expected versions (rl_check_version raises, undoing the whole statement),
  * insert the events and notify. `ok` is false when the key was already used: nothing was written.
+ * Only positions come back: data and metadata are the caller's, as they were sent.
  */
 const APPEND = `
 WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
@@ -37,7 +38,7 @@ k AS (
   ON CONFLICT DO NOTHING RETURNING key
 ),
 go AS MATERIALIZED (SELECT $1::text IS NULL OR EXISTS (SELECT 1 FROM k) AS ok),
-input AS (SELECT * FROM unnest($2::text[], $3::bigint[]) AS i(stream_id, n)),
+input AS MATERIALIZED (SELECT * FROM unnest($2::text[], $3::bigint[]) AS i(stream_id, n)),
 up AS (
   INSERT INTO streams AS s (stream_id, version)
   SELECT i.stream_id, i.n FROM input i WHERE i.n > 0 AND (SELECT ok FROM go)
@@ -46,10 +47,9 @@ up AS (
   RETURNING s.stream_id, s.version
 ),
 base AS MATERIALIZED (
-  SELECT i.stream_id, coalesce(up.version - i.n, cur.version, 0) AS start
-  FROM input i
-  LEFT JOIN up ON up.stream_id = i.stream_id
-  LEFT JOIN streams cur ON i.n = 0 AND cur.stream_id = i.stream_id
+  SELECT i.stream_id,
+    coalesce(up.version - i.n, (SELECT c.version FROM streams c WHERE c.stream_id = i.stream_id), 0) AS start
+  FROM input i LEFT JOIN up ON up.stream_id = i.stream_id
   WHERE (SELECT ok FROM go)
 ),
 checked AS MATERIALIZED (
@@ -64,12 +64,13 @@ ins AS (
   JOIN base b ON b.stream_id = e.stream_id
   WHERE (SELECT count(*) FROM checked) >= 0
   ORDER BY e.ord
-  RETURNING position, stream_id, version, type, data, metadata, created_at
+  RETURNING position, stream_id, version, created_at
 ),
 notified AS MATERIALIZED (SELECT pg_notify('runledger_events', '') FROM go WHERE ok)
 SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true
-WHERE (SELECT count(*) FROM notified) >= 0
-ORDER BY ins.position`;
+WHERE (SELECT count(*) FROM notified) >= 0`;
+
+type AppendedRow = { ok: boolean; position: number | null; stream_id: string; version: number; created_at: number };
 
 export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendResult> {
   const key = p.idempotencyKey ?? null;
@@ -94,13 +95,32 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
   }
   const streams = [...counts.keys()].sort();
   const params = [key, streams, streams.map((id) => counts.get(id)), ...checks, ...events];
-  const rows = await withConflicts(db, checks[0].length > 0, () => db.rows<EventRow & { ok: boolean }>(APPEND, params));
+  const rows = await withConflicts(db, checks[0].length > 0, () => db.rows<AppendedRow>(APPEND, params));
   if (rows[0]?.ok === false) {
     // Read after the statement: only now does a fresh snapshot see the first append's events.
     const first = await db.rows<EventRow>('SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position', [key]);
     return { events: first.map(toEvent), duplicate: true };
   }
-  return { events: rows.filter((row) => row.position !== null).map(toEvent), duplicate: false };
+  // The k-th version written to a stream by this call is the k-th event sent for it.
+  const sent = new Map<string, number[]>();
+  events[0].forEach((streamId, i) => {
+    const indexes = sent.get(streamId);
+    if (indexes) indexes.push(i);
+    else sent.set(streamId, [i]);
+  });
+  const taken = new Map<string, number>();
+  const stored = rows
+    .filter((row) => row.position !== null)
+    .sort((a, b) => a.version - b.version)
+    .map((row): StoredEvent => {
+      const k = taken.get(row.stream_id) ?? 0;
+      taken.set(row.stream_id, k + 1);
+      const i = sent.get(row.stream_id)![k]!;
+      const [type, data, metadata] = [events[2][i]!, events[3][i]!, events[4][i]!];
+      return { position: row.position!, streamId: row.stream_id, version: row.version, type, data: JSON.parse(data), metadata: JSON.parse(metadata), timestamp: row.created_at };
+    })
+    .sort((a, b) => a.position - b.position);
+  return { events: stored, duplicate: false };
 }
 
 /**

@@ -1,0 +1,51 @@
+import type { Engine } from '../src/engine.js';
+
+export interface Latency {
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+const WARMUP = 10;
+
+/**
+ * Milliseconds from the start of `enqueue` to the start of the handler, for `count` tasks enqueued
+ * one every `intervalMs` to an idle worker in this process, which only the notification wakes (its
+ * fallback poll is 1 s). The first few tasks warm connections and statements and are not counted.
+ */
+export async function enqueueLatency(engine: Engine, queue: string, count: number, intervalMs: number): Promise<Latency> {
+  const samples: number[] = [];
+  let handled = 0;
+  let allHandled!: () => void;
+  const done = new Promise<void>((resolve) => (allHandled = resolve));
+  const worker = engine.work(queue, async (payload: { t: number; warmup: boolean }) => {
+    if (!payload.warmup) samples.push(wallClock() - payload.t);
+    if (++handled === count + WARMUP) allHandled();
+    return null;
+  });
+  await sleep(200);
+  const start = performance.now();
+  for (let i = 0; i < count + WARMUP; i++) {
+    // A fixed schedule, so a slow enqueue does not push the next one later.
+    await sleep(start + i * intervalMs - performance.now());
+    await engine.queue.enqueue(queue, { t: wallClock(), warmup: i < WARMUP });
+  }
+  await done;
+  await worker.stop();
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 0.5), p95: percentile(samples, 0.95), p99: percentile(samples, 0.99) };
+}
+
+/** Milliseconds since the epoch with sub-millisecond resolution, comparable across processes. */
+function wallClock(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Nearest-rank percentile of sorted samples. */
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}

@@ -1,0 +1,93 @@
+// The runledger benchmark: `npm run bench` (both backends), `npm run bench -- --only sqlite|postgres`.
+// PostgreSQL: the local server at 127.0.0.1:5432 with trust auth, or RUNLEDGER_TEST_PG_URL; each backend
+// runs on a fresh database. Prints a table and writes bench/results/latest.json. About a minute a backend.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createEngine } from '../src/engine.js';
+import { createPostgresDatabase, createSqlitePath, testAdminUrl } from '../src/testing/databases.js';
+import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
+import { enqueueLatency } from './latency.js';
+import { bulkEnqueue, drain } from './queue.js';
+import { formatTable, rounded, type Results } from './table.js';
+
+const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
+
+type Backend = 'sqlite' | 'postgres';
+
+async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
+  const engine = await createEngine({ database });
+  try {
+    const m: Record<string, number> = {};
+    const step = async (name: string, run: () => Promise<number>) => {
+      const started = performance.now();
+      m[name] = await run();
+      console.error(`  ${backend} ${name}: ${Math.round(m[name]!)} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    };
+    await step('append_per_s', () => appendSequential(engine, SIZES.appends));
+    await step('append_concurrent_per_s', () => appendConcurrent(engine, SIZES.appends, SIZES.appenders));
+    await step('append_batch_per_s', () => appendBatch(engine, SIZES.batchAppends, SIZES.batchSize));
+    await step('bulk_enqueue_per_s', () => bulkEnqueue(engine, 'drain1', SIZES.tasks, SIZES.enqueueChunk));
+    await step('drain_per_s', () => drain(database, 'drain1', SIZES.tasks, 1));
+    await bulkEnqueue(engine, 'drain2', SIZES.tasks, SIZES.enqueueChunk);
+    await step('drain_2proc_per_s', () => drain(database, 'drain2', SIZES.tasks, 2));
+    const status = await engine.store.status();
+    if (status.tasks.completed !== 2 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
+      throw new Error(`after the drains, expected ${2 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`);
+    }
+    const latency = await enqueueLatency(engine, 'latency', SIZES.latencyTasks, SIZES.latencyIntervalMs);
+    Object.assign(m, { latency_p50_ms: latency.p50, latency_p95_ms: latency.p95, latency_p99_ms: latency.p99 });
+    return rounded(m);
+  } finally {
+    await engine.close();
+  }
+}
+
+async function withDatabase<T>(backend: Backend, run: (database: string) => Promise<T>): Promise<T> {
+  if (backend === 'sqlite') {
+    const path = createSqlitePath();
+    try {
+      return await run(path);
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  }
+  const url = await createPostgresDatabase();
+  try {
+    return await run(url);
+  } finally {
+    const admin = new pg.Client({ connectionString: testAdminUrl() });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${new URL(url).pathname.slice(1)} WITH (FORCE)`).finally(() => admin.end());
+  }
+}
+
+async function postgresVersion(): Promise<string> {
+  const admin = new pg.Client({ connectionString: testAdminUrl() });
+  await admin.connect();
+  try {
+    return (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+  } finally {
+    await admin.end();
+  }
+}
+
+const { values } = parseArgs({ options: { only: { type: 'string' } } });
+if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'postgres') throw new Error('--only must be sqlite or postgres');
+const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres'];
+
+const cpu = cpus();
+const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes: SIZES };
+if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
+
+const results: Results = {};
+for (const backend of backends) results[backend] = await withDatabase(backend, (database) => benchBackend(backend, database));
+
+const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify({ ...results, meta }, null, 2)}\n`);
+console.log(formatTable(results, backends));
+console.log(`\n${meta.date} · Node ${meta.node} · ${cpu.length} × ${meta.cpu_model} · written to bench/results/latest.json`);
