@@ -1,0 +1,11 @@
+/**
+ * Test helpers for users of runledger (`runledger/testing`): fresh databases, a wait helper, and
+ * crash points to kill a process exactly where durable engines break.
+ *
+ * @example
+ * const engine = await createEngine({ database: createSqlitePath() });
+ * await eventually(async () => (await engine.queue.get(id)).state === 'completed');
+ */
+export { createPostgresDatabase, createSqlitePath, dropPostgresTestDatabases } from './databases.js';
+export { eventually } from './engine.js';
+export { armCrashPoint, type CrashPointName } from '../crash.js';
