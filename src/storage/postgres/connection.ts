@@ -12,18 +12,50 @@ export const typeParsers = {
 };
 
 /**
- * Options of every connection this store opens. JIT off: our statements are short, but a batch of
- * 20,000 rows makes the planner's cost estimate cross the JIT threshold, and compiling then took
- * 460 ms of a 1.1 s append (measured, PostgreSQL 15).
+ * Options of every connection this store opens. READ COMMITTED whatever the server's default:
+ * the committed-order horizon and the ordering-key claim rely on each statement taking a fresh
+ * snapshot. JIT off: our statements are short, but a batch of 20,000 rows makes the planner's cost
+ * estimate cross the JIT threshold, and compiling then took 460 ms of a 1.1 s append (measured).
  */
 export function connectionConfig(url: string): pg.ClientConfig {
-  return { connectionString: url, types: typeParsers, options: '-c jit=off' };
+  return { connectionString: url, types: typeParsers, options: '-c default_transaction_isolation=read\\ committed -c jit=off' };
+}
+
+/**
+ * A statement each connection prepares once, then runs from its cached plan: for the fixed-shape
+ * statements on the hot path. An append of 10 events took 0.25 ms prepared against 0.9 ms parsed
+ * and planned every time (measured). The generic plans PostgreSQL settles on use hash joins over
+ * the unnested arrays, so a batch of 20,000 is as fast as with a custom plan. Statements with
+ * optional filters stay unprepared: a generic plan cannot drop the filters a call leaves out.
+ */
+export interface Prepared {
+  name: string;
+  text: string;
+}
+
+export type Sql = string | Prepared;
+
+export const prepared = (name: string, text: string): Prepared => ({ name: `rl_${name}`, text });
+
+function queryConfig(sql: Sql, values: unknown[] | undefined): pg.QueryConfig {
+  return typeof sql === 'string' ? { text: sql, values } : { name: sql.name, text: sql.text, values };
 }
 
 /** Where a store's SQL runs: the pool (each statement commits on its own) or one transaction's client. */
 export interface Db {
   readonly inTransaction: boolean;
-  rows<R>(sql: string, params?: unknown[]): Promise<R[]>;
+  rows<R>(sql: Sql, params?: unknown[]): Promise<R[]>;
+  /**
+   * Runs `fn`'s statements with no other statement of the same transaction between them (callers
+   * may run store methods of one transaction concurrently); `fn` must use the `Db` it is given.
+   */
+  atomic<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+}
+
+/** A transaction's client; `finished` once it committed or rolled back. */
+export interface Tx {
+  client: pg.PoolClient;
+  finished: boolean;
 }
 
 export function createPool(url: string, poolSize: number): pg.Pool {
@@ -35,10 +67,66 @@ export function createPool(url: string, poolSize: number): pg.Pool {
 }
 
 export function poolDb(pool: pg.Pool): Db {
-  return {
+  const db: Db = {
     inTransaction: false,
-    rows: async (sql, params) => (await pool.query(sql, params)).rows,
+    rows: async (sql, params) => (await pool.query(queryConfig(sql, params))).rows,
+    atomic: (fn) => fn(db),
   };
+  return db;
+}
+
+/** Every statement of a transaction store checks first that its transaction is still open. */
+export function txDb(tx: Tx): Db {
+  const direct: Db = {
+    inTransaction: true,
+    rows: async (sql, params) => {
+      if (tx.finished) throw new Error('this transaction has already finished');
+      return (await tx.client.query(queryConfig(sql, params))).rows;
+    },
+    atomic: (fn) => fn(direct),
+  };
+  let tail: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => {});
+    return run;
+  };
+  return {
+    inTransaction: true,
+    rows: (sql, params) => serial(() => direct.rows(sql, params)),
+    atomic: (fn) => serial(() => fn(direct)),
+  };
+}
+
+/**
+ * Array parameters as PostgreSQL array literals. pg's own conversion took 120–280 ms for the
+ * 160,000 elements of a 20,000-task enqueue; this takes a tenth of that.
+ */
+export function textArray(values: ReadonlyArray<string | null>): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (i > 0) literal += ',';
+    if (value === null || value === undefined) literal += 'NULL';
+    else if (value.includes('"') || value.includes('\\')) literal += `"${value.replace(ESCAPED, '\\$&')}"`;
+    else literal += `"${value}"`;
+  }
+  return `${literal}}`;
+}
+
+const ESCAPED = /["\\]/g;
+
+/** Numbers as JavaScript prints them: a fraction in an integer column is rejected by PostgreSQL, never rounded. */
+export function numberArray(values: ReadonlyArray<number | null>): string {
+  return `{${values.map((value) => (value === null || value === undefined ? 'NULL' : String(value))).join(',')}}`;
+}
+
+/**
+ * JSON documents as one JSON array, for `jsonb_array_elements($n::jsonb)`: joining documents that
+ * are already JSON needs no escaping, unlike a text[] of them (5x faster, measured).
+ */
+export function jsonArray(documents: readonly string[]): string {
+  return `[${documents.join(',')}]`;
 }
 
 /** The SQLSTATE of a PostgreSQL error, if `error` is one. */
@@ -56,6 +144,8 @@ const MIGRATION_LOCK = 7_245_118_204;
  */
 export async function migrate(url: string): Promise<void> {
   const client = new pg.Client(connectionConfig(url));
+  // A lost connection also fails the query in flight, which is what reports it.
+  client.on('error', () => {});
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);

@@ -1,6 +1,6 @@
 import { ConflictError, ValidationError } from '../../errors.js';
 import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, EventMetadata, StoredEvent } from '../store.js';
-import { sqlState, type Db } from './connection.js';
+import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 
 interface EventRow {
   position: number;
@@ -31,7 +31,9 @@ export function toEvent(row: EventRow): StoredEvent {
  * insert the events and notify. `ok` is false when the key was already used: nothing was written.
  * Only positions come back: data and metadata are the caller's, as they were sent.
  */
-const APPEND = `
+const APPEND = prepared(
+  'event_append',
+  `
 WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
 k AS (
   INSERT INTO append_keys (key, created_at) SELECT $1::text, ms FROM now WHERE $1::text IS NOT NULL
@@ -59,8 +61,9 @@ checked AS MATERIALIZED (
 ),
 ins AS (
   INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at)
-  SELECT e.stream_id, b.start + e.idx, e.type, e.data::jsonb, e.meta::jsonb, $1::text, (SELECT ms FROM now)
-  FROM unnest($7::text[], $8::bigint[], $9::text[], $10::text[], $11::text[]) WITH ORDINALITY AS e(stream_id, idx, type, data, meta, ord)
+  SELECT e.stream_id, b.start + e.idx, e.type, e.data, e.meta, $1::text, (SELECT ms FROM now)
+  FROM ROWS FROM (unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), jsonb_array_elements($10::jsonb), jsonb_array_elements($11::jsonb))
+    WITH ORDINALITY AS e(stream_id, idx, type, data, meta, ord)
   JOIN base b ON b.stream_id = e.stream_id
   WHERE (SELECT count(*) FROM checked) >= 0
   ORDER BY e.ord
@@ -68,42 +71,68 @@ ins AS (
 ),
 notified AS MATERIALIZED (SELECT pg_notify('runledger_events', '') FROM go WHERE ok)
 SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true
-WHERE (SELECT count(*) FROM notified) >= 0`;
+WHERE (SELECT count(*) FROM notified) >= 0`,
+);
+
+const BY_KEY = prepared('event_by_key', 'SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position');
 
 type AppendedRow = { ok: boolean; position: number | null; stream_id: string; version: number; created_at: number };
 
-export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendResult> {
-  const key = p.idempotencyKey ?? null;
-  const counts = new Map<string, number>();
-  const checks: [string[], number[], number[]] = [[], [], []];
-  const events: [string[], number[], string[], string[], string[]] = [[], [], [], [], []];
+/** The append as columns: one array per column, one round trip whatever its size. */
+interface Columns {
+  counts: Map<string, number>;
+  checks: { stream: string[]; offset: number[]; expected: number[] };
+  events: { stream: string[]; index: number[]; type: string[]; data: string[]; metadata: string[] };
+}
+
+function toColumns(p: EventAppendParams): Columns {
+  const c: Columns = { counts: new Map(), checks: { stream: [], offset: [], expected: [] }, events: { stream: [], index: [], type: [], data: [], metadata: [] } };
   for (const append of p.appends) {
-    const offset = counts.get(append.streamId) ?? 0;
+    // Appends to one stream in one call follow each other: the second expects the first's versions.
+    const offset = c.counts.get(append.streamId) ?? 0;
     if (append.expectedVersion !== undefined) {
-      checks[0].push(append.streamId);
-      checks[1].push(offset);
-      checks[2].push(append.expectedVersion);
+      c.checks.stream.push(append.streamId);
+      c.checks.offset.push(offset);
+      c.checks.expected.push(append.expectedVersion);
     }
     append.events.forEach((event, i) => {
-      events[0].push(append.streamId);
-      events[1].push(offset + i + 1);
-      events[2].push(event.type);
-      events[3].push(JSON.stringify(event.data ?? null));
-      events[4].push(JSON.stringify(event.metadata ?? {}));
+      c.events.stream.push(append.streamId);
+      c.events.index.push(offset + i + 1);
+      c.events.type.push(event.type);
+      c.events.data.push(JSON.stringify(event.data ?? null));
+      c.events.metadata.push(JSON.stringify(event.metadata ?? {}));
     });
-    counts.set(append.streamId, offset + append.events.length);
+    c.counts.set(append.streamId, offset + append.events.length);
   }
+  return c;
+}
+
+export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendResult> {
+  const key = p.idempotencyKey ?? null;
+  const { counts, checks, events } = toColumns(p);
   const streams = [...counts.keys()].sort();
-  const params = [key, streams, streams.map((id) => counts.get(id)), ...checks, ...events];
-  const rows = await withConflicts(db, checks[0].length > 0, () => db.rows<AppendedRow>(APPEND, params));
+  const params = [
+    key,
+    textArray(streams),
+    numberArray(streams.map((id) => counts.get(id)!)),
+    textArray(checks.stream),
+    numberArray(checks.offset),
+    numberArray(checks.expected),
+    textArray(events.stream),
+    numberArray(events.index),
+    textArray(events.type),
+    jsonArray(events.data),
+    jsonArray(events.metadata),
+  ];
+  const rows = await withConflicts(db, checks.stream.length > 0, (atomic) => atomic.rows<AppendedRow>(APPEND, params));
   if (rows[0]?.ok === false) {
     // Read after the statement: only now does a fresh snapshot see the first append's events.
-    const first = await db.rows<EventRow>('SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position', [key]);
+    const first = await db.rows<EventRow>(BY_KEY, [key]);
     return { events: first.map(toEvent), duplicate: true };
   }
   // The k-th version written to a stream by this call is the k-th event sent for it.
   const sent = new Map<string, number[]>();
-  events[0].forEach((streamId, i) => {
+  events.stream.forEach((streamId, i) => {
     const indexes = sent.get(streamId);
     if (indexes) indexes.push(i);
     else sent.set(streamId, [i]);
@@ -116,8 +145,15 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
       const k = taken.get(row.stream_id) ?? 0;
       taken.set(row.stream_id, k + 1);
       const i = sent.get(row.stream_id)![k]!;
-      const [type, data, metadata] = [events[2][i]!, events[3][i]!, events[4][i]!];
-      return { position: row.position!, streamId: row.stream_id, version: row.version, type, data: JSON.parse(data), metadata: JSON.parse(metadata), timestamp: row.created_at };
+      return {
+        position: row.position!,
+        streamId: row.stream_id,
+        version: row.version,
+        type: events.type[i]!,
+        data: JSON.parse(events.data[i]!),
+        metadata: JSON.parse(events.metadata[i]!),
+        timestamp: row.created_at,
+      };
     })
     .sort((a, b) => a.position - b.position);
   return { events: stored, duplicate: false };
@@ -128,29 +164,34 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
  * statement runs under a savepoint, so the caller may catch the conflict and go on (as it can with
  * SQLite); outside, the failed statement has already undone itself.
  */
-async function withConflicts<T>(db: Db, canConflict: boolean, run: () => Promise<T>): Promise<T> {
-  const savepoint = canConflict && db.inTransaction;
-  if (savepoint) await db.rows('SAVEPOINT rl_append');
-  try {
-    const result = await run();
-    if (savepoint) await db.rows('RELEASE SAVEPOINT rl_append');
-    return result;
-  } catch (error) {
-    if (savepoint) await db.rows('ROLLBACK TO SAVEPOINT rl_append');
-    if (sqlState(error) === 'RL409') throw new ConflictError((error as Error).message);
-    throw error;
-  }
+async function withConflicts<T>(db: Db, canConflict: boolean, run: (db: Db) => Promise<T>): Promise<T> {
+  if (!canConflict || !db.inTransaction) return run(db).catch(toConflict);
+  return db.atomic(async (atomic) => {
+    await atomic.rows('SAVEPOINT rl_append');
+    try {
+      const result = await run(atomic);
+      await atomic.rows('RELEASE SAVEPOINT rl_append');
+      return result;
+    } catch (error) {
+      await atomic.rows('ROLLBACK TO SAVEPOINT rl_append');
+      return toConflict(error);
+    }
+  });
 }
+
+function toConflict(error: unknown): never {
+  if (sqlState(error) === 'RL409') throw new ConflictError((error as Error).message);
+  throw error;
+}
+
+const STREAM_FORWARD = prepared('event_stream', 'SELECT * FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version LIMIT $3');
+const STREAM_BACKWARD = prepared('event_stream_back', 'SELECT * FROM events WHERE stream_id = $1 AND version <= $2 ORDER BY version DESC LIMIT $3');
 
 export async function eventReadStream(db: Db, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]> {
   const limit = p.limit ?? 1000;
   const rows = p.backwards
-    ? await db.rows<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND version <= $2 ORDER BY version DESC LIMIT $3', [
-        p.streamId,
-        p.fromVersion ?? Number.MAX_SAFE_INTEGER,
-        limit,
-      ])
-    : await db.rows<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version LIMIT $3', [p.streamId, p.fromVersion ?? 1, limit]);
+    ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit])
+    : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
   return rows.map(toEvent);
 }
 
@@ -205,16 +246,19 @@ export async function eventHead(db: Db): Promise<Cursor> {
   return row?.head ?? '';
 }
 
+const PROJECTION_PUT = prepared(
+  'projection_put',
+  `INSERT INTO projections (name, key, value, updated_at) VALUES ($1, $2, $3::jsonb, rl_now_ms())
+   ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+);
+const PROJECTION_GET = prepared('projection_get', 'SELECT value FROM projections WHERE name = $1 AND key = $2');
+
 export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
-  await db.rows(
-    `INSERT INTO projections (name, key, value, updated_at) VALUES ($1, $2, $3::jsonb, rl_now_ms())
-     ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-    [p.name, p.key, JSON.stringify(p.value ?? null)],
-  );
+  await db.rows(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
 }
 
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
-  const [row] = await db.rows<{ value: unknown }>('SELECT value FROM projections WHERE name = $1 AND key = $2', [p.name, p.key]);
+  const [row] = await db.rows<{ value: unknown }>(PROJECTION_GET, [p.name, p.key]);
   return row ? row.value : undefined;
 }
 

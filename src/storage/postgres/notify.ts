@@ -28,14 +28,16 @@ export class Listener {
   /** Resolves once the connection is listening, so a commit after it is never missed. */
   async add(channel: NotifyChannel, callback: Callback): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('the store is closed');
-    this.callbacks[channel].add(callback);
+    // Its own entry, so the same function listening twice is unsubscribed once per listen.
+    const entry: Callback = (payload) => callback(payload);
+    this.callbacks[channel].add(entry);
     try {
       await this.connected();
     } catch (error) {
-      this.callbacks[channel].delete(callback);
+      this.callbacks[channel].delete(entry);
       throw error;
     }
-    return async () => void this.callbacks[channel].delete(callback);
+    return async () => void this.callbacks[channel].delete(entry);
   }
 
   async close(): Promise<void> {
@@ -53,7 +55,9 @@ export class Listener {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client(connectionConfig(this.url));
+    // Keepalive: a peer that vanished without closing the socket is noticed, and the connection
+    // replaced, instead of the listener waiting forever on a dead socket.
+    const client = new pg.Client({ ...connectionConfig(this.url), keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (message) => {
       const channel = (Object.keys(CHANNELS) as NotifyChannel[]).find((c) => CHANNELS[c] === message.channel);
       if (channel) this.dispatch(channel, message.payload ?? '');

@@ -1,10 +1,12 @@
 import type pg from 'pg';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
-import { createPool, migrate, poolDb, type Db } from './connection.js';
+import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as events from './events.js';
 import { Listener } from './notify.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
+
+const NOW = prepared('now', 'SELECT rl_now_ms() AS now');
 
 /** Shared by a store and every transaction store made from it. */
 interface Shared {
@@ -16,9 +18,10 @@ interface Shared {
 
 /**
  * The scale-out backend: any number of processes share one PostgreSQL database. Pending migrations
- * are applied on open (safe when several processes open at once). Statements outside a transaction
- * run on the pool and commit on their own; each method is one statement except where its doc says
- * otherwise, so none needs a transaction of its own.
+ * are applied on open (safe when several processes open at once). Outside a transaction each method
+ * is one statement on the pool that commits on its own (its wake-up included); a second statement
+ * only reads, when the first found an idempotency key already used or a lease not held. So no
+ * method needs a transaction of its own.
  *
  * @example const store = await openPostgresStore(process.env.DATABASE_URL!, { poolSize: 20 })
  */
@@ -26,12 +29,6 @@ export async function openPostgresStore(url: string, options: { poolSize?: numbe
   await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
   return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url) }, null);
-}
-
-/** A transaction's client; `finished` once it committed or rolled back. */
-interface Tx {
-  client: pg.PoolClient;
-  finished: boolean;
 }
 
 class PostgresStore implements Store {
@@ -53,6 +50,10 @@ class PostgresStore implements Store {
     const client = await this.shared.pool.connect();
     const tx: Tx = { client, finished: false };
     let broken: Error | undefined;
+    // A checked-out client has no error listener of the pool's: without this, the connection
+    // dropping while `fn` awaits something else would be an uncaught exception.
+    const onError = (error: Error) => (broken = error);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await fn(new PostgresStore(this.shared, tx)).finally(() => (tx.finished = true));
@@ -64,6 +65,7 @@ class PostgresStore implements Store {
       throw error;
     } finally {
       tx.finished = true;
+      client.off('error', onError);
       client.release(broken);
     }
   }
@@ -73,7 +75,7 @@ class PostgresStore implements Store {
   }
 
   async now(): Promise<number> {
-    const [row] = await this.db.rows<{ now: number }>('SELECT rl_now_ms() AS now');
+    const [row] = await this.db.rows<{ now: number }>(NOW);
     return row!.now;
   }
 
@@ -131,22 +133,12 @@ class PostgresStore implements Store {
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
 }
 
-/** Every statement of a transaction store checks first that its transaction is still open. */
-function txDb(tx: Tx): Db {
-  return {
-    inTransaction: true,
-    rows: async (sql, params) => {
-      if (tx.finished) throw new Error('this transaction has already finished');
-      return (await tx.client.query(sql, params)).rows;
-    },
-  };
-}
-
 /** The URL as shown by `runledger status`: the password never leaves the process. */
 export function maskPassword(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
     return parsed.toString();
   } catch {
     return url.replace(/password=\S+/gi, 'password=***');

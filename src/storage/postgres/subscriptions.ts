@@ -1,6 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Cursor, ParkedEvent, ParkedStatus, StoredEvent, Subscription } from '../store.js';
-import type { Db } from './connection.js';
+import { prepared, type Db } from './connection.js';
 import { HEAD } from './events.js';
 
 interface SubscriptionRow {
@@ -73,13 +73,15 @@ export async function subscriptionEnsure(
   return row ? toSubscription(row) : subscriptionGet(db, p);
 }
 
+const LEASE = prepared(
+  'subscription_lease',
+  `WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms)
+   UPDATE subscriptions SET owner = $1, lease_expires_at = (SELECT ms FROM now) + $2
+   WHERE name = $3 AND (owner IS NULL OR owner = $1 OR lease_expires_at < (SELECT ms FROM now)) RETURNING *`,
+);
+
 export async function subscriptionLease(db: Db, p: { name: string; owner: string; ttlMs: number }): Promise<Subscription | null> {
-  const [row] = await db.rows<SubscriptionRow>(
-    `WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms)
-     UPDATE subscriptions SET owner = $1, lease_expires_at = (SELECT ms FROM now) + $2
-     WHERE name = $3 AND (owner IS NULL OR owner = $1 OR lease_expires_at < (SELECT ms FROM now)) RETURNING *`,
-    [p.owner, p.ttlMs, p.name],
-  );
+  const [row] = await db.rows<SubscriptionRow>(LEASE, [p.owner, p.ttlMs, p.name]);
   if (row) return toSubscription(row);
   await subscriptionGet(db, p);
   return null;
@@ -89,12 +91,10 @@ export async function subscriptionRelease(db: Db, p: { name: string; owner: stri
   await db.rows('UPDATE subscriptions SET owner = NULL, lease_expires_at = NULL WHERE name = $1 AND owner = $2', [p.name, p.owner]);
 }
 
+const ADVANCE = prepared('subscription_advance', 'UPDATE subscriptions SET cursor = $1, updated_at = rl_now_ms() WHERE name = $2 AND owner = $3 RETURNING name');
+
 export async function subscriptionAdvance(db: Db, p: { name: string; owner: string; cursor: Cursor }): Promise<void> {
-  const rows = await db.rows('UPDATE subscriptions SET cursor = $1, updated_at = rl_now_ms() WHERE name = $2 AND owner = $3 RETURNING name', [
-    p.cursor,
-    p.name,
-    p.owner,
-  ]);
+  const rows = await db.rows(ADVANCE, [p.cursor, p.name, p.owner]);
   if (rows.length === 0) throw new LeaseLostError(`subscription ${p.name} is no longer held by ${p.owner}`);
 }
 

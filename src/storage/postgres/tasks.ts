@@ -1,6 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Lease, NewTask, Task, TaskState } from '../store.js';
-import type { Db } from './connection.js';
+import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 
 interface TaskRow {
   seq: number;
@@ -54,105 +54,161 @@ function notifyReady(sql: string): string {
 
 const NOW = 'WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms)';
 
+const GET = prepared('task_get', 'SELECT * FROM tasks WHERE id = $1');
+
 export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
-  const [row] = await db.rows<TaskRow>('SELECT * FROM tasks WHERE id = $1', [p.id]);
+  const [row] = await db.rows<TaskRow>(GET, [p.id]);
   if (!row) throw new NotFoundError(`task ${p.id} not found`);
   return toTask(row);
 }
 
-// One round trip for the whole batch (20,000 tasks is one statement), inserted in input order so
-// seq, the arrival order, follows it. A repeated (queue, idempotency key) inserts nothing.
-const ENQUEUE = notifyReady(`${NOW},
+/**
+ * One round trip for the whole batch, inserted in input order so seq, the arrival order, follows
+ * it. A repeated (queue, idempotency key) inserts nothing. The arbiter is left out when no task has
+ * a key: speculative insertion costs every row extra work. Only what the database chose comes back.
+ */
+function enqueueSql(withKeys: boolean): string {
+  return `${NOW},
   u AS (
     INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at)
-    SELECT i.id, i.queue, 'ready', i.payload::jsonb, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::int[])
+    SELECT i.id, i.queue, 'ready', i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms
+    FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
+        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]))
       WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, ord)
     CROSS JOIN now
     ORDER BY i.ord
-    ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING *)`);
+    ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
+    RETURNING id, queue, run_at, created_at),
+  notified AS MATERIALIZED (SELECT pg_notify('runledger_tasks', queue) FROM (SELECT DISTINCT queue FROM u) q)
+  SELECT id, run_at, created_at FROM u WHERE (SELECT count(*) FROM notified) >= 0`;
+}
+
+const ENQUEUE = prepared('task_enqueue', enqueueSql(false));
+const ENQUEUE_WITH_KEYS = prepared('task_enqueue_keys', enqueueSql(true));
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
 export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>> {
-  if (p.tasks.length === 0) return [];
   const t = p.tasks;
-  const inserted = await db.rows<TaskRow>(ENQUEUE, [
-    t.map((x) => x.id),
-    t.map((x) => x.queue),
-    t.map((x) => JSON.stringify(x.payload ?? null)),
-    t.map((x) => x.idempotencyKey),
-    t.map((x) => x.orderingKey),
-    t.map((x) => x.runAt),
-    t.map((x) => x.priority),
-    t.map((x) => x.maxAttempts),
+  if (t.length === 0) return [];
+  const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
+  const inserted = await db.rows<{ id: string; run_at: number; created_at: number }>(t.some((x) => x.idempotencyKey !== null) ? ENQUEUE_WITH_KEYS : ENQUEUE, [
+    textArray(t.map((x) => x.id)),
+    textArray(t.map((x) => x.queue)),
+    jsonArray(payloads),
+    textArray(t.map((x) => x.idempotencyKey)),
+    textArray(t.map((x) => x.orderingKey)),
+    numberArray(t.map((x) => x.runAt)),
+    numberArray(t.map((x) => x.priority)),
+    numberArray(t.map((x) => x.maxAttempts)),
   ]);
-  const byId = new Map(inserted.map((row) => [row.id, row]));
-  const byKey = new Map(inserted.filter((row) => row.idempotency_key !== null).map((row) => [keyOf(row.queue, row.idempotency_key), row]));
-  const missing = t.filter((x) => !byId.has(x.id) && !byKey.has(keyOf(x.queue, x.idempotencyKey)));
+  const created = new Map<string, Task>();
+  const byKey = new Map<string, Task>();
+  const byId = new Map(t.map((x, i) => [x.id, i]));
+  for (const row of inserted) {
+    const i = byId.get(row.id)!;
+    const task = newTask(t[i]!, payloads[i]!, row);
+    created.set(task.id, task);
+    if (task.idempotencyKey !== null) byKey.set(keyOf(task.queue, task.idempotencyKey), task);
+  }
+  const missing = t.filter((x) => !created.has(x.id) && !byKey.has(keyOf(x.queue, x.idempotencyKey)));
   if (missing.length > 0) {
     // A separate statement: its fresh snapshot sees rows that a concurrent enqueue committed while
     // ON CONFLICT waited for it.
     const existing = await db.rows<TaskRow>(
-      `SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key`,
-      [missing.map((x) => x.queue), missing.map((x) => x.idempotencyKey)],
+      'SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key',
+      [textArray(missing.map((x) => x.queue)), textArray(missing.map((x) => x.idempotencyKey))],
     );
-    for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), row);
+    for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), toTask(row));
   }
   return t.map((x) => {
-    const created = byId.get(x.id);
-    if (created) return { task: toTask(created), created: true };
-    const row = byKey.get(keyOf(x.queue, x.idempotencyKey));
-    if (!row) throw new Error(`task ${x.id} was neither inserted nor found by its idempotency key`);
-    return { task: toTask(row), created: false };
+    const task = created.get(x.id);
+    if (task) return { task, created: true };
+    const existing = byKey.get(keyOf(x.queue, x.idempotencyKey));
+    if (!existing) throw new Error(`task ${x.id} was neither inserted nor found by its idempotency key`);
+    return { task: existing, created: false };
   });
 }
 
+/** A task as the insert stored it, without reading it back: 20,000 payloads need not cross the wire twice. */
+function newTask(t: NewTask, payload: string, row: { run_at: number; created_at: number }): Task {
+  return {
+    id: t.id,
+    queue: t.queue,
+    state: 'ready',
+    payload: JSON.parse(payload),
+    idempotencyKey: t.idempotencyKey,
+    orderingKey: t.orderingKey,
+    runAt: row.run_at,
+    priority: t.priority,
+    attempts: 0,
+    maxAttempts: t.maxAttempts,
+    leaseToken: null,
+    leaseExpiresAt: null,
+    workerId: null,
+    lastError: null,
+    result: null,
+    createdAt: row.created_at,
+    updatedAt: row.created_at,
+  };
+}
+
 /** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another. */
+const CLAIM = prepared('task_claim', 'SELECT * FROM rl_task_claim($1, $2, $3, $4, $5)');
+
 export async function taskClaim(db: Db, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Promise<Task[]> {
-  const rows = await db.rows<TaskRow>('SELECT * FROM rl_task_claim($1, $2, $3, $4, $5)', [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken]);
+  const rows = await db.rows<TaskRow>(CLAIM, [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken]);
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map(toTask);
 }
 
+const HEARTBEAT = prepared(
+  'task_heartbeat',
+  `${NOW}
+   UPDATE tasks t SET lease_expires_at = (SELECT ms FROM now) + $3, updated_at = (SELECT ms FROM now)
+   FROM unnest($1::text[], $2::text[]) AS l(id, token)
+   WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running' RETURNING t.id`,
+);
+
 export async function taskHeartbeat(db: Db, p: { leases: Lease[]; leaseMs: number }): Promise<string[]> {
   if (p.leases.length === 0) return [];
-  const rows = await db.rows<{ id: string }>(
-    `${NOW}
-     UPDATE tasks t SET lease_expires_at = (SELECT ms FROM now) + $3, updated_at = (SELECT ms FROM now)
-     FROM unnest($1::text[], $2::text[]) AS l(id, token)
-     WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running' RETURNING t.id`,
-    [p.leases.map((l) => l.id), p.leases.map((l) => l.leaseToken), p.leaseMs],
-  );
+  const rows = await db.rows<{ id: string }>(HEARTBEAT, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken)), p.leaseMs]);
   const extended = new Set(rows.map((row) => row.id));
   return p.leases.filter((lease) => extended.has(lease.id)).map((lease) => lease.id);
 }
 
+const COMPLETE = prepared(
+  'task_complete',
+  `${NOW}
+   UPDATE tasks t SET state = 'completed', result = i.result, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
+   FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb)) WITH ORDINALITY AS i(id, token, result, ord)
+   WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running'
+   RETURNING t.*, i.ord`,
+);
+
 export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<Task[]> {
   if (p.items.length === 0) return [];
-  const rows = await db.rows<TaskRow & { ord: number }>(
-    `${NOW}
-     UPDATE tasks t SET state = 'completed', result = i.result::jsonb, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
-     FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, result, ord)
-     WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running'
-     RETURNING t.*, i.ord`,
-    [p.items.map((i) => i.id), p.items.map((i) => i.leaseToken), p.items.map((i) => JSON.stringify(i.result ?? null))],
-  );
+  const rows = await db.rows<TaskRow & { ord: number }>(COMPLETE, [
+    textArray(p.items.map((i) => i.id)),
+    textArray(p.items.map((i) => i.leaseToken)),
+    jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
+  ]);
   rows.sort((a, b) => a.ord - b.ord);
   return rows.map(toTask);
 }
 
+const FAIL = prepared(
+  'task_fail',
+  notifyReady(`${NOW},
+  u AS (
+    UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
+      run_at = CASE WHEN $1::bigint IS NULL THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
+      last_error = $2, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = (SELECT ms FROM now)
+    WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
+);
+
 export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs: number | null }): Promise<Task> {
-  const [row] = await db.rows<TaskRow>(
-    notifyReady(`${NOW},
-    u AS (
-      UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
-        run_at = CASE WHEN $1::bigint IS NULL THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
-        last_error = $2, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = (SELECT ms FROM now)
-      WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
-    [p.retryDelayMs, p.error, p.id, p.leaseToken],
-  );
+  const [row] = await db.rows<TaskRow>(FAIL, [p.retryDelayMs, p.error, p.id, p.leaseToken]);
   if (!row) {
     await taskGet(db, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
@@ -162,7 +218,9 @@ export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs:
 
 // SKIP LOCKED: a task a worker is completing right now is not expired under it. A lease extended
 // after this statement's snapshot is re-checked on the locked row and left alone.
-const EXPIRE = notifyReady(`${NOW},
+const EXPIRE = prepared(
+  'task_expire',
+  notifyReady(`${NOW},
   c AS (
     SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < (SELECT ms FROM now)
     ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),
@@ -170,7 +228,8 @@ const EXPIRE = notifyReady(`${NOW},
     UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
       last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
       lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = (SELECT ms FROM now)
-    FROM c WHERE tasks.seq = c.seq RETURNING tasks.*)`);
+    FROM c WHERE tasks.seq = c.seq RETURNING tasks.*)`),
+);
 
 export async function taskExpire(db: Db, p: { limit: number }): Promise<Task[]> {
   const rows = await db.rows<TaskRow>(EXPIRE, [p.limit]);
@@ -187,19 +246,23 @@ export async function taskList(db: Db, p: { queue?: string; state?: TaskState; l
   return rows.map(toTask);
 }
 
+const REDRIVE = prepared(
+  'task_redrive',
+  notifyReady(`${NOW},
+  u AS (
+    UPDATE tasks SET state = 'ready', attempts = 0, run_at = (SELECT ms FROM now), updated_at = (SELECT ms FROM now)
+    WHERE id = $1 AND state = 'dead' RETURNING *)`),
+);
+
 export async function taskRedrive(db: Db, p: { id: string }): Promise<{ task: Task; redriven: boolean }> {
-  const [row] = await db.rows<TaskRow>(
-    notifyReady(`${NOW},
-    u AS (
-      UPDATE tasks SET state = 'ready', attempts = 0, run_at = (SELECT ms FROM now), updated_at = (SELECT ms FROM now)
-      WHERE id = $1 AND state = 'dead' RETURNING *)`),
-    [p.id],
-  );
+  const [row] = await db.rows<TaskRow>(REDRIVE, [p.id]);
   return row ? { task: toTask(row), redriven: true } : { task: await taskGet(db, p), redriven: false };
 }
 
+const NEXT_RUN_AT = prepared('task_next_run_at', "SELECT min(run_at) AS run_at FROM tasks WHERE queue = $1 AND state = 'ready'");
+
 export async function taskNextRunAt(db: Db, p: { queue: string }): Promise<number | null> {
-  const [row] = await db.rows<{ run_at: number | null }>("SELECT min(run_at) AS run_at FROM tasks WHERE queue = $1 AND state = 'ready'", [p.queue]);
+  const [row] = await db.rows<{ run_at: number | null }>(NEXT_RUN_AT, [p.queue]);
   return row?.run_at ?? null;
 }
 

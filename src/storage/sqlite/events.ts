@@ -47,9 +47,9 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
     for (const event of append.events) {
       version += 1;
       const metadata = event.metadata ?? {};
-      const data = JSON.stringify(event.data ?? null);
-      const inserted = insert.get(append.streamId, version, event.type, data, JSON.stringify(metadata), key, now) as { position: number };
-      events.push({ position: inserted.position, streamId: append.streamId, version, type: event.type, data: JSON.parse(data), metadata, timestamp: now });
+      const data = event.data ?? null;
+      const inserted = insert.get(append.streamId, version, event.type, JSON.stringify(data), JSON.stringify(metadata), key, now) as { position: number };
+      events.push({ position: inserted.position, streamId: append.streamId, version, type: event.type, data, metadata, timestamp: now });
     }
     if (version !== current) {
       s.get('INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version').run(append.streamId, version);

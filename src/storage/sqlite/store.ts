@@ -64,6 +64,7 @@ class SqliteStore implements Store {
     private readonly pending: Map<NotifyChannel, Set<string>> | null,
   ) {}
 
+  /** A write: atomic on its own, or part of the transaction this store belongs to. */
   private async run<T>(fn: (s: Statements, now: number) => T, notify?: [NotifyChannel, string]): Promise<T> {
     const { db, statements } = this.shared;
     if (this.pending) {
@@ -75,12 +76,33 @@ class SqliteStore implements Store {
     const release = await this.shared.lock.acquire();
     let result: T;
     try {
-      result = db.transaction(() => fn(statements, Date.now())).immediate();
+      statements.get('BEGIN IMMEDIATE').run();
+      try {
+        result = fn(statements, Date.now());
+        statements.get('COMMIT').run();
+      } catch (error) {
+        if (db.inTransaction) statements.get('ROLLBACK').run();
+        throw error;
+      }
     } finally {
       release();
     }
     if (notify) this.shared.wake.emit(notify[0], notify[1]);
     return result;
+  }
+
+  /** A read: no write lock, but still behind the in-process lock so it never sees an open transaction's rows. */
+  private async read<T>(fn: (s: Statements) => T): Promise<T> {
+    if (this.pending) {
+      if (this.finished) throw new Error('this transaction has already finished');
+      return fn(this.shared.statements);
+    }
+    const release = await this.shared.lock.acquire();
+    try {
+      return fn(this.shared.statements);
+    } finally {
+      release();
+    }
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
@@ -116,7 +138,7 @@ class SqliteStore implements Store {
   }
 
   status(): Promise<StoreStatus> {
-    return this.run((s) => {
+    return this.read((s) => {
       const count = (sql: string) => (s.get(sql).get() as { n: number }).n;
       return {
         dialect: 'sqlite' as const,
@@ -147,13 +169,13 @@ class SqliteStore implements Store {
   }
 
   eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), ['events', '']);
-  eventReadStream: Store['eventReadStream'] = (p) => this.run((s) => events.eventReadStream(s, p));
-  eventReadAll: Store['eventReadAll'] = (p) => this.run((s) => events.eventReadAll(s, p));
-  eventReadCommitted: Store['eventReadCommitted'] = (p) => this.run((s) => events.eventReadCommitted(s, p));
-  eventHead: Store['eventHead'] = () => this.run((s) => events.eventHead(s));
+  eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
+  eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
+  eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
+  eventHead: Store['eventHead'] = () => this.read((s) => events.eventHead(s));
 
   projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
-  projectionGet: Store['projectionGet'] = (p) => this.run((s) => events.projectionGet(s, p));
+  projectionGet: Store['projectionGet'] = (p) => this.read((s) => events.projectionGet(s, p));
   projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
@@ -162,10 +184,10 @@ class SqliteStore implements Store {
   subscriptionRelease: Store['subscriptionRelease'] = (p) => this.run((s) => subscriptions.subscriptionRelease(s, p));
   subscriptionAdvance: Store['subscriptionAdvance'] = (p) => this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
   subscriptionBlock: Store['subscriptionBlock'] = (p) => this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
-  subscriptionGet: Store['subscriptionGet'] = (p) => this.run((s) => subscriptions.subscriptionGet(s, p));
-  subscriptionList: Store['subscriptionList'] = () => this.run((s) => subscriptions.subscriptionList(s));
+  subscriptionGet: Store['subscriptionGet'] = (p) => this.read((s) => subscriptions.subscriptionGet(s, p));
+  subscriptionList: Store['subscriptionList'] = () => this.read((s) => subscriptions.subscriptionList(s));
   parkedAdd: Store['parkedAdd'] = (p) => this.run((s, now) => subscriptions.parkedAdd(s, now, p));
-  parkedList: Store['parkedList'] = (p) => this.run((s) => subscriptions.parkedList(s, p));
+  parkedList: Store['parkedList'] = (p) => this.read((s) => subscriptions.parkedList(s, p));
   parkedSetStatus: Store['parkedSetStatus'] = (p) => this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
 
   taskEnqueue: Store['taskEnqueue'] = (p) => this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
@@ -174,10 +196,10 @@ class SqliteStore implements Store {
   taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
   taskFail: Store['taskFail'] = (p) => this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
   taskExpire: Store['taskExpire'] = (p) => this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
-  taskGet: Store['taskGet'] = (p) => this.run((s) => tasks.taskGet(s, p));
-  taskList: Store['taskList'] = (p) => this.run((s) => tasks.taskList(s, p));
+  taskGet: Store['taskGet'] = (p) => this.read((s) => tasks.taskGet(s, p));
+  taskList: Store['taskList'] = (p) => this.read((s) => tasks.taskList(s, p));
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
-  taskNextRunAt: Store['taskNextRunAt'] = (p) => this.run((s) => tasks.taskNextRunAt(s, p));
+  taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
