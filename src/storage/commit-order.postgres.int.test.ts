@@ -55,6 +55,8 @@ describe('commit order on postgres', () => {
       release();
       await a;
     }
+    // wait until both events are past every reader's horizon (other databases' transactions hold it back a moment)
+    for (let seen = 0; seen < 2; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).length;
     const second = await read(reader, first.cursor);
     return [...first.types, ...second.types];
   }
