@@ -1,22 +1,19 @@
 // The runledger benchmark: `npm run bench` (both backends), `npm run bench -- --only sqlite|postgres`.
 // PostgreSQL: the local server at 127.0.0.1:5432 with trust auth, or RUNLEDGER_TEST_PG_URL; each backend
-// runs on a fresh database. Prints a table and writes bench/results/latest.json. About a minute a backend.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+// runs on a fresh database. Prints a table and writes bench/results/latest.json. About 75 s for both.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { createEngine } from '../src/engine.js';
-import { createPostgresDatabase, createSqlitePath, testAdminUrl } from '../src/testing/databases.js';
+import { postgresVersion, withDatabase, type Backend } from './databases.js';
 import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
 import { enqueueLatency } from './latency.js';
 import { bulkEnqueue, drain } from './queue.js';
 import { formatTable, rounded, type Results } from './table.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
-
-type Backend = 'sqlite' | 'postgres';
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
   const engine = await createEngine({ database });
@@ -43,35 +40,6 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     return rounded(m);
   } finally {
     await engine.close();
-  }
-}
-
-async function withDatabase<T>(backend: Backend, run: (database: string) => Promise<T>): Promise<T> {
-  if (backend === 'sqlite') {
-    const path = createSqlitePath();
-    try {
-      return await run(path);
-    } finally {
-      rmSync(dirname(path), { recursive: true, force: true });
-    }
-  }
-  const url = await createPostgresDatabase();
-  try {
-    return await run(url);
-  } finally {
-    const admin = new pg.Client({ connectionString: testAdminUrl() });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${new URL(url).pathname.slice(1)} WITH (FORCE)`).finally(() => admin.end());
-  }
-}
-
-async function postgresVersion(): Promise<string> {
-  const admin = new pg.Client({ connectionString: testAdminUrl() });
-  await admin.connect();
-  try {
-    return (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
-  } finally {
-    await admin.end();
   }
 }
 

@@ -64,6 +64,8 @@ export class Worker {
   private loop: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private nextExpiry = 0;
+  /** Tasks whose handler is done and whose outcome is being committed. */
+  private settling = 0;
 
   constructor(
     private readonly store: Store,
@@ -88,7 +90,7 @@ export class Worker {
     this.active = false;
     this.wakeup.wake();
     await this.loop;
-    while (this.running.size > 0 || this.completions.length > 0 || this.flushing) {
+    while (this.running.size > 0 || this.settling > 0) {
       await (this.flushing ?? new Promise((resolve) => setTimeout(resolve, 5)));
     }
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
@@ -100,17 +102,22 @@ export class Worker {
     });
     try {
       while (this.active) {
+        const free = this.options.concurrency - this.running.size;
+        if (free === 0) {
+          // full: a finishing handler wakes us
+          await this.wakeup.wait(this.options.pollMs);
+          continue;
+        }
         let claimed = 0;
         try {
           await this.expireLeases();
-          const free = this.options.concurrency - this.running.size;
-          if (free > 0) claimed = await this.claim(free);
+          claimed = await this.claim(free);
         } catch (error) {
           this.options.onError?.(error);
         }
         if (!this.active) break;
-        if (claimed > 0 && this.running.size < this.options.concurrency) continue;
-        await this.wakeup.wait(claimed > 0 ? this.options.pollMs : await this.idleWait());
+        // a full batch means there may be more; fewer means nothing else is claimable yet
+        if (claimed < free) await this.wakeup.wait(await this.idleWait());
       }
     } finally {
       await unlisten();
@@ -157,23 +164,26 @@ export class Worker {
   private async execute(task: Task): Promise<void> {
     const controller = new AbortController();
     this.running.set(task.id, { task, controller });
-    let outcome: 'completed' | 'failed' | 'dead' | 'lost';
+    let result: unknown;
+    let failure: { error: unknown } | null = null;
     try {
-      let result: unknown;
-      try {
-        result = (await this.handler(task.payload, { task, attempt: task.attempts, signal: controller.signal })) ?? null;
-        checkResult(result, this.options.maxResultBytes);
-      } catch (error) {
-        outcome = await this.fail(task, error);
-        return;
-      }
-      outcome = (await this.complete(task, result)) ? 'completed' : 'lost';
+      result = (await this.handler(task.payload, { task, attempt: task.attempts, signal: controller.signal })) ?? null;
+      checkResult(result, this.options.maxResultBytes);
     } catch (error) {
-      outcome = 'lost';
+      failure = { error };
+    }
+    // The slot is free once the handler is done: the next claim overlaps this task's commit.
+    this.running.delete(task.id);
+    this.settling += 1;
+    this.wakeup.wake();
+    let outcome: 'completed' | 'failed' | 'dead' | 'lost' = 'lost';
+    try {
+      if (failure) outcome = await this.fail(task, failure.error);
+      else outcome = (await this.complete(task, result)) ? 'completed' : 'lost';
+    } catch (error) {
       this.options.onError?.(error);
     } finally {
-      this.running.delete(task.id);
-      this.wakeup.wake();
+      this.settling -= 1;
     }
     this.options.onSettled?.(task, outcome);
   }

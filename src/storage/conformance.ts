@@ -101,6 +101,19 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(next.events[0]?.version).toBe(1);
     });
 
+    it('leaves nothing behind when a conflict is caught inside a transaction', async () => {
+      await store.eventAppend({ appends: [{ streamId: 'c', events: [ev('C1')] }] });
+      await store.transaction(async (tx) => {
+        await expect(
+          tx.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }, { streamId: 'c', expectedVersion: 0, events: [ev('C2')] }] }),
+        ).rejects.toThrow(ConflictError);
+        await tx.eventAppend({ appends: [{ streamId: 'c', expectedVersion: 1, events: [ev('C2')] }] });
+      });
+      expect((await store.eventReadStream({ streamId: 'c' })).map((e) => [e.type, e.version])).toEqual([['C1', 1], ['C2', 2]]);
+      expect(await store.eventReadStream({ streamId: 'd' })).toEqual([]);
+      expect((await store.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }] })).events[0]?.version).toBe(1);
+    });
+
     it('returns the original events for a repeated idempotency key and writes nothing', async () => {
       const first = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });
       const again = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });

@@ -30,14 +30,18 @@ export async function createPostgresDatabase(): Promise<string> {
   return url.toString();
 }
 
-/** Drops every test database left by earlier runs. */
-export async function dropPostgresTestDatabases(): Promise<number> {
+/**
+ * Drops the test databases that earlier runs left more than `olderThanMs` ago (their names carry
+ * their creation time), so a test run started meanwhile elsewhere keeps its own.
+ */
+export async function dropPostgresTestDatabases(olderThanMs = 30 * 60_000): Promise<number> {
   const admin = new pg.Client({ connectionString: testAdminUrl() });
   await admin.connect();
   try {
     const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${TEST_DB_PREFIX}%`]);
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-    return rows.length;
+    const old = rows.filter(({ datname }) => Date.now() - Number.parseInt(datname.slice(TEST_DB_PREFIX.length).split('_')[0] ?? '', 36) > olderThanMs);
+    for (const { datname } of old) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    return old.length;
   } finally {
     await admin.end();
   }

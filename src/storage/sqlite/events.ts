@@ -37,12 +37,12 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
     'INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING position',
   );
   const events: StoredEvent[] = [];
+  const bump = s.get(
+    'INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING version',
+  );
+  checkExpectedVersions(s, p);
   for (const append of p.appends) {
-    const row = s.get('SELECT version FROM streams WHERE stream_id = ?').get(append.streamId) as { version: number } | undefined;
-    const current = row?.version ?? 0;
-    if (append.expectedVersion !== undefined && append.expectedVersion !== current) {
-      throw new ConflictError(`stream ${append.streamId} is at version ${current}, expected ${append.expectedVersion}`);
-    }
+    const current = (bump.get(append.streamId, append.events.length) as { version: number }).version - append.events.length;
     let version = current;
     for (const event of append.events) {
       version += 1;
@@ -51,11 +51,25 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
       const inserted = insert.get(append.streamId, version, event.type, JSON.stringify(data), JSON.stringify(metadata), key, now) as { position: number };
       events.push({ position: inserted.position, streamId: append.streamId, version, type: event.type, data, metadata, timestamp: now });
     }
-    if (version !== current) {
-      s.get('INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version').run(append.streamId, version);
-    }
   }
   return { events, duplicate: false };
+}
+
+/**
+ * All checks before anything is written, so a caller that catches the conflict inside its own
+ * transaction commits nothing of this append. A stream named twice in one call expects its
+ * earlier appends' versions.
+ */
+function checkExpectedVersions(s: Statements, p: EventAppendParams): void {
+  const added = new Map<string, number>();
+  for (const append of p.appends) {
+    if (append.expectedVersion !== undefined) {
+      const row = s.get('SELECT version FROM streams WHERE stream_id = ?').get(append.streamId) as { version: number } | undefined;
+      const actual = (row?.version ?? 0) + (added.get(append.streamId) ?? 0);
+      if (append.expectedVersion !== actual) throw new ConflictError(`stream ${append.streamId} is at version ${actual}, expected ${append.expectedVersion}`);
+    }
+    added.set(append.streamId, (added.get(append.streamId) ?? 0) + append.events.length);
+  }
 }
 
 export function eventReadStream(s: Statements, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): StoredEvent[] {

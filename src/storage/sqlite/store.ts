@@ -107,17 +107,17 @@ class SqliteStore implements Store {
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.pending) return fn(this);
-    const { db, lock, wake } = this.shared;
+    const { db, statements, lock, wake } = this.shared;
     const release = await lock.acquire();
     const tx = new SqliteStore(this.shared, new Map());
     let result: T;
     try {
-      db.exec('BEGIN IMMEDIATE');
+      statements.get('BEGIN IMMEDIATE').run();
       try {
         result = await fn(tx);
-        db.exec('COMMIT');
+        statements.get('COMMIT').run();
       } catch (error) {
-        if (db.inTransaction) db.exec('ROLLBACK');
+        if (db.inTransaction) statements.get('ROLLBACK').run();
         throw error;
       }
     } finally {
