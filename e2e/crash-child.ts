@@ -20,7 +20,12 @@ if (mode === 'append') {
     await engine.journal.append('batch', Array.from({ length: 10 }, (_, j) => ({ type: 'counted', data: { batch: i, j } })));
   }
 } else if (mode === 'drain') {
-  engine.work('jobs', async (payload: { n: number }) => ({ double: payload.n * 2 }), { concurrency: 10, leaseMs: 1000, pollMs: 50 });
+  // a millisecond of work per task spreads completions over many commits, so the crash lands mid-drain
+  const work = async (payload: { n: number }) => {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    return { double: payload.n * 2 };
+  };
+  engine.work('jobs', work, { concurrency: 10, leaseMs: 1000, pollMs: 50 });
   for (;;) {
     const { tasks } = await engine.store.status();
     if (tasks.ready === 0 && tasks.running === 0) break;

@@ -97,6 +97,7 @@ export class Subscriber {
   }
 
   private async run(): Promise<void> {
+    let catchUp = 0;
     while (this.running) {
       let worked = false;
       try {
@@ -104,10 +105,15 @@ export class Subscriber {
       } catch (error) {
         this.options.onError?.(error);
       }
-      if (!worked && this.running) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
-        await this.wakeup.wait(this.options.pollMs);
+      if (worked || !this.running) {
+        catchUp = 0;
+        continue;
       }
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+      const woken = await this.wakeup.wait(catchUp || this.options.pollMs);
+      // On PostgreSQL a wake-up can come before its event is past the committed-order horizon (an
+      // older transaction elsewhere is still open): look again after 10, 50 and 250 ms, then poll.
+      catchUp = woken ? 10 : catchUp && catchUp < 250 ? catchUp * 5 : 0;
     }
   }
 

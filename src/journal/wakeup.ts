@@ -11,20 +11,20 @@ export class Wakeup {
     else this.pending = true;
   }
 
-  wait(ms: number): Promise<void> {
+  /** Resolves true when woken, false when `ms` ran out. */
+  wait(ms: number): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(done, Math.max(0, ms));
-      const self = this;
-      function done() {
+      const timer = setTimeout(() => done(false), Math.max(0, ms));
+      const done = (woken: boolean) => {
         clearTimeout(timer);
-        self.waiter = null;
-        resolve();
-      }
-      this.waiter = done;
+        this.waiter = null;
+        resolve(woken);
+      };
+      this.waiter = () => done(true);
     });
   }
 }

@@ -40,20 +40,24 @@ describe('claiming tasks with an ordering key on postgres', () => {
 
   it('never runs an older task whose enqueue commits late beside a newer one already claimed', async () => {
     const [enqueueCommits, commitEnqueue] = gate();
+    const [enqueued, markEnqueued] = gate();
     const older = store.transaction(async (tx) => {
       await tx.taskEnqueue({ tasks: [task('older')] });
+      markEnqueued();
       await enqueueCommits;
     });
-    await sleep(50);
+    await enqueued;
     await store.taskEnqueue({ tasks: [task('newer')] });
 
     const [claimCommits, commitClaim] = gate();
+    const [claimed, markClaimed] = gate();
     let first: string[] = [];
     const firstClaim = store.transaction(async (tx) => {
       first = (await claim(tx, 'first')).map((t) => t.id);
+      markClaimed();
       await claimCommits;
     });
-    await sleep(50);
+    await claimed;
     expect(first).toEqual(['newer']);
 
     commitEnqueue();
@@ -73,12 +77,14 @@ describe('claiming tasks with an ordering key on postgres', () => {
     await store.taskEnqueue({ tasks: [task('newer')] });
 
     const [claimCommits, commitClaim] = gate();
+    const [claimed, markClaimed] = gate();
     let first: string[] = [];
     const firstClaim = store.transaction(async (tx) => {
       first = (await claim(tx, 'first')).map((t) => t.id);
+      markClaimed();
       await claimCommits;
     });
-    await sleep(50);
+    await claimed;
     expect(first).toEqual(['newer']);
 
     await store.taskRedrive({ id: 'older' });
@@ -92,12 +98,14 @@ describe('claiming tasks with an ordering key on postgres', () => {
   it('lets claimers of a queue without ordering keys run side by side', async () => {
     await store.taskEnqueue({ tasks: [task('a', { orderingKey: null }), task('b', { orderingKey: null })] });
     const [claimCommits, commitClaim] = gate();
+    const [claimed, markClaimed] = gate();
     let first: string[] = [];
     const holder = store.transaction(async (tx) => {
       first = (await tx.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: 'a', leaseToken: 'a' })).map((t) => t.id);
+      markClaimed();
       await claimCommits;
     });
-    await sleep(50);
+    await claimed;
     const second = await claim(store, 'b');
     expect([...first, ...second.map((t) => t.id)]).toEqual(['a', 'b']);
     commitClaim();

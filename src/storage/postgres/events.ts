@@ -28,7 +28,7 @@ export function toEvent(row: EventRow): StoredEvent {
  * One statement: claim the idempotency key, bump every stream's version (the upsert's row lock
  * serializes appenders of a stream; streams are locked in sorted order so two batches cannot
  * deadlock), check expected versions (rl_check_version raises, undoing the whole statement),
- * insert the events and notify. `ok` is false when the key was already used: nothing was written.
+ * insert the events. `ok` is false when the key was already used: nothing was written.
  * Only positions come back: data and metadata are the caller's, as they were sent.
  */
 const APPEND = prepared(
@@ -68,10 +68,8 @@ ins AS (
   WHERE (SELECT count(*) FROM checked) >= 0
   ORDER BY e.ord
   RETURNING position, stream_id, version, created_at
-),
-notified AS MATERIALIZED (SELECT pg_notify('runledger_events', '') FROM go WHERE ok)
-SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true
-WHERE (SELECT count(*) FROM notified) >= 0`,
+)
+SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true`,
 );
 
 const BY_KEY = prepared('event_by_key', 'SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position');

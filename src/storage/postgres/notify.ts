@@ -115,3 +115,39 @@ export class Listener {
     }
   }
 }
+
+/**
+ * Sends wake-ups after commit, never inside the writing transaction: PostgreSQL serializes the
+ * commits of notifying transactions on one global lock, disk flush included, which capped
+ * concurrent appends at one flush at a time (measured: 444 appends/s with 8 appenders). A
+ * notify-only statement writes no WAL and holds that lock for microseconds. Wake-ups queued while
+ * one is in flight go out together in the next. A crash between commit and send loses the wake-up,
+ * not the data: listeners poll as well.
+ */
+export class Notifier {
+  private readonly queued = new Map<string, [string, string]>();
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  send(channel: NotifyChannel, payload: string): void {
+    this.queued.set(`${channel}\u0000${payload}`, [CHANNELS[channel], payload]);
+    this.flushing ??= this.flush();
+  }
+
+  /** Resolves once every queued wake-up was sent. */
+  async drain(): Promise<void> {
+    await this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queued.size > 0) {
+      const items = [...this.queued.values()];
+      this.queued.clear();
+      await this.pool
+        .query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [items.map(([c]) => c), items.map(([, p]) => p)])
+        .catch(() => {});
+    }
+    this.flushing = null;
+  }
+}

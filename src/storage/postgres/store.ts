@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as events from './events.js';
-import { Listener } from './notify.js';
+import { Listener, Notifier } from './notify.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -14,12 +14,13 @@ interface Shared {
   pool: pg.Pool;
   poolDb: Db;
   listener: Listener;
+  notifier: Notifier;
 }
 
 /**
  * The scale-out backend: any number of processes share one PostgreSQL database. Pending migrations
  * are applied on open (safe when several processes open at once). Outside a transaction each method
- * is one statement on the pool that commits on its own (its wake-up included); a second statement
+ * is one statement on the pool that commits on its own (its wake-up follows the commit); a second statement
  * only reads, when the first found an idempotency key already used or a lease not held. So no
  * method needs a transaction of its own.
  *
@@ -28,18 +29,28 @@ interface Shared {
 export async function openPostgresStore(url: string, options: { poolSize?: number } = {}): Promise<Store> {
   await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
-  return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url) }, null);
+  return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url), notifier: new Notifier(pool) }, null);
 }
 
 class PostgresStore implements Store {
   readonly dialect = 'postgres' as const;
   private readonly db: Db;
 
+  /** Inside a transaction: the wake-ups to send once it has committed. */
+  private readonly pending = new Map<string, [NotifyChannel, string]>();
+
   constructor(
     private readonly shared: Shared,
     private readonly tx: Tx | null,
   ) {
     this.db = tx ? txDb(tx) : shared.poolDb;
+  }
+
+  private wake(channel: NotifyChannel, payloads: Iterable<string>): void {
+    for (const payload of payloads) {
+      if (this.tx) this.pending.set(`${channel}\u0000${payload}`, [channel, payload]);
+      else this.shared.notifier.send(channel, payload);
+    }
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
@@ -56,8 +67,10 @@ class PostgresStore implements Store {
     client.on('error', onError);
     try {
       await client.query('BEGIN');
-      const result = await fn(new PostgresStore(this.shared, tx)).finally(() => (tx.finished = true));
+      const txStore = new PostgresStore(this.shared, tx);
+      const result = await fn(txStore).finally(() => (tx.finished = true));
       await client.query('COMMIT');
+      for (const [channel, payload] of txStore.pending.values()) this.shared.notifier.send(channel, payload);
       return result;
     } catch (error) {
       // A connection that cannot even roll back is destroyed rather than returned to the pool.
@@ -96,11 +109,16 @@ class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.shared.notifier.drain();
     await this.shared.listener.close();
     if (!this.shared.pool.ended) await this.shared.pool.end();
   }
 
-  eventAppend: Store['eventAppend'] = (p) => events.eventAppend(this.db, p);
+  eventAppend: Store['eventAppend'] = async (p) => {
+    const result = await events.eventAppend(this.db, p);
+    if (!result.duplicate) this.wake('events', ['']);
+    return result;
+  };
   eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);
   eventReadAll: Store['eventReadAll'] = (p) => events.eventReadAll(this.db, p);
   eventReadCommitted: Store['eventReadCommitted'] = (p) => events.eventReadCommitted(this.db, p);
@@ -119,17 +137,42 @@ class PostgresStore implements Store {
   subscriptionList: Store['subscriptionList'] = () => subscriptions.subscriptionList(this.db);
   parkedAdd: Store['parkedAdd'] = (p) => subscriptions.parkedAdd(this.db, p);
   parkedList: Store['parkedList'] = (p) => subscriptions.parkedList(this.db, p);
-  parkedSetStatus: Store['parkedSetStatus'] = (p) => subscriptions.parkedSetStatus(this.db, p);
+  parkedSetStatus: Store['parkedSetStatus'] = async (p) => {
+    const parked = await subscriptions.parkedSetStatus(this.db, p);
+    this.wake('events', ['']);
+    return parked;
+  };
 
-  taskEnqueue: Store['taskEnqueue'] = (p) => tasks.taskEnqueue(this.db, p);
+  taskEnqueue: Store['taskEnqueue'] = async (p) => {
+    const results = await tasks.taskEnqueue(this.db, p);
+    this.wake('tasks', new Set(results.filter((r) => r.created).map((r) => r.task.queue)));
+    return results;
+  };
   taskClaim: Store['taskClaim'] = (p) => tasks.taskClaim(this.db, p);
   taskHeartbeat: Store['taskHeartbeat'] = (p) => tasks.taskHeartbeat(this.db, p);
-  taskComplete: Store['taskComplete'] = (p) => tasks.taskComplete(this.db, p);
-  taskFail: Store['taskFail'] = (p) => tasks.taskFail(this.db, p);
-  taskExpire: Store['taskExpire'] = (p) => tasks.taskExpire(this.db, p);
+  taskComplete: Store['taskComplete'] = async (p) => {
+    const done = await tasks.taskComplete(this.db, p);
+    // the next task of each ordering key is claimable now
+    this.wake('tasks', new Set(done.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
+    return done;
+  };
+  taskFail: Store['taskFail'] = async (p) => {
+    const task = await tasks.taskFail(this.db, p);
+    this.wake('tasks', [task.queue]);
+    return task;
+  };
+  taskExpire: Store['taskExpire'] = async (p) => {
+    const expired = await tasks.taskExpire(this.db, p);
+    this.wake('tasks', new Set(expired.map((t) => t.queue)));
+    return expired;
+  };
   taskGet: Store['taskGet'] = (p) => tasks.taskGet(this.db, p);
   taskList: Store['taskList'] = (p) => tasks.taskList(this.db, p);
-  taskRedrive: Store['taskRedrive'] = (p) => tasks.taskRedrive(this.db, p);
+  taskRedrive: Store['taskRedrive'] = async (p) => {
+    const result = await tasks.taskRedrive(this.db, p);
+    if (result.redriven) this.wake('tasks', [result.task.queue]);
+    return result;
+  };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
 }
 

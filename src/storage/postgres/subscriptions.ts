@@ -129,14 +129,10 @@ export async function parkedList(db: Db, p: { subscription: string; status?: Par
   return rows.map(toParked);
 }
 
-/** Wakes the subscribers (a parked event set to retry is theirs to pick up), as SQLite does. */
 export async function parkedSetStatus(db: Db, p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent> {
   const [row] = await db.rows<ParkedRow>(
-    `WITH u AS (
-       UPDATE parked SET status = $1, error = coalesce($2, error), updated_at = rl_now_ms()
-       WHERE subscription = $3 AND position = $4 RETURNING *),
-     notified AS MATERIALIZED (SELECT pg_notify('runledger_events', '') FROM u)
-     SELECT * FROM u WHERE (SELECT count(*) FROM notified) >= 0`,
+    `UPDATE parked SET status = $1, error = coalesce($2, error), updated_at = rl_now_ms()
+     WHERE subscription = $3 AND position = $4 RETURNING *`,
     [p.status, p.error ?? null, p.subscription, p.position],
   );
   if (!row) throw new NotFoundError(`no parked event at position ${p.position} for subscription ${p.subscription}`);

@@ -45,11 +45,10 @@ function toTask(row: TaskRow): Task {
   };
 }
 
-/** Runs `sql` (which defines CTE `u`) and wakes the workers of every queue where a row of `u` became ready. */
-function notifyReady(sql: string): string {
-  return `${sql},
-  notified AS MATERIALIZED (SELECT pg_notify('runledger_tasks', queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'ready') q)
-  SELECT * FROM u WHERE (SELECT count(*) FROM notified) >= 0`;
+/** Runs `sql`, which defines CTE `u`, and returns its rows. */
+function returning(sql: string): string {
+  return `${sql}
+  SELECT * FROM u`;
 }
 
 const NOW = 'WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms)';
@@ -78,9 +77,8 @@ function enqueueSql(withKeys: boolean): string {
     CROSS JOIN now
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
-    RETURNING id, queue, run_at, created_at),
-  notified AS MATERIALIZED (SELECT pg_notify('runledger_tasks', queue) FROM (SELECT DISTINCT queue FROM u) q)
-  SELECT id, run_at, created_at FROM u WHERE (SELECT count(*) FROM notified) >= 0`;
+    RETURNING id, queue, run_at, created_at)
+  SELECT id, run_at, created_at FROM u`;
 }
 
 const ENQUEUE = prepared('task_enqueue', enqueueSql(false));
@@ -199,7 +197,7 @@ export async function taskComplete(db: Db, p: { items: Array<Lease & { result: u
 
 const FAIL = prepared(
   'task_fail',
-  notifyReady(`${NOW},
+  returning(`${NOW},
   u AS (
     UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
       run_at = CASE WHEN $1::bigint IS NULL THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
@@ -220,7 +218,7 @@ export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs:
 // after this statement's snapshot is re-checked on the locked row and left alone.
 const EXPIRE = prepared(
   'task_expire',
-  notifyReady(`${NOW},
+  returning(`${NOW},
   c AS (
     SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < (SELECT ms FROM now)
     ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),
@@ -248,7 +246,7 @@ export async function taskList(db: Db, p: { queue?: string; state?: TaskState; l
 
 const REDRIVE = prepared(
   'task_redrive',
-  notifyReady(`${NOW},
+  returning(`${NOW},
   u AS (
     UPDATE tasks SET state = 'ready', attempts = 0, run_at = (SELECT ms FROM now), updated_at = (SELECT ms FROM now)
     WHERE id = $1 AND state = 'dead' RETURNING *)`),

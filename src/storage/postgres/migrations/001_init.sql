@@ -119,6 +119,10 @@ DECLARE
   v_keyed boolean;
   v_now bigint;
 BEGIN
+  -- A claim needs no disk flush before it returns: if the server loses it in a crash, the task is
+  -- simply ready again, and the claimant's completion is refused for its unknown lease token.
+  -- A completion commits durably, and flushing its WAL flushes every claim before it.
+  PERFORM set_config('synchronous_commit', 'off', true);
   v_keyed := EXISTS (SELECT 1 FROM tasks WHERE queue = p_queue AND ordering_key IS NOT NULL AND state = 'ready');
   IF v_keyed THEN
     PERFORM pg_advisory_xact_lock(1919053, hashtext(p_queue));
