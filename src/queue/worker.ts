@@ -63,7 +63,7 @@ export class Worker {
   private active = false;
   private loop: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  private nextExpiry = 0;
+  private expiryTimer: NodeJS.Timeout | null = null;
   /** Tasks whose handler is done and whose outcome is being committed. */
   private settling = 0;
 
@@ -83,6 +83,9 @@ export class Worker {
     this.active = true;
     this.loop = this.run();
     this.heartbeatTimer = setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), this.options.leaseMs / 3);
+    // off the claim path, so a wake-up never waits for the sweep
+    const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
+    this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
   }
 
   /** Stops claiming, lets running tasks finish and commits them. */
@@ -94,6 +97,7 @@ export class Worker {
       await (this.flushing ?? new Promise((resolve) => setTimeout(resolve, 5)));
     }
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    if (this.expiryTimer) clearInterval(this.expiryTimer);
   }
 
   private async run(): Promise<void> {
@@ -110,7 +114,6 @@ export class Worker {
         }
         let claimed = 0;
         try {
-          await this.expireLeases();
           claimed = await this.claim(free);
         } catch (error) {
           this.options.onError?.(error);
@@ -124,10 +127,9 @@ export class Worker {
     }
   }
 
-  /** How long to sleep when nothing is claimable: until the next scheduled task, the next expiry check, or the poll. */
+  /** How long to sleep when nothing is claimable: until the next scheduled task, or the poll. */
   private async idleWait(): Promise<number> {
-    const now = Date.now();
-    let wait = Math.min(this.options.pollMs, Math.max(0, this.nextExpiry - now));
+    let wait = this.options.pollMs;
     try {
       const next = await this.store.taskNextRunAt({ queue: this.queue });
       if (next !== null) wait = Math.min(wait, Math.max(1, next - (await this.store.now())));
@@ -137,9 +139,8 @@ export class Worker {
     return wait;
   }
 
+  /** Ends the leases of crashed or stalled workers (of any queue): their tasks are ready again, or dead. */
   private async expireLeases(): Promise<void> {
-    if (Date.now() < this.nextExpiry) return;
-    this.nextExpiry = Date.now() + Math.min(this.options.pollMs, this.options.leaseMs / 2);
     await this.store.transaction(async (tx) => {
       const expired = await tx.taskExpire({ limit: 1000 });
       if (expired.length === 0) return;
