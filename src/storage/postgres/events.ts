@@ -1,28 +1,9 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, EventMetadata, StoredEvent } from '../store.js';
+import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, StoredEvent } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
+import { asParsed, toEvent, type EventRow } from '../rows.js';
 
-interface EventRow {
-  position: number;
-  stream_id: string;
-  version: number;
-  type: string;
-  data: unknown;
-  metadata: EventMetadata;
-  created_at: number;
-}
 
-export function toEvent(row: EventRow): StoredEvent {
-  return {
-    position: row.position,
-    streamId: row.stream_id,
-    version: row.version,
-    type: row.type,
-    data: row.data,
-    metadata: row.metadata,
-    timestamp: row.created_at,
-  };
-}
 
 /**
  * One statement: claim the idempotency key, bump every stream's version (the upsert's row lock
@@ -126,7 +107,7 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
   if (rows[0]?.ok === false) {
     // Read after the statement: only now does a fresh snapshot see the first append's events.
     const first = await db.rows<EventRow>(BY_KEY, [key]);
-    return { events: first.map(toEvent), duplicate: true };
+    return { events: first.map((row) => toEvent(row, asParsed)), duplicate: true };
   }
   // The k-th version written to a stream by this call is the k-th event sent for it.
   const sent = new Map<string, number[]>();
@@ -190,7 +171,7 @@ export async function eventReadStream(db: Db, p: { streamId: string; fromVersion
   const rows = p.backwards
     ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit])
     : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
-  return rows.map(toEvent);
+  return rows.map((row) => toEvent(row, asParsed));
 }
 
 // A NULL parameter turns a filter off. left() rather than LIKE: a prefix may contain % or _.
@@ -206,7 +187,7 @@ export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: n
     p.fromPosition ?? 1,
     p.limit ?? 1000,
   ]);
-  return rows.map(toEvent);
+  return rows.map((row) => toEvent(row, asParsed));
 }
 
 /**
@@ -236,7 +217,7 @@ export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: numb
      ORDER BY tx_id, position LIMIT $5`,
     [...filterParams(p), txId, position, p.limit],
   );
-  return rows.map((row) => ({ event: toEvent(row), cursor: `${row.tx}:${row.position}` }));
+  return rows.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
 }
 
 export async function eventHead(db: Db): Promise<Cursor> {

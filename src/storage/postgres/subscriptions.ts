@@ -2,61 +2,16 @@ import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Cursor, ParkedEvent, ParkedStatus, StoredEvent, Subscription } from '../store.js';
 import { prepared, type Db } from './connection.js';
 import { HEAD } from './events.js';
+import { asParsed, toParked, toSubscription, type ParkedRow, type SubscriptionRow } from '../rows.js';
 
-interface SubscriptionRow {
-  name: string;
-  cursor: string;
-  stream_prefix: string | null;
-  types: string[] | null;
-  ordered: boolean;
-  blocked_reason: string | null;
-  owner: string | null;
-  lease_expires_at: number | null;
-  updated_at: number;
-}
 
-interface ParkedRow {
-  subscription: string;
-  position: number;
-  event: StoredEvent;
-  error: string;
-  attempts: number;
-  status: ParkedStatus;
-  parked_at: number;
-  updated_at: number;
-}
 
-function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    name: row.name,
-    cursor: row.cursor,
-    streamPrefix: row.stream_prefix,
-    types: row.types,
-    ordered: row.ordered,
-    blockedReason: row.blocked_reason,
-    owner: row.owner,
-    leaseExpiresAt: row.lease_expires_at,
-    updatedAt: row.updated_at,
-  };
-}
 
-function toParked(row: ParkedRow): ParkedEvent {
-  return {
-    subscription: row.subscription,
-    position: row.position,
-    event: row.event,
-    error: row.error,
-    attempts: row.attempts,
-    status: row.status,
-    parkedAt: row.parked_at,
-    updatedAt: row.updated_at,
-  };
-}
 
 export async function subscriptionGet(db: Db, p: { name: string }): Promise<Subscription> {
   const [row] = await db.rows<SubscriptionRow>('SELECT * FROM subscriptions WHERE name = $1', [p.name]);
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
-  return toSubscription(row);
+  return toSubscription(row, asParsed);
 }
 
 export async function subscriptionEnsure(
@@ -70,7 +25,7 @@ export async function subscriptionEnsure(
     [p.name, p.from === 'end', p.streamPrefix, p.types ? JSON.stringify(p.types) : null, p.ordered],
   );
   // Not created: a separate statement, whose fresh snapshot sees a row a concurrent ensure just committed.
-  return row ? toSubscription(row) : subscriptionGet(db, p);
+  return row ? toSubscription(row, asParsed) : subscriptionGet(db, p);
 }
 
 const LEASE = prepared(
@@ -82,7 +37,7 @@ const LEASE = prepared(
 
 export async function subscriptionLease(db: Db, p: { name: string; owner: string; ttlMs: number }): Promise<Subscription | null> {
   const [row] = await db.rows<SubscriptionRow>(LEASE, [p.owner, p.ttlMs, p.name]);
-  if (row) return toSubscription(row);
+  if (row) return toSubscription(row, asParsed);
   await subscriptionGet(db, p);
   return null;
 }
@@ -104,11 +59,11 @@ export async function subscriptionBlock(db: Db, p: { name: string; blockedReason
     p.name,
   ]);
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
-  return toSubscription(row);
+  return toSubscription(row, asParsed);
 }
 
 export async function subscriptionList(db: Db): Promise<Subscription[]> {
-  return (await db.rows<SubscriptionRow>('SELECT * FROM subscriptions ORDER BY name')).map(toSubscription);
+  return (await db.rows<SubscriptionRow>('SELECT * FROM subscriptions ORDER BY name')).map((row) => toSubscription(row, asParsed));
 }
 
 export async function parkedAdd(db: Db, p: { subscription: string; event: StoredEvent; error: string; attempts: number }): Promise<void> {
@@ -126,7 +81,7 @@ export async function parkedList(db: Db, p: { subscription: string; status?: Par
     p.subscription,
     p.status ?? null,
   ]);
-  return rows.map(toParked);
+  return rows.map((row) => toParked(row, asParsed));
 }
 
 export async function parkedSetStatus(db: Db, p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent> {
@@ -136,5 +91,5 @@ export async function parkedSetStatus(db: Db, p: { subscription: string; positio
     [p.status, p.error ?? null, p.subscription, p.position],
   );
   if (!row) throw new NotFoundError(`no parked event at position ${p.position} for subscription ${p.subscription}`);
-  return toParked(row);
+  return toParked(row, asParsed);
 }

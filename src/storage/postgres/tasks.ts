@@ -1,49 +1,9 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
+import { asParsed, toTask, type TaskRow } from '../rows.js';
 
-interface TaskRow {
-  seq: number;
-  id: string;
-  queue: string;
-  state: TaskState;
-  payload: unknown;
-  idempotency_key: string | null;
-  ordering_key: string | null;
-  run_at: number;
-  priority: number;
-  attempts: number;
-  max_attempts: number;
-  lease_token: string | null;
-  lease_expires_at: number | null;
-  worker_id: string | null;
-  last_error: string | null;
-  result: unknown;
-  created_at: number;
-  updated_at: number;
-}
 
-function toTask(row: TaskRow): Task {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    payload: row.payload,
-    idempotencyKey: row.idempotency_key,
-    orderingKey: row.ordering_key,
-    runAt: row.run_at,
-    priority: row.priority,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    leaseToken: row.lease_token,
-    leaseExpiresAt: row.lease_expires_at,
-    workerId: row.worker_id,
-    lastError: row.last_error,
-    result: row.result,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
 
 /** Runs `sql`, which defines CTE `u`, and returns its rows. */
 function returning(sql: string): string {
@@ -58,7 +18,7 @@ const GET = prepared('task_get', 'SELECT * FROM tasks WHERE id = $1');
 export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
   const [row] = await db.rows<TaskRow>(GET, [p.id]);
   if (!row) throw new NotFoundError(`task ${p.id} not found`);
-  return toTask(row);
+  return toTask(row, asParsed);
 }
 
 /**
@@ -117,7 +77,7 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
       'SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key',
       [textArray(missing.map((x) => x.queue)), textArray(missing.map((x) => x.idempotencyKey))],
     );
-    for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), toTask(row));
+    for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), toTask(row, asParsed));
   }
   return t.map((x) => {
     const task = created.get(x.id);
@@ -157,7 +117,7 @@ const CLAIM = prepared('task_claim', 'SELECT * FROM rl_task_claim($1, $2, $3, $4
 export async function taskClaim(db: Db, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Promise<Task[]> {
   const rows = await db.rows<TaskRow>(CLAIM, [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken]);
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, asParsed));
 }
 
 const HEARTBEAT = prepared(
@@ -192,7 +152,7 @@ export async function taskComplete(db: Db, p: { items: Array<Lease & { result: u
     jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
   ]);
   rows.sort((a, b) => a.ord - b.ord);
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, asParsed));
 }
 
 const FAIL = prepared(
@@ -211,7 +171,7 @@ export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs:
     await taskGet(db, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
   }
-  return toTask(row);
+  return toTask(row, asParsed);
 }
 
 // SKIP LOCKED: a task a worker is completing right now is not expired under it. A lease extended
@@ -232,7 +192,7 @@ const EXPIRE = prepared(
 export async function taskExpire(db: Db, p: { limit: number }): Promise<Task[]> {
   const rows = await db.rows<TaskRow>(EXPIRE, [p.limit]);
   rows.sort((a, b) => a.seq - b.seq);
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, asParsed));
 }
 
 export async function taskList(db: Db, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Promise<Task[]> {
@@ -241,7 +201,7 @@ export async function taskList(db: Db, p: { queue?: string; state?: TaskState; l
      ORDER BY id LIMIT $4`,
     [p.queue ?? null, p.state ?? null, p.afterId ?? null, p.limit],
   );
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, asParsed));
 }
 
 const REDRIVE = prepared(
@@ -254,7 +214,7 @@ const REDRIVE = prepared(
 
 export async function taskRedrive(db: Db, p: { id: string }): Promise<{ task: Task; redriven: boolean }> {
   const [row] = await db.rows<TaskRow>(REDRIVE, [p.id]);
-  return row ? { task: toTask(row), redriven: true } : { task: await taskGet(db, p), redriven: false };
+  return row ? { task: toTask(row, asParsed), redriven: true } : { task: await taskGet(db, p), redriven: false };
 }
 
 const NEXT_RUN_AT = prepared('task_next_run_at', "SELECT min(run_at) AS run_at FROM tasks WHERE queue = $1 AND state = 'ready'");

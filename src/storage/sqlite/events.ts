@@ -1,28 +1,9 @@
 import { ConflictError } from '../../errors.js';
 import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, StoredEvent } from '../store.js';
 import type { Statements } from './connection.js';
+import { fromText, toEvent, type EventRow } from '../rows.js';
 
-interface EventRow {
-  position: number;
-  stream_id: string;
-  version: number;
-  type: string;
-  data: string;
-  metadata: string;
-  created_at: number;
-}
 
-export function toEvent(row: EventRow): StoredEvent {
-  return {
-    position: row.position,
-    streamId: row.stream_id,
-    version: row.version,
-    type: row.type,
-    data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
-    timestamp: row.created_at,
-  };
-}
 
 export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
   const key = p.idempotencyKey ?? null;
@@ -30,7 +11,7 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
     const claimed = s.get('INSERT INTO append_keys (key, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, now).changes;
     if (claimed === 0) {
       const rows = s.get('SELECT * FROM events WHERE idempotency_key = ? ORDER BY position').all(key) as EventRow[];
-      return { events: rows.map(toEvent), duplicate: true };
+      return { events: rows.map((row) => toEvent(row, fromText)), duplicate: true };
     }
   }
   const insert = s.get(
@@ -77,7 +58,7 @@ export function eventReadStream(s: Statements, p: { streamId: string; fromVersio
   const rows = p.backwards
     ? s.get('SELECT * FROM events WHERE stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?').all(p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit)
     : s.get('SELECT * FROM events WHERE stream_id = ? AND version >= ? ORDER BY version LIMIT ?').all(p.streamId, p.fromVersion ?? 1, limit);
-  return (rows as EventRow[]).map(toEvent);
+  return (rows as EventRow[]).map((row) => toEvent(row, fromText));
 }
 
 // Filters are fixed SQL text (a NULL parameter turns one off), so each query is prepared once.
@@ -92,7 +73,7 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
   const rows = s
     .get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`)
     .all({ ...filterParams(p), from: p.fromPosition ?? 1, limit: p.limit ?? 1000 });
-  return (rows as EventRow[]).map(toEvent);
+  return (rows as EventRow[]).map((row) => toEvent(row, fromText));
 }
 
 /**
@@ -102,7 +83,7 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
 export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedEvent[] {
   const after = p.after === '' ? 0 : Number(p.after);
   const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position > @after ORDER BY position LIMIT @limit`).all({ ...filterParams(p), after, limit: p.limit });
-  return (rows as EventRow[]).map((row) => ({ event: toEvent(row), cursor: String(row.position) }));
+  return (rows as EventRow[]).map((row) => ({ event: toEvent(row, fromText), cursor: String(row.position) }));
 }
 
 export function eventHead(s: Statements): Cursor {

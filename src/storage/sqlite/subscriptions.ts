@@ -1,61 +1,16 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Cursor, ParkedEvent, ParkedStatus, StoredEvent, Subscription } from '../store.js';
 import type { Statements } from './connection.js';
+import { fromText, toParked, toSubscription, type ParkedRow, type SubscriptionRow } from '../rows.js';
 
-interface SubscriptionRow {
-  name: string;
-  cursor: string;
-  stream_prefix: string | null;
-  types: string | null;
-  ordered: number;
-  blocked_reason: string | null;
-  owner: string | null;
-  lease_expires_at: number | null;
-  updated_at: number;
-}
 
-interface ParkedRow {
-  subscription: string;
-  position: number;
-  event: string;
-  error: string;
-  attempts: number;
-  status: ParkedStatus;
-  parked_at: number;
-  updated_at: number;
-}
 
-function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    name: row.name,
-    cursor: row.cursor,
-    streamPrefix: row.stream_prefix,
-    types: row.types === null ? null : JSON.parse(row.types),
-    ordered: row.ordered === 1,
-    blockedReason: row.blocked_reason,
-    owner: row.owner,
-    leaseExpiresAt: row.lease_expires_at,
-    updatedAt: row.updated_at,
-  };
-}
 
-function toParked(row: ParkedRow): ParkedEvent {
-  return {
-    subscription: row.subscription,
-    position: row.position,
-    event: JSON.parse(row.event),
-    error: row.error,
-    attempts: row.attempts,
-    status: row.status,
-    parkedAt: row.parked_at,
-    updatedAt: row.updated_at,
-  };
-}
 
 export function subscriptionGet(s: Statements, p: { name: string }): Subscription {
   const row = s.get('SELECT * FROM subscriptions WHERE name = ?').get(p.name) as SubscriptionRow | undefined;
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
-  return toSubscription(row);
+  return toSubscription(row, fromText);
 }
 
 export function subscriptionEnsure(
@@ -76,7 +31,7 @@ export function subscriptionLease(s: Statements, now: number, p: { name: string;
     `UPDATE subscriptions SET owner = ?, lease_expires_at = ?
      WHERE name = ? AND (owner IS NULL OR owner = ? OR lease_expires_at < ?) RETURNING *`,
   ).get(p.owner, now + p.ttlMs, p.name, p.owner, now) as SubscriptionRow | undefined;
-  if (row) return toSubscription(row);
+  if (row) return toSubscription(row, fromText);
   subscriptionGet(s, p);
   return null;
 }
@@ -95,11 +50,11 @@ export function subscriptionBlock(s: Statements, now: number, p: { name: string;
     | SubscriptionRow
     | undefined;
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
-  return toSubscription(row);
+  return toSubscription(row, fromText);
 }
 
 export function subscriptionList(s: Statements): Subscription[] {
-  return (s.get('SELECT * FROM subscriptions ORDER BY name').all() as SubscriptionRow[]).map(toSubscription);
+  return (s.get('SELECT * FROM subscriptions ORDER BY name').all() as SubscriptionRow[]).map((row) => toSubscription(row, fromText));
 }
 
 export function parkedAdd(s: Statements, now: number, p: { subscription: string; event: StoredEvent; error: string; attempts: number }): void {
@@ -115,7 +70,7 @@ export function parkedList(s: Statements, p: { subscription: string; status?: Pa
   const rows = s
     .get('SELECT * FROM parked WHERE subscription = @subscription AND (@status IS NULL OR status = @status) ORDER BY position')
     .all({ subscription: p.subscription, status: p.status ?? null });
-  return (rows as ParkedRow[]).map(toParked);
+  return (rows as ParkedRow[]).map((row) => toParked(row, fromText));
 }
 
 export function parkedSetStatus(s: Statements, now: number, p: { subscription: string; position: number; status: ParkedStatus; error?: string }): ParkedEvent {
@@ -123,5 +78,5 @@ export function parkedSetStatus(s: Statements, now: number, p: { subscription: s
     'UPDATE parked SET status = ?, error = coalesce(?, error), updated_at = ? WHERE subscription = ? AND position = ? RETURNING *',
   ).get(p.status, p.error ?? null, now, p.subscription, p.position) as ParkedRow | undefined;
   if (!row) throw new NotFoundError(`no parked event at position ${p.position} for subscription ${p.subscription}`);
-  return toParked(row);
+  return toParked(row, fromText);
 }

@@ -1,54 +1,14 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { Lease, NewTask, Task, TaskState } from '../store.js';
 import type { Statements } from './connection.js';
+import { fromText, toTask, type TaskRow } from '../rows.js';
 
-interface TaskRow {
-  seq: number;
-  id: string;
-  queue: string;
-  state: TaskState;
-  payload: string;
-  idempotency_key: string | null;
-  ordering_key: string | null;
-  run_at: number;
-  priority: number;
-  attempts: number;
-  max_attempts: number;
-  lease_token: string | null;
-  lease_expires_at: number | null;
-  worker_id: string | null;
-  last_error: string | null;
-  result: string | null;
-  created_at: number;
-  updated_at: number;
-}
 
-function toTask(row: TaskRow): Task {
-  return {
-    id: row.id,
-    queue: row.queue,
-    state: row.state,
-    payload: JSON.parse(row.payload),
-    idempotencyKey: row.idempotency_key,
-    orderingKey: row.ordering_key,
-    runAt: row.run_at,
-    priority: row.priority,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    leaseToken: row.lease_token,
-    leaseExpiresAt: row.lease_expires_at,
-    workerId: row.worker_id,
-    lastError: row.last_error,
-    result: row.result === null ? null : JSON.parse(row.result),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
 
 export function taskGet(s: Statements, p: { id: string }): Task {
   const row = s.get('SELECT * FROM tasks WHERE id = ?').get(p.id) as TaskRow | undefined;
   if (!row) throw new NotFoundError(`task ${p.id} not found`);
-  return toTask(row);
+  return toTask(row, fromText);
 }
 
 export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
@@ -61,9 +21,9 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
     const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now) as
       | TaskRow
       | undefined;
-    if (row) return { task: toTask(row), created: true };
+    if (row) return { task: toTask(row, fromText), created: true };
     const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
-    return { task: toTask(existing), created: false };
+    return { task: toTask(existing, fromText), created: false };
   });
 }
 
@@ -82,7 +42,7 @@ export function taskClaim(s: Statements, now: number, p: { queue: string; limit:
      WHERE seq IN (${CLAIMABLE}) RETURNING *`,
   ).all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId }) as TaskRow[];
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, fromText));
 }
 
 export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): string[] {
@@ -98,7 +58,7 @@ export function taskComplete(s: Statements, now: number, p: { items: Array<Lease
   const done: Task[] = [];
   for (const item of p.items) {
     const row = complete.get(JSON.stringify(item.result ?? null), now, item.id, item.leaseToken) as TaskRow | undefined;
-    if (row) done.push(toTask(row));
+    if (row) done.push(toTask(row, fromText));
   }
   return done;
 }
@@ -114,7 +74,7 @@ export function taskFail(s: Statements, now: number, p: Lease & { error: string;
     taskGet(s, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
   }
-  return toTask(row);
+  return toTask(row, fromText);
 }
 
 export function taskExpire(s: Statements, now: number, p: { limit: number }): Task[] {
@@ -124,7 +84,7 @@ export function taskExpire(s: Statements, now: number, p: { limit: number }): Ta
        lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
      WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < @now ORDER BY lease_expires_at LIMIT @limit) RETURNING *`,
   ).all({ now, limit: p.limit }) as TaskRow[];
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, fromText));
 }
 
 export function taskList(s: Statements, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Task[] {
@@ -132,14 +92,14 @@ export function taskList(s: Statements, p: { queue?: string; state?: TaskState; 
     `SELECT * FROM tasks WHERE (@queue IS NULL OR queue = @queue) AND (@state IS NULL OR state = @state) AND (@after IS NULL OR id > @after)
      ORDER BY id LIMIT @limit`,
   ).all({ queue: p.queue ?? null, state: p.state ?? null, after: p.afterId ?? null, limit: p.limit }) as TaskRow[];
-  return rows.map(toTask);
+  return rows.map((row) => toTask(row, fromText));
 }
 
 export function taskRedrive(s: Statements, now: number, p: { id: string }): { task: Task; redriven: boolean } {
   const row = s.get(
     `UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`,
   ).get({ now, id: p.id }) as TaskRow | undefined;
-  return row ? { task: toTask(row), redriven: true } : { task: taskGet(s, p), redriven: false };
+  return row ? { task: toTask(row, fromText), redriven: true } : { task: taskGet(s, p), redriven: false };
 }
 
 export function taskNextRunAt(s: Statements, p: { queue: string }): number | null {
