@@ -305,6 +305,18 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect((await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L4' })).map((t) => t.id)).toEqual(['a2']);
     });
 
+    it('moves the waiting tasks of an ordering key earlier, never later', async () => {
+      const now = await store.now();
+      await store.taskEnqueue({ tasks: [task('q', { id: 'later', orderingKey: 'run-1', runAt: now + 3_600_000 })] });
+      expect(await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' })).toEqual([]);
+      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(1);
+      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now + 7_200_000 })).toBe(1);
+      expect((await store.taskGet({ id: 'later' })).runAt).toBe(now);
+      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'other', runAt: now })).toBe(0);
+      expect((await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['later']);
+      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(0);
+    });
+
     it('fences completion, failure and heartbeat by lease token', async () => {
       await store.taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
       await store.taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });

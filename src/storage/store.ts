@@ -70,6 +70,12 @@ export interface Store {
   taskList(p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Promise<Task[]>;
   /** Dead → ready with fresh attempts. Any other state is returned unchanged (`redriven: false`). */
   taskRedrive(p: { id: string }): Promise<{ task: Task; redriven: boolean }>;
+  /**
+   * Moves the waiting (ready) tasks of an ordering key earlier, to `runAt` at the latest, and
+   * returns how many there were: 0 means the caller should enqueue one. Lets a run that sleeps
+   * until tomorrow be woken now by a signal, without a second task queuing behind the first.
+   */
+  taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
   /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */
   taskNextRunAt(p: { queue: string }): Promise<number | null>;
 }

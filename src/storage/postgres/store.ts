@@ -173,6 +173,11 @@ class PostgresStore implements Store {
     if (result.redriven) this.wake('tasks', [result.task.queue]);
     return result;
   };
+  taskReschedule: Store['taskReschedule'] = async (p) => {
+    const moved = await tasks.taskReschedule(this.db, p);
+    if (moved > 0) this.wake('tasks', [p.queue]);
+    return moved;
+  };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
 }
 

@@ -217,6 +217,15 @@ export async function taskRedrive(db: Db, p: { id: string }): Promise<{ task: Ta
   return row ? { task: toTask(row, asParsed), redriven: true } : { task: await taskGet(db, p), redriven: false };
 }
 
+const RESCHEDULE = prepared(
+  'task_reschedule',
+  "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id",
+);
+
+export async function taskReschedule(db: Db, p: { queue: string; orderingKey: string; runAt: number }): Promise<number> {
+  return (await db.rows(RESCHEDULE, [p.runAt, p.queue, p.orderingKey])).length;
+}
+
 const NEXT_RUN_AT = prepared('task_next_run_at', "SELECT min(run_at) AS run_at FROM tasks WHERE queue = $1 AND state = 'ready'");
 
 export async function taskNextRunAt(db: Db, p: { queue: string }): Promise<number | null> {

@@ -199,6 +199,7 @@ class SqliteStore implements Store {
   taskGet: Store['taskGet'] = (p) => this.read((s) => tasks.taskGet(s, p));
   taskList: Store['taskList'] = (p) => this.read((s) => tasks.taskList(s, p));
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
+  taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
 }
 

@@ -102,6 +102,12 @@ export function taskRedrive(s: Statements, now: number, p: { id: string }): { ta
   return row ? { task: toTask(row, fromText), redriven: true } : { task: taskGet(s, p), redriven: false };
 }
 
+export function taskReschedule(s: Statements, p: { queue: string; orderingKey: string; runAt: number }): number {
+  return s
+    .get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'")
+    .run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
+}
+
 export function taskNextRunAt(s: Statements, p: { queue: string }): number | null {
   const row = s.get("SELECT min(run_at) AS run_at FROM tasks WHERE queue = ? AND state = 'ready'").get(p.queue) as { run_at: number | null };
   return row.run_at;
