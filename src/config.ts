@@ -13,6 +13,8 @@ export interface RunledgerOptions {
   defaultMaxAttempts?: number;
   /** Fallback poll of workers and subscriptions when no wake-up arrives. Default 1000 ms. */
   pollMs?: number;
+  /** How long a worker's claim on a task (and so on a run) holds without a heartbeat. Default 30 s. */
+  leaseMs?: number;
 }
 
 export type Config = Readonly<Required<RunledgerOptions>>;
@@ -30,9 +32,10 @@ export function resolveConfig(options: RunledgerOptions = {}): Config {
     maxEventsPerAppend: options.maxEventsPerAppend ?? 100_000,
     defaultMaxAttempts: options.defaultMaxAttempts ?? 5,
     pollMs: options.pollMs ?? 1000,
+    leaseMs: options.leaseMs ?? 30_000,
   };
   if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
-  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs'] as const) {
+  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs'] as const) {
     const value = config[key];
     if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
   }

@@ -3,6 +3,9 @@ import { Journal } from './journal/journal.js';
 import { Subscriber, type EventHandler, type SubscribeOptions } from './journal/subscription.js';
 import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
+import { RUN_QUEUE, Runtime, type RunHandle } from './runtime/runtime.js';
+import type { RunView } from './runtime/view.js';
+import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
 
@@ -18,15 +21,39 @@ import type { ParkedEvent, Store } from './storage/store.js';
 export class Engine {
   readonly journal: Journal;
   readonly queue: TaskQueue;
+  readonly runtime: Runtime;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
 
   constructor(
     readonly config: Config,
     readonly store: Store,
+    workflows: Workflow[] = [],
   ) {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
+    this.runtime = new Runtime(store, this.journal, this.queue, workflows, config);
+    // runs are tasks too: a run that throws in a pass (the database went away) is retried, never dead
+    if (workflows.length > 0) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10 });
+  }
+
+  /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
+  start<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<RunHandle<O>> {
+    return this.runtime.start(workflow, input, options);
+  }
+
+  /** Sends a signal to a run's `waitForEvent(name)`. */
+  signal(runId: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<void> {
+    return this.runtime.signal(runId, name, payload, options);
+  }
+
+  cancel(runId: string): Promise<void> {
+    return this.runtime.cancel(runId);
+  }
+
+  /** A run's status and steps. */
+  run(runId: string): Promise<RunView> {
+    return this.runtime.view(runId);
   }
 
   /** Starts a worker for `queue` in this process; `close()` stops it. */
@@ -69,7 +96,8 @@ export class Engine {
   }
 }
 
-export async function createEngine(options: RunledgerOptions = {}): Promise<Engine> {
-  const config = resolveConfig(options);
-  return new Engine(config, await openStore(config.database));
+export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[] } = {}): Promise<Engine> {
+  const { workflows, ...rest } = options;
+  const config = resolveConfig(rest);
+  return new Engine(config, await openStore(config.database), workflows);
 }

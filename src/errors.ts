@@ -47,3 +47,21 @@ export class TerminalError extends RunledgerError {
   override readonly code = 'terminal';
   override name = 'TerminalError';
 }
+
+/** Replayed workflow code asked for another call than the journal recorded at that position. The run fails. */
+export class NonDeterminismError extends RunledgerError {
+  override readonly code = 'non_determinism';
+  override name = 'NonDeterminismError';
+}
+
+/** The run was cancelled: thrown into workflow code at its next `ctx` call, and by a handle's `result()`. */
+export class CancelledError extends RunledgerError {
+  override readonly code = 'cancelled';
+  override name = 'CancelledError';
+}
+
+/** An attempt ran past its timeout. Retried by policy like any other failure. */
+export class TimeoutError extends RunledgerError {
+  override readonly code = 'timeout';
+  override name = 'TimeoutError';
+}

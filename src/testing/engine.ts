@@ -1,5 +1,4 @@
 import { createEngine, type Engine } from '../engine.js';
-import type { RunledgerOptions } from '../config.js';
 import type { Backend } from './backends.js';
 
 /**
@@ -8,7 +7,10 @@ import type { Backend } from './backends.js';
  *
  * @example const { engine, close } = await testEngine(backends[0]);
  */
-export async function testEngine(backend: Backend, options: RunledgerOptions = {}): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
+export async function testEngine(
+  backend: Backend,
+  options: Parameters<typeof createEngine>[0] = {},
+): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
   const database = await backend.create();
   const engines: Engine[] = [await createEngine({ pollMs: 200, ...options, database })];
   return {

@@ -1,0 +1,82 @@
+import type { StoredEvent } from '../storage/store.js';
+
+/** The stream of one run. */
+export function runStream(runId: string): string {
+  return `run:${runId}`;
+}
+
+export type EntryKind = 'step' | 'sleep' | 'wait' | 'value';
+
+/** What the journal holds for one `ctx` call, by its position in the workflow's call order. */
+export interface Entry {
+  kind: EntryKind;
+  name: string;
+  events: StoredEvent[];
+}
+
+export interface SentSignal {
+  version: number;
+  name: string;
+  payload: unknown;
+}
+
+/**
+ * A run's journal, read once at the start of a pass: what each `ctx` call did, the signals sent
+ * and consumed, the compensations done, and how the run ended, if it did.
+ */
+export class History {
+  readonly entries = new Map<number, Entry>();
+  readonly signals: SentSignal[] = [];
+  readonly consumed = new Set<number>();
+  readonly compensated = new Set<number>();
+  workflow = '';
+  input: unknown = null;
+  cancelRequested = false;
+  terminal: StoredEvent | null = null;
+  version = 0;
+
+  constructor(events: StoredEvent[]) {
+    for (const event of events) this.add(event);
+  }
+
+  add(event: StoredEvent): void {
+    this.version = event.version;
+    const data = event.data as Record<string, any>;
+    const [kind] = event.type.split('.') as [string];
+    switch (event.type) {
+      case 'run.started':
+        this.workflow = data.workflow;
+        this.input = data.input;
+        return;
+      case 'signal.sent':
+        this.signals.push({ version: event.version, name: data.name, payload: data.payload });
+        return;
+      case 'run.cancel_requested':
+        this.cancelRequested = true;
+        return;
+      case 'run.completed':
+      case 'run.failed':
+      case 'run.cancelled':
+        this.terminal = event;
+        return;
+      case 'compensation.completed':
+        this.compensated.add(data.seq);
+        return;
+    }
+    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value') {
+      const entry: Entry = this.entries.get(data.seq) ?? { kind, name: data.name, events: [] };
+      entry.events.push(event);
+      this.entries.set(data.seq, entry);
+      if (event.type === 'wait.completed') this.consumed.add(data.signal);
+    }
+  }
+
+  /** The first event of `type` recorded for call `seq`. */
+  find(seq: number, type: string): StoredEvent | undefined {
+    return this.entries.get(seq)?.events.find((e) => e.type === type);
+  }
+
+  count(seq: number, type: string): number {
+    return this.entries.get(seq)?.events.filter((e) => e.type === type).length ?? 0;
+  }
+}

@@ -1,0 +1,307 @@
+import { backoffDelay } from '../backoff.js';
+import { toMs, type Duration } from '../duration.js';
+import { CancelledError, LeaseLostError, NonDeterminismError, TerminalError, TimeoutError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
+import type { Lease, NewEvent, Store } from '../storage/store.js';
+import { runStream, type EntryKind, type History } from './history.js';
+import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+
+export type Outcome =
+  | { kind: 'completed'; output: unknown }
+  | { kind: 'failed'; error: unknown }
+  | { kind: 'suspended'; wakeAt: number | null };
+
+/** Thrown inside a `ctx` call that has to wait: the call's promise then never settles in this pass. */
+class Suspension {
+  constructor(readonly until: number) {}
+}
+
+interface Compensation {
+  seq: number;
+  name: string;
+  output: unknown;
+  undo: (output: any, ctx: StepContext) => Promise<unknown>;
+}
+
+export interface PassOptions {
+  store: Store;
+  journal: Journal;
+  runId: string;
+  /** The run's task lease: every write checks it in its own transaction, so a worker that lost the run writes nothing. */
+  lease: Lease;
+  leaseMs: number;
+  history: History;
+}
+
+const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
+
+/**
+ * One execution of a run's workflow code from the top: `ctx` calls the journal already answered
+ * return their recorded results; the first new ones do their work and journal it. The pass ends
+ * when the code returns or throws, or when every branch waits (a timer, a retry, a signal).
+ */
+export class Pass implements WorkflowContext {
+  readonly runId: string;
+  private seq = 0;
+  private inFlight = 0;
+  private readonly wakeAt: number[] = [];
+  private readonly compensations: Compensation[] = [];
+  private readonly claimedSignals = new Set<number>();
+  private readonly lost = new AbortController();
+  private readonly stop = new AbortController();
+  private cancelled = false;
+  private fatal: unknown = null;
+  private settle!: (outcome: Outcome) => void;
+  private readonly settled = new Promise<Outcome>((resolve) => (this.settle = resolve));
+  private checkScheduled = false;
+
+  constructor(private readonly o: PassOptions) {
+    this.runId = o.runId;
+    this.cancelled = o.history.cancelRequested;
+  }
+
+  async execute(workflow: Workflow): Promise<Outcome> {
+    workflow.run(this, this.o.history.input).then(
+      (output) => this.settle(this.fatal ? { kind: 'failed', error: this.fatal } : { kind: 'completed', output }),
+      (error) => this.settle({ kind: 'failed', error: this.fatal ?? error }),
+    );
+    return this.settled;
+  }
+
+  /** Cancellation arrived: running steps see their signal fire, new calls throw CancelledError. */
+  cancel(): void {
+    this.cancelled = true;
+    this.stop.abort(new CancelledError(`run ${this.runId} was cancelled`));
+  }
+
+  get isCancelled(): boolean {
+    return this.cancelled;
+  }
+
+  step<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T> = {}): Promise<T> {
+    return this.call('step', name, (seq) => this.runStep(seq, name, fn, options));
+  }
+
+  sleep(name: string, duration: Duration): Promise<void> {
+    const ms = toMs(duration, `sleep(${name})`);
+    return this.call('sleep', name, (seq) => this.runSleep(seq, name, () => Date.now() + ms));
+  }
+
+  sleepUntil(name: string, until: Date | number): Promise<void> {
+    const at = until instanceof Date ? until.getTime() : until;
+    return this.call('sleep', name, (seq) => this.runSleep(seq, name, () => at));
+  }
+
+  waitForEvent<T = unknown>(name: string, options: { timeout?: Duration } = {}): Promise<T | null> {
+    const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
+    return this.call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
+  }
+
+  now(): Promise<number> {
+    return this.call('value', 'now', (seq) => this.recordValue(seq, 'now', Date.now)) as Promise<number>;
+  }
+
+  random(): Promise<number> {
+    return this.call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>;
+  }
+
+  /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
+  async compensate(): Promise<{ ran: number; failed: number }> {
+    let ran = 0;
+    let failed = 0;
+    for (const c of [...this.compensations].reverse()) {
+      if (this.o.history.compensated.has(c.seq)) continue;
+      ran += 1;
+      const key = `${this.runId}:${c.name}#${c.seq}:compensate`;
+      for (let attempt = 1; ; attempt++) {
+        await this.write([{ type: 'compensation.started', data: { seq: c.seq, name: c.name, attempt } }]);
+        try {
+          await c.undo(c.output, { idempotencyKey: key, attempt, signal: this.lost.signal });
+          await this.write([{ type: 'compensation.completed', data: { seq: c.seq, name: c.name, attempt } }]);
+          break;
+        } catch (error) {
+          if (error instanceof LeaseLostError) throw error;
+          if (attempt >= DEFAULT_RETRY.maxAttempts) {
+            failed += 1;
+            await this.write([{ type: 'compensation.failed', data: { seq: c.seq, name: c.name, attempt, error: describe(error) } }]);
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })));
+        }
+      }
+    }
+    return { ran, failed };
+  }
+
+  /** Appends to the run's stream, but only while this worker still holds the run. */
+  async write(events: NewEvent[]): Promise<void> {
+    if (this.lost.signal.aborted) throw this.lost.signal.reason;
+    try {
+      await this.o.store.transaction(async (tx) => {
+        const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
+        if (held.length === 0) throw new LeaseLostError(`run ${this.runId}: this worker no longer holds it`);
+        await this.o.journal.append(runStream(this.runId), events, { tx });
+      });
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        this.lost.abort(error);
+        this.stop.abort(error);
+        this.fail(error);
+      }
+      throw error;
+    }
+  }
+
+  /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
+  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>): Promise<T> {
+    const seq = ++this.seq;
+    const entry = this.o.history.entries.get(seq);
+    if (entry && (entry.kind !== kind || entry.name !== name)) {
+      const error = new NonDeterminismError(
+        `run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`,
+      );
+      this.fail(error);
+      return Promise.reject(error);
+    }
+    this.inFlight += 1;
+    return work(seq).then(
+      (value) => {
+        this.done();
+        return value;
+      },
+      (error) => {
+        this.done();
+        if (!(error instanceof Suspension)) throw error;
+        this.wakeAt.push(error.until);
+        return new Promise<never>(() => {});
+      },
+    );
+  }
+
+  private fail(error: unknown): void {
+    this.fatal ??= error;
+    this.settle({ kind: 'failed', error: this.fatal });
+  }
+
+  /** When nothing is in flight and some call waits, the pass is suspended (checked after pending callbacks run). */
+  private done(): void {
+    this.inFlight -= 1;
+    if (this.checkScheduled) return;
+    this.checkScheduled = true;
+    setImmediate(() => {
+      this.checkScheduled = false;
+      if (this.inFlight > 0 || this.wakeAt.length === 0) return;
+      const finite = this.wakeAt.filter((t) => Number.isFinite(t));
+      this.settle({ kind: 'suspended', wakeAt: finite.length > 0 ? Math.min(...finite) : null });
+    });
+  }
+
+  private ensureNotCancelled(): void {
+    if (this.cancelled) throw new CancelledError(`run ${this.runId} was cancelled`);
+  }
+
+  private async runStep<T>(seq: number, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
+    const h = this.o.history;
+    const completed = h.find(seq, 'step.completed');
+    if (completed) return this.remember(seq, name, (completed.data as { output: T }).output, options);
+    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed') ?? [];
+    const lastFailure = failures.at(-1)?.data as { error: string; errorName: string; retryAt: number | null } | undefined;
+    if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
+    this.ensureNotCancelled();
+    if (lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
+
+    const attempt = h.count(seq, 'step.started') + 1;
+    await this.write([{ type: 'step.started', data: { seq, name, attempt } }]);
+    const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
+    try {
+      const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt }, options.timeout);
+      await this.write([{ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } }]);
+      return this.remember(seq, name, output, options);
+    } catch (error) {
+      if (error instanceof LeaseLostError || this.cancelled) throw error;
+      const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
+      const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
+      const retryAt = terminal ? null : Date.now() + backoffDelay(attempt, backoff);
+      const errorName = error instanceof Error ? error.name : 'Error';
+      await this.write([{ type: 'step.failed', data: { seq, name, attempt, error: describe(error), errorName, retryAt } }]);
+      if (retryAt === null) throw error;
+      throw new Suspension(retryAt);
+    }
+  }
+
+  private remember<T>(seq: number, name: string, output: T, options: StepOptions<T>): T {
+    if (options.compensate) this.compensations.push({ seq, name, output, undo: options.compensate });
+    return output;
+  }
+
+  /** One try of a step: its signal fires on timeout, cancellation or a lost lease. */
+  private async attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number }, timeout?: Duration): Promise<T> {
+    const controller = new AbortController();
+    const abort = (reason: unknown) => controller.abort(reason);
+    const onStop = () => abort(this.stop.signal.reason);
+    this.stop.signal.addEventListener('abort', onStop);
+    const timer = timeout === undefined ? null : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
+    try {
+      const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason)));
+      return await Promise.race([fn({ ...ctx, signal: controller.signal }), aborted]);
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.stop.signal.removeEventListener('abort', onStop);
+    }
+  }
+
+  private async runSleep(seq: number, name: string, until: () => number): Promise<void> {
+    const h = this.o.history;
+    if (h.find(seq, 'sleep.completed')) return;
+    const started = h.find(seq, 'sleep.started')?.data as { until: number } | undefined;
+    this.ensureNotCancelled();
+    const at = started?.until ?? until();
+    if (!started) await this.write([{ type: 'sleep.started', data: { seq, name, until: at } }]);
+    if (Date.now() < at) throw new Suspension(at);
+    await this.write([{ type: 'sleep.completed', data: { seq, name } }]);
+  }
+
+  private async runWait(seq: number, name: string, timeoutMs: number | null): Promise<unknown> {
+    const h = this.o.history;
+    const received = h.find(seq, 'wait.completed');
+    if (received) return (received.data as { payload: unknown }).payload;
+    if (h.find(seq, 'wait.timed_out')) return null;
+    this.ensureNotCancelled();
+    // chosen before any await, so parallel waits for one name take signals in call order
+    const signal = h.signals.find((s) => s.name === name && !h.consumed.has(s.version) && !this.claimedSignals.has(s.version));
+    if (signal) this.claimedSignals.add(signal.version);
+    const started = h.find(seq, 'wait.started')?.data as { deadline: number | null } | undefined;
+    const deadline = started ? started.deadline : timeoutMs === null ? null : Date.now() + timeoutMs;
+    if (!started) await this.write([{ type: 'wait.started', data: { seq, name, deadline } }]);
+    if (signal) {
+      await this.write([{ type: 'wait.completed', data: { seq, name, signal: signal.version, payload: signal.payload } }]);
+      return signal.payload;
+    }
+    if (deadline !== null && Date.now() >= deadline) {
+      await this.write([{ type: 'wait.timed_out', data: { seq, name } }]);
+      return null;
+    }
+    throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
+  }
+
+  private async recordValue(seq: number, kind: string, make: () => number): Promise<number> {
+    const recorded = this.o.history.find(seq, 'value.recorded');
+    if (recorded) return (recorded.data as { value: number }).value;
+    this.ensureNotCancelled();
+    const value = make();
+    await this.write([{ type: 'value.recorded', data: { seq, name: kind, value } }]);
+    return value;
+  }
+}
+
+export function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** The error a step failed with for good, as workflow code saw it the first time. */
+function rebuild(failure: { error: string; errorName: string }): Error {
+  const message = failure.error.replace(/^[^:]*: /, '');
+  const error = failure.errorName === 'TerminalError' ? new TerminalError(message) : new Error(message);
+  error.name = failure.errorName;
+  return error;
+}

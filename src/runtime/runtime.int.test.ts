@@ -1,0 +1,174 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CancelledError, ConflictError, TerminalError } from '../errors.js';
+import type { Engine } from '../engine.js';
+import { backends } from '../testing/backends.js';
+import { eventually, testEngine } from '../testing/engine.js';
+import { workflow, type Workflow } from './workflow.js';
+
+const fast = { maxAttempts: 3, backoff: { base: '10ms', factor: 2, max: '50ms' } };
+
+describe.each(backends)('durable runs on $name', (backend) => {
+  let close: (() => Promise<void>) | null = null;
+  afterEach(async () => {
+    await close?.();
+    close = null;
+  });
+  const engineWith = async (...workflows: Workflow[]): Promise<Engine> => {
+    const made = await testEngine(backend, { workflows, pollMs: 100 });
+    close = made.close;
+    return made.engine;
+  };
+  const types = async (engine: Engine, id: string) => (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
+
+  it('runs steps once each, journals them, and projects the run with its steps', async () => {
+    const calls: string[] = [];
+    const greet = workflow('greet', async (ctx, input: { name: string }) => {
+      const upper = await ctx.step('upper', async () => (calls.push('upper'), input.name.toUpperCase()));
+      const [a, b] = await Promise.all([ctx.step('a', async () => (calls.push('a'), 1)), ctx.step('b', async () => (calls.push('b'), 2))]);
+      return { greeting: `Hello ${upper}`, sum: a + b };
+    });
+    const engine = await engineWith(greet);
+    const run = await engine.start(greet, { name: 'ada' }, { id: 'greet-1' });
+    expect(await run.result()).toEqual({ greeting: 'Hello ADA', sum: 3 });
+    expect(calls.sort()).toEqual(['a', 'b', 'upper']);
+    const view = await engine.run('greet-1');
+    expect(view).toMatchObject({ status: 'succeeded', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
+    expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['upper', 'ok', 1], ['a', 'ok', 1], ['b', 'ok', 1]]);
+    expect(view.steps[0]!.durationMs).toBeGreaterThanOrEqual(0);
+    expect(await types(engine, 'greet-1')).toEqual(['run.started', 'step.started', 'step.completed', 'step.started', 'step.started', 'step.completed', 'step.completed', 'run.completed']);
+  });
+
+  it('returns the existing run for a start with an id that exists', async () => {
+    let runs = 0;
+    const once = workflow('once', async (ctx) => ctx.step('count', async () => ++runs));
+    const engine = await engineWith(once);
+    const [first, second] = await Promise.all([engine.start(once, {}, { id: 'same' }), engine.start(once, {}, { id: 'same' })]);
+    expect(await first.result()).toBe(1);
+    expect(await second.result()).toBe(1);
+    expect((await engine.start(once, {}, { id: 'same' })).id).toBe('same');
+    expect((await types(engine, 'same')).filter((t) => t === 'run.started')).toHaveLength(1);
+  });
+
+  it('retries a failing step with backoff and the same idempotency key', async () => {
+    const seen: Array<{ key: string; attempt: number }> = [];
+    const flaky = workflow('flaky', async (ctx) =>
+      ctx.step('call', async ({ idempotencyKey, attempt }) => {
+        seen.push({ key: idempotencyKey, attempt });
+        if (attempt < 3) throw new Error(`503 on try ${attempt}`);
+        return 'ok';
+      }, { retry: fast }),
+    );
+    const engine = await engineWith(flaky);
+    const run = await engine.start(flaky, {}, { id: 'flaky-1' });
+    expect(await run.result()).toBe('ok');
+    expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
+    expect(new Set(seen.map((s) => s.key))).toEqual(new Set(['flaky-1:call#1']));
+    expect((await engine.run('flaky-1')).steps[0]).toMatchObject({ status: 'ok', attempts: 3 });
+  });
+
+  it('never retries a TerminalError, and compensates completed steps in reverse order when the run fails', async () => {
+    const undone: string[] = [];
+    const order = workflow('order', async (ctx) => {
+      await ctx.step('reserve', async () => 'r-1', { compensate: async (id) => void undone.push(`release ${id}`) });
+      await ctx.step('charge', async () => 'c-1', { compensate: async (id) => void undone.push(`refund ${id}`) });
+      await ctx.step('ship', async () => {
+        throw new TerminalError('address rejected');
+      }, { retry: fast });
+    });
+    const engine = await engineWith(order);
+    const run = await engine.start(order, {}, { id: 'order-1' });
+    await expect(run.result()).rejects.toThrow('TerminalError: address rejected');
+    expect(undone).toEqual(['refund c-1', 'release r-1']);
+    const view = await engine.run('order-1');
+    expect(view).toMatchObject({ status: 'failed', compensations: { ran: 2, failed: 0 } });
+    expect(view.steps.find((s) => s.name === 'ship')).toMatchObject({ status: 'error', attempts: 1 });
+  });
+
+  it('sleeps durably and never wakes early', async () => {
+    const nap = workflow('nap', async (ctx) => {
+      const before = await ctx.now();
+      await ctx.sleep('nap', '300ms');
+      return { before, after: Date.now() };
+    });
+    const engine = await engineWith(nap);
+    const run = await engine.start(nap, {}, { id: 'nap-1' });
+    await eventually(async () => (await engine.run('nap-1')).status === 'sleeping');
+    const { before, after } = (await run.result()) as { before: number; after: number };
+    expect(after - before).toBeGreaterThanOrEqual(300);
+    expect(await types(engine, 'nap-1')).toContain('sleep.completed');
+  });
+
+  it('delivers each signal once, sent before or after the wait began, and ignores a repeated key', async () => {
+    const approval = workflow('approval', async (ctx) => {
+      const first = await ctx.waitForEvent<{ ok: boolean }>('approve');
+      const second = await ctx.waitForEvent<{ ok: boolean }>('approve');
+      const none = await ctx.waitForEvent('approve', { timeout: '200ms' });
+      return { first, second, none };
+    });
+    const engine = await engineWith(approval);
+    await engine.start(approval, {}, { id: 'appr-1' });
+    await engine.signal('appr-1', 'approve', { ok: true }, { idempotencyKey: 'k1' });
+    await engine.signal('appr-1', 'approve', { ok: true }, { idempotencyKey: 'k1' });
+    await eventually(async () => (await types(engine, 'appr-1')).filter((t) => t === 'wait.started').length === 2);
+    await engine.signal('appr-1', 'approve', { ok: false }, { idempotencyKey: 'k2' });
+    const result = await engine.runtime.handle('appr-1').result();
+    expect(result).toEqual({ first: { ok: true }, second: { ok: false }, none: null });
+    const events = await types(engine, 'appr-1');
+    expect(events.filter((t) => t === 'signal.sent')).toHaveLength(2);
+    expect(events.filter((t) => t === 'wait.timed_out')).toHaveLength(1);
+  });
+
+  it('cancels a waiting run: compensations run once, it ends cancelled, and cancelling again conflicts', async () => {
+    const undone: string[] = [];
+    const trip = workflow('trip', async (ctx) => {
+      await ctx.step('book', async () => 'b-1', { compensate: async (id) => void undone.push(id) });
+      await ctx.waitForEvent('go');
+      await ctx.step('never', async () => undone.push('should not run'));
+    });
+    const engine = await engineWith(trip);
+    const run = await engine.start(trip, {}, { id: 'trip-1' });
+    await eventually(async () => (await engine.run('trip-1')).status === 'waiting');
+    await engine.cancel('trip-1');
+    await expect(run.result()).rejects.toThrow(CancelledError);
+    expect(undone).toEqual(['b-1']);
+    expect(await engine.run('trip-1')).toMatchObject({ status: 'cancelled', compensations: { ran: 1, failed: 0 } });
+    await expect(engine.cancel('trip-1')).rejects.toThrow(ConflictError);
+  });
+
+  it('fires the running step signal on cancel', async () => {
+    let aborted: unknown = null;
+    const slow = workflow('slow', async (ctx) =>
+      ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))),
+    );
+    const engine = await engineWith(slow);
+    const run = await engine.start(slow, {}, { id: 'slow-1' });
+    await eventually(async () => (await engine.run('slow-1')).steps[0]?.status === 'running');
+    await engine.cancel('slow-1');
+    await expect(run.result()).rejects.toThrow(CancelledError);
+    expect(aborted).toBeInstanceOf(CancelledError);
+  });
+
+  it('fails a run whose code asks for another call than the journal holds', async () => {
+    let version = 1;
+    const drift = workflow('drift', async (ctx) => {
+      await ctx.step(version === 1 ? 'old-name' : 'new-name', async () => 1);
+      await ctx.sleep('pause', '150ms');
+      return 'done';
+    });
+    const engine = await engineWith(drift);
+    const run = await engine.start(drift, {}, { id: 'drift-1' });
+    await eventually(async () => (await engine.run('drift-1')).status === 'sleeping');
+    version = 2;
+    await expect(run.result()).rejects.toThrow("NonDeterminismError: run drift-1: call 1 is step 'new-name' in the code but step 'old-name' in the journal");
+  });
+
+  it('times out an attempt through its signal', async () => {
+    const stuck = workflow('stuck', async (ctx) =>
+      ctx.step('hang', () => new Promise(() => {}), { timeout: '50ms', retry: { maxAttempts: 2, backoff: { base: '10ms' } } }),
+    );
+    const engine = await engineWith(stuck);
+    const run = await engine.start(stuck, {}, { id: 'stuck-1' });
+    await expect(run.result()).rejects.toThrow('TimeoutError: step timed out after 50 ms');
+    expect((await engine.run('stuck-1')).steps[0]).toMatchObject({ status: 'error', attempts: 2 });
+  });
+});

@@ -1,0 +1,111 @@
+import type { Journal } from '../journal/journal.js';
+import type { Store, StoredEvent } from '../storage/store.js';
+
+export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface StepView {
+  seq: number;
+  name: string;
+  status: 'running' | 'ok' | 'retrying' | 'error';
+  attempts: number;
+  startedAt: number;
+  finishedAt: number | null;
+  durationMs: number | null;
+  output: unknown;
+  error: string | null;
+}
+
+/** A run as people read it: a projection of its journal, written in the transaction of each event. */
+export interface RunView {
+  id: string;
+  workflow: string;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  /** Set when compensations ran: how many, and how many of them failed. */
+  compensations: { ran: number; failed: number } | null;
+  steps: StepView[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const RUN_VIEW = 'run';
+
+const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'cancelled']);
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+/** Registers the projection that keeps each run's view in step with its journal. */
+export function projectRunViews(journal: Journal): void {
+  journal.project(
+    ['run.started', 'step.started', 'step.completed', 'step.failed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled'],
+    async (event, tx) => {
+      const id = event.streamId.slice('run:'.length);
+      const view = event.type === 'run.started' ? newView(id, event) : ((await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined);
+      if (!view) return;
+      apply(view, event);
+      view.updatedAt = event.timestamp;
+      await tx.projectionPut({ name: RUN_VIEW, key: id, value: view });
+    },
+  );
+}
+
+export async function readRunView(store: Store, id: string): Promise<RunView | undefined> {
+  return (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
+}
+
+function newView(id: string, event: StoredEvent): RunView {
+  const data = event.data as { workflow: string; input: unknown };
+  return { id, workflow: data.workflow, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
+}
+
+function apply(view: RunView, event: StoredEvent): void {
+  const data = event.data as Record<string, any>;
+  const step = () => view.steps.find((s) => s.seq === data.seq);
+  const finish = (s: StepView | undefined, status: StepView['status']) => {
+    if (!s) return;
+    s.status = status;
+    s.finishedAt = event.timestamp;
+    s.durationMs = event.timestamp - s.startedAt;
+  };
+  switch (event.type) {
+    case 'step.started': {
+      const existing = step();
+      if (existing) Object.assign(existing, { status: 'running', attempts: data.attempt, finishedAt: null, durationMs: null });
+      else view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, output: null, error: null });
+      view.status = 'running';
+      return;
+    }
+    case 'step.completed':
+      finish(step(), 'ok');
+      if (step()) step()!.output = data.output;
+      return;
+    case 'step.failed':
+      finish(step(), data.retryAt === null ? 'error' : 'retrying');
+      if (step()) step()!.error = data.error;
+      return;
+    case 'sleep.started':
+      view.status = 'sleeping';
+      return;
+    case 'wait.started':
+      view.status = 'waiting';
+      return;
+    case 'sleep.completed':
+    case 'wait.completed':
+    case 'wait.timed_out':
+      view.status = 'running';
+      return;
+    case 'run.completed':
+      Object.assign(view, { status: 'succeeded', output: data.output });
+      return;
+    case 'run.failed':
+      Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null });
+      return;
+    case 'run.cancelled':
+      Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null });
+      return;
+  }
+}
