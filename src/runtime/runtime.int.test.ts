@@ -35,7 +35,11 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(view).toMatchObject({ status: 'succeeded', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
     expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['upper', 'ok', 1], ['a', 'ok', 1], ['b', 'ok', 1]]);
     expect(view.steps[0]!.durationMs).toBeGreaterThanOrEqual(0);
-    expect(await types(engine, 'greet-1')).toEqual(['run.started', 'step.started', 'step.completed', 'step.started', 'step.started', 'step.completed', 'step.completed', 'run.completed']);
+    const journaled = await types(engine, 'greet-1');
+    expect(journaled.slice(0, 3)).toEqual(['run.started', 'step.started', 'step.completed']);
+    // the parallel steps interleave in any order
+    expect(journaled.slice(3, 7).sort()).toEqual(['step.completed', 'step.completed', 'step.started', 'step.started']);
+    expect(journaled.at(-1)).toBe('run.completed');
   });
 
   it('returns the existing run for a start with an id that exists', async () => {

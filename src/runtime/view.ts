@@ -75,7 +75,11 @@ function apply(view: RunView, event: StoredEvent): void {
     case 'step.started': {
       const existing = step();
       if (existing) Object.assign(existing, { status: 'running', attempts: data.attempt, finishedAt: null, durationMs: null });
-      else view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, output: null, error: null });
+      else {
+        view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, output: null, error: null });
+        // parallel steps can start in any order; the view lists them in the code's call order
+        view.steps.sort((x, y) => x.seq - y.seq);
+      }
       view.status = 'running';
       return;
     }
