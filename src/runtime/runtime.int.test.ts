@@ -156,7 +156,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     let version = 1;
     const drift = workflow('drift', async (ctx) => {
       await ctx.step(version === 1 ? 'old-name' : 'new-name', async () => 1);
-      await ctx.sleep('pause', '150ms');
+      await ctx.sleep('pause', '1s');
       return 'done';
     });
     const engine = await engineWith(drift);
