@@ -29,12 +29,13 @@ export class Engine {
     readonly config: Config,
     readonly store: Store,
     workflows: Workflow[] = [],
+    runWorkers = true,
   ) {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, workflows, config);
     // runs are tasks too: a run that throws in a pass (the database went away) is retried, never dead
-    if (workflows.length > 0) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10 });
+    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10 });
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
@@ -96,8 +97,12 @@ export class Engine {
   }
 }
 
-export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[] } = {}): Promise<Engine> {
-  const { workflows, ...rest } = options;
+/**
+ * Opens the store and starts this process's run workers (unless `workers: false`, for a process
+ * that only starts and inspects runs).
+ */
+export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean } = {}): Promise<Engine> {
+  const { workflows, workers, ...rest } = options;
   const config = resolveConfig(rest);
-  return new Engine(config, await openStore(config.database), workflows);
+  return new Engine(config, await openStore(config.database), workflows, workers ?? true);
 }
