@@ -1,5 +1,8 @@
 import { Command } from 'commander';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createEngine, type Engine } from '../engine.js';
+import type { Workflow } from '../runtime/workflow.js';
 import { runDemo } from './demo.js';
 import { formatEvent, formatTask } from './format.js';
 
@@ -25,6 +28,22 @@ export async function main(argv: string[]): Promise<void> {
   db(program.command('demo'))
     .description('run a demo on the database: tasks with retries and a dead letter, watched live through a subscription')
     .action((options) => withEngine(options, (engine) => runDemo(engine, (line) => console.log(line))));
+
+  db(program.command('worker'))
+    .description('run the workflows a module exports, on this database, until SIGTERM or SIGINT (running steps finish first)')
+    .requiredOption('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
+    .action(async (options) => {
+      const workflows = exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href));
+      if (workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
+      const engine = await createEngine({ database: database(options.database), workflows });
+      console.log(`worker ${process.pid}: ${workflows.map((w) => w.name).join(', ')} on ${(await engine.store.status()).location}`);
+      await new Promise((stop) => {
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
+      await engine.close();
+      console.log(`worker ${process.pid}: stopped`);
+    });
 
   db(program.command('status'))
     .description("print the store's health: schema version, event and task counts")
@@ -79,4 +98,10 @@ export async function main(argv: string[]): Promise<void> {
     );
 
   await program.parseAsync(argv);
+}
+
+function exportedWorkflows(module: Record<string, unknown>): Workflow[] {
+  const isWorkflow = (value: unknown): value is Workflow =>
+    typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
+  return [...new Set(Object.values(module).flatMap((value) => (Array.isArray(value) ? value : [value])).filter(isWorkflow))];
 }
