@@ -3,7 +3,7 @@ import { Journal } from './journal/journal.js';
 import { Subscriber, type EventHandler, type SubscribeOptions } from './journal/subscription.js';
 import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
-import { RUN_QUEUE, Runtime, type RunHandle } from './runtime/runtime.js';
+import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/view.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
@@ -39,7 +39,7 @@ export class Engine {
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
-  start<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<RunHandle<O>> {
+  start<I, O>(workflow: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     return this.runtime.start(workflow, input, options);
   }
 

@@ -2,7 +2,7 @@ export { createEngine, Engine } from './engine.js';
 export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
 export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError } from './errors.js';
 export { workflow, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy } from './runtime/workflow.js';
-export type { RunHandle } from './runtime/runtime.js';
+export type { RunHandle, StartOptions } from './runtime/runtime.js';
 export type { RunView, RunStatus, StepView } from './runtime/view.js';
 export type { Duration } from './duration.js';
 export { Journal, type AppendOptions, type Projection } from './journal/journal.js';

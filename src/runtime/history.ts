@@ -5,7 +5,7 @@ export function runStream(runId: string): string {
   return `run:${runId}`;
 }
 
-export type EntryKind = 'step' | 'sleep' | 'wait' | 'value';
+export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child';
 
 /** What the journal holds for one `ctx` call, by its position in the workflow's call order. */
 export interface Entry {
@@ -31,6 +31,10 @@ export class History {
   readonly compensated = new Set<number>();
   workflow = '';
   input: unknown = null;
+  /** ms; the run fails with a TimeoutError when it has not ended by then */
+  deadline: number | null = null;
+  orderingKey: string | null = null;
+  parent: { runId: string; seq: number } | null = null;
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
@@ -47,6 +51,9 @@ export class History {
       case 'run.started':
         this.workflow = data.workflow;
         this.input = data.input;
+        this.deadline = data.deadline ?? null;
+        this.orderingKey = data.orderingKey ?? null;
+        this.parent = data.parent ?? null;
         return;
       case 'signal.sent':
         this.signals.push({ version: event.version, name: data.name, payload: data.payload });
@@ -63,7 +70,7 @@ export class History {
         this.compensated.add(data.seq);
         return;
     }
-    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value') {
+    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value' || kind === 'child') {
       const entry: Entry = this.entries.get(data.seq) ?? { kind, name: data.name, events: [] };
       entry.events.push(event);
       this.entries.set(data.seq, entry);

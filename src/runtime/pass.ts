@@ -4,6 +4,7 @@ import { CancelledError, LeaseLostError, NonDeterminismError, TerminalError, Tim
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import { runStream, type EntryKind, type History } from './history.js';
+import type { RunView } from './view.js';
 import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
@@ -31,6 +32,13 @@ export interface PassOptions {
   lease: Lease;
   leaseMs: number;
   history: History;
+  children: Children;
+}
+
+/** What a pass needs of the runtime to start and watch child runs. */
+export interface Children {
+  start(tx: Store, workflow: Workflow, input: unknown, id: string, parent: { runId: string; seq: number }): Promise<void>;
+  view(id: string): Promise<RunView | undefined>;
 }
 
 const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
@@ -45,6 +53,8 @@ export class Pass implements WorkflowContext {
   private seq = 0;
   private inFlight = 0;
   private readonly wakeAt: number[] = [];
+  /** calls waiting on a timer, a retry, a signal or a child run */
+  private suspended = 0;
   private readonly compensations: Compensation[] = [];
   private readonly claimedSignals = new Set<number>();
   private readonly lost = new AbortController();
@@ -55,17 +65,33 @@ export class Pass implements WorkflowContext {
   private readonly settled = new Promise<Outcome>((resolve) => (this.settle = resolve));
   private checkScheduled = false;
 
+  private deadlineTimer: NodeJS.Timeout | null = null;
+
   constructor(private readonly o: PassOptions) {
     this.runId = o.runId;
     this.cancelled = o.history.cancelRequested;
   }
 
   async execute(workflow: Workflow): Promise<Outcome> {
+    const { deadline } = this.o.history;
+    if (deadline !== null) {
+      // the run's timeout: running steps see their signal fire, and the run fails
+      this.deadlineTimer = setTimeout(() => {
+        const error = new TimeoutError(`run ${this.runId} timed out`);
+        this.stop.abort(error);
+        this.fail(error);
+      }, Math.max(0, deadline - Date.now()));
+      this.wakeAt.push(deadline);
+    }
     workflow.run(this, this.o.history.input).then(
       (output) => this.settle(this.fatal ? { kind: 'failed', error: this.fatal } : { kind: 'completed', output }),
       (error) => this.settle({ kind: 'failed', error: this.fatal ?? error }),
     );
-    return this.settled;
+    try {
+      return await this.settled;
+    } finally {
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    }
   }
 
   /** Cancellation arrived: running steps see their signal fire, new calls throw CancelledError. */
@@ -95,6 +121,10 @@ export class Pass implements WorkflowContext {
   waitForEvent<T = unknown>(name: string, options: { timeout?: Duration } = {}): Promise<T | null> {
     const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
     return this.call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
+  }
+
+  child<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<O> {
+    return this.call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>;
   }
 
   now(): Promise<number> {
@@ -133,14 +163,15 @@ export class Pass implements WorkflowContext {
     return { ran, failed };
   }
 
-  /** Appends to the run's stream, but only while this worker still holds the run. */
-  async write(events: NewEvent[]): Promise<void> {
+  /** Appends to the run's stream (and does `also` in the same transaction), but only while this worker still holds the run. */
+  async write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void> {
     if (this.lost.signal.aborted) throw this.lost.signal.reason;
     try {
       await this.o.store.transaction(async (tx) => {
         const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
         if (held.length === 0) throw new LeaseLostError(`run ${this.runId}: this worker no longer holds it`);
         await this.o.journal.append(runStream(this.runId), events, { tx });
+        await also?.(tx);
       });
     } catch (error) {
       if (error instanceof LeaseLostError) {
@@ -173,6 +204,7 @@ export class Pass implements WorkflowContext {
         this.done();
         if (!(error instanceof Suspension)) throw error;
         this.wakeAt.push(error.until);
+        this.suspended += 1;
         return new Promise<never>(() => {});
       },
     );
@@ -190,7 +222,7 @@ export class Pass implements WorkflowContext {
     this.checkScheduled = true;
     setImmediate(() => {
       this.checkScheduled = false;
-      if (this.inFlight > 0 || this.wakeAt.length === 0) return;
+      if (this.inFlight > 0 || this.suspended === 0) return;
       const finite = this.wakeAt.filter((t) => Number.isFinite(t));
       this.settle({ kind: 'suspended', wakeAt: finite.length > 0 ? Math.min(...finite) : null });
     });
@@ -282,6 +314,34 @@ export class Pass implements WorkflowContext {
       return null;
     }
     throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
+  }
+
+  private async runChild(seq: number, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
+    const h = this.o.history;
+    const completed = h.find(seq, 'child.completed');
+    if (completed) return (completed.data as { output: unknown }).output;
+    const failed = h.find(seq, 'child.failed');
+    if (failed) throw rebuild(failed.data as { error: string; errorName: string });
+    this.ensureNotCancelled();
+    const started = h.find(seq, 'child.started')?.data as { childId: string } | undefined;
+    const childId = started?.childId ?? id ?? `${this.runId}:${workflow.name}#${seq}`;
+    if (!started) {
+      const parent = { runId: this.runId, seq };
+      await this.write([{ type: 'child.started', data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
+    }
+    const view = await this.o.children.view(childId);
+    if (view?.status === 'succeeded') {
+      await this.write([{ type: 'child.completed', data: { seq, name: workflow.name, childId, output: view.output } }]);
+      return view.output;
+    }
+    if (view?.status === 'failed' || view?.status === 'cancelled') {
+      const error = view.error ?? `CancelledError: child run ${childId} was cancelled`;
+      const errorName = error.split(':')[0] ?? 'Error';
+      await this.write([{ type: 'child.failed', data: { seq, name: workflow.name, childId, error, errorName } }]);
+      throw rebuild({ error, errorName });
+    }
+    // the child's end wakes this run
+    throw new Suspension(Number.POSITIVE_INFINITY);
   }
 
   private async recordValue(seq: number, kind: string, make: () => number): Promise<number> {

@@ -175,4 +175,56 @@ describe.each(backends)('durable runs on $name', (backend) => {
     await expect(run.result()).rejects.toThrow('TimeoutError: step timed out after 50 ms');
     expect((await engine.run('stuck-1')).steps[0]).toMatchObject({ status: 'error', attempts: 2 });
   });
+
+  it('runs a child with its own journal while the parent waits durably', async () => {
+    const square = workflow('square', async (ctx, n: number) => ctx.step('square', async () => n * n));
+    const broken = workflow('broken', async (ctx) => ctx.step('boom', async () => {
+      throw new TerminalError('child broke');
+    }));
+    const parent = workflow('parent', async (ctx, n: number) => {
+      const [a, b] = await Promise.all([ctx.child(square, n), ctx.child(square, n + 1)]);
+      const failure = await ctx.child(broken, null).catch((error: Error) => error.message);
+      return { sum: a + b, failure };
+    });
+    const engine = await engineWith(square, broken, parent);
+    const run = await engine.start(parent, 3, { id: 'parent-1' });
+    expect(await run.result()).toEqual({ sum: 25, failure: 'child broke' });
+    expect(await engine.run('parent-1:square#1')).toMatchObject({ status: 'succeeded', output: 9 });
+    expect(await types(engine, 'parent-1:square#2')).toEqual(['run.started', 'step.started', 'step.completed', 'run.completed']);
+    expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(
+      expect.arrayContaining(['child.started', 'child.started', 'child.completed', 'child.completed', 'child.started', 'child.failed']),
+    );
+  });
+
+  it('runs the runs of one ordering key one at a time, in start order', async () => {
+    const log: string[] = [];
+    const turn = workflow('turn', async (ctx, name: string) => {
+      await ctx.step('begin', async () => void log.push(`${name}:begin`));
+      await ctx.sleep('hold', '50ms');
+      await ctx.step('end', async () => void log.push(`${name}:end`));
+      return name;
+    });
+    const engine = await engineWith(turn);
+    const runs = [];
+    for (const name of ['a', 'b', 'c']) runs.push(await engine.start(turn, name, { id: `turn-${name}`, orderingKey: 'customer-1' }));
+    const other = await engine.start(turn, 'x', { id: 'turn-x', orderingKey: 'customer-2' });
+    expect(await Promise.all([...runs, other].map((r) => r.result()))).toEqual(['a', 'b', 'c', 'x']);
+    expect(log.filter((line) => !line.startsWith('x'))).toEqual(['a:begin', 'a:end', 'b:begin', 'b:end', 'c:begin', 'c:end']);
+    expect((await engine.run('turn-c')).status).toBe('succeeded');
+  });
+
+  it('fails a run that outlives its timeout, firing the running step signal and compensating', async () => {
+    const undone: string[] = [];
+    let reason: unknown = null;
+    const late = workflow('late', async (ctx) => {
+      await ctx.step('reserve', async () => 'r', { compensate: async () => void undone.push('released') });
+      await ctx.step('hang', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason)))));
+    });
+    const engine = await engineWith(late);
+    const run = await engine.start(late, {}, { id: 'late-1', timeout: '1s' });
+    await expect(run.result()).rejects.toThrow('TimeoutError: run late-1 timed out');
+    expect(String(reason)).toMatch(/timed out/);
+    expect(undone).toEqual(['released']);
+    await expect(engine.start(late, {}, { id: 'late-2', timeout: 'soon' })).rejects.toThrow(/^timeout: must be/);
+  });
 });

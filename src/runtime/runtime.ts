@@ -2,14 +2,29 @@ import { CancelledError, ConflictError, LeaseLostError, NonDeterminismError, Not
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
+import { toMs, type Duration } from '../duration.js';
 import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
-import { describe, Pass } from './pass.js';
+import { describe, Pass, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import type { Workflow } from './workflow.js';
+
+export interface StartOptions {
+  /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
+  id?: string;
+  /** Runs with the same key run one at a time, in start order. */
+  orderingKey?: string;
+  /** The run fails with a TimeoutError (compensations run) when it has not ended by then. */
+  timeout?: Duration;
+}
+
+interface Turn {
+  active: string | null;
+  waiting: string[];
+}
 
 /** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
 export const RUN_QUEUE = 'runledger.runs';
@@ -47,20 +62,66 @@ export class Runtime {
     projectRunViews(journal);
   }
 
-  /** Starts a run. An id that exists returns the existing run's handle and starts nothing. */
-  async start<I, O>(wf: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<RunHandle<O>> {
-    if (!this.workflows.has(wf.name)) throw new ValidationError('workflow', `'${wf.name}' is not registered with this engine`);
+  /**
+   * Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with
+   * the same ordering key run one at a time, in start order; a timeout fails the run when it passes.
+   */
+  async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
+    const start = { ...options, id };
     try {
-      await this.store.transaction(async (tx) => {
-        await this.journal.append(runStream(id), [{ type: 'run.started', data: { workflow: wf.name, input: input ?? null } }], { tx, expectedVersion: 0 });
-        await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, orderingKey: id });
-      });
+      await this.store.transaction((tx) => this.startIn(tx, wf, input, start));
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
     }
     return this.handle<O>(id);
   }
+
+  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: number } }): Promise<void> {
+    if (!this.workflows.has(wf.name)) throw new ValidationError('workflow', `'${wf.name}' is not registered with this engine`);
+    const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
+    const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
+    const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
+    await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+    if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
+      await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, orderingKey: options.id });
+    }
+  }
+
+  /**
+   * Runs of one ordering key take turns: the first becomes active, later ones wait in start order
+   * until the active one ends (`release`). The append to the key's stream locks it (the stream's
+   * row) for the rest of the transaction, so concurrent starts queue up one after another.
+   */
+  private async admit(tx: Store, key: string, runId: string): Promise<boolean> {
+    await this.journal.append(`ordering:${key}`, [{ type: 'run.queued', data: { runId } }], { tx });
+    const turn = ((await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined) ?? { active: null, waiting: [] };
+    const admitted = turn.active === null;
+    if (admitted) turn.active = runId;
+    else turn.waiting.push(runId);
+    await tx.projectionPut({ name: 'ordering', key, value: turn });
+    return admitted;
+  }
+
+  private async release(tx: Store, key: string, runId: string): Promise<void> {
+    await this.journal.append(`ordering:${key}`, [{ type: 'run.released', data: { runId } }], { tx });
+    const turn = (await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined;
+    if (!turn || turn.active !== runId) return;
+    turn.active = turn.waiting.shift() ?? null;
+    await tx.projectionPut({ name: 'ordering', key, value: turn });
+    if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, orderingKey: turn.active });
+  }
+
+  /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
+  private async ended(tx: Store, history: History, id: string): Promise<void> {
+    if (history.orderingKey !== null) await this.release(tx, history.orderingKey, id);
+    if (history.parent !== null) await this.wake(tx, history.parent.runId, await tx.now());
+  }
+
+  private readonly children: Children = {
+    start: (tx, wf, input, id, parent) => this.startIn(tx, wf, input, { id, parent }),
+    view: (id) => readRunView(this.store, id),
+  };
 
   handle<O = unknown>(id: string): RunHandle<O> {
     return { id, result: (options) => this.result<O>(id, options?.pollMs), view: () => this.view(id) };
@@ -100,7 +161,9 @@ export class Runtime {
     if (history.terminal || history.version === 0) return null;
     const wf = this.workflows.get(history.workflow);
     if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease: { id: ctx.task.id, leaseToken: ctx.task.leaseToken! }, leaseMs: this.options.leaseMs, history });
+    const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, leaseMs: this.options.leaseMs, history, children: this.children });
+    const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     try {
       const outcome = await pass.execute(wf);
@@ -109,13 +172,13 @@ export class Runtime {
         return null;
       }
       if (outcome.kind === 'completed') {
-        await pass.write([{ type: 'run.completed', data: { output: outcome.output ?? null } }]);
+        await pass.write([{ type: 'run.completed', data: { output: outcome.output ?? null } }], end);
         return null;
       }
       if (outcome.error instanceof LeaseLostError) throw outcome.error;
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
-      if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }]);
-      else await pass.write([{ type: 'run.failed', data: { error: describe(outcome.error), compensations } }]);
+      if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
+      else await pass.write([{ type: 'run.failed', data: { error: describe(outcome.error), compensations } }], end);
       return null;
     } finally {
       await stopWatching();

@@ -36,6 +36,8 @@ export interface WorkflowContext {
   sleepUntil(name: string, until: Date | number): Promise<void>;
   /** The payload of the next signal `name` sent to this run (before or after the wait began), or null on timeout. */
   waitForEvent<T = unknown>(name: string, options?: { timeout?: Duration }): Promise<T | null>;
+  /** Starts a child run (its own journal) and waits for its result durably: the parent holds no worker meanwhile. */
+  child<I, O>(workflow: Workflow<I, O>, input: I, options?: { id?: string }): Promise<O>;
   /** The time, journaled: the same on every replay. */
   now(): Promise<number>;
   /** A random number in [0, 1), journaled. */
