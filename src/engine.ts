@@ -34,8 +34,9 @@ export class Engine {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, workflows, config);
-    // runs are tasks too: a run that throws in a pass (the database went away) is retried, never dead
-    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10 });
+    // a pass that throws met the infrastructure (the database went away): try again soon
+    const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
+    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10, backoff });
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */

@@ -5,6 +5,17 @@ export function runStream(runId: string): string {
   return `run:${runId}`;
 }
 
+/** Every event type a run's stream holds. */
+export const RUN_EVENT_TYPES = [
+  'run.started', 'run.cancel_requested', 'run.completed', 'run.failed', 'run.cancelled',
+  'step.started', 'step.completed', 'step.failed',
+  'sleep.started', 'sleep.completed',
+  'wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent',
+  'child.started', 'child.completed', 'child.failed',
+  'value.recorded',
+  'compensation.started', 'compensation.completed', 'compensation.failed',
+];
+
 export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child';
 
 /** What the journal holds for one `ctx` call, by its position in the workflow's call order. */

@@ -21,6 +21,9 @@ export interface StartOptions {
   timeout?: Duration;
 }
 
+/** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
+const PASS_TASK = { maxAttempts: 1000 };
+
 interface Turn {
   active: string | null;
   waiting: string[];
@@ -84,7 +87,7 @@ export class Runtime {
     const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
-      await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, orderingKey: options.id });
+      await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, ...PASS_TASK, orderingKey: options.id });
     }
   }
 
@@ -109,7 +112,7 @@ export class Runtime {
     if (!turn || turn.active !== runId) return;
     turn.active = turn.waiting.shift() ?? null;
     await tx.projectionPut({ name: 'ordering', key, value: turn });
-    if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, orderingKey: turn.active });
+    if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, ...PASS_TASK, orderingKey: turn.active });
   }
 
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
@@ -188,7 +191,7 @@ export class Runtime {
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   private async wake(tx: Store, id: string, at: number): Promise<void> {
     const moved = await tx.taskReschedule({ queue: RUN_QUEUE, orderingKey: id, runAt: at });
-    if (moved === 0) await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, orderingKey: id, runAt: at });
+    if (moved === 0) await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, runAt: at });
   }
 
   /** While a pass runs, a cancellation appended by any process reaches it. */

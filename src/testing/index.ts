@@ -8,4 +8,5 @@
  */
 export { createPostgresDatabase, createSqlitePath, dropPostgresTestDatabases } from './databases.js';
 export { eventually } from './engine.js';
+export { checkCrashRecovery, type CrashReport } from './replay.js';
 export { armCrashPoint, type CrashPointName } from '../crash.js';
