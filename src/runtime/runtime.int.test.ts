@@ -213,6 +213,29 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect((await engine.run('turn-c')).status).toBe('succeeded');
   });
 
+  it('keeps a waiting run of an ordering key waiting when signalled, and lets a cancelled one leave the line', async () => {
+    const log: string[] = [];
+    const gated = workflow('gated', async (ctx, name: string) => {
+      await ctx.step('begin', async () => void log.push(`${name}:begin`));
+      const go = await ctx.waitForEvent<string>('go');
+      return `${name}:${go}`;
+    });
+    const engine = await engineWith(gated);
+    const a = await engine.start(gated, 'a', { id: 'g-a', orderingKey: 'k' });
+    const b = await engine.start(gated, 'b', { id: 'g-b', orderingKey: 'k' });
+    const c = await engine.start(gated, 'c', { id: 'g-c', orderingKey: 'k' });
+    await eventually(async () => (await engine.run('g-a')).status === 'waiting');
+    await engine.signal('g-c', 'go', 'early');
+    await engine.cancel('g-b');
+    await expect(b.result()).rejects.toThrow(CancelledError);
+    expect(log).toEqual(['a:begin']);
+    expect((await engine.run('g-c')).status).toBe('pending');
+    await engine.signal('g-a', 'go', 'now');
+    expect(await a.result()).toBe('a:now');
+    expect(await c.result()).toBe('c:early');
+    expect(log).toEqual(['a:begin', 'c:begin']);
+  });
+
   it('fails a run that outlives its timeout, firing the running step signal and compensating', async () => {
     const undone: string[] = [];
     let reason: unknown = null;

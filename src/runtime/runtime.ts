@@ -106,13 +106,25 @@ export class Runtime {
     return admitted;
   }
 
+  /** A run of the key ended: the next one starts; one that ended while still waiting (cancelled) leaves the line. */
   private async release(tx: Store, key: string, runId: string): Promise<void> {
     await this.journal.append(`ordering:${key}`, [{ type: 'run.released', data: { runId } }], { tx });
     const turn = (await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined;
-    if (!turn || turn.active !== runId) return;
+    if (!turn) return;
+    if (turn.active !== runId) {
+      turn.waiting = turn.waiting.filter((id) => id !== runId);
+      await tx.projectionPut({ name: 'ordering', key, value: turn });
+      return;
+    }
     turn.active = turn.waiting.shift() ?? null;
     await tx.projectionPut({ name: 'ordering', key, value: turn });
     if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, ...PASS_TASK, orderingKey: turn.active });
+  }
+
+  /** A run waiting for its ordering key's turn is not run, even when a signal wakes it; its turn starts a pass. */
+  private async hasTurn(key: string, runId: string): Promise<boolean> {
+    const turn = (await this.store.projectionGet({ name: 'ordering', key })) as Turn | undefined;
+    return turn?.active === runId;
   }
 
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
@@ -162,6 +174,7 @@ export class Runtime {
     const id = payload.runId;
     const history = new History(await this.journal.readStream(runStream(id), { limit: 1_000_000 }));
     if (history.terminal || history.version === 0) return null;
+    if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
     const wf = this.workflows.get(history.workflow);
     if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
