@@ -22,7 +22,7 @@ describe.each(backends)('runs surviving SIGKILL on $name', (backend) => {
   it('finishes every run with the right result and never runs a recorded step again', async () => {
     const database = await backend.create();
     const log = join(mkdtempSync(join(tmpdir(), 'runledger-runs-')), 'executions.log');
-    for (const after of [40, 90, 150]) {
+    for (const after of [15, 35, 60]) {
       const killed = await child(database, log, String(RUNS), 'journal:beforeCommit', String(after));
       expect(killed.signal, killed.stderr).toBe('SIGKILL');
     }

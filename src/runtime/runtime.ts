@@ -184,6 +184,7 @@ export class Runtime {
     try {
       const outcome = await pass.execute(wf);
       if (outcome.kind === 'suspended') {
+        await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
         return null;
       }
