@@ -2,6 +2,7 @@ import { backoffDelay } from '../backoff.js';
 import { toMs, type Duration } from '../duration.js';
 import { CancelledError, LeaseLostError, NonDeterminismError, TerminalError, TimeoutError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
+import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import { runStream, type EntryKind, type History } from './history.js';
 import type { RunView } from './view.js';
@@ -31,8 +32,18 @@ export interface PassOptions {
   /** The run's task lease: every write checks it in its own transaction, so a worker that lost the run writes nothing. */
   lease: Lease;
   leaseMs: number;
+  /** Largest step output, serialized: checked when the step returns, not when its completion is written. */
+  maxEventBytes: number;
   history: History;
   children: Children;
+}
+
+/** The pass could not write its journal: it stops at once, and the run's task is tried again. */
+export class PassAborted extends Error {
+  override name = 'PassAborted';
+  constructor(override readonly cause: unknown) {
+    super(`the pass stopped: ${describe(cause)}`);
+  }
 }
 
 /** What a pass needs of the runtime to start and watch child runs. */
@@ -199,11 +210,10 @@ export class Pass implements WorkflowContext {
         }
         for (const w of batch) w.done();
       } catch (error) {
-        if (error instanceof LeaseLostError) {
-          this.lost.abort(error);
-          this.stop.abort(error);
-          this.fail(error);
-        }
+        // Whatever the code would do next builds on writes that did not happen: stop the pass.
+        if (error instanceof LeaseLostError) this.lost.abort(error);
+        this.stop.abort(error);
+        this.fail(new PassAborted(error));
         for (const w of batch) w.fail(error);
       }
     }
@@ -279,6 +289,7 @@ export class Pass implements WorkflowContext {
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     try {
       const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt }, options.timeout);
+      checkOutput(name, output, this.o.maxEventBytes);
       // Journaled with the run's next write, before anything after this step can happen: the next
       // step's start, a timer, the end of the run. One transaction per step instead of two; a
       // crash in between runs this step again, as a crash before its completion always did.
@@ -386,6 +397,15 @@ export class Pass implements WorkflowContext {
     const value = make();
     await this.write([{ type: 'value.recorded', data: { seq, name: kind, value } }]);
     return value;
+  }
+}
+
+/** A step's output must survive JSON and fit in an event; else the step fails for good. */
+function checkOutput(name: string, output: unknown, maxBytes: number): void {
+  try {
+    checkJson(`step ${name}: output`, output ?? null, maxBytes);
+  } catch (error) {
+    throw new TerminalError((error as Error).message);
   }
 }
 

@@ -1,4 +1,4 @@
-import { CancelledError, ConflictError, LeaseLostError, NonDeterminismError, NotFoundError, ValidationError } from '../errors.js';
+import { CancelledError, ConflictError, NonDeterminismError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -8,7 +8,7 @@ import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
-import { describe, Pass, type Children } from './pass.js';
+import { describe, Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import type { Workflow } from './workflow.js';
 
@@ -44,7 +44,7 @@ export interface RunHandle<O = unknown> {
  * `ctx` call of its code is journaled there, so a pass after any crash replays to where it was.
  *
  * @example
- * const runtime = new Runtime(store, journal, queue, [onboard], { leaseMs: 30_000 });
+ * const runtime = new Runtime(store, journal, queue, [onboard], { leaseMs: 30_000, maxEventBytes: 1 << 20 });
  * const run = await runtime.start(onboard, { userId: 'u1' }, { id: 'onboard-u1' });
  * await run.result();
  */
@@ -56,7 +56,7 @@ export class Runtime {
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number },
   ) {
     for (const wf of workflows) {
       if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
@@ -178,7 +178,7 @@ export class Runtime {
     const wf = this.workflows.get(history.workflow);
     if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, leaseMs: this.options.leaseMs, history, children: this.children });
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children });
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     try {
@@ -192,7 +192,8 @@ export class Runtime {
         await pass.write([{ type: 'run.completed', data: { output: outcome.output ?? null } }], end);
         return null;
       }
-      if (outcome.error instanceof LeaseLostError) throw outcome.error;
+      // the journal could not be written (the run was lost, the database failed): try the pass again
+      if (outcome.error instanceof PassAborted) throw outcome.error.cause;
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
       if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
       else await pass.write([{ type: 'run.failed', data: { error: describe(outcome.error), compensations } }], end);
