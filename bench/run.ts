@@ -1,6 +1,7 @@
 // The runledger benchmark: `npm run bench` (both backends), `npm run bench -- --only sqlite|postgres`.
 // PostgreSQL: the local server at 127.0.0.1:5432 with trust auth, or RUNLEDGER_TEST_PG_URL; each backend
-// runs on a fresh database. Prints a table and writes bench/results/latest.json. About 75 s for both.
+// runs on a fresh database, and the workflow runs on another. Prints a table and writes
+// bench/results/latest.json. About 2½ minutes for both, a third of it PostgreSQL's workflow runs.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
@@ -12,8 +13,10 @@ import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
 import { enqueueLatency } from './latency.js';
 import { bulkEnqueue, drain } from './queue.js';
 import { formatTable, rounded, type Results } from './table.js';
+import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
+const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5 };
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
   const engine = await createEngine({ database });
@@ -53,15 +56,28 @@ const { values } = parseArgs({ options: { only: { type: 'string' } } });
 if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'postgres') throw new Error('--only must be sqlite or postgres');
 const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres'];
 
+/** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
+const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
 const cpu = cpus();
-const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes: SIZES };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns } };
+const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
 const results: Results = {};
-for (const backend of backends) results[backend] = await withDatabase(backend, (database) => benchBackend(backend, database));
+for (const backend of backends) {
+  const queue = await withDatabase(backend, (database) => benchBackend(backend, database));
+  const workflows = await withDatabase(backend, (database) => benchWorkflows(database, WORKFLOW_SIZES, (line) => console.error(`  ${backend} ${line}`)));
+  workflowRuns[backend] = workflows.runs;
+  results[backend] = { ...queue, ...rounded(workflows.metrics) };
+}
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify({ ...results, meta }, null, 2)}\n`);
 console.log(formatTable(results, backends));
+for (const [backend, used] of Object.entries(workflowRuns)) {
+  if (used.wf10 < WORKFLOW_SIZES.runs || used.wf1 < WORKFLOW_SIZES.runs) {
+    console.log(`${backend}: the ${WORKFLOW_SIZES.budgetMs / 1000} s budget ran out: ${used.wf10} 10-step and ${used.wf1} 1-step runs measured, not ${WORKFLOW_SIZES.runs}`);
+  }
+}
 console.log(`\n${meta.date} · Node ${meta.node} · ${cpu.length} × ${meta.cpu_model} · written to bench/results/latest.json`);
