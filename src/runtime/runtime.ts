@@ -44,7 +44,7 @@ export interface RunHandle<O = unknown> {
  * `ctx` call of its code is journaled there, so a pass after any crash replays to where it was.
  *
  * @example
- * const runtime = new Runtime(store, journal, queue, [onboard], { leaseMs: 30_000, maxEventBytes: 1 << 20 });
+ * const runtime = new Runtime(store, journal, queue, [onboard], { leaseMs: 30_000, maxEventBytes: 1 << 20, pollMs: 1000 });
  * const run = await runtime.start(onboard, { userId: 'u1' }, { id: 'onboard-u1' });
  * await run.result();
  */
@@ -56,7 +56,7 @@ export class Runtime {
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number },
   ) {
     for (const wf of workflows) {
       if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
@@ -209,11 +209,15 @@ export class Runtime {
     if (moved === 0) await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, runAt: at });
   }
 
-  /** While a pass runs, a cancellation appended by any process reaches it. */
+  /**
+   * While a pass runs, a cancellation appended by any process reaches it: on a wake-up, on the
+   * poll (SQLite wakes only its own process), and once right after listening, for a cancellation
+   * that committed after the pass read its history.
+   */
   private async watchCancel(id: string, version: number, pass: Pass): Promise<() => Promise<void>> {
     let seen = version;
     let checking = false;
-    return this.store.listen('events', () => {
+    const check = () => {
       if (checking || pass.isCancelled) return;
       checking = true;
       this.journal
@@ -224,7 +228,14 @@ export class Runtime {
         })
         .catch(() => {})
         .finally(() => (checking = false));
-    });
+    };
+    const unlisten = await this.store.listen('events', check);
+    const poll = setInterval(check, this.options.pollMs);
+    check();
+    return async () => {
+      clearInterval(poll);
+      await unlisten();
+    };
   }
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {

@@ -19,7 +19,10 @@ export interface StepOptions<T> {
   retry?: RetryPolicy;
   /** Per attempt: the step's signal fires and the attempt fails with a timeout. */
   timeout?: Duration;
-  /** Undoes the step: runs, once, in reverse order of completion, when the run fails or is cancelled. */
+  /**
+   * Undoes the step when the run fails or is cancelled, newest step first. At least once: a crash
+   * mid-compensation runs it again, so pass `ctx.idempotencyKey` on to what it calls.
+   */
   compensate?: (output: T, ctx: StepContext) => Promise<unknown>;
 }
 
