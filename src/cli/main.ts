@@ -27,7 +27,7 @@ export async function main(argv: string[]): Promise<void> {
 
   db(program.command('demo'))
     .description('run a demo on the database: tasks with retries and a dead letter, watched live through a subscription')
-    .action((options) => withEngine(options, (engine) => runDemo(engine, (line) => console.log(line))));
+    .action((options) => runDemo(database(options.database), (line) => console.log(line)));
 
   db(program.command('worker'))
     .description('run the workflows a module exports, on this database, until SIGTERM or SIGINT (running steps finish first)')
