@@ -1,19 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { createEngine } from '../src/engine.js';
 import { backends } from '../src/testing/backends.js';
+import { runScript } from './child.js';
 
-/** Runs the crash child to its end; resolves with how it ended. */
-function child(...args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/crash-child.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    proc.stderr.on('data', (chunk) => (stderr += chunk));
-    proc.on('error', reject);
-    proc.on('exit', (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
+const child = (...args: string[]) => runScript('e2e/crash-child.ts', ...args);
 
 function integrityCheck(backend: string, database: string): void {
   if (backend !== 'sqlite') return;

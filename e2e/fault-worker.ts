@@ -1,10 +1,5 @@
 import { spawn } from 'node:child_process';
-
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
+import type { Exit } from './child.js';
 
 export interface WorkerProcess {
   readonly pid: number;

@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine } from '../src/engine.js';
 import { backends } from '../src/testing/backends.js';
+import { runScript } from './child.js';
 
-function child(...args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/run-child.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    proc.stderr.on('data', (chunk) => (stderr += chunk));
-    proc.on('error', reject);
-    proc.on('exit', (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
+const child = (...args: string[]) => runScript('e2e/run-child.ts', ...args);
 
 const RUNS = 20;
 
