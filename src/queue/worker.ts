@@ -81,7 +81,7 @@ export class Worker {
   start(): void {
     if (this.active) return;
     this.active = true;
-    this.loop = this.run();
+    this.loop = this.run().catch((error) => this.options.onError?.(error));
     this.heartbeatTimer = setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), this.options.leaseMs / 3);
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
