@@ -229,7 +229,9 @@ export class Runtime {
         .catch(() => {})
         .finally(() => (checking = false));
     };
-    const unlisten = await this.store.listen('events', check);
+    const unlisten = await this.store.listen('events', (stream) => {
+      if (stream === '' || stream === runStream(id)) check();
+    });
     const poll = setInterval(check, this.options.pollMs);
     check();
     return async () => {
@@ -240,7 +242,9 @@ export class Runtime {
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
     const wakeup = new Wakeup();
-    const unlisten = await this.store.listen('events', () => wakeup.wake());
+    const unlisten = await this.store.listen('events', (stream) => {
+      if (stream === '' || stream === runStream(id)) wakeup.wake();
+    });
     try {
       for (;;) {
         const view = await this.view(id);

@@ -9,7 +9,11 @@ export interface Store {
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
-  /** Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). */
+  /**
+   * Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). The
+   * payload is the stream appended to (`events`) or the queue (`tasks`); '' means "anything may
+   * have changed" (many streams at once, a reconnect): look.
+   */
   listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>>;
   /** The database clock, in ms since the epoch. Leases and run-at times use it, not the process clock. */
   now(): Promise<number>;
@@ -81,6 +85,12 @@ export interface Store {
 }
 
 export type NotifyChannel = 'events' | 'tasks';
+
+/** The wake-up payloads of an append: its streams, or '' when it touched many (a bulk enqueue). */
+export function appendWakeups(p: EventAppendParams): string[] {
+  const streams = [...new Set(p.appends.map((a) => a.streamId))];
+  return streams.length <= 16 ? streams : [''];
+}
 
 /** An opaque resume point in committed order; `''` is the beginning. */
 export type Cursor = string;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as events from './events.js';
 import { Listener, Notifier } from './notify.js';
@@ -116,7 +116,7 @@ class PostgresStore implements Store {
 
   eventAppend: Store['eventAppend'] = async (p) => {
     const result = await events.eventAppend(this.db, p);
-    if (!result.duplicate) this.wake('events', ['']);
+    if (!result.duplicate) this.wake('events', appendWakeups(p));
     return result;
   };
   eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as events from './events.js';
 import * as subscriptions from './subscriptions.js';
@@ -65,12 +65,12 @@ class SqliteStore implements Store {
   ) {}
 
   /** A write: atomic on its own, or part of the transaction this store belongs to. */
-  private async run<T>(fn: (s: Statements, now: number) => T, notify?: [NotifyChannel, string]): Promise<T> {
+  private async run<T>(fn: (s: Statements, now: number) => T, notify?: [NotifyChannel, ...string[]]): Promise<T> {
     const { db, statements } = this.shared;
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
       const result = fn(statements, Date.now());
-      if (notify) addPending(this.pending, notify);
+      if (notify) for (const payload of notify.slice(1)) addPending(this.pending, [notify[0], payload]);
       return result;
     }
     const release = await this.shared.lock.acquire();
@@ -87,7 +87,7 @@ class SqliteStore implements Store {
     } finally {
       release();
     }
-    if (notify) this.shared.wake.emit(notify[0], notify[1]);
+    if (notify) for (const payload of notify.slice(1)) this.shared.wake.emit(notify[0], payload);
     return result;
   }
 
@@ -168,7 +168,7 @@ class SqliteStore implements Store {
     }
   }
 
-  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), ['events', '']);
+  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), ['events', ...appendWakeups(p)]);
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
   eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
   eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
