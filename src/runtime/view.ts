@@ -38,16 +38,23 @@ export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.has(status);
 }
 
+/** The views a transaction has read or written so far (each transaction is its own Store object). */
+const inTransaction = new WeakMap<Store, Map<string, RunView>>();
+
 /** Registers the projection that keeps each run's view in step with its journal. */
 export function projectRunViews(journal: Journal): void {
   journal.project(
     ['run.started', 'step.started', 'step.completed', 'step.failed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled'],
     async (event, tx) => {
       const id = event.streamId.slice('run:'.length);
-      const view = event.type === 'run.started' ? newView(id, event) : ((await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined);
+      // a write usually carries two events of one run (a step's completion, the next start): read the view once
+      let views = inTransaction.get(tx);
+      if (!views) inTransaction.set(tx, (views = new Map()));
+      const view = event.type === 'run.started' ? newView(id, event) : (views.get(id) ?? ((await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined));
       if (!view) return;
       apply(view, event);
       view.updatedAt = event.timestamp;
+      views.set(id, view);
       await tx.projectionPut({ name: RUN_VIEW, key: id, value: view });
     },
   );
