@@ -15,6 +15,8 @@ export interface RunledgerOptions {
   pollMs?: number;
   /** How long a worker's claim on a task (and so on a run) holds without a heartbeat. Default 30 s. */
   leaseMs?: number;
+  /** Passes of runs this process executes at once. Default 10. */
+  runConcurrency?: number;
 }
 
 export type Config = Readonly<Required<RunledgerOptions>>;
@@ -33,9 +35,10 @@ export function resolveConfig(options: RunledgerOptions = {}): Config {
     defaultMaxAttempts: options.defaultMaxAttempts ?? 5,
     pollMs: options.pollMs ?? 1000,
     leaseMs: options.leaseMs ?? 30_000,
+    runConcurrency: options.runConcurrency ?? 10,
   };
   if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
-  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs'] as const) {
+  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs', 'runConcurrency'] as const) {
     const value = config[key];
     if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
   }

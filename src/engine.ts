@@ -36,7 +36,7 @@ export class Engine {
     this.runtime = new Runtime(store, this.journal, this.queue, workflows, config);
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
-    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: 10, backoff });
+    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: config.runConcurrency, backoff });
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
