@@ -4,8 +4,9 @@ import { CancelledError, LeaseLostError, NonDeterminismError, TerminalError, Tim
 import type { Journal } from '../journal/journal.js';
 import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
-import { runStream, type EntryKind, type History } from './history.js';
+import type { EntryKind, History } from './history.js';
 import type { RunView } from './view.js';
+import { RunWriter } from './writer.js';
 import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
@@ -64,9 +65,6 @@ export class Pass implements WorkflowContext {
   private seq = 0;
   private inFlight = 0;
   private readonly wakeAt: number[] = [];
-  private readonly deferred: NewEvent[] = [];
-  private readonly writes: Array<{ events: NewEvent[]; also: ((tx: Store) => Promise<void>) | undefined; done: () => void; fail: (error: unknown) => void }> = [];
-  private writing = false;
   /** calls waiting on a timer, a retry, a signal or a child run */
   private suspended = 0;
   private readonly compensations: Compensation[] = [];
@@ -81,9 +79,16 @@ export class Pass implements WorkflowContext {
 
   private deadlineTimer: NodeJS.Timeout | null = null;
 
+  private readonly writer: RunWriter;
+
   constructor(private readonly o: PassOptions) {
     this.runId = o.runId;
     this.cancelled = o.history.cancelRequested;
+    this.writer = new RunWriter(o, (error) => {
+      if (error instanceof LeaseLostError) this.lost.abort(error);
+      this.stop.abort(error);
+      this.fail(new PassAborted(error));
+    });
   }
 
   async execute(workflow: Workflow): Promise<Outcome> {
@@ -177,52 +182,14 @@ export class Pass implements WorkflowContext {
     return { ran, failed };
   }
 
-  /**
-   * Appends to the run's stream (and does `also` in the same transaction), but only while this
-   * worker still holds the run. Writes of one pass commit one transaction at a time, in order:
-   * those issued meanwhile (parallel steps) go together in the next one, after the deferred step
-   * completions, so nothing a step did is journaled before the completions it saw.
-   */
+  /** Journals `events` for the run (see RunWriter), doing `also` in the same transaction. */
   write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void> {
-    if (this.lost.signal.aborted) return Promise.reject(this.lost.signal.reason);
-    return new Promise((done, fail) => {
-      this.writes.push({ events, also, done, fail });
-      if (!this.writing) {
-        this.writing = true;
-        queueMicrotask(() => void this.commitWrites());
-      }
-    });
-  }
-
-  private async commitWrites(): Promise<void> {
-    while (this.writes.length > 0) {
-      const batch = this.writes.splice(0);
-      const events = [...this.deferred.splice(0), ...batch.flatMap((w) => w.events)];
-      try {
-        if (this.lost.signal.aborted) throw this.lost.signal.reason;
-        if (events.length > 0) {
-          await this.o.store.transaction(async (tx) => {
-            const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
-            if (held.length === 0) throw new LeaseLostError(`run ${this.runId}: this worker no longer holds it`);
-            await this.o.journal.append(runStream(this.runId), events, { tx });
-            for (const w of batch) await w.also?.(tx);
-          });
-        }
-        for (const w of batch) w.done();
-      } catch (error) {
-        // Whatever the code would do next builds on writes that did not happen: stop the pass.
-        if (error instanceof LeaseLostError) this.lost.abort(error);
-        this.stop.abort(error);
-        this.fail(new PassAborted(error));
-        for (const w of batch) w.fail(error);
-      }
-    }
-    this.writing = false;
+    return this.writer.write(events, also);
   }
 
   /** Writes what is deferred: before a pass ends without another write. */
   flush(): Promise<void> {
-    return this.write([]);
+    return this.writer.flush();
   }
 
   /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
@@ -293,7 +260,7 @@ export class Pass implements WorkflowContext {
       // Journaled with the run's next write, before anything after this step can happen: the next
       // step's start, a timer, the end of the run. One transaction per step instead of two; a
       // crash in between runs this step again, as a crash before its completion always did.
-      this.deferred.push({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
+      this.writer.defer({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
       return this.remember(seq, name, output, options);
     } catch (error) {
       if (error instanceof LeaseLostError || this.cancelled) throw error;
