@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
-import type { Cursor, NewTask, StoredEvent, Store } from './store.js';
+import type { Cursor, StoredEvent, Store } from './store.js';
+import { task, taskConformance } from './conformance-tasks.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -27,17 +28,6 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
 
   const ev = (type: string, data: unknown = {}) => ({ type, data });
-  const task = (queue: string, over: Partial<NewTask> = {}): NewTask => ({
-    id: `task_${Math.random().toString(36).slice(2)}`,
-    queue,
-    payload: { n: 1 },
-    idempotencyKey: null,
-    orderingKey: null,
-    runAt: null,
-    priority: 0,
-    maxAttempts: 3,
-    ...over,
-  });
   // A committed reader may lag a commit (on PostgreSQL, until older transactions anywhere in the
   // cluster finish) but never skips: read pages until `count` events arrived.
   const readCommitted = async (count: number, after: Cursor = '', filter: { streamPrefix?: string; types?: string[] } = {}) => {
@@ -264,159 +254,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       await expect(store.parkedSetStatus({ subscription: 's', position: 999_999, status: 'skipped' })).rejects.toThrow(NotFoundError);
     });
   });
-
-  describe('tasks', () => {
-    it('enqueues once per idempotency key and queue', async () => {
-      const [first] = await store.taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k' })] });
-      const [again] = await store.taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k', payload: { other: true } })] });
-      const [elsewhere] = await store.taskEnqueue({ tasks: [task('q2', { idempotencyKey: 'k' })] });
-      expect(first?.created).toBe(true);
-      expect(again).toEqual({ task: first?.task, created: false });
-      expect(elsewhere?.created).toBe(true);
-      const batch = await store.taskEnqueue({ tasks: [task('q', { idempotencyKey: 'b' }), task('q', { idempotencyKey: 'b' }), task('q')] });
-      expect(batch.map((r) => r.created)).toEqual([true, false, true]);
-      expect(batch[1]?.task.id).toBe(batch[0]?.task.id);
-      expect(await store.taskList({ queue: 'q', limit: 100 })).toHaveLength(3);
-      expect(first?.task).toMatchObject({ queue: 'q', state: 'ready', payload: { n: 1 }, attempts: 0, maxAttempts: 3, idempotencyKey: 'k' });
-    });
-
-    it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
-      const now = await store.now();
-      await store.taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });
-      const claimed = await store.taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
-      expect(claimed.map((t) => t.id)).toEqual(['t2', 't1']);
-      expect(claimed[0]).toMatchObject({ state: 'running', attempts: 1, leaseToken: 'L1', workerId: 'w1' });
-      expect(claimed[0]!.leaseExpiresAt! - now).toBeGreaterThanOrEqual(29_000);
-      const rest = await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L2' });
-      expect(rest.map((t) => t.id)).toEqual(['t4']);
-      expect(await store.taskClaim({ queue: 'other', limit: 10, leaseMs: 1000, workerId: 'w1', leaseToken: 'L3' })).toEqual([]);
-      expect(await store.taskNextRunAt({ queue: 'q' })).toBe(now + 60_000);
-    });
-
-    it('runs one task per ordering key at a time, in arrival order', async () => {
-      await store.taskEnqueue({ tasks: [task('q', { id: 'a1', orderingKey: 'a' }), task('q', { id: 'a2', orderingKey: 'a', priority: 9 }), task('q', { id: 'b1', orderingKey: 'b' }), task('q', { id: 'a3', orderingKey: 'a' })] });
-      const first = await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
-      expect(first.map((t) => t.id).sort()).toEqual(['a1', 'b1']);
-      expect(await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
-      await store.taskFail({ id: 'a1', leaseToken: 'L1', error: 'retry me', retryDelayMs: 0 });
-      const retried = await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
-      expect(retried.map((t) => t.id)).toEqual(['a1']);
-      await store.taskComplete({ items: [{ id: 'a1', leaseToken: 'L3', result: null }] });
-      expect((await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L4' })).map((t) => t.id)).toEqual(['a2']);
-    });
-
-    it('moves the waiting tasks of an ordering key earlier, never later', async () => {
-      const now = await store.now();
-      await store.taskEnqueue({ tasks: [task('q', { id: 'later', orderingKey: 'run-1', runAt: now + 3_600_000 })] });
-      expect(await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' })).toEqual([]);
-      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(1);
-      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now + 7_200_000 })).toBe(1);
-      expect((await store.taskGet({ id: 'later' })).runAt).toBe(now);
-      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'other', runAt: now })).toBe(0);
-      expect((await store.taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['later']);
-      expect(await store.taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(0);
-    });
-
-    it('fences completion, failure and heartbeat by lease token', async () => {
-      await store.taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
-      await store.taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });
-      expect(await store.taskHeartbeat({ leases: [{ id: 't1', leaseToken: 'good' }, { id: 't2', leaseToken: 'stale' }], leaseMs: 60_000 })).toEqual(['t1']);
-      expect(await store.taskComplete({ items: [{ id: 't1', leaseToken: 'stale', result: 1 }] })).toEqual([]);
-      await expect(store.taskFail({ id: 't1', leaseToken: 'stale', error: 'x', retryDelayMs: 0 })).rejects.toThrow(LeaseLostError);
-      await expect(store.taskFail({ id: 'missing', leaseToken: 'good', error: 'x', retryDelayMs: 0 })).rejects.toThrow(NotFoundError);
-      const done = await store.taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: { ok: 1 } }, { id: 't2', leaseToken: 'good', result: null }] });
-      expect(done.map((t) => t.id).sort()).toEqual(['t1', 't2']);
-      expect(await store.taskGet({ id: 't1' })).toMatchObject({ state: 'completed', result: { ok: 1 }, leaseToken: null });
-      expect(await store.taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: 2 }] })).toEqual([]);
-      await expect(store.taskGet({ id: 'missing' })).rejects.toThrow(NotFoundError);
-    });
-
-    it('schedules a retry after the delay, and goes dead when told to', async () => {
-      await store.taskEnqueue({ tasks: [task('q', { id: 't1' })] });
-      await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
-      const before = await store.now();
-      const retried = await store.taskFail({ id: 't1', leaseToken: 'L1', error: 'Error: flaky', retryDelayMs: 60_000 });
-      expect(retried).toMatchObject({ state: 'ready', lastError: 'Error: flaky', leaseToken: null, attempts: 1 });
-      expect(retried.runAt).toBeGreaterThanOrEqual(before + 60_000);
-      expect(await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
-      await store.taskEnqueue({ tasks: [task('q', { id: 't2' })] });
-      await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
-      const dead = await store.taskFail({ id: 't2', leaseToken: 'L3', error: 'TerminalError: no', retryDelayMs: null });
-      expect(dead).toMatchObject({ state: 'dead', lastError: 'TerminalError: no' });
-      expect((await store.taskList({ state: 'dead', limit: 10 })).map((t) => t.id)).toEqual(['t2']);
-    });
-
-    it('expires leases: the task is ready again, or dead when out of attempts, and the old token is fenced', async () => {
-      await store.taskEnqueue({ tasks: [task('q', { id: 't1', maxAttempts: 2 })] });
-      await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w1', leaseToken: 'L1' });
-      expect(await store.taskExpire({ limit: 10 })).toEqual([]);
-      await sleep(120);
-      const [expired] = await store.taskExpire({ limit: 10 });
-      expect(expired).toMatchObject({ id: 't1', state: 'ready', leaseToken: null });
-      expect(expired?.lastError).toMatch(/lease expired/);
-      const [again] = await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w2', leaseToken: 'L2' });
-      expect(again?.attempts).toBe(2);
-      expect(await store.taskComplete({ items: [{ id: 't1', leaseToken: 'L1', result: null }] })).toEqual([]);
-      await sleep(120);
-      expect((await store.taskExpire({ limit: 10 }))[0]).toMatchObject({ id: 't1', state: 'dead' });
-    });
-
-    it('redrives a dead task once', async () => {
-      await store.taskEnqueue({ tasks: [task('q', { id: 't1' })] });
-      await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
-      await store.taskFail({ id: 't1', leaseToken: 'L1', error: 'bad', retryDelayMs: null });
-      const first = await store.taskRedrive({ id: 't1' });
-      expect(first.redriven).toBe(true);
-      expect(first.task).toMatchObject({ state: 'ready', attempts: 0 });
-      expect((await store.taskRedrive({ id: 't1' })).redriven).toBe(false);
-      await expect(store.taskRedrive({ id: 'missing' })).rejects.toThrow(NotFoundError);
-      expect(await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toHaveLength(1);
-    });
-
-    it('lists by queue and state with a cursor, and counts in status', async () => {
-      await store.taskEnqueue({ tasks: ['t1', 't2', 't3'].map((id) => task('q', { id })) });
-      await store.taskEnqueue({ tasks: [task('other', { id: 't4' })] });
-      const page1 = await store.taskList({ queue: 'q', limit: 2 });
-      const page2 = await store.taskList({ queue: 'q', limit: 2, afterId: page1.at(-1)!.id });
-      expect([...page1, ...page2].map((t) => t.id)).toEqual(['t1', 't2', 't3']);
-      expect((await store.taskList({ state: 'ready', limit: 10 })).length).toBe(4);
-      const status = await store.status();
-      expect(status).toMatchObject({ dialect: store.dialect, tasks: { ready: 4, running: 0, completed: 0, dead: 0 } });
-      expect(status.schemaVersion).toBeGreaterThanOrEqual(1);
-    });
-
-    it('never hands two concurrent claimers the same task or two tasks of one ordering key', async () => {
-      const other = await openAnother();
-      const tasks = Array.from({ length: 60 }, (_, i) => task('q', { id: `t${String(i).padStart(3, '0')}`, orderingKey: `k${i % 3}` }));
-      await store.taskEnqueue({ tasks });
-      const running = new Map<string, string>();
-      const order: string[] = [];
-      const claimer = async (s: Store, name: string) => {
-        for (let idle = 0; idle < 50; ) {
-          const claimed = await s.taskClaim({ queue: 'q', limit: 3, leaseMs: 30_000, workerId: name, leaseToken: `${name}-${order.length}` });
-          if (claimed.length === 0) {
-            idle++;
-            await sleep(2);
-            continue;
-          }
-          for (const t of claimed) {
-            expect(running.has(t.orderingKey!), `two tasks of ${t.orderingKey} at once`).toBe(false);
-            running.set(t.orderingKey!, t.id);
-            order.push(t.id);
-          }
-          await sleep(1);
-          for (const t of claimed) running.delete(t.orderingKey!);
-          await s.taskComplete({ items: claimed.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: null })) });
-        }
-      };
-      await Promise.all([claimer(store, 'a'), claimer(other, 'b'), claimer(store, 'c'), claimer(other, 'd')]);
-      expect([...order].sort()).toEqual(tasks.map((t) => t.id));
-      for (const key of ['k0', 'k1', 'k2']) {
-        const ofKey = order.filter((id) => tasks.find((t) => t.id === id)?.orderingKey === key);
-        expect(ofKey).toEqual([...ofKey].sort());
-      }
-    });
-  });
+  taskConformance({ store: () => store, openAnother });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

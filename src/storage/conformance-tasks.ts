@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaseLostError, NotFoundError } from '../errors.js';
+import type { NewTask, Store } from './store.js';
+
+/** A task to enqueue in the conformance tests: defaults for every field but the queue. */
+export const task = (queue: string, over: Partial<NewTask> = {}): NewTask => ({
+  id: `task_${Math.random().toString(36).slice(2)}`,
+  queue,
+  payload: { n: 1 },
+  idempotencyKey: null,
+  orderingKey: null,
+  runAt: null,
+  priority: 0,
+  maxAttempts: 3,
+  ...over,
+});
+
+/** The task semantics of the conformance suite (`conformance.ts` sets up the store). */
+export function taskConformance(h: { store: () => Store; openAnother: () => Promise<Store> }): void {
+  const openAnother = h.openAnother;
+
+  describe('tasks', () => {
+    it('enqueues once per idempotency key and queue', async () => {
+      const [first] = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k' })] });
+      const [again] = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k', payload: { other: true } })] });
+      const [elsewhere] = await h.store().taskEnqueue({ tasks: [task('q2', { idempotencyKey: 'k' })] });
+      expect(first?.created).toBe(true);
+      expect(again).toEqual({ task: first?.task, created: false });
+      expect(elsewhere?.created).toBe(true);
+      const batch = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'b' }), task('q', { idempotencyKey: 'b' }), task('q')] });
+      expect(batch.map((r) => r.created)).toEqual([true, false, true]);
+      expect(batch[1]?.task.id).toBe(batch[0]?.task.id);
+      expect(await h.store().taskList({ queue: 'q', limit: 100 })).toHaveLength(3);
+      expect(first?.task).toMatchObject({ queue: 'q', state: 'ready', payload: { n: 1 }, attempts: 0, maxAttempts: 3, idempotencyKey: 'k' });
+    });
+
+    it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
+      const now = await h.store().now();
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });
+      const claimed = await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
+      expect(claimed.map((t) => t.id)).toEqual(['t2', 't1']);
+      expect(claimed[0]).toMatchObject({ state: 'running', attempts: 1, leaseToken: 'L1', workerId: 'w1' });
+      expect(claimed[0]!.leaseExpiresAt! - now).toBeGreaterThanOrEqual(29_000);
+      const rest = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L2' });
+      expect(rest.map((t) => t.id)).toEqual(['t4']);
+      expect(await h.store().taskClaim({ queue: 'other', limit: 10, leaseMs: 1000, workerId: 'w1', leaseToken: 'L3' })).toEqual([]);
+      expect(await h.store().taskNextRunAt({ queue: 'q' })).toBe(now + 60_000);
+    });
+
+    it('runs one task per ordering key at a time, in arrival order', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 'a1', orderingKey: 'a' }), task('q', { id: 'a2', orderingKey: 'a', priority: 9 }), task('q', { id: 'b1', orderingKey: 'b' }), task('q', { id: 'a3', orderingKey: 'a' })] });
+      const first = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
+      expect(first.map((t) => t.id).sort()).toEqual(['a1', 'b1']);
+      expect(await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
+      await h.store().taskFail({ id: 'a1', leaseToken: 'L1', error: 'retry me', retryDelayMs: 0 });
+      const retried = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
+      expect(retried.map((t) => t.id)).toEqual(['a1']);
+      await h.store().taskComplete({ items: [{ id: 'a1', leaseToken: 'L3', result: null }] });
+      expect((await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L4' })).map((t) => t.id)).toEqual(['a2']);
+    });
+
+    it('moves the waiting tasks of an ordering key earlier, never later', async () => {
+      const now = await h.store().now();
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 'later', orderingKey: 'run-1', runAt: now + 3_600_000 })] });
+      expect(await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' })).toEqual([]);
+      expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(1);
+      expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now + 7_200_000 })).toBe(1);
+      expect((await h.store().taskGet({ id: 'later' })).runAt).toBe(now);
+      expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'other', runAt: now })).toBe(0);
+      expect((await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['later']);
+      expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(0);
+    });
+
+    it('fences completion, failure and heartbeat by lease token', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });
+      expect(await h.store().taskHeartbeat({ leases: [{ id: 't1', leaseToken: 'good' }, { id: 't2', leaseToken: 'stale' }], leaseMs: 60_000 })).toEqual(['t1']);
+      expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'stale', result: 1 }] })).toEqual([]);
+      await expect(h.store().taskFail({ id: 't1', leaseToken: 'stale', error: 'x', retryDelayMs: 0 })).rejects.toThrow(LeaseLostError);
+      await expect(h.store().taskFail({ id: 'missing', leaseToken: 'good', error: 'x', retryDelayMs: 0 })).rejects.toThrow(NotFoundError);
+      const done = await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: { ok: 1 } }, { id: 't2', leaseToken: 'good', result: null }] });
+      expect(done.map((t) => t.id).sort()).toEqual(['t1', 't2']);
+      expect(await h.store().taskGet({ id: 't1' })).toMatchObject({ state: 'completed', result: { ok: 1 }, leaseToken: null });
+      expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: 2 }] })).toEqual([]);
+      await expect(h.store().taskGet({ id: 'missing' })).rejects.toThrow(NotFoundError);
+    });
+
+    it('schedules a retry after the delay, and goes dead when told to', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
+      const before = await h.store().now();
+      const retried = await h.store().taskFail({ id: 't1', leaseToken: 'L1', error: 'Error: flaky', retryDelayMs: 60_000 });
+      expect(retried).toMatchObject({ state: 'ready', lastError: 'Error: flaky', leaseToken: null, attempts: 1 });
+      expect(retried.runAt).toBeGreaterThanOrEqual(before + 60_000);
+      expect(await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't2' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
+      const dead = await h.store().taskFail({ id: 't2', leaseToken: 'L3', error: 'TerminalError: no', retryDelayMs: null });
+      expect(dead).toMatchObject({ state: 'dead', lastError: 'TerminalError: no' });
+      expect((await h.store().taskList({ state: 'dead', limit: 10 })).map((t) => t.id)).toEqual(['t2']);
+    });
+
+    it('expires leases: the task is ready again, or dead when out of attempts, and the old token is fenced', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1', maxAttempts: 2 })] });
+      await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w1', leaseToken: 'L1' });
+      expect(await h.store().taskExpire({ limit: 10 })).toEqual([]);
+      await sleep(120);
+      const [expired] = await h.store().taskExpire({ limit: 10 });
+      expect(expired).toMatchObject({ id: 't1', state: 'ready', leaseToken: null });
+      expect(expired?.lastError).toMatch(/lease expired/);
+      const [again] = await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w2', leaseToken: 'L2' });
+      expect(again?.attempts).toBe(2);
+      expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'L1', result: null }] })).toEqual([]);
+      await sleep(120);
+      expect((await h.store().taskExpire({ limit: 10 }))[0]).toMatchObject({ id: 't1', state: 'dead' });
+    });
+
+    it('redrives a dead task once', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
+      await h.store().taskFail({ id: 't1', leaseToken: 'L1', error: 'bad', retryDelayMs: null });
+      const first = await h.store().taskRedrive({ id: 't1' });
+      expect(first.redriven).toBe(true);
+      expect(first.task).toMatchObject({ state: 'ready', attempts: 0 });
+      expect((await h.store().taskRedrive({ id: 't1' })).redriven).toBe(false);
+      await expect(h.store().taskRedrive({ id: 'missing' })).rejects.toThrow(NotFoundError);
+      expect(await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toHaveLength(1);
+    });
+
+    it('lists by queue and state with a cursor, and counts in status', async () => {
+      await h.store().taskEnqueue({ tasks: ['t1', 't2', 't3'].map((id) => task('q', { id })) });
+      await h.store().taskEnqueue({ tasks: [task('other', { id: 't4' })] });
+      const page1 = await h.store().taskList({ queue: 'q', limit: 2 });
+      const page2 = await h.store().taskList({ queue: 'q', limit: 2, afterId: page1.at(-1)!.id });
+      expect([...page1, ...page2].map((t) => t.id)).toEqual(['t1', 't2', 't3']);
+      expect((await h.store().taskList({ state: 'ready', limit: 10 })).length).toBe(4);
+      const status = await h.store().status();
+      expect(status).toMatchObject({ dialect: h.store().dialect, tasks: { ready: 4, running: 0, completed: 0, dead: 0 } });
+      expect(status.schemaVersion).toBeGreaterThanOrEqual(1);
+    });
+
+    it('never hands two concurrent claimers the same task or two tasks of one ordering key', async () => {
+      const other = await openAnother();
+      const tasks = Array.from({ length: 60 }, (_, i) => task('q', { id: `t${String(i).padStart(3, '0')}`, orderingKey: `k${i % 3}` }));
+      await h.store().taskEnqueue({ tasks });
+      const running = new Map<string, string>();
+      const order: string[] = [];
+      const claimer = async (s: Store, name: string) => {
+        for (let idle = 0; idle < 50; ) {
+          const claimed = await s.taskClaim({ queue: 'q', limit: 3, leaseMs: 30_000, workerId: name, leaseToken: `${name}-${order.length}` });
+          if (claimed.length === 0) {
+            idle++;
+            await sleep(2);
+            continue;
+          }
+          for (const t of claimed) {
+            expect(running.has(t.orderingKey!), `two tasks of ${t.orderingKey} at once`).toBe(false);
+            running.set(t.orderingKey!, t.id);
+            order.push(t.id);
+          }
+          await sleep(1);
+          for (const t of claimed) running.delete(t.orderingKey!);
+          await s.taskComplete({ items: claimed.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: null })) });
+        }
+      };
+      await Promise.all([claimer(h.store(), 'a'), claimer(other, 'b'), claimer(h.store(), 'c'), claimer(other, 'd')]);
+      expect([...order].sort()).toEqual(tasks.map((t) => t.id));
+      for (const key of ['k0', 'k1', 'k2']) {
+        const ofKey = order.filter((id) => tasks.find((t) => t.id === id)?.orderingKey === key);
+        expect(ofKey).toEqual([...ofKey].sort());
+      }
+    });
+  });
+}
