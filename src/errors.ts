@@ -65,3 +65,8 @@ export class TimeoutError extends RunledgerError {
   override readonly code = 'timeout';
   override name = 'TimeoutError';
 }
+
+/** An error as the journal records it: `Name: message`. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,6 +1,6 @@
 import { backoffDelay, type Backoff } from '../backoff.js';
 import { crashPoint } from '../crash.js';
-import { LeaseLostError } from '../errors.js';
+import { describeError, LeaseLostError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { CommittedEvent, Store, StoredEvent, Subscription } from '../storage/store.js';
 import { Wakeup } from './wakeup.js';
@@ -170,7 +170,7 @@ export class Subscriber {
         return { outcome: 'done' };
       } catch (error) {
         if (error instanceof LeaseLostError) return { outcome: 'lost' };
-        if (attempt >= this.options.maxAttempts) return { outcome: 'failed', error: describe(error) };
+        if (attempt >= this.options.maxAttempts) return { outcome: 'failed', error: describeError(error) };
         if (!(await this.pause(backoffDelay(attempt, this.options.backoff)))) return { outcome: 'stopped' };
       }
     }
@@ -216,8 +216,4 @@ export class Subscriber {
     }
     return false;
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,6 +1,6 @@
 import { backoffDelay, defaultBackoff, type Backoff } from '../backoff.js';
 import { crashPoint } from '../crash.js';
-import { LeaseLostError, TerminalError } from '../errors.js';
+import { describeError, LeaseLostError, TerminalError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -219,7 +219,7 @@ export class Worker {
   private async fail(task: Task, error: unknown): Promise<'failed' | 'dead' | 'lost'> {
     const terminal = error instanceof TerminalError || task.attempts >= task.maxAttempts;
     const retryDelayMs = terminal ? null : backoffDelay(task.attempts, this.options.backoff);
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const message = describeError(error);
     try {
       await this.store.transaction(async (tx) => {
         const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });

@@ -1,6 +1,6 @@
 import { backoffDelay } from '../backoff.js';
 import { toMs, type Duration } from '../duration.js';
-import { CancelledError, LeaseLostError, NonDeterminismError, TerminalError, TimeoutError } from '../errors.js';
+import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TerminalError, TimeoutError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
@@ -43,7 +43,7 @@ export interface PassOptions {
 export class PassAborted extends Error {
   override name = 'PassAborted';
   constructor(override readonly cause: unknown) {
-    super(`the pass stopped: ${describe(cause)}`);
+    super(`the pass stopped: ${describeError(cause)}`);
   }
 }
 
@@ -172,7 +172,7 @@ export class Pass implements WorkflowContext {
           if (error instanceof LeaseLostError) throw error;
           if (attempt >= DEFAULT_RETRY.maxAttempts) {
             failed += 1;
-            await this.write([{ type: 'compensation.failed', data: { seq: c.seq, name: c.name, attempt, error: describe(error) } }]);
+            await this.write([{ type: 'compensation.failed', data: { seq: c.seq, name: c.name, attempt, error: describeError(error) } }]);
             break;
           }
           await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })));
@@ -268,7 +268,7 @@ export class Pass implements WorkflowContext {
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const retryAt = terminal ? null : Date.now() + backoffDelay(attempt, backoff);
       const errorName = error instanceof Error ? error.name : 'Error';
-      await this.write([{ type: 'step.failed', data: { seq, name, attempt, error: describe(error), errorName, retryAt } }]);
+      await this.write([{ type: 'step.failed', data: { seq, name, attempt, error: describeError(error), errorName, retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
@@ -376,9 +376,6 @@ function checkOutput(name: string, output: unknown, maxBytes: number): void {
   }
 }
 
-export function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
 
 /** The error a step failed with for good, as workflow code saw it the first time. */
 function rebuild(failure: { error: string; errorName: string }): Error {

@@ -1,4 +1,4 @@
-import { CancelledError, ConflictError, NonDeterminismError, NotFoundError, ValidationError } from '../errors.js';
+import { CancelledError, ConflictError, describeError, NonDeterminismError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -8,7 +8,7 @@ import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
-import { describe, Pass, PassAborted, type Children } from './pass.js';
+import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import type { Workflow } from './workflow.js';
 
@@ -196,7 +196,7 @@ export class Runtime {
       if (outcome.error instanceof PassAborted) throw outcome.error.cause;
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
       if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
-      else await pass.write([{ type: 'run.failed', data: { error: describe(outcome.error), compensations } }], end);
+      else await pass.write([{ type: 'run.failed', data: { error: describeError(outcome.error), compensations } }], end);
       return null;
     } finally {
       await stopWatching();

@@ -1,5 +1,3 @@
-import type { Store } from '../storage/store.js';
-import { openStore } from '../storage/open.js';
 import { createPostgresDatabase, createSqlitePath } from './databases.js';
 
 export interface Backend {
@@ -13,8 +11,3 @@ export const backends: Backend[] = [
   { name: 'sqlite', create: async () => createSqlitePath() },
   { name: 'postgres', create: createPostgresDatabase },
 ];
-
-/** Opens a store on a fresh database of `backend`. */
-export async function freshStore(backend: Backend): Promise<Store> {
-  return openStore(await backend.create());
-}
