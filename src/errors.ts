@@ -54,6 +54,18 @@ export class NonDeterminismError extends RunledgerError {
   override name = 'NonDeterminismError';
 }
 
+/** A failure worth retrying, but not before `retryAfterMs` (a 429's `Retry-After`, say). */
+export class RetryAfterError extends RunledgerError {
+  override readonly code = 'retry_after';
+  override name = 'RetryAfterError';
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The run was cancelled: thrown into workflow code at its next `ctx` call, and by a handle's `result()`. */
 export class CancelledError extends RunledgerError {
   override readonly code = 'cancelled';

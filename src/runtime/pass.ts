@@ -1,6 +1,6 @@
 import { backoffDelay } from '../backoff.js';
 import { toMs, type Duration } from '../duration.js';
-import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TerminalError, TimeoutError } from '../errors.js';
+import { CancelledError, describeError, LeaseLostError, NonDeterminismError, RetryAfterError, TerminalError, TimeoutError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
@@ -252,7 +252,8 @@ export class Pass implements WorkflowContext {
     if (lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
 
     const attempt = h.count(seq, 'step.started') + 1;
-    await this.write([{ type: 'step.started', data: { seq, name, attempt } }]);
+    const started = options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input };
+    await this.write([{ type: 'step.started', data: started }]);
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     try {
       const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt }, options.timeout);
@@ -266,7 +267,8 @@ export class Pass implements WorkflowContext {
       if (error instanceof LeaseLostError || this.cancelled) throw error;
       const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
-      const retryAt = terminal ? null : Date.now() + backoffDelay(attempt, backoff);
+      const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+      const retryAt = terminal ? null : Date.now() + delay;
       const errorName = error instanceof Error ? error.name : 'Error';
       await this.write([{ type: 'step.failed', data: { seq, name, attempt, error: describeError(error), errorName, retryAt } }]);
       if (retryAt === null) throw error;

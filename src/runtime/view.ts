@@ -11,6 +11,7 @@ export interface StepView {
   startedAt: number;
   finishedAt: number | null;
   durationMs: number | null;
+  input: unknown;
   output: unknown;
   error: string | null;
 }
@@ -81,9 +82,9 @@ function apply(view: RunView, event: StoredEvent): void {
   switch (event.type) {
     case 'step.started': {
       const existing = step();
-      if (existing) Object.assign(existing, { status: 'running', attempts: data.attempt, finishedAt: null, durationMs: null });
+      if (existing) Object.assign(existing, { status: 'running', attempts: data.attempt, finishedAt: null, durationMs: null, input: data.input ?? existing.input });
       else {
-        view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, output: null, error: null });
+        view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, input: data.input ?? null, output: null, error: null });
         // parallel steps can start in any order; the view lists them in the code's call order
         view.steps.sort((x, y) => x.seq - y.seq);
       }

@@ -17,6 +17,8 @@ export interface RetryPolicy {
 
 export interface StepOptions<T> {
   retry?: RetryPolicy;
+  /** What the step is given, as its journal and view show it (mask secrets first). */
+  input?: unknown;
   /** Per attempt: the step's signal fires and the attempt fails with a timeout. */
   timeout?: Duration;
   /**

@@ -194,6 +194,20 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
 
   describe('projections', () => {
+
+    it('lists rows in key order by prefix, with exclusive bounds, both ways', async () => {
+      for (const key of ['wf_b:ex_02', 'wf_a:ex_01', 'wf_b:ex_01', 'wf_b:ex_03', 'wf_bz:ex_01', 'Z', 'é']) {
+        await store.projectionPut({ name: 'exec', key, value: { key } });
+      }
+      await store.projectionPut({ name: 'other', key: 'wf_b:ex_09', value: 1 });
+      const keys = async (p: Omit<Parameters<Store['projectionList']>[0], 'name'>) => (await store.projectionList({ name: 'exec', ...p })).map((r) => r.key);
+      expect(await keys({ limit: 10 })).toEqual(['Z', 'wf_a:ex_01', 'wf_b:ex_01', 'wf_b:ex_02', 'wf_b:ex_03', 'wf_bz:ex_01', 'é']);
+      expect(await keys({ prefix: 'wf_b:', limit: 10 })).toEqual(['wf_b:ex_01', 'wf_b:ex_02', 'wf_b:ex_03']);
+      expect(await keys({ prefix: 'wf_b:', limit: 2, backwards: true })).toEqual(['wf_b:ex_03', 'wf_b:ex_02']);
+      expect(await keys({ prefix: 'wf_b:', before: 'wf_b:ex_02', limit: 10, backwards: true })).toEqual(['wf_b:ex_01']);
+      expect(await keys({ prefix: 'wf_b:', after: 'wf_b:ex_01', limit: 10 })).toEqual(['wf_b:ex_02', 'wf_b:ex_03']);
+      expect((await store.projectionList({ name: 'exec', prefix: 'wf_a:', limit: 1 }))[0]?.value).toEqual({ key: 'wf_a:ex_01' });
+    });
     it('stores, replaces and deletes values', async () => {
       await store.projectionPut({ name: 'balance', key: 'acct-1', value: { total: 5 } });
       await store.projectionPut({ name: 'balance', key: 'acct-1', value: { total: 7 } });

@@ -4,6 +4,31 @@
  * params object. Every method of a `Store` handed to a `transaction` callback runs in that
  * transaction; calling `transaction` on it again joins the same transaction.
  */
+export interface ProjectionListParams {
+  name: string;
+  prefix?: string;
+  after?: string;
+  before?: string;
+  limit: number;
+  backwards?: boolean;
+}
+
+export interface ProjectionRow {
+  key: string;
+  value: unknown;
+}
+
+/** The key range a projection listing scans: bytewise, so a prefix is a range an index serves. */
+export function projectionRange(p: ProjectionListParams): { low: string; high: string } {
+  const prefix = p.prefix ?? '';
+  // U+10FFFF sorts after every other code point in UTF-8 byte order (SQLite BINARY, PostgreSQL "C")
+  let low = prefix;
+  let high = prefix + '\u{10FFFF}';
+  if (p.after !== undefined && p.after > low) low = p.after;
+  if (p.before !== undefined && p.before < high) high = p.before;
+  return { low, high };
+}
+
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
 
@@ -38,6 +63,11 @@ export interface Store {
   projectionPut(p: { name: string; key: string; value: unknown }): Promise<void>;
   projectionGet(p: { name: string; key: string }): Promise<unknown>;
   projectionDelete(p: { name: string; key: string }): Promise<void>;
+  /**
+   * Rows of one projection in key order (bytewise), descending when `backwards`; `prefix` keeps
+   * keys that start with it, `after`/`before` are exclusive bounds for cursor pagination.
+   */
+  projectionList(p: ProjectionListParams): Promise<ProjectionRow[]>;
 
   /** Creates the subscription if it does not exist; returns it as stored. */
   subscriptionEnsure(p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription>;

@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, StoredEvent } from '../store.js';
+import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
@@ -239,6 +239,13 @@ export async function projectionPut(db: Db, p: { name: string; key: string; valu
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
   const [row] = await db.rows<{ value: unknown }>(PROJECTION_GET, [p.name, p.key]);
   return row ? row.value : undefined;
+}
+
+export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {
+  const { low, high } = projectionRange(p);
+  const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
+  const order = p.backwards ? 'DESC' : 'ASC';
+  return db.rows<ProjectionRow>(`SELECT key, value FROM projections WHERE name = $1 AND key ${lowOp} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`, [p.name, low, high, p.limit]);
 }
 
 export async function projectionDelete(db: Db, p: { name: string; key: string }): Promise<void> {

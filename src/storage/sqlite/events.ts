@@ -1,5 +1,5 @@
 import { ConflictError } from '../../errors.js';
-import type { AppendResult, CommittedEvent, Cursor, EventAppendParams, StoredEvent } from '../store.js';
+import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -101,6 +101,14 @@ export function projectionPut(s: Statements, now: number, p: { name: string; key
 export function projectionGet(s: Statements, p: { name: string; key: string }): unknown {
   const row = s.get('SELECT value FROM projections WHERE name = ? AND key = ?').get(p.name, p.key) as { value: string } | undefined;
   return row ? JSON.parse(row.value) : undefined;
+}
+
+export function projectionList(s: Statements, p: ProjectionListParams): ProjectionRow[] {
+  const { low, high } = projectionRange(p);
+  const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
+  const order = p.backwards ? 'DESC' : 'ASC';
+  const rows = s.get(`SELECT key, value FROM projections WHERE name = ? AND key ${lowOp} ? AND key < ? ORDER BY key ${order} LIMIT ?`).all(p.name, low, high, p.limit) as { key: string; value: string }[];
+  return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
 }
 
 export function projectionDelete(s: Statements, p: { name: string; key: string }): void {
