@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../errors.js';
+import { MASK, mask, maskText } from './mask.js';
+
+describe('maskText', () => {
+  it('masks a secret inside a longer string, every time it occurs', () => {
+    expect(maskText('curl -H "Authorization: Bearer tok_9f8e" https://api/tok_9f8e', ['tok_9f8e'])).toBe('curl -H "Authorization: Bearer ***" https://api/***');
+    expect(MASK).toBe('***');
+  });
+
+  it('masks a secret that contains another whole, whatever order they come in', () => {
+    for (const secrets of [['pass', 'password123'], ['password123', 'pass']]) {
+      expect(maskText('login password123 and pass', secrets)).toBe('login *** and ***');
+    }
+  });
+
+  it('leaves no fragment of overlapping or adjacent secrets', () => {
+    expect(maskText('xabcdx', ['abc', 'bcd'])).toBe('x***x');
+    expect(maskText('xaaax', ['aa'])).toBe('x***x');
+    expect(maskText('[onetwo]', ['one', 'two'])).toBe('[***]');
+    expect(maskText('one two', ['one', 'two'])).toBe('*** ***');
+  });
+
+  it('ignores empty secrets and leaves text without secrets unchanged', () => {
+    expect(maskText('nothing here', ['', 'absent'])).toBe('nothing here');
+    expect(maskText('', ['x'])).toBe('');
+    expect(maskText('abc', [])).toBe('abc');
+  });
+
+  it('takes any iterable of secrets', () => {
+    expect(maskText('k1 and k2', new Set(['k1', 'k2']))).toBe('*** and ***');
+  });
+});
+
+describe('mask', () => {
+  it('masks strings and keys in nested objects and arrays, in a copy', () => {
+    const input = {
+      url: 'https://api.example.com/?key=s3cr3t',
+      headers: [{ name: 'x-token', value: 's3cr3t' }, 'Bearer s3cr3t'],
+      s3cr3t: { nested: { deeper: ['ok', 's3cr3t!', 42, true, null] } },
+      count: 7,
+    };
+    const snapshot = structuredClone(input);
+    expect(mask(input, ['s3cr3t'])).toEqual({
+      url: 'https://api.example.com/?key=***',
+      headers: [{ name: 'x-token', value: '***' }, 'Bearer ***'],
+      '***': { nested: { deeper: ['ok', '***!', 42, true, null] } },
+      count: 7,
+    });
+    expect(input).toEqual(snapshot);
+    expect(JSON.stringify(mask(input, ['s3cr3t']))).not.toContain('s3cr3t');
+  });
+
+  it('returns new arrays and objects, not the originals', () => {
+    const inner = { a: 'x' };
+    const input = { inner, list: [inner] };
+    const out = mask(input, ['nothing']);
+    expect(out).toEqual(input);
+    expect(out.inner).not.toBe(inner);
+    expect(out.list).not.toBe(input.list);
+  });
+
+  it('masks overlapping secrets in values and keys alike', () => {
+    expect(mask({ abcd: ['abcd', 'xbcdx'] }, ['abc', 'bcd'])).toEqual({ '***': ['***', 'x***x'] });
+  });
+
+  it('masks a plain string and leaves other primitives alone', () => {
+    expect(mask('key=s3cr3t', ['s3cr3t'])).toBe('key=***');
+    expect(mask(12, ['12'])).toBe(12);
+    expect(mask(undefined, ['x'])).toBeUndefined();
+    expect(mask(null, ['x'])).toBeNull();
+  });
+
+  it("masks an error's message, stack, cause and own fields, keeping its class", () => {
+    const error = new ValidationError('headers.authorization', 'token s3cr3t is expired');
+    (error as Error).cause = new Error('upstream said s3cr3t');
+    const out = mask(error, ['s3cr3t']);
+    expect(out).toBeInstanceOf(ValidationError);
+    expect(out.message).toBe('headers.authorization: token *** is expired');
+    expect(out.stack).toContain('token *** is expired');
+    expect(out.stack).not.toContain('s3cr3t');
+    expect((out.cause as Error).message).toBe('upstream said ***');
+    expect(out.path).toBe('headers.authorization');
+    expect(error.message).toContain('s3cr3t');
+  });
+
+  it('masks Map, Set, objects with toJSON, and keeps a __proto__ key a plain key', () => {
+    const out = mask(
+      {
+        map: new Map([['s3cr3t', 'v=s3cr3t']]),
+        set: new Set(['s3cr3t']),
+        url: new URL('https://api.example.com/?key=s3cr3t'),
+        when: new Date(5),
+        parsed: JSON.parse('{"__proto__": "s3cr3t"}') as unknown,
+      },
+      ['s3cr3t'],
+    );
+    expect(out.map).toEqual(new Map([['***', 'v=***']]));
+    expect(out.set).toEqual(new Set(['***']));
+    expect(out.url).toBe('https://api.example.com/?key=***');
+    expect(out.when).toEqual(new Date(5));
+    expect(Object.getPrototypeOf(out.parsed)).toBe(Object.prototype);
+    expect(Object.entries(out.parsed as object)).toEqual([['__proto__', '***']]);
+  });
+
+  it('copies a cyclic structure without looping', () => {
+    const node: { name: string; self?: unknown } = { name: 'has s3cr3t' };
+    node.self = node;
+    const out = mask(node, ['s3cr3t']);
+    expect(out.name).toBe('has ***');
+    expect(out.self).toBe(out);
+  });
+});
