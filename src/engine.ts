@@ -24,19 +24,27 @@ export class Engine {
   readonly runtime: Runtime;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
+  private runWorker: Worker | null = null;
 
   constructor(
     readonly config: Config,
     readonly store: Store,
     workflows: Workflow[] = [],
-    runWorkers = true,
+    private readonly runWorkers = true,
   ) {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
-    this.runtime = new Runtime(store, this.journal, this.queue, workflows, config);
+    this.runtime = new Runtime(store, this.journal, this.queue, [], config);
+    this.register(...workflows);
+  }
+
+  /** Makes workflows runnable here; the first one starts this process's run worker (unless `workers: false`). */
+  register(...workflows: Workflow[]): void {
+    for (const wf of workflows) this.runtime.register(wf);
+    if (workflows.length === 0 || !this.runWorkers || this.runWorker) return;
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
-    if (workflows.length > 0 && runWorkers) this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: config.leaseMs, concurrency: config.runConcurrency, backoff });
+    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff });
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */

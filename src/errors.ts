@@ -18,15 +18,33 @@ export class NotFoundError extends RunledgerError {
   override name = 'NotFoundError';
 }
 
-/** Input was rejected; `path` names the bad field (`payload`, `events[2].data`, …). Nothing was written. */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+/**
+ * Input was rejected; `path` names the bad field (`payload`, `events[2].data`, …) and `problems`
+ * lists every one found when there are several. Nothing was written.
+ */
 export class ValidationError extends RunledgerError {
   override readonly code = 'validation';
   override name = 'ValidationError';
+  readonly problems: Problem[];
   constructor(
     readonly path: string,
     message: string,
+    problems?: Problem[],
   ) {
-    super(`${path}: ${message}`);
+    super(problems && problems.length > 1 ? problems.map((p) => `${p.path}: ${p.message}`).join('; ') : `${path}: ${message}`);
+    this.problems = problems ?? [{ path, message }];
+  }
+
+  /** One error for all of `problems` (at least one), named after the first. */
+  static of(problems: Problem[]): ValidationError {
+    const [first] = problems;
+    if (!first) throw new Error('ValidationError.of needs a problem');
+    return new ValidationError(first.path, first.message, problems);
   }
 }
 

@@ -19,6 +19,8 @@ export interface StartOptions {
   orderingKey?: string;
   /** The run fails with a TimeoutError (compensations run) when it has not ended by then. */
   timeout?: Duration;
+  /** Starts the run in the caller's transaction: it exists only if that commits. */
+  tx?: Store;
 }
 
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
@@ -58,11 +60,14 @@ export class Runtime {
     workflows: Workflow[],
     private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number },
   ) {
-    for (const wf of workflows) {
-      if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
-      this.workflows.set(wf.name, wf);
-    }
+    for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
+  }
+
+  /** Makes `wf` runnable by this process's passes. */
+  register(wf: Workflow): void {
+    if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
+    this.workflows.set(wf.name, wf);
   }
 
   /**
@@ -73,7 +78,7 @@ export class Runtime {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     const start = { ...options, id };
     try {
-      await this.store.transaction((tx) => this.startIn(tx, wf, input, start));
+      await (options.tx ?? this.store).transaction((tx) => this.startIn(tx, wf, input, start));
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
     }

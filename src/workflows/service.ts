@@ -1,0 +1,39 @@
+import type { Engine } from '../engine.js';
+import type { LogLine } from './actions/index.js';
+import { Definitions } from './definitions.js';
+import { Executions } from './executions.js';
+import { storedWorkflow } from './interpreter.js';
+import { Secrets } from './secrets.js';
+
+/** Stored workflows on an engine: their definitions, executions and secrets. */
+export interface WorkflowService {
+  definitions: Definitions;
+  executions: Executions;
+  secrets: Secrets;
+}
+
+export interface WorkflowServiceOptions {
+  /** The 32-byte key secrets are encrypted with (`loadSecretKey`). */
+  secretKey: Buffer;
+  /** Hosts and CIDRs `http_request` steps may reach although the SSRF guard refuses them. */
+  allow?: string[];
+  /** Where `log` steps write; default: nowhere. */
+  log?: (line: LogLine) => void;
+}
+
+/**
+ * Adds stored workflows to `engine`: registers the interpreter (so this process runs executions
+ * when it runs workers) and returns the services the API and CLI call.
+ *
+ * @example
+ * const service = storedWorkflows(engine, { secretKey: await loadSecretKey({ dataDir: '.' }) });
+ * const wf = await service.definitions.create(definition);
+ * await service.executions.execute(wf.id, { trigger_data: { name: 'Ada' } });
+ */
+export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
+  const secrets = new Secrets(engine.store, engine.journal, options.secretKey);
+  const definitions = new Definitions(engine.store, engine.journal);
+  const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}) });
+  engine.register(interpreter);
+  return { definitions, secrets, executions: new Executions(engine, definitions, interpreter) };
+}
