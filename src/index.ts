@@ -1,6 +1,6 @@
 export { createEngine, Engine } from './engine.js';
 export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
-export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError } from './errors.js';
+export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError, RetryAfterError, type Problem } from './errors.js';
 export { workflow, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy } from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
 export type { RunView, RunStatus, StepView } from './runtime/view.js';
@@ -12,3 +12,11 @@ export { Worker, type TaskHandler, type TaskContext, type WorkOptions } from './
 export type { Backoff } from './backoff.js';
 export { openStore } from './storage/open.js';
 export type { Store, StoredEvent, NewEvent, EventMetadata, Task, TaskState, Subscription, ParkedEvent, Cursor } from './storage/store.js';
+export { storedWorkflows, type WorkflowService, type WorkflowServiceOptions } from './workflows/service.js';
+export { parseDefinition, type Definition, type StepDefinition } from './workflows/schema.js';
+export type { StoredWorkflow } from './workflows/definitions.js';
+export type { ExecutionRecord, ExecutionSummary, ExecutionStatus, StepRecord } from './workflows/executions.js';
+export { loadSecretKey, type SecretInfo } from './workflows/secrets.js';
+export { InterpolationError } from './workflows/template/parse.js';
+export { createApp, type AppOptions } from './server/app.js';
+export { startServer, type Server, type ServerOptions } from './server/start.js';

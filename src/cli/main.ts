@@ -1,14 +1,40 @@
 import { Command } from 'commander';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { pino } from 'pino';
 import { pathToFileURL } from 'node:url';
 import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
+import { startServer } from '../server/start.js';
+import { parseAllowlist } from '../workflows/actions/address.js';
+import { loadSecretKey } from '../workflows/secrets.js';
+import { storedWorkflows } from '../workflows/service.js';
+import { apiCommands } from './api.js';
 import { runDemo } from './demo.js';
+import { loadSample } from './sample.js';
 import { formatEvent, formatTask } from './format.js';
 
-/** Where the CLI reads its database: the flag, then RUNLEDGER_DATABASE, then DATABASE_URL, then ./runledger.db. */
+/** Where the CLI reads its database: the flag, then RUNLEDGER_DATABASE / RUNLEDGER_DB, then DATABASE_URL, then ./runledger.db. */
 function database(flag: string | undefined): string {
-  return flag ?? process.env.RUNLEDGER_DATABASE ?? process.env.DATABASE_URL ?? 'runledger.db';
+  return flag ?? process.env.RUNLEDGER_DATABASE ?? process.env.RUNLEDGER_DB ?? process.env.DATABASE_URL ?? 'runledger.db';
+}
+
+/** The server and worker settings read from the environment (the only place they are read). */
+function serverEnv() {
+  return {
+    token: process.env.RUNLEDGER_TOKEN || undefined,
+    secretKey: process.env.RUNLEDGER_SECRET_KEY || undefined,
+    allow: parseAllowlist(process.env.RUNLEDGER_HTTP_ALLOW),
+    ...(process.env.RUNLEDGER_DATA_DIR ? { dataDir: process.env.RUNLEDGER_DATA_DIR } : {}),
+    ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: Number(process.env.RUNLEDGER_LEASE_MS) } : {}),
+    ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: Number(process.env.RUNLEDGER_POLL_MS) } : {}),
+  };
+}
+
+function untilSignal(): Promise<unknown> {
+  return new Promise((stop) => {
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
 }
 
 async function withEngine(options: { database?: string }, fn: (engine: Engine) => Promise<void>): Promise<void> {
@@ -20,6 +46,8 @@ async function withEngine(options: { database?: string }, fn: (engine: Engine) =
   }
 }
 
+const logger = pino();
+
 /** The `runledger` command line. */
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('runledger').description('Durable execution engine: event journal, subscriptions and task queue.');
@@ -29,18 +57,41 @@ export async function main(argv: string[]): Promise<void> {
     .description('run a demo on the database: tasks with retries and a dead letter, watched live through a subscription')
     .action((options) => runDemo(database(options.database), (line) => console.log(line)));
 
-  db(program.command('worker'))
-    .description('run the workflows a module exports, on this database, until SIGTERM or SIGINT (running steps finish first)')
-    .requiredOption('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
+  program
+    .command('serve')
+    .description('run the HTTP API with workers on this database until SIGTERM or SIGINT')
+    .option('--port <port>', 'port (default: $PORT or 8080)')
+    .option('--host <host>', 'address to listen on; other than loopback needs RUNLEDGER_TOKEN', '127.0.0.1')
+    .option('--db <file>', 'SQLite file (default: $RUNLEDGER_DB or ./runledger.db)')
+    .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+    .option('--sample', 'store the sample workflow if no workflow has its name')
     .action(async (options) => {
-      const workflows = exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href));
-      if (workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
-      const engine = await createEngine({ database: database(options.database), workflows });
-      console.log(`worker ${process.pid}: ${workflows.map((w) => w.name).join(', ')} on ${(await engine.store.status()).location}`);
-      await new Promise((stop) => {
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      const stopped = untilSignal();
+      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), ...serverEnv() });
+      if (options.sample) {
+        const sample = await loadSample(server.workflows.definitions);
+        console.log(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id} --data '{"name":"Ada"}' --wait`);
+      }
+      console.log(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
+      await stopped;
+      await server.close();
+      console.log(`runledger ${process.pid}: stopped`);
+    });
+
+  db(program.command('worker'))
+    .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
+    .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
+    .action(async (options) => {
+      const stopped = untilSignal();
+      const workflows = options.workflows ? exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href)) : [];
+      if (options.workflows && workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
+      const env = serverEnv();
+      const location = database(options.database);
+      const engine = await createEngine({ database: location, workflows, ...(env.leaseMs ? { leaseMs: env.leaseMs } : {}), ...(env.pollMs ? { pollMs: env.pollMs } : {}) });
+      const secretKey = await loadSecretKey({ dataDir: env.dataDir ?? (/^postgres(ql)?:/.test(location) ? process.cwd() : dirname(resolve(location))), ...(env.secretKey ? { env: env.secretKey } : {}) });
+      storedWorkflows(engine, { secretKey, allow: env.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
+      console.log(`worker ${process.pid}: stored workflows${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
+      await stopped;
       await engine.close();
       console.log(`worker ${process.pid}: stopped`);
     });
@@ -97,6 +148,7 @@ export async function main(argv: string[]): Promise<void> {
       }),
     );
 
+  apiCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
 

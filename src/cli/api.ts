@@ -1,0 +1,87 @@
+import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '../client/client.js';
+import type { ExecutionRecord } from '../workflows/executions.js';
+
+const TERMINAL = new Set(['success', 'failed', 'cancelled']);
+
+/** The commands that talk to a running server (`runledger serve`) over its HTTP API. */
+export function apiCommands(program: Command, print: (line: string) => void): void {
+  const api = (cmd: Command) =>
+    cmd
+      .option('--url <url>', 'the server (default: $RUNLEDGER_URL or http://127.0.0.1:8080)')
+      .option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)');
+  const client = (options: { url?: string; token?: string }) =>
+    new Client({ url: options.url ?? process.env.RUNLEDGER_URL ?? 'http://127.0.0.1:8080', token: options.token ?? process.env.RUNLEDGER_TOKEN });
+
+  const workflows = program.command('workflows').description('stored workflow definitions');
+  api(workflows.command('apply <file>'))
+    .description('create the workflow in a JSON file, or update the one with its id or name')
+    .action(async (file: string, options) => {
+      const c = client(options);
+      const definition = JSON.parse(readFileSync(file, 'utf8')) as { id?: string; name?: string };
+      const { id, ...body } = definition;
+      const existing = id ?? (await c.workflows({ limit: 100 })).workflows.find((w) => w.name === definition.name)?.id;
+      const saved = existing ? await c.updateWorkflow(existing, body) : await c.createWorkflow(body);
+      print(`${existing ? 'updated' : 'created'} ${saved.id} '${saved.name}' version ${saved.version} (${saved.steps.length} steps)`);
+    });
+  api(workflows.command('list')).action(async (options) => {
+    for (const w of (await client(options).workflows()).workflows) print(`${w.id}  v${w.version}  ${w.enabled ? 'enabled ' : 'disabled'}  ${w.name}  (${w.steps.length} steps)`);
+  });
+
+  api(program.command('run <workflow-id>'))
+    .description('execute a stored workflow')
+    .option('--data <json>', 'trigger data', '{}')
+    .option('--idempotency-key <key>', 'a repeat with the same key returns the same execution')
+    .option('--wait', 'follow the steps live until the execution ends (exit code 1 unless it succeeds)')
+    .action(async (workflowId: string, options) => {
+      const c = client(options);
+      const started = await c.execute(workflowId, { trigger_data: JSON.parse(options.data) }, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
+      print(`execution ${started.execution_id} ${started.status}`);
+      if (!options.wait) return;
+      const shown = new Map<string, string>();
+      for (;;) {
+        const record = await c.execution(workflowId, started.execution_id);
+        for (const step of record.steps) {
+          const line = stepLine(step);
+          if (step.status !== 'pending' && shown.get(step.step_id) !== line) print(line);
+          shown.set(step.step_id, line);
+        }
+        if (TERMINAL.has(record.status)) {
+          print(`execution ${record.execution_id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
+          if (record.status !== 'success') process.exitCode = 1;
+          return;
+        }
+        await sleep(200);
+      }
+    });
+
+  const executions = program.command('executions').description('executions of stored workflows');
+  api(executions.command('list <workflow-id>'))
+    .option('--limit <n>', 'at most this many', '20')
+    .action(async (workflowId: string, options) => {
+      for (const e of (await client(options).executions(workflowId, { limit: Number(options.limit) })).executions) {
+        print(`${e.execution_id}  ${e.status.padEnd(9)}  ${e.started_at}  ${e.trigger_type}${e.error ? `  ${e.error}` : ''}`);
+      }
+    });
+  api(executions.command('show <workflow-id> <execution-id>')).action(async (workflowId: string, executionId: string, options) => {
+    print(JSON.stringify(await client(options).execution(workflowId, executionId), null, 2));
+  });
+
+  const dlq = program.command('dlq').description('the dead-letter queue');
+  api(dlq.command('list')).action(async (options) => {
+    for (const t of (await client(options).dead()).tasks) print(`${t.id}  ${t.queue}  attempts=${t.attempts}/${t.max_attempts}  ${t.last_error ?? ''}`);
+  });
+  api(dlq.command('redrive <task-id>')).action(async (id: string, options) => {
+    const result = await client(options).redrive(id);
+    print(result.redriven ? `redriven ${id}: ${result.state}` : `${id} is not dead (${result.state}): unchanged`);
+  });
+}
+
+function stepLine(step: ExecutionRecord['steps'][number]): string {
+  const took = step.duration_ms === null ? '' : ` ${step.duration_ms} ms`;
+  const attempt = step.attempts > 1 ? ` (attempt ${step.attempts})` : '';
+  return `  ${step.step_id}: ${step.status}${attempt}${took}${step.error ? ` — ${step.error}` : ''}`;
+}
+

@@ -1,0 +1,83 @@
+import { RunledgerError, type Problem } from '../errors.js';
+import type { ExecutionRecord, ExecutionSummary } from '../workflows/executions.js';
+import type { StoredWorkflow } from '../workflows/definitions.js';
+
+/** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
+export class ApiError extends RunledgerError {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    override readonly code: string,
+    message: string,
+    readonly problems: Problem[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export interface DeadTask {
+  id: string;
+  queue: string;
+  attempts: number;
+  max_attempts: number;
+  last_error: string | null;
+  payload: unknown;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * A typed client of the runledger HTTP API (what the CLI uses).
+ *
+ * @example
+ * const client = new Client({ url: 'http://127.0.0.1:8080' });
+ * const { execution_id } = await client.execute('wf_01J…', { trigger_data: { name: 'Ada' } });
+ */
+export class Client {
+  private readonly url: string;
+  constructor(private readonly options: { url: string; token?: string | undefined }) {
+    this.url = options.url.replace(/\/+$/, '');
+  }
+
+  createWorkflow = (definition: unknown) => this.call<StoredWorkflow>('POST', '/workflows', definition);
+  updateWorkflow = (id: string, definition: unknown) => this.call<StoredWorkflow>('PUT', `/workflows/${enc(id)}`, definition);
+  deleteWorkflow = (id: string) => this.call<null>('DELETE', `/workflows/${enc(id)}`);
+  workflow = (id: string) => this.call<StoredWorkflow>('GET', `/workflows/${enc(id)}`);
+  workflows = (page: { limit?: number; last_key?: string } = {}) => this.call<{ workflows: StoredWorkflow[]; count: number; last_key: string | null }>('GET', `/workflows${query(page)}`);
+
+  execute(id: string, request: { trigger_data?: unknown; trigger_type?: string } = {}, options: { idempotencyKey?: string } = {}) {
+    const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
+    return this.call<{ execution_id: string; workflow_id: string; status: 'pending' }>('POST', `/workflows/${enc(id)}/execute`, request, headers);
+  }
+  executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
+  execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
+  cancel = (id: string, executionId: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`);
+
+  setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
+  secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
+
+  dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
+  redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+
+  private async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const response = await fetch(this.url + path, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}), ...headers },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.text();
+    const json = text === '' ? null : JSON.parse(text);
+    if (!response.ok) {
+      const error = json?.error ?? {};
+      throw new ApiError(response.status, error.code ?? 'http', `${method} ${path}: ${response.status} ${error.message ?? text}`, error.problems);
+    }
+    return json as T;
+  }
+}
+
+const enc = encodeURIComponent;
+
+function query(params: Record<string, string | number | undefined>): string {
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined) as [string, string | number][];
+  return entries.length === 0 ? '' : `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)]))}`;
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import type { Engine } from '../../engine.js';
+import type { Task } from '../../storage/store.js';
+import type { Secrets } from '../../workflows/secrets.js';
+import { route } from '../route.js';
+import { deadTask, secretInfo, secretRequest } from '../schemas.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const dead = (t: Task) => ({ id: t.id, queue: t.queue, attempts: t.attempts, max_attempts: t.maxAttempts, last_error: t.lastError, payload: t.payload, created_at: iso(t.createdAt), updated_at: iso(t.updatedAt) });
+
+/** Secrets (names only out, values only in) and the dead-letter queue. */
+export function operationRoutes(engine: Engine, secrets: Secrets) {
+  return [
+    route({
+      method: 'post', path: '/secrets', tag: 'secrets', summary: 'Store or replace a secret (encrypted at rest; never shown again)',
+      body: secretRequest, status: 201, response: secretInfo, errors: [400],
+      handle: async ({ body }) => {
+        const info = await secrets.set(body.name, body.value);
+        return { name: info.name, created_at: iso(info.createdAt), updated_at: iso(info.updatedAt) };
+      },
+    }),
+    route({
+      method: 'get', path: '/secrets', tag: 'secrets', summary: 'Secret names', status: 200, response: z.object({ secrets: z.array(secretInfo) }),
+      handle: async () => ({ secrets: (await secrets.list()).map((s) => ({ name: s.name, created_at: iso(s.createdAt), updated_at: iso(s.updatedAt) })) }),
+    }),
+    route({
+      method: 'delete', path: '/secrets/{name}', tag: 'secrets', summary: 'Delete a secret', status: 204, errors: [404],
+      handle: ({ params }) => secrets.delete(params.name!),
+    }),
+    route({
+      method: 'get', path: '/dlq', tag: 'dlq', summary: 'Dead tasks with their last error and attempts',
+      query: z.object({ queue: z.string().optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: z.string().optional() }).strict(),
+      status: 200, response: z.object({ tasks: z.array(deadTask), count: z.int(), last_key: z.string().nullable() }),
+      handle: async ({ query }) => {
+        const page = await engine.queue.dead({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
+        const tasks = page.slice(0, query.limit).map(dead);
+        return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
+      },
+    }),
+    route({
+      method: 'post', path: '/dlq/{id}/redrive', tag: 'dlq', summary: 'Put a dead task back with fresh attempts (idempotent)',
+      status: 200, response: z.object({ id: z.string(), state: z.string(), redriven: z.boolean() }), errors: [404],
+      handle: async ({ params }) => {
+        const { task, redriven } = await engine.queue.redrive(params.id!);
+        return { id: task.id, state: task.state, redriven };
+      },
+    }),
+  ];
+}

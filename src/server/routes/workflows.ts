@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import type { WorkflowService } from '../../workflows/service.js';
+import { definitionSchema } from '../../workflows/schema.js';
+import { route } from '../route.js';
+import { executeRequest, executeResponse, executionPage, executionRecord, pageQuery, workflowResponse } from '../schemas.js';
+
+const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: z.string().max(200).optional() }).strict();
+
+/** Stored workflows and their executions. */
+export function workflowRoutes({ definitions, executions }: WorkflowService) {
+  return [
+    route({
+      method: 'post', path: '/workflows', tag: 'workflows', summary: 'Store a workflow definition (version 1)',
+      body: definitionSchema, status: 201, response: workflowResponse, errors: [400, 413],
+      handle: ({ body }) => definitions.create(body),
+    }),
+    route({
+      method: 'get', path: '/workflows', tag: 'workflows', summary: 'List stored workflows, oldest first',
+      query: listQuery, status: 200, response: z.object({ workflows: z.array(workflowResponse), count: z.int(), last_key: z.string().nullable() }),
+      handle: async ({ query }) => {
+        const page = await definitions.list({ limit: query.limit + 1, ...(query.last_key ? { after: query.last_key } : {}) });
+        const workflows = page.slice(0, query.limit);
+        return { workflows, count: workflows.length, last_key: page.length > query.limit ? (workflows.at(-1)?.id ?? null) : null };
+      },
+    }),
+    route({
+      method: 'get', path: '/workflows/{id}', tag: 'workflows', summary: 'One stored workflow', status: 200, response: workflowResponse, errors: [404],
+      handle: ({ params }) => definitions.get(params.id!),
+    }),
+    route({
+      method: 'put', path: '/workflows/{id}', tag: 'workflows', summary: 'Replace a definition as a new version; running executions keep theirs',
+      body: definitionSchema, status: 200, response: workflowResponse, errors: [400, 404, 413],
+      handle: ({ params, body }) => definitions.update(params.id!, body),
+    }),
+    route({
+      method: 'delete', path: '/workflows/{id}', tag: 'workflows', summary: 'Delete a workflow', status: 204, errors: [404],
+      handle: ({ params }) => definitions.delete(params.id!),
+    }),
+    route({
+      method: 'post', path: '/workflows/{id}/execute', tag: 'executions', summary: 'Start an execution; `Idempotency-Key` makes a repeat return the first one',
+      body: executeRequest.optional(), status: 202, response: executeResponse, errors: [400, 404, 413],
+      handle: ({ params, body, headers }) => {
+        const key = headers.get('idempotency-key');
+        return executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}) });
+      },
+    }),
+    route({
+      method: 'get', path: '/workflows/{id}/executions', tag: 'executions', summary: 'Executions of a workflow, newest first',
+      query: pageQuery, status: 200, response: executionPage, errors: [400],
+      handle: ({ params, query }) => executions.list(params.id!, query),
+    }),
+    route({
+      method: 'get', path: '/workflows/{id}/executions/{execution_id}', tag: 'executions', summary: 'One execution with its steps', status: 200, response: executionRecord, errors: [404],
+      handle: ({ params }) => executions.get(params.id!, params.execution_id!),
+    }),
+    route({
+      method: 'post', path: '/workflows/{id}/executions/{execution_id}/cancel', tag: 'executions', summary: 'Cancel a running execution (409 when finished)',
+      status: 202, response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }), errors: [404, 409],
+      handle: async ({ params }) => {
+        await executions.cancel(params.id!, params.execution_id!);
+        return { execution_id: params.execution_id!, status: 'cancelling' };
+      },
+    }),
+  ];
+}
