@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
+import { TerminalError } from '../errors.js';
 import type { StoredEvent } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -159,4 +160,36 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     await eventually(() => seen.length === 2);
     expect(seen.sort()).toEqual(['A', 'B']);
   });
+
+  it('passes over filtered events, hands prepared work to the handler, and parks a TerminalError at once', async () => {
+    await append('chan:a', 'keep', 'drop', 'keep', 'fatal');
+    const seen: unknown[] = [];
+    let prepares = 0;
+    const sub = await engine.subscribe(
+      'prep',
+      {
+        streamPrefix: 'chan:',
+        maxAttempts: 5,
+        backoff: fastRetry.backoff,
+        filter: (event) => event.type !== 'drop',
+        // outside the transaction: a write through the store here would wait on it if it were open
+        prepare: async (event) => {
+          prepares++;
+          await engine.store.projectionPut({ name: 'prepared', key: String(event.position), value: event.type });
+          return `prepared ${event.type}`;
+        },
+      },
+      async (event, { prepared }) => {
+        if (event.type === 'fatal') throw new TerminalError('no point retrying');
+        seen.push(prepared);
+      },
+    );
+    await eventually(async () => (await engine.parked('prep')).length === 1);
+    await sub.idle();
+    expect(seen).toEqual(['prepared keep', 'prepared keep']);
+    expect(prepares).toBe(3);
+    const [parked] = await engine.parked('prep');
+    expect(parked).toMatchObject({ error: 'TerminalError: no point retrying', event: { type: 'fatal' } });
+  });
+
 });

@@ -1,6 +1,6 @@
 import { backoffDelay, type Backoff } from '../backoff.js';
 import { crashPoint } from '../crash.js';
-import { describeError, LeaseLostError } from '../errors.js';
+import { describeError, LeaseLostError, TerminalError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { CommittedEvent, Store, StoredEvent, Subscription } from '../storage/store.js';
 import { Wakeup } from './wakeup.js';
@@ -10,6 +10,8 @@ export interface HandlerContext {
   tx: Store;
   attempt: number;
   subscription: string;
+  /** What `prepare` returned for this attempt (undefined without one). */
+  prepared?: unknown;
 }
 
 export type EventHandler = (event: StoredEvent, ctx: HandlerContext) => Promise<void>;
@@ -17,6 +19,14 @@ export type EventHandler = (event: StoredEvent, ctx: HandlerContext) => Promise<
 export interface SubscribeOptions {
   streamPrefix?: string;
   types?: string[];
+  /** Events it returns false for are passed over (the cursor moves past them; the handler never sees them). */
+  filter?: (event: StoredEvent) => boolean;
+  /**
+   * Slow work for an event (a model call, a request) done before the handler's transaction opens,
+   * so no lock is held meanwhile; its result reaches the handler as `ctx.prepared`. It runs again
+   * on every attempt, and after a crash, so it must be safe to repeat.
+   */
+  prepare?: (event: StoredEvent, ctx: { attempt: number; subscription: string }) => Promise<unknown>;
   /** Ordered: a failing event blocks the subscription until an operator retries or skips it. Else it is parked and the rest flows. */
   ordered?: boolean;
   /** Where a new subscription starts. */
@@ -31,7 +41,7 @@ export interface SubscribeOptions {
   onError?: (error: unknown) => void;
 }
 
-type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError'>> & SubscribeOptions;
+type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare'>> & SubscribeOptions;
 
 const defaults: Resolved = {
   ordered: false,
@@ -160,17 +170,20 @@ export class Subscriber {
   }
 
   private async attempt(event: StoredEvent, commit: (tx: Store) => Promise<unknown>): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
+    const { filter, prepare } = this.options;
+    const skip = filter !== undefined && !filter(event);
     for (let attempt = 1; ; attempt++) {
       try {
+        const prepared = skip || !prepare ? undefined : await prepare(event, { attempt, subscription: this.name });
         await this.store.transaction(async (tx) => {
-          await this.handler(event, { tx, attempt, subscription: this.name });
+          if (!skip) await this.handler(event, { tx, attempt, subscription: this.name, prepared });
           crashPoint('subscription:beforeAdvance');
           await commit(tx);
         });
         return { outcome: 'done' };
       } catch (error) {
         if (error instanceof LeaseLostError) return { outcome: 'lost' };
-        if (attempt >= this.options.maxAttempts) return { outcome: 'failed', error: describeError(error) };
+        if (attempt >= this.options.maxAttempts || error instanceof TerminalError) return { outcome: 'failed', error: describeError(error) };
         if (!(await this.pause(backoffDelay(attempt, this.options.backoff)))) return { outcome: 'stopped' };
       }
     }

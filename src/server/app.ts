@@ -32,15 +32,21 @@ export function createApp(options: AppOptions): Hono {
   const routes: Route[] = [...workflowRoutes(options.workflows), ...operationRoutes(options.engine, options.workflows.secrets)];
   const document = openapi(routes, options.version ?? '0.0.0');
 
-  app.onError((error, c) => {
-    const { status, body } = errorResponse(error);
-    return c.json(body, status as 400);
-  });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
   app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
+  mount(app, routes);
+  return app;
+}
+
+/** Adds `routes` to `app`, each validating its body and query with its schemas; errors become JSON with their status. */
+export function mount(app: Hono, routes: Route[]): Hono {
   for (const r of routes) app.on(r.method.toUpperCase(), r.path.replace(/\{(\w+)\}/g, ':$1'), (c) => serve(r, c));
+  app.onError((error, c) => {
+    const { status, body } = errorResponse(error);
+    return c.json(body, status as 400);
+  });
   return app;
 }
 
