@@ -1,0 +1,150 @@
+import { NotFoundError, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Journal } from '../journal/journal.js';
+import type { Store, StoredEvent } from '../storage/store.js';
+import { channelOf, channelStream, checkChannelId, checkPost, MESSAGE_POSTED, postKey, toMessage, type Message, type MessageData, type PostInput } from './message.js';
+
+/** The projection that summarizes each channel, keyed by channel id. */
+export const CHANNEL_VIEW = 'channel';
+
+export interface ChannelSummary {
+  channel_id: string;
+  last_seq: number;
+  /** Equal to `last_seq` while a channel's stream holds only messages (it does: only `post` writes it). */
+  message_count: number;
+  /** ms since the epoch, database clock, of the last message */
+  last_ts: number;
+  updated_at: string;
+}
+
+export interface PostResult {
+  message: Message;
+  /** false: the `event_id` was posted to this channel before; `message` is that first message and nothing was written. */
+  created: boolean;
+}
+
+/**
+ * A page of history, chronological. `next_cursor`: paging back (`before`, or no cursor) it is the
+ * `before` of the next older page, null when there is no older message; paging forward (`after`)
+ * it is the `after` of the next page, null when there is no newer message yet.
+ */
+export interface HistoryPage {
+  messages: Message[];
+  next_cursor: number | null;
+}
+
+export interface HistoryQuery {
+  /** 1 to 500; default 50 */
+  limit?: number;
+  /** Messages with a smaller seq: the newest `limit` of them. */
+  before?: number;
+  /** Messages with a greater seq: the oldest `limit` of them. */
+  after?: number;
+}
+
+/** Store access inside a caller's transaction (a subscription handler's `tx`). */
+export interface InTransaction {
+  tx?: Store;
+}
+
+const registered = new WeakSet<Journal>();
+
+/**
+ * Chat channels on the journal: a message is a `message.posted` event in the stream
+ * `channel:<channel_id>`, so storing it and handing it to every subscriber is one write.
+ * The constructor registers the `channel` projection with the journal (once per journal, however
+ * many `Channels` are made on it); every process that posts needs one.
+ *
+ * @example
+ * const channels = new Channels(engine.store, engine.journal);
+ * const { message } = await channels.post('general', { sender_id: 'u1', role: 'user', content: 'hi' });
+ * const { messages, next_cursor } = await channels.history('general', { limit: 20 });
+ */
+export class Channels {
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+  ) {
+    if (registered.has(journal)) return;
+    registered.add(journal);
+    // Appends to one stream are serialized by its version row, so the projection of version n
+    // always commits after that of n - 1: writing the summary without reading it is safe.
+    journal.project(MESSAGE_POSTED, async (event, tx) => {
+      const channel_id = channelOf(event.streamId);
+      if (channel_id === null) return;
+      await tx.projectionPut({ name: CHANNEL_VIEW, key: channel_id, value: summary(channel_id, event) });
+    });
+  }
+
+  /**
+   * Posts a message. A repeated `event_id` in the same channel returns the first message with
+   * `created: false` and writes nothing, also when the posts race: no subscriber sees it twice.
+   */
+  async post(channelId: string, input: PostInput, options: InTransaction = {}): Promise<PostResult> {
+    const channel = checkChannelId(channelId);
+    const { event_id, ...fields } = checkPost(input);
+    const eventId = event_id ?? newId('evt');
+    const data: MessageData = { event_id: eventId, message_id: newId('msg'), ...fields };
+    const appended = await this.journal.append(channelStream(channel), [{ type: MESSAGE_POSTED, data }], {
+      idempotencyKey: postKey(channel, eventId),
+      ...(options.tx ? { tx: options.tx } : {}),
+    });
+    const event = appended.events[0];
+    if (!event) throw new Error(`the journal returned no event for ${eventId} in channel ${channel}`);
+    return { message: toMessage(event), created: !appended.duplicate };
+  }
+
+  /** A page of a channel's messages (see `HistoryPage`); a channel without messages has an empty history. */
+  async history(channelId: string, query: HistoryQuery = {}, options: InTransaction = {}): Promise<HistoryPage> {
+    const streamId = channelStream(checkChannelId(channelId));
+    const limit = whole('limit', query.limit ?? 50, 1, 500);
+    const store = options.tx ?? this.store;
+    if (query.after !== undefined) {
+      if (query.before !== undefined) throw new ValidationError('before', 'cannot be combined with after');
+      const after = whole('after', query.after, 0);
+      const events = await store.eventReadStream({ streamId, fromVersion: after + 1, limit: limit + 1 });
+      const messages = events.slice(0, limit).map(toMessage);
+      return { messages, next_cursor: events.length > limit ? (messages.at(-1)?.seq ?? null) : null };
+    }
+    const before = query.before === undefined ? undefined : whole('before', query.before, 1);
+    if (before === 1) return { messages: [], next_cursor: null };
+    const events = await store.eventReadStream({ streamId, backwards: true, limit, ...(before === undefined ? {} : { fromVersion: before - 1 }) });
+    const messages = events.map(toMessage).reverse();
+    const oldest = messages[0]?.seq;
+    return { messages, next_cursor: oldest !== undefined && oldest > 1 ? oldest : null };
+  }
+
+  /** One message by its seq; NotFoundError when the channel has no such message. */
+  async get(channelId: string, seq: number, options: InTransaction = {}): Promise<Message> {
+    const channel = checkChannelId(channelId);
+    const version = whole('seq', seq, 1);
+    const [event] = await (options.tx ?? this.store).eventReadStream({ streamId: channelStream(channel), fromVersion: version, limit: 1 });
+    if (!event || event.version !== version) throw new NotFoundError(`channel ${channel} has no message ${version}`);
+    return toMessage(event);
+  }
+
+  /** One channel's summary, or undefined when nothing was posted to it. */
+  async channel(channelId: string): Promise<ChannelSummary | undefined> {
+    return (await this.store.projectionGet({ name: CHANNEL_VIEW, key: checkChannelId(channelId) })) as ChannelSummary | undefined;
+  }
+
+  /** Channels in id order (bytewise); `next_cursor` is the `after` of the next page, null on the last. */
+  async list(query: { limit?: number; after?: string } = {}): Promise<{ channels: ChannelSummary[]; next_cursor: string | null }> {
+    const limit = whole('limit', query.limit ?? 50, 1, 500);
+    const after = query.after === undefined ? undefined : checkChannelId(query.after, 'after');
+    const rows = await this.store.projectionList({ name: CHANNEL_VIEW, limit: limit + 1, ...(after === undefined ? {} : { after }) });
+    const channels = rows.slice(0, limit).map((row) => row.value as ChannelSummary);
+    return { channels, next_cursor: rows.length > limit ? (channels.at(-1)?.channel_id ?? null) : null };
+  }
+}
+
+function summary(channel_id: string, event: StoredEvent): ChannelSummary {
+  return { channel_id, last_seq: event.version, message_count: event.version, last_ts: event.timestamp, updated_at: new Date(event.timestamp).toISOString() };
+}
+
+function whole(path: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ValidationError(path, max === Number.MAX_SAFE_INTEGER ? `must be a whole number ≥ ${min}` : `must be a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
