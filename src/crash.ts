@@ -8,7 +8,8 @@ export type CrashPointName =
   | 'journal:afterCommit'
   | 'task:beforeComplete'
   | 'task:afterComplete'
-  | 'subscription:beforeAdvance';
+  | 'subscription:beforeAdvance'
+  | 'reply:afterGenerate';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

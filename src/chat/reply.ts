@@ -1,9 +1,11 @@
 import type { Backoff } from '../backoff.js';
 import type { Engine } from '../engine.js';
 import { TimeoutError } from '../errors.js';
-import type { EventHandler, Subscriber } from '../journal/subscription.js';
+import { crashPoint } from '../crash.js';
+import type { EventHandler, SubscribeOptions, Subscriber } from '../journal/subscription.js';
+import type { StoredEvent } from '../storage/store.js';
 import type { Channels } from './channels.js';
-import { CHANNEL_STREAM_PREFIX, MESSAGE_LIMITS, MESSAGE_POSTED, replyEventId, toMessage, type Message } from './message.js';
+import { CHANNEL_STREAM_PREFIX, MESSAGE_LIMITS, MESSAGE_POSTED, replyEventId, toMessage, type Message, type PostInput } from './message.js';
 import type { ChatProvider, ContextMessage } from './providers.js';
 
 /** A piece of an AI reply being generated: transient, for live delivery; only the final message is stored. */
@@ -56,6 +58,7 @@ const ALREADY_REPLIED_WINDOW = 100;
  * await startReplyWorker(engine, channels, providerFromEnv(process.env), { onDelta: (d) => socket.send(JSON.stringify(d)) });
  */
 export function startReplyWorker(engine: Engine, channels: Channels, provider: ChatProvider, options: ReplyOptions = {}): Promise<Subscriber> {
+  const { prepare, handler } = replyHandler(channels, provider, options);
   return engine.subscribe(
     options.name ?? REPLY_SUBSCRIPTION,
     {
@@ -64,31 +67,30 @@ export function startReplyWorker(engine: Engine, channels: Channels, provider: C
       ordered: false,
       from: options.from ?? 'end',
       maxAttempts: options.maxAttempts ?? 5,
+      prepare,
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.onError ? { onError: options.onError } : {}),
     },
-    replyHandler(channels, provider, options),
+    handler,
   );
 }
 
 /**
- * The subscription handler of `startReplyWorker`, on its own for a caller that runs it elsewhere.
- *
- * The model is called inside the handler's transaction (the Subscriber opens it before the
- * handler runs). On PostgreSQL that costs a pooled connection and nothing else, because every
- * statement before the reply's append only reads. On SQLite the transaction holds the file's
- * write lock, so other writers wait for the model: `timeoutMs` bounds how long.
+ * The two halves of the reply subscription: `prepare` asks the model before any transaction
+ * opens (so no lock is held while it thinks: on SQLite a transaction holds the file's write lock),
+ * and `handler` stores the reply in the transaction that advances the cursor. A crash between
+ * the two asks the model again on redelivery; the derived `event_id` still stores one reply.
  */
-export function replyHandler(channels: Channels, provider: ChatProvider, options: ReplyOptions = {}): EventHandler {
+export function replyHandler(channels: Channels, provider: ChatProvider, options: ReplyOptions = {}): { prepare: NonNullable<SubscribeOptions['prepare']>; handler: EventHandler } {
   const contextSize = options.contextSize ?? 20;
   const timeoutMs = options.timeoutMs ?? 60_000;
-  return async (event, { tx, attempt }) => {
+  const prepare = async (event: StoredEvent, { attempt }: { attempt: number }): Promise<PostInput | null> => {
     const question = toMessage(event);
-    if (question.role !== 'user') return;
+    if (question.role !== 'user') return null;
     const eventId = replyEventId(question.event_id);
-    const later = await channels.history(question.channel_id, { after: question.seq, limit: ALREADY_REPLIED_WINDOW }, { tx });
-    if (later.messages.some((m) => m.event_id === eventId)) return;
-    const { messages } = await channels.history(question.channel_id, { before: question.seq + 1, limit: contextSize }, { tx });
+    const later = await channels.history(question.channel_id, { after: question.seq, limit: ALREADY_REPLIED_WINDOW });
+    if (later.messages.some((m) => m.event_id === eventId)) return null;
+    const { messages } = await channels.history(question.channel_id, { before: question.seq + 1, limit: contextSize });
     const onDelta = (delta: string) => {
       try {
         options.onDelta?.({ channel_id: question.channel_id, reply_to: question.message_id, event_id: eventId, attempt, delta });
@@ -99,21 +101,21 @@ export function replyHandler(channels: Channels, provider: ChatProvider, options
     const text = await generate(provider, messages.map(toContext), onDelta, timeoutMs);
     if (text.trim() === '') throw new Error(`${provider.name} returned an empty reply`);
     const { content, truncated } = fit(text);
-    await channels.post(
-      question.channel_id,
-      {
-        event_id: eventId,
-        sender_id: options.senderId ?? 'ai',
-        role: 'ai',
-        content,
-        content_type: 'markdown',
-        metadata: { reply_to: question.message_id, reply_to_seq: question.seq, provider: provider.name, ...(truncated ? { truncated: true } : {}) },
-      },
-      { tx },
-    );
+    crashPoint('reply:afterGenerate');
+    return {
+      event_id: eventId,
+      sender_id: options.senderId ?? 'ai',
+      role: 'ai',
+      content,
+      content_type: 'markdown',
+      metadata: { reply_to: question.message_id, reply_to_seq: question.seq, provider: provider.name, ...(truncated ? { truncated: true } : {}) },
+    };
   };
+  const handler: EventHandler = async (event, { tx, prepared }) => {
+    if (prepared) await channels.post(toMessage(event).channel_id, prepared as PostInput, { tx });
+  };
+  return { prepare, handler };
 }
-
 async function generate(provider: ChatProvider, context: ContextMessage[], onDelta: (delta: string) => void, timeoutMs: number): Promise<string> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new TimeoutError(`${provider.name} did not answer within ${timeoutMs} ms`)), timeoutMs);
