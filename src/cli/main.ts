@@ -4,11 +4,15 @@ import { pino } from 'pino';
 import { pathToFileURL } from 'node:url';
 import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
+import { Channels } from '../chat/channels.js';
+import { providerFromEnv } from '../chat/providers.js';
+import { startReplyWorker } from '../chat/reply.js';
 import { startServer } from '../server/start.js';
 import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { storedWorkflows } from '../workflows/service.js';
 import { apiCommands } from './api.js';
+import { printTimeline, runCommands } from './runs.js';
 import { runDemo } from './demo.js';
 import { loadSample } from './sample.js';
 import { formatEvent, formatTask } from './format.js';
@@ -27,6 +31,7 @@ function serverEnv() {
     ...(process.env.RUNLEDGER_DATA_DIR ? { dataDir: process.env.RUNLEDGER_DATA_DIR } : {}),
     ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: Number(process.env.RUNLEDGER_LEASE_MS) } : {}),
     ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: Number(process.env.RUNLEDGER_POLL_MS) } : {}),
+    chatProvider: providerFromEnv(process.env),
   };
 }
 
@@ -90,7 +95,8 @@ export async function main(argv: string[]): Promise<void> {
       const engine = await createEngine({ database: location, workflows, ...(env.leaseMs ? { leaseMs: env.leaseMs } : {}), ...(env.pollMs ? { pollMs: env.pollMs } : {}) });
       const secretKey = await loadSecretKey({ dataDir: env.dataDir ?? (/^postgres(ql)?:/.test(location) ? process.cwd() : dirname(resolve(location))), ...(env.secretKey ? { env: env.secretKey } : {}) });
       storedWorkflows(engine, { secretKey, allow: env.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
-      console.log(`worker ${process.pid}: stored workflows${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
+      await startReplyWorker(engine, new Channels(engine.store, engine.journal), env.chatProvider, { onError: (error) => logger.warn({ err: error }, 'chat reply failed') });
+      console.log(`worker ${process.pid}: stored workflows, chat replies${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
       await engine.close();
       console.log(`worker ${process.pid}: stopped`);
@@ -100,13 +106,15 @@ export async function main(argv: string[]): Promise<void> {
     .description("print the store's health: schema version, event and task counts")
     .action((options) => withEngine(options, async (engine) => console.log(JSON.stringify(await engine.store.status(), null, 2))));
 
-  db(program.command('events'))
-    .description('print the journal, oldest first')
-    .option('--stream <id>', 'one stream only')
-    .option('--prefix <prefix>', 'streams starting with this')
-    .option('--limit <n>', 'at most this many', '100')
-    .action((options) =>
+  db(program.command('events [run-id]'))
+    .description("a run's timeline (time, type, detail); without a run id, the journal, oldest first")
+    .option('--follow', 'with a run id: keep printing until the run ends')
+    .option('--stream <id>', 'one stream only, raw')
+    .option('--prefix <prefix>', 'streams starting with this, raw')
+    .option('--limit <n>', 'without a run id: at most this many', '100')
+    .action((runId: string | undefined, options) =>
       withEngine(options, async (engine) => {
+        if (runId !== undefined) return printTimeline(engine, runId, { follow: Boolean(options.follow), print: (line) => console.log(line) });
         const limit = Number(options.limit);
         const events = options.stream
           ? await engine.journal.readStream(options.stream, { limit })
@@ -149,6 +157,7 @@ export async function main(argv: string[]): Promise<void> {
     );
 
   apiCommands(program, (line) => console.log(line));
+  runCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
 

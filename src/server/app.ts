@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
 import { ValidationError } from '../errors.js';
 import { zodProblems } from '../workflows/schema.js';
@@ -8,12 +9,14 @@ import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
 import type { Route } from './route.js';
+import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
 import { workflowRoutes } from './routes/workflows.js';
 
 export interface AppOptions {
   engine: Engine;
   workflows: WorkflowService;
+  channels?: Channels;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
@@ -29,7 +32,11 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions): Hono {
   const app = new Hono();
-  const routes: Route[] = [...workflowRoutes(options.workflows), ...operationRoutes(options.engine, options.workflows.secrets)];
+  const routes: Route[] = [
+    ...workflowRoutes(options.workflows),
+    ...operationRoutes(options.engine, options.workflows.secrets),
+    ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
+  ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));

@@ -1,5 +1,7 @@
 import { serve } from '@hono/node-server';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Hono } from 'hono';
 import { ValidationError } from '../errors.js';
 
@@ -15,7 +17,7 @@ export interface Listening {
  * Serves `app` on `host:port` (port 0 picks a free one). A non-loopback address needs a token:
  * an open API on the network would let anyone run requests from this machine.
  */
-export async function listen(app: Hono, options: { host: string; port: number; token?: string | undefined }): Promise<Listening> {
+export async function listen(app: Hono, options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void }): Promise<Listening> {
   if (!LOOPBACK.test(options.host) && !options.token) {
     throw new ValidationError('host', `refusing to listen on ${options.host} without a token: set RUNLEDGER_TOKEN, or listen on 127.0.0.1`);
   }
@@ -23,6 +25,7 @@ export async function listen(app: Hono, options: { host: string; port: number; t
     const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, () => resolve(s));
     s.once('error', reject);
   });
+  if (options.upgrade) server.on('upgrade', options.upgrade);
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {

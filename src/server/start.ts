@@ -4,7 +4,12 @@ import { createEngine, type Engine } from '../engine.js';
 import type { RunledgerOptions } from '../config.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { Channels } from '../chat/channels.js';
+import { ChannelFeed } from '../chat/feed.js';
+import { offlineProvider, type ChatProvider } from '../chat/providers.js';
+import { startReplyWorker } from '../chat/reply.js';
 import { createApp } from './app.js';
+import { ChannelSockets } from './ws.js';
 import { listen } from './listen.js';
 
 export interface ServerOptions extends RunledgerOptions {
@@ -17,8 +22,10 @@ export interface ServerOptions extends RunledgerOptions {
   dataDir?: string;
   /** Hosts and CIDRs `http_request` steps may reach although they are private (RUNLEDGER_HTTP_ALLOW). */
   allow?: string[];
-  /** Run executions in this process too (default true). */
+  /** Run executions and AI replies in this process too (default true). */
   workers?: boolean;
+  /** The model that answers `role: user` chat messages; default the offline one. */
+  chatProvider?: ChatProvider;
   logger?: Logger;
 }
 
@@ -26,6 +33,7 @@ export interface Server {
   url: string;
   engine: Engine;
   workflows: WorkflowService;
+  channels: Channels;
   close(): Promise<void>;
 }
 
@@ -36,21 +44,28 @@ export interface Server {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
   const dataDir = options.dataDir ?? (/^postgres(ql)?:\/\//.test(database) ? process.cwd() : dirname(resolve(database)));
   const key = await loadSecretKey({ dataDir, ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {
     const workflows = storedWorkflows(engine, { secretKey: key, allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
-    const app = createApp({ engine, workflows, ...(token ? { token } : {}) });
-    const listening = await listen(app, { host, port, token });
+    const channels = new Channels(engine.store, engine.journal);
+    const feed = await ChannelFeed.open(engine.store, channels);
+    const sockets = new ChannelSockets({ channels, feed, token });
+    if (workers) await startReplyWorker(engine, channels, chatProvider, { onDelta: sockets.delta, onError: (error) => logger.warn({ err: error }, 'chat reply failed') });
+    const app = createApp({ engine, workflows, channels, ...(token ? { token } : {}) });
+    const listening = await listen(app, { host, port, token, upgrade: sockets.upgrade });
     return {
       url: listening.url,
       engine,
       workflows,
+      channels,
       close: async () => {
+        sockets.close();
         await listening.close();
+        await feed.close();
         await engine.close();
       },
     };

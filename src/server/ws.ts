@@ -1,0 +1,155 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { timingSafeEqual } from 'node:crypto';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Channels } from '../chat/channels.js';
+import type { ChannelFeed } from '../chat/feed.js';
+import { checkChannelId } from '../chat/message.js';
+import type { ReplyDelta } from '../chat/reply.js';
+import { ValidationError } from '../errors.js';
+import { errorResponse, HttpError } from './errors.js';
+
+const PATH = /^\/channels\/([^/]+)\/ws$/;
+
+export interface SocketOptions {
+  channels: Channels;
+  feed: ChannelFeed;
+  token?: string | undefined;
+  /** Sending to a client pauses while its unsent frames pass this; default 1 MiB. */
+  maxBufferedBytes?: number;
+  /** A client that stays paused this long is cut off (close 1013) and reconnects with `after`; default 10 s. */
+  stallMs?: number;
+  /** Ping period; a client that misses a pong is dropped. Default 30 s. */
+  pingMs?: number;
+}
+
+/**
+ * WebSocket delivery of channels: `GET /channels/{id}/ws?after=<seq>` sends every message after
+ * `seq`, then each new one (`{ type: 'message', message }`), at the pace the client reads (sending
+ * pauses while its buffer is full; one stalled for `stallMs` is cut off), and reply deltas as they are generated
+ * (`{ type: 'delta', … }`, transient). A client may post (`{ type: 'post', message: {…} }`, same
+ * idempotency as the REST route); the answer is `{ type: 'posted', created, message }` or
+ * `{ type: 'error', error }`.
+ */
+export class ChannelSockets {
+  private readonly server = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 });
+  private readonly sockets = new Map<string, Set<WebSocket>>();
+  private readonly alive = new WeakSet<WebSocket>();
+  private readonly pinger: NodeJS.Timeout;
+
+  constructor(private readonly options: SocketOptions) {
+    this.pinger = setInterval(() => this.ping(), options.pingMs ?? 30_000).unref();
+  }
+
+  /** The `upgrade` handler of the HTTP server. */
+  readonly upgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const url = new URL(request.url ?? '/', 'http://local');
+    const match = PATH.exec(url.pathname);
+    if (!match) return refuse(socket, 404, { error: { code: 'not_found', message: `no WebSocket route for ${url.pathname}` } });
+    try {
+      if (this.options.token !== undefined) authorize(request, url, this.options.token);
+      const channelId = checkChannelId(decodeURIComponent(match[1]!));
+      const after = Number(url.searchParams.get('after') ?? 0);
+      if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
+      this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after));
+    } catch (error) {
+      const { status, body } = errorResponse(error);
+      refuse(socket, status, body);
+    }
+  };
+
+  /** Sends a reply delta to this process's sockets of its channel. */
+  readonly delta = (delta: ReplyDelta): void => {
+    const frame = JSON.stringify({ type: 'delta', ...delta });
+    for (const ws of this.sockets.get(delta.channel_id) ?? []) if (ws.bufferedAmount < this.maxBuffered) ws.send(frame);
+  };
+
+  close(): void {
+    clearInterval(this.pinger);
+    for (const set of this.sockets.values()) for (const ws of set) ws.terminate();
+    this.sockets.clear();
+    this.server.close();
+  }
+
+  private get maxBuffered(): number {
+    return this.options.maxBufferedBytes ?? 1024 * 1024;
+  }
+
+  private connected(ws: WebSocket, channelId: string, after: number): void {
+    let set = this.sockets.get(channelId);
+    if (!set) this.sockets.set(channelId, (set = new Set()));
+    set.add(ws);
+    this.alive.add(ws);
+    ws.on('pong', () => this.alive.add(ws));
+    let drain: NodeJS.Timeout | null = null;
+    // full: check every 20 ms whether the client drained; cut it off if it stalls for stallMs
+    const wait = () => {
+      const since = Date.now();
+      drain = setInterval(() => {
+        if (ws.bufferedAmount <= this.maxBuffered / 2) {
+          clearInterval(drain!);
+          drain = null;
+          following.resume();
+        } else if (Date.now() - since > (this.options.stallMs ?? 10_000)) {
+          clearInterval(drain!);
+          following.stop();
+          ws.close(1013, `too slow: reconnect with after=${following.delivered}`);
+        }
+      }, 20);
+    };
+    const send = (message: unknown) => {
+      ws.send(JSON.stringify({ type: 'message', message }));
+      if (ws.bufferedAmount <= this.maxBuffered) return true;
+      wait();
+      return false;
+    };
+    const following = this.options.feed.follow(channelId, after, send);
+    ws.on('message', (data) => void this.post(ws, channelId, data.toString()));
+    ws.on('close', () => {
+      if (drain) clearInterval(drain);
+      following.stop();
+      set.delete(ws);
+      if (set.size === 0) this.sockets.delete(channelId);
+    });
+  }
+
+  private async post(ws: WebSocket, channelId: string, text: string): Promise<void> {
+    try {
+      let frame: { type?: unknown; message?: unknown };
+      try {
+        frame = JSON.parse(text);
+      } catch {
+        throw new ValidationError('frame', 'is not valid JSON');
+      }
+      if (frame?.type !== 'post') throw new ValidationError('type', `must be 'post' (got ${JSON.stringify(frame?.type)})`);
+      const { message, created } = await this.options.channels.post(channelId, frame.message as never);
+      ws.send(JSON.stringify({ type: 'posted', created, message }));
+    } catch (error) {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'error', ...errorResponse(error).body }));
+    }
+  }
+
+  private ping(): void {
+    for (const set of this.sockets.values()) {
+      for (const ws of set) {
+        if (!this.alive.has(ws)) ws.terminate();
+        else {
+          this.alive.delete(ws);
+          ws.ping();
+        }
+      }
+    }
+  }
+}
+
+/** Browsers cannot set headers on a WebSocket: the token may come as `?token=` too. */
+function authorize(request: IncomingMessage, url: URL, token: string): void {
+  const given = Buffer.from(request.headers.authorization ?? (url.searchParams.has('token') ? `Bearer ${url.searchParams.get('token')}` : ''));
+  const expected = Buffer.from(`Bearer ${token}`);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>, or ?token=)');
+}
+
+function refuse(socket: Duplex, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+}
