@@ -11,6 +11,7 @@ import { openapi } from './openapi.js';
 import type { Route } from './route.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
+import { runRoutes } from './routes/runs.js';
 import { workflowRoutes } from './routes/workflows.js';
 
 export interface AppOptions {
@@ -33,6 +34,8 @@ export interface AppOptions {
 export function createApp(options: AppOptions): Hono {
   const app = new Hono();
   const routes: Route[] = [
+    // first: its GET /events/stream must match before GET /events/{id}
+    ...runRoutes(options.engine),
     ...workflowRoutes(options.workflows),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),

@@ -1,0 +1,379 @@
+import { z } from 'zod';
+import { toMs } from '../../duration.js';
+import type { Engine } from '../../engine.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
+import { runStream } from '../../runtime/history.js';
+import { isTerminal, readRunView, RUN_VIEW, type RunStatus, type RunView } from '../../runtime/view.js';
+import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
+import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
+import { route, type Route } from '../route.js';
+import { sseResponse, watchEvents, type SseFeed } from '../sse.js';
+
+const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+/** The events after which a run's stream says no more: its live feed closes after sending one. */
+const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+/** Events per read of a live feed: with one chunk queued and one being written, the most a slow client holds. */
+const SSE_PAGE = 100;
+/** A filtered event listing examines at most this many events per request (`next_after` continues). */
+const SCAN_EVENTS = 10_000;
+/** A filtered run listing examines at most this many runs per request (`last_key` continues). */
+const SCAN_RUNS = 1_000;
+const MAX_WAIT_MS = 5 * 60_000;
+/** A wake-up lost (another SQLite process, a PostgreSQL reconnect gap) costs at most this much latency. */
+const FALLBACK_MS = 5_000;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const time = z.iso.datetime().describe('ISO 8601 UTC');
+
+const list = z
+  .string()
+  .max(2000)
+  .transform((s) => s.split(',').map((t) => t.trim()).filter((t) => t !== ''));
+
+const eventsQuery = z
+  .object({
+    after: z.coerce.number().int().min(0).default(0).describe('the version of the last event you have'),
+    types: list.optional().describe('comma-separated event types'),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
+  .strict();
+
+const runsQuery = z
+  .object({
+    status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
+    workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
+    created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
+    created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    last_key: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+
+const waitQuery = z
+  .object({
+    timeout: z
+      .string()
+      .default('30s')
+      .transform((value, ctx) => {
+        try {
+          const ms = /^\d+$/.test(value) ? Number(value) : toMs(value, 'timeout');
+          if (ms <= MAX_WAIT_MS) return ms;
+          ctx.addIssue({ code: 'custom', message: `must be at most 5m (got '${value}')` });
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: error instanceof ValidationError ? (error.problems[0]?.message ?? error.message) : String(error) });
+        }
+        return z.NEVER;
+      })
+      .describe("how long to wait: '500ms', '30s', '2m' (at most 5m; a bare number is ms)"),
+  })
+  .strict();
+
+const runStreamQuery = z.object({ after: z.coerce.number().int().min(0).optional().describe('the version of the last event you have (Last-Event-ID wins)') }).strict();
+
+const journalStreamQuery = z
+  .object({
+    stream_prefix: z.string().min(1).max(200).optional(),
+    types: list.optional().describe('comma-separated event types'),
+    after: z.string().max(100).optional().describe('the id of the last event you have (Last-Event-ID wins)'),
+    from: z.enum(['beginning', 'now']).default('now').describe('where to start without after/Last-Event-ID'),
+  })
+  .strict();
+
+const eventResponse = z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: time, data: z.unknown() });
+
+const runSummaryResponse = z.object({
+  id: z.string(),
+  workflow: z.string(),
+  workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
+  status: z.enum(RUN_STATUSES),
+  error: z.string().nullable(),
+  created_at: time,
+  updated_at: time,
+  finished_at: time.nullable(),
+});
+
+const runResponse = runSummaryResponse.extend({
+  input: z.unknown(),
+  output: z.unknown(),
+  compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
+  steps: z.array(
+    z.object({
+      seq: z.int(),
+      name: z.string(),
+      status: z.enum(['running', 'ok', 'retrying', 'error']),
+      attempts: z.int(),
+      started_at: time,
+      finished_at: time.nullable(),
+      duration_ms: z.number().nullable(),
+      input: z.unknown(),
+      output: z.unknown(),
+      error: z.string().nullable(),
+    }),
+  ),
+});
+
+export type RunSummary = z.infer<typeof runSummaryResponse>;
+export type RunRecord = z.infer<typeof runResponse>;
+export type EventRecord = z.infer<typeof eventResponse>;
+
+/**
+ * The journal over HTTP: a run's events (a page, or live as Server-Sent Events), waiting for a run
+ * to end, the list of runs of every kind, and the live journal. `/events/stream` comes first: Hono
+ * matches in registration order, so mount these before any `/events/{id}` route.
+ *
+ * @example mount(new Hono(), runRoutes(engine, { heartbeatMs: 15_000 }));
+ */
+export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollMs?: number } = {}): Route[] {
+  const store = engine.store;
+  const live = { heartbeatMs: options.heartbeatMs ?? 15_000, pollMs: options.pollMs ?? FALLBACK_MS };
+  return [
+    route({
+      method: 'get', path: '/events/stream', tag: 'events',
+      summary: 'The journal live, as Server-Sent Events (`id:` the committed cursor; resume with Last-Event-ID; without it, from now)',
+      query: journalStreamQuery, status: 200, errors: [400],
+      handle: async ({ query, headers, signal }) => {
+        const given = headers.get('last-event-id') ?? query.after;
+        const filters = { ...(query.stream_prefix ? { streamPrefix: query.stream_prefix } : {}), ...(query.types?.length ? { types: query.types } : {}) };
+        const after = given !== undefined ? await checkCursor(store, given, headers.has('last-event-id') ? 'Last-Event-ID' : 'after') : query.from === 'now' ? await store.eventHead() : '';
+        return sseResponse(store, journalFeed(store, after, filters), { ...live, catchUpMs: [10, 50, 250], signal });
+      },
+    }),
+    route({
+      method: 'get', path: '/runs', tag: 'runs',
+      summary: 'Runs of every kind, in descending id order (generated ids are time-ordered: newest first within each kind); a page may be short when filters skip runs, continue while last_key is set',
+      query: runsQuery, status: 200, response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }), errors: [400],
+      handle: ({ query }) => listRuns(store, query),
+    }),
+    route({
+      method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
+      query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
+      handle: async ({ params, query }) => {
+        await runView(store, params.id!);
+        return runEvents(store, params.id!, query);
+      },
+    }),
+    route({
+      method: 'get', path: '/runs/{id}/events/stream', tag: 'runs',
+      summary: "A run's events as Server-Sent Events (`id:` the version), all then live; closes after the run's last event",
+      query: runStreamQuery, status: 200, errors: [400, 404],
+      handle: async ({ params, query, headers, signal }) => {
+        await runView(store, params.id!);
+        const header = headers.get('last-event-id');
+        if (header !== null && !/^\d{1,15}$/.test(header.trim())) throw new ValidationError('Last-Event-ID', `must be the version of a run's event (got '${header}')`);
+        const tail = runTail(store, params.id!, header !== null ? Number(header.trim()) : (query.after ?? 0));
+        const feed: SseFeed = {
+          wakesOn: (streamId) => streamId === runStream(params.id!),
+          next: async () => {
+            const { events, end } = await tail.next();
+            return { messages: events.map((e) => ({ id: String(e.version), event: e.type, data: eventRecord(e) })), end };
+          },
+        };
+        return sseResponse(store, feed, { ...live, signal });
+      },
+    }),
+    route({
+      method: 'get', path: '/runs/{id}/wait', tag: 'runs', summary: 'Waits for the run to end: 200 with the run, or 408 at the timeout',
+      query: waitQuery, status: 200, response: z.object({ run: runResponse }), errors: [400, 404, 408],
+      handle: async ({ params, query, signal }) => {
+        const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
+        if (isTerminal(view.status)) return { run: runRecord(view) };
+        return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
+      },
+    }),
+    route({
+      method: 'get', path: '/workflows/{id}/executions/{execution_id}/events', tag: 'executions', summary: "An execution's events, oldest first; next_after continues (null: nothing more yet)",
+      query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
+      handle: async ({ params, query }) => {
+        const view = await readRunView(store, params.execution_id!);
+        if (!view || workflowId(view) !== params.id) throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
+        return runEvents(store, params.execution_id!, query);
+      },
+    }),
+  ];
+}
+
+/** A run's view; a NotFoundError (404) when there is no such run. */
+async function runView(store: Store, id: string): Promise<RunView> {
+  const view = await readRunView(store, id);
+  if (!view) throw new NotFoundError(`run ${id} not found`);
+  return view;
+}
+
+/** An event as the API shows it (a run's events carry no stream id: it is the run's). */
+export function eventRecord(event: StoredEvent): EventRecord {
+  return { position: event.position, version: event.version, type: event.type, timestamp: iso(event.timestamp)!, data: event.data };
+}
+
+function workflowId(view: RunView): string | null {
+  if (view.workflow !== STORED_WORKFLOW) return null;
+  const input = view.input as { workflow_id?: unknown } | null;
+  return typeof input?.workflow_id === 'string' ? input.workflow_id : null;
+}
+
+export function runSummary(view: RunView): RunSummary {
+  return {
+    id: view.id,
+    workflow: view.workflow,
+    workflow_id: workflowId(view),
+    status: view.status,
+    error: view.error,
+    created_at: iso(view.createdAt)!,
+    updated_at: iso(view.updatedAt)!,
+    finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
+  };
+}
+
+export function runRecord(view: RunView): RunRecord {
+  return {
+    ...runSummary(view),
+    input: view.input,
+    output: view.output,
+    compensations: view.compensations,
+    steps: view.steps.map((s) => ({
+      seq: s.seq, name: s.name, status: s.status, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
+      duration_ms: s.durationMs, input: s.input, output: s.output, error: s.error,
+    })),
+  };
+}
+
+/**
+ * A page of a run's events after version `after`, of `types` when given. `next_after` is the
+ * version to continue after, null once the page reached the stream's current end.
+ */
+export async function runEvents(store: Store, runId: string, q: { after: number; limit: number; types?: string[] | undefined }): Promise<{ events: EventRecord[]; next_after: number | null }> {
+  const wanted = q.types?.length ? new Set(q.types) : null;
+  const size = wanted ? 500 : q.limit + 1;
+  const events: EventRecord[] = [];
+  let examined = q.after;
+  for (let scanned = 0; ; ) {
+    const batch = await store.eventReadStream({ streamId: runStream(runId), fromVersion: examined + 1, limit: size });
+    for (const event of batch) {
+      if (!wanted || wanted.has(event.type)) {
+        if (events.length === q.limit) return { events, next_after: examined };
+        events.push(eventRecord(event));
+      }
+      examined = event.version;
+    }
+    scanned += batch.length;
+    if (batch.length < size) return { events, next_after: null };
+    if (scanned >= SCAN_EVENTS) return { events, next_after: examined };
+  }
+}
+
+/**
+ * A run's events after version `after`, page by page, ending with its terminal event: `end` says
+ * the run has ended and everything up to its end was returned.
+ */
+export function runTail(store: Store, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
+  const streamId = runStream(runId);
+  const read = () => store.eventReadStream({ streamId, fromVersion: after + 1, limit: SSE_PAGE });
+  return {
+    next: async () => {
+      let events = await read();
+      if (events.length === 0) {
+        // the view before the events: when it says the run ended, its last event committed before this read
+        const view = await readRunView(store, runId);
+        events = await read();
+        if (events.length === 0) return { events, end: !view || isTerminal(view.status) };
+      }
+      const end = events.findIndex((e) => ENDS.has(e.type));
+      if (end >= 0) events = events.slice(0, end + 1);
+      after = events.at(-1)!.version;
+      return { events, end: end >= 0 };
+    },
+  };
+}
+
+function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: string; types?: string[] }): SseFeed {
+  return {
+    wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
+    next: async () => {
+      const batch = await store.eventReadCommitted({ after, limit: SSE_PAGE, ...filters });
+      after = batch.at(-1)?.cursor ?? after;
+      return { messages: batch.map(({ event, cursor }) => ({ id: cursor, event: event.type, data: { stream_id: event.streamId, ...eventRecord(event) } })), end: false };
+    },
+  };
+}
+
+/** A resume point given by a client: checked by the store (a read of one event), so a bad one is a 400 now, not a dead stream. */
+async function checkCursor(store: Store, cursor: string, path: string): Promise<Cursor> {
+  const trimmed = cursor.trim();
+  const bad = () => new ValidationError(path, `'${cursor}' is not an event id of this journal`);
+  if (!/^[0-9:]{0,100}$/.test(trimmed)) throw bad();
+  try {
+    await store.eventReadCommitted({ after: trimmed, limit: 1 });
+  } catch (error) {
+    if (error instanceof ValidationError) throw bad();
+    throw error;
+  }
+  return trimmed;
+}
+
+/**
+ * The run once it has ended, or as it is when `timeoutMs` passes (or the client leaves). It sleeps
+ * until the journal's wake-up for the run's stream and reads the view once per wake-up (or per
+ * `pollMs`, the fallback for a lost wake-up); other runs' events do not wake it.
+ */
+export async function waitForRun(store: Store, id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
+  const deadline = Date.now() + options.timeoutMs;
+  const streamId = runStream(id);
+  const watch = await watchEvents(store, (s) => s === streamId);
+  const leave = () => watch.wakeup.wake();
+  options.signal?.addEventListener('abort', leave);
+  try {
+    let view = await runView(store, id);
+    while (!isTerminal(view.status)) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || options.signal?.aborted) return view;
+      await watch.wakeup.wait(Math.min(remaining, options.pollMs ?? FALLBACK_MS));
+      view = await runView(store, id);
+    }
+    return view;
+  } finally {
+    options.signal?.removeEventListener('abort', leave);
+    await watch.stop();
+  }
+}
+
+export interface RunFilter {
+  status?: RunStatus[] | undefined;
+  workflow?: string | undefined;
+  created_after?: number | undefined;
+  created_before?: number | undefined;
+  limit: number;
+  last_key?: string | undefined;
+}
+
+/**
+ * Runs in descending id order. Filters are applied to at most SCAN_RUNS runs per call, so a page
+ * can hold fewer than `limit` runs (even none) while `last_key` is set: keep paging until it is null.
+ */
+export async function listRuns(store: Store, q: RunFilter): Promise<{ runs: RunSummary[]; count: number; last_key: string | null }> {
+  const filtered = q.status !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
+  const size = filtered ? 200 : q.limit + 1;
+  const runs: RunSummary[] = [];
+  const page = (last_key: string | null) => ({ runs, count: runs.length, last_key });
+  let last = q.last_key;
+  for (let scanned = 0; ; ) {
+    const rows = await store.projectionList({ name: RUN_VIEW, limit: size, backwards: true, ...(last !== undefined ? { before: last } : {}) });
+    for (const row of rows) {
+      const view = row.value as RunView;
+      if (matches(view, q)) {
+        if (runs.length === q.limit) return page(last ?? null);
+        runs.push(runSummary(view));
+      }
+      last = row.key;
+    }
+    scanned += rows.length;
+    if (rows.length < size) return page(null);
+    if (scanned >= SCAN_RUNS) return page(last ?? null);
+  }
+}
+
+function matches(view: RunView, q: RunFilter): boolean {
+  if (q.status && !q.status.includes(view.status)) return false;
+  if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow) return false;
+  if (q.created_after !== undefined && !(view.createdAt > q.created_after)) return false;
+  if (q.created_before !== undefined && !(view.createdAt < q.created_before)) return false;
+  return true;
+}
