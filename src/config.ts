@@ -13,7 +13,7 @@ export interface RunledgerOptions {
   defaultMaxAttempts?: number;
   /** Fallback poll of workers and subscriptions when no wake-up arrives. Default 1000 ms. */
   pollMs?: number;
-  /** How long a worker's claim on a task (and so on a run) holds without a heartbeat. Default 30 s. */
+  /** How long a worker's claim on a task (and so on a run), or a process's hold on a subscription, lasts without renewal. Default 30 s. */
   leaseMs?: number;
   /** Passes of runs this process executes at once. Default 10. */
   runConcurrency?: number;

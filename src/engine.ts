@@ -75,7 +75,7 @@ export class Engine {
 
   /** Starts a durable subscription in this process; `close()` stops it. */
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, ...options }, handler);
+    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, ...options }, handler);
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;

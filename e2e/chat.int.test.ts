@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Channels } from '../src/chat/channels.js';
+import { createEngine } from '../src/engine.js';
+import { backends, type Backend } from '../src/testing/backends.js';
+import { eventually } from '../src/testing/engine.js';
+import { watch } from '../src/testing/socket.js';
+
+function child(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout.on('data', (chunk) => (output += chunk));
+  proc.stderr.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => proc.on('exit', (code, signal) => done({ code, signal })));
+  return { proc, exited, output: () => output };
+}
+
+describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
+  it('stores exactly one reply when the worker is killed between the model call and the write', async () => {
+    const database = await backend.create();
+    const log = join(mkdtempSync(join(tmpdir(), 'rl-reply-')), 'calls.log');
+    writeFileSync(log, '');
+    const engine = await createEngine({ database, workers: false });
+    const channels = new Channels(engine.store, engine.journal);
+    try {
+      await channels.post('help', { event_id: 'q-1', sender_id: 'u1', role: 'user', content: 'is it down?' });
+      const doomed = child(['--import', 'tsx', 'e2e/reply-child.ts', database, log, 'crash']);
+      expect((await doomed.exited).signal, doomed.output()).toBe('SIGKILL');
+      expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(1);
+      expect((await channels.history('help')).messages).toHaveLength(1);
+
+      const survivor = child(['--import', 'tsx', 'e2e/reply-child.ts', database, log]);
+      await eventually(async () => (await channels.history('help')).messages.length === 2, 20_000);
+      await channels.post('help', { event_id: 'q-2', sender_id: 'u1', role: 'user', content: 'and now?' });
+      await eventually(async () => (await channels.history('help')).messages.length === 4, 20_000);
+      survivor.proc.kill('SIGTERM');
+      await survivor.exited;
+      const messages = (await channels.history('help')).messages;
+      expect(messages.map((m) => [m.role, m.event_id])).toEqual([['user', 'q-1'], ['ai', 'reply:q-1'], ['user', 'q-2'], ['ai', 'reply:q-2']]);
+      expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(3); // the lost answer was asked again, once
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('chat across server processes on PostgreSQL', () => {
+  const servers: ReturnType<typeof child>[] = [];
+  afterEach(() => void servers.splice(0).forEach((s) => s.proc.kill('SIGKILL')));
+
+  it('a socket on server A receives a message posted to server B', async () => {
+    const database = await backends[1]!.create();
+    const start = async () => {
+      const server = child(['bin/runledger.js', 'serve', '--port', '0', '--database-url', database], { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-ab-')) });
+      servers.push(server);
+      return eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
+    };
+    const [a, b] = await Promise.all([start(), start()]);
+    const onA = watch(a, 'lobby');
+    await onA.open;
+    const posted = await fetch(`${b}/channels/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'system', content: 'hello from B' }) });
+    expect(posted.status).toBe(201);
+    await eventually(() => onA.messages.length === 1);
+    expect(onA.messages[0]).toMatchObject({ seq: 1, content: 'hello from B' });
+    const asked = await fetch(`${b}/channels/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'anyone?' }) });
+    expect(asked.status).toBe(201);
+    // one AI reply, from whichever server's worker holds the subscription
+    await eventually(() => onA.messages.length === 3, 20_000);
+    expect(onA.messages.map((m) => m.role)).toEqual(['system', 'user', 'ai']);
+    onA.ws.close();
+  });
+});
