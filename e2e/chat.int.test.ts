@@ -73,3 +73,24 @@ describe('chat across server processes on PostgreSQL', () => {
     onA.ws.close();
   });
 });
+
+describe('runledger channel watch / post (the README walkthrough)', () => {
+  it('prints a posted message and its AI reply live', async () => {
+    const database = await backends[0]!.create();
+    const server = child(['bin/runledger.js', 'serve', '--port', '0', '--db', database], { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-watch-')) });
+    try {
+      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
+      const watcher = child(['bin/runledger.js', 'channel', 'watch', 'general', '--url', url]);
+      await new Promise((r) => setTimeout(r, 500));
+      const poster = child(['bin/runledger.js', 'channel', 'post', 'general', 'hello there', '--url', url]);
+      expect((await poster.exited).code, poster.output()).toBe(0);
+      expect(poster.output()).toMatch(/posted #1 to general/);
+      await eventually(() => /#2\s+ai\s+ai: .*hello there/.test(watcher.output()), 20_000);
+      expect(watcher.output()).toMatch(/#1\s+user\s+cli: hello there/);
+      watcher.proc.kill('SIGINT');
+      await watcher.exited;
+    } finally {
+      server.proc.kill('SIGKILL');
+    }
+  });
+});

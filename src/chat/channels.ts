@@ -61,6 +61,8 @@ const registered = new WeakSet<Journal>();
  * const { messages, next_cursor } = await channels.history('general', { limit: 20 });
  */
 export class Channels {
+  private readonly watchers = new Set<(message: Message) => void>();
+
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
@@ -91,7 +93,19 @@ export class Channels {
     });
     const event = appended.events[0];
     if (!event) throw new Error(`the journal returned no event for ${eventId} in channel ${channel}`);
-    return { message: toMessage(event), created: !appended.duplicate };
+    const message = toMessage(event);
+    // committed now (inside a caller's transaction it is not yet: those reach watchers through the journal)
+    if (!appended.duplicate && !options.tx) for (const watcher of this.watchers) watcher(message);
+    return { message, created: !appended.duplicate };
+  }
+
+  /**
+   * Calls `fn` with each message this object posts and commits on its own, right after the commit:
+   * this process's live delivery needs no read for them. Others arrive through the journal.
+   */
+  watch(fn: (message: Message) => void): () => void {
+    this.watchers.add(fn);
+    return () => void this.watchers.delete(fn);
   }
 
   /** A page of a channel's messages (see `HistoryPage`); a channel without messages has an empty history. */

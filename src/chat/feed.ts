@@ -31,7 +31,8 @@ const PAGE = 500;
  * Live messages of channels for this process's followers (WebSocket clients). A follower starts
  * after a seq and then sees every later message once, in order. The journal is read only when it
  * says a channel changed (in process on SQLite, LISTEN/NOTIFY on PostgreSQL): once per wake-up per
- * channel however many followers it has, and not at all while nothing happens. A follower that
+ * channel however many followers it has, and not at all while nothing happens. Messages this
+ * process posts are handed over at once, without a read. A follower that
  * is full is skipped until it resumes and then continues from the journal, so a slow follower
  * costs no memory here: its backlog stays in the database.
  *
@@ -42,6 +43,7 @@ const PAGE = 500;
 export class ChannelFeed {
   private readonly channels = new Map<string, Channel>();
   private unlisten: (() => Promise<void>) | null = null;
+  private unwatch: (() => void) | null = null;
 
   private constructor(private readonly source: Channels) {}
 
@@ -54,7 +56,24 @@ export class ChannelFeed {
         if (id !== null && feed.channels.has(id)) feed.wake(id);
       }
     });
+    feed.unwatch = source.watch((message) => feed.offer(message));
     return feed;
+  }
+
+  /** A message committed by this process: handed straight to the followers it is next for; any other follower reads. */
+  private offer(message: Message): void {
+    const channel = this.channels.get(message.channel_id);
+    if (!channel) return;
+    let behind = false;
+    for (const follower of channel.followers) {
+      if (follower.paused) continue;
+      if (message.seq !== follower.delivered + 1 || channel.reading) behind ||= message.seq > follower.delivered;
+      else {
+        follower.delivered = message.seq;
+        if (!follower.send(message)) follower.paused = true;
+      }
+    }
+    if (behind) this.wake(message.channel_id);
   }
 
   /** Sends every message after `after`, then each new one, in order, each once. */
@@ -82,6 +101,7 @@ export class ChannelFeed {
   }
 
   async close(): Promise<void> {
+    this.unwatch?.();
     await this.unlisten?.();
     this.channels.clear();
   }

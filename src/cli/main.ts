@@ -12,6 +12,7 @@ import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { storedWorkflows } from '../workflows/service.js';
 import { apiCommands } from './api.js';
+import { channelCommands } from './channel.js';
 import { printTimeline, runCommands } from './runs.js';
 import { runDemo } from './demo.js';
 import { loadSample } from './sample.js';
@@ -70,9 +71,10 @@ export async function main(argv: string[]): Promise<void> {
     .option('--db <file>', 'SQLite file (default: $RUNLEDGER_DB or ./runledger.db)')
     .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
     .option('--sample', 'store the sample workflow if no workflow has its name')
+    .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .action(async (options) => {
       const stopped = untilSignal();
-      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), ...serverEnv() });
+      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, ...serverEnv() });
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
         console.log(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id} --data '{"name":"Ada"}' --wait`);
@@ -157,6 +159,7 @@ export async function main(argv: string[]): Promise<void> {
     );
 
   apiCommands(program, (line) => console.log(line));
+  channelCommands(program, (line) => console.log(line));
   runCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
