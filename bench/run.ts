@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { createEngine } from '../src/engine.js';
 import { postgresVersion, withDatabase, type Backend } from './databases.js';
 import { benchChat, type ChatSizes } from './chat.js';
+import { benchStored } from './stored.js';
 import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
 import { enqueueLatency } from './latency.js';
 import { bulkEnqueue, drain } from './queue.js';
@@ -18,6 +19,7 @@ import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
 const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5 };
+const STORED_EXECUTIONS = 500;
 const CHAT_SIZES: ChatSizes = { channels: 10, clientsPerChannel: 10, ratePerS: 1000, seconds: 5, warmup: 200, ingestSeconds: 5, ingestConcurrency: 16, idleSeconds: 5 };
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
@@ -61,7 +63,7 @@ const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres']
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, chat: CHAT_SIZES };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
@@ -70,8 +72,10 @@ for (const backend of backends) {
   const queue = await withDatabase(backend, (database) => benchBackend(backend, database));
   const workflows = await withDatabase(backend, (database) => benchWorkflows(database, WORKFLOW_SIZES, (line) => console.error(`  ${backend} ${line}`)));
   workflowRuns[backend] = workflows.runs;
+  const stored = await withDatabase(backend, (database) => benchStored(database, STORED_EXECUTIONS, 10));
+  console.error(`  ${backend} stored_exec_per_s: ${Math.round(stored.stored_exec_per_s!)}`);
   const chat = await withDatabase(backend, (database) => benchChat(database, CHAT_SIZES, (line) => console.error(`  ${backend} ${line}`)));
-  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(chat) };
+  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat) };
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));
