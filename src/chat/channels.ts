@@ -1,11 +1,8 @@
 import { NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
-import type { Store, StoredEvent } from '../storage/store.js';
+import type { Store, StreamInfo } from '../storage/store.js';
 import { channelOf, channelStream, checkChannelId, checkPost, MESSAGE_POSTED, postKey, toMessage, type Message, type MessageData, type PostInput } from './message.js';
-
-/** The projection that summarizes each channel, keyed by channel id. */
-export const CHANNEL_VIEW = 'channel';
 
 export interface ChannelSummary {
   channel_id: string;
@@ -47,19 +44,6 @@ export interface InTransaction {
   tx?: Store;
 }
 
-const registered = new WeakSet<Journal>();
-
-/**
- * Chat channels on the journal: a message is a `message.posted` event in the stream
- * `channel:<channel_id>`, so storing it and handing it to every subscriber is one write.
- * The constructor registers the `channel` projection with the journal (once per journal, however
- * many `Channels` are made on it); every process that posts needs one.
- *
- * @example
- * const channels = new Channels(engine.store, engine.journal);
- * const { message } = await channels.post('general', { sender_id: 'u1', role: 'user', content: 'hi' });
- * const { messages, next_cursor } = await channels.history('general', { limit: 20 });
- */
 export class Channels {
   private readonly watchers = new Set<(message: Message) => void>();
 
@@ -67,15 +51,6 @@ export class Channels {
     private readonly store: Store,
     private readonly journal: Journal,
   ) {
-    if (registered.has(journal)) return;
-    registered.add(journal);
-    // Appends to one stream are serialized by its version row, so the projection of version n
-    // always commits after that of n - 1: writing the summary without reading it is safe.
-    journal.project(MESSAGE_POSTED, async (event, tx) => {
-      const channel_id = channelOf(event.streamId);
-      if (channel_id === null) return;
-      await tx.projectionPut({ name: CHANNEL_VIEW, key: channel_id, value: summary(channel_id, event) });
-    });
   }
 
   /**
@@ -139,21 +114,24 @@ export class Channels {
 
   /** One channel's summary, or undefined when nothing was posted to it. */
   async channel(channelId: string): Promise<ChannelSummary | undefined> {
-    return (await this.store.projectionGet({ name: CHANNEL_VIEW, key: checkChannelId(channelId) })) as ChannelSummary | undefined;
+    const [last] = await this.store.eventReadStream({ streamId: channelStream(checkChannelId(channelId)), backwards: true, limit: 1 });
+    return last ? summary({ streamId: last.streamId, version: last.version, updatedAt: last.timestamp }) : undefined;
   }
 
   /** Channels in id order (bytewise); `next_cursor` is the `after` of the next page, null on the last. */
   async list(query: { limit?: number; after?: string } = {}): Promise<{ channels: ChannelSummary[]; next_cursor: string | null }> {
     const limit = whole('limit', query.limit ?? 50, 1, 500);
-    const after = query.after === undefined ? undefined : checkChannelId(query.after, 'after');
-    const rows = await this.store.projectionList({ name: CHANNEL_VIEW, limit: limit + 1, ...(after === undefined ? {} : { after }) });
-    const channels = rows.slice(0, limit).map((row) => row.value as ChannelSummary);
+    const after = query.after === undefined ? undefined : channelStream(checkChannelId(query.after, 'after'));
+    const rows = await this.store.streamList({ prefix: channelStream(''), limit: limit + 1, ...(after === undefined ? {} : { after }) });
+    const channels = rows.slice(0, limit).map(summary);
     return { channels, next_cursor: rows.length > limit ? (channels.at(-1)?.channel_id ?? null) : null };
   }
 }
 
-function summary(channel_id: string, event: StoredEvent): ChannelSummary {
-  return { channel_id, last_seq: event.version, message_count: event.version, last_ts: event.timestamp, updated_at: new Date(event.timestamp).toISOString() };
+/** A channel's stream holds only its messages, so its version is both the last seq and the count. */
+function summary(stream: StreamInfo): ChannelSummary {
+  const channel_id = channelOf(stream.streamId)!;
+  return { channel_id, last_seq: stream.version, message_count: stream.version, last_ts: stream.updatedAt, updated_at: new Date(stream.updatedAt).toISOString() };
 }
 
 function whole(path: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {

@@ -193,6 +193,18 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
 
+  it('lists streams by prefix with their version and last append time', async () => {
+    await store.eventAppend({ appends: [{ streamId: 'channel:b', events: [{ type: 'm', data: 1 }, { type: 'm', data: 2 }] }] });
+    await store.eventAppend({ appends: [{ streamId: 'channel:a', events: [{ type: 'm', data: 1 }] }] });
+    await store.eventAppend({ appends: [{ streamId: 'channelx', events: [{ type: 'm', data: 1 }] }] });
+    const all = await store.streamList({ prefix: 'channel:', limit: 10 });
+    expect(all.map((s) => [s.streamId, s.version])).toEqual([['channel:a', 1], ['channel:b', 2]]);
+    const [last] = await store.eventReadStream({ streamId: 'channel:b', backwards: true, limit: 1 });
+    expect(all[1]!.updatedAt).toBe(last!.timestamp);
+    expect((await store.streamList({ prefix: 'channel:', after: 'channel:a', limit: 10 })).map((s) => s.streamId)).toEqual(['channel:b']);
+    expect(await store.streamList({ prefix: 'channel:', limit: 1 })).toHaveLength(1);
+  });
+
   describe('projections', () => {
 
     it('lists rows in key order by prefix, with exclusive bounds, both ways', async () => {

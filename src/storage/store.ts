@@ -13,6 +13,14 @@ export interface ProjectionListParams {
   backwards?: boolean;
 }
 
+export interface StreamInfo {
+  streamId: string;
+  /** The version of its last event: how many events it holds. */
+  version: number;
+  /** When its last event was appended (ms, database clock). */
+  updatedAt: number;
+}
+
 export interface ProjectionRow {
   key: string;
   value: unknown;
@@ -59,6 +67,8 @@ export interface Store {
   eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]>;
   /** The cursor after the newest committed event. */
   eventHead(): Promise<Cursor>;
+  /** Streams whose id starts with `prefix`, in id order (bytewise), after `after` (exclusive). */
+  streamList(p: { prefix: string; after?: string; limit: number }): Promise<StreamInfo[]>;
 
   projectionPut(p: { name: string; key: string; value: unknown }): Promise<void>;
   projectionGet(p: { name: string; key: string }): Promise<unknown>;

@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent } from '../store.js';
+import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
@@ -231,6 +231,16 @@ const PROJECTION_PUT = prepared(
    ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 );
 const PROJECTION_GET = prepared('projection_get', 'SELECT value FROM projections WHERE name = $1 AND key = $2');
+
+export async function streamList(db: Db, p: { prefix: string; after?: string; limit: number }): Promise<StreamInfo[]> {
+  const { low, high } = projectionRange({ name: '', prefix: p.prefix, limit: p.limit, ...(p.after === undefined ? {} : { after: p.after }) });
+  const lowOp = p.after !== undefined && p.after >= p.prefix ? '>' : '>=';
+  const rows = await db.rows<{ stream_id: string; version: string; created_at: string }>(
+    `SELECT s.stream_id, s.version, e.created_at FROM streams s JOIN events e ON e.stream_id = s.stream_id AND e.version = s.version WHERE s.stream_id ${lowOp} $1 AND s.stream_id < $2 ORDER BY s.stream_id LIMIT $3`,
+    [low, high, p.limit],
+  );
+  return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), updatedAt: Number(row.created_at) }));
+}
 
 export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
   await db.rows(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);

@@ -124,6 +124,7 @@ class PostgresStore implements Store {
   eventReadCommitted: Store['eventReadCommitted'] = (p) => events.eventReadCommitted(this.db, p);
   eventHead: Store['eventHead'] = () => events.eventHead(this.db);
 
+  streamList: Store['streamList'] = (p) => events.streamList(this.db, p);
   projectionPut: Store['projectionPut'] = (p) => events.projectionPut(this.db, p);
   projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
   projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);

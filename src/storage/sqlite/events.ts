@@ -1,5 +1,5 @@
 import { ConflictError } from '../../errors.js';
-import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent } from '../store.js';
+import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -89,6 +89,15 @@ export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: num
 export function eventHead(s: Statements): Cursor {
   const row = s.get('SELECT max(position) AS position FROM events').get() as { position: number | null };
   return row.position === null ? '' : String(row.position);
+}
+
+export function streamList(s: Statements, p: { prefix: string; after?: string; limit: number }): StreamInfo[] {
+  const { low, high } = projectionRange({ name: '', prefix: p.prefix, limit: p.limit, ...(p.after === undefined ? {} : { after: p.after }) });
+  const lowOp = p.after !== undefined && p.after >= p.prefix ? '>' : '>=';
+  const rows = s
+    .get(`SELECT s.stream_id, s.version, e.created_at FROM streams s JOIN events e ON e.stream_id = s.stream_id AND e.version = s.version WHERE s.stream_id ${lowOp} ? AND s.stream_id < ? ORDER BY s.stream_id LIMIT ?`)
+    .all(low, high, p.limit) as { stream_id: string; version: number; created_at: number }[];
+  return rows.map((row) => ({ streamId: row.stream_id, version: row.version, updatedAt: row.created_at }));
 }
 
 export function projectionPut(s: Statements, now: number, p: { name: string; key: string; value: unknown }): void {

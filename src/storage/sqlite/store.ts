@@ -174,6 +174,7 @@ class SqliteStore implements Store {
   eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
   eventHead: Store['eventHead'] = () => this.read((s) => events.eventHead(s));
 
+  streamList: Store['streamList'] = (p) => this.read((s) => events.streamList(s, p));
   projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
   projectionGet: Store['projectionGet'] = (p) => this.read((s) => events.projectionGet(s, p));
   projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
