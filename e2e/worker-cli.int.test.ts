@@ -29,7 +29,7 @@ export const double = workflow('double', async (ctx, input) => ctx.step('double'
       expect(await run.result({ pollMs: 50 })).toBe(42);
       proc.kill('SIGTERM');
       expect(await exited, output).toBe(0);
-      expect(output).toMatch(/worker \d+: stored workflows, chat replies, double on /);
+      expect(output).toMatch(/worker \d+: stored workflows, sessions, chat replies, triggers, double on /);
       expect(output).toMatch(/stopped/);
     } finally {
       await engine.close();

@@ -1,18 +1,17 @@
 import { Command } from 'commander';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { pathToFileURL } from 'node:url';
 import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
-import { Channels } from '../chat/channels.js';
 import { providerFromEnv } from '../chat/providers.js';
-import { startReplyWorker } from '../chat/reply.js';
-import { startServer } from '../server/start.js';
+import { startServices } from '../server/services.js';
+import { dataDirFor, startServer } from '../server/start.js';
 import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadSecretKey } from '../workflows/secrets.js';
-import { storedWorkflows } from '../workflows/service.js';
 import { apiCommands } from './api.js';
 import { channelCommands } from './channel.js';
+import { triggerCommands } from './trigger.js';
 import { printTimeline, runCommands } from './runs.js';
 import { runDemo } from './demo.js';
 import { loadSample } from './sample.js';
@@ -94,12 +93,13 @@ export async function main(argv: string[]): Promise<void> {
       if (options.workflows && workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
       const env = serverEnv();
       const location = database(options.database);
-      const engine = await createEngine({ database: location, workflows, ...(env.leaseMs ? { leaseMs: env.leaseMs } : {}), ...(env.pollMs ? { pollMs: env.pollMs } : {}) });
-      const secretKey = await loadSecretKey({ dataDir: env.dataDir ?? (/^postgres(ql)?:/.test(location) ? process.cwd() : dirname(resolve(location))), ...(env.secretKey ? { env: env.secretKey } : {}) });
-      storedWorkflows(engine, { secretKey, allow: env.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
-      await startReplyWorker(engine, new Channels(engine.store, engine.journal), env.chatProvider, { onError: (error) => logger.warn({ err: error }, 'chat reply failed') });
-      console.log(`worker ${process.pid}: stored workflows, chat replies${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
+      const { chatProvider, secretKey, allow, dataDir, ...engineEnv } = env;
+      const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
+      const engine = await createEngine({ database: location, ...engineEnv });
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers: true, codeWorkflows: workflows });
+      console.log(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
+      await services.stop();
       await engine.close();
       console.log(`worker ${process.pid}: stopped`);
     });
@@ -160,6 +160,7 @@ export async function main(argv: string[]): Promise<void> {
 
   apiCommands(program, (line) => console.log(line));
   channelCommands(program, (line) => console.log(line));
+  triggerCommands(program, (line) => console.log(line));
   runCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }

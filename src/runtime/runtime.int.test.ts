@@ -3,6 +3,7 @@ import { CancelledError, ConflictError, TerminalError } from '../errors.js';
 import type { Engine } from '../engine.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
+import { RUN_QUEUE } from './runtime.js';
 import { workflow, type Workflow } from './workflow.js';
 
 const fast = { maxAttempts: 3, backoff: { base: '10ms', factor: 2, max: '50ms' } };
@@ -258,4 +259,25 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(undone).toEqual(['released']);
     await expect(engine.start(late, {}, { id: 'late-2', timeout: 'soon' })).rejects.toThrow(/^timeout: must be/);
   });
+
+  it('wakes a run for a signal that commits while its pass is suspending (no pass queued behind the timer)', async () => {
+    const waits = workflow('waits', async (ctx) => {
+      await ctx.step('first', async () => 1);
+      return ctx.waitForEvent('go', { timeout: '1h' });
+    });
+    const engine = await engineWith(waits);
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const run = await engine.start(waits, {});
+        await new Promise((resolve) => setTimeout(resolve, i % 10));
+        await engine.signal(run.id, 'go', { i });
+        return run;
+      }),
+    );
+    const started = Date.now();
+    for (const [i, run] of runs.entries()) expect(await run.result({ pollMs: 50 })).toEqual({ i });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await engine.queue.list({ queue: RUN_QUEUE, state: 'ready' })).toEqual([]);
+  });
+
 });

@@ -1,7 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import type { SessionService } from '../agents/service.js';
 import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
+import type { TriggerService } from '../triggers/service.js';
 import { ValidationError } from '../errors.js';
 import { zodProblems } from '../workflows/schema.js';
 import type { WorkflowService } from '../workflows/service.js';
@@ -12,12 +14,16 @@ import type { Route } from './route.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
 
 export interface AppOptions {
   engine: Engine;
   workflows: WorkflowService;
   channels?: Channels;
+  triggers?: TriggerService;
+  sessions?: SessionService;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
@@ -39,6 +45,8 @@ export function createApp(options: AppOptions): Hono {
     ...workflowRoutes(options.workflows),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
+    ...(options.triggers ? triggerRoutes(options.triggers) : []),
+    ...(options.sessions ? sessionRoutes(options.sessions) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

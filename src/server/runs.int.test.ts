@@ -394,7 +394,9 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     await Promise.all(others.map((r) => r.result()));
     const res = await waited;
     expect(res.status).toBe(408);
-    expect(counts.viewReads.get(id)).toBeLessThanOrEqual(2);
+    // its first read, the one at the timeout, and at most one for a coalesced wake-up ('' = something changed);
+    // a polling loop would read dozens of times in this second
+    expect(counts.viewReads.get(id)).toBeLessThanOrEqual(3);
   });
 
   it('answers 408 with the status at the timeout, 200 at once for an ended run, 400 for a bad timeout', async () => {

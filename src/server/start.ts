@@ -1,16 +1,17 @@
 import { dirname, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { createEngine, type Engine } from '../engine.js';
-import type { RunledgerOptions } from '../config.js';
-import { loadSecretKey } from '../workflows/secrets.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
-import { Channels } from '../chat/channels.js';
+import type { Hono } from 'hono';
+import type { Agent } from '../agents/agent.js';
 import { ChannelFeed } from '../chat/feed.js';
 import { offlineProvider, type ChatProvider } from '../chat/providers.js';
-import { startReplyWorker } from '../chat/reply.js';
+import type { RunledgerOptions } from '../config.js';
+import { createEngine, type Engine } from '../engine.js';
+import type { Workflow } from '../runtime/workflow.js';
+import { loadSecretKey } from '../workflows/secrets.js';
 import { createApp } from './app.js';
-import { ChannelSockets } from './ws.js';
 import { listen } from './listen.js';
+import { startServices, type Services } from './services.js';
+import { ChannelSockets } from './ws.js';
 
 export interface ServerOptions extends RunledgerOptions {
   host?: string;
@@ -20,55 +21,70 @@ export interface ServerOptions extends RunledgerOptions {
   secretKey?: string | undefined;
   /** Where the key file lives; default: the SQLite file's folder, else the working directory. */
   dataDir?: string;
-  /** Hosts and CIDRs `http_request` steps may reach although they are private (RUNLEDGER_HTTP_ALLOW). */
+  /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although they are private (RUNLEDGER_HTTP_ALLOW). */
   allow?: string[];
-  /** Run executions and AI replies in this process too (default true). */
+  /** Run executions, sessions, AI replies, routing and schedules in this process too (default true). */
   workers?: boolean;
   /** The model that answers `role: user` chat messages; default the offline one. */
   chatProvider?: ChatProvider;
+  agents?: Agent[];
+  codeWorkflows?: Workflow[];
   logger?: Logger;
 }
 
-export interface Server {
+export interface Server extends Omit<Services, 'stop'> {
   url: string;
   engine: Engine;
-  workflows: WorkflowService;
-  channels: Channels;
   close(): Promise<void>;
 }
 
+/** Where the secret key file lives: beside the SQLite file, else the working directory. */
+export function dataDirFor(database: string): string {
+  return /^postgres(ql)?:\/\//.test(database) ? process.cwd() : dirname(resolve(database));
+}
+
 /**
- * The product in one process: the engine on its database, stored workflows with their workers,
- * and the HTTP API on `host:port`.
+ * The product in one process: the engine on its database, every service with its workers, and
+ * the HTTP API (REST, SSE, WebSocket) on `host:port`.
  *
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
-  const dataDir = options.dataDir ?? (/^postgres(ql)?:\/\//.test(database) ? process.cwd() : dirname(resolve(database)));
-  const key = await loadSecretKey({ dataDir, ...(secretKey ? { env: secretKey } : {}) });
+  const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
+  // the socket opens first: HTTP agents are told this server's address to report back to
+  let app: Hono | null = null;
+  let sockets: ChannelSockets | null = null;
+  const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503 });
   try {
-    const workflows = storedWorkflows(engine, { secretKey: key, allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
-    const channels = new Channels(engine.store, engine.journal);
-    const feed = await ChannelFeed.open(engine.store, channels);
-    const sockets = new ChannelSockets({ channels, feed, token });
-    if (workers) await startReplyWorker(engine, channels, chatProvider, { onDelta: sockets.delta, onError: (error) => logger.warn({ err: error }, 'chat reply failed') });
-    const app = createApp({ engine, workflows, channels, ...(token ? { token } : {}) });
-    const listening = await listen(app, { host, port, token, upgrade: sockets.upgrade });
-    return {
-      url: listening.url,
-      engine,
-      workflows,
-      channels,
-      close: async () => {
-        sockets.close();
-        await listening.close();
-        await feed.close();
-        await engine.close();
-      },
-    };
+    const listening = await listen(
+      { fetch: (request) => (app ? app.fetch(request) : starting()) },
+      { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
+    );
+    try {
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
+      const feed = await ChannelFeed.open(engine.store, services.channels);
+      sockets = new ChannelSockets({ channels: services.channels, feed, token });
+      app = createApp({ engine, ...services, ...(token ? { token } : {}) });
+      const { stop, ...rest } = services;
+      return {
+        ...rest,
+        url: listening.url,
+        engine,
+        close: async () => {
+          sockets?.close();
+          await listening.close();
+          await stop();
+          await feed.close();
+          await engine.close();
+        },
+      };
+    } catch (error) {
+      await listening.close();
+      throw error;
+    }
   } catch (error) {
     await engine.close();
     throw error;

@@ -118,6 +118,8 @@ export interface Store {
    * Moves the waiting (ready) tasks of an ordering key earlier, to `runAt` at the latest, and
    * returns how many there were: 0 means the caller should enqueue one. Lets a run that sleeps
    * until tomorrow be woken now by a signal, without a second task queuing behind the first.
+   * Inside a transaction it serializes with other reschedules of the key until the commit, so two
+   * callers never both see 0 and both enqueue.
    */
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
   /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */

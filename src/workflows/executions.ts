@@ -4,7 +4,8 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
-import type { Definitions } from './definitions.js';
+import type { Store } from '../storage/store.js';
+import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput } from './interpreter.js';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'cancelled';
@@ -40,6 +41,9 @@ export interface ExecutionRecord extends ExecutionSummary {
 }
 
 const INDEX = 'execution';
+/** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
+const WORKFLOW_VIEW = 'workflow';
+const executionKeyStream = (workflowId: string, key: string) => `execution-key:${workflowId}:${key}`;
 const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', failed: 'failed', cancelled: 'cancelled' };
 const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', ok: 'success', error: 'failed' };
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -63,14 +67,8 @@ export class Executions {
    * execution the first request started and starts nothing.
    */
   async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
-    const wf = await this.definitions.get(workflowId);
-    if (!wf.enabled) throw new ValidationError('enabled', `workflow ${workflowId} is disabled`);
-    const trigger = request.trigger_data ?? {};
-    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger)) throw new ValidationError('trigger_data', 'must be a JSON object');
-    checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
-    const triggerType = request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
-    const keyStream = request.idempotencyKey === undefined ? null : `execution-key:${workflowId}:${checkName('Idempotency-Key', request.idempotencyKey, 200)}`;
-    const input: ExecutionInput = { workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown> };
+    const input = this.input(await this.definitions.get(workflowId), request);
+    const keyStream = request.idempotencyKey === undefined ? null : executionKeyStream(workflowId, checkName('Idempotency-Key', request.idempotencyKey, 200));
     for (let attempt = 1; ; attempt++) {
       if (keyStream !== null) {
         const [first] = await this.engine.store.eventReadStream({ streamId: keyStream, limit: 1 });
@@ -78,17 +76,59 @@ export class Executions {
       }
       const id = newId('ex');
       try {
-        await this.engine.store.transaction(async (tx) => {
-          if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
-          await this.engine.runtime.start(this.interpreter, input, { id, tx });
-          await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
-        });
+        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream));
         return this.accepted(workflowId, id);
       } catch (error) {
         // a concurrent request with the same key won: the next round reads its execution
         if (!(error instanceof ConflictError) || keyStream === null || attempt >= 3) throw error;
       }
     }
+  }
+
+  /**
+   * Starts an execution in the caller's transaction (a subscription handler's, a scheduler's): it
+   * exists only if that commits. A repeated `key` returns the execution the first call started and
+   * writes nothing; a concurrent call with the same key waits for the first to commit, then returns
+   * its execution (on PostgreSQL the losing append is undone by its savepoint, so `tx` stays usable).
+   * Every check runs before the first write, so a thrown error leaves `tx` as it was.
+   *
+   * @example
+   * await store.transaction((tx) => executions.startIn(tx, 'wf_01J…', { trigger_data: { id: 'evt_1' }, trigger_type: 'event' }, 'evt_1:rule_01J…'));
+   */
+  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+    const keyStream = executionKeyStream(workflowId, checkName('key', key, 200));
+    const first = async () => ((await tx.eventReadStream({ streamId: keyStream, limit: 1 }))[0]?.data as { execution_id: string } | undefined)?.execution_id;
+    const existing = await first();
+    if (existing !== undefined) return this.accepted(workflowId, existing);
+    // read through `tx`: on SQLite a read outside it would wait for this very transaction
+    const wf = (await tx.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
+    if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
+    const input = this.input(wf, request);
+    const id = newId('ex');
+    try {
+      await this.begin(tx, workflowId, input, id, keyStream);
+    } catch (error) {
+      const winner = error instanceof ConflictError ? await first() : undefined;
+      if (winner === undefined) throw error;
+      return this.accepted(workflowId, winner);
+    }
+    return this.accepted(workflowId, id);
+  }
+
+  /** The run input of an execution of `wf`, checked: a disabled workflow or bad trigger data throws before anything is written. */
+  private input(wf: StoredWorkflow, request: { trigger_data?: unknown; trigger_type?: string }): ExecutionInput {
+    if (!wf.enabled) throw new ValidationError('enabled', `workflow ${wf.id} is disabled`);
+    const trigger = request.trigger_data ?? {};
+    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger)) throw new ValidationError('trigger_data', 'must be a JSON object');
+    checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
+    const triggerType = request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
+    return { workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown> };
+  }
+
+  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null): Promise<void> {
+    if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
+    await this.engine.runtime.start(this.interpreter, input, { id, tx });
+    await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
 
   /** Newest first, `limit` per page; `last_key` of a page continues after it and is null on the last one. */

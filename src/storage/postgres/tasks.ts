@@ -222,7 +222,13 @@ const RESCHEDULE = prepared(
   "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id",
 );
 
+/** Class id of the advisory locks that serialize reschedules of one ordering key (claims use 1919053 per queue). */
+const RESCHEDULE_LOCK = 1919054;
+
 export async function taskReschedule(db: Db, p: { queue: string; orderingKey: string; runAt: number }): Promise<number> {
+  // Two transactions that both find no ready task would both enqueue one: the lock, held to the
+  // end of the caller's transaction, makes the second wait and then see the first one's task.
+  if (db.inTransaction) await db.rows('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RESCHEDULE_LOCK, `${p.queue} ${p.orderingKey}`]);
   return (await db.rows(RESCHEDULE, [p.runAt, p.queue, p.orderingKey])).length;
 }
 

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { SESSION_EVENT_TYPES } from '../../agents/lifecycle.js';
+import type { SessionService } from '../../agents/service.js';
+import { route, type Route } from '../route.js';
+
+const time = z.iso.datetime().describe('ISO 8601 UTC');
+const eventType = z.enum(SESSION_EVENT_TYPES);
+
+const session = z.object({
+  session_id: z.string(),
+  agent: z.string(),
+  status: z.enum(['INITIATED', 'BUSY', 'COMPLETED', 'FAILED']),
+  input: z.unknown(),
+  created_at: time,
+  updated_at: time,
+  error_message: z.string().nullable(),
+  events_count: z.int(),
+  last_event: eventType,
+});
+
+const startBody = z
+  .object({
+    agent: z.string().min(1).max(100),
+    input: z.unknown().optional(),
+    session_id: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+
+const reportBody = z
+  .object({
+    status: z.enum(['COMPLETED', 'FAILED']),
+    error_message: z.string().max(2000).nullable().optional(),
+  })
+  .strict();
+
+const event = z.object({ type: eventType, timestamp: time, error_message: z.string().optional() });
+
+/** Agent sessions: start one, read it and its lifecycle events, and the report an HTTP agent sends when its work ends. */
+export function sessionRoutes(service: SessionService): Route[] {
+  return [
+    route({
+      method: 'post', path: '/sessions', tag: 'sessions', summary: 'Start a session of an agent; a repeated session_id or `Idempotency-Key` returns the first one',
+      body: startBody, status: 202, response: session, errors: [400, 409, 413],
+      handle: ({ body, headers }) => {
+        const key = headers.get('idempotency-key');
+        return service.create({ ...body, ...(key !== null ? { idempotencyKey: key } : {}) });
+      },
+    }),
+    route({
+      method: 'get', path: '/sessions/{id}', tag: 'sessions', summary: 'One session: its status, and the error that failed it',
+      status: 200, response: session, errors: [404],
+      handle: ({ params }) => service.get(params.id!),
+    }),
+    route({
+      method: 'get', path: '/sessions/{id}/events', tag: 'sessions', summary: "A session's lifecycle events, oldest first; `status` keeps one event type",
+      query: z.object({ status: eventType.optional() }).strict(), status: 200,
+      response: z.object({ session_id: z.string(), events: z.array(event), count: z.int() }), errors: [400, 404],
+      handle: async ({ params, query }) => {
+        const events = await service.events(params.id!, query.status === undefined ? {} : { status: query.status });
+        return { session_id: params.id!, events, count: events.length };
+      },
+    }),
+    route({
+      method: 'post', path: '/sessions/{id}/report', tag: 'sessions', summary: "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
+      body: reportBody, status: 202,
+      response: z.object({ session_id: z.string(), status: z.enum(['COMPLETED', 'FAILED']), duplicate: z.boolean() }), errors: [400, 404, 409],
+      handle: ({ params, body }) => service.report(params.id!, body),
+    }),
+  ];
+}

@@ -1,0 +1,80 @@
+import type { Logger } from 'pino';
+import type { Agent } from '../agents/agent.js';
+import { sessions, type SessionService } from '../agents/service.js';
+import { Channels } from '../chat/channels.js';
+import type { ChatProvider } from '../chat/providers.js';
+import { startReplyWorker, type ReplyDelta } from '../chat/reply.js';
+import type { Engine } from '../engine.js';
+import { ConflictError } from '../errors.js';
+import type { Workflow } from '../runtime/workflow.js';
+import { triggers, type TriggerService } from '../triggers/service.js';
+import { createRunStarter } from '../triggers/starter.js';
+import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+
+export interface ServiceOptions {
+  secretKey: Buffer;
+  /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although the SSRF guard refuses them. */
+  allow: string[];
+  logger: Logger;
+  chatProvider: ChatProvider;
+  /** Run executions, sessions, AI replies, event routing and schedules in this process. */
+  workers: boolean;
+  agents?: Agent[];
+  /** Code workflows rules and schedules may name; also registered with the engine. */
+  codeWorkflows?: Workflow[];
+  /** Where HTTP agents report back: this server's URL. */
+  reportBaseUrl?: string;
+  /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
+  onDelta?: (delta: ReplyDelta) => void;
+}
+
+export interface Services {
+  workflows: WorkflowService;
+  channels: Channels;
+  sessions: SessionService;
+  triggers: TriggerService;
+  stop(): Promise<void>;
+}
+
+/** The rule `runledger trigger --source manual-trigger --detail-type execute-agent` relies on, out of the box. */
+export const MANUAL_AGENT_RULE = {
+  name: 'manual-agent',
+  pattern: { source: ['manual-trigger'], 'detail-type': ['execute-agent'] },
+  target: { agent: 'sample-agent' },
+  input: { session_id: '$.id', detail: '$.detail' },
+};
+
+/**
+ * Everything runledger runs on an engine, for the server and for `runledger worker`: stored
+ * workflows, chat channels, agent sessions and triggers, and (with `workers`) the consumers that
+ * do the work — run passes, AI replies, event routing, schedules.
+ */
+export async function startServices(engine: Engine, options: ServiceOptions): Promise<Services> {
+  const { logger } = options;
+  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
+  engine.register(...(options.codeWorkflows ?? []));
+  const channels = new Channels(engine.store, engine.journal);
+  const agentSessions = sessions(engine, { agents: options.agents ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
+  const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
+  const onError = (what: string) => (error: unknown) => logger.warn({ err: error }, what);
+  const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
+  await ensureRule(triggerService);
+  await triggerService.start();
+  if (options.workers) await startReplyWorker(engine, channels, options.chatProvider, { onError: onError('chat reply failed'), ...(options.onDelta ? { onDelta: options.onDelta } : {}) });
+  return {
+    workflows,
+    channels,
+    sessions: agentSessions,
+    triggers: triggerService,
+    // the engine stops its workers and subscriptions when it closes; the scheduler is ours
+    stop: () => triggerService.stop(),
+  };
+}
+
+async function ensureRule(service: TriggerService): Promise<void> {
+  try {
+    await service.rules.create(MANUAL_AGENT_RULE);
+  } catch (error) {
+    if (!(error instanceof ConflictError)) throw error;
+  }
+}

@@ -1,0 +1,269 @@
+import { Cron } from 'croner';
+import { z } from 'zod';
+import { ConflictError, describeError, LeaseLostError, NotFoundError, TerminalError, ValidationError, type Problem } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Journal } from '../journal/journal.js';
+import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
+import type { NewEvent, Store } from '../storage/store.js';
+import { zodProblems } from '../workflows/schema.js';
+import { mapInput, validateInputMapping } from './input.js';
+import type { RunStarter, Started, Target } from './target.js';
+
+export const SCHEDULE_VIEW = 'schedule';
+const STATE_VIEW = 'schedule-state';
+/** A schedule's definition (`schedule.created`, `schedule.deleted`): what schedulers reload on. */
+export const SCHEDULE_STREAM_PREFIX = 'schedule:';
+const scheduleStream = (id: string) => `${SCHEDULE_STREAM_PREFIX}${id}`;
+/** What each slot came to (`schedule.fired`, `.skipped`, `.failed`): apart, so a firing does not make every scheduler reload. */
+const slotStream = (id: string) => `schedule-slot:${id}`;
+
+/** A schedule without `input` hands its runs the whole tick: `{ schedule_id, slot, catch_up }`. */
+export const DEFAULT_SCHEDULE_INPUT = '$';
+
+export const scheduleRequest = z
+  .object({
+    name: z.string().min(1).max(128).optional(),
+    /** 5 fields, or 6 with leading seconds; `@hourly` and friends too. */
+    cron: z.string().min(1).max(256),
+    /** IANA time zone the cron fields are read in. */
+    timezone: z.string().min(1).max(64).default('UTC'),
+    target: z.object({ workflow: z.string().optional(), agent: z.string().optional() }).catchall(z.unknown()),
+    input: z.unknown().optional(),
+    /** `skip`: a slot passes while the schedule's previous run has not ended. */
+    overlap: z.enum(['skip', 'allow']).default('skip'),
+    /** After downtime: `skip` the missed slots, or run `one` of them (the latest). */
+    catch_up: z.enum(['skip', 'one']).default('skip'),
+  })
+  .strict();
+
+export interface Schedule {
+  id: string;
+  name: string | null;
+  cron: string;
+  timezone: string;
+  target: Target;
+  input: unknown;
+  overlap: 'skip' | 'allow';
+  catch_up: 'skip' | 'one';
+  created_at: string;
+}
+
+/** What the latest slot came to; counts over the schedule's life. */
+export interface ScheduleState {
+  last_slot: string | null;
+  last_slot_ms: number | null;
+  last_outcome: 'fired' | 'skipped' | 'failed' | null;
+  /** The run the latest fired slot started: with `overlap: skip`, no slot fires until it has ended. */
+  last_run_id: string | null;
+  last_error: string | null;
+  fired: number;
+  skipped: number;
+  failed: number;
+}
+
+export interface ScheduleView extends Schedule {
+  /** The next three slots, ISO 8601 UTC. */
+  next: string[];
+  state: ScheduleState;
+}
+
+export type FireOutcome = 'fired' | 'skipped' | 'failed' | 'taken' | 'gone';
+
+const EMPTY_STATE: ScheduleState = { last_slot: null, last_slot_ms: null, last_outcome: null, last_run_id: null, last_error: null, fired: 0, skipped: 0, failed: 0 };
+const PERMANENT = [ValidationError, NotFoundError, TerminalError];
+/** Thrown to roll a firing back: another process recorded the slot first. */
+const TAKEN = Symbol('taken');
+
+/**
+ * The parsed cron of a schedule, or a ValidationError naming `cron` or `timezone`.
+ *
+ * @example parseCron('*\/2 * * * * *', 'UTC').nextRun() // a Date 0–2 s from now
+ */
+export function parseCron(cron: string, timezone: string): Cron {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch {
+    throw new ValidationError('timezone', `is not an IANA time zone such as 'UTC' or 'Europe/Berlin': '${timezone}'`);
+  }
+  let job: Cron;
+  try {
+    job = new Cron(cron, { timezone, mode: '5-or-6-parts' });
+  } catch (error) {
+    throw new ValidationError('cron', `${(error as Error).message.replace(/^CronPattern: /, '')} (5 fields, or 6 with leading seconds: '*/2 * * * * *')`);
+  }
+  if (job.nextRun() === null) throw new ValidationError('cron', 'never fires');
+  return job;
+}
+
+/** The first slot after `t` (ms), or null. */
+export const slotAfter = (cron: Cron, t: number): number | null => cron.nextRun(new Date(t))?.getTime() ?? null;
+/** The latest slot before `t` (ms, exclusive), or null. */
+export const slotBefore = (cron: Cron, t: number): number | null => cron.previousRuns(1, new Date(t))[0]?.getTime() ?? null;
+
+/**
+ * Cron schedules. A schedule is the stream `schedule:<id>`; what each of its slots came to is the
+ * stream `schedule-slot:<id>`, one event per slot, written with the idempotency key
+ * `schedule-slot:<id>:<slot>` and the stream's expected version in the transaction that starts the
+ * slot's run (key `<id>:<slot>`): however many schedulers reach a slot, one records it and starts
+ * one run, and the others roll back. One instance per journal (its constructor registers the projections).
+ *
+ * @example
+ * const s = await schedules.create({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', target: { workflow: 'report' } });
+ */
+export class Schedules {
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    private readonly starter: RunStarter,
+  ) {
+    journal.project(['schedule.created', 'schedule.deleted'], async (event, tx) => {
+      const id = event.streamId.slice(SCHEDULE_STREAM_PREFIX.length);
+      if (event.type === 'schedule.deleted') {
+        await tx.projectionDelete({ name: SCHEDULE_VIEW, key: id });
+        await tx.projectionDelete({ name: STATE_VIEW, key: id });
+        return;
+      }
+      await tx.projectionPut({ name: SCHEDULE_VIEW, key: id, value: { ...(event.data as object), id, created_at: new Date(event.timestamp).toISOString() } });
+    });
+    journal.project(['schedule.fired', 'schedule.skipped', 'schedule.failed'], async (event, tx) => {
+      const id = event.streamId.slice('schedule-slot:'.length);
+      const data = event.data as { slot: string; run_id?: string; error?: string };
+      const state = ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+      const outcome = event.type.slice('schedule.'.length) as 'fired' | 'skipped' | 'failed';
+      await tx.projectionPut({
+        name: STATE_VIEW,
+        key: id,
+        value: {
+          ...state,
+          last_slot: data.slot,
+          last_slot_ms: Date.parse(data.slot),
+          last_outcome: outcome,
+          last_run_id: outcome === 'fired' ? data.run_id! : state.last_run_id,
+          last_error: outcome === 'failed' ? data.error! : state.last_error,
+          [outcome]: state[outcome] + 1,
+        },
+      });
+    });
+  }
+
+  /** Checks every field (the cron and time zone, the input mapping, then the target) and stores the schedule. */
+  async create(body: unknown): Promise<ScheduleView> {
+    const parsed = scheduleRequest.safeParse(body);
+    const problems: Problem[] = parsed.success ? [] : zodProblems(parsed.error).filter((p) => !p.path.startsWith('target'));
+    const raw = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (parsed.success) {
+      try {
+        parseCron(parsed.data.cron, parsed.data.timezone);
+      } catch (error) {
+        problems.push(...(error as ValidationError).problems);
+      }
+    }
+    if (raw.input !== undefined) problems.push(...validateInputMapping(raw.input));
+    let target: Target | undefined;
+    try {
+      target = await this.starter.check(raw.target, 'target');
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      problems.push(...error.problems);
+    }
+    if (problems.length > 0 || !parsed.success || !target) throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a schedule' }]);
+    const { name, cron, timezone, overlap, catch_up } = parsed.data;
+    const id = newId('sch');
+    const data = { name: name ?? null, cron, timezone, target, input: raw.input === undefined ? DEFAULT_SCHEDULE_INPUT : raw.input, overlap, catch_up };
+    await this.journal.append(scheduleStream(id), [{ type: 'schedule.created', data }], { expectedVersion: 0 });
+    return this.get(id);
+  }
+
+  async get(id: string): Promise<ScheduleView> {
+    const schedule = (await this.store.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
+    if (!schedule) throw new NotFoundError(`schedule ${id} not found`);
+    return this.view(schedule, Date.now());
+  }
+
+  /** Oldest first; `last_key` of a page continues after it, null on the last page. */
+  async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ schedules: ScheduleView[]; count: number; last_key: string | null }> {
+    const limit = options.limit ?? 100;
+    const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: limit + 1, ...(options.last_key ? { after: options.last_key } : {}) });
+    const now = Date.now();
+    const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(r.value as Schedule, now)));
+    return { schedules, count: schedules.length, last_key: rows.length > limit ? (schedules.at(-1)?.id ?? null) : null };
+  }
+
+  /** Every schedule with its state, for a scheduler. */
+  async all(): Promise<Array<{ schedule: Schedule; state: ScheduleState }>> {
+    const out: Array<{ schedule: Schedule; state: ScheduleState }> = [];
+    for (let after: string | undefined; ; ) {
+      const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: 500, ...(after === undefined ? {} : { after }) });
+      for (const row of rows) out.push({ schedule: row.value as Schedule, state: await this.state(row.key) });
+      if (rows.length < 500) return out;
+      after = rows.at(-1)!.key;
+    }
+  }
+
+  /** Deletes the schedule: no slot fires after this commits (a firing in flight finds it gone); runs it started go on. */
+  async delete(id: string): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      if (!(await tx.projectionGet({ name: SCHEDULE_VIEW, key: id }))) throw new NotFoundError(`schedule ${id} not found`);
+      await this.journal.append(scheduleStream(id), [{ type: 'schedule.deleted', data: {} }], { tx });
+    });
+  }
+
+  /**
+   * Fires one slot, once across every process: `taken` when it (or, for a catch-up, any slot after
+   * `since`) was recorded already, `skipped` while the previous run has not ended (`overlap: skip`),
+   * `failed` when the target cannot start (recorded, not retried), `gone` when the schedule was deleted.
+   */
+  async fire(id: string, slot: number, options: { catchUp?: boolean; since?: number } = {}): Promise<FireOutcome> {
+    const slotIso = new Date(slot).toISOString();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.transaction(async (tx): Promise<FireOutcome> => {
+          const schedule = (await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
+          if (!schedule) return 'gone';
+          const state = ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+          const last = state.last_slot_ms ?? -Infinity;
+          if (last >= slot || (options.catchUp && last > (options.since ?? -Infinity))) return 'taken';
+          const [head] = await tx.eventReadStream({ streamId: slotStream(id), backwards: true, limit: 1 });
+          const record = async (event: NewEvent) => {
+            const key = `schedule-slot:${id}:${slotIso}`;
+            const appended = await this.journal.append(slotStream(id), [event], { tx, expectedVersion: head?.version ?? 0, idempotencyKey: key });
+            if (appended.duplicate) throw TAKEN;
+          };
+          if (schedule.overlap === 'skip' && state.last_run_id !== null) {
+            const previous = (await tx.projectionGet({ name: RUN_VIEW, key: state.last_run_id })) as RunView | undefined;
+            // a run without a view (an agent session kept elsewhere) cannot be waited for: it does not block
+            if (previous && !isTerminal(previous.status)) {
+              await record({ type: 'schedule.skipped', data: { slot: slotIso, reason: 'overlap', run_id: state.last_run_id } });
+              return 'skipped';
+            }
+          }
+          let started: Started;
+          try {
+            const tick = { schedule_id: id, slot: slotIso, catch_up: options.catchUp === true };
+            started = await this.starter.start({ target: schedule.target, input: mapInput(schedule.input, tick), key: `${id}:${slotIso}`, tx, trigger_type: 'schedule' });
+          } catch (error) {
+            if (!PERMANENT.some((kind) => error instanceof kind)) throw error;
+            await record({ type: 'schedule.failed', data: { slot: slotIso, error: describeError(error) } });
+            return 'failed';
+          }
+          await record({ type: 'schedule.fired', data: { slot: slotIso, ...started, catch_up: options.catchUp === true } });
+          return 'fired';
+        });
+      } catch (error) {
+        if (error === TAKEN) return 'taken';
+        // another process recorded a slot since this one read the stream: look again
+        if (error instanceof ConflictError && !(error instanceof LeaseLostError) && attempt < 3) continue;
+        throw error;
+      }
+    }
+  }
+
+  private async state(id: string): Promise<ScheduleState> {
+    return ((await this.store.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+  }
+
+  private async view(schedule: Schedule, now: number): Promise<ScheduleView> {
+    const next = parseCron(schedule.cron, schedule.timezone).nextRuns(3, new Date(now)).map((d) => d.toISOString());
+    return { ...schedule, next, state: await this.state(schedule.id) };
+  }
+}

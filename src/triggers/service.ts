@@ -1,0 +1,73 @@
+import type { Engine } from '../engine.js';
+import type { Subscriber } from '../journal/subscription.js';
+import { EVENT_RECEIVED, EVENT_STREAM_PREFIX, Events } from './events.js';
+import { Rules } from './rules.js';
+import { Schedules } from './schedules.js';
+import { Scheduler, type SchedulerOptions } from './scheduler.js';
+import type { RunStarter } from './target.js';
+
+/** The durable subscription that routes stored events by the rules. */
+export const ROUTING_SUBSCRIPTION = 'triggers.rules';
+
+export interface TriggerOptions {
+  starter: RunStarter;
+  /** Run the routing subscription in this process (default true). */
+  routingEnabled?: boolean;
+  /** Run a scheduler in this process (default true); any number of processes may. */
+  schedulerEnabled?: boolean;
+  scheduler?: Omit<SchedulerOptions, 'onError'>;
+  /** Failures of routing attempts and firings; they are retried (routing: then parked). */
+  onError?: (error: unknown) => void;
+}
+
+export interface TriggerService {
+  events: Events;
+  rules: Rules;
+  schedules: Schedules;
+  /** Starts the routing subscription and the scheduler (as enabled). */
+  start(): Promise<void>;
+  /** Stops both; stored events wait for the next start (here or in another process). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Events in, runs out: inbound events, the rules that route them, cron schedules. Call once per
+ * engine (it registers projections). Routing is a durable subscription over `event:` streams, so
+ * an event stored while no process routes is routed when one starts, exactly once.
+ *
+ * @example
+ * const service = triggers(engine, { starter: createRunStarter({ engine, workflows, codeWorkflows: [onboard] }) });
+ * await service.start();
+ * await service.rules.create({ name: 'signup', pattern: { 'detail-type': ['user.created'] }, target: { workflow: 'onboard' } });
+ * await service.events.put([{ source: 'app', 'detail-type': 'user.created', detail: { id: 'u1' } }]);
+ */
+export function triggers(engine: Engine, options: TriggerOptions): TriggerService {
+  const events = new Events(engine.store, engine.journal);
+  const rules = new Rules(engine.store, engine.journal, options.starter);
+  const schedules = new Schedules(engine.store, engine.journal, options.starter);
+  let routing: Subscriber | null = null;
+  let scheduler: Scheduler | null = null;
+  return {
+    events,
+    rules,
+    schedules,
+    async start() {
+      if (options.routingEnabled !== false && !routing) {
+        routing = await engine.subscribe(
+          ROUTING_SUBSCRIPTION,
+          { streamPrefix: EVENT_STREAM_PREFIX, types: [EVENT_RECEIVED], from: 'beginning', ...(options.onError ? { onError: options.onError } : {}) },
+          async (event, { tx }) => void (await rules.route(event, tx)),
+        );
+      }
+      if (options.schedulerEnabled !== false && !scheduler) {
+        scheduler = new Scheduler(engine.store, schedules, { ...options.scheduler, ...(options.onError ? { onError: options.onError } : {}) });
+        await scheduler.start();
+      }
+    },
+    async stop() {
+      await Promise.all([routing?.stop(), scheduler?.stop()]);
+      routing = null;
+      scheduler = null;
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import type { Store } from '../storage/store.js';
+
+/** What a rule or a schedule starts: a stored workflow (by id) or code workflow (by name), or an agent session. */
+export type Target = { workflow: string } | { agent: string };
+
+export interface Started {
+  run_id: string;
+  kind: 'execution' | 'workflow' | 'session';
+}
+
+/**
+ * Starts the runs rules and schedules name. `key` makes it idempotent: a repeated key returns the
+ * run the first call started and starts nothing. With `tx`, the run starts in that transaction.
+ */
+export interface RunStarter {
+  /** `trigger_type` says what started it (`event`, `schedule`): an execution records it; default `trigger`. */
+  start(p: { target: Target; input: unknown; key: string; tx?: Store; trigger_type?: string }): Promise<Started>;
+  /** The target, checked: a ValidationError names `path` when it names nothing this server runs. */
+  check(target: unknown, path: string): Promise<Target>;
+}
