@@ -9,7 +9,8 @@ export type CrashPointName =
   | 'task:beforeComplete'
   | 'task:afterComplete'
   | 'subscription:beforeAdvance'
-  | 'reply:afterGenerate';
+  | 'reply:afterGenerate'
+  | 'session:afterRecord';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

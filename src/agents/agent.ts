@@ -1,0 +1,114 @@
+import { toMs, type Duration } from '../duration.js';
+import { ValidationError } from '../errors.js';
+
+/** What a TypeScript agent's code is given. */
+export interface AgentContext {
+  readonly sessionId: string;
+  /** Fires when the session's maximum wait passes, when its run is cancelled, or when this process lost the run. */
+  readonly signal: AbortSignal;
+  /** Stable across re-runs of this phase after a crash: pass it to side effects. */
+  readonly idempotencyKey: string;
+  /** 1 on the first run of this phase; more when a crash made another process run it again. */
+  readonly attempt: number;
+}
+
+export type AgentFunction<I = any> = (input: I, ctx: AgentContext) => Promise<unknown>;
+
+/**
+ * A TypeScript agent in two phases. `entrypoint` (optional) is the quick part that accepts the
+ * work: validate, reserve, hand off; throwing records AGENT_ENTRYPOINT_FAILED. `background` is the
+ * long part: resolving records AGENT_BACKGROUND_TASK_COMPLETED, throwing AGENT_BACKGROUND_TASK_FAILED;
+ * its return value is not kept. Each phase runs at least once: after a crash, another process runs
+ * the phase that was running again, with the same `idempotencyKey`.
+ */
+export interface CodeAgentDefinition<I = any> {
+  entrypoint?: AgentFunction<I>;
+  background: AgentFunction<I>;
+  /** From the invocation's success to the end of `background`; then SESSION_TIMED_OUT. Default 15m, at most 24 days. */
+  maxWait?: Duration;
+}
+
+/**
+ * An agent behind an HTTP endpoint. The invocation POSTs `{ session_id, agent, input, report_url }`
+ * (with an `Idempotency-Key`); a 2xx acknowledges it (the entrypoint has started its background
+ * task), anything else fails it. The agent then reports once to `report_url`:
+ * `POST { status: 'COMPLETED' | 'FAILED', error_message? }`.
+ */
+export interface HttpAgentDefinition {
+  url: string;
+  headers?: Record<string, string>;
+  /** From the acknowledgement to the report; then SESSION_TIMED_OUT. Default 15m. */
+  maxWait?: Duration;
+  /** How long the acknowledgement may take, in seconds (at most 300). Default 30. */
+  timeoutSeconds?: number;
+}
+
+export interface CodeAgent {
+  readonly kind: 'code';
+  readonly name: string;
+  readonly maxWaitMs: number;
+  readonly entrypoint: AgentFunction | null;
+  readonly background: AgentFunction;
+}
+
+export interface HttpAgent {
+  readonly kind: 'http';
+  readonly name: string;
+  readonly maxWaitMs: number;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly timeoutSeconds: number;
+}
+
+export type Agent = CodeAgent | HttpAgent;
+
+export const DEFAULT_MAX_WAIT_MS = 15 * 60_000;
+/** A timer of the process waits out a code agent's maximum wait: setTimeout's limit. */
+const MAX_CODE_WAIT_MS = 2 ** 31 - 1;
+
+/**
+ * Declares an agent a session can run: a TypeScript function (its background work), a
+ * `{ entrypoint?, background }` pair, or an HTTP endpoint `{ url }` that acknowledges at once and
+ * reports later.
+ *
+ * @example
+ * const summarize = defineAgent('summarize', {
+ *   entrypoint: async (input: { doc: string }) => { if (!input.doc) throw new Error('no doc') },
+ *   background: async (input, { signal }) => llm.summarize(input.doc, { signal }),
+ *   maxWait: '10m',
+ * });
+ * const remote = defineAgent('remote', { url: 'https://agents.example.com/invoke', maxWait: '1h' });
+ */
+export function defineAgent<I = any>(name: string, definition: AgentFunction<I> | CodeAgentDefinition<I> | HttpAgentDefinition): Agent {
+  if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) {
+    throw new ValidationError('name', `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`);
+  }
+  if (typeof definition === 'function') return Object.freeze({ kind: 'code', name, maxWaitMs: DEFAULT_MAX_WAIT_MS, entrypoint: null, background: definition as AgentFunction });
+  if (typeof definition !== 'object' || definition === null) throw new ValidationError('definition', 'must be a function, { entrypoint?, background } or { url }');
+  const maxWaitMs = definition.maxWait === undefined ? DEFAULT_MAX_WAIT_MS : toMs(definition.maxWait, 'maxWait');
+  if ('url' in definition) return httpAgent(name, definition, maxWaitMs);
+  const { entrypoint, background } = definition;
+  if (typeof background !== 'function') throw new ValidationError('background', 'must be a function');
+  if (entrypoint !== undefined && typeof entrypoint !== 'function') throw new ValidationError('entrypoint', 'must be a function');
+  if (maxWaitMs > MAX_CODE_WAIT_MS) throw new ValidationError('maxWait', `must be at most ${MAX_CODE_WAIT_MS} ms for a TypeScript agent`);
+  return Object.freeze({ kind: 'code', name, maxWaitMs, entrypoint: (entrypoint as AgentFunction | undefined) ?? null, background: background as AgentFunction });
+}
+
+function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: number): HttpAgent {
+  let url: URL;
+  try {
+    url = new URL(definition.url);
+  } catch {
+    throw new ValidationError('url', `must be an absolute URL (got ${JSON.stringify(definition.url)})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ValidationError('url', `must be http: or https: (got ${url.protocol})`);
+  const headers = definition.headers ?? {};
+  for (const [header, value] of Object.entries(headers)) {
+    if (typeof value !== 'string') throw new ValidationError(`headers.${header}`, 'must be a string');
+  }
+  const timeoutSeconds = definition.timeoutSeconds ?? 30;
+  if (!(typeof timeoutSeconds === 'number' && timeoutSeconds > 0 && timeoutSeconds <= 300)) {
+    throw new ValidationError('timeoutSeconds', `must be a number in (0, 300] (got ${String(timeoutSeconds)})`);
+  }
+  return Object.freeze({ kind: 'http', name, maxWaitMs, url: url.href, headers: { ...headers }, timeoutSeconds });
+}

@@ -1,0 +1,220 @@
+import { createHash } from 'node:crypto';
+import { backoffDelay } from '../backoff.js';
+import type { Engine } from '../engine.js';
+import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import { checkJson, checkName } from '../json.js';
+import { runStream } from '../runtime/history.js';
+import { readRunView } from '../runtime/view.js';
+import type { Workflow } from '../runtime/workflow.js';
+import type { Store } from '../storage/store.js';
+import type { Agent } from './agent.js';
+import { isEnded, isSessionEventType, SESSION_EVENT_TYPES } from './lifecycle.js';
+import { sampleAgent } from './sample.js';
+import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
+import { projectSessions, readSession, sessionStream, toRecord, toSessionEvent, type SessionEvent, type SessionRecord, type SessionView } from './view.js';
+
+export interface SessionsOptions {
+  /** The agents sessions can run; `sample-agent` is added unless one of them has that name. */
+  agents: Agent[];
+  /** Hosts and CIDRs HTTP agents may be reached at although the SSRF guard refuses them (`127.0.0.1`, `10.0.0.0/8`). */
+  allow?: string[];
+  /** Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report`. Default: that path alone, relative. */
+  reportBaseUrl?: string;
+}
+
+export interface ReportResult {
+  session_id: string;
+  /** The report the session took (the first one). */
+  status: SessionReport['status'];
+  /** true: this report had been received before and nothing was written. */
+  duplicate: boolean;
+}
+
+/** A report is written within about 7 s of retries when the store is briefly unreachable. */
+const REPORT_ATTEMPTS = 8;
+const REPORT_BACKOFF = { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 };
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
+
+/**
+ * Agent sessions on an engine. A session is a run of the built-in workflow `runledger.session`
+ * whose id is the session id; its lifecycle events are the stream `session:<id>`, its summary the
+ * `session` projection. Rules and schedules start sessions through `start` and `has`.
+ */
+export class SessionService {
+  constructor(
+    private readonly engine: Engine,
+    private readonly agents: ReadonlyMap<string, Agent>,
+    private readonly workflow: Workflow<SessionInput>,
+  ) {}
+
+  /**
+   * Starts a session of `agent` (for rules and schedules), idempotently: the session id is
+   * `input.session_id` when that is a string, else `ses_` + the first 32 hex digits of the
+   * SHA-256 of `key`. A repeated key (or session id) returns the session it first started and
+   * starts nothing. With `tx`, the session starts in that transaction.
+   */
+  async start(p: { agent: string; input: unknown; key: string; tx?: Store }): Promise<{ run_id: string }> {
+    const given = typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
+    const id = typeof given === 'string' ? checkSessionId(given, 'input.session_id') : keyedId(checkName('key', p.key, 1000));
+    await this.open(id, p.agent, p.input ?? null, p.tx);
+    return { run_id: id };
+  }
+
+  /** Is there an agent named `name`? */
+  has(name: string): boolean {
+    return this.agents.has(name);
+  }
+
+  /** The names of the agents, sorted. */
+  names(): string[] {
+    return [...this.agents.keys()].sort();
+  }
+
+  /**
+   * Starts a session (for the API). Its id: `session_id` when given, else derived from
+   * `idempotencyKey` as `start` derives it from its key, else a new `ses_…` id. An existing
+   * session of the same agent is returned as it is; of another agent, a ConflictError.
+   */
+  async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
+    const id =
+      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? keyedId(checkName('Idempotency-Key', p.idempotencyKey, 1000)) : newId('ses');
+    return this.open(id, p.agent, p.input ?? null);
+  }
+
+  async get(id: string): Promise<SessionRecord> {
+    return toRecord(await this.view(id));
+  }
+
+  /** The session's lifecycle events, oldest first; `status` keeps those of one type. */
+  async events(id: string, options: { status?: string } = {}): Promise<SessionEvent[]> {
+    const { status } = options;
+    if (status !== undefined && !isSessionEventType(status)) throw new ValidationError('status', `must be one of ${SESSION_EVENT_TYPES.join(', ')} (got ${JSON.stringify(status)})`);
+    await this.view(id);
+    const events = await this.engine.journal.readStream(sessionStream(id), { limit: 1000 });
+    return events.filter((e) => status === undefined || e.type === status).map(toSessionEvent);
+  }
+
+  /**
+   * An HTTP agent's report. The first one is taken: repeating it is harmless (`duplicate: true`),
+   * a different one is a ConflictError, and so is any report once the session has ended without
+   * one (it timed out). An unknown session is a NotFoundError. When the store is unreachable the
+   * write is retried with backoff before the error reaches the agent.
+   */
+  async report(id: string, body: { status: string; error_message?: string | null }): Promise<ReportResult> {
+    const report = checkReport(body);
+    return retrying(async () => {
+      const session = await this.view(id);
+      if (this.agents.get(session.agent)?.kind === 'code') throw new ConflictError(`session ${id} runs the TypeScript agent '${session.agent}', which reports by returning`);
+      const first = await this.firstReport(id);
+      if (first) return accepted(id, first, report, true);
+      if (isEnded(session.status)) throw new ConflictError(`session ${id} has already ended: ${session.last_event} (${session.status})`);
+      await this.engine.signal(id, REPORT_SIGNAL, report, { idempotencyKey: 'report' });
+      // the signal's fixed key lets one report in: if another won a race, this one conflicts
+      return accepted(id, (await this.firstReport(id)) ?? report, report, false);
+    });
+  }
+
+  private async view(id: string): Promise<SessionView> {
+    const view = await readSession(this.engine.store, id);
+    if (!view) throw new NotFoundError(`session ${id} not found`);
+    return view;
+  }
+
+  private async firstReport(id: string): Promise<SessionReport | undefined> {
+    const events = await this.engine.journal.readStream(runStream(id), { limit: 100_000 });
+    const sent = events.find((e) => e.type === 'signal.sent' && (e.data as { name: string }).name === REPORT_SIGNAL);
+    return (sent?.data as { payload: SessionReport } | undefined)?.payload;
+  }
+
+  /** SESSION_INITIATED and the session's run, in one transaction (the caller's, with `tx`). */
+  private async open(id: string, agent: string, input: unknown, tx?: Store): Promise<SessionRecord> {
+    if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
+    checkJson('input', input, this.engine.config.maxPayloadBytes);
+    const store = tx ?? this.engine.store;
+    const existing = await readSession(store, id);
+    if (existing) return same(existing, agent);
+    try {
+      await store.transaction(async (t) => {
+        const run = await readRunView(t, id);
+        if (run && run.workflow !== SESSION_WORKFLOW) throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
+        await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input } }], { tx: t, expectedVersion: 0 });
+        await this.engine.start(this.workflow, { session_id: id, agent, input }, { id, tx: t });
+      });
+    } catch (error) {
+      // a concurrent start of the same id won: it is the session
+      const raced = error instanceof ConflictError ? await readSession(store, id) : undefined;
+      if (!raced) throw error;
+      return same(raced, agent);
+    }
+    return toRecord((await readSession(store, id))!);
+  }
+}
+
+/**
+ * Adds agent sessions to `engine`: registers the session workflow (this process runs sessions
+ * when it runs workers) and the `session` projection, and returns the service the API, rules and
+ * schedules call. Call it once per engine, with the same agents in every process.
+ *
+ * @example
+ * const service = sessions(engine, { agents: [defineAgent('remote', { url: 'http://10.0.0.5/invoke' })], allow: ['10.0.0.5'], reportBaseUrl: 'https://runledger.internal' });
+ * const { run_id } = await service.start({ agent: 'sample-agent', input: {}, key: 'event-42' });
+ * (await service.events(run_id)).map((e) => e.type); // ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', …]
+ */
+export function sessions(engine: Engine, options: SessionsOptions): SessionService {
+  const agents = new Map<string, Agent>([[sampleAgent.name, sampleAgent]]);
+  const given = new Set<string>();
+  (options.agents ?? []).forEach((agent, i) => {
+    if (agent?.kind !== 'code' && agent?.kind !== 'http') throw new ValidationError(`agents[${i}]`, 'must be made with defineAgent()');
+    if (given.has(agent.name)) throw new ValidationError(`agents[${i}]`, `two agents are named '${agent.name}'`);
+    given.add(agent.name);
+    agents.set(agent.name, agent);
+  });
+  const base = (options.reportBaseUrl ?? '').replace(/\/+$/, '');
+  const workflow = sessionWorkflow({ store: engine.store, journal: engine.journal, agents, allow: options.allow ?? [], reportUrl: (id) => `${base}/sessions/${encodeURIComponent(id)}/report` });
+  engine.register(workflow);
+  projectSessions(engine.journal);
+  return new SessionService(engine, agents, workflow);
+}
+
+function keyedId(key: string): string {
+  return `ses_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+}
+
+function checkSessionId(id: unknown, path: string): string {
+  if (typeof id !== 'string' || !SESSION_ID.test(id)) {
+    throw new ValidationError(path, `must be 1 to 200 letters, digits, '.', '_', ':' or '-', starting with a letter or digit (got ${JSON.stringify(id)})`);
+  }
+  return id;
+}
+
+function checkReport(body: { status: string; error_message?: string | null }): SessionReport {
+  const { status, error_message: error } = (body ?? {}) as { status?: unknown; error_message?: unknown };
+  if (status !== 'COMPLETED' && status !== 'FAILED') throw new ValidationError('status', `must be COMPLETED or FAILED (got ${JSON.stringify(status)})`);
+  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > 2000)) throw new ValidationError('error_message', 'must be a string of at most 2000 characters');
+  return { status, error_message: (error as string | null | undefined) ?? null };
+}
+
+function same(view: SessionView, agent: string): SessionRecord {
+  if (view.agent !== agent) throw new ConflictError(`session ${view.session_id} exists for agent '${view.agent}', not '${agent}'`);
+  return toRecord(view);
+}
+
+function accepted(id: string, first: SessionReport, report: SessionReport, duplicate: boolean): ReportResult {
+  if (first.status !== report.status || first.error_message !== report.error_message) {
+    throw new ConflictError(`session ${id} already has a report (${first.status}${first.error_message ? `: ${first.error_message}` : ''})`);
+  }
+  return { session_id: id, status: first.status, duplicate };
+}
+
+async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      // a RunledgerError is an answer (not found, conflict, bad input); anything else is the store
+      if (error instanceof RunledgerError || attempt >= REPORT_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, REPORT_BACKOFF)));
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import { crashPoint } from '../crash.js';
+import { ConflictError, describeError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
+import type { Store } from '../storage/store.js';
+import { workflow, type StepContext, type StepOptions, type Workflow, type WorkflowContext } from '../runtime/workflow.js';
+import { httpRequest } from '../workflows/actions/http.js';
+import type { Agent, AgentFunction, CodeAgent } from './agent.js';
+import { isEnded, type SessionEventType } from './lifecycle.js';
+import { readSession, sessionStream } from './view.js';
+
+/** The built-in workflow every session is a run of; the run's id is the session id. */
+export const SESSION_WORKFLOW = 'runledger.session';
+/** The signal an HTTP agent's report becomes. */
+export const REPORT_SIGNAL = 'session.report';
+
+export interface SessionInput {
+  session_id: string;
+  agent: string;
+  input: unknown;
+}
+
+export interface SessionReport {
+  status: 'COMPLETED' | 'FAILED';
+  error_message: string | null;
+}
+
+/**
+ * Where in the session's code an event is recorded. The slot names the event's idempotency key
+ * (`session:<id>:<slot>`): a step re-run after a crash writes nothing new, and when two
+ * processes raced for the slot (one had lost the run), the one written is the one both follow.
+ */
+type Slot = 'invocation' | 'invoked' | 'entrypoint' | 'entered' | 'finished';
+
+/** The event the slot holds, or null when the lifecycle refused it: the session had already ended. */
+interface Recorded {
+  type: SessionEventType | null;
+  timestamp: number;
+}
+
+type Outcome = { ok: true } | { ok: false; error_message: string; timed_out: boolean };
+
+export interface SessionWorkflowOptions {
+  store: Store;
+  journal: Journal;
+  agents: ReadonlyMap<string, Agent>;
+  /** Hosts and CIDRs an HTTP agent may be reached at although the SSRF guard refuses them. */
+  allow: string[];
+  reportUrl: (sessionId: string) => string;
+}
+
+/** Writing a lifecycle event waits out a database outage: 1000 tries, backing off to 30 s. */
+const RECORD: StepOptions<Recorded> = { retry: { maxAttempts: 1000, backoff: { base: '200ms', factor: 2, max: '30s' } } };
+/** An agent's own failures are outcomes, not step failures: a step fails only when its pass stops. */
+const ONCE = { retry: { maxAttempts: 1 } };
+const MAX_ERROR_CHARS = 2000;
+
+/**
+ * The session workflow. SESSION_INITIATED is written when the session starts (with its run, in
+ * one transaction); each later lifecycle event is written by a step of its own, and each piece of
+ * agent work (the invocation, the entrypoint, the background task) is a step between two of them,
+ * so a crash re-runs at most the piece that was running and never writes an event twice.
+ */
+export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
+  return workflow(SESSION_WORKFLOW, async (ctx, session: SessionInput) => {
+    const { session_id: id, agent: name } = session;
+    const agent = o.agents.get(name);
+    const record = (slot: Slot, type: SessionEventType, error?: string) => recordStep(ctx, o, id, slot, type, error);
+    const done = (last: Recorded) => ({ session_id: id, ended_with: last.type });
+
+    const started = await record('invocation', 'AGENT_INVOCATION_STARTED');
+    if (started.type === null) return done(started);
+    const invoked = await ctx.step('invoke', (step) => invoke(agent, session, step, o), ONCE);
+    const outcome = await record('invoked', invoked.ok ? 'AGENT_INVOCATION_SUCCEEDED' : 'AGENT_INVOCATION_FAILED', invoked.ok ? undefined : invoked.error_message);
+    if (outcome.type !== 'AGENT_INVOCATION_SUCCEEDED') return done(outcome);
+    // another process recorded the success: this one cannot go on without the agent
+    if (!agent) throw new TerminalError(`agent '${name}' is not registered in this process`);
+    const deadline = outcome.timestamp + agent.maxWaitMs;
+    const entry = await record('entrypoint', 'AGENT_ENTRYPOINT_STARTED');
+    if (entry.type === null) return done(entry);
+
+    if (agent.kind === 'code') return done(await runCode(ctx, agent, session, deadline, record));
+    const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
+    if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return done(background);
+    const report = await ctx.waitForEvent<SessionReport>(REPORT_SIGNAL, { timeout: Math.max(0, deadline - Date.now()) });
+    if (report === null) return done(await record('finished', 'SESSION_TIMED_OUT', timedOut(agent).error_message));
+    if (report.status === 'COMPLETED') return done(await record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED'));
+    return done(await record('finished', 'AGENT_BACKGROUND_TASK_FAILED', report.error_message ?? `AgentError: agent '${name}' reported FAILED`));
+  });
+}
+
+async function runCode(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>): Promise<Recorded> {
+  const entrypoint = agent.entrypoint;
+  const entered: Outcome = entrypoint ? await ctx.step('entrypoint', (step) => runPhase(entrypoint, agent, session, deadline, step), ONCE) : { ok: true };
+  if (!entered.ok) return record('entered', entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED', entered.error_message);
+  const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
+  if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return background;
+  const finished = await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
+  if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
+  return record('finished', finished.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_BACKGROUND_TASK_FAILED', finished.error_message);
+}
+
+/**
+ * Appends one lifecycle event in a step. The idempotency key makes a re-run (a crash after the
+ * append, before the step's completion was journaled) return the event first written. A refusal
+ * by the lifecycle means the session has ended; were it still going, the step fails for good, so
+ * the run fails and SESSION_FAILED ends the session rather than leaving it BUSY.
+ */
+function recordStep(ctx: WorkflowContext, o: SessionWorkflowOptions, id: string, slot: Slot, type: SessionEventType, error?: string): Promise<Recorded> {
+  return ctx.step(
+    `record:${slot}`,
+    async () => {
+      const data = error === undefined ? {} : { error_message: error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error };
+      try {
+        const appended = await o.journal.append(sessionStream(id), [{ type, data }], { idempotencyKey: `session:${id}:${slot}` });
+        if (!appended.duplicate) crashPoint('session:afterRecord');
+        const event = appended.events[0]!;
+        return { type: event.type as SessionEventType, timestamp: event.timestamp };
+      } catch (e) {
+        if (e instanceof ConflictError) {
+          const view = await readSession(o.store, id);
+          if (view && isEnded(view.status)) return { type: null, timestamp: 0 };
+          throw new TerminalError(e.message);
+        }
+        if (e instanceof ValidationError) throw new TerminalError(e.message);
+        throw e;
+      }
+    },
+    RECORD,
+  );
+}
+
+/** The invocation: for a code agent, its call starting; for an HTTP agent, its acknowledgement (any 2xx). */
+async function invoke(agent: Agent | undefined, session: SessionInput, step: StepContext, o: SessionWorkflowOptions): Promise<Outcome> {
+  if (!agent) return failed(`NotFoundError: agent '${session.agent}' is not registered in this process`);
+  if (agent.kind === 'code') return { ok: true };
+  const body = { session_id: session.session_id, agent: agent.name, input: session.input, report_url: o.reportUrl(session.session_id) };
+  try {
+    const response = await httpRequest(
+      { method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds },
+      { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow },
+    );
+    if (response.status >= 200 && response.status < 300) return { ok: true };
+    return failed(`InvocationError: POST ${agent.url} answered ${response.status}, not 2xx`);
+  } catch (error) {
+    if (step.signal.aborted) throw error;
+    return failed(`InvocationError: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * Runs one phase of a code agent until it settles or the session's deadline passes (its signal
+ * then fires). When the step's own signal fires (this process lost the run), the pass stops and
+ * nothing is recorded: the next owner runs the phase again.
+ */
+async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInput, deadline: number, step: StepContext): Promise<Outcome> {
+  const remaining = deadline - Date.now();
+  if (remaining <= 0) return timedOut(agent);
+  const controller = new AbortController();
+  const stop = () => controller.abort(step.signal.reason);
+  step.signal.addEventListener('abort', stop, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => {
+      const outcome = timedOut(agent);
+      controller.abort(new TimeoutError(outcome.error_message));
+      resolve(outcome);
+    }, remaining);
+  });
+  const context = { sessionId: session.session_id, signal: controller.signal, idempotencyKey: step.idempotencyKey, attempt: step.attempt };
+  const ran = (async () => fn(session.input, context))().then(
+    (): Outcome => ({ ok: true }),
+    (error: unknown): Outcome => {
+      if (step.signal.aborted) throw error;
+      return failed(describeError(error));
+    },
+  );
+  try {
+    return await Promise.race([ran, expired]);
+  } finally {
+    clearTimeout(timer);
+    step.signal.removeEventListener('abort', stop);
+  }
+}
+
+function failed(error_message: string): Outcome {
+  return { ok: false, error_message, timed_out: false };
+}
+
+function timedOut(agent: Agent): { ok: false; error_message: string; timed_out: true } {
+  return { ok: false, error_message: `TimeoutError: agent '${agent.name}' did not finish within its maximum wait of ${formatMs(agent.maxWaitMs)}`, timed_out: true };
+}
+
+function formatMs(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}

@@ -1,0 +1,116 @@
+import { ConflictError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
+import type { Store, StoredEvent } from '../storage/store.js';
+import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
+
+/** The projection that holds each session's summary, keyed by session id. */
+export const SESSION_VIEW = 'session';
+
+/** The stream of one session's lifecycle events. */
+export function sessionStream(id: string): string {
+  return `session:${id}`;
+}
+
+/** A session as the projection stores it (times in ms, database clock). */
+export interface SessionView {
+  session_id: string;
+  agent: string;
+  status: SessionStatus;
+  input: unknown;
+  created_at: number;
+  updated_at: number;
+  /** The error of the event that failed the session; null otherwise. */
+  error_message: string | null;
+  /** Lifecycle events so far (the stream holds nothing else: its version). */
+  events_count: number;
+  last_event: SessionEventType;
+}
+
+/** A session as the API shows it. */
+export interface SessionRecord extends Omit<SessionView, 'created_at' | 'updated_at'> {
+  created_at: string;
+  updated_at: string;
+}
+
+/** One lifecycle event as the API shows it. */
+export interface SessionEvent {
+  type: SessionEventType;
+  timestamp: string;
+  error_message?: string;
+}
+
+const registered = new WeakSet<Journal>();
+
+/**
+ * Keeps the `session` projection in step with the session streams, in the transaction of each
+ * append. An event the lifecycle does not allow after the session's last one (anything after its
+ * end, say) is refused with a ConflictError, which rolls its append back: a session ends once.
+ */
+export function projectSessions(journal: Journal): void {
+  if (registered.has(journal)) return;
+  registered.add(journal);
+  journal.project([...SESSION_EVENT_TYPES], async (event, tx) => {
+    if (!event.streamId.startsWith('session:') || !isSessionEventType(event.type)) return;
+    const id = event.streamId.slice('session:'.length);
+    const data = (event.data ?? {}) as { agent?: string; input?: unknown; error_message?: string };
+    // Appends to one stream are serialized by its row lock, taken before this read: the view read
+    // here is the one every earlier event of the stream committed.
+    const view = await readSession(tx, id);
+    const last = view?.last_event ?? null;
+    if (!allowedAfter(last, event.type)) {
+      const state = view ? `its last event is ${last} (${view.status})` : 'it has no events';
+      throw new ConflictError(`session ${id}: ${event.type} cannot be recorded: ${state}`);
+    }
+    const next: SessionView = view ?? {
+      session_id: id,
+      agent: data.agent ?? '',
+      status: 'INITIATED',
+      input: data.input ?? null,
+      created_at: event.timestamp,
+      updated_at: event.timestamp,
+      error_message: null,
+      events_count: 0,
+      last_event: event.type,
+    };
+    next.status = statusAfter(event.type);
+    next.last_event = event.type;
+    next.updated_at = event.timestamp;
+    next.events_count = event.version;
+    if (typeof data.error_message === 'string') next.error_message = data.error_message;
+    await tx.projectionPut({ name: SESSION_VIEW, key: id, value: next });
+  });
+  projectRunEnds(journal);
+}
+
+/**
+ * A session whose run failed or was cancelled before the session ended (its code threw past the
+ * lifecycle, an operator cancelled it) ends with SESSION_FAILED, in the transaction that ends
+ * the run: a session is never left BUSY by a run that will not write again.
+ */
+function projectRunEnds(journal: Journal): void {
+  journal.project(['run.failed', 'run.cancelled'], async (event, tx) => {
+    const id = event.streamId.slice('run:'.length);
+    const view = await readSession(tx, id);
+    if (!view || isEnded(view.status)) return;
+    const error = (event.data as { error?: unknown } | null)?.error;
+    const error_message = typeof error === 'string' ? error : `CancelledError: the run of session ${id} was cancelled`;
+    await journal.append(sessionStream(id), [{ type: 'SESSION_FAILED', data: { error_message } }], { tx, idempotencyKey: `session:${id}:failed` });
+  });
+}
+
+export async function readSession(store: Store, id: string): Promise<SessionView | undefined> {
+  return (await store.projectionGet({ name: SESSION_VIEW, key: id })) as SessionView | undefined;
+}
+
+export function toRecord(view: SessionView): SessionRecord {
+  return { ...view, created_at: iso(view.created_at), updated_at: iso(view.updated_at) };
+}
+
+export function toSessionEvent(event: StoredEvent): SessionEvent {
+  const error = (event.data as { error_message?: unknown } | null)?.error_message;
+  return { type: event.type as SessionEventType, timestamp: iso(event.timestamp), ...(typeof error === 'string' ? { error_message: error } : {}) };
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
