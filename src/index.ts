@@ -20,3 +20,8 @@ export { loadSecretKey, type SecretInfo } from './workflows/secrets.js';
 export { InterpolationError } from './workflows/template/parse.js';
 export { createApp, type AppOptions } from './server/app.js';
 export { startServer, type Server, type ServerOptions } from './server/start.js';
+export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
+export { Channels, type PostResult, type HistoryPage } from './chat/channels.js';
+export type { Message, PostInput } from './chat/message.js';
+export { offlineProvider, providerFromEnv, type ChatProvider } from './chat/providers.js';
+export { startReplyWorker, type ReplyOptions } from './chat/reply.js';
