@@ -49,15 +49,27 @@ export class ChannelFeed {
 
   static async open(store: Store, source: Channels): Promise<ChannelFeed> {
     const feed = new ChannelFeed(source);
-    feed.unlisten = await store.listen('events', (stream) => {
+    feed.unlisten = await store.listen('events', (stream, version) => {
       if (stream === '') for (const id of feed.channels.keys()) feed.wake(id);
       else {
         const id = channelOf(stream);
-        if (id !== null && feed.channels.has(id)) feed.wake(id);
+        if (id !== null) feed.changed(id, version);
       }
     });
     feed.unwatch = source.watch((message) => feed.offer(message));
     return feed;
+  }
+
+  /** A channel's stream reached `version`: read, unless every follower already has it (this process posted it). */
+  private changed(channelId: string, version: number | undefined): void {
+    if (!this.channels.has(channelId)) return;
+    // after the writer's own continuation: a post from this process is offered before we look
+    setImmediate(() => {
+      const channel = this.channels.get(channelId);
+      if (!channel) return;
+      if (version !== undefined && !channel.reading && [...channel.followers].every((f) => f.delivered >= version)) return;
+      this.wake(channelId);
+    });
   }
 
   /** A message committed by this process: handed straight to the followers it is next for; any other follower reads. */

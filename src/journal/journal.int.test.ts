@@ -37,6 +37,7 @@ describe.each(backends)('journal on $name', (backend) => {
   it('answers bad input with a ValidationError naming the field, and writes nothing', async () => {
     await expect(engine.journal.append('', [{ type: 'x', data: {} }])).rejects.toThrow(new ValidationError('streamId', 'must be a non-empty string'));
     await expect(engine.journal.append('s', [])).rejects.toThrow(/^events: must be a non-empty array/);
+    await expect(engine.journal.append('a\u001eb', [{ type: 'x', data: {} }])).rejects.toThrow('streamId: must not contain control characters');
     await expect(engine.journal.append('s', [{ type: '', data: {} }])).rejects.toThrow(/^events\[0\]\.type/);
     await expect(engine.journal.append('s', [{ type: 'ok', data: {} }, { type: 'x', data: { n: 1n } }])).rejects.toThrow(
       /^events\[1\]\.data: is not JSON-serializable/,

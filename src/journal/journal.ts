@@ -84,6 +84,8 @@ export class Journal {
     appends.forEach((append, i) => {
       const at = appends.length === 1 ? '' : `appends[${i}].`;
       checkName(`${at}streamId`, append.streamId);
+      // wake-ups carry the stream id with a control character after it
+      if (/[\u0000-\u001f]/.test(append.streamId)) throw new ValidationError(`${at}streamId`, 'must not contain control characters');
       if (!Array.isArray(append.events) || append.events.length === 0) throw new ValidationError(`${at}events`, 'must be a non-empty array');
       const expected = append.expectedVersion;
       if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {

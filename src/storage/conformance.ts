@@ -193,6 +193,19 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
 
+  it('wakes listeners after an append with the stream and the version it reached', async () => {
+    const woken: [string, number | undefined][] = [];
+    const stop = await store.listen('events', (stream, version) => woken.push([stream, version]));
+    await store.eventAppend({ appends: [{ streamId: 'wake-me', events: [{ type: 'a', data: 1 }, { type: 'b', data: 2 }] }] });
+    await store.transaction(async (tx) => {
+      await tx.eventAppend({ appends: [{ streamId: 'wake-me', events: [{ type: 'c', data: 3 }] }] });
+    });
+    const deadline = Date.now() + 5000;
+    while (woken.filter(([s]) => s === 'wake-me').length < 2 && Date.now() < deadline) await sleep(10);
+    await stop();
+    expect(woken.filter(([s]) => s === 'wake-me')).toEqual([['wake-me', 2], ['wake-me', 3]]);
+  });
+
   it('lists streams by prefix with their version and last append time', async () => {
     await store.eventAppend({ appends: [{ streamId: 'channel:b', events: [{ type: 'm', data: 1 }, { type: 'm', data: 2 }] }] });
     await store.eventAppend({ appends: [{ streamId: 'channel:a', events: [{ type: 'm', data: 1 }] }] });

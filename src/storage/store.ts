@@ -45,9 +45,10 @@ export interface Store {
   /**
    * Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). The
    * payload is the stream appended to (`events`) or the queue (`tasks`); '' means "anything may
-   * have changed" (many streams at once, a reconnect): look.
+   * have changed" (many streams at once, a reconnect): look. For an append, `version` is the
+   * stream's version after it when known: a reader that has that much need not read.
    */
-  listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>>;
   /** The database clock, in ms since the epoch. Leases and run-at times use it, not the process clock. */
   now(): Promise<number>;
   /** A short health summary for `runledger status`. */
@@ -129,9 +130,21 @@ export interface Store {
 export type NotifyChannel = 'events' | 'tasks';
 
 /** The wake-up payloads of an append: its streams, or '' when it touched many (a bulk enqueue). */
-export function appendWakeups(p: EventAppendParams): string[] {
-  const streams = [...new Set(p.appends.map((a) => a.streamId))];
-  return streams.length <= 16 ? streams : [''];
+export function appendWakeups(p: EventAppendParams, result: AppendResult): string[] {
+  const streams = new Map<string, number>();
+  for (const event of result.events) streams.set(event.streamId, Math.max(streams.get(event.streamId) ?? 0, event.version));
+  if (streams.size === 0) for (const a of p.appends) streams.set(a.streamId, 0);
+  return streams.size <= 16 ? [...streams].map(([stream, version]) => (version > 0 ? `${stream}${VERSION_MARK}${version}` : stream)) : [''];
+}
+
+/** Separates a wake-up's stream id from the version its append reached (stream ids hold no control characters). */
+const VERSION_MARK = '\u001e';
+
+/** A wake-up as sent: the stream id, and the version its append reached when there was one. */
+export function parseWakeup(payload: string): { stream: string; version: number | undefined } {
+  const mark = payload.lastIndexOf(VERSION_MARK);
+  if (mark < 0) return { stream: payload, version: undefined };
+  return { stream: payload.slice(0, mark), version: Number(payload.slice(mark + 1)) };
 }
 
 /** An opaque resume point in committed order; `''` is the beginning. */

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { NotifyChannel } from '../store.js';
+import { parseWakeup, type NotifyChannel } from '../store.js';
 import { connectionConfig } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
@@ -8,7 +8,7 @@ const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', ta
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 5000;
 
-type Callback = (payload: string) => void;
+type Callback = (payload: string, version?: number) => void;
 
 /**
  * One LISTEN connection per store, opened on the first `listen`. Notifications sent while it is
@@ -29,7 +29,7 @@ export class Listener {
   async add(channel: NotifyChannel, callback: Callback): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('the store is closed');
     // Its own entry, so the same function listening twice is unsubscribed once per listen.
-    const entry: Callback = (payload) => callback(payload);
+    const entry: Callback = (payload, version) => callback(payload, version);
     this.callbacks[channel].add(entry);
     try {
       await this.connected();
@@ -106,9 +106,10 @@ export class Listener {
   }
 
   private dispatch(channel: NotifyChannel, payload: string): void {
+    const { stream, version } = parseWakeup(payload);
     for (const callback of [...this.callbacks[channel]]) {
       try {
-        callback(payload);
+        callback(stream, version);
       } catch {
         // A callback's failure is the caller's; it must not stop the others or the connection.
       }

@@ -116,7 +116,7 @@ class PostgresStore implements Store {
 
   eventAppend: Store['eventAppend'] = async (p) => {
     const result = await events.eventAppend(this.db, p);
-    if (!result.duplicate) this.wake('events', appendWakeups(p));
+    if (!result.duplicate) this.wake('events', appendWakeups(p, result));
     return result;
   };
   eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
+import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as events from './events.js';
 import * as subscriptions from './subscriptions.js';
@@ -65,11 +65,13 @@ class SqliteStore implements Store {
   ) {}
 
   /** A write: atomic on its own, or part of the transaction this store belongs to. */
-  private async run<T>(fn: (s: Statements, now: number) => T, notify?: [NotifyChannel, ...string[]]): Promise<T> {
+  private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: [NotifyChannel, ...string[]] | ((result: T) => [NotifyChannel, ...string[]])): Promise<T> {
     const { db, statements } = this.shared;
+    const notifyOf = (result: T) => (typeof wakeups === 'function' ? wakeups(result) : wakeups);
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
       const result = fn(statements, Date.now());
+      const notify = notifyOf(result);
       if (notify) for (const payload of notify.slice(1)) addPending(this.pending, [notify[0], payload]);
       return result;
     }
@@ -87,6 +89,7 @@ class SqliteStore implements Store {
     } finally {
       release();
     }
+    const notify = notifyOf(result);
     if (notify) for (const payload of notify.slice(1)) this.shared.wake.emit(notify[0], payload);
     return result;
   }
@@ -128,9 +131,13 @@ class SqliteStore implements Store {
     return result;
   }
 
-  async listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>> {
-    this.shared.wake.on(channel, onWake);
-    return async () => void this.shared.wake.off(channel, onWake);
+  async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
+    const entry = (payload: string) => {
+      const { stream, version } = parseWakeup(payload);
+      onWake(stream, version);
+    };
+    this.shared.wake.on(channel, entry);
+    return async () => void this.shared.wake.off(channel, entry);
   }
 
   async now(): Promise<number> {
@@ -168,7 +175,7 @@ class SqliteStore implements Store {
     }
   }
 
-  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), ['events', ...appendWakeups(p)]);
+  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]));
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
   eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
   eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
