@@ -55,6 +55,8 @@ export async function benchChat(database: string, sizes: ChatSizes, log: (line: 
     log(`${total} posts at ${sizes.ratePerS}/s to ${sockets.length} sockets: p50 ${m.ws_latency_p50_ms.toFixed(2)} ms, p99 ${m.ws_latency_p99_ms.toFixed(2)} ms`);
     for (const ws of sockets) ws.terminate();
     m.ingest_per_s = await ingest(server, channels, sizes.ingestSeconds, sizes.ingestConcurrency);
+    Object.assign(m, await httpFloor(sizes.ratePerS, total));
+    log(`floor: fetch → a bare node:http echo at the same rate: p50 ${m.http_floor_p50_ms!.toFixed(2)} ms, p99 ${m.http_floor_p99_ms!.toFixed(2)} ms`);
     return m;
   } finally {
     server.proc.kill('SIGTERM');
@@ -107,6 +109,32 @@ async function ingest(server: Served, channels: string[], seconds: number, concu
     }),
   );
   return count / ((performance.now() - start) / 1000);
+}
+
+const ECHO = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(201).end('{}')); }).listen(0, '127.0.0.1', function () { console.log('serving http://127.0.0.1:' + this.address().port); });`;
+
+/**
+ * The round trip of the same posts to a bare node:http server in its own process: what this
+ * machine's HTTP stack costs before runledger does anything (the floor under ws_latency_*).
+ */
+async function httpFloor(ratePerS: number, count: number): Promise<{ http_floor_p50_ms: number; http_floor_p99_ms: number }> {
+  const proc = spawn(process.execPath, ['-e', ECHO], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  proc.stdout!.on('data', (chunk) => (output += chunk));
+  while (!/serving (\S+)/.test(output)) await sleep(20);
+  const url = /serving (\S+)/.exec(output)![1]!;
+  const samples: number[] = [];
+  const posts: Promise<void>[] = [];
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    await sleep(start + (i * 1000) / ratePerS - performance.now());
+    const t = performance.now();
+    posts.push(fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ i }) }).then(async (res) => void (await res.text(), samples.push(performance.now() - t))));
+  }
+  await Promise.all(posts);
+  proc.kill();
+  samples.sort((a, b) => a - b);
+  return { http_floor_p50_ms: samples[Math.floor(samples.length * 0.5)]!, http_floor_p99_ms: samples[Math.floor(samples.length * 0.99)]! };
 }
 
 /** Transactions the database saw per second while nothing happened, minus this measurement's own. */

@@ -4,7 +4,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Channels } from '../chat/channels.js';
 import type { ChannelFeed } from '../chat/feed.js';
-import { checkChannelId } from '../chat/message.js';
+import { checkChannelId, type Message } from '../chat/message.js';
 import type { ReplyDelta } from '../chat/reply.js';
 import { ValidationError } from '../errors.js';
 import { errorResponse, HttpError } from './errors.js';
@@ -97,8 +97,8 @@ export class ChannelSockets {
         }
       }, 20);
     };
-    const send = (message: unknown) => {
-      ws.send(JSON.stringify({ type: 'message', message }));
+    const send = (message: Message) => {
+      ws.send(frameOf(message));
       if (ws.bufferedAmount <= this.maxBuffered) return true;
       wait();
       return false;
@@ -140,6 +140,14 @@ export class ChannelSockets {
       }
     }
   }
+}
+
+/** A message's frame, serialized once however many sockets it goes to. */
+const frames = new WeakMap<Message, string>();
+function frameOf(message: Message): string {
+  let frame = frames.get(message);
+  if (frame === undefined) frames.set(message, (frame = JSON.stringify({ type: 'message', message })));
+  return frame;
 }
 
 /** Browsers cannot set headers on a WebSocket: the token may come as `?token=` too. */
