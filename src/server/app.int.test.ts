@@ -117,6 +117,20 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     expect(logged).toEqual([{ level: 'info', message: 'done 7', execution_id: started.body.execution_id, workflow_id: wf.id, step_id: 'note' }]);
   });
 
+  it('keeps a running execution on the version it started with when the workflow is updated', async () => {
+    const v1 = { name: 'versioned', steps: [{ id: 'wait', type: 'http_request', retry: { max_attempts: 1 }, config: { url: slowUrl, timeout_seconds: 0.5 } }, { id: 'after', type: 'log', config: { message: 'v1' } }] };
+    const { body: wf } = await call('POST', '/workflows', v1);
+    const { body: started } = await call('POST', `/workflows/${wf.id}/execute`, {});
+    await eventually(async () => (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status === 'running');
+    expect((await call('PUT', `/workflows/${wf.id}`, { name: 'versioned', steps: [{ id: 'only', type: 'log', config: { message: 'v2' } }] })).body.version).toBe(2);
+    const record = await finished(wf.id, started.execution_id);
+    expect(record).toMatchObject({ workflow_version: 1, status: 'failed' });
+    expect(record.steps.map((s: { step_id: string; status: string }) => `${s.step_id} ${s.status}`)).toEqual(['wait failed', 'after skipped']);
+    expect(record.steps[0].error).toMatch(/timed out/);
+    const { body: next } = await call('POST', `/workflows/${wf.id}/execute`, {});
+    expect(await finished(wf.id, next.execution_id)).toMatchObject({ workflow_version: 2, status: 'success', steps: [{ step_id: 'only', output: { message: 'v2', level: 'info' } }] });
+  });
+
   it('returns the same execution for a repeated Idempotency-Key, even when requests race', async () => {
     const { body: wf } = await call('POST', '/workflows', greet);
     const headers = { 'idempotency-key': 'order-42' };
