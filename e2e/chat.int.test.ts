@@ -94,3 +94,26 @@ describe('runledger channel watch / post (the README walkthrough)', () => {
     }
   });
 });
+
+describe('chat with the AI worker in another process on one SQLite file', () => {
+  it('a socket on `serve --no-workers` receives the reply a `runledger worker` wrote', async () => {
+    const database = await backends[0]!.create();
+    const env = { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-split-')), RUNLEDGER_POLL_MS: '200' };
+    const server = child(['bin/runledger.js', 'serve', '--no-workers', '--port', '0', '--db', database], env);
+    const worker = child(['bin/runledger.js', 'worker', '--database', database], env);
+    try {
+      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
+      await eventually(() => /worker \d+:/.test(worker.output()), 20_000);
+      const socket = watch(url, 'split');
+      await socket.open;
+      const posted = await fetch(`${url}/channels/split/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'who answers?' }) });
+      expect(posted.status).toBe(201);
+      await eventually(() => socket.messages.length === 2, 20_000);
+      expect(socket.messages.map((m) => [m.seq, m.role])).toEqual([[1, 'user'], [2, 'ai']]);
+      socket.ws.close();
+    } finally {
+      server.proc.kill('SIGKILL');
+      worker.proc.kill('SIGKILL');
+    }
+  });
+});

@@ -44,11 +44,21 @@ export class ChannelFeed {
   private readonly channels = new Map<string, Channel>();
   private unlisten: (() => Promise<void>) | null = null;
   private unwatch: (() => void) | null = null;
+  private poll: NodeJS.Timeout | null = null;
 
   private constructor(private readonly source: Channels) {}
 
-  static async open(store: Store, source: Channels): Promise<ChannelFeed> {
+  /**
+   * `pollMs`: also look at every followed channel this often, for writers whose commits do not wake
+   * this process (other processes on one SQLite file). Without it, nothing is read while nothing happens.
+   */
+  static async open(store: Store, source: Channels, options: { pollMs?: number } = {}): Promise<ChannelFeed> {
     const feed = new ChannelFeed(source);
+    if (options.pollMs) {
+      feed.poll = setInterval(() => {
+        for (const id of feed.channels.keys()) feed.wake(id);
+      }, options.pollMs).unref();
+    }
     feed.unlisten = await store.listen('events', (stream, version) => {
       if (stream === '') for (const id of feed.channels.keys()) feed.wake(id);
       else {
@@ -113,6 +123,7 @@ export class ChannelFeed {
   }
 
   async close(): Promise<void> {
+    if (this.poll) clearInterval(this.poll);
     this.unwatch?.();
     await this.unlisten?.();
     this.channels.clear();

@@ -38,9 +38,11 @@ export interface Server extends Omit<Services, 'stop'> {
   close(): Promise<void>;
 }
 
+const isPostgres = (database: string) => /^postgres(ql)?:\/\//.test(database);
+
 /** Where the secret key file lives: beside the SQLite file, else the working directory. */
 export function dataDirFor(database: string): string {
-  return /^postgres(ql)?:\/\//.test(database) ? process.cwd() : dirname(resolve(database));
+  return isPostgres(database) ? process.cwd() : dirname(resolve(database));
 }
 
 /**
@@ -65,7 +67,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     );
     try {
       const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
-      const feed = await ChannelFeed.open(engine.store, services.channels);
+      // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
+      const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });
       app = createApp({ engine, ...services, ...(token ? { token } : {}) });
       const { stop, ...rest } = services;
