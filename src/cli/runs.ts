@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { runStream } from '../runtime/history.js';
-import { readRunView, type RunStatus } from '../runtime/view.js';
-import { listRuns, runTail } from '../server/routes/runs.js';
-import { watchEvents } from '../server/sse.js';
+import { readRunView, type RunView } from '../runtime/view.js';
+import { watchEvents } from '../journal/wakeup.js';
+import { listRuns, runTail } from '../runtime/watch.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 
 const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled']);
@@ -35,8 +35,9 @@ export function runCommands(program: Command, print: (line: string) => void): vo
         let shown = 0;
         let last: string | null = null;
         do {
-          const page = await listRuns(engine.store, { limit: Math.min(100, limit - shown), status: status as RunStatus[] | undefined, workflow: options.workflow, ...(last ? { last_key: last } : {}) });
-          for (const r of page.runs) print(`${r.id}  ${r.status.padEnd(9)}  ${r.created_at}  ${r.workflow_id ?? r.workflow}${r.error ? `  ${r.error}` : ''}`);
+          const filter = (view: RunView) => (!status || status.includes(view.status)) && (options.workflow === undefined || view.workflow === options.workflow);
+          const page = await listRuns(engine.store, { limit: Math.min(100, limit - shown), filter, ...(last ? { last_key: last } : {}) });
+          for (const r of page.runs) print(`${r.id}  ${r.status.padEnd(9)}  ${new Date(r.createdAt).toISOString()}  ${r.workflow}${r.error ? `  ${r.error}` : ''}`);
           shown += page.count;
           last = page.last_key;
         } while (last !== null && shown < limit);

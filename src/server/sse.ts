@@ -1,4 +1,4 @@
-import { Wakeup } from '../journal/wakeup.js';
+import { watchEvents } from '../journal/wakeup.js';
 import type { Store } from '../storage/store.js';
 
 /** One server-sent event: `id:` is where a reconnect resumes (`Last-Event-ID`), `event:` its type. */
@@ -41,29 +41,6 @@ const PING = encoder.encode(': ping\n\n');
 /** The wire form of messages: JSON data is one line, so one `data:` field each. */
 export function sseFrames(messages: SseMessage[]): string {
   return messages.map((m) => `id: ${m.id}\nevent: ${m.event}\ndata: ${JSON.stringify(m.data)}\n\n`).join('');
-}
-
-/**
- * Wake-ups from `store.listen('events')` for the streams `match` accepts (and for '', "anything
- * may have changed"). Listening starts before this resolves, so a commit after it is never missed;
- * one that arrives while nobody waits is kept by the Wakeup.
- *
- * @example const w = await watchEvents(store, (s) => s === 'run:r1'); await w.wakeup.wait(5000); await w.stop();
- */
-export async function watchEvents(store: Store, match: (streamId: string) => boolean): Promise<{ wakeup: Wakeup; stop: () => Promise<void> }> {
-  const wakeup = new Wakeup();
-  const unlisten = await store.listen('events', (payload) => {
-    if (payload === '' || match(payload)) wakeup.wake();
-  });
-  let stopped = false;
-  return {
-    wakeup,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await unlisten();
-    },
-  };
 }
 
 /**

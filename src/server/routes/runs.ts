@@ -3,21 +3,18 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
-import { isTerminal, readRunView, RUN_VIEW, type RunStatus, type RunView } from '../../runtime/view.js';
+import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
 import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { route, type Route } from '../route.js';
-import { sseResponse, watchEvents, type SseFeed } from '../sse.js';
+import { sseResponse, type SseFeed } from '../sse.js';
+import { listRuns, runTail, waitForRun } from '../../runtime/watch.js';
 
 const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
-/** The events after which a run's stream says no more: its live feed closes after sending one. */
-const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 /** Events per read of a live feed: with one chunk queued and one being written, the most a slow client holds. */
 const SSE_PAGE = 100;
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
-/** A filtered run listing examines at most this many runs per request (`last_key` continues). */
-const SCAN_RUNS = 1_000;
 const MAX_WAIT_MS = 5 * 60_000;
 /** A wake-up lost (another SQLite process, a PostgreSQL reconnect gap) costs at most this much latency. */
 const FALLBACK_MS = 5_000;
@@ -142,7 +139,10 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       method: 'get', path: '/runs', tag: 'runs',
       summary: 'Runs of every kind, in descending id order (generated ids are time-ordered: newest first within each kind); a page may be short when filters skip runs, continue while last_key is set',
       query: runsQuery, status: 200, response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }), errors: [400],
-      handle: ({ query }) => listRuns(store, query),
+      handle: async ({ query }) => {
+        const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
+        return { ...page, runs: page.runs.map(runSummary) };
+      },
     }),
     route({
       method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
@@ -260,30 +260,6 @@ export async function runEvents(store: Store, runId: string, q: { after: number;
   }
 }
 
-/**
- * A run's events after version `after`, page by page, ending with its terminal event: `end` says
- * the run has ended and everything up to its end was returned.
- */
-export function runTail(store: Store, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
-  const streamId = runStream(runId);
-  const read = () => store.eventReadStream({ streamId, fromVersion: after + 1, limit: SSE_PAGE });
-  return {
-    next: async () => {
-      let events = await read();
-      if (events.length === 0) {
-        // the view before the events: when it says the run ended, its last event committed before this read
-        const view = await readRunView(store, runId);
-        events = await read();
-        if (events.length === 0) return { events, end: !view || isTerminal(view.status) };
-      }
-      const end = events.findIndex((e) => ENDS.has(e.type));
-      if (end >= 0) events = events.slice(0, end + 1);
-      after = events.at(-1)!.version;
-      return { events, end: end >= 0 };
-    },
-  };
-}
-
 function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: string; types?: string[] }): SseFeed {
   return {
     wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
@@ -309,66 +285,9 @@ async function checkCursor(store: Store, cursor: string, path: string): Promise<
   return trimmed;
 }
 
-/**
- * The run once it has ended, or as it is when `timeoutMs` passes (or the client leaves). It sleeps
- * until the journal's wake-up for the run's stream and reads the view once per wake-up (or per
- * `pollMs`, the fallback for a lost wake-up); other runs' events do not wake it.
- */
-export async function waitForRun(store: Store, id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
-  const deadline = Date.now() + options.timeoutMs;
-  const streamId = runStream(id);
-  const watch = await watchEvents(store, (s) => s === streamId);
-  const leave = () => watch.wakeup.wake();
-  options.signal?.addEventListener('abort', leave);
-  try {
-    let view = await runView(store, id);
-    while (!isTerminal(view.status)) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0 || options.signal?.aborted) return view;
-      await watch.wakeup.wait(Math.min(remaining, options.pollMs ?? FALLBACK_MS));
-      view = await runView(store, id);
-    }
-    return view;
-  } finally {
-    options.signal?.removeEventListener('abort', leave);
-    await watch.stop();
-  }
-}
+type RunFilter = z.infer<typeof runsQuery>;
 
-export interface RunFilter {
-  status?: RunStatus[] | undefined;
-  workflow?: string | undefined;
-  created_after?: number | undefined;
-  created_before?: number | undefined;
-  limit: number;
-  last_key?: string | undefined;
-}
-
-/**
- * Runs in descending id order. Filters are applied to at most SCAN_RUNS runs per call, so a page
- * can hold fewer than `limit` runs (even none) while `last_key` is set: keep paging until it is null.
- */
-export async function listRuns(store: Store, q: RunFilter): Promise<{ runs: RunSummary[]; count: number; last_key: string | null }> {
-  const filtered = q.status !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
-  const size = filtered ? 200 : q.limit + 1;
-  const runs: RunSummary[] = [];
-  const page = (last_key: string | null) => ({ runs, count: runs.length, last_key });
-  let last = q.last_key;
-  for (let scanned = 0; ; ) {
-    const rows = await store.projectionList({ name: RUN_VIEW, limit: size, backwards: true, ...(last !== undefined ? { before: last } : {}) });
-    for (const row of rows) {
-      const view = row.value as RunView;
-      if (matches(view, q)) {
-        if (runs.length === q.limit) return page(last ?? null);
-        runs.push(runSummary(view));
-      }
-      last = row.key;
-    }
-    scanned += rows.length;
-    if (rows.length < size) return page(null);
-    if (scanned >= SCAN_RUNS) return page(last ?? null);
-  }
-}
+const filtered = (q: RunFilter) => q.status !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
 
 function matches(view: RunView, q: RunFilter): boolean {
   if (q.status && !q.status.includes(view.status)) return false;

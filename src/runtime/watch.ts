@@ -1,0 +1,102 @@
+import { NotFoundError } from '../errors.js';
+import { watchEvents } from '../journal/wakeup.js';
+import type { Store, StoredEvent } from '../storage/store.js';
+import { runStream } from './history.js';
+import { isTerminal, readRunView, RUN_VIEW, type RunView } from './view.js';
+
+/** Reading runs as they go: a run's events to its end, waiting for its end, and the list of runs. */
+
+const PAGE = 100;
+/** Runs a filtered listing examines per call. */
+const SCAN_RUNS = 1_000;
+/** How often a waiter looks without a wake-up (one lost, or SQLite written by another process). */
+const FALLBACK_MS = 5_000;
+const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+
+async function existing(store: Store, id: string): Promise<RunView> {
+  const view = await readRunView(store, id);
+  if (!view) throw new NotFoundError(`run ${id} not found`);
+  return view;
+}
+
+/**
+ * A run's events after version `after`, page by page, ending with its terminal event: `end` says
+ * the run has ended and everything up to its end was returned.
+ */
+export function runTail(store: Store, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
+  const streamId = runStream(runId);
+  const read = () => store.eventReadStream({ streamId, fromVersion: after + 1, limit: PAGE });
+  return {
+    next: async () => {
+      let events = await read();
+      if (events.length === 0) {
+        // the view before the events: when it says the run ended, its last event committed before this read
+        const view = await readRunView(store, runId);
+        events = await read();
+        if (events.length === 0) return { events, end: !view || isTerminal(view.status) };
+      }
+      const end = events.findIndex((e) => ENDS.has(e.type));
+      if (end >= 0) events = events.slice(0, end + 1);
+      after = events.at(-1)!.version;
+      return { events, end: end >= 0 };
+    },
+  };
+}
+
+/**
+ * The run once it has ended, or as it is when `timeoutMs` passes (or the client leaves). It sleeps
+ * until the journal's wake-up for the run's stream and reads the view once per wake-up (or per
+ * `pollMs`, the fallback for a lost wake-up); other runs' events do not wake it.
+ */
+export async function waitForRun(store: Store, id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
+  const deadline = Date.now() + options.timeoutMs;
+  const streamId = runStream(id);
+  const watch = await watchEvents(store, (s) => s === streamId);
+  const leave = () => watch.wakeup.wake();
+  options.signal?.addEventListener('abort', leave);
+  try {
+    let view = await existing(store, id);
+    while (!isTerminal(view.status)) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || options.signal?.aborted) return view;
+      await watch.wakeup.wait(Math.min(remaining, options.pollMs ?? FALLBACK_MS));
+      view = await existing(store, id);
+    }
+    return view;
+  } finally {
+    options.signal?.removeEventListener('abort', leave);
+    await watch.stop();
+  }
+}
+
+export interface RunPage {
+  limit: number;
+  last_key?: string | undefined;
+  /** Keeps the runs it returns true for; without it every run counts. */
+  filter?: (view: RunView) => boolean;
+}
+
+/**
+ * Runs in descending id order. Filters are applied to at most SCAN_RUNS runs per call, so a page
+ * can hold fewer than `limit` runs (even none) while `last_key` is set: keep paging until it is null.
+ */
+export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
+  const size = q.filter ? 200 : q.limit + 1;
+  const runs: RunView[] = [];
+  const page = (last_key: string | null) => ({ runs, count: runs.length, last_key });
+  let last = q.last_key;
+  for (let scanned = 0; ; ) {
+    const rows = await store.projectionList({ name: RUN_VIEW, limit: size, backwards: true, ...(last !== undefined ? { before: last } : {}) });
+    for (const row of rows) {
+      const view = row.value as RunView;
+      if (!q.filter || q.filter(view)) {
+        if (runs.length === q.limit) return page(last ?? null);
+        runs.push(view);
+      }
+      last = row.key;
+    }
+    scanned += rows.length;
+    if (rows.length < size) return page(null);
+    if (scanned >= SCAN_RUNS) return page(last ?? null);
+  }
+}
