@@ -43,10 +43,14 @@ describe.each(backends)('durable sleep across downtime on $name', (backend) => {
         const events = await engine.journal.readStream(`run:${id}`);
         expect(events.filter((e) => e.type === 'sleep.started'), id).toHaveLength(1);
         expect(events.filter((e) => e.type === 'sleep.completed'), id).toHaveLength(1);
-        // the code after the sleep ran once, in the worker started after the downtime
+        expect(events.filter((e) => e.type === 'run.completed'), id).toHaveLength(1);
+        // the code after the sleep ran in the worker started after the downtime, never before the 5 s were up. It is
+        // not a step: a pass that loses its 1 s lease on a loaded machine is run again, and replays it (the journal
+        // still holds one sleep.completed and one run.completed, checked above)
         const woke = wakes.filter(([runId]) => runId === id);
-        expect(woke.map(([, , , pid]) => Number(pid)), id).toEqual([rescuer]);
-        expect(Number(woke[0]![2]) - t0, id).toBeGreaterThanOrEqual(5000);
+        expect(woke.length, id).toBeGreaterThanOrEqual(1);
+        expect(new Set(woke.map(([, , , pid]) => Number(pid))), id).toEqual(new Set([rescuer]));
+        for (const [, , at] of woke) expect(Number(at) - t0, id).toBeGreaterThanOrEqual(5000);
       }
     } finally {
       await worker?.kill();
