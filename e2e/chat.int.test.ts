@@ -84,7 +84,7 @@ describe('runledger channel watch / post (the README walkthrough)', () => {
       await new Promise((r) => setTimeout(r, 500));
       const poster = child(['bin/runledger.js', 'channel', 'post', 'general', 'hello there', '--url', url]);
       expect((await poster.exited).code, poster.output()).toBe(0);
-      expect(poster.output()).toMatch(/posted #1 to general/);
+      expect(poster.output()).toMatch(/#1 in general \(event_id /);
       await eventually(() => /#2\s+ai\s+ai: .*hello there/.test(watcher.output()), 20_000);
       expect(watcher.output()).toMatch(/#1\s+user\s+cli: hello there/);
       watcher.proc.kill('SIGINT');

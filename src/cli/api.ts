@@ -6,15 +6,18 @@ import type { ExecutionRecord } from '../workflows/executions.js';
 
 const TERMINAL = new Set(['success', 'failed', 'cancelled']);
 
+/** Adds the options of a command that talks to a running server. */
+export function api(cmd: Command): Command {
+  return cmd.option('--url <url>', 'the server (default: $RUNLEDGER_URL or http://127.0.0.1:8080)').option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)');
+}
+
+/** The client those options name. */
+export function client(options: { url?: string; token?: string }): Client {
+  return new Client({ url: options.url ?? process.env.RUNLEDGER_URL ?? 'http://127.0.0.1:8080', token: options.token ?? process.env.RUNLEDGER_TOKEN });
+}
+
 /** The commands that talk to a running server (`runledger serve`) over its HTTP API. */
 export function apiCommands(program: Command, print: (line: string) => void): void {
-  const api = (cmd: Command) =>
-    cmd
-      .option('--url <url>', 'the server (default: $RUNLEDGER_URL or http://127.0.0.1:8080)')
-      .option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)');
-  const client = (options: { url?: string; token?: string }) =>
-    new Client({ url: options.url ?? process.env.RUNLEDGER_URL ?? 'http://127.0.0.1:8080', token: options.token ?? process.env.RUNLEDGER_TOKEN });
-
   const workflows = program.command('workflows').description('stored workflow definitions');
   api(workflows.command('apply <file>'))
     .description('create the workflow in a JSON file, or update the one with its id or name')

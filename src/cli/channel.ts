@@ -1,25 +1,23 @@
 import type { Command } from 'commander';
 import { WebSocket } from 'ws';
 import type { Message } from '../chat/message.js';
+import { api, client } from './api.js';
 
 /** `runledger channel watch|post`: live chat from the terminal, through a running server. */
 export function channelCommands(program: Command, print: (line: string) => void): void {
   const channel = program.command('channel').description('chat channels on a running server');
-  const api = (cmd: Command) =>
-    cmd.option('--url <url>', 'the server (default: $RUNLEDGER_URL or http://127.0.0.1:8080)').option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)');
-  const target = (options: { url?: string; token?: string }) => ({ url: (options.url ?? process.env.RUNLEDGER_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''), token: options.token ?? process.env.RUNLEDGER_TOKEN });
 
   api(channel.command('watch <channel-id>'))
     .description('print the messages after --after, then each new one (and AI replies as they are written) until Ctrl-C')
     .option('--after <seq>', 'start after this seq', '0')
     .action(async (channelId: string, options) => {
-      const { url, token } = target(options);
+      const c = client(options);
       let after = Number(options.after);
       let streaming = false;
       // reconnects from the last seq it printed: nothing missed, nothing twice
       for (;;) {
         const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
-          const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/channels/${encodeURIComponent(channelId)}/ws?after=${after}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+          const ws = new WebSocket(c.channelSocket(channelId, after));
           ws.on('message', (data) => {
             const frame = JSON.parse(data.toString());
             if (frame.type === 'delta') {
@@ -50,15 +48,8 @@ export function channelCommands(program: Command, print: (line: string) => void)
     .option('--sender <id>', 'sender_id', 'cli')
     .option('--event-id <id>', 'idempotency key: the same id again posts nothing new')
     .action(async (channelId: string, text: string, options) => {
-      const { url, token } = target(options);
       const body = { sender_id: options.sender, role: options.role, content: text, ...(options.eventId ? { event_id: options.eventId } : {}) };
-      const res = await fetch(`${url}/channels/${encodeURIComponent(channelId)}/messages`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify(body),
-      });
-      const json = await res.json();
-      if (!res.ok) throw new Error(`${res.status} ${json.error?.message ?? JSON.stringify(json)}`);
-      print(`${res.status === 201 ? 'posted' : 'already posted'} #${json.seq} to ${channelId} (event_id ${json.event_id})`);
+      const message = await client(options).postMessage(channelId, body);
+      print(`#${message.seq} in ${channelId} (event_id ${message.event_id}; posting it again changes nothing)`);
     });
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventView } from '../triggers/events.js';
+import { api, client } from './api.js';
 
 /**
  * `runledger trigger`: sends one event to a running server (`POST /events`), prints its id, then
@@ -12,16 +13,13 @@ import type { EventView } from '../triggers/events.js';
  * // rule run-agent (rule_01J…) → session ses_… started
  */
 export function triggerCommands(program: Command, print: (line: string) => void): void {
-  program
-    .command('trigger')
+  api(program.command('trigger'))
     .description('send an event to the server; print its id and the runs the rules it matched started')
     .requiredOption('--source <source>', 'the event source, e.g. manual-trigger')
     .requiredOption('--detail-type <type>', 'the event detail-type, e.g. execute-agent')
     .option('--detail <json>', 'the event detail, a JSON object', '{}')
     .option('--id <id>', 'the event id: sending the same id again starts nothing new (default: a new evt_… id)')
     .option('--wait <ms>', 'how long to wait for routing before giving up on showing the runs', '5000')
-    .option('--url <url>', 'the server (default: $RUNLEDGER_URL or http://127.0.0.1:8080)')
-    .option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)')
     .action(async (options) => {
       let detail: unknown;
       try {
@@ -29,15 +27,14 @@ export function triggerCommands(program: Command, print: (line: string) => void)
       } catch (error) {
         throw new Error(`--detail is not JSON: ${(error as Error).message}`);
       }
-      const call = api(options.url ?? process.env.RUNLEDGER_URL ?? 'http://127.0.0.1:8080', options.token ?? process.env.RUNLEDGER_TOKEN);
-      const envelope = { source: options.source, 'detail-type': options.detailType, detail, ...(options.id ? { id: options.id } : {}) };
-      const stored = await call<EventView & { duplicate: boolean }>('POST', '/events', envelope);
+      const c = client(options);
+      const stored = await c.sendEvent({ source: options.source, 'detail-type': options.detailType, detail, ...(options.id ? { id: options.id } : {}) });
       print(stored.duplicate ? `event ${stored.id} was stored before: nothing new started` : `event ${stored.id} stored`);
       const deadline = Date.now() + Number(options.wait);
       let event: EventView = stored;
       while (!event.routed && Date.now() < deadline) {
         await sleep(100);
-        event = await call<EventView>('GET', `/events/${encodeURIComponent(stored.id)}`);
+        event = await c.event(stored.id);
       }
       if (!event.routed) {
         print(`not routed within ${options.wait} ms (is a server with the routing subscription running?): see GET /events/${stored.id}`);
@@ -48,24 +45,4 @@ export function triggerCommands(program: Command, print: (line: string) => void)
         print(m.run_id ? `rule ${m.rule_name} (${m.rule_id}) → ${m.kind} ${m.run_id} started` : `rule ${m.rule_name} (${m.rule_id}) matched but could not start: ${m.error}`);
       }
     });
-}
-
-function api(url: string, token: string | undefined) {
-  const base = url.replace(/\/+$/, '');
-  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const response = await fetch(base + path, {
-      method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    const json = text === '' ? null : JSON.parse(text);
-    if (!response.ok) {
-      const error = json?.error ?? {};
-      const problems = (error.problems ?? []) as Array<{ path: string; message: string }>;
-      const detail = problems.length > 1 ? problems.map((p) => `\n  ${p.path}: ${p.message}`).join('') : '';
-      throw new Error(`${method} ${path}: ${response.status} ${error.message ?? text}${detail}`);
-    }
-    return json as T;
-  };
 }

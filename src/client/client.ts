@@ -1,5 +1,7 @@
 import { RunledgerError, type Problem } from '../errors.js';
 import type { ExecutionRecord, ExecutionSummary } from '../workflows/executions.js';
+import type { Message, PostInput } from '../chat/message.js';
+import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
@@ -55,6 +57,13 @@ export class Client {
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
+
+  sendEvent = (envelope: Record<string, unknown>) => this.call<EventView & { duplicate: boolean }>('POST', '/events', envelope);
+  event = (id: string) => this.call<EventView>('GET', `/events/${enc(id)}`);
+
+  postMessage = (channel: string, body: PostInput) => this.call<Message>('POST', `/channels/${enc(channel)}/messages`, body);
+  /** The WebSocket URL of a channel, with the token as a query parameter when there is one. */
+  channelSocket = (channel: string, after: number) => `${this.url.replace(/^http/, 'ws')}/channels/${enc(channel)}/ws?after=${after}${this.options.token ? `&token=${enc(this.options.token)}` : ''}`;
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
