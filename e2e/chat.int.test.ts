@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,15 +7,10 @@ import { createEngine } from '../src/engine.js';
 import { backends, type Backend } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
 import { watch } from '../src/testing/socket.js';
+import { cli, node, serve, type Served } from './child.js';
 
-function child(args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout.on('data', (chunk) => (output += chunk));
-  proc.stderr.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => proc.on('exit', (code, signal) => done({ code, signal })));
-  return { proc, exited, output: () => output };
-}
+/** The reply worker script `e2e/reply-child.ts` as a real process. */
+const replyWorker = (database: string, log: string, crash?: 'crash') => node(['--import', 'tsx', 'e2e/reply-child.ts', database, log, ...(crash ? [crash] : [])]);
 
 describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
   it('stores exactly one reply when the worker is killed between the model call and the write', async () => {
@@ -27,12 +21,12 @@ describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
     const channels = new Channels(engine.store, engine.journal);
     try {
       await channels.post('help', { event_id: 'q-1', sender_id: 'u1', role: 'user', content: 'is it down?' });
-      const doomed = child(['--import', 'tsx', 'e2e/reply-child.ts', database, log, 'crash']);
+      const doomed = replyWorker(database, log, 'crash');
       expect((await doomed.exited).signal, doomed.output()).toBe('SIGKILL');
       expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(1);
       expect((await channels.history('help')).messages).toHaveLength(1);
 
-      const survivor = child(['--import', 'tsx', 'e2e/reply-child.ts', database, log]);
+      const survivor = replyWorker(database, log);
       await eventually(async () => (await channels.history('help')).messages.length === 2, 20_000);
       await channels.post('help', { event_id: 'q-2', sender_id: 'u1', role: 'user', content: 'and now?' });
       await eventually(async () => (await channels.history('help')).messages.length === 4, 20_000);
@@ -48,17 +42,13 @@ describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
 });
 
 describe('chat across server processes on PostgreSQL', () => {
-  const servers: ReturnType<typeof child>[] = [];
+  const servers: Served[] = [];
   afterEach(() => void servers.splice(0).forEach((s) => s.proc.kill('SIGKILL')));
 
   it('a socket on server A receives a message posted to server B', async () => {
     const database = await backends[1]!.create();
-    const start = async () => {
-      const server = child(['bin/runledger.js', 'serve', '--port', '0', '--database-url', database], { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-ab-')) });
-      servers.push(server);
-      return eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
-    };
-    const [a, b] = await Promise.all([start(), start()]);
+    servers.push(...(await Promise.all([serve(database), serve(database)])));
+    const [a, b] = servers.map((s) => s.url) as [string, string];
     const onA = watch(a, 'lobby');
     await onA.open;
     const posted = await fetch(`${b}/channels/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'system', content: 'hello from B' }) });
@@ -77,12 +67,12 @@ describe('chat across server processes on PostgreSQL', () => {
 describe('runledger channel watch / post (the README walkthrough)', () => {
   it('prints a posted message and its AI reply live', async () => {
     const database = await backends[0]!.create();
-    const server = child(['bin/runledger.js', 'serve', '--port', '0', '--db', database], { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-watch-')) });
+    const server = await serve(database);
+    const url = server.url;
     try {
-      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
-      const watcher = child(['bin/runledger.js', 'channel', 'watch', 'general', '--url', url]);
+      const watcher = cli(['channel', 'watch', 'general', '--url', url]);
       await new Promise((r) => setTimeout(r, 500));
-      const poster = child(['bin/runledger.js', 'channel', 'post', 'general', 'hello there', '--url', url]);
+      const poster = cli(['channel', 'post', 'general', 'hello there', '--url', url]);
       expect((await poster.exited).code, poster.output()).toBe(0);
       expect(poster.output()).toMatch(/#1 in general \(event_id /);
       await eventually(() => /#2\s+ai\s+ai: .*hello there/.test(watcher.output()), 20_000);
@@ -98,11 +88,11 @@ describe('runledger channel watch / post (the README walkthrough)', () => {
 describe('chat with the AI worker in another process on one SQLite file', () => {
   it('a socket on `serve --no-workers` receives the reply a `runledger worker` wrote', async () => {
     const database = await backends[0]!.create();
-    const env = { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-split-')), RUNLEDGER_POLL_MS: '200' };
-    const server = child(['bin/runledger.js', 'serve', '--no-workers', '--port', '0', '--db', database], env);
-    const worker = child(['bin/runledger.js', 'worker', '--database', database], env);
+    const env = { RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-split-')), RUNLEDGER_POLL_MS: '200' };
+    const server = await serve(database, ['--no-workers'], env);
+    const worker = cli(['worker', '--database', database], env);
+    const url = server.url;
     try {
-      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000);
       await eventually(() => /worker \d+:/.test(worker.output()), 20_000);
       const socket = watch(url, 'split');
       await socket.open;

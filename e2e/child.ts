@@ -1,4 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually } from '../src/testing/engine.js';
 
 export interface Exit {
   code: number | null;
@@ -15,4 +19,43 @@ export function runScript(script: string, ...args: string[]): Promise<Exit> {
     proc.on('error', reject);
     proc.on('exit', (code, signal) => resolve({ code, signal, stderr }));
   });
+}
+
+export interface Cli {
+  proc: ChildProcess;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `node bin/runledger.js …args` as a real process (needs `tsc -p tsconfig.build.json` first), its output kept. */
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  return node(['bin/runledger.js', ...args], env);
+}
+
+/** `node …args` as a real process, its output kept. */
+export function node(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout!.on('data', (chunk) => (output += chunk));
+  proc.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => proc.on('exit', (code, signal) => done({ code, signal })));
+  return { proc, output: () => output, exited };
+}
+
+export interface Served extends Cli {
+  url: string;
+}
+
+/**
+ * `runledger serve --port 0 …args` on `database` (a SQLite path or PostgreSQL URL) with a fresh data
+ * directory for its key file; resolves once it listens.
+ */
+export async function serve(database: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Served> {
+  const flag = database.startsWith('postgres') ? '--database-url' : '--db';
+  const server = cli(['serve', '--port', '0', flag, database, ...args], { RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')), ...env });
+  const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000).catch(() => {
+    server.proc.kill('SIGKILL');
+    throw new Error(`runledger serve did not start:\n${server.output()}`);
+  });
+  return { ...server, url };
 }

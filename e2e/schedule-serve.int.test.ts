@@ -1,28 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
 import { backends } from '../src/testing/backends.js';
-import { eventually } from '../src/testing/engine.js';
+import { serve, type Served } from './child.js';
 
 describe('three `runledger serve` processes on PostgreSQL', () => {
-  const procs: ChildProcess[] = [];
-  afterEach(() => void procs.splice(0).forEach((p) => p.kill('SIGKILL')));
+  const servers: Served[] = [];
+  afterEach(() => void servers.splice(0).forEach((s) => s.proc.kill('SIGKILL')));
 
   it('fire an every-second schedule once per slot, each slot one execution', async () => {
     const database = await backends[1]!.create();
-    const serve = async () => {
-      const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--port', '0', '--database-url', database], { env: { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-sched-')) }, stdio: ['ignore', 'pipe', 'pipe'] });
-      procs.push(proc);
-      let output = '';
-      proc.stdout!.on('data', (chunk) => (output += chunk));
-      proc.stderr!.on('data', (chunk) => (output += chunk));
-      return eventually(() => /serving (http:\/\/\S+)/.exec(output)?.[1], 20_000);
-    };
-    const [a, b, c] = await Promise.all([serve(), serve(), serve()]);
+    servers.push(...(await Promise.all([serve(database), serve(database), serve(database)])));
+    const [a, b, c] = servers.map((s) => s.url);
     const post = async (url: string, path: string, body: unknown) => (await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
     const wf = await post(a!, '/workflows', { name: 'tick', steps: [] });
     const schedule = await post(b!, '/schedules', { cron: '*/1 * * * * *', target: { workflow: wf.id }, overlap: 'allow' });

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,31 +7,14 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Client } from '../src/client/client.js';
 import { backends } from '../src/testing/backends.js';
+import { serve, type Served } from './child.js';
 import { eventually } from '../src/testing/engine.js';
 
 const PLANTED = 'sk-e2e-planted-5f0c9a';
 
-interface Served {
-  proc: ChildProcess;
-  url: string;
-  output: () => string;
-  exited: Promise<unknown>;
-}
-
-/** `runledger serve` as a real child process on a free port; resolves once it listens. */
-async function serve(database: string, dataDir: string): Promise<Served> {
-  const flag = database.startsWith('postgres') ? '--database-url' : '--db';
-  const env = { ...process.env, RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' };
-  const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--port', '0', flag, database], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (chunk) => (output += chunk));
-  proc.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise((done) => proc.on('exit', done));
-  const url = await eventually(() => /serving (http:\/\/\S+)/.exec(output)?.[1], 20_000).catch(() => {
-    throw new Error(`server did not start:\n${output}`);
-  });
-  return { proc, url, output: () => output, exited };
-}
+/** `runledger serve` with the settings of these tests; `dataDir` (its key file) outlives a restart. */
+const serveHere = (database: string, dataDir: string) =>
+  serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
 
 /** The service a workflow calls: `/orders` answers 503 twice then 200; `/hold` answers only when released. */
 class Target {
@@ -100,7 +83,7 @@ describe.each(backends)('runledger serve on $name', (backend) => {
   });
 
   const start = async () => {
-    const served = await serve(database, dataDir);
+    const served = await serveHere(database, dataDir);
     servers.push(served);
     const client = new Client({ url: served.url });
     return { served, client };
@@ -171,26 +154,22 @@ function stored(database: string): string {
 describe('the Quick start: runledger serve --sample, then the CLI', () => {
   it('stores the sample once, and `runledger run --wait` follows it to success', async () => {
     const database = await backends[0]!.create();
-    const env = { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'runledger-sample-')) };
-    const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--sample', '--port', '0', '--db', database], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    proc.stdout.on('data', (chunk) => (output += chunk));
-    proc.stderr.on('data', (chunk) => (output += chunk));
+    const server = await serve(database, ['--sample']);
+    const output = () => server.output();
     try {
-      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(output)?.[1], 20_000);
-      const id = /sample workflow (wf_\w+)/.exec(output)![1]!;
-      const cli = (...args: string[]) => execFileSync(process.execPath, ['bin/runledger.js', ...args, '--url', url], { encoding: 'utf8' });
+      const id = /sample workflow (wf_\w+)/.exec(output())![1]!;
+      const cli = (...args: string[]) => execFileSync(process.execPath, ['bin/runledger.js', ...args, '--url', server.url], { encoding: 'utf8' });
       const printed = cli('run', id, '--data', '{"name":"ada"}', '--wait');
       expect(printed).toMatch(/greet: success/);
       expect(printed).toMatch(/record: success/);
       expect(printed).toMatch(/execution ex_\w+ success/);
       expect(cli('executions', 'list', id)).toMatch(/ex_\w+\s+success/);
       expect(cli('workflows', 'list')).toMatch(new RegExp(`${id}\\s+v1\\s+enabled\\s+greet-and-log`));
-      await eventually(() => /"msg":"Hello ADA! \(execution ex_/.test(output)).catch(() => expect(output).toBe(""));
+      await eventually(() => /"msg":"Hello ADA! \(execution ex_/.test(output())).catch(() => expect(output()).toBe(''));
     } finally {
-      proc.kill('SIGTERM');
-      await new Promise((done) => proc.on('exit', done));
+      server.proc.kill('SIGTERM');
+      await server.exited;
     }
-    expect(output).toMatch(/stopped/);
+    expect(output()).toMatch(/stopped/);
   });
 });

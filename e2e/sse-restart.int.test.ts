@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,28 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
-import { eventually } from '../src/testing/engine.js';
+import { serve, type Served } from './child.js';
 
-interface Served {
-  proc: ChildProcess;
-  url: string;
-  exited: Promise<unknown>;
-}
-
-/** `runledger serve` as a child process on a free port (needs `npx tsc -p tsconfig.build.json` first). */
-async function serve(database: string, dataDir: string): Promise<Served> {
-  const flag = database.startsWith('postgres') ? '--database-url' : '--db';
-  const env = { ...process.env, RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' };
-  const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--port', '0', flag, database], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (chunk) => (output += chunk));
-  proc.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise((done) => proc.on('exit', done));
-  const url = await eventually(() => /serving (http:\/\/\S+)/.exec(output)?.[1], 20_000).catch(() => {
-    throw new Error(`server did not start:\n${output}`);
-  });
-  return { proc, url, exited };
-}
+/** `runledger serve`; `dataDir` (its key file) outlives a restart. */
+const serveHere = (database: string, dataDir: string) =>
+  serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
 
 interface Frame {
   id: string;
@@ -82,7 +64,7 @@ describe.each(backends)('SSE across a server restart on $name', (backend) => {
   it('resumes the run stream with Last-Event-ID after a SIGKILL: the union is exactly the journal', async () => {
     const database = await backend.create();
     const dataDir = mkdtempSync(join(tmpdir(), 'runledger-sse-'));
-    const first = await serve(database, dataDir);
+    const first = await serveHere(database, dataDir);
     servers.push(first);
     const post = async (url: string, body: unknown) => {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -106,7 +88,7 @@ describe.each(backends)('SSE across a server restart on $name', (backend) => {
     first.proc.kill('SIGKILL');
     await first.exited;
 
-    const second = await serve(database, dataDir);
+    const second = await serveHere(database, dataDir);
     servers.push(second);
     holding = false;
     for (const answer of held.splice(0)) answer();

@@ -1,21 +1,15 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
+import { serve } from './child.js';
 
 describe('runledger trigger, out of the box (the README walkthrough)', () => {
   it('an event from the CLI matches the shipped rule and starts a session that completes with the lifecycle journal', async () => {
     const database = await backends[0]!.create();
-    const env = { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-trigger-')) };
-    const server = spawn(process.execPath, ['bin/runledger.js', 'serve', '--port', '0', '--db', database], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    server.stdout.on('data', (chunk) => (output += chunk));
-    server.stderr.on('data', (chunk) => (output += chunk));
+    const server = await serve(database);
+    const url = server.url;
     try {
-      const url = await eventually(() => /serving (http:\/\/\S+)/.exec(output)?.[1], 20_000);
       const printed = execFileSync(process.execPath, ['bin/runledger.js', 'trigger', '--source', 'manual-trigger', '--detail-type', 'execute-agent', '--url', url], { encoding: 'utf8' });
       const eventId = /event (\S+) stored/.exec(printed)?.[1];
       expect(printed, printed).toMatch(new RegExp(`rule manual-agent \\(rule_\\w+\\) → session ${eventId} started`));
@@ -34,7 +28,7 @@ describe('runledger trigger, out of the box (the README walkthrough)', () => {
       const runs = await (await fetch(`${url}/runs?workflow=runledger.session`)).json();
       expect(runs.runs).toHaveLength(1);
     } finally {
-      server.kill('SIGKILL');
+      server.proc.kill('SIGKILL');
     }
   });
 });
