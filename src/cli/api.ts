@@ -1,10 +1,6 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../client/client.js';
-import type { ExecutionRecord } from '../workflows/executions.js';
-
-const TERMINAL = new Set(['success', 'failed', 'cancelled']);
 
 /** Adds the options of a command that talks to a running server. */
 export function api(cmd: Command): Command {
@@ -43,21 +39,19 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
       const started = await c.execute(workflowId, { trigger_data: JSON.parse(options.data) }, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
       print(`execution ${started.execution_id} ${started.status}`);
       if (!options.wait) return;
-      const shown = new Map<string, string>();
-      for (;;) {
-        const record = await c.execution(workflowId, started.execution_id);
-        for (const step of record.steps) {
-          const line = stepLine(step);
-          if (step.status !== 'pending' && shown.get(step.step_id) !== line) print(line);
-          shown.set(step.step_id, line);
-        }
-        if (TERMINAL.has(record.status)) {
-          print(`execution ${record.execution_id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
-          if (record.status !== 'success') process.exitCode = 1;
-          return;
-        }
-        await sleep(200);
+      // the journal, live: each step as it starts, fails or completes, without polling
+      const startedAt = new Map<string, number>();
+      for await (const event of c.follow(started.execution_id)) {
+        const { name, attempt, error, retryAt } = event.data;
+        const at = Date.parse(event.timestamp);
+        if (event.type === 'step.started') startedAt.set(name, at);
+        if (event.type === 'step.started' && attempt > 1) print(`  ${name}: running (attempt ${attempt})`);
+        if (event.type === 'step.completed') print(`  ${name}: success ${at - (startedAt.get(name) ?? at)} ms`);
+        if (event.type === 'step.failed') print(`  ${name}: ${retryAt === null ? 'failed' : 'retrying'} — ${error}`);
       }
+      const record = await c.execution(workflowId, started.execution_id);
+      print(`execution ${record.execution_id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
+      if (record.status !== 'success') process.exitCode = 1;
     });
 
   const executions = program.command('executions').description('executions of stored workflows');
@@ -80,11 +74,5 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
     const result = await client(options).redrive(id);
     print(result.redriven ? `redriven ${id}: ${result.state}` : `${id} is not dead (${result.state}): unchanged`);
   });
-}
-
-function stepLine(step: ExecutionRecord['steps'][number]): string {
-  const took = step.duration_ms === null ? '' : ` ${step.duration_ms} ms`;
-  const attempt = step.attempts > 1 ? ` (attempt ${step.attempts})` : '';
-  return `  ${step.step_id}: ${step.status}${attempt}${took}${step.error ? ` — ${step.error}` : ''}`;
 }
 

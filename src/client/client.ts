@@ -17,6 +17,15 @@ export class ApiError extends RunledgerError {
   }
 }
 
+/** A run's journaled event as the API shows it. */
+export interface RunEvent {
+  position: number;
+  version: number;
+  type: string;
+  timestamp: string;
+  data: Record<string, any>;
+}
+
 export interface DeadTask {
   id: string;
   queue: string;
@@ -64,6 +73,41 @@ export class Client {
   postMessage = (channel: string, body: PostInput) => this.call<Message>('POST', `/channels/${enc(channel)}/messages`, body);
   /** The WebSocket URL of a channel, with the token as a query parameter when there is one. */
   channelSocket = (channel: string, after: number) => `${this.url.replace(/^http/, 'ws')}/channels/${enc(channel)}/ws?after=${after}${this.options.token ? `&token=${enc(this.options.token)}` : ''}`;
+
+  /**
+   * A run's events as they are journaled (the server's SSE stream), from after `after` to the run's
+   * last event; a dropped connection resumes from the last event seen.
+   */
+  async *follow(runId: string, after = 0): AsyncGenerator<RunEvent> {
+    let last = after;
+    for (let retries = 0; ; ) {
+      const response = await fetch(`${this.url}/runs/${enc(runId)}/events/stream`, {
+        headers: { accept: 'text/event-stream', 'last-event-id': String(last), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
+      });
+      if (!response.ok || !response.body) {
+        const error = (await response.json().catch(() => ({}))).error ?? {};
+        throw new ApiError(response.status, error.code ?? 'http', `GET /runs/${runId}/events/stream: ${response.status} ${error.message ?? ''}`);
+      }
+      let buffer = '';
+      try {
+        for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
+          buffer += chunk;
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
+            buffer = buffer.slice(end + 2);
+            if (!data) continue;
+            const event = JSON.parse(data.slice('data: '.length)) as RunEvent;
+            last = event.version;
+            retries = 0;
+            yield event;
+          }
+        }
+        return;
+      } catch (error) {
+        if (++retries > 5) throw error;
+      }
+    }
+  }
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
