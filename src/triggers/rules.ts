@@ -7,7 +7,7 @@ import { zodProblems } from '../workflows/schema.js';
 import { EVENT_ROUTED, type Envelope, type EventMatch } from './events.js';
 import { mapInput, validateInputMapping } from './input.js';
 import { matches, validatePattern, type Pattern } from './pattern.js';
-import type { RunStarter, Target } from './target.js';
+import { checkTarget, type RunStarter, type Target } from './target.js';
 
 export const RULE_VIEW = 'rule';
 const NAME_VIEW = 'rule-name';
@@ -92,13 +92,7 @@ export class Rules {
     const raw = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     problems.push(...validatePattern(raw.pattern));
     if (raw.input !== undefined) problems.push(...validateInputMapping(raw.input));
-    let target: Target | undefined;
-    try {
-      target = await this.starter.check(raw.target, 'target');
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      problems.push(...error.problems);
-    }
+    const target = await checkTarget(this.starter, raw.target, problems);
     if (problems.length > 0 || !parsed.success || !target) throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a rule' }]);
     const { name, description, pattern, enabled } = parsed.data;
     const data = { name, ...(description === undefined ? {} : { description }), pattern, target, input: raw.input === undefined ? DEFAULT_RULE_INPUT : raw.input, enabled };

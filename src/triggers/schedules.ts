@@ -7,7 +7,7 @@ import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { zodProblems } from '../workflows/schema.js';
 import { mapInput, validateInputMapping } from './input.js';
-import type { RunStarter, Started, Target } from './target.js';
+import { checkTarget, type RunStarter, type Started, type Target } from './target.js';
 
 export const SCHEDULE_VIEW = 'schedule';
 const STATE_VIEW = 'schedule-state';
@@ -159,13 +159,7 @@ export class Schedules {
       }
     }
     if (raw.input !== undefined) problems.push(...validateInputMapping(raw.input));
-    let target: Target | undefined;
-    try {
-      target = await this.starter.check(raw.target, 'target');
-    } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      problems.push(...error.problems);
-    }
+    const target = await checkTarget(this.starter, raw.target, problems);
     if (problems.length > 0 || !parsed.success || !target) throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a schedule' }]);
     const { name, cron, timezone, overlap, catch_up } = parsed.data;
     const id = newId('sch');
