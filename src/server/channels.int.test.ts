@@ -159,11 +159,14 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     const frame = JSON.stringify({ type: 'post', message: { event_id: 'ws-1', sender_id: 'u', role: 'user', content: 'via socket' } });
     c.ws.send(frame);
     c.ws.send(frame);
+    for (let i = 1; i <= 5; i++) c.ws.send(JSON.stringify({ type: 'post', message: { sender_id: 'u', role: 'user', content: `quick ${i}` } }));
     c.ws.send('{"type":"post","message":{"sender_id":"u","role":"nope","content":"x"}}');
-    await eventually(() => c.frames.filter((f) => f.type !== 'message').length === 3);
-    expect(c.frames.filter((f) => f.type === 'posted').map((f) => (f as unknown as { created: boolean }).created)).toEqual([true, false]);
+    await eventually(() => c.frames.filter((f) => f.type !== 'message').length === 8);
+    expect(c.frames.filter((f) => f.type === 'posted').map((f) => (f as unknown as { created: boolean }).created)).toEqual([true, false, true, true, true, true, true]);
     expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ error: { code: 'validation' } });
-    expect((await get('/channels/sock/messages')).messages).toHaveLength(1);
-    expect(c.seqs()).toEqual([1]);
+    // in the order they were sent over the socket
+    expect((await get('/channels/sock/messages')).messages.map((m: Message) => m.content)).toEqual(['via socket', 'quick 1', 'quick 2', 'quick 3', 'quick 4', 'quick 5']);
+    await eventually(() => c.messages.length === 6);
+    expect(c.seqs()).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });

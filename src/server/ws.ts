@@ -104,7 +104,9 @@ export class ChannelSockets {
       return false;
     };
     const following = this.options.feed.follow(channelId, after, send);
-    ws.on('message', (data) => void this.post(ws, channelId, data.toString()));
+    // one at a time, in the order sent: two messages typed quickly keep their order in the channel
+    let posting = Promise.resolve();
+    ws.on('message', (data) => void (posting = posting.then(() => this.post(ws, channelId, data.toString()))));
     ws.on('close', () => {
       if (drain) clearInterval(drain);
       following.stop();
