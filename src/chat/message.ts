@@ -26,23 +26,27 @@ export const MESSAGE_LIMITS = {
 /** `event_id`s starting with this belong to AI replies (`reply:<event_id of the user message>`). */
 export const REPLY_PREFIX = 'reply:';
 
-/**
- * One chat message: the `message.posted` event of its channel's stream, as readers see it.
- * `seq` is the event's stream version (1, 2, 3 … per channel, without gaps) and `ts` its
- * timestamp (ms, database clock).
- */
-export interface Message {
-  channel_id: string;
-  seq: number;
-  ts: number;
+/** The part of a message stored in its event; the rest comes from the event itself. */
+export interface MessageData {
   event_id: string;
   message_id: string;
   sender_id: string;
   role: Role;
   content: string;
   content_type: ContentType;
-  created_at_iso: string;
   metadata: Record<string, unknown>;
+}
+
+/**
+ * One chat message: the `message.posted` event of its channel's stream, as readers see it.
+ * `seq` is the event's stream version (1, 2, 3 … per channel, without gaps) and `ts` its
+ * timestamp (ms, database clock).
+ */
+export interface Message extends MessageData {
+  channel_id: string;
+  seq: number;
+  ts: number;
+  created_at_iso: string;
 }
 
 /** A message to post; `event_id` is the idempotency key (a ULID `evt_…` when absent). */
@@ -53,17 +57,6 @@ export interface PostInput {
   content: string;
   content_type?: ContentType;
   metadata?: Record<string, unknown>;
-}
-
-/** The part of a message stored in its event; the rest comes from the event itself. */
-export interface MessageData {
-  event_id: string;
-  message_id: string;
-  sender_id: string;
-  role: Role;
-  content: string;
-  content_type: ContentType;
-  metadata: Record<string, unknown>;
 }
 
 /** Checks a post; returns it with defaults filled in and metadata as it will be stored (plain JSON). */

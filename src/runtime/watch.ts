@@ -6,11 +6,12 @@ import { isTerminal, readRunView, RUN_VIEW, type RunView } from './view.js';
 
 /** Reading runs as they go: a run's events to its end, waiting for its end, and the list of runs. */
 
-const PAGE = 100;
+/** Events per read of a live feed: with one chunk queued and one being written, the most a slow client holds. */
+export const PAGE = 100;
 /** Runs a filtered listing examines per call. */
 const SCAN_RUNS = 1_000;
-/** How often a waiter looks without a wake-up (one lost, or SQLite written by another process). */
-const FALLBACK_MS = 5_000;
+/** How often a waiter looks without a wake-up (one lost, a PostgreSQL reconnect gap, or SQLite written by another process). */
+export const FALLBACK_MS = 5_000;
 const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 async function existing(store: Store, id: string): Promise<RunView> {

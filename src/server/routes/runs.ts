@@ -8,16 +8,12 @@ import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
-import { listRuns, runTail, waitForRun } from '../../runtime/watch.js';
+import { FALLBACK_MS, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
 
 const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
-/** Events per read of a live feed: with one chunk queued and one being written, the most a slow client holds. */
-const SSE_PAGE = 100;
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
 const MAX_WAIT_MS = 5 * 60_000;
-/** A wake-up lost (another SQLite process, a PostgreSQL reconnect gap) costs at most this much latency. */
-const FALLBACK_MS = 5_000;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const time = z.iso.datetime().describe('ISO 8601 UTC');
@@ -264,7 +260,7 @@ function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: stri
   return {
     wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
     next: async () => {
-      const batch = await store.eventReadCommitted({ after, limit: SSE_PAGE, ...filters });
+      const batch = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
       after = batch.at(-1)?.cursor ?? after;
       return { messages: batch.map(({ event, cursor }) => ({ id: cursor, event: event.type, data: { stream_id: event.streamId, ...eventRecord(event) } })), end: false };
     },
