@@ -14,6 +14,7 @@ import { serveRequest } from './server.js';
 import { createWorld } from './world.js';
 
 export type { ActiveFault, CallbackDelivery, CallFilter, FaultRule, MockCall };
+export { completeProposal, mockRequest, waitForStatus, type MockAnswer } from './client.js';
 
 export interface MockServicesOptions {
   /** Default 0: any free port. */
