@@ -31,7 +31,9 @@ export class Callbacks {
 
   constructor(private readonly clock: Clock) {}
 
-  send(url: string, body: unknown): void {
+  /** Sends `body` to `url`; `copies` > 1 sends it that many times, each its own delivery. */
+  send(url: string, body: unknown, copies = 1): void {
+    for (let i = 1; i < copies; i++) this.send(url, body);
     const delivery: CallbackDelivery = { url, body, attempts: 0, status: null, delivered: false, error: null, at: new Date().toISOString() };
     this.deliveries.push(delivery);
     const owner = `callback:${++this.counter}`;

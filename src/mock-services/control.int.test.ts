@@ -133,6 +133,21 @@ describe('callbacks (brief §4.3)', () => {
     }
   });
 
+  it('sends a final callback twice when a fault says so', async () => {
+    const hook = await receiver();
+    try {
+      const { proposal_id } = await completeProposal(mock.url);
+      mock.addFaults([{ endpoint: 'POST /v1/render/presentations', callback_copies: 2 }]);
+      const job = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id, callback_url: hook.url });
+      await until(() => hook.got.length === 2);
+      expect(hook.got[0]).toEqual(hook.got[1]);
+      expect(hook.got[0]).toMatchObject({ render_job_id: job.body.render_job_id, status: 'complete' });
+      expect(mock.callbacks().map((c) => c.delivered)).toEqual([true, true]);
+    } finally {
+      await hook.close();
+    }
+  });
+
   it('reports a callback that cannot connect', async () => {
     const hook = await receiver();
     await hook.close();

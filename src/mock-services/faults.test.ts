@@ -20,6 +20,7 @@ describe('parseRule', () => {
       { endpoint: 'POST /v1/intake/sessions', drop: true },
       { endpoint: 'POST /v1/render/documents', job: 'fail', error: 'boom', match: { lsp: null } },
       { endpoint: 'POST /v1/layout/proposals', job: 'hang' },
+      { endpoint: 'POST /v1/render/documents', callback_copies: 2 },
     ]) {
       expect(field(rule), JSON.stringify(rule)).toBeUndefined();
     }
@@ -39,6 +40,8 @@ describe('parseRule', () => {
     expect(field({ endpoint: 'POST /x', job: 'explode' })).toBe('rule.job');
     expect(field({ endpoint: 'POST /x', status: 503, drop: true })).toBe('rule.status');
     expect(field({ endpoint: 'POST /x', status: 503, match: [] })).toBe('rule.match');
+    expect(field({ endpoint: 'POST /x', callback_copies: 1 })).toBe('rule.callback_copies');
+    expect(field({ endpoint: 'GET /x', callback_copies: 2 })).toBe('rule.callback_copies');
   });
 
   it('reads one rule, a list, or { rules }', () => {

@@ -1,9 +1,10 @@
 import { matchPath, reject } from './http.js';
 
-/** What a fault does to the work a POST starts: it ends `failed` with `error`, or never ends. */
+/** What a fault does to the work a POST starts: it ends `failed` with `error`, or never ends; its final callback is sent `callbackCopies` times. */
 export interface JobFault {
-  kind: 'fail' | 'hang';
+  kind?: 'fail' | 'hang';
   error?: string;
+  callbackCopies?: number;
 }
 
 /**
@@ -20,6 +21,8 @@ export interface JobFault {
  * - `drop`: the service does the work, then the connection is closed without an answer.
  * - `job: "fail"` (with `error`) / `job: "hang"`: on a POST that starts work (session submit, layout
  *   proposal, render): that work ends `failed` with the message, or stays `processing` for ever.
+ * - `callback_copies` (2–10): on such a POST, the final callback is POSTed that many times (a
+ *   webhook sender's duplicate deliveries).
  */
 export interface FaultRule {
   endpoint: string;
@@ -32,6 +35,7 @@ export interface FaultRule {
   drop?: boolean;
   job?: 'fail' | 'hang';
   error?: string;
+  callback_copies?: number;
 }
 
 /** A stored rule: its id, how many uses are left (`null`: always) and how many it had. */
@@ -41,7 +45,7 @@ export interface ActiveFault extends FaultRule {
   used: number;
 }
 
-const KEYS = new Set(['endpoint', 'match', 'times', 'status', 'retry_after', 'body', 'delay_ms', 'drop', 'job', 'error']);
+const KEYS = new Set(['endpoint', 'match', 'times', 'status', 'retry_after', 'body', 'delay_ms', 'drop', 'job', 'error', 'callback_copies']);
 
 /** Checks one rule; a bad one is a 422 naming the field (`rules[2].status`). */
 export function parseRule(value: unknown, at: string): FaultRule {
@@ -61,8 +65,10 @@ export function parseRule(value: unknown, at: string): FaultRule {
   if (rule.job !== undefined && rule.job !== 'fail' && rule.job !== 'hang') throw bad('job', 'must be "fail" or "hang"');
   if (rule.job !== undefined && !rule.endpoint.startsWith('POST ')) throw bad('job', 'applies to a POST that starts work');
   if (rule.error !== undefined && (typeof rule.error !== 'string' || rule.job !== 'fail')) throw bad('error', 'must be a string, with job "fail"');
-  if (rule.status !== undefined && (rule.drop || rule.job)) throw bad('status', 'a status answer does no work: it cannot be combined with drop or job');
-  if (rule.status === undefined && rule.delay_ms === undefined && !rule.drop && rule.job === undefined) throw bad('status', 'a rule needs an effect: status, delay_ms, drop or job');
+  if (rule.callback_copies !== undefined && !(Number.isInteger(rule.callback_copies) && (rule.callback_copies as number) >= 2 && (rule.callback_copies as number) <= 10)) throw bad('callback_copies', 'must be an integer from 2 to 10');
+  if (rule.callback_copies !== undefined && !rule.endpoint.startsWith('POST ')) throw bad('callback_copies', 'applies to a POST that starts work');
+  if (rule.status !== undefined && (rule.drop || rule.job || rule.callback_copies)) throw bad('status', 'a status answer does no work: it cannot be combined with drop, job or callback_copies');
+  if (rule.status === undefined && rule.delay_ms === undefined && !rule.drop && rule.job === undefined && rule.callback_copies === undefined) throw bad('status', 'a rule needs an effect: status, delay_ms, drop, job or callback_copies');
   return rule as unknown as FaultRule;
 }
 

@@ -24,6 +24,8 @@ export interface Session {
   error: string | null;
   cip: Cip | null;
   callback_url: string | null;
+  /** How many times the final callback is sent (a fault can make it more than 1). */
+  callbackCopies: number;
   created_at: string;
   updated_at: string;
   submitted_at: string | null;
@@ -95,12 +97,13 @@ function finish(world: World, session: Session, status: 'ready' | 'failed' | 'ca
   session.error = error;
   session.updated_at = now();
   if (status === 'ready') session.ready_at = session.updated_at;
-  if (session.callback_url) world.callbacks.send(session.callback_url, sessionView(session));
+  if (session.callback_url) world.callbacks.send(session.callback_url, sessionView(session), session.callbackCopies);
 }
 
 function submit(world: World, session: Session, fault: JobFault | undefined): void {
   session.status = 'normalizing';
   session.submitted_at = session.updated_at = now();
+  session.callbackCopies = fault?.callbackCopies ?? 1;
   if (fault?.kind === 'hang') return;
   world.clock.after(session.id, world.random.vary(NORMALIZE_MS), () => {
     if (fault?.kind === 'fail') return finish(world, session, 'failed', fault.error ?? 'normalization failed (injected fault)');
@@ -128,6 +131,7 @@ export function intakeRoutes(world: World): MockRoute[] {
           error: null,
           cip: null,
           callback_url: callbackUrl(body),
+          callbackCopies: 1,
           created_at: at,
           updated_at: at,
           submitted_at: null,

@@ -20,11 +20,13 @@ export interface Job {
   /** Real milliseconds the processing takes, and when it began: the `progress` of a view. */
   processingRealMs: number;
   processingSince: number | null;
+  /** How many times the final callback is sent (a fault can make it more than 1). */
+  callbackCopies: number;
 }
 
 export function newJob(world: World, prefix: string, callbackUrl: string | null): Job {
   const at = now();
-  return { id: world.random.id(prefix), status: 'queued', error: null, created_at: at, updated_at: at, started_at: null, finished_at: null, callback_url: callbackUrl, processingRealMs: 0, processingSince: null };
+  return { id: world.random.id(prefix), status: 'queued', error: null, created_at: at, updated_at: at, started_at: null, finished_at: null, callback_url: callbackUrl, processingRealMs: 0, processingSince: null, callbackCopies: 1 };
 }
 
 /** 0–100: how far the processing is (never 100 before it is complete). */
@@ -43,6 +45,7 @@ export function progress(job: Job): number {
 export function runJob(world: World, job: Job, times: { queuedMs: number; processingMs: number }, fault: JobFault | undefined, succeed: () => void, view: () => unknown): void {
   const queued = world.random.vary(times.queuedMs);
   const processing = world.random.vary(times.processingMs);
+  job.callbackCopies = fault?.callbackCopies ?? 1;
   world.clock.after(job.id, queued, () => {
     job.status = 'processing';
     job.started_at = job.updated_at = now();
@@ -58,7 +61,7 @@ export function runJob(world: World, job: Job, times: { queuedMs: number; proces
         job.status = 'complete';
       }
       job.finished_at = job.updated_at = now();
-      if (job.callback_url) world.callbacks.send(job.callback_url, view());
+      if (job.callback_url) world.callbacks.send(job.callback_url, view(), job.callbackCopies);
     });
   });
 }
@@ -69,5 +72,5 @@ export function cancelJob(world: World, job: Job, view: () => unknown): void {
   world.clock.cancel(job.id);
   job.status = 'cancelled';
   job.finished_at = job.updated_at = now();
-  if (job.callback_url) world.callbacks.send(job.callback_url, view());
+  if (job.callback_url) world.callbacks.send(job.callback_url, view(), job.callbackCopies);
 }

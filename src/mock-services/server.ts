@@ -56,7 +56,7 @@ export async function serveRequest(pipeline: Pipeline, req: IncomingMessage, res
     const headers: Record<string, string> = fault.retry_after !== undefined ? { 'retry-after': String(fault.retry_after) } : {};
     return finish({ status: fault.status, headers, body: fault.body ?? { error: { code: 'injected_fault', message: `${fault.status} injected by ${fault.id}` } } });
   }
-  if (fault?.job) request.jobFault = { kind: fault.job, ...(fault.error ? { error: fault.error } : {}) };
+  if (fault?.job || fault?.callback_copies) request.jobFault = { ...(fault.job ? { kind: fault.job } : {}), ...(fault.error ? { error: fault.error } : {}), ...(fault.callback_copies ? { callbackCopies: fault.callback_copies } : {}) };
 
   let response: MockResponse;
   if (key !== null && key.length > 255) response = fail(400, 'invalid_idempotency_key', 'Idempotency-Key must be at most 255 characters');
