@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { startMockServices } from '../mock-services/index.js';
+import { startMockServices, type MockCall } from '../mock-services/index.js';
 
 /**
  * `runledger mock-services`: the three services of brief 004 (intake, layout, render) on one port,
@@ -18,10 +18,12 @@ export function mockServicesCommands(program: Command, print: (line: string) => 
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--speed <factor>', 'time factor: 10 makes every delay ten times shorter', '1')
     .option('--seed <n>', 'ids, delays and layouts follow from it (default: random, printed)')
+    .option('--quiet', 'do not print each call')
     .action(async (options) => {
       const port = Number(options.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer from 0 to 65535, got ${options.port}`);
-      const mock = await startMockServices({ port, host: options.host, speed: Number(options.speed), ...(options.seed !== undefined ? { seed: Number(options.seed) } : {}) });
+      const onCall = options.quiet ? undefined : (call: MockCall) => print(formatCall(call));
+      const mock = await startMockServices({ port, host: options.host, speed: Number(options.speed), ...(options.seed !== undefined ? { seed: Number(options.seed) } : {}), ...(onCall ? { onCall } : {}) });
       const stopped = new Promise((stop) => {
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -33,4 +35,11 @@ export function mockServicesCommands(program: Command, print: (line: string) => 
       await mock.close();
       print('mock services: stopped');
     });
+}
+
+/** `05:17:29.123 POST /v1/layout/proposals → 503  key=k1 fault-1` */
+function formatCall(call: MockCall): string {
+  const answer = call.dropped ? 'dropped' : String(call.status);
+  const notes = [call.idempotency_key ? `key=${call.idempotency_key}` : '', call.fault ?? '', call.replayed ? 'replayed' : ''].filter(Boolean).join(' ');
+  return `${call.at.slice(11, 23)} ${call.method} ${call.path} → ${answer}${notes ? `  ${notes}` : ''}`;
 }

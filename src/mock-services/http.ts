@@ -45,6 +45,9 @@ export const reject = (status: number, code: string, message: string, field?: st
 
 export const json = (status: number, body: unknown): MockResponse => ({ status, body });
 
+/** A 201/202 answer with a `Location` header: where to GET (poll) what was created. */
+export const created = (status: number, location: string, body: unknown): MockResponse => ({ status, body, headers: { location } });
+
 /** The params of `path` if it matches `pattern` (`{x}` and `*` match one segment), else undefined. */
 export function matchPath(pattern: string, path: string): Record<string, string> | undefined {
   const want = pattern.split('/');

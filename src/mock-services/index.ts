@@ -25,6 +25,8 @@ export interface MockServicesOptions {
   speed?: number;
   /** Ids, delays and layouts follow from it. Default: a random seed (read it back from `seed`). */
   seed?: number;
+  /** Called with each call to a service once it is answered (the CLI prints them). */
+  onCall?: (call: MockCall) => void;
 }
 
 export interface MockEndpoint {
@@ -109,6 +111,7 @@ export async function startMockServices(options: MockServicesOptions = {}): Prom
     faults,
     calls,
     keys,
+    ...(options.onCall ? { onCall: options.onCall } : {}),
     wait: (ms: number) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => (waits.delete(timer), resolve()), ms);

@@ -1,6 +1,6 @@
 import type { JobFault } from './faults.js';
 import { callbackUrl } from './callbacks.js';
-import { json, objectBody, optionalString, reject, type MockRequest, type MockRoute } from './http.js';
+import { created, json, objectBody, optionalString, reject, type MockRequest, type MockRoute } from './http.js';
 import type { World } from './world.js';
 import { now } from './world.js';
 
@@ -138,7 +138,7 @@ export function intakeRoutes(world: World): MockRoute[] {
           ready_at: null,
         };
         world.sessions.set(session.id, session);
-        return json(201, sessionView(session));
+        return created(201, `/v1/intake/sessions/${session.id}`, sessionView(session));
       },
     },
     {
@@ -156,7 +156,7 @@ export function intakeRoutes(world: World): MockRoute[] {
         session.content = text;
         if (title !== undefined) session.title = title;
         submit(world, session, request.jobFault);
-        return json(202, sessionView(session));
+        return created(202, `/v1/intake/sessions/${session.id}`, sessionView(session));
       },
     },
     {

@@ -1,5 +1,5 @@
 import { callbackUrl } from './callbacks.js';
-import { json, objectBody, optionalString, reject, type MockRequest, type MockRoute } from './http.js';
+import { created, json, objectBody, optionalString, reject, type MockRequest, type MockRoute } from './http.js';
 import type { Cip } from './intake.js';
 import { cancelJob, newJob, progress, runJob, type Job } from './job.js';
 import type { World } from './world.js';
@@ -80,7 +80,7 @@ export function layoutRoutes(world: World): MockRoute[] {
         const proposal: Proposal = { ...newJob(world, 'lsp', callback), session_id: session.id, mode, intent, cip: session.cip, spec: null };
         world.proposals.set(proposal.id, proposal);
         runJob(world, proposal, { queuedMs: LAYOUT_MS.queuedMs, processingMs: LAYOUT_MS[mode] }, request.jobFault, () => (proposal.spec = layoutSpec(world, proposal)), () => proposalView(proposal));
-        return json(202, proposalView(proposal));
+        return created(202, `/v1/layout/proposals/${proposal.id}`, proposalView(proposal));
       },
     },
     {

@@ -1,5 +1,5 @@
 import { callbackUrl } from './callbacks.js';
-import { json, objectBody, reject, type MockRequest, type MockRoute } from './http.js';
+import { created, json, objectBody, reject, type MockRequest, type MockRoute } from './http.js';
 import { cancelJob, newJob, progress, runJob, type Job } from './job.js';
 import type { World } from './world.js';
 import { now } from './world.js';
@@ -82,7 +82,7 @@ function create(world: World, request: MockRequest, format: RenderFormat) {
     job.artifact_id = artifact.artifact_id;
   };
   runJob(world, job, { queuedMs: RENDER_MS.queuedMs, processingMs: RENDER_MS[format] }, request.jobFault, succeed, () => jobView(job));
-  return json(202, jobView(job));
+  return created(202, `/v1/render/jobs/${job.id}`, jobView(job));
 }
 
 /** The bytes a mock artifact downloads as: a short text naming what it stands for (not a real Office file). */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CallLog } from './calls.js';
+import type { CallLog, MockCall } from './calls.js';
 import type { Faults } from './faults.js';
 import { fail, matchPath, Rejection, type MockRequest, type MockResponse, type MockRoute } from './http.js';
 import type { IdempotencyKeys } from './idempotency.js';
@@ -12,6 +12,8 @@ export interface Pipeline {
   faults: Faults;
   calls: CallLog;
   keys: IdempotencyKeys;
+  /** Called with each logged call once it is answered (or dropped). */
+  onCall?: (call: MockCall) => void;
   /** Real-time waits of `delay_ms` faults, cleared on close. */
   wait(ms: number): Promise<void>;
 }
@@ -47,6 +49,7 @@ export async function serveRequest(pipeline: Pipeline, req: IncomingMessage, res
     call.ms = Date.now() - started;
     if (response) send(res, response);
     else res.socket?.destroy();
+    pipeline.onCall?.({ ...call });
   };
 
   const fault = pipeline.faults.take(method, path, body);

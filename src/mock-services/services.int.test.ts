@@ -24,6 +24,7 @@ describe('the happy path of brief §10.1', () => {
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ session_id: expect.stringMatching(/^sess-[0-9a-f]{8}$/), status: 'draft', title: 'Q3 report', intent: 'board deck', cip: null });
     const sid = created.body.session_id;
+    expect(created.headers.get('location')).toBe(`/v1/intake/sessions/${sid}`);
 
     const submitted = await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`);
     expect(submitted.status).toBe(202);
@@ -38,6 +39,7 @@ describe('the happy path of brief §10.1', () => {
     expect(proposed.status).toBe(202);
     expect(proposed.body).toMatchObject({ proposal_id: expect.stringMatching(/^lsp-/), status: 'queued', mode: 'ai', progress: 0 });
     const pid = proposed.body.proposal_id;
+    expect(proposed.headers.get('location')).toBe(`/v1/layout/proposals/${pid}`);
     expect((await send(mock.url, 'GET', `/v1/layout/proposals/${pid}/spec`)).status).toBe(409);
     const seenLayout: string[] = [];
     const layout = await waitForStatus(mock.url, `/v1/layout/proposals/${pid}`, ['complete', 'failed'], { seen: seenLayout });
@@ -52,6 +54,7 @@ describe('the happy path of brief §10.1', () => {
     expect([word.status, ppt.status]).toEqual([202, 202]);
     expect(word.body).toMatchObject({ render_job_id: expect.stringMatching(/^job-/), status: 'queued', format: 'docx', proposal_id: pid, artifact_id: null });
     expect(ppt.body).toMatchObject({ status: 'queued', format: 'pptx' });
+    expect(ppt.headers.get('location')).toBe(`/v1/render/jobs/${ppt.body.render_job_id}`);
     for (const [job, format, type] of [[word.body, 'docx', 'wordprocessingml'], [ppt.body, 'pptx', 'presentationml']] as const) {
       const seen: string[] = [];
       const done = await waitForStatus(mock.url, `/v1/render/jobs/${job.render_job_id}`, ['complete', 'failed'], { seen });
