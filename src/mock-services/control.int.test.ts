@@ -96,7 +96,7 @@ describe('callbacks (brief §4.3)', () => {
     try {
       const { proposal_id } = await completeProposal(mock.url);
       const job = await send(mock.url, 'POST', '/v1/render/documents', { proposal_id, callback_url: hook.url });
-      await until(() => hook.got.length === 1);
+      await until(() => mock.callbacks()[0]?.delivered === true);
       const final = (await send(mock.url, 'GET', `/v1/render/jobs/${job.body.render_job_id}`)).body;
       expect(hook.got[0]).toEqual(final);
       expect(final.status).toBe('complete');
@@ -139,10 +139,11 @@ describe('callbacks (brief §4.3)', () => {
       const { proposal_id } = await completeProposal(mock.url);
       mock.addFaults([{ endpoint: 'POST /v1/render/presentations', callback_copies: 2 }]);
       const job = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id, callback_url: hook.url });
-      await until(() => hook.got.length === 2);
+      await until(() => mock.callbacks().filter((c) => c.delivered).length === 2);
+      expect(hook.got).toHaveLength(2);
       expect(hook.got[0]).toEqual(hook.got[1]);
       expect(hook.got[0]).toMatchObject({ render_job_id: job.body.render_job_id, status: 'complete' });
-      expect(mock.callbacks().map((c) => c.delivered)).toEqual([true, true]);
+      expect(mock.callbacks().map((c) => c.attempts)).toEqual([1, 1]);
     } finally {
       await hook.close();
     }

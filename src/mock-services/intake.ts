@@ -83,7 +83,7 @@ function normalize(world: World, session: Session): Cip {
       const text = (heading === null ? block : rest.join('\n')).trim();
       return { heading, text, words: text.split(/\s+/).filter(Boolean).length };
     });
-  return { cip_id: world.random.id('cip'), title: session.title ?? sections[0]?.heading ?? 'Untitled', sections, word_count: sections.reduce((n, s) => n + s.words, 0) };
+  return { cip_id: world.random.fork(session.id).id('cip'), title: session.title ?? sections[0]?.heading ?? 'Untitled', sections, word_count: sections.reduce((n, s) => n + s.words, 0) };
 }
 
 function find(world: World, request: MockRequest): Session {

@@ -34,6 +34,7 @@ export function proposalView(proposal: Proposal) {
 
 /** The layout specification (LSP): one title page, then a page per section, in a theme picked by the seed. */
 function layoutSpec(world: World, proposal: Proposal) {
+  const random = world.random.fork(proposal.id);
   const themes = ['clean', 'corporate', 'editorial', 'bold'];
   const layouts = ['title_and_body', 'two_column', 'image_left', 'bullets'];
   return {
@@ -41,12 +42,12 @@ function layoutSpec(world: World, proposal: Proposal) {
     proposal_id: proposal.id,
     session_id: proposal.session_id,
     mode: proposal.mode,
-    theme: themes[Math.floor(world.random.next() * themes.length)],
+    theme: themes[Math.floor(random.next() * themes.length)],
     pages: [
       { index: 1, layout: 'title', title: proposal.cip.title },
       ...proposal.cip.sections.map((section, i) => ({
         index: i + 2,
-        layout: proposal.mode === 'rule_only' ? 'title_and_body' : layouts[Math.floor(world.random.next() * layouts.length)],
+        layout: proposal.mode === 'rule_only' ? 'title_and_body' : layouts[Math.floor(random.next() * layouts.length)],
         title: section.heading,
         body: section.text,
       })),

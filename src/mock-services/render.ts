@@ -69,7 +69,7 @@ function create(world: World, request: MockRequest, format: RenderFormat) {
   world.jobs.set(job.id, job);
   const succeed = () => {
     const artifact: Artifact = {
-      artifact_id: world.random.id('art'),
+      artifact_id: world.random.fork(job.id).id('art'),
       render_job_id: job.id,
       format,
       filename: `${format === 'docx' ? 'document' : 'presentation'}-${job.id}.${format}`,
