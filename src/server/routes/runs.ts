@@ -6,9 +6,18 @@ import { runStream } from '../../runtime/history.js';
 import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
 import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
+import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
+
+/** What started a run: a stored workflow's execution, a code workflow, an agent session. */
+export const RUN_KINDS = ['execution', 'code', 'session'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+
+export function runKind(workflow: string): RunKind {
+  return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
+}
 
 const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
@@ -35,6 +44,7 @@ const runsQuery = z
   .object({
     status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
+    kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     limit: z.coerce.number().int().min(1).max(100).default(20),
@@ -78,6 +88,7 @@ const runSummaryResponse = z.object({
   id: z.string(),
   workflow: z.string(),
   workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
+  kind: z.enum(RUN_KINDS),
   status: z.enum(RUN_STATUSES),
   error: z.string().nullable(),
   created_at: time,
@@ -211,6 +222,7 @@ export function runSummary(view: RunView): RunSummary {
     id: view.id,
     workflow: view.workflow,
     workflow_id: workflowId(view),
+    kind: runKind(view.workflow),
     status: view.status,
     error: view.error,
     created_at: iso(view.createdAt)!,
@@ -283,10 +295,11 @@ async function checkCursor(store: Store, cursor: string, path: string): Promise<
 
 type RunFilter = z.infer<typeof runsQuery>;
 
-const filtered = (q: RunFilter) => q.status !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
+const filtered = (q: RunFilter) => q.status !== undefined || q.kind !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
 
 function matches(view: RunView, q: RunFilter): boolean {
   if (q.status && !q.status.includes(view.status)) return false;
+  if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
   if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow) return false;
   if (q.created_after !== undefined && !(view.createdAt > q.created_after)) return false;
   if (q.created_before !== undefined && !(view.createdAt < q.created_before)) return false;
