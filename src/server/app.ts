@@ -52,7 +52,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
-    ...runControlRoutes(options.engine),
+    ...runControlRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');

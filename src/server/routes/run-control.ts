@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
+import type { Definitions } from '../../workflows/definitions.js';
 import { NotFoundError } from '../../errors.js';
 import { readRunView } from '../../runtime/view.js';
 import { route, type Route } from '../route.js';
@@ -15,13 +16,18 @@ const signalBody = z
 
 /**
  * One run of any kind by id, and the two things anyone may do to it: cancel it, and send it a
- * signal (consumed by a `waitForEvent(name)` of the run).
+ * signal (consumed by a `waitForEvent(name)` of the run); and a stored workflow's version history.
  *
- * @example mount(new Hono(), runControlRoutes(engine));
+ * @example mount(new Hono(), runControlRoutes(engine, workflows.definitions));
  */
-export function runControlRoutes(engine: Engine): Route[] {
+export function runControlRoutes(engine: Engine, definitions: Definitions): Route[] {
   const store = engine.store;
   return [
+    route({
+      method: 'get', path: '/workflows/{id}/versions', tag: 'workflows', summary: "A stored workflow's saved versions, oldest first, each with its definition",
+      status: 200, errors: [404],
+      handle: async ({ params }) => ({ versions: await definitions.versions(params.id!) }),
+    }),
     route({
       method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind with its steps (a stored execution, a code run, a session)',
       status: 200, errors: [404],
