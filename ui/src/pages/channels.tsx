@@ -53,6 +53,7 @@ export function ChannelPage({ id }: { id: string }) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [drafts, setDrafts] = useState<Record<string, string>>({});
   const [state, setState] = useState<'connecting' | 'live' | 'closed'>('connecting');
+  const [deltas, setDeltas] = useState(0);
   const [error, setError] = useState<unknown>(null);
   const [text, setText] = useState('');
   const [sender, setSender] = useState('dashboard');
@@ -95,6 +96,7 @@ export function ChannelPage({ id }: { id: string }) {
             return rest;
           });
         } else if (frame.type === 'delta') {
+          setDeltas((n) => n + 1);
           setDrafts((d) => ({ ...d, [frame.event_id]: (frame.attempt > 1 && !d[frame.event_id] ? '' : (d[frame.event_id] ?? '')) + frame.delta }));
         } else if (frame.type === 'error') setError(frame.error);
       };
@@ -121,16 +123,16 @@ export function ChannelPage({ id }: { id: string }) {
 
   return (
     <Page title={<>Channel <span class="mono">{id}</span></>} actions={<span class={`live ${state === 'live' ? 'on' : ''}`} role="status">{state}</span>}>
-      <ol class="chat" ref={list} aria-live="polite" aria-label="Messages">
+      <ol class="chat" ref={list} aria-live="polite" aria-label="Messages" data-deltas={deltas}>
         {messages.map((m) => (
-          <li key={m.seq} class={`msg msg-${m.role}`} data-role={m.role}>
+          <li key={m.seq} class={`msg msg-${m.role === 'ai' ? 'assistant' : m.role}`} data-role={m.role}>
             <div class="meta"><strong>{m.sender_id}</strong> <span class="muted">{m.role} · {time(m.created_at_iso)}</span></div>
             <div class="content">{m.content}</div>
           </li>
         ))}
         {Object.entries(drafts).map(([key, content]) => (
-          <li key={key} class="msg msg-assistant typing" data-role="assistant-typing" aria-busy="true">
-            <div class="meta"><strong>assistant</strong> <span class="muted">typing…</span></div>
+          <li key={key} class="msg msg-assistant typing" data-role="ai-typing" aria-busy="true">
+            <div class="meta"><strong>ai</strong> <span class="muted">typing…</span></div>
             <div class="content">{content}</div>
           </li>
         ))}

@@ -1,0 +1,26 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/**
+ * A module of code workflows for `runledger serve --workflows` in the dashboard's tests, written
+ * as plain JavaScript against the built package (the server runs from dist/, without tsx):
+ * `nap` sleeps for an hour after one step, `broken` fails its step for good.
+ */
+export function uiWorkflowsModule(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'rl-ui-wf-')), 'workflows.mjs');
+  writeFileSync(
+    file,
+    `import { workflow, TerminalError } from '${resolve('dist/index.js')}';
+export const nap = workflow('nap', async (ctx) => {
+  await ctx.step('prepare', async () => ({ ready: true }));
+  await ctx.sleep('nap', '1h');
+  return 'rested';
+});
+export const broken = workflow('broken', async (ctx) => {
+  await ctx.step('charge', async () => { throw new TerminalError('card declined: insufficient funds'); });
+});
+`,
+  );
+  return file;
+}
