@@ -15,7 +15,7 @@ export function AgentsPage({ id }: { id?: string | undefined }) {
       const detail = id ? await api(`/agent/runs/${encodeURIComponent(id)}`, { signal }) : null;
       return { mode: 'ledger' as const, runs: ledger.runs, approvals: approvals?.approvals ?? approvals?.tool_calls ?? [], detail };
     }
-    const sessions = await api<{ runs: any[] }>('/runs?kind=session&limit=50', { signal });
+    const sessions = await api<{ runs: any[] }>('/runs?kind=session&order=created&limit=50', { signal });
     const detail = id
       ? await Promise.all([api(`/sessions/${encodeURIComponent(id)}`, { signal }), api<{ events: any[] }>(`/sessions/${encodeURIComponent(id)}/events`, { signal })]).then(([s, e]) => ({ ...s, events: e.events }))
       : null;

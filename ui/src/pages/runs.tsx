@@ -29,7 +29,7 @@ function statusParam(status: string): string {
 }
 
 async function loadPage(query: URLSearchParams, signal: AbortSignal): Promise<{ runs: RunSummary[]; last_key: string | null }> {
-  const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  const params = new URLSearchParams({ limit: String(PAGE_SIZE), order: 'created' });
   for (const key of ['kind', 'workflow']) if (query.get(key)) params.set(key, query.get(key)!);
   if (query.get('status')) params.set('status', statusParam(query.get('status')!));
   if (query.get('from')) params.set('created_after', new Date(query.get('from')!).toISOString());
