@@ -41,6 +41,19 @@ export function projectionFieldPath(field: string): string[] {
   return parts;
 }
 
+/**
+ * The createdAt range a recent-first listing scans: above `low`, at most `high` (the cursor's
+ * createdAt, whose key then breaks the tie), below `below` when given.
+ */
+export function recentRange(p: ProjectionRecentParams): { low: number; high: number; below?: number; before?: { createdAt: number; key: string } } {
+  return {
+    low: p.createdAfter ?? -Number.MAX_SAFE_INTEGER,
+    high: p.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
+    ...(p.createdBefore !== undefined ? { below: p.createdBefore } : {}),
+    ...(p.before ? { before: p.before } : {}),
+  };
+}
+
 export interface StreamInfo {
   streamId: string;
   /** The version of its last event: how many events it holds. */

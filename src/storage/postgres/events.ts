@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
@@ -266,11 +266,11 @@ export async function projectionListRecent(db: Db, p: ProjectionRecentParams): P
     args.push(value);
     return `$${args.length}`;
   };
-  const where = ['name = $1', `jsonb_typeof(${CREATED}) = 'number'`];
-  // numbers as jsonb, to compare with the indexed jsonb expression
-  if (p.before) where.push(`(${CREATED}, key) < (${arg(JSON.stringify(p.before.createdAt))}::jsonb, ${arg(p.before.key)})`);
-  if (p.createdAfter !== undefined) where.push(`${CREATED} > ${arg(JSON.stringify(p.createdAfter))}::jsonb`);
-  if (p.createdBefore !== undefined) where.push(`${CREATED} < ${arg(JSON.stringify(p.createdBefore))}::jsonb`);
+  const { low, high, below, before } = recentRange(p);
+  // a range of the index, numbers as jsonb; strings, booleans, objects and nulls sort outside any range of numbers
+  const where = ['name = $1', `${CREATED} > ${arg(JSON.stringify(low))}::jsonb`, `${CREATED} <= ${arg(JSON.stringify(high))}::jsonb`];
+  if (below !== undefined) where.push(`${CREATED} < ${arg(JSON.stringify(below))}::jsonb`);
+  if (before) where.push(`(${CREATED} < ${arg(JSON.stringify(before.createdAt))}::jsonb OR key < ${arg(before.key)})`);
   for (const group of p.where ?? []) {
     const any = group.map((m) => {
       const parts = projectionFieldPath(m.field);

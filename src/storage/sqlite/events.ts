@@ -1,5 +1,5 @@
 import { ConflictError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -123,19 +123,17 @@ export function projectionList(s: Statements, p: ProjectionListParams): Projecti
 const CREATED = "json_extract(value, '$.createdAt')";
 
 export function projectionListRecent(s: Statements, p: ProjectionRecentParams): ProjectionRow[] {
-  const where = ['name = ?', "json_type(value, '$.createdAt') IN ('integer', 'real')"];
-  const args: unknown[] = [p.name];
-  if (p.before) {
-    where.push(`(${CREATED}, key) < (?, ?)`);
-    args.push(p.before.createdAt, p.before.key);
-  }
-  if (p.createdAfter !== undefined) {
-    where.push(`${CREATED} > ?`);
-    args.push(p.createdAfter);
-  }
-  if (p.createdBefore !== undefined) {
+  const { low, high, below, before } = recentRange(p);
+  // a range of the index; text and NULL sort outside any range of numbers
+  const where = ['name = ?', `${CREATED} > ?`, `${CREATED} <= ?`];
+  const args: unknown[] = [p.name, low, high];
+  if (below !== undefined) {
     where.push(`${CREATED} < ?`);
-    args.push(p.createdBefore);
+    args.push(below);
+  }
+  if (before) {
+    where.push(`(${CREATED} < ? OR key < ?)`);
+    args.push(before.createdAt, before.key);
   }
   for (const group of p.where ?? []) {
     const any = group.map((m) => {
