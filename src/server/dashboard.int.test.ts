@@ -122,6 +122,18 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
     expect((await call('GET', '/runs?order=sideways')).status).toBe(400);
   });
 
+  it("gives a dead task's history", async () => {
+    const { task } = await engine.queue.enqueue('mail', { to: 'x' }, { maxAttempts: 1 });
+    engine.work('mail', async () => {
+      throw new Error('no route to host');
+    });
+    await eventually(async () => (await engine.store.taskGet({ id: task.id })).state === 'dead');
+    const history = await call('GET', `/tasks/${task.id}/history`);
+    expect(history.body.events.map((e: { type: string }) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'task.dead']);
+    expect(history.body.events[2].data.error).toContain('no route to host');
+    expect((await call('GET', '/tasks/task_nope/history')).status).toBe(404);
+  });
+
   it('gives an overview and a workflow’s versions', async () => {
     const wf = await service.definitions.create({ name: 'v', steps: [{ id: 'a', type: 'log', config: { message: 'one' } }] });
     await service.definitions.update(wf.id, { name: 'v', steps: [{ id: 'a', type: 'log', config: { message: 'two' } }] });

@@ -35,6 +35,27 @@ export function time(iso: string | null | undefined): string {
   return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }
 
+/** Short: the time of day for today, else the date too; the full time is in `title`. */
+export function Time({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span>—</span>;
+  const d = new Date(iso);
+  const today = new Date().toDateString() === d.toDateString();
+  const text = today
+    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    : d.toLocaleString(undefined, { month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
+  return <time dateTime={iso} title={d.toLocaleString()} class="nowrap">{text}</time>;
+}
+
+/** A duration in words: '1 minute', '5 minutes', '2 hours'. */
+export function per(ms: number): string {
+  const units: Array<[number, string]> = [[86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1000, 'second']];
+  for (const [size, name] of units) if (ms % size === 0 || ms >= size * 10) {
+    const n = Math.round(ms / size);
+    return n === 1 ? name : `${n} ${name}s`;
+  }
+  return duration(ms);
+}
+
 export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
   if (ms < 1000) return `${Math.round(ms)} ms`;

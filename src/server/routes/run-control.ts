@@ -16,7 +16,8 @@ const signalBody = z
 
 /**
  * One run of any kind by id, and the two things anyone may do to it: cancel it, and send it a
- * signal (consumed by a `waitForEvent(name)` of the run); and a stored workflow's version history.
+ * signal (consumed by a `waitForEvent(name)` of the run); a stored workflow's version history and a
+ * task's history.
  *
  * @example mount(new Hono(), runControlRoutes(engine, workflows.definitions));
  */
@@ -27,6 +28,15 @@ export function runControlRoutes(engine: Engine, definitions: Definitions): Rout
       method: 'get', path: '/workflows/{id}/versions', tag: 'workflows', summary: "A stored workflow's saved versions, oldest first, each with its definition",
       status: 200, errors: [404],
       handle: async ({ params }) => ({ versions: await definitions.versions(params.id!) }),
+    }),
+    route({
+      method: 'get', path: '/tasks/{id}/history', tag: 'dlq', summary: "A task's state changes, oldest first: each attempt, its error, and how it ended (dead, redriven, completed)",
+      status: 200, errors: [404],
+      handle: async ({ params }) => {
+        await store.taskGet({ id: params.id! });
+        const events = await engine.queue.history(params.id!);
+        return { events: events.map((e) => ({ version: e.version, type: e.type, timestamp: new Date(e.timestamp).toISOString(), data: e.data })) };
+      },
     }),
     route({
       method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind with its steps (a stored execution, a code run, a session)',

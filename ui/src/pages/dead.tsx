@@ -38,6 +38,25 @@ async function load(signal: AbortSignal) {
   return { dead: dead.tasks, parked, subscriptions: subs.subscriptions };
 }
 
+/** The task's attempts and errors, fetched when opened. */
+function History({ id }: { id: string }) {
+  const [events, setEvents] = useState<Array<{ version: number; type: string; timestamp: string; data: any }> | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <details class="json" onToggle={(e) => {
+      if ((e.currentTarget as HTMLDetailsElement).open && !events) api(`/tasks/${encodeURIComponent(id)}/history`).then((r) => setEvents(r.events), setError);
+    }}>
+      <summary><span class="json-label">history</span></summary>
+      <ErrorBox error={error} />
+      <ol class="journal">
+        {(events ?? []).map((e) => (
+          <li key={e.version}><span class="mono">{e.type}</span> <span class="muted">{time(e.timestamp)}</span>{e.data?.error ? <div class="err">{e.data.error}</div> : null}{e.data?.reason ? <div class="muted">{e.data.reason}</div> : null}</li>
+        ))}
+      </ol>
+    </details>
+  );
+}
+
 /** Dead tasks (redrive one or many) and the events subscriptions parked (deliver again, one or many). */
 export function DeadPage() {
   const { data, error, reload } = useLoad(load, []);
@@ -93,7 +112,7 @@ export function DeadPage() {
           {dead.map((t) => (
             <tr key={t.id} data-task={t.id}>
               <td><input type="checkbox" aria-label={`select ${t.id}`} checked={chosen.has(t.id)} onChange={() => toggle(chosen, t.id, setChosen)} /></td>
-              <td class="mono">{t.id}<Json value={t.payload} label="payload" /></td>
+              <td class="mono">{t.id}<Json value={t.payload} label="payload" /><History id={t.id} /></td>
               <td class="mono">{t.queue}</td>
               <td>{t.attempts}/{t.max_attempts}</td>
               <td class="err">{t.last_error}</td>

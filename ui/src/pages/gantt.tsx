@@ -115,8 +115,8 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
         ))}
       </svg>
       <figcaption class="legend">
-        <span class="key bar-success">succeeded</span> <span class="key bar-failed">failed</span> <span class="key bar-retrying">backoff before retry</span>{' '}
-        <span class="key bar-waiting">sleep / wait</span> <span class="key bar-running">running</span>
+        <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span>{' '}
+        <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
       </figcaption>
     </figure>
   );

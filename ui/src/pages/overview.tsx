@@ -1,6 +1,6 @@
 import { useEffect } from 'preact/hooks';
 import { api } from '../api';
-import { duration, ErrorBox, normalStatus, Page, time, useLoad } from '../common';
+import { duration, ErrorBox, normalStatus, Page, per, time, useLoad } from '../common';
 import { navigate, useLocation } from '../router';
 
 interface Overview {
@@ -19,12 +19,14 @@ const OUTCOMES = ['success', 'partial_success', 'failed', 'cancelled'];
 const WINDOWS = ['15m', '1h', '6h', '24h'];
 
 /** Stacked bars, one per bucket; a table with the same numbers follows for screen readers. */
-function Bars({ buckets, series, title }: { buckets: Array<Record<string, number>>; series: string[]; title: string }) {
+function Bars({ buckets, series, title, from, to }: { buckets: Array<Record<string, number>>; series: string[]; title: string; from: string; to: string }) {
   const max = Math.max(1, ...buckets.map((b) => series.reduce((n, s) => n + (b[s] ?? 0), 0)));
   const w = 600 / buckets.length;
   return (
-    <svg viewBox="0 0 600 120" class="chart" role="img" aria-label={title}>
+    <svg viewBox="0 0 600 126" class="chart" role="img" aria-label={title}>
       <line x1="0" x2="600" y1="110" y2="110" class="grid" />
+      <text x="2" y="122" class="axis">{new Date(from).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}</text>
+      <text x="598" y="122" class="axis" text-anchor="end">{new Date(to).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}</text>
       <text x="2" y="10" class="axis">{max}</text>
       {buckets.map((b, i) => {
         let y = 110;
@@ -65,11 +67,11 @@ export function OverviewPage() {
             <div class="tile"><span class="muted">Queue ready / running / dead</span><strong>{data.queue.ready ?? 0} / {data.queue.running ?? 0} / {data.queue.dead ?? 0}</strong><small>{data.queue.oldest_ready ? `oldest ready since ${time(data.queue.oldest_ready.created_at)}` : 'nothing waiting'}</small></div>
             <div class="tile"><span class="muted">Parked events</span><strong>{data.parked.now}</strong><small>waiting for a retry</small></div>
           </div>
-          <h2>Runs ended per {duration(data.bucket_ms)}</h2>
-          <Bars buckets={ended} series={OUTCOMES} title={`Runs ended per ${duration(data.bucket_ms)} over ${window}: ${totals.map(([o, n]) => `${n} ${o}`).join(', ')}`} />
+          <h2>Runs ended per {per(data.bucket_ms)}</h2>
+          <Bars from={data.runs_ended[0]!.at} to={data.now} buckets={ended} series={OUTCOMES} title={`Runs ended per ${per(data.bucket_ms)} over ${window}: ${totals.map(([o, n]) => `${n} ${o}`).join(', ')}`} />
           <p class="legend">{totals.map(([o, n]) => <span key={o} class={`key fill-${o}`}>{o.replace('_', ' ')} {n}</span>)}</p>
-          <h2>Events parked per {duration(data.bucket_ms)}</h2>
-          <Bars buckets={data.parked.buckets.map((b) => ({ parked: b.count }))} series={['parked']} title={`Events parked over ${window}: ${data.parked.buckets.reduce((n, b) => n + b.count, 0)}`} />
+          <h2>Events parked per {per(data.bucket_ms)}</h2>
+          <Bars from={data.runs_ended[0]!.at} to={data.now} buckets={data.parked.buckets.map((b) => ({ parked: b.count }))} series={['parked']} title={`Events parked over ${window}: ${data.parked.buckets.reduce((n, b) => n + b.count, 0)}`} />
           <p class="muted">From the newest {data.runs_scanned} runs; updated every 5 s.</p>
         </>
       ) : null}

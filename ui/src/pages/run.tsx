@@ -155,7 +155,12 @@ function Steps({ run, execution, paths, onDone }: { run: Run; execution: any; pa
               <td>{s.attempts}</td>
               <td>{duration(s.duration_ms)}</td>
               <td>
-                {s.error ? <div class="step-error" role="note">{typeof s.error === 'string' ? s.error : JSON.stringify(s.error)}</div> : null}
+                {s.error ? (
+                  <div class="step-error" role="note">
+                    {normalStatus(s.status) === 'success' ? <span class="muted">an earlier attempt failed: </span> : null}
+                    {typeof s.error === 'string' ? s.error : JSON.stringify(s.error)}
+                  </div>
+                ) : null}
                 <Json value={s.input} label="input" />
                 <Json value={s.output} label="output" />
               </td>

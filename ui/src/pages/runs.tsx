@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, subscribe } from '../api';
-import { duration, ErrorBox, Link, normalStatus, Page, RUN_STATUSES, RunLink, Status, throttle, time, useLoad } from '../common';
+import { duration, ErrorBox, Link, normalStatus, Page, RUN_STATUSES, RunLink, Status, throttle, Time, useLoad } from '../common';
 import { navigate, useLocation } from '../router';
 
 export interface RunSummary {
@@ -126,6 +126,7 @@ export function RunsPage() {
         <button type="submit">Open</button>
       </form>
       <ErrorBox error={error} />
+      <div class="scroll">
       <table class="runs" aria-busy={loading} aria-describedby="runs-count">
         <caption id="runs-count" class="sr-only">{rows.length} runs on this page, newest first</caption>
         <thead>
@@ -152,9 +153,9 @@ export function RunsPage() {
                 <Status status={r.status} />
                 {r.progress ? <div class="muted">{r.progress.done}/{r.progress.total}</div> : null}
               </td>
-              <td>{time(r.created_at)}</td>
-              <td>{duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}</td>
-              <td class="err" title={r.error ?? ''}>{r.error ? r.error.slice(0, 80) : ''}</td>
+              <td><Time iso={r.created_at} /></td>
+              <td class="nowrap">{duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}</td>
+              <td class="err clip" title={r.error ?? ''}>{r.error ?? ''}</td>
             </tr>
           ))}
           {!loading && rows.length === 0 ? (
@@ -164,6 +165,7 @@ export function RunsPage() {
           ) : null}
         </tbody>
       </table>
+      </div>
       <nav class="pager" aria-label="Pages">
         {!firstPage ? <button type="button" onClick={() => history.back()}>← Newer</button> : null}
         {!firstPage ? <button type="button" onClick={() => set('after', '')}>First page</button> : null}
