@@ -74,6 +74,11 @@ describe('the dashboard on SQLite', () => {
     const workflows = await call(server, '/workflows');
     const started = await call(server, `/workflows/${workflows.workflows[0].id}/execute`, { method: 'POST', body: { trigger_data: { name: 'Live' } } });
     await page.locator(`tr[data-run="${started.execution_id}"][data-status="success"]`).waitFor({ timeout: 20_000 });
+    // filters go in the URL, so the filtered list can be shared
+    await page.getByLabel('Kind').selectOption('execution');
+    await page.getByLabel('Status').selectOption('success');
+    await page.waitForURL(/kind=execution&status=success|status=success&kind=execution/);
+    await expect.poll(() => page.locator('table.runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-run')!.slice(0, 3)} ${r.getAttribute('data-status')}`))).toEqual(['ex_ success', 'ex_ success']);
   });
 
   it('executes a workflow from its form and follows the new run to success live', async () => {

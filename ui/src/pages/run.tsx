@@ -75,7 +75,7 @@ export function RunPage({ id }: { id: string }) {
       <ErrorBox error={error} />
       <dl class="facts">
         <div><dt>Status</dt><dd><Status status={run.status} /> {!ended ? <span class="live on">live</span> : null}</dd></div>
-        <div><dt>Kind</dt><dd>{run.kind ?? '—'}</dd></div>
+        <div><dt>Kind</dt><dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent session</Link> : (run.kind ?? '—')}</dd></div>
         <div><dt>Workflow</dt><dd>{run.workflow_id ? <Link to={`/workflows/${run.workflow_id}`} class="mono">{run.workflow_id}</Link> : <span class="mono">{run.workflow}</span>}{execution?.workflow_version ? ` v${execution.workflow_version}` : ''}</dd></div>
         <div><dt>Started</dt><dd>{time(run.created_at)}</dd></div>
         <div><dt>Duration</dt><dd>{duration((run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.created_at))}</dd></div>

@@ -23,17 +23,18 @@ const PAGE_SIZE = 50;
 const FILL_REQUESTS = 20;
 const LIVE_TYPES = 'run.started,run.completed,run.failed,run.cancelled,step.started,sleep.started,wait.started,sleep.completed,wait.completed';
 
-/** The server's old spelling of `success`, while both exist: ask for both. */
-function statusParam(status: string): string {
-  return status === 'success' ? 'success,succeeded' : status;
+/** The ways to ask for a status, tried in order until the server accepts one: `success` was `succeeded` before. */
+function statusParams(status: string): string[] {
+  return status === 'success' ? ['success,succeeded', 'success', 'succeeded'] : [status];
 }
 
 async function loadPage(query: URLSearchParams, signal: AbortSignal): Promise<{ runs: RunSummary[]; last_key: string | null }> {
   const params = new URLSearchParams({ limit: String(PAGE_SIZE), order: 'created' });
   for (const key of ['kind', 'workflow']) if (query.get(key)) params.set(key, query.get(key)!);
-  if (query.get('status')) params.set('status', statusParam(query.get('status')!));
   if (query.get('from')) params.set('created_after', new Date(query.get('from')!).toISOString());
   if (query.get('to')) params.set('created_before', new Date(query.get('to')!).toISOString());
+  const statuses = query.get('status') ? statusParams(query.get('status')!) : [];
+  if (statuses.length) params.set('status', statuses.shift()!);
   let lastKey = query.get('after');
   const runs: RunSummary[] = [];
   for (let i = 0; i < FILL_REQUESTS; i++) {
@@ -43,9 +44,8 @@ async function loadPage(query: URLSearchParams, signal: AbortSignal): Promise<{ 
     try {
       page = await api(`/runs?${params}`, { signal });
     } catch (error: any) {
-      // a server that does not know `success` yet: ask with its old name only
-      if (error?.status === 400 && params.get('status')?.includes('success,succeeded')) {
-        params.set('status', params.get('status')!.replace('success,succeeded', 'succeeded'));
+      if (error?.status === 400 && statuses.length && runs.length === 0) {
+        params.set('status', statuses.shift()!);
         i--;
         continue;
       }
