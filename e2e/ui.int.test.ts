@@ -137,6 +137,28 @@ describe('the dashboard on SQLite', () => {
     expect(dead.tasks.map((t: { id: string }) => t.id)).not.toContain(deadTask);
   });
 
+  it('shows agent sessions and their lifecycle (no agent ledger on this server)', async () => {
+    const session = await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } });
+    await eventually(async () => ['COMPLETED', 'FAILED'].includes((await call(server, `/sessions/${session.session_id}`)).status), 20_000);
+    await page.goto(`${server.url}/ui/agents`);
+    await page.getByRole('link', { name: session.session_id }).click();
+    await page.getByRole('heading', { name: `Session ${session.session_id}` }).waitFor();
+    await page.locator('ol.journal li', { hasText: 'SESSION_INITIATED' }).waitFor();
+  });
+
+  it('is usable by keyboard: the skip link, the menu, and focus on each new page', async () => {
+    await page.goto(`${server.url}/ui/runs`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    // through the menu to Overview, opened with Enter
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Overview'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/ui\/overview$/);
+    await page.locator('.tiles').waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName + ' ' + document.activeElement?.textContent)).toBe('H1 Overview');
+    expect(await page.getByRole('link', { name: 'Overview' }).getAttribute('aria-current')).toBe('page');
+  });
+
   it('posts in a channel and shows the reply as it arrives', async () => {
     await page.goto(`${server.url}/ui/channels/support-1`);
     await page.locator('[role=status]', { hasText: 'live' }).waitFor();

@@ -85,9 +85,15 @@ function TokenDialog() {
 function App() {
   const loc = useLocation();
   const main = useRef<HTMLElement>(null);
+  const first = useRef(true);
   useEffect(() => {
-    // a new page: focus its heading, so screen readers announce it and Tab starts there
-    (main.current?.querySelector('h1') as HTMLElement | null)?.focus({ preventScroll: true });
+    // a new page (not the first one: there Tab starts at the skip link): focus its heading, so
+    // screen readers announce it and Tab goes on from there
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    requestAnimationFrame(() => (main.current?.querySelector('h1') as HTMLElement | null)?.focus({ preventScroll: true }));
   }, [loc.path]);
   const section = '/' + (loc.path.split('/')[1] || 'runs');
   return (
