@@ -65,6 +65,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
     expect((await call('GET', '/ui/assets/index-gone.js', undefined, false)).status).toBe(404);
     expect((await call('GET', '/ui/../package.json', undefined, false)).text).not.toContain('"name"');
     expect((await call('GET', '/ui/%2e%2e/%2e%2e/package.json', undefined, false)).text).not.toContain('"name"');
+    expect((await call('GET', '/ui/%E0%A4%A.js', undefined, false)).status).toBe(404);
     // the data still needs the token
     expect((await call('GET', '/runs', undefined, false)).status).toBe(401);
     expect((await call('GET', '/runs')).status).toBe(200);

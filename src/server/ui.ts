@@ -44,7 +44,12 @@ export function mountUi(app: Hono, dir: string | null): void {
 
 async function serveUi(c: Context, dir: string | null): Promise<Response> {
   if (dir === null) return c.text('the dashboard is not built: run `npm run build`', 404);
-  const relative = decodeURIComponent(c.req.path.slice('/ui/'.length));
+  let relative: string;
+  try {
+    relative = decodeURIComponent(c.req.path.slice('/ui/'.length));
+  } catch {
+    return c.text('not found', 404);
+  }
   const file = normalize(join(dir, relative));
   if (relative !== '' && file.startsWith(dir + sep) && (await isFile(file))) {
     const hashed = relative.startsWith('assets/');

@@ -4,7 +4,7 @@ import type { Definitions } from '../../workflows/definitions.js';
 import { NotFoundError } from '../../errors.js';
 import { readRunView } from '../../runtime/view.js';
 import { route, type Route } from '../route.js';
-import { runKind, runRecord } from './runs.js';
+import { runRecord, runResponse } from './runs.js';
 
 const signalBody = z
   .object({
@@ -40,11 +40,11 @@ export function runControlRoutes(engine: Engine, definitions: Definitions): Rout
     }),
     route({
       method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind with its steps (a stored execution, a code run, a session)',
-      status: 200, errors: [404],
+      status: 200, response: runResponse, errors: [404],
       handle: async ({ params }) => {
         const view = await readRunView(store, params.id!);
         if (!view) throw new NotFoundError(`run ${params.id} not found`);
-        return { ...runRecord(view), kind: runKind(view.workflow) };
+        return runRecord(view);
       },
     }),
     route({

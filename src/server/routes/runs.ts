@@ -97,7 +97,7 @@ const runSummaryResponse = z.object({
   finished_at: time.nullable(),
 });
 
-const runResponse = runSummaryResponse.extend({
+export const runResponse = runSummaryResponse.extend({
   input: z.unknown(),
   output: z.unknown(),
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
