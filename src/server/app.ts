@@ -13,10 +13,13 @@ import { openapi } from './openapi.js';
 import type { Route } from './route.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
+import { overviewRoutes } from './routes/overview.js';
+import { runControlRoutes } from './routes/run-control.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
+import { mountUi, uiDir } from './ui.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -27,6 +30,8 @@ export interface AppOptions {
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
+  /** The built dashboard served at `/ui` (default: `dist/ui` when built; null: none). */
+  uiDir?: string | null;
 }
 
 /**
@@ -47,11 +52,15 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
+    ...runControlRoutes(options.engine, options.workflows.definitions),
+    ...overviewRoutes(options.engine),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
   app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
+  // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
+  mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
   mount(app, routes);
