@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fuzz } from '../chaos/fuzz.js';
 import { eventually } from '../src/testing/engine.js';
 import { serve, type Served } from './child.js';
 import { throwawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
@@ -45,6 +46,12 @@ describe('a PostgreSQL outage under runledger serve (its own throwaway cluster)'
       expect(Number(answer.retryAfter), `${method} ${path}`).toBeGreaterThan(0);
       expect(answer.body.error).toEqual({ code: 'store_unavailable', message: 'the database is unavailable; retry later' });
       expect(answer.text).not.toMatch(/ECONN|127\.0\.0\.1|5432|:\d{4,5}\b|postgres|terminat/i);
+    }
+    if (mode === 'immediate') {
+      // every route, with bad input too: a 4xx or a 503, never a 500 carrying the driver's error
+      const report = await fuzz(served.url, { allowStatuses: [503], maxCasesPerRoute: 4 });
+      expect(report.failures).toEqual([]);
+      expect(report.statuses['5xx']).toBeGreaterThan(0);
     }
     expect(served.proc.exitCode, served.output()).toBeNull();
 

@@ -65,3 +65,11 @@ describe('checkName', () => {
     expect(checkName('id', 'ok😀')).toBe('ok😀');
   });
 });
+
+describe('checkJson of a cycle', () => {
+  it('says it is not serializable rather than too deep', () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(problem(() => checkJson('payload', cyclic, 1e6)).message).toMatch(/^payload: is not JSON-serializable \(Converting circular structure/);
+  });
+});

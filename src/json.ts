@@ -19,14 +19,17 @@ export const MAX_JSON_DEPTH = 128;
  * @example checkJson('payload', { to: 'a@b.c' }, 1024 * 1024) // 16
  */
 export function checkJson(path: string, value: unknown, maxBytes: number): number {
-  checkStorable(path, value);
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
   } catch (error) {
+    // a stack overflow is nesting: say where and what the limit is
+    if (error instanceof RangeError) checkStorable(path, value);
     throw new ValidationError(path, `is not JSON-serializable (${error instanceof Error ? error.message : String(error)})`);
   }
   if (text === undefined) throw new ValidationError(path, `is not JSON-serializable (${typeof value})`);
+  // after JSON.stringify, which names a cycle or a BigInt (the walk would report a cycle as too deep)
+  checkStorable(path, value);
   const bytes = Buffer.byteLength(text);
   if (bytes > maxBytes) throw new ValidationError(path, `is ${formatBytes(bytes)}, over the limit of ${formatBytes(maxBytes)}`);
   return bytes;
