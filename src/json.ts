@@ -60,9 +60,8 @@ export function checkStorable(path: string, value: unknown, maxDepth = MAX_JSON_
     const entries = Object.entries(item.value);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, inner] = entries[i]!;
-      const at = fieldPath(item.path, key);
-      checkText(at, key);
-      stack.push({ value: inner, path: at, depth: item.depth + 1 });
+      checkKey(item.path, key);
+      stack.push({ value: inner, path: fieldPath(item.path, key), depth: item.depth + 1 });
     }
   }
 }
@@ -94,6 +93,16 @@ export function checkName(path: string, value: unknown, max = 256): string {
   if (typeof value !== 'string' || value.length === 0) throw new ValidationError(path, 'must be a non-empty string');
   if (value.length > max) throw new ValidationError(path, `is ${value.length} characters, over the limit of ${max}`);
   return checkText(path, value);
+}
+
+/** A bad key is reported at the object that holds it (the key itself cannot be written as a path). */
+function checkKey(path: string, key: string): void {
+  try {
+    checkText(path, key);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(path, `has a key ${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)} that ${error.problems[0]!.message}`);
+  }
 }
 
 /** `base` extended by one key: `.name`, or `["first name"]` when the key is not a plain name. */

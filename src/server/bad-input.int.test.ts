@@ -49,7 +49,7 @@ describe.each(backends)('bad input on $name: a 400 naming the field and the limi
     ['POST', '/workflows', '{"name":"a\\u0000b","steps":[]}', 'name: must not contain the character U+0000 (at index 1)'],
     ['POST', '/workflows', '{"name":"a\\ud800","steps":[]}', 'name: must be well-formed Unicode (it has an unpaired surrogate at index 1)'],
     ['POST', '/workflows/{wf}/execute', '{"trigger_data":{"x":["\\ud800"]}}', 'trigger_data.x[0]: must be well-formed Unicode (it has an unpaired surrogate at index 0)'],
-    ['POST', '/workflows/{wf}/execute', '{"trigger_data":{"\\u0000":1}}', 'trigger_data["\\u0000"]: must not contain the character U+0000 (at index 0)'],
+    ['POST', '/workflows/{wf}/execute', '{"trigger_data":{"\\u0000":1}}', 'trigger_data: has a key "\\u0000" that must not contain the character U+0000 (at index 0)'],
     ['POST', '/events', '{"source":"s","detail-type":"t","detail":{"k":"\\u0000"}}', 'detail.k: must not contain the character U+0000 (at index 0)'],
     ['POST', '/events', `{"source":"s","detail-type":"t","detail":${nestedArray(100_000).replace(/^\[/, '{"a":[').replace(/\]$/, ']}')}}`, `nests deeper than the limit of ${MAX_BODY_DEPTH} levels`],
     ['POST', '/rules', `{"name":"r","pattern":${nestedMapping(100_000)},"target":{"workflow":"x"}}`, `pattern.a.a`],
