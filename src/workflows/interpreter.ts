@@ -27,22 +27,28 @@ export interface InterpreterOptions {
 /**
  * The interpreter of stored workflows. Configs are rendered at each pass from the trigger, the
  * journaled outputs of earlier steps and the secrets; secret values are masked (`***`) in every
- * step input, output and error before the journal sees them, so the journal holds none.
+ * step input, output, error and log line before the journal or the log sees them, so neither holds
+ * any. Secrecy follows the value: every string a template derives from a secret (`| upper`,
+ * `| json`, …; see `render`) is hidden from that step on, and each hidden string is masked in its
+ * encoded forms too (see `secretForms`). Hidden strings only grow during a pass, and a pass renders
+ * every step again, so a replay hides what the first pass hid.
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   return workflow(STORED_WORKFLOW, async (ctx, input) => {
     const secrets = await options.secrets.values();
-    const hidden = Object.values(secrets);
+    const hidden = new Set(Object.values(secrets));
     const steps: Scope['steps'] = {};
     for (const step of input.steps) {
       const scope: Scope = { trigger: input.trigger_data, steps, secrets, execution: { id: ctx.runId }, workflow: { id: input.workflow_id } };
       let config: unknown;
       let problem: unknown = null;
+      const derived = new Set<string>();
       try {
-        config = render(step.config, scope);
+        config = render(step.config, scope, derived);
       } catch (error) {
         problem = error;
       }
+      for (const text of derived) hidden.add(text);
       const output = await ctx.step(
         step.id,
         async (stepCtx) => {
@@ -71,7 +77,7 @@ function retryPolicy(step: StepDefinition): RetryPolicy {
 }
 
 /** The same kind of error (so the retry decision holds) with every secret value masked out of its message. */
-function masked(error: unknown, hidden: string[], terminal: boolean): Error {
+function masked(error: unknown, hidden: Set<string>, terminal: boolean): Error {
   const name = error instanceof Error ? error.name : 'Error';
   const message = maskText(error instanceof Error ? error.message : String(error), hidden);
   let out: Error;

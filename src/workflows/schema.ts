@@ -87,6 +87,10 @@ export function parseDefinition(input: unknown): Definition {
     const path = `steps[${i}]`;
     if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of steps[${seen.get(step.id)}] ('${step.id}')` });
     problems.push(...templateProblems(step.config, `${path}.config`));
+    if (step.type === 'http_request') {
+      const problem = urlProblem(step.config.url);
+      if (problem !== null) problems.push({ path: `${path}.config.url`, message: problem });
+    }
     for (const ref of stepReferences(step.config)) {
       if (ref === step.id) problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
       else if (!seen.has(ref)) {
@@ -98,4 +102,26 @@ export function parseDefinition(input: unknown): Definition {
   });
   if (problems.length > 0) throw ValidationError.of(problems);
   return parsed.data;
+}
+
+/**
+ * What is wrong with an `http_request` URL that can be told before it runs: a literal URL must be
+ * absolute http(s) without credentials; a templated one (`https://{{trigger.host}}/x`) is checked at
+ * run time, but a scheme written before its first `{{` must still be http or https.
+ */
+function urlProblem(url: string): string | null {
+  const open = url.indexOf('{{');
+  if (open !== -1) {
+    const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
+    return scheme === undefined || /^https?$/i.test(scheme) ? null : `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must be an absolute http: or https: URL';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
+  if (parsed.username !== '' || parsed.password !== '') return 'credentials in the URL are not allowed (send an Authorization header)';
+  return null;
 }
