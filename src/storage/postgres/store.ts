@@ -4,6 +4,8 @@ import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from '.
 import * as events from './events.js';
 import { Listener, Notifier } from './notify.js';
 import * as subscriptions from './subscriptions.js';
+import * as blobs from './blobs.js';
+import * as pauses from './pauses.js';
 import * as tasks from './tasks.js';
 
 const NOW = prepared('now', 'SELECT rl_now_ms() AS now');
@@ -182,6 +184,18 @@ class PostgresStore implements Store {
     return moved;
   };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
+
+  blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
+  blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);
+  blobDelete: Store['blobDelete'] = (p) => blobs.blobDelete(this.db, p);
+  pauseSet: Store['pauseSet'] = (p) => pauses.pauseSet(this.db, p);
+  pauseDelete: Store['pauseDelete'] = async (p) => {
+    const resumed = await pauses.pauseDelete(this.db, p);
+    // the held-back tasks are claimable now
+    if (resumed) this.wake('tasks', ['']);
+    return resumed;
+  };
+  pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */
