@@ -5,6 +5,7 @@ import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
 import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/view.js';
+import { advertise } from './runtime/versions.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
@@ -25,6 +26,7 @@ export class Engine {
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
+  private stopAdvertising: (() => Promise<void>) | null = null;
 
   constructor(
     readonly config: Config,
@@ -44,7 +46,8 @@ export class Engine {
     if (workflows.length === 0 || !this.runWorkers || this.runWorker) return;
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
-    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff });
+    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff, tags: () => this.runtime.tags() });
+    this.stopAdvertising = advertise(this.store, this.runWorker.id, () => this.runtime.tags(), Math.min(10_000, this.config.leaseMs), () => {});
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
@@ -99,6 +102,7 @@ export class Engine {
   /** Stops this process's workers (letting running tasks finish) and subscriptions, then closes the store. */
   async close(): Promise<void> {
     await Promise.all([...this.workers].map((w) => w.stop()));
+    await this.stopAdvertising?.();
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();
     this.subscribers.clear();

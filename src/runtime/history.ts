@@ -41,6 +41,8 @@ export class History {
   readonly consumed = new Set<number>();
   readonly compensated = new Set<number>();
   workflow = '';
+  /** The code version the run started on; null for runs started before versions were recorded. */
+  codeVersion: string | null = null;
   input: unknown = null;
   /** ms; the run fails with a TimeoutError when it has not ended by then */
   deadline: number | null = null;
@@ -61,6 +63,7 @@ export class History {
     switch (event.type) {
       case 'run.started':
         this.workflow = data.workflow;
+        this.codeVersion = data.version ?? null;
         this.input = data.input;
         this.deadline = data.deadline ?? null;
         this.orderingKey = data.orderingKey ?? null;

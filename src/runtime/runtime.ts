@@ -10,6 +10,7 @@ import type { Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
+import { RUN_TAG, versionTag } from './versions.js';
 import type { Workflow } from './workflow.js';
 
 export interface StartOptions {
@@ -51,6 +52,7 @@ export interface RunHandle<O = unknown> {
  * await run.result();
  */
 export class Runtime {
+  /** By tag (`name@version`): a process may hold several versions of one workflow. */
   private readonly workflows = new Map<string, Workflow>();
 
   constructor(
@@ -64,10 +66,16 @@ export class Runtime {
     projectRunViews(journal);
   }
 
-  /** Makes `wf` runnable by this process's passes. */
+  /** Makes `wf` runnable by this process's passes; versions of one workflow may be registered side by side. */
   register(wf: Workflow): void {
-    if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
-    this.workflows.set(wf.name, wf);
+    const tag = versionTag(wf.name, wf.version);
+    if (this.workflows.has(tag)) throw new ValidationError('workflows', `two workflows are named '${wf.name}' with version '${wf.version}'`);
+    this.workflows.set(tag, wf);
+  }
+
+  /** The tags of the versions this process runs: its run worker claims passes of these only. */
+  tags(): string[] {
+    return [...this.workflows.keys()];
   }
 
   /**
@@ -86,13 +94,15 @@ export class Runtime {
   }
 
   private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: number } }): Promise<void> {
-    if (!this.workflows.has(wf.name)) throw new ValidationError('workflow', `'${wf.name}' is not registered with this engine`);
+    const tag = versionTag(wf.name, wf.version);
+    if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
+    const data = { workflow: wf.name, version: wf.version, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+    await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
-      await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, ...PASS_TASK, orderingKey: options.id });
+      await this.enqueuePass(tx, options.id, null, tag);
     }
   }
 
@@ -123,7 +133,7 @@ export class Runtime {
     }
     turn.active = turn.waiting.shift() ?? null;
     await tx.projectionPut({ name: 'ordering', key, value: turn });
-    if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, ...PASS_TASK, orderingKey: turn.active });
+    if (turn.active !== null) await this.enqueuePass(tx, turn.active, null);
   }
 
   /** A run waiting for its ordering key's turn is not run, even when a signal wakes it; its turn starts a pass. */
@@ -180,8 +190,13 @@ export class Runtime {
     const history = new History(await this.journal.readStream(runStream(id), { limit: 1_000_000 }));
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
-    const wf = this.workflows.get(history.workflow);
-    if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
+    const wf = this.workflowOf(history);
+    if (!wf) {
+      // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
+      if (history.codeVersion !== null) await this.store.transaction((tx) => this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)));
+      else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
+      return null;
+    }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
     const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children });
     const end = (tx: Store) => this.ended(tx, history, id);
@@ -211,7 +226,19 @@ export class Runtime {
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   private async wake(tx: Store, id: string, at: number): Promise<void> {
     const moved = await tx.taskReschedule({ queue: RUN_QUEUE, orderingKey: id, runAt: at });
-    if (moved === 0) await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, runAt: at });
+    if (moved === 0) await this.enqueuePass(tx, id, at);
+  }
+
+  /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it. */
+  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<void> {
+    const tag = knownTag ?? ((await tx.projectionGet({ name: RUN_TAG, key: id })) as { tag: string } | undefined)?.tag;
+    await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}) });
+  }
+
+  /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */
+  private workflowOf(history: History): Workflow | undefined {
+    if (history.codeVersion !== null) return this.workflows.get(versionTag(history.workflow, history.codeVersion));
+    return [...this.workflows.values()].find((wf) => wf.name === history.workflow);
   }
 
   /**

@@ -20,6 +20,8 @@ export interface StepView {
 export interface RunView {
   id: string;
   workflow: string;
+  /** The code version the run started on (absent on runs older than versions). */
+  version?: string | null;
   status: RunStatus;
   input: unknown;
   output: unknown;
@@ -66,8 +68,8 @@ export async function readRunView(store: Store, id: string): Promise<RunView | u
 }
 
 function newView(id: string, event: StoredEvent): RunView {
-  const data = event.data as { workflow: string; input: unknown };
-  return { id, workflow: data.workflow, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
+  const data = event.data as { workflow: string; input: unknown; version?: string };
+  return { id, workflow: data.workflow, version: data.version ?? null, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
 }
 
 function apply(view: RunView, event: StoredEvent): void {

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+import { checkVersion, sourceVersion } from './versions.js';
 import type { Duration } from '../duration.js';
 
 export interface StepContext {
@@ -51,7 +53,19 @@ export interface WorkflowContext {
 
 export interface Workflow<I = any, O = any> {
   readonly name: string;
+  /** The code version runs of it record; a run's passes run only on a worker that has it. */
+  readonly version: string;
   readonly run: (ctx: WorkflowContext, input: I) => Promise<O>;
+}
+
+export interface WorkflowOptions {
+  /**
+   * Default: a hash of `run`'s source. A run started on one version is only ever replayed by code
+   * of that version; a deploy that changes the version leaves running runs to the workers that
+   * still have theirs. Set it yourself when the code it calls (not only `run`'s body) changes
+   * what it does, or to keep a version across edits guarded by `ctx.patched`.
+   */
+  version?: string;
 }
 
 /**
@@ -64,7 +78,18 @@ export interface Workflow<I = any, O = any> {
  *   await ctx.sleep('cool-down', '1h');
  *   return user;
  * });
+ * const billing = workflow('billing', { version: '2' }, async (ctx, input: { account: string }) => { … });
  */
-export function workflow<I, O>(name: string, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O> {
-  return Object.freeze({ name, run });
+export function workflow<I, O>(name: string, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
+export function workflow<I, O>(name: string, options: WorkflowOptions, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
+export function workflow<I, O>(
+  name: string,
+  second: WorkflowOptions | ((ctx: WorkflowContext, input: I) => Promise<O>),
+  third?: (ctx: WorkflowContext, input: I) => Promise<O>,
+): Workflow<I, O> {
+  const run = typeof second === 'function' ? second : third;
+  if (typeof run !== 'function') throw new ValidationError('run', `workflow '${name}' needs a function`);
+  const options = typeof second === 'function' ? {} : second;
+  const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
+  return Object.freeze({ name, version, run });
 }

@@ -34,7 +34,7 @@ export interface InterpreterOptions {
  * every step again, so a replay hides what the first pass hid.
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
-  return workflow(STORED_WORKFLOW, async (ctx, input) => {
+  return workflow(STORED_WORKFLOW, { version: '1' }, async (ctx, input) => {
     const secrets = await options.secrets.values();
     const hidden = new Set(Object.values(secrets));
     const steps: Scope['steps'] = {};

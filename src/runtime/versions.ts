@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import { ValidationError } from '../errors.js';
+import type { Store } from '../storage/store.js';
+
+/**
+ * Versions of code workflows. A run records the version it started on; its passes are tasks
+ * tagged `<workflow>@<version>`, and a worker claims only the tags of the versions it has. So a
+ * deploy never replays a run on code it did not start with: the run waits until a worker with its
+ * version is up (see `liveTags`).
+ */
+
+/** The default version: the first 12 hex digits of the sha256 of the function's source. */
+export function sourceVersion(fn: (...args: any[]) => unknown): string {
+  return createHash('sha256').update(fn.toString()).digest('hex').slice(0, 12);
+}
+
+const VERSION = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+export function checkVersion(version: string): string {
+  if (typeof version !== 'string' || !VERSION.test(version)) throw new ValidationError('version', `must be 1–64 letters, digits, _ . : or - (got ${JSON.stringify(version)})`);
+  return version;
+}
+
+/** The tag of a run's pass tasks: only a worker with this version of this workflow claims them. */
+export function versionTag(workflow: string, version: string): string {
+  return `${workflow}@${version}`;
+}
+
+/** Where each run's tag is kept, so a wake-up tags the pass it enqueues without reading the run. */
+export const RUN_TAG = 'run-tag';
+/** The workers that run passes, with their tags, each renewed while its process is up. */
+export const RUN_WORKERS = 'run-workers';
+
+interface Presence {
+  tags: string[];
+  expiresAt: number;
+  createdAt: number;
+}
+
+/**
+ * Says which versions this process runs, for `liveTags`: renewed every `everyMs`, expiring after
+ * three missed renewals, removed when the worker stops.
+ */
+export function advertise(store: Store, workerId: string, tags: () => string[], everyMs: number, onError: (error: unknown) => void): () => Promise<void> {
+  const put = async () => {
+    const now = await store.now();
+    const value: Presence = { tags: tags(), expiresAt: now + 3 * everyMs, createdAt: now };
+    await store.projectionPut({ name: RUN_WORKERS, key: workerId, value });
+  };
+  const renew = () => void put().catch(onError);
+  renew();
+  const timer = setInterval(renew, everyMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await store.projectionDelete({ name: RUN_WORKERS, key: workerId }).catch(onError);
+  };
+}
+
+/** The tags some live worker has: a run whose tag is not among them waits for a deploy of its version. */
+export async function liveTags(store: Store): Promise<Set<string>> {
+  const now = await store.now();
+  const live = new Set<string>();
+  let after: string | undefined;
+  for (;;) {
+    const rows = await store.projectionList({ name: RUN_WORKERS, limit: 500, ...(after === undefined ? {} : { after }) });
+    for (const row of rows) {
+      const presence = row.value as Presence;
+      if (presence.expiresAt > now) for (const tag of presence.tags) live.add(tag);
+    }
+    if (rows.length < 500) return live;
+    after = rows.at(-1)!.key;
+  }
+}
