@@ -5,6 +5,7 @@ import { runStream } from '../runtime/history.js';
 import { readRunView, type RunView } from '../runtime/view.js';
 import { watchEvents } from '../journal/wakeup.js';
 import { listRuns, runTail } from '../runtime/watch.js';
+import { liveTags, missingVersion } from '../runtime/versions.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 
 const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled']);
@@ -37,7 +38,12 @@ export function runCommands(program: Command, print: (line: string) => void): vo
         do {
           const filter = (view: RunView) => (!status || status.includes(view.status)) && (options.workflow === undefined || view.workflow === options.workflow);
           const page = await listRuns(engine.store, { limit: Math.min(100, limit - shown), filter, ...(last ? { last_key: last } : {}) });
-          for (const r of page.runs) print(`${r.id}  ${r.status.padEnd(9)}  ${new Date(r.createdAt).toISOString()}  ${r.workflow}${r.error ? `  ${r.error}` : ''}`);
+          const live = await liveTags(engine.store);
+          for (const r of page.runs) {
+            const missing = missingVersion(r, live);
+            const status = missing === null ? r.status : `${r.status} (waiting for version ${missing})`;
+            print(`${r.id}  ${status.padEnd(9)}  ${new Date(r.createdAt).toISOString()}  ${r.workflow}${r.error ? `  ${r.error}` : ''}`);
+          }
           shown += page.count;
           last = page.last_key;
         } while (last !== null && shown < limit);

@@ -9,9 +9,21 @@ import type { Store } from '../storage/store.js';
  * version is up (see `liveTags`).
  */
 
-/** The default version: the first 12 hex digits of the sha256 of the function's source. */
+/**
+ * The default version: the first 12 hex digits of the sha256 of the function's source, as tokens.
+ * The same code built by different tools (tsc keeps formatting and comments, esbuild reprints and
+ * minifies whitespace, rewrites 60_000 as 6e4) must get one version, so the hash reads the words,
+ * numbers and operators of the source, not its layout, comments, quotes or brackets. An edit
+ * that only swaps brackets or quotes keeps the version: give one yourself for such a change.
+ */
 export function sourceVersion(fn: (...args: any[]) => unknown): string {
-  return createHash('sha256').update(fn.toString()).digest('hex').slice(0, 12);
+  return createHash('sha256').update(sourceTokens(fn.toString())).digest('hex').slice(0, 12);
+}
+
+export function sourceTokens(source: string): string {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/(^|\s)\/\/[^\n]*/g, ' ');
+  const tokens = code.match(/[A-Za-z_$][\w$]*|\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?|[-+*/%<>=!&|?~^.]+/gi) ?? [];
+  return tokens.map((t) => (/^\d/.test(t) ? String(Number(t.replace(/_/g, ''))) : t)).join(' ');
 }
 
 const VERSION = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -71,4 +83,13 @@ export async function liveTags(store: Store): Promise<Set<string>> {
     if (rows.length < 500) return live;
     after = rows.at(-1)!.key;
   }
+}
+
+/**
+ * The version a run waits for: its own, when no live worker has it and the run has not ended (its
+ * next pass will not run until one does). Null for a run that some worker can run, or that ended.
+ */
+export function missingVersion(run: { workflow: string; version?: string | null; status: string }, live: Set<string>): string | null {
+  if (!run.version || ['succeeded', 'success', 'partial_success', 'failed', 'cancelled'].includes(run.status)) return null;
+  return live.has(versionTag(run.workflow, run.version)) ? null : run.version;
 }

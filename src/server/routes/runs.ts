@@ -7,6 +7,7 @@ import { isTerminal, readRunView, type RunStatus, type RunView } from '../../run
 import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
+import { liveTags, missingVersion } from '../../runtime/versions.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
@@ -95,6 +96,8 @@ const runSummaryResponse = z.object({
   created_at: time,
   updated_at: time,
   finished_at: time.nullable(),
+  version: z.string().nullable().describe('the code version the run started on (code workflows)'),
+  waiting_for_version: z.string().nullable().describe('set while no live worker has the run\'s version: its next pass waits for one (a deploy)'),
 });
 
 export const runResponse = runSummaryResponse.extend({
@@ -150,10 +153,12 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       handle: async ({ query }) => {
         if (query.order === 'created') {
           const page = await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(query), createdAfter: query.created_after, createdBefore: query.created_before });
-          return { ...page, runs: page.runs.map(runSummary) };
+          const live = await liveTags(store);
+          return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
         }
         const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
-        return { ...page, runs: page.runs.map(runSummary) };
+        const live = await liveTags(store);
+        return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
       },
     }),
     route({
@@ -222,7 +227,7 @@ function workflowId(view: RunView): string | null {
   return typeof input?.workflow_id === 'string' ? input.workflow_id : null;
 }
 
-export function runSummary(view: RunView): RunSummary {
+export function runSummary(view: RunView, live: Set<string> = new Set()): RunSummary {
   return {
     id: view.id,
     workflow: view.workflow,
@@ -233,12 +238,14 @@ export function runSummary(view: RunView): RunSummary {
     created_at: iso(view.createdAt)!,
     updated_at: iso(view.updatedAt)!,
     finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
+    version: view.version ?? null,
+    waiting_for_version: missingVersion(view, live),
   };
 }
 
-export function runRecord(view: RunView): RunRecord {
+export function runRecord(view: RunView, live?: Set<string>): RunRecord {
   return {
-    ...runSummary(view),
+    ...runSummary(view, live),
     input: view.input,
     output: view.output,
     compensations: view.compensations,
