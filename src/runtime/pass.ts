@@ -6,6 +6,7 @@ import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import type { EntryKind, History } from './history.js';
 import type { RunView } from './view.js';
+import type { Blobs } from './blobs.js';
 import { RunWriter } from './writer.js';
 import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
@@ -37,6 +38,8 @@ export interface PassOptions {
   maxEventBytes: number;
   history: History;
   children: Children;
+  /** Where values too big for an event go (see RunWriter). */
+  blobs?: Blobs;
 }
 
 /** The pass could not write its journal: it stops at once, and the run's task is tried again. */

@@ -10,6 +10,7 @@ import type { Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
+import { Blobs, resolveView } from './blobs.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import type { Workflow } from './workflow.js';
 
@@ -54,14 +55,18 @@ export interface RunHandle<O = unknown> {
 export class Runtime {
   /** By tag (`name@version`): a process may hold several versions of one workflow. */
   private readonly workflows = new Map<string, Workflow>();
+  /** Values too big for an event: run inputs and results, step inputs and outputs, signal payloads. */
+  readonly blobs: Blobs;
 
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; blobThresholdBytes?: number; maxValueBytes?: number },
   ) {
+    // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
+    this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
   }
@@ -98,7 +103,7 @@ export class Runtime {
     if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, version: wf.version, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
+    const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
     await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
@@ -157,7 +162,13 @@ export class Runtime {
     return { id, result: (options) => this.result<O>(id, options?.pollMs), view: () => this.view(id) };
   }
 
+  /** A run as people read it, its big values whole (the view itself holds references). */
   async view(id: string): Promise<RunView> {
+    return resolveView(this.blobs, await this.stored(id));
+  }
+
+  /** The view as stored: big values as references. */
+  private async stored(id: string): Promise<RunView> {
     const view = await readRunView(this.store, id);
     if (!view) throw new NotFoundError(`run ${id} not found`);
     return view;
@@ -166,17 +177,18 @@ export class Runtime {
   /** Sends signal `name` to a run; a repeated idempotency key is ignored. Consumed by one `waitForEvent`. */
   async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<void> {
     checkName('name', name);
-    await this.view(id);
+    await this.stored(id);
     await this.store.transaction(async (tx) => {
       const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
-      const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: payload ?? null } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
+      const stored = await this.blobs.offload(tx, id, payload ?? null);
+      const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
     });
   }
 
   /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
   async cancel(id: string, reason = 'cancelled'): Promise<void> {
-    const view = await this.view(id);
+    const view = await this.stored(id);
     if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ${view.status}`);
     await this.store.transaction(async (tx) => {
       await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
@@ -187,7 +199,7 @@ export class Runtime {
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
-    const history = new History(await this.journal.readStream(runStream(id), { limit: 1_000_000 }));
+    const history = new History(await this.blobs.resolveEvents(await this.journal.readStream(runStream(id), { limit: 1_000_000 })));
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
     const wf = this.workflowOf(history);
@@ -198,7 +210,8 @@ export class Runtime {
       return null;
     }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children });
+    const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs });
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     try {
