@@ -44,6 +44,7 @@ const call = (id: string, runId: string, over: Partial<AgentToolCallRow> = {}): 
   run_id: runId,
   external_idempotency_key: `${runId}:act:issue_refund#${id}`,
   node: 'act',
+  seq: null,
   tool_name: 'issue_refund',
   risk_level: 'high',
   input: { order: 'o-1', amount: 5 },
@@ -132,8 +133,10 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
         s.agentToolCallUpdate({ external_idempotency_key: key, change: { approval_status: status, approval_by: 'ana', approval_reason: 'ok', decided_at: at }, at, approval_status: 'pending' });
       expect(await decide('approved', 2000)).toBe(true);
       expect(await decide('rejected', 2100)).toBe(false);
-      expect(await s.agentToolCallUpdate({ external_idempotency_key: key, change: { status: 'ok', output: { refunded: 5 }, attempts: 1, ended_at: 3000 }, at: 3000 })).toBe(true);
-      expect(await s.agentToolCallGet({ external_idempotency_key: key })).toMatchObject({ id: 'tc1', approval_status: 'approved', approval_by: 'ana', decided_at: 2000, status: 'ok', output: { refunded: 5 }, input: { order: 'o-1', amount: 5 } });
+      expect(await s.agentToolCallUpdate({ external_idempotency_key: key, change: { seq: 7, status: 'started', attempts: 1 }, at: 2500 })).toBe(true);
+      expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 8, change: { status: 'ok' }, at: 3000 })).toBe(false);
+      expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 7, change: { status: 'ok', output: { refunded: 5 }, ended_at: 3000 }, at: 3000 })).toBe(true);
+      expect(await s.agentToolCallGet({ external_idempotency_key: key })).toMatchObject({ id: 'tc1', seq: 7, attempts: 1, approval_status: 'approved', approval_by: 'ana', decided_at: 2000, status: 'ok', output: { refunded: 5 }, input: { order: 'o-1', amount: 5 } });
       expect(await s.agentToolCallGet({ id: 'tc2' })).toMatchObject({ output: null, approval_status: null });
       expect((await s.agentToolCallList({ run_id: 'r1', limit: 10 })).map((c) => c.id)).toEqual(['tc2', 'tc1']);
       expect(await s.agentToolCallList({ approval_status: 'pending', limit: 10 })).toEqual([]);

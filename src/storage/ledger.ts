@@ -70,6 +70,8 @@ export interface AgentToolCallRow {
   run_id: string;
   external_idempotency_key: string;
   node: string | null;
+  /** The position of the call's run step among the run's journaled calls; null until it starts. */
+  seq: number | null;
   tool_name: string;
   risk_level: RiskLevel;
   input: unknown;
@@ -102,7 +104,7 @@ export type AgentEventChange = Partial<Pick<AgentEventRow, 'status' | 'attempt_c
 export type AgentRunChange = Partial<Pick<AgentRunRow, 'status' | 'started_at' | 'ended_at' | 'failure_reason'>>;
 export type AgentStepChange = Partial<Pick<AgentStepRow, 'status' | 'output_snapshot' | 'error' | 'latency_ms'>>;
 export type AgentToolCallChange = Partial<
-  Pick<AgentToolCallRow, 'status' | 'output' | 'error' | 'attempts' | 'started_at' | 'ended_at' | 'approval_status' | 'approval_by' | 'approval_reason' | 'decided_at'>
+  Pick<AgentToolCallRow, 'seq' | 'status' | 'output' | 'error' | 'attempts' | 'started_at' | 'ended_at' | 'approval_status' | 'approval_by' | 'approval_reason' | 'decided_at'>
 >;
 
 export interface AgentRunListParams {
@@ -121,7 +123,7 @@ export const CHANGEABLE = {
   agent_events: ['status', 'attempt_count', 'available_at', 'last_error'],
   agent_runs: ['status', 'started_at', 'ended_at', 'failure_reason'],
   agent_steps: ['status', 'output_snapshot', 'error', 'latency_ms'],
-  agent_tool_calls: ['status', 'output', 'error', 'attempts', 'started_at', 'ended_at', 'approval_status', 'approval_by', 'approval_reason', 'decided_at'],
+  agent_tool_calls: ['seq', 'status', 'output', 'error', 'attempts', 'started_at', 'ended_at', 'approval_status', 'approval_by', 'approval_reason', 'decided_at'],
 } as const;
 
 /** JSON columns, per table. */

@@ -150,8 +150,8 @@ export interface Store {
   /** In the run's order: by seq, then attempt. */
   agentStepList(p: { run_id: string }): Promise<AgentStepRow[]>;
   agentToolCallPut(p: { call: AgentToolCallRow }): Promise<void>;
-  /** With `approval_status`, changes the call only while its approval is in that status. */
-  agentToolCallUpdate(p: { external_idempotency_key: string; change: AgentToolCallChange; at: number; approval_status?: ApprovalStatus }): Promise<boolean>;
+  /** The call with that key, or the run's call at `seq`; with `approval_status`, only while its approval is in that status. */
+  agentToolCallUpdate(p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: AgentToolCallChange; at: number; approval_status?: ApprovalStatus }): Promise<boolean>;
   /** By id, or by external idempotency key. */
   agentToolCallGet(p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined>;
   /** A run's calls in the order they were made, or calls by approval status (oldest first). */

@@ -82,10 +82,14 @@ export async function agentToolCallPut(db: Db, p: { call: AgentToolCallRow }): P
   await insert(db, 'agent_tool_calls', p.call);
 }
 
-export async function agentToolCallUpdate(db: Db, p: { external_idempotency_key: string; change: object; at: number; approval_status?: ApprovalStatus }): Promise<boolean> {
-  const only = p.approval_status === undefined ? '' : ' AND approval_status = $2';
-  const params = p.approval_status === undefined ? [p.external_idempotency_key] : [p.external_idempotency_key, p.approval_status];
-  return (await update(db, 'agent_tool_calls', p.change, p.at, `external_idempotency_key = $1${only}`, params)) > 0;
+export async function agentToolCallUpdate(
+  db: Db,
+  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus },
+): Promise<boolean> {
+  const where = 'external_idempotency_key' in p ? ['external_idempotency_key = $1'] : ['run_id = $1', 'seq = $2'];
+  const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
+  if (p.approval_status !== undefined) (params.push(p.approval_status), where.push(`approval_status = $${params.length}`));
+  return (await update(db, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params)) > 0;
 }
 
 export async function agentToolCallGet(db: Db, p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined> {

@@ -80,10 +80,14 @@ export function agentToolCallPut(s: Statements, p: { call: AgentToolCallRow }): 
   insert(s, 'agent_tool_calls', p.call);
 }
 
-export function agentToolCallUpdate(s: Statements, p: { external_idempotency_key: string; change: object; at: number; approval_status?: ApprovalStatus }): boolean {
-  const only = p.approval_status === undefined ? '' : ' AND approval_status = ?';
-  const params = p.approval_status === undefined ? [p.external_idempotency_key] : [p.external_idempotency_key, p.approval_status];
-  return update(s, 'agent_tool_calls', p.change, p.at, `external_idempotency_key = ?${only}`, params) > 0;
+export function agentToolCallUpdate(
+  s: Statements,
+  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus },
+): boolean {
+  const where = 'external_idempotency_key' in p ? ['external_idempotency_key = ?'] : ['run_id = ?', 'seq = ?'];
+  const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
+  if (p.approval_status !== undefined) (where.push('approval_status = ?'), params.push(p.approval_status));
+  return update(s, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params) > 0;
 }
 
 export function agentToolCallGet(s: Statements, p: { id?: string; external_idempotency_key?: string }): AgentToolCallRow | undefined {

@@ -63,6 +63,7 @@ CREATE TABLE agent_tool_calls (
   run_id                   TEXT    NOT NULL REFERENCES agent_runs (id),
   external_idempotency_key TEXT    NOT NULL UNIQUE,
   node                     TEXT,
+  seq                      INTEGER,
   tool_name                TEXT    NOT NULL,
   risk_level               TEXT    NOT NULL,
   input                    JSONB    NOT NULL,
@@ -80,7 +81,7 @@ CREATE TABLE agent_tool_calls (
   created_at               BIGINT NOT NULL,
   updated_at               BIGINT NOT NULL
 );
-CREATE INDEX agent_tool_calls_run ON agent_tool_calls (run_id, created_at);
+CREATE INDEX agent_tool_calls_run ON agent_tool_calls (run_id, seq);
 CREATE INDEX agent_tool_calls_approval ON agent_tool_calls (approval_status, id) WHERE approval_status IS NOT NULL;
 
 CREATE TABLE agent_checkpoints (
