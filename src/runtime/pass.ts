@@ -312,6 +312,10 @@ export class Pass implements WorkflowContext {
       throw rebuild(lastFailure);
     }
     this.ensureNotCancelled();
+    if (options.skip) {
+      this.writer.defer({ type: 'node.completed', data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
+      return null as T;
+    }
     const starts = events.filter((e) => e.type === 'node.started');
     const resumed = starts.length > failures.length ? starts.at(-1)! : null;
     if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);

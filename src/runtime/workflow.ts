@@ -20,6 +20,8 @@ export interface NodeOptions {
   retry?: RetryPolicy;
   /** What the node is given, as its journal shows it. */
   input?: unknown;
+  /** The node is recorded as skipped (`node.completed` with `skipped: true`, output null) and `fn` does not run. */
+  skip?: boolean;
 }
 
 /** What a node's function is given. */
