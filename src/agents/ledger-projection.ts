@@ -2,7 +2,7 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { AgentEventChange, AgentEventRow, AgentRunChange } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
-import { CONVERSATION_VIEW, readConversation } from './conversation.js';
+import { CONVERSATION_VIEW, conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision, type ToolCallInput } from './ledger-context.js';
 import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
 
@@ -33,14 +33,14 @@ export function projectLedger(journal: Journal): void {
     const e = event.data as ReceivedEvent;
     await tx.agentEventPut({ event: { ...e, status: 'pending', attempt_count: 0, available_at: event.timestamp, last_error: null, created_at: event.timestamp, updated_at: event.timestamp } });
   });
-  journal.project(['agent.event.queued', 'agent.event.coalesced', 'agent.run.started'], async (event, tx) => {
+  journal.project(['agent.event.queued', 'agent.event.coalesced', 'agent.run.started', 'agent.run.ended'], async (event, tx) => {
     const conversationId = event.streamId.slice('agent-conversation:'.length);
     const view = await readConversation(tx, conversationId);
     const { run_id, agent } = event.data as { run_id: string; agent: string };
     view.version = event.version;
     if (event.type === 'agent.event.queued') view.waiting[agent] = run_id;
+    if ((event.type === 'agent.run.started' || event.type === 'agent.run.ended') && view.waiting[agent] === run_id) delete view.waiting[agent];
     if (event.type === 'agent.run.started') {
-      if (view.waiting[agent] === run_id) delete view.waiting[agent];
       await moveRun(tx, run_id, 'running', event.timestamp);
       await moveEvents(tx, run_id, 'processing', event.timestamp, { attempt_count: 1 });
     }
@@ -68,6 +68,11 @@ export function projectLedger(journal: Journal): void {
     const error = (event.data as { error_message?: string } | null)?.error_message ?? null;
     await moveRun(tx, id, to, event.timestamp, { ended_at: event.timestamp, failure_reason: error });
     await moveEvents(tx, id, to === 'success' ? 'done' : 'failed', event.timestamp, error === null ? {} : { last_error: error });
+    // a run that ends before its turn came (cancelled) stops taking coalesced events: the append moves the conversation's version, so an intake that read it as waiting retries
+    const run = await tx.agentRunGet({ id });
+    if (run?.conversation_id && (await readConversation(tx, run.conversation_id)).waiting[run.agent] === id) {
+      await journal.append(conversationStream(run.conversation_id), [{ type: 'agent.run.ended', data: { run_id: id, agent: run.agent } }], { tx });
+    }
   });
 
   journal.project(['node.started', 'node.completed', 'node.failed'], async (event, tx) => {

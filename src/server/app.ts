@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import type { AgentLedger } from '../agents/ledger.js';
 import type { SessionService } from '../agents/service.js';
 import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
@@ -11,6 +12,7 @@ import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
 import type { Route } from './route.js';
+import { agentRoutes } from './routes/agents.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
@@ -24,6 +26,7 @@ export interface AppOptions {
   channels?: Channels;
   triggers?: TriggerService;
   sessions?: SessionService;
+  ledger?: AgentLedger;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
@@ -47,6 +50,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
+    ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
