@@ -158,7 +158,8 @@ export class Pass implements WorkflowContext {
   }
 
   node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions = {}): Promise<T> {
-    return this.call('node', name, (seq) => this.runNode(seq, name, fn, options));
+    // not counted in flight: a node whose call waits (an approval, a retry) lets the pass suspend
+    return this.call('node', name, (seq) => this.runNode(seq, name, fn, options), false);
   }
 
   now(): Promise<number> {
@@ -208,7 +209,7 @@ export class Pass implements WorkflowContext {
   }
 
   /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
-  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>): Promise<T> {
+  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>, counted = true): Promise<T> {
     const seq = ++this.seq;
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
@@ -218,17 +219,18 @@ export class Pass implements WorkflowContext {
       this.fail(error);
       return Promise.reject(error);
     }
-    this.inFlight += 1;
+    if (counted) this.inFlight += 1;
     return work(seq).then(
       (value) => {
-        this.done();
+        if (counted) this.done();
         return value;
       },
       (error) => {
-        this.done();
+        if (counted) this.done();
         if (!(error instanceof Suspension)) throw error;
         this.wakeAt.push(error.until);
         this.suspended += 1;
+        if (!counted) this.check();
         return new Promise<never>(() => {});
       },
     );
@@ -242,6 +244,10 @@ export class Pass implements WorkflowContext {
   /** When nothing is in flight and some call waits, the pass is suspended (checked after pending callbacks run). */
   private done(): void {
     this.inFlight -= 1;
+    this.check();
+  }
+
+  private check(): void {
     if (this.checkScheduled) return;
     this.checkScheduled = true;
     setImmediate(() => {

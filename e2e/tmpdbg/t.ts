@@ -1,0 +1,11 @@
+import { createEngine } from '../../src/engine.js';
+import { sessions } from '../../src/agents/service.js';
+import { AgentLedger } from '../../src/agents/ledger.js';
+const engine = await createEngine({ database: `/tmp/dbg/t${Date.now()}.db`, pollMs: 100 });
+const service = sessions(engine, { agents: [] });
+const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
+const r = await ledger.intake({ conversation_id: 'c', user_id: 'u', source: 's', input_type: 't', payload: { text: 'refund 12' } });
+await new Promise((res) => setTimeout(res, 3000));
+for (const e of await engine.journal.readStream(`run:${r.run_id}`)) console.log(e.version, e.type, JSON.stringify(e.data).slice(0, 200));
+console.log(JSON.stringify(await ledger.run(r.run_id)).slice(0, 1500));
+await engine.close();
