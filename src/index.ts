@@ -21,6 +21,8 @@ export { InterpolationError } from './workflows/template/parse.js';
 export { createApp, type AppOptions } from './server/app.js';
 export { startServer, type Server, type ServerOptions } from './server/start.js';
 export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
+export { defineTool, ToolError, ToolTimeoutError, ToolBlockedError, type Tool, type ToolContext, type ToolDefinition } from './agents/tools.js';
+export { AgentLedger, type AgentEventInput, type IntakeResult, type AgentRunDetail } from './agents/ledger.js';
 export { Channels, type PostResult, type HistoryPage } from './chat/channels.js';
 export type { Message, PostInput } from './chat/message.js';
 export { offlineProvider, providerFromEnv, type ChatProvider } from './chat/providers.js';

@@ -13,10 +13,11 @@ export const RUN_EVENT_TYPES = [
   'wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent',
   'child.started', 'child.completed', 'child.failed',
   'value.recorded',
+  'node.started', 'node.completed', 'node.failed',
   'compensation.started', 'compensation.completed', 'compensation.failed',
 ];
 
-export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child';
+export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child' | 'node';
 
 /** What the journal holds for one `ctx` call, by its position in the workflow's call order. */
 export interface Entry {
@@ -81,7 +82,7 @@ export class History {
         this.compensated.add(data.seq);
         return;
     }
-    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value' || kind === 'child') {
+    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value' || kind === 'child' || kind === 'node') {
       const entry: Entry = this.entries.get(data.seq) ?? { kind, name: data.name, events: [] };
       entry.events.push(event);
       this.entries.set(data.seq, entry);

@@ -7,7 +7,7 @@ import type { Lease, NewEvent, Store } from '../storage/store.js';
 import type { EntryKind, History } from './history.js';
 import type { RunView } from './view.js';
 import { RunWriter } from './writer.js';
-import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+import type { NodeContext, NodeOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
   | { kind: 'completed'; output: unknown }
@@ -78,6 +78,12 @@ export class Pass implements WorkflowContext {
   private checkScheduled = false;
 
   private deadlineTimer: NodeJS.Timeout | null = null;
+  private readonly ended = new AbortController();
+  /**
+   * Inside a node's attempt: step failures journaled at or before this version belong to an earlier
+   * attempt and do not count (Infinity: the attempt began in this pass, so none in the history count).
+   */
+  private failuresAfter = 0;
 
   private readonly writer: RunWriter;
 
@@ -110,7 +116,12 @@ export class Pass implements WorkflowContext {
       return await this.settled;
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      this.ended.abort(new PassAborted('the pass ended'));
     }
+  }
+
+  get signal(): AbortSignal {
+    return this.ended.signal;
   }
 
   /** Cancellation arrived: running steps see their signal fire, new calls throw CancelledError. */
@@ -144,6 +155,11 @@ export class Pass implements WorkflowContext {
 
   child<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<O> {
     return this.call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>;
+  }
+
+  node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions = {}): Promise<T> {
+    // not counted in flight: a node whose call waits (an approval, a retry) lets the pass suspend
+    return this.call('node', name, (seq) => this.runNode(seq, name, fn, options), false);
   }
 
   now(): Promise<number> {
@@ -193,7 +209,7 @@ export class Pass implements WorkflowContext {
   }
 
   /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
-  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>): Promise<T> {
+  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>, counted = true): Promise<T> {
     const seq = ++this.seq;
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
@@ -203,17 +219,18 @@ export class Pass implements WorkflowContext {
       this.fail(error);
       return Promise.reject(error);
     }
-    this.inFlight += 1;
+    if (counted) this.inFlight += 1;
     return work(seq).then(
       (value) => {
-        this.done();
+        if (counted) this.done();
         return value;
       },
       (error) => {
-        this.done();
+        if (counted) this.done();
         if (!(error instanceof Suspension)) throw error;
         this.wakeAt.push(error.until);
         this.suspended += 1;
+        if (!counted) this.check();
         return new Promise<never>(() => {});
       },
     );
@@ -227,6 +244,10 @@ export class Pass implements WorkflowContext {
   /** When nothing is in flight and some call waits, the pass is suspended (checked after pending callbacks run). */
   private done(): void {
     this.inFlight -= 1;
+    this.check();
+  }
+
+  private check(): void {
     if (this.checkScheduled) return;
     this.checkScheduled = true;
     setImmediate(() => {
@@ -245,7 +266,7 @@ export class Pass implements WorkflowContext {
     const h = this.o.history;
     const completed = h.find(seq, 'step.completed');
     if (completed) return this.remember(seq, name, (completed.data as { output: T }).output, options);
-    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed') ?? [];
+    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed' && e.version > this.failuresAfter) ?? [];
     const lastFailure = failures.at(-1)?.data as { error: string; errorName: string; retryAt: number | null } | undefined;
     if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
     this.ensureNotCancelled();
@@ -274,6 +295,61 @@ export class Pass implements WorkflowContext {
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
+  }
+
+  /**
+   * A node: its completion returns the recorded result and moves the call numbering past its calls;
+   * otherwise its current attempt runs (or an earlier pass's attempt resumes), numbering its calls
+   * after the node's own, the same in every attempt, so a call that completed in an earlier attempt
+   * returns its result and one that failed runs again.
+   */
+  private async runNode<T>(seq: number, name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions): Promise<T> {
+    const h = this.o.history;
+    const events = h.entries.get(seq)?.events ?? [];
+    const completed = events.find((e) => e.type === 'node.completed')?.data as { output: T; end: number } | undefined;
+    if (completed) {
+      this.seq = Math.max(this.seq, completed.end);
+      return completed.output;
+    }
+    const failures = events.filter((e) => e.type === 'node.failed');
+    const lastFailure = failures.at(-1)?.data as { error: string; errorName: string; retryAt: number | null; end: number } | undefined;
+    if (lastFailure && lastFailure.retryAt === null) {
+      this.seq = Math.max(this.seq, lastFailure.end);
+      throw rebuild(lastFailure);
+    }
+    this.ensureNotCancelled();
+    if (options.skip) {
+      this.writer.defer({ type: 'node.completed', data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
+      return null as T;
+    }
+    const starts = events.filter((e) => e.type === 'node.started');
+    const resumed = starts.length > failures.length ? starts.at(-1)! : null;
+    if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
+    const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
+    const startedAt = resumed ? resumed.timestamp : Date.now();
+    if (!resumed) await this.write([{ type: 'node.started', data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
+    const outer = this.failuresAfter;
+    this.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
+    let output: T;
+    try {
+      output = await fn({ attempt });
+      checkOutput(name, output, this.o.maxEventBytes);
+    } catch (error) {
+      this.failuresAfter = outer;
+      if (error instanceof LeaseLostError || error instanceof NonDeterminismError || this.cancelled) throw error;
+      const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
+      const terminal = error instanceof TerminalError || attempt >= retry.maxAttempts;
+      const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
+      const retryAt = terminal ? null : Date.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+      const errorName = error instanceof Error ? error.name : 'Error';
+      await this.write([{ type: 'node.failed', data: { seq, name, attempt, end: this.seq, error: describeError(error), errorName, retryAt } }]);
+      if (retryAt === null) throw error;
+      throw new Suspension(retryAt);
+    }
+    this.failuresAfter = outer;
+    // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
+    this.writer.defer({ type: 'node.completed', data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: Date.now() - startedAt } });
+    return output;
   }
 
   private remember<T>(seq: number, name: string, output: T, options: StepOptions<T>): T {

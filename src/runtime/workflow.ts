@@ -15,6 +15,21 @@ export interface RetryPolicy {
   backoff?: { base?: Duration; factor?: number; max?: Duration };
 }
 
+export interface NodeOptions {
+  /** Attempts of the whole node, the first included. Default 3; a `TerminalError` thrown out of it is not retried. */
+  retry?: RetryPolicy;
+  /** What the node is given, as its journal shows it. */
+  input?: unknown;
+  /** The node is recorded as skipped (`node.completed` with `skipped: true`, output null) and `fn` does not run. */
+  skip?: boolean;
+}
+
+/** What a node's function is given. */
+export interface NodeContext {
+  /** 1 on the first attempt of the node; a crash mid-attempt resumes the same attempt. */
+  attempt: number;
+}
+
 export interface StepOptions<T> {
   retry?: RetryPolicy;
   /** What the step is given, as its journal and view show it (mask secrets first). */
@@ -43,6 +58,18 @@ export interface WorkflowContext {
   waitForEvent<T = unknown>(name: string, options?: { timeout?: Duration }): Promise<T | null>;
   /** Starts a child run (its own journal) and waits for its result durably: the parent holds no worker meanwhile. */
   child<I, O>(workflow: Workflow<I, O>, input: I, options?: { id?: string }): Promise<O>;
+  /**
+   * A checkpoint around a group of calls: `fn` runs with its own `ctx` calls journaled as usual,
+   * and its result is journaled once it returns. After a crash the run resumes after the last node
+   * whose completion committed and never enters it again (its result is returned as recorded); a
+   * node that was running is entered again, and its calls that completed return their results. A
+   * throwing node is tried again, from its start, after a backoff (`retry`); the calls that
+   * completed in an earlier attempt are not run again, those that failed are. Nodes of one run run
+   * one after another, not in parallel.
+   */
+  node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options?: NodeOptions): Promise<T>;
+  /** Fires when this pass stops: the run waits (a timer, a retry, a signal), ended, was cancelled, or this worker lost it. */
+  readonly signal: AbortSignal;
   /** The time, journaled: the same on every replay. */
   now(): Promise<number>;
   /** A random number in [0, 1), journaled. */

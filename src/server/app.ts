@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import type { AgentLedger } from '../agents/ledger.js';
 import type { SessionService } from '../agents/service.js';
 import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
@@ -12,6 +13,7 @@ import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
 import type { Route } from './route.js';
+import { agentRoutes } from './routes/agents.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -28,6 +30,7 @@ export interface AppOptions {
   channels?: Channels;
   triggers?: TriggerService;
   sessions?: SessionService;
+  ledger?: AgentLedger;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
@@ -55,6 +58,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...runControlRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
+    ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

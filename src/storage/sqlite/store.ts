@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
+import * as agents from './agents.js';
 import * as events from './events.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
@@ -211,6 +212,24 @@ class SqliteStore implements Store {
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
+
+  agentEventPut: Store['agentEventPut'] = (p) => this.run((s) => agents.agentEventPut(s, p));
+  agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
+  agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));
+  agentEventUpdate: Store['agentEventUpdate'] = (p) => this.run((s) => agents.agentEventUpdate(s, p));
+  agentRunPut: Store['agentRunPut'] = (p) => this.run((s) => agents.agentRunPut(s, p));
+  agentRunGet: Store['agentRunGet'] = (p) => this.read((s) => agents.agentRunGet(s, p));
+  agentRunUpdate: Store['agentRunUpdate'] = (p) => this.run((s) => agents.agentRunUpdate(s, p));
+  agentRunList: Store['agentRunList'] = (p) => this.read((s) => agents.agentRunList(s, p));
+  agentStepPut: Store['agentStepPut'] = (p) => this.run((s) => agents.agentStepPut(s, p));
+  agentStepUpdate: Store['agentStepUpdate'] = (p) => this.run((s) => agents.agentStepUpdate(s, p));
+  agentStepList: Store['agentStepList'] = (p) => this.read((s) => agents.agentStepList(s, p));
+  agentToolCallPut: Store['agentToolCallPut'] = (p) => this.run((s) => agents.agentToolCallPut(s, p));
+  agentToolCallUpdate: Store['agentToolCallUpdate'] = (p) => this.run((s) => agents.agentToolCallUpdate(s, p));
+  agentToolCallGet: Store['agentToolCallGet'] = (p) => this.read((s) => agents.agentToolCallGet(s, p));
+  agentToolCallList: Store['agentToolCallList'] = (p) => this.read((s) => agents.agentToolCallList(s, p));
+  agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
+  agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
