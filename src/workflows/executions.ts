@@ -8,8 +8,8 @@ import type { Store } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput } from './interpreter.js';
 
-export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'cancelled';
-export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped';
+export type ExecutionStatus = 'pending' | 'running' | 'success' | 'partial_success' | 'failed' | 'cancelled';
+export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped' | 'timed_out' | 'cancelled';
 
 export interface StepRecord {
   step_id: string;
@@ -44,8 +44,8 @@ const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
 const WORKFLOW_VIEW = 'workflow';
 const executionKeyStream = (workflowId: string, key: string) => `execution-key:${workflowId}:${key}`;
-const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', failed: 'failed', cancelled: 'cancelled' };
-const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', ok: 'success', error: 'failed' };
+const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', partial_success: 'partial_success', failed: 'failed', cancelled: 'cancelled' };
+const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', ok: 'success', error: 'failed', timed_out: 'timed_out' };
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
