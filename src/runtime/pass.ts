@@ -348,7 +348,9 @@ export class Pass implements WorkflowContext {
       this.writer.defer({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
       return this.remember(seq, name, output, options);
     } catch (error) {
-      if (error instanceof LeaseLostError || this.cancelled || this.expired) throw error;
+      if (error instanceof LeaseLostError) throw error;
+      // stopped by cancellation or the run's deadline: the code sees why, whatever the step made of its signal
+      if (this.cancelled || this.expired) this.ensureNotCancelled();
       const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);

@@ -105,7 +105,7 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
     if (error instanceof LeaseLostError) throw error;
     if (host.stopped()) {
       if (options.cancel) host.leftRunning(seq, name, options.cancel);
-      throw error;
+      host.checkLive();
     }
     let errors = 1;
     for (let i = tries.length - 1; i >= 0 && tries[i]!.error !== undefined; i--) errors += 1;

@@ -153,14 +153,15 @@ export class Runtime {
     return view;
   }
 
-  /** Sends signal `name` to a run; a repeated idempotency key is ignored. Consumed by one `waitForEvent`. */
-  async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<void> {
+  /** Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`. */
+  async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
     checkName('name', name);
     await this.view(id);
-    await this.store.transaction(async (tx) => {
+    return this.store.transaction(async (tx) => {
       const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
       const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: payload ?? null } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
+      return { duplicate: appended.duplicate };
     });
   }
 
