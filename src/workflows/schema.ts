@@ -173,7 +173,8 @@ export function parseDefinition(input: unknown): Definition {
   const check = (step: StepDefinition, path: string, visible: Set<string>) => {
     if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of ${seen.get(step.id)} ('${step.id}')` });
     const { config } = step;
-    const templated: [unknown, string][] = [[config, `${path}.config`]];
+    // a parallel step's config is its branches: their steps are checked one by one
+    const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
     if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
     if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
     for (const [value, at] of templated) {
