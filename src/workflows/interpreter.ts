@@ -3,7 +3,7 @@ import { partialSuccess, workflow, type Workflow } from '../runtime/workflow.js'
 import type { LogLine } from './actions/index.js';
 import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
-import { PartialStop, runSteps, type StoredRun } from './steps/run.js';
+import { enter, PartialStop, runSteps, type StoredRun } from './steps/run.js';
 
 /** The one code workflow that runs every stored definition: each definition step is one durable call. */
 export const STORED_WORKFLOW = 'runledger.stored';
@@ -44,21 +44,21 @@ export interface InterpreterOptions {
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   return workflow(STORED_WORKFLOW, async (ctx, input) => {
     const secrets = await options.secrets.values();
-    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: Object.values(secrets), options };
+    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: Object.values(secrets), options, state: null };
     const states = input.states;
     const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
-    if (states?.initial) await ctx.setState(states.initial);
+    if (states?.initial) await enter(run, ctx, states.initial);
     try {
       await runSteps(run, ctx, input.steps, false);
     } catch (error) {
       if (error instanceof PartialStop) {
-        if (states?.partial) await ctx.setState(states.partial);
+        if (states?.partial) await enter(run, ctx, states.partial);
         return partialSuccess({ ...outputs(), [error.stepId]: error.output }) as never;
       }
-      if (error instanceof CancelledError && states?.cancelled) await ctx.setState(states.cancelled);
+      if (error instanceof CancelledError && states?.cancelled) await enter(run, ctx, states.cancelled);
       throw error;
     }
-    if (states?.success) await ctx.setState(states.success);
+    if (states?.success) await enter(run, ctx, states.success);
     return outputs();
   });
 }

@@ -121,6 +121,8 @@ export const statesSchema = z
     partial: stateName.optional(),
     failed: stateName.optional(),
     cancelled: stateName.optional(),
+    /** Failure states an execution can be rerun or retried from: failing in one keeps what it made (no compensation). */
+    retryable: z.array(stateName).max(100).optional(),
   })
   .strict();
 
@@ -212,6 +214,7 @@ export function parseDefinition(input: unknown): Definition {
   });
   if (definition.states) {
     for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const) checkState(definition, definition.states[field], `states.${field}`, problems);
+    definition.states.retryable?.forEach((state, i) => checkState(definition, state, `states.retryable[${i}]`, problems));
   }
   definition.on_error?.forEach((rule, i) => checkState(definition, rule.state, `on_error[${i}].state`, problems));
   if (problems.length > 0) throw ValidationError.of(problems);

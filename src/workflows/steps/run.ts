@@ -19,6 +19,14 @@ export interface StoredRun {
   secrets: Record<string, string>;
   hidden: string[];
   options: InterpreterOptions;
+  /** The state last entered (in this pass's replay too): compensations look at it. */
+  state: string | null;
+}
+
+/** Enters a business state: journaled, and remembered for the compensations. */
+export async function enter(run: StoredRun, ctx: WorkflowContext, state: string): Promise<void> {
+  await ctx.setState(state);
+  run.state = state;
 }
 
 /** The steps of a list, one after another; the first that fails ends the list. */
@@ -50,7 +58,7 @@ async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinitio
     run.outputs[step.id] = { output };
     return;
   }
-  if (step.state) await ctx.setState(step.state);
+  if (step.state) await enter(run, ctx, step.state);
   let output: unknown;
   try {
     output = step.type === 'parallel' ? await runParallel(run, ctx, step) : await perform(run, ctx, step);
@@ -58,12 +66,12 @@ async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinitio
     if (!inBranch && !(error instanceof CancelledError) && !isPartialStop(error)) {
       const decided = (error as { failureState?: string }).failureState;
       const state = decided ?? failureState(error, [step.on_error, run.input.on_error], run.input.states?.failed);
-      if (state) await ctx.setState(state);
+      if (state) await enter(run, ctx, state);
     }
     throw error;
   }
   run.outputs[step.id] = { output };
-  if (step.state_after) await ctx.setState(step.state_after);
+  if (step.state_after) await enter(run, ctx, step.state_after);
 }
 
 /** The work of a leaf step, as a durable call: an action is a `ctx.step`, a poll a `ctx.poll`, a callback a wait. */
@@ -143,7 +151,9 @@ function compensation(run: StoredRun, step: StepDefinition): { compensate?: (out
   const config = step.compensate;
   if (!config) return {};
   return {
-    compensate: (output, stepCtx) => {
+    compensate: async (output, stepCtx) => {
+      // a failure in a retryable state keeps what the execution made, for a rerun or retry to reuse
+      if (run.state !== null && run.input.states?.retryable?.includes(run.state)) return { kept: run.state };
       const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } } };
       return cleanup(render(config, scope) as HttpRequestConfig, stepCtx, run.options.allow);
     },
