@@ -94,18 +94,21 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
  */
 async function followExecution(c: Client, workflowId: string, executionId: string, print: (line: string) => void): Promise<void> {
   const startedAt = new Map<string, number>();
+  let state: string | null = null;
   for await (const event of c.follow(executionId)) {
     const { name, attempt, error, retryAt } = event.data;
     const at = Date.parse(event.timestamp);
     if (event.type === 'step.started' || event.type === 'poll.started') startedAt.set(name, at);
     if (event.type === 'step.started' && attempt > 1) print(`  ${name}: running (attempt ${attempt})`);
     else if ((event.type === 'step.started' || event.type === 'poll.started') && event.data.label) print(`  ${name}: ${event.data.label}`);
-    if (event.type === 'step.completed' || event.type === 'poll.completed') print(`  ${name}: success ${at - (startedAt.get(name) ?? at)} ms${event.type === 'poll.completed' ? ` (${attempt} polls)` : ''}`);
+    if (event.type === 'step.completed' || event.type === 'poll.completed') print(`  ${name}: success ${at - (startedAt.get(name) ?? at)} ms${event.type === 'poll.completed' ? ` (${attempt} ${attempt === 1 ? 'poll' : 'polls'})` : ''}`);
     if (event.type === 'step.failed') print(`  ${name}: ${retryAt === null ? 'failed' : 'retrying'} — ${error}`);
     if (event.type === 'poll.attempted' && error) print(`  ${name}: retrying — ${error}`);
     if (event.type === 'poll.failed') print(`  ${name}: failed — ${error}`);
     if (event.type === 'poll.timed_out') print(`  ${name}: timed_out`);
-    if (event.type === 'state.changed') {
+    // parallel branches may enter the same state each: it is printed once
+    if (event.type === 'state.changed' && name !== state) {
+      state = name;
       const now = await c.execution(workflowId, executionId).catch(() => null);
       const eta = now?.eta_seconds === null || now?.eta_seconds === undefined || now.finished_at ? '' : `  ETA ~${Math.ceil(now.eta_seconds)} s`;
       print(`state ${name}${eta}`);
