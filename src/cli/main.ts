@@ -14,6 +14,7 @@ import { channelCommands } from './channel.js';
 import { triggerCommands } from './trigger.js';
 import { printTimeline, runCommands } from './runs.js';
 import { runDemo } from './demo.js';
+import { mockServicesCommands } from './mock-services.js';
 import { loadSample } from './sample.js';
 import { formatEvent, formatTask } from './format.js';
 
@@ -162,6 +163,7 @@ export async function main(argv: string[]): Promise<void> {
   channelCommands(program, (line) => console.log(line));
   triggerCommands(program, (line) => console.log(line));
   runCommands(program, (line) => console.log(line));
+  mockServicesCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
 
