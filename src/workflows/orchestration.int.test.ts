@@ -256,7 +256,7 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect(paths.indexOf('POST /jobs/job-1/cancel')).toBeLessThan(paths.indexOf('DELETE /things/thing-1'));
   });
 
-  it('completes a wait_for_callback step once with the POSTed body; a second POST is refused', async () => {
+  it('completes a wait_for_callback step once with the POSTed body; a repeat is acknowledged as a duplicate and changes nothing', async () => {
     const fake = await service((c) => (c.method === 'POST' && c.path === '/register' ? { status: 202, body: { ok: true } } : undefined));
     const wid = await save({
       name: 'callback',
@@ -272,11 +272,13 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect((await call('POST', url.pathname.replace(/.$/, 'x'), { artifact_id: 'a' })).status).toBe(404);
     const first = await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-1' });
     expect(first).toMatchObject({ status: 200, body: { execution_id: eid, step_id: 'await_render', status: 'completed' } });
-    expect((await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-2' })).status).toBe(409);
+    expect(await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-2' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
     const done = await finished(wid, eid);
     expect(done.status).toBe('success');
     expect(done.steps.at(-1).output).toEqual({ artifact: 'art-1' });
-    expect((await call('POST', url.pathname, { artifact_id: 'art-3' })).status).toBe(409);
+    expect(await call('POST', url.pathname, { artifact_id: 'art-3' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    const waits = (await call('GET', `/runs/${eid}/events?types=wait.completed,signal.sent&limit=100`)).body.events.map((e: any) => e.type);
+    expect(waits).toEqual(['signal.sent', 'wait.completed']);
   });
 
   it('refuses bad orchestration fields at save time, each with its JSON path', async () => {
