@@ -1,27 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Engine } from '../engine.js';
-import { startMockServices, type MockServices } from '../mock-services/index.js';
-import { createApp } from '../server/app.js';
-import { listen, type Listening } from '../server/listen.js';
-import { backends } from '../testing/backends.js';
-import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from './service.js';
-
-/** The shipped example, its waits shortened for a test (the mock services run 20× faster). */
-export function pipelineForTests(overrides: { layoutMaxWait?: number } = {}): any {
-  const definition = JSON.parse(readFileSync(new URL('../../examples/document-pipeline.json', import.meta.url), 'utf8'));
-  const speedUp = (step: any) => {
-    if (step.retry) step.retry.backoff_seconds = 0.05;
-    if (step.type === 'poll') Object.assign(step.config, { initial_delay_seconds: 0.02, interval_seconds: 0.05, max_interval_seconds: 0.2 });
-    if (step.id === 'layout_wait' && overrides.layoutMaxWait) step.config.max_wait_seconds = overrides.layoutMaxWait;
-    if (step.type === 'parallel') for (const list of Object.values(step.config.branches) as any[]) list.forEach(speedUp);
-  };
-  definition.steps.forEach(speedUp);
-  return definition;
-}
+import type { Engine } from '../src/engine.js';
+import { startMockServices, type MockServices } from '../src/mock-services/index.js';
+import { createApp } from '../src/server/app.js';
+import { listen, type Listening } from '../src/server/listen.js';
+import { backends } from '../src/testing/backends.js';
+import { eventually, testEngine } from '../src/testing/engine.js';
+import { storedWorkflows } from '../src/workflows/service.js';
+import { pipelineForTests } from './pipeline.js';
 
 describe.each(backends)('the document pipeline (brief 004 §14) as a stored workflow against the mock services on $name', (backend) => {
   let mock: MockServices;
