@@ -51,6 +51,8 @@ export interface Children {
 
 const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
 const BRANCH_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** How long code past its run's deadline has to reach its next `ctx` call before the run fails without it. */
+const DEADLINE_GRACE_MS = 1000;
 
 /**
  * One execution of a run's workflow code from the top: `ctx` calls the journal already answered
@@ -96,12 +98,13 @@ export class Pass implements WorkflowContext {
       // past it already: the code replays (so the compensations of its completed steps are known) and its first new call throws
       this.expired = new TimeoutError(`run ${this.runId} timed out`);
     } else if (deadline !== null) {
-      // the run's timeout: running steps see their signal fire, and the run fails
+      // the run's timeout: running steps see their signal fire, the code's next call throws (so it can
+      // record a failure state), and the run fails; code that does not get there is failed after a grace
       this.deadlineTimer = setTimeout(() => {
         const error = new TimeoutError(`run ${this.runId} timed out`);
         this.expired = error;
         this.stop.abort(error);
-        this.fail(error);
+        this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
       }, Math.max(0, deadline - Date.now()));
       this.wakeAt.push(deadline);
     }

@@ -281,6 +281,38 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect(waits).toEqual(['signal.sent', 'wait.completed']);
   });
 
+  it('expires a callback URL with its step: the step ends timed_out in its state, a late POST is refused', async () => {
+    const fake = await service((c) => (c.method === 'POST' && c.path === '/register' ? { status: 202, body: {} } : undefined));
+    const wid = await save({
+      name: 'late-callback',
+      states: { names: STATES },
+      steps: [
+        {
+          id: 'await_job', type: 'wait_for_callback', timeout_seconds: 0.3, on_error: [{ timed_out: true, state: 'FAILED_JOB' }],
+          config: { request: { method: 'POST', url: `${fake.url}/register`, body: { callback_url: '{{callback.url}}' } } },
+        },
+      ],
+    });
+    const eid = await execute(wid);
+    await eventually(async () => (await record(wid, eid)).steps[0].status === 'running' || (await record(wid, eid)).status === 'failed');
+    const done = await finished(wid, eid);
+    expect(done).toMatchObject({ status: 'failed', state: 'FAILED_JOB' });
+    expect(done.steps[0].status).toBe('timed_out');
+    const path = new URL(fake.calls('POST')[0]!.body.callback_url).pathname;
+    expect((await call('POST', path, { late: true })).status).toBe(409);
+  });
+
+  it('fails an execution past its timeout_seconds into the mapped state and compensates', async () => {
+    const fake = await service(jobs(() => 'hang'));
+    const definition = { ...pipeline(fake.url), timeout_seconds: 0.5, on_error: [{ timed_out: true, state: 'FAILED_JOB' }] };
+    definition.steps[2]!.on_error = [];
+    const wid = await save(definition);
+    const done = await finished(wid, await execute(wid));
+    expect(done).toMatchObject({ status: 'failed', state: 'FAILED_JOB', error: expect.stringContaining('TimeoutError') });
+    expect(fake.calls('POST').filter((c) => c.path.endsWith('/cancel'))).toHaveLength(1);
+    expect(fake.calls('DELETE')).toHaveLength(1);
+  });
+
   it('refuses bad orchestration fields at save time, each with its JSON path', async () => {
     const res = await call('POST', '/workflows', {
       name: 'bad',

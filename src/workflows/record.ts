@@ -71,7 +71,9 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
   const leaf = (step: StepDefinition, where: { parallel?: string; branch?: string } = {}): StepRecord => {
     const ran = view.steps.find((s) => s.name === step.id);
     if (!ran) {
-      const status: StepStatus = !terminal ? 'pending' : view.status === 'cancelled' ? 'cancelled' : 'skipped';
+      // a callback step is under way once its request was sent (or, without one, while the run waits for it)
+      const waiting = step.type === 'wait_for_callback' && view.steps.some((s) => s.name === `${step.id}:request`);
+      const status: StepStatus = !terminal ? (waiting ? 'running' : 'pending') : view.status === 'cancelled' ? 'cancelled' : 'skipped';
       return { step_id: step.id, type: step.type, status, attempts: 0, started_at: null, finished_at: null, duration_ms: null, input: null, output: null, error: null, ...where };
     }
     return {
