@@ -55,11 +55,11 @@ const BRANCH_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const DEADLINE_GRACE_MS = 1000;
 
 /**
- * One execution of a run's workflow code from the top: `ctx` calls the journal already answered
+ * One execution of a run's workflow code from the top (its `ctx` is `at(root)`): calls the journal already answered
  * return their recorded results; the first new ones do their work and journal it. The pass ends
  * when the code returns or throws, or when every branch waits (a timer, a retry, a signal).
  */
-export class Pass implements WorkflowContext {
+export class Pass {
   readonly runId: string;
   private seq = 0;
   /** Set when the run's deadline has passed: no new work starts, calls throw it. */
@@ -108,7 +108,7 @@ export class Pass implements WorkflowContext {
       }, Math.max(0, deadline - Date.now()));
       this.wakeAt.push(deadline);
     }
-    workflow.run(this, this.o.history.input).then(
+    workflow.run(this.at(this.root), this.o.history.input).then(
       (output) => this.settle(this.fatal ? { kind: 'failed', error: this.fatal } : { kind: 'completed', output }),
       (error) => this.settle({ kind: 'failed', error: this.fatal ?? error }),
     );
@@ -127,46 +127,6 @@ export class Pass implements WorkflowContext {
 
   get isCancelled(): boolean {
     return this.cancelled;
-  }
-
-  step<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T> = {}): Promise<T> {
-    return this.at(this.root).step(name, fn, options);
-  }
-
-  sleep(name: string, duration: Duration): Promise<void> {
-    return this.at(this.root).sleep(name, duration);
-  }
-
-  sleepUntil(name: string, until: Date | number): Promise<void> {
-    return this.at(this.root).sleepUntil(name, until);
-  }
-
-  waitForEvent<T = unknown>(name: string, options: { timeout?: Duration } = {}): Promise<T | null> {
-    return this.at(this.root).waitForEvent<T>(name, options);
-  }
-
-  child<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<O> {
-    return this.at(this.root).child(workflow, input, options);
-  }
-
-  poll<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>): Promise<T> {
-    return this.at(this.root).poll(name, fn, options);
-  }
-
-  parallel<B extends Record<string, (ctx: WorkflowContext) => Promise<unknown>>>(name: string, branches: B): Promise<{ [K in keyof B]: BranchResult<Awaited<ReturnType<B[K]>>> }> {
-    return this.at(this.root).parallel(name, branches);
-  }
-
-  setState(state: string): Promise<void> {
-    return this.at(this.root).setState(state);
-  }
-
-  now(): Promise<number> {
-    return this.at(this.root).now();
-  }
-
-  random(): Promise<number> {
-    return this.at(this.root).random();
   }
 
   private readonly root = (): Seq => ++this.seq;

@@ -120,7 +120,8 @@ export class Executions {
     const before = options.last_key ? `${workflowId}:${options.last_key}` : undefined;
     const rows = await this.engine.store.projectionList({ name: INDEX, prefix: `${workflowId}:`, limit: limit + 1, backwards: true, ...(before ? { before } : {}) });
     const page = rows.slice(0, limit).map((row) => (row.value as { execution_id: string }).execution_id);
-    const records = await Promise.all(page.map((id) => this.get(workflowId, id)));
+    // a summary needs the view only: no step stats, no links
+    const records = await Promise.all(page.map(async (id) => record(await this.view(workflowId, id))));
     const executions = records.map((r): ExecutionSummary => ({
       workflow_id: r.workflow_id, execution_id: r.execution_id, workflow_version: r.workflow_version, status: r.status, trigger_type: r.trigger_type, started_at: r.started_at, finished_at: r.finished_at, error: r.error,
     }));

@@ -332,10 +332,11 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
       steps: [
         { id: 'p', type: 'poll', state: 'NOPE', config: { url: 'http://x', until: { path: 'body.status', equals: 'x' } } },
         { id: 'c', type: 'wait_for_callback', config: {} },
-        { id: 'par', type: 'parallel', config: { branches: { a: [{ id: 'a1', type: 'log', config: { message: '{{steps.b1.output}} {{callback.url}}' } }], b: [{ id: 'b1', type: 'log', config: { message: 'x' } }] } } },
+        { id: 'par', type: 'parallel', retry: { max_attempts: 2 }, config: { branches: { a: [{ id: 'a1', type: 'log', config: { message: '{{steps.b1.output}} {{callback.url}}' } }], b: [{ id: 'b1', type: 'log', config: { message: 'x' } }] } } },
       ],
     });
     expect(semantic.status).toBe(400);
+    expect(semantic.body.error.problems).toContainEqual({ path: 'steps[2].retry', message: expect.stringContaining('a parallel step has none of its own') });
     expect(semantic.body.error.problems).toEqual(
       expect.arrayContaining([
         { path: 'steps[0].state', message: expect.stringContaining("'NOPE' is not one of states.names") },

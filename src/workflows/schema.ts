@@ -190,6 +190,11 @@ export function parseDefinition(input: unknown): Definition {
         else if (!visible.has(ref)) problems.push({ path: at, message: where(definition, ref) });
       }
     }
+    if (step.type === 'parallel') {
+      for (const field of ['compensate', 'retry', 'timeout_seconds'] as const) {
+        if (step[field] !== undefined) problems.push({ path: `${path}.${field}`, message: 'a parallel step has none of its own: set it on the steps of its branches' });
+      }
+    }
     if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined) problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
     for (const [field, state] of [['state', step.state], ['state_after', step.state_after]] as const) checkState(definition, state, `${path}.${field}`, problems);
     step.on_error?.forEach((rule, i) => checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems));

@@ -82,7 +82,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
     const config = step.config;
     const request = { method: config.method, url: '', ...(rendered as object) } as HttpRequestConfig & typeof config;
     const { until, fail_when: failWhen } = config;
-    return ctx.poll(step.id, (stepCtx) => act(run, step, stepCtx, problem, () => httpRequest(requestOf(request), { ...stepCtx, allow: run.options.allow })), {
+    return ctx.poll(step.id, (stepCtx) => act(run, problem, () => httpRequest(requestOf(request), { ...stepCtx, allow: run.options.allow })), {
       ...common,
       ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
       until: (answer) => holds(until, answer),
@@ -102,7 +102,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
     step.id,
     (stepCtx) => {
       const log = (line: LogLine) => run.options.log({ ...line, message: maskText(line.message, run.hidden) });
-      return act(run, step, stepCtx, problem, () => action(rendered, { ...stepCtx, executionId: run.executionId, workflowId: run.input.workflow_id, stepId: step.id, allow: run.options.allow, log }));
+      return act(run, problem, () => action(rendered, { ...stepCtx, executionId: run.executionId, workflowId: run.input.workflow_id, stepId: step.id, allow: run.options.allow, log }));
     },
     { ...common, ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}), ...compensation(run, step) },
   );
@@ -116,7 +116,7 @@ async function waitForCallback(run: StoredRun, ctx: WorkflowContext, step: Extra
   const url = run.options.callbackUrl(run.executionId, step.id);
   if (step.config.request) {
     const { rendered, problem } = tryRender(step.config.request, run, { url });
-    await ctx.step(`${step.id}:request`, (stepCtx) => act(run, step, stepCtx, problem, () => httpRequest(rendered as HttpRequestConfig, { ...stepCtx, allow: run.options.allow })), {
+    await ctx.step(`${step.id}:request`, (stepCtx) => act(run, problem, () => httpRequest(rendered as HttpRequestConfig, { ...stepCtx, allow: run.options.allow })), {
       retry: retryPolicy(step),
       input: problem === null ? mask(rendered, run.hidden) : null,
     });
@@ -138,7 +138,7 @@ function requestOf(config: HttpRequestConfig): HttpRequestConfig {
 }
 
 /** Runs the action with secrets masked out of its output and errors; a template that did not render fails for good. */
-async function act(run: StoredRun, step: LeafStep, _ctx: StepContext, problem: unknown, work: () => Promise<unknown>): Promise<unknown> {
+async function act(run: StoredRun, problem: unknown, work: () => Promise<unknown>): Promise<unknown> {
   if (problem !== null) throw masked(problem, run.hidden, true);
   try {
     return mask(await work(), run.hidden);
