@@ -19,6 +19,8 @@ const KEEP = 21;
  */
 export function projectStepStats(journal: Journal): void {
   journal.project(['step.completed', 'poll.completed'], async (event, tx) => {
+    // executions have ex_ ids: the steps of code runs cost no read here
+    if (!event.streamId.startsWith('run:ex_')) return;
     const view = await readRunView(tx, event.streamId.slice('run:'.length));
     if (!view || view.workflow !== STORED_WORKFLOW) return;
     const name = (event.data as { name: string }).name;
