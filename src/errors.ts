@@ -109,3 +109,75 @@ export class StepTimedOutError extends RunledgerError {
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
+
+/**
+ * The database cannot be reached or cannot take the write right now (connection refused or
+ * dropped, server shutting down, SQLite busy, out of disk, I/O error). Nothing was written, or the
+ * write was rolled back; the same request may succeed later. The HTTP face answers 503 with
+ * `Retry-After` and this message only: the driver's text (addresses, file paths) stays out of it.
+ *
+ * @example
+ * const unavailable = storeUnavailable(error); // from a pg or better-sqlite3 error
+ * if (unavailable) return retryLater(unavailable.retryAfterSeconds);
+ */
+export class StoreUnavailableError extends RunledgerError {
+  override readonly code = 'store_unavailable';
+  override name = 'StoreUnavailableError';
+  constructor(
+    readonly reason: 'unreachable' | 'busy' | 'full' | 'io',
+    readonly retryAfterSeconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`the database is ${REASON_TEXT[reason]}; retry later`, options);
+  }
+}
+
+const REASON_TEXT: Record<StoreUnavailableError['reason'], string> = {
+  unreachable: 'unavailable',
+  busy: 'busy',
+  full: 'out of space',
+  io: 'failing to read or write',
+};
+
+// Node socket errors seen by a PostgreSQL client when the server is down or the network drops.
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EAI_AGAIN']);
+// pg's own messages for a connection that broke or never came, which carry no code.
+const PG_MESSAGES = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly)/;
+
+/**
+ * A StoreUnavailableError for `error` when it (or one of an AggregateError's `errors`: a connect to
+ * `localhost` tries IPv4 and IPv6) says the database is out of reach or cannot write for now; null
+ * for any other error. `cause` is not followed: an http_request step's network failure carries its
+ * socket error as a cause, and is not a database outage.
+ * Recognised: socket errors (ECONNREFUSED, ECONNRESET, …), PostgreSQL SQLSTATE classes 08
+ * (connection exception), 53 (insufficient resources: 53100 disk full, 53300 too many
+ * connections) and 57P01–57P03 (shutting down, cannot connect now), pg's "Connection terminated"
+ * family, and SQLite's SQLITE_BUSY/LOCKED, SQLITE_FULL, SQLITE_IOERR and SQLITE_CANTOPEN families.
+ *
+ * @example storeUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))?.reason // 'unreachable'
+ */
+export function storeUnavailable(error: unknown): StoreUnavailableError | null {
+  if (error instanceof StoreUnavailableError) return error;
+  if (typeof error !== 'object' || error === null || error instanceof RunledgerError) return null;
+  const candidates = [error, ...(error instanceof AggregateError ? (error.errors as unknown[]) : [])];
+  for (const item of candidates) {
+    if (typeof item !== 'object' || item === null) continue;
+    const reason = unavailableReason(item as { code?: unknown; message?: unknown });
+    if (reason !== null) return new StoreUnavailableError(reason, reason === 'busy' ? 1 : 5, { cause: error });
+  }
+  return null;
+}
+
+function unavailableReason({ code, message }: { code?: unknown; message?: unknown }): StoreUnavailableError['reason'] | null {
+  if (typeof code === 'string') {
+    if (NET_CODES.has(code)) return 'unreachable';
+    if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return 'unreachable';
+    if (code === '53100') return 'full';
+    if (/^53[0-9A-Z]{3}$/.test(code)) return 'busy';
+    if (/^SQLITE_(BUSY|LOCKED)/.test(code)) return 'busy';
+    if (code.startsWith('SQLITE_FULL')) return 'full';
+    if (/^SQLITE_(IOERR|CANTOPEN)/.test(code)) return 'io';
+  }
+  if (typeof message === 'string' && PG_MESSAGES.test(message)) return 'unreachable';
+  return null;
+}

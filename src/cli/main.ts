@@ -72,14 +72,20 @@ export async function main(argv: string[]): Promise<void> {
     .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
     .option('--sample', 'store the sample workflow if no workflow has its name')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
+    .option('--workflows <module>', 'a JavaScript module whose exports are code workflows to run here too')
     .action(async (options) => {
       const stopped = untilSignal();
-      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, ...serverEnv() });
+      const codeWorkflows = options.workflows ? exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href)) : [];
+      if (options.workflows && codeWorkflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
+      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, codeWorkflows, ...serverEnv() });
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
+        // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
+        await server.workflows.executions.execute(sample.id, { trigger_data: { name: 'Ada' }, idempotencyKey: 'runledger-sample' });
         console.log(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id} --data '{"name":"Ada"}' --wait`);
       }
       console.log(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
+      console.log(`dashboard: ${server.url}/ui`);
       await stopped;
       await server.close();
       console.log(`runledger ${process.pid}: stopped`);

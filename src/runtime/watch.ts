@@ -1,6 +1,6 @@
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { watchEvents } from '../journal/wakeup.js';
-import type { Store, StoredEvent } from '../storage/store.js';
+import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
 import { isTerminal, readRunView, RUN_VIEW, type RunView } from './view.js';
 
@@ -100,4 +100,39 @@ export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunVie
     if (rows.length < size) return page(null);
     if (scanned >= SCAN_RUNS) return page(last ?? null);
   }
+}
+
+export interface RecentRunPage {
+  limit: number;
+  /** The `last_key` of the previous page. */
+  last_key?: string | undefined;
+  /** Filters the database applies (see `Store.projectionListRecent`). */
+  where?: ProjectionMatch[][];
+  createdAfter?: number | undefined;
+  createdBefore?: number | undefined;
+}
+
+/**
+ * Runs of every kind, newest first by the time they started (ids of different kinds do not sort
+ * by time together), filtered in the database: every page is full unless it is the last, and
+ * costs about one index range however many runs are stored. `last_key` is `<createdAt>~<id>`.
+ */
+export async function listRecentRuns(store: Store, q: RecentRunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
+  const rows = await store.projectionListRecent({
+    name: RUN_VIEW,
+    limit: q.limit + 1,
+    ...(q.last_key !== undefined ? { before: runCursor(q.last_key) } : {}),
+    ...(q.where ? { where: q.where } : {}),
+    ...(q.createdAfter !== undefined ? { createdAfter: q.createdAfter } : {}),
+    ...(q.createdBefore !== undefined ? { createdBefore: q.createdBefore } : {}),
+  });
+  const runs = rows.slice(0, q.limit).map((row) => row.value as RunView);
+  const last = runs.at(-1);
+  return { runs, count: runs.length, last_key: rows.length > q.limit && last ? `${last.createdAt}~${last.id}` : null };
+}
+
+function runCursor(key: string): { createdAt: number; key: string } {
+  const match = /^(\d{1,15})~(.+)$/.exec(key);
+  if (!match) throw new ValidationError('last_key', `'${key}' is not a last_key of this listing (<createdAt>~<id>)`);
+  return { createdAt: Number(match[1]), key: match[2]! };
 }

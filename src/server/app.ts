@@ -5,6 +5,7 @@ import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
 import type { TriggerService } from '../triggers/service.js';
 import { ValidationError } from '../errors.js';
+import { checkText } from '../json.js';
 import { zodProblems } from '../workflows/schema.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
@@ -14,10 +15,13 @@ import type { Route } from './route.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
+import { overviewRoutes } from './routes/overview.js';
+import { runControlRoutes } from './routes/run-control.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
+import { mountUi, uiDir } from './ui.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -28,6 +32,8 @@ export interface AppOptions {
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
+  /** The built dashboard served at `/ui` (default: `dist/ui` when built; null: none). */
+  uiDir?: string | null;
 }
 
 /**
@@ -49,11 +55,15 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
+    ...runControlRoutes(options.engine, options.workflows.definitions),
+    ...overviewRoutes(options.engine),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
   app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
+  // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
+  mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
   mount(app, routes);
@@ -64,19 +74,28 @@ export function createApp(options: AppOptions): Hono {
 export function mount(app: Hono, routes: Route[]): Hono {
   for (const r of routes) app.on(r.method.toUpperCase(), r.path.replace(/\{(\w+)\}/g, ':$1'), (c) => serve(r, c));
   app.onError((error, c) => {
-    const { status, body } = errorResponse(error);
-    return c.json(body, status as 400);
+    const { status, body, headers } = errorResponse(error);
+    return c.json(body, status as 400, headers);
   });
   return app;
 }
 
 async function serve(r: Route, c: Context): Promise<Response> {
+  const params = c.req.param() as Record<string, string>;
+  for (const [name, value] of Object.entries(params)) checkText(name, value);
   const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
-  const query = r.query ? parse(r.query, Object.fromEntries(new URL(c.req.url).searchParams), 'query') : {};
-  const result = await r.handle({ params: c.req.param() as Record<string, string>, query, body, headers: c.req.raw.headers, signal: c.req.raw.signal });
+  const query = r.query ? parse(r.query, checkedQuery(new URL(c.req.url).searchParams), 'query') : {};
+  const result = await r.handle({ params, query, body, headers: c.req.raw.headers, signal: c.req.raw.signal });
   if (result instanceof Response) return result;
   if (r.status === 204) return c.body(null, 204);
   return c.json(result ?? null, r.status as 200);
+}
+
+/** Query values as an object; one holding U+0000 or an unpaired surrogate is refused (see checkText). */
+function checkedQuery(search: URLSearchParams): Record<string, string> {
+  const query = Object.fromEntries(search);
+  for (const [name, value] of Object.entries(query)) checkText(`query.${name}`, value);
+  return query;
 }
 
 function parse(schema: NonNullable<Route['body']>, value: unknown, prefix: string): any {

@@ -1,12 +1,22 @@
-import { formatBytes } from '../json.js';
+import { checkStorable, formatBytes } from '../json.js';
+import { ValidationError } from '../errors.js';
 import { HttpError } from './errors.js';
 
 /** Request bodies larger than this are refused with 413. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
+ * How deeply a request body may nest. Lower than what the journal stores (`MAX_JSON_DEPTH`, 128):
+ * a body is wrapped in a few levels of event data before it is stored, and must still fit.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/**
  * The request's JSON body, read with a size cap: a declared or actual size over `limit` → 413
  * naming both; malformed JSON → 400 with the parser's message; an empty body → `undefined`.
+ * A body nested deeper than `MAX_BODY_DEPTH`, or with U+0000 or an unpaired surrogate in a string
+ * or key, is a ValidationError (400) naming the field, before any code that recurses sees it
+ * (V8's JSON.parse does not recurse: half a million levels parse fine).
  */
 export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
@@ -27,10 +37,23 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promis
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new HttpError(400, 'malformed_json', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+  checkBody(value);
+  return value;
+}
+
+/** See `readJson`: depth, U+0000 and unpaired surrogates, with field paths relative to the body. */
+export function checkBody(value: unknown): void {
+  try {
+    checkStorable('', value, MAX_BODY_DEPTH);
+  } catch (error) {
+    if (error instanceof ValidationError && error.path === '') throw new ValidationError('(body)', error.problems[0]!.message);
+    throw error;
   }
 }
 

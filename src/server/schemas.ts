@@ -67,10 +67,17 @@ export const executionRecord = executionSummary.extend({
 
 export const executionPage = z.object({ executions: z.array(executionSummary), count: z.int(), last_key: z.string().nullable() });
 
+/**
+ * A `last_key` query value: the key of the last item of a previous page, a generated id such as
+ * `ex_01JD…` (`pattern` for other keys). Anything else is a 400 naming the field, not a silently empty page.
+ */
+export const lastKey = (prefix: string, pattern = new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`)) =>
+  z.string().regex(pattern, `must be the last_key of a previous page (${prefix === '' ? 'a number of 16 digits' : `${prefix}_ and 26 characters`})`).optional();
+
 export const pageQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(100).default(20),
-    last_key: z.string().max(200).optional(),
+    last_key: lastKey('ex'),
   })
   .strict();
 

@@ -48,13 +48,13 @@ export class ChannelSockets {
     if (!match) return refuse(socket, 404, { error: { code: 'not_found', message: `no WebSocket route for ${url.pathname}` } });
     try {
       if (this.options.token !== undefined) authorize(request, url, this.options.token);
-      const channelId = checkChannelId(decodeURIComponent(match[1]!));
+      const channelId = checkChannelId(decodePathSegment('channel_id', match[1]!));
       const after = Number(url.searchParams.get('after') ?? 0);
       if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
       this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after));
     } catch (error) {
-      const { status, body } = errorResponse(error);
-      refuse(socket, status, body);
+      const { status, body, headers } = errorResponse(error);
+      refuse(socket, status, body, headers);
     }
   };
 
@@ -159,7 +159,19 @@ function authorize(request: IncomingMessage, url: URL, token: string): void {
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>, or ?token=)');
 }
 
-function refuse(socket: Duplex, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+/** A percent-encoded path segment; a malformed escape (`%E0%A4%A`, `%zz`) is a 400 naming `path`, not a URIError. */
+function decodePathSegment(path: string, segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ValidationError(path, 'has a malformed percent-escape (each % must start a %XX sequence of valid UTF-8)');
+  }
 }
+
+function refuse(socket: Duplex, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extra}connection: close\r\n\r\n${text}`);
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 500: 'Internal Server Error', 503: 'Service Unavailable' };

@@ -233,6 +233,29 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(await keys({ prefix: 'wf_b:', after: 'wf_b:ex_01', limit: 10 })).toEqual(['wf_b:ex_02', 'wf_b:ex_03']);
       expect((await store.projectionList({ name: 'exec', prefix: 'wf_a:', limit: 1 }))[0]?.value).toEqual({ key: 'wf_a:ex_01' });
     });
+    it('lists rows newest first by createdAt, filtered in the database, page by page', async () => {
+      const rows: Array<[string, number, string, string]> = [
+        ['run_b', 1_000, 'success', 'a'],
+        ['ex_a', 3_000, 'failed', 'runledger.stored'],
+        ['ses_z', 2_000, 'running', 'runledger.session'],
+        ['run_a', 3_000, 'success', 'b'],
+        ['run_c', 4_000, 'waiting', 'a'],
+      ];
+      for (const [key, createdAt, status, workflow] of rows) await store.projectionPut({ name: 'run', key, value: { createdAt, status, workflow, input: { workflow_id: workflow === 'runledger.stored' ? 'wf_1' : null } } });
+      await store.projectionPut({ name: 'other', key: 'x', value: { createdAt: 9_000, status: 'success' } });
+      await store.projectionPut({ name: 'run', key: 'odd', value: { createdAt: 'not a number' } });
+      const keys = async (p: Omit<Parameters<Store['projectionListRecent']>[0], 'name'>) => (await store.projectionListRecent({ name: 'run', ...p })).map((r) => r.key);
+      // ties on createdAt go by key, descending
+      expect(await keys({ limit: 10 })).toEqual(['run_c', 'run_a', 'ex_a', 'ses_z', 'run_b']);
+      expect(await keys({ limit: 2, before: { createdAt: 3_000, key: 'run_a' } })).toEqual(['ex_a', 'ses_z']);
+      expect(await keys({ limit: 10, where: [[{ field: 'status', in: ['success', 'waiting'] }]] })).toEqual(['run_c', 'run_a', 'run_b']);
+      expect(await keys({ limit: 10, where: [[{ field: 'status', in: [] }]] })).toEqual([]);
+      expect(await keys({ limit: 10, where: [[{ field: 'workflow', notIn: ['runledger.stored', 'runledger.session'] }]] })).toEqual(['run_c', 'run_a', 'run_b']);
+      // a group holds when one of its matches does; groups must all hold
+      expect(await keys({ limit: 10, where: [[{ field: 'workflow', in: ['wf_1'] }, { field: 'input.workflow_id', in: ['wf_1'] }], [{ field: 'status', in: ['failed'] }]] })).toEqual(['ex_a']);
+      expect(await keys({ limit: 10, createdAfter: 1_000, createdBefore: 4_000 })).toEqual(['run_a', 'ex_a', 'ses_z']);
+      await expect((async () => store.projectionListRecent({ name: 'run', limit: 1, where: [[{ field: "status') OR 1=1 --", in: ['x'] }]] }))()).rejects.toThrow(/plain names/);
+    });
     it('stores, replaces and deletes values', async () => {
       await store.projectionPut({ name: 'balance', key: 'acct-1', value: { total: 5 } });
       await store.projectionPut({ name: 'balance', key: 'acct-1', value: { total: 7 } });

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
  * the same conformance suite (`conformance.ts`). Methods are named table + verb and take one
@@ -11,6 +13,45 @@ export interface ProjectionListParams {
   before?: string;
   limit: number;
   backwards?: boolean;
+}
+
+/** Keeps rows whose JSON value has, at `field` (a dotted path: `input.workflow_id`), one of `in` (or none of `notIn`). */
+export interface ProjectionMatch {
+  field: string;
+  in?: string[];
+  notIn?: string[];
+}
+
+export interface ProjectionRecentParams {
+  name: string;
+  limit: number;
+  /** Exclusive cursor: the `createdAt` and key of the last row of the previous page. */
+  before?: { createdAt: number; key: string };
+  /** Every group must hold; a group holds when one of its matches does. */
+  where?: ProjectionMatch[][];
+  /** Exclusive bounds on `createdAt` (ms). */
+  createdAfter?: number;
+  createdBefore?: number;
+}
+
+/** A dotted JSON path of a projection filter: interpolated into SQL, so only plain names pass. */
+export function projectionFieldPath(field: string): string[] {
+  const parts = field.split('.');
+  if (parts.length > 4 || !parts.every((part) => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(part))) throw new ValidationError('field', `'${field}' is not a dotted path of plain names`);
+  return parts;
+}
+
+/**
+ * The createdAt range a recent-first listing scans: above `low`, at most `high` (the cursor's
+ * createdAt, whose key then breaks the tie), below `below` when given.
+ */
+export function recentRange(p: ProjectionRecentParams): { low: number; high: number; below?: number; before?: { createdAt: number; key: string } } {
+  return {
+    low: p.createdAfter ?? -Number.MAX_SAFE_INTEGER,
+    high: p.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
+    ...(p.createdBefore !== undefined ? { below: p.createdBefore } : {}),
+    ...(p.before ? { before: p.before } : {}),
+  };
 }
 
 export interface StreamInfo {
@@ -79,6 +120,13 @@ export interface Store {
    * keys that start with it, `after`/`before` are exclusive bounds for cursor pagination.
    */
   projectionList(p: ProjectionListParams): Promise<ProjectionRow[]>;
+  /**
+   * Rows of one projection whose values carry a numeric `createdAt` (ms; rows without one are not
+   * listed), newest first (ties: key descending), filtered in the database. Indexed (migration 040) by createdAt and by status then
+   * createdAt: a page costs about `limit` index entries however many rows there are, unless a
+   * filter other than status keeps few of them.
+   */
+  projectionListRecent(p: ProjectionRecentParams): Promise<ProjectionRow[]>;
 
   /** Creates the subscription if it does not exist; returns it as stored. */
   subscriptionEnsure(p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription>;

@@ -69,6 +69,18 @@ export class Definitions {
     return this.getIn(this.store, id);
   }
 
+  /** Every saved version of a workflow, oldest first, from its journal (the last one is current unless deleted). */
+  async versions(id: string): Promise<Array<{ version: number; definition: Definition; saved_at: string }>> {
+    await this.get(id);
+    const events = await this.store.eventReadStream({ streamId: stream(id), limit: 10_000 });
+    return events
+      .filter((e) => e.type === 'workflow.saved')
+      .map((e) => {
+        const { version, definition } = e.data as { version: number; definition: Definition };
+        return { version, definition, saved_at: new Date(e.timestamp).toISOString() };
+      });
+  }
+
   /** Oldest first; `after` is the last id of the previous page. */
   async list(options: { limit?: number; after?: string } = {}): Promise<StoredWorkflow[]> {
     const rows = await this.store.projectionList({ name: VIEW, limit: options.limit ?? 100, ...(options.after ? { after: options.after } : {}) });

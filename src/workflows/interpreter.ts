@@ -38,13 +38,17 @@ export interface InterpreterOptions {
 /**
  * The interpreter of stored workflows. Configs are rendered at each pass from the trigger, the
  * journaled outputs of earlier steps and the secrets; secret values are masked (`***`) in every
- * step input, output and error before the journal sees them, so the journal holds none. States the
- * definition names are journaled as they are entered (`ctx.setState`).
+ * step input, output, error and log line before the journal or the log sees them, so neither holds
+ * any. Secrecy follows the value: every string a template derives from a secret (`| upper`,
+ * `| json`, …; see `render`) is hidden from that step on, and each hidden string is masked in its
+ * encoded forms too (see `secretForms`). Hidden strings only grow during a pass, and a pass renders
+ * every step again, so a replay hides what the first pass hid. States the definition names are
+ * journaled as they are entered (`ctx.setState`).
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   return workflow(STORED_WORKFLOW, async (ctx, input) => {
     const secrets = await options.secrets.values();
-    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: Object.values(secrets), options, state: null };
+    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: new Set(Object.values(secrets)), options, state: null };
     const states = input.states;
     const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
     if (states?.initial) await enter(run, ctx, states.initial);

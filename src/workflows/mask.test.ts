@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../errors.js';
-import { MASK, mask, maskText } from './mask.js';
+import { MASK, mask, maskText, secretForms } from './mask.js';
 
 describe('maskText', () => {
   it('masks a secret inside a longer string, every time it occurs', () => {
@@ -109,5 +109,40 @@ describe('mask', () => {
     const out = mask(node, ['s3cr3t']);
     expect(out.name).toBe('has ***');
     expect(out.self).toBe(out);
+  });
+});
+
+describe('secretForms and masking of encoded secrets', () => {
+  const secrets = ['pa ss"wörd\\x', "it's <b>&co", 'plain-token-123', 'ünï cødé ✓'];
+
+  it.each(secrets)('masks %j plain, JSON-escaped, percent-encoded, form-encoded, HTML-escaped and in base64', (secret) => {
+    const texts = [
+      `x ${secret} y`,
+      JSON.stringify({ echoed: secret }),
+      JSON.stringify({ echoed: secret }).replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      `https://api.example.com/v1?key=${encodeURIComponent(secret)}&x=1`,
+      `https://api.example.com/v1?${new URLSearchParams({ key: secret })}`,
+      new URL(`https://api.example.com/p/${secret.replaceAll('?', '').replaceAll('#', '')}?q=${secret.replaceAll('#', '')}`).href,
+      `<p>${secret.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!)}</p>`,
+      ...['', 'u', 'us', 'usr:'].map((prefix) => `Basic ${Buffer.from(`${prefix}${secret}`).toString('base64')}`),
+      ...['', 'u', 'us'].map((prefix) => Buffer.from(`${prefix}${secret}!tail`).toString('base64url')),
+    ];
+    for (const text of texts) {
+      const out = maskText(text, [secret]);
+      expect(out, text).toContain(MASK);
+      for (const form of secretForms(secret)) expect(out, `${text} → ${form}`).not.toContain(form);
+    }
+  });
+
+  it('masks what base64 of a longer text gives away of the secret, and keeps the rest', () => {
+    const out = maskText(`Basic ${Buffer.from('alice:correct horse battery').toString('base64')}`, ['correct horse battery']);
+    expect(out).toMatch(/^Basic YWxp.*\*\*\*/);
+    expect(out.length).toBeLessThan(20);
+  });
+
+  it('does not mask short encoded forms on their own', () => {
+    expect(secretForms('"')).not.toContain('\\"');
+    expect(secretForms('"')).not.toContain('%22');
+    expect(maskText('say \\"hi\\"', ['x"'])).toBe('say \\"hi\\"');
   });
 });

@@ -3,7 +3,8 @@ export const MASK = '***';
 
 /**
  * A deep copy of `value` with every occurrence of each secret value (in strings, and in object
- * keys) replaced by `***`. Every character that any occurrence covers is hidden, so a secret that
+ * keys) replaced by `***`, in any of the forms `secretForms` lists (JSON-escaped, percent-encoded,
+ * base64, HTML-escaped). Every character that any occurrence covers is hidden, so a secret that
  * contains another is masked whole, and two that overlap (`abc`, `bcd` in `abcd`) or sit side by
  * side become one `***`: no fragment of either is left. Empty secrets are ignored.
  *
@@ -28,8 +29,88 @@ export function maskText(text: string, secrets: Iterable<string>): string {
   return replace(text, prepare(secrets));
 }
 
+/**
+ * Encoded forms shorter than this are not masked on their own: `\"` (a secret `"`, JSON-escaped) or a
+ * two-character base64 fragment would match text that has nothing to do with the secret. A secret's own
+ * value is masked whatever its length.
+ */
+const MIN_FORM_LENGTH = 4;
+/** Base64 fragments are 4 characters from a 3-byte value and match text by chance more easily: 6 at least. */
+const MIN_BASE64_LENGTH = 6;
+
+/**
+ * `secret` and the forms it takes when software around a step encodes it, so that each is masked
+ * too: JSON-escaped (as `JSON.stringify` writes it, and with non-ASCII as `\uXXXX`), percent-encoded
+ * (`encodeURIComponent`, lower-case hex too, form encoding with `+` for spaces, and the WHATWG URL
+ * parser's path and query encodings, as in an error message quoting a URL), HTML-escaped, and base64
+ * (standard and URL-safe) — including inside the base64 of a longer text, such as
+ * `Basic base64(user:secret)`: for each of the three byte alignments the secret can start at, the
+ * characters determined by its bytes alone. Forms equal to the secret are left out, and forms too
+ * short to be told apart from ordinary text (see MIN_FORM_LENGTH, MIN_BASE64_LENGTH).
+ *
+ * @example secretForms('a b"c') // ['a b"c', 'a b\\"c', 'a%20b%22c', 'a+b%22c', 'a b&quot;c', 'YSBiImM', …]
+ */
+export function secretForms(secret: string): string[] {
+  const cached = forms.get(secret);
+  if (cached) return cached;
+  const bytes = Buffer.from(secret, 'utf8');
+  const encoded = [
+    JSON.stringify(secret).slice(1, -1),
+    JSON.stringify(secret).slice(1, -1).replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    encodeURIComponent(secret),
+    encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase()),
+    new URLSearchParams({ v: secret }).toString().slice(2),
+    percentEncode(bytes, PATH_SET),
+    percentEncode(bytes, PATH_SET).replaceAll('\\', '/'),
+    percentEncode(bytes, QUERY_SET),
+    secret.replace(/[&<>"']/g, (ch) => HTML[ch]!),
+    secret.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`),
+  ].filter((form) => form.length >= MIN_FORM_LENGTH);
+  const base64 = [0, 1, 2].flatMap((offset) => {
+    const fragment = base64Fragment(bytes, offset);
+    return [fragment, fragment.replace(/\+/g, '-').replace(/\//g, '_')];
+  });
+  const all = [secret, ...encoded, ...base64.filter((form) => form.length >= MIN_BASE64_LENGTH)];
+  const out = [...new Set(all)];
+  if (forms.size >= FORMS_CACHE_SIZE) forms.delete(forms.keys().next().value!);
+  forms.set(secret, out);
+  return out;
+}
+
+// A pure function's memo: the same few secrets are masked in every step of every run.
+const FORMS_CACHE_SIZE = 1000;
+const forms = new Map<string, string[]>();
+
+const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+// The WHATWG URL standard's percent-encode sets (C0 controls, and bytes over 0x7E, are always encoded).
+const PATH_SET = new Set(' "#<>?`{}');
+const QUERY_SET = new Set(' "#<>\'');
+
+function percentEncode(bytes: Buffer, set: Set<string>): string {
+  let out = '';
+  for (const byte of bytes) {
+    const ch = String.fromCharCode(byte);
+    out += byte < 0x20 || byte > 0x7e || set.has(ch) ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}` : ch;
+  }
+  return out;
+}
+
+/**
+ * The base64 characters that `bytes` alone determine when they start `offset` bytes (0–2) into a
+ * 3-byte group of a longer text: character i carries bits 6i…6i+5, so it is kept when all of those
+ * fall inside the secret's bits.
+ */
+function base64Fragment(bytes: Buffer, offset: number): string {
+  const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64').replace(/=+$/, '');
+  const first = Math.ceil((8 * offset) / 6);
+  const end = Math.floor((8 * (offset + bytes.length)) / 6);
+  return end > first ? text.slice(first, end) : '';
+}
+
 function prepare(secrets: Iterable<string>): string[] {
-  return [...new Set(secrets)].filter((s) => typeof s === 'string' && s.length > 0);
+  const needles = new Set<string>();
+  for (const secret of secrets) if (typeof secret === 'string' && secret.length > 0) for (const form of secretForms(secret)) needles.add(form);
+  return [...needles];
 }
 
 function replace(text: string, needles: string[]): string {

@@ -179,6 +179,10 @@ export function parseDefinition(input: unknown): Definition {
     const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
     if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
     if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
+    for (const [request, at] of requests(step, path)) {
+      const problem = urlProblem(request.url);
+      if (problem !== null) problems.push({ path: `${at}.url`, message: problem });
+    }
     for (const [value, at] of templated) {
       problems.push(...templateProblems(value, at));
       const callbackAllowed = step.type === 'wait_for_callback' && at === `${path}.config`;
@@ -226,6 +230,16 @@ export function parseDefinition(input: unknown): Definition {
   return definition;
 }
 
+/** The requests a step sends, by their JSON paths: its own, its callback registration, its compensation and cancel. */
+function requests(step: StepDefinition, path: string): [{ url: string }, string][] {
+  const out: [{ url: string }, string][] = [];
+  if (step.type === 'http_request' || step.type === 'poll') out.push([step.config, `${path}.config`]);
+  if (step.type === 'wait_for_callback' && step.config.request) out.push([step.config.request, `${path}.config.request`]);
+  if (step.compensate) out.push([step.compensate, `${path}.compensate`]);
+  if (step.type === 'poll' && step.cancel) out.push([step.cancel, `${path}.cancel`]);
+  return out;
+}
+
 function where(definition: Definition, ref: string): string {
   const all = definition.steps.flatMap((s) => (s.type === 'parallel' ? [s, ...Object.values(s.config.branches).flat()] : [s]));
   return all.some((s) => s.id === ref) ? `refers to steps.${ref}, which runs later or in another branch` : `refers to steps.${ref}, which does not exist`;
@@ -236,4 +250,26 @@ function checkState(definition: Definition, state: string | undefined, path: str
   if (state === undefined) return;
   if (!definition.states) problems.push({ path, message: `names state '${state}', but the workflow declares no states (add states.names)` });
   else if (!definition.states.names.includes(state)) problems.push({ path, message: `'${state}' is not one of states.names (${definition.states.names.join(', ')})` });
+}
+
+/**
+ * What is wrong with an `http_request` URL that can be told before it runs: a literal URL must be
+ * absolute http(s) without credentials; a templated one (`https://{{trigger.host}}/x`) is checked at
+ * run time, but a scheme written before its first `{{` must still be http or https.
+ */
+function urlProblem(url: string): string | null {
+  const open = url.indexOf('{{');
+  if (open !== -1) {
+    const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
+    return scheme === undefined || /^https?$/i.test(scheme) ? null : `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must be an absolute http: or https: URL';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
+  if (parsed.username !== '' || parsed.password !== '') return 'credentials in the URL are not allowed (send an Authorization header)';
+  return null;
 }

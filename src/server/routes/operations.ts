@@ -3,7 +3,7 @@ import type { Engine } from '../../engine.js';
 import type { Task } from '../../storage/store.js';
 import type { Secrets } from '../../workflows/secrets.js';
 import { route } from '../route.js';
-import { deadTask, secretInfo, secretRequest } from '../schemas.js';
+import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const dead = (t: Task) => ({ id: t.id, queue: t.queue, attempts: t.attempts, max_attempts: t.maxAttempts, last_error: t.lastError, payload: t.payload, created_at: iso(t.createdAt), updated_at: iso(t.updatedAt) });
@@ -29,7 +29,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
     }),
     route({
       method: 'get', path: '/dlq', tag: 'dlq', summary: 'Dead tasks with their last error and attempts',
-      query: z.object({ queue: z.string().optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: z.string().optional() }).strict(),
+      query: z.object({ queue: z.string().optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: lastKey('task') }).strict(),
       status: 200, response: z.object({ tasks: z.array(deadTask), count: z.int(), last_key: z.string().nullable() }),
       handle: async ({ query }) => {
         const page = await engine.queue.dead({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });

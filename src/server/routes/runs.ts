@@ -4,11 +4,20 @@ import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
 import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
-import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
+import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
+import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
-import { FALLBACK_MS, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
+import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
+
+/** What started a run: a stored workflow's execution, a code workflow, an agent session. */
+export const RUN_KINDS = ['execution', 'code', 'session'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+
+export function runKind(workflow: string): RunKind {
+  return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
+}
 
 const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
@@ -35,10 +44,12 @@ const runsQuery = z
   .object({
     status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
+    kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     last_key: z.string().min(1).max(200).optional(),
+    order: z.enum(['id', 'created']).default('id').describe('id: descending id (newest first within a kind); created: newest first across kinds, every page full, filtered in the database'),
   })
   .strict();
 
@@ -78,6 +89,7 @@ const runSummaryResponse = z.object({
   id: z.string(),
   workflow: z.string(),
   workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
+  kind: z.enum(RUN_KINDS),
   status: z.enum(RUN_STATUSES),
   error: z.string().nullable(),
   created_at: time,
@@ -85,7 +97,7 @@ const runSummaryResponse = z.object({
   finished_at: time.nullable(),
 });
 
-const runResponse = runSummaryResponse.extend({
+export const runResponse = runSummaryResponse.extend({
   input: z.unknown(),
   output: z.unknown(),
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
@@ -140,6 +152,10 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       summary: 'Runs of every kind, in descending id order (generated ids are time-ordered: newest first within each kind); a page may be short when filters skip runs, continue while last_key is set',
       query: runsQuery, status: 200, response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }), errors: [400],
       handle: async ({ query }) => {
+        if (query.order === 'created') {
+          const page = await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(query), createdAfter: query.created_after, createdBefore: query.created_before });
+          return { ...page, runs: page.runs.map(runSummary) };
+        }
         const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
         return { ...page, runs: page.runs.map(runSummary) };
       },
@@ -215,6 +231,7 @@ export function runSummary(view: RunView): RunSummary {
     id: view.id,
     workflow: view.workflow,
     workflow_id: workflowId(view),
+    kind: runKind(view.workflow),
     status: view.status,
     error: view.error,
     created_at: iso(view.createdAt)!,
@@ -289,10 +306,26 @@ async function checkCursor(store: Store, cursor: string, path: string): Promise<
 
 type RunFilter = z.infer<typeof runsQuery>;
 
-const filtered = (q: RunFilter) => q.status !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
+const filtered = (q: RunFilter) => q.status !== undefined || q.kind !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
+
+/** The filters of `q` as the store applies them (see `matches`, the same rules in code). */
+function runWhere(q: RunFilter): ProjectionMatch[][] {
+  const where: ProjectionMatch[][] = [];
+  if (q.status) where.push([{ field: 'status', in: q.status }]);
+  if (q.workflow !== undefined) where.push([{ field: 'workflow', in: [q.workflow] }, { field: 'input.workflow_id', in: [q.workflow] }]);
+  if (q.kind) {
+    where.push(
+      q.kind.map((kind) =>
+        kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] },
+      ),
+    );
+  }
+  return where;
+}
 
 function matches(view: RunView, q: RunFilter): boolean {
   if (q.status && !q.status.includes(view.status)) return false;
+  if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
   if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow) return false;
   if (q.created_after !== undefined && !(view.createdAt > q.created_after)) return false;
   if (q.created_before !== undefined && !(view.createdAt < q.created_before)) return false;

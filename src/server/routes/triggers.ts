@@ -4,9 +4,10 @@ import { ruleRequest } from '../../triggers/rules.js';
 import { scheduleRequest } from '../../triggers/schedules.js';
 import type { TriggerService } from '../../triggers/service.js';
 import { route } from '../route.js';
+import { lastKey } from '../schemas.js';
 
 const time = z.iso.datetime();
-const page = (max: number, fallback: number) => z.object({ limit: z.coerce.number().int().min(1).max(max).default(fallback), last_key: z.string().max(200).optional() }).strict();
+const page = (max: number, fallback: number, key: ReturnType<typeof lastKey>) => z.object({ limit: z.coerce.number().int().min(1).max(max).default(fallback), last_key: key }).strict();
 
 const target = z.union([z.object({ workflow: z.string() }), z.object({ agent: z.string() })]);
 const match = z.object({ rule_id: z.string(), rule_name: z.string(), run_id: z.string().nullable(), kind: z.enum(['execution', 'workflow', 'session']).nullable(), error: z.string().optional() });
@@ -45,7 +46,7 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
     }),
     route({
       method: 'get', path: '/events', tag: 'events', summary: 'Stored events, newest first, with their routing',
-      query: page(100, 20), status: 200, errors: [400],
+      query: page(100, 20, lastKey('', /^\d{16}$/)), status: 200, errors: [400],
       response: z.object({ events: z.array(z.object({ id: z.string(), source: z.string(), 'detail-type': z.string(), time, ...routing })), count: z.int(), last_key: z.string().nullable() }),
       handle: ({ query }) => events.list(query),
     }),
@@ -60,7 +61,7 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       handle: ({ body }) => rules.create(body),
     }),
     route({
-      method: 'get', path: '/rules', tag: 'rules', summary: 'Rules, oldest first', query: page(500, 100), status: 200,
+      method: 'get', path: '/rules', tag: 'rules', summary: 'Rules, oldest first', query: page(500, 100, lastKey('rule')), status: 200,
       response: z.object({ rules: z.array(rule), count: z.int(), last_key: z.string().nullable() }),
       handle: ({ query }) => rules.list(query),
     }),
@@ -74,7 +75,7 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       handle: ({ body }) => schedules.create(body),
     }),
     route({
-      method: 'get', path: '/schedules', tag: 'schedules', summary: 'Schedules, oldest first, each with its next three slots', query: page(500, 100), status: 200,
+      method: 'get', path: '/schedules', tag: 'schedules', summary: 'Schedules, oldest first, each with its next three slots', query: page(500, 100, lastKey('sch')), status: 200,
       response: z.object({ schedules: z.array(schedule), count: z.int(), last_key: z.string().nullable() }),
       handle: ({ query }) => schedules.list(query),
     }),

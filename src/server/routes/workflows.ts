@@ -2,9 +2,9 @@ import { z } from 'zod';
 import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
 import { route } from '../route.js';
-import { executeRequest, executeResponse, executionPage, executionRecord, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
+import { executeRequest, executeResponse, executionPage, executionRecord, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
 
-const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: z.string().max(200).optional() }).strict();
+const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
 
 /** Stored workflows and their executions. */
 export function workflowRoutes({ definitions, executions }: WorkflowService) {

@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
@@ -256,6 +256,33 @@ export async function projectionList(db: Db, p: ProjectionListParams): Promise<P
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
   const order = p.backwards ? 'DESC' : 'ASC';
   return db.rows<ProjectionRow>(`SELECT key, value FROM projections WHERE name = $1 AND key ${lowOp} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`, [p.name, low, high, p.limit]);
+}
+
+const CREATED = "(value -> 'createdAt')";
+
+export async function projectionListRecent(db: Db, p: ProjectionRecentParams): Promise<ProjectionRow[]> {
+  const args: unknown[] = [p.name];
+  const arg = (value: unknown) => {
+    args.push(value);
+    return `$${args.length}`;
+  };
+  const { low, high, below, before } = recentRange(p);
+  // a range of the index, numbers as jsonb; strings, booleans, objects and nulls sort outside any range of numbers
+  const where = ['name = $1', `${CREATED} > ${arg(JSON.stringify(low))}::jsonb`, `${CREATED} <= ${arg(JSON.stringify(high))}::jsonb`];
+  if (below !== undefined) where.push(`${CREATED} < ${arg(JSON.stringify(below))}::jsonb`);
+  if (before) where.push(`(${CREATED} < ${arg(JSON.stringify(before.createdAt))}::jsonb OR key < ${arg(before.key)})`);
+  for (const group of p.where ?? []) {
+    const any = group.map((m) => {
+      const parts = projectionFieldPath(m.field);
+      const path = parts.length === 1 ? `(value ->> '${parts[0]}')` : `(value #>> '{${parts.join(',')}}')`;
+      const conditions: string[] = [];
+      if (m.in) conditions.push(m.in.length ? `${path} = ANY(${arg(textArray(m.in))}::text[])` : 'false');
+      if (m.notIn?.length) conditions.push(`(${path} IS NULL OR NOT (${path} = ANY(${arg(textArray(m.notIn))}::text[])))`);
+      return conditions.length ? `(${conditions.join(' AND ')})` : 'true';
+    });
+    where.push(`(${any.join(' OR ') || 'false'})`);
+  }
+  return db.rows<ProjectionRow>(`SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ${arg(p.limit)}`, args);
 }
 
 export async function projectionDelete(db: Db, p: { name: string; key: string }): Promise<void> {

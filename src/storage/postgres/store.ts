@@ -128,6 +128,7 @@ class PostgresStore implements Store {
   projectionPut: Store['projectionPut'] = (p) => events.projectionPut(this.db, p);
   projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
   projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);
+  projectionListRecent: Store['projectionListRecent'] = (p) => events.projectionListRecent(this.db, p);
   projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) => subscriptions.subscriptionEnsure(this.db, p);

@@ -1,5 +1,5 @@
 import { ConflictError } from '../../errors.js';
-import { projectionRange, type AppendResult, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -117,6 +117,42 @@ export function projectionList(s: Statements, p: ProjectionListParams): Projecti
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
   const order = p.backwards ? 'DESC' : 'ASC';
   const rows = s.get(`SELECT key, value FROM projections WHERE name = ? AND key ${lowOp} ? AND key < ? ORDER BY key ${order} LIMIT ?`).all(p.name, low, high, p.limit) as { key: string; value: string }[];
+  return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
+}
+
+const CREATED = "json_extract(value, '$.createdAt')";
+
+export function projectionListRecent(s: Statements, p: ProjectionRecentParams): ProjectionRow[] {
+  const { low, high, below, before } = recentRange(p);
+  // a range of the index; text and NULL sort outside any range of numbers
+  const where = ['name = ?', `${CREATED} > ?`, `${CREATED} <= ?`];
+  const args: unknown[] = [p.name, low, high];
+  if (below !== undefined) {
+    where.push(`${CREATED} < ?`);
+    args.push(below);
+  }
+  if (before) {
+    where.push(`(${CREATED} < ? OR key < ?)`);
+    args.push(before.createdAt, before.key);
+  }
+  for (const group of p.where ?? []) {
+    const any = group.map((m) => {
+      const path = `json_extract(value, '$.${projectionFieldPath(m.field).join('.')}')`;
+      const parts: string[] = [];
+      if (m.in) {
+        parts.push(m.in.length ? `${path} IN (${m.in.map(() => '?').join(', ')})` : '0');
+        args.push(...m.in);
+      }
+      if (m.notIn?.length) {
+        parts.push(`(${path} IS NULL OR ${path} NOT IN (${m.notIn.map(() => '?').join(', ')}))`);
+        args.push(...m.notIn);
+      }
+      return parts.length ? `(${parts.join(' AND ')})` : '1';
+    });
+    where.push(`(${any.join(' OR ') || '0'})`);
+  }
+  args.push(p.limit);
+  const rows = s.get(`SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ?`).all(...args) as { key: string; value: string }[];
   return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
 }
 

@@ -185,6 +185,7 @@ class SqliteStore implements Store {
   projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
   projectionGet: Store['projectionGet'] = (p) => this.read((s) => events.projectionGet(s, p));
   projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
+  projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => events.projectionListRecent(s, p));
   projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>

@@ -17,7 +17,8 @@ export interface StoredRun {
   executionId: string;
   outputs: Scope['steps'];
   secrets: Record<string, string>;
-  hidden: string[];
+  /** Secret values and every string a template derived from one: masked wherever they would be written. */
+  hidden: Set<string>;
   options: InterpreterOptions;
   /** The state last entered (in this pass's replay too): compensations look at it. */
   state: string | null;
@@ -155,21 +156,31 @@ function compensation(run: StoredRun, step: StepDefinition): { compensate?: (out
       // a failure in a retryable state keeps what the execution made, for a rerun or retry to reuse
       if (run.state !== null && run.input.states?.retryable?.includes(run.state)) return { kept: run.state };
       const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } } };
-      return cleanup(render(config, scope) as HttpRequestConfig, stepCtx, run.options.allow);
+      const derived = new Set<string>();
+      const request = render(config, scope, derived) as HttpRequestConfig;
+      for (const text of derived) run.hidden.add(text);
+      return cleanup(request, stepCtx, run.options.allow);
     },
   };
 }
 
+/** Renders a config; the strings it derived from secrets are hidden from then on. */
 function tryRender(config: unknown, run: StoredRun, callback?: { url: string }): { rendered: unknown; problem: unknown } {
+  const derived = new Set<string>();
   try {
-    return { rendered: render(config, { ...scopeOf(run), ...(callback ? { callback } : {}) }), problem: null };
+    return { rendered: render(config, { ...scopeOf(run), ...(callback ? { callback } : {}) }, derived), problem: null };
   } catch (error) {
     return { rendered: undefined, problem: error };
+  } finally {
+    for (const text of derived) run.hidden.add(text);
   }
 }
 
 function renderOrThrow(config: unknown, run: StoredRun): HttpRequestConfig {
-  return render(config, scopeOf(run)) as HttpRequestConfig;
+  const derived = new Set<string>();
+  const rendered = render(config, scopeOf(run), derived) as HttpRequestConfig;
+  for (const text of derived) run.hidden.add(text);
+  return rendered;
 }
 
 function retryPolicy(step: StepDefinition): RetryPolicy {
@@ -178,7 +189,7 @@ function retryPolicy(step: StepDefinition): RetryPolicy {
 }
 
 /** The same kind of error (so the retry decision and the status hold) with every secret value masked out of its message. */
-export function masked(error: unknown, hidden: string[], terminal: boolean): Error {
+export function masked(error: unknown, hidden: Set<string>, terminal: boolean): Error {
   const name = error instanceof Error ? error.name : 'Error';
   const message = maskText(error instanceof Error ? error.message : String(error), hidden);
   let out: Error;

@@ -13,6 +13,13 @@ export interface Scope {
 }
 
 /**
+ * Derived strings shorter than this are not tracked as secret: `{{secrets.k | first}}` is one
+ * character, and masking every occurrence of one character (or of `'abc'`) in every output would
+ * destroy the output while hiding nothing worth hiding. A secret's own value is hidden whatever its length.
+ */
+export const MIN_DERIVED_LENGTH = 4;
+
+/**
  * Deeply renders every string in `value` (keys are kept as they are; other scalars pass through);
  * throws InterpolationError.
  *
@@ -24,16 +31,27 @@ export interface Scope {
  *   unless a `default(…)` filter replaces it (`default` also replaces null and `''`). Lookups read own properties only, so
  *   `{{trigger.toString}}` is not defined rather than a function. Nothing is ever evaluated.
  *
+ *
+ * Secrecy follows the value: when `derived` is given, every string an expression rooted at
+ * `secrets` produces — after any filters (`upper`, `json`, `trim`, `default`, `string`, …), and
+ * every string inside an object or array it produces, and that value's JSON when it is inserted
+ * into text — is added to it, so the caller can mask those too (a concatenation contains the
+ * expression's string, so masking that masks the secret part of the whole). Numbers and booleans
+ * (`| length`) are not secret text; strings shorter than MIN_DERIVED_LENGTH are not tracked.
+ *
  * @example
  * render({ to: '{{trigger.email}}', ids: '{{steps.find.output.ids}}', note: 'run {{execution.id}}' }, scope)
  * // { to: 'a@b.c', ids: [1, 2], note: 'run ex_1' }
+ * @example
+ * const derived = new Set<string>();
+ * render({ auth: 'Token {{secrets.key | upper}}' }, scope, derived); // derived: { 'S3CR3T' }
  */
-export function render(value: unknown, scope: Scope): unknown {
-  if (typeof value === 'string') return renderString(value, scope);
-  if (Array.isArray(value)) return value.map((item) => render(item, scope));
+export function render(value: unknown, scope: Scope, derived?: Set<string>): unknown {
+  if (typeof value === 'string') return renderString(value, scope, derived);
+  if (Array.isArray(value)) return value.map((item) => render(item, scope, derived));
   if (value !== null && typeof value === 'object') {
     // fromEntries defines own properties, so a `__proto__` key from JSON.parse stays a plain key.
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, render(item, scope)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, render(item, scope, derived)]));
   }
   return value;
 }
@@ -52,16 +70,43 @@ function parse(text: string): (string | Expression)[] {
   return parts;
 }
 
-function renderString(text: string, scope: Scope): unknown {
+function renderString(text: string, scope: Scope, derived: Set<string> | undefined): unknown {
   if (!text.includes('{{')) return text;
   const parts = parse(text);
   const expressions = parts.filter((part): part is Expression => typeof part !== 'string');
   const [only] = expressions;
+  const track = (part: Expression, value: unknown): unknown => {
+    if (derived !== undefined && part.root === 'secrets') addStrings(value, derived);
+    return value;
+  };
   if (only && expressions.length === 1 && parts.every((part) => typeof part !== 'string' || part.trim() === '')) {
-    const value = evaluate(only, scope);
+    const value = track(only, evaluate(only, scope));
     return value !== null && typeof value === 'object' ? structuredClone(value) : value;
   }
-  return parts.map((part) => (typeof part === 'string' ? part : stringify(evaluate(part, scope), part.source))).join('');
+  return parts
+    .map((part) => {
+      if (typeof part === 'string') return part;
+      const value = evaluate(part, scope);
+      track(part, value);
+      // an object's JSON inside text: its strings are escaped there, so the JSON is tracked whole
+      return track(part, stringify(value, part.source)) as string;
+    })
+    .join('');
+}
+
+/** Every string in `value` of at least MIN_DERIVED_LENGTH characters, into `into`. Keys are not secret (`{{secrets}}` has the names as keys). */
+function addStrings(value: unknown, into: Set<string>): void {
+  const stack = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      if (item.length >= MIN_DERIVED_LENGTH) into.add(item);
+    } else if (Array.isArray(item)) {
+      stack.push(...item);
+    } else if (item !== null && typeof item === 'object') {
+      stack.push(...Object.values(item));
+    }
+  }
 }
 
 function evaluate(expression: Expression, scope: Scope): unknown {

@@ -197,3 +197,41 @@ describe('stepReferences', () => {
     expect(stepReferences({ a: '{{steps.bad | nope}} {{steps.four.output', b: '{{trigger.x}}', c: 3 })).toEqual([]);
   });
 });
+
+describe('render: secret-derived strings', () => {
+  const secretScope: Scope = { ...scope, secrets: { token: 'Tok "en\\ wört', pair: 'user:pw', tiny: 'ab' } };
+  const derivedOf = (template: unknown): { value: unknown; derived: string[] } => {
+    const derived = new Set<string>();
+    const value = render(template, secretScope, derived);
+    return { value, derived: [...derived].sort() };
+  };
+
+  it.each([
+    ['{{secrets.token | upper}}', ['TOK "EN\\ WÖRT']],
+    ['{{secrets.token | lower}}', ['tok "en\\ wört']],
+    ['{{secrets.token | json}}', ['"Tok \\"en\\\\ wört"']],
+    ['{{secrets.token | trim | string}}', ['Tok "en\\ wört']],
+    ['{{secrets.missing | default("fallback-value")}}', ['fallback-value']],
+    ['Bearer {{secrets.token | lower}}!', ['tok "en\\ wört']],
+    ['{{secrets.pair}}|{{trigger.email}}', ['user:pw']],
+  ])('%s is secret', (template, expected) => {
+    expect(derivedOf({ h: template }).derived).toEqual(expected);
+  });
+
+  it('tracks the strings of an object it produces, and its JSON inside text; not the secret names', () => {
+    const { derived } = derivedOf({ all: '{{secrets}}', text: 'x {{secrets}}' });
+    expect(derived).toContain('Tok "en\\ wört');
+    expect(derived).toContain(JSON.stringify(secretScope.secrets));
+    expect(derived).not.toContain('token');
+  });
+
+  it('does not track numbers, short strings, or values that do not come from a secret', () => {
+    expect(derivedOf('{{secrets.token | length}} {{secrets.token | first}} {{secrets.tiny}}').derived).toEqual([]);
+    expect(derivedOf({ a: '{{trigger.email | upper}}', b: '{{steps.step_1.output.status}}' }).derived).toEqual([]);
+  });
+
+  it('renders exactly as without tracking', () => {
+    const template = { a: 'Bearer {{secrets.token | upper}}', b: ['{{secrets.pair}}'], c: '{{trigger.tags}}' };
+    expect(derivedOf(template).value).toEqual(render(template, secretScope));
+  });
+});

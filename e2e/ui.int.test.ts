@@ -1,0 +1,247 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine.js';
+import { newId } from '../src/ids.js';
+import { runStream } from '../src/runtime/history.js';
+import { TerminalError } from '../src/errors.js';
+import { createPostgresDatabase, createSqlitePath } from '../src/testing/databases.js';
+import { eventually } from '../src/testing/engine.js';
+import { launchBrowser } from './browser.js';
+import { serve, type Served } from './child.js';
+import { uiWorkflowsModule } from './ui-workflows.js';
+
+/**
+ * The dashboard in a real browser against a real `runledger serve` (needs `npm run build`: the
+ * server and the dashboard run from dist/). Waits are on the page's state, never on time.
+ */
+
+const FAST = { RUNLEDGER_POLL_MS: '100', RUNLEDGER_LEASE_MS: '2000' };
+
+async function call(server: Served, path: string, init: { method?: string; body?: unknown; token?: string } = {}): Promise<any> {
+  const res = await fetch(server.url + path, {
+    method: init.method ?? 'GET',
+    headers: { 'content-type': 'application/json', ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Starts code workflow `name` through a rule and an event (the API's way to start one); resolves with the run id. */
+async function startCodeRun(server: Served, name: string): Promise<string> {
+  await call(server, '/rules', { method: 'POST', body: { name: `start-${name}`, pattern: { source: ['ui-test'], 'detail-type': [name] }, target: { workflow: name } } }).catch(() => undefined);
+  const event = await call(server, '/events', { method: 'POST', body: { source: 'ui-test', 'detail-type': name, detail: { n: Math.random() } } });
+  return eventually(async () => (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as string | undefined, 15_000);
+}
+
+
+describe('the dashboard on SQLite', () => {
+  let server: Served;
+  let browser: Browser;
+  let page: Page;
+  let deadTask: string;
+
+  beforeAll(async () => {
+    const database = createSqlitePath();
+    // a dead task, written before the server starts: one attempt, failed for good
+    const engine = await createEngine({ database, workers: false });
+    try {
+      const { task } = await engine.queue.enqueue('ui-test', { order: 7 }, { maxAttempts: 1 });
+      deadTask = task.id;
+      engine.work('ui-test', async () => {
+        throw new TerminalError('the mail server said no');
+      });
+      await eventually(async () => (await engine.store.taskGet({ id: deadTask })).state === 'dead', 15_000);
+    } finally {
+      await engine.close();
+    }
+    server = await serve(database, ['--sample', '--workflows', uiWorkflowsModule()], FAST);
+    browser = await launchBrowser();
+    page = await browser.newPage();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    server?.proc.kill('SIGTERM');
+    await server?.exited;
+  });
+
+  it('opens on the run list with the sample run, and shows a new run live, without a reload', async () => {
+    await page.goto(`${server.url}/ui`);
+    await page.locator('table.runs tbody tr[data-run^="ex_"]').first().waitFor();
+    await page.locator('.live.on').waitFor();
+    const workflows = await call(server, '/workflows');
+    const started = await call(server, `/workflows/${workflows.workflows[0].id}/execute`, { method: 'POST', body: { trigger_data: { name: 'Live' } } });
+    await page.locator(`tr[data-run="${started.execution_id}"][data-status="success"]`).waitFor({ timeout: 20_000 });
+    // filters go in the URL, so the filtered list can be shared
+    await page.getByLabel('Kind').selectOption('execution');
+    await page.getByLabel('Status').selectOption('success');
+    await page.waitForURL(/kind=execution&status=success|status=success&kind=execution/);
+    await expect.poll(() => page.locator('table.runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-run')!.slice(0, 3)} ${r.getAttribute('data-status')}`))).toEqual(['ex_ success', 'ex_ success']);
+  });
+
+  it('executes a workflow from its form and follows the new run to success live', async () => {
+    await page.goto(`${server.url}/ui/workflows`);
+    await page.getByRole('link', { name: 'greet-and-log' }).click();
+    await page.getByLabel('Trigger data (JSON)').fill('{"name":"Grace"}');
+    await page.getByLabel('Idempotency-Key (optional)').fill('form-run-1');
+    await page.getByRole('button', { name: 'Execute' }).click();
+    await page.waitForURL(/\/ui\/runs\/ex_\w+$/);
+    await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 20_000 });
+    await page.locator('ol.journal li[data-type="run.completed"]').waitFor();
+    expect(await page.locator('tr[data-step="greet"] [data-status="success"]').count()).toBe(1);
+    expect(await page.locator('figure.gantt rect.bar-success').count()).toBeGreaterThanOrEqual(3);
+    // the back button returns to the workflow
+    await page.goBack();
+    await page.getByRole('heading', { name: 'greet-and-log' }).waitFor();
+  });
+
+  it('shows every validation error of a definition at its path', async () => {
+    await page.goto(`${server.url}/ui/workflows/new`);
+    await page.getByLabel('Definition (JSON)').fill(JSON.stringify({ name: '', steps: [{ id: 'a', type: 'teleport', config: {} }] }));
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.locator('ul.problems li').first().waitFor();
+    const paths = await page.locator('ul.problems li').evaluateAll((items) => items.map((li) => li.getAttribute('data-path')));
+    expect(paths).toContain('name');
+    expect(paths.some((p) => p?.startsWith('steps[0]') || p?.startsWith('steps.0'))).toBe(true);
+  });
+
+  it('opens a failed run and shows the step error', async () => {
+    const id = await startCodeRun(server, 'broken');
+    await page.goto(`${server.url}/ui/runs/${id}`);
+    await page.locator('dl.facts [data-status="failed"]').waitFor({ timeout: 20_000 });
+    await expect.poll(() => page.locator('tr[data-step="charge"] .step-error').textContent()).toContain('card declined: insufficient funds');
+    await page.locator('figure.gantt rect.bar-failed').first().waitFor();
+  });
+
+  it('cancels a sleeping run', async () => {
+    const id = await startCodeRun(server, 'nap');
+    await page.goto(`${server.url}/ui/runs/${id}`);
+    await page.locator('dl.facts [data-status="sleeping"]').waitFor({ timeout: 20_000 });
+    await page.locator('figure.gantt rect.bar-sleep').waitFor();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.locator('dl.facts [data-status="cancelled"]').waitFor({ timeout: 20_000 });
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    expect((await call(server, `/runs/${id}`)).status).toBe('cancelled');
+  });
+
+  it('redrives a dead task', async () => {
+    await page.goto(`${server.url}/ui/dead`);
+    const row = page.locator(`tr[data-task="${deadTask}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('the mail server said no');
+    await row.getByRole('button', { name: 'Redrive' }).click();
+    await row.waitFor({ state: 'detached' });
+    const dead = await call(server, '/dlq');
+    expect(dead.tasks.map((t: { id: string }) => t.id)).not.toContain(deadTask);
+  });
+
+  it('shows agent sessions and their lifecycle (no agent ledger on this server)', async () => {
+    const session = await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } });
+    await eventually(async () => ['COMPLETED', 'FAILED'].includes((await call(server, `/sessions/${session.session_id}`)).status), 20_000);
+    await page.goto(`${server.url}/ui/agents`);
+    await page.getByRole('link', { name: session.session_id }).click();
+    await page.getByRole('heading', { name: `Session ${session.session_id}` }).waitFor();
+    await page.locator('ol.journal li', { hasText: 'SESSION_INITIATED' }).waitFor();
+  });
+
+  it('is usable by keyboard: the skip link, the menu, and focus on each new page', async () => {
+    await page.goto(`${server.url}/ui/runs`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    // through the menu to Overview, opened with Enter
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Overview'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/ui\/overview$/);
+    await page.locator('.tiles').waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName + ' ' + document.activeElement?.textContent)).toBe('H1 Overview');
+    expect(await page.getByRole('link', { name: 'Overview' }).getAttribute('aria-current')).toBe('page');
+  });
+
+  it('posts in a channel and shows the reply as it arrives', async () => {
+    await page.goto(`${server.url}/ui/channels/support-1`);
+    await page.locator('[role=status]', { hasText: 'live' }).waitFor();
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('hello from the dashboard');
+    await page.getByRole('button', { name: 'Post' }).click();
+    await page.locator('li[data-role="user"]', { hasText: 'hello from the dashboard' }).waitFor();
+    await page.locator('li[data-role="ai"]', { hasText: 'You said' }).waitFor({ timeout: 20_000 });
+    // the reply's tokens came over the socket as deltas before the stored message
+    expect(Number(await page.locator('ol.chat').getAttribute('data-deltas'))).toBeGreaterThan(1);
+  });
+});
+
+describe('the dashboard on PostgreSQL, behind a token', () => {
+  it('asks for the token once, then executes a workflow from its form to success', async () => {
+    const token = 'ui-test-token-4c1d';
+    const server = await serve(await createPostgresDatabase(), ['--sample'], { ...FAST, RUNLEDGER_TOKEN: token });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/ui/workflows`);
+      await page.getByRole('dialog').waitFor();
+      await page.getByRole('textbox', { name: 'Token', exact: true }).fill(token);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('link', { name: 'greet-and-log' }).click();
+      await page.getByLabel('Trigger data (JSON)').fill('{"name":"Edsger"}');
+      await page.getByRole('button', { name: 'Execute' }).click();
+      await page.waitForURL(/\/ui\/runs\/ex_\w+$/);
+      await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 20_000 });
+      // the token is kept for the tab: a reload does not ask again
+      await page.reload();
+      await page.locator('dl.facts [data-status="success"]').waitFor();
+      expect(await page.getByRole('dialog').isVisible()).toBe(false);
+    } finally {
+      await browser.close();
+      server.proc.kill('SIGTERM');
+      await server.exited;
+    }
+  }, 60_000);
+});
+
+describe('the dashboard with 10,000 runs stored', () => {
+  it('paints the newest page of the run list', async () => {
+    const database = createSqlitePath();
+    const engine = await createEngine({ database, workers: false });
+    const ids: string[] = [];
+    try {
+      // 10,000 finished runs through the journal (their views are projected as for any run), 500 per transaction
+      for (let batch = 0; batch < 20; batch++) {
+        const appends = Array.from({ length: 500 }, (_, i) => {
+          const id = newId('run');
+          ids.push(id);
+          const ok = (batch * 500 + i) % 10 !== 0;
+          return { streamId: runStream(id), events: [{ type: 'run.started', data: { workflow: 'seeded', input: { i: batch * 500 + i }, orderingKey: null, deadline: null, parent: null } }, ok ? { type: 'run.completed', data: { output: i } } : { type: 'run.failed', data: { error: 'seeded failure' } }] };
+        });
+        await engine.journal.appendMany(appends);
+      }
+    } finally {
+      await engine.close();
+    }
+    const server = await serve(database, [], FAST);
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      // one visit first, so the measured one has the assets cached as a returning user would
+      await page.goto(`${server.url}/ui/overview`);
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const started = Date.now();
+      await page.goto(`${server.url}/ui/runs`);
+      await page.locator('table.runs tbody tr[data-run]').nth(49).waitFor();
+      const paintMs = Date.now() - started;
+      // the newest run first (the last id generated; ties on the start time go by id)
+      expect(await page.locator('table.runs tbody tr[data-run]').first().getAttribute('data-run')).toBe(ids.at(-1));
+      expect(await page.locator('table.runs tbody tr[data-run]').count()).toBe(50);
+      const filtered = Date.now();
+      await page.getByLabel('Status').selectOption('failed');
+      await page.locator('table.runs tbody tr[data-status="failed"]').nth(49).waitFor();
+      const filterMs = Date.now() - filtered;
+      expect(await page.locator('table.runs tbody tr[data-run]').count()).toBe(50);
+      console.log(`run list with 10,000 runs stored: first page painted in ${paintMs} ms, filtered by status in ${filterMs} ms`);
+    } finally {
+      await browser.close();
+      server.proc.kill('SIGTERM');
+      await server.exited;
+    }
+  }, 120_000);
+});
