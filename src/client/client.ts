@@ -64,6 +64,12 @@ export class Client {
   executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
   execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
   cancel = (id: string, executionId: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`);
+  /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
+  retry = (id: string, executionId: string, branches?: string[]) =>
+    this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
+  /** A new execution reusing the recorded outputs of the steps before `from_step`. */
+  rerun = (id: string, executionId: string, request: { from_step: string; trigger_data?: Record<string, unknown> }) =>
+    this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');

@@ -58,7 +58,7 @@ export const MANUAL_AGENT_RULE = {
  */
 export async function startServices(engine: Engine, options: ServiceOptions): Promise<Services> {
   const { logger } = options;
-  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
+  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.reportBaseUrl ? { callbackBaseUrl: options.reportBaseUrl } : {}) });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
   const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
