@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createEngine } from '../src/engine.js';
 import { postgresVersion, withDatabase, type Backend } from './databases.js';
+import { benchAgents, type AgentSizes } from './agents.js';
 import { benchChat, type ChatSizes } from './chat.js';
 import { benchStored } from './stored.js';
 import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
@@ -20,6 +21,7 @@ import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
 const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5 };
 const STORED_EXECUTIONS = 500;
+const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16 };
 const CHAT_SIZES: ChatSizes = { channels: 10, clientsPerChannel: 10, ratePerS: 1000, seconds: 5, warmup: 200, ingestSeconds: 5, ingestConcurrency: 16, idleSeconds: 5 };
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
@@ -63,7 +65,7 @@ const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres']
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
@@ -75,7 +77,9 @@ for (const backend of backends) {
   const stored = await withDatabase(backend, (database) => benchStored(database, STORED_EXECUTIONS, 10));
   console.error(`  ${backend} stored_exec_per_s: ${Math.round(stored.stored_exec_per_s!)}`);
   const chat = await withDatabase(backend, (database) => benchChat(database, CHAT_SIZES, (line) => console.error(`  ${backend} ${line}`)));
-  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat) };
+  const agents = await withDatabase(backend, (database) => benchAgents(database, AGENT_SIZES));
+  console.error(`  ${backend} agent_events_per_s: ${Math.round(agents.agent_events_per_s!)}`);
+  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents) };
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));

@@ -10,9 +10,9 @@ export interface WorkerProcess {
   kill(): Promise<Exit>;
 }
 
-/** Starts `e2e/fault-child.ts`: a worker process for the fault workflows on `database`. */
-export function startWorker(database: string, log: string, concurrency?: number): WorkerProcess {
-  const args = ['--import', 'tsx', 'e2e/fault-child.ts', database, log, ...(concurrency === undefined ? [] : [String(concurrency)])];
+/** Starts `e2e/fault-child.ts` (or another worker script that prints `ready`): a worker process for the fault workflows on `database`. */
+export function startWorker(database: string, log: string, concurrency?: number, script = 'e2e/fault-child.ts'): WorkerProcess {
+  const args = ['--import', 'tsx', script, database, log, ...(concurrency === undefined ? [] : [String(concurrency)])];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -56,7 +56,7 @@ export class Engine {
   }
 
   /** Sends a signal to a run's `waitForEvent(name)`. */
-  signal(runId: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<void> {
+  signal(runId: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
     return this.runtime.signal(runId, name, payload, options);
   }
 

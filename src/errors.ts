@@ -96,6 +96,15 @@ export class TimeoutError extends RunledgerError {
   override name = 'TimeoutError';
 }
 
+/**
+ * A step ran out of time for good: a poll whose maximum wait passed without its condition holding,
+ * a callback that never came. Not retried; workflow code can catch it and route on it.
+ */
+export class StepTimedOutError extends RunledgerError {
+  override readonly code = 'timed_out';
+  override name = 'StepTimedOutError';
+}
+
 /** An error as the journal records it: `Name: message`. */
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);

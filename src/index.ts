@@ -1,7 +1,7 @@
 export { createEngine, Engine } from './engine.js';
 export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
-export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError, RetryAfterError, StoreUnavailableError, type Problem } from './errors.js';
-export { workflow, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy } from './runtime/workflow.js';
+export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError, RetryAfterError, StoreUnavailableError, StepTimedOutError, type Problem } from './errors.js';
+export { workflow, partialSuccess, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy, type PollOptions, type BranchResult } from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
 export type { RunView, RunStatus, StepView } from './runtime/view.js';
 export type { Duration } from './duration.js';
@@ -21,6 +21,8 @@ export { InterpolationError } from './workflows/template/parse.js';
 export { createApp, type AppOptions } from './server/app.js';
 export { startServer, type Server, type ServerOptions } from './server/start.js';
 export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
+export { defineTool, ToolError, ToolTimeoutError, ToolBlockedError, type Tool, type ToolContext, type ToolDefinition } from './agents/tools.js';
+export { AgentLedger, type AgentEventInput, type IntakeResult, type AgentRunDetail } from './agents/ledger.js';
 export { Channels, type PostResult, type HistoryPage } from './chat/channels.js';
 export type { Message, PostInput } from './chat/message.js';
 export { offlineProvider, providerFromEnv, type ChatProvider } from './chat/providers.js';

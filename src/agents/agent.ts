@@ -1,5 +1,7 @@
 import { toMs, type Duration } from '../duration.js';
 import { ValidationError } from '../errors.js';
+import type { NodeContext, RetryPolicy } from '../runtime/workflow.js';
+import type { RiskLevel } from '../storage/ledger.js';
 
 /** What a TypeScript agent's code is given. */
 export interface AgentContext {
@@ -8,8 +10,39 @@ export interface AgentContext {
   readonly signal: AbortSignal;
   /** Stable across re-runs of this phase after a crash: pass it to side effects. */
   readonly idempotencyKey: string;
-  /** 1 on the first run of this phase; more when a crash made another process run it again. */
+  /** 1 on the first run of this phase; more when a crash made another process run it again (always 1 for a ledger agent's background: see its nodes). */
   readonly attempt: number;
+  /**
+   * A ledger agent's step (`agent_steps`) and checkpoint (`agent_checkpoints`): `fn` runs, its
+   * result is saved, and after a crash the run resumes after the last node whose checkpoint
+   * committed: that node is never entered again, its saved result is returned. A node that throws
+   * is tried again from its start after a backoff (the agent's `ledger.retry`); the tool calls it
+   * completed are not made again. With `when: false` the node is recorded `skipped` and not run.
+   * Only for agents defined with `ledger`.
+   */
+  node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options?: { input?: unknown; when?: boolean }): Promise<T>;
+  /**
+   * Calls a registered tool (`defineTool`), recorded in `agent_tool_calls`. A call that needs
+   * approval waits (holding no worker) for `POST /agent/tool-calls/{id}/approve`; rejected or
+   * expired, it throws ToolBlockedError. A timeout throws ToolTimeoutError, a failure ToolError.
+   * Only for agents defined with `ledger`.
+   */
+  tool<O = unknown>(name: string, input: unknown): Promise<O>;
+}
+
+/** What a message that arrives while its conversation's run is busy does: run after it (`queue`), or join the conversation's run still waiting for its turn (`coalesce`). */
+export type ArrivalPolicy = 'queue' | 'coalesce';
+
+/** The options that make an agent a ledger agent: its background runs as nodes and tool calls recorded in the agent ledger. */
+export interface LedgerOptions {
+  /** Default `queue`. */
+  arrival?: ArrivalPolicy;
+  /** Attempts of each node, the first included, and their backoff. Default 3 attempts, from 1 s doubling. */
+  retry?: RetryPolicy;
+  /** The risk levels whose calls need approval unless the tool says otherwise. Default ['high']. */
+  approval?: RiskLevel[];
+  /** Recorded as the run's `graph_version`. Default 'v1'. */
+  graphVersion?: string;
 }
 
 export type AgentFunction<I = any> = (input: I, ctx: AgentContext) => Promise<unknown>;
@@ -26,6 +59,12 @@ export interface CodeAgentDefinition<I = any> {
   background: AgentFunction<I>;
   /** From the invocation's success to the end of `background`; then SESSION_TIMED_OUT. Default 15m, at most 24 days. */
   maxWait?: Duration;
+  /**
+   * Makes it a ledger agent: `background` runs in the run itself, so `ctx.node` and `ctx.tool` can
+   * checkpoint and wait durably. Its code outside nodes runs again each time the run resumes
+   * (after a crash, an approval, a backoff): keep the work in nodes and tools.
+   */
+  ledger?: LedgerOptions;
 }
 
 /**
@@ -49,6 +88,8 @@ export interface CodeAgent {
   readonly maxWaitMs: number;
   readonly entrypoint: AgentFunction | null;
   readonly background: AgentFunction;
+  /** Set for a ledger agent. */
+  readonly ledger: Required<LedgerOptions> | null;
 }
 
 export interface HttpAgent {
@@ -83,7 +124,7 @@ export function defineAgent<I = any>(name: string, definition: AgentFunction<I> 
   if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) {
     throw new ValidationError('name', `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`);
   }
-  if (typeof definition === 'function') return Object.freeze({ kind: 'code', name, maxWaitMs: DEFAULT_MAX_WAIT_MS, entrypoint: null, background: definition as AgentFunction });
+  if (typeof definition === 'function') return Object.freeze({ kind: 'code', name, maxWaitMs: DEFAULT_MAX_WAIT_MS, entrypoint: null, background: definition as AgentFunction, ledger: null });
   if (typeof definition !== 'object' || definition === null) throw new ValidationError('definition', 'must be a function, { entrypoint?, background } or { url }');
   const maxWaitMs = definition.maxWait === undefined ? DEFAULT_MAX_WAIT_MS : toMs(definition.maxWait, 'maxWait');
   if ('url' in definition) return httpAgent(name, definition, maxWaitMs);
@@ -91,7 +132,19 @@ export function defineAgent<I = any>(name: string, definition: AgentFunction<I> 
   if (typeof background !== 'function') throw new ValidationError('background', 'must be a function');
   if (entrypoint !== undefined && typeof entrypoint !== 'function') throw new ValidationError('entrypoint', 'must be a function');
   if (maxWaitMs > MAX_CODE_WAIT_MS) throw new ValidationError('maxWait', `must be at most ${MAX_CODE_WAIT_MS} ms for a TypeScript agent`);
-  return Object.freeze({ kind: 'code', name, maxWaitMs, entrypoint: (entrypoint as AgentFunction | undefined) ?? null, background: background as AgentFunction });
+  const ledger = definition.ledger === undefined ? null : ledgerOptions(definition.ledger);
+  return Object.freeze({ kind: 'code', name, maxWaitMs, entrypoint: (entrypoint as AgentFunction | undefined) ?? null, background: background as AgentFunction, ledger });
+}
+
+function ledgerOptions(o: LedgerOptions): Required<LedgerOptions> {
+  if (typeof o !== 'object' || o === null) throw new ValidationError('ledger', 'must be an object');
+  const arrival = o.arrival ?? 'queue';
+  if (arrival !== 'queue' && arrival !== 'coalesce') throw new ValidationError('ledger.arrival', `must be 'queue' or 'coalesce' (got ${JSON.stringify(arrival)})`);
+  const approval = o.approval ?? ['high'];
+  if (!Array.isArray(approval) || approval.some((r) => !['low', 'medium', 'high'].includes(r))) throw new ValidationError('ledger.approval', "must be a list of 'low', 'medium', 'high'");
+  const graphVersion = o.graphVersion ?? 'v1';
+  if (typeof graphVersion !== 'string' || graphVersion.length === 0 || graphVersion.length > 100) throw new ValidationError('ledger.graphVersion', 'must be 1 to 100 characters');
+  return Object.freeze({ arrival, retry: o.retry ?? { maxAttempts: 3, backoff: { base: '1s', factor: 2, max: '1m' } }, approval, graphVersion });
 }
 
 function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: number): HttpAgent {

@@ -10,7 +10,10 @@ import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Agent } from './agent.js';
 import { isEnded, isSessionEventType, SESSION_EVENT_TYPES } from './lifecycle.js';
-import { sampleAgent } from './sample.js';
+import { conversationOrderingKey } from './conversation.js';
+import { projectLedger } from './ledger-projection.js';
+import { sampleAgent, sampleTools } from './sample.js';
+import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
 import { projectSessions, readSession, sessionStream, toRecord, toSessionEvent, type SessionEvent, type SessionRecord, type SessionView } from './view.js';
 
@@ -21,6 +24,8 @@ export interface SessionsOptions {
   allow?: string[];
   /** Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report`. Default: that path alone, relative. */
   reportBaseUrl?: string;
+  /** The tools ledger agents call (`defineTool`); the sample agent's are added unless one of them has their name. */
+  tools?: Tool[];
 }
 
 export interface ReportResult {
@@ -47,6 +52,11 @@ export class SessionService {
     private readonly agents: ReadonlyMap<string, Agent>,
     private readonly workflow: Workflow<SessionInput>,
   ) {}
+
+  /** The agent named `name`, or undefined. */
+  agent(name: string): Agent | undefined {
+    return this.agents.get(name);
+  }
 
   /**
    * Starts a session of `agent` (for rules and schedules), idempotently: the session id is
@@ -127,8 +137,24 @@ export class SessionService {
     return (sent?.data as { payload: SessionReport } | undefined)?.payload;
   }
 
+  /**
+   * Starts the run of an inbound agent event in the caller's transaction (the intake's): a session
+   * whose run takes its conversation's turn (ordering key `conversation:<id>`), so the runs of one
+   * conversation run one at a time, in arrival order, in any process.
+   */
+  async startForEvent(tx: Store, p: { id: string; agent: string; input: unknown; conversation_id: string; user_id: string; event_id: string; input_class: string }): Promise<void> {
+    const { id, agent, input, ...ledger } = p;
+    await this.open(id, agent, input, tx, { ...ledger, orderingKey: conversationOrderingKey(p.conversation_id) });
+  }
+
   /** SESSION_INITIATED and the session's run, in one transaction (the caller's, with `tx`). */
-  private async open(id: string, agent: string, input: unknown, tx?: Store): Promise<SessionRecord> {
+  private async open(
+    id: string,
+    agent: string,
+    input: unknown,
+    tx?: Store,
+    event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string },
+  ): Promise<SessionRecord> {
     if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
     checkJson('input', input, this.engine.config.maxPayloadBytes);
     const store = tx ?? this.engine.store;
@@ -138,8 +164,10 @@ export class SessionService {
       await store.transaction(async (t) => {
         const run = await readRunView(t, id);
         if (run && run.workflow !== SESSION_WORKFLOW) throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
-        await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input } }], { tx: t, expectedVersion: 0 });
-        await this.engine.start(this.workflow, { session_id: id, agent, input }, { id, tx: t });
+        const ledger = this.ledgerData(agent, event);
+        await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }], { tx: t, expectedVersion: 0 });
+        const start = event ? { session_id: id, agent, input, conversation_id: event.conversation_id } : { session_id: id, agent, input };
+        await this.engine.start(this.workflow, start, { id, tx: t, ...(event ? { orderingKey: event.orderingKey } : {}) });
       });
     } catch (error) {
       // a concurrent start of the same id won: it is the session
@@ -148,6 +176,14 @@ export class SessionService {
       return same(raced, agent);
     }
     return toRecord((await readSession(store, id))!);
+  }
+
+  /** What SESSION_INITIATED carries for the ledger's `agent_runs` row. */
+  private ledgerData(agent: string, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string }) {
+    const found = this.agents.get(agent);
+    const graph_version = found?.kind === 'code' && found.ledger ? found.ledger.graphVersion : 'v1';
+    if (!event) return { graph_version };
+    return { graph_version, conversation_id: event.conversation_id, user_id: event.user_id, event_id: event.event_id, input_class: event.input_class };
   }
 }
 
@@ -170,10 +206,27 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
     given.add(agent.name);
     agents.set(agent.name, agent);
   });
+  const tools = new Map<string, Tool>(sampleTools.map((t) => [t.name, t]));
+  const givenTools = new Set<string>();
+  (options.tools ?? []).forEach((tool, i) => {
+    if (typeof tool?.run !== 'function' || typeof tool.name !== 'string') throw new ValidationError(`tools[${i}]`, 'must be made with defineTool()');
+    if (givenTools.has(tool.name)) throw new ValidationError(`tools[${i}]`, `two tools are named '${tool.name}'`);
+    givenTools.add(tool.name);
+    tools.set(tool.name, tool);
+  });
   const base = (options.reportBaseUrl ?? '').replace(/\/+$/, '');
-  const workflow = sessionWorkflow({ store: engine.store, journal: engine.journal, agents, allow: options.allow ?? [], reportUrl: (id) => `${base}/sessions/${encodeURIComponent(id)}/report` });
+  const workflow = sessionWorkflow({
+    store: engine.store,
+    journal: engine.journal,
+    agents,
+    allow: options.allow ?? [],
+    reportUrl: (id) => `${base}/sessions/${encodeURIComponent(id)}/report`,
+    tools,
+    maxPayloadBytes: engine.config.maxPayloadBytes,
+  });
   engine.register(workflow);
   projectSessions(engine.journal);
+  projectLedger(engine.journal);
   return new SessionService(engine, agents, workflow);
 }
 

@@ -1,10 +1,13 @@
 import { crashPoint } from '../crash.js';
-import { ConflictError, describeError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
+import { ConflictError, describeError, NonDeterminismError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
 import { workflow, type StepContext, type StepOptions, type Workflow, type WorkflowContext } from '../runtime/workflow.js';
 import { httpRequest } from '../workflows/actions/http.js';
-import type { Agent, AgentFunction, CodeAgent } from './agent.js';
+import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
+import { gatherEvents, type GatheredEvent } from './conversation.js';
+import { ledgerContext } from './ledger-context.js';
+import type { Tool } from './tools.js';
 import { isEnded, type SessionEventType } from './lifecycle.js';
 import { readSession, sessionStream } from './view.js';
 
@@ -17,6 +20,8 @@ export interface SessionInput {
   session_id: string;
   agent: string;
   input: unknown;
+  /** Set for a run started by an inbound agent event: its first step gathers the conversation's events it handles. */
+  conversation_id?: string;
 }
 
 export interface SessionReport {
@@ -46,6 +51,9 @@ export interface SessionWorkflowOptions {
   /** Hosts and CIDRs an HTTP agent may be reached at although the SSRF guard refuses them. */
   allow: string[];
   reportUrl: (sessionId: string) => string;
+  /** The tools ledger agents call. */
+  tools: ReadonlyMap<string, Tool>;
+  maxPayloadBytes: number;
 }
 
 /** Writing a lifecycle event waits out a database outage: 1000 tries, backing off to 30 s. */
@@ -61,11 +69,17 @@ const MAX_ERROR_CHARS = 2000;
  * so a crash re-runs at most the piece that was running and never writes an event twice.
  */
 export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
-  return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, session: SessionInput) => {
+  return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, input: SessionInput) => {
+    let session = input;
     const { session_id: id, agent: name } = session;
     const agent = o.agents.get(name);
     const record = (slot: Slot, type: SessionEventType, error?: string) => recordStep(ctx, o, id, slot, type, error);
     const done = (last: Recorded) => ({ session_id: id, ended_with: last.type });
+    if (session.conversation_id !== undefined) {
+      const conversationId = session.conversation_id;
+      const events = await ctx.step('gather', () => gatherEvents(o.store, o.journal, { runId: id, conversationId, agent: name }), { retry: RECORD.retry } as StepOptions<GatheredEvent[]>);
+      session = { ...session, input: { ...(session.input as object), events } };
+    }
 
     const started = await record('invocation', 'AGENT_INVOCATION_STARTED');
     if (started.type === null) return done(started);
@@ -78,7 +92,7 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
     const entry = await record('entrypoint', 'AGENT_ENTRYPOINT_STARTED');
     if (entry.type === null) return done(entry);
 
-    if (agent.kind === 'code') return done(await runCode(ctx, agent, session, deadline, record));
+    if (agent.kind === 'code') return done(await runCode(ctx, agent, session, deadline, record, o));
     const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
     if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return done(background);
     const report = await ctx.waitForEvent<SessionReport>(REPORT_SIGNAL, { timeout: Math.max(0, deadline - Date.now()) });
@@ -88,13 +102,20 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
   });
 }
 
-async function runCode(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>): Promise<Recorded> {
+async function runCode(
+  ctx: WorkflowContext,
+  agent: CodeAgent,
+  session: SessionInput,
+  deadline: number,
+  record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>,
+  o: SessionWorkflowOptions,
+): Promise<Recorded> {
   const entrypoint = agent.entrypoint;
   const entered: Outcome = entrypoint ? await ctx.step('entrypoint', (step) => runPhase(entrypoint, agent, session, deadline, step), ONCE) : { ok: true };
   if (!entered.ok) return record('entered', entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED', entered.error_message);
   const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
   if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return background;
-  const finished = await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
+  const finished = agent.ledger ? await runLedger(ctx, agent, session, deadline, o) : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
   if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
   return record('finished', finished.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_BACKGROUND_TASK_FAILED', finished.error_message);
 }
@@ -166,7 +187,7 @@ async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInp
       resolve(outcome);
     }, remaining);
   });
-  const context = { sessionId: session.session_id, signal: controller.signal, idempotencyKey: step.idempotencyKey, attempt: step.attempt };
+  const context: AgentContext = { sessionId: session.session_id, signal: controller.signal, idempotencyKey: step.idempotencyKey, attempt: step.attempt, node: notLedger(agent), tool: notLedger(agent) };
   const ran = (async () => fn(session.input, context))().then(
     (): Outcome => ({ ok: true }),
     (error: unknown): Outcome => {
@@ -182,8 +203,55 @@ async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInp
   }
 }
 
+/**
+ * A ledger agent's background, run in the run itself (not in a step), so its nodes checkpoint and
+ * its tool calls wait durably. Its maximum wait is timed while a pass runs it; when the pass stops
+ * (the run waits for an approval or a backoff) the timer stops with it, and the next pass times the
+ * rest of the wait.
+ */
+async function runLedger(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, o: SessionWorkflowOptions): Promise<Outcome> {
+  const remaining = deadline - Date.now();
+  if (remaining <= 0) return timedOut(agent);
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    clearTimeout(timer);
+    controller.abort(ctx.signal.reason);
+  };
+  ctx.signal.addEventListener('abort', stop, { once: true });
+  const expired = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => {
+      const outcome = timedOut(agent);
+      controller.abort(new TimeoutError(outcome.error_message));
+      resolve(outcome);
+    }, remaining);
+  });
+  const context: AgentContext = ledgerContext(ctx, { sessionId: session.session_id, agent, tools: o.tools, signal: controller.signal, maxPayloadBytes: o.maxPayloadBytes });
+  const ran = (async () => agent.background(session.input, context))().then(
+    (): Outcome => ({ ok: true }),
+    (error: unknown): Outcome => {
+      // the run cannot go on: let it fail (its end records SESSION_FAILED)
+      if (error instanceof NonDeterminismError) throw error;
+      return failed(describeError(error));
+    },
+  );
+  try {
+    return await Promise.race([ran, expired]);
+  } finally {
+    clearTimeout(timer);
+    ctx.signal.removeEventListener('abort', stop);
+  }
+}
+
 function failed(error_message: string): Outcome {
   return { ok: false, error_message, timed_out: false };
+}
+
+/** `ctx.node` and `ctx.tool` of an agent defined without `ledger`. */
+function notLedger(agent: CodeAgent): () => never {
+  return () => {
+    throw new TerminalError(`agent '${agent.name}' is not a ledger agent: define it with { ledger: {} } to use ctx.node and ctx.tool`);
+  };
 }
 
 function timedOut(agent: Agent): { ok: false; error_message: string; timed_out: true } {

@@ -39,19 +39,7 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
       const started = await c.execute(workflowId, { trigger_data: JSON.parse(options.data) }, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
       print(`execution ${started.execution_id} ${started.status}`);
       if (!options.wait) return;
-      // the journal, live: each step as it starts, fails or completes, without polling
-      const startedAt = new Map<string, number>();
-      for await (const event of c.follow(started.execution_id)) {
-        const { name, attempt, error, retryAt } = event.data;
-        const at = Date.parse(event.timestamp);
-        if (event.type === 'step.started') startedAt.set(name, at);
-        if (event.type === 'step.started' && attempt > 1) print(`  ${name}: running (attempt ${attempt})`);
-        if (event.type === 'step.completed') print(`  ${name}: success ${at - (startedAt.get(name) ?? at)} ms`);
-        if (event.type === 'step.failed') print(`  ${name}: ${retryAt === null ? 'failed' : 'retrying'} — ${error}`);
-      }
-      const record = await c.execution(workflowId, started.execution_id);
-      print(`execution ${record.execution_id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
-      if (record.status !== 'success') process.exitCode = 1;
+      await followExecution(c, workflowId, started.execution_id, print);
     });
 
   const executions = program.command('executions').description('executions of stored workflows');
@@ -66,6 +54,28 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
     print(JSON.stringify(await client(options).execution(workflowId, executionId), null, 2));
   });
 
+  api(executions.command('retry <workflow-id> <execution-id>'))
+    .description('retry the failed branches of a partly failed execution; what succeeded is reused')
+    .option('--branches <names>', 'only these branches (comma-separated)')
+    .option('--wait', 'follow the new execution until it ends')
+    .action(async (workflowId: string, executionId: string, options) => {
+      const c = client(options);
+      const started = await c.retry(workflowId, executionId, options.branches ? String(options.branches).split(',').map((b) => b.trim()) : undefined);
+      print(`execution ${started.execution_id} retries ${started.branches.join(', ')} of ${executionId}`);
+      if (options.wait) await followExecution(c, workflowId, started.execution_id, print);
+    });
+  api(executions.command('rerun <workflow-id> <execution-id>'))
+    .description('a new execution from a step on, reusing the recorded outputs of the steps before it')
+    .requiredOption('--from <step>', 'the first step to run again')
+    .option('--data <json>', 'new trigger data (default: the original execution\'s)')
+    .option('--wait', 'follow the new execution until it ends')
+    .action(async (workflowId: string, executionId: string, options) => {
+      const c = client(options);
+      const started = await c.rerun(workflowId, executionId, { from_step: options.from, ...(options.data ? { trigger_data: JSON.parse(options.data) } : {}) });
+      print(`execution ${started.execution_id} reruns ${executionId} from ${options.from}`);
+      if (options.wait) await followExecution(c, workflowId, started.execution_id, print);
+    });
+
   const dlq = program.command('dlq').description('the dead-letter queue');
   api(dlq.command('list')).action(async (options) => {
     for (const t of (await client(options).dead()).tasks) print(`${t.id}  ${t.queue}  attempts=${t.attempts}/${t.max_attempts}  ${t.last_error ?? ''}`);
@@ -76,3 +86,35 @@ export function apiCommands(program: Command, print: (line: string) => void): vo
   });
 }
 
+
+/**
+ * Prints an execution as it goes, from its journal over SSE (no polling): steps and polls as they
+ * end or retry, each business state it enters with the current step's label and the ETA. Sets exit
+ * code 1 unless it succeeds.
+ */
+async function followExecution(c: Client, workflowId: string, executionId: string, print: (line: string) => void): Promise<void> {
+  const startedAt = new Map<string, number>();
+  let state: string | null = null;
+  for await (const event of c.follow(executionId)) {
+    const { name, attempt, error, retryAt } = event.data;
+    const at = Date.parse(event.timestamp);
+    if (event.type === 'step.started' || event.type === 'poll.started') startedAt.set(name, at);
+    if (event.type === 'step.started' && attempt > 1) print(`  ${name}: running (attempt ${attempt})`);
+    else if ((event.type === 'step.started' || event.type === 'poll.started') && event.data.label) print(`  ${name}: ${event.data.label}`);
+    if (event.type === 'step.completed' || event.type === 'poll.completed') print(`  ${name}: success ${at - (startedAt.get(name) ?? at)} ms${event.type === 'poll.completed' ? ` (${attempt} ${attempt === 1 ? 'poll' : 'polls'})` : ''}`);
+    if (event.type === 'step.failed') print(`  ${name}: ${retryAt === null ? 'failed' : 'retrying'} — ${error}`);
+    if (event.type === 'poll.attempted' && error) print(`  ${name}: retrying — ${error}`);
+    if (event.type === 'poll.failed') print(`  ${name}: failed — ${error}`);
+    if (event.type === 'poll.timed_out') print(`  ${name}: timed_out`);
+    // parallel branches may enter the same state each: it is printed once
+    if (event.type === 'state.changed' && name !== state) {
+      state = name;
+      const now = await c.execution(workflowId, executionId).catch(() => null);
+      const eta = now?.eta_seconds === null || now?.eta_seconds === undefined || now.finished_at ? '' : `  ETA ~${Math.ceil(now.eta_seconds)} s`;
+      print(`state ${name}${eta}`);
+    }
+  }
+  const record = await c.execution(workflowId, executionId);
+  print(`execution ${record.execution_id} ${record.status}${record.state ? ` ${record.state}` : ''}${record.error ? `: ${record.error}` : ''}`);
+  if (record.status !== 'success') process.exitCode = 1;
+}

@@ -9,6 +9,7 @@ import { startServices } from '../server/services.js';
 import { dataDirFor, startServer } from '../server/start.js';
 import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadSecretKey } from '../workflows/secrets.js';
+import { agentCommands, loadAgents } from './agent.js';
 import { apiCommands } from './api.js';
 import { channelCommands } from './channel.js';
 import { triggerCommands } from './trigger.js';
@@ -73,11 +74,17 @@ export async function main(argv: string[]): Promise<void> {
     .option('--sample', 'store the sample workflow if no workflow has its name')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .option('--workflows <module>', 'a JavaScript module whose exports are code workflows to run here too')
+    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
     .action(async (options) => {
       const stopped = untilSignal();
       const codeWorkflows = options.workflows ? exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href)) : [];
       if (options.workflows && codeWorkflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
-      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, codeWorkflows, ...serverEnv() });
+      const loaded = options.agents ? await loadAgents(options.agents) : {};
+      const server = await startServer({
+        database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, codeWorkflows, ...serverEnv(),
+        ...loaded, ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
+      });
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
         // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
@@ -94,8 +101,10 @@ export async function main(argv: string[]): Promise<void> {
   db(program.command('worker'))
     .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
     .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
+    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
     .action(async (options) => {
       const stopped = untilSignal();
+      const loaded = options.agents ? await loadAgents(options.agents) : {};
       const workflows = options.workflows ? exportedWorkflows(await import(pathToFileURL(resolve(options.workflows)).href)) : [];
       if (options.workflows && workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
       const env = serverEnv();
@@ -103,7 +112,7 @@ export async function main(argv: string[]): Promise<void> {
       const { chatProvider, secretKey, allow, dataDir, ...engineEnv } = env;
       const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
       const engine = await createEngine({ database: location, ...engineEnv });
-      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers: true, codeWorkflows: workflows });
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers: true, codeWorkflows: workflows, ...loaded });
       console.log(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
       await services.stop();
@@ -170,6 +179,7 @@ export async function main(argv: string[]): Promise<void> {
   triggerCommands(program, (line) => console.log(line));
   runCommands(program, (line) => console.log(line));
   mockServicesCommands(program, (line) => console.log(line));
+  agentCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
 

@@ -8,7 +8,7 @@ import { listRuns, runTail } from '../runtime/watch.js';
 import { liveTags, missingVersion } from '../runtime/versions.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 
-const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled']);
+const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled']);
 
 /** Mirrors `runledger`'s own rule: the flag, then RUNLEDGER_DATABASE / RUNLEDGER_DB, then DATABASE_URL, then ./runledger.db. */
 function database(flag: string | undefined): string {
@@ -22,7 +22,7 @@ export function runCommands(program: Command, print: (line: string) => void): vo
     .command('list')
     .description('runs, newest first within each kind (descending id)')
     .option('-d, --database <location>', 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)')
-    .option('--status <status>', 'pending | running | sleeping | waiting | succeeded | failed | cancelled (several: comma-separated)')
+    .option('--status <status>', 'pending | running | sleeping | waiting | succeeded | partial_success | failed | cancelled (several: comma-separated)')
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')
     .action(async (options) => {

@@ -3,6 +3,7 @@ import type { ExecutionRecord, ExecutionSummary } from '../workflows/executions.
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
+import type { AgentEventInput, AgentEventRecord, AgentRunDetail, AgentRunRecord, AgentToolCallRecord, IntakeResult } from '../agents/ledger.js';
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
 export class ApiError extends RunledgerError {
@@ -63,6 +64,12 @@ export class Client {
   executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
   execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
   cancel = (id: string, executionId: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`);
+  /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
+  retry = (id: string, executionId: string, branches?: string[]) =>
+    this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
+  /** A new execution reusing the recorded outputs of the steps before `from_step`. */
+  rerun = (id: string, executionId: string, request: { from_step: string; trigger_data?: Record<string, unknown> }) =>
+    this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
@@ -108,6 +115,16 @@ export class Client {
       }
     }
   }
+
+  sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
+  agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
+  agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) =>
+    this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
+  agentRun = (id: string) => this.call<AgentRunDetail>('GET', `/agent/runs/${enc(id)}`);
+  conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/conversations/${enc(id)}/runs${query(q)}`);
+  approvals = (q: { status?: string; limit?: number; cursor?: string } = {}) => this.call<{ tool_calls: AgentToolCallRecord[]; next_cursor: string | null }>('GET', `/agent/approvals${query(q)}`);
+  decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) =>
+    this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>('POST', `/agent/tool-calls/${enc(id)}/${decision}`, body);
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);

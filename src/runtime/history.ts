@@ -13,10 +13,22 @@ export const RUN_EVENT_TYPES = [
   'wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent',
   'child.started', 'child.completed', 'child.failed',
   'value.recorded',
+  'node.started', 'node.completed', 'node.failed',
   'compensation.started', 'compensation.completed', 'compensation.failed',
+  'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out',
+  'state.changed',
 ];
 
-export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child';
+export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child' | 'poll' | 'state' | 'node';
+
+/**
+ * The position of a `ctx` call: 1, 2, 3 … in the workflow's call order, or `<seq>.<branch>.<n>`
+ * for the n-th call of a branch of `ctx.parallel` (numbered on its own, so the order in which
+ * branches happen to interleave never changes a call's position).
+ */
+export type Seq = number | string;
+
+const KINDS = new Set<string>(['step', 'sleep', 'wait', 'value', 'child', 'poll', 'state', 'node']);
 
 /** What the journal holds for one `ctx` call, by its position in the workflow's call order. */
 export interface Entry {
@@ -36,10 +48,10 @@ export interface SentSignal {
  * and consumed, the compensations done, and how the run ended, if it did.
  */
 export class History {
-  readonly entries = new Map<number, Entry>();
+  readonly entries = new Map<Seq, Entry>();
   readonly signals: SentSignal[] = [];
   readonly consumed = new Set<number>();
-  readonly compensated = new Set<number>();
+  readonly compensated = new Set<Seq>();
   workflow = '';
   /** The code version the run started on; null for runs started before versions were recorded. */
   codeVersion: string | null = null;
@@ -47,7 +59,7 @@ export class History {
   /** ms; the run fails with a TimeoutError when it has not ended by then */
   deadline: number | null = null;
   orderingKey: string | null = null;
-  parent: { runId: string; seq: number } | null = null;
+  parent: { runId: string; seq: Seq } | null = null;
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
@@ -84,8 +96,8 @@ export class History {
         this.compensated.add(data.seq);
         return;
     }
-    if (kind === 'step' || kind === 'sleep' || kind === 'wait' || kind === 'value' || kind === 'child') {
-      const entry: Entry = this.entries.get(data.seq) ?? { kind, name: data.name, events: [] };
+    if (KINDS.has(kind)) {
+      const entry: Entry = this.entries.get(data.seq) ?? { kind: kind as EntryKind, name: data.name, events: [] };
       entry.events.push(event);
       this.entries.set(data.seq, entry);
       if (event.type === 'wait.completed') this.consumed.add(data.signal);
@@ -93,11 +105,11 @@ export class History {
   }
 
   /** The first event of `type` recorded for call `seq`. */
-  find(seq: number, type: string): StoredEvent | undefined {
+  find(seq: Seq, type: string): StoredEvent | undefined {
     return this.entries.get(seq)?.events.find((e) => e.type === type);
   }
 
-  count(seq: number, type: string): number {
+  count(seq: Seq, type: string): number {
     return this.entries.get(seq)?.events.filter((e) => e.type === type).length ?? 0;
   }
 }

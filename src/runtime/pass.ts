@@ -1,27 +1,23 @@
 import { backoffDelay } from '../backoff.js';
 import { toMs, type Duration } from '../duration.js';
-import { CancelledError, describeError, LeaseLostError, NonDeterminismError, RetryAfterError, TerminalError, TimeoutError } from '../errors.js';
+import { CancelledError, describeError, LeaseLostError, NonDeterminismError, RetryAfterError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
-import { checkJson } from '../json.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
-import type { EntryKind, History } from './history.js';
+import { checkOutput, failureData, rebuild, Suspension, type FailureData } from './calls.js';
+import type { EntryKind, History, Seq } from './history.js';
+import { pollSchedule, runPoll, type PollHost } from './poll.js';
 import type { RunView } from './view.js';
 import type { Blobs } from './blobs.js';
 import { RunWriter } from './writer.js';
-import type { StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
   | { kind: 'completed'; output: unknown }
   | { kind: 'failed'; error: unknown }
   | { kind: 'suspended'; wakeAt: number | null };
 
-/** Thrown inside a `ctx` call that has to wait: the call's promise then never settles in this pass. */
-class Suspension {
-  constructor(readonly until: number) {}
-}
-
 interface Compensation {
-  seq: number;
+  seq: Seq;
   name: string;
   output: unknown;
   undo: (output: any, ctx: StepContext) => Promise<unknown>;
@@ -52,20 +48,25 @@ export class PassAborted extends Error {
 
 /** What a pass needs of the runtime to start and watch child runs. */
 export interface Children {
-  start(tx: Store, workflow: Workflow, input: unknown, id: string, parent: { runId: string; seq: number }): Promise<void>;
+  start(tx: Store, workflow: Workflow, input: unknown, id: string, parent: { runId: string; seq: Seq }): Promise<void>;
   view(id: string): Promise<RunView | undefined>;
 }
 
 const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
+const BRANCH_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** How long code past its run's deadline has to reach its next `ctx` call before the run fails without it. */
+const DEADLINE_GRACE_MS = 1000;
 
 /**
- * One execution of a run's workflow code from the top: `ctx` calls the journal already answered
+ * One execution of a run's workflow code from the top (its `ctx` is `at(root)`): calls the journal already answered
  * return their recorded results; the first new ones do their work and journal it. The pass ends
  * when the code returns or throws, or when every branch waits (a timer, a retry, a signal).
  */
-export class Pass implements WorkflowContext {
+export class Pass {
   readonly runId: string;
   private seq = 0;
+  /** Set when the run's deadline has passed: no new work starts, calls throw it. */
+  private expired: TimeoutError | null = null;
   private inFlight = 0;
   private readonly wakeAt: number[] = [];
   /** calls waiting on a timer, a retry, a signal or a child run */
@@ -81,6 +82,12 @@ export class Pass implements WorkflowContext {
   private checkScheduled = false;
 
   private deadlineTimer: NodeJS.Timeout | null = null;
+  private readonly ended = new AbortController();
+  /**
+   * Inside a node's attempt: step failures journaled at or before this version belong to an earlier
+   * attempt and do not count (Infinity: the attempt began in this pass, so none in the history count).
+   */
+  private failuresAfter = 0;
 
   private readonly writer: RunWriter;
 
@@ -96,16 +103,21 @@ export class Pass implements WorkflowContext {
 
   async execute(workflow: Workflow): Promise<Outcome> {
     const { deadline } = this.o.history;
-    if (deadline !== null) {
-      // the run's timeout: running steps see their signal fire, and the run fails
+    if (deadline !== null && deadline <= Date.now()) {
+      // past it already: the code replays (so the compensations of its completed steps are known) and its first new call throws
+      this.expired = new TimeoutError(`run ${this.runId} timed out`);
+    } else if (deadline !== null) {
+      // the run's timeout: running steps see their signal fire, the code's next call throws (so it can
+      // record a failure state), and the run fails; code that does not get there is failed after a grace
       this.deadlineTimer = setTimeout(() => {
         const error = new TimeoutError(`run ${this.runId} timed out`);
+        this.expired = error;
         this.stop.abort(error);
-        this.fail(error);
+        this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
       }, Math.max(0, deadline - Date.now()));
       this.wakeAt.push(deadline);
     }
-    workflow.run(this, this.o.history.input).then(
+    workflow.run(this.at(this.root), this.o.history.input).then(
       (output) => this.settle(this.fatal ? { kind: 'failed', error: this.fatal } : { kind: 'completed', output }),
       (error) => this.settle({ kind: 'failed', error: this.fatal ?? error }),
     );
@@ -113,7 +125,12 @@ export class Pass implements WorkflowContext {
       return await this.settled;
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      this.ended.abort(new PassAborted('the pass ended'));
     }
+  }
+
+  get signal(): AbortSignal {
+    return this.ended.signal;
   }
 
   /** Cancellation arrived: running steps see their signal fire, new calls throw CancelledError. */
@@ -126,35 +143,83 @@ export class Pass implements WorkflowContext {
     return this.cancelled;
   }
 
-  step<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T> = {}): Promise<T> {
-    return this.call('step', name, (seq) => this.runStep(seq, name, fn, options));
+  private readonly root = (): Seq => ++this.seq;
+
+  /** The context whose calls take their positions from `next`: the run's own order, or a branch's. */
+  private at(next: () => Seq): WorkflowContext {
+    const call = <T>(kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>) => this.call(next(), kind, name, work);
+    const context: WorkflowContext = {
+      runId: this.runId,
+      step: (name, fn, options = {}) => call('step', name, (seq) => this.runStep(seq, name, fn, options)),
+      sleep: (name, duration) => {
+        const ms = toMs(duration, `sleep(${name})`);
+        return call('sleep', name, (seq) => this.runSleep(seq, name, () => Date.now() + ms));
+      },
+      sleepUntil: (name, until) => {
+        const at = until instanceof Date ? until.getTime() : until;
+        return call('sleep', name, (seq) => this.runSleep(seq, name, () => at));
+      },
+      waitForEvent: <T>(name: string, options: { timeout?: Duration } = {}) => {
+        const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
+        return call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
+      },
+      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) =>
+        call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>,
+      poll: <T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>) => {
+        const schedule = pollSchedule(name, options as PollOptions<unknown>);
+        return call('poll', name, (seq) => runPoll(this.pollHost, seq, name, fn, options, schedule));
+      },
+      parallel: (name, branches) => this.runParallel(next(), name, branches) as never,
+      setState: (state) => call('state', checkState(state), (seq) => this.recordState(seq, state)),
+      // not counted in flight: a node whose call waits (an approval, a retry) lets the pass suspend
+      node: (name, fn, options = {}) => {
+        // a node's completion moves the run's own numbering past its calls: branches number theirs apart
+        if (next !== this.root) return Promise.reject(new ValidationError(`node(${name})`, 'a node cannot run inside a parallel branch'));
+        return this.call(next(), 'node', name, (seq) => this.runNode(seq, name, fn, options), false);
+      },
+      signal: this.ended.signal,
+      now: () => call('value', 'now', (seq) => this.recordValue(seq, 'now', Date.now)) as Promise<number>,
+      random: () => call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>,
+    };
+    return context;
   }
 
-  sleep(name: string, duration: Duration): Promise<void> {
-    const ms = toMs(duration, `sleep(${name})`);
-    return this.call('sleep', name, (seq) => this.runSleep(seq, name, () => Date.now() + ms));
+  /**
+   * Branch `b` of the parallel call at `seq` numbers its calls `<seq>.<b>.1`, `.2` … and every
+   * branch runs to its end, so each one's outcome (and what it left to compensate) is known.
+   */
+  private async runParallel(seq: Seq, name: string, branches: Record<string, (ctx: WorkflowContext) => Promise<unknown>>): Promise<Record<string, BranchResult<unknown>>> {
+    const names = Object.keys(branches);
+    for (const b of names) if (!BRANCH_NAME.test(b)) throw new ValidationError(`parallel(${name}).${b}`, 'a branch name is 1–64 letters, digits, _ or -');
+    const settled = await Promise.allSettled(
+      names.map((b) => {
+        let n = 0;
+        return branches[b]!(this.at(() => `${seq}.${b}.${++n}`));
+      }),
+    );
+    const results: Record<string, BranchResult<unknown>> = {};
+    settled.forEach((r, i) => {
+      results[names[i]!] = r.status === 'fulfilled' ? { status: 'success', output: r.value } : { status: 'failed', error: r.reason instanceof Error ? r.reason : new Error(String(r.reason)) };
+    });
+    return results;
   }
 
-  sleepUntil(name: string, until: Date | number): Promise<void> {
-    const at = until instanceof Date ? until.getTime() : until;
-    return this.call('sleep', name, (seq) => this.runSleep(seq, name, () => at));
-  }
-
-  waitForEvent<T = unknown>(name: string, options: { timeout?: Duration } = {}): Promise<T | null> {
-    const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
-    return this.call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
-  }
-
-  child<I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}): Promise<O> {
-    return this.call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>;
-  }
-
-  now(): Promise<number> {
-    return this.call('value', 'now', (seq) => this.recordValue(seq, 'now', Date.now)) as Promise<number>;
-  }
-
-  random(): Promise<number> {
-    return this.call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>;
+  private get pollHost(): PollHost {
+    return {
+      runId: this.o.runId,
+      history: this.o.history,
+      maxEventBytes: this.o.maxEventBytes,
+      write: (events) => this.write(events),
+      attempt: (fn, ctx, timeout) => this.attempt(fn, ctx, timeout),
+      checkLive: () => this.ensureNotCancelled(),
+      stopped: () => this.cancelled || this.expired !== null,
+      remember: (seq, name, output, undo) => {
+        if (undo) this.compensations.push({ seq, name, output, undo });
+      },
+      leftRunning: (seq, name, cancel) => {
+        if (!this.compensations.some((c) => c.seq === seq)) this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
+      },
+    };
   }
 
   /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
@@ -196,8 +261,7 @@ export class Pass implements WorkflowContext {
   }
 
   /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
-  private call<T>(kind: EntryKind, name: string, work: (seq: number) => Promise<T>): Promise<T> {
-    const seq = ++this.seq;
+  private call<T>(seq: Seq, kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>, counted = true): Promise<T> {
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
       const error = new NonDeterminismError(
@@ -206,17 +270,18 @@ export class Pass implements WorkflowContext {
       this.fail(error);
       return Promise.reject(error);
     }
-    this.inFlight += 1;
+    if (counted) this.inFlight += 1;
     return work(seq).then(
       (value) => {
-        this.done();
+        if (counted) this.done();
         return value;
       },
       (error) => {
-        this.done();
+        if (counted) this.done();
         if (!(error instanceof Suspension)) throw error;
         this.wakeAt.push(error.until);
         this.suspended += 1;
+        if (!counted) this.check();
         return new Promise<never>(() => {});
       },
     );
@@ -230,6 +295,10 @@ export class Pass implements WorkflowContext {
   /** When nothing is in flight and some call waits, the pass is suspended (checked after pending callbacks run). */
   private done(): void {
     this.inFlight -= 1;
+    this.check();
+  }
+
+  private check(): void {
     if (this.checkScheduled) return;
     this.checkScheduled = true;
     setImmediate(() => {
@@ -242,20 +311,21 @@ export class Pass implements WorkflowContext {
 
   private ensureNotCancelled(): void {
     if (this.cancelled) throw new CancelledError(`run ${this.runId} was cancelled`);
+    if (this.expired) throw this.expired;
   }
 
-  private async runStep<T>(seq: number, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
+  private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
     const h = this.o.history;
     const completed = h.find(seq, 'step.completed');
     if (completed) return this.remember(seq, name, (completed.data as { output: T }).output, options);
-    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed') ?? [];
-    const lastFailure = failures.at(-1)?.data as { error: string; errorName: string; retryAt: number | null } | undefined;
+    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed' && e.version > this.failuresAfter) ?? [];
+    const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null }) | undefined;
     if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
     this.ensureNotCancelled();
     if (lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
 
     const attempt = h.count(seq, 'step.started') + 1;
-    const started = options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input };
+    const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
     await this.write([{ type: 'step.started', data: started }]);
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     try {
@@ -267,19 +337,74 @@ export class Pass implements WorkflowContext {
       this.writer.defer({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
       return this.remember(seq, name, output, options);
     } catch (error) {
-      if (error instanceof LeaseLostError || this.cancelled) throw error;
+      if (error instanceof LeaseLostError) throw error;
+      // stopped by cancellation or the run's deadline: the code sees why, whatever the step made of its signal
+      if (this.cancelled || this.expired) this.ensureNotCancelled();
       const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
       const retryAt = terminal ? null : Date.now() + delay;
-      const errorName = error instanceof Error ? error.name : 'Error';
-      await this.write([{ type: 'step.failed', data: { seq, name, attempt, error: describeError(error), errorName, retryAt } }]);
+      await this.write([{ type: 'step.failed', data: { seq, name, attempt, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
   }
 
-  private remember<T>(seq: number, name: string, output: T, options: StepOptions<T>): T {
+  /**
+   * A node: its completion returns the recorded result and moves the call numbering past its calls;
+   * otherwise its current attempt runs (or an earlier pass's attempt resumes), numbering its calls
+   * after the node's own, the same in every attempt, so a call that completed in an earlier attempt
+   * returns its result and one that failed runs again.
+   */
+  private async runNode<T>(seq: Seq, name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions): Promise<T> {
+    const h = this.o.history;
+    const events = h.entries.get(seq)?.events ?? [];
+    const completed = events.find((e) => e.type === 'node.completed')?.data as { output: T; end: number } | undefined;
+    if (completed) {
+      this.seq = Math.max(this.seq, completed.end);
+      return completed.output;
+    }
+    const failures = events.filter((e) => e.type === 'node.failed');
+    const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null; end: number }) | undefined;
+    if (lastFailure && lastFailure.retryAt === null) {
+      this.seq = Math.max(this.seq, lastFailure.end);
+      throw rebuild(lastFailure);
+    }
+    this.ensureNotCancelled();
+    if (options.skip) {
+      this.writer.defer({ type: 'node.completed', data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
+      return null as T;
+    }
+    const starts = events.filter((e) => e.type === 'node.started');
+    const resumed = starts.length > failures.length ? starts.at(-1)! : null;
+    if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
+    const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
+    const startedAt = resumed ? resumed.timestamp : Date.now();
+    if (!resumed) await this.write([{ type: 'node.started', data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
+    const outer = this.failuresAfter;
+    this.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
+    let output: T;
+    try {
+      output = await fn({ attempt });
+      checkOutput(name, output, this.o.maxEventBytes);
+    } catch (error) {
+      this.failuresAfter = outer;
+      if (error instanceof LeaseLostError || error instanceof NonDeterminismError || this.cancelled) throw error;
+      const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
+      const terminal = error instanceof TerminalError || attempt >= retry.maxAttempts;
+      const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
+      const retryAt = terminal ? null : Date.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+      await this.write([{ type: 'node.failed', data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
+      if (retryAt === null) throw error;
+      throw new Suspension(retryAt);
+    }
+    this.failuresAfter = outer;
+    // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
+    this.writer.defer({ type: 'node.completed', data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: Date.now() - startedAt } });
+    return output;
+  }
+
+  private remember<T>(seq: Seq, name: string, output: T, options: StepOptions<T>): T {
     if (options.compensate) this.compensations.push({ seq, name, output, undo: options.compensate });
     return output;
   }
@@ -300,7 +425,7 @@ export class Pass implements WorkflowContext {
     }
   }
 
-  private async runSleep(seq: number, name: string, until: () => number): Promise<void> {
+  private async runSleep(seq: Seq, name: string, until: () => number): Promise<void> {
     const h = this.o.history;
     if (h.find(seq, 'sleep.completed')) return;
     const started = h.find(seq, 'sleep.started')?.data as { until: number } | undefined;
@@ -311,7 +436,7 @@ export class Pass implements WorkflowContext {
     await this.write([{ type: 'sleep.completed', data: { seq, name } }]);
   }
 
-  private async runWait(seq: number, name: string, timeoutMs: number | null): Promise<unknown> {
+  private async runWait(seq: Seq, name: string, timeoutMs: number | null): Promise<unknown> {
     const h = this.o.history;
     const received = h.find(seq, 'wait.completed');
     if (received) return (received.data as { payload: unknown }).payload;
@@ -334,12 +459,12 @@ export class Pass implements WorkflowContext {
     throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
   }
 
-  private async runChild(seq: number, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
+  private async runChild(seq: Seq, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
     const h = this.o.history;
     const completed = h.find(seq, 'child.completed');
     if (completed) return (completed.data as { output: unknown }).output;
     const failed = h.find(seq, 'child.failed');
-    if (failed) throw rebuild(failed.data as { error: string; errorName: string });
+    if (failed) throw rebuild(failed.data as FailureData);
     this.ensureNotCancelled();
     const started = h.find(seq, 'child.started')?.data as { childId: string } | undefined;
     const childId = started?.childId ?? id ?? `${this.runId}:${workflow.name}#${seq}`;
@@ -348,7 +473,7 @@ export class Pass implements WorkflowContext {
       await this.write([{ type: 'child.started', data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
     }
     const view = await this.o.children.view(childId);
-    if (view?.status === 'succeeded') {
+    if (view?.status === 'succeeded' || view?.status === 'partial_success') {
       await this.write([{ type: 'child.completed', data: { seq, name: workflow.name, childId, output: view.output } }]);
       return view.output;
     }
@@ -362,7 +487,12 @@ export class Pass implements WorkflowContext {
     throw new Suspension(Number.POSITIVE_INFINITY);
   }
 
-  private async recordValue(seq: number, kind: string, make: () => number): Promise<number> {
+  private async recordState(seq: Seq, state: string): Promise<void> {
+    if (this.o.history.find(seq, 'state.changed')) return;
+    await this.write([{ type: 'state.changed', data: { seq, name: state } }]);
+  }
+
+  private async recordValue(seq: Seq, kind: string, make: () => number): Promise<number> {
     const recorded = this.o.history.find(seq, 'value.recorded');
     if (recorded) return (recorded.data as { value: number }).value;
     this.ensureNotCancelled();
@@ -372,20 +502,8 @@ export class Pass implements WorkflowContext {
   }
 }
 
-/** A step's output must survive JSON and fit in an event; else the step fails for good. */
-function checkOutput(name: string, output: unknown, maxBytes: number): void {
-  try {
-    checkJson(`step ${name}: output`, output ?? null, maxBytes);
-  } catch (error) {
-    throw new TerminalError((error as Error).message);
-  }
-}
-
-
-/** The error a step failed with for good, as workflow code saw it the first time. */
-function rebuild(failure: { error: string; errorName: string }): Error {
-  const message = failure.error.replace(/^[^:]*: /, '');
-  const error = failure.errorName === 'TerminalError' ? new TerminalError(message) : new Error(message);
-  error.name = failure.errorName;
-  return error;
+/** A business state's name: what `setState` accepts. */
+function checkState(state: string): string {
+  if (typeof state !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(state)) throw new ValidationError('state', `must be 1–64 letters, digits or _, starting with a letter (got ${JSON.stringify(state)})`);
+  return state;
 }

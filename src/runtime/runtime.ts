@@ -7,12 +7,12 @@ import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
-import { History, runStream } from './history.js';
+import { History, runStream, type Seq } from './history.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import { Blobs, resolveView } from './blobs.js';
 import { RUN_TAG, versionTag } from './versions.js';
-import type { Workflow } from './workflow.js';
+import { isPartial, type Workflow } from './workflow.js';
 
 export interface StartOptions {
   /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
@@ -98,7 +98,7 @@ export class Runtime {
     return this.handle<O>(id);
   }
 
-  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: number } }): Promise<void> {
+  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq } }): Promise<void> {
     const tag = versionTag(wf.name, wf.version);
     if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
@@ -174,15 +174,16 @@ export class Runtime {
     return view;
   }
 
-  /** Sends signal `name` to a run; a repeated idempotency key is ignored. Consumed by one `waitForEvent`. */
-  async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<void> {
+  /** Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`. */
+  async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
     checkName('name', name);
     await this.stored(id);
-    await this.store.transaction(async (tx) => {
+    return this.store.transaction(async (tx) => {
       const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
       const stored = await this.blobs.offload(tx, id, payload ?? null);
       const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
+      return { duplicate: appended.duplicate };
     });
   }
 
@@ -222,7 +223,8 @@ export class Runtime {
         return null;
       }
       if (outcome.kind === 'completed') {
-        await pass.write([{ type: 'run.completed', data: { output: outcome.output ?? null } }], end);
+        const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
+        await pass.write([{ type: 'run.completed', data }], end);
         return null;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
@@ -293,7 +295,7 @@ export class Runtime {
     try {
       for (;;) {
         const view = await this.view(id);
-        if (view.status === 'succeeded') return view.output as O;
+        if (view.status === 'succeeded' || view.status === 'partial_success') return view.output as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

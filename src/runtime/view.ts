@@ -1,12 +1,17 @@
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
+import type { Seq } from './history.js';
 
-export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'partial_success' | 'failed' | 'cancelled';
 
 export interface StepView {
-  seq: number;
+  seq: Seq;
   name: string;
-  status: 'running' | 'ok' | 'retrying' | 'error';
+  /** `timed_out`: a poll whose maximum wait passed. */
+  status: 'running' | 'ok' | 'retrying' | 'error' | 'timed_out';
+  /** `poll`: a `ctx.poll` (its attempts are its requests). Absent: a `ctx.step`. */
+  kind?: 'poll';
+  label?: string;
   attempts: number;
   startedAt: number;
   finishedAt: number | null;
@@ -28,6 +33,10 @@ export interface RunView {
   error: string | null;
   /** Set when compensations ran: how many, and how many of them failed. */
   compensations: { ran: number; failed: number } | null;
+  /** The business state the run last entered (`ctx.setState`), or null. */
+  state?: string | null;
+  /** The step or poll that started last and has not ended, with its label. */
+  current?: { name: string; label: string | null } | null;
   steps: StepView[];
   createdAt: number;
   updatedAt: number;
@@ -35,7 +44,7 @@ export interface RunView {
 
 export const RUN_VIEW = 'run';
 
-const TERMINAL = new Set<RunStatus>(['succeeded', 'failed', 'cancelled']);
+const TERMINAL = new Set<RunStatus>(['succeeded', 'partial_success', 'failed', 'cancelled']);
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.has(status);
@@ -47,7 +56,7 @@ const inTransaction = new WeakMap<Store, Map<string, RunView>>();
 /** Registers the projection that keeps each run's view in step with its journal. */
 export function projectRunViews(journal: Journal): void {
   journal.project(
-    ['run.started', 'step.started', 'step.completed', 'step.failed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled'],
+    ['run.started', 'step.started', 'step.completed', 'step.failed', 'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out', 'state.changed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled'],
     async (event, tx) => {
       const id = event.streamId.slice('run:'.length);
       // a write usually carries two events of one run (a step's completion, the next start): read the view once
@@ -80,19 +89,24 @@ function apply(view: RunView, event: StoredEvent): void {
     s.status = status;
     s.finishedAt = event.timestamp;
     s.durationMs = event.timestamp - s.startedAt;
+    if (view.current?.name === s.name) view.current = null;
+  };
+  const begin = (attempt: number, kind?: 'poll') => {
+    const existing = step();
+    if (existing) Object.assign(existing, { status: 'running', attempts: attempt, finishedAt: null, durationMs: null, input: data.input ?? existing.input });
+    else {
+      const label = typeof data.label === 'string' ? { label: data.label } : {};
+      view.steps.push({ seq: data.seq, name: data.name, status: 'running', ...(kind ? { kind } : {}), ...label, attempts: attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, input: data.input ?? null, output: null, error: null });
+      // parallel steps can start in any order; the view lists them in the code's call order
+      view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
+    }
+    view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
+    view.status = 'running';
   };
   switch (event.type) {
-    case 'step.started': {
-      const existing = step();
-      if (existing) Object.assign(existing, { status: 'running', attempts: data.attempt, finishedAt: null, durationMs: null, input: data.input ?? existing.input });
-      else {
-        view.steps.push({ seq: data.seq, name: data.name, status: 'running', attempts: data.attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, input: data.input ?? null, output: null, error: null });
-        // parallel steps can start in any order; the view lists them in the code's call order
-        view.steps.sort((x, y) => x.seq - y.seq);
-      }
-      view.status = 'running';
+    case 'step.started':
+      begin(data.attempt);
       return;
-    }
     case 'step.completed':
       finish(step(), 'ok');
       if (step()) step()!.output = data.output;
@@ -100,6 +114,21 @@ function apply(view: RunView, event: StoredEvent): void {
     case 'step.failed':
       finish(step(), data.retryAt === null ? 'error' : 'retrying');
       if (step()) step()!.error = data.error;
+      return;
+    case 'poll.started':
+      begin(0, 'poll');
+      return;
+    case 'poll.attempted':
+      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? null });
+      return;
+    case 'poll.completed':
+    case 'poll.failed':
+    case 'poll.timed_out':
+      finish(step(), event.type === 'poll.completed' ? 'ok' : event.type === 'poll.failed' ? 'error' : 'timed_out');
+      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? (event.type === 'poll.timed_out' ? 'StepTimedOutError: the maximum wait passed' : null) });
+      return;
+    case 'state.changed':
+      view.state = data.name;
       return;
     case 'sleep.started':
       view.status = 'sleeping';
@@ -113,13 +142,27 @@ function apply(view: RunView, event: StoredEvent): void {
       view.status = 'running';
       return;
     case 'run.completed':
-      Object.assign(view, { status: 'succeeded', output: data.output });
+      Object.assign(view, { status: data.partial ? 'partial_success' : 'succeeded', output: data.output, current: null });
       return;
     case 'run.failed':
-      Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null });
+      Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null, current: null });
       return;
     case 'run.cancelled':
-      Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null });
+      Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });
       return;
   }
+}
+
+/** Call order: `3` < `3.a.1` < `3.a.2` < `3.b.1` < `4` (a branch's calls sit where its parallel call is). */
+export function compareSeq(a: Seq, b: Seq): number {
+  const x = String(a).split('.');
+  const y = String(b).split('.');
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    if (x[i] === undefined) return -1;
+    if (y[i] === undefined) return 1;
+    const [p, q] = [Number(x[i]), Number(y[i])];
+    const order = Number.isNaN(p) || Number.isNaN(q) ? x[i]!.localeCompare(y[i]!) : p - q;
+    if (order !== 0) return order;
+  }
+  return 0;
 }

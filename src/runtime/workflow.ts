@@ -17,18 +17,66 @@ export interface RetryPolicy {
   backoff?: { base?: Duration; factor?: number; max?: Duration };
 }
 
+export interface NodeOptions {
+  /** Attempts of the whole node, the first included. Default 3; a `TerminalError` thrown out of it is not retried. */
+  retry?: RetryPolicy;
+  /** What the node is given, as its journal shows it. */
+  input?: unknown;
+  /** The node is recorded as skipped (`node.completed` with `skipped: true`, output null) and `fn` does not run. */
+  skip?: boolean;
+}
+
+/** What a node's function is given. */
+export interface NodeContext {
+  /** 1 on the first attempt of the node; a crash mid-attempt resumes the same attempt. */
+  attempt: number;
+}
+
 export interface StepOptions<T> {
   retry?: RetryPolicy;
   /** What the step is given, as its journal and view show it (mask secrets first). */
   input?: unknown;
   /** Per attempt: the step's signal fires and the attempt fails with a timeout. */
   timeout?: Duration;
+  /** What a person watching the run reads while the step runs ("Rendering PowerPoint…"). */
+  label?: string;
   /**
    * Undoes the step when the run fails or is cancelled, newest step first. At least once: a crash
    * mid-compensation runs it again, so pass `ctx.idempotencyKey` on to what it calls.
    */
   compensate?: (output: T, ctx: StepContext) => Promise<unknown>;
 }
+
+/**
+ * A request repeated until its answer says the work is done (`ctx.poll`). Each wait between two
+ * requests is a durable timer: the run holds no worker meanwhile, and a crash neither loses nor
+ * repeats a wait. The n-th wait is `interval × factor^(n-1)`, at most `maxInterval`, never past
+ * the maximum wait; the last request is made when the maximum wait ends.
+ */
+export interface PollOptions<T> extends StepOptions<T> {
+  /** The work is done: the poll returns this answer. */
+  until: (answer: T) => boolean;
+  /** The work failed for good (a string says why): the poll throws a TerminalError. */
+  failWhen?: (answer: T) => boolean | string;
+  /** Before the first request. Default 500 ms. */
+  initialDelay?: Duration;
+  /** After the first request. Default 1 s. */
+  interval?: Duration;
+  /** Each wait is the last one times this. Default 1.5. */
+  factor?: number;
+  /** The longest wait. Default 5 s. */
+  maxInterval?: Duration;
+  /** From the poll's start; then the poll throws a StepTimedOutError. Default 60 s. */
+  maxWait?: Duration;
+  /**
+   * Stops the work at the service (its cancel endpoint) when the run is cancelled while the poll
+   * waits, or fails after the poll timed out. Journaled like a compensation, once.
+   */
+  cancel?: (ctx: StepContext) => Promise<unknown>;
+}
+
+/** How one branch of `ctx.parallel` ended. */
+export type BranchResult<T> = { status: 'success'; output: T } | { status: 'failed'; error: Error };
 
 /**
  * What a workflow sees. Everything that touches the world goes through it: each call is
@@ -45,10 +93,69 @@ export interface WorkflowContext {
   waitForEvent<T = unknown>(name: string, options?: { timeout?: Duration }): Promise<T | null>;
   /** Starts a child run (its own journal) and waits for its result durably: the parent holds no worker meanwhile. */
   child<I, O>(workflow: Workflow<I, O>, input: I, options?: { id?: string }): Promise<O>;
+  /**
+   * A checkpoint around a group of calls: `fn` runs with its own `ctx` calls journaled as usual,
+   * and its result is journaled once it returns. After a crash the run resumes after the last node
+   * whose completion committed and never enters it again (its result is returned as recorded); a
+   * node that was running is entered again, and its calls that completed return their results. A
+   * throwing node is tried again, from its start, after a backoff (`retry`); the calls that
+   * completed in an earlier attempt are not run again, those that failed are. Nodes of one run run
+   * one after another, not in parallel.
+   */
+  node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options?: NodeOptions): Promise<T>;
+  /** Fires when this pass stops: the run waits (a timer, a retry, a signal), ended, was cancelled, or this worker lost it. */
+  readonly signal: AbortSignal;
+  /**
+   * Repeats `fn` (a status request) with durable waits until `options.until` holds, and returns
+   * that answer. Transient errors follow `options.retry`; a TerminalError or `failWhen` fails it;
+   * the maximum wait throws a StepTimedOutError.
+   *
+   * @example
+   * const job = await ctx.poll('render', () => api.job(id), { until: (j) => j.status === 'complete', failWhen: (j) => j.status === 'failed', maxWait: '2m' });
+   */
+  poll<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>): Promise<T>;
+  /**
+   * Runs named branches side by side and waits for all of them, whatever each one's outcome.
+   * Each branch numbers its own calls, so replay never depends on how the branches interleaved.
+   *
+   * @example
+   * const { word, ppt } = await ctx.parallel('render', { word: (c) => render(c, 'docx'), ppt: (c) => render(c, 'pptx') });
+   * if (word.status === 'failed') …
+   */
+  parallel<B extends Record<string, (ctx: WorkflowContext) => Promise<unknown>>>(
+    name: string,
+    branches: B,
+  ): Promise<{ [K in keyof B]: BranchResult<Awaited<ReturnType<B[K]>>> }>;
+  /**
+   * Records the business state the run entered (`LAYOUT_QUEUED`); the run's view shows it beside its
+   * status. Allowed after cancellation too, so a workflow can record `CANCELLED`.
+   */
+  setState(state: string): Promise<void>;
   /** The time, journaled: the same on every replay. */
   now(): Promise<number>;
   /** A random number in [0, 1), journaled. */
   random(): Promise<number>;
+}
+
+const PARTIAL = Symbol('runledger.partial');
+
+/** What a workflow returns when part of its work failed: the run ends `partial_success` with `output`. */
+export interface PartialResult<O> {
+  readonly [PARTIAL]: true;
+  readonly output: O;
+}
+
+/**
+ * Ends the run `partial_success` (some branches failed, others succeeded) with `output`.
+ *
+ * @example return partialSuccess({ word, ppt });
+ */
+export function partialSuccess<O>(output: O): PartialResult<O> {
+  return { [PARTIAL]: true, output };
+}
+
+export function isPartial(value: unknown): value is PartialResult<unknown> {
+  return typeof value === 'object' && value !== null && PARTIAL in value;
 }
 
 export interface Workflow<I = any, O = any> {

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import type { AgentLedger } from '../agents/ledger.js';
 import type { SessionService } from '../agents/service.js';
 import type { Channels } from '../chat/channels.js';
 import type { Engine } from '../engine.js';
@@ -12,6 +13,8 @@ import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
 import type { Route } from './route.js';
+import { agentRoutes } from './routes/agents.js';
+import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -28,6 +31,7 @@ export interface AppOptions {
   channels?: Channels;
   triggers?: TriggerService;
   sessions?: SessionService;
+  ledger?: AgentLedger;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
@@ -49,12 +53,14 @@ export function createApp(options: AppOptions): Hono {
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine),
     ...workflowRoutes(options.workflows),
+    ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...runControlRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
+    ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
@@ -105,7 +111,8 @@ function parse(schema: NonNullable<Route['body']>, value: unknown, prefix: strin
 function bearer(token: string) {
   const expected = Buffer.from(`Bearer ${token}`);
   return async (c: Context, next: () => Promise<void>) => {
-    if (c.req.path === '/healthz') return next();
+    // a callback URL carries its own unguessable token: the service that POSTs to it has no bearer token
+    if (c.req.path === '/healthz' || c.req.path.startsWith('/callbacks/')) return next();
     const given = Buffer.from(c.req.header('authorization') ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)');
     return next();

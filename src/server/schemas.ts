@@ -22,7 +22,9 @@ export const executeRequest = z
 
 export const executeResponse = z.object({ execution_id: z.string(), workflow_id: z.string(), status: z.literal('pending') });
 
-const executionStatus = z.enum(['pending', 'running', 'success', 'failed', 'cancelled']);
+const executionStatus = z.enum(['pending', 'running', 'success', 'partial_success', 'failed', 'cancelled']);
+const stepStatus = z.enum(['pending', 'running', 'success', 'failed', 'skipped', 'timed_out', 'cancelled']);
+const executionLink = z.object({ execution_id: z.string(), from_step: z.string().optional(), branches: z.array(z.string()).optional() });
 
 export const executionSummary = z.object({
   workflow_id: z.string(),
@@ -37,11 +39,21 @@ export const executionSummary = z.object({
 
 export const executionRecord = executionSummary.extend({
   trigger_data: z.record(z.string(), z.unknown()),
+  state: z.string().nullable().describe('the business state the execution last entered'),
+  current_step: z.string().nullable(),
+  label: z.string().nullable().describe("what the current step says it does ('Rendering PowerPoint…')"),
+  progress: z.object({ done: z.int(), total: z.int() }),
+  eta_seconds: z.number().nullable().describe("from the median durations of this workflow's steps; null until there is history"),
+  rerun_of: executionLink.nullable(),
+  reruns: z.array(executionLink),
   steps: z.array(
     z.object({
       step_id: z.string(),
       type: z.string(),
-      status: z.enum(['pending', 'running', 'success', 'failed', 'skipped']),
+      status: stepStatus,
+      parallel: z.string().optional(),
+      branch: z.string().optional(),
+      branches: z.record(z.string(), z.object({ status: stepStatus, error: z.string().nullable() })).optional(),
       attempts: z.int(),
       started_at: time.nullable(),
       finished_at: time.nullable(),
@@ -86,3 +98,12 @@ export const deadTask = z.object({
 export const errorBody = z.object({
   error: z.object({ code: z.string(), message: z.string(), problems: z.array(z.object({ path: z.string(), message: z.string() })).optional() }),
 });
+
+export const rerunRequest = z
+  .object({
+    from_step: z.string().min(1).max(64),
+    trigger_data: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export const retryRequest = z.object({ branches: z.array(z.string().min(1).max(64)).min(1).max(10).optional() }).strict();

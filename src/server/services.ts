@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Agent } from '../agents/agent.js';
+import { AgentLedger } from '../agents/ledger.js';
 import { sessions, type SessionService } from '../agents/service.js';
+import type { Tool } from '../agents/tools.js';
 import { Channels } from '../chat/channels.js';
 import type { ChatProvider } from '../chat/providers.js';
 import { startReplyWorker, type ReplyDelta } from '../chat/reply.js';
@@ -20,6 +22,10 @@ export interface ServiceOptions {
   /** Run executions, sessions, AI replies, event routing and schedules in this process. */
   workers: boolean;
   agents?: Agent[];
+  /** The tools ledger agents call (`defineTool`). */
+  tools?: Tool[];
+  /** The agent of an inbound event (`POST /agent/events`) that names none. Default `sample-agent`. */
+  defaultAgent?: string;
   /** Code workflows rules and schedules may name; also registered with the engine. */
   codeWorkflows?: Workflow[];
   /** Where HTTP agents report back: this server's URL. */
@@ -32,6 +38,7 @@ export interface Services {
   workflows: WorkflowService;
   channels: Channels;
   sessions: SessionService;
+  ledger: AgentLedger;
   triggers: TriggerService;
   stop(): Promise<void>;
 }
@@ -51,10 +58,11 @@ export const MANUAL_AGENT_RULE = {
  */
 export async function startServices(engine: Engine, options: ServiceOptions): Promise<Services> {
   const { logger } = options;
-  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
+  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.reportBaseUrl ? { callbackBaseUrl: options.reportBaseUrl } : {}) });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
-  const agentSessions = sessions(engine, { agents: options.agents ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
+  const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
+  const ledger = new AgentLedger(engine, agentSessions, { defaultAgent: options.defaultAgent ?? 'sample-agent' });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
   const onError = (what: string) => (error: unknown) => logger.warn({ err: error }, what);
   const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
@@ -65,6 +73,7 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
     workflows,
     channels,
     sessions: agentSessions,
+    ledger,
     triggers: triggerService,
     // the engine stops its workers and subscriptions when it closes; the scheduler is ours
     stop: () => triggerService.stop(),

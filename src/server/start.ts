@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { Hono } from 'hono';
 import type { Agent } from '../agents/agent.js';
+import type { Tool } from '../agents/tools.js';
 import { ChannelFeed } from '../chat/feed.js';
 import { offlineProvider, type ChatProvider } from '../chat/providers.js';
 import type { RunledgerOptions } from '../config.js';
@@ -28,6 +29,10 @@ export interface ServerOptions extends RunledgerOptions {
   /** The model that answers `role: user` chat messages; default the offline one. */
   chatProvider?: ChatProvider;
   agents?: Agent[];
+  /** The tools ledger agents call (`defineTool`). */
+  tools?: Tool[];
+  /** The agent of an inbound event that names none. Default `sample-agent`. */
+  defaultAgent?: string;
   codeWorkflows?: Workflow[];
   logger?: Logger;
 }
@@ -52,7 +57,7 @@ export function dataDirFor(database: string): string {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
   const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
@@ -66,7 +71,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
     );
     try {
-      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(tools ? { tools } : {}), ...(defaultAgent ? { defaultAgent } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });

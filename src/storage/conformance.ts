@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
+import { agentLedgerConformance } from './conformance-agents.js';
 import { task, taskConformance } from './conformance-tasks.js';
 import { longrunConformance } from './conformance-longrun.js';
 
@@ -319,6 +320,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
   taskConformance({ store: () => store, openAnother });
   longrunConformance({ store: () => store, openAnother });
+  agentLedgerConformance({ store: () => store });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

@@ -1,4 +1,8 @@
 import { ValidationError } from '../errors.js';
+import type {
+  AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow,
+  AgentToolCallChange, AgentToolCallRow, ApprovalStatus,
+} from './ledger.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -191,6 +195,35 @@ export interface Store {
   /** Resumes it; false when it was not paused. */
   pauseDelete(p: { kind: PauseKind; name: string }): Promise<boolean>;
   pauseList(): Promise<Pause[]>;
+
+  // The agent ledger (`ledger.ts`): projections of the journal, written by its projections.
+  agentEventPut(p: { event: AgentEventRow }): Promise<void>;
+  /** By id, or by idempotency key. */
+  agentEventGet(p: { id?: string; idempotency_key?: string }): Promise<AgentEventRow | undefined>;
+  /** The events a run handles, oldest first. */
+  agentEventList(p: { run_id: string }): Promise<AgentEventRow[]>;
+  /** Changes every event of the run; `attempt_count` only grows. Returns how many rows changed. */
+  agentEventUpdate(p: { run_id: string; change: AgentEventChange; at: number }): Promise<number>;
+  agentRunPut(p: { run: AgentRunRow }): Promise<void>;
+  agentRunGet(p: { id: string }): Promise<AgentRunRow | undefined>;
+  /** false: no such run (the run is not an agent run). */
+  agentRunUpdate(p: { id: string; change: AgentRunChange; at: number }): Promise<boolean>;
+  /** Runs by id (newest first, or oldest with `order: 'asc'`), filtered, after the `after` id. */
+  agentRunList(p: AgentRunListParams): Promise<AgentRunRow[]>;
+  agentStepPut(p: { step: AgentStepRow }): Promise<void>;
+  agentStepUpdate(p: { run_id: string; seq: number; attempt: number; change: AgentStepChange; at: number }): Promise<boolean>;
+  /** In the run's order: by seq, then attempt. */
+  agentStepList(p: { run_id: string }): Promise<AgentStepRow[]>;
+  agentToolCallPut(p: { call: AgentToolCallRow }): Promise<void>;
+  /** The call with that key, or the run's call at `seq`; with `approval_status`, only while its approval is in that status. */
+  agentToolCallUpdate(p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: AgentToolCallChange; at: number; approval_status?: ApprovalStatus }): Promise<boolean>;
+  /** By id, or by external idempotency key. */
+  agentToolCallGet(p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined>;
+  /** A run's calls in the order they were made, or calls by approval status (oldest first). */
+  agentToolCallList(p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): Promise<AgentToolCallRow[]>;
+  agentCheckpointPut(p: { checkpoint: AgentCheckpointRow }): Promise<void>;
+  /** In the run's order (seq). */
+  agentCheckpointList(p: { run_id: string }): Promise<AgentCheckpointRow[]>;
 }
 
 /**

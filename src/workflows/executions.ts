@@ -2,51 +2,23 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
-import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/view.js';
+import { isTerminal, type RunView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
-import { STORED_WORKFLOW, type ExecutionInput } from './interpreter.js';
+import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
+import { projectStepStats, readStepStats } from './progress.js';
+import { record, STATUS, type ExecutionLink, type ExecutionRecord, type ExecutionStatus, type ExecutionSummary } from './record.js';
+import { reuseForRerun, reuseForRetry } from './rerun.js';
 
-export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'cancelled';
-export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped';
-
-export interface StepRecord {
-  step_id: string;
-  type: string;
-  status: StepStatus;
-  attempts: number;
-  started_at: string | null;
-  finished_at: string | null;
-  duration_ms: number | null;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-}
-
-export interface ExecutionSummary {
-  workflow_id: string;
-  execution_id: string;
-  workflow_version: number;
-  status: ExecutionStatus;
-  trigger_type: string;
-  started_at: string;
-  finished_at: string | null;
-  error: string | null;
-}
-
-export interface ExecutionRecord extends ExecutionSummary {
-  trigger_data: Record<string, unknown>;
-  steps: StepRecord[];
-}
+export type { ExecutionLink, ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord, StepStatus } from './record.js';
 
 const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
 const WORKFLOW_VIEW = 'workflow';
 const executionKeyStream = (workflowId: string, key: string) => `execution-key:${workflowId}:${key}`;
-const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', failed: 'failed', cancelled: 'cancelled' };
-const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', ok: 'success', error: 'failed' };
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const LINKS = 'execution-reruns';
+const linkStream = (executionId: string) => `execution-links:${executionId}`;
 
 /**
  * Executions of stored workflows. An execution is a run of the interpreter whose id is the
@@ -60,7 +32,14 @@ export class Executions {
     private readonly engine: Engine,
     private readonly definitions: Definitions,
     private readonly interpreter: Workflow<ExecutionInput>,
-  ) {}
+  ) {
+    projectStepStats(engine.journal);
+    engine.journal.project('execution.rerun', async (event, tx) => {
+      const key = event.streamId.slice('execution-links:'.length);
+      const links = ((await tx.projectionGet({ name: LINKS, key })) as ExecutionLink[] | undefined) ?? [];
+      await tx.projectionPut({ name: LINKS, key, value: [...links, event.data as ExecutionLink] });
+    });
+  }
 
   /**
    * Starts an execution of the workflow's current version. A repeated `idempotencyKey` returns the
@@ -122,12 +101,15 @@ export class Executions {
     if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger)) throw new ValidationError('trigger_data', 'must be a JSON object');
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
     const triggerType = request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
-    return { workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown> };
+    return {
+      workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown>,
+      ...(wf.states ? { states: wf.states } : {}), ...(wf.on_error ? { on_error: wf.on_error } : {}), ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
+    };
   }
 
   private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null): Promise<void> {
     if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
-    await this.engine.runtime.start(this.interpreter, input, { id, tx });
+    await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}) });
     await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
 
@@ -138,14 +120,59 @@ export class Executions {
     const before = options.last_key ? `${workflowId}:${options.last_key}` : undefined;
     const rows = await this.engine.store.projectionList({ name: INDEX, prefix: `${workflowId}:`, limit: limit + 1, backwards: true, ...(before ? { before } : {}) });
     const page = rows.slice(0, limit).map((row) => (row.value as { execution_id: string }).execution_id);
-    const records = await Promise.all(page.map((id) => this.get(workflowId, id)));
-    const executions = records.map(({ trigger_data: _t, steps: _s, ...summary }) => summary);
+    // a summary needs the view only: no step stats, no links
+    const records = await Promise.all(page.map(async (id) => record(await this.view(workflowId, id))));
+    const executions = records.map((r): ExecutionSummary => ({
+      workflow_id: r.workflow_id, execution_id: r.execution_id, workflow_version: r.workflow_version, status: r.status, trigger_type: r.trigger_type, started_at: r.started_at, finished_at: r.finished_at, error: r.error,
+    }));
     return { executions, count: executions.length, last_key: rows.length > limit ? (page.at(-1) ?? null) : null };
   }
 
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
-    return record(view);
+    const [stats, reruns] = await Promise.all([
+      readStepStats(this.engine.store, workflowId),
+      this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
+    ]);
+    return record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] });
+  }
+
+  /**
+   * Starts a new execution that reuses what `executionId` recorded for the steps before `from_step`
+   * (they are not run again) and runs the rest, with the original's trigger data or `trigger_data`.
+   * Both executions show the link (`rerun_of`, `reruns`).
+   */
+  async rerun(workflowId: string, executionId: string, request: { from_step: string; trigger_data?: Record<string, unknown> }): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+    const view = await this.view(workflowId, executionId);
+    const input = view.input as ExecutionInput;
+    const reuse = reuseForRerun(record(view), input, request.from_step);
+    const trigger = request.trigger_data ?? input.trigger_data;
+    checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
+    return this.continueFrom(view, { ...input, trigger_data: trigger }, reuse, { execution_id: executionId, from_step: request.from_step });
+  }
+
+  /**
+   * Retries the failed branches of a partly failed execution (all of them, or those named) as a new
+   * execution that reuses every step that succeeded: no succeeded step runs again.
+   */
+  async retry(workflowId: string, executionId: string, request: { branches?: string[] } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus; branches: string[] }> {
+    const view = await this.view(workflowId, executionId);
+    if (view.status !== 'partial_success' && view.status !== 'failed') throw new ConflictError(`execution ${executionId} is ${STATUS[view.status]}: only a partly failed or failed execution is retried`);
+    const input = view.input as ExecutionInput;
+    const { reuse, branches } = reuseForRetry(record(view), input, request.branches);
+    const started = await this.continueFrom(view, input, reuse, { execution_id: executionId, branches });
+    return { ...started, branches };
+  }
+
+  private async continueFrom(view: RunView, base: ExecutionInput, reuse: Record<string, Reused>, link: ExecutionLink) {
+    const { reuse: _r, rerun_of: _o, ...input } = base;
+    const next: ExecutionInput = { ...input, reuse, rerun_of: link };
+    const id = newId('ex');
+    await this.engine.store.transaction(async (tx) => {
+      await this.begin(tx, input.workflow_id, next, id, null);
+      await this.engine.journal.append(linkStream(view.id), [{ type: 'execution.rerun', data: { execution_id: id, ...(link.from_step ? { from_step: link.from_step } : {}), ...(link.branches ? { branches: link.branches } : {}) } }], { tx });
+    });
+    return this.accepted(input.workflow_id, id);
   }
 
   /** Cancels a running execution; a finished one → ConflictError. */
@@ -166,38 +193,4 @@ export class Executions {
   private accepted(workflowId: string, id: string) {
     return { execution_id: id, workflow_id: workflowId, status: 'pending' as ExecutionStatus };
   }
-}
-
-/** The execution record of a run of the interpreter: every definition step, run or not. */
-export function record(view: RunView): ExecutionRecord {
-  const input = view.input as ExecutionInput;
-  const terminal = isTerminal(view.status);
-  const steps = input.steps.map((step): StepRecord => {
-    const ran = view.steps.find((s) => s.name === step.id);
-    if (!ran) return { step_id: step.id, type: step.type, status: terminal ? 'skipped' : 'pending', attempts: 0, started_at: null, finished_at: null, duration_ms: null, input: null, output: null, error: null };
-    return {
-      step_id: step.id,
-      type: step.type,
-      status: STEP_STATUS[ran.status],
-      attempts: ran.attempts,
-      started_at: iso(ran.startedAt),
-      finished_at: iso(ran.finishedAt),
-      duration_ms: ran.durationMs,
-      input: ran.input,
-      output: ran.output,
-      error: ran.error,
-    };
-  });
-  return {
-    workflow_id: input.workflow_id,
-    execution_id: view.id,
-    workflow_version: input.version,
-    status: STATUS[view.status],
-    trigger_type: input.trigger_type,
-    trigger_data: input.trigger_data,
-    steps,
-    started_at: iso(view.createdAt)!,
-    finished_at: terminal ? iso(view.updatedAt) : null,
-    error: view.error,
-  };
 }

@@ -1,13 +1,15 @@
-import { RetryAfterError, TerminalError } from '../errors.js';
-import { workflow, type RetryPolicy, type Workflow } from '../runtime/workflow.js';
-import { ACTIONS, type LogLine } from './actions/index.js';
-import { mask, maskText } from './mask.js';
-import type { Definition, StepDefinition } from './schema.js';
+import { CancelledError } from '../errors.js';
+import { partialSuccess, workflow, type Workflow } from '../runtime/workflow.js';
+import type { LogLine } from './actions/index.js';
+import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
-import { render, type Scope } from './template/render.js';
+import { enter, PartialStop, runSteps, type StoredRun } from './steps/run.js';
 
-/** The one code workflow that runs every stored definition: each definition step is one durable step. */
+/** The one code workflow that runs every stored definition: each definition step is one durable call. */
 export const STORED_WORKFLOW = 'runledger.stored';
+
+/** What a rerun or retry takes from the execution it continues: a step's recorded output, or the error a step not retried failed with. */
+export type Reused = { output: unknown } | { error: string };
 
 /** A run of STORED_WORKFLOW carries the definition it started with, so an update never changes a running execution. */
 export interface ExecutionInput {
@@ -16,12 +18,21 @@ export interface ExecutionInput {
   steps: Definition['steps'];
   trigger_type: string;
   trigger_data: Record<string, unknown>;
+  states?: Definition['states'];
+  on_error?: Definition['on_error'];
+  timeout_seconds?: number;
+  /** Steps this execution does not run again, by id (a rerun or a retry of failed branches). */
+  reuse?: Record<string, Reused>;
+  /** The execution this one reruns (`from_step`) or retries (`branches`). */
+  rerun_of?: { execution_id: string; from_step?: string; branches?: string[] };
 }
 
 export interface InterpreterOptions {
   secrets: Secrets;
   allow: string[];
   log(line: LogLine): void;
+  /** The one-time URL of a `wait_for_callback` step. */
+  callbackUrl(executionId: string, stepId: string): string;
 }
 
 /**
@@ -31,58 +42,27 @@ export interface InterpreterOptions {
  * any. Secrecy follows the value: every string a template derives from a secret (`| upper`,
  * `| json`, …; see `render`) is hidden from that step on, and each hidden string is masked in its
  * encoded forms too (see `secretForms`). Hidden strings only grow during a pass, and a pass renders
- * every step again, so a replay hides what the first pass hid.
+ * every step again, so a replay hides what the first pass hid. States the definition names are
+ * journaled as they are entered (`ctx.setState`).
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   return workflow(STORED_WORKFLOW, { version: '1' }, async (ctx, input) => {
     const secrets = await options.secrets.values();
-    const hidden = new Set(Object.values(secrets));
-    const steps: Scope['steps'] = {};
-    for (const step of input.steps) {
-      const scope: Scope = { trigger: input.trigger_data, steps, secrets, execution: { id: ctx.runId }, workflow: { id: input.workflow_id } };
-      let config: unknown;
-      let problem: unknown = null;
-      const derived = new Set<string>();
-      try {
-        config = render(step.config, scope, derived);
-      } catch (error) {
-        problem = error;
+    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: new Set(Object.values(secrets)), options, state: null };
+    const states = input.states;
+    const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
+    if (states?.initial) await enter(run, ctx, states.initial);
+    try {
+      await runSteps(run, ctx, input.steps, false);
+    } catch (error) {
+      if (error instanceof PartialStop) {
+        if (states?.partial) await enter(run, ctx, states.partial);
+        return partialSuccess({ ...outputs(), [error.stepId]: error.output }) as never;
       }
-      for (const text of derived) hidden.add(text);
-      const output = await ctx.step(
-        step.id,
-        async (stepCtx) => {
-          // a template that cannot render will not render on a retry either
-          if (problem !== null) throw masked(problem, hidden, true);
-          try {
-            const run = ACTIONS[step.type] as (config: unknown, ctx: Parameters<(typeof ACTIONS)['log']>[1]) => Promise<unknown>;
-            const log = (line: LogLine) => options.log({ ...line, message: maskText(line.message, hidden) });
-            const context = { ...stepCtx, executionId: ctx.runId, workflowId: input.workflow_id, stepId: step.id, allow: options.allow, log };
-            return mask(await run(config, context), hidden);
-          } catch (error) {
-            throw masked(error, hidden, false);
-          }
-        },
-        { retry: retryPolicy(step), ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}), input: problem === null ? mask(config, hidden) : null },
-      );
-      steps[step.id] = { output };
+      if (error instanceof CancelledError && states?.cancelled) await enter(run, ctx, states.cancelled);
+      throw error;
     }
-    return Object.fromEntries(Object.entries(steps).map(([id, s]) => [id, s.output]));
+    if (states?.success) await enter(run, ctx, states.success);
+    return outputs();
   });
-}
-
-function retryPolicy(step: StepDefinition): RetryPolicy {
-  const retry = { max_attempts: 3, backoff_seconds: 1, backoff_rate: 2, ...step.retry };
-  return { maxAttempts: retry.max_attempts, backoff: { base: retry.backoff_seconds * 1000, factor: retry.backoff_rate, max: 10 * 60_000 } };
-}
-
-/** The same kind of error (so the retry decision holds) with every secret value masked out of its message. */
-function masked(error: unknown, hidden: Set<string>, terminal: boolean): Error {
-  const name = error instanceof Error ? error.name : 'Error';
-  const message = maskText(error instanceof Error ? error.message : String(error), hidden);
-  let out: Error;
-  if (error instanceof RetryAfterError) out = new RetryAfterError(message, error.retryAfterMs);
-  else if (terminal || error instanceof TerminalError) out = new TerminalError(name === 'TerminalError' ? message : `${name}: ${message}`);
-  else out = Object.assign(new Error(message), { name });
-  return out;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
-import { stepReferences, templateProblems } from './template/parse.js';
+import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
 export const retrySchema = z
@@ -33,30 +33,118 @@ const logConfig = z
   })
   .strict();
 
+/** A business state's name (`LAYOUT_QUEUED`). */
+const stateName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'must be 1–64 letters, digits or _, starting with a letter');
+
+/** A JSON path into a response (`body.status`, `body.jobs[0].state`) and what must hold there: exactly one of equals, in, exists. */
+export const conditionSchema = z
+  .object({
+    path: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*$/, "must be a path like 'body.status' or 'body.items[0].state'"),
+    equals: z.unknown().optional(),
+    in: z.array(z.unknown()).min(1).max(100).optional(),
+    exists: z.boolean().optional(),
+  })
+  .strict()
+  .refine((c) => [c.equals, c.in, c.exists].filter((v) => v !== undefined).length === 1, { message: 'needs exactly one of equals, in or exists' });
+
+/** An error class mapped to the failure state the execution enters: an HTTP status (`422`, `'4xx'`, `[500, 599]`), a timeout, or any error. */
+export const errorRuleSchema = z
+  .object({
+    status: z.union([z.int().min(100).max(599), z.enum(['4xx', '5xx']), z.tuple([z.int().min(100).max(599), z.int().min(100).max(599)])]).optional(),
+    timed_out: z.literal(true).optional(),
+    state: stateName,
+  })
+  .strict()
+  .refine((r) => !(r.status !== undefined && r.timed_out), { message: 'use status or timed_out, not both' });
+
+const pollConfig = z
+  .object({
+    method: z.enum(['GET', 'POST']).default('GET'),
+    url: z.string().min(1),
+    headers: z.record(z.string(), z.string()).optional(),
+    body: z.unknown().optional(),
+    timeout_seconds: z.number().positive().max(300).optional(),
+    until: conditionSchema,
+    fail_when: conditionSchema.optional(),
+    initial_delay_seconds: z.number().min(0).max(3600).default(0.5),
+    interval_seconds: z.number().positive().max(3600).default(1),
+    factor: z.number().min(1).max(10).default(1.5),
+    max_interval_seconds: z.number().positive().max(3600).default(5),
+    max_wait_seconds: z.number().positive().max(7 * 24 * 3600).default(60),
+  })
+  .strict();
+
+const callbackConfig = z.object({ request: httpConfig.optional() }).strict();
+
 const stepBase = {
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 letters, digits, _ or -'),
   retry: retrySchema.optional(),
   timeout_seconds: z.number().positive().max(3600).optional(),
+  /** What a person watching the execution reads while the step runs. */
+  label: z.string().min(1).max(200).optional(),
+  /** The state the execution enters when the step starts, and when it has succeeded. */
+  state: stateName.optional(),
+  state_after: stateName.optional(),
+  /** Failure states by error class; the first rule that matches wins. */
+  on_error: z.array(errorRuleSchema).max(20).optional(),
+  /** Undoes the step (an http_request) when a later step fails or the execution is cancelled; 404, 409 and 410 count as done. */
+  compensate: httpConfig.optional(),
 };
 
-export const stepSchema = z.discriminatedUnion('type', [
+const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
-]);
+  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out. */
+  z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: httpConfig.optional() }).strict(),
+  z.object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig }).strict(),
+] as const;
+
+export const leafStepSchema = z.discriminatedUnion('type', [...leafSchemas]);
+
+const parallelConfig = z
+  .object({
+    branches: z
+      .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a branch name is 1–64 letters, digits, _ or -'), z.array(leafStepSchema).min(1).max(50))
+      .refine((b) => Object.keys(b).length >= 1 && Object.keys(b).length <= 10, { message: 'needs 1 to 10 branches' }),
+  })
+  .strict();
+
+export const stepSchema = z.discriminatedUnion('type', [...leafSchemas, z.object({ ...stepBase, type: z.literal('parallel'), config: parallelConfig }).strict()]);
+
+/** The states a workflow names, and the ones entered at its start and end. */
+export const statesSchema = z
+  .object({
+    names: z.array(stateName).min(1).max(100),
+    initial: stateName.optional(),
+    success: stateName.optional(),
+    partial: stateName.optional(),
+    failed: stateName.optional(),
+    cancelled: stateName.optional(),
+    /** Failure states an execution can be rerun or retried from: failing in one keeps what it made (no compensation). */
+    retryable: z.array(stateName).max(100).optional(),
+  })
+  .strict();
 
 export const definitionSchema = z
   .object({
     name: z.string().min(1).max(200),
     description: z.string().max(2000).optional(),
     enabled: z.boolean().default(true),
+    /** The whole execution: past it, it fails (the step's failure state, else `states.failed`) and compensates. */
+    timeout_seconds: z.number().positive().max(30 * 24 * 3600).optional(),
+    states: statesSchema.optional(),
+    on_error: z.array(errorRuleSchema).max(20).optional(),
     steps: z.array(stepSchema).max(100),
   })
   .strict();
 
 export type Definition = z.output<typeof definitionSchema>;
 export type StepDefinition = Definition['steps'][number];
+export type LeafStep = Exclude<StepDefinition, { type: 'parallel' }>;
 export type StepType = StepDefinition['type'];
+export type Condition = z.output<typeof conditionSchema>;
+export type ErrorRule = z.output<typeof errorRuleSchema>;
 
 /** `['steps', 1, 'config', 'url']` → `steps[1].config.url` */
 export function jsonPath(path: readonly PropertyKey[]): string {
@@ -81,27 +169,87 @@ export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
 export function parseDefinition(input: unknown): Definition {
   const parsed = definitionSchema.safeParse(input);
   if (!parsed.success) throw ValidationError.of(zodProblems(parsed.error));
+  const definition = parsed.data;
   const problems: Problem[] = [];
-  const seen = new Map<string, number>();
-  parsed.data.steps.forEach((step, i) => {
-    const path = `steps[${i}]`;
-    if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of steps[${seen.get(step.id)}] ('${step.id}')` });
-    problems.push(...templateProblems(step.config, `${path}.config`));
-    if (step.type === 'http_request') {
-      const problem = urlProblem(step.config.url);
-      if (problem !== null) problems.push({ path: `${path}.config.url`, message: problem });
+  const seen = new Map<string, string>();
+  const check = (step: StepDefinition, path: string, visible: Set<string>) => {
+    if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of ${seen.get(step.id)} ('${step.id}')` });
+    const { config } = step;
+    // a parallel step's config is its branches: their steps are checked one by one
+    const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
+    if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
+    if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
+    for (const [request, at] of requests(step, path)) {
+      const problem = urlProblem(request.url);
+      if (problem !== null) problems.push({ path: `${at}.url`, message: problem });
     }
-    for (const ref of stepReferences(step.config)) {
-      if (ref === step.id) problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
-      else if (!seen.has(ref)) {
-        const later = parsed.data.steps.some((s) => s.id === ref);
-        problems.push({ path: `${path}.config`, message: later ? `refers to steps.${ref}, which runs later` : `refers to steps.${ref}, which does not exist` });
+    for (const [value, at] of templated) {
+      problems.push(...templateProblems(value, at));
+      const callbackAllowed = step.type === 'wait_for_callback' && at === `${path}.config`;
+      if (!callbackAllowed && usesRoot(value, 'callback')) problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
+      for (const ref of stepReferences(value)) {
+        // a step's own output is there for its compensation and cancel, not for its config
+        if (ref === step.id && at !== `${path}.config`) continue;
+        if (ref === step.id) problems.push({ path: at, message: `refers to its own output (steps.${ref})` });
+        else if (!visible.has(ref)) problems.push({ path: at, message: where(definition, ref) });
       }
     }
-    if (!seen.has(step.id)) seen.set(step.id, i);
+    if (step.type === 'parallel') {
+      for (const field of ['compensate', 'retry', 'timeout_seconds'] as const) {
+        if (step[field] !== undefined) problems.push({ path: `${path}.${field}`, message: 'a parallel step has none of its own: set it on the steps of its branches' });
+      }
+    }
+    if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined) problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
+    for (const [field, state] of [['state', step.state], ['state_after', step.state_after]] as const) checkState(definition, state, `${path}.${field}`, problems);
+    step.on_error?.forEach((rule, i) => checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems));
+    if (!seen.has(step.id)) seen.set(step.id, path);
+  };
+  const visible = new Set<string>();
+  definition.steps.forEach((step, i) => {
+    const path = `steps[${i}]`;
+    check(step, path, visible);
+    if (step.type === 'parallel') {
+      for (const [branch, steps] of Object.entries(step.config.branches)) {
+        // a branch sees the steps before the parallel step and its own earlier steps, not its siblings'
+        const inBranch = new Set(visible);
+        steps.forEach((inner, j) => {
+          check(inner, `${path}.config.branches.${branch}[${j}]`, inBranch);
+          inBranch.add(inner.id);
+        });
+      }
+      for (const steps of Object.values(step.config.branches)) for (const inner of steps) visible.add(inner.id);
+    }
+    visible.add(step.id);
   });
+  if (definition.states) {
+    for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const) checkState(definition, definition.states[field], `states.${field}`, problems);
+    definition.states.retryable?.forEach((state, i) => checkState(definition, state, `states.retryable[${i}]`, problems));
+  }
+  definition.on_error?.forEach((rule, i) => checkState(definition, rule.state, `on_error[${i}].state`, problems));
   if (problems.length > 0) throw ValidationError.of(problems);
-  return parsed.data;
+  return definition;
+}
+
+/** The requests a step sends, by their JSON paths: its own, its callback registration, its compensation and cancel. */
+function requests(step: StepDefinition, path: string): [{ url: string }, string][] {
+  const out: [{ url: string }, string][] = [];
+  if (step.type === 'http_request' || step.type === 'poll') out.push([step.config, `${path}.config`]);
+  if (step.type === 'wait_for_callback' && step.config.request) out.push([step.config.request, `${path}.config.request`]);
+  if (step.compensate) out.push([step.compensate, `${path}.compensate`]);
+  if (step.type === 'poll' && step.cancel) out.push([step.cancel, `${path}.cancel`]);
+  return out;
+}
+
+function where(definition: Definition, ref: string): string {
+  const all = definition.steps.flatMap((s) => (s.type === 'parallel' ? [s, ...Object.values(s.config.branches).flat()] : [s]));
+  return all.some((s) => s.id === ref) ? `refers to steps.${ref}, which runs later or in another branch` : `refers to steps.${ref}, which does not exist`;
+}
+
+/** A state a step or rule names must be one of the workflow's `states.names`. */
+function checkState(definition: Definition, state: string | undefined, path: string, problems: Problem[]): void {
+  if (state === undefined) return;
+  if (!definition.states) problems.push({ path, message: `names state '${state}', but the workflow declares no states (add states.names)` });
+  else if (!definition.states.names.includes(state)) problems.push({ path, message: `'${state}' is not one of states.names (${definition.states.names.join(', ')})` });
 }
 
 /**

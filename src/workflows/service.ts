@@ -1,5 +1,6 @@
 import type { Engine } from '../engine.js';
 import type { LogLine } from './actions/index.js';
+import { Callbacks } from './callbacks.js';
 import { Definitions } from './definitions.js';
 import { Executions } from './executions.js';
 import { storedWorkflow } from './interpreter.js';
@@ -10,6 +11,7 @@ export interface WorkflowService {
   definitions: Definitions;
   executions: Executions;
   secrets: Secrets;
+  callbacks: Callbacks;
 }
 
 export interface WorkflowServiceOptions {
@@ -19,6 +21,8 @@ export interface WorkflowServiceOptions {
   allow?: string[];
   /** Where `log` steps write; default: nowhere. */
   log?: (line: LogLine) => void;
+  /** This server's URL: `wait_for_callback` URLs start with it. Default: none (the URL is a path). */
+  callbackBaseUrl?: string;
 }
 
 /**
@@ -33,7 +37,8 @@ export interface WorkflowServiceOptions {
 export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
   const secrets = new Secrets(engine.store, engine.journal, options.secretKey);
   const definitions = new Definitions(engine.store, engine.journal);
-  const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}) });
+  const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
+  const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}), callbackUrl: (execution, step) => callbacks.url(execution, step) });
   engine.register(interpreter);
-  return { definitions, secrets, executions: new Executions(engine, definitions, interpreter) };
+  return { definitions, secrets, callbacks, executions: new Executions(engine, definitions, interpreter) };
 }

@@ -20,7 +20,7 @@ export function runKind(workflow: string): RunKind {
   return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
 }
 
-const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
 const MAX_WAIT_MS = 5 * 60_000;
@@ -104,11 +104,15 @@ export const runResponse = runSummaryResponse.extend({
   input: z.unknown(),
   output: z.unknown(),
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
+  state: z.string().nullable().describe('the business state the run last entered (ctx.setState)'),
+  current: z.object({ name: z.string(), label: z.string().nullable() }).nullable().describe('the step running now'),
   steps: z.array(
     z.object({
-      seq: z.int(),
+      seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
       name: z.string(),
-      status: z.enum(['running', 'ok', 'retrying', 'error']),
+      status: z.enum(['running', 'ok', 'retrying', 'error', 'timed_out']),
+      kind: z.enum(['step', 'poll']),
+      label: z.string().nullable(),
       attempts: z.int(),
       started_at: time,
       finished_at: time.nullable(),
@@ -249,8 +253,10 @@ export function runRecord(view: RunView, live?: Set<string>): RunRecord {
     input: view.input,
     output: view.output,
     compensations: view.compensations,
+    state: view.state ?? null,
+    current: view.current ?? null,
     steps: view.steps.map((s) => ({
-      seq: s.seq, name: s.name, status: s.status, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
+      seq: s.seq, name: s.name, status: s.status, kind: s.kind ?? 'step', label: s.label ?? null, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
       duration_ms: s.durationMs, input: s.input, output: s.output, error: s.error,
     })),
   };

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
 import { route } from '../route.js';
-import { executeRequest, executeResponse, executionPage, executionRecord, lastKey, pageQuery, workflowResponse } from '../schemas.js';
+import { executeRequest, executeResponse, executionPage, executionRecord, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
 
 const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
 
@@ -60,6 +60,18 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
         await executions.cancel(params.id!, params.execution_id!);
         return { execution_id: params.execution_id!, status: 'cancelling' };
       },
+    }),
+    route({
+      method: 'post', path: '/workflows/{id}/executions/{execution_id}/retry', tag: 'executions',
+      summary: 'Retry the failed branches (all, or `branches`) as a new execution that reuses every step that succeeded',
+      body: retryRequest.optional(), status: 202, response: executeResponse.extend({ branches: z.array(z.string()) }), errors: [400, 404, 409],
+      handle: ({ params, body }) => executions.retry(params.id!, params.execution_id!, body ?? {}),
+    }),
+    route({
+      method: 'post', path: '/workflows/{id}/executions/{execution_id}/rerun', tag: 'executions',
+      summary: 'Start a new execution that reuses the recorded outputs of the steps before `from_step` (optionally with new trigger data)',
+      body: rerunRequest, status: 202, response: executeResponse, errors: [400, 404, 413],
+      handle: ({ params, body }) => executions.rerun(params.id!, params.execution_id!, body),
     }),
   ];
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
+import * as agents from './agents.js';
 import * as events from './events.js';
 import { Listener, Notifier } from './notify.js';
 import * as subscriptions from './subscriptions.js';
@@ -196,6 +197,23 @@ class PostgresStore implements Store {
     return resumed;
   };
   pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
+  agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
+  agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
+  agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);
+  agentEventUpdate: Store['agentEventUpdate'] = (p) => agents.agentEventUpdate(this.db, p);
+  agentRunPut: Store['agentRunPut'] = (p) => agents.agentRunPut(this.db, p);
+  agentRunGet: Store['agentRunGet'] = (p) => agents.agentRunGet(this.db, p);
+  agentRunUpdate: Store['agentRunUpdate'] = (p) => agents.agentRunUpdate(this.db, p);
+  agentRunList: Store['agentRunList'] = (p) => agents.agentRunList(this.db, p);
+  agentStepPut: Store['agentStepPut'] = (p) => agents.agentStepPut(this.db, p);
+  agentStepUpdate: Store['agentStepUpdate'] = (p) => agents.agentStepUpdate(this.db, p);
+  agentStepList: Store['agentStepList'] = (p) => agents.agentStepList(this.db, p);
+  agentToolCallPut: Store['agentToolCallPut'] = (p) => agents.agentToolCallPut(this.db, p);
+  agentToolCallUpdate: Store['agentToolCallUpdate'] = (p) => agents.agentToolCallUpdate(this.db, p);
+  agentToolCallGet: Store['agentToolCallGet'] = (p) => agents.agentToolCallGet(this.db, p);
+  agentToolCallList: Store['agentToolCallList'] = (p) => agents.agentToolCallList(this.db, p);
+  agentCheckpointPut: Store['agentCheckpointPut'] = (p) => agents.agentCheckpointPut(this.db, p);
+  agentCheckpointList: Store['agentCheckpointList'] = (p) => agents.agentCheckpointList(this.db, p);
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

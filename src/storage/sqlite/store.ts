@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
+import * as agents from './agents.js';
 import * as events from './events.js';
 import * as pauses from './pauses.js';
 import * as subscriptions from './subscriptions.js';
@@ -221,6 +222,23 @@ class SqliteStore implements Store {
   pauseSet: Store['pauseSet'] = (p) => this.run((s, now) => pauses.pauseSet(s, now, p));
   pauseDelete: Store['pauseDelete'] = (p) => this.run((s) => pauses.pauseDelete(s, p), ['tasks', '']);
   pauseList: Store['pauseList'] = () => this.read((s) => pauses.pauseList(s));
+  agentEventPut: Store['agentEventPut'] = (p) => this.run((s) => agents.agentEventPut(s, p));
+  agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
+  agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));
+  agentEventUpdate: Store['agentEventUpdate'] = (p) => this.run((s) => agents.agentEventUpdate(s, p));
+  agentRunPut: Store['agentRunPut'] = (p) => this.run((s) => agents.agentRunPut(s, p));
+  agentRunGet: Store['agentRunGet'] = (p) => this.read((s) => agents.agentRunGet(s, p));
+  agentRunUpdate: Store['agentRunUpdate'] = (p) => this.run((s) => agents.agentRunUpdate(s, p));
+  agentRunList: Store['agentRunList'] = (p) => this.read((s) => agents.agentRunList(s, p));
+  agentStepPut: Store['agentStepPut'] = (p) => this.run((s) => agents.agentStepPut(s, p));
+  agentStepUpdate: Store['agentStepUpdate'] = (p) => this.run((s) => agents.agentStepUpdate(s, p));
+  agentStepList: Store['agentStepList'] = (p) => this.read((s) => agents.agentStepList(s, p));
+  agentToolCallPut: Store['agentToolCallPut'] = (p) => this.run((s) => agents.agentToolCallPut(s, p));
+  agentToolCallUpdate: Store['agentToolCallUpdate'] = (p) => this.run((s) => agents.agentToolCallUpdate(s, p));
+  agentToolCallGet: Store['agentToolCallGet'] = (p) => this.read((s) => agents.agentToolCallGet(s, p));
+  agentToolCallList: Store['agentToolCallList'] = (p) => this.read((s) => agents.agentToolCallList(s, p));
+  agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
+  agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {

@@ -336,9 +336,10 @@ function output(attempt: Attempt, received: Received): HttpResponseOutput {
   if (status >= 400) {
     const snippet = decodeText(received).replace(/\s+/g, ' ').trim().slice(0, 200);
     const message = `${describe(attempt)} failed: ${status} ${received.statusText}${snippet === '' ? '' : `: ${snippet}`}`;
-    if (status === 429) throw new RetryAfterError(message, retryAfterMs(received.headers['retry-after']));
-    if (status === 408 || status >= 500) throw new Error(message);
-    throw new TerminalError(message);
+    // the status goes with the error (and into the journal), so a workflow can map it to a failure state
+    if (status === 429) throw Object.assign(new RetryAfterError(message, retryAfterMs(received.headers['retry-after'])), { status });
+    if (status === 408 || status >= 500) throw Object.assign(new Error(message), { status });
+    throw Object.assign(new TerminalError(message), { status });
   }
   const result: HttpResponseOutput = { status, headers: received.headers, body: decodeBody(received) };
   if (received.truncated) result.truncated = true;

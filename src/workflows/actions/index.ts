@@ -14,10 +14,13 @@ export interface ActionContext extends StepContext {
   log(line: LogLine): void;
 }
 
+/** The step types that are one action each; `poll`, `wait_for_callback` and `parallel` are run by `steps/`. */
+export type ActionType = Extract<StepType, 'http_request' | 'transform' | 'log'>;
+
 type Config<T extends StepType> = Extract<StepDefinition, { type: T }>['config'];
 
 /** What each step type does with its rendered config; the output is journaled as the step's. */
-export const ACTIONS: { [T in StepType]: (config: Config<T>, ctx: ActionContext) => Promise<unknown> } = {
+export const ACTIONS: { [T in ActionType]: (config: Config<T>, ctx: ActionContext) => Promise<unknown> } = {
   http_request: (config, ctx) => httpRequest(config as HttpRequestConfig, ctx),
 
   async transform(config) {

@@ -25,7 +25,7 @@ export interface Expression {
   filters: { name: string; args: (string | number)[] }[];
 }
 
-const ROOTS = new Set(['trigger', 'steps', 'secrets', 'execution', 'workflow']);
+const ROOTS = new Set(['trigger', 'steps', 'secrets', 'execution', 'workflow', 'callback']);
 // Rejected even though lookups use own properties only: a path naming them is never legitimate.
 const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
 // Hyphens are allowed because there is no arithmetic to confuse them with (`steps.fetch-user`).
@@ -82,6 +82,15 @@ export function stepReferences(value: unknown): string[] {
     }
   });
   return [...ids];
+}
+
+/** Whether a template inside `value` reads `root` (`callback`, say). */
+export function usesRoot(value: unknown, root: string): boolean {
+  let found = false;
+  eachString(value, '', (text) => {
+    for (const part of parseParts(text)) if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === root) found = true;
+  });
+  return found;
 }
 
 /**

@@ -8,6 +8,8 @@ export interface Scope {
   secrets: Record<string, string>;
   execution: { id: string };
   workflow: { id: string };
+  /** In a `wait_for_callback` step's request: the one-time URL the service POSTs to. */
+  callback?: { url: string };
 }
 
 /**
@@ -136,6 +138,8 @@ function rootValue(root: string, scope: Scope): unknown {
       return scope.execution;
     case 'workflow':
       return scope.workflow;
+    case 'callback':
+      return scope.callback;
     default:
       // parseTemplate rejects other roots; this keeps a hand-built Expression from reaching anything else.
       throw new InterpolationError(root, `unknown root '${root}'`);

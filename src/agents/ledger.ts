@@ -1,0 +1,246 @@
+import { createHash } from 'node:crypto';
+import type { Engine } from '../engine.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import { checkJson, checkName } from '../json.js';
+import type { AgentCheckpointRow, AgentEventRow, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../storage/ledger.js';
+import type { Store } from '../storage/store.js';
+import { conversationStream, readConversation } from './conversation.js';
+import { approvalSignal, type Decision } from './ledger-context.js';
+import type { ReceivedEvent } from './ledger-projection.js';
+import type { SessionService } from './service.js';
+
+/** An inbound agent event, as a webhook delivers it. */
+export interface AgentEventInput {
+  conversation_id: string;
+  user_id: string;
+  source: string;
+  input_type: string;
+  payload: unknown;
+  /** The delivery's id (a WhatsApp message id, say); without one, a hash of (source, conversation_id, payload). */
+  idempotency_key?: string;
+  /** Default: the configured default agent. */
+  agent?: string;
+}
+
+export interface IntakeResult {
+  event_id: string;
+  run_id: string;
+  /** true: this key was received before; nothing was written and the ids are the first delivery's. */
+  duplicate: boolean;
+  /** The arrival policy's decision: a run of its own, or joined to the conversation's waiting run. */
+  decision: 'queued' | 'coalesced';
+}
+
+type Iso<T, K extends keyof T> = Omit<T, K> & { [P in K]: T[P] extends number ? string : string | null };
+
+export type AgentEventRecord = Iso<AgentEventRow, 'available_at' | 'created_at' | 'updated_at'>;
+export type AgentRunRecord = Iso<AgentRunRow, 'started_at' | 'ended_at' | 'created_at' | 'updated_at'>;
+export type AgentStepRecord = Iso<AgentStepRow, 'created_at' | 'updated_at'>;
+export type AgentToolCallRecord = Iso<AgentToolCallRow, 'started_at' | 'ended_at' | 'approval_expires_at' | 'decided_at' | 'created_at' | 'updated_at'>;
+export type AgentCheckpointRecord = Iso<AgentCheckpointRow, 'created_at'>;
+
+export interface AgentRunDetail extends AgentRunRecord {
+  events: AgentEventRecord[];
+  steps: AgentStepRecord[];
+  tool_calls: AgentToolCallRecord[];
+  checkpoints: AgentCheckpointRecord[];
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** Concurrent arrivals in one conversation race for its stream's version; the losers read again and retry. */
+const INTAKE_ATTEMPTS = 100;
+const RUN_STATUSES = ['pending', 'running', 'waiting', 'sleeping', 'success', 'failed'];
+
+/**
+ * The agent run ledger: inbound events (intake), the runs they start (sessions whose run takes its
+ * conversation's turn), and their steps, tool calls, checkpoints and approvals, read from the
+ * ledger's tables. Every write goes through the journal; the tables are its projections.
+ *
+ * @example
+ * const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
+ * const { run_id } = await ledger.intake({ conversation_id: 'c-1', user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', payload: { text: 'refund #7' }, idempotency_key: 'wamid.1' });
+ * const pending = await ledger.approvals({ status: 'pending' });
+ * await ledger.decide(pending.items[0]!.id, 'approved', { by: 'ana' });
+ */
+export class AgentLedger {
+  constructor(
+    private readonly engine: Engine,
+    private readonly sessions: SessionService,
+    private readonly options: { defaultAgent: string },
+  ) {}
+
+  /**
+   * Receives an event, once per idempotency key: the first delivery writes the event and (unless it
+   * joins a waiting run) starts its run, in one transaction; any later one, also concurrent, returns
+   * the same ids with `duplicate: true` and writes nothing.
+   */
+  async intake(body: AgentEventInput): Promise<IntakeResult> {
+    const input = this.check(body);
+    const keyStream = `agent-event:${input.idempotency_key}`;
+    for (let attempt = 1; ; attempt++) {
+      const [first] = await this.engine.journal.readStream(keyStream, { limit: 1 });
+      if (first) {
+        const e = first.data as ReceivedEvent;
+        return { event_id: e.id, run_id: e.run_id, duplicate: true, decision: e.decision };
+      }
+      try {
+        return await this.engine.store.transaction((tx) => this.accept(tx, input, keyStream));
+      } catch (error) {
+        // another delivery of the key, or another arrival in the conversation, committed first
+        if (!(error instanceof ConflictError) || attempt >= INTAKE_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * Math.min(50, attempt * 5)));
+      }
+    }
+  }
+
+  async event(id: string): Promise<AgentEventRecord> {
+    const row = await this.engine.store.agentEventGet({ id });
+    if (!row) throw new NotFoundError(`agent event ${id} not found`);
+    return eventRecord(row);
+  }
+
+  /** Runs, newest first (`order: 'asc'`: oldest first), filtered. */
+  async runs(q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string; order?: 'asc' | 'desc' } = {}): Promise<Page<AgentRunRecord>> {
+    if (q.status !== undefined && !RUN_STATUSES.includes(q.status)) throw new ValidationError('status', `must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`);
+    const limit = q.limit ?? 50;
+    const rows = await this.engine.store.agentRunList({
+      limit,
+      ...(q.conversation_id !== undefined ? { conversation_id: q.conversation_id } : {}),
+      ...(q.user_id !== undefined ? { user_id: q.user_id } : {}),
+      ...(q.status !== undefined ? { status: q.status } : {}),
+      ...(q.cursor !== undefined ? { after: q.cursor } : {}),
+      order: q.order ?? 'desc',
+    });
+    return { items: rows.map(runRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
+  }
+
+  /** One run with the events it handles and its steps, tool calls and checkpoints, in order. */
+  async run(id: string): Promise<AgentRunDetail> {
+    const store = this.engine.store;
+    const row = await store.agentRunGet({ id });
+    if (!row) throw new NotFoundError(`agent run ${id} not found`);
+    const [events, steps, calls, checkpoints] = await Promise.all([
+      store.agentEventList({ run_id: id }),
+      store.agentStepList({ run_id: id }),
+      store.agentToolCallList({ run_id: id, limit: 10_000 }),
+      store.agentCheckpointList({ run_id: id }),
+    ]);
+    return {
+      ...runRecord(row),
+      events: events.map(eventRecord),
+      steps: steps.map((s) => iso(s, ['created_at', 'updated_at']) as AgentStepRecord),
+      tool_calls: calls.map(callRecord),
+      checkpoints: checkpoints.map((c) => iso(c, ['created_at']) as AgentCheckpointRecord),
+    };
+  }
+
+  /** Tool calls by approval status (`pending`: waiting for a person), oldest first. */
+  async approvals(q: { status?: ApprovalStatus; limit?: number; cursor?: string } = {}): Promise<Page<AgentToolCallRecord>> {
+    const limit = q.limit ?? 50;
+    const rows = await this.engine.store.agentToolCallList({ approval_status: q.status ?? 'pending', limit, ...(q.cursor !== undefined ? { after: q.cursor } : {}) });
+    return { items: rows.map(callRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
+  }
+
+  async toolCall(id: string): Promise<AgentToolCallRecord> {
+    return callRecord(await this.call(id));
+  }
+
+  /**
+   * A person's decision on a tool call waiting for approval. Repeating the decision is harmless
+   * (`duplicate: true`); a different one, or any once the approval expired, is a ConflictError.
+   */
+  async decide(id: string, decision: 'approved' | 'rejected', body: { by: string; reason?: string | null }): Promise<{ tool_call: AgentToolCallRecord; duplicate: boolean }> {
+    const by = checkName('by', body?.by, 200);
+    const reason = body.reason ?? null;
+    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000)) throw new ValidationError('reason', 'must be a string of at most 2000 characters');
+    const before = await this.call(id);
+    if (before.approval_status === null) throw new ConflictError(`tool call ${id} (${before.tool_name}, ${before.risk_level} risk) needs no approval`);
+    if (before.approval_status !== 'pending') return this.same(before, decision, true);
+    const key = before.external_idempotency_key;
+    const payload: Decision & { key: string } = { decision, by, reason, key };
+    // the signal's fixed key lets one decision in; the projection records it on the call
+    await this.engine.signal(before.run_id, approvalSignal(key), payload, { idempotencyKey: approvalSignal(key) });
+    return this.same(await this.call(id), decision, false);
+  }
+
+  private same(call: AgentToolCallRow, decision: 'approved' | 'rejected', duplicate: boolean): { tool_call: AgentToolCallRecord; duplicate: boolean } {
+    if (call.approval_status !== decision) {
+      const who = call.approval_by ? ` by ${call.approval_by}` : '';
+      throw new ConflictError(`tool call ${call.id} was already ${call.approval_status}${who}; it cannot be ${decision}`);
+    }
+    return { tool_call: callRecord(call), duplicate };
+  }
+
+  private async call(id: string): Promise<AgentToolCallRow> {
+    const row = await this.engine.store.agentToolCallGet({ id });
+    if (!row) throw new NotFoundError(`tool call ${id} not found`);
+    return row;
+  }
+
+  private check(b: AgentEventInput): Required<AgentEventInput> {
+    const given = (b ?? {}) as Partial<AgentEventInput>;
+    const text = (path: keyof AgentEventInput, max = 200) => checkName(path, given[path], max) as string;
+    const agent = given.agent === undefined ? this.options.defaultAgent : text('agent', 100);
+    if (!this.sessions.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.sessions.names().join(', ')})`);
+    if (given.payload === undefined) throw new ValidationError('payload', 'is required');
+    checkJson('payload', given.payload, this.engine.config.maxPayloadBytes);
+    const source = text('source');
+    const conversation_id = text('conversation_id');
+    const idempotency_key = given.idempotency_key === undefined ? `hash:${createHash('sha256').update(canonical([source, conversation_id, given.payload])).digest('hex')}` : text('idempotency_key');
+    return { conversation_id, user_id: text('user_id'), source, input_type: text('input_type'), payload: given.payload, idempotency_key, agent };
+  }
+
+  private async accept(tx: Store, e: Required<AgentEventInput>, keyStream: string): Promise<IntakeResult> {
+    const found = this.sessions.agent(e.agent);
+    const policy = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
+    const view = await readConversation(tx, e.conversation_id);
+    const joined = policy === 'coalesce' ? view.waiting[e.agent] : undefined;
+    const event_id = newId('evt');
+    const run_id = joined ?? newId('ses');
+    const decision = joined ? 'coalesced' : 'queued';
+    const received: ReceivedEvent = { id: event_id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload, idempotency_key: e.idempotency_key, agent: e.agent, run_id, decision };
+    await this.engine.journal.appendMany(
+      [
+        { streamId: keyStream, expectedVersion: 0, events: [{ type: 'agent.event.received', data: received }] },
+        { streamId: conversationStream(e.conversation_id), expectedVersion: view.version, events: [{ type: `agent.event.${decision}`, data: { event_id, run_id, agent: e.agent, policy } }] },
+      ],
+      { tx },
+    );
+    if (!joined) {
+      const input = { event_id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload };
+      await this.sessions.startForEvent(tx, { id: run_id, agent: e.agent, input, conversation_id: e.conversation_id, user_id: e.user_id, event_id, input_class: e.input_type });
+    }
+    return { event_id, run_id, duplicate: false, decision };
+  }
+}
+
+/** JSON with object keys sorted: the same payload hashes the same whatever its key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+}
+
+function iso<T extends object>(row: T, keys: Array<keyof T>): Record<string, unknown> {
+  const out = { ...row } as Record<string, unknown>;
+  for (const k of keys) {
+    const v = row[k] as unknown;
+    out[k as string] = typeof v === 'number' ? new Date(v).toISOString() : null;
+  }
+  return out;
+}
+
+function eventRecord(row: AgentEventRow): AgentEventRecord {
+  return iso(row, ['available_at', 'created_at', 'updated_at']) as AgentEventRecord;
+}
+
+function runRecord(row: AgentRunRow): AgentRunRecord {
+  return iso(row, ['started_at', 'ended_at', 'created_at', 'updated_at']) as AgentRunRecord;
+}
+
+function callRecord(row: AgentToolCallRow): AgentToolCallRecord {
+  return iso(row, ['started_at', 'ended_at', 'approval_expires_at', 'decided_at', 'created_at', 'updated_at']) as AgentToolCallRecord;
+}

@@ -1,0 +1,81 @@
+import type { Command } from 'commander';
+import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Agent } from '../agents/agent.js';
+import type { AgentRunDetail, AgentRunRecord } from '../agents/ledger.js';
+import type { Tool } from '../agents/tools.js';
+import { api, client } from './api.js';
+
+function runLine(r: AgentRunRecord): string {
+  return `${r.id}  ${r.status.padEnd(8)}  ${r.created_at}  ${r.agent}  conversation=${r.conversation_id ?? '-'}${r.failure_reason ? `  ${r.failure_reason}` : ''}`;
+}
+
+/** A run as `runledger agent show` prints it: the run, then its steps, tool calls and checkpoints in order. */
+export function formatRun(run: AgentRunDetail): string[] {
+  const lines = [runLine(run), `  events: ${run.events.map((e) => `${e.id} (${e.status}, attempts ${e.attempt_count})`).join(', ') || '-'}`];
+  for (const s of run.steps) lines.push(`  step  ${s.node.padEnd(12)} #${s.seq} attempt ${s.attempt}  ${s.status}${s.latency_ms !== null ? `  ${s.latency_ms} ms` : ''}${s.error ? `  ${s.error}` : ''}`);
+  for (const c of run.tool_calls) {
+    const approval = c.approval_status ? `  approval=${c.approval_status}${c.approval_by ? ` by ${c.approval_by}` : ''}` : '';
+    lines.push(`  tool  ${c.id}  ${c.tool_name} (${c.risk_level})  ${c.status}${approval}${c.error ? `  ${c.error}` : ''}`);
+  }
+  for (const k of run.checkpoints) lines.push(`  checkpoint  ${k.node}  ${JSON.stringify(k.state)}`);
+  return lines;
+}
+
+/** `runledger agent …`: the agent run ledger of a running server, over its HTTP API. */
+export function agentCommands(program: Command, print: (line: string) => void): void {
+  const agent = program.command('agent').description('the agent run ledger: runs, their steps and tool calls, and approvals');
+  api(agent.command('runs'))
+    .description('agent runs, newest first')
+    .option('--conversation <id>', "one conversation's runs, oldest first (the order they ran in)")
+    .option('--user <id>')
+    .option('--status <status>', 'pending | running | waiting | sleeping | success | failed')
+    .option('--limit <n>', 'at most this many', '20')
+    .action(async (options) => {
+      const c = client(options);
+      const limit = Number(options.limit);
+      const page = options.conversation
+        ? await c.conversationRuns(options.conversation, { limit })
+        : await c.agentRuns({ limit, ...(options.user ? { user_id: options.user } : {}), ...(options.status ? { status: options.status } : {}) });
+      const runs = options.conversation && (options.user || options.status) ? page.runs.filter((r) => (!options.user || r.user_id === options.user) && (!options.status || r.status === options.status)) : page.runs;
+      for (const r of runs) print(runLine(r));
+    });
+  api(agent.command('show <run-id>'))
+    .description('one run with its events, steps, tool calls and checkpoints')
+    .option('--json', 'print the run as JSON')
+    .action(async (id: string, options) => {
+      const run = await client(options).agentRun(id);
+      if (options.json) return print(JSON.stringify(run, null, 2));
+      for (const line of formatRun(run)) print(line);
+    });
+  api(agent.command('approvals'))
+    .description('tool calls waiting for a decision')
+    .option('--status <status>', 'pending | approved | rejected | expired', 'pending')
+    .action(async (options) => {
+      for (const c of (await client(options).approvals({ status: options.status })).tool_calls) {
+        print(`${c.id}  ${c.tool_name} (${c.risk_level})  run=${c.run_id}  input=${JSON.stringify(c.input)}  ${c.approval_status}${c.approval_expires_at ? ` until ${c.approval_expires_at}` : ''}`);
+      }
+    });
+  for (const decision of ['approve', 'reject'] as const) {
+    api(agent.command(`${decision} <tool-call-id>`))
+      .description(`${decision} a tool call waiting for approval`)
+      .option('--by <name>', 'who decides (default: this user)')
+      .option('--reason <text>')
+      .action(async (id: string, options) => {
+        const by = options.by ?? userInfo().username;
+        const { tool_call: c, duplicate } = await client(options).decide(id, decision, { by, ...(options.reason ? { reason: options.reason } : {}) });
+        print(`${c.id} ${c.tool_name}: ${c.approval_status} by ${c.approval_by}${duplicate ? ' (already decided)' : ''}`);
+      });
+  }
+}
+
+/** The agents (`defineAgent`) and tools (`defineTool`) a module exports, directly or in arrays. */
+export async function loadAgents(path: string): Promise<{ agents: Agent[]; tools: Tool[] }> {
+  const module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
+  const values = [...new Set(Object.values(module).flatMap((value) => (Array.isArray(value) ? value : [value])))];
+  const agents = values.filter((v): v is Agent => typeof v === 'object' && v !== null && ((v as Agent).kind === 'code' || (v as Agent).kind === 'http') && typeof (v as Agent).name === 'string');
+  const tools = values.filter((v): v is Tool => typeof v === 'object' && v !== null && typeof (v as Tool).run === 'function' && typeof (v as Tool).risk === 'string' && typeof (v as Tool).timeoutMs === 'number');
+  if (agents.length === 0 && tools.length === 0) throw new Error(`${path} exports no agent (defineAgent) and no tool (defineTool)`);
+  return { agents, tools };
+}

@@ -1,0 +1,120 @@
+import type { AgentCheckpointRow, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
+import { changeColumns, fromRow, JSON_COLUMNS, type CHANGEABLE } from '../ledger.js';
+import { asParsed } from '../rows.js';
+import type { Db } from './connection.js';
+
+type Row = Record<string, unknown>;
+
+async function insert(db: Db, table: string, row: object): Promise<void> {
+  const json = JSON_COLUMNS[table]!;
+  const entries = Object.entries(row);
+  const sql = `INSERT INTO ${table} (${entries.map(([c]) => c).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')})`;
+  await db.rows(sql, entries.map(([c, v]) => (json.includes(c) ? JSON.stringify(v ?? null) : v)));
+}
+
+/** `UPDATE table SET … WHERE <where>` (its placeholders numbered from 1); `attempt_count` only grows. Returns the rows changed. */
+async function update(db: Db, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[]): Promise<number> {
+  const set = changeColumns(table, change as Record<string, unknown>);
+  const base = params.length;
+  const assignments = set.map(([c], i) => (c === 'attempt_count' ? `attempt_count = GREATEST(attempt_count, $${base + i + 1})` : `${c} = $${base + i + 1}`));
+  const sql = `UPDATE ${table} SET ${[...assignments, `updated_at = $${base + set.length + 1}`].join(', ')} WHERE ${where} RETURNING 1`;
+  return (await db.rows(sql, [...params, ...set.map(([, v]) => v), at])).length;
+}
+
+const read = <T>(table: string) => (row: unknown) => fromRow<T>(table, row as Row, asParsed);
+
+export async function agentEventPut(db: Db, p: { event: AgentEventRow }): Promise<void> {
+  await insert(db, 'agent_events', p.event);
+}
+
+export async function agentEventGet(db: Db, p: { id?: string; idempotency_key?: string }): Promise<AgentEventRow | undefined> {
+  const [row] = p.id !== undefined ? await db.rows('SELECT * FROM agent_events WHERE id = $1', [p.id]) : await db.rows('SELECT * FROM agent_events WHERE idempotency_key = $1', [p.idempotency_key]);
+  return row === undefined ? undefined : read<AgentEventRow>('agent_events')(row);
+}
+
+export async function agentEventList(db: Db, p: { run_id: string }): Promise<AgentEventRow[]> {
+  return (await db.rows('SELECT * FROM agent_events WHERE run_id = $1 ORDER BY created_at, id', [p.run_id])).map(read<AgentEventRow>('agent_events'));
+}
+
+export function agentEventUpdate(db: Db, p: { run_id: string; change: object; at: number }): Promise<number> {
+  return update(db, 'agent_events', p.change, p.at, 'run_id = $1', [p.run_id]);
+}
+
+export async function agentRunPut(db: Db, p: { run: AgentRunRow }): Promise<void> {
+  await insert(db, 'agent_runs', p.run);
+}
+
+export async function agentRunGet(db: Db, p: { id: string }): Promise<AgentRunRow | undefined> {
+  const [row] = await db.rows('SELECT * FROM agent_runs WHERE id = $1', [p.id]);
+  return row === undefined ? undefined : read<AgentRunRow>('agent_runs')(row);
+}
+
+export async function agentRunUpdate(db: Db, p: { id: string; change: object; at: number }): Promise<boolean> {
+  return (await update(db, 'agent_runs', p.change, p.at, 'id = $1', [p.id])) > 0;
+}
+
+export async function agentRunList(db: Db, p: AgentRunListParams): Promise<AgentRunRow[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const asc = p.order === 'asc';
+  for (const c of ['conversation_id', 'user_id', 'status'] as const) {
+    if (p[c] !== undefined) (params.push(p[c]), where.push(`${c} = $${params.length}`));
+  }
+  if (p.after !== undefined) (params.push(p.after), where.push(`id ${asc ? '>' : '<'} $${params.length}`));
+  params.push(p.limit);
+  const sql = `SELECT * FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${asc ? 'ASC' : 'DESC'} LIMIT $${params.length}`;
+  return (await db.rows(sql, params)).map(read<AgentRunRow>('agent_runs'));
+}
+
+export async function agentStepPut(db: Db, p: { step: AgentStepRow }): Promise<void> {
+  await insert(db, 'agent_steps', p.step);
+}
+
+export async function agentStepUpdate(db: Db, p: { run_id: string; seq: number; attempt: number; change: object; at: number }): Promise<boolean> {
+  return (await update(db, 'agent_steps', p.change, p.at, 'run_id = $1 AND seq = $2 AND attempt = $3', [p.run_id, p.seq, p.attempt])) > 0;
+}
+
+export async function agentStepList(db: Db, p: { run_id: string }): Promise<AgentStepRow[]> {
+  return (await db.rows('SELECT * FROM agent_steps WHERE run_id = $1 ORDER BY seq, attempt', [p.run_id])).map(read<AgentStepRow>('agent_steps'));
+}
+
+export async function agentToolCallPut(db: Db, p: { call: AgentToolCallRow }): Promise<void> {
+  await insert(db, 'agent_tool_calls', p.call);
+}
+
+export async function agentToolCallUpdate(
+  db: Db,
+  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus },
+): Promise<boolean> {
+  const where = 'external_idempotency_key' in p ? ['external_idempotency_key = $1'] : ['run_id = $1', 'seq = $2'];
+  const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
+  if (p.approval_status !== undefined) (params.push(p.approval_status), where.push(`approval_status = $${params.length}`));
+  return (await update(db, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params)) > 0;
+}
+
+export async function agentToolCallGet(db: Db, p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined> {
+  const [row] =
+    p.id !== undefined
+      ? await db.rows('SELECT * FROM agent_tool_calls WHERE id = $1', [p.id])
+      : await db.rows('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = $1', [p.external_idempotency_key]);
+  return row === undefined ? undefined : read<AgentToolCallRow>('agent_tool_calls')(row);
+}
+
+export async function agentToolCallList(db: Db, p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): Promise<AgentToolCallRow[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (p.run_id !== undefined) (params.push(p.run_id), where.push(`run_id = $${params.length}`));
+  if (p.approval_status !== undefined) (params.push(p.approval_status), where.push(`approval_status = $${params.length}`));
+  if (p.after !== undefined) (params.push(p.after), where.push(`id > $${params.length}`));
+  params.push(p.limit);
+  const sql = `SELECT * FROM agent_tool_calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${p.run_id !== undefined ? 'created_at, id' : 'id'} LIMIT $${params.length}`;
+  return (await db.rows(sql, params)).map(read<AgentToolCallRow>('agent_tool_calls'));
+}
+
+export async function agentCheckpointPut(db: Db, p: { checkpoint: AgentCheckpointRow }): Promise<void> {
+  await insert(db, 'agent_checkpoints', p.checkpoint);
+}
+
+export async function agentCheckpointList(db: Db, p: { run_id: string }): Promise<AgentCheckpointRow[]> {
+  return (await db.rows('SELECT * FROM agent_checkpoints WHERE run_id = $1 ORDER BY seq', [p.run_id])).map(read<AgentCheckpointRow>('agent_checkpoints'));
+}

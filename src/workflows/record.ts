@@ -1,0 +1,176 @@
+import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/view.js';
+import type { ExecutionInput } from './interpreter.js';
+import { etaSeconds, type StepStats } from './progress.js';
+import type { StepDefinition } from './schema.js';
+
+export type ExecutionStatus = 'pending' | 'running' | 'success' | 'partial_success' | 'failed' | 'cancelled';
+export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped' | 'timed_out' | 'cancelled';
+
+export interface StepRecord {
+  step_id: string;
+  type: string;
+  status: StepStatus;
+  attempts: number;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_ms: number | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  /** A step of a parallel step's branch: the parallel step's id and the branch's name. */
+  parallel?: string;
+  branch?: string;
+  /** A parallel step: how each branch ended. */
+  branches?: Record<string, { status: StepStatus; error: string | null }>;
+}
+
+export interface ExecutionSummary {
+  workflow_id: string;
+  execution_id: string;
+  workflow_version: number;
+  status: ExecutionStatus;
+  trigger_type: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+}
+
+/** A rerun or retry of an execution, seen from either end. */
+export interface ExecutionLink {
+  execution_id: string;
+  from_step?: string;
+  branches?: string[];
+}
+
+export interface ExecutionRecord extends ExecutionSummary {
+  trigger_data: Record<string, unknown>;
+  /** The business state the execution last entered, when the workflow names states. */
+  state: string | null;
+  /** The step running now, and what it says it does ("Rendering PowerPoint…"). */
+  current_step: string | null;
+  label: string | null;
+  /** Steps ended, of all steps (branch steps count one each). */
+  progress: { done: number; total: number };
+  /** Seconds left by the median durations of this workflow's earlier steps; null until every remaining step has some. */
+  eta_seconds: number | null;
+  rerun_of: ExecutionLink | null;
+  reruns: ExecutionLink[];
+  steps: StepRecord[];
+}
+
+export const STATUS: Record<RunStatus, ExecutionStatus> = {
+  pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', partial_success: 'partial_success', failed: 'failed', cancelled: 'cancelled',
+};
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const ENDED = new Set<StepStatus>(['success', 'failed', 'skipped', 'timed_out', 'cancelled']);
+
+/** The execution record of a run of the interpreter: every definition step (branch steps after their parallel step), run or not. */
+export function record(view: RunView, extra: { stats?: StepStats; reruns?: ExecutionLink[] } = {}): ExecutionRecord {
+  const input = view.input as ExecutionInput;
+  const terminal = isTerminal(view.status);
+  const leaf = (step: StepDefinition, where: { parallel?: string; branch?: string } = {}): StepRecord => {
+    const ran = view.steps.find((s) => s.name === step.id);
+    if (!ran) {
+      // a callback step is under way once its request was sent (or, without one, while the run waits for it)
+      const waiting = step.type === 'wait_for_callback' && view.steps.some((s) => s.name === `${step.id}:request`);
+      const status: StepStatus = !terminal ? (waiting ? 'running' : 'pending') : view.status === 'cancelled' ? 'cancelled' : 'skipped';
+      return { step_id: step.id, type: step.type, status, attempts: 0, started_at: null, finished_at: null, duration_ms: null, input: null, output: null, error: null, ...where };
+    }
+    return {
+      step_id: step.id,
+      type: step.type,
+      status: stepStatus(ran, terminal, view.status),
+      attempts: ran.attempts,
+      started_at: iso(ran.startedAt),
+      finished_at: iso(ran.finishedAt),
+      duration_ms: ran.durationMs,
+      input: ran.input,
+      output: ran.output,
+      error: ran.error,
+      ...where,
+    };
+  };
+  const steps: StepRecord[] = [];
+  for (const step of input.steps) {
+    if (step.type !== 'parallel') {
+      steps.push(leaf(step));
+      continue;
+    }
+    const inner = Object.entries(step.config.branches).map(([branch, list]) => ({ branch, records: list.map((s) => leaf(s, { parallel: step.id, branch })) }));
+    steps.push(parallelRecord(step, inner, terminal));
+    for (const { records } of inner) steps.push(...records);
+  }
+  const leaves = steps.filter((s) => s.type !== 'parallel');
+  const current = view.current ? (steps.find((s) => s.step_id === view.current!.name) ?? null) : null;
+  const label = view.current?.label ?? labelOf(input.steps, current?.step_id) ?? null;
+  return {
+    workflow_id: input.workflow_id,
+    execution_id: view.id,
+    workflow_version: input.version,
+    status: STATUS[view.status],
+    trigger_type: input.trigger_type,
+    trigger_data: input.trigger_data,
+    state: view.state ?? null,
+    current_step: current?.step_id ?? null,
+    label,
+    progress: { done: leaves.filter((s) => ENDED.has(s.status)).length, total: leaves.length },
+    eta_seconds: terminal ? 0 : etaSeconds(input.steps, steps, extra.stats),
+    rerun_of: input.rerun_of ?? null,
+    reruns: extra.reruns ?? [],
+    steps,
+    started_at: iso(view.createdAt)!,
+    finished_at: terminal ? iso(view.updatedAt) : null,
+    error: view.error,
+  };
+}
+
+function stepStatus(ran: StepView, terminal: boolean, runStatus: RunStatus): StepStatus {
+  switch (ran.status) {
+    case 'ok':
+      return 'success';
+    case 'timed_out':
+      return 'timed_out';
+    case 'error':
+      return /^(StepTimedOutError|TimeoutError):/.test(ran.error ?? '') ? 'timed_out' : 'failed';
+    default:
+      // a step that was running or waiting to retry when the execution ended did not finish
+      if (!terminal) return 'running';
+      return runStatus === 'cancelled' ? 'cancelled' : 'failed';
+  }
+}
+
+/** A parallel step: success when every branch succeeded, failed when any ended otherwise, running meanwhile. */
+function parallelRecord(step: StepDefinition, inner: { branch: string; records: StepRecord[] }[], terminal: boolean): StepRecord {
+  const branches: NonNullable<StepRecord['branches']> = {};
+  for (const { branch, records } of inner) {
+    const bad = records.find((r) => r.status === 'failed' || r.status === 'timed_out' || r.status === 'cancelled');
+    const status: StepStatus = bad ? bad.status : records.every((r) => r.status === 'success') ? 'success' : records.some((r) => r.status !== 'pending') ? 'running' : terminal ? 'skipped' : 'pending';
+    branches[branch] = { status, error: bad?.error ?? null };
+  }
+  const all = Object.values(branches);
+  const started = inner.flatMap((i) => i.records).filter((r) => r.started_at !== null);
+  const ended = inner.flatMap((i) => i.records).filter((r) => r.finished_at !== null);
+  const status: StepStatus = all.every((b) => b.status === 'success')
+    ? 'success'
+    : all.some((b) => b.status === 'running' || (b.status === 'pending' && started.length > 0))
+      ? 'running'
+      : all.some((b) => b.status === 'failed' || b.status === 'timed_out' || b.status === 'cancelled')
+        ? all.some((b) => b.status === 'cancelled') ? 'cancelled' : 'failed'
+        : all.every((b) => b.status === 'skipped') ? 'skipped' : 'pending';
+  const first = started.map((r) => r.started_at!).sort()[0] ?? null;
+  const last = status === 'running' || status === 'pending' ? null : (ended.map((r) => r.finished_at!).sort().at(-1) ?? null);
+  const output = Object.fromEntries(inner.map(({ branch, records }) => [branch, Object.fromEntries(records.map((r) => [r.step_id, r.output]))]));
+  return {
+    step_id: step.id, type: 'parallel', status, attempts: started.length > 0 ? 1 : 0, started_at: first, finished_at: last,
+    duration_ms: first && last ? Date.parse(last) - Date.parse(first) : null, input: null, output, error: Object.values(branches).find((b) => b.error)?.error ?? null, branches,
+  };
+}
+
+function labelOf(steps: StepDefinition[], id: string | undefined): string | undefined {
+  if (id === undefined) return undefined;
+  for (const step of steps) {
+    if (step.id === id) return step.label;
+    if (step.type === 'parallel') for (const list of Object.values(step.config.branches)) for (const s of list) if (s.id === id) return s.label;
+  }
+  return undefined;
+}
