@@ -21,6 +21,8 @@ export interface RunledgerOptions {
   blobThresholdBytes?: number;
   /** Largest such value, serialized. Default 256 MiB. */
   maxValueBytes?: number;
+  /** Runs whose history a worker keeps in memory after their pass, so their next pass here reads only new events. 0: none. Default 500. */
+  replayCacheRuns?: number;
 }
 
 export type Config = Readonly<Required<RunledgerOptions>>;
@@ -42,11 +44,13 @@ export function resolveConfig(options: RunledgerOptions = {}): Config {
     runConcurrency: options.runConcurrency ?? 10,
     blobThresholdBytes: options.blobThresholdBytes ?? 256 * 1024,
     maxValueBytes: options.maxValueBytes ?? 256 * 1024 * 1024,
+    replayCacheRuns: options.replayCacheRuns ?? 500,
   };
   if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
   for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs', 'runConcurrency', 'blobThresholdBytes', 'maxValueBytes'] as const) {
     const value = config[key];
     if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
   }
+  if (!Number.isInteger(config.replayCacheRuns) || config.replayCacheRuns < 0) throw new ValidationError('replayCacheRuns', `must be a whole number ≥ 0 (got ${config.replayCacheRuns})`);
   return Object.freeze(config);
 }

@@ -15,6 +15,7 @@ export const RUN_EVENT_TYPES = [
   'value.recorded',
   'node.started', 'node.completed', 'node.failed',
   'compensation.started', 'compensation.completed', 'compensation.failed',
+  'run.continued', 'patch.recorded',
   'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out',
   'state.changed',
 ];
@@ -63,6 +64,12 @@ export class History {
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
+  /** The generation (0, 1, 2 … one per `continueAsNew`) these events are of. */
+  generation = 0;
+  /** Each `ctx.patched(id)` decision of the run: true, it took the new branch. */
+  readonly patches = new Map<string, boolean>();
+  /** The highest position of the run's own order the journal holds a call at: where the run got to. */
+  reached = 0;
 
   constructor(events: StoredEvent[]) {
     for (const event of events) this.add(event);
@@ -73,6 +80,17 @@ export class History {
     const data = event.data as Record<string, any>;
     const [kind] = event.type.split('.') as [string];
     switch (event.type) {
+      case 'run.continued':
+        // a new generation: only its own events count (the stream is read from here on)
+        this.entries.clear();
+        this.signals.length = 0;
+        this.consumed.clear();
+        this.compensated.clear();
+        this.patches.clear();
+        this.reached = 0;
+        this.cancelRequested = false;
+        this.generation = data.generation;
+      // falls through: it carries what run.started does
       case 'run.started':
         this.workflow = data.workflow;
         this.codeVersion = data.version ?? null;
@@ -95,11 +113,15 @@ export class History {
       case 'compensation.completed':
         this.compensated.add(data.seq);
         return;
+      case 'patch.recorded':
+        this.patches.set(data.id, data.patched);
+        return;
     }
     if (KINDS.has(kind)) {
       const entry: Entry = this.entries.get(data.seq) ?? { kind: kind as EntryKind, name: data.name, events: [] };
       entry.events.push(event);
       this.entries.set(data.seq, entry);
+      this.reached = Math.max(this.reached, Number(String(data.seq).split('.')[0]));
       if (event.type === 'wait.completed') this.consumed.add(data.signal);
     }
   }

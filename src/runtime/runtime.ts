@@ -11,6 +11,9 @@ import { History, runStream, type Seq } from './history.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import { Blobs, resolveView } from './blobs.js';
+import { ReplayCache } from './cache.js';
+import { projectPatches } from './patches.js';
+import { carryOver, generationOf } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 
@@ -57,18 +60,22 @@ export class Runtime {
   private readonly workflows = new Map<string, Workflow>();
   /** Values too big for an event: run inputs and results, step inputs and outputs, signal payloads. */
   readonly blobs: Blobs;
+  /** Histories of the runs this process ran last: a wake-up reads the new events only. */
+  readonly cache: ReplayCache;
 
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; blobThresholdBytes?: number; maxValueBytes?: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
   ) {
+    this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 2_000_000 });
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
     this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
+    projectPatches(journal);
   }
 
   /** Makes `wf` runnable by this process's passes; versions of one workflow may be registered side by side. */
@@ -200,7 +207,8 @@ export class Runtime {
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
-    const history = new History(await this.blobs.resolveEvents(await this.journal.readStream(runStream(id), { limit: 1_000_000 })));
+    const { from } = await generationOf(this.store, id);
+    const history = await this.history(id, from);
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
     const wf = this.workflowOf(history);
@@ -217,6 +225,12 @@ export class Runtime {
     const stopWatching = await this.watchCancel(id, history.version, pass);
     try {
       const outcome = await pass.execute(wf);
+      // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
+      if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1);
+      if (outcome.kind === 'continued') {
+        await pass.write([{ type: 'run.continued', data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
+        return null;
+      }
       if (outcome.kind === 'suspended') {
         await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
@@ -237,6 +251,32 @@ export class Runtime {
       await stopWatching();
     }
   };
+
+  /** The run's history from `from`: what the cache holds of it and the events after that, or all of it. */
+  private async history(id: string, from: number): Promise<History> {
+    const cached = this.cache.take(id, from);
+    const after = cached ? cached.version + 1 : from;
+    const events = await this.blobs.resolveEvents(await this.journal.readStream(runStream(id), { fromVersion: after, limit: 1_000_000 }));
+    if (!cached) return new History(events);
+    for (const event of events) cached.add(event);
+    return cached;
+  }
+
+  /** The first event of the run's next generation: what run.started says, with the new input (and version). */
+  private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
+    return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent };
+  }
+
+  /** In the transaction of `run.continued`: carries signals over, moves the run's start and tag, and queues its next pass. */
+  private async continued(tx: Store, id: string, from: number, next: Workflow | null): Promise<void> {
+    await carryOver(tx, this.journal, id, from);
+    if (next) {
+      const tag = versionTag(next.name, next.version);
+      if (!this.workflows.has(tag)) throw new ValidationError('continueAsNew.workflow', `'${next.name}' (version '${next.version}') is not registered with this engine`);
+      await tx.projectionPut({ name: RUN_TAG, key: id, value: { tag } });
+    }
+    await this.wake(tx, id, await tx.now());
+  }
 
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   private async wake(tx: Store, id: string, at: number): Promise<void> {

@@ -135,6 +135,33 @@ export interface WorkflowContext {
   now(): Promise<number>;
   /** A random number in [0, 1), journaled. */
   random(): Promise<number>;
+  /**
+   * Whether this run takes the new branch of change `id`: true for a run that reaches this point on
+   * code that has it, false for one that went past this point before (its journal was written by
+   * code without it). The decision is journaled, so every replay makes it again. Costs no call
+   * position: adding `if (ctx.patched('x'))` around new calls leaves old runs replaying as before.
+   *
+   * @example
+   * if (ctx.patched('fraud-check')) await ctx.step('fraud-check', () => checkFraud(order));
+   */
+  patched(id: string): boolean;
+  /**
+   * Marks change `id` as done: the code no longer has its old branch. A run that took the old branch
+   * stops here (its pass is tried again later, the run does not fail) until code with the branch is
+   * back; `runledger runs list --needs-patch <id>` lists such runs before you deploy.
+   */
+  deprecatePatch(id: string): void;
+  /**
+   * Ends this generation of the run's history and starts the run's code again from the top with
+   * `input`: the same run (same id for signals, waits and the API), a fresh, short history. Signals
+   * that were sent and not consumed, even during the switch, are kept. With `workflow`, the next
+   * generation runs that workflow's version (a long-lived run moving to new code). Call it with
+   * nothing else in flight; it never returns.
+   *
+   * @example
+   * if (processed >= 1000) return ctx.continueAsNew({ cursor });
+   */
+  continueAsNew(input: unknown, options?: { workflow?: Workflow }): Promise<never>;
 }
 
 const PARTIAL = Symbol('runledger.partial');
