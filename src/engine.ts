@@ -5,6 +5,7 @@ import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
 import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/view.js';
+import { Operator } from './runtime/operator.js';
 import { advertise } from './runtime/versions.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
@@ -23,6 +24,8 @@ export class Engine {
   readonly journal: Journal;
   readonly queue: TaskQueue;
   readonly runtime: Runtime;
+  /** Pause and resume, bulk cancel, retry and redrive: journaled with who and why. */
+  readonly operator: Operator;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
@@ -37,6 +40,7 @@ export class Engine {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], config);
+    this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.register(...workflows);
   }
 

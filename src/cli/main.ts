@@ -16,6 +16,7 @@ import { triggerCommands } from './trigger.js';
 import { printTimeline, runCommands } from './runs.js';
 import { runDemo } from './demo.js';
 import { mockServicesCommands } from './mock-services.js';
+import { operatorCommands } from './operator.js';
 import { loadSample } from './sample.js';
 import { formatEvent, formatTask } from './format.js';
 
@@ -180,6 +181,7 @@ export async function main(argv: string[]): Promise<void> {
   runCommands(program, (line) => console.log(line));
   mockServicesCommands(program, (line) => console.log(line));
   agentCommands(program, (line) => console.log(line));
+  operatorCommands(program, (line) => console.log(line));
   await program.parseAsync(argv);
 }
 

@@ -6,6 +6,7 @@ import { readRunView, type RunView } from '../runtime/view.js';
 import { watchEvents } from '../journal/wakeup.js';
 import { listRuns, runTail } from '../runtime/watch.js';
 import { liveTags, missingVersion } from '../runtime/versions.js';
+import { runsNeedingPatch } from '../runtime/patches.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 
 const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled']);
@@ -25,8 +26,20 @@ export function runCommands(program: Command, print: (line: string) => void): vo
     .option('--status <status>', 'pending | running | sleeping | waiting | succeeded | partial_success | failed | cancelled (several: comma-separated)')
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')
+    .option('--needs-patch <change-id>', 'only runs that may still take the old branch of ctx.patched(change-id): none listed means deprecatePatch is safe')
     .action(async (options) => {
       const limit = Number(options.limit);
+      if (options.needsPatch !== undefined) {
+        const engine = await createEngine({ database: database(options.database), workers: false });
+        try {
+          const runs = await runsNeedingPatch(engine.store, String(options.needsPatch), { ...(options.workflow ? { workflow: options.workflow } : {}), limit });
+          for (const r of runs) print(`${r.id}  ${r.status.padEnd(9)}  ${new Date(r.createdAt).toISOString()}  ${r.workflow}  ${r.patches?.[options.needsPatch] === false ? 'took the old branch' : 'no decision yet, started before the change'}`);
+          if (runs.length === 0) print(`no run needs the old branch of '${options.needsPatch}'`);
+        } finally {
+          await engine.close();
+        }
+        return;
+      }
       if (!Number.isInteger(limit) || limit < 1) throw new ValidationError('--limit', `must be a whole number ≥ 1 (got '${options.limit}')`);
       const status = options.status === undefined ? undefined : String(options.status).split(',').map((s) => s.trim());
       const unknown = status?.find((s) => !STATUSES.has(s));

@@ -58,6 +58,15 @@ export class Blobs {
     return ref;
   }
 
+  /** Makes `owner` hold the chunks of `value` too (a run that reuses another's value keeps it when that one goes). */
+  async adopt(tx: Store, owner: string, value: unknown): Promise<void> {
+    if (!isBlobRef(value)) return;
+    for (const hash of value.chunks) {
+      const [data] = await tx.blobGet({ hashes: [hash] });
+      await tx.blobPut({ owner, chunks: [{ hash, data: data! }] });
+    }
+  }
+
   /** Events as the journal should hold them: the big values of their data replaced by references. */
   async offloadEvents(tx: Store, owner: string, events: NewEvent[]): Promise<NewEvent[]> {
     const out: NewEvent[] = [];

@@ -38,6 +38,8 @@ export interface PassOptions {
   children: Children;
   /** Where values too big for an event go (see RunWriter). */
   blobs?: Blobs;
+  /** True while the run's workflow is paused: a new call waits (the pass ends; the resume runs it). */
+  held?: () => boolean;
 }
 
 /** The pass could not write its journal: it stops at once, and the run's task is tried again. */
@@ -335,6 +337,8 @@ export class Pass {
   private ensureNotCancelled(): void {
     if (this.cancelled) throw new CancelledError(`run ${this.runId} was cancelled`);
     if (this.expired) throw this.expired;
+    // paused: the next pass (held back by the claim until the resume) takes it from here
+    if (this.o.held?.()) throw new Suspension(Date.now());
   }
 
   private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {

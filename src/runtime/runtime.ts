@@ -13,6 +13,7 @@ import { isTerminal, projectRunViews, readRunView, type RunView } from './view.j
 import { Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
+import { PausedWorkflows } from './pauses.js';
 import { carryOver, generationOf } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
@@ -62,6 +63,7 @@ export class Runtime {
   readonly blobs: Blobs;
   /** Histories of the runs this process ran last: a wake-up reads the new events only. */
   readonly cache: ReplayCache;
+  private readonly paused: PausedWorkflows;
 
   constructor(
     private readonly store: Store,
@@ -71,6 +73,7 @@ export class Runtime {
     private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
   ) {
     this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 2_000_000 });
+    this.paused = new PausedWorkflows(store, options.pollMs);
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
     this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
     for (const wf of workflows) this.register(wf);
@@ -204,6 +207,27 @@ export class Runtime {
     });
   }
 
+  /**
+   * Starts ended run `id` again as a new run: the same workflow, version and input (its ordering
+   * key and parent are not carried), linked by `retryOf`. Needs no code here: a worker with the
+   * version runs it. Returns the new run's id.
+   */
+  async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
+    const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
+    if (!started || started.type !== 'run.started') throw new NotFoundError(`run ${id} not found`);
+    const from = started.data as { workflow: string; version?: string; input: unknown };
+    const next = newId('run');
+    await this.store.transaction(async (tx) => {
+      const data = { workflow: from.workflow, ...(from.version ? { version: from.version } : {}), input: from.input, orderingKey: null, deadline: null, parent: null, retryOf: id, retriedBy: actor };
+      await this.journal.append(runStream(next), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+      await this.blobs.adopt(tx, next, from.input);
+      const tag = from.version ? versionTag(from.workflow, from.version) : undefined;
+      if (tag) await tx.projectionPut({ name: RUN_TAG, key: next, value: { tag } });
+      await this.enqueuePass(tx, next, null, tag);
+    });
+    return next;
+  }
+
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
@@ -220,7 +244,9 @@ export class Runtime {
     }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
     const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs });
+    const held = () => this.paused.has(wf.name);
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held });
+    const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     try {
@@ -248,6 +274,7 @@ export class Runtime {
       else await pass.write([{ type: 'run.failed', data: { error: describeError(outcome.error), compensations } }], end);
       return null;
     } finally {
+      release();
       await stopWatching();
     }
   };

@@ -17,6 +17,7 @@ import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
+import { operatorRoutes } from './routes/operator.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runControlRoutes } from './routes/run-control.js';
 import { runRoutes } from './routes/runs.js';
@@ -60,6 +61,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...runControlRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
+    ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
