@@ -2,12 +2,12 @@ import type { Command } from 'commander';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { runStream } from '../runtime/history.js';
-import { readRunView, type RunView } from '../runtime/view.js';
+import { currentStatus, readRunView, RUN_STATUSES, type RunView } from '../runtime/view.js';
 import { watchEvents } from '../journal/wakeup.js';
 import { listRuns, runTail } from '../runtime/watch.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 
-const STATUSES = new Set<string>(['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled']);
+const STATUSES = new Set<string>(RUN_STATUSES);
 
 /** Mirrors `runledger`'s own rule: the flag, then RUNLEDGER_DATABASE / RUNLEDGER_DB, then DATABASE_URL, then ./runledger.db. */
 function database(flag: string | undefined): string {
@@ -21,13 +21,13 @@ export function runCommands(program: Command, print: (line: string) => void): vo
     .command('list')
     .description('runs, newest first within each kind (descending id)')
     .option('-d, --database <location>', 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)')
-    .option('--status <status>', 'pending | running | sleeping | waiting | succeeded | failed | cancelled (several: comma-separated)')
+    .option('--status <status>', 'pending | running | sleeping | waiting | success | failed | cancelled (several: comma-separated)')
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')
     .action(async (options) => {
       const limit = Number(options.limit);
       if (!Number.isInteger(limit) || limit < 1) throw new ValidationError('--limit', `must be a whole number ≥ 1 (got '${options.limit}')`);
-      const status = options.status === undefined ? undefined : String(options.status).split(',').map((s) => s.trim());
+      const status = options.status === undefined ? undefined : String(options.status).split(',').map((s) => currentStatus(s.trim()));
       const unknown = status?.find((s) => !STATUSES.has(s));
       if (unknown !== undefined) throw new ValidationError('--status', `'${unknown}' is not a run status`);
       const engine = await createEngine({ database: database(options.database), workers: false });

@@ -345,7 +345,7 @@ export class Pass implements WorkflowContext {
       await this.write([{ type: 'child.started', data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
     }
     const view = await this.o.children.view(childId);
-    if (view?.status === 'succeeded') {
+    if (view?.status === 'success') {
       await this.write([{ type: 'child.completed', data: { seq, name: workflow.name, childId, output: view.output } }]);
       return view.output;
     }

@@ -167,7 +167,7 @@ export class Runtime {
   /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
   async cancel(id: string, reason = 'cancelled'): Promise<void> {
     const view = await this.view(id);
-    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ${view.status}`);
+    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
       await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
       await this.wake(tx, id, await tx.now());
@@ -253,7 +253,7 @@ export class Runtime {
     try {
       for (;;) {
         const view = await this.view(id);
-        if (view.status === 'succeeded') return view.output as O;
+        if (view.status === 'success') return view.output as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

@@ -44,8 +44,8 @@ const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
 const WORKFLOW_VIEW = 'workflow';
 const executionKeyStream = (workflowId: string, key: string) => `execution-key:${workflowId}:${key}`;
-const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', failed: 'failed', cancelled: 'cancelled' };
-const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', ok: 'success', error: 'failed' };
+const STATUS: Record<RunStatus, ExecutionStatus> = { pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', success: 'success', failed: 'failed', cancelled: 'cancelled' };
+const STEP_STATUS: Record<StepView['status'], StepStatus> = { running: 'running', retrying: 'running', success: 'success', failed: 'failed' };
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
@@ -151,7 +151,7 @@ export class Executions {
   /** Cancels a running execution; a finished one → ConflictError. */
   async cancel(workflowId: string, executionId: string): Promise<void> {
     const view = await this.view(workflowId, executionId);
-    if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ${STATUS[view.status] === 'success' ? 'succeeded' : STATUS[view.status]}`);
+    if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
     await this.engine.cancel(executionId);
   }
 

@@ -3,14 +3,13 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
-import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
+import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
 import type { Cursor, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
 
-const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
 const MAX_WAIT_MS = 5 * 60_000;
@@ -33,7 +32,7 @@ const eventsQuery = z
 
 const runsQuery = z
   .object({
-    status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
+    status: list.transform((s) => s.map(currentStatus)).pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
@@ -93,7 +92,7 @@ const runResponse = runSummaryResponse.extend({
     z.object({
       seq: z.int(),
       name: z.string(),
-      status: z.enum(['running', 'ok', 'retrying', 'error']),
+      status: z.enum(['running', 'retrying', 'success', 'failed']),
       attempts: z.int(),
       started_at: time,
       finished_at: time.nullable(),
