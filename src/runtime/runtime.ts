@@ -64,6 +64,16 @@ export class Runtime {
     projectRunViews(journal);
   }
 
+  /** The workflow registered here as `name`, if any. */
+  registered(name: string): Workflow | undefined {
+    return this.workflows.get(name);
+  }
+
+  /** The names of the workflows registered here, sorted. */
+  names(): string[] {
+    return [...this.workflows.keys()].sort();
+  }
+
   /** Makes `wf` runnable by this process's passes. */
   register(wf: Workflow): void {
     if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);

@@ -37,6 +37,7 @@ export const executionSummary = z.object({
 
 export const executionRecord = executionSummary.extend({
   trigger_data: z.record(z.string(), z.unknown()),
+  rerun_of: z.string().optional().describe('set on a rerun: the execution it reran'),
   steps: z.array(
     z.object({
       step_id: z.string(),

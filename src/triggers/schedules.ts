@@ -89,7 +89,11 @@ export function parseCron(cron: string, timezone: string): Cron {
   try {
     job = new Cron(cron, { timezone, mode: '5-or-6-parts' });
   } catch (error) {
-    throw new ValidationError('cron', `${(error as Error).message.replace(/^CronPattern: /, '')} (5 fields, or 6 with leading seconds: '*/2 * * * * *')`);
+    const message = (error as Error).message.replace(/^CronPattern: /, '');
+    // croner's own count ("five, six, or seven") is not what this mode accepts: say it once, ours
+    const fields = cron.trim() === '' ? 0 : cron.trim().split(/\s+/).length;
+    const counts = "a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')";
+    throw new ValidationError('cron', /space separated parts/.test(message) ? `has ${fields} field${fields === 1 ? '' : 's'}: ${counts}` : `${message} (${counts})`);
   }
   if (job.nextRun() === null) throw new ValidationError('cron', 'never fires');
   return job;

@@ -47,11 +47,13 @@ export class Definitions {
     return this.get(id);
   }
 
-  /** Replaces the definition as a new version; executions already started keep theirs. */
+  /** Replaces the definition as a new version; executions already started keep theirs. The same definition again makes no new version. */
   async update(id: string, input: unknown): Promise<StoredWorkflow> {
     const definition = parseDefinition(input);
     await this.store.transaction(async (tx) => {
       const current = await this.getIn(tx, id);
+      const { id: _id, version: _v, created_at: _c, updated_at: _u, ...saved } = current;
+      if (canonical(saved) === canonical(definition)) return;
       const [last] = await tx.eventReadStream({ streamId: stream(id), backwards: true, limit: 1 });
       await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: current.version + 1, definition } }], { tx, expectedVersion: last?.version ?? 0 });
     });
@@ -80,4 +82,9 @@ export class Definitions {
     if (!view) throw new NotFoundError(`workflow ${id} not found`);
     return view;
   }
+}
+
+/** JSON with sorted keys: two definitions that differ only in key order are the same. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
 }

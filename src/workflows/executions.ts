@@ -37,6 +37,8 @@ export interface ExecutionSummary {
 
 export interface ExecutionRecord extends ExecutionSummary {
   trigger_data: Record<string, unknown>;
+  /** Set on a rerun: the execution it reran. */
+  rerun_of?: string;
   steps: StepRecord[];
 }
 
@@ -131,6 +133,22 @@ export class Executions {
     await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
 
+  /**
+   * Runs an execution again: a new execution of the same definition version, with the same trigger
+   * data or `trigger_data`, linked to the first by `rerun_of`. (A minimal rerun for the CLI; the
+   * orchestration issue's rerun adds `from_step`.)
+   */
+  async rerun(workflowId: string, executionId: string, request: { trigger_data?: unknown } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus; rerun_of: string }> {
+    const previous = (await this.view(workflowId, executionId)).input as ExecutionInput;
+    const trigger = request.trigger_data ?? previous.trigger_data;
+    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger)) throw new ValidationError('trigger_data', 'must be a JSON object');
+    checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
+    const input: ExecutionInput = { ...previous, trigger_type: 'rerun', trigger_data: trigger as Record<string, unknown>, rerun_of: executionId };
+    const id = newId('ex');
+    await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, null));
+    return { ...this.accepted(workflowId, id), rerun_of: executionId };
+  }
+
   /** Newest first, `limit` per page; `last_key` of a page continues after it and is null on the last one. */
   async list(workflowId: string, options: { limit?: number; last_key?: string | null } = {}): Promise<{ executions: ExecutionSummary[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 20;
@@ -195,6 +213,7 @@ export function record(view: RunView): ExecutionRecord {
     status: STATUS[view.status],
     trigger_type: input.trigger_type,
     trigger_data: input.trigger_data,
+    ...(input.rerun_of ? { rerun_of: input.rerun_of } : {}),
     steps,
     started_at: iso(view.createdAt)!,
     finished_at: terminal ? iso(view.updatedAt) : null,

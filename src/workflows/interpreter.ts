@@ -16,6 +16,8 @@ export interface ExecutionInput {
   steps: Definition['steps'];
   trigger_type: string;
   trigger_data: Record<string, unknown>;
+  /** A rerun: the execution it reran. */
+  rerun_of?: string;
 }
 
 export interface InterpreterOptions {

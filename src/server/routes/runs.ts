@@ -140,6 +140,11 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       },
     }),
     route({
+      method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind: its status, input, output, error and steps',
+      status: 200, response: runResponse, errors: [404],
+      handle: async ({ params }) => runRecord(await runView(store, params.id!)),
+    }),
+    route({
       method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
       query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
       handle: async ({ params, query }) => {

@@ -54,6 +54,13 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       handle: ({ params }) => executions.get(params.id!, params.execution_id!),
     }),
     route({
+      method: 'post', path: '/workflows/{id}/executions/{execution_id}/rerun', tag: 'executions',
+      summary: 'Run an execution again: a new execution of the same definition version, with the same trigger data or the given one (`rerun_of` links them)',
+      body: z.object({ trigger_data: z.record(z.string(), z.unknown()).optional() }).strict().optional(), status: 202,
+      response: z.object({ execution_id: z.string(), workflow_id: z.string(), status: z.string(), rerun_of: z.string() }), errors: [400, 404, 413],
+      handle: ({ params, body }) => executions.rerun(params.id!, params.execution_id!, body ?? {}),
+    }),
+    route({
       method: 'post', path: '/workflows/{id}/executions/{execution_id}/cancel', tag: 'executions', summary: 'Cancel a running execution (409 when finished)',
       status: 202, response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }), errors: [404, 409],
       handle: async ({ params }) => {
