@@ -32,7 +32,7 @@ export interface WorkflowServiceOptions {
  */
 export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
   const secrets = new Secrets(engine.store, engine.journal, options.secretKey);
-  const definitions = new Definitions(engine.store, engine.journal);
+  const definitions = new Definitions(engine.store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
   const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}) });
   engine.register(interpreter);
   return { definitions, secrets, executions: new Executions(engine, definitions, interpreter) };
