@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -51,7 +53,7 @@ export const approval = workflow('approval', async (ctx, input) => {
 });`,
     );
     database = await backends[0]!.create();
-    server = await serve(database, ['--workflows', module, '--sample']);
+    server = await serve(database, ['--workflows', module, '--sample'], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
   }, 30_000);
   afterAll(async () => {
     server.proc.kill('SIGTERM');
@@ -139,6 +141,41 @@ export const approval = workflow('approval', async (ctx, input) => {
     await eventually(async () => /^cli-cy {2}cancelled/.test((await at('runs', 'show', 'cli-cy')).stdout));
     expect((await at('runs', 'cancel', 'cli-cy')).code).toBe(1);
     expect((await at('runs', 'start', 'nope')).stderr).toMatch(/no code workflow is named 'nope' \(registered: approval\)/);
+  });
+
+  it('run --wait says when a retry is due, and prints the output at the end', async () => {
+    let calls = 0;
+    const flaky = createHttpServer((_request, response) => {
+      if (++calls === 1) return void response.writeHead(503).end('busy');
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
+    try {
+      const file = join(dir, 'flaky.json');
+      const url = `http://127.0.0.1:${(flaky.address() as { port: number }).port}/`;
+      writeFileSync(file, JSON.stringify({ name: 'flaky', steps: [{ id: 'call', type: 'http_request', retry: { max_attempts: 3, backoff_seconds: 1 }, config: { url } }] }));
+      const id = /created (wf_\w+)/.exec((await at('workflows', 'apply', file)).stdout)![1]!;
+      const waited = await at('run', id, '--wait');
+      expect(waited.code, waited.stderr).toBe(0);
+      expect(waited.stdout).toMatch(/ {2}call: retrying at \d\d:\d\d:\d\d \(in [01]s\) — .*503/);
+      expect(waited.stdout).toMatch(/ {2}call: running \(attempt 2\)\n {2}call: success \d+ ms\nexecution ex_\w+ success\noutput: \{"call":\{"status":200/);
+    } finally {
+      flaky.close();
+    }
+  });
+
+  it('serve warns when it creates the secrets key inside a git work tree, once', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'runledger-git-'));
+    execFileSync('git', ['init', '-q', repo]);
+    const start = async () => {
+      const started = cli(['serve', '--port', '0', '--database', join(repo, 'app.db')], { RUNLEDGER_DATA_DIR: '', RUNLEDGER_SECRET_KEY: '' });
+      await eventually(() => /serving/.test(started.output()), 20_000);
+      started.proc.kill('SIGTERM');
+      await started.exited;
+      return started.output();
+    };
+    expect(await start()).toMatch(new RegExp(`warning: created the secrets key ${join(repo, 'secret.key').replace(/[.]/g, '\\.')} inside a git work tree`));
+    expect(await start()).not.toMatch(/warning/);
   });
 
   it('channel watch: backs off while the server is down and exits 0 on Ctrl-C; stops on 401 with a message', async () => {

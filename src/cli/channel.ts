@@ -18,7 +18,7 @@ export function channelCommands(program: Command, out: Output): void {
     .action(async (channelId: string, options) => {
       const after = whole('--after', options.after, 0);
       const c = client(options);
-      process.exitCode = await watch(c.channelSocket, channelId, after, out, options.url ?? process.env.RUNLEDGER_URL ?? DEFAULT_URL);
+      process.exitCode = await watch(c.channelSocket, channelId, after, out, options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL));
     });
 
   remote(channel.command('post <channel-id> <text>'))

@@ -28,7 +28,8 @@ export function database(cmd: Command, help = DATABASE_HELP): Command {
 
 /** Where a command that opens the database opens it: the flags, then the environment (read here, at the edge). */
 export function databaseOf(options: { database?: string; db?: string; databaseUrl?: string }): string {
-  return options.database ?? options.db ?? options.databaseUrl ?? process.env.RUNLEDGER_DATABASE ?? process.env.RUNLEDGER_DB ?? process.env.DATABASE_URL ?? 'runledger.db';
+  // an empty variable is an unset one
+  return options.database ?? options.db ?? options.databaseUrl ?? (process.env.RUNLEDGER_DATABASE || process.env.RUNLEDGER_DB || process.env.DATABASE_URL || 'runledger.db');
 }
 
 /** The database a read opens: it must exist already (a read never creates one). */
@@ -46,7 +47,7 @@ export function direct(options: { database?: string; db?: string; databaseUrl?: 
 
 /** The client the options name. */
 export function client(options: { url?: string; token?: string }): Client {
-  return new Client({ url: options.url ?? process.env.RUNLEDGER_URL ?? DEFAULT_URL, token: options.token ?? process.env.RUNLEDGER_TOKEN });
+  return new Client({ url: options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL), token: options.token ?? (process.env.RUNLEDGER_TOKEN || undefined) });
 }
 
 /** A whole number in [min, max], named by its flag when it is not. */
