@@ -94,7 +94,7 @@ function parse(schema: NonNullable<Route['body']>, value: unknown, prefix: strin
 
 /** The methods some route answers on a path (for a 405's `Allow`); none when no route has the path. */
 function allowedMethods(routes: Array<Pick<Route, 'method' | 'path'>>): (path: string) => string[] {
-  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{\w+\\?\}/g, '[^/]+')}/?$`) }));
+  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`) }));
   return (path) => {
     const methods = new Set(patterns.filter((p) => p.pattern.test(path)).map((p) => p.method));
     if (methods.has('GET')) methods.add('HEAD');

@@ -57,6 +57,15 @@ describe('a definition checked at save time', () => {
     for (const m of messages) expect(m).not.toMatch(/expected record|Invalid discriminator|Invalid input|Too big|Unrecognized/);
   });
 
+  it('refuses a literal URL that is not http(s) at save time; a templated one is checked when it runs', () => {
+    let n = 0;
+    const step = (url: string) => ({ id: `call-${n++}`, type: 'http_request', config: { url } });
+    expect(problems({ name: 'x', steps: [step('file:///etc/passwd'), step('not a url'), step('{{trigger.url}}'), step('https://example.com')] })).toEqual([
+      { path: 'steps[0].config.url', message: 'must be an http:// or https:// URL (got file:)' },
+      { path: 'steps[1].config.url', message: "is not a URL: 'not a url'" },
+    ]);
+  });
+
   it('refuses an empty steps list', () => {
     expect(problems({ name: 'x', steps: [] })).toEqual([{ path: 'steps', message: 'needs at least one step' }]);
   });

@@ -125,6 +125,7 @@ export function parseDefinition(input: unknown): Definition {
     if (step.id === undefined) return;
     if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of steps[${seen.get(step.id)}] ('${step.id}')` });
     problems.push(...templateProblems(step.config, `${path}.config`));
+    problems.push(...literalUrlProblems(step, path));
     for (const ref of stepReferences(step.config)) {
       if (ref === step.id) problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
       else if (!seen.has(ref)) {
@@ -138,13 +139,26 @@ export function parseDefinition(input: unknown): Definition {
   return parsed.data;
 }
 
+/** An http_request's URL without `{{ }}` is known at save time: only http: and https: are ever sent. */
+function literalUrlProblems(step: { type?: unknown; config: unknown }, path: string): Problem[] {
+  const url = (step.config as { url?: unknown } | null)?.url;
+  if (step.type !== 'http_request' || typeof url !== 'string' || url.includes('{{')) return [];
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    return [{ path: `${path}.config.url`, message: `is not a URL: '${url}'` }];
+  }
+  return protocol === 'http:' || protocol === 'https:' ? [] : [{ path: `${path}.config.url`, message: `must be an http:// or https:// URL (got ${protocol})` }];
+}
+
 /** The steps of a definition that failed its schema, as far as they can be read, for the other checks. */
-function roughSteps(input: unknown): Array<{ id?: string; config: unknown }> {
+function roughSteps(input: unknown): Array<{ id?: string; type?: unknown; config: unknown }> {
   const steps = (input as { steps?: unknown } | null)?.steps;
   if (!Array.isArray(steps)) return [];
   return steps.map((step) => {
-    const s = (typeof step === 'object' && step !== null ? step : {}) as { id?: unknown; config?: unknown };
-    return { ...(typeof s.id === 'string' ? { id: s.id } : {}), config: s.config ?? null };
+    const s = (typeof step === 'object' && step !== null ? step : {}) as { id?: unknown; type?: unknown; config?: unknown };
+    return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: s.config ?? null };
   });
 }
 
