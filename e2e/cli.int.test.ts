@@ -117,7 +117,7 @@ export const approval = workflow('approval', async (ctx, input) => {
 
   it('starts, signals and cancels code runs; events --follow exits 0 on success and 1 on failure', async () => {
     const started = await at('runs', 'start', 'approval', '--input', '{"user":"ada"}', '--id', 'cli-ada');
-    expect(started).toMatchObject({ code: 0, stdout: 'run cli-ada started\n' });
+    expect(started).toMatchObject({ code: 0, stdout: `run cli-ada started\nfollow it:  runledger events cli-ada --url ${server.url} --follow\n` });
     expect((await at('runs', 'start', 'approval', '--id', 'cli-ada')).stdout).toMatch(/^run cli-ada exists \((pending|running|waiting)\): nothing new started/);
     await eventually(async () => /\bwaiting\b/.test((await at('runs', 'show', 'cli-ada')).stdout));
     const following = run(['events', 'cli-ada', '--follow', '--url', server.url]);
@@ -137,7 +137,7 @@ export const approval = workflow('approval', async (ctx, input) => {
     expect(fromDatabase.code).toBe(1);
 
     await at('runs', 'start', 'approval', '--input', '{"user":"cy"}', '--id', 'cli-cy');
-    expect((await at('runs', 'cancel', 'cli-cy')).stdout).toBe('run cli-cy: cancelling (runledger runs show cli-cy)\n');
+    expect((await at('runs', 'cancel', 'cli-cy')).stdout).toBe(`run cli-cy: cancelling (runledger runs show cli-cy --url ${server.url})\n`);
     await eventually(async () => /^cli-cy {2}cancelled/.test((await at('runs', 'show', 'cli-cy')).stdout));
     expect((await at('runs', 'cancel', 'cli-cy')).code).toBe(1);
     expect((await at('runs', 'start', 'nope')).stderr).toMatch(/no code workflow is named 'nope' \(registered: approval\)/);

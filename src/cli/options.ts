@@ -73,3 +73,8 @@ export function oneOf<T extends string>(flag: string, value: string, allowed: re
   if (!(allowed as readonly string[]).includes(value)) throw new ValidationError(flag, `must be one of ${allowed.join(', ')} (got '${value}')`);
   return value as T;
 }
+
+/** The flags a printed command needs to reach the same server (`--url` when one was given). */
+export function urlFlags(options: { url?: string }): string {
+  return options.url ? ` --url ${options.url}` : '';
+}

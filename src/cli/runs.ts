@@ -3,7 +3,7 @@ import type { RunSummary } from '../client/client.js';
 import { ValidationError } from '../errors.js';
 import { currentStatus, isTerminal, RUN_STATUSES, type RunStatus } from '../runtime/view.js';
 import { STORED_WORKFLOW } from '../workflows/interpreter.js';
-import { client, databaseOf, direct, existingDatabase, json, remote, whole } from './options.js';
+import { client, databaseOf, direct, existingDatabase, json, remote, urlFlags, whole } from './options.js';
 import type { Output } from './output.js';
 import { reader, withSource } from './read.js';
 import { readJournal, serverSource, type Source } from './source.js';
@@ -63,6 +63,7 @@ export function runCommands(program: Command, out: Output): void {
       const started = await c.startRun(workflow, input, { ...(options.id ? { id: options.id } : {}), ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}) });
       if (options.json && !options.wait) return out.json(started);
       out.line(started.duplicate ? `run ${started.run_id} exists (${started.status}): nothing new started` : `run ${started.run_id} started`);
+      if (!options.wait) out.line(`follow it:  runledger events ${started.run_id}${urlFlags(options)} --follow`);
       if (options.wait) await follow(serverSource(c), started.run_id, out);
     });
 
@@ -81,7 +82,7 @@ export function runCommands(program: Command, out: Output): void {
     .action(async (id: string, options) => {
       const answer = await client(options).cancelRun(id);
       if (options.json) return out.json(answer);
-      out.line(`run ${id}: cancelling (runledger runs show ${id})`);
+      out.line(`run ${id}: cancelling (runledger runs show ${id}${urlFlags(options)})`);
     });
 
   reader(program.command('events [run-id]'))

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../errors.js';
-import { client, json, remote, whole } from './options.js';
+import { client, json, remote, urlFlags, whole } from './options.js';
 import { plural, type Output } from './output.js';
 import { dueAt } from './timeline.js';
 
@@ -117,9 +117,4 @@ async function findByName(c: ReturnType<typeof client>, name: string | undefined
     if (!page.last_key) return undefined;
     after = page.last_key;
   }
-}
-
-/** The flags a printed command needs to reach the same server (`--url` when not the default). */
-export function urlFlags(options: { url?: string }): string {
-  return options.url ? ` --url ${options.url}` : '';
 }
