@@ -113,6 +113,10 @@ export const approval = workflow('approval', async (ctx, input) => {
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^unchanged wf_\w+ 'cli-flow' version 1 \(1 step\)/);
     writeFileSync(file, JSON.stringify({ name: 'cli-flow', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }, { id: 'b', type: 'log', config: { message: 'there' } }] }));
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^updated wf_\w+ 'cli-flow' version 2 \(2 steps\)/);
+    const byName = await at('run', 'cli-flow', '--wait');
+    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.stdout).toMatch(/execution ex_\w+ success\noutput: \{"a":/);
+    expect((await at('run', 'no-such-flow')).stderr).toMatch(/^<workflow>: no stored workflow is named 'no-such-flow'/);
   });
 
   it('starts, signals and cancels code runs; events --follow exits 0 on success and 1 on failure', async () => {

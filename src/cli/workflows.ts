@@ -36,14 +36,15 @@ export function workflowCommands(program: Command, out: Output): void {
       out.table(['ID', 'VERSION', 'STATE', 'NAME', 'STEPS'], found.map((w) => [w.id, `v${w.version}`, out.status(w.enabled ? 'enabled' : 'disabled'), w.name, String(w.steps.length)]), 'no workflows yet (runledger workflows apply <file.json>)');
     });
 
-  remote(program.command('run <workflow-id>'))
-    .description('execute a stored workflow; --wait follows its steps and prints its output')
+  remote(program.command('run <workflow>'))
+    .description("execute a stored workflow (its id, or its name); --wait follows its steps and prints its output")
     .option('--data <json>', 'trigger data, a JSON object', '{}')
     .option('--idempotency-key <key>', 'a repeat with the same key returns the same execution')
     .option('--wait', 'follow the steps live until the execution ends (exit code 1 unless it succeeds)')
     .action(async (workflowId: string, options) => {
       const data = json('--data', options.data);
       const c = client(options);
+      workflowId = await workflowRef(c, workflowId);
       const started = await c.execute(workflowId, { trigger_data: data }, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
       if (!options.wait) return options.json ? out.json(started) : out.line(`execution ${started.execution_id} ${out.status(started.status)}`);
       if (!options.json) out.line(`execution ${started.execution_id} ${out.status(started.status)}`);
@@ -106,6 +107,14 @@ async function waitFor(c: ReturnType<typeof client>, workflowId: string, executi
   if (asJson) return out.json({ ...record, output: run.output });
   out.line(`execution ${record.execution_id} ${out.status(record.status)}${record.error ? `: ${record.error}` : ''}`);
   if (record.status === 'success') out.line(`output: ${JSON.stringify(run.output)}`);
+}
+
+/** A workflow named by id (`wf_…`) or by name, as its id. */
+async function workflowRef(c: ReturnType<typeof client>, ref: string): Promise<string> {
+  if (ref.startsWith('wf_')) return ref;
+  const id = await findByName(c, ref);
+  if (!id) throw new ValidationError('<workflow>', `no stored workflow is named '${ref}' (runledger workflows list)`);
+  return id;
 }
 
 async function findByName(c: ReturnType<typeof client>, name: string | undefined): Promise<string | undefined> {
