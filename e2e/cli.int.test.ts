@@ -103,6 +103,8 @@ export const approval = workflow('approval', async (ctx, input) => {
     expect((await at('dlq', 'list')).stdout).toBe('no dead tasks\n');
     expect((await run(['dlq', 'list', '--database', database])).stdout).toBe('no dead tasks\n');
     expect(JSON.parse((await at('dlq', 'list', '--json')).stdout)).toEqual([]);
+    const event = JSON.parse((await at('trigger', '--source', 'shop', '--detail-type', 'order', '--json')).stdout);
+    expect(event).toMatchObject({ id: expect.stringMatching(/^evt_/), routed: true, matches: [], duplicate: false });
   });
 
   it('applies a file once: the same file again makes no new version', async () => {

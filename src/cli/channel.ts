@@ -13,12 +13,12 @@ export function channelCommands(program: Command, out: Output): void {
   const channel = program.command('channel').description('chat channels on a running server: watch, post');
 
   remote(channel.command('watch <channel-id>'))
-    .description('print the messages after --after, then each new one (and AI replies as they are written) until Ctrl-C')
+    .description('print the messages after --after, then each new one (and AI replies as they are written) until Ctrl-C; --json: one message per line')
     .option('--after <seq>', 'start after this seq', '0')
     .action(async (channelId: string, options) => {
       const after = whole('--after', options.after, 0);
       const c = client(options);
-      process.exitCode = await watch(c.channelSocket, channelId, after, out, options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL));
+      process.exitCode = await watch(c.channelSocket, channelId, after, out, options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL), Boolean(options.json));
     });
 
   remote(channel.command('post <channel-id> <text>'))
@@ -39,7 +39,7 @@ export function channelCommands(program: Command, out: Output): void {
  * Reconnects from the last seq it printed — nothing missed, nothing twice — backing off while the
  * server is away. One SIGINT listener for the whole watch, removed when it ends.
  */
-export async function watch(socketUrl: (channel: string, after: number) => string, channelId: string, after: number, out: Output, url = 'the server'): Promise<number> {
+export async function watch(socketUrl: (channel: string, after: number) => string, channelId: string, after: number, out: Output, url = 'the server', asJson = false): Promise<number> {
   let stopped = false;
   let current: WebSocket | null = null;
   let wakeSleep: (() => void) | null = null;
@@ -69,7 +69,13 @@ export async function watch(socketUrl: (channel: string, after: number) => strin
         });
         ws.on('message', (data) => {
           const frame = JSON.parse(data.toString());
-          if (frame.type === 'delta') {
+          if (asJson) {
+            // one message per line, for scripts; typing deltas are not messages
+            if (frame.type === 'message') {
+              after = (frame.message as Message).seq;
+              out.line(JSON.stringify(frame.message));
+            }
+          } else if (frame.type === 'delta') {
             if (!streaming) process.stdout.write(`       ai (typing) `);
             streaming = true;
             process.stdout.write(frame.delta);

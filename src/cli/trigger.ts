@@ -25,13 +25,14 @@ export function triggerCommands(program: Command, print: (line: string) => void)
       const waitMs = whole('--wait', options.wait, 0, 600_000);
       const c = client(options);
       const stored = await c.sendEvent({ source: options.source, 'detail-type': options.detailType, detail, ...(options.id ? { id: options.id } : {}) });
-      print(stored.duplicate ? `event ${stored.id} was stored before: nothing new started` : `event ${stored.id} stored`);
+      if (!options.json) print(stored.duplicate ? `event ${stored.id} was stored before: nothing new started` : `event ${stored.id} stored`);
       const deadline = Date.now() + waitMs;
       let event: EventView = stored;
       while (!event.routed && Date.now() < deadline) {
         await sleep(100);
         event = await c.event(stored.id);
       }
+      if (options.json) return print(JSON.stringify({ ...event, duplicate: stored.duplicate }, null, 2));
       if (!event.routed) {
         print(`not routed within ${options.wait} ms (is a server with the routing subscription running?): see GET /events/${stored.id}`);
         return;
