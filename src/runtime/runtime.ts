@@ -64,6 +64,16 @@ export class Runtime {
     projectRunViews(journal);
   }
 
+  /** The workflow registered here as `name`, if any. */
+  registered(name: string): Workflow | undefined {
+    return this.workflows.get(name);
+  }
+
+  /** The names of the workflows registered here, sorted. */
+  names(): string[] {
+    return [...this.workflows.keys()].sort();
+  }
+
   /** Makes `wf` runnable by this process's passes. */
   register(wf: Workflow): void {
     if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
@@ -168,7 +178,7 @@ export class Runtime {
   /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
   async cancel(id: string, reason = 'cancelled'): Promise<void> {
     const view = await this.view(id);
-    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ${view.status}`);
+    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
       await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
       await this.wake(tx, id, await tx.now());
@@ -255,7 +265,7 @@ export class Runtime {
     try {
       for (;;) {
         const view = await this.view(id);
-        if (view.status === 'succeeded' || view.status === 'partial_success') return view.output as O;
+        if (view.status === 'success' || view.status === 'partial_success') return view.output as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

@@ -3,7 +3,7 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
-import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
+import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
 import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
@@ -19,7 +19,6 @@ export function runKind(workflow: string): RunKind {
   return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
 }
 
-const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
 const MAX_WAIT_MS = 5 * 60_000;
@@ -42,7 +41,7 @@ const eventsQuery = z
 
 const runsQuery = z
   .object({
-    status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
+    status: list.transform((s) => s.map(currentStatus)).pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
     kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
@@ -107,7 +106,7 @@ export const runResponse = runSummaryResponse.extend({
     z.object({
       seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
       name: z.string(),
-      status: z.enum(['running', 'ok', 'retrying', 'error', 'timed_out']),
+      status: z.enum(['running', 'retrying', 'success', 'failed', 'timed_out']),
       kind: z.enum(['step', 'poll']),
       label: z.string().nullable(),
       attempts: z.int(),
@@ -159,6 +158,11 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
         return { ...page, runs: page.runs.map(runSummary) };
       },
+    }),
+    route({
+      method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind: its status, input, output, error and steps',
+      status: 200, response: runResponse, errors: [404],
+      handle: async ({ params }) => runRecord(await runView(store, params.id!)),
     }),
     route({
       method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
