@@ -33,7 +33,7 @@ describe.each(backends)('cancellation of runs mid-step on $name', (backend) => {
       await waitForRuns(engine, phaseA, holding, 'mid-step', 20_000);
       for (const id of phaseA) await engine.cancel(id);
       const cancelledAt = Date.now();
-      // the hold step ends on its own after 30 s: a cancellation that never arrives shows as 'succeeded'
+      // the hold step ends on its own after 30 s: a cancellation that never arrives shows as 'success'
       await waitForRuns(engine, phaseA, ended, 'ended', 40_000);
       const phaseAEndedInMs = Date.now() - cancelledAt;
 

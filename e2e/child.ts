@@ -51,8 +51,7 @@ export interface Served extends Cli {
  * directory for its key file; resolves once it listens.
  */
 export async function serve(database: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Served> {
-  const flag = database.startsWith('postgres') ? '--database-url' : '--db';
-  const server = cli(['serve', '--port', '0', flag, database, ...args], { RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')), ...env });
+  const server = cli(['serve', '--port', '0', '--database', database, ...args], { RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')), ...env });
   const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000).catch(() => {
     server.proc.kill('SIGKILL');
     throw new Error(`runledger serve did not start:\n${server.output()}`);

@@ -12,7 +12,7 @@ describe('runledger demo (the Quick start command)', () => {
       const { stdout } = await run(process.execPath, ['bin/runledger.js', 'demo', '--database', database], { timeout: 30_000 });
       expect(stdout).toMatch(/task\.completed\s+attempt 3/);
       expect(stdout).toMatch(/strict\s+dead\s+attempts 1\/5\s+last error: TerminalError/);
-      expect(stdout).toMatch(/workflow run demo-\S+-onboard: succeeded → \{"account":"acct-ada","email":\{"to":"ada@example.com","approved":true\}\}/);
+      expect(stdout).toMatch(/workflow run demo-\S+-onboard: success → \{"account":"acct-ada","email":\{"to":"ada@example.com","approved":true\}\}/);
     }
   });
 });

@@ -11,7 +11,7 @@ describe.each(backends)('the document pipeline in TypeScript (examples/document-
   let close: () => Promise<void>;
   const input = () => ({ services: mock.url, content: '# Results\nRevenue grew.', title: 'Q3' });
   const count = (method: string, path: string) => mock.calls({ method, path }).length;
-  const ended = (id: string) => eventually(async () => ((v) => (['succeeded', 'partial_success', 'failed', 'cancelled'].includes(v.status) ? v : undefined))(await engine.run(id)), 30_000);
+  const ended = (id: string) => eventually(async () => ((v) => (['success', 'partial_success', 'failed', 'cancelled'].includes(v.status) ? v : undefined))(await engine.run(id)), 30_000);
   const states = async (id: string) => (await engine.journal.readStream(`run:${id}`)).filter((e) => e.type === 'state.changed').map((e) => (e.data as { name: string }).name);
 
   beforeAll(async () => {
@@ -30,7 +30,7 @@ describe.each(backends)('the document pipeline in TypeScript (examples/document-
     const run = await engine.start(documentPipeline, input());
     const output = (await run.result()) as { word: string; powerpoint: string };
     expect(output.word).toContain('/content');
-    expect(await engine.run(run.id)).toMatchObject({ status: 'succeeded', state: 'DELIVERED' });
+    expect(await engine.run(run.id)).toMatchObject({ status: 'success', state: 'DELIVERED' });
     expect(await states(run.id)).toEqual([
       'INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED',
       'RENDERING_PROCESSING', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED',

@@ -45,13 +45,13 @@ describe.each(backends)('a kill storm on $name', (backend) => {
       // a run's pass is a task of RUN_QUEUE: a dead one leaves its run unfinished for good
       const dead = await engine.queue.dead({ queue: RUN_QUEUE, limit: 1000 });
       expect(dead.map((t) => `${(t.payload as { runId: string }).runId}: ${t.lastError} (attempt ${t.attempts} of ${t.maxAttempts})`)).toEqual([]);
-      expect(await tally(engine, ids)).toEqual({ succeeded: runs });
+      expect(await tally(engine, ids)).toEqual({ success: runs });
 
       const executions = new Map<string, number>();
       for (const [runId, step] of logLines(readFileSync(log, 'utf8'))) executions.set(`${runId} ${step}`, (executions.get(`${runId} ${step}`) ?? 0) + 1);
       let reExecuted = 0;
       for (const [n, id] of ids.entries()) {
-        expect(await engine.run(id)).toMatchObject({ status: 'succeeded', output: n + 15 });
+        expect(await engine.run(id)).toMatchObject({ status: 'success', output: n + 15 });
         const events = await engine.journal.readStream(`run:${id}`);
         for (let i = 1; i <= 5; i++) {
           const ofStep = events.filter((e) => (e.data as { name?: string }).name === `add-${i}`);

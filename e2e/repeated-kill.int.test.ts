@@ -33,8 +33,8 @@ describe.each(backends)('a run whose worker keeps dying on $name', (backend) => 
       const dead = await engine.queue.dead({ queue: RUN_QUEUE });
       expect(dead.map((t) => `${t.attempts} of ${t.maxAttempts} attempts: ${t.lastError}`)).toEqual([]);
       expect(takenOver).toBe(true);
-      await waitForRuns(engine, ['h-1'], (run) => run.status === 'succeeded', 'succeeded', 10_000);
-      expect(await engine.run('h-1')).toMatchObject({ output: 'held 3000 ms', steps: [{ attempts: 1 }, { attempts: KILLS + 1, status: 'ok' }] });
+      await waitForRuns(engine, ['h-1'], (run) => run.status === 'success', 'success', 10_000);
+      expect(await engine.run('h-1')).toMatchObject({ output: 'held 3000 ms', steps: [{ attempts: 1 }, { attempts: KILLS + 1, status: 'success' }] });
     } finally {
       await worker?.kill();
       await engine.close();

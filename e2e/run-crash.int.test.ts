@@ -28,7 +28,7 @@ describe.each(backends)('runs surviving SIGKILL on $name', (backend) => {
       let reExecuted = 0;
       for (let n = 0; n < RUNS; n++) {
         const view = await engine.run(`r-${n}`);
-        expect(view).toMatchObject({ status: 'succeeded', output: n + 15 });
+        expect(view).toMatchObject({ status: 'success', output: n + 15 });
         const events = await engine.journal.readStream(`run:r-${n}`);
         for (let i = 1; i <= 5; i++) {
           const ofStep = events.filter((e) => (e.data as { name?: string }).name === `add-${i}`);

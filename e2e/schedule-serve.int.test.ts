@@ -13,7 +13,7 @@ describe('three `runledger serve` processes on PostgreSQL', () => {
     servers.push(...(await Promise.all([serve(database), serve(database), serve(database)])));
     const [a, b, c] = servers.map((s) => s.url);
     const post = async (url: string, path: string, body: unknown) => (await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
-    const wf = await post(a!, '/workflows', { name: 'tick', steps: [] });
+    const wf = await post(a!, '/workflows', { name: 'tick', steps: [{ id: 'note', type: 'log', config: { message: 'tick' } }] });
     const schedule = await post(b!, '/schedules', { cron: '*/1 * * * * *', target: { workflow: wf.id }, overlap: 'allow' });
     expect(schedule.id).toBeTruthy();
     await sleep(5500);

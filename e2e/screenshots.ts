@@ -46,7 +46,7 @@ try {
   await codeRun(server, 'nap');
   await call(server, '/schedules', { name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', target: { workflow: 'nap' } });
   await call(server, '/channels/support-7/messages', { sender_id: 'ada', role: 'user', content: 'Where is my order A-1042?' });
-  await eventually(async () => (await call(server, `/runs/${showcase}`)).status === 'succeeded', 30_000);
+  await eventually(async () => (await call(server, `/runs/${showcase}`)).status === 'success', 30_000);
   mkdirSync(OUT, { recursive: true });
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -42,7 +42,7 @@ function startChild(...args: string[]): { exit: Promise<Exit>; kill: () => void 
 async function suspended(engine: Engine, id: string): Promise<boolean> {
   return eventually(async () => {
     const { status } = await engine.run(id);
-    if (status === 'succeeded' || status === 'failed' || status === 'cancelled') return 'ended';
+    if (status === 'success' || status === 'failed' || status === 'cancelled') return 'ended';
     if (status !== 'waiting') return false;
     const running = await engine.store.taskList({ queue: 'runledger.runs', state: 'running', limit: 1000 });
     return !running.some((task) => task.orderingKey === id) && 'waiting';
@@ -96,7 +96,7 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
         const stored = await engine.journal.readStream(`session:${id}`);
         expect(stored.map((e) => e.type), id).toEqual(expected);
         expect(await service.get(id), id).toMatchObject({
-          status: failing ? 'FAILED' : 'COMPLETED',
+          status: failing ? 'failed' : 'success',
           events_count: expected.length,
           error_message: failing ? 'ClientError: ThrottlingException - Rate exceeded' : null,
         });

@@ -38,7 +38,7 @@ describe.each(backends)('durable sleep across downtime on $name', (backend) => {
       const wakes = logLines(readFileSync(log, 'utf8')).filter(([, what]) => what === 'woke');
       for (const id of ids) {
         const view = await engine.run(id);
-        expect(view.status, id).toBe('succeeded');
+        expect(view.status, id).toBe('success');
         const t0 = view.output as number;
         const events = await engine.journal.readStream(`run:${id}`);
         expect(events.filter((e) => e.type === 'sleep.started'), id).toHaveLength(1);

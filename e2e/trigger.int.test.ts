@@ -15,9 +15,9 @@ describe('runledger trigger, out of the box (the README walkthrough)', () => {
       expect(printed, printed).toMatch(new RegExp(`rule manual-agent \\(rule_\\w+\\) → session ${eventId} started`));
       const session = await eventually(async () => {
         const s = await (await fetch(`${url}/sessions/${eventId}`)).json();
-        return s.status === 'COMPLETED' || s.status === 'FAILED' ? s : undefined;
+        return s.status === 'success' || s.status === 'failed' ? s : undefined;
       }, 20_000);
-      expect(session).toMatchObject({ session_id: eventId, agent: 'sample-agent', status: 'COMPLETED' });
+      expect(session).toMatchObject({ session_id: eventId, agent: 'sample-agent', status: 'success' });
       const { events } = await (await fetch(`${url}/sessions/${eventId}/events`)).json();
       expect(events.map((e: { type: string }) => e.type)).toEqual([
         'SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED',

@@ -139,7 +139,7 @@ describe('the dashboard on SQLite', () => {
 
   it('shows agent sessions and their lifecycle (no agent ledger on this server)', async () => {
     const session = await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } });
-    await eventually(async () => ['COMPLETED', 'FAILED'].includes((await call(server, `/sessions/${session.session_id}`)).status), 20_000);
+    await eventually(async () => ['success', 'failed'].includes((await call(server, `/sessions/${session.session_id}`)).status), 20_000);
     await page.goto(`${server.url}/ui/agents`);
     await page.getByRole('link', { name: session.session_id }).click();
     await page.getByRole('heading', { name: `Session ${session.session_id}` }).waitFor();

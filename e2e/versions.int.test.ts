@@ -54,7 +54,7 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
       const listed = await get('/runs?workflow=order&limit=10');
       const byId = new Map<string, any>(listed.runs.map((r: any) => [r.id, r]));
       for (const id of old) expect(byId.get(id)?.waiting_for_version).toBe(orderV1.version);
-      for (const id of fresh) expect(byId.get(id)).toMatchObject({ status: 'succeeded', version: orderV2.version, waiting_for_version: null });
+      for (const id of fresh) expect(byId.get(id)).toMatchObject({ status: 'success', version: orderV2.version, waiting_for_version: null });
       for (const id of old) {
         const types = (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
         expect(types, id).toEqual(['run.started', 'step.started', 'step.completed', 'sleep.started']);

@@ -71,7 +71,7 @@ export interface CodeAgentDefinition<I = any> {
  * An agent behind an HTTP endpoint. The invocation POSTs `{ session_id, agent, input, report_url }`
  * (with an `Idempotency-Key`); a 2xx acknowledges it (the entrypoint has started its background
  * task), anything else fails it. The agent then reports once to `report_url`:
- * `POST { status: 'COMPLETED' | 'FAILED', error_message? }`.
+ * `POST { status: 'success' | 'failed', error_message? }` (COMPLETED and FAILED are still accepted).
  */
 export interface HttpAgentDefinition {
   url: string;

@@ -44,11 +44,11 @@ describe('session lifecycle', () => {
   it('walks the paths of the brief, with their statuses', () => {
     const happy: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
     expect(walk(happy)).toBe(true);
-    expect(happy.map(statusAfter)).toEqual(['INITIATED', 'BUSY', 'BUSY', 'BUSY', 'BUSY', 'COMPLETED']);
+    expect(happy.map(statusAfter)).toEqual(['pending', 'running', 'running', 'running', 'running', 'success']);
     expect(walk(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_FAILED'])).toBe(true);
     expect(walk([...happy.slice(0, 4), 'AGENT_ENTRYPOINT_FAILED'])).toBe(true);
     expect(walk([...happy.slice(0, 5), 'SESSION_TIMED_OUT'])).toBe(true);
-    expect(statusAfter('SESSION_TIMED_OUT')).toBe('FAILED');
+    expect(statusAfter('SESSION_TIMED_OUT')).toBe('failed');
     expect(walk(['SESSION_INITIATED', 'AGENT_INVOCATION_SUCCEEDED'])).toBe(false);
     expect(walk([...happy.slice(0, 3), 'AGENT_BACKGROUND_TASK_STARTED'])).toBe(false);
   });

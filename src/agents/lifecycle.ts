@@ -3,17 +3,17 @@
  * each written at most once, in an order this table allows:
  *
  * ```
- * SESSION_INITIATED ─▶ AGENT_INVOCATION_STARTED ─┬▶ AGENT_INVOCATION_FAILED                      (FAILED)
+ * SESSION_INITIATED ─▶ AGENT_INVOCATION_STARTED ─┬▶ AGENT_INVOCATION_FAILED                      (failed)
  *                                                └▶ AGENT_INVOCATION_SUCCEEDED ─▶ AGENT_ENTRYPOINT_STARTED
- *   AGENT_ENTRYPOINT_STARTED ─┬▶ AGENT_ENTRYPOINT_FAILED                                          (FAILED)
- *                             ├▶ SESSION_TIMED_OUT        (the entrypoint ran past the maximum wait) (FAILED)
- *                             └▶ AGENT_BACKGROUND_TASK_STARTED ─┬▶ AGENT_BACKGROUND_TASK_COMPLETED (COMPLETED)
- *                                                               ├▶ AGENT_BACKGROUND_TASK_FAILED    (FAILED)
- *                                                               └▶ SESSION_TIMED_OUT               (FAILED)
- * any event before the end ─▶ SESSION_FAILED   (the session's run itself failed or was cancelled)   (FAILED)
+ *   AGENT_ENTRYPOINT_STARTED ─┬▶ AGENT_ENTRYPOINT_FAILED                                          (failed)
+ *                             ├▶ SESSION_TIMED_OUT        (the entrypoint ran past the maximum wait) (failed)
+ *                             └▶ AGENT_BACKGROUND_TASK_STARTED ─┬▶ AGENT_BACKGROUND_TASK_COMPLETED (success)
+ *                                                               ├▶ AGENT_BACKGROUND_TASK_FAILED    (failed)
+ *                                                               └▶ SESSION_TIMED_OUT               (failed)
+ * any event before the end ─▶ SESSION_FAILED   (the session's run itself failed or was cancelled)   (failed)
  * ```
  *
- * Status: INITIATED after SESSION_INITIATED, BUSY until an ending event, then COMPLETED or FAILED.
+ * Status: pending after SESSION_INITIATED, running until an ending event, then success or failed.
  */
 export const SESSION_EVENT_TYPES = [
   'SESSION_INITIATED',
@@ -31,7 +31,12 @@ export const SESSION_EVENT_TYPES = [
 
 export type SessionEventType = (typeof SESSION_EVENT_TYPES)[number];
 
-export type SessionStatus = 'INITIATED' | 'BUSY' | 'COMPLETED' | 'FAILED';
+/**
+ * A session's status, in the run vocabulary (docs/glossary.md): `pending` after SESSION_INITIATED,
+ * `running` until an ending event, then `success` or `failed`. (Before 0.2 these were spelled
+ * INITIATED, BUSY, COMPLETED and FAILED; views stored then are read in today's words.)
+ */
+export type SessionStatus = 'pending' | 'running' | 'success' | 'failed';
 
 const BEFORE_THE_END: SessionEventType[] = [
   'SESSION_INITIATED',
@@ -43,17 +48,17 @@ const BEFORE_THE_END: SessionEventType[] = [
 
 /** Each event type: the status it leaves the session in, and the events it may directly follow (null: the first). */
 const LIFECYCLE: Record<SessionEventType, { status: SessionStatus; after: Array<SessionEventType | null> }> = {
-  SESSION_INITIATED: { status: 'INITIATED', after: [null] },
-  AGENT_INVOCATION_STARTED: { status: 'BUSY', after: ['SESSION_INITIATED'] },
-  AGENT_INVOCATION_SUCCEEDED: { status: 'BUSY', after: ['AGENT_INVOCATION_STARTED'] },
-  AGENT_INVOCATION_FAILED: { status: 'FAILED', after: ['AGENT_INVOCATION_STARTED'] },
-  AGENT_ENTRYPOINT_STARTED: { status: 'BUSY', after: ['AGENT_INVOCATION_SUCCEEDED'] },
-  AGENT_ENTRYPOINT_FAILED: { status: 'FAILED', after: ['AGENT_ENTRYPOINT_STARTED'] },
-  AGENT_BACKGROUND_TASK_STARTED: { status: 'BUSY', after: ['AGENT_ENTRYPOINT_STARTED'] },
-  AGENT_BACKGROUND_TASK_COMPLETED: { status: 'COMPLETED', after: ['AGENT_BACKGROUND_TASK_STARTED'] },
-  AGENT_BACKGROUND_TASK_FAILED: { status: 'FAILED', after: ['AGENT_BACKGROUND_TASK_STARTED'] },
-  SESSION_TIMED_OUT: { status: 'FAILED', after: ['AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED'] },
-  SESSION_FAILED: { status: 'FAILED', after: BEFORE_THE_END },
+  SESSION_INITIATED: { status: 'pending', after: [null] },
+  AGENT_INVOCATION_STARTED: { status: 'running', after: ['SESSION_INITIATED'] },
+  AGENT_INVOCATION_SUCCEEDED: { status: 'running', after: ['AGENT_INVOCATION_STARTED'] },
+  AGENT_INVOCATION_FAILED: { status: 'failed', after: ['AGENT_INVOCATION_STARTED'] },
+  AGENT_ENTRYPOINT_STARTED: { status: 'running', after: ['AGENT_INVOCATION_SUCCEEDED'] },
+  AGENT_ENTRYPOINT_FAILED: { status: 'failed', after: ['AGENT_ENTRYPOINT_STARTED'] },
+  AGENT_BACKGROUND_TASK_STARTED: { status: 'running', after: ['AGENT_ENTRYPOINT_STARTED'] },
+  AGENT_BACKGROUND_TASK_COMPLETED: { status: 'success', after: ['AGENT_BACKGROUND_TASK_STARTED'] },
+  AGENT_BACKGROUND_TASK_FAILED: { status: 'failed', after: ['AGENT_BACKGROUND_TASK_STARTED'] },
+  SESSION_TIMED_OUT: { status: 'failed', after: ['AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED'] },
+  SESSION_FAILED: { status: 'failed', after: BEFORE_THE_END },
 };
 
 export function isSessionEventType(type: unknown): type is SessionEventType {
@@ -71,5 +76,5 @@ export function statusAfter(type: SessionEventType): SessionStatus {
 }
 
 export function isEnded(status: SessionStatus): boolean {
-  return status === 'COMPLETED' || status === 'FAILED';
+  return status === 'success' || status === 'failed';
 }

@@ -5,7 +5,7 @@ import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '.
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { runStream } from '../runtime/history.js';
-import { readRunView } from '../runtime/view.js';
+import { currentStatus, readRunView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Agent } from './agent.js';
@@ -134,7 +134,9 @@ export class SessionService {
   private async firstReport(id: string): Promise<SessionReport | undefined> {
     const events = await this.engine.journal.readStream(runStream(id), { limit: 100_000 });
     const sent = events.find((e) => e.type === 'signal.sent' && (e.data as { name: string }).name === REPORT_SIGNAL);
-    return (sent?.data as { payload: SessionReport } | undefined)?.payload;
+    const report = (sent?.data as { payload: SessionReport } | undefined)?.payload;
+    // a report journaled before 0.2 says COMPLETED or FAILED
+    return report && { ...report, status: currentStatus(report.status) as SessionReport['status'] };
   }
 
   /**
@@ -243,9 +245,10 @@ function checkSessionId(id: unknown, path: string): string {
 
 function checkReport(body: { status: string; error_message?: string | null }): SessionReport {
   const { status, error_message: error } = (body ?? {}) as { status?: unknown; error_message?: unknown };
-  if (status !== 'COMPLETED' && status !== 'FAILED') throw new ValidationError('status', `must be COMPLETED or FAILED (got ${JSON.stringify(status)})`);
+  const spelled = typeof status === 'string' ? currentStatus(status) : status;
+  if (spelled !== 'success' && spelled !== 'failed') throw new ValidationError('status', `must be success or failed (got ${JSON.stringify(status)})`);
   if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > 2000)) throw new ValidationError('error_message', 'must be a string of at most 2000 characters');
-  return { status, error_message: (error as string | null | undefined) ?? null };
+  return { status: spelled, error_message: (error as string | null | undefined) ?? null };
 }
 
 function same(view: SessionView, agent: string): SessionRecord {

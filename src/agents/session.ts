@@ -25,7 +25,8 @@ export interface SessionInput {
 }
 
 export interface SessionReport {
-  status: 'COMPLETED' | 'FAILED';
+  /** `success` or `failed`; a report journaled before 0.2 says COMPLETED or FAILED. */
+  status: 'success' | 'failed';
   error_message: string | null;
 }
 
@@ -97,8 +98,8 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
     if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return done(background);
     const report = await ctx.waitForEvent<SessionReport>(REPORT_SIGNAL, { timeout: Math.max(0, deadline - Date.now()) });
     if (report === null) return done(await record('finished', 'SESSION_TIMED_OUT', timedOut(agent).error_message));
-    if (report.status === 'COMPLETED') return done(await record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED'));
-    return done(await record('finished', 'AGENT_BACKGROUND_TASK_FAILED', report.error_message ?? `AgentError: agent '${name}' reported FAILED`));
+    if (report.status === 'success' || (report.status as string) === 'COMPLETED') return done(await record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED'));
+    return done(await record('finished', 'AGENT_BACKGROUND_TASK_FAILED', report.error_message ?? `AgentError: agent '${name}' reported failed`));
   });
 }
 
@@ -124,7 +125,7 @@ async function runCode(
  * Appends one lifecycle event in a step. The idempotency key makes a re-run (a crash after the
  * append, before the step's completion was journaled) return the event first written. A refusal
  * by the lifecycle means the session has ended; were it still going, the step fails for good, so
- * the run fails and SESSION_FAILED ends the session rather than leaving it BUSY.
+ * the run fails and SESSION_FAILED ends the session rather than leaving it running.
  */
 function recordStep(ctx: WorkflowContext, o: SessionWorkflowOptions, id: string, slot: Slot, type: SessionEventType, error?: string): Promise<Recorded> {
   return ctx.step(

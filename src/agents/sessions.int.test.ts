@@ -57,7 +57,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   const ended = (id: string, timeoutMs = 10_000) =>
     eventually(async () => {
       const { body } = await call('GET', `/sessions/${id}`);
-      return body.status === 'COMPLETED' || body.status === 'FAILED' ? body : undefined;
+      return body.status === 'success' || body.status === 'failed' ? body : undefined;
     }, timeoutMs);
   const events = async (id: string) => (await call('GET', `/sessions/${id}/events`)).body.events as Array<{ type: SessionEventType; timestamp: string; error_message?: string }>;
   const types = async (id: string) => (await events(id)).map((e) => e.type);
@@ -89,7 +89,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
         invocations.push(invocation);
         if (invocation.path === '/500') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"agent runtime unavailable"}');
         res.writeHead(202, { 'content-type': 'application/json' }).end('{"accepted":true}');
-        const outcome = invocation.path === '/ack' ? { status: 'COMPLETED' } : invocation.path === '/ack-fail' ? { status: 'FAILED', error_message: 'NoCredentialsError: Unable to locate credentials' } : null;
+        const outcome = invocation.path === '/ack' ? { status: 'success' } : invocation.path === '/ack-fail' ? { status: 'failed', error_message: 'NoCredentialsError: Unable to locate credentials' } : null;
         if (!outcome) return;
         void suspended(invocation.body.session_id).then(() => {
           const request = new Request(invocation.body.report_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(outcome) });
@@ -135,13 +135,13 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   });
   afterEach(() => close());
 
-  it('runs sample-agent: 202 INITIATED at once, then the six lifecycle events in order, COMPLETED', async () => {
+  it('runs sample-agent: 202 pending at once, then the six lifecycle events in order, success', async () => {
     const started = await call('POST', '/sessions', { agent: 'sample-agent', input: { topic: 'ledgers' } });
     expect(started.status).toBe(202);
-    expect(started.body).toMatchObject({ session_id: expect.stringMatching(/^ses_/), agent: 'sample-agent', status: 'INITIATED', input: { topic: 'ledgers' }, error_message: null, events_count: 1 });
+    expect(started.body).toMatchObject({ session_id: expect.stringMatching(/^ses_/), agent: 'sample-agent', status: 'pending', input: { topic: 'ledgers' }, error_message: null, events_count: 1 });
     const id = started.body.session_id;
     const session = await ended(id);
-    expect(session).toMatchObject({ session_id: id, status: 'COMPLETED', error_message: null, events_count: 6, last_event: 'AGENT_BACKGROUND_TASK_COMPLETED' });
+    expect(session).toMatchObject({ session_id: id, status: 'success', error_message: null, events_count: 6, last_event: 'AGENT_BACKGROUND_TASK_COMPLETED' });
     expect(Date.parse(session.updated_at)).toBeGreaterThanOrEqual(Date.parse(session.created_at));
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual(HAPPY);
@@ -153,14 +153,14 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     // the background task is the 200 ms of work between its start and its completion
     expect(times[5]! - times[4]!).toBeGreaterThanOrEqual(180);
-    expect(await eventually(async () => ((await engine.run(id)).status === 'succeeded' ? engine.run(id) : undefined))).toMatchObject({ workflow: 'runledger.session' });
+    expect(await eventually(async () => ((await engine.run(id)).status === 'success' ? engine.run(id) : undefined))).toMatchObject({ workflow: 'runledger.session' });
   });
 
   it('fails on a background task that throws, with its error type and message', async () => {
     const id = await start('sample-agent', { fail: true });
-    expect(await ended(id)).toMatchObject({ status: 'FAILED', error_message: THROTTLED, last_event: 'AGENT_BACKGROUND_TASK_FAILED' });
+    expect(await ended(id)).toMatchObject({ status: 'failed', error_message: THROTTLED, last_event: 'AGENT_BACKGROUND_TASK_FAILED' });
     const fromEvent = await start('sample-agent', { session_id: 'evt-1', detail: { fail: true } });
-    expect(await ended(fromEvent)).toMatchObject({ status: 'FAILED', error_message: THROTTLED });
+    expect(await ended(fromEvent)).toMatchObject({ status: 'failed', error_message: THROTTLED });
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual([...HAPPY.slice(0, 5), 'AGENT_BACKGROUND_TASK_FAILED']);
     expect(journal.at(-1)!.error_message).toBe(THROTTLED);
@@ -169,7 +169,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
 
   it('records AGENT_ENTRYPOINT_FAILED when the entrypoint throws, and never starts the background task', async () => {
     const id = await start('throttled');
-    expect(await ended(id)).toMatchObject({ status: 'FAILED', error_message: THROTTLED, events_count: 5 });
+    expect(await ended(id)).toMatchObject({ status: 'failed', error_message: THROTTLED, events_count: 5 });
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_ENTRYPOINT_FAILED']);
     expect(journal.at(-1)).toMatchObject({ type: 'AGENT_ENTRYPOINT_FAILED', error_message: THROTTLED });
@@ -178,7 +178,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
 
   it('invokes an HTTP agent, which acknowledges and later reports through the route', async () => {
     const id = await start('remote', { question: 42 });
-    expect(await ended(id)).toMatchObject({ status: 'COMPLETED', events_count: 6 });
+    expect(await ended(id)).toMatchObject({ status: 'success', events_count: 6 });
     expect(await types(id)).toEqual(HAPPY);
     expect(invocations).toHaveLength(1);
     expect(invocations[0]!.body).toEqual({ session_id: id, agent: 'remote', input: { question: 42 }, report_url: `http://api/sessions/${id}/report` });
@@ -187,14 +187,14 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect(reportAnswers).toEqual([202]);
 
     const failing = await start('remote-fails');
-    expect(await ended(failing)).toMatchObject({ status: 'FAILED', error_message: 'NoCredentialsError: Unable to locate credentials' });
+    expect(await ended(failing)).toMatchObject({ status: 'failed', error_message: 'NoCredentialsError: Unable to locate credentials' });
     expect(await types(failing)).toEqual([...HAPPY.slice(0, 5), 'AGENT_BACKGROUND_TASK_FAILED']);
   });
 
   it('records AGENT_INVOCATION_FAILED when the HTTP agent answers 500, and calls it once', async () => {
     const id = await start('remote-500');
     const session = await ended(id);
-    expect(session).toMatchObject({ status: 'FAILED', events_count: 3 });
+    expect(session).toMatchObject({ status: 'failed', events_count: 3 });
     expect(session.error_message).toMatch(/^InvocationError: .*failed: 500 Internal Server Error.*agent runtime unavailable/);
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_FAILED']);
@@ -205,7 +205,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   it('fails a session whose agent never reports with SESSION_TIMED_OUT at its maximum wait; a late report is 409', async () => {
     const id = await start('remote-silent');
     const session = await ended(id);
-    expect(session).toMatchObject({ status: 'FAILED', last_event: 'SESSION_TIMED_OUT' });
+    expect(session).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
     expect(session.error_message).toBe("TimeoutError: agent 'remote-silent' did not finish within its maximum wait of 400 ms");
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual([...HAPPY.slice(0, 5), 'SESSION_TIMED_OUT']);
@@ -214,12 +214,12 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const late = await report(id, { status: 'COMPLETED' });
     expect(late.status).toBe(409);
     expect(late.body.error.message).toMatch(/has already ended: SESSION_TIMED_OUT/);
-    expect((await call('GET', `/sessions/${id}`)).body.status).toBe('FAILED');
+    expect((await call('GET', `/sessions/${id}`)).body.status).toBe('failed');
   });
 
   it('times out a TypeScript agent that never settles, firing its signal', async () => {
     const id = await start('stuck');
-    expect(await ended(id)).toMatchObject({ status: 'FAILED', last_event: 'SESSION_TIMED_OUT', error_message: expect.stringMatching(/^TimeoutError: agent 'stuck'/) });
+    expect(await ended(id)).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT', error_message: expect.stringMatching(/^TimeoutError: agent 'stuck'/) });
     expect(await types(id)).toEqual([...HAPPY.slice(0, 5), 'SESSION_TIMED_OUT']);
     expect(aborted).toHaveLength(1);
     expect((aborted[0] as Error).name).toBe('TimeoutError');
@@ -228,13 +228,14 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   it('takes the first report: a repeat is idempotent, a different one or one to an unknown or TypeScript session is refused', async () => {
     const id = await start('remote-slow');
     await suspended(id);
-    const first = await report(id, { status: 'COMPLETED' });
-    expect(first).toEqual({ status: 202, body: { session_id: id, status: 'COMPLETED', duplicate: false } });
-    expect((await report(id, { status: 'COMPLETED' })).body).toEqual({ session_id: id, status: 'COMPLETED', duplicate: true });
+    const first = await report(id, { status: 'success' });
+    expect(first).toEqual({ status: 202, body: { session_id: id, status: 'success', duplicate: false } });
+    // COMPLETED, the spelling before 0.2, is the same report
+    expect((await report(id, { status: 'COMPLETED' })).body).toEqual({ session_id: id, status: 'success', duplicate: true });
     expect((await report(id, { status: 'FAILED', error_message: 'Error: changed my mind' })).status).toBe(409);
-    expect(await ended(id)).toMatchObject({ status: 'COMPLETED', events_count: 6 });
+    expect(await ended(id)).toMatchObject({ status: 'success', events_count: 6 });
     // after the end: the agent retrying the same report still gets its answer; anything else is 409
-    expect(await report(id, { status: 'COMPLETED' })).toEqual({ status: 202, body: { session_id: id, status: 'COMPLETED', duplicate: true } });
+    expect(await report(id, { status: 'COMPLETED' })).toEqual({ status: 202, body: { session_id: id, status: 'success', duplicate: true } });
     expect((await report(id, { status: 'FAILED' })).status).toBe(409);
     expect(await types(id)).toEqual(HAPPY);
 
@@ -276,11 +277,11 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const id = racing[0]!.run_id;
     expect(id).toMatch(/^ses_[0-9a-f]{32}$/);
     expect(racing.every((r) => r.run_id === id)).toBe(true);
-    expect(await ended(id)).toMatchObject({ status: 'COMPLETED', input: { n: 1 } });
+    expect(await ended(id)).toMatchObject({ status: 'success', input: { n: 1 } });
     expect(await types(id)).toEqual(HAPPY);
 
     expect(await service.start({ agent: 'sample-agent', input: { session_id: 'evt-abc-123' }, key: 'ignored' })).toEqual({ run_id: 'evt-abc-123' });
-    expect((await ended('evt-abc-123')).status).toBe('COMPLETED');
+    expect((await ended('evt-abc-123')).status).toBe('success');
     await expect(service.start({ agent: 'remote', input: { session_id: 'evt-abc-123' }, key: 'k' })).rejects.toThrow(ConflictError);
     await expect(service.start({ agent: 'nope', input: {}, key: 'k' })).rejects.toThrow(ValidationError);
 
@@ -339,14 +340,14 @@ describe.each(backends)('agent sessions on $name', (backend) => {
       store.projectionGet = original;
     }
     expect(outages).toBe(2);
-    expect(await ended(id)).toMatchObject({ status: 'COMPLETED', last_event: 'AGENT_BACKGROUND_TASK_COMPLETED' });
+    expect(await ended(id)).toMatchObject({ status: 'success', last_event: 'AGENT_BACKGROUND_TASK_COMPLETED' });
   });
 
   it('ends a session whose run is cancelled with SESSION_FAILED, and refuses any event after the end', async () => {
     const id = await start('remote-slow');
     await suspended(id);
     await engine.cancel(id);
-    expect(await ended(id)).toMatchObject({ status: 'FAILED', last_event: 'SESSION_FAILED', error_message: expect.stringMatching(/^CancelledError: /) });
+    expect(await ended(id)).toMatchObject({ status: 'failed', last_event: 'SESSION_FAILED', error_message: expect.stringMatching(/^CancelledError: /) });
     expect(await types(id)).toEqual([...HAPPY.slice(0, 5), 'SESSION_FAILED']);
     expect((await report(id, { status: 'COMPLETED' })).status).toBe(409);
 
@@ -354,6 +355,6 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     // the slot's key returns the event first written in it, as a re-run step sees it
     const again = await engine.journal.append(`session:${id}`, [{ type: 'AGENT_BACKGROUND_TASK_STARTED', data: {} }], { idempotencyKey: `session:${id}:entered` });
     expect(again).toMatchObject({ duplicate: true, events: [{ type: 'AGENT_BACKGROUND_TASK_STARTED', version: 5 }] });
-    expect((await call('GET', `/sessions/${id}`)).body).toMatchObject({ status: 'FAILED', events_count: 6 });
+    expect((await call('GET', `/sessions/${id}`)).body).toMatchObject({ status: 'failed', events_count: 6 });
   });
 });

@@ -1,5 +1,6 @@
 import { ConflictError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
+import { currentStatus } from '../runtime/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
 
@@ -64,7 +65,7 @@ export function projectSessions(journal: Journal): void {
     const next: SessionView = view ?? {
       session_id: id,
       agent: data.agent ?? '',
-      status: 'INITIATED',
+      status: 'pending',
       input: data.input ?? null,
       created_at: event.timestamp,
       updated_at: event.timestamp,
@@ -85,7 +86,7 @@ export function projectSessions(journal: Journal): void {
 /**
  * A session whose run failed or was cancelled before the session ended (its code threw past the
  * lifecycle, an operator cancelled it) ends with SESSION_FAILED, in the transaction that ends
- * the run: a session is never left BUSY by a run that will not write again.
+ * the run: a session is never left running by a run that will not write again.
  */
 function projectRunEnds(journal: Journal): void {
   journal.project(['run.failed', 'run.cancelled'], async (event, tx) => {
@@ -99,7 +100,10 @@ function projectRunEnds(journal: Journal): void {
 }
 
 export async function readSession(store: Store, id: string): Promise<SessionView | undefined> {
-  return (await store.projectionGet({ name: SESSION_VIEW, key: id })) as SessionView | undefined;
+  const view = (await store.projectionGet({ name: SESSION_VIEW, key: id })) as SessionView | undefined;
+  // a view stored before 0.2 says INITIATED | BUSY | COMPLETED | FAILED
+  if (view) view.status = currentStatus(view.status) as SessionStatus;
+  return view;
 }
 
 export function toRecord(view: SessionView): SessionRecord {

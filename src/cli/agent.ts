@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import type { Agent } from '../agents/agent.js';
 import type { AgentRunDetail, AgentRunRecord } from '../agents/ledger.js';
 import type { Tool } from '../agents/tools.js';
-import { api, client } from './api.js';
+import { client, remote } from './options.js';
 
 function runLine(r: AgentRunRecord): string {
   return `${r.id}  ${r.status.padEnd(8)}  ${r.created_at}  ${r.agent}  conversation=${r.conversation_id ?? '-'}${r.failure_reason ? `  ${r.failure_reason}` : ''}`;
@@ -26,7 +26,7 @@ export function formatRun(run: AgentRunDetail): string[] {
 /** `runledger agent …`: the agent run ledger of a running server, over its HTTP API. */
 export function agentCommands(program: Command, print: (line: string) => void): void {
   const agent = program.command('agent').description('the agent run ledger: runs, their steps and tool calls, and approvals');
-  api(agent.command('runs'))
+  remote(agent.command('runs'))
     .description('agent runs, newest first')
     .option('--conversation <id>', "one conversation's runs, oldest first (the order they ran in)")
     .option('--user <id>')
@@ -41,15 +41,14 @@ export function agentCommands(program: Command, print: (line: string) => void): 
       const runs = options.conversation && (options.user || options.status) ? page.runs.filter((r) => (!options.user || r.user_id === options.user) && (!options.status || r.status === options.status)) : page.runs;
       for (const r of runs) print(runLine(r));
     });
-  api(agent.command('show <run-id>'))
+  remote(agent.command('show <run-id>'))
     .description('one run with its events, steps, tool calls and checkpoints')
-    .option('--json', 'print the run as JSON')
     .action(async (id: string, options) => {
       const run = await client(options).agentRun(id);
       if (options.json) return print(JSON.stringify(run, null, 2));
       for (const line of formatRun(run)) print(line);
     });
-  api(agent.command('approvals'))
+  remote(agent.command('approvals'))
     .description('tool calls waiting for a decision')
     .option('--status <status>', 'pending | approved | rejected | expired', 'pending')
     .action(async (options) => {
@@ -58,7 +57,7 @@ export function agentCommands(program: Command, print: (line: string) => void): 
       }
     });
   for (const decision of ['approve', 'reject'] as const) {
-    api(agent.command(`${decision} <tool-call-id>`))
+    remote(agent.command(`${decision} <tool-call-id>`))
       .description(`${decision} a tool call waiting for approval`)
       .option('--by <name>', 'who decides (default: this user)')
       .option('--reason <text>')

@@ -23,13 +23,13 @@ export const onboard = workflow('onboard', async (ctx, input: { user: string }) 
 export async function runDemo(database: string, print: (line: string) => void): Promise<void> {
   const engine = await createEngine({ database, workflows: [onboard] });
   try {
-    await tour(engine, print);
+    await tour(engine, print, database);
   } finally {
     await engine.close();
   }
 }
 
-async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (line: string) => void): Promise<void> {
+async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (line: string) => void, database: string): Promise<void> {
   const started = Date.now();
   const runId = `demo-${started.toString(36)}`;
   await engine.subscribe(`${runId}-watch`, { streamPrefix: 'task:', from: 'end' }, async (event) => {
@@ -66,9 +66,9 @@ async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (li
   const status = await engine.store.status();
   print('');
   print(`done in ${Date.now() - started} ms on ${status.dialect} (${status.location}): ${status.events} events, tasks ${JSON.stringify(status.tasks)}`);
-  print('dead letters (redrive with `runledger tasks redrive <id>`):');
+  print(`dead letters (redrive with \`runledger tasks redrive <id> --database ${database}\`):`);
   for (const task of await engine.queue.dead({ limit: 5 })) print(`  ${formatTask(task)}`);
   const view = await engine.run(run.id);
-  print(`workflow run ${run.id}: ${view.status} → ${JSON.stringify(output)} (journal: \`runledger events --stream run:${run.id}\`)`);
+  print(`workflow run ${run.id}: ${view.status} → ${JSON.stringify(output)} (timeline: \`runledger events ${run.id} --database ${database}\`)`);
   for (const step of view.steps) print(`  ${step.name.padEnd(16)} ${step.status}  attempts ${step.attempts}  ${step.durationMs} ms`);
 }

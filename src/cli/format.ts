@@ -1,9 +1,4 @@
-import type { StoredEvent, Task } from '../storage/store.js';
-
-/** One line per event: time, stream@version, type, data. */
-export function formatEvent(event: StoredEvent): string {
-  return `${new Date(event.timestamp).toISOString()}  #${event.position}  ${event.streamId}@${event.version}  ${event.type}  ${JSON.stringify(event.data)}`;
-}
+import type { Task } from '../storage/store.js';
 
 export function formatTask(task: Task): string {
   const error = task.lastError ? `  last error: ${task.lastError}` : '';

@@ -1,21 +1,57 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
-import { createEngine, type Engine } from '../engine.js';
+import { createEngine } from '../engine.js';
 import { ValidationError } from '../errors.js';
-import type { BulkResult, RunFilter } from '../runtime/operator.js';
-import type { RunStatus } from '../runtime/view.js';
+import type { Actor, BulkResult, RunFilter, TaskFilter } from '../runtime/operator.js';
+import { currentStatus, type RunStatus } from '../runtime/view.js';
+import type { PauseKind } from '../storage/store.js';
+import { client, database, databaseOf, direct, existingDatabase, remote } from './options.js';
 
-const DATABASE = ['-d, --database <location>', 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)'] as const;
-const BY = ['--by <who>', 'who acts, journaled (default: the login name)'] as const;
-const REASON = ['--reason <why>', 'why, journaled (required)'] as const;
-
-function database(flag: string | undefined): string {
-  return flag ?? process.env.RUNLEDGER_DATABASE ?? process.env.RUNLEDGER_DB ?? process.env.DATABASE_URL ?? 'runledger.db';
+/** What the operator commands do, to the database directly or through a server. */
+interface Operations {
+  pause(kind: PauseKind, name: string, who: Actor): Promise<boolean>;
+  resume(kind: PauseKind, name: string, who: Actor): Promise<boolean>;
+  pauses(): Promise<Array<{ kind: string; name: string; by: string; reason: string; at: string }>>;
+  bulk(action: 'cancel' | 'retry' | 'redrive', filter: RunFilter | TaskFilter, who: Actor, dryRun: boolean): Promise<BulkResult & { started?: Record<string, string> }>;
+  close(): Promise<void>;
 }
 
-function actor(options: { by?: string; reason?: string }): { by: string; reason: string } {
+async function operations(options: Record<string, any>): Promise<Operations> {
+  if (direct(options)) {
+    const engine = await createEngine({ database: existingDatabase(databaseOf(options)), workers: false });
+    const op = engine.operator;
+    return {
+      pause: async (kind, name, who) => (await op.pause(kind, name, who)).paused,
+      resume: async (kind, name, who) => (await op.resume(kind, name, who)).resumed,
+      pauses: async () => (await op.pauses()).map((p) => ({ kind: p.kind, name: p.name, by: p.pausedBy, reason: p.reason, at: new Date(p.createdAt).toISOString() })),
+      bulk: (action, filter, who, dryRun) =>
+        action === 'cancel' ? op.cancelRuns(filter as RunFilter, who, { dryRun }) : action === 'retry' ? op.retryRuns(filter as RunFilter, who, { dryRun }) : op.redriveTasks(filter as TaskFilter, who, { dryRun }),
+      close: () => engine.close(),
+    };
+  }
+  const c = client(options);
+  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+  return {
+    pause: async (kind, name, who) => (await c.operator<{ paused: boolean }>('pause', { kind, name, ...who })).paused,
+    resume: async (kind, name, who) => (await c.operator<{ resumed: boolean }>('resume', { kind, name, ...who })).resumed,
+    pauses: async () => (await c.pauses()).pauses.map((p) => ({ kind: p.kind, name: p.name, by: p.paused_by, reason: p.reason, at: p.paused_at })),
+    async bulk(action, filter, who, dryRun) {
+      const f = filter as RunFilter & TaskFilter;
+      const body =
+        action === 'redrive'
+          ? { queue: f.queue, dead_after: iso(f.updatedAfter), dead_before: iso(f.updatedBefore) }
+          : { status: f.status, workflow: f.workflow, created_after: iso(f.createdAfter), created_before: iso(f.createdBefore) };
+      const path = action === 'redrive' ? 'tasks/redrive' : action === 'cancel' ? 'runs/cancel' : 'runs/retry';
+      const r = await c.operator<{ action: string; ids: string[]; skipped: Array<{ id: string; why: string }>; dry_run: boolean; started?: Record<string, string> }>(path, { ...JSON.parse(JSON.stringify(body)), ...who, dry_run: dryRun });
+      return { action: r.action, ids: r.ids, skipped: r.skipped, dryRun: r.dry_run, ...(r.started ? { started: r.started } : {}) };
+    },
+    close: async () => {},
+  };
+}
+
+function actor(options: { by?: string; reason?: string }): Actor {
   if (!options.reason) throw new ValidationError('--reason', 'say why: it is journaled with the action');
-  return { by: options.by ?? process.env.USER ?? userInfo().username, reason: options.reason };
+  return { by: options.by ?? (process.env.USER || userInfo().username), reason: options.reason };
 }
 
 function time(flag: string, value: string | undefined): number | undefined {
@@ -25,19 +61,22 @@ function time(flag: string, value: string | undefined): number | undefined {
   return ms;
 }
 
-function kind(value: string): 'workflow' | 'queue' {
+function kindOf(value: string): PauseKind {
   if (value !== 'workflow' && value !== 'queue') throw new ValidationError('kind', `must be 'workflow' or 'queue' (got '${value}')`);
   return value;
 }
 
-async function withEngine<T>(flag: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
-  const engine = await createEngine({ database: database(flag), workers: false });
+async function using<T>(options: Record<string, any>, fn: (ops: Operations) => Promise<T>): Promise<T> {
+  const ops = await operations(options);
   try {
-    return await fn(engine);
+    return await fn(ops);
   } finally {
-    await engine.close();
+    await ops.close();
   }
 }
+
+/** Through the server (`--url`), or the database itself with `--database`. */
+const target = (cmd: Command) => database(remote(cmd), 'act on this database directly instead of through a server').option('--by <who>', 'who acts, journaled (default: the login name)').option('--reason <why>', 'why, journaled (required)');
 
 /**
  * `runledger pause|resume workflow|queue <name>`, `runledger pauses`, and `runledger bulk
@@ -45,27 +84,23 @@ async function withEngine<T>(flag: string | undefined, fn: (engine: Engine) => P
  */
 export function operatorCommands(program: Command, print: (line: string) => void): void {
   for (const verb of ['pause', 'resume'] as const) {
-    program
-      .command(`${verb} <kind> <name>`)
+    target(program.command(`${verb} <kind> <name>`))
       .description(verb === 'pause' ? 'pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)' : 'resume a paused workflow or queue')
-      .option(...DATABASE).option(...BY).option(...REASON)
-      .action(async (k: string, name: string, options) => {
+      .action(async (kind: string, name: string, options) => {
         const who = actor(options);
-        await withEngine(options.database, async (engine) => {
-          const done = verb === 'pause' ? (await engine.operator.pause(kind(k), name, who)).paused : (await engine.operator.resume(kind(k), name, who)).resumed;
-          print(done ? `${k} ${name} ${verb === 'pause' ? 'paused' : 'resumed'}` : `${k} ${name} was ${verb === 'pause' ? 'already paused' : 'not paused'}`);
+        await using(options, async (ops) => {
+          const done = verb === 'pause' ? await ops.pause(kindOf(kind), name, who) : await ops.resume(kindOf(kind), name, who);
+          print(done ? `${kind} ${name} ${verb === 'pause' ? 'paused' : 'resumed'}` : `${kind} ${name} was ${verb === 'pause' ? 'already paused' : 'not paused'}`);
         });
       });
   }
-  program
-    .command('pauses')
+  database(remote(program.command('pauses')), 'read this database directly instead of a server')
     .description('what is paused, by whom and why')
-    .option(...DATABASE)
     .action(async (options) => {
-      await withEngine(options.database, async (engine) => {
-        const pauses = await engine.operator.pauses();
+      await using(options, async (ops) => {
+        const pauses = await ops.pauses();
         if (pauses.length === 0) print('nothing is paused');
-        for (const p of pauses) print(`${p.kind.padEnd(8)}  ${p.name}  by ${p.pausedBy} at ${new Date(p.createdAt).toISOString()}: ${p.reason}`);
+        for (const p of pauses) print(`${p.kind.padEnd(8)}  ${p.name}  by ${p.by} at ${p.at}: ${p.reason}`);
       });
     });
 
@@ -76,41 +111,38 @@ export function operatorCommands(program: Command, print: (line: string) => void
     print(`${result.dryRun ? 'would act on' : result.action}: ${result.ids.length}`);
   };
   for (const verb of ['cancel', 'retry'] as const) {
-    bulk
-      .command(verb)
+    target(bulk.command(verb))
       .description(verb === 'cancel' ? 'cancel the runs that match and have not ended' : 'start again the failed or cancelled runs that match')
-      .option(...DATABASE).option(...BY).option(...REASON)
       .option('--status <status>', 'one run status or several, comma-separated')
       .option('--workflow <name>', "the workflow's name")
-      .option('--created-after <time>', 'ISO 8601').option('--created-before <time>', 'ISO 8601')
+      .option('--created-after <time>', 'ISO 8601')
+      .option('--created-before <time>', 'ISO 8601')
       .option('--dry-run', 'list what would be acted on, change nothing')
       .action(async (options) => {
         const who = actor(options);
         const filter: RunFilter = {
-          ...(options.status ? { status: String(options.status).split(',').map((s) => s.trim()) as RunStatus[] } : {}),
+          ...(options.status ? { status: String(options.status).split(',').map((s) => currentStatus(s.trim())) as RunStatus[] } : {}),
           ...(options.workflow ? { workflow: options.workflow } : {}),
           ...(options.createdAfter ? { createdAfter: time('--created-after', options.createdAfter)! } : {}),
           ...(options.createdBefore ? { createdBefore: time('--created-before', options.createdBefore)! } : {}),
         };
-        await withEngine(options.database, async (engine) => {
-          const run = verb === 'cancel' ? engine.operator.cancelRuns.bind(engine.operator) : engine.operator.retryRuns.bind(engine.operator);
-          report(await run(filter, who, { dryRun: Boolean(options.dryRun) }));
-        });
+        await using(options, async (ops) => report(await ops.bulk(verb, filter, who, Boolean(options.dryRun))));
       });
   }
-  bulk
-    .command('redrive')
+  target(bulk.command('redrive'))
     .description('redrive the dead tasks that match')
-    .option(...DATABASE).option(...BY).option(...REASON)
-    .option('--queue <name>').option('--dead-after <time>', 'ISO 8601').option('--dead-before <time>', 'ISO 8601')
+    .option('--queue <name>')
+    .option('--dead-after <time>', 'ISO 8601')
+    .option('--dead-before <time>', 'ISO 8601')
     .option('--dry-run', 'list what would be redriven, change nothing')
     .action(async (options) => {
       const who = actor(options);
-      const filter = {
+      const filter: TaskFilter = {
         ...(options.queue ? { queue: options.queue } : {}),
         ...(options.deadAfter ? { updatedAfter: time('--dead-after', options.deadAfter)! } : {}),
         ...(options.deadBefore ? { updatedBefore: time('--dead-before', options.deadBefore)! } : {}),
       };
-      await withEngine(options.database, async (engine) => report(await engine.operator.redriveTasks(filter, who, { dryRun: Boolean(options.dryRun) })));
+      await using(options, async (ops) => report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun))));
     });
 }
+

@@ -4,6 +4,10 @@ import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
 import type { AgentEventInput, AgentEventRecord, AgentRunDetail, AgentRunRecord, AgentToolCallRecord, IntakeResult } from '../agents/ledger.js';
+import type { RunRecord, RunSummary } from '../server/routes/runs.js';
+import type { StoreStatus } from '../storage/store.js';
+
+export type { RunRecord, RunSummary };
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
 export class ApiError extends RunledgerError {
@@ -16,6 +20,18 @@ export class ApiError extends RunledgerError {
   ) {
     super(message);
   }
+}
+
+/** The server could not be reached at all (nothing listens, DNS, a reset): no HTTP answer to show. */
+export class UnreachableError extends RunledgerError {
+  override name = 'UnreachableError';
+  override readonly code = 'unreachable';
+}
+
+export interface TaskRecord extends DeadTask {
+  state: 'ready' | 'running' | 'completed' | 'dead';
+  ordering_key: string | null;
+  run_at: string;
 }
 
 /** A run's journaled event as the API shows it. */
@@ -68,7 +84,7 @@ export class Client {
   retry = (id: string, executionId: string, branches?: string[]) =>
     this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
   /** A new execution reusing the recorded outputs of the steps before `from_step`. */
-  rerun = (id: string, executionId: string, request: { from_step: string; trigger_data?: Record<string, unknown> }) =>
+  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}) =>
     this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
@@ -88,7 +104,7 @@ export class Client {
   async *follow(runId: string, after = 0): AsyncGenerator<RunEvent> {
     let last = after;
     for (let retries = 0; ; ) {
-      const response = await fetch(`${this.url}/runs/${enc(runId)}/events/stream`, {
+      const response = await this.fetch(`/runs/${enc(runId)}/events/stream`, {
         headers: { accept: 'text/event-stream', 'last-event-id': String(last), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
       });
       if (!response.ok || !response.body) {
@@ -125,18 +141,54 @@ export class Client {
   approvals = (q: { status?: string; limit?: number; cursor?: string } = {}) => this.call<{ tool_calls: AgentToolCallRecord[]; next_cursor: string | null }>('GET', `/agent/approvals${query(q)}`);
   decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) =>
     this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>('POST', `/agent/tool-calls/${enc(id)}/${decision}`, body);
+  status = () => this.call<StoreStatus>('GET', '/status');
+  runs = (q: { status?: string; workflow?: string; limit?: number; last_key?: string } = {}) => this.call<{ runs: RunSummary[]; count: number; last_key: string | null }>('GET', `/runs${query(q)}`);
+  run = (id: string) => this.call<RunRecord>('GET', `/runs/${enc(id)}`);
+  runEvents = (id: string, q: { after?: number; limit?: number } = {}) => this.call<{ events: RunEvent[]; next_after: number | null }>('GET', `/runs/${enc(id)}/events${query(q)}`);
+  /** Starts a run of a code workflow registered with the server; the same `id` or `idempotencyKey` again returns that run. */
+  startRun(workflow: string, input: unknown, options: { id?: string; idempotencyKey?: string } = {}) {
+    const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
+    return this.call<{ run_id: string; workflow: string; status: string; duplicate: boolean }>('POST', '/runs', { workflow, input, ...(options.id ? { id: options.id } : {}) }, headers);
+  }
+  signalRun = (id: string, name: string, payload: unknown, idempotencyKey?: string) =>
+    this.call<{ run_id: string; name: string }>('POST', `/runs/${enc(id)}/signal`, { name, payload, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
+  /** Cancels a run of any kind (code run, execution, session). */
+  cancelRun = (id: string) => this.call<{ run_id: string; status: 'cancelling' }>('POST', `/runs/${enc(id)}/cancel`);
+  tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) => this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
+  taskEvents = (id: string) => this.call<{ events: RunEvent[] }>('GET', `/tasks/${enc(id)}/events`);
+  subscriptions = () => this.call<{ subscriptions: Array<{ name: string; cursor: string; blocked_reason?: string | null; parked?: number } & Record<string, unknown>> }>('GET', '/subscriptions');
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+  /** Operator actions (`/operator/…`): each journaled with `by` and `reason`. */
+  operator = <T = Record<string, unknown>>(action: 'pause' | 'resume' | 'runs/cancel' | 'runs/retry' | 'tasks/redrive', body: Record<string, unknown>) => this.call<T>('POST', `/operator/${action}`, body);
+  pauses = () => this.call<{ pauses: Array<{ kind: string; name: string; paused_by: string; reason: string; paused_at: string }> }>('GET', '/operator/pauses');
+  runsNeedingPatch = (id: string, q: { workflow?: string } = {}) => this.call<{ runs: RunSummary[] }>('GET', `/operator/patches/${enc(id)}/runs${query(q)}`);
+
+  /** fetch, with "cannot reach" instead of undici's bare `fetch failed`. */
+  private async fetch(path: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(this.url + path, init);
+    } catch (error) {
+      if (init.signal?.aborted) throw error;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new UnreachableError(`cannot reach ${this.url}${cause?.code ? ` (${cause.code})` : ''} — is \`runledger serve\` running? (--url, $RUNLEDGER_URL)`);
+    }
+  }
 
   private async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
-    const response = await fetch(this.url + path, {
+    const response = await this.fetch(path, {
       method,
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}), ...headers },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await response.text();
-    const json = text === '' ? null : JSON.parse(text);
+    let json: any = null;
+    try {
+      json = text === '' ? null : JSON.parse(text);
+    } catch {
+      throw new ApiError(response.status, 'http', `${method} ${path}: ${response.status}, not JSON — is ${this.url} a runledger server? (${text.slice(0, 80)})`);
+    }
     if (!response.ok) {
       const error = json?.error ?? {};
       throw new ApiError(response.status, error.code ?? 'http', `${method} ${path}: ${response.status} ${error.message ?? text}`, error.problems);

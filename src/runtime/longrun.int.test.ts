@@ -70,7 +70,7 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     for (let n = 1; n <= 10; n++) await engine.signal('count-1', 'add', n);
     expect(await run.result()).toEqual({ total: 55, gen: 3 });
     const view = await engine.run('count-1');
-    expect(view).toMatchObject({ status: 'succeeded', generation: 3 });
+    expect(view).toMatchObject({ status: 'success', generation: 3 });
     // the view shows the last generation's steps only
     expect(view.steps.map((s) => s.name)).toEqual(['note-0']);
     const { generation, from } = await generationOf(engine.store, 'count-1');

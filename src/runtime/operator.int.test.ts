@@ -40,10 +40,10 @@ describe.each(backends)('operator actions on $name', (backend) => {
     // past a poll of the pause, so the running pass has seen it
     await new Promise((resolve) => setTimeout(resolve, 300));
     release();
-    await eventually(async () => (await stepNames(engine, 'p-1')).join() === 'one:ok');
+    await eventually(async () => (await stepNames(engine, 'p-1')).join() === 'one:success');
     await engine.start(three, { gated: false }, { id: 'p-2' });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await stepNames(engine, 'p-1')).toEqual(['one:ok']);
+    expect(await stepNames(engine, 'p-1')).toEqual(['one:success']);
     expect(await stepNames(engine, 'p-2')).toEqual([]);
     expect((await engine.run('p-2')).status).toBe('pending');
     expect(await engine.operator.pauses()).toMatchObject([{ kind: 'workflow', name: 'three', pausedBy: 'alice', reason: 'bad deploy of the mailer' }]);
@@ -51,7 +51,7 @@ describe.each(backends)('operator actions on $name', (backend) => {
     expect(await engine.operator.resume('workflow', 'three', { by: 'alice', reason: 'fixed' })).toEqual({ resumed: true });
     expect(await run.result()).toBe(3);
     expect(await engine.runtime.handle('p-2').result()).toBe(3);
-    expect(await stepNames(engine, 'p-1')).toEqual(['one:ok', 'two:ok', 'three:ok']);
+    expect(await stepNames(engine, 'p-1')).toEqual(['one:success', 'two:success', 'three:success']);
     const actions = (await engine.journal.readStream(OPERATOR_STREAM)).map((e) => e.data);
     expect(actions).toEqual([
       { action: 'workflow.paused', name: 'three', by: 'alice', reason: 'bad deploy of the mailer' },

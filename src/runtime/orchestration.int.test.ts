@@ -41,7 +41,7 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     expect(second!.nextAt - first!.nextAt).toBeGreaterThanOrEqual(30);
     expect(polls).toBe(3);
     const view = await engine.run('poll-1');
-    expect(view.steps[0]).toMatchObject({ name: 'status', kind: 'poll', status: 'ok', attempts: 3, label: 'Waiting for the job…' });
+    expect(view.steps[0]).toMatchObject({ name: 'status', kind: 'poll', status: 'success', attempts: 3, label: 'Waiting for the job…' });
   });
 
   it('ends a poll whose maximum wait passed with a StepTimedOutError the code can route on, and calls its cancel', async () => {

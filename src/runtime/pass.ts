@@ -500,7 +500,7 @@ export class Pass {
       await this.write([{ type: 'child.started', data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
     }
     const view = await this.o.children.view(childId);
-    if (view?.status === 'succeeded' || view?.status === 'partial_success') {
+    if (view?.status === 'success' || view?.status === 'partial_success') {
       await this.write([{ type: 'child.completed', data: { seq, name: workflow.name, childId, output: view.output } }]);
       return view.output;
     }

@@ -33,8 +33,8 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(await run.result()).toEqual({ greeting: 'Hello ADA', sum: 3 });
     expect(calls.sort()).toEqual(['a', 'b', 'upper']);
     const view = await engine.run('greet-1');
-    expect(view).toMatchObject({ status: 'succeeded', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
-    expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['upper', 'ok', 1], ['a', 'ok', 1], ['b', 'ok', 1]]);
+    expect(view).toMatchObject({ status: 'success', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
+    expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['upper', 'success', 1], ['a', 'success', 1], ['b', 'success', 1]]);
     expect(view.steps[0]!.durationMs).toBeGreaterThanOrEqual(0);
     const journaled = await types(engine, 'greet-1');
     expect(journaled.slice(0, 3)).toEqual(['run.started', 'step.started', 'step.completed']);
@@ -68,7 +68,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(await run.result()).toBe('ok');
     expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
     expect(new Set(seen.map((s) => s.key))).toEqual(new Set(['flaky-1:call#1']));
-    expect((await engine.run('flaky-1')).steps[0]).toMatchObject({ status: 'ok', attempts: 3 });
+    expect((await engine.run('flaky-1')).steps[0]).toMatchObject({ status: 'success', attempts: 3 });
   });
 
   it('never retries a TerminalError, and compensates completed steps in reverse order when the run fails', async () => {
@@ -86,7 +86,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(undone).toEqual(['refund c-1', 'release r-1']);
     const view = await engine.run('order-1');
     expect(view).toMatchObject({ status: 'failed', compensations: { ran: 2, failed: 0 } });
-    expect(view.steps.find((s) => s.name === 'ship')).toMatchObject({ status: 'error', attempts: 1 });
+    expect(view.steps.find((s) => s.name === 'ship')).toMatchObject({ status: 'failed', attempts: 1 });
   });
 
   it('sleeps durably and never wakes early', async () => {
@@ -182,7 +182,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const engine = await engineWith(stuck);
     const run = await engine.start(stuck, {}, { id: 'stuck-1' });
     await expect(run.result()).rejects.toThrow('TimeoutError: step timed out after 50 ms');
-    expect((await engine.run('stuck-1')).steps[0]).toMatchObject({ status: 'error', attempts: 2 });
+    expect((await engine.run('stuck-1')).steps[0]).toMatchObject({ status: 'failed', attempts: 2 });
   });
 
   it('runs a child with its own journal while the parent waits durably', async () => {
@@ -198,7 +198,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const engine = await engineWith(square, broken, parent);
     const run = await engine.start(parent, 3, { id: 'parent-1' });
     expect(await run.result()).toEqual({ sum: 25, failure: 'child broke' });
-    expect(await engine.run('parent-1:square#1')).toMatchObject({ status: 'succeeded', output: 9 });
+    expect(await engine.run('parent-1:square#1')).toMatchObject({ status: 'success', output: 9 });
     expect(await types(engine, 'parent-1:square#2')).toEqual(['run.started', 'step.started', 'step.completed', 'run.completed']);
     expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(
       expect.arrayContaining(['child.started', 'child.started', 'child.completed', 'child.completed', 'child.started', 'child.failed']),
@@ -219,7 +219,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const other = await engine.start(turn, 'x', { id: 'turn-x', orderingKey: 'customer-2' });
     expect(await Promise.all([...runs, other].map((r) => r.result()))).toEqual(['a', 'b', 'c', 'x']);
     expect(log.filter((line) => !line.startsWith('x'))).toEqual(['a:begin', 'a:end', 'b:begin', 'b:end', 'c:begin', 'c:end']);
-    expect((await engine.run('turn-c')).status).toBe('succeeded');
+    expect((await engine.run('turn-c')).status).toBe('success');
   });
 
   it('keeps a waiting run of an ordering key waiting when signalled, and lets a cancelled one leave the line', async () => {

@@ -81,6 +81,16 @@ export class Runtime {
     projectPatches(journal);
   }
 
+  /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
+  registered(name: string): Workflow | undefined {
+    return [...this.workflows.values()].filter((wf) => wf.name === name).at(-1);
+  }
+
+  /** The names of the workflows registered here, sorted. */
+  names(): string[] {
+    return [...new Set([...this.workflows.values()].map((wf) => wf.name))].sort();
+  }
+
   /** Makes `wf` runnable by this process's passes; versions of one workflow may be registered side by side. */
   register(wf: Workflow): void {
     const tag = versionTag(wf.name, wf.version);
@@ -200,7 +210,7 @@ export class Runtime {
   /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
   async cancel(id: string, reason = 'cancelled'): Promise<void> {
     const view = await this.stored(id);
-    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ${view.status}`);
+    if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
       await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
       await this.wake(tx, id, await tx.now());
@@ -362,7 +372,7 @@ export class Runtime {
     try {
       for (;;) {
         const view = await this.view(id);
-        if (view.status === 'succeeded' || view.status === 'partial_success') return view.output as O;
+        if (view.status === 'success' || view.status === 'partial_success') return view.output as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

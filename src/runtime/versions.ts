@@ -90,6 +90,6 @@ export async function liveTags(store: Store): Promise<Set<string>> {
  * next pass will not run until one does). Null for a run that some worker can run, or that ended.
  */
 export function missingVersion(run: { workflow: string; version?: string | null; status: string }, live: Set<string>): string | null {
-  if (!run.version || ['succeeded', 'success', 'partial_success', 'failed', 'cancelled'].includes(run.status)) return null;
+  if (!run.version || ['success', 'partial_success', 'failed', 'cancelled'].includes(run.status)) return null;
   return live.has(versionTag(run.workflow, run.version)) ? null : run.version;
 }

@@ -2,13 +2,29 @@ import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Seq } from './history.js';
 
-export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'partial_success' | 'failed' | 'cancelled';
+/** A run's status; the one vocabulary of the API, the CLI and the dashboard (docs/glossary.md). */
+export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'success' | 'partial_success' | 'failed' | 'cancelled';
+/** `timed_out`: a poll whose maximum wait passed. */
+export type StepStatus = 'running' | 'retrying' | 'success' | 'failed' | 'timed_out';
+
+export const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'success', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+
+/**
+ * Spellings of earlier versions, still accepted as filters (and found in views stored by them)
+ * for one version: `succeeded` (runs), `ok` / `error` (steps), and the session statuses.
+ */
+const OLD_SPELLINGS: Record<string, RunStatus> = { succeeded: 'success', ok: 'success', error: 'failed', completed: 'success', initiated: 'pending', busy: 'running' };
+
+/** A status filter as a caller spelled it, in today's vocabulary (`succeeded` → `success`); anything else unchanged. */
+export function currentStatus(status: string): string {
+  const lower = status.toLowerCase();
+  return OLD_SPELLINGS[lower] ?? (/^[A-Z_]+$/.test(status) ? lower : status);
+}
 
 export interface StepView {
   seq: Seq;
   name: string;
-  /** `timed_out`: a poll whose maximum wait passed. */
-  status: 'running' | 'ok' | 'retrying' | 'error' | 'timed_out';
+  status: StepStatus;
   /** `poll`: a `ctx.poll` (its attempts are its requests). Absent: a `ctx.step`. */
   kind?: 'poll';
   label?: string;
@@ -48,7 +64,7 @@ export interface RunView {
 
 export const RUN_VIEW = 'run';
 
-const TERMINAL = new Set<RunStatus>(['succeeded', 'partial_success', 'failed', 'cancelled']);
+const TERMINAL = new Set<RunStatus>(['success', 'partial_success', 'failed', 'cancelled']);
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.has(status);
@@ -66,7 +82,7 @@ export function projectRunViews(journal: Journal): void {
       // a write usually carries two events of one run (a step's completion, the next start): read the view once
       let views = inTransaction.get(tx);
       if (!views) inTransaction.set(tx, (views = new Map()));
-      const view = event.type === 'run.started' ? newView(id, event) : (views.get(id) ?? ((await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined));
+      const view = event.type === 'run.started' ? newView(id, event) : (views.get(id) ?? runView(await tx.projectionGet({ name: RUN_VIEW, key: id })));
       if (!view) return;
       apply(view, event);
       view.updatedAt = event.timestamp;
@@ -77,7 +93,19 @@ export function projectRunViews(journal: Journal): void {
 }
 
 export async function readRunView(store: Store, id: string): Promise<RunView | undefined> {
-  return (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
+  return runView(await store.projectionGet({ name: RUN_VIEW, key: id }));
+}
+
+/**
+ * A stored `run` projection value as a RunView: a view written by an earlier version says
+ * `succeeded` / `ok` / `error`, and is read in today's words (it is rewritten at its next event).
+ */
+export function runView(value: unknown): RunView | undefined {
+  const view = value as RunView | undefined;
+  if (!view) return undefined;
+  view.status = currentStatus(view.status) as RunStatus;
+  for (const step of view.steps) step.status = currentStatus(step.status) as StepStatus;
+  return view;
 }
 
 function newView(id: string, event: StoredEvent): RunView {
@@ -118,11 +146,11 @@ function apply(view: RunView, event: StoredEvent): void {
       begin(data.attempt);
       return;
     case 'step.completed':
-      finish(step(), 'ok');
+      finish(step(), 'success');
       if (step()) step()!.output = data.output;
       return;
     case 'step.failed':
-      finish(step(), data.retryAt === null ? 'error' : 'retrying');
+      finish(step(), data.retryAt === null ? 'failed' : 'retrying');
       if (step()) step()!.error = data.error;
       return;
     case 'poll.started':
@@ -134,7 +162,7 @@ function apply(view: RunView, event: StoredEvent): void {
     case 'poll.completed':
     case 'poll.failed':
     case 'poll.timed_out':
-      finish(step(), event.type === 'poll.completed' ? 'ok' : event.type === 'poll.failed' ? 'error' : 'timed_out');
+      finish(step(), event.type === 'poll.completed' ? 'success' : event.type === 'poll.failed' ? 'failed' : 'timed_out');
       if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? (event.type === 'poll.timed_out' ? 'StepTimedOutError: the maximum wait passed' : null) });
       return;
     case 'state.changed':
@@ -152,7 +180,7 @@ function apply(view: RunView, event: StoredEvent): void {
       view.status = 'running';
       return;
     case 'run.completed':
-      Object.assign(view, { status: data.partial ? 'partial_success' : 'succeeded', output: data.output, current: null });
+      Object.assign(view, { status: data.partial ? 'partial_success' : 'success', output: data.output, current: null });
       return;
     case 'run.failed':
       Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null, current: null });

@@ -2,7 +2,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import { watchEvents } from '../journal/wakeup.js';
 import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
-import { isTerminal, readRunView, RUN_VIEW, type RunView } from './view.js';
+import { isTerminal, readRunView, RUN_VIEW, runView, type RunView } from './view.js';
 
 /** Reading runs as they go: a run's events to its end, waiting for its end, and the list of runs. */
 
@@ -89,7 +89,7 @@ export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunVie
   for (let scanned = 0; ; ) {
     const rows = await store.projectionList({ name: RUN_VIEW, limit: size, backwards: true, ...(last !== undefined ? { before: last } : {}) });
     for (const row of rows) {
-      const view = row.value as RunView;
+      const view = runView(row.value)!;
       if (!q.filter || q.filter(view)) {
         if (runs.length === q.limit) return page(last ?? null);
         runs.push(view);

@@ -19,6 +19,9 @@ const greet = {
   ],
 };
 
+/** The smallest workflow: a workflow needs at least one step. */
+const ONE_STEP = { id: 'note', type: 'log', config: { message: 'hi' } };
+
 describe.each(backends)('HTTP API on $name', (backend) => {
   let app: Hono;
   let engine: Engine;
@@ -141,18 +144,21 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     expect((await call('GET', `/workflows/${wf.id}/executions`)).body.count).toBe(2);
   });
 
-  it('runs a 0-step workflow to success with {} as trigger data; refuses disabled and unknown workflows', async () => {
-    const { body: empty } = await call('POST', '/workflows', { name: 'empty', steps: [] });
-    const started = await call('POST', `/workflows/${empty.id}/execute`);
+  it('refuses a 0-step workflow at save time; runs one with {} as trigger data; refuses disabled and unknown workflows', async () => {
+    const none = await call('POST', '/workflows', { name: 'empty', steps: [] });
+    expect(none.status).toBe(400);
+    expect(none.body.error.problems).toEqual([{ path: 'steps', message: 'needs at least one step' }]);
+    const { body: one } = await call('POST', '/workflows', { name: 'one', steps: [ONE_STEP] });
+    const started = await call('POST', `/workflows/${one.id}/execute`);
     expect(started.status).toBe(202);
-    expect(await finished(empty.id, started.body.execution_id)).toMatchObject({ status: 'success', trigger_data: {}, steps: [] });
-    const { body: off } = await call('POST', '/workflows', { name: 'off', enabled: false, steps: [] });
+    expect(await finished(one.id, started.body.execution_id)).toMatchObject({ status: 'success', trigger_data: {}, steps: [{ step_id: 'note', status: 'success' }] });
+    const { body: off } = await call('POST', '/workflows', { name: 'off', enabled: false, steps: [ONE_STEP] });
     expect((await call('POST', `/workflows/${off.id}/execute`, {})).status).toBe(400);
     expect((await call('POST', '/workflows/wf_missing/execute', {})).status).toBe(404);
   });
 
   it('pages executions newest first with last_key', async () => {
-    const { body: wf } = await call('POST', '/workflows', { name: 'empty', steps: [] });
+    const { body: wf } = await call('POST', '/workflows', { name: 'one', steps: [ONE_STEP] });
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await call('POST', `/workflows/${wf.id}/execute`, {})).body.execution_id);
     const first = await call('GET', `/workflows/${wf.id}/executions?limit=2`);
@@ -203,7 +209,7 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   });
 
   it('refuses bodies over 1 MiB with 413 and malformed JSON with 400', async () => {
-    const huge = await call('POST', '/workflows', JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), steps: [] }));
+    const huge = await call('POST', '/workflows', JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), steps: [ONE_STEP] }));
     expect(huge.status).toBe(413);
     expect(huge.body.error.message).toMatch(/1 MiB/);
     const broken = await call('POST', '/workflows', '{"name": ');

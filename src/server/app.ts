@@ -16,6 +16,7 @@ import type { Route } from './route.js';
 import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
+import { controlRoutes } from './routes/control.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -53,6 +54,7 @@ export function createApp(options: AppOptions): Hono {
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine),
+    ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
     ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
@@ -66,7 +68,14 @@ export function createApp(options: AppOptions): Hono {
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
-  app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+  const allowed = allowedMethods([...routes, { method: 'get', path: '/healthz' }, { method: 'get', path: '/openapi.json' }]);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow.length > 0) {
+      return c.json({ error: { code: 'method_not_allowed', message: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow.join(', ')})` } }, 405, { allow: allow.join(', ') });
+    }
+    return c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404);
+  });
   app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
@@ -108,6 +117,16 @@ function parse(schema: NonNullable<Route['body']>, value: unknown, prefix: strin
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw ValidationError.of(zodProblems(parsed.error, prefix));
   return parsed.data;
+}
+
+/** The methods some route answers on a path (for a 405's `Allow`); none when no route has the path. */
+function allowedMethods(routes: Array<Pick<Route, 'method' | 'path'>>): (path: string) => string[] {
+  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`) }));
+  return (path) => {
+    const methods = new Set(patterns.filter((p) => p.pattern.test(path)).map((p) => p.method));
+    if (methods.has('GET')) methods.add('HEAD');
+    return [...methods].sort();
+  };
 }
 
 function bearer(token: string) {

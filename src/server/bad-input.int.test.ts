@@ -41,7 +41,7 @@ describe.each(backends)('bad input on $name: a 400 naming the field and the limi
 
   beforeAll(async () => {
     server = await startServer({ database: await backend.create(), port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-bad-')), logger: pino({ level: 'silent' }) });
-    workflowId = (await call('POST', '/workflows', JSON.stringify({ name: 'ok', steps: [] }))).body.id;
+    workflowId = (await call('POST', '/workflows', JSON.stringify({ name: 'ok', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] }))).body.id;
   });
   afterAll(() => server.close());
 

@@ -98,7 +98,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
       order.push((await service.executions.execute(wf.id)).execution_id);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    await eventually(async () => (await call('GET', '/runs?order=created&limit=100')).body.runs.every((r: { status: string }) => r.status === 'succeeded'), 15_000);
+    await eventually(async () => (await call('GET', '/runs?order=created&limit=100')).body.runs.every((r: { status: string }) => r.status === 'success'), 15_000);
     const pages = async (query: string) => {
       const ids: string[] = [];
       let last: string | null = null;

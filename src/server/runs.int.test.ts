@@ -153,7 +153,7 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
   };
   const journal = async (id: string) => (await engine.journal.readStream(runStream(id), { limit: 10_000 })).map((e) => ({ version: e.version, type: e.type }));
   const waiting = (id: string) => eventually(async () => (await engine.run(id)).status === 'waiting');
-  const finished = (id: string) => eventually(async () => ['succeeded', 'failed', 'cancelled'].includes((await engine.run(id)).status));
+  const finished = (id: string) => eventually(async () => ['success', 'failed', 'cancelled'].includes((await engine.run(id)).status));
 
   it("pages a run's events with after, types and limit; 404 for an unknown run; 400 naming a bad field", async () => {
     const run = await engine.start(threeSteps, { n: 1 }, { id: 'three-1' });
@@ -240,17 +240,17 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await json('/runs?limit=6')).body.last_key).toBeNull();
 
     expect((await pages('status=waiting&limit=1')).map((r) => r.id).sort()).toEqual([...held].sort());
-    expect((await pages('status=succeeded&limit=1')).map((r) => r.id).sort()).toEqual([...done, execution_id].sort());
+    expect((await pages('status=success&limit=1')).map((r) => r.id).sort()).toEqual([...done, execution_id].sort());
     expect((await pages('status=waiting,succeeded')).length).toBe(6);
     expect((await pages('workflow=gated')).map((r) => r.id).sort()).toEqual([...held].sort());
     const stored = await pages(`workflow=${wf.id}`);
-    expect(stored).toEqual([expect.objectContaining({ id: execution_id, workflow: 'runledger.stored', workflow_id: wf.id, status: 'succeeded', finished_at: expect.any(String) })]);
+    expect(stored).toEqual([expect.objectContaining({ id: execution_id, workflow: 'runledger.stored', workflow_id: wf.id, status: 'success', finished_at: expect.any(String) })]);
     expect((await pages('workflow=runledger.stored')).map((r) => r.id)).toEqual([execution_id]);
     expect((await pages(`created_after=${between}`)).map((r) => r.id).sort()).toEqual([...held, execution_id].sort());
     expect((await pages(`created_before=${between}`)).map((r) => r.id).sort()).toEqual([...done].sort());
     expect((await pages(`created_before=${between}&status=waiting`))).toEqual([]);
     const one = (await json(`/runs?workflow=gated&limit=1`)).body.runs[0];
-    expect(one).toEqual({ id: expect.stringMatching(/^run_/), workflow: 'gated', workflow_id: null, kind: 'code', status: 'waiting', error: null, created_at: expect.any(String), updated_at: expect.any(String), finished_at: null });
+    expect(one).toEqual({ id: expect.stringMatching(/^run_/), workflow: 'gated', workflow_id: null, kind: 'code', status: 'waiting', error: null, created_at: expect.any(String), updated_at: expect.any(String), finished_at: null, version: gated.version, waiting_for_version: null });
 
     for (const [query, path] of [['status=bogus', 'query.status[0]'], ['created_after=yesterday', 'query.created_after'], ['limit=101', 'query.limit'], ['sort=asc', 'query']]) {
       const bad = await json(`/runs?${query}`);
@@ -375,8 +375,8 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
       await engine.signal(id, 'go', { ok: i });
       const { status, body } = await waited;
       expect(status).toBe(200);
-      expect(body.run).toMatchObject({ id, workflow: 'gated', status: 'succeeded', output: { go: { ok: i } }, finished_at: expect.any(String) });
-      expect(body.run.steps.map((s: { name: string; status: string }) => `${s.name} ${s.status}`)).toEqual(['before ok', 'after ok']);
+      expect(body.run).toMatchObject({ id, workflow: 'gated', status: 'success', output: { go: { ok: i } }, finished_at: expect.any(String) });
+      expect(body.run.steps.map((s: { name: string; status: string }) => `${s.name} ${s.status}`)).toEqual(['before success', 'after success']);
       const [end] = await engine.journal.readStream(runStream(id), { backwards: true, limit: 1 });
       expect(end!.type).toBe('run.completed');
       latencies.push(returnedAt - end!.timestamp);
@@ -415,7 +415,7 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     const quick = Date.now();
     const ended = await json(`/runs/${done.id}/wait`);
     expect(Date.now() - quick).toBeLessThan(1_000);
-    expect(ended).toMatchObject({ status: 200, body: { run: { id: done.id, status: 'succeeded', output: { total: 3 } } } });
+    expect(ended).toMatchObject({ status: 200, body: { run: { id: done.id, status: 'success', output: { total: 3 } } } });
     expect((await json('/runs/nope/wait?timeout=1s')).status).toBe(404);
     for (const timeout of ['10x', '6m', '-1s']) {
       const bad = await json(`/runs/${id}/wait?timeout=${timeout}`);

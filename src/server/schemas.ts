@@ -101,7 +101,7 @@ export const errorBody = z.object({
 
 export const rerunRequest = z
   .object({
-    from_step: z.string().min(1).max(64),
+    from_step: z.string().min(1).max(64).optional(),
     trigger_data: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();

@@ -9,6 +9,7 @@ import type { RunledgerOptions } from '../config.js';
 import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { loadSecretKey } from '../workflows/secrets.js';
+import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
 import { listen } from './listen.js';
 import { startServices, type Services } from './services.js';
@@ -75,7 +76,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });
-      app = createApp({ engine, ...services, ...(token ? { token } : {}) });
+      app = createApp({ engine, ...services, version: packageVersion(), ...(token ? { token } : {}) });
       const { stop, ...rest } = services;
       return {
         ...rest,

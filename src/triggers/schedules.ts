@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ConflictError, describeError, LeaseLostError, NotFoundError, TerminalError, ValidationError, type Problem } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
+import { isTerminal, RUN_VIEW, runView } from '../runtime/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { zodProblems } from '../workflows/schema.js';
 import { mapInput, validateInputMapping } from './input.js';
@@ -89,7 +89,11 @@ export function parseCron(cron: string, timezone: string): Cron {
   try {
     job = new Cron(cron, { timezone, mode: '5-or-6-parts' });
   } catch (error) {
-    throw new ValidationError('cron', `${(error as Error).message.replace(/^CronPattern: /, '')} (5 fields, or 6 with leading seconds: '*/2 * * * * *')`);
+    const message = (error as Error).message.replace(/^CronPattern: /, '');
+    // croner's own count ("five, six, or seven") is not what this mode accepts: say it once, ours
+    const fields = cron.trim() === '' ? 0 : cron.trim().split(/\s+/).length;
+    const counts = "a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')";
+    throw new ValidationError('cron', /space separated parts/.test(message) ? `has ${fields} field${fields === 1 ? '' : 's'}: ${counts}` : `${message} (${counts})`);
   }
   if (job.nextRun() === null) throw new ValidationError('cron', 'never fires');
   return job;
@@ -224,7 +228,7 @@ export class Schedules {
             if (appended.duplicate) throw TAKEN;
           };
           if (schedule.overlap === 'skip' && state.last_run_id !== null) {
-            const previous = (await tx.projectionGet({ name: RUN_VIEW, key: state.last_run_id })) as RunView | undefined;
+            const previous = runView(await tx.projectionGet({ name: RUN_VIEW, key: state.last_run_id }));
             // a run without a view (an agent session kept elsewhere) cannot be waited for: it does not block
             if (previous && !isTerminal(previous.status)) {
               await record({ type: 'schedule.skipped', data: { slot: slotIso, reason: 'overlap', run_id: state.last_run_id } });

@@ -1,8 +1,9 @@
-import { NotFoundError } from '../errors.js';
+import { createHash } from 'node:crypto';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
-import { parseDefinition, type Definition } from './schema.js';
+import { parseDefinition, unknownSecrets, type Definition } from './schema.js';
 
 /** A stored workflow as the API shows it: its definition, id and version. */
 export interface StoredWorkflow extends Definition {
@@ -27,6 +28,8 @@ export class Definitions {
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
+    /** The names of the stored secrets: a definition using any other is refused when saved. */
+    private readonly secretNames?: () => Promise<Iterable<string>>,
   ) {
     journal.project(['workflow.saved', 'workflow.deleted'], async (event, tx) => {
       const id = event.streamId.slice('workflow:'.length);
@@ -41,17 +44,23 @@ export class Definitions {
 
   /** Validates and stores a new workflow (version 1). */
   async create(input: unknown): Promise<StoredWorkflow> {
-    const definition = parseDefinition(input);
+    const definition = await this.check(input);
     const id = newId('wf');
-    await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: 1, definition } }], { expectedVersion: 0 });
+    await this.store.transaction(async (tx) => {
+      await this.nameFree(tx, definition.name, id);
+      await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: 1, definition } }], { tx, expectedVersion: 0 });
+    });
     return this.get(id);
   }
 
-  /** Replaces the definition as a new version; executions already started keep theirs. */
+  /** Replaces the definition as a new version; executions already started keep theirs. The same definition again makes no new version. */
   async update(id: string, input: unknown): Promise<StoredWorkflow> {
-    const definition = parseDefinition(input);
+    const definition = await this.check(input);
     await this.store.transaction(async (tx) => {
       const current = await this.getIn(tx, id);
+      if (current.name !== definition.name) await this.nameFree(tx, definition.name, id);
+      const { id: _id, version: _v, created_at: _c, updated_at: _u, ...saved } = current;
+      if (canonical(saved) === canonical(definition)) return;
       const [last] = await tx.eventReadStream({ streamId: stream(id), backwards: true, limit: 1 });
       await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: current.version + 1, definition } }], { tx, expectedVersion: last?.version ?? 0 });
     });
@@ -87,9 +96,37 @@ export class Definitions {
     return rows.map((row) => row.value as StoredWorkflow);
   }
 
+  /** The definition, parsed, using only stored secrets: every problem at once. */
+  private async check(input: unknown): Promise<Definition> {
+    const definition = parseDefinition(input);
+    if (this.secretNames) {
+      const problems = unknownSecrets(definition, new Set(await this.secretNames()));
+      if (problems.length > 0) throw ValidationError.of(problems);
+    }
+    return definition;
+  }
+
+  /** A workflow's name is its handle (`runledger workflows apply` finds it by name): one workflow per name. */
+  private async nameFree(tx: Store, name: string, id: string): Promise<void> {
+    // first, the name's stream: a concurrent save of the same name waits here for this one to commit, then sees it
+    await this.journal.append(`workflow-name:${createHash('sha256').update(name).digest('hex').slice(0, 32)}`, [{ type: 'workflow.name_claimed', data: { id } }], { tx });
+    for (let after: string | undefined; ; ) {
+      const rows = await tx.projectionList({ name: VIEW, limit: 500, ...(after ? { after } : {}) });
+      const taken = rows.find((row) => (row.value as StoredWorkflow).name === name && row.key !== id);
+      if (taken) throw new ConflictError(`name: a workflow named '${name}' exists (${taken.key}); update it (PUT /workflows/${taken.key}) or choose another name`);
+      if (rows.length < 500) return;
+      after = rows.at(-1)!.key;
+    }
+  }
+
   private async getIn(store: Store, id: string): Promise<StoredWorkflow> {
     const view = (await store.projectionGet({ name: VIEW, key: id })) as StoredWorkflow | undefined;
     if (!view) throw new NotFoundError(`workflow ${id} not found`);
     return view;
   }
+}
+
+/** JSON with sorted keys: two definitions that differ only in key order are the same. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
 }

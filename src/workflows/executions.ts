@@ -142,13 +142,15 @@ export class Executions {
    * (they are not run again) and runs the rest, with the original's trigger data or `trigger_data`.
    * Both executions show the link (`rerun_of`, `reruns`).
    */
-  async rerun(workflowId: string, executionId: string, request: { from_step: string; trigger_data?: Record<string, unknown> }): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async rerun(workflowId: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const view = await this.view(workflowId, executionId);
     const input = view.input as ExecutionInput;
-    const reuse = reuseForRerun(record(view), input, request.from_step);
+    // without from_step: from the first step, reusing nothing
+    const from = request.from_step ?? input.steps[0]!.id;
+    const reuse = reuseForRerun(record(view), input, from);
     const trigger = request.trigger_data ?? input.trigger_data;
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
-    return this.continueFrom(view, { ...input, trigger_data: trigger }, reuse, { execution_id: executionId, from_step: request.from_step });
+    return this.continueFrom(view, { ...input, trigger_data: trigger }, reuse, { execution_id: executionId, from_step: from });
   }
 
   /**
@@ -178,7 +180,7 @@ export class Executions {
   /** Cancels a running execution; a finished one → ConflictError. */
   async cancel(workflowId: string, executionId: string): Promise<void> {
     const view = await this.view(workflowId, executionId);
-    if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ${STATUS[view.status] === 'success' ? 'succeeded' : STATUS[view.status]}`);
+    if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
     await this.engine.cancel(executionId);
   }
 

@@ -59,7 +59,7 @@ export interface ExecutionRecord extends ExecutionSummary {
 }
 
 export const STATUS: Record<RunStatus, ExecutionStatus> = {
-  pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', succeeded: 'success', partial_success: 'partial_success', failed: 'failed', cancelled: 'cancelled',
+  pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', success: 'success', partial_success: 'partial_success', failed: 'failed', cancelled: 'cancelled',
 };
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const ENDED = new Set<StepStatus>(['success', 'failed', 'skipped', 'timed_out', 'cancelled']);
@@ -126,11 +126,11 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
 
 function stepStatus(ran: StepView, terminal: boolean, runStatus: RunStatus): StepStatus {
   switch (ran.status) {
-    case 'ok':
+    case 'success':
       return 'success';
     case 'timed_out':
       return 'timed_out';
-    case 'error':
+    case 'failed':
       return /^(StepTimedOutError|TimeoutError):/.test(ran.error ?? '') ? 'timed_out' : 'failed';
     default:
       // a step that was running or waiting to retry when the execution ended did not finish

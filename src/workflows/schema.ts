@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
-import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
+import { secretReferences, stepReferences, templateProblems, usesRoot } from './template/parse.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
 export const retrySchema = z
@@ -21,10 +21,13 @@ const httpConfig = z
   })
   .strict();
 
-const transformConfig = z.union([
-  z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(),
-  z.object({ mapping: z.record(z.string(), z.unknown()) }).strict(),
-]);
+const transformConfig = z.union(
+  [
+    z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(),
+    z.object({ mapping: z.record(z.string(), z.unknown()) }).strict(),
+  ],
+  { error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both' },
+);
 
 const logConfig = z
   .object({
@@ -135,7 +138,7 @@ export const definitionSchema = z
     timeout_seconds: z.number().positive().max(30 * 24 * 3600).optional(),
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
-    steps: z.array(stepSchema).max(100),
+    steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
   })
   .strict();
 
@@ -151,12 +154,45 @@ export function jsonPath(path: readonly PropertyKey[]): string {
   return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out === '' ? String(key) : `${out}.${String(key)}`), '');
 }
 
-/** Zod's issues as problems with JSON paths; a missing field says `required`. */
+/** Zod's issues as problems with JSON paths, said plainly (no "expected record", no "Invalid discriminator value"). */
 export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
   return error.issues.map((issue) => ({
     path: jsonPath([...(prefix ? [prefix] : []), ...issue.path]) || prefix || '(body)',
-    message: issue.code === 'invalid_type' && /received undefined/.test(issue.message) ? 'required' : issue.message,
+    message: plainMessage(issue),
   }));
+}
+
+const KINDS: Record<string, string> = { record: 'an object', object: 'an object', string: 'a string', number: 'a number', int: 'a whole number', boolean: 'true or false', array: 'a list', bigint: 'a whole number', date: 'a date' };
+
+function plainMessage(issue: z.core.$ZodIssue): string {
+  const received = /received (\w+)/.exec(issue.message)?.[1];
+  const list = (values: readonly unknown[]) => values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
+  switch (issue.code) {
+    case 'invalid_type':
+      if (received === 'undefined') return 'required';
+      return `must be ${KINDS[issue.expected] ?? issue.expected}${received ? ` (got ${received === 'array' ? 'a list' : received})` : ''}`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+    case 'invalid_value':
+      return issue.values.length === 1 ? `must be ${list(issue.values)}` : `must be one of ${list(issue.values)}`;
+    case 'too_small':
+    case 'too_big': {
+      const limit = Number(issue.code === 'too_small' ? issue.minimum : issue.maximum);
+      const least = issue.code === 'too_small' ? 'at least' : 'at most';
+      if (issue.origin === 'string') return `must have ${least} ${limit} character${limit === 1 ? '' : 's'}`;
+      if (issue.origin === 'array' || issue.origin === 'set') return issue.message.startsWith('Too') ? `must have ${least} ${limit} item${limit === 1 ? '' : 's'}` : issue.message;
+      return `must be ${least} ${limit}`;
+    }
+    case 'invalid_union': {
+      const expected = /Expected (.+)$/.exec(issue.message)?.[1];
+      if ((issue as { discriminator?: string }).discriminator && expected) return `must be one of ${expected.replace(/'/g, '').split(' | ').join(', ')}`;
+      return issue.message === 'Invalid input' ? 'matches none of the accepted forms' : issue.message;
+    }
+    case 'invalid_format':
+      return `must be ${issue.format === 'datetime' ? 'an ISO 8601 date-time' : `a valid ${issue.format}`}`;
+    default:
+      return issue.message;
+  }
 }
 
 /**
@@ -168,7 +204,8 @@ export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
  */
 export function parseDefinition(input: unknown): Definition {
   const parsed = definitionSchema.safeParse(input);
-  if (!parsed.success) throw ValidationError.of(zodProblems(parsed.error));
+  // the shape's problems and the templates' and references' together: fixing one never reveals another
+  if (!parsed.success) throw ValidationError.of([...zodProblems(parsed.error), ...roughProblems(roughSteps(input))]);
   const definition = parsed.data;
   const problems: Problem[] = [];
   const seen = new Map<string, string>();
@@ -272,4 +309,61 @@ function urlProblem(url: string): string | null {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
   if (parsed.username !== '' || parsed.password !== '') return 'credentials in the URL are not allowed (send an Authorization header)';
   return null;
+}
+
+/**
+ * The template, URL and reference problems of a definition whose shape is wrong, as far as its
+ * steps can be read: reported with the shape's problems, so fixing those reveals nothing new.
+ */
+function roughProblems(steps: Array<{ id?: string; type?: unknown; config: unknown }>): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  steps.forEach((step, i) => {
+    const path = `steps[${i}]`;
+    problems.push(...templateProblems(step.config, `${path}.config`));
+    const url = (step.config as { url?: unknown } | null)?.url;
+    if ((step.type === 'http_request' || step.type === 'poll') && typeof url === 'string') {
+      const problem = urlProblem(url);
+      if (problem !== null) problems.push({ path: `${path}.config.url`, message: problem });
+    }
+    for (const ref of stepReferences(step.config)) {
+      if (ref === step.id) problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
+      else if (!seen.has(ref)) problems.push({ path: `${path}.config`, message: steps.some((s) => s.id === ref) ? `refers to steps.${ref}, which runs later` : `refers to steps.${ref}, which does not exist` });
+    }
+    if (step.id !== undefined) seen.add(step.id);
+  });
+  return problems;
+}
+
+/** The steps of a definition that failed its schema, as far as they can be read, for the other checks. */
+function roughSteps(input: unknown): Array<{ id?: string; type?: unknown; config: unknown }> {
+  const steps = (input as { steps?: unknown } | null)?.steps;
+  if (!Array.isArray(steps)) return [];
+  return steps.map((step) => {
+    const s = (typeof step === 'object' && step !== null ? step : {}) as { id?: unknown; type?: unknown; config?: unknown };
+    return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: s.config ?? null };
+  });
+}
+
+/**
+ * Every `{{secrets.<name>}}` of a definition that names no stored secret, each with its path.
+ *
+ * @example unknownSecrets(definition, new Set(['api_key'])) // [{ path: 'steps[0].config.headers.Authorization', message: "names no stored secret 'nope' (POST /secrets first)" }]
+ */
+export function unknownSecrets(definition: Definition, known: ReadonlySet<string>): Problem[] {
+  const templated: [unknown, string][] = [];
+  const add = (step: StepDefinition, path: string) => {
+    if (step.type !== 'parallel') templated.push([step.config, `${path}.config`]);
+    if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
+    if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
+  };
+  definition.steps.forEach((step, i) => {
+    add(step, `steps[${i}]`);
+    if (step.type === 'parallel') for (const [branch, steps] of Object.entries(step.config.branches)) steps.forEach((inner, j) => add(inner, `steps[${i}].config.branches.${branch}[${j}]`));
+  });
+  return templated.flatMap(([value, at]) =>
+    secretReferences(value, at)
+      .filter((ref) => !known.has(ref.name))
+      .map((ref) => ({ path: ref.path, message: `names no stored secret '${ref.name}' (store it first: POST /secrets)` })),
+  );
 }

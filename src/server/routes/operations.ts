@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
-import type { Task } from '../../storage/store.js';
+import { NotFoundError } from '../../errors.js';
+import type { Task, TaskState } from '../../storage/store.js';
 import type { Secrets } from '../../workflows/secrets.js';
 import { route } from '../route.js';
 import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
@@ -8,9 +9,36 @@ import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
 const iso = (ms: number) => new Date(ms).toISOString();
 const dead = (t: Task) => ({ id: t.id, queue: t.queue, attempts: t.attempts, max_attempts: t.maxAttempts, last_error: t.lastError, payload: t.payload, created_at: iso(t.createdAt), updated_at: iso(t.updatedAt) });
 
-/** Secrets (names only out, values only in) and the dead-letter queue. */
+const TASK_STATES = ['ready', 'running', 'completed', 'dead'] as const satisfies readonly TaskState[];
+const task = (t: Task) => ({ ...dead(t), state: t.state, ordering_key: t.orderingKey, run_at: iso(t.runAt) });
+
+/** Secrets (names only out, values only in), the store's status, tasks and the dead-letter queue. */
 export function operationRoutes(engine: Engine, secrets: Secrets) {
   return [
+    route({
+      method: 'get', path: '/status', tag: 'operations', summary: "The store's health: dialect, location, schema version, event and task counts",
+      status: 200, response: z.object({ dialect: z.enum(['sqlite', 'postgres']), location: z.string(), schemaVersion: z.int(), events: z.int(), streams: z.int(), tasks: z.record(z.string(), z.int()), subscriptions: z.int() }),
+      handle: () => engine.store.status(),
+    }),
+    route({
+      method: 'get', path: '/tasks', tag: 'tasks', summary: 'Tasks of every queue (or one), in id order; `state` keeps one state',
+      query: z.object({ queue: z.string().max(200).optional(), state: z.enum(TASK_STATES).optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: z.string().max(200).optional() }).strict(),
+      status: 200, response: z.object({ tasks: z.array(deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() })), count: z.int(), last_key: z.string().nullable() }), errors: [400],
+      handle: async ({ query }) => {
+        const page = await engine.queue.list({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.state ? { state: query.state } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
+        const tasks = page.slice(0, query.limit).map(task);
+        return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
+      },
+    }),
+    route({
+      method: 'get', path: '/tasks/{id}/events', tag: 'tasks', summary: "A task's events, oldest first: its attempts, errors and outcome",
+      status: 200, response: z.object({ events: z.array(z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: z.string(), data: z.unknown() })) }), errors: [404],
+      handle: async ({ params }) => {
+        const events = await engine.queue.history(params.id!);
+        if (events.length === 0) throw new NotFoundError(`task ${params.id} not found`);
+        return { events: events.map((e) => ({ position: e.position, version: e.version, type: e.type, timestamp: iso(e.timestamp), data: e.data })) };
+      },
+    }),
     route({
       method: 'post', path: '/secrets', tag: 'secrets', summary: 'Store or replace a secret (encrypted at rest; never shown again)',
       body: secretRequest, status: 201, response: secretInfo, errors: [400],

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { runsNeedingPatch } from '../../runtime/patches.js';
+import { RUN_STATUSES } from '../../runtime/view.js';
 import { route, type Route } from '../route.js';
 import { runSummary } from './runs.js';
 
-const STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled'] as const;
 const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
 const actor = { by: z.string().min(1).max(200).describe('who acts (journaled)'), reason: z.string().min(1).max(2000).describe('why (journaled)') };
 
 const pauseBody = z.object({ kind: z.enum(['workflow', 'queue']), name: z.string().min(1).max(200), ...actor }).strict();
 const runFilterBody = z
   .object({
-    status: z.array(z.enum(STATUSES)).min(1).optional(),
+    status: z.array(z.enum(RUN_STATUSES)).min(1).optional(),
     workflow: z.string().min(1).max(200).optional(),
     created_after: time.optional(),
     created_before: time.optional(),

@@ -3,8 +3,6 @@ import type { Engine } from '../../engine.js';
 import type { Definitions } from '../../workflows/definitions.js';
 import { NotFoundError } from '../../errors.js';
 import { readRunView } from '../../runtime/view.js';
-import { liveTags } from '../../runtime/versions.js';
-import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { runRecord, runResponse } from './runs.js';
 
@@ -46,7 +44,7 @@ export function runControlRoutes(engine: Engine, definitions: Definitions): Rout
       handle: async ({ params }) => {
         const view = await readRunView(store, params.id!);
         if (!view) throw new NotFoundError(`run ${params.id} not found`);
-        return jsonWithBlobs(runRecord(view, await liveTags(store)), engine.runtime.blobs);
+        return runRecord(view);
       },
     }),
     route({

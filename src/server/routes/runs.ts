@@ -3,11 +3,12 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
-import { isTerminal, readRunView, type RunStatus, type RunView } from '../../runtime/view.js';
+import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
 import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { liveTags, missingVersion } from '../../runtime/versions.js';
+import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
@@ -20,7 +21,6 @@ export function runKind(workflow: string): RunKind {
   return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
 }
 
-const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'succeeded', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
 const MAX_WAIT_MS = 5 * 60_000;
@@ -43,7 +43,7 @@ const eventsQuery = z
 
 const runsQuery = z
   .object({
-    status: list.pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated'),
+    status: list.transform((s) => s.map(currentStatus)).pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
     kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
@@ -110,7 +110,7 @@ export const runResponse = runSummaryResponse.extend({
     z.object({
       seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
       name: z.string(),
-      status: z.enum(['running', 'ok', 'retrying', 'error', 'timed_out']),
+      status: z.enum(['running', 'retrying', 'success', 'failed', 'timed_out']),
       kind: z.enum(['step', 'poll']),
       label: z.string().nullable(),
       attempts: z.int(),
@@ -164,6 +164,12 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         const live = await liveTags(store);
         return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
       },
+    }),
+    route({
+      method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind: its status, input, output, error and steps',
+      status: 200, response: runResponse, errors: [404],
+      // big values (blob references in the view) whole, streamed when large
+      handle: async ({ params }) => jsonWithBlobs(runRecord(await runView(store, params.id!), await liveTags(store)), engine.runtime.blobs),
     }),
     route({
       method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
@@ -231,7 +237,8 @@ function workflowId(view: RunView): string | null {
   return typeof input?.workflow_id === 'string' ? input.workflow_id : null;
 }
 
-export function runSummary(view: RunView, live: Set<string> = new Set()): RunSummary {
+/** `live`: the tags live workers have (see `liveTags`); without it, nobody is said to wait for a version. */
+export function runSummary(view: RunView, live?: Set<string>): RunSummary {
   return {
     id: view.id,
     workflow: view.workflow,
@@ -243,7 +250,7 @@ export function runSummary(view: RunView, live: Set<string> = new Set()): RunSum
     updated_at: iso(view.updatedAt)!,
     finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
     version: view.version ?? null,
-    waiting_for_version: missingVersion(view, live),
+    waiting_for_version: live ? missingVersion(view, live) : null,
   };
 }
 

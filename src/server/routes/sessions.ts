@@ -9,7 +9,7 @@ const eventType = z.enum(SESSION_EVENT_TYPES);
 const session = z.object({
   session_id: z.string(),
   agent: z.string(),
-  status: z.enum(['INITIATED', 'BUSY', 'COMPLETED', 'FAILED']),
+  status: z.enum(['pending', 'running', 'success', 'failed']).describe('the run vocabulary (docs/glossary.md)'),
   input: z.unknown(),
   created_at: time,
   updated_at: time,
@@ -28,7 +28,7 @@ const startBody = z
 
 const reportBody = z
   .object({
-    status: z.enum(['COMPLETED', 'FAILED']),
+    status: z.enum(['success', 'failed', 'COMPLETED', 'FAILED']).describe('success or failed (COMPLETED and FAILED, the spellings before 0.2, are still accepted)'),
     error_message: z.string().max(2000).nullable().optional(),
   })
   .strict();
@@ -63,7 +63,7 @@ export function sessionRoutes(service: SessionService): Route[] {
     route({
       method: 'post', path: '/sessions/{id}/report', tag: 'sessions', summary: "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
       body: reportBody, status: 202,
-      response: z.object({ session_id: z.string(), status: z.enum(['COMPLETED', 'FAILED']), duplicate: z.boolean() }), errors: [400, 404, 409],
+      response: z.object({ session_id: z.string(), status: z.enum(['success', 'failed']), duplicate: z.boolean() }), errors: [400, 404, 409],
       handle: ({ params, body }) => service.report(params.id!, body),
     }),
   ];

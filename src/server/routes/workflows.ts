@@ -69,9 +69,9 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
     }),
     route({
       method: 'post', path: '/workflows/{id}/executions/{execution_id}/rerun', tag: 'executions',
-      summary: 'Start a new execution that reuses the recorded outputs of the steps before `from_step` (optionally with new trigger data)',
-      body: rerunRequest, status: 202, response: executeResponse, errors: [400, 404, 413],
-      handle: ({ params, body }) => executions.rerun(params.id!, params.execution_id!, body),
+      summary: 'Start a new execution that reuses the recorded outputs of the steps before `from_step` (default: the first step; optionally with new trigger data)',
+      body: rerunRequest.optional(), status: 202, response: executeResponse, errors: [400, 404, 413],
+      handle: ({ params, body }) => executions.rerun(params.id!, params.execution_id!, body ?? {}),
     }),
   ];
 }

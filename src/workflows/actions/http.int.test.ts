@@ -321,7 +321,7 @@ describe('the SSRF guard', () => {
     const local = await serve((_request, response) => response.end());
     const error = await failure({ method: 'GET', url: `${local.base}/` }, context({ allow: [] }));
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toBe(`http_request refused ${local.base}/: 127.0.0.1 is a loopback address`);
+    expect(error.message).toBe(`http_request refused ${local.base}/: 127.0.0.1 is a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=127.0.0.1`);
     expect(local.seen).toEqual([]);
     expect(connects).not.toHaveBeenCalled();
   });
@@ -361,9 +361,9 @@ describe('the SSRF guard', () => {
     );
     const rebind = await failure({ method: 'GET', url: 'http://rebind.test/' }, context({ lookup }));
     expect(rebind).toBeInstanceOf(TerminalError);
-    expect(rebind.message).toBe('http_request refused http://rebind.test/: resolves to 10.0.0.1, a private address');
+    expect(rebind.message).toBe('http_request refused http://rebind.test/: resolves to 10.0.0.1, a private address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=rebind.test');
     const mixed = await failure({ method: 'GET', url: 'http://mixed.test/' }, context({ lookup }));
-    expect(mixed.message).toBe('http_request refused http://mixed.test/: resolves to fd00::7, a unique-local address');
+    expect(mixed.message).toBe('http_request refused http://mixed.test/: resolves to fd00::7, a unique-local address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=mixed.test');
     expect(connects).not.toHaveBeenCalled();
   });
 
@@ -396,7 +396,7 @@ describe('the SSRF guard', () => {
     expect((await httpRequest({ method: 'GET', url }, context({ allow: ['PINNED.test'], lookup }))).body).toBe('ok');
     expect((await httpRequest({ method: 'GET', url }, context({ allow: ['127.0.0.0/8'], lookup }))).body).toBe('ok');
     const error = await failure({ method: 'GET', url }, context({ allow: ['other.test', '10.0.0.0/8'], lookup }));
-    expect(error.message).toBe(`http_request refused ${url}: resolves to 127.0.0.1, a loopback address`);
+    expect(error.message).toBe(`http_request refused ${url}: resolves to 127.0.0.1, a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${new URL(url).hostname}`);
     expect(local.seen).toHaveLength(2);
   });
 });

@@ -209,7 +209,10 @@ async function resolveChecked(attempt: Attempt, ctx: HttpContext, signal: AbortS
   for (const { address } of addresses) {
     if (isAllowed(url.hostname, address, ctx.allow)) continue;
     const reason = refusedReason(address);
-    if (reason !== null) throw refused(url, literal !== 0 ? `${host} is ${reason}` : `resolves to ${address}, ${reason}`);
+    if (reason === null) continue;
+    // the metadata service is never worth opening; a local or private service may be
+    const hint = /metadata/.test(reason) ? '' : `; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${url.hostname}`;
+    throw refused(url, `${literal !== 0 ? `${host} is ${reason}` : `resolves to ${address}, ${reason}`}${hint}`);
   }
   return addresses[0]!;
 }

@@ -94,6 +94,22 @@ export function usesRoot(value: unknown, root: string): boolean {
 }
 
 /**
+ * Every secret name the templates in `value` use (`{{secrets.<name>}}`), each with the JSON path of
+ * the string it is in. Templates with errors are skipped (templateProblems reports them).
+ *
+ * @example secretReferences({ headers: { Authorization: 'Bearer {{secrets.api_key}}' } }, 'config') // [{ name: 'api_key', path: 'config.headers.Authorization' }]
+ */
+export function secretReferences(value: unknown, path: string): { name: string; path: string }[] {
+  const found: { name: string; path: string }[] = [];
+  eachString(value, path, (text, at) => {
+    for (const part of parseParts(text)) {
+      if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === 'secrets' && typeof part.path[0] === 'string') found.push({ name: part.path[0], path: at });
+    }
+  });
+  return found;
+}
+
+/**
  * `base` extended by `keys` in JSON-path notation: `.name`, `[2]`, `["first name"]`.
  *
  * @example joinPath('steps[1].config', ['headers', 'Content-Type']) // 'steps[1].config.headers.Content-Type'

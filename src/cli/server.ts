@@ -1,0 +1,124 @@
+import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { pino } from 'pino';
+import { providerFromEnv } from '../chat/providers.js';
+import { createEngine } from '../engine.js';
+import { ValidationError } from '../errors.js';
+import type { Workflow } from '../runtime/workflow.js';
+import { startServices } from '../server/services.js';
+import { dataDirFor, startServer } from '../server/start.js';
+import { parseAllowlist } from '../workflows/actions/address.js';
+import { loadSecretKey } from '../workflows/secrets.js';
+import { loadAgents } from './agent.js';
+import { runDemo } from './demo.js';
+import { database, databaseOf, DEFAULT_URL, whole } from './options.js';
+import type { Output } from './output.js';
+import { loadSample } from './sample.js';
+
+/** The server and worker settings read from the environment (the only place they are read). */
+function serverEnv() {
+  return {
+    token: process.env.RUNLEDGER_TOKEN || undefined,
+    secretKey: process.env.RUNLEDGER_SECRET_KEY || undefined,
+    allow: parseAllowlist(process.env.RUNLEDGER_HTTP_ALLOW),
+    ...(process.env.RUNLEDGER_DATA_DIR ? { dataDir: process.env.RUNLEDGER_DATA_DIR } : {}),
+    ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: whole('RUNLEDGER_LEASE_MS', process.env.RUNLEDGER_LEASE_MS) } : {}),
+    ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: whole('RUNLEDGER_POLL_MS', process.env.RUNLEDGER_POLL_MS) } : {}),
+    chatProvider: providerFromEnv(process.env),
+  };
+}
+
+function untilSignal(): Promise<unknown> {
+  return new Promise((stop) => {
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}
+
+/** `runledger serve`, `worker` and `demo`: the commands that open the database and do the work. */
+export function serverCommands(program: Command, out: Output): void {
+  database(program.command('demo'))
+    .description('run a demo on the database: tasks with retries and a dead letter, watched live through a subscription')
+    .action((options) => runDemo(databaseOf(options), (line) => out.line(line)));
+
+  database(program.command('serve'))
+    .description('run the HTTP API with workers on the database until SIGTERM or SIGINT')
+    .option('--port <port>', 'port (default: $PORT or 8080)')
+    .option('--host <host>', 'address to listen on; other than loopback needs RUNLEDGER_TOKEN', '127.0.0.1')
+    .option('--sample', 'store the sample workflow if no workflow has its name')
+    .option('--workflows <module>', 'a JavaScript module whose exported code workflows POST /runs (runledger runs start) may start')
+    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
+    .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
+    .action(async (options) => {
+      const port = whole('--port', options.port ?? process.env.PORT ?? '8080', 0, 65_535);
+      const location = databaseOf(options);
+      const env = serverEnv();
+      const keyFile = env.secretKey ? null : join(env.dataDir ?? dataDirFor(location), 'secret.key');
+      const newKey = keyFile !== null && !existsSync(keyFile);
+      const codeWorkflows = options.workflows ? await workflowsOf(options.workflows) : [];
+      const agents = options.agents ? await loadAgents(options.agents) : {};
+      const stopped = untilSignal();
+      const server = await startServer({
+        database: location, host: options.host, port, workers: options.workers, codeWorkflows, ...env, ...agents, ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
+      });
+      if (newKey && insideGitWorkTree(keyFile!)) {
+        out.line(`warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`);
+      }
+      const url = server.url.replace('localhost', '127.0.0.1');
+      const flags = url === DEFAULT_URL ? '' : ` --url ${url}`;
+      if (options.sample) {
+        const sample = await loadSample(server.workflows.definitions);
+        // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
+        await server.workflows.executions.execute(sample.id, { trigger_data: { name: 'Ada' }, idempotencyKey: 'runledger-sample' });
+        out.line(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id}${flags} --data '{"name":"Ada"}' --wait`);
+      }
+      if (codeWorkflows.length > 0) out.line(`code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger runs start <name>${flags} --input '{}')`);
+      out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
+      out.line(`dashboard: ${server.url}/ui`);
+      await stopped;
+      await server.close();
+      out.line(`runledger ${process.pid}: stopped`);
+    });
+
+  database(program.command('worker'))
+    .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
+    .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
+    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .action(async (options) => {
+      const workflows = options.workflows ? await workflowsOf(options.workflows) : [];
+      const agents = options.agents ? await loadAgents(options.agents) : {};
+      const stopped = untilSignal();
+      const location = databaseOf(options);
+      const { chatProvider, secretKey, allow, dataDir, token: _token, ...engineEnv } = serverEnv();
+      const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
+      const engine = await createEngine({ database: location, ...engineEnv });
+      const services = await startServices(engine, { secretKey: key, allow, logger: pino(), chatProvider, workers: true, codeWorkflows: workflows, ...agents });
+      out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
+      await stopped;
+      await services.stop();
+      await engine.close();
+      out.line(`worker ${process.pid}: stopped`);
+    });
+}
+
+async function workflowsOf(module: string): Promise<Workflow[]> {
+  const found = exportedWorkflows(await import(pathToFileURL(resolve(module)).href));
+  if (found.length === 0) throw new ValidationError('--workflows', `${module} exports no workflow`);
+  return found;
+}
+
+function exportedWorkflows(module: Record<string, unknown>): Workflow[] {
+  const isWorkflow = (value: unknown): value is Workflow =>
+    typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
+  return [...new Set(Object.values(module).flatMap((value) => (Array.isArray(value) ? value : [value])).filter(isWorkflow))];
+}
+
+function insideGitWorkTree(path: string): boolean {
+  for (let dir = dirname(resolve(path)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return true;
+    if (dirname(dir) === dir) return false;
+  }
+}

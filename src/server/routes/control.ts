@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import type { Engine } from '../../engine.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { checkName } from '../../json.js';
+import { isTerminal, readRunView, RUN_STATUSES } from '../../runtime/view.js';
+import { runIdFor } from '../../triggers/starter.js';
+import { route, type Route } from '../route.js';
+
+/** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */
+const BUILT_IN = /^runledger\./;
+
+const startBody = z
+  .object({
+    workflow: z.string().min(1).max(200).describe('the name of a code workflow registered with the server (`runledger serve --workflows <module>`)'),
+    input: z.unknown().optional(),
+    id: z.string().min(1).max(200).optional().describe('the run id; an existing id returns that run and starts nothing'),
+  })
+  .strict();
+
+const signalBody = z
+  .object({
+    name: z.string().min(1).max(200).describe('the name a `ctx.waitForEvent(name)` waits for'),
+    payload: z.unknown().optional(),
+    idempotency_key: z.string().min(1).max(200).optional().describe('a repeat with the same key is ignored'),
+  })
+  .strict();
+
+const started = z.object({ run_id: z.string(), workflow: z.string(), status: z.enum(RUN_STATUSES), duplicate: z.boolean().describe('true: the run existed; nothing was started') });
+
+/**
+ * Every run controllable over HTTP: start a code workflow, signal a run, cancel a run of any kind
+ * (a code run, a stored workflow's execution, an agent session: each is a run, its id the run id).
+ *
+ * @example mount(new Hono(), controlRoutes(engine));
+ */
+export function controlRoutes(engine: Engine): Route[] {
+  const view = async (id: string) => {
+    const found = await readRunView(engine.store, id);
+    if (!found) throw new NotFoundError(`run ${id} not found`);
+    return found;
+  };
+  return [
+    route({
+      method: 'post', path: '/runs', tag: 'runs',
+      summary: 'Start a run of a registered code workflow; a repeated `id` or `Idempotency-Key` returns the first run (409 if that run is of another workflow)',
+      body: startBody, status: 202, response: started, errors: [400, 409, 413],
+      handle: async ({ body, headers }) => {
+        const wf = BUILT_IN.test(body.workflow) ? undefined : engine.runtime.registered(body.workflow);
+        if (!wf) {
+          const known = engine.runtime.names().filter((n) => !BUILT_IN.test(n));
+          const hint = BUILT_IN.test(body.workflow) ? 'stored workflows start with POST /workflows/{id}/execute' : known.length ? `registered: ${known.join(', ')}` : 'none is registered: start the server with --workflows <module>';
+          throw new ValidationError('workflow', `no code workflow is named '${body.workflow}' (${hint})`);
+        }
+        const key = headers.get('idempotency-key');
+        const id = body.id ?? (key !== null ? runIdFor(`runs:${checkName('Idempotency-Key', key, 200)}`) : undefined);
+        const existed = id !== undefined && (await readRunView(engine.store, id)) !== undefined;
+        const run = await engine.start(wf, body.input ?? null, id !== undefined ? { id } : {});
+        const now = await view(run.id);
+        if (now.workflow !== wf.name) throw new ConflictError(`run ${run.id} exists and is a run of '${now.workflow}', not '${wf.name}'`);
+        return { run_id: run.id, workflow: now.workflow, status: now.status, duplicate: existed };
+      },
+    }),
+    route({
+      method: 'post', path: '/runs/{id}/signal', tag: 'runs', summary: "Send a signal to a run's `waitForEvent(name)`; 409 when the run has ended",
+      body: signalBody, status: 202, response: z.object({ run_id: z.string(), name: z.string() }), errors: [400, 404, 409, 413],
+      handle: async ({ params, body }) => {
+        const run = await view(params.id!);
+        if (isTerminal(run.status)) throw new ConflictError(`run ${run.id} has already ended (${run.status}): nothing waits for '${body.name}'`);
+        await engine.signal(run.id, body.name, body.payload ?? null, body.idempotency_key !== undefined ? { idempotencyKey: body.idempotency_key } : {});
+        return { run_id: run.id, name: body.name };
+      },
+    }),
+    route({
+      method: 'post', path: '/runs/{id}/cancel', tag: 'runs',
+      summary: 'Cancel a run of any kind (code run, execution, session): its running step is told to stop, compensations run; 409 when it has ended',
+      status: 202, response: z.object({ run_id: z.string(), status: z.literal('cancelling') }), errors: [404, 409],
+      handle: async ({ params }) => {
+        await engine.cancel(params.id!);
+        return { run_id: params.id!, status: 'cancelling' as const };
+      },
+    }),
+  ];
+}
