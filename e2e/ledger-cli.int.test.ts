@@ -85,7 +85,7 @@ describe.each(backends)('the agent ledger through runledger serve and the CLI on
       expect(done).toContain('checkpoint  reply  {"text":"Refunded 42 for order 1234."}');
       expect(agent('runs', '--conversation', 'c-42')).toMatch(new RegExp(`^${runId}  success`));
       expect(() => agent('reject', toolCall, '--by', 'bob')).toThrow(/409/);
-      expect((await (await request(`${server.url}/sessions/${runId}`)).json()).status).toBe('COMPLETED');
+      expect((await (await request(`${server.url}/sessions/${runId}`)).json()).status).toBe('success');
 
       const echoed = await post({ conversation_id: 'c-43', agent: 'echo', payload: { text: 'hello' } });
       const run = await eventually(async () => {

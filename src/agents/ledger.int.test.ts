@@ -135,7 +135,7 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     expect(done.tool_calls.map((c: any) => [c.tool_name, c.risk_level, c.status, c.approval_status])).toEqual([['lookup_order', 'low', 'ok', null], ['issue_refund', 'high', 'ok', 'approved']]);
     expect(done.tool_calls[1].external_idempotency_key).toBe(`${sent.run_id}:act:issue_refund#1`);
     expect(done.tool_calls[1].output).toMatchObject({ refund_id: expect.stringMatching(/^rf_/), amount: 42 });
-    expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({ session_id: sent.run_id, status: 'COMPLETED', agent: 'sample-agent' });
+    expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({ session_id: sent.run_id, status: 'success', agent: 'sample-agent' });
     // the same decision again is harmless, a different one is a conflict
     expect(await call('POST', `/agent/tool-calls/${pending[0].id}/approve`, { by: 'bob' })).toMatchObject({ status: 200, body: { duplicate: true } });
     expect((await call('POST', `/agent/tool-calls/${pending[0].id}/reject`, { by: 'bob' })).status).toBe(409);

@@ -134,7 +134,7 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     expect(await run.result()).toEqual({ word: 'success', ppt: 'failed', out: 'job-w:done' });
     const view = await engine.run('par-1');
     expect(view).toMatchObject({ status: 'partial_success', state: 'PARTIAL_COMPLETE' });
-    expect(view.steps.map((s) => `${s.seq} ${s.name} ${s.status}`)).toEqual(['1.ppt.1 submit ok', '1.ppt.2 fetch error', '1.word.1 submit ok', '1.word.3 fetch ok']);
+    expect(view.steps.map((s) => `${s.seq} ${s.name} ${s.status}`)).toEqual(['1.ppt.1 submit success', '1.ppt.2 fetch failed', '1.word.1 submit success', '1.word.3 fetch success']);
     expect(ran.sort()).toEqual(['ppt', 'word']);
   });
 });

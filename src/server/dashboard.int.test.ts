@@ -148,7 +148,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
     const overview = await call('GET', '/overview?window=15m');
     expect(overview.status).toBe(200);
     expect(overview.body.runs_ended).toHaveLength(60);
-    expect(overview.body.runs_ended.reduce((n: number, b: { by_status: Record<string, number> }) => n + (b.by_status.succeeded ?? 0), 0)).toBe(1);
+    expect(overview.body.runs_ended.reduce((n: number, b: { by_status: Record<string, number> }) => n + (b.by_status.success ?? 0), 0)).toBe(1);
     expect(overview.body.runs_in_flight).toEqual({ waiting: 1 });
     expect(overview.body.step_latency.count).toBe(2);
     expect(overview.body.step_latency.p99_ms).toBeGreaterThanOrEqual(overview.body.step_latency.p50_ms);

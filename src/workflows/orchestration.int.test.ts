@@ -78,8 +78,10 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
-  const save = async (definition: unknown): Promise<string> => {
-    const res = await call('POST', '/workflows', definition);
+  let saved = 0;
+  // names are unique per database: each saved definition gets its own
+  const save = async (definition: { name: string; [key: string]: unknown }): Promise<string> => {
+    const res = await call('POST', '/workflows', { ...definition, name: `${definition.name}-${++saved}` });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body.id;
   };

@@ -189,6 +189,8 @@ function plainMessage(issue: z.core.$ZodIssue): string {
       return issue.message === 'Invalid input' ? 'matches none of the accepted forms' : issue.message;
     }
     case 'invalid_format':
+      // a message the schema wrote itself says more than the format's name
+      if (!/^Invalid/.test(issue.message)) return issue.message;
       return `must be ${issue.format === 'datetime' ? 'an ISO 8601 date-time' : `a valid ${issue.format}`}`;
     default:
       return issue.message;
