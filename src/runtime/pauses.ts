@@ -10,6 +10,7 @@ export class PausedWorkflows {
   private names = new Set<string>();
   private active = 0;
   private timer: NodeJS.Timeout | null = null;
+  private readAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -24,7 +25,8 @@ export class PausedWorkflows {
   async hold(): Promise<() => void> {
     this.active += 1;
     if (this.active === 1) {
-      await this.refresh();
+      // passes that follow each other quickly share one read
+      if (Date.now() - this.readAt >= this.pollMs) await this.refresh();
       this.timer = setInterval(() => void this.refresh(), this.pollMs);
       this.timer.unref();
     }
@@ -40,6 +42,7 @@ export class PausedWorkflows {
   private async refresh(): Promise<void> {
     try {
       const pauses = await this.store.pauseList();
+      this.readAt = Date.now();
       this.names = new Set(pauses.filter((p) => p.kind === 'workflow').map((p) => p.name));
     } catch {
       // keep the last known set: the claim still holds paused runs back
