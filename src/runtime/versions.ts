@@ -21,10 +21,56 @@ export function sourceVersion(fn: (...args: any[]) => unknown): string {
 }
 
 export function sourceTokens(source: string): string {
-  const code = source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/(^|\s)\/\/[^\n]*/g, ' ');
+  const code = withoutKeptNames(source)
+    .replace(/\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/(^|\s)\/\/[^\n]*/g, ' ')
+    // an escape in a string and the character itself are one: `\n` or a newline, `\u00e9` or é
+    .replace(/\\(?:u\{[0-9a-fA-F]+\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtbfv0])/g, ' ');
   const tokens = code.match(/[A-Za-z_$][\w$]*|\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?|[-+*/%<>=!&|?~^.]+/gi) ?? [];
-  return tokens.map((t) => (/^\d/.test(t) ? String(Number(t.replace(/_/g, ''))) : t)).join(' ');
+  const out: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    // an imported name as a bundler or test runner rewrites it — `(0, import_fs.readFile)` (esbuild),
+    // `(0,__vite_ssr_import_0__.readFile)` (vitest), `(0, fs_1.readFile)` (tsc to CommonJS) — reads as `readFile`
+    if (MODULE_NAMESPACE.test(t) && tokens[i + 1] === '.') {
+      if (out.at(-1) === '0') out.pop();
+      i += 1;
+      continue;
+    }
+    out.push(/^\d/.test(t) ? String(Number(t.replace(/_/g, ''))) : t);
+  }
+  return out.join(' ');
 }
+
+/**
+ * `__name(fn, "compensate")` → `fn`: esbuild's keepNames (tsx uses it) wraps named function
+ * expressions so, and the same code built without it has none.
+ */
+function withoutKeptNames(source: string): string {
+  let out = source;
+  for (let at = out.indexOf('__name('); at >= 0; at = out.indexOf('__name(', at)) {
+    const end = closingParen(out, at + '__name'.length);
+    if (end < 0) break;
+    const inner = out.slice(at + '__name('.length, end).replace(/,\s*(["'`])[\w$]*\1\s*$/, '');
+    out = out.slice(0, at) + inner + out.slice(end + 1);
+  }
+  return out;
+}
+
+/** The index of the `)` closing the `(` at `open`, skipping strings; -1 if there is none. */
+function closingParen(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"' || c === "'" || c === '`') {
+      for (i++; i < text.length && text[i] !== c; i++) if (text[i] === '\\') i++;
+    } else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return i;
+  }
+  return -1;
+}
+
+const MODULE_NAMESPACE = /^(?:__vite_ssr_import_\d+__|__vi_import_\d+__|import_[\w$]+|[A-Za-z$][\w$]*_\d+)$/;
 
 const VERSION = /^[A-Za-z0-9_.:-]{1,64}$/;
 
