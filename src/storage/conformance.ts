@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
 import { task, taskConformance } from './conformance-tasks.js';
+import { maintenanceConformance } from './conformance-maintenance.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -294,6 +295,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
   taskConformance({ store: () => store, openAnother });
+  maintenanceConformance(() => store);
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

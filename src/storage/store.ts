@@ -1,3 +1,7 @@
+import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
+
+export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
+
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
  * the same conformance suite (`conformance.ts`). Methods are named table + verb and take one
@@ -125,6 +129,24 @@ export interface Store {
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
   /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */
   taskNextRunAt(p: { queue: string }): Promise<number | null>;
+
+  /** Unfinished work per queue, in one query (metrics scrape it; doctor reads it). */
+  taskStats(): Promise<QueueStats[]>;
+  /** Of `orderingKeys`, the ones that have a ready or running task in `queue`. */
+  taskListActiveKeys(p: { queue: string; orderingKeys: string[] }): Promise<string[]>;
+  /** Deletes up to `limit` finished tasks (oldest change first) and returns their ids. Never a ready or running one. */
+  taskDelete(p: TaskDeleteParams): Promise<string[]>;
+  /** Every subscription's lag and parked count, in one query. */
+  subscriptionStats(): Promise<SubscriptionStats[]>;
+  /**
+   * Deletes whole streams: their events, their version rows and the idempotency keys of their
+   * appends. Retention is the one writer that deletes events; readers tolerate the gaps in positions.
+   */
+  streamDelete(p: { streamIds: string[] }): Promise<{ events: number }>;
+  /** Gives freed pages back to the file system (SQLite `incremental_vacuum`); PostgreSQL's autovacuum does this itself. */
+  storageVacuum(p: { pages: number }): Promise<void>;
+  /** Latency, clock skew, migrations, and the database's commit rate over `sampleMs` (for `runledger doctor`). */
+  storageDiagnose(p: { sampleMs: number }): Promise<StoreDiagnosis>;
 }
 
 export type NotifyChannel = 'events' | 'tasks';

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as events from './events.js';
+import * as maintenance from './maintenance.js';
 import { Listener, Notifier } from './notify.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
@@ -181,6 +182,15 @@ class PostgresStore implements Store {
     return moved;
   };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
+
+  taskStats: Store['taskStats'] = () => maintenance.taskStats(this.db);
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => maintenance.taskListActiveKeys(this.db, p);
+  taskDelete: Store['taskDelete'] = (p) => maintenance.taskDelete(this.db, p);
+  subscriptionStats: Store['subscriptionStats'] = () => maintenance.subscriptionStats(this.db);
+  streamDelete: Store['streamDelete'] = (p) => maintenance.streamDelete(this.db, p);
+  storageDiagnose: Store['storageDiagnose'] = (p) => maintenance.storageDiagnose(this.db, p);
+  /** Autovacuum reclaims PostgreSQL's dead rows without blocking writers; nothing to do here. */
+  storageVacuum: Store['storageVacuum'] = async () => {};
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

@@ -10,6 +10,9 @@ export type Db = Database.Database;
  */
 export function openDatabase(path: string): Db {
   const db = new Database(path);
+  // Takes effect on a new file only (an existing one keeps its mode until a VACUUM): pages that
+  // retention frees go back to the file system through storageVacuum, so the file stays bounded.
+  db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // NORMAL in WAL mode: a commit is durable once the WAL is synced at checkpoint; a process crash
   // (the failure we test) loses nothing, only a power loss can drop the last commits.

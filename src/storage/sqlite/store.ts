@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as events from './events.js';
+import * as maintenance from './maintenance.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -210,6 +211,17 @@ class SqliteStore implements Store {
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
+
+  taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, Date.now()));
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => this.read((s) => maintenance.taskListActiveKeys(s, p));
+  taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
+  subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
+  streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
+  storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
+  storageVacuum: Store['storageVacuum'] = async (p) => {
+    if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
+    await this.read((s) => maintenance.storageVacuum(s, p));
+  };
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
