@@ -10,7 +10,7 @@ import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
 import { EngineEvents, type EngineEventName, type EngineListener } from './observe/events.js';
 import { timedStore } from './observe/store.js';
-import type { Tracer } from './observe/trace.js';
+import type { Observe, Tracer } from './observe/trace.js';
 
 /**
  * One runledger instance: a store, the journal over it, the task queue, and the workers and
@@ -31,7 +31,7 @@ export class Engine {
   /** The lifecycle events of this engine (see `on`). */
   readonly events = new EngineEvents();
   /** What the runtime reads spans from: `tracer` stays null (no spans, no cost) unless `useTracer` sets one. */
-  readonly observe: { events: EngineEvents; tracer: Tracer | null } = { events: this.events, tracer: null };
+  readonly observe: Observe = { events: this.events, tracer: null };
   readonly store: Store;
 
   constructor(

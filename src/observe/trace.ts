@@ -1,3 +1,5 @@
+import type { EngineEvents } from './events.js';
+
 /**
  * What the engine needs of a tracer: spans named by the engine, joined by W3C `traceparent`
  * strings so a span's parent can be stored with a run and found again in another process, after
@@ -33,4 +35,10 @@ export function parseTraceparent(value: string | null | undefined): string | und
 /** The trace id of a `traceparent`, for log lines. */
 export function traceIdOf(traceparent: string | null | undefined): string | undefined {
   return parseTraceparent(traceparent)?.slice(3, 35);
+}
+
+/** What the engine hands down to report to: its events, and its tracer when tracing is on. */
+export interface Observe {
+  events: EngineEvents;
+  tracer: Tracer | null;
 }

@@ -1,14 +1,10 @@
-import type { EngineEvents, RunOutcome } from '../observe/events.js';
+import type { RunOutcome } from '../observe/events.js';
 import { runKind } from '../observe/events.js';
-import type { Tracer } from '../observe/trace.js';
+import type { Observe } from '../observe/trace.js';
 import type { StoredEvent } from '../storage/store.js';
 import type { History } from './history.js';
 
-/** What the runtime reports to: the engine's events, and its tracer when tracing is on. */
-export interface Observe {
-  events: EngineEvents;
-  tracer: Tracer | null;
-}
+export type { Observe };
 
 /**
  * Reports one pass of a run: `run:start` on its first pass, a span for the pass (a child of the

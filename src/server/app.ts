@@ -10,6 +10,8 @@ import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
+import type { Metrics } from '../observe/metrics.js';
+import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
 import { channelRoutes } from './routes/channels.js';
 import { operationRoutes } from './routes/operations.js';
@@ -27,6 +29,8 @@ export interface AppOptions {
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   version?: string;
+  /** Serves `GET /metrics` (behind the same token as the API). */
+  metrics?: Metrics;
 }
 
 /**
@@ -50,10 +54,13 @@ export function createApp(options: AppOptions): Hono {
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
+  app.use('*', observeRequests(options.engine.observe));
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
   app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
+  const metrics = options.metrics;
+  if (metrics) app.get('/metrics', async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }));
   mount(app, routes);
   return app;
 }
@@ -71,7 +78,7 @@ export function mount(app: Hono, routes: Route[]): Hono {
 async function serve(r: Route, c: Context): Promise<Response> {
   const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
   const query = r.query ? parse(r.query, Object.fromEntries(new URL(c.req.url).searchParams), 'query') : {};
-  const result = await r.handle({ params: c.req.param() as Record<string, string>, query, body, headers: c.req.raw.headers, signal: c.req.raw.signal });
+  const result = await r.handle({ params: c.req.param() as Record<string, string>, query, body, headers: handlerHeaders(c), signal: c.req.raw.signal });
   if (result instanceof Response) return result;
   if (r.status === 204) return c.body(null, 204);
   return c.json(result ?? null, r.status as 200);

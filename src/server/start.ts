@@ -9,6 +9,7 @@ import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { createApp } from './app.js';
+import { createMetrics } from '../observe/metrics.js';
 import { listen } from './listen.js';
 import { startServices, type Services } from './services.js';
 import { ChannelSockets } from './ws.js';
@@ -56,6 +57,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
   const database = engineOptions.database ?? 'runledger.db';
   const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
+  const metrics = createMetrics(engine.events, engine.store);
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
@@ -70,7 +72,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });
-      app = createApp({ engine, ...services, ...(token ? { token } : {}) });
+      app = createApp({ engine, ...services, metrics, ...(token ? { token } : {}) });
       const { stop, ...rest } = services;
       return {
         ...rest,
@@ -81,6 +83,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
           await listening.close();
           await stop();
           await feed.close();
+          metrics.close();
           await engine.close();
         },
       };

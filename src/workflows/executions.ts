@@ -66,7 +66,7 @@ export class Executions {
    * Starts an execution of the workflow's current version. A repeated `idempotencyKey` returns the
    * execution the first request started and starts nothing.
    */
-  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const input = this.input(await this.definitions.get(workflowId), request);
     const keyStream = request.idempotencyKey === undefined ? null : executionKeyStream(workflowId, checkName('Idempotency-Key', request.idempotencyKey, 200));
     for (let attempt = 1; ; attempt++) {
@@ -76,7 +76,7 @@ export class Executions {
       }
       const id = newId('ex');
       try {
-        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream));
+        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream, request.traceparent));
         return this.accepted(workflowId, id);
       } catch (error) {
         // a concurrent request with the same key won: the next round reads its execution
@@ -125,9 +125,9 @@ export class Executions {
     return { workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown> };
   }
 
-  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null): Promise<void> {
+  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null, traceparent?: string): Promise<void> {
     if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
-    await this.engine.runtime.start(this.interpreter, input, { id, tx });
+    await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(traceparent ? { traceparent } : {}) });
     await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
 
