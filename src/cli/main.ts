@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { resolve } from 'node:path';
-import { pino } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../observe/log.js';
+import { startTracing } from '../observe/otel.js';
 import { pathToFileURL } from 'node:url';
 import { createEngine, type Engine } from '../engine.js';
 import type { Workflow } from '../runtime/workflow.js';
@@ -52,7 +54,9 @@ async function withEngine(options: { database?: string }, fn: (engine: Engine) =
   }
 }
 
-const logger = pino();
+/** Made on first use: nothing happens at import time. */
+let logger: Logger | undefined;
+const log = (): Logger => (logger ??= createLogger(process.env.RUNLEDGER_LOG_LEVEL, Boolean(process.stdout.isTTY)));
 
 /** The `runledger` command line. */
 export async function main(argv: string[]): Promise<void> {
@@ -74,7 +78,8 @@ export async function main(argv: string[]): Promise<void> {
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .action(async (options) => {
       const stopped = untilSignal();
-      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, ...serverEnv() });
+      const tracer = await startTracing(process.env);
+      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, logger: log(), ...(tracer ? { tracer } : {}), ...serverEnv() });
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
         console.log(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id} --data '{"name":"Ada"}' --wait`);
@@ -82,6 +87,7 @@ export async function main(argv: string[]): Promise<void> {
       console.log(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
       await stopped;
       await server.close();
+      await tracer?.close();
       console.log(`runledger ${process.pid}: stopped`);
     });
 
@@ -97,11 +103,14 @@ export async function main(argv: string[]): Promise<void> {
       const { chatProvider, secretKey, allow, dataDir, ...engineEnv } = env;
       const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
       const engine = await createEngine({ database: location, ...engineEnv });
-      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers: true, codeWorkflows: workflows });
+      const tracer = await startTracing(process.env);
+      engine.useTracer(tracer);
+      const services = await startServices(engine, { secretKey: key, allow, logger: log(), chatProvider, workers: true, codeWorkflows: workflows });
       console.log(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
       await services.stop();
       await engine.close();
+      await tracer?.close();
       console.log(`worker ${process.pid}: stopped`);
     });
 

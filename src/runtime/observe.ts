@@ -1,6 +1,6 @@
 import type { RunOutcome } from '../observe/events.js';
 import { runKind } from '../observe/events.js';
-import type { Observe } from '../observe/trace.js';
+import { traceIdOf, type Observe } from '../observe/trace.js';
 import type { StoredEvent } from '../storage/store.js';
 import type { History } from './history.js';
 
@@ -15,9 +15,10 @@ export function observePass(observe: Observe | undefined, runId: string, history
   const { events, tracer } = observe;
   const workflow = history.workflow;
   const kind = runKind(workflow);
-  if (history.entries.size === 0) events.emit('run:start', { runId, workflow, kind });
   const stored = (started?.data as { traceparent?: string } | undefined)?.traceparent;
   const span = tracer?.start(`run ${workflow}`, { parent: stored, attributes: { 'runledger.run_id': runId, 'runledger.workflow': workflow, 'runledger.run_kind': kind } });
+  const trace = traced(span?.traceparent ?? stored);
+  if (history.entries.size === 0) events.emit('run:start', { runId, workflow, kind, ...trace });
   const began = performance.now();
   return {
     ...(span ? { traceparent: span.traceparent } : {}),
@@ -26,7 +27,7 @@ export function observePass(observe: Observe | undefined, runId: string, history
       span?.end(outcome === 'failed' || outcome === 'aborted' ? outcome : undefined, { 'runledger.outcome': outcome });
       events.emit('run:pass', { runId, workflow, kind, durationMs, outcome });
       if (outcome === 'success' || outcome === 'failed' || outcome === 'cancelled') {
-        events.emit('run:end', { runId, workflow, kind, outcome, durationMs: Date.now() - (started?.timestamp ?? Date.now()) });
+        events.emit('run:end', { runId, workflow, kind, outcome, durationMs: Date.now() - (started?.timestamp ?? Date.now()), ...trace });
       }
     },
   };
@@ -37,6 +38,7 @@ export function observeStep(observe: Observe | undefined, runId: string, workflo
   if (!observe) return { end: () => {} };
   const { events, tracer } = observe;
   const span = tracer?.start(`step ${step}`, { parent, attributes: { 'runledger.run_id': runId, 'runledger.step': step, 'runledger.attempt': attempt } });
+  const trace = traced(span?.traceparent ?? parent);
   const began = performance.now();
   let ended = false;
   return {
@@ -46,8 +48,13 @@ export function observeStep(observe: Observe | undefined, runId: string, workflo
       ended = true;
       const durationMs = performance.now() - began;
       span?.end(error ?? undefined);
-      if (error === null) events.emit('step:complete', { runId, workflow, step, attempt, durationMs });
-      else events.emit('step:fail', { runId, workflow, step, attempt, durationMs, error, willRetry });
+      if (error === null) events.emit('step:complete', { runId, workflow, step, attempt, durationMs, ...trace });
+      else events.emit('step:fail', { runId, workflow, step, attempt, durationMs, error, willRetry, ...trace });
     },
   };
+}
+
+function traced(traceparent: string | undefined): { traceId?: string } {
+  const traceId = traceIdOf(traceparent);
+  return traceId ? { traceId } : {};
 }

@@ -10,6 +10,8 @@ import type { Workflow } from '../runtime/workflow.js';
 import { triggers, type TriggerService } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { knownSecrets } from '../workflows/known.js';
+import { logEvents } from '../observe/log.js';
 
 export interface ServiceOptions {
   secretKey: Buffer;
@@ -57,6 +59,7 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
   const agentSessions = sessions(engine, { agents: options.agents ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
   const onError = (what: string) => (error: unknown) => logger.warn({ err: error }, what);
+  const stopLogging = logEvents(engine.events, logger, knownSecrets(workflows.secrets));
   const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
   await ensureRule(triggerService);
   await triggerService.start();
@@ -67,7 +70,10 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
     sessions: agentSessions,
     triggers: triggerService,
     // the engine stops its workers and subscriptions when it closes; the scheduler is ours
-    stop: () => triggerService.stop(),
+    stop: async () => {
+      stopLogging();
+      await triggerService.stop();
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type { Workflow } from '../runtime/workflow.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { createApp } from './app.js';
 import { createMetrics } from '../observe/metrics.js';
+import type { Tracer } from '../observe/trace.js';
 import { listen } from './listen.js';
 import { startServices, type Services } from './services.js';
 import { ChannelSockets } from './ws.js';
@@ -31,6 +32,8 @@ export interface ServerOptions extends RunledgerOptions {
   agents?: Agent[];
   codeWorkflows?: Workflow[];
   logger?: Logger;
+  /** Spans for requests, runs and steps (`startTracing`); the caller closes it after the server. */
+  tracer?: Tracer;
 }
 
 export interface Server extends Omit<Services, 'stop'> {
@@ -53,11 +56,12 @@ export function dataDirFor(database: string): string {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, tracer, ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
   const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
   const metrics = createMetrics(engine.events, engine.store);
+  if (tracer) engine.useTracer(tracer);
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;

@@ -156,7 +156,9 @@ export class Events {
    * to exist: a concurrent request that stored one of them first makes it conflict, and the batch
    * is read again and retried without it.
    */
-  async put(envelopes: EnvelopeInput[]): Promise<Array<{ event: EventView; created: boolean }>> {
+  async put(envelopes: EnvelopeInput[], options: { traceparent?: string } = {}): Promise<Array<{ event: EventView; created: boolean }>> {
+    // the sender's trace context: runs its rules start join the sender's trace
+    const metadata = options.traceparent ? { metadata: { traceparent: options.traceparent } } : {};
     const now = new Date().toISOString();
     const complete = envelopes.map((e): Envelope => ({ ...e, id: e.id ?? newId('evt'), time: e.time === undefined ? now : new Date(e.time).toISOString() }));
     let created: boolean[] = [];
@@ -166,7 +168,7 @@ export class Events {
           const seen = new Set<string>();
           for (const id of new Set(complete.map((e) => e.id))) if ((await tx.eventReadStream({ streamId: eventStream(id), limit: 1 })).length > 0) seen.add(id);
           const fresh = complete.map((e) => !seen.has(e.id) && (seen.add(e.id), true));
-          const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e }], expectedVersion: 0 }));
+          const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e, ...metadata }], expectedVersion: 0 }));
           if (appends.length > 0) await this.journal.appendMany(appends, { tx });
           return fresh;
         });

@@ -95,7 +95,7 @@ export class Executions {
    * @example
    * await store.transaction((tx) => executions.startIn(tx, 'wf_01J…', { trigger_data: { id: 'evt_1' }, trigger_type: 'event' }, 'evt_1:rule_01J…'));
    */
-  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; traceparent?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const keyStream = executionKeyStream(workflowId, checkName('key', key, 200));
     const first = async () => ((await tx.eventReadStream({ streamId: keyStream, limit: 1 }))[0]?.data as { execution_id: string } | undefined)?.execution_id;
     const existing = await first();
@@ -106,7 +106,7 @@ export class Executions {
     const input = this.input(wf, request);
     const id = newId('ex');
     try {
-      await this.begin(tx, workflowId, input, id, keyStream);
+      await this.begin(tx, workflowId, input, id, keyStream, request.traceparent);
     } catch (error) {
       const winner = error instanceof ConflictError ? await first() : undefined;
       if (winner === undefined) throw error;
