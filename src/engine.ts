@@ -11,6 +11,7 @@ import type { ParkedEvent, Store } from './storage/store.js';
 import { EngineEvents, type EngineEventName, type EngineListener } from './observe/events.js';
 import { timedStore } from './observe/store.js';
 import type { Observe, Tracer } from './observe/trace.js';
+import { Retention } from './retention/retention.js';
 
 /**
  * One runledger instance: a store, the journal over it, the task queue, and the workers and
@@ -33,6 +34,8 @@ export class Engine {
   /** What the runtime reads spans from: `tracer` stays null (no spans, no cost) unless `useTracer` sets one. */
   readonly observe: Observe = { events: this.events, tracer: null };
   readonly store: Store;
+  /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
+  readonly retention: Retention;
 
   constructor(
     readonly config: Config,
@@ -45,6 +48,7 @@ export class Engine {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
+    this.retention = new Retention(this);
     this.register(...workflows);
   }
 
@@ -122,6 +126,7 @@ export class Engine {
 
   /** Stops this process's workers (letting running tasks finish) and subscriptions, then closes the store. */
   async close(): Promise<void> {
+    await this.retention.stop();
     await Promise.all([...this.workers].map((w) => w.stop()));
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();

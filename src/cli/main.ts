@@ -19,10 +19,13 @@ import { runDemo } from './demo.js';
 import { mockServicesCommands } from './mock-services.js';
 import { loadSample } from './sample.js';
 import { formatEvent, formatTask } from './format.js';
+import { opsCommands } from './ops.js';
+import { envValue } from '../settings.js';
+import { parseRetention } from '../retention/policy.js';
 
 /** Where the CLI reads its database: the flag, then RUNLEDGER_DATABASE / RUNLEDGER_DB, then DATABASE_URL, then ./runledger.db. */
 function database(flag: string | undefined): string {
-  return flag ?? process.env.RUNLEDGER_DATABASE ?? process.env.RUNLEDGER_DB ?? process.env.DATABASE_URL ?? 'runledger.db';
+  return flag ?? envValue(process.env, 'RUNLEDGER_DATABASE') ?? 'runledger.db';
 }
 
 /** The server and worker settings read from the environment (the only place they are read). */
@@ -35,6 +38,7 @@ function serverEnv() {
     ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: Number(process.env.RUNLEDGER_LEASE_MS) } : {}),
     ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: Number(process.env.RUNLEDGER_POLL_MS) } : {}),
     chatProvider: providerFromEnv(process.env),
+    retention: parseRetention(envValue(process.env, 'RUNLEDGER_RETENTION')),
   };
 }
 
@@ -60,6 +64,11 @@ const log = (): Logger => (logger ??= createLogger(process.env.RUNLEDGER_LOG_LEV
 
 /** The `runledger` command line. */
 export async function main(argv: string[]): Promise<void> {
+  await cliProgram().parseAsync(argv);
+}
+
+/** The command tree, unparsed: `main` runs it, `npm run docs:config` documents its flags. */
+export function cliProgram(): Command {
   const program = new Command('runledger').description('Durable execution engine: event journal, subscriptions and task queue.');
   const db = (cmd: Command) => cmd.option('-d, --database <location>', 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)');
 
@@ -100,12 +109,12 @@ export async function main(argv: string[]): Promise<void> {
       if (options.workflows && workflows.length === 0) throw new Error(`${options.workflows} exports no workflow`);
       const env = serverEnv();
       const location = database(options.database);
-      const { chatProvider, secretKey, allow, dataDir, ...engineEnv } = env;
+      const { chatProvider, secretKey, allow, dataDir, retention, ...engineEnv } = env;
       const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
       const engine = await createEngine({ database: location, ...engineEnv });
       const tracer = await startTracing(process.env);
       engine.useTracer(tracer);
-      const services = await startServices(engine, { secretKey: key, allow, logger: log(), chatProvider, workers: true, codeWorkflows: workflows });
+      const services = await startServices(engine, { secretKey: key, allow, logger: log(), chatProvider, workers: true, codeWorkflows: workflows, retention });
       console.log(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
       await services.stop();
@@ -173,7 +182,8 @@ export async function main(argv: string[]): Promise<void> {
   triggerCommands(program, (line) => console.log(line));
   runCommands(program, (line) => console.log(line));
   mockServicesCommands(program, (line) => console.log(line));
-  await program.parseAsync(argv);
+  opsCommands(program, (line) => console.log(line), database);
+  return program;
 }
 
 function exportedWorkflows(module: Record<string, unknown>): Workflow[] {

@@ -12,6 +12,7 @@ import { createRunStarter } from '../triggers/starter.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
 import { knownSecrets } from '../workflows/known.js';
 import { logEvents } from '../observe/log.js';
+import type { RetentionPolicy } from '../retention/policy.js';
 
 export interface ServiceOptions {
   secretKey: Buffer;
@@ -26,6 +27,8 @@ export interface ServiceOptions {
   codeWorkflows?: Workflow[];
   /** Where HTTP agents report back: this server's URL. */
   reportBaseUrl?: string;
+  /** Deletes finished records by these ages, continuously, when this process runs workers (RUNLEDGER_RETENTION). */
+  retention?: RetentionPolicy;
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;
 }
@@ -63,6 +66,7 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
   const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
   await ensureRule(triggerService);
   await triggerService.start();
+  if (options.workers && options.retention) engine.retention.start(options.retention);
   if (options.workers) await startReplyWorker(engine, channels, options.chatProvider, { onError: onError('chat reply failed'), ...(options.onDelta ? { onDelta: options.onDelta } : {}) });
   return {
     workflows,

@@ -11,6 +11,7 @@ import { loadSecretKey } from '../workflows/secrets.js';
 import { createApp } from './app.js';
 import { createMetrics } from '../observe/metrics.js';
 import type { Tracer } from '../observe/trace.js';
+import type { RetentionPolicy } from '../retention/policy.js';
 import { listen } from './listen.js';
 import { startServices, type Services } from './services.js';
 import { ChannelSockets } from './ws.js';
@@ -32,6 +33,8 @@ export interface ServerOptions extends RunledgerOptions {
   agents?: Agent[];
   codeWorkflows?: Workflow[];
   logger?: Logger;
+  /** Ages after which finished records are deleted (RUNLEDGER_RETENTION), by this process when it runs workers. */
+  retention?: RetentionPolicy;
   /** Spans for requests, runs and steps (`startTracing`); the caller closes it after the server. */
   tracer?: Tracer;
 }
@@ -56,7 +59,7 @@ export function dataDirFor(database: string): string {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, tracer, ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, codeWorkflows, tracer, retention, ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
   const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
@@ -72,7 +75,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
     );
     try {
-      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(retention ? { retention } : {}), ...(agents ? { agents } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });

@@ -26,7 +26,17 @@ export function maintenanceConformance(store: () => Store): void {
       expect(await s.taskListActiveKeys({ queue: 'q', orderingKeys: [] })).toEqual([]);
     });
 
-    it('deletes only finished tasks, oldest first, by state, queue and key', async () => {
+    it('deletes only finished tasks, oldest first, by state, queue and ordering keys', async () => {
+      const k = store();
+      await k.taskEnqueue({ tasks: [task('keyed', { id: 'o1', orderingKey: 'a' }), task('keyed', { id: 'o2', orderingKey: 'b' })] });
+      for (const leaseToken of ['la', 'lb']) {
+        const [t] = await k.taskClaim({ queue: 'keyed', limit: 1, leaseMs: 60_000, workerId: 'w', leaseToken });
+        await k.taskComplete({ items: [{ id: t!.id, leaseToken, result: null }] });
+      }
+      const later = (await k.now()) + 60_000;
+      expect(await k.taskDelete({ states: ['completed'], updatedBefore: later, limit: 10, orderingKeys: ['b', 'c'] })).toEqual(['o2']);
+      expect(await k.taskDelete({ states: ['completed'], updatedBefore: later, limit: 10, orderingKeys: [] })).toEqual([]);
+      await k.taskDelete({ states: ['completed'], updatedBefore: later, limit: 10, queue: 'keyed' });
       const s = store();
       await s.taskEnqueue({ tasks: [task('q', { id: 'd1' }), task('q', { id: 'd2' }), task('other', { id: 'd3' }), task('q', { id: 'd4' })] });
       const claimed = await s.taskClaim({ queue: 'q', limit: 3, leaseMs: 60_000, workerId: 'w', leaseToken: 'l' });

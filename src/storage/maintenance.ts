@@ -54,5 +54,6 @@ export interface TaskDeleteParams {
   queue?: string;
   /** Every queue but this one. */
   exceptQueue?: string;
-  orderingKey?: string;
+  /** Only tasks with one of these ordering keys. */
+  orderingKeys?: string[];
 }

@@ -18,7 +18,8 @@ export const MAX_DETAIL_BYTES = 256 * 1024;
 export const MAX_BATCH = 100;
 
 /** The index `GET /events` pages through: key = the zero-padded journal position, newest last. */
-const INDEX = 'trigger-event';
+export const EVENT_INDEX = 'trigger-event';
+const INDEX = EVENT_INDEX;
 
 /** An event as stored: the envelope, with its id and time filled in. */
 export interface Envelope {
@@ -201,7 +202,7 @@ export class Events {
 }
 
 /** Zero-padded so keys sort like positions. */
-const indexKey = (position: number) => String(position).padStart(16, '0');
+export const indexKey = (position: number) => String(position).padStart(16, '0');
 
 function routing(routed: StoredEvent | null | undefined): Pick<EventView, 'routed' | 'routed_at' | 'matches'> {
   if (!routed) return { routed: false, routed_at: null, matches: [] };

@@ -168,6 +168,12 @@ export class Executions {
   }
 }
 
+/** Retention deleted a run: an execution's row in the workflow's index goes with it. */
+export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
+  if (run.workflow !== STORED_WORKFLOW) return;
+  await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
+}
+
 /** The execution record of a run of the interpreter: every definition step, run or not. */
 export function record(view: RunView): ExecutionRecord {
   const input = view.input as ExecutionInput;

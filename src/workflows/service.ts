@@ -1,7 +1,7 @@
 import type { Engine } from '../engine.js';
 import type { LogLine } from './actions/index.js';
 import { Definitions } from './definitions.js';
-import { Executions } from './executions.js';
+import { Executions, pruneExecution } from './executions.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
 
@@ -35,5 +35,6 @@ export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions)
   const definitions = new Definitions(engine.store, engine.journal);
   const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}) });
   engine.register(interpreter);
+  engine.retention.onRunPruned(pruneExecution);
   return { definitions, secrets, executions: new Executions(engine, definitions, interpreter) };
 }

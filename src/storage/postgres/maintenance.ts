@@ -28,10 +28,10 @@ export async function taskDelete(db: Db, p: TaskDeleteParams): Promise<string[]>
     `DELETE FROM tasks WHERE seq IN (
        SELECT seq FROM tasks
        WHERE state = ANY($1::text[]) AND updated_at < $2 AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR queue <> $4)
-         AND ($5::text IS NULL OR ordering_key = $5)
+         AND ($5::text[] IS NULL OR ordering_key = ANY($5::text[]))
        ORDER BY updated_at LIMIT $6 FOR UPDATE SKIP LOCKED)
      RETURNING id`,
-    [textArray(p.states), p.updatedBefore, p.queue ?? null, p.exceptQueue ?? null, p.orderingKey ?? null, p.limit],
+    [textArray(p.states), p.updatedBefore, p.queue ?? null, p.exceptQueue ?? null, p.orderingKeys ? textArray(p.orderingKeys) : null, p.limit],
   );
   return rows.map((r) => r.id);
 }

@@ -27,8 +27,8 @@ interface Shared {
  *
  * @example const store = await openPostgresStore(process.env.DATABASE_URL!, { poolSize: 20 })
  */
-export async function openPostgresStore(url: string, options: { poolSize?: number } = {}): Promise<Store> {
-  await migrate(url);
+export async function openPostgresStore(url: string, options: { poolSize?: number; migrate?: boolean } = {}): Promise<Store> {
+  if (options.migrate !== false) await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
   return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url), notifier: new Notifier(pool) }, null);
 }

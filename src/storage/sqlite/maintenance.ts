@@ -30,11 +30,11 @@ export function taskDelete(s: Statements, p: TaskDeleteParams): string[] {
       `DELETE FROM tasks WHERE seq IN (
          SELECT seq FROM tasks
          WHERE state IN (SELECT value FROM json_each(@states)) AND updated_at < @before
-           AND (@queue IS NULL OR queue = @queue) AND (@except IS NULL OR queue <> @except) AND (@key IS NULL OR ordering_key = @key)
+           AND (@queue IS NULL OR queue = @queue) AND (@except IS NULL OR queue <> @except) AND (@keys IS NULL OR ordering_key IN (SELECT value FROM json_each(@keys)))
          ORDER BY updated_at LIMIT @limit)
        RETURNING id`,
     )
-    .all({ states: JSON.stringify(p.states), before: p.updatedBefore, queue: p.queue ?? null, except: p.exceptQueue ?? null, key: p.orderingKey ?? null, limit: p.limit });
+    .all({ states: JSON.stringify(p.states), before: p.updatedBefore, queue: p.queue ?? null, except: p.exceptQueue ?? null, keys: p.orderingKeys ? JSON.stringify(p.orderingKeys) : null, limit: p.limit });
   return rows.map((row) => (row as { id: string }).id);
 }
 

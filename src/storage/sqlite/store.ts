@@ -41,11 +41,11 @@ class Mutex {
  *
  * @example const store = openSqliteStore('runledger.db')
  */
-export function openSqliteStore(path: string): Store {
+export function openSqliteStore(path: string, options: { migrate?: boolean } = {}): Store {
   const key = path === ':memory:' ? null : resolve(path);
   let shared = key === null ? undefined : open.get(key);
   if (!shared) {
-    const db = openDatabase(path);
+    const db = openDatabase(path, options);
     const wake = new EventEmitter();
     wake.setMaxListeners(0);
     shared = { path, db, statements: new Statements(db), lock: new Mutex(), wake, users: 0 };
