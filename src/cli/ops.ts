@@ -53,7 +53,10 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
           const policy = parseRetention(kinds.map((k: string) => `${k}:${options.olderThan}`).join(','), engine.retention.kindNames);
           const pruned = await engine.retention.prune(policy, { dryRun: Boolean(options.dryRun), batchSize: Number(options.batch) });
           for (const p of pruned) {
-            const what = [`${p.runs} runs`, `${p.tasks} tasks`, `${p.events} events`, ...(p.other ? [`${p.other} other`] : [])].join(', ');
+            const what =
+              p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)`
+              : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)`
+              : `${p.other} records (${p.events} events)`;
             print(`${options.dryRun ? 'would delete' : 'deleted'} ${p.kind}: ${what}`);
           }
         } finally {
