@@ -30,13 +30,14 @@ function database(flag: string | undefined): string {
 
 /** The server and worker settings read from the environment (the only place they are read). */
 function serverEnv() {
+  const env = (name: string) => envValue(process.env, name);
   return {
-    token: process.env.RUNLEDGER_TOKEN || undefined,
-    secretKey: process.env.RUNLEDGER_SECRET_KEY || undefined,
-    allow: parseAllowlist(process.env.RUNLEDGER_HTTP_ALLOW),
-    ...(process.env.RUNLEDGER_DATA_DIR ? { dataDir: process.env.RUNLEDGER_DATA_DIR } : {}),
-    ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: Number(process.env.RUNLEDGER_LEASE_MS) } : {}),
-    ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: Number(process.env.RUNLEDGER_POLL_MS) } : {}),
+    token: env('RUNLEDGER_TOKEN'),
+    secretKey: env('RUNLEDGER_SECRET_KEY'),
+    allow: parseAllowlist(env('RUNLEDGER_HTTP_ALLOW')),
+    ...(env('RUNLEDGER_DATA_DIR') ? { dataDir: env('RUNLEDGER_DATA_DIR')! } : {}),
+    ...(env('RUNLEDGER_LEASE_MS') ? { leaseMs: Number(env('RUNLEDGER_LEASE_MS')) } : {}),
+    ...(env('RUNLEDGER_POLL_MS') ? { pollMs: Number(env('RUNLEDGER_POLL_MS')) } : {}),
     chatProvider: providerFromEnv(process.env),
     retention: parseRetention(envValue(process.env, 'RUNLEDGER_RETENTION')),
   };
@@ -88,7 +89,7 @@ export function cliProgram(): Command {
     .action(async (options) => {
       const stopped = untilSignal();
       const tracer = await startTracing(process.env);
-      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? process.env.PORT ?? 8080), workers: options.workers, logger: log(), ...(tracer ? { tracer } : {}), ...serverEnv() });
+      const server = await startServer({ database: database(options.db ?? options.databaseUrl), host: options.host, port: Number(options.port ?? envValue(process.env, 'PORT') ?? 8080), workers: options.workers, logger: log(), ...(tracer ? { tracer } : {}), ...serverEnv() });
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
         console.log(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id} --data '{"name":"Ada"}' --wait`);
