@@ -96,14 +96,16 @@ export class Engine {
 
   /** Starts a worker for `queue` in this process; `close()` stops it. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
-    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, events: this.events, ...options });
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `worker ${queue}`, error });
+    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, events: this.events, onError, ...options });
     this.workers.add(worker);
     return worker;
   }
 
   /** Starts a durable subscription in this process; `close()` stops it. */
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, events: this.events, ...options }, handler);
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `subscription ${name}`, error });
+    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, events: this.events, onError, ...options }, handler);
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;

@@ -42,6 +42,8 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
   const parkedTotal = new Counter({ name: 'runledger_subscription_parked_total', help: 'Events parked by this process', labelNames: ['subscription'], registers });
   const httpDuration = new Histogram({ name: 'runledger_http_request_duration_seconds', help: 'HTTP requests by route template', labelNames: ['method', 'route', 'status'], buckets: SECONDS, registers });
   const txDuration = new Histogram({ name: 'runledger_store_transaction_duration_seconds', help: 'Store transactions', labelNames: ['outcome'], buckets: [0.0005, 0.001, 0.0025, ...SECONDS], registers });
+  const errors = new Counter({ name: 'runledger_background_errors_total', help: 'Failures of background loops (workers, subscriptions, retention), retried', labelNames: ['what'], registers });
+  const pruned = new Counter({ name: 'runledger_retention_deleted_total', help: 'Records retention deleted', labelNames: ['kind', 'record'], registers });
   const depth = new Gauge({ name: 'runledger_queue_tasks', help: 'Tasks per queue and state (ready = due now, scheduled = due later)', labelNames: ['queue', 'state'], registers });
   const oldest = new Gauge({ name: 'runledger_queue_oldest_ready_age_seconds', help: 'How long the oldest due task has waited', labelNames: ['queue'], registers });
   const expired = new Gauge({ name: 'runledger_queue_expired_leases', help: 'Running tasks whose lease ran out (their worker died)', labelNames: ['queue'], registers });
@@ -71,6 +73,13 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
     events.on('lease:lost', (e) => leasesLost.inc({ what: e.what })),
     events.on('subscription:parked', (e) => parkedTotal.inc({ subscription: e.subscription })),
     events.on('http:request', (e) => httpDuration.observe({ method: e.method, route: e.route, status: String(e.status) }, s(e.durationMs))),
+    events.on('engine:error', (e) => errors.inc({ what: e.what })),
+    events.on('retention:pruned', (e) => {
+      if (e.dryRun) return;
+      pruned.inc({ kind: e.kind, record: 'run' }, e.runs);
+      pruned.inc({ kind: e.kind, record: 'task' }, e.tasks);
+      pruned.inc({ kind: e.kind, record: 'event' }, e.events);
+    }),
     events.on('store:transaction', (e) => txDuration.observe({ outcome: e.ok ? 'commit' : 'rollback' }, s(e.durationMs))),
   ];
 

@@ -61,7 +61,8 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
   const channels = new Channels(engine.store, engine.journal);
   const agentSessions = sessions(engine, { agents: options.agents ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
-  const onError = (what: string) => (error: unknown) => logger.warn({ err: error }, what);
+  // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them
+  const onError = (what: string) => (error: unknown) => engine.events.emit('engine:error', { what, error });
   const stopLogging = logEvents(engine.events, logger, knownSecrets(workflows.secrets));
   const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
   await ensureRule(triggerService);
