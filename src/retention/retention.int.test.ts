@@ -91,6 +91,20 @@ describe.each(backends)('retention on $name', (backend) => {
     expect(await engine.runtime.handle('w1').result()).toBe('yes');
   });
 
+  it('prunes continuously in the background until stopped', async () => {
+    const engine = await open();
+    const pruned: number[] = [];
+    engine.on('retention:pruned', (e) => void (e.runs > 0 && pruned.push(e.runs)));
+    engine.retention.start({ runs: 0 }, { intervalMs: 50, pauseMs: 0 });
+    await (await engine.start(quick, {}, { id: 'bg-1' })).result();
+    await eventually(async () => (await engine.store.projectionGet({ name: 'run', key: 'bg-1' })) === undefined);
+    await engine.retention.stop();
+    await (await engine.start(quick, {}, { id: 'bg-2' })).result();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await engine.run('bg-2')).status).toBe('succeeded');
+    expect(pruned).toEqual([1]);
+  });
+
   it('deletes finished tasks of other queues by age, never ready or running ones', async () => {
     const engine = await open();
     engine.work('mail', async (payload: { fail?: boolean }) => {
