@@ -57,8 +57,10 @@ async function bench(backend: Backend, database: string): Promise<void> {
       sizes.push(await size(engine, database));
       console.error(`  ${backend} round ${round + 1}/${rounds}: ${written} events written, ${(sizes.at(-1)! / 1e6).toFixed(1)} MB`);
     }
+    const audits = rounds * Math.ceil(runsPerRound / 20);
+    for (const deadline = Date.now() + 30_000; seen < audits && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
     const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
-    console.log(`${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen}`);
+    console.log(`${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen} of ${audits}`);
   } finally {
     await engine.close();
   }

@@ -89,6 +89,7 @@ export class Retention {
       // a dry run deletes in one transaction that is then rolled back, so each batch sees the ones before it gone
       const pruned = dryRun ? await rollback(store, sweep) : await sweep(store);
       out.push(pruned);
+      if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) await store.storageVacuum({ after: 'sweep' });
       events.emit('retention:pruned', { kind: name, runs: pruned.runs, events: pruned.events, tasks: pruned.tasks, dryRun });
       if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) {
         await journal.append('retention', [{ type: 'retention.pruned', data: { ...pruned, olderThanMs: age, before: now - age } }]);
@@ -168,7 +169,7 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
           total.runs += batch.runs;
           total.events += batch.events;
           total.tasks += batch.tasks;
-          if (!options.dryRun) await store.storageVacuum({ pages: 10_000 });
+          if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
         }
         if (ends.length < options.batchSize || ends.some((e) => e.timestamp >= options.before)) break;
         from = ends.at(-1)!.position + 1;
@@ -232,7 +233,7 @@ function tasksKind(): RetentionKind {
           });
           total.tasks += batch.tasks;
           total.events += batch.events;
-          if (!options.dryRun && batch.tasks > 0) await store.storageVacuum({ pages: 10_000 });
+          if (!options.dryRun && batch.tasks > 0) await store.storageVacuum({ after: 'batch' });
           if (batch.tasks < options.batchSize) break;
           await pause(options);
         }

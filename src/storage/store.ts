@@ -143,8 +143,13 @@ export interface Store {
    * appends. Retention is the one writer that deletes events; readers tolerate the gaps in positions.
    */
   streamDelete(p: { streamIds: string[] }): Promise<{ events: number }>;
-  /** Gives freed pages back to the file system (SQLite `incremental_vacuum`); PostgreSQL's autovacuum does this itself. */
-  storageVacuum(p: { pages: number }): Promise<void>;
+  /**
+   * Makes the space of deleted rows reusable, never blocking writers for long: after each `batch`
+   * of deletions SQLite gives freed pages back to the file system (`incremental_vacuum`); after a
+   * whole `sweep` PostgreSQL also runs a plain `VACUUM` of the tables retention deletes from
+   * (autovacuum would, but only after its next nap and thresholds, while deletes keep coming).
+   */
+  storageVacuum(p: { after: 'batch' | 'sweep' }): Promise<void>;
   /** Latency, clock skew, migrations, and the database's commit rate over `sampleMs` (for `runledger doctor`). */
   storageDiagnose(p: { sampleMs: number }): Promise<StoreDiagnosis>;
 }

@@ -29,7 +29,7 @@ export function eventsRetention(): RetentionKind {
           });
           total.other += batch.count;
           total.events += batch.events;
-          if (!options.dryRun && batch.count > 0) await store.storageVacuum({ pages: 10_000 });
+          if (!options.dryRun && batch.count > 0) await store.storageVacuum({ after: 'batch' });
         }
         if (received.length < options.batchSize || old.length < received.length) break;
         from = received.at(-1)!.position + 1;

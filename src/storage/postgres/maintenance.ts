@@ -89,3 +89,11 @@ export async function storageDiagnose(db: Db, p: { sampleMs: number }): Promise<
   const commitsPerSecond = Math.max(0, after - before - own) / (p.sampleMs / 1000);
   return { latencyMs, clockSkewMs, migrations, commitsPerSecond, commitsSource: ext?.present ? 'pg_stat_statements' : 'pg_stat_database', autoVacuum: null };
 }
+
+/**
+ * A plain VACUUM (not FULL): it takes no lock that blocks reads or writes, and SKIP_LOCKED passes
+ * over a table another maintenance command holds instead of waiting for it.
+ */
+export async function storageVacuum(db: Db): Promise<void> {
+  await db.rows('VACUUM (SKIP_LOCKED) events, streams, append_keys, projections, tasks');
+}

@@ -189,8 +189,10 @@ class PostgresStore implements Store {
   subscriptionStats: Store['subscriptionStats'] = () => maintenance.subscriptionStats(this.db);
   streamDelete: Store['streamDelete'] = (p) => maintenance.streamDelete(this.db, p);
   storageDiagnose: Store['storageDiagnose'] = (p) => maintenance.storageDiagnose(this.db, p);
-  /** Autovacuum reclaims PostgreSQL's dead rows without blocking writers; nothing to do here. */
-  storageVacuum: Store['storageVacuum'] = async () => {};
+  storageVacuum: Store['storageVacuum'] = async (p) => {
+    if (this.tx) throw new Error('storageVacuum cannot run inside a transaction');
+    if (p.after === 'sweep') await maintenance.storageVacuum(this.db);
+  };
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

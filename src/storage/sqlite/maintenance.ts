@@ -72,8 +72,9 @@ export function streamDelete(s: Statements, p: { streamIds: string[] }): { event
 }
 
 /** Outside a transaction only: SQLite refuses to vacuum inside one. A file not in incremental mode has nothing to give back this way. */
-export function storageVacuum(s: Statements, p: { pages: number }): void {
-  s.db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(p.pages))})`);
+export function storageVacuum(s: Statements): void {
+  // 10,000 pages (40 MB) at most per call: one call is one short hold of the write lock
+  s.db.pragma('incremental_vacuum(10000)');
 }
 
 export function storageDiagnose(s: Statements): StoreDiagnosis {

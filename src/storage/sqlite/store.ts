@@ -218,9 +218,9 @@ class SqliteStore implements Store {
   subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
   streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
   storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
-  storageVacuum: Store['storageVacuum'] = async (p) => {
+  storageVacuum: Store['storageVacuum'] = async () => {
     if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
-    await this.read((s) => maintenance.storageVacuum(s, p));
+    await this.read((s) => maintenance.storageVacuum(s));
   };
 }
 
