@@ -27,7 +27,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'RUNLEDGER_LEASE_MS', used: 'serve, worker', default: '30000', doc: "How long a worker's claim on a task (and so on a run) lasts without renewal." },
   { env: 'RUNLEDGER_POLL_MS', used: 'serve, worker', default: '1000', doc: 'The fallback poll of workers and subscriptions when no wake-up arrives.' },
   { env: 'RUNLEDGER_LOG_LEVEL', used: 'serve, worker', default: 'info', doc: 'fatal, error, warn, info (one line per lifecycle event), debug (also claims and requests), trace or silent. JSON lines, readable ones on a terminal.' },
-  { env: 'RUNLEDGER_RETENTION', used: 'serve, worker', default: '(keep everything)', doc: 'Ages after which finished records are deleted, per kind: `runs:30d,tasks:7d,events:14d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.' },
+  { env: 'RUNLEDGER_RETENTION', used: 'serve, worker', default: '(keep everything)', doc: 'Ages after which finished records are deleted, per kind (runs, tasks, events, chat): `runs:30d,tasks:7d,events:14d,chat:365d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.' },
   { env: 'RUNLEDGER_LLM_URL', used: 'serve, worker', default: '(offline model)', doc: 'An OpenAI-compatible server that answers `role: user` chat messages.' },
   { env: 'RUNLEDGER_LLM_MODEL', used: 'serve, worker', default: '(none)', doc: 'The model to ask; required with RUNLEDGER_LLM_URL.' },
   { env: 'RUNLEDGER_LLM_API_KEY', used: 'serve, worker', default: '(none)', doc: 'Bearer key for RUNLEDGER_LLM_URL, when it needs one.' },

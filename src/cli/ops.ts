@@ -38,7 +38,7 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
     .description('delete finished runs (whole: events, views, tasks), finished tasks and routed events older than an age; never anything live')
     .option('-d, --database <location>', 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)')
     .requiredOption('--older-than <age>', 'e.g. 30d, 12h')
-    .option('--kind <kinds>', 'comma-separated: runs, tasks, events (default: all)')
+    .option('--kind <kinds>', 'comma-separated: runs, tasks, events, chat (default: all)')
     .option('--dry-run', 'count what would be deleted, delete nothing')
     .option('--batch <n>', 'records per transaction', '200')
     .action(async (options) => {
@@ -56,6 +56,7 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
             const what =
               p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)`
               : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)`
+              : p.kind === 'chat' ? `${p.other} messages`
               : `${p.other} records (${p.events} events)`;
             print(`${options.dryRun ? 'would delete' : 'deleted'} ${p.kind}: ${what}`);
           }

@@ -12,6 +12,7 @@ import { createRunStarter } from '../triggers/starter.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
 import { knownSecrets } from '../workflows/known.js';
 import { logEvents } from '../observe/log.js';
+import { chatRetention } from '../chat/retention.js';
 import type { RetentionPolicy } from '../retention/policy.js';
 
 export interface ServiceOptions {
@@ -59,6 +60,7 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
   const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message) });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
+  engine.retention.register(chatRetention());
   const agentSessions = sessions(engine, { agents: options.agents ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
   // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them

@@ -82,6 +82,18 @@ export function maintenanceConformance(store: () => Store): void {
       await s.storageVacuum({ after: 'sweep' });
     });
 
+    it('deletes the oldest events of a stream, which goes on at its version', async () => {
+      const s = store();
+      await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 1 }] }], idempotencyKey: 'm1' });
+      await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 2 }, { type: 'M', data: 3 }] }] });
+      expect(await s.eventDeleteBefore({ streamId: 'chat', beforeVersion: 3 })).toEqual({ events: 2 });
+      expect((await s.eventReadStream({ streamId: 'chat' })).map((e) => [e.version, e.data])).toEqual([[3, 3]]);
+      const next = await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 4 }] }], idempotencyKey: 'm1' });
+      expect(next.duplicate).toBe(false);
+      expect(next.events[0]?.version).toBe(4);
+      expect(await s.eventDeleteBefore({ streamId: 'chat', beforeVersion: 1 })).toEqual({ events: 0 });
+    });
+
     it('reports subscription lag in positions and parked counts', async () => {
       const s = store();
       await s.subscriptionEnsure({ name: 'late', streamPrefix: null, types: null, ordered: false, from: 'beginning' });

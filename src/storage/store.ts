@@ -144,6 +144,11 @@ export interface Store {
    */
   streamDelete(p: { streamIds: string[] }): Promise<{ events: number }>;
   /**
+   * Deletes the oldest events of one stream, those with a version below `beforeVersion`, and the
+   * idempotency keys of their appends; the stream goes on at its version (nothing is renumbered).
+   */
+  eventDeleteBefore(p: { streamId: string; beforeVersion: number }): Promise<{ events: number }>;
+  /**
    * Makes the space of deleted rows reusable, never blocking writers for long: after each `batch`
    * of deletions SQLite gives freed pages back to the file system (`incremental_vacuum`); after a
    * whole `sweep` PostgreSQL also runs a plain `VACUUM` of the tables retention deletes from

@@ -97,3 +97,13 @@ export async function storageDiagnose(db: Db, p: { sampleMs: number }): Promise<
 export async function storageVacuum(db: Db): Promise<void> {
   await db.rows('VACUUM (SKIP_LOCKED) events, streams, append_keys, projections, tasks');
 }
+
+export async function eventDeleteBefore(db: Db, p: { streamId: string; beforeVersion: number }): Promise<{ events: number }> {
+  const [row] = await db.rows<{ events: number }>(
+    `WITH gone AS (DELETE FROM events WHERE stream_id = $1 AND version < $2 RETURNING idempotency_key),
+       keys AS (DELETE FROM append_keys WHERE key IN (SELECT idempotency_key FROM gone WHERE idempotency_key IS NOT NULL))
+     SELECT count(*) AS events FROM gone`,
+    [p.streamId, p.beforeVersion],
+  );
+  return { events: row?.events ?? 0 };
+}

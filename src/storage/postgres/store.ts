@@ -188,6 +188,7 @@ class PostgresStore implements Store {
   taskDelete: Store['taskDelete'] = (p) => maintenance.taskDelete(this.db, p);
   subscriptionStats: Store['subscriptionStats'] = () => maintenance.subscriptionStats(this.db);
   streamDelete: Store['streamDelete'] = (p) => maintenance.streamDelete(this.db, p);
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => maintenance.eventDeleteBefore(this.db, p);
   storageDiagnose: Store['storageDiagnose'] = (p) => maintenance.storageDiagnose(this.db, p);
   storageVacuum: Store['storageVacuum'] = async (p) => {
     if (this.tx) throw new Error('storageVacuum cannot run inside a transaction');

@@ -85,3 +85,11 @@ export function storageDiagnose(s: Statements): StoreDiagnosis {
   const autoVacuum = s.db.pragma('auto_vacuum', { simple: true }) as number;
   return { latencyMs, clockSkewMs: 0, migrations, commitsPerSecond: null, commitsSource: null, autoVacuum };
 }
+
+export function eventDeleteBefore(s: Statements, p: { streamId: string; beforeVersion: number }): { events: number } {
+  s.get(
+    `DELETE FROM append_keys WHERE key IN (
+       SELECT idempotency_key FROM events WHERE stream_id = ? AND version < ? AND idempotency_key IS NOT NULL)`,
+  ).run(p.streamId, p.beforeVersion);
+  return { events: s.get('DELETE FROM events WHERE stream_id = ? AND version < ?').run(p.streamId, p.beforeVersion).changes };
+}

@@ -217,6 +217,7 @@ class SqliteStore implements Store {
   taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
   subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
   streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => this.run((s) => maintenance.eventDeleteBefore(s, p));
   storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
   storageVacuum: Store['storageVacuum'] = async () => {
     if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
