@@ -8,6 +8,10 @@ import type { RunView } from './runtime/view.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
+import { EngineEvents, type EngineEventName, type EngineListener } from './observe/events.js';
+import { timedStore } from './observe/store.js';
+import type { Observe, Tracer } from './observe/trace.js';
+import { Retention } from './retention/retention.js';
 
 /**
  * One runledger instance: a store, the journal over it, the task queue, and the workers and
@@ -25,16 +29,26 @@ export class Engine {
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
+  /** The lifecycle events of this engine (see `on`). */
+  readonly events = new EngineEvents();
+  /** What the runtime reads spans from: `tracer` stays null (no spans, no cost) unless `useTracer` sets one. */
+  readonly observe: Observe = { events: this.events, tracer: null };
+  readonly store: Store;
+  /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
+  readonly retention: Retention;
 
   constructor(
     readonly config: Config,
-    readonly store: Store,
+    store: Store,
     workflows: Workflow[] = [],
     private readonly runWorkers = true,
   ) {
+    this.store = timedStore(store, this.events);
+    store = this.store;
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
-    this.runtime = new Runtime(store, this.journal, this.queue, [], config);
+    this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
+    this.retention = new Retention(this);
     this.register(...workflows);
   }
 
@@ -45,6 +59,20 @@ export class Engine {
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
     this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff });
+  }
+
+  /**
+   * Listens to one lifecycle event of this engine; returns the function that stops listening.
+   *
+   * @example const off = engine.on('run:end', ({ workflow, outcome }) => console.log(workflow, outcome));
+   */
+  on<K extends EngineEventName>(name: K, listener: EngineListener<K>): () => void {
+    return this.events.on(name, listener);
+  }
+
+  /** Spans for runs and steps from now on (`startTracing` makes one from the OTEL_* environment). */
+  useTracer(tracer: Tracer | null): void {
+    this.observe.tracer = tracer;
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
@@ -68,14 +96,16 @@ export class Engine {
 
   /** Starts a worker for `queue` in this process; `close()` stops it. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
-    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, ...options });
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `worker ${queue}`, error });
+    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, events: this.events, onError, ...options });
     this.workers.add(worker);
     return worker;
   }
 
   /** Starts a durable subscription in this process; `close()` stops it. */
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, ...options }, handler);
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `subscription ${name}`, error });
+    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, events: this.events, onError, ...options }, handler);
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;
@@ -98,6 +128,7 @@ export class Engine {
 
   /** Stops this process's workers (letting running tasks finish) and subscriptions, then closes the store. */
   async close(): Promise<void> {
+    await this.retention.stop();
     await Promise.all([...this.workers].map((w) => w.stop()));
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();

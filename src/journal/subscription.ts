@@ -1,4 +1,5 @@
 import { backoffDelay, type Backoff } from '../backoff.js';
+import type { EngineEvents } from '../observe/events.js';
 import { crashPoint } from '../crash.js';
 import { describeError, LeaseLostError, TerminalError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -39,9 +40,11 @@ export interface SubscribeOptions {
   pollMs?: number;
   leaseMs?: number;
   onError?: (error: unknown) => void;
+  /** Where `subscription:parked` is reported (the engine passes its own). */
+  events?: EngineEvents;
 }
 
-type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare'>> & SubscribeOptions;
+type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare' | 'events'>> & SubscribeOptions;
 
 const defaults: Resolved = {
   ordered: false,
@@ -154,6 +157,7 @@ export class Subscriber {
     const result = await this.attempt(event, advance);
     if (result.outcome !== 'failed') return result.outcome;
     const park = { subscription: this.name, event, error: result.error, attempts: this.options.maxAttempts };
+    this.options.events?.emit('subscription:parked', { subscription: this.name, position: event.position, error: result.error });
     if (this.options.ordered) {
       const reason = `event ${event.position} (${event.type}) failed ${this.options.maxAttempts} times: ${result.error}`;
       await this.store.transaction(async (tx) => {

@@ -8,6 +8,8 @@ import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
 import { History, runStream, type Seq } from './history.js';
+import { observePass, type Observe } from './observe.js';
+import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import { isPartial, type Workflow } from './workflow.js';
@@ -21,6 +23,8 @@ export interface StartOptions {
   timeout?: Duration;
   /** Starts the run in the caller's transaction: it exists only if that commits. */
   tx?: Store;
+  /** The caller's W3C trace context, stored with the run so its spans join the caller's trace (in any process, after any crash). */
+  traceparent?: string;
 }
 
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
@@ -58,7 +62,7 @@ export class Runtime {
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe },
   ) {
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
@@ -99,7 +103,7 @@ export class Runtime {
     if (!this.workflows.has(wf.name)) throw new ValidationError('workflow', `'${wf.name}' is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null };
+    const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
       await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, ...PASS_TASK, orderingKey: options.id });
@@ -188,25 +192,30 @@ export class Runtime {
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
-    const history = new History(await this.journal.readStream(runStream(id), { limit: 1_000_000 }));
+    const events = await this.journal.readStream(runStream(id), { limit: 1_000_000 });
+    const history = new History(events);
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
     const wf = this.workflows.get(history.workflow);
     if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children });
+    const seen = observePass(this.options.observe, id, history, events[0]);
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
+    let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
     try {
       const outcome = await pass.execute(wf);
       if (outcome.kind === 'suspended') {
         await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
+        result = 'suspended';
         return null;
       }
       if (outcome.kind === 'completed') {
         const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
         await pass.write([{ type: 'run.completed', data }], end);
+        result = 'success';
         return null;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
@@ -214,8 +223,10 @@ export class Runtime {
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
       if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
       else await pass.write([{ type: 'run.failed', data: { error: describeError(outcome.error), compensations } }], end);
+      result = pass.isCancelled ? 'cancelled' : 'failed';
       return null;
     } finally {
+      seen.end(result);
       await stopWatching();
     }
   };

@@ -12,6 +12,8 @@ import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
+import type { Metrics } from '../observe/metrics.js';
+import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
 import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
@@ -38,6 +40,8 @@ export interface AppOptions {
   version?: string;
   /** The built dashboard served at `/ui` (default: `dist/ui` when built; null: none). */
   uiDir?: string | null;
+  /** Serves `GET /metrics` (behind the same token as the API). */
+  metrics?: Metrics;
 }
 
 /**
@@ -66,6 +70,7 @@ export function createApp(options: AppOptions): Hono {
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
+  app.use('*', observeRequests(options.engine.observe));
   const allowed = allowedMethods([...routes, { method: 'get', path: '/healthz' }, { method: 'get', path: '/openapi.json' }]);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
@@ -79,6 +84,8 @@ export function createApp(options: AppOptions): Hono {
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
+  const metrics = options.metrics;
+  if (metrics) app.get('/metrics', async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }));
   mount(app, routes);
   return app;
 }
@@ -98,7 +105,7 @@ async function serve(r: Route, c: Context): Promise<Response> {
   for (const [name, value] of Object.entries(params)) checkText(name, value);
   const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
   const query = r.query ? parse(r.query, checkedQuery(new URL(c.req.url).searchParams), 'query') : {};
-  const result = await r.handle({ params, query, body, headers: c.req.raw.headers, signal: c.req.raw.signal });
+  const result = await r.handle({ params, query, body, headers: handlerHeaders(c), signal: c.req.raw.signal });
   if (result instanceof Response) return result;
   if (r.status === 204) return c.body(null, 204);
   return c.json(result ?? null, r.status as 200);

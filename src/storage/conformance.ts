@@ -4,6 +4,7 @@ import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
 import { agentLedgerConformance } from './conformance-agents.js';
 import { task, taskConformance } from './conformance-tasks.js';
+import { maintenanceConformance } from './conformance-maintenance.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -319,6 +320,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
   taskConformance({ store: () => store, openAnother });
   agentLedgerConformance({ store: () => store });
+  maintenanceConformance(() => store);
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

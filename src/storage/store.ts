@@ -3,6 +3,9 @@ import type {
   AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow,
   AgentToolCallChange, AgentToolCallRow, ApprovalStatus,
 } from './ledger.js';
+import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
+
+export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -206,6 +209,33 @@ export interface Store {
   agentCheckpointPut(p: { checkpoint: AgentCheckpointRow }): Promise<void>;
   /** In the run's order (seq). */
   agentCheckpointList(p: { run_id: string }): Promise<AgentCheckpointRow[]>;
+  /** Unfinished work per queue, in one query (metrics scrape it; doctor reads it). */
+  taskStats(): Promise<QueueStats[]>;
+  /** Of `orderingKeys`, the ones that have a ready or running task in `queue`. */
+  taskListActiveKeys(p: { queue: string; orderingKeys: string[] }): Promise<string[]>;
+  /** Deletes up to `limit` finished tasks (oldest change first) and returns their ids. Never a ready or running one. */
+  taskDelete(p: TaskDeleteParams): Promise<string[]>;
+  /** Every subscription's lag and parked count, in one query. */
+  subscriptionStats(): Promise<SubscriptionStats[]>;
+  /**
+   * Deletes whole streams: their events, their version rows and the idempotency keys of their
+   * appends. Retention is the one writer that deletes events; readers tolerate the gaps in positions.
+   */
+  streamDelete(p: { streamIds: string[] }): Promise<{ events: number }>;
+  /**
+   * Deletes the oldest events of one stream, those with a version below `beforeVersion`, and the
+   * idempotency keys of their appends; the stream goes on at its version (nothing is renumbered).
+   */
+  eventDeleteBefore(p: { streamId: string; beforeVersion: number }): Promise<{ events: number }>;
+  /**
+   * Makes the space of deleted rows reusable, never blocking writers for long: after each `batch`
+   * of deletions SQLite gives freed pages back to the file system (`incremental_vacuum`); after a
+   * whole `sweep` PostgreSQL also runs a plain `VACUUM` of the tables retention deletes from
+   * (autovacuum would, but only after its next nap and thresholds, while deletes keep coming).
+   */
+  storageVacuum(p: { after: 'batch' | 'sweep' }): Promise<void>;
+  /** Latency, clock skew, migrations, and the database's commit rate over `sampleMs` (for `runledger doctor`). */
+  storageDiagnose(p: { sampleMs: number }): Promise<StoreDiagnosis>;
 }
 
 export type NotifyChannel = 'events' | 'tasks';
