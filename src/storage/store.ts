@@ -62,10 +62,13 @@ export interface Store {
   eventReadAll(p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]>;
   /**
    * Events after `after`, in an order in which no event can still appear before one already
-   * returned: a reader that resumes from the last cursor never skips an event, even one whose
-   * transaction commits after an event with a later position.
+   * returned: a reader that resumes from the returned cursor never skips an event, even one whose
+   * transaction commits after an event with a later position. The cursor moves past every event
+   * the read covered, matching the filters or not, so a reader whose filters match nothing does
+   * not read the same events again; a read examines a bounded number of events (through the type
+   * index when `types` is given), and `more` says to read again at once.
    */
-  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]>;
+  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead>;
   /** The cursor after the newest committed event. */
   eventHead(): Promise<Cursor>;
   /** Streams whose id starts with `prefix`, in id order (bytewise), after `after` (exclusive). */
@@ -176,6 +179,19 @@ export interface StoredEvent {
 export interface CommittedEvent {
   event: StoredEvent;
   cursor: Cursor;
+}
+
+/** What one `eventReadCommitted` covered. */
+export interface CommittedRead {
+  /** The matching events, at most `limit`, in committed order. */
+  events: CommittedEvent[];
+  /**
+   * Where the next read resumes: the last event returned when `limit` was reached, else the last
+   * event examined (matching or not), else `after`. Never before `after`.
+   */
+  cursor: Cursor;
+  /** The read stopped before the newest committed event (the limit or the scan bound): read again now. */
+  more: boolean;
 }
 
 export interface StreamAppend {
