@@ -63,7 +63,8 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
     await sub.start();
     try {
       const last = await noise(6);
-      await eventually(() => atHead('routing', last));
+      // on PostgreSQL the committed-order horizon is the whole cluster's: another database's long transaction holds it back
+      await eventually(() => atHead('routing', last), 30_000);
       expect(seen).toEqual([]);
       expect(counts.transactions).toBe(0);
       // every event was handed back by a read at most once: nothing is read again

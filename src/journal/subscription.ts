@@ -38,10 +38,12 @@ export interface SubscribeOptions {
   /** How often to look for new events when no wake-up arrives: the fallback, not the main path. */
   pollMs?: number;
   leaseMs?: number;
+  /** Who holds the lease; default a fresh id. The engine names its process in it (see `Liveness`). */
+  owner?: string;
   onError?: (error: unknown) => void;
 }
 
-type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare'>> & SubscribeOptions;
+type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare' | 'owner'>> & SubscribeOptions;
 
 const defaults: Resolved = {
   ordered: false,
@@ -65,7 +67,7 @@ type Outcome = 'done' | 'blocked' | 'lost' | 'stopped';
  * await sub.start();
  */
 export class Subscriber {
-  readonly owner = newId('owner');
+  readonly owner: string;
   private readonly options: Resolved;
   private readonly wakeup = new Wakeup();
   private running = false;
@@ -80,6 +82,7 @@ export class Subscriber {
     private readonly handler: EventHandler,
   ) {
     this.options = { ...defaults, ...options };
+    this.owner = options.owner ?? newId('owner');
   }
 
   async start(): Promise<void> {

@@ -140,7 +140,7 @@ export class Worker {
   }
 
   /** Ends the leases of crashed or stalled workers (of any queue): their tasks are ready again, or dead. */
-  private async expireLeases(): Promise<void> {
+  async expireLeases(): Promise<void> {
     await this.store.transaction(async (tx) => {
       const expired = await tx.taskExpire({ limit: 1000 });
       if (expired.length === 0) return;

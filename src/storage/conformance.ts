@@ -4,6 +4,7 @@ import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
 import { task, taskConformance } from './conformance-tasks.js';
 import { readConformance } from './conformance-reads.js';
+import { processConformance } from './conformance-processes.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -294,6 +295,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
   taskConformance({ store: () => store, openAnother });
   readConformance({ store: () => store });
+  processConformance({ store: () => store });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

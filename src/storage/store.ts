@@ -128,6 +128,43 @@ export interface Store {
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
   /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */
   taskNextRunAt(p: { queue: string }): Promise<number | null>;
+
+  /** Records a process that holds leases, its heartbeat now (database clock); registering again renews it. */
+  processRegister(p: { id: string; host: string; pid: number; pidStart: string | null }): Promise<void>;
+  /** Renews its heartbeat; false when its row is gone (another process ended it): register again. */
+  processHeartbeat(p: { id: string }): Promise<boolean>;
+  processList(): Promise<ProcessInfo[]>;
+  /**
+   * Ends the processes whose heartbeat is older than `staleMs` and those named in `ids`, all but
+   * `keep`: deletes their rows and ends the leases they hold (tasks whose worker id, subscriptions
+   * whose owner, starts with `<process id>:`), so the usual expiry hands their work on now rather
+   * than when each lease runs out. Lease tokens still fence a process that was only paused.
+   */
+  processExpire(p: { staleMs: number; ids: string[]; keep: string | null }): Promise<ProcessesEnded>;
+}
+
+/** A process holding leases, as `processList` shows it. */
+export interface ProcessInfo {
+  id: string;
+  /** The machine it runs on: a process on the same one can tell whether `pid` still lives. */
+  host: string;
+  pid: number;
+  /** When the OS started `pid` (Linux: its start time in clock ticks), to tell a reused pid apart. */
+  pidStart: string | null;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+export interface ProcessesEnded {
+  processes: string[];
+  /** Task leases and subscription leases ended. */
+  tasks: number;
+  subscriptions: number;
+}
+
+/** The prefix of the worker ids and subscription owners of a process: how its leases name it. */
+export function leaseHolderPrefix(processId: string): string {
+  return `${processId}:`;
 }
 
 export type NotifyChannel = 'events' | 'tasks';

@@ -3,6 +3,7 @@ import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from 
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as events from './events.js';
 import { Listener, Notifier } from './notify.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -181,6 +182,16 @@ class PostgresStore implements Store {
     return moved;
   };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
+
+  processRegister: Store['processRegister'] = (p) => processes.processRegister(this.db, p);
+  processHeartbeat: Store['processHeartbeat'] = (p) => processes.processHeartbeat(this.db, p);
+  processList: Store['processList'] = () => processes.processList(this.db);
+  processExpire: Store['processExpire'] = async (p) => {
+    const ended = await processes.processExpire(this.db, p);
+    // a subscription's lease ended: subscribers everywhere look at once
+    if (ended.subscriptions > 0) this.wake('events', ['']);
+    return ended;
+  };
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as events from './events.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -210,6 +211,13 @@ class SqliteStore implements Store {
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
+
+  processRegister: Store['processRegister'] = (p) => this.run((s, now) => processes.processRegister(s, now, p));
+  processHeartbeat: Store['processHeartbeat'] = (p) => this.run((s, now) => processes.processHeartbeat(s, now, p));
+  processList: Store['processList'] = () => this.read((s) => processes.processList(s));
+  // a subscription's lease ended: its subscribers here look at once
+  processExpire: Store['processExpire'] = (p) =>
+    this.run((s, now) => processes.processExpire(s, now, p), (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
