@@ -86,6 +86,8 @@ export class Worker {
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
+    // at once too: leases a dead process held may have just been ended (see Liveness)
+    void this.expireLeases().catch((e) => this.options.onError?.(e));
   }
 
   /** Stops claiming, lets running tasks finish and commits them. */
