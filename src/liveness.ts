@@ -64,7 +64,7 @@ export class Liveness {
     if (!this.starting) return;
     await this.starting.catch(() => {});
     this.starting = null;
-    await this.store.processExpire({ staleMs: Number.MAX_SAFE_INTEGER, ids: [this.id], keep: null });
+    await this.store.processExpire({ staleMs: Number.MAX_SAFE_INTEGER, ids: [this.id], keep: [] });
   }
 
   private async heartbeat(): Promise<void> {
@@ -78,8 +78,12 @@ export class Liveness {
     this.sweeping = true;
     try {
       const here = thisProcess();
-      const gone = (await this.store.processList()).filter((p) => p.id !== this.id && p.host === here.host && !alive(p)).map((p) => p.id);
-      const ended = await this.store.processExpire({ staleMs: this.options.staleMs, ids: gone, keep: this.id });
+      const processes = await this.store.processList();
+      const local = processes.filter((p) => p.host === here.host);
+      const gone = local.filter((p) => !alive(p)).map((p) => p.id);
+      // engines of this very process share its event loop: when this one sweeps, they are not stalled
+      const keep = [this.id, ...local.filter((p) => p.pid === here.pid && p.pidStart === here.pidStart).map((p) => p.id)];
+      const ended = await this.store.processExpire({ staleMs: this.options.staleMs, ids: gone, keep });
       if (ended.tasks + ended.subscriptions > 0) this.options.onEnded?.(ended);
       return ended;
     } finally {

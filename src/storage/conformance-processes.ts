@@ -31,7 +31,7 @@ export function processConformance(h: { store: () => Store }): void {
       expect(await s.taskExpire({ limit: 10 })).toEqual([]);
       expect(await s.subscriptionLease({ name: 'sub', owner: 'other', ttlMs: 60_000 })).toBeNull();
 
-      const ended = await s.processExpire({ staleMs: 60_000, ids: ['dead'], keep: 'live' });
+      const ended = await s.processExpire({ staleMs: 60_000, ids: ['dead'], keep: ['live'] });
       expect(ended).toEqual({ processes: ['dead'], tasks: 1, subscriptions: 1 });
       expect((await s.processList()).map((p) => p.id)).toEqual(['live']);
       const expired = await s.taskExpire({ limit: 10 });
@@ -51,10 +51,10 @@ export function processConformance(h: { store: () => Store }): void {
       await s.processRegister(proc('me'));
       await sleep(150);
       await s.processRegister(proc('fresh'));
-      const ended = await s.processExpire({ staleMs: 100, ids: [], keep: 'me' });
+      const ended = await s.processExpire({ staleMs: 100, ids: [], keep: ['me', 'fresh'] });
       expect(ended.processes).toEqual(['old']);
       expect((await s.processList()).map((p) => p.id)).toEqual(['fresh', 'me']);
-      expect((await s.processExpire({ staleMs: 100, ids: ['me'], keep: 'me' })).processes).toEqual([]);
+      expect((await s.processExpire({ staleMs: 100, ids: ['me'], keep: ['me'] })).processes).toEqual([]);
     });
   });
 }

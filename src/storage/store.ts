@@ -136,11 +136,11 @@ export interface Store {
   processList(): Promise<ProcessInfo[]>;
   /**
    * Ends the processes whose heartbeat is older than `staleMs` and those named in `ids`, all but
-   * `keep`: deletes their rows and ends the leases they hold (tasks whose worker id, subscriptions
+   * those in `keep`: deletes their rows and ends the leases they hold (tasks whose worker id, subscriptions
    * whose owner, starts with `<process id>:`), so the usual expiry hands their work on now rather
    * than when each lease runs out. Lease tokens still fence a process that was only paused.
    */
-  processExpire(p: { staleMs: number; ids: string[]; keep: string | null }): Promise<ProcessesEnded>;
+  processExpire(p: { staleMs: number; ids: string[]; keep: string[] }): Promise<ProcessesEnded>;
 }
 
 /** A process holding leases, as `processList` shows it. */

@@ -46,8 +46,8 @@ const EXPIRE = prepared(
   'process_expire',
   `WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
    gone AS (
-     DELETE FROM processes WHERE (heartbeat_at < (SELECT ms FROM now) - $1 OR id = ANY($2::text[])) AND id IS DISTINCT FROM $3 RETURNING id),
-   named AS MATERIALIZED (SELECT id FROM gone UNION SELECT unnest($2::text[]) EXCEPT SELECT $3::text),
+     DELETE FROM processes WHERE (heartbeat_at < (SELECT ms FROM now) - $1 OR id = ANY($2::text[])) AND id <> ALL($3::text[]) RETURNING id),
+   named AS MATERIALIZED (SELECT id FROM gone UNION SELECT unnest($2::text[]) EXCEPT SELECT unnest($3::text[])),
    t AS (
      UPDATE tasks SET lease_expires_at = (SELECT ms FROM now) - 1 FROM named
      WHERE tasks.state = 'running' AND tasks.lease_expires_at > (SELECT ms FROM now) - 1 AND left(tasks.worker_id, length(named.id) + 1) = named.id || ':'
@@ -59,7 +59,7 @@ const EXPIRE = prepared(
    SELECT (SELECT coalesce(array_agg(id), '{}') FROM gone) AS processes, (SELECT count(*) FROM t) AS tasks, (SELECT count(*) FROM s) AS subscriptions`,
 );
 
-export async function processExpire(db: Db, p: { staleMs: number; ids: string[]; keep: string | null }): Promise<ProcessesEnded> {
-  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [p.staleMs, textArray(p.ids), p.keep]);
+export async function processExpire(db: Db, p: { staleMs: number; ids: string[]; keep: string[] }): Promise<ProcessesEnded> {
+  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [p.staleMs, textArray(p.ids), textArray(p.keep)]);
   return { processes: row!.processes, tasks: Number(row!.tasks), subscriptions: Number(row!.subscriptions) };
 }

@@ -32,13 +32,13 @@ export function processList(s: Statements): ProcessInfo[] {
   }));
 }
 
-export function processExpire(s: Statements, now: number, p: { staleMs: number; ids: string[]; keep: string | null }): ProcessesEnded {
+export function processExpire(s: Statements, now: number, p: { staleMs: number; ids: string[]; keep: string[] }): ProcessesEnded {
   const stale = (s.get('SELECT id FROM processes WHERE heartbeat_at < ?').all(now - p.staleMs) as Array<{ id: string }>).map((row) => row.id);
   const ended: ProcessesEnded = { processes: [], tasks: 0, subscriptions: 0 };
   // a lease that ended a moment ago: the next expiry sweep or lease attempt takes it
   const past = now - 1;
   for (const id of new Set([...stale, ...p.ids])) {
-    if (id === p.keep) continue;
+    if (p.keep.includes(id)) continue;
     const mark = leaseHolderPrefix(id);
     if (s.get('DELETE FROM processes WHERE id = ?').run(id).changes === 1) ended.processes.push(id);
     ended.tasks += s
