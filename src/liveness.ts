@@ -6,7 +6,7 @@ import { leaseHolderPrefix, type ProcessInfo, type ProcessesEnded, type Store } 
 export interface LivenessOptions {
   /** How often the process row is renewed. Default 1 s. */
   heartbeatMs?: number;
-  /** A process whose heartbeat is older than this is dead: its leases end. Default 3 s. */
+  /** A process whose heartbeat has not changed for this long, as this process watches it, is dead: its leases end. Default 3 s. */
   staleMs?: number;
   /** How often dead processes are looked for. Default 1 s. */
   sweepMs?: number;
@@ -32,6 +32,8 @@ export class Liveness {
   private starting: Promise<void> | null = null;
   private timers: NodeJS.Timeout[] = [];
   private sweeping = false;
+  /** Each process's last heartbeat seen, and since when (this process's monotonic clock). */
+  private readonly seen = new Map<string, { heartbeatAt: number; since: number }>();
 
   constructor(
     private readonly store: Store,
@@ -64,7 +66,7 @@ export class Liveness {
     if (!this.starting) return;
     await this.starting.catch(() => {});
     this.starting = null;
-    await this.store.processExpire({ staleMs: Number.MAX_SAFE_INTEGER, ids: [this.id], keep: [] });
+    await this.store.processExpire({ processes: [{ id: this.id, heartbeatAt: null }] });
   }
 
   private async heartbeat(): Promise<void> {
@@ -72,18 +74,30 @@ export class Liveness {
     if (!(await this.store.processHeartbeat({ id: this.id }))) await this.store.processRegister({ id: this.id, ...thisProcess() });
   }
 
-  /** Ends the processes that stopped heartbeating, and those of this machine whose pid is gone. */
+  /**
+   * Ends the processes of this machine whose pid is gone, and those whose heartbeat has not changed
+   * for `staleMs` of this process's own monotonic time: no two clocks are compared, so processes
+   * whose clocks disagree (SQLite stamps heartbeats with each process's clock) are not taken for dead.
+   */
   async sweep(): Promise<ProcessesEnded> {
     if (this.sweeping) return { processes: [], tasks: 0, subscriptions: 0 };
     this.sweeping = true;
     try {
       const here = thisProcess();
-      const processes = await this.store.processList();
-      const local = processes.filter((p) => p.host === here.host);
-      const gone = local.filter((p) => !alive(p)).map((p) => p.id);
-      // engines of this very process share its event loop: when this one sweeps, they are not stalled
-      const keep = [this.id, ...local.filter((p) => p.pid === here.pid && p.pidStart === here.pidStart).map((p) => p.id)];
-      const ended = await this.store.processExpire({ staleMs: this.options.staleMs, ids: gone, keep });
+      const now = performance.now();
+      const dead: Array<{ id: string; heartbeatAt: number }> = [];
+      const listed = await this.store.processList();
+      for (const p of listed) {
+        // engines of this very process share its event loop: when this one sweeps, they are not stalled
+        if (p.id === this.id || (p.host === here.host && p.pid === here.pid && p.pidStart === here.pidStart)) continue;
+        const last = this.seen.get(p.id);
+        if (!last || last.heartbeatAt !== p.heartbeatAt) this.seen.set(p.id, { heartbeatAt: p.heartbeatAt, since: now });
+        const stale = last !== undefined && last.heartbeatAt === p.heartbeatAt && now - last.since >= this.options.staleMs;
+        if (stale || (p.host === here.host && !alive(p))) dead.push({ id: p.id, heartbeatAt: p.heartbeatAt });
+      }
+      for (const id of this.seen.keys()) if (!listed.some((p) => p.id === id)) this.seen.delete(id);
+      if (dead.length === 0) return { processes: [], tasks: 0, subscriptions: 0 };
+      const ended = await this.store.processExpire({ processes: dead });
       if (ended.tasks + ended.subscriptions > 0) this.options.onEnded?.(ended);
       return ended;
     } finally {

@@ -31,7 +31,7 @@ export function processConformance(h: { store: () => Store }): void {
       expect(await s.taskExpire({ limit: 10 })).toEqual([]);
       expect(await s.subscriptionLease({ name: 'sub', owner: 'other', ttlMs: 60_000 })).toBeNull();
 
-      const ended = await s.processExpire({ staleMs: 60_000, ids: ['dead'], keep: ['live'] });
+      const ended = await s.processExpire({ processes: [{ id: 'dead', heartbeatAt: null }] });
       expect(ended).toEqual({ processes: ['dead'], tasks: 1, subscriptions: 1 });
       expect((await s.processList()).map((p) => p.id)).toEqual(['live']);
       const expired = await s.taskExpire({ limit: 10 });
@@ -45,16 +45,17 @@ export function processConformance(h: { store: () => Store }): void {
       expect(await s.processHeartbeat({ id: 'dead' })).toBe(false);
     });
 
-    it('ends the processes whose heartbeat is older than the limit, never the one it keeps', async () => {
+    it('ends a process only while its heartbeat is the one it was judged dead by', async () => {
       const s = h.store();
-      await s.processRegister(proc('old'));
-      await s.processRegister(proc('me'));
-      await sleep(150);
-      await s.processRegister(proc('fresh'));
-      const ended = await s.processExpire({ staleMs: 100, ids: [], keep: ['me', 'fresh'] });
-      expect(ended.processes).toEqual(['old']);
-      expect((await s.processList()).map((p) => p.id)).toEqual(['fresh', 'me']);
-      expect((await s.processExpire({ staleMs: 100, ids: ['me'], keep: ['me'] })).processes).toEqual([]);
+      await s.processRegister(proc('slow'));
+      const [seen] = await s.processList();
+      await sleep(20);
+      expect(await s.processHeartbeat({ id: 'slow' })).toBe(true);
+      // it beat since: it stays
+      expect(await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: seen!.heartbeatAt }] })).toEqual({ processes: [], tasks: 0, subscriptions: 0 });
+      const [now] = await s.processList();
+      expect((await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: now!.heartbeatAt }, { id: 'unknown', heartbeatAt: null }] })).processes).toEqual(['slow']);
+      expect(await s.processList()).toEqual([]);
     });
   });
 }

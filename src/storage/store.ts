@@ -135,12 +135,13 @@ export interface Store {
   processHeartbeat(p: { id: string }): Promise<boolean>;
   processList(): Promise<ProcessInfo[]>;
   /**
-   * Ends the processes whose heartbeat is older than `staleMs` and those named in `ids`, all but
-   * those in `keep`: deletes their rows and ends the leases they hold (tasks whose worker id, subscriptions
-   * whose owner, starts with `<process id>:`), so the usual expiry hands their work on now rather
-   * than when each lease runs out. Lease tokens still fence a process that was only paused.
+   * Ends the processes named, each only while its heartbeat is still `heartbeatAt` as given (null:
+   * whatever it is), so one that beat since it was judged dead stays: deletes their rows and ends
+   * the leases they hold (tasks whose worker id, subscriptions whose owner, starts with
+   * `<process id>:`), so the usual expiry hands their work on now rather than when each lease runs
+   * out. Lease tokens still fence a process that was only paused.
    */
-  processExpire(p: { staleMs: number; ids: string[]; keep: string[] }): Promise<ProcessesEnded>;
+  processExpire(p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded>;
 }
 
 /** A process holding leases, as `processList` shows it. */

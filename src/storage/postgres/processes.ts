@@ -1,5 +1,5 @@
 import type { ProcessesEnded, ProcessInfo } from '../store.js';
-import { prepared, textArray, type Db } from './connection.js';
+import { numberArray, prepared, textArray, type Db } from './connection.js';
 
 interface ProcessRow {
   id: string;
@@ -38,28 +38,32 @@ export async function processList(db: Db): Promise<ProcessInfo[]> {
 }
 
 /**
- * One statement: the ended processes' rows go, and the leases they hold end a moment ago, so the
- * next expiry sweep (tasks) or lease attempt (subscriptions) of any process takes them. Leases name
- * their process by prefix (`<id>:`); only running tasks are touched, through their partial index.
+ * One statement: the rows of the processes named go (each only while its heartbeat is the one
+ * given), and the leases they hold end a moment ago, so the next expiry sweep (tasks) or lease
+ * attempt (subscriptions) of any process takes them. Leases name their process by prefix (`<id>:`).
  */
 const EXPIRE = prepared(
   'process_expire',
   `WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
    gone AS (
-     DELETE FROM processes WHERE (heartbeat_at < (SELECT ms FROM now) - $1 OR id = ANY($2::text[])) AND id <> ALL($3::text[]) RETURNING id),
-   named AS MATERIALIZED (SELECT id FROM gone UNION SELECT unnest($2::text[]) EXCEPT SELECT unnest($3::text[])),
+     DELETE FROM processes p USING unnest($1::text[], $2::bigint[]) AS g(id, at)
+     WHERE p.id = g.id AND (g.at IS NULL OR p.heartbeat_at = g.at) RETURNING p.id),
    t AS (
-     UPDATE tasks SET lease_expires_at = (SELECT ms FROM now) - 1 FROM named
-     WHERE tasks.state = 'running' AND tasks.lease_expires_at > (SELECT ms FROM now) - 1 AND left(tasks.worker_id, length(named.id) + 1) = named.id || ':'
+     UPDATE tasks SET lease_expires_at = (SELECT ms FROM now) - 1 FROM gone
+     WHERE tasks.state = 'running' AND tasks.lease_expires_at > (SELECT ms FROM now) - 1 AND left(tasks.worker_id, length(gone.id) + 1) = gone.id || ':'
      RETURNING tasks.id),
    s AS (
-     UPDATE subscriptions SET lease_expires_at = (SELECT ms FROM now) - 1 FROM named
-     WHERE subscriptions.lease_expires_at > (SELECT ms FROM now) - 1 AND left(subscriptions.owner, length(named.id) + 1) = named.id || ':'
+     UPDATE subscriptions SET lease_expires_at = (SELECT ms FROM now) - 1 FROM gone
+     WHERE subscriptions.lease_expires_at > (SELECT ms FROM now) - 1 AND left(subscriptions.owner, length(gone.id) + 1) = gone.id || ':'
      RETURNING subscriptions.name)
    SELECT (SELECT coalesce(array_agg(id), '{}') FROM gone) AS processes, (SELECT count(*) FROM t) AS tasks, (SELECT count(*) FROM s) AS subscriptions`,
 );
 
-export async function processExpire(db: Db, p: { staleMs: number; ids: string[]; keep: string[] }): Promise<ProcessesEnded> {
-  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [p.staleMs, textArray(p.ids), textArray(p.keep)]);
+export async function processExpire(db: Db, p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded> {
+  if (p.processes.length === 0) return { processes: [], tasks: 0, subscriptions: 0 };
+  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [
+    textArray(p.processes.map((x) => x.id)),
+    numberArray(p.processes.map((x) => x.heartbeatAt)),
+  ]);
   return { processes: row!.processes, tasks: Number(row!.tasks), subscriptions: Number(row!.subscriptions) };
 }

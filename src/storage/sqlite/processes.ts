@@ -32,15 +32,14 @@ export function processList(s: Statements): ProcessInfo[] {
   }));
 }
 
-export function processExpire(s: Statements, now: number, p: { staleMs: number; ids: string[]; keep: string[] }): ProcessesEnded {
-  const stale = (s.get('SELECT id FROM processes WHERE heartbeat_at < ?').all(now - p.staleMs) as Array<{ id: string }>).map((row) => row.id);
+export function processExpire(s: Statements, now: number, p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): ProcessesEnded {
   const ended: ProcessesEnded = { processes: [], tasks: 0, subscriptions: 0 };
   // a lease that ended a moment ago: the next expiry sweep or lease attempt takes it
   const past = now - 1;
-  for (const id of new Set([...stale, ...p.ids])) {
-    if (p.keep.includes(id)) continue;
+  for (const { id, heartbeatAt } of p.processes) {
+    if (s.get('DELETE FROM processes WHERE id = @id AND (@at IS NULL OR heartbeat_at = @at)').run({ id, at: heartbeatAt }).changes === 0) continue;
+    ended.processes.push(id);
     const mark = leaseHolderPrefix(id);
-    if (s.get('DELETE FROM processes WHERE id = ?').run(id).changes === 1) ended.processes.push(id);
     ended.tasks += s
       .get("UPDATE tasks SET lease_expires_at = @past WHERE state = 'running' AND lease_expires_at > @past AND substr(worker_id, 1, length(@mark)) = @mark")
       .run({ past, mark }).changes;
