@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Channels } from '../src/chat/channels.js';
 import { REPLY_SUBSCRIPTION } from '../src/chat/reply.js';
 import { createEngine } from '../src/engine.js';
@@ -44,7 +44,8 @@ export const hold = workflow('hold', async (ctx, input) => ctx.step('work', asyn
     return { module, starts };
   }
 
-  const worker = (module: string, database: string, hold: boolean): Cli => cli(['worker', '--workflows', module, '--database', database], { RECOVERY_HOLD: hold ? '1' : '0' });
+  const worker = (module: string, database: string, hold: boolean): Cli =>
+    cli(['worker', '--workflows', module, '--database', database], { RECOVERY_HOLD: hold ? '1' : '0', RUNLEDGER_DATA_DIR: dirname(module) });
   const ready = (w: Cli) => eventually(() => /worker \d+: stored workflows/.test(w.output()), 20_000);
 
   it.each(['SIGKILL', 'SIGSTOP'] as const)('resumes its runs and its AI-reply subscription within seconds after %s', async (signal) => {
