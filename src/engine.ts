@@ -1,5 +1,6 @@
 import { resolveConfig, type Config, type RunledgerOptions } from './config.js';
 import { Journal } from './journal/journal.js';
+import { Liveness } from './liveness.js';
 import { Subscriber, type EventHandler, type SubscribeOptions } from './journal/subscription.js';
 import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
@@ -26,6 +27,8 @@ export class Engine {
   readonly journal: Journal;
   readonly queue: TaskQueue;
   readonly runtime: Runtime;
+  /** This process's row in the database: its leases end seconds after it dies, not a whole lease later. */
+  readonly liveness: Liveness;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
@@ -49,6 +52,8 @@ export class Engine {
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.retention = new Retention(this);
+    // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
+    this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });
     this.register(...workflows);
   }
 
@@ -96,16 +101,18 @@ export class Engine {
 
   /** Starts a worker for `queue` in this process; `close()` stops it. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
+    void this.liveness.start().catch(() => {});
     const onError = (error: unknown) => this.events.emit('engine:error', { what: `worker ${queue}`, error });
-    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, events: this.events, onError, ...options });
+    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, workerId: this.liveness.leaseHolder('worker'), events: this.events, onError, ...options });
     this.workers.add(worker);
     return worker;
   }
 
   /** Starts a durable subscription in this process; `close()` stops it. */
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
+    void this.liveness.start().catch(() => {});
     const onError = (error: unknown) => this.events.emit('engine:error', { what: `subscription ${name}`, error });
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, events: this.events, onError, ...options }, handler);
+    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, owner: this.liveness.leaseHolder('owner'), events: this.events, onError, ...options }, handler);
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;
@@ -133,6 +140,7 @@ export class Engine {
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();
     this.subscribers.clear();
+    await this.liveness.stop().catch(() => {});
     await this.store.close();
   }
 }
@@ -144,5 +152,9 @@ export class Engine {
 export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean } = {}): Promise<Engine> {
   const { workflows, workers, ...rest } = options;
   const config = resolveConfig(rest);
-  return new Engine(config, await openStore(config.database), workflows, workers ?? true);
+  const engine = new Engine(config, await openStore(config.database), workflows, workers ?? true);
+  // before its workers claim anything: the leases of this machine's dead processes (its own previous
+  // incarnation after a kill -9) end now
+  await engine.liveness.start();
+  return engine;
 }

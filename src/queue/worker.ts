@@ -89,6 +89,8 @@ export class Worker {
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
+    // at once too: leases a dead process held may have just been ended (see Liveness)
+    void this.expireLeases().catch((e) => this.options.onError?.(e));
   }
 
   /** Stops claiming, lets running tasks finish and commits them. */
@@ -143,7 +145,7 @@ export class Worker {
   }
 
   /** Ends the leases of crashed or stalled workers (of any queue): their tasks are ready again, or dead. */
-  private async expireLeases(): Promise<void> {
+  async expireLeases(): Promise<void> {
     const expired = await this.store.transaction(async (tx) => {
       const expired = await tx.taskExpire({ limit: 1000 });
       if (expired.length === 0) return expired;

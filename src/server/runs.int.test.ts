@@ -112,7 +112,7 @@ function counted(engine: Engine) {
       if (prop === 'eventReadCommitted') {
         return async (p: Parameters<Store['eventReadCommitted']>[0]) => {
           const read = await target.eventReadCommitted(p);
-          counts.committedEvents += read.length;
+          counts.committedEvents += read.events.length;
           return read;
         };
       }

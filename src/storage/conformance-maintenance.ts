@@ -62,7 +62,7 @@ export function maintenanceConformance(store: () => Store): void {
       const committed = async (after: string, count: number) => {
         const deadline = Date.now() + 10_000;
         for (;;) {
-          const page = await s.eventReadCommitted({ after, limit: 10 });
+          const page = (await s.eventReadCommitted({ after, limit: 10 })).events;
           if (page.length >= count || Date.now() > deadline) return page;
           await new Promise((resolve) => setTimeout(resolve, 10));
         }

@@ -4,7 +4,7 @@ import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
 import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
-import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
+import type { CommittedRead, Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { route, type Route } from '../route.js';
@@ -287,8 +287,13 @@ function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: stri
   return {
     wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
     next: async () => {
-      const batch = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
-      after = batch.at(-1)?.cursor ?? after;
+      // past events the filters skipped too, so an idle feed does not read them again
+      let read: CommittedRead;
+      do {
+        read = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
+        after = read.cursor;
+      } while (read.events.length === 0 && read.more);
+      const batch = read.events;
       return { messages: batch.map(({ event, cursor }) => ({ id: cursor, event: event.type, data: { stream_id: event.streamId, ...eventRecord(event) } })), end: false };
     },
   };

@@ -5,6 +5,7 @@ import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
 import { Listener, Notifier } from './notify.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -212,6 +213,15 @@ class PostgresStore implements Store {
   storageVacuum: Store['storageVacuum'] = async (p) => {
     if (this.tx) throw new Error('storageVacuum cannot run inside a transaction');
     if (p.after === 'sweep') await maintenance.storageVacuum(this.db);
+  };
+  processRegister: Store['processRegister'] = (p) => processes.processRegister(this.db, p);
+  processHeartbeat: Store['processHeartbeat'] = (p) => processes.processHeartbeat(this.db, p);
+  processList: Store['processList'] = () => processes.processList(this.db);
+  processExpire: Store['processExpire'] = async (p) => {
+    const ended = await processes.processExpire(this.db, p);
+    // a subscription's lease ended: subscribers everywhere look at once
+    if (ended.subscriptions > 0) this.wake('events', ['']);
+    return ended;
   };
 }
 

@@ -5,6 +5,7 @@ import { openDatabase, Statements, type Db } from './connection.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -242,6 +243,12 @@ class SqliteStore implements Store {
     if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
     await this.read((s) => maintenance.storageVacuum(s));
   };
+  processRegister: Store['processRegister'] = (p) => this.run((s, now) => processes.processRegister(s, now, p));
+  processHeartbeat: Store['processHeartbeat'] = (p) => this.run((s, now) => processes.processHeartbeat(s, now, p));
+  processList: Store['processList'] = () => this.read((s) => processes.processList(s));
+  // a subscription's lease ended: its subscribers here look at once
+  processExpire: Store['processExpire'] = (p) =>
+    this.run((s, now) => processes.processExpire(s, now, p), (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
