@@ -1,0 +1,53 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ScenarioContext } from './context.js';
+import type { Supervised } from './proc.js';
+import type { Watcher } from './watch.js';
+
+export interface StormResult {
+  kills: number;
+  /** Seconds from each kill until the work it interrupted moved again (kills with nothing in flight are left out). */
+  recoveries: number[];
+  /** Kills after which the interrupted work had not moved within the limit. */
+  timedOut: number;
+}
+
+/**
+ * `kills` SIGKILLs of `target`, each after a seeded pause of `gapMs` while the load runs; the
+ * supervisor starts it again at once, with the same arguments and data folder. After each kill
+ * the storm waits (up to `recoveryLimitMs`) for the runs that were in flight to move again —
+ * or for `measure(killedAt)` when given — and stops early when the scenario's time runs short.
+ */
+export async function killStorm(
+  ctx: ScenarioContext,
+  o: { target: Supervised; watcher: Watcher; kills: number; gapMs: [number, number]; recoveryLimitMs: number; measure?: (killedAt: number) => Promise<number | null> },
+): Promise<StormResult> {
+  const result: StormResult = { kills: 0, recoveries: [], timedOut: 0 };
+  for (let i = 0; i < o.kills; i++) {
+    if (ctx.msLeft() < o.recoveryLimitMs + o.gapMs[1] + 30_000) {
+      ctx.log(`storm: stopped after ${i} of ${o.kills} kills, the scenario's time is short`);
+      break;
+    }
+    await sleep(ctx.random.int(...o.gapMs));
+    const snapshot = o.measure ? null : await o.watcher.inFlight();
+    const killedAt = Date.now();
+    await o.target.kill('SIGKILL');
+    result.kills += 1;
+    let seconds: number | null;
+    if (o.measure) seconds = await o.measure(killedAt);
+    else {
+      const r = await o.watcher.recovery(snapshot!, killedAt, o.recoveryLimitMs);
+      if (r.timedOut) result.timedOut += 1;
+      seconds = r.seconds;
+    }
+    if (seconds !== null) result.recoveries.push(seconds);
+    else if (o.measure) result.timedOut += 1;
+    ctx.log(`kill ${i + 1}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? 'no recovery measured' : `moving again after ${seconds}s`}`);
+  }
+  return result;
+}
+
+/** The figure for a storm: the slowest recovery, or the limit when one never came. */
+export function recoverySeconds(storm: StormResult, limitMs: number): number | null {
+  if (storm.timedOut > 0) return limitMs / 1000;
+  return storm.recoveries.length ? Math.max(...storm.recoveries) : null;
+}
