@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from './api.js';
 import type { ScenarioContext } from './context.js';
 import type { Echo } from './echo.js';
-import type { Figures } from './figures.js';
+import { runFigures, type RunFigures } from './outcome.js';
 import type { Watcher } from './watch.js';
 
 /** The two side effects each execution makes, named by its trigger number. */
@@ -62,29 +62,12 @@ export class ExecutionLoad {
     await Promise.all(Array.from({ length: concurrency }, lane));
   }
 
-  /**
-   * Waits (until `deadline`) for the accepted executions to end, then counts: lost (a run missing,
-   * or a success without its effect), duplicated (an effect sent under two keys, or one trigger
-   * number run twice), same-key repeats, stuck, failed.
-   */
-  async figures(watcher: Watcher, deadline: number): Promise<Pick<Figures, 'lost' | 'duplicated' | 'sameKeyRepeats' | 'stuck' | 'failed'> & { note: string }> {
-    const statuses = await watcher.settle(this.accepted.values(), deadline);
-    let lost = 0;
-    let stuck = 0;
-    let failed = 0;
-    const expected: string[] = [];
-    for (const [n, id] of this.accepted) {
-      const status = statuses.get(id);
-      if (status === undefined) lost += 1;
-      else if (status === 'failed' || status === 'cancelled') failed += 1;
-      else if (status === 'succeeded' || (status as string) === 'success') expected.push(...EFFECTS.map((e) => `${n}:${e}`));
-      else stuck += 1;
-    }
-    const effects = this.echo.tally(expected);
-    const ids = [...this.accepted.values()];
-    const doubled = ids.length - new Set(ids).size;
+  /** The accepted executions' figures (see `runFigures`); an effect sent without the secret counts as lost. */
+  async figures(watcher: Watcher, deadline: number): Promise<RunFigures & { note: string }> {
+    const f = await runFigures(watcher, this.echo, this.accepted, (n) => EFFECTS.map((e) => `${n}:${e}`), deadline);
     const unauthorised = this.echo.receipts.filter((r) => r.effect.endsWith(':charge') && r.authorization !== `Bearer ${this.secret}`).length;
-    const note = `executions ${this.accepted.size} accepted, ${this.refused.length} refused${this.refused.length ? ` (${this.refused[0]})` : ''}; effects ${effects.received} received${unauthorised ? `, ${unauthorised} without the secret` : ''}`;
-    return { lost: lost + effects.missing.length + unauthorised, duplicated: effects.duplicated + doubled, sameKeyRepeats: effects.sameKey, stuck, failed, note };
+    f.lost += unauthorised;
+    const note = `executions ${this.accepted.size} accepted, ${this.refused.length} refused${this.refused.length ? ` (${this.refused[0]})` : ''}; effects ${f.effects} received${unauthorised ? `, ${unauthorised} without the secret` : ''}`;
+    return { ...f, note };
   }
 }

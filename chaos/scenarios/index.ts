@@ -1,5 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
+import { killChat } from './kill-chat.js';
+import { killCodeRuns } from './kill-code-runs.js';
 import { killExecutions } from './kill-executions.js';
 
 /** Every scenario, in the order `npm run chaos` runs them. */
-export const scenarios: Scenario[] = [killExecutions];
+export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat];
