@@ -2,6 +2,8 @@ import type { Scenario } from '../lib/scenario.js';
 import { killChat } from './kill-chat.js';
 import { killCodeRuns } from './kill-code-runs.js';
 import { killExecutions } from './kill-executions.js';
+import { killSessions } from './kill-sessions.js';
+import { pgRestartFast, pgStopImmediate } from './pg-restart.js';
 
 /** Every scenario, in the order `npm run chaos` runs them. */
-export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat];
+export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate];
