@@ -27,13 +27,13 @@ export class ChatLoad {
     private readonly channels = 4,
   ) {}
 
-  /** Posts `count` more messages, `concurrency` at a time, `pauseMs` apart per lane. */
-  async post(count: number, concurrency = 2, pauseMs = 0): Promise<void> {
+  /** Posts `count` more messages (fewer if `enough()` says so first), `concurrency` at a time, `pauseMs` apart per lane. */
+  async post(count: number, concurrency = 2, pauseMs = 0, enough: () => boolean = () => false): Promise<void> {
     const first = this.posted;
     this.posted += count;
     let next = first;
     const lane = async () => {
-      while (next < first + count && this.ctx.msLeft() > 0) {
+      while (next < first + count && this.ctx.msLeft() > 0 && !enough()) {
         const n = next++;
         const ok = await this.postOne(`chaos-c${n % this.channels}`, `m-${n}`, `message ${n}`);
         if (pauseMs > 0 && ok) await sleep(pauseMs);

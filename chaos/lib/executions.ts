@@ -45,13 +45,13 @@ export class ExecutionLoad {
     this.workflowId = created.body.id;
   }
 
-  /** Submits `count` more executions, `concurrency` at a time, `pauseMs` apart per lane. */
-  async submit(count: number, concurrency = 4, pauseMs = 0): Promise<void> {
+  /** Submits `count` more executions (fewer if `enough()` says so first), `concurrency` at a time, `pauseMs` apart per lane. */
+  async submit(count: number, concurrency = 4, pauseMs = 0, enough: () => boolean = () => false): Promise<void> {
     const first = this.submitted;
     this.submitted += count;
     let next = first;
     const lane = async () => {
-      while (next < first + count && this.ctx.msLeft() > 0) {
+      while (next < first + count && this.ctx.msLeft() > 0 && !enough()) {
         const n = next++;
         const answer = await this.api.send('POST', `/workflows/${this.workflowId}/execute`, { trigger_data: { n } }, { 'Idempotency-Key': `chaos-${n}` }, this.ctx.deadline);
         if (answer && answer.status === 202) this.accepted.set(n, answer.body.execution_id);

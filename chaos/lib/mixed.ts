@@ -10,16 +10,18 @@ import { Watcher } from './watch.js';
 
 /**
  * The load of the infrastructure scenarios: one `runledger serve` (restarted if it exits, like a
- * supervisor would) with stored executions and chat messages arriving while `fault` breaks
- * something; then everything accepted must end, once, with its effects.
+ * supervisor would) with stored executions and chat messages arriving (at most `executions`
+ * and `messages`) for as long as `fault` breaks something; then everything accepted must end,
+ * once, with its effects. The server reaches the database at `through` when given (a proxy); the
+ * scenario's own reads go to `database` directly.
  */
 export async function underMixedLoad(
   ctx: ScenarioContext,
-  o: { database: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; fault: (m: { watcher: Watcher; api: Api; figures: Figures }) => Promise<void> },
+  o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; fault: (m: { watcher: Watcher; api: Api; figures: Figures }) => Promise<void> },
 ): Promise<Figures> {
   const port = await freePort();
   const echo = await new Echo(() => ctx.random.int(20, 150)).start();
-  const server = new Supervised(ctx, () => startServe(ctx, { database: o.database, port, ...(o.env ? { env: o.env } : {}) }));
+  const server = new Supervised(ctx, () => startServe(ctx, { database: o.through ?? o.database, port, ...(o.env ? { env: o.env } : {}) }));
   const watcher = await Watcher.open(o.database);
   const f = emptyFigures();
   try {
@@ -28,9 +30,10 @@ export async function underMixedLoad(
     const load = new ExecutionLoad(ctx, api, echo);
     await load.setup();
     const chat = new ChatLoad(ctx, api);
-    const submitting = load.submit(o.executions, 4, 150);
-    const posting = chat.post(o.messages, 2, 200);
-    await o.fault({ watcher, api, figures: f });
+    let faulting = true;
+    const submitting = load.submit(o.executions, 4, 250, () => !faulting);
+    const posting = chat.post(o.messages, 2, 400, () => !faulting);
+    await o.fault({ watcher, api, figures: f }).finally(() => (faulting = false));
     await Promise.all([submitting, posting]);
     const runs = await load.figures(watcher, ctx.deadline);
     const messages = await chat.figures(ctx.deadline);
