@@ -15,6 +15,8 @@ export class Api {
   readonly statuses = new Map<number, number>();
   /** A few bodies of 5xx answers, to say what they were. */
   readonly samples: string[] = [];
+  /** The first body of each status. */
+  readonly firstBody = new Map<number, string>();
   networkErrors = 0;
 
   constructor(readonly base: string) {}
@@ -40,6 +42,7 @@ export class Api {
     });
     const text = await res.text();
     this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
+    if (!this.firstBody.has(res.status)) this.firstBody.set(res.status, `${method} ${path}: ${text.slice(0, 300)}`);
     if (res.status >= 500 && this.samples.length < 5) this.samples.push(`${res.status} ${method} ${path}: ${text.slice(0, 300)}`);
     let parsed: unknown = text;
     try {
