@@ -8,7 +8,7 @@ export interface Figures {
   sameKeyRepeats: number;
   /** Work accepted and not ended when the scenario's time ran out. */
   stuck: number;
-  /** Work that ended failed although nothing in the scenario should fail it. */
+  /** Work that ended failed although nothing in the scenario should fail it, or a rule nothing should break (a timer early, a lease taken from a live worker). */
   failed: number;
   /** Answers with a status ≥ 500 other than 503 (an outage should say 503 with Retry-After). */
   http5xx: number;

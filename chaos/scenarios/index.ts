@@ -1,4 +1,5 @@
 import type { Scenario } from '../lib/scenario.js';
+import { clockSkew } from './clock-skew.js';
 import { diskFull } from './disk-full.js';
 import { killChat } from './kill-chat.js';
 import { killCodeRuns } from './kill-code-runs.js';
@@ -9,4 +10,4 @@ import { sigstopWorker } from './sigstop-worker.js';
 import { pgRestartFast, pgStopImmediate } from './pg-restart.js';
 
 /** Every scenario, in the order `npm run chaos` runs them. */
-export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate, pgProxy, sigstopWorker, diskFull];
+export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate, pgProxy, sigstopWorker, diskFull, clockSkew];
