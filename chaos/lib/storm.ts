@@ -33,15 +33,17 @@ export async function killStorm(
     await o.target.kill('SIGKILL');
     result.kills += 1;
     let seconds: number | null;
+    let unmoved = '';
     if (o.measure) seconds = await o.measure(killedAt);
     else {
       const r = await o.watcher.recovery(snapshot!, killedAt, o.recoveryLimitMs);
       if (r.timedOut) result.timedOut += 1;
       seconds = r.seconds;
+      if (r.timedOut) unmoved = ` (not moved: ${await describe(o.watcher, r.unmoved)})`;
     }
     if (seconds !== null) result.recoveries.push(seconds);
     else if (o.measure) result.timedOut += 1;
-    ctx.log(`kill ${i + 1}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? 'no recovery measured' : `moving again after ${seconds}s`}`);
+    ctx.log(`kill ${i + 1}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? 'no recovery measured' : `moving again after ${seconds}s`}${unmoved}`);
   }
   return result;
 }
@@ -50,4 +52,9 @@ export async function killStorm(
 export function recoverySeconds(storm: StormResult, limitMs: number): number | null {
   if (storm.timedOut > 0) return limitMs / 1000;
   return storm.recoveries.length ? Math.max(...storm.recoveries) : null;
+}
+
+async function describe(watcher: Watcher, ids: string[]): Promise<string> {
+  const parts = await Promise.all(ids.slice(0, 5).map(async (id) => `${id} ${await watcher.status(id)}`));
+  return parts.join(', ') + (ids.length > 5 ? ` and ${ids.length - 5} more` : '');
 }

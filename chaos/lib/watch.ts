@@ -77,26 +77,29 @@ export class Watcher {
     });
   }
 
-  /** Has every run of the snapshot had an event appended since? */
-  async progressed(snapshot: Snapshot): Promise<boolean> {
+  /** The runs of the snapshot with no event appended since. */
+  async unmoved(snapshot: Snapshot): Promise<string[]> {
+    const still: string[] = [];
     for (const [id, version] of snapshot) {
       const next = await this.retry(() => this.store.eventReadStream({ streamId: `run:${id}`, fromVersion: version + 1, limit: 1 }));
-      if (next.length === 0) return false;
+      if (next.length === 0) still.push(id);
     }
-    return true;
+    return still;
   }
 
   /**
    * Seconds from `since` until every run of the snapshot moved again; null when none was in flight
-   * or `limitMs` passed first (then `timedOut`).
+   * or `limitMs` passed first (then `timedOut`, and `unmoved` names the runs that had not moved).
    */
-  async recovery(snapshot: Snapshot, since: number, limitMs: number): Promise<{ seconds: number | null; timedOut: boolean }> {
-    if (snapshot.size === 0) return { seconds: null, timedOut: false };
+  async recovery(snapshot: Snapshot, since: number, limitMs: number): Promise<{ seconds: number | null; timedOut: boolean; unmoved: string[] }> {
+    if (snapshot.size === 0) return { seconds: null, timedOut: false, unmoved: [] };
+    let unmoved = [...snapshot.keys()];
     while (Date.now() - since < limitMs) {
-      if (await this.progressed(snapshot)) return { seconds: round((Date.now() - since) / 1000), timedOut: false };
+      unmoved = await this.unmoved(new Map([...snapshot].filter(([id]) => unmoved.includes(id))));
+      if (unmoved.length === 0) return { seconds: round((Date.now() - since) / 1000), timedOut: false, unmoved };
       await sleep(200);
     }
-    return { seconds: null, timedOut: true };
+    return { seconds: null, timedOut: true, unmoved };
   }
 
   close(): Promise<void> {
