@@ -63,9 +63,10 @@ async function main(argv: string[]): Promise<number> {
         figures.notes.push(`journal checker could not read ${database}: ${String(error)}`);
       }
     }
-    await ctx.cleanup();
     const broken = failures(figures);
     if (brokeOff) broken.unshift('broke off');
+    if (broken.length > 0) figures.notes.push(`logs and files kept in ${ctx.dir}`);
+    await ctx.cleanup(broken.length > 0);
     const outcome: Outcome = { scenario: s.name, backend, passed: broken.length === 0, seconds: Math.round((Date.now() - t0) / 1000), figures, failures: broken };
     outcomes.push(outcome);
     console.log(`${outcome.passed ? 'PASS' : 'FAIL'} ${label.padEnd(28)} ${figuresLine(figures)} (${outcome.seconds}s)${broken.length ? `  ← ${broken.join(', ')}` : ''}`);

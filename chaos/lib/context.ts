@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgresDatabase } from '../../src/testing/databases.js';
@@ -54,7 +54,8 @@ export class ScenarioContext {
     this.cleanups.push(fn);
   }
 
-  async cleanup(): Promise<void> {
+  /** Runs the deferred cleanups; the temp folder (logs, SQLite files) stays when `keep`, for inspection. */
+  async cleanup(keep: boolean): Promise<void> {
     for (const fn of this.cleanups.reverse()) {
       try {
         await fn();
@@ -62,5 +63,6 @@ export class ScenarioContext {
         this.log(`cleanup failed: ${String(error)}`);
       }
     }
+    if (!keep) rmSync(this.dir, { recursive: true, force: true });
   }
 }

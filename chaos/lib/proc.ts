@@ -67,7 +67,7 @@ function launch(ctx: ScenarioContext, label: string, args: string[], env: NodeJS
   const exited = new Promise<Exit>((resolveExit) =>
     proc.on('exit', (code, signal) => {
       done = true;
-      if (!child.told) ctx.crashes.push(`${label} ${proc.pid} exited by itself (${code ?? signal}): ${output.slice(-600).replace(/\s+/g, ' ')}`);
+      if (!child.told) ctx.crashes.push(`${label} ${proc.pid} exited by itself (${code ?? signal}): ${headline(output)} (see ${logFile})`);
       resolveExit({ code, signal });
     }),
   );
@@ -109,6 +109,12 @@ function launch(ctx: ScenarioContext, label: string, args: string[], env: NodeJS
       }
     }, 25);
   });
+}
+
+/** The first line of the error a process died of, from the end of its output. */
+function headline(output: string): string {
+  const tail = output.slice(-6000);
+  return /^(?:[A-Za-z]*Error|error)\b[^\n]*/m.exec(tail)?.[0] ?? tail.slice(-300).replace(/\s+/g, ' ');
 }
 
 /** `runledger serve` on `port`; resolves once it listens. */
