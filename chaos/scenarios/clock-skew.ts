@@ -42,7 +42,7 @@ export const clockSkew: Scenario = {
         accepted.set(n, run.id);
         await sleep(ctx.random.int(20, 150));
       }
-      const outcome = await runFigures(watcher, echo, accepted, (n) => [`${n}:before`, `${n}:after`], Math.min(ctx.deadline, Date.now() + 60_000));
+      const outcome = await runFigures(watcher, echo, accepted, (n) => [`${n}:before`, `${n}:after`], Math.min(ctx.deadline, Date.now() + ctx.size(60_000, 25_000)));
       for (const w of workers) await w.stop();
       const first = (effect: string) => echo.receipts.find((r) => r.effect === effect)?.at;
       let early = 0;
