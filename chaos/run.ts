@@ -36,9 +36,24 @@ async function main(argv: string[]): Promise<number> {
   }
   const started = Date.now();
   const outcomes: Outcome[] = [];
+  let current: ScenarioContext | null = null;
+  // stopped from outside (a CI timeout, ^C): no runledger process, tmpfs or cluster stays behind
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      const ctx = current;
+      void (async () => {
+        if (ctx) {
+          for (const child of ctx.children) await child.kill();
+          await ctx.cleanup(true);
+        }
+        process.exit(130);
+      })();
+    });
+  }
   for (const { s, backend } of chosen) {
     const label = `${s.name}:${backend}`;
     const ctx = new ScenarioContext(s.name, backend, short, seedFor(seed, label), short ? SCENARIO_LIMIT_MS / 2 : SCENARIO_LIMIT_MS, (line) => console.log(`  [${label}] ${line}`));
+    current = ctx;
     console.log(`▶ ${label}${short ? ' (short)' : ''}`);
     const t0 = Date.now();
     let figures: Figures;

@@ -13,18 +13,19 @@ export interface StormResult {
 
 /**
  * `kills` SIGKILLs of `target`, each after a seeded pause of `gapMs` while the load runs; the
- * supervisor starts it again at once, with the same arguments and data folder. After each kill
- * the storm waits (up to `recoveryLimitMs`) for the runs that were in flight to move again —
- * or for `measure(killedAt)` when given — and stops early when the scenario's time runs short.
+ * supervisor starts it again at once, with the same arguments and data folder. Each kill's
+ * recovery is measured on the side, without holding up the next kill: the time until the runs
+ * that were in flight moved again (up to `recoveryLimitMs`), or `measure(killedAt)` when given.
  */
 export async function killStorm(
   ctx: ScenarioContext,
   o: { target: Supervised; watcher: Watcher; kills: number; gapMs: [number, number]; recoveryLimitMs: number; measure?: (killedAt: number) => Promise<number | null> },
 ): Promise<StormResult> {
   const result: StormResult = { kills: 0, recoveries: [], timedOut: 0 };
-  for (let i = 0; i < o.kills; i++) {
+  const tracking: Array<Promise<void>> = [];
+  for (let i = 1; i <= o.kills; i++) {
     if (ctx.msLeft() < o.recoveryLimitMs + o.gapMs[1] + 30_000) {
-      ctx.log(`storm: stopped after ${i} of ${o.kills} kills, the scenario's time is short`);
+      ctx.log(`storm: stopped after ${i - 1} of ${o.kills} kills, the scenario's time is short`);
       break;
     }
     await sleep(ctx.random.int(...o.gapMs));
@@ -32,19 +33,25 @@ export async function killStorm(
     const killedAt = Date.now();
     await o.target.kill('SIGKILL');
     result.kills += 1;
-    let seconds: number | null;
-    let unmoved = '';
-    if (o.measure) seconds = await o.measure(killedAt);
-    else {
-      const r = await o.watcher.recovery(snapshot!, killedAt, o.recoveryLimitMs);
-      if (r.timedOut) result.timedOut += 1;
-      seconds = r.seconds;
-      if (r.timedOut) unmoved = ` (not moved: ${await describe(o.watcher, r.unmoved)})`;
-    }
-    if (seconds !== null) result.recoveries.push(seconds);
-    else if (o.measure) result.timedOut += 1;
-    ctx.log(`kill ${i + 1}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? 'no recovery measured' : `moving again after ${seconds}s`}${unmoved}`);
+    tracking.push(
+      (async () => {
+        let seconds: number | null;
+        let unmoved = '';
+        if (o.measure) {
+          seconds = await o.measure(killedAt);
+          if (seconds === null) result.timedOut += 1;
+        } else {
+          const r = await o.watcher.recovery(snapshot!, killedAt, o.recoveryLimitMs);
+          if (r.timedOut) result.timedOut += 1;
+          seconds = r.seconds;
+          if (r.timedOut) unmoved = ` (not moved: ${await describe(o.watcher, r.unmoved)})`;
+        }
+        if (seconds !== null) result.recoveries.push(seconds);
+        ctx.log(`kill ${i}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? (unmoved ? 'no recovery' : 'nothing to recover') : `moving again after ${seconds}s`}${unmoved}`);
+      })(),
+    );
   }
+  await Promise.all(tracking);
   return result;
 }
 

@@ -77,12 +77,14 @@ export class Watcher {
     });
   }
 
-  /** The runs of the snapshot with no event appended since. */
+  /** The runs of the snapshot with no event appended since, that have not ended either (one may have ended as the snapshot was read). */
   async unmoved(snapshot: Snapshot): Promise<string[]> {
     const still: string[] = [];
     for (const [id, version] of snapshot) {
       const next = await this.retry(() => this.store.eventReadStream({ streamId: `run:${id}`, fromVersion: version + 1, limit: 1 }));
-      if (next.length === 0) still.push(id);
+      if (next.length > 0) continue;
+      const status = await this.status(id);
+      if (status === undefined || !isTerminal(status)) still.push(id);
     }
     return still;
   }

@@ -32,7 +32,7 @@ export const killChat: Scenario = {
         await chat.postOne('chaos-probe', id, `probe ${probes}`);
         return chat.replied('chaos-probe', id, killedAt, RECOVERY_WAIT_MS);
       };
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 1), gapMs: [1000, 3000], recoveryLimitMs: RECOVERY_WAIT_MS, measure });
+      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS, measure });
       await posting;
       const outcome = await chat.figures(ctx.deadline);
       const f = emptyFigures();

@@ -31,7 +31,7 @@ export const killCodeRuns: Scenario = {
           await sleep(50);
         }
       })();
-      const storm = await killStorm(ctx, { target: worker, watcher, kills: ctx.size(5, 1), gapMs: [1000, 3000], recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, { target: worker, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
       await starting;
       const outcome = await runFigures(watcher, echo, accepted, (n) => [1, 2, 3].map((i) => `${n}:s${i}`), ctx.deadline);
       const f = emptyFigures();

@@ -27,7 +27,7 @@ export const killExecutions: Scenario = {
       await load.setup();
       const count = ctx.size(500, 80);
       const submitting = load.submit(count, 4, 200);
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 1), gapMs: [1000, 3000], recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
       await submitting;
       const outcome = await load.figures(watcher, ctx.deadline);
       const records = await Promise.all([...load.accepted].slice(0, 20).map(([, id]) => api.send('GET', `/workflows/${load.workflowId}/executions/${id}`)));

@@ -36,7 +36,7 @@ export const killSessions: Scenario = {
           await sleep(100);
         }
       })();
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 1), gapMs: [1000, 3000], recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
       await starting;
       const f = emptyFigures();
       const runs = await watcher.settle(accepted, ctx.deadline);
