@@ -44,6 +44,8 @@ export const sigstopWorker: Scenario = {
       children.push(await startWorker(ctx, { database, env, label: 'worker-b' }));
       const takeover = await watcher.recovery(held, stoppedAt, LEASE_MS + 30_000);
       const outcome = await load.figures(watcher, Math.min(ctx.deadline, Date.now() + 60_000));
+      // B completes a run's task after the run's last event: wait for that too, so what follows is A's alone
+      while ((await watcher.store.taskList({ state: 'running', limit: 1 })).length > 0 && ctx.msLeft() > 0) await sleep(100);
       const head = await watcher.store.eventHead();
       a.proc.kill('SIGCONT');
       ctx.log(`worker A resumed; waiting ${(ECHO_MS * 2) / 1000}s for what it tries to write`);
