@@ -50,7 +50,7 @@ export const sigstopWorker: Scenario = {
       a.proc.kill('SIGCONT');
       ctx.log(`worker A resumed; waiting ${(ECHO_MS * 2) / 1000}s for what it tries to write`);
       await sleep(ECHO_MS * 2);
-      const stale = await watcher.store.eventReadCommitted({ after: head, limit: 100 });
+      const stale = (await watcher.store.eventReadCommitted({ after: head, limit: 100 })).events;
       for (const child of children.reverse()) await child.stop();
       const f = emptyFigures();
       Object.assign(f, { lost: outcome.lost, duplicated: outcome.duplicated + stale.length, sameKeyRepeats: outcome.sameKeyRepeats, stuck: outcome.stuck, failed: outcome.failed + load.refused.length });
