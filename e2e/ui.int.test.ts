@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
@@ -43,9 +44,10 @@ describe('the dashboard on SQLite', () => {
   let browser: Browser;
   let page: Page;
   let deadTask: string;
+  let database: string;
 
   beforeAll(async () => {
-    const database = createSqlitePath();
+    database = createSqlitePath();
     // a dead task, written before the server starts: one attempt, failed for good
     const engine = await createEngine({ database, workers: false });
     try {
@@ -164,6 +166,25 @@ describe('the dashboard on SQLite', () => {
     expect(await page.locator('ol.checkpoints li').evaluateAll((items) => items.map((li) => li.getAttribute('data-node')))).toEqual(['classify', 'act', 'reply']);
     await page.locator('ol.lifecycle li[data-type="SESSION_INITIATED"]').waitFor();
     expect((await call(server, `/agent/runs/${sent.run_id}`)).status).toBe('success');
+  });
+
+  it('still lists a session the agent ledger has no run for, with its lifecycle', async () => {
+    const oldSession = (await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } })).session_id;
+    await eventually(async () => (await call(server, `/sessions/${oldSession}`)).status === 'success', 20_000);
+    // as in a database from before the agent ledger: no ledger row for the session
+    const db = new Database(database, { timeout: 10_000 });
+    db.transaction(() => {
+      for (const table of ['agent_checkpoints', 'agent_tool_calls', 'agent_steps']) db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(oldSession);
+      expect(db.prepare('DELETE FROM agent_runs WHERE id = ?').run(oldSession).changes).toBe(1);
+    })();
+    db.close();
+    await page.goto(`${server.url}/ui/agents`);
+    await page.getByRole('heading', { name: 'Sessions without ledger data' }).waitFor();
+    await page.getByRole('link', { name: oldSession }).click();
+    await page.getByRole('heading', { name: `Session ${oldSession}` }).waitFor();
+    await page.locator('ol.lifecycle li[data-type="AGENT_BACKGROUND_TASK_COMPLETED"]').waitFor();
+    expect(await page.locator('dl.facts [data-status]').first().getAttribute('data-status')).toBe('success');
+    expect(await page.locator('table.tool-calls').count()).toBe(0);
   });
 
   it('is usable by keyboard: the skip link, the menu, and focus on each new page', async () => {

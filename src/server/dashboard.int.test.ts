@@ -10,6 +10,7 @@ import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { sessions } from '../agents/service.js';
 import { offlineProvider } from '../chat/providers.js';
 import { createApp } from './app.js';
 import { startServices } from './services.js';
@@ -144,6 +145,23 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
       await services.stop();
       await own.close();
     }
+  });
+
+  it('lists the runs of an agent by its name, and names the agent of each session', async () => {
+    const agents = sessions(engine, { agents: [] });
+    const session = await agents.create({ agent: 'sample-agent', input: {} });
+    // a code run whose input happens to say agent: it is not a run of the agent
+    const lookalike = await engine.start(quick, { n: 1, agent: 'sample-agent' } as { n: number });
+    const wf = await service.definitions.create({ name: 'sample-agent', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] });
+    const execution = await service.executions.execute(wf.id);
+    await eventually(async () => (await call('GET', `/runs/${lookalike.id}`)).status === 200);
+    for (const order of ['created', 'id']) {
+      const byAgent = (await call('GET', `/runs?order=${order}&workflow=sample-agent&limit=100`)).body.runs;
+      expect(byAgent.map((r: { id: string; agent: string | null; kind: string }) => [r.id, r.agent, r.kind])).toEqual([[session.session_id, 'sample-agent', 'session']]);
+      const byWorkflow = (await call('GET', `/runs?order=${order}&workflow=${wf.id}&limit=100`)).body.runs;
+      expect(byWorkflow.map((r: { id: string }) => r.id)).toEqual([execution.execution_id]);
+    }
+    expect((await call('GET', `/runs/${lookalike.id}`)).body.agent).toBeNull();
   });
 
   it("gives a dead task's history", async () => {

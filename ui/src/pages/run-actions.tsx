@@ -58,7 +58,7 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
   const canRetry = base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
   const canRerun = base !== null && paths.has(RERUN);
   return (
-    <div class="run-actions">
+    <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
       <div class="actions">
         {canCancel ? <button type="button" class="danger" disabled={busy} onClick={cancel}>Cancel run</button> : null}
         {canRetry ? <button type="button" aria-expanded={open === 'retry'} onClick={toggle('retry')}>Retry failed branches…</button> : null}
