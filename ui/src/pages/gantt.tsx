@@ -47,7 +47,7 @@ export function ganttRows(events: JournalEvent[]): Row[] {
     if (phase === 'attempted') {
       // a poll's request that did not end it: counted on its bar
       const bar = open.get(id);
-      if (bar) bar.label = `${bar.what}, ${(bar.requests = (bar.requests ?? 0) + 1)} request${bar.requests === 1 ? '' : 's'} so far`;
+      if (bar) bar.label = `${bar.what}, ${(bar.requests = e.data.attempt ?? (bar.requests ?? 0) + 1)} request${bar.requests === 1 ? '' : 's'} so far`;
       continue;
     }
     if (phase === 'started') {
@@ -67,7 +67,7 @@ export function ganttRows(events: JournalEvent[]): Row[] {
       open.delete(id);
       bar.end = at;
       bar.outcome = phase === 'completed' ? 'success' : phase === 'timed_out' ? 'timed_out' : 'failed';
-      if (kind === 'poll') bar.label = `${bar.what}, ${(bar.requests ?? 0) + (phase === 'timed_out' ? 0 : 1)} requests`;
+      if (kind === 'poll') bar.label = `${bar.what}, ${e.data.attempt ?? (bar.requests ?? 0) + 1} requests`;
       if (kind === 'step' && phase === 'failed' && e.data.retryAt) {
         row.bars.push({ kind: 'backoff', start: at, end: null, outcome: 'retrying', label: `retry at ${new Date(e.data.retryAt).toLocaleTimeString()}` });
       }

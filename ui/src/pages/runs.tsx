@@ -147,7 +147,7 @@ export function RunsPage() {
               <td><RunLink id={r.id} /></td>
               <td>{r.kind ?? '—'}</td>
               <td>
-                {r.workflow_id ? <Link to={`/workflows/${r.workflow_id}`} class="mono">{r.workflow_id}</Link> : r.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(r.id)}`}>{r.agent ?? 'agent run'}</Link> : <span class="mono">{r.workflow}</span>}
+                {r.workflow_id ? <Link to={`/workflows/${r.workflow_id}`} class="mono">{r.workflow_id}</Link> : r.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">{r.agent ?? 'agent run'}</Link> : <span class="mono">{r.workflow}</span>}
                 {r.label ? <div class="muted">{r.label}</div> : null}
               </td>
               <td>
