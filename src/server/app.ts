@@ -19,9 +19,9 @@ import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { controlRoutes } from './routes/control.js';
+import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { overviewRoutes } from './routes/overview.js';
-import { runControlRoutes } from './routes/run-control.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { triggerRoutes } from './routes/triggers.js';
@@ -64,7 +64,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
-    ...runControlRoutes(options.engine, options.workflows.definitions),
+    ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
