@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'e2e/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'e2e/**/*.test.ts', 'chaos/**/*.test.ts'],
     globalSetup: ['./vitest.setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

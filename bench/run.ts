@@ -1,7 +1,8 @@
 // The runledger benchmark: `npm run bench` (both backends), `npm run bench -- --only sqlite|postgres`.
 // PostgreSQL: the local server at 127.0.0.1:5432 with trust auth, or RUNLEDGER_TEST_PG_URL; each backend
 // runs on a fresh database, the workflow runs and the chat (a `runledger serve` child process) on others. Prints a table and writes
-// bench/results/latest.json. About 2½ minutes for both, a third of it PostgreSQL's workflow runs.
+// bench/results/latest.json. About 2½ minutes for both, a third of it PostgreSQL's workflow runs, plus
+// journal_growth_ratio (bench/growth.ts: `--growth-events N` sets the history it preloads, default 1M).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
@@ -12,6 +13,7 @@ import { postgresVersion, withDatabase, type Backend } from './databases.js';
 import { benchAgents, type AgentSizes } from './agents.js';
 import { benchChat, type ChatSizes } from './chat.js';
 import { benchStored } from './stored.js';
+import { benchGrowth, GROWTH_SIZES } from './growth.js';
 import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
 import { enqueueLatency } from './latency.js';
 import { bulkEnqueue, drain } from './queue.js';
@@ -60,14 +62,15 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
   }
 }
 
-const { values } = parseArgs({ options: { only: { type: 'string' } } });
+const { values } = parseArgs({ options: { only: { type: 'string' }, 'growth-events': { type: 'string' } } });
+const growthSizes = { ...GROWTH_SIZES, ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}) };
 if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'postgres') throw new Error('--only must be sqlite or postgres');
 const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres'];
 
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, wake: WAKE_SIZES };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
@@ -81,12 +84,13 @@ for (const backend of backends) {
   const chat = await withDatabase(backend, (database) => benchChat(database, CHAT_SIZES, (line) => console.error(`  ${backend} ${line}`)));
   const agents = await withDatabase(backend, (database) => benchAgents(database, AGENT_SIZES));
   console.error(`  ${backend} agent_events_per_s: ${Math.round(agents.agent_events_per_s!)}`);
+  const growth = await benchGrowth(backend, growthSizes, (line) => console.error(`  ${backend} ${line}`));
   const wake = {
     wake_10k_history_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, true)),
     wake_10k_history_nocache_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, false)),
   };
   console.error(`  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`);
-  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents), ...rounded(wake) };
+  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents), journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100, ...rounded(wake) };
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));

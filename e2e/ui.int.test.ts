@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
@@ -6,8 +7,10 @@ import { runStream } from '../src/runtime/history.js';
 import { TerminalError } from '../src/errors.js';
 import { createPostgresDatabase, createSqlitePath } from '../src/testing/databases.js';
 import { eventually } from '../src/testing/engine.js';
+import { startMockServices } from '../src/mock-services/index.js';
 import { launchBrowser } from './browser.js';
 import { serve, type Served } from './child.js';
+import { pipelineForTests } from './pipeline.js';
 import { uiWorkflowsModule } from './ui-workflows.js';
 
 /**
@@ -41,9 +44,10 @@ describe('the dashboard on SQLite', () => {
   let browser: Browser;
   let page: Page;
   let deadTask: string;
+  let database: string;
 
   beforeAll(async () => {
-    const database = createSqlitePath();
+    database = createSqlitePath();
     // a dead task, written before the server starts: one attempt, failed for good
     const engine = await createEngine({ database, workers: false });
     try {
@@ -137,13 +141,50 @@ describe('the dashboard on SQLite', () => {
     expect(dead.tasks.map((t: { id: string }) => t.id)).not.toContain(deadTask);
   });
 
-  it('shows agent sessions and their lifecycle (no agent ledger on this server)', async () => {
-    const session = await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } });
-    await eventually(async () => ['success', 'failed'].includes((await call(server, `/sessions/${session.session_id}`)).status), 20_000);
+  it('approves a blocked tool call from the approvals queue and shows the agent run reach success live', async () => {
     await page.goto(`${server.url}/ui/agents`);
-    await page.getByRole('link', { name: session.session_id }).click();
-    await page.getByRole('heading', { name: `Session ${session.session_id}` }).waitFor();
-    await page.locator('ol.journal li', { hasText: 'SESSION_INITIATED' }).waitFor();
+    await page.locator('.live.on').waitFor();
+    // the sample agent blocks issue_refund (high risk) for a person's approval when the text asks for a refund
+    const sent = await call(server, '/agent/events', { method: 'POST', body: { conversation_id: 'ui-conv-1', user_id: 'u-ada', source: 'ui-test', input_type: 'text', payload: { text: 'Please refund order 1042' } } });
+    const row = page.locator(`table.agent-runs tr[data-run="${sent.run_id}"]`);
+    const approval = page.locator('ul.approvals li[data-tool="issue_refund"]', { hasText: sent.run_id });
+    await approval.waitFor({ timeout: 20_000 });
+    expect(await approval.locator('.risk').textContent()).toBe('high risk');
+    expect(await approval.textContent()).toContain('"order_id": "1042"');
+    await row.locator('[data-status="waiting"]').waitFor();
+    await approval.getByRole('button', { name: /^Approve issue_refund/ }).click();
+    await approval.waitFor({ state: 'detached' });
+    await page.locator(`table.agent-runs tr[data-run="${sent.run_id}"][data-status="success"]`).waitFor({ timeout: 20_000 });
+
+    // the run: its nodes, tool calls with their risk, the decision, its checkpoints and lifecycle
+    await row.getByRole('link', { name: sent.run_id }).click();
+    await page.getByRole('heading', { name: `Agent run ${sent.run_id}` }).waitFor();
+    expect(await page.locator('table.agent-steps tbody tr').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-status')}`))).toEqual(['classify ok', 'act ok', 'reply ok']);
+    const tools = await page.locator('table.tool-calls tbody tr').evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-tool'), r.querySelector('.risk')?.textContent, r.getAttribute('data-status'), r.querySelector('[data-approval]')?.getAttribute('data-approval')]));
+    expect(tools).toEqual([['lookup_order', 'low', 'ok', 'none'], ['issue_refund', 'high', 'ok', 'approved']]);
+    expect(await page.locator('table.tool-calls tr[data-tool="issue_refund"]').textContent()).toContain('by dashboard');
+    expect(await page.locator('ol.checkpoints li').evaluateAll((items) => items.map((li) => li.getAttribute('data-node')))).toEqual(['classify', 'act', 'reply']);
+    await page.locator('ol.lifecycle li[data-type="SESSION_INITIATED"]').waitFor();
+    expect((await call(server, `/agent/runs/${sent.run_id}`)).status).toBe('success');
+  });
+
+  it('still lists a session the agent ledger has no run for, with its lifecycle', async () => {
+    const oldSession = (await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } })).session_id;
+    await eventually(async () => (await call(server, `/sessions/${oldSession}`)).status === 'success', 20_000);
+    // as in a database from before the agent ledger: no ledger row for the session
+    const db = new Database(database, { timeout: 10_000 });
+    db.transaction(() => {
+      for (const table of ['agent_checkpoints', 'agent_tool_calls', 'agent_steps']) db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(oldSession);
+      expect(db.prepare('DELETE FROM agent_runs WHERE id = ?').run(oldSession).changes).toBe(1);
+    })();
+    db.close();
+    await page.goto(`${server.url}/ui/agents`);
+    await page.getByRole('heading', { name: 'Sessions without ledger data' }).waitFor();
+    await page.getByRole('link', { name: oldSession }).click();
+    await page.getByRole('heading', { name: `Session ${oldSession}` }).waitFor();
+    await page.locator('ol.lifecycle li[data-type="AGENT_BACKGROUND_TASK_COMPLETED"]').waitFor();
+    expect(await page.locator('dl.facts [data-status]').first().getAttribute('data-status')).toBe('success');
+    expect(await page.locator('table.tool-calls').count()).toBe(0);
   });
 
   it('is usable by keyboard: the skip link, the menu, and focus on each new page', async () => {
@@ -169,6 +210,66 @@ describe('the dashboard on SQLite', () => {
     // the reply's tokens came over the socket as deltas before the stored message
     expect(Number(await page.locator('ol.chat').getAttribute('data-deltas'))).toBeGreaterThan(1);
   });
+});
+
+describe('the dashboard on the document pipeline (polls, a parallel step, business states)', () => {
+  it('shows the state and progress live, the branch that failed, and retries that branch from the page', async () => {
+    const mock = await startMockServices({ speed: 10 });
+    const server = await serve(createSqlitePath(), [], { ...FAST, RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
+    const browser = await launchBrowser();
+    try {
+      const wf = await call(server, '/workflows', { method: 'POST', body: pipelineForTests() });
+      // the PowerPoint job stays processing until the test cancels it: the run is in flight as long as the test needs
+      mock.setFaults([{ endpoint: 'POST /v1/render/presentations', job: 'hang' }]);
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/ui/workflows/${wf.id}`);
+      await page.getByLabel('Trigger data (JSON)').fill(JSON.stringify({ services: mock.url, content: '# Q3\nRevenue grew.' }));
+      await page.getByRole('button', { name: 'Execute' }).click();
+      await page.waitForURL(/\/ui\/runs\/ex_\w+$/);
+      const first = new URL(page.url()).pathname.split('/').pop()!;
+
+      await page.locator('[data-fact="state"]', { hasText: 'RENDERING_PROCESSING' }).waitFor({ timeout: 30_000 });
+      await page.locator('tr[data-step="wait_word"][data-status="success"]').waitFor({ timeout: 30_000 });
+      expect(await page.locator('dl.facts [data-status="running"]').count()).toBe(1);
+      expect(await page.locator('[data-fact="progress"]').textContent()).toMatch(/\b([1-9]|1[0-2])\/13 steps/);
+      await page.locator('[data-fact="eta"]').waitFor();
+      expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('running');
+      expect(await page.locator('tr[data-step="normalize"]').evaluate((r) => [r.getAttribute('data-type'), r.getAttribute('data-status')])).toEqual(['poll', 'success']);
+      await page.locator('figure.gantt rect.bar-poll.bar-running').first().waitFor();
+
+      // the job is cancelled: the poll sees it, the PowerPoint branch fails, the run ends partly done
+      const record = await call(server, `/workflows/${wf.id}/executions/${first}`);
+      const job = record.steps.find((s: { step_id: string }) => s.step_id === 'render_powerpoint').output.body.render_job_id;
+      expect((await fetch(`${mock.url}/v1/render/jobs/${job}/cancel`, { method: 'POST' })).status).toBe(200);
+      await page.locator('dl.facts [data-status="partial_success"]').waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-fact="state"]').textContent()).toBe('PARTIAL_COMPLETE');
+      expect(await page.locator('[data-fact="progress"]').textContent()).toContain('13/13 steps');
+      expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('failed');
+      expect(await page.locator('tr[data-step="render"] li[data-branch]').evaluateAll((items) => items.map((li) => `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`))).toEqual(['word success', 'powerpoint failed']);
+
+      await page.getByRole('button', { name: 'Retry failed branches…' }).click();
+      expect(await page.getByRole('checkbox', { name: 'powerpoint' }).isChecked()).toBe(true);
+      await page.getByRole('button', { name: 'Retry branch' }).click();
+      await page.waitForURL((url) => /\/ui\/runs\/ex_\w+$/.test(url.pathname) && !url.pathname.endsWith(first));
+      const retry = new URL(page.url()).pathname.split('/').pop()!;
+      await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 30_000 });
+      await expect.poll(() => page.locator('[data-fact="state"]').textContent()).toBe('DELIVERED');
+      expect(await page.locator('[data-fact="rerun-of"]').textContent()).toBe(`${first} (retry of branch powerpoint)`);
+      // the Word branch was reused, not rendered again
+      expect(mock.calls({ method: 'POST', path: '/v1/render/documents' })).toHaveLength(1);
+      expect(mock.calls({ method: 'POST', path: '/v1/render/presentations' })).toHaveLength(2);
+      expect((await call(server, `/runs/${retry}`)).status).toBe('success');
+
+      // and the first execution links to its retry
+      await page.goBack();
+      await page.locator('[data-fact="reruns"] a', { hasText: retry }).waitFor();
+    } finally {
+      await browser.close();
+      server.proc.kill('SIGTERM');
+      await server.exited;
+      await mock.close();
+    }
+  }, 120_000);
 });
 
 describe('the dashboard on PostgreSQL, behind a token', () => {

@@ -1,5 +1,6 @@
 import { resolveConfig, type Config, type RunledgerOptions } from './config.js';
 import { Journal } from './journal/journal.js';
+import { Liveness } from './liveness.js';
 import { Subscriber, type EventHandler, type SubscribeOptions } from './journal/subscription.js';
 import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
@@ -10,6 +11,10 @@ import { advertise } from './runtime/versions.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
+import { EngineEvents, type EngineEventName, type EngineListener } from './observe/events.js';
+import { timedStore } from './observe/store.js';
+import type { Observe, Tracer } from './observe/trace.js';
+import { Retention } from './retention/retention.js';
 
 /**
  * One runledger instance: a store, the journal over it, the task queue, and the workers and
@@ -26,21 +31,37 @@ export class Engine {
   readonly runtime: Runtime;
   /** Pause and resume, bulk cancel, retry and redrive: journaled with who and why. */
   readonly operator: Operator;
+  /** This process's row in the database: its leases end seconds after it dies, not a whole lease later. */
+  readonly liveness: Liveness;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
+  /** The lifecycle events of this engine (see `on`). */
+  readonly events = new EngineEvents();
+  /** What the runtime reads spans from: `tracer` stays null (no spans, no cost) unless `useTracer` sets one. */
+  readonly observe: Observe = { events: this.events, tracer: null };
+  readonly store: Store;
+  /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
+  readonly retention: Retention;
   private stopAdvertising: (() => Promise<void>) | null = null;
 
   constructor(
     readonly config: Config,
-    readonly store: Store,
+    store: Store,
     workflows: Workflow[] = [],
     private readonly runWorkers = true,
   ) {
+    this.store = timedStore(store, this.events);
+    store = this.store;
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
-    this.runtime = new Runtime(store, this.journal, this.queue, [], config);
+    this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
+    this.retention = new Retention(this);
+    // a run's chunks of big values and its version and generation rows go with it
+    this.retention.onRunPruned((tx, run) => this.runtime.forget(tx, run.id));
+    // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
+    this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });
     this.register(...workflows);
   }
 
@@ -52,6 +73,20 @@ export class Engine {
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
     this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff, tags: () => this.runtime.tags() });
     this.stopAdvertising = advertise(this.store, this.runWorker.id, () => this.runtime.tags(), Math.min(10_000, this.config.leaseMs), () => {});
+  }
+
+  /**
+   * Listens to one lifecycle event of this engine; returns the function that stops listening.
+   *
+   * @example const off = engine.on('run:end', ({ workflow, outcome }) => console.log(workflow, outcome));
+   */
+  on<K extends EngineEventName>(name: K, listener: EngineListener<K>): () => void {
+    return this.events.on(name, listener);
+  }
+
+  /** Spans for runs and steps from now on (`startTracing` makes one from the OTEL_* environment). */
+  useTracer(tracer: Tracer | null): void {
+    this.observe.tracer = tracer;
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
@@ -75,14 +110,18 @@ export class Engine {
 
   /** Starts a worker for `queue` in this process; `close()` stops it. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
-    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, ...options });
+    void this.liveness.start().catch(() => {});
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `worker ${queue}`, error });
+    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, workerId: this.liveness.leaseHolder('worker'), events: this.events, onError, ...options });
     this.workers.add(worker);
     return worker;
   }
 
   /** Starts a durable subscription in this process; `close()` stops it. */
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, ...options }, handler);
+    void this.liveness.start().catch(() => {});
+    const onError = (error: unknown) => this.events.emit('engine:error', { what: `subscription ${name}`, error });
+    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, owner: this.liveness.leaseHolder('owner'), events: this.events, onError, ...options }, handler);
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;
@@ -105,11 +144,13 @@ export class Engine {
 
   /** Stops this process's workers (letting running tasks finish) and subscriptions, then closes the store. */
   async close(): Promise<void> {
+    await this.retention.stop();
     await Promise.all([...this.workers].map((w) => w.stop()));
     await this.stopAdvertising?.();
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();
     this.subscribers.clear();
+    await this.liveness.stop().catch(() => {});
     await this.store.close();
   }
 }
@@ -121,5 +162,9 @@ export class Engine {
 export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean } = {}): Promise<Engine> {
   const { workflows, workers, ...rest } = options;
   const config = resolveConfig(rest);
-  return new Engine(config, await openStore(config.database), workflows, workers ?? true);
+  const engine = new Engine(config, await openStore(config.database), workflows, workers ?? true);
+  // before its workers claim anything: the leases of this machine's dead processes (its own previous
+  // incarnation after a kill -9) end now
+  await engine.liveness.start();
+  return engine;
 }

@@ -27,3 +27,8 @@ export { Channels, type PostResult, type HistoryPage } from './chat/channels.js'
 export type { Message, PostInput } from './chat/message.js';
 export { offlineProvider, providerFromEnv, type ChatProvider } from './chat/providers.js';
 export { startReplyWorker, type ReplyOptions } from './chat/reply.js';
+export type { EngineEventMap, EngineEventName, RunKind, RunOutcome } from './observe/events.js';
+export { createMetrics, type Metrics } from './observe/metrics.js';
+export { startTracing } from './observe/otel.js';
+export type { Tracer, Span } from './observe/trace.js';
+export { parseRetention, type RetentionPolicy } from './retention/policy.js';

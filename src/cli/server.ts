@@ -2,9 +2,13 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { pino } from 'pino';
+import type { Logger } from 'pino';
 import { providerFromEnv } from '../chat/providers.js';
 import { createEngine } from '../engine.js';
+import { createLogger } from '../observe/log.js';
+import { startTracing } from '../observe/otel.js';
+import { parseRetention } from '../retention/policy.js';
+import { envValue } from '../settings.js';
 import { ValidationError } from '../errors.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { startServices } from '../server/services.js';
@@ -19,16 +23,25 @@ import { loadSample } from './sample.js';
 
 /** The server and worker settings read from the environment (the only place they are read). */
 function serverEnv() {
+  const env = (name: string) => envValue(process.env, name);
+  const leaseMs = env('RUNLEDGER_LEASE_MS');
+  const pollMs = env('RUNLEDGER_POLL_MS');
+  const dataDir = env('RUNLEDGER_DATA_DIR');
   return {
-    token: process.env.RUNLEDGER_TOKEN || undefined,
-    secretKey: process.env.RUNLEDGER_SECRET_KEY || undefined,
-    allow: parseAllowlist(process.env.RUNLEDGER_HTTP_ALLOW),
-    ...(process.env.RUNLEDGER_DATA_DIR ? { dataDir: process.env.RUNLEDGER_DATA_DIR } : {}),
-    ...(process.env.RUNLEDGER_LEASE_MS ? { leaseMs: whole('RUNLEDGER_LEASE_MS', process.env.RUNLEDGER_LEASE_MS) } : {}),
-    ...(process.env.RUNLEDGER_POLL_MS ? { pollMs: whole('RUNLEDGER_POLL_MS', process.env.RUNLEDGER_POLL_MS) } : {}),
+    token: env('RUNLEDGER_TOKEN'),
+    secretKey: env('RUNLEDGER_SECRET_KEY'),
+    allow: parseAllowlist(env('RUNLEDGER_HTTP_ALLOW')),
+    ...(dataDir ? { dataDir } : {}),
+    ...(leaseMs ? { leaseMs: whole('RUNLEDGER_LEASE_MS', leaseMs) } : {}),
+    ...(pollMs ? { pollMs: whole('RUNLEDGER_POLL_MS', pollMs) } : {}),
     chatProvider: providerFromEnv(process.env),
+    retention: parseRetention(env('RUNLEDGER_RETENTION')),
   };
 }
+
+/** Made on first use: nothing happens at import time. */
+let logger: Logger | undefined;
+const log = (): Logger => (logger ??= createLogger(envValue(process.env, 'RUNLEDGER_LOG_LEVEL'), Boolean(process.stdout.isTTY)));
 
 function untilSignal(): Promise<unknown> {
   return new Promise((stop) => {
@@ -53,7 +66,7 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .action(async (options) => {
-      const port = whole('--port', options.port ?? process.env.PORT ?? '8080', 0, 65_535);
+      const port = whole('--port', options.port ?? envValue(process.env, 'PORT') ?? '8080', 0, 65_535);
       const location = databaseOf(options);
       const env = serverEnv();
       const keyFile = env.secretKey ? null : join(env.dataDir ?? dataDirFor(location), 'secret.key');
@@ -61,8 +74,9 @@ export function serverCommands(program: Command, out: Output): void {
       const codeWorkflows = options.workflows ? await workflowsOf(options.workflows) : [];
       const agents = options.agents ? await loadAgents(options.agents) : {};
       const stopped = untilSignal();
+      const tracer = await startTracing(process.env);
       const server = await startServer({
-        database: location, host: options.host, port, workers: options.workers, codeWorkflows, ...env, ...agents, ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
+        database: location, host: options.host, port, workers: options.workers, codeWorkflows, logger: log(), ...(tracer ? { tracer } : {}), ...env, ...agents, ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
       });
       if (newKey && insideGitWorkTree(keyFile!)) {
         out.line(`warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`);
@@ -80,6 +94,7 @@ export function serverCommands(program: Command, out: Output): void {
       out.line(`dashboard: ${server.url}/ui`);
       await stopped;
       await server.close();
+      await tracer?.close();
       out.line(`runledger ${process.pid}: stopped`);
     });
 
@@ -92,14 +107,17 @@ export function serverCommands(program: Command, out: Output): void {
       const agents = options.agents ? await loadAgents(options.agents) : {};
       const stopped = untilSignal();
       const location = databaseOf(options);
-      const { chatProvider, secretKey, allow, dataDir, token: _token, ...engineEnv } = serverEnv();
+      const { chatProvider, secretKey, allow, dataDir, retention, token: _token, ...engineEnv } = serverEnv();
       const key = await loadSecretKey({ dataDir: dataDir ?? dataDirFor(location), ...(secretKey ? { env: secretKey } : {}) });
       const engine = await createEngine({ database: location, ...engineEnv });
-      const services = await startServices(engine, { secretKey: key, allow, logger: pino(), chatProvider, workers: true, codeWorkflows: workflows, ...agents });
+      const tracer = await startTracing(process.env);
+      engine.useTracer(tracer);
+      const services = await startServices(engine, { secretKey: key, allow, logger: log(), chatProvider, workers: true, codeWorkflows: workflows, retention, ...agents });
       out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await engine.store.status()).location}`);
       await stopped;
       await services.stop();
       await engine.close();
+      await tracer?.close();
       out.line(`worker ${process.pid}: stopped`);
     });
 }

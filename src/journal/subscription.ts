@@ -1,8 +1,9 @@
 import { backoffDelay, type Backoff } from '../backoff.js';
+import type { EngineEvents } from '../observe/events.js';
 import { crashPoint } from '../crash.js';
 import { describeError, LeaseLostError, TerminalError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { CommittedEvent, Store, StoredEvent, Subscription } from '../storage/store.js';
+import type { CommittedEvent, Cursor, Store, StoredEvent, Subscription } from '../storage/store.js';
 import { Wakeup } from './wakeup.js';
 
 export interface HandlerContext {
@@ -38,10 +39,14 @@ export interface SubscribeOptions {
   /** How often to look for new events when no wake-up arrives: the fallback, not the main path. */
   pollMs?: number;
   leaseMs?: number;
+  /** Who holds the lease; default a fresh id. The engine names its process in it (see `Liveness`). */
+  owner?: string;
   onError?: (error: unknown) => void;
+  /** Where `subscription:parked` is reported (the engine passes its own). */
+  events?: EngineEvents;
 }
 
-type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare'>> & SubscribeOptions;
+type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare' | 'events' | 'owner'>> & SubscribeOptions;
 
 const defaults: Resolved = {
   ordered: false,
@@ -65,7 +70,7 @@ type Outcome = 'done' | 'blocked' | 'lost' | 'stopped';
  * await sub.start();
  */
 export class Subscriber {
-  readonly owner = newId('owner');
+  readonly owner: string;
   private readonly options: Resolved;
   private readonly wakeup = new Wakeup();
   private running = false;
@@ -80,6 +85,7 @@ export class Subscriber {
     private readonly handler: EventHandler,
   ) {
     this.options = { ...defaults, ...options };
+    this.owner = options.owner ?? newId('owner');
   }
 
   async start(): Promise<void> {
@@ -138,25 +144,55 @@ export class Subscriber {
     if (!sub) return false;
     if (sub.blockedReason !== null) return this.tryUnblock(sub);
     if (await this.redeliverParked()) return true;
-    const { batchSize, streamPrefix, types } = this.options;
-    const batch = await this.store.eventReadCommitted({ after: sub.cursor, limit: batchSize, ...(streamPrefix ? { streamPrefix } : {}), ...(types ? { types } : {}) });
-    for (const item of batch) {
-      if (!this.running) break;
-      if (Date.now() > this.leaseRenewAt && !(await this.lease())) break;
-      if ((await this.deliver(item)) !== 'done') break;
+    const { batchSize, filter } = this.options;
+    const read = await this.store.eventReadCommitted({ after: sub.cursor, limit: batchSize, ...this.sqlFilters() });
+    // `stored`: the cursor as stored; `passed`: past the events the JS filter passed over since
+    let stored = sub.cursor;
+    let passed = sub.cursor;
+    for (const item of read.events) {
+      if (!this.running) return true;
+      if (filter && !filter(item.event)) {
+        // no transaction per event passed over: the next advance moves past it
+        passed = item.cursor;
+        continue;
+      }
+      if (Date.now() > this.leaseRenewAt && !(await this.lease())) return true;
+      if ((await this.deliver(item, passed === stored ? null : passed)) !== 'done') return true;
+      stored = passed = item.cursor;
     }
-    return batch.length > 0;
+    // Past what the read covered but did not deliver (filtered out in SQL or here): one write per
+    // read, so a subscription whose filters match nothing never reads those events again.
+    if (read.cursor !== stored) {
+      try {
+        await this.store.subscriptionAdvance({ name: this.name, owner: this.owner, cursor: read.cursor });
+      } catch (error) {
+        if (error instanceof LeaseLostError) return false;
+        throw error;
+      }
+    }
+    return read.more || read.events.length > 0;
   }
 
-  /** Hands one event to the handler with retries; parks it (or blocks) when they run out. */
-  private async deliver({ event, cursor }: CommittedEvent): Promise<Outcome> {
+  private sqlFilters(): { streamPrefix?: string; types?: string[] } {
+    const { streamPrefix, types } = this.options;
+    return { ...(streamPrefix ? { streamPrefix } : {}), ...(types ? { types } : {}) };
+  }
+
+  /**
+   * Hands one event to the handler with retries; parks it (or blocks) when they run out. `before`:
+   * the cursor just before it when events passed over precede it, so a blocked subscription's
+   * cursor stays right before the event that blocks it.
+   */
+  private async deliver({ event, cursor }: CommittedEvent, before: Cursor | null): Promise<Outcome> {
     const advance = (tx: Store) => tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor });
     const result = await this.attempt(event, advance);
     if (result.outcome !== 'failed') return result.outcome;
     const park = { subscription: this.name, event, error: result.error, attempts: this.options.maxAttempts };
+    this.options.events?.emit('subscription:parked', { subscription: this.name, position: event.position, error: result.error });
     if (this.options.ordered) {
       const reason = `event ${event.position} (${event.type}) failed ${this.options.maxAttempts} times: ${result.error}`;
       await this.store.transaction(async (tx) => {
+        if (before !== null) await tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor: before });
         await tx.parkedAdd(park);
         await tx.subscriptionBlock({ name: this.name, blockedReason: reason });
       });
@@ -170,13 +206,12 @@ export class Subscriber {
   }
 
   private async attempt(event: StoredEvent, commit: (tx: Store) => Promise<unknown>): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
-    const { filter, prepare } = this.options;
-    const skip = filter !== undefined && !filter(event);
+    const { prepare } = this.options;
     for (let attempt = 1; ; attempt++) {
       try {
-        const prepared = skip || !prepare ? undefined : await prepare(event, { attempt, subscription: this.name });
+        const prepared = prepare ? await prepare(event, { attempt, subscription: this.name }) : undefined;
         await this.store.transaction(async (tx) => {
-          if (!skip) await this.handler(event, { tx, attempt, subscription: this.name, prepared });
+          await this.handler(event, { tx, attempt, subscription: this.name, prepared });
           crashPoint('subscription:beforeAdvance');
           await commit(tx);
         });
@@ -210,8 +245,15 @@ export class Subscriber {
 
   /** A blocked ordered subscription moves again once its failed event is marked retry or skipped. */
   private async tryUnblock(sub: Subscription): Promise<boolean> {
-    const { streamPrefix, types } = this.options;
-    const [next] = await this.store.eventReadCommitted({ after: sub.cursor, limit: 1, ...(streamPrefix ? { streamPrefix } : {}), ...(types ? { types } : {}) });
+    const { filter } = this.options;
+    let next: CommittedEvent | undefined;
+    for (let after = sub.cursor; ; ) {
+      const read = await this.store.eventReadCommitted({ after, limit: 1, ...this.sqlFilters() });
+      next = read.events[0];
+      if ((next && (!filter || filter(next.event))) || !read.more) break;
+      after = read.cursor;
+    }
+    if (next && filter && !filter(next.event)) next = undefined;
     const parked = next && (await this.store.parkedList({ subscription: this.name })).find((p) => p.position === next.event.position);
     if (next && parked?.status === 'skipped') {
       await this.store.transaction(async (tx) => {

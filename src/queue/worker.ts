@@ -7,6 +7,7 @@ import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
 import type { Store, Task } from '../storage/store.js';
 import { taskEvent } from './lifecycle.js';
+import type { EngineEvents } from '../observe/events.js';
 
 export interface TaskContext {
   task: Task;
@@ -34,6 +35,8 @@ export interface WorkOptions {
   tags?: () => string[];
   /** Called after each settled attempt: for metrics and tests. */
   onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
+  /** Where claims, retries, dead letters and lost leases are reported (the engine passes its own). */
+  events?: EngineEvents;
 }
 
 interface Running {
@@ -57,7 +60,7 @@ interface Completion {
  */
 export class Worker {
   readonly id: string;
-  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'tags'>> & WorkOptions;
+  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> & WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();
   private completions: Completion[] = [];
@@ -88,6 +91,8 @@ export class Worker {
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
+    // at once too: leases a dead process held may have just been ended (see Liveness)
+    void this.expireLeases().catch((e) => this.options.onError?.(e));
   }
 
   /** Stops claiming, lets running tasks finish and commits them. */
@@ -142,13 +147,15 @@ export class Worker {
   }
 
   /** Ends the leases of crashed or stalled workers (of any queue): their tasks are ready again, or dead. */
-  private async expireLeases(): Promise<void> {
-    await this.store.transaction(async (tx) => {
+  async expireLeases(): Promise<void> {
+    const expired = await this.store.transaction(async (tx) => {
       const expired = await tx.taskExpire({ limit: 1000 });
-      if (expired.length === 0) return;
+      if (expired.length === 0) return expired;
       const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, error: t.lastError }));
       await this.journal.appendMany(events, { tx });
+      return expired;
     });
+    for (const t of expired) if (t.state === 'dead') this.options.events?.emit('task:dead', { queue: t.queue, taskId: t.id, attempt: t.attempts, error: t.lastError ?? 'lease expired' });
   }
 
   private async claim(limit: number): Promise<number> {
@@ -160,6 +167,8 @@ export class Worker {
       }
       return claimed;
     });
+    const events = this.options.events;
+    if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     for (const task of tasks) void this.execute(task);
     return tasks.length;
   }
@@ -170,6 +179,7 @@ export class Worker {
 
   private async execute(task: Task): Promise<void> {
     const controller = new AbortController();
+    const started = performance.now();
     this.running.set(task.id, { task, controller });
     let result: unknown;
     let failure: { error: unknown } | null = null;
@@ -192,6 +202,9 @@ export class Worker {
     } finally {
       this.settling -= 1;
     }
+    const events = this.options.events;
+    if (outcome === 'completed') events?.emit('task:complete', { queue: this.queue, taskId: task.id, attempt: task.attempts, durationMs: performance.now() - started });
+    else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
   }
 
@@ -234,6 +247,11 @@ export class Worker {
           ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' })
           : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
         await this.journal.appendMany([event], { tx });
+        return failed;
+      }).then((failed) => {
+        const events = this.options.events;
+        if (terminal) events?.emit('task:dead', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message });
+        else events?.emit('task:retry', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message, retryAt: failed.runAt });
       });
       return terminal ? 'dead' : 'failed';
     } catch (failure) {

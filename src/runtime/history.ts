@@ -64,6 +64,8 @@ export class History {
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
+  /** The event that started the run, or its current generation (`run.continued`). */
+  started: StoredEvent | null = null;
   /** The generation (0, 1, 2 … one per `continueAsNew`) these events are of. */
   generation = 0;
   /** Each `ctx.patched(id)` decision of the run: true, it took the new branch. */
@@ -90,8 +92,10 @@ export class History {
         this.reached = 0;
         this.cancelRequested = false;
         this.generation = data.generation;
+        this.started = event;
       // falls through: it carries what run.started does
       case 'run.started':
+        this.started = event;
         this.workflow = data.workflow;
         this.codeVersion = data.version ?? null;
         this.input = data.input;

@@ -10,6 +10,7 @@ import type { RunView } from './view.js';
 import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
+import { observeStep, type Observe } from './observe.js';
 import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
@@ -40,6 +41,10 @@ export interface PassOptions {
   blobs?: Blobs;
   /** True while the run's workflow is paused: a new call waits (the pass ends; the resume runs it). */
   held?: () => boolean;
+  /** Step events and spans go here (none when absent). */
+  observe?: Observe;
+  /** The pass's span: each step attempt's span is its child. */
+  traceparent?: string;
 }
 
 /** The pass could not write its journal: it stops at once, and the run's task is tried again. */
@@ -355,22 +360,31 @@ export class Pass {
     const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
     await this.write([{ type: 'step.started', data: started }]);
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
+    const seen = observeStep(this.o.observe, this.runId, h.workflow, name, attempt, this.o.traceparent);
     try {
-      const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt }, options.timeout);
+      const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
       checkOutput(name, output, this.o.maxEventBytes);
+      seen.end(null, false);
       // Journaled with the run's next write, before anything after this step can happen: the next
       // step's start, a timer, the end of the run. One transaction per step instead of two; a
       // crash in between runs this step again, as a crash before its completion always did.
       this.writer.defer({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
       return this.remember(seq, name, output, options);
     } catch (error) {
-      if (error instanceof LeaseLostError) throw error;
+      if (error instanceof LeaseLostError) {
+        seen.end(describeError(error), false);
+        throw error;
+      }
       // stopped by cancellation or the run's deadline: the code sees why, whatever the step made of its signal
-      if (this.cancelled || this.expired) this.ensureNotCancelled();
+      if (this.cancelled || this.expired) {
+        seen.end(describeError(error), false);
+        this.ensureNotCancelled();
+      }
       const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
       const retryAt = terminal ? null : Date.now() + delay;
+      seen.end(describeError(error), retryAt !== null);
       await this.write([{ type: 'step.failed', data: { seq, name, attempt, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
@@ -437,7 +451,7 @@ export class Pass {
   }
 
   /** One try of a step: its signal fires on timeout, cancellation or a lost lease. */
-  private async attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number }, timeout?: Duration): Promise<T> {
+  private async attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: Duration): Promise<T> {
     const controller = new AbortController();
     const abort = (reason: unknown) => controller.abort(reason);
     const onStop = () => abort(this.stop.signal.reason);

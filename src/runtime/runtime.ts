@@ -8,13 +8,15 @@ import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
 import { History, runStream, type Seq } from './history.js';
+import { observePass, type Observe } from './observe.js';
+import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
 import { Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
 import { PausedWorkflows } from './pauses.js';
-import { carryOver, generationOf } from './generations.js';
+import { carryOver, generationOf, RUN_GENERATION } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 
@@ -27,6 +29,8 @@ export interface StartOptions {
   timeout?: Duration;
   /** Starts the run in the caller's transaction: it exists only if that commits. */
   tx?: Store;
+  /** The caller's W3C trace context, stored with the run so its spans join the caller's trace (in any process, after any crash). */
+  traceparent?: string;
 }
 
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
@@ -70,7 +74,7 @@ export class Runtime {
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
   ) {
     this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 2_000_000 });
     this.paused = new PausedWorkflows(store, options.pollMs);
@@ -123,7 +127,7 @@ export class Runtime {
     if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null };
+    const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
     await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
@@ -238,6 +242,13 @@ export class Runtime {
     return next;
   }
 
+  /** In the transaction that deletes run `id` (retention): the rows kept for it here, and the blob chunks no other run holds. */
+  async forget(tx: Store, id: string): Promise<void> {
+    await tx.projectionDelete({ name: RUN_TAG, key: id });
+    await tx.projectionDelete({ name: RUN_GENERATION, key: id });
+    await tx.blobDelete({ owner: id });
+  }
+
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
@@ -253,12 +264,14 @@ export class Runtime {
       return null;
     }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
+    const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
     const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
     const held = () => this.paused.has(wf.name);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held });
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
     const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
+    let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
     try {
       const outcome = await pass.execute(wf);
       // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
@@ -270,11 +283,13 @@ export class Runtime {
       if (outcome.kind === 'suspended') {
         await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
+        result = 'suspended';
         return null;
       }
       if (outcome.kind === 'completed') {
         const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
         await pass.write([{ type: 'run.completed', data }], end);
+        result = 'success';
         return null;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
@@ -282,9 +297,11 @@ export class Runtime {
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
       if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
       else await pass.write([{ type: 'run.failed', data: { error: describeError(outcome.error), compensations } }], end);
+      result = pass.isCancelled ? 'cancelled' : 'failed';
       return null;
     } finally {
       release();
+      seen.end(result);
       await stopWatching();
     }
   };
@@ -301,7 +318,8 @@ export class Runtime {
 
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
   private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
-    return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent };
+    const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
+    return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent, ...(traceparent ? { traceparent } : {}) };
   }
 
   /** In the transaction of `run.continued`: carries signals over, moves the run's start and tag, and queues its next pass. */

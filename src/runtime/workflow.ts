@@ -9,6 +9,8 @@ export interface StepContext {
   attempt: number;
   /** Fires on the step's timeout, on cancellation, or when this worker lost the run. */
   signal: AbortSignal;
+  /** The W3C `traceparent` of this attempt's span when tracing is on: send it to the services the step calls. */
+  traceparent?: string;
 }
 
 export interface RetryPolicy {

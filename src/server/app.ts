@@ -12,15 +12,17 @@ import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
+import type { Metrics } from '../observe/metrics.js';
+import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
 import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { controlRoutes } from './routes/control.js';
+import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { overviewRoutes } from './routes/overview.js';
-import { runControlRoutes } from './routes/run-control.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { triggerRoutes } from './routes/triggers.js';
@@ -39,6 +41,8 @@ export interface AppOptions {
   version?: string;
   /** The built dashboard served at `/ui` (default: `dist/ui` when built; null: none). */
   uiDir?: string | null;
+  /** Serves `GET /metrics` (behind the same token as the API). */
+  metrics?: Metrics;
 }
 
 /**
@@ -61,13 +65,14 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
-    ...runControlRoutes(options.engine, options.workflows.definitions),
+    ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
+  app.use('*', observeRequests(options.engine.observe));
   const allowed = allowedMethods([...routes, { method: 'get', path: '/healthz' }, { method: 'get', path: '/openapi.json' }]);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
@@ -76,11 +81,14 @@ export function createApp(options: AppOptions): Hono {
     }
     return c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404);
   });
-  app.get('/healthz', async (c) => c.json({ status: 'ok', store: (await options.engine.store.status()).dialect }));
+  // a read of the journal's head (one index probe), not status(): its counts grow with history and health checks poll
+  app.get('/healthz', async (c) => (await options.engine.store.eventHead(), c.json({ status: 'ok', store: options.engine.store.dialect })));
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
+  const metrics = options.metrics;
+  if (metrics) app.get('/metrics', async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }));
   mount(app, routes);
   return app;
 }
@@ -100,7 +108,7 @@ async function serve(r: Route, c: Context): Promise<Response> {
   for (const [name, value] of Object.entries(params)) checkText(name, value);
   const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
   const query = r.query ? parse(r.query, checkedQuery(new URL(c.req.url).searchParams), 'query') : {};
-  const result = await r.handle({ params, query, body, headers: c.req.raw.headers, signal: c.req.raw.signal });
+  const result = await r.handle({ params, query, body, headers: handlerHeaders(c), signal: c.req.raw.signal });
   if (result instanceof Response) return result;
   if (r.status === 204) return c.body(null, 204);
   return c.json(result ?? null, r.status as 200);

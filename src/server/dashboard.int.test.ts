@@ -3,13 +3,17 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Hono } from 'hono';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { sessions } from '../agents/service.js';
+import { offlineProvider } from '../chat/providers.js';
 import { createApp } from './app.js';
+import { startServices } from './services.js';
 
 const waiter = workflow('waiter', async (ctx) => {
   await ctx.step('before', async () => 1);
@@ -121,6 +125,43 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
     expect(await pages(`limit=10&created_after=${encodeURIComponent(third)}`)).toEqual(order.slice(3).reverse());
     expect((await call('GET', '/runs?order=created&last_key=nonsense')).status).toBe(400);
     expect((await call('GET', '/runs?order=sideways')).status).toBe(400);
+  });
+
+  it('declares each route once, with every service mounted (its OpenAPI document lists each method and path once)', async () => {
+    const own = await testEngine(backend, { workflows: [quick] });
+    const services = await startServices(own.engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    try {
+      const full = createApp({ engine: own.engine, ...services, uiDir: null });
+      const doc = await (await full.fetch(new Request('http://local/openapi.json'))).json();
+      const declared = Object.entries(doc.paths as Record<string, Record<string, { summary: string }>>).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+      expect(new Set(declared).size).toBe(declared.length);
+      expect(declared).toEqual(expect.arrayContaining(['GET /runs/{id}', 'POST /runs', 'POST /runs/{id}/cancel', 'POST /runs/{id}/signal', 'GET /agent/approvals', 'GET /tasks/{id}/history', 'GET /workflows/{id}/versions']));
+      // the routes the tests and the dashboard use: a signal to a run that has ended is refused
+      const run = await own.engine.start(quick, { n: 1 });
+      await run.result({ pollMs: 50 });
+      const signal = await full.fetch(new Request(`http://local/runs/${run.id}/signal`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'go' }) }));
+      expect(signal.status).toBe(409);
+    } finally {
+      await services.stop();
+      await own.close();
+    }
+  });
+
+  it('lists the runs of an agent by its name, and names the agent of each session', async () => {
+    const agents = sessions(engine, { agents: [] });
+    const session = await agents.create({ agent: 'sample-agent', input: {} });
+    // a code run whose input happens to say agent: it is not a run of the agent
+    const lookalike = await engine.start(quick, { n: 1, agent: 'sample-agent' } as { n: number });
+    const wf = await service.definitions.create({ name: 'sample-agent', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] });
+    const execution = await service.executions.execute(wf.id);
+    await eventually(async () => (await call('GET', `/runs/${lookalike.id}`)).status === 200);
+    for (const order of ['created', 'id']) {
+      const byAgent = (await call('GET', `/runs?order=${order}&workflow=sample-agent&limit=100`)).body.runs;
+      expect(byAgent.map((r: { id: string; agent: string | null; kind: string }) => [r.id, r.agent, r.kind])).toEqual([[session.session_id, 'sample-agent', 'session']]);
+      const byWorkflow = (await call('GET', `/runs?order=${order}&workflow=${wf.id}&limit=100`)).body.runs;
+      expect(byWorkflow.map((r: { id: string }) => r.id)).toEqual([execution.execution_id]);
+    }
+    expect((await call('GET', `/runs/${lookalike.id}`)).body.agent).toBeNull();
   });
 
   it("gives a dead task's history", async () => {

@@ -6,10 +6,18 @@ const REASONS: Record<number, string> = { 400: 'Invalid input: every problem wit
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
 
-/** The OpenAPI 3.1 document of `routes`, from the same zod schemas that validate requests. */
+/**
+ * The OpenAPI 3.1 document of `routes`, from the same zod schemas that validate requests. A method
+ * and path declared twice (whatever its parameters are named) throws: the router would answer with
+ * the first and the document show the last.
+ */
 export function openapi(routes: Route[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const declared = new Set<string>();
   for (const r of routes) {
+    const key = `${r.method.toUpperCase()} ${r.path.replace(/\{\w+\}/g, '{}')}`;
+    if (declared.has(key)) throw new Error(`${r.method.toUpperCase()} ${r.path} is declared twice`);
+    declared.add(key);
     const params = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const query = r.query ? Object.entries((schema(r.query) as { properties?: Record<string, unknown> }).properties ?? {}).map(([name, s]) => ({ name, in: 'query', required: false, schema: s })) : [];
     const responses: Record<string, unknown> = {

@@ -12,6 +12,10 @@ import type { Workflow } from '../runtime/workflow.js';
 import { triggers, type TriggerService } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
 import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { knownSecrets } from '../workflows/known.js';
+import { logEvents } from '../observe/log.js';
+import { chatRetention } from '../chat/retention.js';
+import type { RetentionPolicy } from '../retention/policy.js';
 
 export interface ServiceOptions {
   secretKey: Buffer;
@@ -30,6 +34,8 @@ export interface ServiceOptions {
   codeWorkflows?: Workflow[];
   /** Where HTTP agents report back: this server's URL. */
   reportBaseUrl?: string;
+  /** Deletes finished records by these ages, continuously, when this process runs workers (RUNLEDGER_RETENTION). */
+  retention?: RetentionPolicy;
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;
 }
@@ -61,13 +67,17 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
   const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.reportBaseUrl ? { callbackBaseUrl: options.reportBaseUrl } : {}) });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
+  engine.retention.register(chatRetention());
   const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
   const ledger = new AgentLedger(engine, agentSessions, { defaultAgent: options.defaultAgent ?? 'sample-agent' });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
-  const onError = (what: string) => (error: unknown) => logger.warn({ err: error }, what);
+  // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them
+  const onError = (what: string) => (error: unknown) => engine.events.emit('engine:error', { what, error });
+  const stopLogging = logEvents(engine.events, logger, knownSecrets(workflows.secrets));
   const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
   await ensureRule(triggerService);
   await triggerService.start();
+  if (options.workers && options.retention) engine.retention.start(options.retention);
   if (options.workers) await startReplyWorker(engine, channels, options.chatProvider, { onError: onError('chat reply failed'), ...(options.onDelta ? { onDelta: options.onDelta } : {}) });
   return {
     workflows,
@@ -76,7 +86,10 @@ export async function startServices(engine: Engine, options: ServiceOptions): Pr
     ledger,
     triggers: triggerService,
     // the engine stops its workers and subscriptions when it closes; the scheduler is ours
-    stop: () => triggerService.stop(),
+    stop: async () => {
+      stopLogging();
+      await triggerService.stop();
+    },
   };
 }
 

@@ -11,6 +11,9 @@ import type { Workflow } from '../runtime/workflow.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
+import { createMetrics } from '../observe/metrics.js';
+import type { Tracer } from '../observe/trace.js';
+import type { RetentionPolicy } from '../retention/policy.js';
 import { listen } from './listen.js';
 import { startServices, type Services } from './services.js';
 import { ChannelSockets } from './ws.js';
@@ -36,6 +39,10 @@ export interface ServerOptions extends RunledgerOptions {
   defaultAgent?: string;
   codeWorkflows?: Workflow[];
   logger?: Logger;
+  /** Ages after which finished records are deleted (RUNLEDGER_RETENTION), by this process when it runs workers. */
+  retention?: RetentionPolicy;
+  /** Spans for requests, runs and steps (`startTracing`); the caller closes it after the server. */
+  tracer?: Tracer;
 }
 
 export interface Server extends Omit<Services, 'stop'> {
@@ -58,10 +65,12 @@ export function dataDirFor(database: string): string {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, ...engineOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, secretKey, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, ...engineOptions } = options;
   const database = engineOptions.database ?? 'runledger.db';
   const key = await loadSecretKey({ dataDir: options.dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
+  const metrics = createMetrics(engine.events, engine.store);
+  if (tracer) engine.useTracer(tracer);
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
@@ -72,11 +81,11 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
     );
     try {
-      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(agents ? { agents } : {}), ...(tools ? { tools } : {}), ...(defaultAgent ? { defaultAgent } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
+      const services = await startServices(engine, { secretKey: key, allow, logger, chatProvider, workers, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta), ...(retention ? { retention } : {}), ...(agents ? { agents } : {}), ...(tools ? { tools } : {}), ...(defaultAgent ? { defaultAgent } : {}), ...(codeWorkflows ? { codeWorkflows } : {}) });
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(engine.store, services.channels, isPostgres(database) ? {} : { pollMs: engine.config.pollMs });
       sockets = new ChannelSockets({ channels: services.channels, feed, token });
-      app = createApp({ engine, ...services, version: packageVersion(), ...(token ? { token } : {}) });
+      app = createApp({ engine, ...services, metrics, version: packageVersion(), ...(token ? { token } : {}) });
       const { stop, ...rest } = services;
       return {
         ...rest,
@@ -87,6 +96,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
           await listening.close();
           await stop();
           await feed.close();
+          metrics.close();
           await engine.close();
         },
       };

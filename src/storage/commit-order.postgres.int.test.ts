@@ -17,8 +17,17 @@ const naive: Reader = async (store, after) => {
 };
 
 const committed: Reader = async (store, after) => {
-  const events = await store.eventReadCommitted({ after, limit: 100 });
-  return { types: events.map((e) => e.event.type), cursor: events.at(-1)?.cursor ?? after };
+  const read = await store.eventReadCommitted({ after, limit: 100 });
+  return { types: read.events.map((e) => e.event.type), cursor: read.cursor };
+};
+
+/**
+ * Readers that want only A. B does not match, and a reader moves its cursor past what it scanned:
+ * by position (naive), B's position passes A's for good; in committed order it must not.
+ */
+const naivePastUnmatched: Reader = async (store, after) => {
+  const all = await store.eventReadAll({ fromPosition: Number(after || 0) + 1 });
+  return { types: all.filter((e) => e.type === 'A').map((e) => e.type), cursor: String(all.at(-1)?.position ?? after) };
 };
 
 describe('commit order on postgres', () => {
@@ -56,7 +65,7 @@ describe('commit order on postgres', () => {
       await a;
     }
     // wait until both events are past every reader's horizon (other databases' transactions hold it back a moment)
-    for (let seen = 0; seen < 2; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).length;
+    for (let seen = 0; seen < 2; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
     const second = await read(reader, first.cursor);
     return [...first.types, ...second.types];
   }
@@ -68,4 +77,46 @@ describe('commit order on postgres', () => {
   it('the committed-order reader sees both events', async () => {
     expect((await scenario(committed)).sort()).toEqual(['A', 'B']);
   });
+
+  it('a naive reader that moves past the unmatched events it scanned loses the late-committing match', async () => {
+    expect(await scenario(naivePastUnmatched)).toEqual([]);
+  });
+
+  it.each([{ types: ['A'] }, { streamPrefix: 'a' }, { streamPrefix: 'a', types: ['A', 'C'] }])(
+    'a reader filtered by %j moves past unmatched events, but never past a match that commits late',
+    async (filter) => {
+      await writerB.eventAppend({ appends: [{ streamId: 'c', events: [{ type: 'C', data: {} }] }] });
+      for (let seen = 0; seen < 1; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let appended!: () => void;
+      const aHasPosition = new Promise<void>((resolve) => (appended = resolve));
+      const a = writerA.transaction(async (tx) => {
+        await tx.eventAppend({ appends: [{ streamId: 'a', events: [{ type: 'A', data: {} }] }] });
+        appended();
+        await gate;
+      });
+      await aHasPosition;
+      let first;
+      try {
+        await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
+        first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });
+      } finally {
+        release();
+        await a;
+      }
+      expect(first.events).toEqual([]);
+      // past C, which committed before A's transaction began
+      expect(first.cursor).not.toBe('');
+      let second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+      while (second.events.length === 0) second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+      expect(second.events.map((e) => e.event.type)).toEqual(['A']);
+      // and once every event is below the horizon, past B too: the next read starts at the head
+      let head = await reader.eventHead();
+      while (head.split(':')[1] !== String(Math.max(...(await reader.eventReadAll({})).map((e) => e.position)))) head = await reader.eventHead();
+      const third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
+      expect(third.events).toEqual([]);
+      expect(third.cursor).toBe(head);
+    },
+  );
 });

@@ -8,7 +8,7 @@ import { openPostgresStore } from './postgres/store.js';
  *
  * @example const store = await openStore('runledger.db')
  */
-export async function openStore(location: string): Promise<Store> {
-  if (/^postgres(ql)?:\/\//.test(location)) return openPostgresStore(location);
-  return openSqliteStore(location);
+export async function openStore(location: string, options: { migrate?: boolean } = {}): Promise<Store> {
+  if (/^postgres(ql)?:\/\//.test(location)) return openPostgresStore(location, options);
+  return openSqliteStore(location, options);
 }

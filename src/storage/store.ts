@@ -3,6 +3,9 @@ import type {
   AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow,
   AgentToolCallChange, AgentToolCallRow, ApprovalStatus,
 } from './ledger.js';
+import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
+
+export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -107,10 +110,13 @@ export interface Store {
   eventReadAll(p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]>;
   /**
    * Events after `after`, in an order in which no event can still appear before one already
-   * returned: a reader that resumes from the last cursor never skips an event, even one whose
-   * transaction commits after an event with a later position.
+   * returned: a reader that resumes from the returned cursor never skips an event, even one whose
+   * transaction commits after an event with a later position. The cursor moves past every event
+   * the read covered, matching the filters or not, so a reader whose filters match nothing does
+   * not read the same events again; a read examines a bounded number of events (through the type
+   * index when `types` is given), and `more` says to read again at once.
    */
-  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]>;
+  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead>;
   /** The cursor after the newest committed event. */
   eventHead(): Promise<Cursor>;
   /** Streams whose id starts with `prefix`, in id order (bytewise), after `after` (exclusive). */
@@ -224,6 +230,70 @@ export interface Store {
   agentCheckpointPut(p: { checkpoint: AgentCheckpointRow }): Promise<void>;
   /** In the run's order (seq). */
   agentCheckpointList(p: { run_id: string }): Promise<AgentCheckpointRow[]>;
+  /** Unfinished work per queue, in one query (metrics scrape it; doctor reads it). */
+  taskStats(): Promise<QueueStats[]>;
+  /** Of `orderingKeys`, the ones that have a ready or running task in `queue`. */
+  taskListActiveKeys(p: { queue: string; orderingKeys: string[] }): Promise<string[]>;
+  /** Deletes up to `limit` finished tasks (oldest change first) and returns their ids. Never a ready or running one. */
+  taskDelete(p: TaskDeleteParams): Promise<string[]>;
+  /** Every subscription's lag and parked count, in one query. */
+  subscriptionStats(): Promise<SubscriptionStats[]>;
+  /**
+   * Deletes whole streams: their events, their version rows and the idempotency keys of their
+   * appends. Retention is the one writer that deletes events; readers tolerate the gaps in positions.
+   */
+  streamDelete(p: { streamIds: string[] }): Promise<{ events: number }>;
+  /**
+   * Deletes the oldest events of one stream, those with a version below `beforeVersion`, and the
+   * idempotency keys of their appends; the stream goes on at its version (nothing is renumbered).
+   */
+  eventDeleteBefore(p: { streamId: string; beforeVersion: number }): Promise<{ events: number }>;
+  /**
+   * Makes the space of deleted rows reusable, never blocking writers for long: after each `batch`
+   * of deletions SQLite gives freed pages back to the file system (`incremental_vacuum`); after a
+   * whole `sweep` PostgreSQL also runs a plain `VACUUM` of the tables retention deletes from
+   * (autovacuum would, but only after its next nap and thresholds, while deletes keep coming).
+   */
+  storageVacuum(p: { after: 'batch' | 'sweep' }): Promise<void>;
+  /** Latency, clock skew, migrations, and the database's commit rate over `sampleMs` (for `runledger doctor`). */
+  storageDiagnose(p: { sampleMs: number }): Promise<StoreDiagnosis>;
+  /** Records a process that holds leases, its heartbeat now (database clock); registering again renews it. */
+  processRegister(p: { id: string; host: string; pid: number; pidStart: string | null }): Promise<void>;
+  /** Renews its heartbeat; false when its row is gone (another process ended it): register again. */
+  processHeartbeat(p: { id: string }): Promise<boolean>;
+  processList(): Promise<ProcessInfo[]>;
+  /**
+   * Ends the processes named, each only while its heartbeat is still `heartbeatAt` as given (null:
+   * whatever it is), so one that beat since it was judged dead stays: deletes their rows and ends
+   * the leases they hold (tasks whose worker id, subscriptions whose owner, starts with
+   * `<process id>:`), so the usual expiry hands their work on now rather than when each lease runs
+   * out. Lease tokens still fence a process that was only paused.
+   */
+  processExpire(p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded>;
+}
+
+/** A process holding leases, as `processList` shows it. */
+export interface ProcessInfo {
+  id: string;
+  /** The machine it runs on: a process on the same one can tell whether `pid` still lives. */
+  host: string;
+  pid: number;
+  /** When the OS started `pid` (Linux: its start time in clock ticks), to tell a reused pid apart. */
+  pidStart: string | null;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+export interface ProcessesEnded {
+  processes: string[];
+  /** Task leases and subscription leases ended. */
+  tasks: number;
+  subscriptions: number;
+}
+
+/** The prefix of the worker ids and subscription owners of a process: how its leases name it. */
+export function leaseHolderPrefix(processId: string): string {
+  return `${processId}:`;
 }
 
 /**
@@ -289,6 +359,19 @@ export interface StoredEvent {
 export interface CommittedEvent {
   event: StoredEvent;
   cursor: Cursor;
+}
+
+/** What one `eventReadCommitted` covered. */
+export interface CommittedRead {
+  /** The matching events, at most `limit`, in committed order. */
+  events: CommittedEvent[];
+  /**
+   * Where the next read resumes: the last event returned when `limit` was reached, else the last
+   * event examined (matching or not), else `after`. Never before `after`.
+   */
+  cursor: Cursor;
+  /** The read stopped before the newest committed event (the limit or the scan bound): read again now. */
+  more: boolean;
 }
 
 export interface StreamAppend {

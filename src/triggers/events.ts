@@ -18,7 +18,8 @@ export const MAX_DETAIL_BYTES = 256 * 1024;
 export const MAX_BATCH = 100;
 
 /** The index `GET /events` pages through: key = the zero-padded journal position, newest last. */
-const INDEX = 'trigger-event';
+export const EVENT_INDEX = 'trigger-event';
+const INDEX = EVENT_INDEX;
 
 /** An event as stored: the envelope, with its id and time filled in. */
 export interface Envelope {
@@ -156,7 +157,9 @@ export class Events {
    * to exist: a concurrent request that stored one of them first makes it conflict, and the batch
    * is read again and retried without it.
    */
-  async put(envelopes: EnvelopeInput[]): Promise<Array<{ event: EventView; created: boolean }>> {
+  async put(envelopes: EnvelopeInput[], options: { traceparent?: string } = {}): Promise<Array<{ event: EventView; created: boolean }>> {
+    // the sender's trace context: runs its rules start join the sender's trace
+    const metadata = options.traceparent ? { metadata: { traceparent: options.traceparent } } : {};
     const now = new Date().toISOString();
     const complete = envelopes.map((e): Envelope => ({ ...e, id: e.id ?? newId('evt'), time: e.time === undefined ? now : new Date(e.time).toISOString() }));
     let created: boolean[] = [];
@@ -166,7 +169,7 @@ export class Events {
           const seen = new Set<string>();
           for (const id of new Set(complete.map((e) => e.id))) if ((await tx.eventReadStream({ streamId: eventStream(id), limit: 1 })).length > 0) seen.add(id);
           const fresh = complete.map((e) => !seen.has(e.id) && (seen.add(e.id), true));
-          const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e }], expectedVersion: 0 }));
+          const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e, ...metadata }], expectedVersion: 0 }));
           if (appends.length > 0) await this.journal.appendMany(appends, { tx });
           return fresh;
         });
@@ -199,7 +202,7 @@ export class Events {
 }
 
 /** Zero-padded so keys sort like positions. */
-const indexKey = (position: number) => String(position).padStart(16, '0');
+export const indexKey = (position: number) => String(position).padStart(16, '0');
 
 function routing(routed: StoredEvent | null | undefined): Pick<EventView, 'routed' | 'routed_at' | 'matches'> {
   if (!routed) return { routed: false, routed_at: null, matches: [] };

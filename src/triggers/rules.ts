@@ -153,7 +153,7 @@ export class Rules {
       if (rule.since > event.position || !matches(rule.pattern, envelope)) continue;
       const match = { rule_id: rule.id, rule_name: rule.name };
       try {
-        const started = await this.starter.start({ target: rule.target, input: mapInput(rule.input, envelope), key: `${envelope.id}:${rule.id}`, tx, trigger_type: 'event' });
+        const started = await this.starter.start({ target: rule.target, input: mapInput(rule.input, envelope), key: `${envelope.id}:${rule.id}`, tx, trigger_type: 'event', ...traced(event) });
         found.push({ ...match, ...started });
       } catch (error) {
         if (!PERMANENT.some((kind) => error instanceof kind)) throw error;
@@ -178,4 +178,10 @@ export class Rules {
 
 function publicRule({ since: _since, ...rule }: StoredRule): Rule {
   return rule;
+}
+
+/** The trace context an event was sent with, for the runs it starts. */
+function traced(event: StoredEvent): { traceparent?: string } {
+  const traceparent = event.metadata.traceparent;
+  return typeof traceparent === 'string' ? { traceparent } : {};
 }

@@ -1,5 +1,6 @@
 import type { Engine } from '../engine.js';
 import type { Subscriber } from '../journal/subscription.js';
+import { eventsRetention } from './retention.js';
 import { EVENT_RECEIVED, EVENT_STREAM_PREFIX, Events } from './events.js';
 import { Rules } from './rules.js';
 import { Schedules } from './schedules.js';
@@ -45,6 +46,7 @@ export function triggers(engine: Engine, options: TriggerOptions): TriggerServic
   const events = new Events(engine.store, engine.journal);
   const rules = new Rules(engine.store, engine.journal, options.starter);
   const schedules = new Schedules(engine.store, engine.journal, options.starter);
+  engine.retention.register(eventsRetention());
   let routing: Subscriber | null = null;
   let scheduler: Scheduler | null = null;
   return {

@@ -71,20 +71,21 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
       return shape;
     },
 
-    async start({ target, input, key, tx, trigger_type }): Promise<Started> {
+    async start({ target, input, key, tx, trigger_type, traceparent }): Promise<Started> {
+      const trace = traceparent ? { traceparent } : {};
       if ('agent' in target) {
         agent(target.agent, 'target.agent');
         const { run_id } = await agents!.start({ agent: target.agent, input, key, ...(tx ? { tx } : {}) });
         return { run_id, kind: 'session' };
       }
       if (STORED_ID.test(target.workflow)) {
-        const request = { trigger_data: input, trigger_type: trigger_type ?? 'trigger' };
+        const request = { trigger_data: input, trigger_type: trigger_type ?? 'trigger', ...trace };
         // a prefix of its own: these keys never meet the Idempotency-Key of a POST …/execute
         const started = await (tx ?? engine.store).transaction((t) => workflows.executions.startIn(t, target.workflow, request, `trigger:${key}`));
         return { run_id: started.execution_id, kind: 'execution' };
       }
       const wf = codeWorkflow(target.workflow, 'target.workflow');
-      const run = await engine.runtime.start(wf, input, { id: runIdFor(key), ...(tx ? { tx } : {}) });
+      const run = await engine.runtime.start(wf, input, { id: runIdFor(key), ...(tx ? { tx } : {}), ...trace });
       return { run_id: run.id, kind: 'workflow' };
     },
   };

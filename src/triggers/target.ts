@@ -15,7 +15,7 @@ export interface Started {
  */
 export interface RunStarter {
   /** `trigger_type` says what started it (`event`, `schedule`): an execution records it; default `trigger`. */
-  start(p: { target: Target; input: unknown; key: string; tx?: Store; trigger_type?: string }): Promise<Started>;
+  start(p: { target: Target; input: unknown; key: string; tx?: Store; trigger_type?: string; traceparent?: string }): Promise<Started>;
   /** The target, checked: a ValidationError names `path` when it names nothing this server runs. */
   check(target: unknown, path: string): Promise<Target>;
 }

@@ -45,7 +45,7 @@ export class Executions {
    * Starts an execution of the workflow's current version. A repeated `idempotencyKey` returns the
    * execution the first request started and starts nothing.
    */
-  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const input = this.input(await this.definitions.get(workflowId), request);
     const keyStream = request.idempotencyKey === undefined ? null : executionKeyStream(workflowId, checkName('Idempotency-Key', request.idempotencyKey, 200));
     for (let attempt = 1; ; attempt++) {
@@ -55,7 +55,7 @@ export class Executions {
       }
       const id = newId('ex');
       try {
-        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream));
+        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream, request.traceparent));
         return this.accepted(workflowId, id);
       } catch (error) {
         // a concurrent request with the same key won: the next round reads its execution
@@ -74,7 +74,7 @@ export class Executions {
    * @example
    * await store.transaction((tx) => executions.startIn(tx, 'wf_01J…', { trigger_data: { id: 'evt_1' }, trigger_type: 'event' }, 'evt_1:rule_01J…'));
    */
-  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; traceparent?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const keyStream = executionKeyStream(workflowId, checkName('key', key, 200));
     const first = async () => ((await tx.eventReadStream({ streamId: keyStream, limit: 1 }))[0]?.data as { execution_id: string } | undefined)?.execution_id;
     const existing = await first();
@@ -85,7 +85,7 @@ export class Executions {
     const input = this.input(wf, request);
     const id = newId('ex');
     try {
-      await this.begin(tx, workflowId, input, id, keyStream);
+      await this.begin(tx, workflowId, input, id, keyStream, request.traceparent);
     } catch (error) {
       const winner = error instanceof ConflictError ? await first() : undefined;
       if (winner === undefined) throw error;
@@ -107,9 +107,9 @@ export class Executions {
     };
   }
 
-  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null): Promise<void> {
+  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null, traceparent?: string): Promise<void> {
     if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
-    await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}) });
+    await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}), ...(traceparent ? { traceparent } : {}) });
     await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
 
@@ -196,3 +196,10 @@ export class Executions {
     return { execution_id: id, workflow_id: workflowId, status: 'pending' as ExecutionStatus };
   }
 }
+
+/** Retention deleted a run: an execution's row in the workflow's index goes with it. */
+export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
+  if (run.workflow !== STORED_WORKFLOW) return;
+  await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
+}
+

@@ -2,7 +2,7 @@ import type { Engine } from '../engine.js';
 import type { LogLine } from './actions/index.js';
 import { Callbacks } from './callbacks.js';
 import { Definitions } from './definitions.js';
-import { Executions } from './executions.js';
+import { Executions, pruneExecution } from './executions.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
 
@@ -40,5 +40,6 @@ export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions)
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
   const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}), callbackUrl: (execution, step) => callbacks.url(execution, step) });
   engine.register(interpreter);
+  engine.retention.onRunPruned(pruneExecution);
   return { definitions, secrets, callbacks, executions: new Executions(engine, definitions, interpreter) };
 }

@@ -16,7 +16,15 @@ export function isTerminal(status: string): boolean {
   return TERMINAL.has(normalStatus(status));
 }
 
-export function Status({ status }: { status: string }) {
+/** What the agent ledger's own words (its columns keep them: docs/glossary.md) mean, for their colour. */
+const LEDGER_MEANING: Record<string, string> = { started: 'running', processing: 'running', ok: 'success', done: 'success', error: 'failed', timeout: 'timed_out', blocked: 'waiting', approved: 'success', rejected: 'failed', expired: 'timed_out' };
+
+/** A status in the one vocabulary; `as="ledger"` shows an agent ledger column's word as the API gives it, coloured by its meaning. */
+export function Status({ status, as }: { status: string; as?: 'ledger' }) {
+  if (as === 'ledger') {
+    const meaning = LEDGER_MEANING[status] ?? status;
+    return <span class={`status status-${meaning}`} data-status={status}>{status}</span>;
+  }
   const s = normalStatus(status);
   return <span class={`status status-${s}`} data-status={s}>{s.replace('_', ' ')}</span>;
 }

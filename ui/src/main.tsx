@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { onTokenNeeded } from './api';
 import { Link } from './common';
 import { match, onLinkClick, useLocation } from './router';
+import { AgentRunPage } from './pages/agent-run';
 import { AgentsPage } from './pages/agents';
 import { ChannelPage, ChannelsPage } from './pages/channels';
 import { DeadPage } from './pages/dead';
@@ -35,7 +36,8 @@ function Route({ path }: { path: string }) {
   if (path === '/channels') return <ChannelsPage />;
   if ((p = match('/channels/:id', path))) return <ChannelPage id={p.id!} />;
   if (path === '/triggers') return <TriggersPage />;
-  if (path === '/agents' || match('/agents/:id', path)) return <AgentsPage id={match('/agents/:id', path)?.id} />;
+  if (path === '/agents') return <AgentsPage />;
+  if ((p = match('/agents/:id', path))) return <AgentRunPage id={p.id!} />;
   if (path === '/overview') return <OverviewPage />;
   return (
     <section>

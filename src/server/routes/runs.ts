@@ -4,7 +4,7 @@ import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
 import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
-import type { Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
+import type { CommittedRead, Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { liveTags, missingVersion } from '../../runtime/versions.js';
@@ -44,7 +44,7 @@ const eventsQuery = z
 const runsQuery = z
   .object({
     status: list.transform((s) => s.map(currentStatus)).pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
-    workflow: z.string().min(1).max(200).optional().describe("a workflow's name, or a stored workflow's id (wf_…)"),
+    workflow: z.string().min(1).max(200).optional().describe("a workflow's name, a stored workflow's id (wf_…), or an agent's name"),
     kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
     created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
     created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
@@ -90,6 +90,7 @@ const runSummaryResponse = z.object({
   id: z.string(),
   workflow: z.string(),
   workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
+  agent: z.string().nullable().describe("an agent run's (a session's) agent"),
   kind: z.enum(RUN_KINDS),
   status: z.enum(RUN_STATUSES),
   error: z.string().nullable(),
@@ -237,12 +238,19 @@ function workflowId(view: RunView): string | null {
   return typeof input?.workflow_id === 'string' ? input.workflow_id : null;
 }
 
+function agentName(view: RunView): string | null {
+  if (view.workflow !== SESSION_WORKFLOW) return null;
+  const input = view.input as { agent?: unknown } | null;
+  return typeof input?.agent === 'string' ? input.agent : null;
+}
+
 /** `live`: the tags live workers have (see `liveTags`); without it, nobody is said to wait for a version. */
 export function runSummary(view: RunView, live?: Set<string>): RunSummary {
   return {
     id: view.id,
     workflow: view.workflow,
     workflow_id: workflowId(view),
+    agent: agentName(view),
     kind: runKind(view.workflow),
     status: view.status,
     error: view.error,
@@ -297,8 +305,13 @@ function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: stri
   return {
     wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
     next: async () => {
-      const batch = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
-      after = batch.at(-1)?.cursor ?? after;
+      // past events the filters skipped too, so an idle feed does not read them again
+      let read: CommittedRead;
+      do {
+        read = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
+        after = read.cursor;
+      } while (read.events.length === 0 && read.more);
+      const batch = read.events;
       return { messages: batch.map(({ event, cursor }) => ({ id: cursor, event: event.type, data: { stream_id: event.streamId, ...eventRecord(event) } })), end: false };
     },
   };
@@ -326,7 +339,17 @@ const filtered = (q: RunFilter) => q.status !== undefined || q.kind !== undefine
 function runWhere(q: RunFilter): ProjectionMatch[][] {
   const where: ProjectionMatch[][] = [];
   if (q.status) where.push([{ field: 'status', in: q.status }]);
-  if (q.workflow !== undefined) where.push([{ field: 'workflow', in: [q.workflow] }, { field: 'input.workflow_id', in: [q.workflow] }]);
+  if (q.workflow !== undefined) {
+    // a run of workflow N, or an execution of stored workflow N, or a session of agent N — as groups
+    // that must all hold (the execution and session kinds exclude each other, so this is exact):
+    const [n, stored, session] = [q.workflow, STORED_WORKFLOW, SESSION_WORKFLOW];
+    where.push(
+      [{ field: 'workflow', in: [n, stored, session] }],
+      [{ field: 'workflow', in: [n, stored] }, { field: 'input.agent', in: [n] }],
+      [{ field: 'workflow', in: [n, session] }, { field: 'input.workflow_id', in: [n] }],
+      [{ field: 'workflow', in: [n] }, { field: 'input.workflow_id', in: [n] }, { field: 'input.agent', in: [n] }],
+    );
+  }
   if (q.kind) {
     where.push(
       q.kind.map((kind) =>
@@ -340,7 +363,7 @@ function runWhere(q: RunFilter): ProjectionMatch[][] {
 function matches(view: RunView, q: RunFilter): boolean {
   if (q.status && !q.status.includes(view.status)) return false;
   if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
-  if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow) return false;
+  if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow && agentName(view) !== q.workflow) return false;
   if (q.created_after !== undefined && !(view.createdAt > q.created_after)) return false;
   if (q.created_before !== undefined && !(view.createdAt < q.created_before)) return false;
   return true;

@@ -3,6 +3,7 @@ import { eventsBody } from '../../triggers/events.js';
 import { ruleRequest } from '../../triggers/rules.js';
 import { scheduleRequest } from '../../triggers/schedules.js';
 import type { TriggerService } from '../../triggers/service.js';
+import { parseTraceparent } from '../../observe/trace.js';
 import { route } from '../route.js';
 import { lastKey } from '../schemas.js';
 
@@ -37,8 +38,9 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       summary: 'Store an event (or an array of up to 100): 202 when new, 200 when every id was stored before (nothing written, the first returned)',
       body: eventsBody, status: 202, errors: [400, 413],
       response: z.union([eventView.extend({ duplicate: z.boolean() }), z.object({ events: z.array(z.object({ id: z.string(), duplicate: z.boolean() })), count: z.int() })]),
-      handle: async ({ body }) => {
-        const stored = await events.put(body.envelopes);
+      handle: async ({ body, headers }) => {
+        const traceparent = parseTraceparent(headers.get('traceparent'));
+        const stored = await events.put(body.envelopes, traceparent ? { traceparent } : {});
         const status = stored.some((s) => s.created) ? 202 : 200;
         if (!body.batch) return json(status, { ...stored[0]!.event, duplicate: !stored[0]!.created });
         return json(status, { events: stored.map((s) => ({ id: s.event.id, duplicate: !s.created })), count: stored.length });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
 import { route } from '../route.js';
+import { parseTraceparent } from '../../observe/trace.js';
 import { executeRequest, executeResponse, executionPage, executionRecord, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
 
 const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
@@ -41,7 +42,8 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       body: executeRequest.optional(), status: 202, response: executeResponse, errors: [400, 404, 413],
       handle: ({ params, body, headers }) => {
         const key = headers.get('idempotency-key');
-        return executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}) });
+        const traceparent = parseTraceparent(headers.get('traceparent'));
+        return executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
       },
     }),
     route({

@@ -1,5 +1,5 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedRead, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
@@ -209,15 +209,70 @@ function parseCursor(cursor: Cursor): [string, number] {
   return [match[1]!, Number(match[2])];
 }
 
-export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedEvent[]> {
+/** Events a read without a `types` filter examines at most: a bounded scan whatever the journal's size. */
+export const SCAN_EVENTS = 10_000;
+
+const PREFIX = '($1::text IS NULL OR left(stream_id, length($1::text)) = $1::text)';
+const AFTER = '(tx_id, position) > ($2::xid8, $3::bigint)';
+
+/**
+ * With `types`: each type through the (type, tx_id, position) index, at most `limit` each, so
+ * events of other types cost nothing; `head` is the last event below the horizon, where the cursor
+ * goes when fewer than `limit` matched. One statement, so both use one snapshot and one horizon.
+ * The type is matched as a range of that index (`(type, tx_id, position) > … AND type <= …`, the
+ * same as `type = … AND (tx_id, position) > …`): with an equality the planner, not knowing which
+ * type comes out of the array, walked the committed index instead and filtered 300,000 events to
+ * find none of a rare type (95 ms against 0.1 ms, measured).
+ */
+const BY_TYPES = `WITH h AS MATERIALIZED (SELECT ${HORIZON} AS xmin),
+  head AS MATERIALIZED (SELECT tx_id::text || ':' || position AS cursor FROM events WHERE tx_id < (SELECT xmin FROM h) ORDER BY tx_id DESC, position DESC LIMIT 1),
+  hits AS MATERIALIZED (
+    SELECT e.* FROM unnest($5::text[]) AS t(type) CROSS JOIN LATERAL (
+      SELECT * FROM events
+      WHERE (type, tx_id, position) > (t.type COLLATE "C", $2::xid8, $3::bigint) AND type <= t.type COLLATE "C"
+        AND tx_id < (SELECT xmin FROM h) AND ${PREFIX}
+      ORDER BY type, tx_id, position LIMIT $4) e
+    ORDER BY e.tx_id, e.position LIMIT $4)
+SELECT (SELECT cursor FROM head) AS reached, 0 AS scanned, hits.*, hits.tx_id::text AS tx
+FROM (SELECT 1) AS one LEFT JOIN hits ON true ORDER BY hits.tx_id, hits.position`;
+
+/**
+ * Without `types`: the next `$5` events in committed order (their keys only, from the committed
+ * index), of which those under the prefix are read whole. The cursor goes to the last one scanned.
+ */
+const BY_SCAN = `WITH scan AS MATERIALIZED (
+    SELECT tx_id, position, stream_id FROM events WHERE ${AFTER} AND tx_id < ${HORIZON} ORDER BY tx_id, position LIMIT $5),
+  hits AS MATERIALIZED (
+    SELECT e.* FROM scan JOIN events e ON e.position = scan.position WHERE ${PREFIX.replaceAll('stream_id', 'scan.stream_id')}
+    ORDER BY scan.tx_id, scan.position LIMIT $4)
+SELECT (SELECT tx_id::text || ':' || position FROM scan ORDER BY tx_id DESC, position DESC LIMIT 1) AS reached, (SELECT count(*) FROM scan) AS scanned,
+  hits.*, hits.tx_id::text AS tx
+FROM (SELECT 1) AS one LEFT JOIN hits ON true ORDER BY hits.tx_id, hits.position`;
+
+type ReadRow = EventRow & { tx: string | null; reached: string | null; scanned: number };
+
+export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead> {
   const [txId, position] = parseCursor(p.after);
-  const rows = await db.rows<EventRow & { tx: string }>(
-    `SELECT *, tx_id::text AS tx FROM events
-     WHERE (tx_id, position) > ($3::xid8, $4::bigint) AND tx_id < ${HORIZON} AND ${FILTER}
-     ORDER BY tx_id, position LIMIT $5`,
-    [...filterParams(p), txId, position, p.limit],
-  );
-  return rows.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
+  const scan = p.streamPrefix ? SCAN_EVENTS : p.limit;
+  const rows = p.types
+    ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]])
+    : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan]);
+  const hits = rows.filter((row) => row.tx !== null);
+  const events = hits.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
+  const first = rows[0];
+  if (events.length === p.limit) return { events, cursor: events.at(-1)!.cursor, more: true };
+  // fewer than the limit matched: everything up to the last event examined is covered
+  const reached = first?.reached ?? null;
+  const cursor = reached !== null && compareCursors(reached, p.after) > 0 ? reached : p.after;
+  return { events, cursor, more: p.types ? false : Number(first?.scanned ?? 0) === scan };
+}
+
+/** Orders two cursors of this store ('' first). */
+function compareCursors(a: Cursor, b: Cursor): number {
+  const [ta, pa] = parseCursor(a);
+  const [tb, pb] = parseCursor(b);
+  const byTx = BigInt(ta) - BigInt(tb);
+  return byTx !== 0n ? (byTx > 0n ? 1 : -1) : pa - pb;
 }
 
 export async function eventHead(db: Db): Promise<Cursor> {

@@ -3,7 +3,9 @@ import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from 
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
+import * as maintenance from './maintenance.js';
 import { Listener, Notifier } from './notify.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
@@ -29,8 +31,8 @@ interface Shared {
  *
  * @example const store = await openPostgresStore(process.env.DATABASE_URL!, { poolSize: 20 })
  */
-export async function openPostgresStore(url: string, options: { poolSize?: number } = {}): Promise<Store> {
-  await migrate(url);
+export async function openPostgresStore(url: string, options: { poolSize?: number; migrate?: boolean } = {}): Promise<Store> {
+  if (options.migrate !== false) await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
   return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url), notifier: new Notifier(pool) }, null);
 }
@@ -214,6 +216,26 @@ class PostgresStore implements Store {
   agentToolCallList: Store['agentToolCallList'] = (p) => agents.agentToolCallList(this.db, p);
   agentCheckpointPut: Store['agentCheckpointPut'] = (p) => agents.agentCheckpointPut(this.db, p);
   agentCheckpointList: Store['agentCheckpointList'] = (p) => agents.agentCheckpointList(this.db, p);
+  taskStats: Store['taskStats'] = () => maintenance.taskStats(this.db);
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => maintenance.taskListActiveKeys(this.db, p);
+  taskDelete: Store['taskDelete'] = (p) => maintenance.taskDelete(this.db, p);
+  subscriptionStats: Store['subscriptionStats'] = () => maintenance.subscriptionStats(this.db);
+  streamDelete: Store['streamDelete'] = (p) => maintenance.streamDelete(this.db, p);
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => maintenance.eventDeleteBefore(this.db, p);
+  storageDiagnose: Store['storageDiagnose'] = (p) => maintenance.storageDiagnose(this.db, p);
+  storageVacuum: Store['storageVacuum'] = async (p) => {
+    if (this.tx) throw new Error('storageVacuum cannot run inside a transaction');
+    if (p.after === 'sweep') await maintenance.storageVacuum(this.db);
+  };
+  processRegister: Store['processRegister'] = (p) => processes.processRegister(this.db, p);
+  processHeartbeat: Store['processHeartbeat'] = (p) => processes.processHeartbeat(this.db, p);
+  processList: Store['processList'] = () => processes.processList(this.db);
+  processExpire: Store['processExpire'] = async (p) => {
+    const ended = await processes.processExpire(this.db, p);
+    // a subscription's lease ended: subscribers everywhere look at once
+    if (ended.subscriptions > 0) this.wake('events', ['']);
+    return ended;
+  };
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

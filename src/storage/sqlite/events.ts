@@ -1,5 +1,5 @@
-import { ConflictError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedEvent, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import { ConflictError, ValidationError } from '../../errors.js';
+import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedRead, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -76,14 +76,43 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
   return (rows as EventRow[]).map((row) => toEvent(row, fromText));
 }
 
+/** Positions a read without a `types` filter examines at most: a bounded scan whatever the journal's size. */
+export const SCAN_EVENTS = 10_000;
+
+const PREFIX = 'substr(stream_id, 1, length(@prefix)) = @prefix';
+
 /**
  * SQLite has one writer at a time and assigns positions under the write lock, so positions
- * commit in order: the position itself is a safe cursor.
+ * commit in order: the position itself is a safe cursor. The head is read first: an event
+ * committed after it (by another process) has a larger position and is left to the next read.
+ * With `types`, each type is read through the (type, position) index, so events of other types
+ * cost nothing; without, at most SCAN_EVENTS positions are examined. Either way the cursor moves
+ * past what was covered, so nothing is examined twice.
  */
-export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedEvent[] {
-  const after = p.after === '' ? 0 : Number(p.after);
-  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position > @after ORDER BY position LIMIT @limit`).all({ ...filterParams(p), after, limit: p.limit });
-  return (rows as EventRow[]).map((row) => ({ event: toEvent(row, fromText), cursor: String(row.position) }));
+export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedRead {
+  const after = parsePosition(p.after);
+  const head = (s.get('SELECT max(position) AS position FROM events').get() as { position: number | null }).position ?? 0;
+  if (head <= after) return { events: [], cursor: p.after, more: false };
+  const prefix = p.streamPrefix ?? null;
+  const and = prefix === null ? '' : ` AND ${PREFIX}`;
+  let rows: EventRow[];
+  let to = head;
+  if (p.types) {
+    const byType = s.get(`SELECT * FROM events WHERE type = @type AND position > @after AND position <= @to${and} ORDER BY position LIMIT @limit`);
+    rows = [...new Set(p.types)].flatMap((type) => byType.all({ type, after, to, limit: p.limit, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
+    rows.sort((a, b) => a.position - b.position).splice(p.limit);
+  } else {
+    if (prefix !== null) to = Math.min(head, after + SCAN_EVENTS);
+    rows = s.get(`SELECT * FROM events WHERE position > @after AND position <= @to${and} ORDER BY position LIMIT @limit`).all({ after, to, limit: p.limit, ...(prefix === null ? {} : { prefix }) }) as EventRow[];
+  }
+  const reached = rows.length === p.limit ? rows.at(-1)!.position : to;
+  return { events: rows.map((row) => ({ event: toEvent(row, fromText), cursor: String(row.position) })), cursor: String(reached), more: reached < head };
+}
+
+function parsePosition(cursor: Cursor): number {
+  if (cursor === '') return 0;
+  if (!/^\d{1,15}$/.test(cursor)) throw new ValidationError('after', `"${cursor}" is not a cursor of this store`);
+  return Number(cursor);
 }
 
 export function eventHead(s: Statements): Cursor {

@@ -6,6 +6,8 @@ import * as blobs from './blobs.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
 import * as pauses from './pauses.js';
+import * as maintenance from './maintenance.js';
+import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
@@ -43,11 +45,11 @@ class Mutex {
  *
  * @example const store = openSqliteStore('runledger.db')
  */
-export function openSqliteStore(path: string): Store {
+export function openSqliteStore(path: string, options: { migrate?: boolean } = {}): Store {
   const key = path === ':memory:' ? null : resolve(path);
   let shared = key === null ? undefined : open.get(key);
   if (!shared) {
-    const db = openDatabase(path);
+    const db = openDatabase(path, options);
     const wake = new EventEmitter();
     wake.setMaxListeners(0);
     shared = { path, db, statements: new Statements(db), lock: new Mutex(), wake, users: 0 };
@@ -239,6 +241,23 @@ class SqliteStore implements Store {
   agentToolCallList: Store['agentToolCallList'] = (p) => this.read((s) => agents.agentToolCallList(s, p));
   agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
   agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
+  taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, Date.now()));
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => this.read((s) => maintenance.taskListActiveKeys(s, p));
+  taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
+  subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
+  streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => this.run((s) => maintenance.eventDeleteBefore(s, p));
+  storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
+  storageVacuum: Store['storageVacuum'] = async () => {
+    if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
+    await this.read((s) => maintenance.storageVacuum(s));
+  };
+  processRegister: Store['processRegister'] = (p) => this.run((s, now) => processes.processRegister(s, now, p));
+  processHeartbeat: Store['processHeartbeat'] = (p) => this.run((s, now) => processes.processHeartbeat(s, now, p));
+  processList: Store['processList'] = () => this.read((s) => processes.processList(s));
+  // a subscription's lease ended: its subscribers here look at once
+  processExpire: Store['processExpire'] = (p) =>
+    this.run((s, now) => processes.processExpire(s, now, p), (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {

@@ -32,6 +32,8 @@ export interface HttpContext {
   signal: AbortSignal;
   allow: string[];
   lookup?: (host: string) => Promise<{ address: string; family: 4 | 6 }[]>;
+  /** The step attempt's trace context (tracing on): sent as `traceparent` unless the config sets one. */
+  traceparent?: string;
 }
 
 /** Bytes of a response body kept; a longer body is cut there, its connection closed, and flagged `truncated`. */
@@ -86,6 +88,7 @@ interface Address {
  */
 export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): Promise<HttpResponseOutput> {
   let attempt = readAttempt(config, ctx.idempotencyKey);
+  if (ctx.traceparent && !attempt.headers.has('traceparent')) attempt.headers.set('traceparent', ['traceparent', ctx.traceparent]);
   const timeoutSeconds = readTimeout(config);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort('timeout'), timeoutSeconds * 1000);

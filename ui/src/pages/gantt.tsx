@@ -13,6 +13,9 @@ interface Bar {
   end: number | null;
   outcome: 'running' | 'success' | 'failed' | 'retrying' | 'waiting' | 'timed_out';
   label: string;
+  /** A poll's: its requests so far, and what it polls for (its label). */
+  requests?: number;
+  what?: string;
 }
 
 interface Row {
@@ -23,8 +26,8 @@ interface Row {
 
 /**
  * The run's calls as rows of bars, from its journal: each step attempt (a failed one followed by
- * its backoff until the retry), sleeps, waits for a signal, child runs and any other `x.started`
- * / `x.completed|failed|timed_out` pair that carries a `seq` (polls, for one).
+ * its backoff until the retry), sleeps, waits for a signal, polls (their requests counted), child
+ * runs, agent nodes and any other `x.started` / `x.completed|failed|timed_out` pair with a `seq`.
  */
 export function ganttRows(events: JournalEvent[]): Row[] {
   const rows = new Map<string, Row>();
@@ -41,9 +44,16 @@ export function ganttRows(events: JournalEvent[]): Row[] {
     if (!kind || !phase || e.data?.seq === undefined) continue;
     const row = rowOf(e.data.seq, e.data.name ?? e.data.step_id, kind);
     const id = `${row.key}/${kind}`;
+    if (phase === 'attempted') {
+      // a poll's request that did not end it: counted on its bar
+      const bar = open.get(id);
+      if (bar) bar.label = `${bar.what}, ${(bar.requests = e.data.attempt ?? (bar.requests ?? 0) + 1)} request${bar.requests === 1 ? '' : 's'} so far`;
+      continue;
+    }
     if (phase === 'started') {
       const attempt = e.data.attempt;
       const bar: Bar = { kind, start: at, end: null, outcome: kind === 'sleep' || kind === 'wait' ? 'waiting' : 'running', label: kind === 'step' ? `attempt ${attempt ?? 1}` : kind };
+      if (kind === 'poll') bar.label = bar.what = e.data.label ? `poll: ${e.data.label}` : 'poll';
       if (kind === 'sleep' && e.data.until) bar.label = `sleep until ${new Date(e.data.until).toLocaleTimeString()}`;
       if (kind === 'wait') bar.label = `wait for ${e.data.name ?? 'signal'}`;
       // the backoff before this attempt ends now
@@ -57,6 +67,7 @@ export function ganttRows(events: JournalEvent[]): Row[] {
       open.delete(id);
       bar.end = at;
       bar.outcome = phase === 'completed' ? 'success' : phase === 'timed_out' ? 'timed_out' : 'failed';
+      if (kind === 'poll') bar.label = `${bar.what}, ${e.data.attempt ?? (bar.requests ?? 0) + 1} requests`;
       if (kind === 'step' && phase === 'failed' && e.data.retryAt) {
         row.bars.push({ kind: 'backoff', start: at, end: null, outcome: 'retrying', label: `retry at ${new Date(e.data.retryAt).toLocaleTimeString()}` });
       }
@@ -71,7 +82,7 @@ function splitType(type: string): [string, string] | [] {
   const kind = type.slice(0, dot);
   const phase = type.slice(dot + 1);
   if (kind === 'run') return [];
-  if (!['started', 'completed', 'failed', 'timed_out'].includes(phase)) return [];
+  if (!['started', 'attempted', 'completed', 'failed', 'timed_out'].includes(phase)) return [];
   return [kind, phase];
 }
 
@@ -116,7 +127,7 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
       </svg>
       <figcaption class="legend">
         <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span>{' '}
-        <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
+        <span class="key key-poll">poll</span> <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
       </figcaption>
     </figure>
   );

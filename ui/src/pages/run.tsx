@@ -1,13 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, apiOptional, offered, subscribe } from '../api';
-import { duration, ErrorBox, isTerminal, Json, Link, normalStatus, Page, parseJson, RunLink, Status, throttle, time, useLoad } from '../common';
-import { navigate } from '../router';
+import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, throttle, time, useLoad } from '../common';
 import { Gantt, type JournalEvent } from './gantt';
+import { RunActions } from './run-actions';
+import { Steps } from './run-steps';
 
-interface Step {
-  seq: number;
+/** A step of `GET /runs/{id}` (a code run's call, or the interpreter's for an execution). */
+export interface RunStep {
+  seq: number | string;
   name: string;
   status: string;
+  kind?: 'step' | 'poll';
+  label?: string | null;
   attempts: number;
   started_at: string;
   finished_at: string | null;
@@ -17,7 +21,8 @@ interface Step {
   error: string | null;
 }
 
-interface Run {
+/** `GET /runs/{id}`: a run of any kind. */
+export interface Run {
   id: string;
   workflow: string;
   workflow_id: string | null;
@@ -29,19 +34,61 @@ interface Run {
   finished_at: string | null;
   input: unknown;
   output: unknown;
-  steps: Step[];
+  steps: RunStep[];
   state?: string | null;
-  current_step?: string | null;
-  label?: string | null;
-  progress?: { done: number; total: number } | null;
-  eta_seconds?: number | null;
+  current?: { name: string; label: string | null } | null;
   compensations?: { ran: number; failed: number } | null;
 }
 
-async function loadRun(id: string, signal: AbortSignal): Promise<{ run: Run; execution: any; paths: Set<string> }> {
+/** A rerun or a retry of failed branches, seen from either execution. */
+export interface ExecutionLink {
+  execution_id: string;
+  from_step?: string;
+  branches?: string[];
+}
+
+/** A step of a stored workflow's execution: every definition step, run or not; branch steps name their parallel step and branch. */
+export interface ExecutionStep {
+  step_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  duration_ms: number | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  parallel?: string;
+  branch?: string;
+  branches?: Record<string, { status: string; error: string | null }>;
+}
+
+/** `GET /workflows/{id}/executions/{execution_id}`. */
+export interface Execution {
+  execution_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: string;
+  trigger_data: Record<string, unknown>;
+  state: string | null;
+  current_step: string | null;
+  label: string | null;
+  progress: { done: number; total: number };
+  eta_seconds: number | null;
+  rerun_of: ExecutionLink | null;
+  reruns: ExecutionLink[];
+  steps: ExecutionStep[];
+}
+
+async function loadRun(id: string, signal: AbortSignal): Promise<{ run: Run; execution: Execution | null; paths: Set<string> }> {
   const [run, paths] = await Promise.all([api<Run>(`/runs/${encodeURIComponent(id)}`, { signal }), offered()]);
-  const execution = run.workflow_id ? await apiOptional(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(id)}`, signal) : null;
+  const execution = run.workflow_id ? await apiOptional<Execution>(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(id)}`, signal) : null;
   return { run, execution, paths };
+}
+
+/** What a link says it did: "from step layout", "branches powerpoint". */
+function linkText(link: ExecutionLink): string {
+  if (link.branches?.length) return `retry of branch${link.branches.length > 1 ? 'es' : ''} ${link.branches.join(', ')}`;
+  return link.from_step ? `from step ${link.from_step}` : 'from the start';
 }
 
 export function RunPage({ id }: { id: string }) {
@@ -64,28 +111,35 @@ export function RunPage({ id }: { id: string }) {
   if (error && !data) return <Page title={`Run ${id}`}><ErrorBox error={error} /></Page>;
   if (!data) return <Page title={`Run ${id}`}><p aria-busy="true">Loading…</p></Page>;
   const { run, execution, paths } = data;
-  const biz = { ...run, ...(execution ?? {}) } as Run & Record<string, any>;
   const ended = isTerminal(run.status);
+  const state = execution?.state ?? run.state ?? null;
+  const currentStep = execution?.current_step ?? run.current?.name ?? null;
+  const label = execution?.label ?? run.current?.label ?? null;
   const children = events.filter((e) => e.type === 'child.started').map((e) => e.data.childId as string);
   const parent = (events.find((e) => e.type === 'run.started')?.data as any)?.parent as string | { runId?: string } | undefined;
   const parentId = typeof parent === 'string' ? parent : parent?.runId;
 
   return (
-    <Page title={<>Run <span class="mono">{run.id}</span></>} actions={<RunActions run={run} paths={paths} onDone={reload} />}>
+    <Page title={<>Run <span class="mono">{run.id}</span></>} actions={<RunActions run={run} execution={execution} paths={paths} onDone={reload} />}>
       <ErrorBox error={error} />
       <dl class="facts">
         <div><dt>Status</dt><dd><Status status={run.status} /> {!ended ? <span class="live on">live</span> : null}</dd></div>
-        <div><dt>Kind</dt><dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent session</Link> : (run.kind ?? '—')}</dd></div>
-        <div><dt>Workflow</dt><dd>{run.workflow_id ? <Link to={`/workflows/${run.workflow_id}`} class="mono">{run.workflow_id}</Link> : <span class="mono">{run.workflow}</span>}{execution?.workflow_version ? ` v${execution.workflow_version}` : ''}</dd></div>
+        <div><dt>Kind</dt><dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent run</Link> : (run.kind ?? '—')}</dd></div>
+        <div><dt>Workflow</dt><dd>{run.workflow_id ? <Link to={`/workflows/${run.workflow_id}`} class="mono">{run.workflow_id}</Link> : <span class="mono">{run.workflow}</span>}{execution ? ` v${execution.workflow_version}` : ''}</dd></div>
         <div><dt>Started</dt><dd>{time(run.created_at)}</dd></div>
         <div><dt>Duration</dt><dd>{duration((run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.created_at))}</dd></div>
-        {biz.state ? <div><dt>State</dt><dd class="mono">{biz.state}</dd></div> : null}
-        {biz.label ? <div><dt>Label</dt><dd>{biz.label}</dd></div> : null}
-        {biz.current_step ? <div><dt>Current step</dt><dd class="mono">{biz.current_step}</dd></div> : null}
-        {biz.progress ? (
-          <div><dt>Progress</dt><dd><progress max={biz.progress.total} value={biz.progress.done} aria-label="progress" /> {biz.progress.done}/{biz.progress.total}</dd></div>
+        {state ? <div><dt>State</dt><dd class="mono" data-fact="state">{state}</dd></div> : null}
+        {currentStep && !ended ? <div><dt>Current step</dt><dd data-fact="current"><span class="mono">{currentStep}</span>{label ? <> — {label}</> : null}</dd></div> : null}
+        {execution ? (
+          <div><dt>Progress</dt><dd data-fact="progress"><progress max={execution.progress.total} value={execution.progress.done} aria-label="steps ended" /> {execution.progress.done}/{execution.progress.total} steps</dd></div>
         ) : null}
-        {biz.eta_seconds != null && !ended ? <div><dt>ETA</dt><dd>{duration(biz.eta_seconds * 1000)}</dd></div> : null}
+        {execution && !ended ? <div><dt>ETA</dt><dd data-fact="eta">{execution.eta_seconds === null ? <span class="muted" title="no step history yet for every remaining step">not known yet</span> : `~${duration(execution.eta_seconds * 1000)}`}</dd></div> : null}
+        {execution?.rerun_of ? (
+          <div><dt>Rerun of</dt><dd data-fact="rerun-of"><RunLink id={execution.rerun_of.execution_id} /> <span class="muted">({linkText(execution.rerun_of)})</span></dd></div>
+        ) : null}
+        {execution?.reruns.length ? (
+          <div><dt>Reruns</dt><dd data-fact="reruns"><ul class="plain">{execution.reruns.map((r) => <li key={r.execution_id}><RunLink id={r.execution_id} /> <span class="muted">({linkText(r)})</span></li>)}</ul></dd></div>
+        ) : null}
         {parentId ? <div><dt>Parent</dt><dd><RunLink id={parentId} /></dd></div> : null}
         {run.compensations ? <div><dt>Compensations</dt><dd>{run.compensations.ran} ran, {run.compensations.failed} failed</dd></div> : null}
       </dl>
@@ -100,7 +154,7 @@ export function RunPage({ id }: { id: string }) {
       <Gantt events={events} ended={ended || streamEnded} />
 
       <h2>Steps</h2>
-      <Steps run={run} execution={execution} paths={paths} onDone={reload} />
+      <Steps run={run} execution={execution} />
 
       {children.length ? (
         <>
@@ -120,115 +174,5 @@ export function RunPage({ id }: { id: string }) {
         ))}
       </ol>
     </Page>
-  );
-}
-
-function Steps({ run, execution, paths, onDone }: { run: Run; execution: any; paths: Set<string>; onDone: () => void }) {
-  const canRerun = run.workflow_id && paths.has('POST /workflows/{id}/executions/{execution_id}/rerun');
-  const [error, setError] = useState<unknown>(null);
-  const stored: any[] = execution?.steps ?? [];
-  const steps = stored.length ? stored.map((s) => ({ key: s.step_id, name: s.step_id, type: s.type, ...s })) : run.steps.map((s) => ({ key: String(s.seq), ...s }));
-  const rerun = async (step: string) => {
-    setError(null);
-    try {
-      const res = await api(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(run.id)}/rerun`, { method: 'POST', body: { from_step: step } });
-      const next = res?.execution_id ?? res?.id;
-      if (next && next !== run.id) navigate(`/runs/${encodeURIComponent(next)}`);
-      else onDone();
-    } catch (e) {
-      setError(e);
-    }
-  };
-  if (steps.length === 0) return <p class="muted">No steps yet.</p>;
-  return (
-    <>
-      <ErrorBox error={error} />
-      <table class="steps">
-        <thead>
-          <tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Duration</th><th scope="col">Details</th>{canRerun ? <th scope="col"><span class="sr-only">Actions</span></th> : null}</tr>
-        </thead>
-        <tbody>
-          {steps.map((s: any) => (
-            <tr key={s.key} data-step={s.name} data-status={normalStatus(s.status)}>
-              <th scope="row" class="mono">{s.name}{s.type ? <span class="muted"> ({s.type})</span> : null}</th>
-              <td><Status status={s.status} /></td>
-              <td>{s.attempts}</td>
-              <td>{duration(s.duration_ms)}</td>
-              <td>
-                {s.error ? (
-                  <div class="step-error" role="note">
-                    {normalStatus(s.status) === 'success' ? <span class="muted">an earlier attempt failed: </span> : null}
-                    {typeof s.error === 'string' ? s.error : JSON.stringify(s.error)}
-                  </div>
-                ) : null}
-                <Json value={s.input} label="input" />
-                <Json value={s.output} label="output" />
-              </td>
-              {canRerun ? <td><button type="button" onClick={() => rerun(s.name)}>Rerun from here</button></td> : null}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </>
-  );
-}
-
-function RunActions({ run, paths, onDone }: { run: Run; paths: Set<string>; onDone: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const [signalOpen, setSignalOpen] = useState(false);
-  const [name, setName] = useState('');
-  const [payload, setPayload] = useState('');
-  const ended = isTerminal(run.status);
-  const status = normalStatus(run.status);
-  const act = async (fn: () => Promise<any>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      const res = await fn();
-      const next = res?.execution_id ?? res?.run_id;
-      if (next && next !== run.id) navigate(`/runs/${encodeURIComponent(next)}`);
-      else onDone();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
-  const cancel = () =>
-    act(() =>
-      paths.has('POST /runs/{id}/cancel')
-        ? api(`/runs/${encodeURIComponent(run.id)}/cancel`, { method: 'POST' })
-        : api(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(run.id)}/cancel`, { method: 'POST' }),
-    );
-  const canCancel = !ended && (paths.has('POST /runs/{id}/cancel') || (run.workflow_id && paths.has('POST /workflows/{id}/executions/{execution_id}/cancel')));
-  const canSignal = !ended && paths.has('POST /runs/{id}/signal');
-  const canRetry = run.workflow_id && (status === 'failed' || status === 'partial_success') && paths.has('POST /workflows/{id}/executions/{execution_id}/retry');
-  return (
-    <div class="run-actions">
-      {canCancel ? <button type="button" class="danger" disabled={busy} onClick={cancel}>Cancel run</button> : null}
-      {canRetry ? (
-        <button type="button" disabled={busy} onClick={() => act(() => api(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(run.id)}/retry`, { method: 'POST' }))}>
-          Retry failed branches
-        </button>
-      ) : null}
-      {canSignal ? <button type="button" aria-expanded={signalOpen} onClick={() => setSignalOpen(!signalOpen)}>Signal…</button> : null}
-      {signalOpen && canSignal ? (
-        <form class="signal" aria-label="Send a signal" onSubmit={(e) => {
-          e.preventDefault();
-          act(async () => {
-            const body = parseJson(payload, 'payload');
-            const res = await api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body: { name, ...(body !== undefined ? { payload: body } : {}) } });
-            setSignalOpen(false);
-            return res;
-          });
-        }}>
-          <label>Name <input required value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
-          <label>Payload (JSON) <textarea rows={3} value={payload} onInput={(e) => setPayload(e.currentTarget.value)} /></label>
-          <button type="submit" class="primary" disabled={busy}>Send</button>
-        </form>
-      ) : null}
-      <ErrorBox error={error} />
-    </div>
   );
 }

@@ -7,6 +7,7 @@ export interface RunSummary {
   id: string;
   workflow: string;
   workflow_id: string | null;
+  agent?: string | null;
   kind?: string;
   status: string;
   error: string | null;
@@ -104,7 +105,7 @@ export function RunsPage() {
             <option value="">any</option>
             <option value="execution">stored workflow</option>
             <option value="code">code workflow</option>
-            <option value="session">agent session</option>
+            <option value="session">agent run (session)</option>
           </select>
         </label>
         <label>
@@ -146,7 +147,7 @@ export function RunsPage() {
               <td><RunLink id={r.id} /></td>
               <td>{r.kind ?? '—'}</td>
               <td>
-                {r.workflow_id ? <Link to={`/workflows/${r.workflow_id}`} class="mono">{r.workflow_id}</Link> : <span class="mono">{r.workflow}</span>}
+                {r.workflow_id ? <Link to={`/workflows/${r.workflow_id}`} class="mono">{r.workflow_id}</Link> : r.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">{r.agent ?? 'agent run'}</Link> : <span class="mono">{r.workflow}</span>}
                 {r.label ? <div class="muted">{r.label}</div> : null}
               </td>
               <td>

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { createEngine } from '../src/engine.js';
+import { workflow } from '../src/runtime/workflow.js';
+import { backends } from '../src/testing/backends.js';
+import { checkJournal } from './check.js';
+
+const twoSteps = workflow('two-steps', async (ctx, input: { n: number }) => {
+  const a = await ctx.step('a', async () => input.n + 1);
+  await ctx.sleep('nap', '10ms');
+  return ctx.step('b', async () => a * 2);
+});
+
+describe.each(backends)('the chaos journal checker on $name', (backend) => {
+  it('finds nothing wrong with what the engine writes, and names each broken rule in a journal that breaks them', async () => {
+    const database = await backend.create();
+    const engine = await createEngine({ database, workflows: [twoSteps], pollMs: 50 });
+    try {
+      const runs = await Promise.all([1, 2, 3].map((n) => engine.start(twoSteps, { n }, { id: `ok-${n}` })));
+      for (const run of runs) await run.result({ pollMs: 20 });
+      await engine.queue.enqueue('other', { x: 1 });
+    } finally {
+      await engine.close();
+    }
+    const clean = await checkJournal(database);
+    expect(clean.problems).toEqual([]);
+    expect(clean).toMatchObject({ runs: 3 });
+    expect(clean.tasks).toBeGreaterThanOrEqual(4);
+
+    // written straight to the journal, as a broken engine would
+    const broken = await createEngine({ database, workers: false });
+    try {
+      const [task] = await broken.queue.list({ queue: 'other', limit: 1 });
+      await broken.journal.append(`task:${task!.id}`, [{ type: 'task.completed', data: { attempt: 1, state: 'completed' } }]);
+      await broken.journal.append('run:ok-1', [{ type: 'step.completed', data: { seq: 1, name: 'a', attempt: 1, output: 2 } }]);
+      await broken.journal.append('run:ghost', [{ type: 'step.started', data: { seq: 0, name: 'a', attempt: 2 } }]);
+      await broken.journal.append('session:s-1', [{ type: 'AGENT_INVOCATION_STARTED', data: {} }]);
+      await broken.journal.append('channel:c-1', [
+        { type: 'message.posted', data: { event_id: 'e-1', metadata: {} } },
+        { type: 'message.posted', data: { event_id: 'e-1', metadata: {} } },
+      ]);
+    } finally {
+      await broken.close();
+    }
+    const { problems } = await checkJournal(database);
+    const expected = [
+      /^task:\S+ v2: task\.completed is not a transition from ready$/,
+      /^run:ok-1 v\d+: step\.completed after run\.completed/,
+      /^run:ok-1 seq 1 v\d+: step\.completed after the step completed$/,
+      /^run:ok-1 seq 1 v\d+: step\.completed of attempt 1 while attempt 1 is not running$/,
+      /^run:ghost: opens with step\.started, not run\.started$/,
+      /^run:ghost seq 0 v1: attempt 2 started after attempt 0$/,
+      /^run:ghost: no view$/,
+      /^session:s-1 v1: AGENT_INVOCATION_STARTED after \(nothing\)$/,
+      /^channel:c-1 v2: event_id e-1 again \(first at v1\)$/,
+    ];
+    for (const pattern of expected) {
+      expect(problems.filter((p) => pattern.test(p)), `${pattern} in\n${problems.join('\n')}`).toHaveLength(1);
+    }
+    expect(problems).toHaveLength(expected.length);
+  }, 60_000);
+});

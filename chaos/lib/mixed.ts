@@ -1,0 +1,56 @@
+import { Api } from './api.js';
+import { ChatLoad } from './chat.js';
+import type { ScenarioContext } from './context.js';
+import { Echo } from './echo.js';
+import { ExecutionLoad } from './executions.js';
+import { emptyFigures, type Figures } from './figures.js';
+import { countLeaks } from './leaks.js';
+import { freePort, startServe, Supervised } from './proc.js';
+import { Watcher } from './watch.js';
+
+/**
+ * The load of the infrastructure scenarios: one `runledger serve` (restarted if it exits, like a
+ * supervisor would) with stored executions and chat messages arriving (at most `executions`
+ * and `messages`) for as long as `fault` breaks something; then everything accepted must end,
+ * once, with its effects. The server reaches the database at `through` when given (a proxy); the
+ * scenario's own reads go to `database` directly.
+ */
+export async function underMixedLoad(
+  ctx: ScenarioContext,
+  o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; fault: (m: { watcher: Watcher; api: Api; figures: Figures }) => Promise<void> },
+): Promise<Figures> {
+  const port = await freePort();
+  const echo = await new Echo(() => ctx.random.int(20, 150)).start();
+  const server = new Supervised(ctx, () => startServe(ctx, { database: o.through ?? o.database, port, ...(o.env ? { env: o.env } : {}) }));
+  const watcher = await Watcher.open(o.database);
+  const f = emptyFigures();
+  try {
+    await server.up();
+    const api = new Api(`http://127.0.0.1:${port}`);
+    const load = new ExecutionLoad(ctx, api, echo);
+    await load.setup();
+    const chat = new ChatLoad(ctx, api);
+    let faulting = true;
+    const submitting = load.submit(o.executions, 4, 250, () => !faulting);
+    const posting = chat.post(o.messages, 2, 400, () => !faulting);
+    await o.fault({ watcher, api, figures: f }).finally(() => (faulting = false));
+    await Promise.all([submitting, posting]);
+    const runs = await load.figures(watcher, ctx.deadline);
+    const messages = await chat.figures(ctx.deadline);
+    await server.stop();
+    const leaks = countLeaks(load.secret, { dir: ctx.dir, databases: [o.database] });
+    f.lost += runs.lost + messages.lost;
+    f.duplicated += runs.duplicated + messages.duplicated;
+    f.sameKeyRepeats += runs.sameKeyRepeats;
+    f.stuck += runs.stuck + messages.stuck;
+    f.failed += runs.failed;
+    f.http5xx += api.fiveXX();
+    f.leaked += leaks.count;
+    f.notes.push(runs.note, messages.note, `http ${api.summary()}; ${api.networkErrors} network errors`, ...api.samples);
+    return f;
+  } finally {
+    await server.stop();
+    await watcher.close();
+    await echo.close();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The engine's lifecycle events, one typed map. Logs, metrics and traces subscribe to it
+ * (`engine.on(name, listener)`); modules emit here instead of logging ad hoc. Payloads carry only
+ * ids, names and numbers: never inputs, outputs or secrets.
+ */
+export interface EngineEventMap {
+  /** The first pass of a run began executing it (a pass that crashed before writing may report it again). */
+  'run:start': { runId: string; workflow: string; kind: RunKind; traceId?: string };
+  /** A run reached its end state, written by this process. */
+  'run:end': { runId: string; workflow: string; kind: RunKind; outcome: RunOutcome; durationMs: number; traceId?: string };
+  /** One pass of a run in this process ended (completed, failed, or suspended to wait). */
+  'run:pass': { runId: string; workflow: string; kind: RunKind; durationMs: number; outcome: RunOutcome | 'suspended' | 'aborted' };
+  'step:complete': { runId: string; workflow: string; step: string; attempt: number; durationMs: number; traceId?: string };
+  'step:fail': { runId: string; workflow: string; step: string; attempt: number; durationMs: number; error: string; willRetry: boolean; traceId?: string };
+  'task:claim': { queue: string; taskId: string; attempt: number; workerId: string };
+  'task:complete': { queue: string; taskId: string; attempt: number; durationMs: number };
+  'task:retry': { queue: string; taskId: string; attempt: number; error: string; retryAt: number };
+  'task:dead': { queue: string; taskId: string; attempt: number; error: string };
+  /** A lease this process held was lost: another worker owns the task (or run, or subscription) now. */
+  'lease:lost': { what: 'task' | 'run' | 'subscription'; queue?: string; id: string };
+  'subscription:parked': { subscription: string; position: number; error: string };
+  /** `route` is the route's template (`/workflows/{id}`), never the raw path. */
+  'http:request': { method: string; route: string; status: number; durationMs: number };
+  'store:transaction': { durationMs: number; ok: boolean };
+  /** Retention deleted (or, in a dry run, would delete) these; `kind` is the policy's kind. */
+  'retention:pruned': { kind: string; runs: number; events: number; tasks: number; dryRun: boolean };
+  /** Something failed in the background (a worker loop, a sweep); it is retried. */
+  'engine:error': { what: string; error: unknown };
+}
+
+export type EngineEventName = keyof EngineEventMap;
+export type EngineListener<K extends EngineEventName> = (payload: EngineEventMap[K]) => void;
+
+/** `code` runs, stored-workflow `execution`s, agent `session`s. */
+export type RunKind = 'code' | 'execution' | 'session';
+export type RunOutcome = 'success' | 'failed' | 'cancelled';
+
+/** Every event name, for a logger or a test that wants them all. */
+export const ENGINE_EVENTS: EngineEventName[] = [
+  'run:start', 'run:end', 'run:pass', 'step:complete', 'step:fail',
+  'task:claim', 'task:complete', 'task:retry', 'task:dead', 'lease:lost', 'subscription:parked',
+  'http:request', 'store:transaction', 'retention:pruned', 'engine:error',
+];
+
+/** The kind of a run, from the name of the workflow that runs it. */
+export function runKind(workflow: string): RunKind {
+  if (workflow === 'runledger.stored') return 'execution';
+  if (workflow.startsWith('runledger.session') || workflow.startsWith('runledger.agent')) return 'session';
+  return 'code';
+}
+
+/**
+ * A small typed emitter owned by one engine. With no listener for a name, `emit` is one map
+ * lookup; `has` lets a hot path skip building a payload. A listener that throws is ignored: an
+ * observer must never break what it observes.
+ *
+ * @example
+ * const events = new EngineEvents();
+ * const off = events.on('task:dead', ({ queue, taskId }) => alert(queue, taskId));
+ * off();
+ */
+export class EngineEvents {
+  private readonly listeners = new Map<EngineEventName, Set<(payload: never) => void>>();
+
+  on<K extends EngineEventName>(name: K, listener: EngineListener<K>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener as (payload: never) => void);
+    return () => {
+      set.delete(listener as (payload: never) => void);
+      if (set.size === 0 && this.listeners.get(name) === set) this.listeners.delete(name);
+    };
+  }
+
+  has(name: EngineEventName): boolean {
+    return this.listeners.has(name);
+  }
+
+  emit<K extends EngineEventName>(name: K, payload: EngineEventMap[K]): void {
+    const set = this.listeners.get(name);
+    if (!set) return;
+    for (const listener of set) {
+      try {
+        (listener as EngineListener<K>)(payload);
+      } catch {
+        // observers must not break the engine
+      }
+    }
+  }
+}

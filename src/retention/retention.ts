@@ -1,0 +1,244 @@
+import type { Engine } from '../engine.js';
+import { RUN_QUEUE } from '../runtime/runtime.js';
+import { runStream } from '../runtime/history.js';
+import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
+import { taskStream } from '../queue/lifecycle.js';
+import type { Store, StoredEvent } from '../storage/store.js';
+import type { RetentionPolicy } from './policy.js';
+
+/** What one sweep of one kind deleted (or would delete, in a dry run). */
+export interface Pruned {
+  kind: string;
+  runs: number;
+  events: number;
+  tasks: number;
+  /** Other rows (inbound events, index rows) a kind counts on its own. */
+  other: number;
+}
+
+export interface SweepOptions {
+  /** Records that finished before this (ms, database clock) go. */
+  before: number;
+  /** Records per transaction: small, so writers wait at most one short transaction. */
+  batchSize: number;
+  /** Pause between batches, for the writers. */
+  pauseMs: number;
+  /** Count, then roll back: nothing is deleted. */
+  dryRun: boolean;
+  signal?: AbortSignal;
+}
+
+/** One kind of record retention deletes: a sweep runs batches until nothing is left before `before`. */
+export interface RetentionKind {
+  name: string;
+  sweep(store: Store, options: SweepOptions): Promise<Pruned>;
+}
+
+/** Deletes the rows a feature keeps for a run (an execution's index row), in the transaction that deletes the run. */
+export type RunPruneHook = (tx: Store, run: RunView) => Promise<void>;
+
+const TERMINAL_EVENTS = ['run.completed', 'run.failed', 'run.cancelled'];
+/** Marks a rollback of a dry run's transaction. */
+class DryRun extends Error {}
+
+/**
+ * Deletes finished records older than a policy's ages, in small batches that never hold a writer
+ * up for long. A run goes whole (its stream, view, tasks and their streams, the rows features keep
+ * for it) or not at all, and only when it has ended, has no pass waiting to run, and no parent
+ * that is still live. Every sweep that deleted something is recorded as a `retention.pruned`
+ * event in the stream `retention`. Deleting is the one exception to "events are never deleted".
+ *
+ * @example
+ * const retention = new Retention(engine);
+ * await retention.prune({ runs: 30 * 86_400_000 }, { dryRun: true });
+ */
+export class Retention {
+  private readonly kinds = new Map<string, RetentionKind>();
+  private readonly hooks: RunPruneHook[] = [];
+  private timer: { stop(): Promise<void> } | null = null;
+
+  constructor(private readonly engine: Pick<Engine, 'store' | 'journal' | 'events'>) {
+    this.register(runsKind(this.hooks));
+    this.register(tasksKind());
+  }
+
+  /** Adds a kind (a feature's own records). */
+  register(kind: RetentionKind): void {
+    this.kinds.set(kind.name, kind);
+  }
+
+  /** Runs `hook` for each run deleted, in its transaction. */
+  onRunPruned(hook: RunPruneHook): void {
+    this.hooks.push(hook);
+  }
+
+  get kindNames(): string[] {
+    return [...this.kinds.keys()];
+  }
+
+  /** One sweep of every kind the policy names; returns what each deleted. */
+  async prune(policy: RetentionPolicy, options: { dryRun?: boolean; batchSize?: number; pauseMs?: number; signal?: AbortSignal } = {}): Promise<Pruned[]> {
+    const { store, journal, events } = this.engine;
+    const now = await store.now();
+    const dryRun = options.dryRun ?? false;
+    const out: Pruned[] = [];
+    for (const [name, age] of Object.entries(policy)) {
+      const kind = this.kinds.get(name);
+      if (!kind) throw new Error(`retention: no kind '${name}' (kinds: ${this.kindNames.join(', ')})`);
+      const sweep = (s: Store) => kind.sweep(s, { before: now - age, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
+      // a dry run deletes in one transaction that is then rolled back, so each batch sees the ones before it gone
+      const pruned = dryRun ? await rollback(store, sweep) : await sweep(store);
+      out.push(pruned);
+      if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) await store.storageVacuum({ after: 'sweep' });
+      events.emit('retention:pruned', { kind: name, runs: pruned.runs, events: pruned.events, tasks: pruned.tasks, dryRun });
+      if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) {
+        await journal.append('retention', [{ type: 'retention.pruned', data: { ...pruned, olderThanMs: age, before: now - age } }]);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Prunes by `policy` every `intervalMs` in the background until `stop()`. A sweep that fails
+   * (the database went away) is reported as `engine:error` and tried again next time.
+   */
+  start(policy: RetentionPolicy, options: { intervalMs?: number; batchSize?: number; pauseMs?: number } = {}): void {
+    if (this.timer || Object.keys(policy).length === 0) return;
+    const controller = new AbortController();
+    let wake: () => void = () => {};
+    const loop = (async () => {
+      while (!controller.signal.aborted) {
+        try {
+          await this.prune(policy, { ...options, signal: controller.signal });
+        } catch (error) {
+          if (!controller.signal.aborted) this.engine.events.emit('engine:error', { what: 'retention', error });
+        }
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, options.intervalMs ?? 60_000);
+          wake = () => (clearTimeout(t), resolve());
+        });
+      }
+    })();
+    this.timer = {
+      stop: async () => {
+        controller.abort();
+        wake();
+        await loop;
+      },
+    };
+  }
+
+  async stop(): Promise<void> {
+    await this.timer?.stop();
+    this.timer = null;
+  }
+}
+
+async function rollback<T>(store: Store, fn: (tx: Store) => Promise<T>): Promise<T> {
+  let result!: T;
+  try {
+    await store.transaction(async (tx) => {
+      result = await fn(tx);
+      throw new DryRun();
+    });
+  } catch (error) {
+    if (!(error instanceof DryRun)) throw error;
+  }
+  return result;
+}
+
+const pause = (options: SweepOptions) => (options.dryRun || options.pauseMs <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, options.pauseMs)));
+
+/**
+ * Finished runs, found by their terminal event in position order (an index serves it). Positions
+ * follow time closely enough: the sweep stops at the first terminal event not old enough, and a
+ * run it passes over (still referenced) is looked at again by the next sweep.
+ */
+function runsKind(hooks: RunPruneHook[]): RetentionKind {
+  return {
+    name: 'runs',
+    async sweep(store, options) {
+      const total: Pruned = { kind: 'runs', runs: 0, events: 0, tasks: 0, other: 0 };
+      let from = 1;
+      for (;;) {
+        if (options.signal?.aborted) break;
+        const ends = await store.eventReadAll({ types: TERMINAL_EVENTS, fromPosition: from, limit: options.batchSize });
+        const old = ends.filter((e) => e.timestamp < options.before && e.streamId.startsWith('run:'));
+        if (old.length > 0) {
+          const batch = await store.transaction((tx) => deleteRuns(tx, old, hooks));
+          total.runs += batch.runs;
+          total.events += batch.events;
+          total.tasks += batch.tasks;
+          if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
+        }
+        if (ends.length < options.batchSize || ends.some((e) => e.timestamp >= options.before)) break;
+        from = ends.at(-1)!.position + 1;
+        await pause(options);
+      }
+      return total;
+    },
+  };
+}
+
+async function deleteRuns(tx: Store, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind' | 'other'>> {
+  const candidates: RunView[] = [];
+  for (const end of ends) {
+    const id = end.streamId.slice('run:'.length);
+    const view = (await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
+    if (!view || !isTerminal(view.status)) continue;
+    const [started] = await tx.eventReadStream({ streamId: runStream(id), limit: 1 });
+    const parent = (started?.data as { parent?: { runId: string } | null } | undefined)?.parent;
+    if (parent) {
+      // a parent that is still live reads its child's view when it resumes
+      const parentView = (await tx.projectionGet({ name: RUN_VIEW, key: parent.runId })) as RunView | undefined;
+      if (parentView && !isTerminal(parentView.status)) continue;
+    }
+    candidates.push(view);
+  }
+  // a pass still waiting to run (a signal that woke an ended run) keeps it until that pass is done
+  const busy = new Set(await tx.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: candidates.map((v) => v.id) }));
+  const runs = candidates.filter((v) => !busy.has(v.id));
+  if (runs.length === 0) return { runs: 0, events: 0, tasks: 0 };
+  const tasks: string[] = [];
+  for (;;) {
+    const page = await tx.taskDelete({ states: ['completed', 'dead'], updatedBefore: Number.MAX_SAFE_INTEGER, limit: 1000, queue: RUN_QUEUE, orderingKeys: runs.map((v) => v.id) });
+    tasks.push(...page);
+    if (page.length < 1000) break;
+  }
+  const { events } = await tx.streamDelete({ streamIds: [...runs.map((v) => runStream(v.id)), ...tasks.map(taskStream)] });
+  for (const run of runs) {
+    await tx.projectionDelete({ name: RUN_VIEW, key: run.id });
+    for (const hook of hooks) await hook(tx, run);
+  }
+  return { runs: runs.length, events, tasks: tasks.length };
+}
+
+/** Finished tasks of every queue and their streams. Passes of runs are left to `runs`, except completed ones: nothing reads those. */
+function tasksKind(): RetentionKind {
+  return {
+    name: 'tasks',
+    async sweep(store, options) {
+      const total: Pruned = { kind: 'tasks', runs: 0, events: 0, tasks: 0, other: 0 };
+      const selections = [
+        { states: ['completed', 'dead'] as const, exceptQueue: RUN_QUEUE },
+        { states: ['completed'] as const, queue: RUN_QUEUE },
+      ];
+      for (const selection of selections) {
+        for (;;) {
+          if (options.signal?.aborted) return total;
+          const batch = await store.transaction(async (tx) => {
+            const ids = await tx.taskDelete({ ...selection, states: [...selection.states], updatedBefore: options.before, limit: options.batchSize });
+            const { events } = await tx.streamDelete({ streamIds: ids.map(taskStream) });
+            return { tasks: ids.length, events };
+          });
+          total.tasks += batch.tasks;
+          total.events += batch.events;
+          if (!options.dryRun && batch.tasks > 0) await store.storageVacuum({ after: 'batch' });
+          if (batch.tasks < options.batchSize) break;
+          await pause(options);
+        }
+      }
+      return total;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CommittedRead, Cursor, Store } from './store.js';
+
+/**
+ * Committed reads that filter (`conformance.ts` sets up the store): a reader moves past the events
+ * its filters do not match, so a subscription waiting for an event type nobody appends yet does not
+ * read the journal from its start on every wake-up, and one read examines a bounded number of events.
+ */
+export function readConformance(h: { store: () => Store }): void {
+  const ev = (type: string) => ({ type, data: {} });
+  let last = 0;
+  const append = async (appends: Array<{ streamId: string; events: Array<{ type: string; data: unknown }> }>) => {
+    const result = await h.store().eventAppend({ appends });
+    last = result.events.at(-1)!.position;
+  };
+  /** Reads until the reader is past every committed event (on PostgreSQL the horizon may lag a moment). */
+  const readToHead = async (after: Cursor, filter: { streamPrefix?: string; types?: string[] }, limit = 100): Promise<{ reads: CommittedRead[]; cursor: Cursor }> => {
+    const reads: CommittedRead[] = [];
+    const head = await settledHead(h.store(), last);
+    let cursor = after;
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+      const read = await h.store().eventReadCommitted({ after: cursor, limit, ...filter });
+      reads.push(read);
+      cursor = read.cursor;
+      if (!read.more && cursor === head) break;
+      if (!read.more) await sleep(5);
+    }
+    return { reads, cursor };
+  };
+
+  describe('committed reads that filter', () => {
+    it('move the cursor past unmatched events, by type, by stream prefix, or both', async () => {
+      await append([{ streamId: 'noise-1', events: Array.from({ length: 50 }, () => ev('noise')) }]);
+      await append([{ streamId: 'chan:1', events: [ev('other')] }]);
+      const head = await settledHead(h.store(), last);
+      for (const filter of [{ types: ['wanted'] }, { streamPrefix: 'chan:' }, { streamPrefix: 'chan:', types: ['wanted', 'also'] }]) {
+        const { reads, cursor } = await readToHead('', filter);
+        expect(reads.flatMap((r) => r.events)).toEqual(filter.types ? [] : [expect.objectContaining({ event: expect.objectContaining({ type: 'other' }) })]);
+        expect(cursor).toBe(head);
+        // a second read from there finds nothing and stays put
+        expect(await h.store().eventReadCommitted({ after: cursor, limit: 100, ...filter })).toEqual({ events: [], cursor, more: false });
+      }
+      await append([{ streamId: 'chan:2', events: [ev('wanted')] }, { streamId: 'noise-2', events: [ev('wanted')] }]);
+      const { reads } = await readToHead(head, { streamPrefix: 'chan:', types: ['wanted'] });
+      expect(reads.flatMap((r) => r.events.map((e) => e.event.streamId))).toEqual(['chan:2']);
+    });
+
+    it('return at most `limit` events with the last one as the cursor, and say there is more', async () => {
+      await append([{ streamId: 'm', events: [ev('a'), ev('b'), ev('a'), ev('a')] }]);
+      await settledHead(h.store(), last);
+      const first = await h.store().eventReadCommitted({ after: '', limit: 2, types: ['a'] });
+      expect(first.events.map((e) => e.event.version)).toEqual([1, 3]);
+      expect(first).toMatchObject({ cursor: first.events[1]!.cursor, more: true });
+      const rest = await h.store().eventReadCommitted({ after: first.cursor, limit: 2, types: ['a', 'a'] });
+      expect(rest.events.map((e) => e.event.version)).toEqual([4]);
+      expect(rest.more).toBe(false);
+    });
+
+    it('examine a bounded number of events per read, however many do not match', async () => {
+      const noise = 25_000;
+      for (let i = 0; i < noise; i += 5_000) await append([{ streamId: `bulk-${i}`, events: Array.from({ length: 5_000 }, () => ev('noise')) }]);
+      await append([{ streamId: 'chan:x', events: [ev('late')] }]);
+      const { reads } = await readToHead('', { streamPrefix: 'chan:' }, 10);
+      expect(reads.flatMap((r) => r.events.map((e) => e.event.type))).toEqual(['late']);
+      // more than one read, each moving the cursor forward
+      expect(reads.filter((r) => r.more).length).toBeGreaterThanOrEqual(2);
+      const byType = await readToHead('', { types: ['late'] });
+      expect(byType.reads.flatMap((r) => r.events.map((e) => e.event.type))).toEqual(['late']);
+      expect(byType.reads[0]!.more).toBe(false);
+    });
+
+    it('refuses a cursor of another form', async () => {
+      await expect(h.store().eventReadCommitted({ after: 'x', limit: 1 })).rejects.toThrow(/not a cursor/);
+    });
+  });
+}
+
+/**
+ * The head once `position` (the last event appended, by sequential appends) is readable: on
+ * PostgreSQL the committed-order horizon may lag a commit for a moment.
+ */
+async function settledHead(store: Store, position: number): Promise<Cursor> {
+  for (const deadline = Date.now() + 10_000; ; await sleep(5)) {
+    const head = await store.eventHead();
+    if (head === String(position) || head.endsWith(`:${position}`) || Date.now() > deadline) return head;
+  }
+}

@@ -1,0 +1,152 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { ErrorBox, isTerminal, normalStatus, parseJson } from '../common';
+import { navigate } from '../router';
+import type { Execution, Run } from './run';
+
+const RETRY = 'POST /workflows/{id}/executions/{execution_id}/retry';
+const RERUN = 'POST /workflows/{id}/executions/{execution_id}/rerun';
+
+/** The branches a retry can take: every branch of a parallel step that did not succeed (as the server decides). */
+function failedBranches(execution: Execution | null): string[] {
+  const names: string[] = [];
+  for (const step of execution?.steps ?? []) {
+    if (step.type !== 'parallel' || !step.branches) continue;
+    for (const [name, b] of Object.entries(step.branches)) if (b.status !== 'success') names.push(name);
+  }
+  return names;
+}
+
+type Open = 'signal' | 'retry' | 'rerun' | null;
+
+/**
+ * What anyone may do to a run, where the server offers it (read from `/openapi.json`): cancel it,
+ * signal it (name + JSON), and for a stored workflow's execution retry its failed branches (those
+ * chosen) or rerun it from a top-level step (optionally with new trigger data); both start a new
+ * execution, and the page moves to it.
+ */
+export function RunActions({ run, execution, paths, onDone }: { run: Run; execution: Execution | null; paths: Set<string>; onDone: () => void }) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [open, setOpen] = useState<Open>(null);
+  const ended = isTerminal(run.status);
+  const status = normalStatus(run.status);
+  const failed = failedBranches(execution);
+  const base = execution ? `/workflows/${execution.workflow_id}/executions/${encodeURIComponent(run.id)}` : null;
+  const act = async (fn: () => Promise<any>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await fn();
+      setOpen(null);
+      const next = res?.execution_id;
+      if (typeof next === 'string' && next !== run.id) navigate(`/runs/${encodeURIComponent(next)}`);
+      else onDone();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const toggle = (which: Open) => () => {
+    setError(null);
+    setOpen(open === which ? null : which);
+  };
+  const cancel = () => act(() => (paths.has('POST /runs/{id}/cancel') ? api(`/runs/${encodeURIComponent(run.id)}/cancel`, { method: 'POST' }) : api(`${base}/cancel`, { method: 'POST' })));
+  const canCancel = !ended && (paths.has('POST /runs/{id}/cancel') || (base !== null && paths.has('POST /workflows/{id}/executions/{execution_id}/cancel')));
+  const canSignal = !ended && paths.has('POST /runs/{id}/signal');
+  const canRetry = base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
+  const canRerun = base !== null && paths.has(RERUN);
+  return (
+    <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
+      <div class="actions">
+        {canCancel ? <button type="button" class="danger" disabled={busy} onClick={cancel}>Cancel run</button> : null}
+        {canRetry ? <button type="button" aria-expanded={open === 'retry'} onClick={toggle('retry')}>Retry failed branches…</button> : null}
+        {canRerun ? <button type="button" aria-expanded={open === 'rerun'} onClick={toggle('rerun')}>Rerun…</button> : null}
+        {canSignal ? <button type="button" aria-expanded={open === 'signal'} onClick={toggle('signal')}>Signal…</button> : null}
+      </div>
+      {open === 'signal' && canSignal ? <SignalForm busy={busy} onSend={(body) => act(() => api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body }))} /> : null}
+      {open === 'retry' && canRetry ? <RetryForm busy={busy} failed={failed} onRetry={(branches) => act(() => api(`${base}/retry`, { method: 'POST', body: { branches } }))} /> : null}
+      {open === 'rerun' && canRerun && execution ? <RerunForm busy={busy} execution={execution} onRerun={(body) => act(() => api(`${base}/rerun`, { method: 'POST', body }))} /> : null}
+      <ErrorBox error={error} />
+    </div>
+  );
+}
+
+function SignalForm({ busy, onSend }: { busy: boolean; onSend: (body: { name: string; payload?: unknown }) => void }) {
+  const [name, setName] = useState('');
+  const [payload, setPayload] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <form class="card action-form" aria-label="Send a signal" onSubmit={(e) => {
+      e.preventDefault();
+      setError(null);
+      try {
+        const value = parseJson(payload, 'payload');
+        onSend({ name, ...(value !== undefined ? { payload: value } : {}) });
+      } catch (err) {
+        setError(err);
+      }
+    }}>
+      <label>Name <input required value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
+      <label>Payload (JSON) <textarea rows={3} class="mono" value={payload} onInput={(e) => setPayload(e.currentTarget.value)} /></label>
+      <ErrorBox error={error} />
+      <button type="submit" class="primary" disabled={busy}>Send</button>
+    </form>
+  );
+}
+
+function RetryForm({ busy, failed, onRetry }: { busy: boolean; failed: string[]; onRetry: (branches: string[]) => void }) {
+  const [chosen, setChosen] = useState<Set<string>>(new Set(failed));
+  return (
+    <form class="card action-form" aria-label="Retry failed branches" onSubmit={(e) => {
+      e.preventDefault();
+      onRetry(failed.filter((b) => chosen.has(b)));
+    }}>
+      <fieldset>
+        <legend>Branches to run again (every step that succeeded is reused)</legend>
+        {failed.map((b) => (
+          <label key={b} class="check">
+            <input type="checkbox" checked={chosen.has(b)} onChange={(e) => {
+              const next = new Set(chosen);
+              if (e.currentTarget.checked) next.add(b);
+              else next.delete(b);
+              setChosen(next);
+            }} /> <span class="mono">{b}</span>
+          </label>
+        ))}
+      </fieldset>
+      <button type="submit" class="primary" disabled={busy || chosen.size === 0}>Retry {chosen.size === 1 ? 'branch' : `${chosen.size} branches`}</button>
+    </form>
+  );
+}
+
+function RerunForm({ busy, execution, onRerun }: { busy: boolean; execution: Execution; onRerun: (body: { from_step: string; trigger_data?: unknown }) => void }) {
+  // from_step is a top-level step; a failed or unfinished one is the usual place to start again
+  const top = execution.steps.filter((s) => s.parallel === undefined);
+  const [from, setFrom] = useState(top.find((s) => s.status !== 'success')?.step_id ?? top[0]?.step_id ?? '');
+  const [trigger, setTrigger] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <form class="card action-form" aria-label="Rerun from a step" onSubmit={(e) => {
+      e.preventDefault();
+      setError(null);
+      try {
+        const data = parseJson(trigger, 'trigger_data');
+        onRerun({ from_step: from, ...(data !== undefined ? { trigger_data: data } : {}) });
+      } catch (err) {
+        setError(err);
+      }
+    }}>
+      <label>
+        From step (the steps before it are reused)
+        <select value={from} onChange={(e) => setFrom(e.currentTarget.value)}>
+          {top.map((s) => <option key={s.step_id} value={s.step_id}>{s.step_id} ({s.status.replace('_', ' ')})</option>)}
+        </select>
+      </label>
+      <label>New trigger data (JSON, optional) <textarea rows={3} class="mono" placeholder={JSON.stringify(execution.trigger_data)} value={trigger} onInput={(e) => setTrigger(e.currentTarget.value)} /></label>
+      <ErrorBox error={error} />
+      <button type="submit" class="primary" disabled={busy || !from}>Rerun</button>
+    </form>
+  );
+}
