@@ -119,6 +119,17 @@ export class Blobs {
   }
 }
 
+/** Bytes of the big values `events` refer to: what resolving them holds in memory. */
+export function blobBytes(events: StoredEvent[]): number {
+  let bytes = 0;
+  for (const event of events) {
+    const data = event.data as Record<string, unknown> | null;
+    if (typeof data !== 'object' || data === null) continue;
+    for (const field of VALUE_FIELDS) if (isBlobRef(data[field])) bytes += (data[field] as BlobRef).size;
+  }
+  return bytes;
+}
+
 /** A run's view with its input, output and step values whole. */
 export async function resolveView<V extends { input: unknown; output: unknown; steps: Array<{ input: unknown; output: unknown }> }>(blobs: Blobs, view: V): Promise<V> {
   const steps = await Promise.all(view.steps.map(async (s) => (isBlobRef(s.input) || isBlobRef(s.output) ? { ...s, input: await blobs.resolve(s.input), output: await blobs.resolve(s.output) } : s)));

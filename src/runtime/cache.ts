@@ -9,7 +9,8 @@ interface Cached {
 /**
  * Replay state of recently active runs, kept by the worker that last ran them: a run's history as
  * of its last pass here, so the next pass reads only the events after it. Bounded by runs and by
- * events, least recently used out first.
+ * weight (`events`: the caller counts an event as 1 and a KiB of big values held whole as 1),
+ * least recently used out first.
  *
  * Always valid, never trusted blindly: the journal is append-only, so when the run's history moved
  * on elsewhere (another worker ran passes meanwhile) the next pass here reads those events too;

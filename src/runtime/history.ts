@@ -64,6 +64,8 @@ export class History {
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
+  /** Bytes of big values (blobs) these events hold whole: the replay cache weighs a history by it. */
+  blobBytes = 0;
   /** The event that started the run, or its current generation (`run.continued`). */
   started: StoredEvent | null = null;
   /** The generation (0, 1, 2 … one per `continueAsNew`) these events are of. */

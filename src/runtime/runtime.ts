@@ -12,7 +12,7 @@ import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
-import { Blobs, resolveView } from './blobs.js';
+import { blobBytes, Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
 import { PausedWorkflows } from './pauses.js';
@@ -76,7 +76,7 @@ export class Runtime {
     workflows: Workflow[],
     private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
   ) {
-    this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 2_000_000 });
+    this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 1_000_000 });
     this.paused = new PausedWorkflows(store, options.pollMs);
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
     this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
@@ -275,7 +275,8 @@ export class Runtime {
     try {
       const outcome = await pass.execute(wf);
       // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
-      if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1);
+      // its weight: an event each, and one per KiB of big values it holds whole
+      if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
       if (outcome.kind === 'continued') {
         await pass.write([{ type: 'run.continued', data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
         return null;
@@ -310,10 +311,12 @@ export class Runtime {
   private async history(id: string, from: number): Promise<History> {
     const cached = this.cache.take(id, from);
     const after = cached ? cached.version + 1 : from;
-    const events = await this.blobs.resolveEvents(await this.journal.readStream(runStream(id), { fromVersion: after, limit: 1_000_000 }));
-    if (!cached) return new History(events);
-    for (const event of events) cached.add(event);
-    return cached;
+    const stored = await this.journal.readStream(runStream(id), { fromVersion: after, limit: 1_000_000 });
+    const events = await this.blobs.resolveEvents(stored);
+    const history = cached ?? new History([]);
+    for (const event of events) history.add(event);
+    history.blobBytes += blobBytes(stored);
+    return history;
   }
 
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
