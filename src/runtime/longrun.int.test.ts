@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { createEngine, type Engine } from '../engine.js';
+import { createApp } from '../server/app.js';
+import { storedWorkflows } from '../workflows/service.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { generationOf } from './generations.js';
@@ -73,6 +76,8 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     expect(view).toMatchObject({ status: 'success', generation: 3 });
     // the view shows the last generation's steps only
     expect(view.steps.map((s) => s.name)).toEqual(['note-0']);
+    const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
+    expect(await (await app.fetch(new Request('http://local/runs/count-1'))).json()).toMatchObject({ id: 'count-1', status: 'success', generation: 3, output: { total: 55, gen: 3 } });
     const { generation, from } = await generationOf(engine.store, 'count-1');
     expect(generation).toBe(3);
     const events = await engine.journal.readStream('run:count-1');

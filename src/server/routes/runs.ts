@@ -107,6 +107,7 @@ export const runResponse = runSummaryResponse.extend({
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
   state: z.string().nullable().describe('the business state the run last entered (ctx.setState)'),
   current: z.object({ name: z.string(), label: z.string().nullable() }).nullable().describe('the step running now'),
+  generation: z.int().describe('how many times the run continued as new (ctx.continueAsNew); steps are the current generation\'s'),
   steps: z.array(
     z.object({
       seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
@@ -270,6 +271,7 @@ export function runRecord(view: RunView, live?: Set<string>): RunRecord {
     compensations: view.compensations,
     state: view.state ?? null,
     current: view.current ?? null,
+    generation: view.generation ?? 0,
     steps: view.steps.map((s) => ({
       seq: s.seq, name: s.name, status: s.status, kind: s.kind ?? 'step', label: s.label ?? null, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
       duration_ms: s.durationMs, input: s.input, output: s.output, error: s.error,
