@@ -56,6 +56,8 @@ describe.each(backends)('values of any size on $name', (backend) => {
     const body = (await res.json()) as any;
     expect(body.output).toEqual({ total: 10_000, echo: doc(3000) });
     expect(body.steps[0].output).toEqual(doc(3000));
+    const waited = (await (await app.fetch(new Request('http://local/runs/big-1/wait?timeout=1s'))).json()) as any;
+    expect(waited.run.output).toEqual({ total: 10_000, echo: doc(3000) });
 
     // retention deletes the chunks with their run
     const ref = data('step.completed')[0]!.output as BlobRef;

@@ -205,7 +205,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       query: waitQuery, status: 200, response: z.object({ run: runResponse }), errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
         const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
-        if (isTerminal(view.status)) return { run: runRecord(view) };
+        if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view) }, engine.runtime.blobs);
         return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
       },
     }),
