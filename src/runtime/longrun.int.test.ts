@@ -23,6 +23,16 @@ const counter = workflow('counter', async (ctx, input: { total: number; seen: nu
   return ctx.continueAsNew({ total, seen, gen: input.gen + 1 });
 });
 
+let releaseSwitch: () => void = () => {};
+/** Generation 0 blocks in a step (a signal arrives meanwhile), then continues; generation 1 waits for that signal. */
+const switcher = workflow('switcher', async (ctx, input: { gen: number }) => {
+  if (input.gen === 0) {
+    await ctx.step('block', () => new Promise<void>((resolve) => (releaseSwitch = resolve)));
+    return ctx.continueAsNew({ gen: 1 });
+  }
+  return ctx.waitForEvent<string>('late');
+});
+
 const finalV2 = workflow('mover', { version: '2' }, async (_ctx, input: { from: string }) => ({ from: input.from, on: 'v2' }));
 const moverV1 = workflow('mover', { version: '1' }, async (ctx) => {
   await ctx.step('v1-work', async () => 1);
@@ -87,6 +97,18 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     const taken = events.filter((e) => e.type === 'wait.completed');
     expect(taken).toHaveLength(10);
     expect(events.some((e) => e.type === 'signal.sent' && (e.data as { carriedFrom?: number }).carriedFrom !== undefined)).toBe(true);
+  });
+
+  it('keeps a signal sent while the pass that continues as new was running', async () => {
+    const { engine } = await engineWith(switcher);
+    const run = await engine.start(switcher, { gen: 0 }, { id: 'switch-1' });
+    await eventually(async () => (await engine.run('switch-1')).steps.some((s) => s.name === 'block' && s.status === 'running'));
+    // sent after the pass read its history, before it writes the switch
+    await engine.signal('switch-1', 'late', 'kept');
+    releaseSwitch();
+    expect(await run.result()).toBe('kept');
+    const carried = (await engine.journal.readStream('run:switch-1')).filter((e) => e.type === 'signal.sent').map((e) => e.data);
+    expect(carried).toEqual([{ name: 'late', payload: 'kept' }, { name: 'late', payload: 'kept', carriedFrom: expect.any(Number) }]);
   });
 
   it('continues as new onto another version of its workflow', async () => {
