@@ -51,7 +51,7 @@ async function operations(options: Record<string, any>): Promise<Operations> {
 
 function actor(options: { by?: string; reason?: string }): Actor {
   if (!options.reason) throw new ValidationError('--reason', 'say why: it is journaled with the action');
-  return { by: options.by ?? (process.env.USER || userInfo().username), reason: options.reason };
+  return { by: options.by ?? userInfo().username, reason: options.reason };
 }
 
 function time(flag: string, value: string | undefined): number | undefined {
@@ -90,6 +90,7 @@ export function operatorCommands(program: Command, print: (line: string) => void
         const who = actor(options);
         await using(options, async (ops) => {
           const done = verb === 'pause' ? await ops.pause(kindOf(kind), name, who) : await ops.resume(kindOf(kind), name, who);
+          if (options.json) return print(JSON.stringify({ kind, name, [verb === 'pause' ? 'paused' : 'resumed']: done }));
           print(done ? `${kind} ${name} ${verb === 'pause' ? 'paused' : 'resumed'}` : `${kind} ${name} was ${verb === 'pause' ? 'already paused' : 'not paused'}`);
         });
       });
@@ -99,13 +100,15 @@ export function operatorCommands(program: Command, print: (line: string) => void
     .action(async (options) => {
       await using(options, async (ops) => {
         const pauses = await ops.pauses();
+        if (options.json) return print(JSON.stringify(pauses));
         if (pauses.length === 0) print('nothing is paused');
         for (const p of pauses) print(`${p.kind.padEnd(8)}  ${p.name}  by ${p.by} at ${p.at}: ${p.reason}`);
       });
     });
 
   const bulk = program.command('bulk').description('act on every run or dead task a filter matches (journaled with who and why)');
-  const report = (result: BulkResult & { started?: Record<string, string> }) => {
+  const report = (result: BulkResult & { started?: Record<string, string> }, json: boolean) => {
+    if (json) return print(JSON.stringify(result));
     for (const id of result.ids) print(result.started?.[id] ? `${id} → ${result.started[id]}` : id);
     for (const s of result.skipped) print(`${s.id} skipped: ${s.why}`);
     print(`${result.dryRun ? 'would act on' : result.action}: ${result.ids.length}`);
@@ -126,7 +129,7 @@ export function operatorCommands(program: Command, print: (line: string) => void
           ...(options.createdAfter ? { createdAfter: time('--created-after', options.createdAfter)! } : {}),
           ...(options.createdBefore ? { createdBefore: time('--created-before', options.createdBefore)! } : {}),
         };
-        await using(options, async (ops) => report(await ops.bulk(verb, filter, who, Boolean(options.dryRun))));
+        await using(options, async (ops) => report(await ops.bulk(verb, filter, who, Boolean(options.dryRun)), Boolean(options.json)));
       });
   }
   target(bulk.command('redrive'))
@@ -142,7 +145,7 @@ export function operatorCommands(program: Command, print: (line: string) => void
         ...(options.deadAfter ? { updatedAfter: time('--dead-after', options.deadAfter)! } : {}),
         ...(options.deadBefore ? { updatedBefore: time('--dead-before', options.deadBefore)! } : {}),
       };
-      await using(options, async (ops) => report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun))));
+      await using(options, async (ops) => report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun)), Boolean(options.json)));
     });
 }
 
