@@ -104,6 +104,10 @@ export function advertise(store: Store, workerId: string, tags: () => string[], 
     const now = await store.now();
     const value: Presence = { tags: tags(), expiresAt: now + 3 * everyMs, createdAt: now };
     await store.projectionPut({ name: RUN_WORKERS, key: workerId, value });
+    // the rows of workers that died without removing theirs, an hour after they expired
+    for (const row of await store.projectionList({ name: RUN_WORKERS, limit: 500 })) {
+      if ((row.value as Presence).expiresAt < now - 3_600_000) await store.projectionDelete({ name: RUN_WORKERS, key: row.key });
+    }
   };
   const renew = () => void put().catch(onError);
   renew();
