@@ -109,12 +109,15 @@ export function advertise(store: Store, workerId: string, tags: () => string[], 
       if ((row.value as Presence).expiresAt < now - 3_600_000) await store.projectionDelete({ name: RUN_WORKERS, key: row.key });
     }
   };
-  const renew = () => void put().catch(onError);
+  let renewing: Promise<void> = Promise.resolve();
+  // one renewal at a time, and the stop waits for the one under way: none outlives the store
+  const renew = () => (renewing = renewing.then(() => put().catch(onError)));
   renew();
   const timer = setInterval(renew, everyMs);
   timer.unref();
   return async () => {
     clearInterval(timer);
+    await renewing;
     await store.projectionDelete({ name: RUN_WORKERS, key: workerId }).catch(onError);
   };
 }
