@@ -19,11 +19,13 @@ import { enqueueLatency } from './latency.js';
 import { bulkEnqueue, drain } from './queue.js';
 import { formatTable, rounded, type Results } from './table.js';
 import { benchWorkflows, type WorkflowSizes } from './workflows.js';
+import { benchWake, type WakeSizes } from './wake.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
 const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5 };
 const STORED_EXECUTIONS = 500;
 const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16 };
+const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
 const CHAT_SIZES: ChatSizes = { channels: 10, clientsPerChannel: 10, ratePerS: 1000, seconds: 5, warmup: 200, ingestSeconds: 5, ingestConcurrency: 16, idleSeconds: 5 };
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
@@ -68,7 +70,7 @@ const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres']
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
@@ -83,7 +85,12 @@ for (const backend of backends) {
   const agents = await withDatabase(backend, (database) => benchAgents(database, AGENT_SIZES));
   console.error(`  ${backend} agent_events_per_s: ${Math.round(agents.agent_events_per_s!)}`);
   const growth = await benchGrowth(backend, growthSizes, (line) => console.error(`  ${backend} ${line}`));
-  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents), journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100 };
+  const wake = {
+    wake_10k_history_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, true)),
+    wake_10k_history_nocache_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, false)),
+  };
+  console.error(`  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`);
+  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents), journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100, ...rounded(wake) };
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));

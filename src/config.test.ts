@@ -13,6 +13,9 @@ describe('resolveConfig', () => {
       pollMs: 1000,
       leaseMs: 30_000,
       runConcurrency: 10,
+      blobThresholdBytes: 262_144,
+      maxValueBytes: 268_435_456,
+      replayCacheRuns: 500,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -21,5 +24,8 @@ describe('resolveConfig', () => {
     expect(() => resolveConfig({ leaseMs: 0 })).toThrow('leaseMs: must be a whole number ≥ 1 (got 0)');
     expect(() => resolveConfig({ runConcurrency: 2.5 })).toThrow(/^runConcurrency:/);
     expect(() => resolveConfig({ database: '' })).toThrow(/^database:/);
+    expect(() => resolveConfig({ replayCacheRuns: -1 })).toThrow('replayCacheRuns: must be a whole number ≥ 0 (got -1)');
+    expect(resolveConfig({ replayCacheRuns: 0 }).replayCacheRuns).toBe(0);
+    expect(() => resolveConfig({ blobThresholdBytes: 0 })).toThrow(/^blobThresholdBytes:/);
   });
 });

@@ -17,6 +17,12 @@ export interface RunledgerOptions {
   leaseMs?: number;
   /** Passes of runs this process executes at once. Default 10. */
   runConcurrency?: number;
+  /** A step's input or output, a signal's payload, a run's input or result whose JSON is larger goes to the blob store, the journal keeping a reference. Default 256 KiB. */
+  blobThresholdBytes?: number;
+  /** Largest such value, serialized. Default 256 MiB. */
+  maxValueBytes?: number;
+  /** Runs whose history a worker keeps in memory after their pass, so their next pass here reads only new events. 0: none. Default 500. */
+  replayCacheRuns?: number;
 }
 
 export type Config = Readonly<Required<RunledgerOptions>>;
@@ -36,11 +42,15 @@ export function resolveConfig(options: RunledgerOptions = {}): Config {
     pollMs: options.pollMs ?? 1000,
     leaseMs: options.leaseMs ?? 30_000,
     runConcurrency: options.runConcurrency ?? 10,
+    blobThresholdBytes: options.blobThresholdBytes ?? 256 * 1024,
+    maxValueBytes: options.maxValueBytes ?? 256 * 1024 * 1024,
+    replayCacheRuns: options.replayCacheRuns ?? 500,
   };
   if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
-  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs', 'runConcurrency'] as const) {
+  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs', 'runConcurrency', 'blobThresholdBytes', 'maxValueBytes'] as const) {
     const value = config[key];
     if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
   }
+  if (!Number.isInteger(config.replayCacheRuns) || config.replayCacheRuns < 0) throw new ValidationError('replayCacheRuns', `must be a whole number ≥ 0 (got ${config.replayCacheRuns})`);
   return Object.freeze(config);
 }

@@ -6,6 +6,8 @@ import { TaskQueue } from './queue/queue.js';
 import type { TaskHandler, WorkOptions, Worker } from './queue/worker.js';
 import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/view.js';
+import { Operator } from './runtime/operator.js';
+import { advertise } from './runtime/versions.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
@@ -27,6 +29,8 @@ export class Engine {
   readonly journal: Journal;
   readonly queue: TaskQueue;
   readonly runtime: Runtime;
+  /** Pause and resume, bulk cancel, retry and redrive: journaled with who and why. */
+  readonly operator: Operator;
   /** This process's row in the database: its leases end seconds after it dies, not a whole lease later. */
   readonly liveness: Liveness;
   private readonly workers = new Set<Worker>();
@@ -39,6 +43,7 @@ export class Engine {
   readonly store: Store;
   /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
   readonly retention: Retention;
+  private stopAdvertising: (() => Promise<void>) | null = null;
 
   constructor(
     readonly config: Config,
@@ -51,7 +56,10 @@ export class Engine {
     this.journal = new Journal(store, config);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
+    this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.retention = new Retention(this);
+    // a run's chunks of big values and its version and generation rows go with it
+    this.retention.onRunPruned((tx, run) => this.runtime.forget(tx, run.id));
     // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
     this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });
     this.register(...workflows);
@@ -63,7 +71,8 @@ export class Engine {
     if (workflows.length === 0 || !this.runWorkers || this.runWorker) return;
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
-    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff });
+    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff, tags: () => this.runtime.tags() });
+    this.stopAdvertising = advertise(this.store, this.runWorker.id, () => this.runtime.tags(), Math.min(10_000, this.config.leaseMs), () => {});
   }
 
   /**
@@ -137,6 +146,7 @@ export class Engine {
   async close(): Promise<void> {
     await this.retention.stop();
     await Promise.all([...this.workers].map((w) => w.stop()));
+    await this.stopAdvertising?.();
     await Promise.all([...this.subscribers].map((s) => s.stop()));
     this.workers.clear();
     this.subscribers.clear();

@@ -1,7 +1,7 @@
 export { createEngine, Engine } from './engine.js';
 export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
 export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError, RetryAfterError, StoreUnavailableError, StepTimedOutError, type Problem } from './errors.js';
-export { workflow, partialSuccess, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy, type PollOptions, type BranchResult } from './runtime/workflow.js';
+export { workflow, partialSuccess, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy, type PollOptions, type BranchResult, type WorkflowOptions } from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
 export type { RunView, RunStatus, StepView } from './runtime/view.js';
 export type { Duration } from './duration.js';

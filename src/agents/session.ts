@@ -70,7 +70,7 @@ const MAX_ERROR_CHARS = 2000;
  * so a crash re-runs at most the piece that was running and never writes an event twice.
  */
 export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
-  return workflow(SESSION_WORKFLOW, async (ctx, input: SessionInput) => {
+  return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, input: SessionInput) => {
     let session = input;
     const { session_id: id, agent: name } = session;
     const agent = o.agents.get(name);

@@ -3,6 +3,7 @@ import { packageVersion } from '../version.js';
 import { agentCommands } from './agent.js';
 import { channelCommands } from './channel.js';
 import { mockServicesCommands } from './mock-services.js';
+import { operatorCommands } from './operator.js';
 import { databaseOf } from './options.js';
 import { opsCommands } from './ops.js';
 import { output, type Output } from './output.js';
@@ -39,6 +40,7 @@ export function cliProgram(out: Output = stdout()): Command {
   triggerCommands(program, line);
   agentCommands(program, line);
   mockServicesCommands(program, line);
+  operatorCommands(program, line);
   opsCommands(program, line, (flag) => databaseOf({ ...(flag === undefined ? {} : { database: flag }) }));
   return program;
 }

@@ -8,6 +8,9 @@ import type { Output } from './output.js';
 import { reader, withSource } from './read.js';
 import { readJournal, serverSource, type Source } from './source.js';
 import { timelineLine } from './timeline.js';
+import { createEngine } from '../engine.js';
+import { runsNeedingPatch } from '../runtime/patches.js';
+import { runSummary } from '../server/routes/runs.js';
 
 /** The name a person knows a run's workflow by: a stored workflow's name rather than `runledger.stored`. */
 export async function workflowLabel(source: Source, run: Pick<RunSummary, 'workflow' | 'workflow_id'>): Promise<string> {
@@ -24,15 +27,18 @@ export function runCommands(program: Command, out: Output): void {
     .option('--status <status>', `${RUN_STATUSES.join(' | ')} (several: comma-separated)`)
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')
+    .option('--needs-patch <change-id>', 'only runs that may still take the old branch of ctx.patched(change-id): none listed means deprecatePatch is safe')
     .action(async (options) => {
       const limit = whole('--limit', options.limit, 1, 10_000);
+      if (options.needsPatch !== undefined) return needingPatch(options, out);
       const status = options.status === undefined ? undefined : String(options.status).split(',').map((s) => currentStatus(s.trim()));
       const unknown = status?.find((s) => !(RUN_STATUSES as readonly string[]).includes(s));
       if (unknown !== undefined) throw new ValidationError('--status', `'${unknown}' is not a run status (${RUN_STATUSES.join(', ')})`);
       await withSource(options, async (source) => {
         const found = await source.runs({ limit, ...(status ? { status } : {}), ...(options.workflow ? { workflow: options.workflow } : {}) });
         if (options.json) return out.json(found);
-        const rows = await Promise.all(found.map(async (r) => [r.id, out.status(r.status), r.created_at, await workflowLabel(source, r), r.error ?? '']));
+        // a run whose version no live worker has says so: it waits for a deploy of that version
+        const rows = await Promise.all(found.map(async (r) => [r.id, r.waiting_for_version ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})` : out.status(r.status), r.created_at, await workflowLabel(source, r), r.error ?? '']));
         out.table(['ID', 'STATUS', 'CREATED', 'WORKFLOW', 'ERROR'], rows, status || options.workflow ? 'no runs match' : 'no runs yet');
       });
     });
@@ -117,4 +123,21 @@ export async function follow(source: Source, id: string, out: Output, asJson = f
   if (!asJson) out.line(`run ${id} ${out.status(run.status)}${run.status === 'success' ? ` → ${JSON.stringify(run.output)}` : run.error ? `: ${run.error}` : ''}`);
   if (run.status !== 'success' && isTerminal(run.status)) process.exitCode = 1;
   return run.status;
+}
+
+/** `runs list --needs-patch <id>`: from the database with `--database`, else from the server. */
+async function needingPatch(options: Record<string, any>, out: Output): Promise<void> {
+  const id = String(options.needsPatch);
+  const filter = options.workflow ? { workflow: String(options.workflow) } : {};
+  let runs: RunSummary[];
+  if (direct(options)) {
+    const engine = await createEngine({ database: existingDatabase(databaseOf(options)), workers: false });
+    try {
+      runs = (await runsNeedingPatch(engine.store, id, filter)).map((v) => runSummary(v));
+    } finally {
+      await engine.close();
+    }
+  } else runs = (await client(options).runsNeedingPatch(id, filter)).runs;
+  if (options.json) return out.json(runs);
+  out.table(['ID', 'STATUS', 'CREATED', 'WORKFLOW'], runs.map((r) => [r.id, out.status(r.status), r.created_at, r.workflow]), `no run needs the old branch of '${id}': deprecatePatch is safe`);
 }

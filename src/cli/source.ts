@@ -1,4 +1,5 @@
 import type { Client, RunRecord, RunSummary, TaskRecord } from '../client/client.js';
+import { liveTags } from '../runtime/versions.js';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
 import { watchEvents } from '../journal/wakeup.js';
@@ -92,11 +93,6 @@ export function serverSource(c: Client): Source {
 export async function databaseSource(location: string, options: { pollMs?: number } = {}): Promise<Source> {
   const engine = await createEngine({ database: location, workers: false });
   const definitions = new Definitions(engine.store, engine.journal);
-  const view = async (id: string): Promise<RunView> => {
-    const found = await readRunView(engine.store, id);
-    if (!found) throw new NotFoundError(`run ${id} not found`);
-    return found;
-  };
   return {
     status: () => engine.store.status(),
     async runs(q) {
@@ -108,9 +104,10 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
         runs.push(...page.runs);
         last = page.last_key;
       } while (last !== null && runs.length < q.limit);
-      return runs.map(runSummary);
+      const live = await liveTags(engine.store);
+      return runs.map((v) => runSummary(v, live));
     },
-    run: async (id) => runRecord(await view(id)),
+    run: async (id) => runRecord(await engine.runtime.view(id), await liveTags(engine.store)),
     timeline: (id, follow) => databaseTimeline(engine, id, follow, options.pollMs),
     tasks: async (q) => (await engine.queue.list({ limit: q.limit, ...(q.queue ? { queue: q.queue } : {}), ...(q.state ? { state: q.state as Task['state'] } : {}) })).map(taskRecord),
     async taskEvents(id) {

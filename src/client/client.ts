@@ -160,6 +160,10 @@ export class Client {
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+  /** Operator actions (`/operator/…`): each journaled with `by` and `reason`. */
+  operator = <T = Record<string, unknown>>(action: 'pause' | 'resume' | 'runs/cancel' | 'runs/retry' | 'tasks/redrive', body: Record<string, unknown>) => this.call<T>('POST', `/operator/${action}`, body);
+  pauses = () => this.call<{ pauses: Array<{ kind: string; name: string; paused_by: string; reason: string; paused_at: string }> }>('GET', '/operator/pauses');
+  runsNeedingPatch = (id: string, q: { workflow?: string } = {}) => this.call<{ runs: RunSummary[] }>('GET', `/operator/patches/${enc(id)}/runs${query(q)}`);
 
   /** fetch, with "cannot reach" instead of undici's bare `fetch failed`. */
   private async fetch(path: string, init: RequestInit): Promise<Response> {

@@ -17,6 +17,8 @@ export interface EnqueueOptions {
   priority?: number;
   /** Attempts before the task is dead (default from config). */
   maxAttempts?: number;
+  /** Only a worker that has this tag (`WorkOptions.tags`) claims the task. */
+  tag?: string;
 }
 
 export interface EnqueueResult {
@@ -115,6 +117,7 @@ export class TaskQueue {
         runAt,
         priority,
         maxAttempts,
+        tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
       };
     });
     return (tx ?? this.store).transaction(async (t) => {

@@ -31,6 +31,8 @@ export interface WorkOptions {
   workerId?: string;
   maxResultBytes?: number;
   onError?: (error: unknown) => void;
+  /** The tags this worker has (read at each claim): it claims tagged tasks only of these. Default: any task. */
+  tags?: () => string[];
   /** Called after each settled attempt: for metrics and tests. */
   onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
   /** Where claims, retries, dead letters and lost leases are reported (the engine passes its own). */
@@ -58,7 +60,7 @@ interface Completion {
  */
 export class Worker {
   readonly id: string;
-  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events'>> & WorkOptions;
+  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> & WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();
   private completions: Completion[] = [];
@@ -136,7 +138,7 @@ export class Worker {
   private async idleWait(): Promise<number> {
     let wait = this.options.pollMs;
     try {
-      const next = await this.store.taskNextRunAt({ queue: this.queue });
+      const next = await this.store.taskNextRunAt({ queue: this.queue, ...this.tags() });
       if (next !== null) wait = Math.min(wait, Math.max(1, next - (await this.store.now())));
     } catch (error) {
       this.options.onError?.(error);
@@ -159,7 +161,7 @@ export class Worker {
   private async claim(limit: number): Promise<number> {
     const leaseToken = newId('lease');
     const tasks = await this.store.transaction(async (tx) => {
-      const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken });
+      const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() });
       if (claimed.length > 0) {
         await this.journal.appendMany(claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), { tx });
       }
@@ -169,6 +171,10 @@ export class Worker {
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     for (const task of tasks) void this.execute(task);
     return tasks.length;
+  }
+
+  private tags(): { tags?: string[] } {
+    return this.options.tags ? { tags: this.options.tags() } : {};
   }
 
   private async execute(task: Task): Promise<void> {

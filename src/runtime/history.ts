@@ -15,6 +15,7 @@ export const RUN_EVENT_TYPES = [
   'value.recorded',
   'node.started', 'node.completed', 'node.failed',
   'compensation.started', 'compensation.completed', 'compensation.failed',
+  'run.continued', 'patch.recorded',
   'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out',
   'state.changed',
 ];
@@ -53,6 +54,8 @@ export class History {
   readonly consumed = new Set<number>();
   readonly compensated = new Set<Seq>();
   workflow = '';
+  /** The code version the run started on; null for runs started before versions were recorded. */
+  codeVersion: string | null = null;
   input: unknown = null;
   /** ms; the run fails with a TimeoutError when it has not ended by then */
   deadline: number | null = null;
@@ -61,6 +64,16 @@ export class History {
   cancelRequested = false;
   terminal: StoredEvent | null = null;
   version = 0;
+  /** Bytes of big values (blobs) these events hold whole: the replay cache weighs a history by it. */
+  blobBytes = 0;
+  /** The event that started the run, or its current generation (`run.continued`). */
+  started: StoredEvent | null = null;
+  /** The generation (0, 1, 2 … one per `continueAsNew`) these events are of. */
+  generation = 0;
+  /** Each `ctx.patched(id)` decision of the run: true, it took the new branch. */
+  readonly patches = new Map<string, boolean>();
+  /** The highest position of the run's own order the journal holds a call at: where the run got to. */
+  reached = 0;
 
   constructor(events: StoredEvent[]) {
     for (const event of events) this.add(event);
@@ -71,8 +84,22 @@ export class History {
     const data = event.data as Record<string, any>;
     const [kind] = event.type.split('.') as [string];
     switch (event.type) {
+      case 'run.continued':
+        // a new generation: only its own events count (the stream is read from here on)
+        this.entries.clear();
+        this.signals.length = 0;
+        this.consumed.clear();
+        this.compensated.clear();
+        this.patches.clear();
+        this.reached = 0;
+        this.cancelRequested = false;
+        this.generation = data.generation;
+        this.started = event;
+      // falls through: it carries what run.started does
       case 'run.started':
+        this.started = event;
         this.workflow = data.workflow;
+        this.codeVersion = data.version ?? null;
         this.input = data.input;
         this.deadline = data.deadline ?? null;
         this.orderingKey = data.orderingKey ?? null;
@@ -92,11 +119,15 @@ export class History {
       case 'compensation.completed':
         this.compensated.add(data.seq);
         return;
+      case 'patch.recorded':
+        this.patches.set(data.id, data.patched);
+        return;
     }
     if (KINDS.has(kind)) {
       const entry: Entry = this.entries.get(data.seq) ?? { kind: kind as EntryKind, name: data.name, events: [] };
       entry.events.push(event);
       this.entries.set(data.seq, entry);
+      this.reached = Math.max(this.reached, Number(String(data.seq).split('.')[0]));
       if (event.type === 'wait.completed') this.consumed.add(data.signal);
     }
   }

@@ -7,12 +7,15 @@ import { checkOutput, failureData, rebuild, Suspension, type FailureData } from 
 import type { EntryKind, History, Seq } from './history.js';
 import { pollSchedule, runPoll, type PollHost } from './poll.js';
 import type { RunView } from './view.js';
+import type { Blobs } from './blobs.js';
+import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeStep, type Observe } from './observe.js';
 import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 
 export type Outcome =
   | { kind: 'completed'; output: unknown }
+  | { kind: 'continued'; input: unknown; workflow: Workflow | null }
   | { kind: 'failed'; error: unknown }
   | { kind: 'suspended'; wakeAt: number | null };
 
@@ -34,6 +37,10 @@ export interface PassOptions {
   maxEventBytes: number;
   history: History;
   children: Children;
+  /** Where values too big for an event go (see RunWriter). */
+  blobs?: Blobs;
+  /** True while the run's workflow is paused: a new call waits (the pass ends; the resume runs it). */
+  held?: () => boolean;
   /** Step events and spans go here (none when absent). */
   observe?: Observe;
   /** The pass's span: each step attempt's span is its child. */
@@ -92,9 +99,16 @@ export class Pass {
   private failuresAfter = 0;
 
   private readonly writer: RunWriter;
+  private readonly patches: Patches;
 
   constructor(private readonly o: PassOptions) {
     this.runId = o.runId;
+    this.patches = new Patches({
+      history: o.history,
+      position: () => this.seq,
+      defer: (event) => this.writer.defer(event),
+      stop: (reason) => this.fail(new PassAborted(new Error(reason))),
+    });
     this.cancelled = o.history.cancelRequested;
     this.writer = new RunWriter(o, (error) => {
       if (error instanceof LeaseLostError) this.lost.abort(error);
@@ -180,6 +194,9 @@ export class Pass {
         return this.call(next(), 'node', name, (seq) => this.runNode(seq, name, fn, options), false);
       },
       signal: this.ended.signal,
+      patched: (id) => this.patches.patched(id),
+      deprecatePatch: (id) => this.patches.deprecatePatch(id),
+      continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
       now: () => call('value', 'now', (seq) => this.recordValue(seq, 'now', Date.now)) as Promise<number>,
       random: () => call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>,
     };
@@ -289,6 +306,17 @@ export class Pass {
     );
   }
 
+  /** The pass ends with the run continuing as new; the runtime writes the switch (see Runtime.continued). */
+  private continueAsNew(input: unknown, workflow: Workflow | null): Promise<never> {
+    if (this.inFlight > 0) {
+      const error = new ValidationError('continueAsNew', `called while ${this.inFlight} other ctx call(s) are in flight: await them first`);
+      this.fail(error);
+      return Promise.reject(error);
+    }
+    this.settle({ kind: 'continued', input: input ?? null, workflow });
+    return new Promise<never>(() => {});
+  }
+
   private fail(error: unknown): void {
     this.fatal ??= error;
     this.settle({ kind: 'failed', error: this.fatal });
@@ -314,6 +342,8 @@ export class Pass {
   private ensureNotCancelled(): void {
     if (this.cancelled) throw new CancelledError(`run ${this.runId} was cancelled`);
     if (this.expired) throw this.expired;
+    // paused: the next pass (held back by the claim until the resume) takes it from here
+    if (this.o.held?.()) throw new Suspension(Date.now());
   }
 
   private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {

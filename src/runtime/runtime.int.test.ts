@@ -167,9 +167,9 @@ describe.each(backends)('durable runs on $name', (backend) => {
     await expect(run.result()).rejects.toThrow("NonDeterminismError: run drift-1: call 1 is step 'new-name' in the code but step 'old-name' in the journal");
   });
 
-  it('fails a step whose output does not fit in an event, naming the step and the limit', async () => {
+  it('fails a step whose output is over the largest value, naming the step and the limit', async () => {
     const big = workflow('big', async (ctx) => ctx.step('fetch', async () => 'x'.repeat(2000)));
-    const made = await testEngine(backend, { workflows: [big], pollMs: 100, maxEventBytes: 1000 });
+    const made = await testEngine(backend, { workflows: [big], pollMs: 100, maxEventBytes: 1000, maxValueBytes: 1000 });
     close = made.close;
     const run = await made.engine.start(big, {}, { id: 'big-1' });
     await expect(run.result()).rejects.toThrow('TerminalError: step fetch: output: is 2 KiB (2002 bytes), over the limit of 1000 bytes');

@@ -12,6 +12,12 @@ import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
+import { blobBytes, Blobs, resolveView } from './blobs.js';
+import { ReplayCache } from './cache.js';
+import { projectPatches } from './patches.js';
+import { PausedWorkflows } from './pauses.js';
+import { carryOver, generationOf, RUN_GENERATION } from './generations.js';
+import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 
 export interface StartOptions {
@@ -55,33 +61,50 @@ export interface RunHandle<O = unknown> {
  * await run.result();
  */
 export class Runtime {
+  /** By tag (`name@version`): a process may hold several versions of one workflow. */
   private readonly workflows = new Map<string, Workflow>();
+  /** Values too big for an event: run inputs and results, step inputs and outputs, signal payloads. */
+  readonly blobs: Blobs;
+  /** Histories of the runs this process ran last: a wake-up reads the new events only. */
+  readonly cache: ReplayCache;
+  private readonly paused: PausedWorkflows;
 
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe },
+    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
   ) {
+    this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 1_000_000 });
+    this.paused = new PausedWorkflows(store, options.pollMs);
+    // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
+    this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
+    projectPatches(journal);
   }
 
-  /** The workflow registered here as `name`, if any. */
+  /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
   registered(name: string): Workflow | undefined {
-    return this.workflows.get(name);
+    return [...this.workflows.values()].filter((wf) => wf.name === name).at(-1);
   }
 
   /** The names of the workflows registered here, sorted. */
   names(): string[] {
-    return [...this.workflows.keys()].sort();
+    return [...new Set([...this.workflows.values()].map((wf) => wf.name))].sort();
   }
 
-  /** Makes `wf` runnable by this process's passes. */
+  /** Makes `wf` runnable by this process's passes; versions of one workflow may be registered side by side. */
   register(wf: Workflow): void {
-    if (this.workflows.has(wf.name)) throw new ValidationError('workflows', `two workflows are named '${wf.name}'`);
-    this.workflows.set(wf.name, wf);
+    const tag = versionTag(wf.name, wf.version);
+    if (this.workflows.has(tag)) throw new ValidationError('workflows', `two workflows are named '${wf.name}' with version '${wf.version}'`);
+    this.workflows.set(tag, wf);
+  }
+
+  /** The tags of the versions this process runs: its run worker claims passes of these only. */
+  tags(): string[] {
+    return [...this.workflows.keys()];
   }
 
   /**
@@ -100,13 +123,15 @@ export class Runtime {
   }
 
   private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq } }): Promise<void> {
-    if (!this.workflows.has(wf.name)) throw new ValidationError('workflow', `'${wf.name}' is not registered with this engine`);
+    const tag = versionTag(wf.name, wf.version);
+    if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, input: input ?? null, orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
+    const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
     await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+    await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
-      await this.queue.enqueue(RUN_QUEUE, { runId: options.id }, { tx, ...PASS_TASK, orderingKey: options.id });
+      await this.enqueuePass(tx, options.id, null, tag);
     }
   }
 
@@ -137,7 +162,7 @@ export class Runtime {
     }
     turn.active = turn.waiting.shift() ?? null;
     await tx.projectionPut({ name: 'ordering', key, value: turn });
-    if (turn.active !== null) await this.queue.enqueue(RUN_QUEUE, { runId: turn.active }, { tx, ...PASS_TASK, orderingKey: turn.active });
+    if (turn.active !== null) await this.enqueuePass(tx, turn.active, null);
   }
 
   /** A run waiting for its ordering key's turn is not run, even when a signal wakes it; its turn starts a pass. */
@@ -161,7 +186,13 @@ export class Runtime {
     return { id, result: (options) => this.result<O>(id, options?.pollMs), view: () => this.view(id) };
   }
 
+  /** A run as people read it, its big values whole (the view itself holds references). */
   async view(id: string): Promise<RunView> {
+    return resolveView(this.blobs, await this.stored(id));
+  }
+
+  /** The view as stored: big values as references. */
+  private async stored(id: string): Promise<RunView> {
     const view = await readRunView(this.store, id);
     if (!view) throw new NotFoundError(`run ${id} not found`);
     return view;
@@ -170,10 +201,11 @@ export class Runtime {
   /** Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`. */
   async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
     checkName('name', name);
-    await this.view(id);
+    await this.stored(id);
     return this.store.transaction(async (tx) => {
       const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
-      const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: payload ?? null } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
+      const stored = await this.blobs.offload(tx, id, payload ?? null);
+      const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
@@ -181,7 +213,7 @@ export class Runtime {
 
   /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
   async cancel(id: string, reason = 'cancelled'): Promise<void> {
-    const view = await this.view(id);
+    const view = await this.stored(id);
     if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
       await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
@@ -189,23 +221,66 @@ export class Runtime {
     });
   }
 
+  /**
+   * Starts ended run `id` again as a new run: the same workflow, version and input (its ordering
+   * key and parent are not carried), linked by `retryOf`. Needs no code here: a worker with the
+   * version runs it. Returns the new run's id.
+   */
+  async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
+    const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
+    if (!started || started.type !== 'run.started') throw new NotFoundError(`run ${id} not found`);
+    const from = started.data as { workflow: string; version?: string; input: unknown };
+    const next = newId('run');
+    await this.store.transaction(async (tx) => {
+      const data = { workflow: from.workflow, ...(from.version ? { version: from.version } : {}), input: from.input, orderingKey: null, deadline: null, parent: null, retryOf: id, retriedBy: actor };
+      await this.journal.append(runStream(next), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+      await this.blobs.adopt(tx, next, from.input);
+      const tag = from.version ? versionTag(from.workflow, from.version) : undefined;
+      if (tag) await tx.projectionPut({ name: RUN_TAG, key: next, value: { tag } });
+      await this.enqueuePass(tx, next, null, tag);
+    });
+    return next;
+  }
+
+  /** In the transaction that deletes run `id` (retention): the rows kept for it here, and the blob chunks no other run holds. */
+  async forget(tx: Store, id: string): Promise<void> {
+    await tx.projectionDelete({ name: RUN_TAG, key: id });
+    await tx.projectionDelete({ name: RUN_GENERATION, key: id });
+    await tx.blobDelete({ owner: id });
+  }
+
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
-    const events = await this.journal.readStream(runStream(id), { limit: 1_000_000 });
-    const history = new History(events);
+    const { from } = await generationOf(this.store, id);
+    const history = await this.history(id, from);
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
-    const wf = this.workflows.get(history.workflow);
-    if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
+    const wf = this.workflowOf(history);
+    if (!wf) {
+      // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
+      if (history.codeVersion !== null) await this.store.transaction((tx) => this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)));
+      else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
+      return null;
+    }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
-    const seen = observePass(this.options.observe, id, history, events[0]);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
+    const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
+    const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
+    const held = () => this.paused.has(wf.name);
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
+    const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
     try {
       const outcome = await pass.execute(wf);
+      // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
+      // its weight: an event each, and one per KiB of big values it holds whole
+      if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
+      if (outcome.kind === 'continued') {
+        await pass.write([{ type: 'run.continued', data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
+        return null;
+      }
       if (outcome.kind === 'suspended') {
         await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
@@ -226,15 +301,57 @@ export class Runtime {
       result = pass.isCancelled ? 'cancelled' : 'failed';
       return null;
     } finally {
+      release();
       seen.end(result);
       await stopWatching();
     }
   };
 
+  /** The run's history from `from`: what the cache holds of it and the events after that, or all of it. */
+  private async history(id: string, from: number): Promise<History> {
+    const cached = this.cache.take(id, from);
+    const after = cached ? cached.version + 1 : from;
+    const stored = await this.journal.readStream(runStream(id), { fromVersion: after, limit: 1_000_000 });
+    const events = await this.blobs.resolveEvents(stored);
+    const history = cached ?? new History([]);
+    for (const event of events) history.add(event);
+    history.blobBytes += blobBytes(stored);
+    return history;
+  }
+
+  /** The first event of the run's next generation: what run.started says, with the new input (and version). */
+  private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
+    const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
+    return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent, ...(traceparent ? { traceparent } : {}) };
+  }
+
+  /** In the transaction of `run.continued`: carries signals over, moves the run's start and tag, and queues its next pass. */
+  private async continued(tx: Store, id: string, from: number, next: Workflow | null): Promise<void> {
+    await carryOver(tx, this.journal, id, from);
+    if (next) {
+      const tag = versionTag(next.name, next.version);
+      if (!this.workflows.has(tag)) throw new ValidationError('continueAsNew.workflow', `'${next.name}' (version '${next.version}') is not registered with this engine`);
+      await tx.projectionPut({ name: RUN_TAG, key: id, value: { tag } });
+    }
+    await this.wake(tx, id, await tx.now());
+  }
+
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   private async wake(tx: Store, id: string, at: number): Promise<void> {
     const moved = await tx.taskReschedule({ queue: RUN_QUEUE, orderingKey: id, runAt: at });
-    if (moved === 0) await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, runAt: at });
+    if (moved === 0) await this.enqueuePass(tx, id, at);
+  }
+
+  /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it. */
+  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<void> {
+    const tag = knownTag ?? ((await tx.projectionGet({ name: RUN_TAG, key: id })) as { tag: string } | undefined)?.tag;
+    await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}) });
+  }
+
+  /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */
+  private workflowOf(history: History): Workflow | undefined {
+    if (history.codeVersion !== null) return this.workflows.get(versionTag(history.workflow, history.codeVersion));
+    return [...this.workflows.values()].find((wf) => wf.name === history.workflow);
   }
 
   /**

@@ -41,6 +41,8 @@ export interface StepView {
 export interface RunView {
   id: string;
   workflow: string;
+  /** The code version the run started on (absent on runs older than versions). */
+  version?: string | null;
   status: RunStatus;
   input: unknown;
   output: unknown;
@@ -52,6 +54,10 @@ export interface RunView {
   /** The step or poll that started last and has not ended, with its label. */
   current?: { name: string; label: string | null } | null;
   steps: StepView[];
+  /** How many times the run continued as new (`ctx.continueAsNew`); its steps are the current generation's. */
+  generation?: number;
+  /** The run's `ctx.patched(id)` decisions in this generation: true, it took the new branch. */
+  patches?: Record<string, boolean>;
   createdAt: number;
   updatedAt: number;
 }
@@ -70,7 +76,7 @@ const inTransaction = new WeakMap<Store, Map<string, RunView>>();
 /** Registers the projection that keeps each run's view in step with its journal. */
 export function projectRunViews(journal: Journal): void {
   journal.project(
-    ['run.started', 'step.started', 'step.completed', 'step.failed', 'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out', 'state.changed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled'],
+    ['run.started', 'step.started', 'step.completed', 'step.failed', 'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out', 'state.changed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled', 'run.continued', 'patch.recorded'],
     async (event, tx) => {
       const id = event.streamId.slice('run:'.length);
       // a write usually carries two events of one run (a step's completion, the next start): read the view once
@@ -103,8 +109,8 @@ export function runView(value: unknown): RunView | undefined {
 }
 
 function newView(id: string, event: StoredEvent): RunView {
-  const data = event.data as { workflow: string; input: unknown };
-  return { id, workflow: data.workflow, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
+  const data = event.data as { workflow: string; input: unknown; version?: string };
+  return { id, workflow: data.workflow, version: data.version ?? null, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
 }
 
 function apply(view: RunView, event: StoredEvent): void {
@@ -130,6 +136,12 @@ function apply(view: RunView, event: StoredEvent): void {
     view.status = 'running';
   };
   switch (event.type) {
+    case 'run.continued':
+      Object.assign(view, { status: 'running', workflow: data.workflow, version: data.version ?? null, input: data.input, steps: [], generation: data.generation, patches: {}, current: null, state: view.state ?? null });
+      return;
+    case 'patch.recorded':
+      view.patches = { ...view.patches, [data.id]: data.patched };
+      return;
     case 'step.started':
       begin(data.attempt);
       return;

@@ -1,3 +1,5 @@
+import { ValidationError } from '../errors.js';
+import { checkVersion, sourceVersion } from './versions.js';
 import type { Duration } from '../duration.js';
 
 export interface StepContext {
@@ -135,6 +137,33 @@ export interface WorkflowContext {
   now(): Promise<number>;
   /** A random number in [0, 1), journaled. */
   random(): Promise<number>;
+  /**
+   * Whether this run takes the new branch of change `id`: true for a run that reaches this point on
+   * code that has it, false for one that went past this point before (its journal was written by
+   * code without it). The decision is journaled, so every replay makes it again. Costs no call
+   * position: adding `if (ctx.patched('x'))` around new calls leaves old runs replaying as before.
+   *
+   * @example
+   * if (ctx.patched('fraud-check')) await ctx.step('fraud-check', () => checkFraud(order));
+   */
+  patched(id: string): boolean;
+  /**
+   * Marks change `id` as done: the code no longer has its old branch. A run that took the old branch
+   * stops here (its pass is tried again later, the run does not fail) until code with the branch is
+   * back; `runledger runs list --needs-patch <id>` lists such runs before you deploy.
+   */
+  deprecatePatch(id: string): void;
+  /**
+   * Ends this generation of the run's history and starts the run's code again from the top with
+   * `input`: the same run (same id for signals, waits and the API), a fresh, short history. Signals
+   * that were sent and not consumed, even during the switch, are kept. With `workflow`, the next
+   * generation runs that workflow's version (a long-lived run moving to new code). Call it with
+   * nothing else in flight; it never returns.
+   *
+   * @example
+   * if (processed >= 1000) return ctx.continueAsNew({ cursor });
+   */
+  continueAsNew(input: unknown, options?: { workflow?: Workflow }): Promise<never>;
 }
 
 const PARTIAL = Symbol('runledger.partial');
@@ -160,7 +189,19 @@ export function isPartial(value: unknown): value is PartialResult<unknown> {
 
 export interface Workflow<I = any, O = any> {
   readonly name: string;
+  /** The code version runs of it record; a run's passes run only on a worker that has it. */
+  readonly version: string;
   readonly run: (ctx: WorkflowContext, input: I) => Promise<O>;
+}
+
+export interface WorkflowOptions {
+  /**
+   * Default: a hash of `run`'s source. A run started on one version is only ever replayed by code
+   * of that version; a deploy that changes the version leaves running runs to the workers that
+   * still have theirs. Set it yourself when the code it calls (not only `run`'s body) changes
+   * what it does, or to keep a version across edits guarded by `ctx.patched`.
+   */
+  version?: string;
 }
 
 /**
@@ -173,7 +214,18 @@ export interface Workflow<I = any, O = any> {
  *   await ctx.sleep('cool-down', '1h');
  *   return user;
  * });
+ * const billing = workflow('billing', { version: '2' }, async (ctx, input: { account: string }) => { … });
  */
-export function workflow<I, O>(name: string, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O> {
-  return Object.freeze({ name, run });
+export function workflow<I, O>(name: string, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
+export function workflow<I, O>(name: string, options: WorkflowOptions, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
+export function workflow<I, O>(
+  name: string,
+  second: WorkflowOptions | ((ctx: WorkflowContext, input: I) => Promise<O>),
+  third?: (ctx: WorkflowContext, input: I) => Promise<O>,
+): Workflow<I, O> {
+  const run = typeof second === 'function' ? second : third;
+  if (typeof run !== 'function') throw new ValidationError('run', `workflow '${name}' needs a function`);
+  const options = typeof second === 'function' ? {} : second;
+  const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
+  return Object.freeze({ name, version, run });
 }

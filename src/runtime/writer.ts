@@ -1,6 +1,7 @@
 import { LeaseLostError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
+import type { Blobs } from './blobs.js';
 import { runStream } from './history.js';
 
 interface Queued {
@@ -24,7 +25,7 @@ export class RunWriter {
   private failure: { error: unknown } | null = null;
 
   constructor(
-    private readonly o: { store: Store; journal: Journal; runId: string; lease: Lease; leaseMs: number },
+    private readonly o: { store: Store; journal: Journal; runId: string; lease: Lease; leaseMs: number; blobs?: Blobs },
     private readonly onFailure: (error: unknown) => void,
   ) {}
 
@@ -60,7 +61,8 @@ export class RunWriter {
           await this.o.store.transaction(async (tx) => {
             const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
             if (held.length === 0) throw new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`);
-            await this.o.journal.append(runStream(this.o.runId), events, { tx });
+            const stored = this.o.blobs ? await this.o.blobs.offloadEvents(tx, this.o.runId, events) : events;
+            await this.o.journal.append(runStream(this.o.runId), stored, { tx });
             for (const w of batch) await w.also?.(tx);
           });
         }

@@ -21,6 +21,7 @@ import { channelRoutes } from './routes/channels.js';
 import { controlRoutes } from './routes/control.js';
 import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
+import { operatorRoutes } from './routes/operator.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -66,6 +67,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
+    ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');

@@ -250,7 +250,7 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await pages(`created_before=${between}`)).map((r) => r.id).sort()).toEqual([...done].sort());
     expect((await pages(`created_before=${between}&status=waiting`))).toEqual([]);
     const one = (await json(`/runs?workflow=gated&limit=1`)).body.runs[0];
-    expect(one).toEqual({ id: expect.stringMatching(/^run_/), workflow: 'gated', workflow_id: null, agent: null, kind: 'code', status: 'waiting', error: null, created_at: expect.any(String), updated_at: expect.any(String), finished_at: null });
+    expect(one).toEqual({ id: expect.stringMatching(/^run_/), workflow: 'gated', workflow_id: null, agent: null, kind: 'code', status: 'waiting', error: null, created_at: expect.any(String), updated_at: expect.any(String), finished_at: null, version: gated.version, waiting_for_version: null });
 
     for (const [query, path] of [['status=bogus', 'query.status[0]'], ['created_after=yesterday', 'query.created_after'], ['limit=101', 'query.limit'], ['sort=asc', 'query']]) {
       const bad = await json(`/runs?${query}`);

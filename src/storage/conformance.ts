@@ -4,6 +4,7 @@ import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
 import { agentLedgerConformance } from './conformance-agents.js';
 import { task, taskConformance } from './conformance-tasks.js';
+import { longrunConformance } from './conformance-longrun.js';
 import { maintenanceConformance } from './conformance-maintenance.js';
 import { readConformance } from './conformance-reads.js';
 import { processConformance } from './conformance-processes.js';
@@ -319,6 +320,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
   taskConformance({ store: () => store, openAnother });
+  longrunConformance({ store: () => store, openAnother });
   agentLedgerConformance({ store: () => store });
   maintenanceConformance(() => store);
   readConformance({ store: () => store });

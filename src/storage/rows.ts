@@ -53,6 +53,7 @@ export interface TaskRow {
   result: unknown;
   created_at: number;
   updated_at: number;
+  tag?: string | null;
 }
 
 export function toTask(row: TaskRow, json: Json): Task {
@@ -74,6 +75,7 @@ export function toTask(row: TaskRow, json: Json): Task {
     result: json(row.result),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    tag: row.tag ?? null,
   };
 }
 

@@ -159,8 +159,10 @@ export interface Store {
    * Claims up to `limit` ready tasks of `queue` whose run-at has come, highest priority first,
    * then oldest. A task with an ordering key is claimable only when no task of that key is running
    * and none older is waiting. Each claimed task gets `leaseToken` and a lease of `leaseMs`.
+   * With `tags`, a task with a tag is claimed only when `tags` holds it (a task without one
+   * always is). Nothing of a paused queue is claimed, nor a task whose tag names a paused workflow.
    */
-  taskClaim(p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Promise<Task[]>;
+  taskClaim(p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Promise<Task[]>;
   /** Extends the leases still held; returns the ids whose lease was extended. */
   taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
   /** Completes the tasks whose lease is still held; returns those (the others were lost). */
@@ -181,8 +183,24 @@ export interface Store {
    * callers never both see 0 and both enqueue.
    */
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
-  /** The earliest run-at of a ready task of `queue`, or null: a worker sleeps until then. */
-  taskNextRunAt(p: { queue: string }): Promise<number | null>;
+  /** The earliest run-at of a ready task of `queue` that `tags` may claim (see `taskClaim`), or null: a worker sleeps until then. */
+  taskNextRunAt(p: { queue: string; tags?: string[] }): Promise<number | null>;
+
+  /**
+   * Stores content-addressed chunks (a hash already stored keeps its row) and records `owner` as
+   * holding each. A chunk's hash must be the sha256 of its bytes (hex); the caller computes it.
+   */
+  blobPut(p: { owner: string; chunks: Array<{ hash: string; data: Uint8Array }> }): Promise<void>;
+  /** Chunks by hash, in the order asked. A hash not stored → NotFoundError. */
+  blobGet(p: { hashes: string[] }): Promise<Buffer[]>;
+  /** Drops what `owner` holds and deletes the chunks no other owner holds; returns how many were deleted. */
+  blobDelete(p: { owner: string }): Promise<number>;
+
+  /** Pauses a queue or a workflow (see `taskClaim`); false when it was paused already (the first pause is kept). */
+  pauseSet(p: { kind: PauseKind; name: string; pausedBy: string; reason: string }): Promise<boolean>;
+  /** Resumes it; false when it was not paused. */
+  pauseDelete(p: { kind: PauseKind; name: string }): Promise<boolean>;
+  pauseList(): Promise<Pause[]>;
 
   // The agent ledger (`ledger.ts`): projections of the journal, written by its projections.
   agentEventPut(p: { event: AgentEventRow }): Promise<void>;
@@ -276,6 +294,20 @@ export interface ProcessesEnded {
 /** The prefix of the worker ids and subscription owners of a process: how its leases name it. */
 export function leaseHolderPrefix(processId: string): string {
   return `${processId}:`;
+}
+
+/**
+ * A paused queue: none of its tasks is claimed. A paused workflow: no task tagged `<workflow>@…`
+ * is claimed, so its runs start no new pass (what runs now finishes).
+ */
+export type PauseKind = 'queue' | 'workflow';
+
+export interface Pause {
+  kind: PauseKind;
+  name: string;
+  pausedBy: string;
+  reason: string;
+  createdAt: number;
 }
 
 export type NotifyChannel = 'events' | 'tasks';
@@ -397,6 +429,8 @@ export interface NewTask {
   runAt: number | null;
   priority: number;
   maxAttempts: number;
+  /** Only a worker that has this tag claims the task (see `taskClaim`); null or absent: any worker. */
+  tag?: string | null;
 }
 
 export interface Task {
@@ -417,6 +451,7 @@ export interface Task {
   result: unknown;
   createdAt: number;
   updatedAt: number;
+  tag: string | null;
 }
 
 export interface Lease {

@@ -46,7 +46,7 @@ export interface InterpreterOptions {
  * journaled as they are entered (`ctx.setState`).
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
-  return workflow(STORED_WORKFLOW, async (ctx, input) => {
+  return workflow(STORED_WORKFLOW, { version: '1' }, async (ctx, input) => {
     const secrets = await options.secrets.values();
     const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: new Set(Object.values(secrets)), options, state: null };
     const states = input.states;

@@ -7,6 +7,8 @@ import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } fr
 import type { CommittedRead, Cursor, ProjectionMatch, Store, StoredEvent } from '../../storage/store.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
+import { liveTags, missingVersion } from '../../runtime/versions.js';
+import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
@@ -95,6 +97,8 @@ const runSummaryResponse = z.object({
   created_at: time,
   updated_at: time,
   finished_at: time.nullable(),
+  version: z.string().nullable().describe('the code version the run started on (code workflows)'),
+  waiting_for_version: z.string().nullable().describe('set while no live worker has the run\'s version: its next pass waits for one (a deploy)'),
 });
 
 export const runResponse = runSummaryResponse.extend({
@@ -103,6 +107,7 @@ export const runResponse = runSummaryResponse.extend({
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
   state: z.string().nullable().describe('the business state the run last entered (ctx.setState)'),
   current: z.object({ name: z.string(), label: z.string().nullable() }).nullable().describe('the step running now'),
+  generation: z.int().describe('how many times the run continued as new (ctx.continueAsNew); steps are the current generation\'s'),
   steps: z.array(
     z.object({
       seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
@@ -154,16 +159,19 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       handle: async ({ query }) => {
         if (query.order === 'created') {
           const page = await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(query), createdAfter: query.created_after, createdBefore: query.created_before });
-          return { ...page, runs: page.runs.map(runSummary) };
+          const live = await liveTags(store);
+          return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
         }
         const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
-        return { ...page, runs: page.runs.map(runSummary) };
+        const live = await liveTags(store);
+        return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
       },
     }),
     route({
       method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind: its status, input, output, error and steps',
       status: 200, response: runResponse, errors: [404],
-      handle: async ({ params }) => runRecord(await runView(store, params.id!)),
+      // big values (blob references in the view) whole, streamed when large
+      handle: async ({ params }) => jsonWithBlobs(runRecord(await runView(store, params.id!), await liveTags(store)), engine.runtime.blobs),
     }),
     route({
       method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
@@ -197,7 +205,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       query: waitQuery, status: 200, response: z.object({ run: runResponse }), errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
         const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
-        if (isTerminal(view.status)) return { run: runRecord(view) };
+        if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view) }, engine.runtime.blobs);
         return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
       },
     }),
@@ -237,7 +245,8 @@ function agentName(view: RunView): string | null {
   return typeof input?.agent === 'string' ? input.agent : null;
 }
 
-export function runSummary(view: RunView): RunSummary {
+/** `live`: the tags live workers have (see `liveTags`); without it, nobody is said to wait for a version. */
+export function runSummary(view: RunView, live?: Set<string>): RunSummary {
   return {
     id: view.id,
     workflow: view.workflow,
@@ -249,17 +258,20 @@ export function runSummary(view: RunView): RunSummary {
     created_at: iso(view.createdAt)!,
     updated_at: iso(view.updatedAt)!,
     finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
+    version: view.version ?? null,
+    waiting_for_version: live ? missingVersion(view, live) : null,
   };
 }
 
-export function runRecord(view: RunView): RunRecord {
+export function runRecord(view: RunView, live?: Set<string>): RunRecord {
   return {
-    ...runSummary(view),
+    ...runSummary(view, live),
     input: view.input,
     output: view.output,
     compensations: view.compensations,
     state: view.state ?? null,
     current: view.current ?? null,
+    generation: view.generation ?? 0,
     steps: view.steps.map((s) => ({
       seq: s.seq, name: s.name, status: s.status, kind: s.kind ?? 'step', label: s.label ?? null, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
       duration_ms: s.durationMs, input: s.input, output: s.output, error: s.error,

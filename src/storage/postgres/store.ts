@@ -7,6 +7,8 @@ import * as maintenance from './maintenance.js';
 import { Listener, Notifier } from './notify.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
+import * as blobs from './blobs.js';
+import * as pauses from './pauses.js';
 import * as tasks from './tasks.js';
 
 const NOW = prepared('now', 'SELECT rl_now_ms() AS now');
@@ -186,6 +188,17 @@ class PostgresStore implements Store {
   };
   taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
 
+  blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
+  blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);
+  blobDelete: Store['blobDelete'] = (p) => blobs.blobDelete(this.db, p);
+  pauseSet: Store['pauseSet'] = (p) => pauses.pauseSet(this.db, p);
+  pauseDelete: Store['pauseDelete'] = async (p) => {
+    const resumed = await pauses.pauseDelete(this.db, p);
+    // the held-back tasks are claimable now
+    if (resumed) this.wake('tasks', ['']);
+    return resumed;
+  };
+  pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
   agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
   agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
   agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);

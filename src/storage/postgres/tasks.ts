@@ -29,11 +29,11 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
 function enqueueSql(withKeys: boolean): string {
   return `${NOW},
   u AS (
-    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at)
-    SELECT i.id, i.queue, 'ready', i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms
+    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag)
+    SELECT i.id, i.queue, 'ready', i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
-        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]))
-      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, ord)
+        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[]))
+      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag, ord)
     CROSS JOIN now
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
@@ -59,6 +59,7 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
     numberArray(t.map((x) => x.runAt)),
     numberArray(t.map((x) => x.priority)),
     numberArray(t.map((x) => x.maxAttempts)),
+    textArray(t.map((x) => x.tag ?? null)),
   ]);
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
@@ -108,14 +109,15 @@ function newTask(t: NewTask, payload: string, row: { run_at: number; created_at:
     result: null,
     createdAt: row.created_at,
     updatedAt: row.created_at,
+    tag: t.tag ?? null,
   };
 }
 
-/** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another. */
-const CLAIM = prepared('task_claim', 'SELECT * FROM rl_task_claim($1, $2, $3, $4, $5)');
+/** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another; 070 adds tags and pauses. */
+const CLAIM = prepared('task_claim_tagged', 'SELECT * FROM rl_task_claim_tagged($1, $2, $3, $4, $5, $6)');
 
-export async function taskClaim(db: Db, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Promise<Task[]> {
-  const rows = await db.rows<TaskRow>(CLAIM, [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken]);
+export async function taskClaim(db: Db, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Promise<Task[]> {
+  const rows = await db.rows<TaskRow>(CLAIM, [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken, p.tags === undefined ? null : textArray(p.tags)]);
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map((row) => toTask(row, asParsed));
 }
@@ -232,10 +234,14 @@ export async function taskReschedule(db: Db, p: { queue: string; orderingKey: st
   return (await db.rows(RESCHEDULE, [p.runAt, p.queue, p.orderingKey])).length;
 }
 
-const NEXT_RUN_AT = prepared('task_next_run_at', "SELECT min(run_at) AS run_at FROM tasks WHERE queue = $1 AND state = 'ready'");
+const NEXT_RUN_AT = prepared(
+  'task_next_run_at_tagged',
+  `SELECT min(run_at) AS run_at FROM tasks t WHERE queue = $1 AND state = 'ready'
+     AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
+);
 
-export async function taskNextRunAt(db: Db, p: { queue: string }): Promise<number | null> {
-  const [row] = await db.rows<{ run_at: number | null }>(NEXT_RUN_AT, [p.queue]);
+export async function taskNextRunAt(db: Db, p: { queue: string; tags?: string[] }): Promise<number | null> {
+  const [row] = await db.rows<{ run_at: number | null }>(NEXT_RUN_AT, [p.queue, p.tags === undefined ? null : textArray(p.tags)]);
   return row?.run_at ?? null;
 }
 

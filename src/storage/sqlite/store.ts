@@ -2,8 +2,10 @@ import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
+import * as blobs from './blobs.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
+import * as pauses from './pauses.js';
 import * as maintenance from './maintenance.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
@@ -215,6 +217,13 @@ class SqliteStore implements Store {
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
 
+  blobPut: Store['blobPut'] = (p) => this.run((s, now) => blobs.blobPut(s, now, p));
+  blobGet: Store['blobGet'] = (p) => this.read((s) => blobs.blobGet(s, p));
+  blobDelete: Store['blobDelete'] = (p) => this.run((s) => blobs.blobDelete(s, p));
+  // a resume makes the held-back tasks claimable: wake the workers
+  pauseSet: Store['pauseSet'] = (p) => this.run((s, now) => pauses.pauseSet(s, now, p));
+  pauseDelete: Store['pauseDelete'] = (p) => this.run((s) => pauses.pauseDelete(s, p), ['tasks', '']);
+  pauseList: Store['pauseList'] = () => this.read((s) => pauses.pauseList(s));
   agentEventPut: Store['agentEventPut'] = (p) => this.run((s) => agents.agentEventPut(s, p));
   agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
   agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));

@@ -13,12 +13,12 @@ export function taskGet(s: Statements, p: { id: string }): Task {
 
 export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
   const insert = s.get(
-    `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at)
-     VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag)
+     VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
   return p.tasks.map((t) => {
-    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now) as
+    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now, t.tag ?? null) as
       | TaskRow
       | undefined;
     if (row) return { task: toTask(row, fromText), created: true };
@@ -27,20 +27,26 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
   });
 }
 
+// A tagged task only for a worker that has its tag (@tags NULL: any); nothing paused (migration 070).
+const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM json_each(@tags)))
+    AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = t.queue)
+      OR (p.kind = 'workflow' AND t.tag IS NOT NULL AND substr(t.tag, 1, length(p.name) + 1) = p.name || '@'))`;
+
 // Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs.
 const CLAIMABLE = `SELECT seq FROM tasks t
   WHERE queue = @queue AND state = 'ready' AND run_at <= @now
+    AND ${UNPAUSED}
     AND (ordering_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM tasks o
       WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
         AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
   ORDER BY priority DESC, run_at, seq LIMIT @limit`;
 
-export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string }): Task[] {
+export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Task[] {
   const rows = s.get(
     `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now
      WHERE seq IN (${CLAIMABLE}) RETURNING *`,
-  ).all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId }) as TaskRow[];
+  ).all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as TaskRow[];
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map((row) => toTask(row, fromText));
 }
@@ -108,9 +114,13 @@ export function taskReschedule(s: Statements, p: { queue: string; orderingKey: s
     .run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
 }
 
-export function taskNextRunAt(s: Statements, p: { queue: string }): number | null {
-  const row = s.get("SELECT min(run_at) AS run_at FROM tasks WHERE queue = ? AND state = 'ready'").get(p.queue) as { run_at: number | null };
+export function taskNextRunAt(s: Statements, p: { queue: string; tags?: string[] }): number | null {
+  const row = s.get(`SELECT min(run_at) AS run_at FROM tasks t WHERE queue = @queue AND state = 'ready' AND ${UNPAUSED}`).get({ queue: p.queue, tags: tagsParam(p.tags) }) as { run_at: number | null };
   return row.run_at;
+}
+
+function tagsParam(tags: string[] | undefined): string | null {
+  return tags === undefined ? null : JSON.stringify(tags);
 }
 
 export function taskCounts(s: Statements): Record<TaskState, number> {

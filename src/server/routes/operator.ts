@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import type { Engine } from '../../engine.js';
+import { runsNeedingPatch } from '../../runtime/patches.js';
+import { RUN_STATUSES } from '../../runtime/view.js';
+import { route, type Route } from '../route.js';
+import { runSummary } from './runs.js';
+
+const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
+const actor = { by: z.string().min(1).max(200).describe('who acts (journaled)'), reason: z.string().min(1).max(2000).describe('why (journaled)') };
+
+const pauseBody = z.object({ kind: z.enum(['workflow', 'queue']), name: z.string().min(1).max(200), ...actor }).strict();
+const runFilterBody = z
+  .object({
+    status: z.array(z.enum(RUN_STATUSES)).min(1).optional(),
+    workflow: z.string().min(1).max(200).optional(),
+    created_after: time.optional(),
+    created_before: time.optional(),
+    dry_run: z.boolean().default(false).describe('list what would be acted on, change nothing'),
+    ...actor,
+  })
+  .strict();
+const taskFilterBody = z
+  .object({
+    queue: z.string().min(1).max(128).optional(),
+    dead_after: time.optional(),
+    dead_before: time.optional(),
+    dry_run: z.boolean().default(false),
+    ...actor,
+  })
+  .strict();
+
+const runFilter = (b: z.infer<typeof runFilterBody>) => ({
+  ...(b.status ? { status: b.status } : {}),
+  ...(b.workflow !== undefined ? { workflow: b.workflow } : {}),
+  ...(b.created_after !== undefined ? { createdAfter: b.created_after } : {}),
+  ...(b.created_before !== undefined ? { createdBefore: b.created_before } : {}),
+});
+
+const bulkResponse = z.object({
+  action: z.string(),
+  ids: z.array(z.string()),
+  skipped: z.array(z.object({ id: z.string(), why: z.string() })),
+  dry_run: z.boolean(),
+  started: z.record(z.string(), z.string()).optional().describe('retry: each run id → the id of the run started for it'),
+});
+
+/**
+ * The operator's face: pause and resume a workflow or a queue, cancel / retry runs and redrive dead
+ * tasks by filter (each journaled on the `operator` stream with who and why), the journal of those
+ * actions, and the runs that still need a patch.
+ *
+ * @example mount(new Hono(), operatorRoutes(engine));
+ */
+export function operatorRoutes(engine: Engine): Route[] {
+  const op = engine.operator;
+  const bulk = (r: { action: string; ids: string[]; skipped: Array<{ id: string; why: string }>; dryRun: boolean; started?: Record<string, string> }) => ({
+    action: r.action, ids: r.ids, skipped: r.skipped, dry_run: r.dryRun, ...(r.started ? { started: r.started } : {}),
+  });
+  return [
+    route({
+      method: 'post', path: '/operator/pause', tag: 'operator', summary: 'Pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)',
+      body: pauseBody, status: 200, errors: [400],
+      handle: async ({ body }) => op.pause(body.kind, body.name, { by: body.by, reason: body.reason }),
+    }),
+    route({
+      method: 'post', path: '/operator/resume', tag: 'operator', summary: 'Resume a paused workflow or queue: what it held back runs',
+      body: pauseBody, status: 200, errors: [400],
+      handle: async ({ body }) => op.resume(body.kind, body.name, { by: body.by, reason: body.reason }),
+    }),
+    route({
+      method: 'get', path: '/operator/pauses', tag: 'operator', summary: 'What is paused, by whom and why',
+      status: 200,
+      handle: async () => ({ pauses: (await op.pauses()).map((p) => ({ kind: p.kind, name: p.name, paused_by: p.pausedBy, reason: p.reason, paused_at: new Date(p.createdAt).toISOString() })) }),
+    }),
+    route({
+      method: 'post', path: '/operator/runs/cancel', tag: 'operator', summary: 'Cancel every run that matches the filter and has not ended (at most 10,000)',
+      body: runFilterBody, status: 200, response: bulkResponse, errors: [400],
+      handle: async ({ body }) => bulk(await op.cancelRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+    }),
+    route({
+      method: 'post', path: '/operator/runs/retry', tag: 'operator', summary: 'Start again every failed or cancelled run that matches: a new run of the same version and input each',
+      body: runFilterBody, status: 200, response: bulkResponse, errors: [400],
+      handle: async ({ body }) => bulk(await op.retryRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+    }),
+    route({
+      method: 'post', path: '/operator/tasks/redrive', tag: 'operator', summary: 'Redrive every dead task that matches (a dead pass of a run: the run goes on)',
+      body: taskFilterBody, status: 200, response: bulkResponse, errors: [400],
+      handle: async ({ body }) => {
+        const filter = { ...(body.queue ? { queue: body.queue } : {}), ...(body.dead_after !== undefined ? { updatedAfter: body.dead_after } : {}), ...(body.dead_before !== undefined ? { updatedBefore: body.dead_before } : {}) };
+        return bulk(await op.redriveTasks(filter, { by: body.by, reason: body.reason }, { dryRun: body.dry_run }));
+      },
+    }),
+    route({
+      method: 'get', path: '/operator/actions', tag: 'operator', summary: 'The operator actions journaled, newest first',
+      query: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }).strict(), status: 200,
+      handle: async ({ query }) => ({ actions: (await op.actions(query.limit)).map((e) => ({ version: e.version, timestamp: new Date(e.timestamp).toISOString(), ...(e.data as object) })) }),
+    }),
+    route({
+      method: 'get', path: '/operator/patches/{id}/runs', tag: 'operator', summary: "Runs that may still take the old branch of ctx.patched(id): empty means deprecatePatch is safe",
+      query: z.object({ workflow: z.string().min(1).max(200).optional() }).strict(), status: 200, errors: [400],
+      handle: async ({ params, query }) => ({ runs: (await runsNeedingPatch(engine.store, params.id!, query.workflow ? { workflow: query.workflow } : {})).map((v) => runSummary(v)) }),
+    }),
+  ];
+}
