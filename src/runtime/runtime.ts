@@ -7,6 +7,7 @@ import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
+import { StoreClock } from './clock.js';
 import { History, runStream, type Seq } from './history.js';
 import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
@@ -56,6 +57,8 @@ export interface RunHandle<O = unknown> {
  */
 export class Runtime {
   private readonly workflows = new Map<string, Workflow>();
+  /** The database clock the passes' timers run on. */
+  private readonly clock: StoreClock;
 
   constructor(
     private readonly store: Store,
@@ -64,6 +67,7 @@ export class Runtime {
     workflows: Workflow[],
     private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe },
   ) {
+    this.clock = new StoreClock(store);
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
   }
@@ -199,8 +203,9 @@ export class Runtime {
     const wf = this.workflows.get(history.workflow);
     if (!wf) throw new Error(`workflow '${history.workflow}' is not registered in this process`);
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
+    await this.clock.ready();
     const seen = observePass(this.options.observe, id, history, events[0]);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, history, children: this.children, clock: this.clock, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
