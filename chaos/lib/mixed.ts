@@ -20,7 +20,9 @@ export async function underMixedLoad(
   o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; fault: (m: { watcher: Watcher; api: Api; figures: Figures }) => Promise<void> },
 ): Promise<Figures> {
   const port = await freePort();
-  const echo = await new Echo(() => ctx.random.int(20, 150)).start();
+  // the short form's fewer runs are slower (each effect answers in 0.3–0.8 s) and arrive more
+  // slowly, so the load lasts through the faults (~10–15 s) with runs in flight at each of them
+  const echo = await new Echo(() => (ctx.short ? ctx.random.int(300, 800) : ctx.random.int(20, 150))).start();
   const server = new Supervised(ctx, () => startServe(ctx, { database: o.through ?? o.database, port, ...(o.env ? { env: o.env } : {}) }));
   const watcher = await Watcher.open(o.database);
   const f = emptyFigures();
@@ -31,8 +33,8 @@ export async function underMixedLoad(
     await load.setup();
     const chat = new ChatLoad(ctx, api);
     let faulting = true;
-    const submitting = load.submit(o.executions, 4, 250, () => !faulting);
-    const posting = chat.post(o.messages, 2, 400, () => !faulting);
+    const submitting = load.submit(o.executions, 4, ctx.size(250, 500), () => !faulting);
+    const posting = chat.post(o.messages, 2, ctx.size(400, 1000), () => !faulting);
     await o.fault({ watcher, api, figures: f }).finally(() => (faulting = false));
     await Promise.all([submitting, posting]);
     const runs = await load.figures(watcher, ctx.deadline);

@@ -193,6 +193,8 @@ export class Worker {
     } finally {
       this.settling.delete(task.id);
     }
+    // a retry soon (an outage's is 100 ms away): look again now rather than at the next poll
+    if (outcome === 'failed') this.wakeup.wake();
     const events = this.options.events;
     if (outcome === 'completed') events?.emit('task:complete', { queue: this.queue, taskId: task.id, attempt: task.attempts, durationMs: performance.now() - started });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
