@@ -203,10 +203,10 @@ export class Worker {
 
   /**
    * Commits the attempt's outcome. While the database is unreachable (restart, dropped connection)
-   * it is tried again, 100 ms to 1 s apart, for up to a lease: the lease is still this worker's
-   * (its heartbeat goes on), so the task moves on as soon as the database is back instead of
-   * waiting for the lease to run out. Measured before: a PostgreSQL restart left every task being
-   * settled at that moment held for the whole 30 s lease.
+   * it is tried again, 100 ms to 1 s apart, for up to a lease or until the worker stops: the lease
+   * is still this worker's (its heartbeat goes on), so the task moves on as soon as the database is
+   * back instead of when the lease runs out. Measured before: a PostgreSQL restart left every task
+   * being settled at that moment held for the whole 30 s lease.
    */
   private async settle(task: Task, attempt: { result: unknown } | { error: unknown }): Promise<'completed' | 'failed' | 'dead' | 'lost'> {
     const started = Date.now();
@@ -216,7 +216,8 @@ export class Worker {
         return (await this.complete(task, attempt.result)) ? 'completed' : 'lost';
       } catch (error) {
         this.options.onError?.(error);
-        if (!storeUnavailable(error) || Date.now() - started + pause > this.options.leaseMs) return 'lost';
+        // stopping: not for a whole lease; once this process is gone, liveness ends its leases in seconds
+        if (!storeUnavailable(error) || !this.active || Date.now() - started + pause > this.options.leaseMs) return 'lost';
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
