@@ -24,6 +24,7 @@ export const pgProxy: Scenario = {
       through: proxy.through(direct),
       executions: ctx.size(300, 80),
       messages: ctx.size(150, 30),
+      worker: true,
       fault: async ({ watcher, figures }) => {
         const faults = ctx.size(['drop', 'stall', 'drop', 'stall', 'drop'], ['drop', 'stall']);
         const recoveries: Array<number | null> = [];

@@ -24,6 +24,7 @@ function pgOutage(name: string, mode: 'fast' | 'immediate'): Scenario {
         database,
         executions: ctx.size(300, 80),
         messages: ctx.size(150, 30),
+        worker: true,
         fault: async ({ watcher, figures }) => {
           // each outage's recovery is measured on the side: the second lands under load, not after it
           const tracking: Array<Promise<number | null>> = [];
