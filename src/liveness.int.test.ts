@@ -62,6 +62,31 @@ describe.each(backends)('process liveness on $name', (backend) => {
     }
   });
 
+  it('does not take a process for dead because its heartbeat could not change while the database was away', async () => {
+    await store.processRegister({ id: 'proc_other', host: 'another-machine', pid: 3, pidStart: null });
+    await holdLease('proc_other', 't-other');
+    let down = false;
+    const flaky = Object.create(store) as Store;
+    flaky.processList = () => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })) : store.processList());
+    // swept by hand: the timers stay out of the way
+    const watcher = new Liveness(flaky, { heartbeatMs: 60_000, sweepMs: 60_000, staleMs: 300 });
+    try {
+      await watcher.start();
+      down = true;
+      await expect(watcher.sweep()).rejects.toThrow('ECONNREFUSED');
+      await sleep(400);
+      down = false;
+      await watcher.sweep();
+      expect(await leaseEnded('t-other')).toBe(false);
+      // it is watched again from the database's return: silent for staleMs more, it is dead
+      await sleep(400);
+      await watcher.sweep();
+      expect(await leaseEnded('t-other')).toBe(true);
+    } finally {
+      await watcher.stop();
+    }
+  });
+
   it("ends at start the leases of this machine's processes whose pid is gone", async () => {
     // a pid that cannot be running: above the kernel's pid_max
     await store.processRegister({ id: 'proc_killed', host: `${hostname()}#${bootId()}`, pid: 2 ** 30, pidStart: '1' });

@@ -86,7 +86,15 @@ export class Liveness {
       const here = thisProcess();
       const now = performance.now();
       const dead: Array<{ id: string; heartbeatAt: number }> = [];
-      const listed = await this.store.processList();
+      let listed: ProcessInfo[];
+      try {
+        listed = await this.store.processList();
+      } catch (error) {
+        // The database is away: no process can beat meanwhile, so heartbeats seen before it went say
+        // nothing once it is back (all would look dead after a 3 s outage). Watching starts again.
+        this.seen.clear();
+        throw error;
+      }
       for (const p of listed) {
         // engines of this very process share its event loop: when this one sweeps, they are not stalled
         if (p.id === this.id || (p.host === here.host && p.pid === here.pid && p.pidStart === here.pidStart)) continue;

@@ -18,12 +18,14 @@ export class Api {
   /** The first body of each status. */
   readonly firstBody = new Map<number, string>();
   networkErrors = 0;
+  /** 503 answers without a `Retry-After`: an outage must say when to come back. */
+  withoutRetryAfter = 0;
 
   constructor(readonly base: string) {}
 
-  /** Answers ≥ 500 other than 503. */
+  /** Answers ≥ 500 other than 503, and 503s without `Retry-After`. */
   fiveXX(): number {
-    let n = 0;
+    let n = this.withoutRetryAfter;
     for (const [status, count] of this.statuses) if (status >= 500 && status !== 503) n += count;
     return n;
   }
@@ -43,6 +45,7 @@ export class Api {
     const text = await res.text();
     this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
     if (!this.firstBody.has(res.status)) this.firstBody.set(res.status, `${method} ${path}: ${text.slice(0, 300)}`);
+    if (res.status === 503 && !res.headers.get('retry-after')) this.withoutRetryAfter += 1;
     if (res.status >= 500 && this.samples.length < 5) this.samples.push(`${res.status} ${method} ${path}: ${text.slice(0, 300)}`);
     let parsed: unknown = text;
     try {

@@ -1,29 +1,26 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { findLeaks, grepSecrets, type Haystack } from '../secret-grep.js';
+
+const PG_DUMP = '/usr/lib/postgresql/15/bin/pg_dump';
 
 /**
- * How many times a planted secret appears as it is or JSON-escaped in: the scenario's logs and
- * files (a SQLite database with its WAL), a `pg_dump` of a PostgreSQL database, and `texts`
- * (API answers). The every-encoding grep is `chaos/secret-grep.ts`'s job; this is the floor.
+ * How many times a planted secret appears, in any of the forms `secretVariants` lists (as it is,
+ * upper/lower-cased, JSON-escaped, percent-encoded, HTML-escaped, base64 at every alignment), in:
+ * the scenario's logs and files (a SQLite database with its WAL), a `pg_dump` of a PostgreSQL
+ * database, and `texts` (API answers).
  */
 export function countLeaks(secret: string, where: { dir: string; databases: string[]; texts?: string[] }): { count: number; places: string[] } {
-  const forms = [...new Set([secret, JSON.stringify(secret).slice(1, -1)])].map((f) => Buffer.from(f));
-  const places: string[] = [];
-  let count = 0;
-  const scan = (name: string, data: Buffer) => {
-    for (const form of forms) {
-      for (let at = data.indexOf(form); at >= 0; at = data.indexOf(form, at + 1)) {
-        count += 1;
-        if (!places.includes(name)) places.push(name);
-      }
-    }
-  };
-  for (const file of readdirSync(where.dir)) if (/\.(log|db|db-wal)$/.test(file)) scan(file, readFileSync(join(where.dir, file)));
+  const files: Haystack[] = readdirSync(where.dir)
+    .filter((file) => /\.(log|db|db-wal|db-shm)$/.test(file))
+    .map((file) => ({ where: file, content: readFileSync(join(where.dir, file)) }));
+  const texts = (where.texts ?? []).map((text, i) => ({ where: `response ${i}`, content: text }));
+  const leaks = findLeaks([...files, ...texts], [secret]);
   for (const db of where.databases) {
-    if (db.startsWith('postgres')) scan('pg_dump', execFileSync('/usr/lib/postgresql/15/bin/pg_dump', ['--data-only', db], { maxBuffer: 1 << 30 }));
-    else for (const f of [db, `${db}-wal`]) if (existsSync(f) && !f.startsWith(where.dir)) scan(f, readFileSync(f));
+    if (db.startsWith('postgres')) leaks.push(...grepSecrets({ postgres: db, pgDump: PG_DUMP }, [secret]));
+    // a database outside the scenario's folder (a tmpfs): its file and WAL
+    else if (existsSync(db) && !db.startsWith(where.dir)) leaks.push(...grepSecrets({ sqlite: db }, [secret]));
   }
-  (where.texts ?? []).forEach((text, i) => scan(`response ${i}`, Buffer.from(text)));
-  return { count, places };
+  const places = [...new Set(leaks.map((leak) => `${leak.where} (${leak.form}: …${leak.context.slice(20, 80)}…)`))];
+  return { count: leaks.length, places };
 }

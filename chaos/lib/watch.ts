@@ -110,3 +110,9 @@ export class Watcher {
 }
 
 export const round = (x: number) => Math.round(x * 10) / 10;
+
+/** The slowest of the recoveries measured; null when no fault had work in flight to recover. */
+export const slowest = (recoveries: Array<number | null>): number | null => {
+  const measured = recoveries.filter((r): r is number => r !== null);
+  return measured.length ? Math.max(...measured) : null;
+};

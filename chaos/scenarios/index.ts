@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario.js';
 import { clockSkew } from './clock-skew.js';
 import { diskFull } from './disk-full.js';
+import { fuzzServer } from './fuzz.js';
 import { killChat } from './kill-chat.js';
 import { killCodeRuns } from './kill-code-runs.js';
 import { killExecutions } from './kill-executions.js';
@@ -10,4 +11,4 @@ import { sigstopWorker } from './sigstop-worker.js';
 import { pgRestartFast, pgStopImmediate } from './pg-restart.js';
 
 /** Every scenario, in the order `npm run chaos` runs them. */
-export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate, pgProxy, sigstopWorker, diskFull, clockSkew];
+export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate, pgProxy, sigstopWorker, diskFull, clockSkew, fuzzServer];

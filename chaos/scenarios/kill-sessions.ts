@@ -10,7 +10,7 @@ const RECOVERY_WAIT_MS = 40_000;
 
 /**
  * `runledger serve` SIGKILLed 5 times while 200 sessions of the built-in `sample-agent` start
- * (each sent again after a failure under the same session id) and run; each must end COMPLETED,
+ * (each sent again after a failure under the same session id) and run; each must end `success`,
  * its lifecycle events each written once in order (the journal checker).
  */
 export const killSessions: Scenario = {
@@ -46,8 +46,8 @@ export const killSessions: Scenario = {
         const status = answer?.status === 200 ? (answer.body.status as string) : 'missing';
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
         if (status === 'missing') f.lost += 1;
-        else if (status === 'FAILED') f.failed += 1;
-        else if (status !== 'COMPLETED') f.stuck += 1;
+        else if (status === 'failed') f.failed += 1;
+        else if (status !== 'success') f.stuck += 1;
       }
       f.failed += refused.length;
       f.http5xx = api.fiveXX();

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { underMixedLoad } from '../lib/mixed.js';
 import { Proxy } from '../lib/proxy.js';
 import type { Scenario } from '../lib/scenario.js';
+import { slowest } from '../lib/watch.js';
 
 const RECOVERY_WAIT_MS = 40_000;
 
@@ -21,21 +22,22 @@ export const pgProxy: Scenario = {
     return underMixedLoad(ctx, {
       database: direct,
       through: proxy.through(direct),
-      executions: ctx.size(300, 60),
+      executions: ctx.size(300, 80),
       messages: ctx.size(150, 30),
+      worker: true,
       fault: async ({ watcher, figures }) => {
         const faults = ctx.size(['drop', 'stall', 'drop', 'stall', 'drop'], ['drop', 'stall']);
-        const recoveries: number[] = [];
+        const recoveries: Array<number | null> = [];
         for (const fault of faults) {
           await sleep(ctx.random.int(1500, 3500));
           const snapshot = await watcher.inFlight();
           const what = fault === 'drop' ? `dropped ${proxy.dropAll()} connections` : (await proxy.stall(5000), 'stalled 5s');
           const r = await watcher.recovery(snapshot, Date.now(), RECOVERY_WAIT_MS);
-          recoveries.push(r.timedOut ? RECOVERY_WAIT_MS / 1000 : (r.seconds ?? 0));
+          recoveries.push(r.timedOut ? RECOVERY_WAIT_MS / 1000 : r.seconds);
           ctx.log(`${what}: ${snapshot.size} runs in flight, ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`);
         }
-        figures.recoverySeconds = Math.max(...recoveries);
-        figures.notes.push(`${faults.join(', ')}: recoveries ${recoveries.join('/')}s`);
+        figures.recoverySeconds = slowest(recoveries);
+        figures.notes.push(`${faults.join(', ')}: recoveries ${recoveries.map((r) => r ?? '-').join('/')}s (-: no run in flight)`);
       },
     });
   },

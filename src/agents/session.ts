@@ -3,6 +3,7 @@ import { ConflictError, describeError, NonDeterminismError, TerminalError, Timeo
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
 import { workflow, type StepContext, type StepOptions, type Workflow, type WorkflowContext } from '../runtime/workflow.js';
+import { StoreClock } from '../runtime/clock.js';
 import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
 import { gatherEvents, type GatheredEvent } from './conversation.js';
@@ -70,6 +71,7 @@ const MAX_ERROR_CHARS = 2000;
  * so a crash re-runs at most the piece that was running and never writes an event twice.
  */
 export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
+  const clock = new StoreClock(o.store);
   return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, input: SessionInput) => {
     let session = input;
     const { session_id: id, agent: name } = session;
@@ -89,7 +91,10 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
     if (outcome.type !== 'AGENT_INVOCATION_SUCCEEDED') return done(outcome);
     // another process recorded the success: this one cannot go on without the agent
     if (!agent) throw new TerminalError(`agent '${name}' is not registered in this process`);
-    const deadline = outcome.timestamp + agent.maxWaitMs;
+    // counted from a database timestamp, held in this process's clock: what remains of the wait is
+    // right on a machine whose clock is off (the database's is the one timers follow, see StoreClock)
+    await clock.ready();
+    const deadline = outcome.timestamp + agent.maxWaitMs - clock.offsetMs;
     const entry = await record('entrypoint', 'AGENT_ENTRYPOINT_STARTED');
     if (entry.type === null) return done(entry);
 

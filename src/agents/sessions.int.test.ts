@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Hono } from 'hono';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Engine } from '../engine.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { workflow } from '../runtime/workflow.js';
@@ -223,6 +223,27 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect(await types(id)).toEqual([...HAPPY.slice(0, 5), 'SESSION_TIMED_OUT']);
     expect(aborted).toHaveLength(1);
     expect((aborted[0] as Error).name).toBe('TimeoutError');
+  });
+
+  // On PostgreSQL the database keeps its own clock while this process's Date.now is 10 minutes off:
+  // a session's maximum wait, counted from a database timestamp, must neither end at once (ahead)
+  // nor last 10 minutes more (behind). On SQLite the database's clock is the process's own.
+  it.each([
+    ['ahead', 600_000],
+    ['behind', -600_000],
+  ])('times the maximum wait of a session on the database clock with this process 10 minutes %s', async (_label, skew) => {
+    const wall = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
+    try {
+      expect(await ended(await start('remote'))).toMatchObject({ status: 'success' });
+      const silent = await start('remote-silent');
+      expect(await ended(silent)).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
+      const journal = await events(silent);
+      expect(Date.parse(journal[5]!.timestamp) - Date.parse(journal[2]!.timestamp)).toBeGreaterThanOrEqual(380);
+      expect(await ended(await start('stuck'))).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it('takes the first report: a repeat is idempotent, a different one or one to an unknown or TypeScript session is refused', async () => {

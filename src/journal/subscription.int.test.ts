@@ -192,4 +192,19 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     expect(parked).toMatchObject({ error: 'TerminalError: no point retrying', event: { type: 'fatal' } });
   });
 
+  it('does not count failures of the database being away as attempts: the event is delivered once it is back, not parked', async () => {
+    await append('s', 'e1');
+    let calls = 0;
+    const seen: number[] = [];
+    const sub = await engine.subscribe('outage', fastRetry, async (_event, { attempt }) => {
+      // what a PostgreSQL client throws while the server restarts, more times than maxAttempts
+      if (++calls <= fastRetry.maxAttempts + 2) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      seen.push(attempt);
+    });
+    await eventually(() => seen.length === 1);
+    await sub.idle();
+    expect(seen).toEqual([1]);
+    expect(await engine.parked('outage')).toEqual([]);
+  });
+
 });

@@ -1,7 +1,7 @@
 import { backoffDelay, type Backoff } from '../backoff.js';
 import type { EngineEvents } from '../observe/events.js';
 import { crashPoint } from '../crash.js';
-import { describeError, LeaseLostError, TerminalError } from '../errors.js';
+import { describeError, LeaseLostError, storeUnavailable, TerminalError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { CommittedEvent, Cursor, Store, StoredEvent, Subscription } from '../storage/store.js';
 import { Wakeup } from './wakeup.js';
@@ -207,6 +207,7 @@ export class Subscriber {
 
   private async attempt(event: StoredEvent, commit: (tx: Store) => Promise<unknown>): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
     const { prepare } = this.options;
+    let outagePauseMs = 50;
     for (let attempt = 1; ; attempt++) {
       try {
         const prepared = prepare ? await prepare(event, { attempt, subscription: this.name }) : undefined;
@@ -218,6 +219,15 @@ export class Subscriber {
         return { outcome: 'done' };
       } catch (error) {
         if (error instanceof LeaseLostError) return { outcome: 'lost' };
+        // The database being away is not the event's fault: no attempt used up (five quick ones
+        // would park it, unanswered, during a 3 s restart), and it is tried again within a second
+        // of the database's return.
+        if (storeUnavailable(error)) {
+          attempt -= 1;
+          outagePauseMs = Math.min(outagePauseMs * 2, 1000);
+          if (!(await this.pause(outagePauseMs))) return { outcome: 'stopped' };
+          continue;
+        }
         if (attempt >= this.options.maxAttempts || error instanceof TerminalError) return { outcome: 'failed', error: describeError(error) };
         if (!(await this.pause(backoffDelay(attempt, this.options.backoff)))) return { outcome: 'stopped' };
       }

@@ -45,6 +45,8 @@ export interface PassOptions {
   observe?: Observe;
   /** The pass's span: each step attempt's span is its child. */
   traceparent?: string;
+  /** The database clock: every timer of the run (sleeps, retries, deadlines, polls) is on it, like leases and task times. */
+  clock: { now(): number };
 }
 
 /** The pass could not write its journal: it stops at once, and the run's task is tried again. */
@@ -119,7 +121,7 @@ export class Pass {
 
   async execute(workflow: Workflow): Promise<Outcome> {
     const { deadline } = this.o.history;
-    if (deadline !== null && deadline <= Date.now()) {
+    if (deadline !== null && deadline <= this.o.clock.now()) {
       // past it already: the code replays (so the compensations of its completed steps are known) and its first new call throws
       this.expired = new TimeoutError(`run ${this.runId} timed out`);
     } else if (deadline !== null) {
@@ -130,7 +132,7 @@ export class Pass {
         this.expired = error;
         this.stop.abort(error);
         this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
-      }, Math.max(0, deadline - Date.now()));
+      }, Math.max(0, deadline - this.o.clock.now()));
       this.wakeAt.push(deadline);
     }
     workflow.run(this.at(this.root), this.o.history.input).then(
@@ -169,7 +171,7 @@ export class Pass {
       step: (name, fn, options = {}) => call('step', name, (seq) => this.runStep(seq, name, fn, options)),
       sleep: (name, duration) => {
         const ms = toMs(duration, `sleep(${name})`);
-        return call('sleep', name, (seq) => this.runSleep(seq, name, () => Date.now() + ms));
+        return call('sleep', name, (seq) => this.runSleep(seq, name, () => this.o.clock.now() + ms));
       },
       sleepUntil: (name, until) => {
         const at = until instanceof Date ? until.getTime() : until;
@@ -197,7 +199,7 @@ export class Pass {
       patched: (id) => this.patches.patched(id),
       deprecatePatch: (id) => this.patches.deprecatePatch(id),
       continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
-      now: () => call('value', 'now', (seq) => this.recordValue(seq, 'now', Date.now)) as Promise<number>,
+      now: () => call('value', 'now', (seq) => this.recordValue(seq, 'now', () => this.o.clock.now())) as Promise<number>,
       random: () => call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>,
     };
     return context;
@@ -230,6 +232,7 @@ export class Pass {
       maxEventBytes: this.o.maxEventBytes,
       write: (events) => this.write(events),
       attempt: (fn, ctx, timeout) => this.attempt(fn, ctx, timeout),
+      now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
       stopped: () => this.cancelled || this.expired !== null,
       remember: (seq, name, output, undo) => {
@@ -343,7 +346,7 @@ export class Pass {
     if (this.cancelled) throw new CancelledError(`run ${this.runId} was cancelled`);
     if (this.expired) throw this.expired;
     // paused: the next pass (held back by the claim until the resume) takes it from here
-    if (this.o.held?.()) throw new Suspension(Date.now());
+    if (this.o.held?.()) throw new Suspension(this.o.clock.now());
   }
 
   private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
@@ -354,7 +357,7 @@ export class Pass {
     const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null }) | undefined;
     if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
     this.ensureNotCancelled();
-    if (lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
+    if (lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
 
     const attempt = h.count(seq, 'step.started') + 1;
     const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
@@ -383,7 +386,7 @@ export class Pass {
       const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
-      const retryAt = terminal ? null : Date.now() + delay;
+      const retryAt = terminal ? null : this.o.clock.now() + delay;
       seen.end(describeError(error), retryAt !== null);
       await this.write([{ type: 'step.failed', data: { seq, name, attempt, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
@@ -418,9 +421,9 @@ export class Pass {
     }
     const starts = events.filter((e) => e.type === 'node.started');
     const resumed = starts.length > failures.length ? starts.at(-1)! : null;
-    if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > Date.now()) throw new Suspension(lastFailure.retryAt);
+    if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
     const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
-    const startedAt = resumed ? resumed.timestamp : Date.now();
+    const startedAt = resumed ? resumed.timestamp : this.o.clock.now();
     if (!resumed) await this.write([{ type: 'node.started', data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
     const outer = this.failuresAfter;
     this.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
@@ -434,14 +437,14 @@ export class Pass {
       const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
       const terminal = error instanceof TerminalError || attempt >= retry.maxAttempts;
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
-      const retryAt = terminal ? null : Date.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+      const retryAt = terminal ? null : this.o.clock.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
       await this.write([{ type: 'node.failed', data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
     this.failuresAfter = outer;
     // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
-    this.writer.defer({ type: 'node.completed', data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: Date.now() - startedAt } });
+    this.writer.defer({ type: 'node.completed', data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: this.o.clock.now() - startedAt } });
     return output;
   }
 
@@ -473,7 +476,7 @@ export class Pass {
     this.ensureNotCancelled();
     const at = started?.until ?? until();
     if (!started) await this.write([{ type: 'sleep.started', data: { seq, name, until: at } }]);
-    if (Date.now() < at) throw new Suspension(at);
+    if (this.o.clock.now() < at) throw new Suspension(at);
     await this.write([{ type: 'sleep.completed', data: { seq, name } }]);
   }
 
@@ -487,13 +490,13 @@ export class Pass {
     const signal = h.signals.find((s) => s.name === name && !h.consumed.has(s.version) && !this.claimedSignals.has(s.version));
     if (signal) this.claimedSignals.add(signal.version);
     const started = h.find(seq, 'wait.started')?.data as { deadline: number | null } | undefined;
-    const deadline = started ? started.deadline : timeoutMs === null ? null : Date.now() + timeoutMs;
+    const deadline = started ? started.deadline : timeoutMs === null ? null : this.o.clock.now() + timeoutMs;
     if (!started) await this.write([{ type: 'wait.started', data: { seq, name, deadline } }]);
     if (signal) {
       await this.write([{ type: 'wait.completed', data: { seq, name, signal: signal.version, payload: signal.payload } }]);
       return signal.payload;
     }
-    if (deadline !== null && Date.now() >= deadline) {
+    if (deadline !== null && this.o.clock.now() >= deadline) {
       await this.write([{ type: 'wait.timed_out', data: { seq, name } }]);
       return null;
     }

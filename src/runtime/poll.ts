@@ -12,6 +12,8 @@ export interface PollHost {
   readonly history: History;
   readonly maxEventBytes: number;
   write(events: NewEvent[]): Promise<void>;
+  /** The database clock (see StoreClock): a poll's schedule is on it. */
+  now(): number;
   /** One try of `fn`; its signal fires on `timeout`, cancellation or a lost lease. */
   attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number }, timeout?: PollOptions<T>['timeout']): Promise<T>;
   /** Throws when the run was cancelled or passed its deadline: no new work starts. */
@@ -85,7 +87,7 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
   if (started && options.cancel && host.stopped()) host.leftRunning(seq, name, options.cancel);
   host.checkLive();
 
-  const now = Date.now();
+  const now = host.now();
   const begun = started ?? { deadline: now + schedule.maxWait, nextAt: now + schedule.initialDelay };
   if (!started) {
     const data = { seq, name, deadline: begun.deadline, nextAt: begun.nextAt, ...(options.label ? { label: options.label } : {}), ...(options.input === undefined ? {} : { input: options.input }) };
@@ -93,7 +95,7 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
   }
   const tries = (h.entries.get(seq)?.events ?? []).filter((e) => e.type === 'poll.attempted').map((e) => e.data as Attempted);
   const dueAt = tries.at(-1)?.nextAt ?? begun.nextAt;
-  if (Date.now() < dueAt) throw new Suspension(dueAt);
+  if (host.now() < dueAt) throw new Suspension(dueAt);
 
   const attempt = tries.length + 1;
   const end = async (type: string, data: object) => host.write([{ type, data: { seq, name, attempt, ...data } }]);
@@ -142,7 +144,7 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
 
 /** Journals the request that did not end the poll and the wait after it, or the timeout when the maximum wait is over. */
 async function waitOrTimeOut<T>(host: PollHost, seq: Seq, name: string, deadline: number, delay: number, what: object, end: (type: string, data: object) => Promise<void>, options: PollOptions<T>): Promise<never> {
-  const now = Date.now();
+  const now = host.now();
   if (now >= deadline) {
     await end('poll.timed_out', what);
     if (options.cancel) host.leftRunning(seq, name, options.cancel);

@@ -7,6 +7,7 @@ import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/worker.js';
 import type { Store } from '../storage/store.js';
+import { StoreClock } from './clock.js';
 import { History, runStream, type Seq } from './history.js';
 import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
@@ -68,6 +69,8 @@ export class Runtime {
   /** Histories of the runs this process ran last: a wake-up reads the new events only. */
   readonly cache: ReplayCache;
   private readonly paused: PausedWorkflows;
+  /** The database clock the passes' timers run on. */
+  private readonly clock: StoreClock;
 
   constructor(
     private readonly store: Store,
@@ -80,6 +83,7 @@ export class Runtime {
     this.paused = new PausedWorkflows(store, options.pollMs);
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
     this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
+    this.clock = new StoreClock(store);
     for (const wf of workflows) this.register(wf);
     projectRunViews(journal);
     projectPatches(journal);
@@ -264,10 +268,11 @@ export class Runtime {
       return null;
     }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
+    await this.clock.ready();
     const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
     const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
     const held = () => this.paused.has(wf.name);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
+    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held, clock: this.clock, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
     const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);

@@ -74,7 +74,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
-  const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503 });
+  // like an outage's 503, it says when to come back: the services start within a second or two
+  const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } });
   try {
     const listening = await listen(
       { fetch: (request) => (app ? app.fetch(request) : starting()) },

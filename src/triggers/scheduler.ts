@@ -1,5 +1,6 @@
 import type { Cron } from 'croner';
 import { Wakeup } from '../journal/wakeup.js';
+import { StoreClock } from '../runtime/clock.js';
 import type { Store } from '../storage/store.js';
 import { parseCron, SCHEDULE_STREAM_PREFIX, slotAfter, slotBefore, type FireOutcome, type Schedule, type Schedules } from './schedules.js';
 
@@ -50,6 +51,8 @@ export class Scheduler {
   private retryAt = Infinity;
   private loop: Promise<void> | null = null;
   private unlisten: (() => Promise<void>) | null = null;
+  /** Slots are on the database clock, like schedules' creation times and runs' timers: a process whose clock is off fires on time. */
+  private readonly clock: StoreClock;
 
   constructor(
     private readonly store: Store,
@@ -57,6 +60,7 @@ export class Scheduler {
     options: SchedulerOptions = {},
   ) {
     this.options = { graceMs: 2000, toleranceMs: 60_000, reloadMs: 30_000, retryMs: 1000, ...options };
+    this.clock = new StoreClock(store);
   }
 
   async start(): Promise<void> {
@@ -90,10 +94,10 @@ export class Scheduler {
         next = await this.tick();
       } catch (error) {
         this.options.onError?.(error);
-        next = Date.now() + this.options.retryMs;
+        next = this.clock.now() + this.options.retryMs;
       }
       if (!this.running) break;
-      await this.wakeup.wait(Math.min(next, this.reloadAt, this.retryAt) - Date.now());
+      await this.wakeup.wait(Math.min(Math.min(next, this.retryAt) - this.clock.now(), this.reloadAt - Date.now()));
     }
   }
 
@@ -112,7 +116,8 @@ export class Scheduler {
 
   /** Fires what is due; returns when the next slot of any schedule comes. */
   private async tick(): Promise<number> {
-    const now = Date.now();
+    await this.clock.ready();
+    const now = this.clock.now();
     this.retryAt = Infinity;
     await Promise.all([...this.entries.values()].map((entry) => this.due(entry, now)));
     let next = Infinity;
@@ -137,7 +142,7 @@ export class Scheduler {
         outcome = await this.schedules.fire(schedule.id, slot, catchUp ? { catchUp, since } : {});
       } catch (error) {
         this.options.onError?.(error);
-        this.retryAt = Math.min(this.retryAt, Date.now() + this.options.retryMs);
+        this.retryAt = Math.min(this.retryAt, this.clock.now() + this.options.retryMs);
         return;
       }
       entry.cursor = Math.max(entry.cursor, slot);

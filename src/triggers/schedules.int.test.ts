@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Hono } from 'hono';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Engine } from '../engine.js';
 import { workflow } from '../runtime/workflow.js';
 import { mount } from '../server/app.js';
@@ -145,6 +145,29 @@ describe.each(backends)('schedules on $name', (backend) => {
     expect(seconds[0]! * 1000).toBeGreaterThan(created - 1000);
     expect(await runs()).toBe(fired.length);
     expect(errors).toEqual([]);
+  });
+
+  // On PostgreSQL the database keeps its own clock while this process's Date.now is 10 minutes off,
+  // as on a machine whose clock is wrong: on the process clock, slots would fire 10 minutes early
+  // (ahead) or not for 10 minutes (behind). On SQLite the database's clock is the process's own.
+  it.each([
+    ['ahead', 600_000],
+    ['behind', -600_000],
+  ])('fires an every-second schedule on the database clock with this process 10 minutes %s', async (_label, skew) => {
+    const wall = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
+    try {
+      await service.start();
+      const sch = await create({ cron: '*/1 * * * * *', target: { workflow: 'echo' }, overlap: 'allow' });
+      const created = await engine.store.now();
+      await sleep(3200);
+      await service.stop();
+      const slotsAt = (await slots(sch.id)).map((f) => Date.parse(f.slot));
+      expect(slotsAt.length).toBeGreaterThanOrEqual(2);
+      for (const at of slotsAt) expect(Math.abs(at - created)).toBeLessThan(10_000);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it('skips a slot while the previous run has not ended (overlap: skip), and not with overlap: allow', async () => {

@@ -6,7 +6,8 @@ import { connectionConfig } from './connection.js';
 const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', tasks: 'runledger_tasks' };
 
 const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 5000;
+// at most a second between tries: wake-ups are back within a second of the database (a try is one connect)
+const RETRY_MAX_MS = 1000;
 
 type Callback = (payload: string, version?: number) => void;
 

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../config.js';
+import { Engine } from '../engine.js';
+import { openStore } from '../storage/open.js';
+import type { Store } from '../storage/store.js';
+import { backends } from '../testing/backends.js';
+import { eventually } from '../testing/engine.js';
+
+/** What a PostgreSQL client throws while the server is away. */
+const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+
+/** The store, with every transaction refused while `down` is set: the database gone for a moment. */
+function outageStore(store: Store): Store & { down: boolean } {
+  const wrapped = Object.create(store) as Store & { down: boolean };
+  wrapped.down = false;
+  wrapped.transaction = (fn) => (wrapped.down ? Promise.reject(refused()) : store.transaction(fn));
+  return wrapped;
+}
+
+// A lease far longer than the test may wait: the task must move because the database came back, not because a lease ran out.
+const LEASE_MS = 60_000;
+
+describe.each(backends)('a worker when the database goes away on $name', (backend) => {
+  let engine: Engine | undefined;
+  afterEach(() => engine?.close());
+
+  const open = async () => {
+    const database = await backend.create();
+    const store = outageStore(await openStore(database));
+    engine = new Engine(resolveConfig({ database, leaseMs: LEASE_MS, pollMs: 100 }), store);
+    return { engine, store };
+  };
+
+  it('commits a finished task within a second of the database coming back, not a lease later', async () => {
+    const { engine, store } = await open();
+    const { task } = await engine.queue.enqueue('email', { to: 'a@b.c' });
+    engine.work('email', async () => {
+      store.down = true;
+      setTimeout(() => (store.down = false), 500);
+      return { sent: true };
+    });
+    const done = await eventually(async () => {
+      const t = await engine.queue.get(task.id);
+      return t.state === 'completed' ? t : undefined;
+    }, 5000);
+    expect(done).toMatchObject({ attempts: 1, result: { sent: true } });
+  });
+
+  it('records a failed attempt once the database is back, and retries a task the outage failed without a longer backoff', async () => {
+    const { engine, store } = await open();
+    const { task } = await engine.queue.enqueue('email', {}, { maxAttempts: 5 });
+    const attempts: number[] = [];
+    // a second attempt's backoff is 100 s; an outage's is the first one's, 100 ms
+    const backoff = { baseMs: 100, factor: 1000, maxMs: 600_000, jitter: 0 };
+    engine.work(
+      'email',
+      async (_payload, { attempt }) => {
+        attempts.push(attempt);
+        if (attempt === 1) throw new Error('the handler failed on its own');
+        if (attempt === 2) {
+          store.down = true;
+          setTimeout(() => (store.down = false), 500);
+          throw refused();
+        }
+        return 'ok';
+      },
+      { backoff },
+    );
+    await eventually(async () => attempts.length >= 2, 5000);
+    // the first failure backs off by 100 ms; the outage's failure, committed after it, by 100 ms again
+    const done = await eventually(async () => {
+      const t = await engine.queue.get(task.id);
+      return t.state === 'completed' ? t : undefined;
+    }, 5000);
+    expect(done.attempts).toBe(3);
+    expect(attempts).toEqual([1, 2, 3]);
+  });
+});
