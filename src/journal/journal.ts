@@ -2,6 +2,7 @@ import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
 import type { AppendResult, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import { GroupCommit } from './group-commit.js';
 
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
 export type Projection = (event: StoredEvent, tx: Store) => Promise<void>;
@@ -31,11 +32,15 @@ export interface JournalLimits {
  */
 export class Journal {
   private readonly projections = new Map<string, Projection[]>();
+  /** The group commit of this journal's store: run writes and task completions share its transactions. */
+  readonly group: GroupCommit;
 
   constructor(
     private readonly store: Store,
     private readonly limits: JournalLimits,
-  ) {}
+  ) {
+    this.group = new GroupCommit(store, this);
+  }
 
   /** Registers a projection for one or more event types. */
   project(types: string | string[], projection: Projection): void {

@@ -11,8 +11,9 @@ interface Queued {
 }
 
 /**
- * The journal writes of one pass. Each transaction first renews the pass's task lease and aborts
- * if it is gone, so a worker that lost the run writes nothing. Transactions commit one at a time,
+ * The journal writes of one pass, committed through the journal's group commit: each write renews
+ * the pass's task lease in its batch and is dropped if the lease is gone, so a worker that lost
+ * the run writes nothing (other runs' writes in the batch commit). Writes commit one at a time,
  * in order; writes issued meanwhile (parallel steps) go together in the next one, after the
  * deferred events (step completions), so nothing a step did is journaled before the completions
  * it saw. After one failure every write fails: what would come next builds on what was not written.
@@ -57,11 +58,10 @@ export class RunWriter {
       try {
         if (this.failure) throw this.failure.error;
         if (events.length > 0) {
-          await this.o.store.transaction(async (tx) => {
-            const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
-            if (held.length === 0) throw new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`);
-            await this.o.journal.append(runStream(this.o.runId), events, { tx });
-            for (const w of batch) await w.also?.(tx);
+          // shared with the ready writes of every other run and task of this process (GroupCommit)
+          const also = batch.some((w) => w.also) ? async (tx: Store) => { for (const w of batch) await w.also?.(tx); } : undefined;
+          await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, appends: [{ streamId: runStream(this.o.runId), events }], ...(also ? { also } : {}) }).catch((error) => {
+            throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });
         }
         for (const w of batch) w.done();

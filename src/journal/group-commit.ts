@@ -1,0 +1,139 @@
+import { LeaseLostError } from '../errors.js';
+import type { Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { Journal } from './journal.js';
+
+/** One caller's share of a group commit. */
+export interface GroupWrite<T = void> {
+  /** Task leases this write needs: renewed by the batch's one heartbeat; a write whose lease is gone writes nothing. */
+  leases?: Lease[];
+  /** How far the heartbeat extends `leases` (ms). */
+  leaseMs?: number;
+  /** Tasks this write completes, lease checked: a write whose task is no longer held writes nothing. */
+  completes?: Array<Lease & { result: unknown }>;
+  /** Appended with every other write's appends, in one statement. */
+  appends?: StreamAppend[];
+  /** Runs in the transaction after the appends; its value is the caller's. */
+  also?: (tx: Store) => Promise<T>;
+}
+
+/** What a write committed: its events (with positions and versions) and `also`'s value. */
+export interface GroupResult<T> {
+  events: StoredEvent[];
+  value: T;
+}
+
+interface Pending {
+  write: GroupWrite<unknown>;
+  done: (result: GroupResult<unknown>) => void;
+  fail: (error: unknown) => void;
+}
+
+/** Where a batch failed: inside the transaction (nothing committed) or at its commit (unknown). */
+class CommitUnknown extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the commit of a batch failed');
+  }
+}
+
+/**
+ * The group commit of one store in one process: the writes submitted while a commit is in flight
+ * wait, then go together in the next transaction, so one commit (one fsync) carries the writes of
+ * many runs and tasks. Idle, nothing waits: the first write starts a commit in the next turn of the
+ * event loop (writes of the same turn share it).
+ *
+ * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
+ * for every task it completes, one append for all its events, then each write's `also`, in
+ * submission order. Fencing stays per write: a write whose lease is gone or whose task is no longer
+ * running is dropped and fails with `LeaseLostError`, the others commit. A caller is told "done"
+ * only after the commit returned. When the transaction fails before its commit, nothing of it was
+ * written, and each write is tried again alone, so one bad write (an invalid event, a conflict in
+ * its `also`) fails only its caller. When the commit itself fails, whether it took effect is
+ * unknown: every caller of the batch fails, none is retried, none is told "done".
+ */
+export class GroupCommit {
+  private queued: Pending[] = [];
+  private committing = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+  ) {}
+
+  /** Commits `write` with whatever else is ready; resolves once it has committed. */
+  submit<T>(write: GroupWrite<T>): Promise<GroupResult<T>> {
+    return new Promise<GroupResult<T>>((done, fail) => {
+      this.queued.push({ write, done: done as (result: GroupResult<unknown>) => void, fail });
+      if (this.committing) return;
+      this.committing = true;
+      setImmediate(() => void this.drain());
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queued.length > 0) {
+      const batch = this.queued;
+      this.queued = [];
+      try {
+        await this.commit(batch);
+      } catch (error) {
+        if (error instanceof CommitUnknown || batch.length === 1) {
+          const cause = error instanceof CommitUnknown ? error.cause : error;
+          for (const p of batch) p.fail(cause);
+        } else {
+          // nothing of the batch committed: each write alone, so one write's failure is only its own
+          for (const p of batch) await this.commit([p]).catch((e) => p.fail(e instanceof CommitUnknown ? e.cause : e));
+        }
+      }
+    }
+    this.committing = false;
+  }
+
+  /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
+  private async commit(batch: Pending[]): Promise<void> {
+    let finished = false;
+    let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>> };
+    try {
+      outcome = await this.store.transaction(async (tx) => {
+        const lost = await this.fence(tx, batch);
+        const live = batch.filter((p) => !lost.has(p));
+        const appends = live.flatMap((p) => p.write.appends ?? []);
+        const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];
+        const results = new Map<Pending, GroupResult<unknown>>();
+        for (const p of live) {
+          const streams = new Set((p.write.appends ?? []).map((a) => a.streamId));
+          const value = p.write.also ? await p.write.also(tx) : undefined;
+          results.set(p, { events: appended.filter((e) => streams.has(e.streamId)), value });
+        }
+        finished = true;
+        return { lost, results };
+      });
+    } catch (error) {
+      throw finished ? new CommitUnknown(error) : error;
+    }
+    for (const p of batch) {
+      const result = outcome.results.get(p);
+      if (result) p.done(result);
+      else p.fail(new LeaseLostError('this worker no longer holds the task this write needs'));
+    }
+  }
+
+  /** Renews the batch's leases and completes its tasks, one statement each: returns the writes that lost one. */
+  private async fence(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
+    const lost = new Set<Pending>();
+    const byMs = new Map<number, Lease[]>();
+    for (const p of batch) {
+      if (!p.write.leases?.length) continue;
+      const ms = p.write.leaseMs ?? 30_000;
+      byMs.set(ms, [...(byMs.get(ms) ?? []), ...p.write.leases]);
+    }
+    const held = new Set<string>();
+    for (const [leaseMs, leases] of byMs) for (const id of await tx.taskHeartbeat({ leases, leaseMs })) held.add(id);
+    for (const p of batch) if (p.write.leases?.some((l) => !held.has(l.id))) lost.add(p);
+    const completes = batch.filter((p) => !lost.has(p) && p.write.completes?.length);
+    if (completes.length > 0) {
+      const done = new Set((await tx.taskComplete({ items: completes.flatMap((p) => p.write.completes!) })).map((t) => t.id));
+      for (const p of completes) if (p.write.completes!.some((c) => !done.has(c.id))) lost.add(p);
+    }
+    return lost;
+  }
+}
