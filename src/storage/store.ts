@@ -125,6 +125,10 @@ export interface Store {
   projectionPut(p: { name: string; key: string; value: unknown }): Promise<void>;
   projectionGet(p: { name: string; key: string }): Promise<unknown>;
   projectionDelete(p: { name: string; key: string }): Promise<void>;
+  /** The rows of `keys` that exist (in no particular order): one statement for many keys. */
+  projectionGetMany(p: { name: string; keys: string[] }): Promise<ProjectionRow[]>;
+  /** `projectionPut` of many rows in one statement; a key given twice keeps its last value. */
+  projectionPutMany(p: { name: string; rows: ProjectionRow[] }): Promise<void>;
   /**
    * Rows of one projection in key order (bytewise), descending when `backwards`; `prefix` keeps
    * keys that start with it, `after`/`before` are exclusive bounds for cursor pagination.

@@ -190,6 +190,8 @@ class SqliteStore implements Store {
   projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
   projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => events.projectionListRecent(s, p));
   projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
+  projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
+  projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
     this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
