@@ -257,8 +257,9 @@ export class Runtime {
         .catch(() => {})
         .finally(() => (checking = false));
     };
-    const unlisten = await this.store.listen('events', (stream) => {
-      if (stream === '' || stream === runStream(id)) check();
+    // the pass's own writes wake it too: those need no read (one statement per step saved)
+    const unlisten = await this.store.listen('events', (stream, version) => {
+      if (stream === '' || (stream === runStream(id) && !(version !== undefined && pass.wrote(version)))) check();
     });
     const poll = setInterval(check, this.options.pollMs);
     check();

@@ -23,6 +23,8 @@ export class RunWriter {
   private readonly queued: Queued[] = [];
   private writing = false;
   private failure: { error: unknown } | null = null;
+  /** The versions this pass's appends ended at: their wake-ups are its own, not news. */
+  readonly wrote = new Set<number>();
 
   constructor(
     private readonly o: { store: Store; journal: Journal; runId: string; lease: Lease; leaseMs: number },
@@ -60,9 +62,11 @@ export class RunWriter {
         if (events.length > 0) {
           // shared with the ready writes of every other run and task of this process (GroupCommit)
           const also = batch.some((w) => w.also) ? async (tx: Store) => { for (const w of batch) await w.also?.(tx); } : undefined;
-          await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, appends: [{ streamId: runStream(this.o.runId), events }], ...(also ? { also } : {}) }).catch((error) => {
+          const written = await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, appends: [{ streamId: runStream(this.o.runId), events }], ...(also ? { also } : {}) }).catch((error) => {
             throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });
+          const last = written.events.at(-1);
+          if (last) this.wrote.add(last.version);
         }
         for (const w of batch) w.done();
       } catch (error) {
