@@ -102,11 +102,18 @@ export class GroupCommit {
         // every write of the batch passes the point, as it did in a transaction of its own (crash tests count writes)
         const writes = live.filter((p) => p.write.appends?.length).length;
         for (let i = 1; i < writes; i++) crashPoint('journal:beforeCommit');
+        // each write's events, by the streams it appended to (no two writes of a batch share one: a run's writes go one at a time)
+        const byStream = new Map<string, StoredEvent[]>();
+        for (const event of appended) {
+          const events = byStream.get(event.streamId);
+          if (events) events.push(event);
+          else byStream.set(event.streamId, [event]);
+        }
         const results = new Map<Pending, GroupResult<unknown>>();
         for (const p of live) {
-          const streams = new Set((p.write.appends ?? []).map((a) => a.streamId));
           const value = p.write.also ? await p.write.also(tx) : undefined;
-          results.set(p, { events: appended.filter((e) => streams.has(e.streamId)), value });
+          const streams = new Set((p.write.appends ?? []).map((a) => a.streamId));
+          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), value });
         }
         finished = true;
         return { lost, results };

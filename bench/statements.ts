@@ -1,0 +1,52 @@
+// Statements per workflow run and per step on PostgreSQL: `tsx bench/statements.ts [runs] [inFlight]`.
+// Counts every statement the engine's connections send (BEGIN and COMMIT included) while `runs`
+// ten-step and one-step runs execute, `inFlight` at a time; the difference is the cost of nine steps.
+import pg from 'pg';
+import { createEngine } from '../src/engine.js';
+import { workflow } from '../src/runtime/workflow.js';
+import { withDatabase } from './databases.js';
+
+const runs = Number(process.argv[2] ?? 50);
+const inFlight = Number(process.argv[3] ?? 10);
+const counts = new Map<string, number>();
+let total = 0;
+const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const config = args[0] as string | { text?: string; name?: string };
+  const text = typeof config === 'string' ? config : (config.name ?? config.text ?? '?');
+  const key = text.replace(/\s+/g, ' ').slice(0, 60);
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+  total += 1;
+  return query.apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+const steps = (n: number) => workflow(`stmts${n}`, async (ctx) => {
+  for (let i = 0; i < n; i++) await ctx.step(`s${i}`, async () => i);
+  return n;
+});
+const ten = steps(10);
+const one = steps(1);
+
+async function measure(database: string, wf: typeof ten): Promise<{ total: number; top: Array<[string, number]> }> {
+  const engine = await createEngine({ database, workflows: [ten, one] });
+  try {
+    await engine.store.now();
+    counts.clear();
+    total = 0;
+    let next = 0;
+    await Promise.all(Array.from({ length: inFlight }, async () => {
+      while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result({ pollMs: 50 });
+    }));
+    const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14);
+    return { total, top };
+  } finally {
+    await engine.close();
+  }
+}
+
+await withDatabase('postgres', async (database) => {
+  const a = await measure(database, ten);
+  const b = await measure(database, one);
+  console.log(`10-step: ${(a.total / runs).toFixed(1)} statements/run; 1-step: ${(b.total / runs).toFixed(1)}; per step: ${((a.total - b.total) / runs / 9).toFixed(2)}`);
+  for (const [k, n] of a.top) console.log(`  ${(n / runs).toFixed(2)}/run  ${k}`);
+});
