@@ -28,14 +28,14 @@ const ten = steps(10);
 const one = steps(1);
 
 async function measure(database: string, wf: typeof ten): Promise<{ total: number; top: Array<[string, number]> }> {
-  const engine = await createEngine({ database, workflows: [ten, one] });
+  const engine = await createEngine({ database, workflows: [ten, one], runConcurrency: inFlight });
   try {
     await engine.store.now();
     counts.clear();
     total = 0;
     let next = 0;
     await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result({ pollMs: 50 });
+      while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
     }));
     const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14);
     return { total, top };

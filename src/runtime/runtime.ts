@@ -56,6 +56,8 @@ export interface RunHandle<O = unknown> {
  */
 export class Runtime {
   private readonly workflows = new Map<string, Workflow>();
+  /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
+  private readonly passes = new Map<string, Pass>();
 
   constructor(
     private readonly store: Store,
@@ -204,6 +206,7 @@ export class Runtime {
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
+    this.passes.set(id, pass);
     try {
       const outcome = await pass.execute(wf);
       if (outcome.kind === 'suspended') {
@@ -226,6 +229,7 @@ export class Runtime {
       result = pass.isCancelled ? 'cancelled' : 'failed';
       return null;
     } finally {
+      if (this.passes.get(id) === pass) this.passes.delete(id);
       seen.end(result);
       await stopWatching();
     }
@@ -271,8 +275,9 @@ export class Runtime {
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
     const wakeup = new Wakeup();
-    const unlisten = await this.store.listen('events', (stream) => {
-      if (stream === '' || stream === runStream(id)) wakeup.wake();
+    // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is
+    const unlisten = await this.store.listen('events', (stream, version) => {
+      if (stream === '' || (stream === runStream(id) && !(version !== undefined && this.passes.get(id)?.wrote(version)))) wakeup.wake();
     });
     try {
       for (;;) {

@@ -3,6 +3,9 @@ import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import { runStream } from './history.js';
 
+/** The events that end a run: a wake-up for one is news to whoever waits for the run. */
+const RUN_ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+
 interface Queued {
   events: NewEvent[];
   also: ((tx: Store) => Promise<void>) | undefined;
@@ -23,7 +26,7 @@ export class RunWriter {
   private readonly queued: Queued[] = [];
   private writing = false;
   private failure: { error: unknown } | null = null;
-  /** The versions this pass's appends ended at: their wake-ups are its own, not news. */
+  /** The versions this pass's appends ended at, unless they ended the run: their wake-ups are its own, not news. */
   readonly wrote = new Set<number>();
 
   constructor(
@@ -66,7 +69,7 @@ export class RunWriter {
             throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });
           const last = written.events.at(-1);
-          if (last) this.wrote.add(last.version);
+          if (last && !events.some((e) => RUN_ENDS.has(e.type))) this.wrote.add(last.version);
         }
         for (const w of batch) w.done();
       } catch (error) {

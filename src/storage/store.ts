@@ -284,12 +284,20 @@ export function leaseHolderPrefix(processId: string): string {
 
 export type NotifyChannel = 'events' | 'tasks';
 
+/**
+ * Streams an append wakes one by one; above this, '' (a bulk enqueue). A group commit appends to
+ * the streams of every run of its batch: with '' each of them, every waiting caller and every
+ * pass's cancel watch in every process would read again (measured at 100 runs in flight: 12 reads
+ * of a stream per run instead of 1). All go out in one notify statement.
+ */
+const WAKE_STREAMS = 1000;
+
 /** The wake-up payloads of an append: its streams, or '' when it touched many (a bulk enqueue). */
 export function appendWakeups(p: EventAppendParams, result: AppendResult): string[] {
   const streams = new Map<string, number>();
   for (const event of result.events) streams.set(event.streamId, Math.max(streams.get(event.streamId) ?? 0, event.version));
   if (streams.size === 0) for (const a of p.appends) streams.set(a.streamId, 0);
-  return streams.size <= 16 ? [...streams].map(([stream, version]) => (version > 0 ? `${stream}${VERSION_MARK}${version}` : stream)) : [''];
+  return streams.size <= WAKE_STREAMS ? [...streams].map(([stream, version]) => (version > 0 ? `${stream}${VERSION_MARK}${version}` : stream)) : [''];
 }
 
 /** Separates a wake-up's stream id from the version its append reached (stream ids hold no control characters). */
