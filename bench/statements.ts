@@ -1,6 +1,8 @@
-// Statements per workflow run and per step on PostgreSQL: `tsx bench/statements.ts [runs] [inFlight]`.
+// Statements per workflow run, per step and per drained task on PostgreSQL: `tsx bench/statements.ts [runs] [inFlight]`.
 // Counts every statement the engine's connections send (BEGIN and COMMIT included) while `runs`
-// ten-step and one-step runs execute, `inFlight` at a time; the difference is the cost of nine steps.
+// ten-step and one-step runs execute, `inFlight` at a time (the difference is the cost of nine
+// steps), then while a worker of concurrency `inFlight` drains 10 × `runs` no-op tasks. Unlike
+// throughput on a shared machine, these counts are the same in every session.
 import pg from 'pg';
 import { createEngine } from '../src/engine.js';
 import { workflow } from '../src/runtime/workflow.js';
@@ -44,9 +46,30 @@ async function measure(database: string, wf: typeof ten): Promise<{ total: numbe
   }
 }
 
+/** Statements per task of draining `tasks` no-op tasks with one worker of concurrency `inFlight`. */
+async function drain(database: string, tasks: number): Promise<{ total: number; top: Array<[string, number]> }> {
+  const engine = await createEngine({ database });
+  try {
+    await engine.queue.enqueueMany('drain', Array.from({ length: tasks }, (_, i) => ({ payload: { i } })));
+    counts.clear();
+    total = 0;
+    let completed = 0;
+    await new Promise<void>((resolve) => {
+      engine.work('drain', async () => null, { concurrency: inFlight, onSettled: (_t, outcome) => outcome === 'completed' && ++completed === tasks && resolve() });
+    });
+    return { total, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 10) };
+  } finally {
+    await engine.close();
+  }
+}
+
 await withDatabase('postgres', async (database) => {
   const a = await measure(database, ten);
   const b = await measure(database, one);
   console.log(`10-step: ${(a.total / runs).toFixed(1)} statements/run; 1-step: ${(b.total / runs).toFixed(1)}; per step: ${((a.total - b.total) / runs / 9).toFixed(2)}`);
   for (const [k, n] of a.top) console.log(`  ${(n / runs).toFixed(2)}/run  ${k}`);
+  const tasks = runs * 10;
+  const d = await drain(database, tasks);
+  console.log(`drain of ${tasks} tasks, concurrency ${inFlight}: ${(d.total / tasks).toFixed(2)} statements/task`);
+  for (const [k, n] of d.top) console.log(`  ${(n / tasks).toFixed(3)}/task  ${k}`);
 });

@@ -99,6 +99,26 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(await events('run:c')).toHaveLength(1);
   });
 
+  it('runs the prepare of a write before the append and journals what it found, in the same transaction', async () => {
+    await claim(0);
+    await raw.taskEnqueue({ tasks: [{ id: 'p1', queue: 'prep', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 }] });
+    const before = store.transactions;
+    const [claimed, other] = await Promise.all([
+      journal.group.submit({
+        prepare: async (tx) => {
+          const tasks = await tx.taskClaim({ queue: 'prep', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'lease-p' });
+          return { appends: tasks.map((t) => ({ streamId: `task:${t.id}`, events: [{ type: 'task.claimed', data: {} }] })), value: tasks.map((t) => t.id) };
+        },
+      }),
+      journal.group.submit({ appends: [{ streamId: 'run:other', events: [{ type: 'x', data: 1 }] }] }),
+    ]);
+    expect(store.transactions - before).toBe(1);
+    expect(claimed.value).toEqual(['p1']);
+    expect(claimed.events.map((e) => [e.streamId, e.type])).toEqual([['task:p1', 'task.claimed']]);
+    expect(other.events).toHaveLength(1);
+    expect((await raw.taskGet({ id: 'p1' })).state).toBe('running');
+  });
+
   it('gathers the writes that arrive while a commit is in flight into the next one', async () => {
     const first = journal.group.submit({ appends: [{ streamId: 'run:first', events: [{ type: 'x', data: 0 }] }] });
     await new Promise((resolve) => setImmediate(resolve));

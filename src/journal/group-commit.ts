@@ -13,6 +13,12 @@ export interface GroupWrite<T = void> {
   completes?: Array<Lease & { result: unknown }>;
   /** Appended with every other write's appends, in one statement. */
   appends?: StreamAppend[];
+  /**
+   * Runs in the transaction before the append (after fencing), and adds its `appends` to it: for a
+   * write whose events depend on what it finds (a claim journals the tasks it claimed). Its value
+   * is the caller's, unless `also` gives one.
+   */
+  prepare?: (tx: Store) => Promise<{ appends: StreamAppend[]; value: T }>;
   /** Runs in the transaction after the appends; its value is the caller's. */
   also?: (tx: Store) => Promise<T>;
 }
@@ -43,8 +49,8 @@ class CommitUnknown extends Error {
  * event loop (writes of the same turn share it).
  *
  * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
- * for every task it completes, one append for all its events, then each write's `also`, in
- * submission order. Fencing stays per write: a write whose lease is gone or whose task is no longer
+ * for every task it completes, each write's `prepare` (a claim), one append for all its events,
+ * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is gone or whose task is no longer
  * running is dropped and fails with `LeaseLostError`, the others commit. A caller is told "done"
  * only after the commit returned. When the transaction fails before its commit, nothing of it was
  * written, and each write is tried again alone, so one bad write (an invalid event, a conflict in
@@ -97,10 +103,13 @@ export class GroupCommit {
       outcome = await this.store.transaction(async (tx) => {
         const lost = await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
-        const appends = live.flatMap((p) => p.write.appends ?? []);
+        const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
+        for (const p of live) if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
+        const appendsOf = (p: Pending) => [...(p.write.appends ?? []), ...(prepared.get(p)?.appends ?? [])];
+        const appends = live.flatMap(appendsOf);
         const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];
         // every write of the batch passes the point, as it did in a transaction of its own (crash tests count writes)
-        const writes = live.filter((p) => p.write.appends?.length).length;
+        const writes = live.filter((p) => appendsOf(p).length > 0).length;
         for (let i = 1; i < writes; i++) crashPoint('journal:beforeCommit');
         // each write's events, by the streams it appended to (no two writes of a batch share one: a run's writes go one at a time)
         const byStream = new Map<string, StoredEvent[]>();
@@ -111,8 +120,8 @@ export class GroupCommit {
         }
         const results = new Map<Pending, GroupResult<unknown>>();
         for (const p of live) {
-          const value = p.write.also ? await p.write.also(tx) : undefined;
-          const streams = new Set((p.write.appends ?? []).map((a) => a.streamId));
+          const value = p.write.also ? await p.write.also(tx) : prepared.get(p)?.value;
+          const streams = new Set(appendsOf(p).map((a) => a.streamId));
           results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), value });
         }
         finished = true;

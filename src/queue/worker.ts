@@ -149,12 +149,12 @@ export class Worker {
 
   private async claim(limit: number): Promise<number> {
     const leaseToken = newId('lease');
-    const tasks = await this.store.transaction(async (tx) => {
-      const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken });
-      if (claimed.length > 0) {
-        await this.journal.appendMany(claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), { tx });
-      }
-      return claimed;
+    // in the group commit: with the completions that freed the slots, one transaction, one flush
+    const { value: tasks } = await this.journal.group.submit({
+      prepare: async (tx) => {
+        const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken });
+        return { appends: claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), value: claimed };
+      },
     });
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });

@@ -290,7 +290,7 @@ export type NotifyChannel = 'events' | 'tasks';
  * pass's cancel watch in every process would read again (measured at 100 runs in flight: 12 reads
  * of a stream per run instead of 1). All go out in one notify statement.
  */
-const WAKE_STREAMS = 1000;
+const WAKE_STREAMS = 512;
 
 /** The wake-up payloads of an append: its streams, or '' when it touched many (a bulk enqueue). */
 export function appendWakeups(p: EventAppendParams, result: AppendResult): string[] {
