@@ -52,7 +52,11 @@ export class Journal {
     }
   }
 
-  /** Registers a projection that sees each append's events of `types` together (a group commit's append holds many runs' events). */
+  /**
+   * Registers a projection that sees each append's events of `types` together (a group commit's
+   * append holds many runs' events). It runs before the projections of single events, which so see
+   * its rows as of the end of the append.
+   */
   projectBatch(types: string[], projection: BatchProjection): void {
     this.batchProjections.push({ types: new Set(types), projection });
   }
@@ -87,12 +91,13 @@ export class Journal {
   }
 
   private async applyProjections(events: StoredEvent[], tx: Store): Promise<void> {
-    for (const event of events) {
-      for (const projection of this.projections.get(event.type) ?? []) await projection(event, tx);
-    }
+    // first: a projection of one event may read what a batch projection keeps (the step statistics read the run view)
     for (const { types, projection } of this.batchProjections) {
       const matching = events.filter((e) => types.has(e.type));
       if (matching.length > 0) await projection(matching, tx);
+    }
+    for (const event of events) {
+      for (const projection of this.projections.get(event.type) ?? []) await projection(event, tx);
     }
   }
 
