@@ -43,10 +43,10 @@ class CommitUnknown extends Error {
 }
 
 /**
- * The group commit of one store in one process: the writes submitted while a commit is in flight
- * wait, then go together in the next transaction, so one commit (one fsync) carries the writes of
- * many runs and tasks. Idle, nothing waits: the first write starts a commit in the next turn of the
- * event loop (writes of the same turn share it).
+ * The group commit of one store in one process: the writes submitted while commits are in flight
+ * (one on SQLite, two on PostgreSQL) wait, then go together in the next transaction, so one commit
+ * (one fsync) carries the writes of many runs and tasks. Idle, nothing waits: the first write
+ * starts a commit in the next turn of the event loop (writes of the same turn share it).
  *
  * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
  * for every task it completes, each write's `prepare` (a claim), one append for all its events,
@@ -59,40 +59,57 @@ class CommitUnknown extends Error {
  */
 export class GroupCommit {
   private queued: Pending[] = [];
-  private committing = false;
+  private inFlight = 0;
+  private scheduled = false;
 
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
+    /**
+     * Batches committing at once. PostgreSQL: two, so the next batch's statements travel while the
+     * last one waits for its flush (the server flushes concurrent commits together). SQLite: one;
+     * its transactions take turns on one connection anyway.
+     */
+    private readonly lanes = store.dialect === 'postgres' ? 2 : 1,
   ) {}
 
   /** Commits `write` with whatever else is ready; resolves once it has committed. */
   submit<T>(write: GroupWrite<T>): Promise<GroupResult<T>> {
     return new Promise<GroupResult<T>>((done, fail) => {
       this.queued.push({ write, done: done as (result: GroupResult<unknown>) => void, fail });
-      if (this.committing) return;
-      this.committing = true;
-      setImmediate(() => void this.drain());
+      this.schedule();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.queued.length > 0) {
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.lanes || this.queued.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.inFlight >= this.lanes || this.queued.length === 0) return;
       const batch = this.queued;
       this.queued = [];
-      try {
-        await this.commit(batch);
-      } catch (error) {
-        if (error instanceof CommitUnknown || batch.length === 1) {
-          const cause = error instanceof CommitUnknown ? error.cause : error;
-          for (const p of batch) p.fail(cause);
-        } else {
-          // nothing of the batch committed: each write alone, so one write's failure is only its own
-          for (const p of batch) await this.commit([p]).catch((e) => p.fail(e instanceof CommitUnknown ? e.cause : e));
-        }
+      this.inFlight += 1;
+      void this.settle(batch).finally(() => {
+        this.inFlight -= 1;
+        this.schedule();
+      });
+      this.schedule();
+    });
+  }
+
+  private async settle(batch: Pending[]): Promise<void> {
+    try {
+      await this.commit(batch);
+    } catch (error) {
+      if (error instanceof CommitUnknown || batch.length === 1) {
+        const cause = error instanceof CommitUnknown ? error.cause : error;
+        for (const p of batch) p.fail(cause);
+      } else {
+        // nothing of the batch committed: each write alone, so one write's failure is only its own
+        for (const p of batch) await this.commit([p]).catch((e) => p.fail(e instanceof CommitUnknown ? e.cause : e));
       }
     }
-    this.committing = false;
   }
 
   /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
