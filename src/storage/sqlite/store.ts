@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
+import { appendWakeups, parseWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
@@ -136,8 +136,7 @@ class SqliteStore implements Store {
 
   async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
     const entry = (payload: string) => {
-      const { stream, version } = parseWakeup(payload);
-      onWake(stream, version);
+      for (const { stream, version } of parseWakeups(payload)) onWake(stream, version);
     };
     this.shared.wake.on(channel, entry);
     return async () => void this.shared.wake.off(channel, entry);
