@@ -119,6 +119,17 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect((await raw.taskGet({ id: 'p1' })).state).toBe('running');
   });
 
+  it('keeps a batch within the journal limit of events per append: more writes take more batches, none fails', async () => {
+    const before = store.transactions;
+    const writes = Array.from({ length: 30 }, (_, i) =>
+      journal.group.submit({ appends: [{ streamId: `run:big${i}`, events: Array.from({ length: 50 }, (_, j) => ({ type: 'x', data: j })) }] }),
+    );
+    await Promise.all(writes);
+    // 1,500 events, at most half the limit of 1,000 per batch: 3 batches of 10 writes
+    expect(store.transactions - before).toBe(3);
+    for (let i = 0; i < 30; i += 7) expect(await events(`run:big${i}`)).toHaveLength(50);
+  });
+
   it('gathers the writes that arrive while a commit is in flight into the next one', async () => {
     const first = journal.group.submit({ appends: [{ streamId: 'run:first', events: [{ type: 'x', data: 0 }] }] });
     await new Promise((resolve) => setImmediate(resolve));

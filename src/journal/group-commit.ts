@@ -65,6 +65,8 @@ export class GroupCommit {
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
+    /** The journal's limit of events per append: a batch is one append. */
+    private readonly maxEvents: number,
     /**
      * Batches committing at once. PostgreSQL: two, so the next batch's statements travel while the
      * last one waits for its flush (the server flushes concurrent commits together). SQLite: one;
@@ -87,8 +89,7 @@ export class GroupCommit {
     setImmediate(() => {
       this.scheduled = false;
       if (this.inFlight >= this.lanes || this.queued.length === 0) return;
-      const batch = this.queued;
-      this.queued = [];
+      const batch = this.take();
       this.inFlight += 1;
       void this.settle(batch).finally(() => {
         this.inFlight -= 1;
@@ -96,6 +97,22 @@ export class GroupCommit {
       });
       this.schedule();
     });
+  }
+
+  /**
+   * The next batch: the writes in submission order while their events stay within half the
+   * journal's limit per append (a claim's `prepare` adds events not known yet), at least one.
+   */
+  private take(): Pending[] {
+    let events = 0;
+    let n = 0;
+    for (const p of this.queued) {
+      const count = (p.write.appends ?? []).reduce((sum, a) => sum + a.events.length, 0);
+      if (n > 0 && events + count > this.maxEvents / 2) break;
+      events += count;
+      n += 1;
+    }
+    return this.queued.splice(0, n);
   }
 
   private async settle(batch: Pending[]): Promise<void> {

@@ -42,7 +42,7 @@ export class Journal {
     private readonly store: Store,
     private readonly limits: JournalLimits,
   ) {
-    this.group = new GroupCommit(store, this);
+    this.group = new GroupCommit(store, this, limits.maxEventsPerAppend);
   }
 
   /** Registers a projection for one or more event types. */
