@@ -67,6 +67,29 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(await events('run:free')).toHaveLength(1);
   });
 
+  it('tells a stale lease from the current one of the same task in one batch', async () => {
+    // the run's task was taken over (new token) while the pass holding the old token still writes
+    await raw.taskEnqueue({ tasks: [{ id: 'same', queue: 'same', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 }] });
+    const [first] = await raw.taskClaim({ queue: 'same', limit: 1, leaseMs: 30_000, workerId: 'w1', leaseToken: 'old' });
+    await raw.taskFail({ id: first!.id, leaseToken: 'old', error: 'stalled', retryDelayMs: 0 });
+    await raw.taskClaim({ queue: 'same', limit: 1, leaseMs: 30_000, workerId: 'w2', leaseToken: 'new' });
+    const stale = { id: 'same', leaseToken: 'old' };
+    const current = { id: 'same', leaseToken: 'new' };
+    const writes = await Promise.allSettled([
+      journal.group.submit({ leases: [stale], appends: [{ streamId: 'run:stale', events: [{ type: 'x', data: 1 }] }] }),
+      journal.group.submit({ leases: [current], appends: [{ streamId: 'run:current', events: [{ type: 'x', data: 2 }] }] }),
+    ]);
+    expect(writes.map((w) => w.status)).toEqual(['rejected', 'fulfilled']);
+    expect(await events('run:stale')).toHaveLength(0);
+    const completions = await Promise.allSettled([
+      journal.group.submit({ completes: [{ ...current, result: 'new' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'new' } }] }] }),
+      journal.group.submit({ completes: [{ ...stale, result: 'old' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'old' } }] }] }),
+    ]);
+    expect(completions.map((c) => c.status)).toEqual(['fulfilled', 'rejected']);
+    expect((await events('task:same')).map((e) => e.data)).toEqual([{ by: 'new' }]);
+    expect((await raw.taskGet({ id: 'same' })).result).toBe('new');
+  });
+
   it('completes the tasks still held in one statement; a completion whose task was lost writes nothing', async () => {
     const [a, b] = await claim(2);
     await raw.taskFail({ ...b!, error: 'gone', retryDelayMs: 0 });

@@ -50,8 +50,9 @@ class CommitUnknown extends Error {
  *
  * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
  * for every task it completes, each write's `prepare` (a claim), one append for all its events,
- * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is gone or whose task is no longer
- * running is dropped and fails with `LeaseLostError`, the others commit. A caller is told "done"
+ * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
+ * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
+ * commit. A caller is told "done"
  * only after the commit returned. When the transaction fails before its commit, nothing of it was
  * written, and each write is tried again alone, so one bad write (an invalid event, a conflict in
  * its `also`) fails only its caller. When the commit itself fails, whether it took effect is
@@ -171,23 +172,50 @@ export class GroupCommit {
     }
   }
 
-  /** Renews the batch's leases and completes its tasks, one statement each: returns the writes that lost one. */
+  /**
+   * Renews the batch's leases and completes its tasks, one statement each: returns the writes that
+   * lost one. A lease is held as its (task, token) pair: a stale pass and the one that took its
+   * task over may share a batch, so statements whose answers name tasks only never see one task twice.
+   */
   private async fence(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
     const lost = new Set<Pending>();
+    const held = new Set<string>();
     const byMs = new Map<number, Lease[]>();
     for (const p of batch) {
       if (!p.write.leases?.length) continue;
       const ms = p.write.leaseMs ?? 30_000;
-      byMs.set(ms, [...(byMs.get(ms) ?? []), ...p.write.leases]);
+      const leases = byMs.get(ms);
+      if (leases) leases.push(...p.write.leases);
+      else byMs.set(ms, [...p.write.leases]);
     }
-    const held = new Set<string>();
-    for (const [leaseMs, leases] of byMs) for (const id of await tx.taskHeartbeat({ leases, leaseMs })) held.add(id);
-    for (const p of batch) if (p.write.leases?.some((l) => !held.has(l.id))) lost.add(p);
-    const completes = batch.filter((p) => !lost.has(p) && p.write.completes?.length);
-    if (completes.length > 0) {
-      const done = new Set((await tx.taskComplete({ items: completes.flatMap((p) => p.write.completes!) })).map((t) => t.id));
-      for (const p of completes) if (p.write.completes!.some((c) => !done.has(c.id))) lost.add(p);
+    for (const [leaseMs, leases] of byMs) {
+      for (const round of distinctTasks(leases)) {
+        const renewed = new Set(await tx.taskHeartbeat({ leases: round, leaseMs }));
+        for (const l of round) if (renewed.has(l.id)) held.add(leaseKey(l));
+      }
     }
+    for (const p of batch) if (p.write.leases?.some((l) => !held.has(leaseKey(l)))) lost.add(p);
+    const completes = batch.filter((p) => !lost.has(p) && p.write.completes?.length).flatMap((p) => p.write.completes!);
+    const completed = new Set<string>();
+    for (const round of distinctTasks(completes)) {
+      const done = new Set((await tx.taskComplete({ items: round })).map((t) => t.id));
+      for (const c of round) if (done.has(c.id)) completed.add(leaseKey(c));
+    }
+    for (const p of batch) if (p.write.completes?.some((c) => !completed.has(leaseKey(c)))) lost.add(p);
     return lost;
   }
+}
+
+const leaseKey = (lease: Lease) => `${lease.id}\u0000${lease.leaseToken}`;
+
+/** `leases` in rounds that name each task at most once (almost always one round). */
+function distinctTasks<L extends Lease>(leases: L[]): L[][] {
+  const rounds: Array<{ ids: Set<string>; leases: L[] }> = [];
+  for (const lease of leases) {
+    let round = rounds.find((r) => !r.ids.has(lease.id));
+    if (!round) rounds.push((round = { ids: new Set(), leases: [] }));
+    round.ids.add(lease.id);
+    round.leases.push(lease);
+  }
+  return rounds.map((r) => r.leases);
 }
