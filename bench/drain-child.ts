@@ -1,10 +1,10 @@
-// A worker process of the drain benchmark: `node --import tsx bench/drain-child.ts <database> <queue>`.
-// It opens its engine and says "ready"; on "start" it works the queue (concurrency 10) and reports
+// A worker process of the drain benchmark: `node --import tsx bench/drain-child.ts <database> <queue> [concurrency]`.
+// It opens its engine and says "ready"; on "start" it works the queue (concurrency 10 unless given) and reports
 // its count of completed tasks after each flush; on "stop" it closes and exits. The parent, which
 // sums the counts of all children, decides when the queue is drained.
 import { createEngine } from '../src/engine.js';
 
-const [database, queue] = process.argv.slice(2);
+const [database, queue, concurrency] = process.argv.slice(2);
 if (!database || !queue || !process.send) throw new Error('usage: node --import tsx bench/drain-child.ts <database> <queue> (with an IPC channel)');
 const send = process.send.bind(process);
 
@@ -27,7 +27,7 @@ function report(): void {
 process.on('message', async (message) => {
   if (message === 'start') {
     engine.work(queue, async () => null, {
-      concurrency: 10,
+      concurrency: Number(concurrency ?? 10),
       onError: (error) => console.error('drain-child:', error),
       onSettled: (_task, outcome) => {
         if (outcome === 'completed') completed += 1;

@@ -17,13 +17,13 @@ const CHILD = fileURLToPath(new URL('./drain-child.ts', import.meta.url));
 const TIMEOUT_MS = 120_000;
 
 /**
- * Tasks per second of `processes` child workers (concurrency 10 each) draining `count` ready tasks
- * of `queue`: from "start" (sent to all once all are connected) to the report that brings their
- * completed counts to `count`.
+ * Tasks per second of `processes` child workers (`concurrency` each, default 10) draining `count`
+ * ready tasks of `queue`: from "start" (sent to all once all are connected) to the report that
+ * brings their completed counts to `count`.
  */
-export async function drain(database: string, queue: string, count: number, processes: number): Promise<number> {
+export async function drain(database: string, queue: string, count: number, processes: number, concurrency = 10): Promise<number> {
   const children = Array.from({ length: processes }, () =>
-    spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
   const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
   try {

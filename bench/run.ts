@@ -22,7 +22,7 @@ import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 import { benchWake, type WakeSizes } from './wake.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
-const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5 };
+const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5, wideInFlight: 100 };
 const STORED_EXECUTIONS = 500;
 const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16 };
 const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
@@ -44,9 +44,11 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     await step('drain_per_s', () => drain(database, 'drain1', SIZES.tasks, 1));
     await bulkEnqueue(engine, 'drain2', SIZES.tasks, SIZES.enqueueChunk);
     await step('drain_2proc_per_s', () => drain(database, 'drain2', SIZES.tasks, 2));
+    await bulkEnqueue(engine, 'drain3', SIZES.tasks, SIZES.enqueueChunk);
+    await step('drain_c50_per_s', () => drain(database, 'drain3', SIZES.tasks, 1, 50));
     const status = await engine.store.status();
-    if (status.tasks.completed !== 2 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
-      throw new Error(`after the drains, expected ${2 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`);
+    if (status.tasks.completed !== 3 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
+      throw new Error(`after the drains, expected ${3 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`);
     }
     const latency = await enqueueLatency(engine, 'latency', SIZES.latencyTasks, SIZES.latencyIntervalMs);
     Object.assign(m, {
@@ -68,7 +70,7 @@ if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'po
 const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres'];
 
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
-const workflowRuns: Record<string, { wf10: number; wf1: number }> = {};
+const workflowRuns: Record<string, { wf10: number; wf1: number; wf10_100: number }> = {};
 const cpu = cpus();
 const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
@@ -98,8 +100,8 @@ mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify({ ...results, meta }, null, 2)}\n`);
 console.log(formatTable(results, backends));
 for (const [backend, used] of Object.entries(workflowRuns)) {
-  if (used.wf10 < WORKFLOW_SIZES.runs || used.wf1 < WORKFLOW_SIZES.runs) {
-    console.log(`${backend}: the ${WORKFLOW_SIZES.budgetMs / 1000} s budget ran out: ${used.wf10} 10-step and ${used.wf1} 1-step runs measured, not ${WORKFLOW_SIZES.runs}`);
+  if (used.wf10 < WORKFLOW_SIZES.runs || used.wf1 < WORKFLOW_SIZES.runs || used.wf10_100 < WORKFLOW_SIZES.runs) {
+    console.log(`${backend}: the ${WORKFLOW_SIZES.budgetMs / 1000} s budget ran out: ${used.wf10} 10-step, ${used.wf10_100} 10-step (${WORKFLOW_SIZES.wideInFlight} in flight) and ${used.wf1} 1-step runs measured, not ${WORKFLOW_SIZES.runs}`);
   }
 }
 console.log(`\n${meta.date} · Node ${meta.node} · ${cpu.length} × ${meta.cpu_model} · written to bench/results/latest.json`);

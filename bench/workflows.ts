@@ -29,12 +29,14 @@ export interface WorkflowSizes {
   /** Runs of each sequential (1 in flight) measurement, after `warmup` uncounted ones. */
   sequentialRuns: number;
   warmup: number;
+  /** Runs in flight of the high-concurrency 10-step measurement (`wf10_100_per_s`), on an engine with as many run workers. */
+  wideInFlight: number;
 }
 
 export interface WorkflowResults {
   metrics: Record<string, number>;
   /** The runs each concurrent measurement finished: below `sizes.runs` when the budget ran out. */
-  runs: { wf10: number; wf1: number };
+  runs: { wf10: number; wf1: number; wf10_100: number };
 }
 
 /**
@@ -57,9 +59,12 @@ export async function benchWorkflows(database: string, sizes: WorkflowSizes, log
     const wf10 = await timed('10-step runs, 10 in flight', () => concurrent(engine, TEN, 'wf10', sizes));
     const wf1 = await timed('1-step runs, 10 in flight', () => concurrent(engine, ONE, 'wf1', sizes));
     const mean10 = wf10.latencies.reduce((a, b) => a + b, 0) / wf10.latencies.length;
+    const wide = await timed(`10-step runs, ${sizes.wideInFlight} in flight`, () => benchWide(database, sizes));
     return {
       metrics: {
         wf10_per_s: wf10.perSecond,
+        wf10_100_per_s: wide.perSecond,
+        wf10_100_p50_ms: percentile(wide.latencies, 0.5),
         steps_per_s: 10 * wf10.perSecond,
         wf10_p50_ms: percentile(wf10.latencies, 0.5),
         wf10_p99_ms: percentile(wf10.latencies, 0.99),
@@ -68,8 +73,21 @@ export async function benchWorkflows(database: string, sizes: WorkflowSizes, log
         wf1_per_s: wf1.perSecond,
         step_marginal_ms: (percentile(seq10, 0.5) - percentile(seq1, 0.5)) / 9,
       },
-      runs: { wf10: wf10.latencies.length, wf1: wf1.latencies.length },
+      runs: { wf10: wf10.latencies.length, wf1: wf1.latencies.length, wf10_100: wide.latencies.length },
     };
+  } finally {
+    await engine.close();
+  }
+}
+
+/**
+ * The 10-step runs with `wideInFlight` at a time, on an engine of as many run workers (and
+ * connections): where group commit shows, one commit carrying the steps of many runs.
+ */
+async function benchWide(database: string, sizes: WorkflowSizes): Promise<{ perSecond: number; latencies: number[] }> {
+  const engine = await createEngine({ database, workflows: [TEN.wf], runConcurrency: sizes.wideInFlight });
+  try {
+    return await concurrent(engine, TEN, 'wf10w', { ...sizes, inFlight: sizes.wideInFlight });
   } finally {
     await engine.close();
   }

@@ -2,9 +2,12 @@ import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
 import type { AppendResult, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import { GroupCommit } from './group-commit.js';
 
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
 export type Projection = (event: StoredEvent, tx: Store) => Promise<void>;
+/** A projection that takes all the events of its types one append wrote, in order: it can read and write its rows once per append. */
+export type BatchProjection = (events: StoredEvent[], tx: Store) => Promise<void>;
 
 export interface AppendOptions {
   /** The stream's version before this append (0: it must not exist yet); a mismatch is a ConflictError. */
@@ -31,17 +34,31 @@ export interface JournalLimits {
  */
 export class Journal {
   private readonly projections = new Map<string, Projection[]>();
+  private readonly batchProjections: Array<{ types: Set<string>; projection: BatchProjection }> = [];
+  /** The group commit of this journal's store: run writes and task completions share its transactions. */
+  readonly group: GroupCommit;
 
   constructor(
     private readonly store: Store,
     private readonly limits: JournalLimits,
-  ) {}
+  ) {
+    this.group = new GroupCommit(store, this, limits.maxEventsPerAppend);
+  }
 
   /** Registers a projection for one or more event types. */
   project(types: string | string[], projection: Projection): void {
     for (const type of Array.isArray(types) ? types : [types]) {
       this.projections.set(type, [...(this.projections.get(type) ?? []), projection]);
     }
+  }
+
+  /**
+   * Registers a projection that sees each append's events of `types` together (a group commit's
+   * append holds many runs' events). It runs before the projections of single events, which so see
+   * its rows as of the end of the append.
+   */
+  projectBatch(types: string[], projection: BatchProjection): void {
+    this.batchProjections.push({ types: new Set(types), projection });
   }
 
   append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
@@ -53,7 +70,7 @@ export class Journal {
   async appendMany(appends: StreamAppend[], options: Omit<AppendOptions, 'expectedVersion'> = {}): Promise<AppendResult> {
     this.validate(appends);
     const params = { appends, ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }) };
-    const projected = appends.some((a) => a.events.some((e) => this.projections.has(e.type)));
+    const projected = appends.some((a) => a.events.some((e) => this.projections.has(e.type) || this.batchProjections.some((b) => b.types.has(e.type))));
     if (!projected && !options.tx) return this.store.eventAppend(params);
     const result = await (options.tx ?? this.store).transaction(async (tx) => {
       const appended = await tx.eventAppend(params);
@@ -74,6 +91,11 @@ export class Journal {
   }
 
   private async applyProjections(events: StoredEvent[], tx: Store): Promise<void> {
+    // first: a projection of one event may read what a batch projection keeps (the step statistics read the run view)
+    for (const { types, projection } of this.batchProjections) {
+      const matching = events.filter((e) => types.has(e.type));
+      if (matching.length > 0) await projection(matching, tx);
+    }
     for (const event of events) {
       for (const projection of this.projections.get(event.type) ?? []) await projection(event, tx);
     }

@@ -44,27 +44,18 @@ interface Running {
   controller: AbortController;
 }
 
-interface Completion {
-  id: string;
-  leaseToken: string;
-  result: unknown;
-  done: (completed: boolean) => void;
-  fail: (error: unknown) => void;
-}
-
 /**
  * Claims tasks of one queue and runs them, `concurrency` at a time. Claims are leased (database
  * clock) and renewed by heartbeat; a completion or failure carrying a lost lease is rejected by
  * the store, so a worker that stalled past its lease can never finish a task someone else holds.
- * Completions are committed in groups: one transaction for all handlers that finished meanwhile.
+ * Completions are committed in groups (the journal's `GroupCommit`): one transaction for all
+ * handlers of the process that finished meanwhile, together with the run writes of their passes.
  */
 export class Worker {
   readonly id: string;
   private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> & WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();
-  private completions: Completion[] = [];
-  private flushing: Promise<void> | null = null;
   private active = false;
   private loop: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -101,7 +92,7 @@ export class Worker {
     this.wakeup.wake();
     await this.loop;
     while (this.running.size > 0 || this.settling.size > 0) {
-      await (this.flushing ?? new Promise((resolve) => setTimeout(resolve, 5)));
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.expiryTimer) clearInterval(this.expiryTimer);
@@ -160,12 +151,12 @@ export class Worker {
 
   private async claim(limit: number): Promise<number> {
     const leaseToken = newId('lease');
-    const tasks = await this.store.transaction(async (tx) => {
-      const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() });
-      if (claimed.length > 0) {
-        await this.journal.appendMany(claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), { tx });
-      }
-      return claimed;
+    // in the group commit: with the completions that freed the slots, one transaction, one flush
+    const { value: tasks } = await this.journal.group.submit({
+      prepare: async (tx) => {
+        const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() });
+        return { appends: claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), value: claimed };
+      },
     });
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
@@ -229,31 +220,24 @@ export class Worker {
     }
   }
 
-  private complete(task: Task, result: unknown): Promise<boolean> {
-    return new Promise((done, fail) => {
-      this.completions.push({ id: task.id, leaseToken: task.leaseToken!, result, done, fail });
-      if (!this.flushing) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
-    });
-  }
-
-  /** Commits every completion gathered so far in one transaction, then any that arrived meanwhile. */
-  private async flush(): Promise<void> {
-    while (this.completions.length > 0) {
-      const batch = this.completions.splice(0);
-      try {
-        const completed = await this.store.transaction(async (tx) => {
-          const done = await tx.taskComplete({ items: batch });
-          crashPoint('task:beforeComplete');
-          if (done.length > 0) await this.journal.appendMany(done.map((t) => taskEvent('complete', t.id, { attempt: t.attempts })), { tx });
-          return new Set(done.map((t) => t.id));
-        });
-        crashPoint('task:afterComplete');
-        for (const c of batch) c.done(completed.has(c.id));
-      } catch (error) {
-        for (const c of batch) c.fail(error);
-      }
+  /**
+   * Completes the task in the journal's group commit, with the completions and run writes of every
+   * other worker of this process: false when its lease was lost (nothing written).
+   */
+  private async complete(task: Task, result: unknown): Promise<boolean> {
+    const lease = { id: task.id, leaseToken: task.leaseToken! };
+    try {
+      await this.journal.group.submit({
+        completes: [{ ...lease, result }],
+        appends: [taskEvent('complete', task.id, { attempt: task.attempts })],
+        also: async () => crashPoint('task:beforeComplete'),
+      });
+      crashPoint('task:afterComplete');
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError) return false;
+      throw error;
     }
-    this.flushing = null;
   }
 
   private async fail(task: Task, error: unknown): Promise<'failed' | 'dead' | 'lost'> {

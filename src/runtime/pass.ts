@@ -282,6 +282,11 @@ export class Pass {
     return this.writer.flush();
   }
 
+  /** Whether an append of this pass brought the run's stream to `version` (a wake-up it caused itself). */
+  wrote(version: number): boolean {
+    return this.writer.wrote.has(version);
+  }
+
   /** Numbers the call, checks it against the journal, and counts it in flight while it works. */
   private call<T>(seq: Seq, kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>, counted = true): Promise<T> {
     const entry = this.o.history.entries.get(seq);

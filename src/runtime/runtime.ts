@@ -71,6 +71,8 @@ export class Runtime {
   private readonly paused: PausedWorkflows;
   /** The database clock the passes' timers run on. */
   private readonly clock: StoreClock;
+  /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
+  private readonly passes = new Map<string, Pass>();
 
   constructor(
     private readonly store: Store,
@@ -277,6 +279,7 @@ export class Runtime {
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
+    this.passes.set(id, pass);
     try {
       const outcome = await pass.execute(wf);
       // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
@@ -307,6 +310,7 @@ export class Runtime {
       return null;
     } finally {
       release();
+      if (this.passes.get(id) === pass) this.passes.delete(id);
       seen.end(result);
       await stopWatching();
     }
@@ -379,8 +383,9 @@ export class Runtime {
         .catch(() => {})
         .finally(() => (checking = false));
     };
-    const unlisten = await this.store.listen('events', (stream) => {
-      if (stream === '' || stream === runStream(id)) check();
+    // the pass's own writes wake it too: those need no read (one statement per step saved)
+    const unlisten = await this.store.listen('events', (stream, version) => {
+      if (stream === '' || (stream === runStream(id) && !(version !== undefined && pass.wrote(version)))) check();
     });
     const poll = setInterval(check, this.options.pollMs);
     check();
@@ -392,8 +397,9 @@ export class Runtime {
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
     const wakeup = new Wakeup();
-    const unlisten = await this.store.listen('events', (stream) => {
-      if (stream === '' || stream === runStream(id)) wakeup.wake();
+    // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is
+    const unlisten = await this.store.listen('events', (stream, version) => {
+      if (stream === '' || (stream === runStream(id) && !(version !== undefined && this.passes.get(id)?.wrote(version)))) wakeup.wake();
     });
     try {
       for (;;) {

@@ -73,21 +73,33 @@ export function isTerminal(status: RunStatus): boolean {
 /** The views a transaction has read or written so far (each transaction is its own Store object). */
 const inTransaction = new WeakMap<Store, Map<string, RunView>>();
 
-/** Registers the projection that keeps each run's view in step with its journal. */
+/**
+ * Registers the projection that keeps each run's view in step with its journal. It takes an
+ * append's events together, so a group commit carrying many runs' steps reads their views in one
+ * statement and writes each once, in another (not two statements per event).
+ */
 export function projectRunViews(journal: Journal): void {
-  journal.project(
+  journal.projectBatch(
     ['run.started', 'step.started', 'step.completed', 'step.failed', 'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out', 'state.changed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled', 'run.continued', 'patch.recorded'],
-    async (event, tx) => {
-      const id = event.streamId.slice('run:'.length);
-      // a write usually carries two events of one run (a step's completion, the next start): read the view once
+    async (events, tx) => {
+      // a transaction may append to one run more than once: its views are read once
       let views = inTransaction.get(tx);
       if (!views) inTransaction.set(tx, (views = new Map()));
-      const view = event.type === 'run.started' ? newView(id, event) : (views.get(id) ?? runView(await tx.projectionGet({ name: RUN_VIEW, key: id })));
-      if (!view) return;
-      apply(view, event);
-      view.updatedAt = event.timestamp;
-      views.set(id, view);
-      await tx.projectionPut({ name: RUN_VIEW, key: id, value: view });
+      const idOf = (event: StoredEvent) => event.streamId.slice('run:'.length);
+      const unread = [...new Set(events.filter((e) => e.type !== 'run.started').map(idOf))].filter((id) => !views.has(id));
+      const read = new Map<string, RunView | undefined>();
+      for (const row of unread.length > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: unread }) : []) read.set(row.key, runView(row.value));
+      const changed = new Map<string, RunView>();
+      for (const event of events) {
+        const id = idOf(event);
+        const view = event.type === 'run.started' ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
+        if (!view) continue;
+        apply(view, event);
+        view.updatedAt = event.timestamp;
+        views.set(id, view);
+        changed.set(id, view);
+      }
+      if (changed.size > 0) await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
     },
   );
 }

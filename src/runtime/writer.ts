@@ -4,6 +4,9 @@ import type { Lease, NewEvent, Store } from '../storage/store.js';
 import type { Blobs } from './blobs.js';
 import { runStream } from './history.js';
 
+/** The events that end a run: a wake-up for one is news to whoever waits for the run. */
+const RUN_ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+
 interface Queued {
   events: NewEvent[];
   also: ((tx: Store) => Promise<void>) | undefined;
@@ -12,8 +15,9 @@ interface Queued {
 }
 
 /**
- * The journal writes of one pass. Each transaction first renews the pass's task lease and aborts
- * if it is gone, so a worker that lost the run writes nothing. Transactions commit one at a time,
+ * The journal writes of one pass, committed through the journal's group commit: each write renews
+ * the pass's task lease in its batch and is dropped if the lease is gone, so a worker that lost
+ * the run writes nothing (other runs' writes in the batch commit). Writes commit one at a time,
  * in order; writes issued meanwhile (parallel steps) go together in the next one, after the
  * deferred events (step completions), so nothing a step did is journaled before the completions
  * it saw. After one failure every write fails: what would come next builds on what was not written.
@@ -23,6 +27,8 @@ export class RunWriter {
   private readonly queued: Queued[] = [];
   private writing = false;
   private failure: { error: unknown } | null = null;
+  /** The versions this pass's appends ended at, unless they ended the run: their wake-ups are its own, not news. */
+  readonly wrote = new Set<number>();
 
   constructor(
     private readonly o: { store: Store; journal: Journal; runId: string; lease: Lease; leaseMs: number; blobs?: Blobs },
@@ -58,13 +64,19 @@ export class RunWriter {
       try {
         if (this.failure) throw this.failure.error;
         if (events.length > 0) {
-          await this.o.store.transaction(async (tx) => {
-            const held = await tx.taskHeartbeat({ leases: [this.o.lease], leaseMs: this.o.leaseMs });
-            if (held.length === 0) throw new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`);
-            const stored = this.o.blobs ? await this.o.blobs.offloadEvents(tx, this.o.runId, events) : events;
-            await this.o.journal.append(runStream(this.o.runId), stored, { tx });
-            for (const w of batch) await w.also?.(tx);
+          // shared with the ready writes of every other run and task of this process (GroupCommit); values too
+          // big for an event go to the blob store in the batch's transaction, before its append
+          const also = batch.some((w) => w.also) ? async (tx: Store) => { for (const w of batch) await w.also?.(tx); } : undefined;
+          const streamId = runStream(this.o.runId);
+          const blobs = this.o.blobs;
+          const carried = blobs
+            ? { prepare: async (tx: Store) => ({ appends: [{ streamId, events: await blobs.offloadEvents(tx, this.o.runId, events) }], value: undefined }) }
+            : { appends: [{ streamId, events }] };
+          const written = await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, ...carried, ...(also ? { also } : {}) }).catch((error) => {
+            throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });
+          const last = written.events.at(-1);
+          if (last && !events.some((e) => RUN_ENDS.has(e.type))) this.wrote.add(last.version);
         }
         for (const w of batch) w.done();
       } catch (error) {

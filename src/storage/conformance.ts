@@ -222,6 +222,22 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   });
 
   describe('projections', () => {
+    it('reads and writes many rows at once; a key given twice keeps its last value', async () => {
+      await store.projectionPut({ name: 'v', key: 'a', value: { n: 0 } });
+      await store.projectionPutMany({ name: 'v', rows: [{ key: 'b', value: { n: 1 } }, { key: 'a', value: { n: 2 } }, { key: 'b', value: { n: 3 } }, { key: 'c', value: null }] });
+      const rows = await store.projectionGetMany({ name: 'v', keys: ['a', 'b', 'c', 'missing', 'a'] });
+      expect(rows.sort((x, y) => (x.key < y.key ? -1 : 1))).toEqual([{ key: 'a', value: { n: 2 } }, { key: 'b', value: { n: 3 } }, { key: 'c', value: null }]);
+      expect(await store.projectionGetMany({ name: 'other', keys: ['a'] })).toEqual([]);
+      expect(await store.projectionGetMany({ name: 'v', keys: [] })).toEqual([]);
+      await store.projectionPutMany({ name: 'v', rows: [] });
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.projectionPutMany({ name: 'v', rows: [{ key: 'd', value: 1 }] });
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await store.projectionGet({ name: 'v', key: 'd' })).toBeUndefined();
+    });
 
     it('lists rows in key order by prefix, with exclusive bounds, both ways', async () => {
       for (const key of ['wf_b:ex_02', 'wf_a:ex_01', 'wf_b:ex_01', 'wf_b:ex_03', 'wf_bz:ex_01', 'Z', 'é']) {

@@ -306,6 +306,29 @@ export async function projectionGet(db: Db, p: { name: string; key: string }): P
   return row ? row.value : undefined;
 }
 
+const PROJECTION_GET_MANY = prepared('projection_get_many', 'SELECT key, value FROM projections WHERE name = $1 AND key = ANY($2::text[])');
+
+/** Rows sorted by key: two transactions writing the same keys lock them in one order. */
+const PROJECTION_PUT_MANY = prepared(
+  'projection_put_many',
+  `INSERT INTO projections (name, key, value, updated_at)
+   SELECT $1, r.key, r.value, rl_now_ms() FROM ROWS FROM (unnest($2::text[]), jsonb_array_elements($3::jsonb)) AS r(key, value) ORDER BY r.key
+   ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+);
+
+export async function projectionGetMany(db: Db, p: { name: string; keys: string[] }): Promise<ProjectionRow[]> {
+  if (p.keys.length === 0) return [];
+  return db.rows<ProjectionRow>(PROJECTION_GET_MANY, [p.name, textArray([...new Set(p.keys)])]);
+}
+
+export async function projectionPutMany(db: Db, p: { name: string; rows: ProjectionRow[] }): Promise<void> {
+  // one row per key (ON CONFLICT cannot touch a row twice in one statement): the last value wins
+  const last = new Map(p.rows.map((row) => [row.key, row.value]));
+  if (last.size === 0) return;
+  const keys = [...last.keys()];
+  await db.rows(PROJECTION_PUT_MANY, [p.name, textArray(keys), jsonArray(keys.map((key) => JSON.stringify(last.get(key) ?? null)))]);
+}
+
 export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {
   const { low, high } = projectionRange(p);
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { parseWakeup, type NotifyChannel } from '../store.js';
+import { parseWakeups, type NotifyChannel } from '../store.js';
 import { connectionConfig } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
@@ -107,12 +107,14 @@ export class Listener {
   }
 
   private dispatch(channel: NotifyChannel, payload: string): void {
-    const { stream, version } = parseWakeup(payload);
-    for (const callback of [...this.callbacks[channel]]) {
-      try {
-        callback(stream, version);
-      } catch {
-        // A callback's failure is the caller's; it must not stop the others or the connection.
+    const callbacks = [...this.callbacks[channel]];
+    for (const { stream, version } of parseWakeups(payload)) {
+      for (const callback of callbacks) {
+        try {
+          callback(stream, version);
+        } catch {
+          // A callback's failure is the caller's; it must not stop the others or the connection.
+        }
       }
     }
   }

@@ -135,6 +135,8 @@ class PostgresStore implements Store {
   projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);
   projectionListRecent: Store['projectionListRecent'] = (p) => events.projectionListRecent(this.db, p);
   projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
+  projectionGetMany: Store['projectionGetMany'] = (p) => events.projectionGetMany(this.db, p);
+  projectionPutMany: Store['projectionPutMany'] = (p) => events.projectionPutMany(this.db, p);
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) => subscriptions.subscriptionEnsure(this.db, p);
   subscriptionLease: Store['subscriptionLease'] = (p) => subscriptions.subscriptionLease(this.db, p);

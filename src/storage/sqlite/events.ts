@@ -141,6 +141,20 @@ export function projectionGet(s: Statements, p: { name: string; key: string }): 
   return row ? JSON.parse(row.value) : undefined;
 }
 
+export function projectionGetMany(s: Statements, p: { name: string; keys: string[] }): ProjectionRow[] {
+  const get = s.get('SELECT key, value FROM projections WHERE name = ? AND key = ?');
+  const rows: ProjectionRow[] = [];
+  for (const key of new Set(p.keys)) {
+    const row = get.get(p.name, key) as { key: string; value: string } | undefined;
+    if (row) rows.push({ key: row.key, value: JSON.parse(row.value) });
+  }
+  return rows;
+}
+
+export function projectionPutMany(s: Statements, now: number, p: { name: string; rows: ProjectionRow[] }): void {
+  for (const row of p.rows) projectionPut(s, now, { name: p.name, key: row.key, value: row.value });
+}
+
 export function projectionList(s: Statements, p: ProjectionListParams): ProjectionRow[] {
   const { low, high } = projectionRange(p);
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';

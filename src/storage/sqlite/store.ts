@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { appendWakeups, parseWakeup, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
+import { appendWakeups, parseWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -138,8 +138,7 @@ class SqliteStore implements Store {
 
   async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
     const entry = (payload: string) => {
-      const { stream, version } = parseWakeup(payload);
-      onWake(stream, version);
+      for (const { stream, version } of parseWakeups(payload)) onWake(stream, version);
     };
     this.shared.wake.on(channel, entry);
     return async () => void this.shared.wake.off(channel, entry);
@@ -192,6 +191,8 @@ class SqliteStore implements Store {
   projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
   projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => events.projectionListRecent(s, p));
   projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
+  projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
+  projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
     this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));

@@ -1,0 +1,221 @@
+import { crashPoint } from '../crash.js';
+import { LeaseLostError } from '../errors.js';
+import type { Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { Journal } from './journal.js';
+
+/** One caller's share of a group commit. */
+export interface GroupWrite<T = void> {
+  /** Task leases this write needs: renewed by the batch's one heartbeat; a write whose lease is gone writes nothing. */
+  leases?: Lease[];
+  /** How far the heartbeat extends `leases` (ms). */
+  leaseMs?: number;
+  /** Tasks this write completes, lease checked: a write whose task is no longer held writes nothing. */
+  completes?: Array<Lease & { result: unknown }>;
+  /** Appended with every other write's appends, in one statement. */
+  appends?: StreamAppend[];
+  /**
+   * Runs in the transaction before the append (after fencing), and adds its `appends` to it: for a
+   * write whose events depend on what it finds (a claim journals the tasks it claimed). Its value
+   * is the caller's, unless `also` gives one.
+   */
+  prepare?: (tx: Store) => Promise<{ appends: StreamAppend[]; value: T }>;
+  /** Runs in the transaction after the appends; its value is the caller's. */
+  also?: (tx: Store) => Promise<T>;
+}
+
+/** What a write committed: its events (with positions and versions) and `also`'s value. */
+export interface GroupResult<T> {
+  events: StoredEvent[];
+  value: T;
+}
+
+interface Pending {
+  write: GroupWrite<unknown>;
+  done: (result: GroupResult<unknown>) => void;
+  fail: (error: unknown) => void;
+}
+
+/** Where a batch failed: inside the transaction (nothing committed) or at its commit (unknown). */
+class CommitUnknown extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the commit of a batch failed');
+  }
+}
+
+/**
+ * The group commit of one store in one process: the writes submitted while commits are in flight
+ * (one on SQLite, two on PostgreSQL) wait, then go together in the next transaction, so one commit
+ * (one fsync) carries the writes of many runs and tasks. Idle, nothing waits: the first write
+ * starts a commit in the next turn of the event loop (writes of the same turn share it).
+ *
+ * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
+ * for every task it completes, each write's `prepare` (a claim), one append for all its events,
+ * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
+ * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
+ * commit. A caller is told "done"
+ * only after the commit returned. When the transaction fails before its commit, nothing of it was
+ * written, and each write is tried again alone, so one bad write (an invalid event, a conflict in
+ * its `also`) fails only its caller. When the commit itself fails, whether it took effect is
+ * unknown: every caller of the batch fails, none is retried, none is told "done".
+ */
+export class GroupCommit {
+  private queued: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    /** The journal's limit of events per append: a batch is one append. */
+    private readonly maxEvents: number,
+    /**
+     * Batches committing at once. PostgreSQL: two, so the next batch's statements travel while the
+     * last one waits for its flush (the server flushes concurrent commits together). SQLite: one;
+     * its transactions take turns on one connection anyway.
+     */
+    private readonly lanes = store.dialect === 'postgres' ? 2 : 1,
+  ) {}
+
+  /** Commits `write` with whatever else is ready; resolves once it has committed. */
+  submit<T>(write: GroupWrite<T>): Promise<GroupResult<T>> {
+    return new Promise<GroupResult<T>>((done, fail) => {
+      this.queued.push({ write, done: done as (result: GroupResult<unknown>) => void, fail });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.lanes || this.queued.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.inFlight >= this.lanes || this.queued.length === 0) return;
+      const batch = this.take();
+      this.inFlight += 1;
+      void this.settle(batch).finally(() => {
+        this.inFlight -= 1;
+        this.schedule();
+      });
+      this.schedule();
+    });
+  }
+
+  /**
+   * The next batch: the writes in submission order while their events stay within half the
+   * journal's limit per append (a claim's `prepare` adds events not known yet), at least one.
+   */
+  private take(): Pending[] {
+    let events = 0;
+    let n = 0;
+    for (const p of this.queued) {
+      const count = (p.write.appends ?? []).reduce((sum, a) => sum + a.events.length, 0);
+      if (n > 0 && events + count > this.maxEvents / 2) break;
+      events += count;
+      n += 1;
+    }
+    return this.queued.splice(0, n);
+  }
+
+  private async settle(batch: Pending[]): Promise<void> {
+    try {
+      await this.commit(batch);
+    } catch (error) {
+      if (error instanceof CommitUnknown || batch.length === 1) {
+        const cause = error instanceof CommitUnknown ? error.cause : error;
+        for (const p of batch) p.fail(cause);
+      } else {
+        // nothing of the batch committed: each write alone, so one write's failure is only its own
+        for (const p of batch) await this.commit([p]).catch((e) => p.fail(e instanceof CommitUnknown ? e.cause : e));
+      }
+    }
+  }
+
+  /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
+  private async commit(batch: Pending[]): Promise<void> {
+    let finished = false;
+    let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>> };
+    try {
+      outcome = await this.store.transaction(async (tx) => {
+        const lost = await this.fence(tx, batch);
+        const live = batch.filter((p) => !lost.has(p));
+        const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
+        for (const p of live) if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
+        const appendsOf = (p: Pending) => [...(p.write.appends ?? []), ...(prepared.get(p)?.appends ?? [])];
+        const appends = live.flatMap(appendsOf);
+        const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];
+        // every write of the batch passes the point, as it did in a transaction of its own (crash tests count writes)
+        const writes = live.filter((p) => appendsOf(p).length > 0).length;
+        for (let i = 1; i < writes; i++) crashPoint('journal:beforeCommit');
+        // each write's events, by the streams it appended to (no two writes of a batch share one: a run's writes go one at a time)
+        const byStream = new Map<string, StoredEvent[]>();
+        for (const event of appended) {
+          const events = byStream.get(event.streamId);
+          if (events) events.push(event);
+          else byStream.set(event.streamId, [event]);
+        }
+        const results = new Map<Pending, GroupResult<unknown>>();
+        for (const p of live) {
+          const value = p.write.also ? await p.write.also(tx) : prepared.get(p)?.value;
+          const streams = new Set(appendsOf(p).map((a) => a.streamId));
+          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), value });
+        }
+        finished = true;
+        return { lost, results };
+      });
+    } catch (error) {
+      throw finished ? new CommitUnknown(error) : error;
+    }
+    for (const p of batch) {
+      const result = outcome.results.get(p);
+      if (result) p.done(result);
+      else p.fail(new LeaseLostError('this worker no longer holds the task this write needs'));
+    }
+  }
+
+  /**
+   * Renews the batch's leases and completes its tasks, one statement each: returns the writes that
+   * lost one. A lease is held as its (task, token) pair: a stale pass and the one that took its
+   * task over may share a batch, so statements whose answers name tasks only never see one task twice.
+   */
+  private async fence(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
+    const lost = new Set<Pending>();
+    const held = new Set<string>();
+    const byMs = new Map<number, Lease[]>();
+    for (const p of batch) {
+      if (!p.write.leases?.length) continue;
+      const ms = p.write.leaseMs ?? 30_000;
+      const leases = byMs.get(ms);
+      if (leases) leases.push(...p.write.leases);
+      else byMs.set(ms, [...p.write.leases]);
+    }
+    for (const [leaseMs, leases] of byMs) {
+      for (const round of distinctTasks(leases)) {
+        const renewed = new Set(await tx.taskHeartbeat({ leases: round, leaseMs }));
+        for (const l of round) if (renewed.has(l.id)) held.add(leaseKey(l));
+      }
+    }
+    for (const p of batch) if (p.write.leases?.some((l) => !held.has(leaseKey(l)))) lost.add(p);
+    const completes = batch.filter((p) => !lost.has(p) && p.write.completes?.length).flatMap((p) => p.write.completes!);
+    const completed = new Set<string>();
+    for (const round of distinctTasks(completes)) {
+      const done = new Set((await tx.taskComplete({ items: round })).map((t) => t.id));
+      for (const c of round) if (done.has(c.id)) completed.add(leaseKey(c));
+    }
+    for (const p of batch) if (p.write.completes?.some((c) => !completed.has(leaseKey(c)))) lost.add(p);
+    return lost;
+  }
+}
+
+const leaseKey = (lease: Lease) => `${lease.id}\u0000${lease.leaseToken}`;
+
+/** `leases` in rounds that name each task at most once (almost always one round). */
+function distinctTasks<L extends Lease>(leases: L[]): L[][] {
+  const rounds: Array<{ ids: Set<string>; leases: L[] }> = [];
+  for (const lease of leases) {
+    let round = rounds.find((r) => !r.ids.has(lease.id));
+    if (!round) rounds.push((round = { ids: new Set(), leases: [] }));
+    round.ids.add(lease.id);
+    round.leases.push(lease);
+  }
+  return rounds.map((r) => r.leases);
+}
