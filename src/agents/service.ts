@@ -16,6 +16,7 @@ import { sampleAgent, sampleTools } from './sample.js';
 import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
 import { projectSessions, readSession, sessionStream, toRecord, toSessionEvent, type SessionEvent, type SessionRecord, type SessionView } from './view.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 export interface SessionsOptions {
   /** The agents sessions can run; `sample-agent` is added unless one of them has that name. */
@@ -133,7 +134,7 @@ export class SessionService {
 
   private async firstReport(id: string): Promise<SessionReport | undefined> {
     const events = await this.engine.journal.readStream(runStream(id), { limit: 100_000 });
-    const sent = events.find((e) => e.type === 'signal.sent' && (e.data as { name: string }).name === REPORT_SIGNAL);
+    const sent = events.find((e) => e.type === RUN_EVENT.signalSent && (e.data as { name: string }).name === REPORT_SIGNAL);
     const report = (sent?.data as { payload: SessionReport } | undefined)?.payload;
     // a report journaled before 0.2 says COMPLETED or FAILED
     return report && { ...report, status: currentStatus(report.status) as SessionReport['status'] };

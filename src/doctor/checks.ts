@@ -9,6 +9,7 @@ import { runStream } from '../runtime/history.js';
 import { Journal } from '../journal/journal.js';
 import { resolveConfig } from '../config.js';
 import { loadSecretKey, Secrets } from '../workflows/secrets.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -142,7 +143,7 @@ async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
   const stuck: string[] = [];
   for (const view of live.filter((v) => !active.has(v.id))) {
     const [last] = await store.eventReadStream({ streamId: runStream(view.id), backwards: true, limit: 1 });
-    if (last && !isTerminal(view.status) && last.type !== 'child.started' && last.type !== 'wait.started') stuck.push(view.id);
+    if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted) stuck.push(view.id);
   }
   return stuck;
 }

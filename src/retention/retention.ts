@@ -5,6 +5,7 @@ import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { RetentionPolicy } from './policy.js';
+import { TERMINAL_RUN_EVENTS } from '../runtime/events.js';
 
 /** What one sweep of one kind deleted (or would delete, in a dry run). */
 export interface Pruned {
@@ -37,7 +38,7 @@ export interface RetentionKind {
 /** Deletes the rows a feature keeps for a run (an execution's index row), in the transaction that deletes the run. */
 export type RunPruneHook = (tx: Store, run: RunView) => Promise<void>;
 
-const TERMINAL_EVENTS = ['run.completed', 'run.failed', 'run.cancelled'];
+const TERMINAL_EVENTS = [...TERMINAL_RUN_EVENTS];
 /** Marks a rollback of a dry run's transaction. */
 class DryRun extends Error {}
 

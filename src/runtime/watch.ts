@@ -3,6 +3,7 @@ import { watchEvents } from '../journal/wakeup.js';
 import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
 import { isTerminal, readRunView, RUN_VIEW, runView, type RunView } from './view.js';
+import { TERMINAL_RUN_EVENTS } from './events.js';
 
 /** Reading runs as they go: a run's events to its end, waiting for its end, and the list of runs. */
 
@@ -12,7 +13,7 @@ export const PAGE = 100;
 const SCAN_RUNS = 1_000;
 /** How often a waiter looks without a wake-up (one lost, a PostgreSQL reconnect gap, or SQLite written by another process). */
 export const FALLBACK_MS = 5_000;
-const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const ENDS = new Set<string>(TERMINAL_RUN_EVENTS);
 
 async function existing(store: Store, id: string): Promise<RunView> {
   const view = await readRunView(store, id);
