@@ -141,8 +141,9 @@ async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
   if (live.length === 0) return [];
   const active = new Set(await store.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: live.map((v) => v.id) }));
   const stuck: string[] = [];
+  const journal = new Journal(store, resolveConfig());
   for (const view of live.filter((v) => !active.has(v.id))) {
-    const [last] = await store.eventReadStream({ streamId: runStream(view.id), backwards: true, limit: 1 });
+    const [last] = await journal.readStream(runStream(view.id), { backwards: true, limit: 1 });
     if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted) stuck.push(view.id);
   }
   return stuck;

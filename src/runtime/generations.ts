@@ -28,7 +28,7 @@ export async function generationOf(store: Store, id: string): Promise<Generation
  * signal that commits after this transaction lands in the new generation by itself: none is lost.
  */
 export async function carryOver(tx: Store, journal: Journal, id: string, from: number): Promise<void> {
-  const events = await tx.eventReadStream({ streamId: runStream(id), fromVersion: from, limit: 10_000_000 });
+  const events = await journal.readStream(runStream(id), { fromVersion: from, limit: 10_000_000, tx });
   let start = events.length - 1;
   while (start > 0 && events[start]!.type !== RUN_EVENT.runContinued) start -= 1;
   const next = events[start]!;

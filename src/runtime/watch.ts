@@ -1,4 +1,5 @@
 import { NotFoundError, ValidationError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
 import { watchEvents } from '../journal/wakeup.js';
 import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
@@ -25,9 +26,9 @@ async function existing(store: Store, id: string): Promise<RunView> {
  * A run's events after version `after`, page by page, ending with its terminal event: `end` says
  * the run has ended and everything up to its end was returned.
  */
-export function runTail(store: Store, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
+export function runTail(store: Store, journal: Journal, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
   const streamId = runStream(runId);
-  const read = () => store.eventReadStream({ streamId, fromVersion: after + 1, limit: PAGE });
+  const read = () => journal.readStream(streamId, { fromVersion: after + 1, limit: PAGE });
   return {
     next: async () => {
       let events = await read();
