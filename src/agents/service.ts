@@ -67,9 +67,12 @@ export class SessionService {
    */
   async start(p: { agent: string; input: unknown; key: string; tx?: Store }): Promise<{ run_id: string }> {
     const given = typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
-    const id = typeof given === 'string' ? checkSessionId(given, 'input.session_id') : keyedId(checkName('key', p.key, 1000));
-    await this.open(id, p.agent, p.input ?? null, p.tx);
-    return { run_id: id };
+    if (typeof given === 'string') {
+      const id = checkSessionId(given, 'input.session_id');
+      await this.open(id, p.agent, p.input ?? null, p.tx);
+      return { run_id: id };
+    }
+    return { run_id: await this.keyed(checkName('key', p.key, 1000), p.agent, p.input ?? null, p.tx) };
   }
 
   /** Is there an agent named `name`? */
@@ -89,8 +92,15 @@ export class SessionService {
    */
   async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
     const id =
-      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? keyedId(checkName('Idempotency-Key', p.idempotencyKey, 1000)) : newId('ses');
+      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
+    // an existing session of the same agent is returned as it is; of another agent, a ConflictError
     return this.open(id, p.agent, p.input ?? null);
+  }
+
+  /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
+  private async keyed(key: string, agent: string, input: unknown, tx?: Store): Promise<string> {
+    const { runId } = await this.engine.runtime.startKeyed({ scope: 'session-key', key, ...(tx ? { tx } : {}), name: async () => ({ runId: keyedId(key) }), begin: async (t, id) => void (await this.open(id, agent, input, t)) });
+    return runId;
   }
 
   async get(id: string): Promise<SessionRecord> {

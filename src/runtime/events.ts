@@ -45,13 +45,18 @@ export const orderingEventTable = {
   runReleased: { type: 'run.released', kind: 'ordering', terminal: false, view: 'none' },
 } as const;
 
-type Table = typeof runEventTable & typeof orderingEventTable;
+/** The event that takes a key of a keyed start (`keyed.ts`), first in the key's stream, when the caller names none. */
+export const keyEventTable = {
+  runKeyed: { type: 'run.keyed', kind: 'key', terminal: false, view: 'none: names the run the key started' },
+} as const;
+
+type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;
 export type RunEventName = keyof Table;
 export type RunEventType = Table[RunEventName]['type'];
 
 /** Each event's type by its name in the tables: `RUN_EVENT.runCompleted === 'run.completed'`. */
 export const RUN_EVENT = Object.freeze(
-  Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable }).map(([name, e]) => [name, e.type])),
+  Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type])),
 ) as { readonly [K in RunEventName]: Table[K]['type'] };
 
 /** Every event type a run's stream holds. */

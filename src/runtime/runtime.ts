@@ -16,6 +16,7 @@ import { blobBytes, Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
 import { PausedWorkflows } from './pauses.js';
+import { forgetKeys, startKeyed, type Keyed, type KeyedStart } from './keyed.js';
 import { carryOver, generationOf, RUN_GENERATION } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
@@ -121,6 +122,15 @@ export class Runtime {
       if (!(error instanceof ConflictError)) throw error;
     }
     return this.handle<O>(id);
+  }
+
+  /**
+   * Starts a run for (scope, key) once: the run id the key's stream names (see `startKeyed`).
+   *
+   * @example const { runId } = await runtime.startKeyed({ scope: 'orders', key: 'o-1', name: async () => ({ runId: newId('run') }), begin: async (tx, id) => void (await runtime.start(wf, input, { id, tx })) });
+   */
+  startKeyed(p: KeyedStart): Promise<Keyed> {
+    return startKeyed(this.journal, this.store, p);
   }
 
   private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq } }): Promise<void> {
@@ -245,6 +255,7 @@ export class Runtime {
 
   /** In the transaction that deletes run `id` (retention): the rows kept for it here, and the blob chunks no other run holds. */
   async forget(tx: Store, id: string): Promise<void> {
+    await forgetKeys(tx, id);
     await tx.projectionDelete({ name: RUN_TAG, key: id });
     await tx.projectionDelete({ name: RUN_GENERATION, key: id });
     await tx.blobDelete({ owner: id });
