@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { backoffDelay } from '../backoff.js';
 import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { runStream } from '../runtime/history.js';
+import { hashedId } from '../runtime/keyed.js';
 import { currentStatus, readRunView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
@@ -244,7 +244,7 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
 }
 
 function keyedId(key: string): string {
-  return `ses_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+  return hashedId('ses', key, 'hex');
 }
 
 function checkSessionId(id: unknown, path: string): string {

@@ -20,7 +20,12 @@ export function keyStream(scope: string, key: string): string {
  * @example runIdFor('sch_01J…:2025-01-01T00:00:00.000Z') // 'run_k3…' (32 characters after the prefix)
  */
 export function runIdFor(key: string): string {
-  return `run_${createHash('sha256').update(key).digest('base64url').slice(0, 32)}`;
+  return hashedId('run', key);
+}
+
+/** `<prefix>_` + 32 characters of the SHA-256 of `key`: the same key, the same id. */
+export function hashedId(prefix: string, key: string, encoding: 'base64url' | 'hex' = 'base64url'): string {
+  return `${prefix}_${createHash('sha256').update(key).digest(encoding).slice(0, 32)}`;
 }
 
 export interface KeyedStart {
