@@ -24,6 +24,6 @@ export function countLeaks(secret: string, where: { dir: string; databases: stri
     if (db.startsWith('postgres')) scan('pg_dump', execFileSync('/usr/lib/postgresql/15/bin/pg_dump', ['--data-only', db], { maxBuffer: 1 << 30 }));
     else for (const f of [db, `${db}-wal`]) if (existsSync(f) && !f.startsWith(where.dir)) scan(f, readFileSync(f));
   }
-  (where.texts ?? []).forEach((text, i) => scan(`response ${i}`, Buffer.from(text)));
+  (where.texts ?? []).forEach((text, i) => { scan(`response ${i}`, Buffer.from(text)); });
   return { count, places };
 }

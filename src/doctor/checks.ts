@@ -70,7 +70,7 @@ export async function doctor(options: DoctorOptions): Promise<DoctorReport> {
 }
 
 async function run(checks: Check[], add: (name: string, status: CheckStatus, detail: string) => void, store: Store, options: DoctorOptions): Promise<void> {
-  let diagnosis;
+  let diagnosis: Awaited<ReturnType<Store['storageDiagnose']>>;
   try {
     diagnosis = await store.storageDiagnose({ sampleMs: options.sampleMs ?? 2000 });
   } catch (error) {

@@ -99,6 +99,7 @@ export class Journal {
       const at = appends.length === 1 ? '' : `appends[${i}].`;
       checkName(`${at}streamId`, append.streamId);
       // wake-ups carry the stream id with a control character after it
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: refuses control characters in stream ids
       if (/[\u0000-\u001f]/.test(append.streamId)) throw new ValidationError(`${at}streamId`, 'must not contain control characters');
       if (!Array.isArray(append.events) || append.events.length === 0) throw new ValidationError(`${at}events`, 'must be a non-empty array');
       const expected = append.expectedVersion;

@@ -72,6 +72,7 @@ export class History {
     const data = event.data as Record<string, any>;
     const [kind] = event.type.split('.') as [string];
     switch (event.type) {
+      // biome-ignore lint/suspicious/noFallthroughSwitchClause: run.continued carries what run.started does (below)
       case RUN_EVENT.runContinued:
         // a new generation: only its own events count (the stream is read from here on)
         this.entries.clear();
