@@ -5,16 +5,16 @@ import pg from 'pg';
 import { offlineProvider } from '../src/chat/providers.js';
 import { SAMPLE } from '../src/cli/sample.js';
 import { createEngine, type Engine } from '../src/engine.js';
-import { startServices, type Services } from '../src/server/services.js';
+import { assemble, type App } from '../src/app/assemble.js';
 
 /**
  * The product as `runledger serve` runs it, minus HTTP: the engine with its run workers, and every
  * service with its consumers (trigger routing, schedules, AI replies), with the sample stored
  * workflow (three steps) saved.
  */
-export async function startProduct(database: string): Promise<{ engine: Engine; services: Services; workflowId: string; close: () => Promise<void> }> {
+export async function startProduct(database: string): Promise<{ engine: Engine; services: App; workflowId: string; close: () => Promise<void> }> {
   const engine = await createEngine({ database });
-  const services = await startServices(engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: true });
+  const services = await assemble(engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: true });
   const wf = await services.workflows.definitions.create(SAMPLE);
   return {
     engine,
@@ -88,7 +88,7 @@ export async function preloadJournal(database: string, count: number): Promise<v
 }
 
 /** Executions of the sample workflow through the product, `inFlight` at a time; returns executions per second. */
-export async function storedThroughput(product: { engine: Engine; services: Services; workflowId: string }, executions: number, inFlight: number): Promise<number> {
+export async function storedThroughput(product: { engine: Engine; services: App; workflowId: string }, executions: number, inFlight: number): Promise<number> {
   const run = async (i: number) => {
     const { execution_id } = await product.services.workflows.executions.execute(product.workflowId, { trigger_data: { name: `user-${i}`, tags: ['a', 'b'] } });
     await product.engine.runtime.handle(execution_id).result({ pollMs: 50 });

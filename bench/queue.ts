@@ -31,7 +31,7 @@ export async function drain(database: string, queue: string, count: number, proc
     const counts = new Array<number>(processes).fill(0);
     const drained = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`drain of ${queue}: ${sum(counts)} of ${count} completed after ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
-      children.forEach((child, i) =>
+      children.forEach((child, i) => {
         child.on('message', (m: { completed?: number }) => {
           if (typeof m?.completed !== 'number') return;
           counts[i] = m.completed;
@@ -39,8 +39,8 @@ export async function drain(database: string, queue: string, count: number, proc
             clearTimeout(timer);
             resolve();
           }
-        }),
-      );
+        });
+      });
       for (const child of children) child.once('exit', (code) => reject(new Error(`drain child exited early (code ${code})`)));
     });
     const start = performance.now();

@@ -5,6 +5,7 @@ import { RUN_EVENT_TYPES } from '../src/runtime/history.js';
 import { readRunView } from '../src/runtime/view.js';
 import { openStore } from '../src/storage/open.js';
 import type { Store, StoredEvent, Task, TaskState } from '../src/storage/store.js';
+import { RUN_EVENT, TERMINAL_RUN_EVENTS } from '../src/runtime/events.js';
 
 /** What the journal checker read and every rule it found broken (empty: the journal is sound). */
 export interface CheckReport {
@@ -16,11 +17,11 @@ export interface CheckReport {
 }
 
 const PAGE = 5000;
-const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const TERMINAL_EVENTS = new Set(TERMINAL_RUN_EVENTS);
 /** Requests from outside a run that may still arrive after it ended (they change nothing then). */
-const AFTER_THE_END = new Set(['signal.sent', 'run.cancel_requested']);
+const AFTER_THE_END = new Set<string>([RUN_EVENT.signalSent, RUN_EVENT.runCancelRequested]);
 /** The view statuses each terminal event may leave (the `polish` branch renames `succeeded` → `success`). */
-const TERMINAL_STATUS: Record<string, string[]> = { 'run.completed': ['succeeded', 'success'], 'run.failed': ['failed'], 'run.cancelled': ['cancelled'] };
+const TERMINAL_STATUS: Record<string, string[]> = { [RUN_EVENT.runCompleted]: ['succeeded', 'success'], [RUN_EVENT.runFailed]: ['failed'], [RUN_EVENT.runCancelled]: ['cancelled'] };
 
 /**
  * The journal checker, run over a database after every chaos scenario (all processes stopped):
@@ -126,12 +127,12 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
 
 async function checkRun(store: Store, id: string, list: StoredEvent[], problems: string[]): Promise<void> {
   const at = (e: StoredEvent) => `run:${id} v${e.version}`;
-  if (list[0]?.type !== 'run.started') problems.push(`run:${id}: opens with ${list[0]?.type}, not run.started`);
+  if (list[0]?.type !== RUN_EVENT.runStarted) problems.push(`run:${id}: opens with ${list[0]?.type}, not run.started`);
   let terminal: StoredEvent | null = null;
   const calls = new Map<number, StoredEvent[]>();
   for (const e of list) {
     if (!RUN_EVENT_TYPES.includes(e.type)) problems.push(`${at(e)}: ${e.type} is not a run event`);
-    if (e.type === 'run.started' && e !== list[0]) problems.push(`${at(e)}: a second run.started`);
+    if (e.type === RUN_EVENT.runStarted && e !== list[0]) problems.push(`${at(e)}: a second run.started`);
     if (terminal && !AFTER_THE_END.has(e.type)) problems.push(`${at(e)}: ${e.type} after ${terminal.type} (v${terminal.version})`);
     if (TERMINAL_EVENTS.has(e.type)) terminal ??= e;
     const seq = (e.data as { seq?: unknown }).seq;
@@ -156,15 +157,15 @@ export function callProblems(where: string, events: StoredEvent[]): string[] {
     for (const e of events) {
       const data = e.data as { attempt?: number; retryAt?: number | null };
       if (ended) problems.push(`${where} v${e.version}: ${e.type} after the step ${ended}`);
-      if (e.type === 'step.started') {
+      if (e.type === RUN_EVENT.stepStarted) {
         if (data.attempt !== attempt + 1) problems.push(`${where} v${e.version}: attempt ${data.attempt} started after attempt ${attempt}`);
         attempt = data.attempt ?? attempt + 1;
         open = true;
       } else {
         if (!open || data.attempt !== attempt) problems.push(`${where} v${e.version}: ${e.type} of attempt ${data.attempt} while attempt ${attempt} is ${open ? 'running' : 'not running'}`);
         open = false;
-        if (e.type === 'step.completed') ended = 'completed';
-        if (e.type === 'step.failed' && data.retryAt === null) ended = 'failed for good';
+        if (e.type === RUN_EVENT.stepCompleted) ended = 'completed';
+        if (e.type === RUN_EVENT.stepFailed && data.retryAt === null) ended = 'failed for good';
       }
     }
     return problems;

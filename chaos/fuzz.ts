@@ -98,7 +98,7 @@ export const BAD_QUERY_VALUES: [string, string][] = [
 const REQUEST_TIMEOUT_MS = 10_000;
 
 const deep = (levels: number, open = '[', close = ']'): string => open.repeat(levels) + close.repeat(levels);
-const deepObject = (levels: number): string => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+const deepObject = (levels: number): string => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
 
 /** Whole bodies, as text. */
 export const BAD_BODIES: [string, string][] = [

@@ -43,7 +43,7 @@ describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
 
 describe('chat across server processes on PostgreSQL', () => {
   const servers: Served[] = [];
-  afterEach(() => void servers.splice(0).forEach((s) => s.proc.kill('SIGKILL')));
+  afterEach(() => void servers.splice(0).forEach((s) => { s.proc.kill('SIGKILL'); }));
 
   it('a socket on server A receives a message posted to server B', async () => {
     const database = await backends[1]!.create();

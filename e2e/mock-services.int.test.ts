@@ -14,7 +14,7 @@ describe('runledger mock-services', () => {
       expect(((await created.json()) as { status: string }).status).toBe('draft');
       const calls = (await (await fetch(`${url}/_calls`)).json()) as { calls: { idempotency_key: string }[] };
       expect(calls.calls.map((c) => c.idempotency_key)).toEqual(['cli']);
-      await eventually(() => / POST \/v1\/intake\/sessions → 201  key=cli\n/.test(mock.output()));
+      await eventually(() => / POST \/v1\/intake\/sessions → 201 {2}key=cli\n/.test(mock.output()));
       mock.proc.kill('SIGTERM');
       expect(await mock.exited).toEqual({ code: 0, signal: null });
       expect(mock.output()).toContain('mock services: stopped');

@@ -196,7 +196,7 @@ describe('the dashboard on SQLite', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/ui\/overview$/);
     await page.locator('.tiles').waitFor();
-    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName + ' ' + document.activeElement?.textContent)).toBe('H1 Overview');
+    await expect.poll(() => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`)).toBe('H1 Overview');
     expect(await page.getByRole('link', { name: 'Overview' }).getAttribute('aria-current')).toBe('page');
   });
 

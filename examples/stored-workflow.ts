@@ -1,7 +1,7 @@
 // A stored (JSON) workflow over HTTP, with no network: the server, a local echo target it may call
 // (RUNLEDGER_HTTP_ALLOW=127.0.0.1 on the command line; `allow` here), and the typed client.
 import { createServer } from 'node:http';
-import { startServer } from 'runledger';
+import { startServer } from 'runledger/server';
 import { Client } from 'runledger/client';
 
 // the echo target: answers every request with its JSON body and an `items` list

@@ -67,6 +67,7 @@ export function checkStorable(path: string, value: unknown, maxDepth = MAX_JSON_
 }
 
 // U+0000, or a surrogate that is not half of a pair
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { TerminalError, ValidationError } from '../errors.js';
+import { TerminalError, type ValidationError } from '../errors.js';
 import { checkJson } from '../json.js';
 import type { WorkflowContext } from '../runtime/workflow.js';
 import type { AgentContext, CodeAgent } from './agent.js';

@@ -5,6 +5,7 @@ import type { Store } from '../storage/store.js';
 import { CONVERSATION_VIEW, conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision, type ToolCallInput } from './ledger-context.js';
 import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /** What `agent.event.received` carries: the event's row, as the intake decided it. */
 export type ReceivedEvent = Pick<AgentEventRow, 'id' | 'conversation_id' | 'user_id' | 'source' | 'input_type' | 'payload' | 'idempotency_key' | 'agent' | 'run_id' | 'decision'>;
@@ -75,11 +76,11 @@ export function projectLedger(journal: Journal): void {
     }
   });
 
-  journal.project(['node.started', 'node.completed', 'node.failed'], async (event, tx) => {
+  journal.project([RUN_EVENT.nodeStarted, RUN_EVENT.nodeCompleted, RUN_EVENT.nodeFailed], async (event, tx) => {
     const id = event.streamId.slice('run:'.length);
     const d = event.data as { seq: number; name: string; attempt: number; input?: unknown; output?: unknown; skipped?: boolean; latency_ms?: number; error?: string; retryAt?: number | null };
     const at = event.timestamp;
-    if (event.type === 'node.started' || d.skipped) {
+    if (event.type === RUN_EVENT.nodeStarted || d.skipped) {
       if (!(await tx.agentRunGet({ id }))) return;
       const status = d.skipped ? 'skipped' : 'started';
       await tx.agentStepPut({ step: { id: newId('step'), run_id: id, node: d.name, seq: d.seq, attempt: d.attempt, status, input_snapshot: d.input ?? null, output_snapshot: null, error: null, latency_ms: d.skipped ? 0 : null, created_at: at, updated_at: at } });
@@ -88,7 +89,7 @@ export function projectLedger(journal: Journal): void {
       await moveEvents(tx, id, 'processing', at, { attempt_count: d.attempt });
       return;
     }
-    if (event.type === 'node.completed') {
+    if (event.type === RUN_EVENT.nodeCompleted) {
       const found = await tx.agentStepUpdate({ run_id: id, seq: d.seq, attempt: d.attempt, change: { status: 'ok', output_snapshot: d.output ?? null, latency_ms: d.latency_ms ?? null }, at });
       if (found) await tx.agentCheckpointPut({ checkpoint: { id: newId('ckpt'), run_id: id, node: d.name, seq: d.seq, state: d.output ?? null, created_at: at } });
       return;
@@ -102,13 +103,13 @@ export function projectLedger(journal: Journal): void {
     }
   });
 
-  journal.project(['step.started', 'step.completed', 'step.failed'], async (event, tx) => {
+  journal.project([RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed], async (event, tx) => {
     const d = event.data as { seq: number; name: string; attempt: number; input?: ToolCallInput & { approval_timeout_ms?: number }; output?: unknown; error?: string; errorName?: string };
     const request = d.name.startsWith('tool.request:');
     if (!request && !d.name.startsWith('tool:')) return;
     const id = event.streamId.slice('run:'.length);
     const at = event.timestamp;
-    if (event.type === 'step.started') {
+    if (event.type === RUN_EVENT.stepStarted) {
       const call = d.input;
       if (call?.ledger !== 'tool') return;
       const existing = await tx.agentToolCallGet({ external_idempotency_key: call.key });
@@ -126,21 +127,21 @@ export function projectLedger(journal: Journal): void {
       return;
     }
     if (request) return;
-    if (event.type === 'step.completed') {
+    if (event.type === RUN_EVENT.stepCompleted) {
       await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { status: 'ok', output: d.output ?? null, ended_at: at }, at });
       return;
     }
     await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { status: d.errorName === 'TimeoutError' ? 'timeout' : 'error', error: d.error ?? null, ended_at: at }, at });
   });
 
-  journal.project(['wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent'], async (event, tx) => {
+  journal.project([RUN_EVENT.waitStarted, RUN_EVENT.waitCompleted, RUN_EVENT.waitTimedOut, RUN_EVENT.signalSent], async (event, tx) => {
     const d = event.data as { name: string; payload?: Decision & { key?: string } };
     if (!d.name.startsWith('approval:')) return;
     const id = event.streamId.slice('run:'.length);
     const at = event.timestamp;
-    if (event.type === 'wait.started') return void (await moveRun(tx, id, 'waiting', at));
-    if (event.type === 'wait.completed') return void (await moveRun(tx, id, 'running', at));
-    if (event.type === 'signal.sent') {
+    if (event.type === RUN_EVENT.waitStarted) return void (await moveRun(tx, id, 'waiting', at));
+    if (event.type === RUN_EVENT.waitCompleted) return void (await moveRun(tx, id, 'running', at));
+    if (event.type === RUN_EVENT.signalSent) {
       const decision = d.payload!;
       if (typeof decision?.key !== 'string') return;
       const to = decision.decision === 'approved' ? 'approved' : 'rejected';

@@ -56,6 +56,14 @@ export interface Page<T> {
 const INTAKE_ATTEMPTS = 100;
 const RUN_STATUSES = ['pending', 'running', 'waiting', 'sleeping', 'success', 'failed'];
 
+/** An event's arrival as the intake decided it, between naming its run and starting it. */
+interface Arrival {
+  received: ReceivedEvent;
+  policy: string;
+  conversationVersion: number;
+  joined: boolean;
+}
+
 /**
  * The agent run ledger: inbound events (intake), the runs they start (sessions whose run takes its
  * conversation's turn), and their steps, tool calls, checkpoints and approvals, read from the
@@ -81,15 +89,21 @@ export class AgentLedger {
    */
   async intake(body: AgentEventInput): Promise<IntakeResult> {
     const input = this.check(body);
-    const keyStream = `agent-event:${input.idempotency_key}`;
     for (let attempt = 1; ; attempt++) {
-      const [first] = await this.engine.journal.readStream(keyStream, { limit: 1 });
-      if (first) {
-        const e = first.data as ReceivedEvent;
-        return { event_id: e.id, run_id: e.run_id, duplicate: true, decision: e.decision };
-      }
       try {
-        return await this.engine.store.transaction((tx) => this.accept(tx, input, keyStream));
+        // the key's stream (`agent-event:<key>`) holds the event as received: it names the run
+        let arrival: Arrival | undefined;
+        const { duplicate, data } = await this.engine.runtime.startKeyed({
+          scope: 'agent-event',
+          key: input.idempotency_key,
+          name: async (tx) => {
+            arrival = await this.arrive(tx, input);
+            return { runId: arrival.received.run_id, event: { type: 'agent.event.received', data: arrival.received } };
+          },
+          begin: (tx) => this.accept(tx, arrival!),
+        });
+        const e = data as ReceivedEvent;
+        return { event_id: e.id, run_id: e.run_id, duplicate, decision: e.decision };
       } catch (error) {
         // another delivery of the key, or another arrival in the conversation, committed first
         if (!(error instanceof ConflictError) || attempt >= INTAKE_ATTEMPTS) throw error;
@@ -195,7 +209,8 @@ export class AgentLedger {
     return { conversation_id, user_id: text('user_id'), source, input_type: text('input_type'), payload: given.payload, idempotency_key, agent };
   }
 
-  private async accept(tx: Store, e: Required<AgentEventInput>, keyStream: string): Promise<IntakeResult> {
+  /** How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or joining a waiting one. */
+  private async arrive(tx: Store, e: Required<AgentEventInput>): Promise<Arrival> {
     const found = this.sessions.agent(e.agent);
     const policy = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
     const view = await readConversation(tx, e.conversation_id);
@@ -204,18 +219,17 @@ export class AgentLedger {
     const run_id = joined ?? newId('ses');
     const decision = joined ? 'coalesced' : 'queued';
     const received: ReceivedEvent = { id: event_id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload, idempotency_key: e.idempotency_key, agent: e.agent, run_id, decision };
-    await this.engine.journal.appendMany(
-      [
-        { streamId: keyStream, expectedVersion: 0, events: [{ type: 'agent.event.received', data: received }] },
-        { streamId: conversationStream(e.conversation_id), expectedVersion: view.version, events: [{ type: `agent.event.${decision}`, data: { event_id, run_id, agent: e.agent, policy } }] },
-      ],
-      { tx },
-    );
-    if (!joined) {
-      const input = { event_id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload };
-      await this.sessions.startForEvent(tx, { id: run_id, agent: e.agent, input, conversation_id: e.conversation_id, user_id: e.user_id, event_id, input_class: e.input_type });
+    return { received, policy, conversationVersion: view.version, joined: joined !== undefined };
+  }
+
+  /** After the key is taken (its event received): the conversation's turn and, unless it joined one, the event's run. */
+  private async accept(tx: Store, a: Arrival): Promise<void> {
+    const e = a.received;
+    await this.engine.journal.append(conversationStream(e.conversation_id), [{ type: `agent.event.${e.decision}`, data: { event_id: e.id, run_id: e.run_id, agent: e.agent, policy: a.policy } }], { tx, expectedVersion: a.conversationVersion });
+    if (!a.joined) {
+      const input = { event_id: e.id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload };
+      await this.sessions.startForEvent(tx, { id: e.run_id, agent: e.agent, input, conversation_id: e.conversation_id, user_id: e.user_id, event_id: e.id, input_class: e.input_type });
     }
-    return { event_id, run_id, duplicate: false, decision };
   }
 }
 

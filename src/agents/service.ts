@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { backoffDelay } from '../backoff.js';
 import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { runStream } from '../runtime/history.js';
+import { hashedId } from '../runtime/keyed.js';
 import { currentStatus, readRunView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
@@ -16,6 +16,7 @@ import { sampleAgent, sampleTools } from './sample.js';
 import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
 import { projectSessions, readSession, sessionStream, toRecord, toSessionEvent, type SessionEvent, type SessionRecord, type SessionView } from './view.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 export interface SessionsOptions {
   /** The agents sessions can run; `sample-agent` is added unless one of them has that name. */
@@ -66,9 +67,12 @@ export class SessionService {
    */
   async start(p: { agent: string; input: unknown; key: string; tx?: Store }): Promise<{ run_id: string }> {
     const given = typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
-    const id = typeof given === 'string' ? checkSessionId(given, 'input.session_id') : keyedId(checkName('key', p.key, 1000));
-    await this.open(id, p.agent, p.input ?? null, p.tx);
-    return { run_id: id };
+    if (typeof given === 'string') {
+      const id = checkSessionId(given, 'input.session_id');
+      await this.open(id, p.agent, p.input ?? null, p.tx);
+      return { run_id: id };
+    }
+    return { run_id: await this.keyed(checkName('key', p.key, 1000), p.agent, p.input ?? null, p.tx) };
   }
 
   /** Is there an agent named `name`? */
@@ -88,8 +92,15 @@ export class SessionService {
    */
   async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
     const id =
-      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? keyedId(checkName('Idempotency-Key', p.idempotencyKey, 1000)) : newId('ses');
+      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
+    // an existing session of the same agent is returned as it is; of another agent, a ConflictError
     return this.open(id, p.agent, p.input ?? null);
+  }
+
+  /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
+  private async keyed(key: string, agent: string, input: unknown, tx?: Store): Promise<string> {
+    const { runId } = await this.engine.runtime.startKeyed({ scope: 'session-key', key, ...(tx ? { tx } : {}), name: async () => ({ runId: keyedId(key) }), begin: async (t, id) => void (await this.open(id, agent, input, t)) });
+    return runId;
   }
 
   async get(id: string): Promise<SessionRecord> {
@@ -133,7 +144,7 @@ export class SessionService {
 
   private async firstReport(id: string): Promise<SessionReport | undefined> {
     const events = await this.engine.journal.readStream(runStream(id), { limit: 100_000 });
-    const sent = events.find((e) => e.type === 'signal.sent' && (e.data as { name: string }).name === REPORT_SIGNAL);
+    const sent = events.find((e) => e.type === RUN_EVENT.signalSent && (e.data as { name: string }).name === REPORT_SIGNAL);
     const report = (sent?.data as { payload: SessionReport } | undefined)?.payload;
     // a report journaled before 0.2 says COMPLETED or FAILED
     return report && { ...report, status: currentStatus(report.status) as SessionReport['status'] };
@@ -233,7 +244,7 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
 }
 
 function keyedId(key: string): string {
-  return `ses_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+  return hashedId('ses', key, 'hex');
 }
 
 function checkSessionId(id: unknown, path: string): string {

@@ -3,6 +3,7 @@ import type { Journal } from '../journal/journal.js';
 import { currentStatus } from '../runtime/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /** The projection that holds each session's summary, keyed by session id. */
 export const SESSION_VIEW = 'session';
@@ -89,7 +90,7 @@ export function projectSessions(journal: Journal): void {
  * the run: a session is never left running by a run that will not write again.
  */
 function projectRunEnds(journal: Journal): void {
-  journal.project(['run.failed', 'run.cancelled'], async (event, tx) => {
+  journal.project([RUN_EVENT.runFailed, RUN_EVENT.runCancelled], async (event, tx) => {
     const id = event.streamId.slice('run:'.length);
     const view = await readSession(tx, id);
     if (!view || isEnded(view.status)) return;

@@ -87,17 +87,17 @@ export class Channels {
   async history(channelId: string, query: HistoryQuery = {}, options: InTransaction = {}): Promise<HistoryPage> {
     const streamId = channelStream(checkChannelId(channelId));
     const limit = whole('limit', query.limit ?? 50, 1, 500);
-    const store = options.tx ?? this.store;
+    const tx = options.tx ? { tx: options.tx } : {};
     if (query.after !== undefined) {
       if (query.before !== undefined) throw new ValidationError('before', 'cannot be combined with after');
       const after = whole('after', query.after, 0);
-      const events = await store.eventReadStream({ streamId, fromVersion: after + 1, limit: limit + 1 });
+      const events = await this.journal.readStream(streamId, { fromVersion: after + 1, limit: limit + 1, ...tx });
       const messages = events.slice(0, limit).map(toMessage);
       return { messages, next_cursor: events.length > limit ? (messages.at(-1)?.seq ?? null) : null };
     }
     const before = query.before === undefined ? undefined : whole('before', query.before, 1);
     if (before === 1) return { messages: [], next_cursor: null };
-    const events = await store.eventReadStream({ streamId, backwards: true, limit, ...(before === undefined ? {} : { fromVersion: before - 1 }) });
+    const events = await this.journal.readStream(streamId, { backwards: true, limit, ...(before === undefined ? {} : { fromVersion: before - 1 }), ...tx });
     const messages = events.map(toMessage).reverse();
     const oldest = messages[0]?.seq;
     return { messages, next_cursor: oldest !== undefined && oldest > 1 ? oldest : null };
@@ -107,14 +107,14 @@ export class Channels {
   async get(channelId: string, seq: number, options: InTransaction = {}): Promise<Message> {
     const channel = checkChannelId(channelId);
     const version = whole('seq', seq, 1);
-    const [event] = await (options.tx ?? this.store).eventReadStream({ streamId: channelStream(channel), fromVersion: version, limit: 1 });
+    const [event] = await this.journal.readStream(channelStream(channel), { fromVersion: version, limit: 1, ...(options.tx ? { tx: options.tx } : {}) });
     if (!event || event.version !== version) throw new NotFoundError(`channel ${channel} has no message ${version}`);
     return toMessage(event);
   }
 
   /** One channel's summary, or undefined when nothing was posted to it. */
   async channel(channelId: string): Promise<ChannelSummary | undefined> {
-    const [last] = await this.store.eventReadStream({ streamId: channelStream(checkChannelId(channelId)), backwards: true, limit: 1 });
+    const [last] = await this.journal.readStream(channelStream(checkChannelId(channelId)), { backwards: true, limit: 1 });
     return last ? summary({ streamId: last.streamId, version: last.version, updatedAt: last.timestamp }) : undefined;
   }
 

@@ -57,7 +57,7 @@ describe('the OpenAI-compatible provider', () => {
     const { url, received } = await fakeModel(async (res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { role: 'assistant' } }] })}\n\n`);
-      const wire = chunk('Hel') + chunk('lo, ') + ': keep-alive\n\n' + chunk('wörld') + `data: ${JSON.stringify({ choices: [{ delta: {}, finish_reason: 'stop' }] })}\n\n` + 'data: [DONE]\n\n';
+      const wire = `${chunk('Hel') + chunk('lo, ')}: keep-alive\n\n${chunk('wörld')}data: ${JSON.stringify({ choices: [{ delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
       // cut the wire mid-line and mid-character, as TCP may
       const bytes = Buffer.from(wire);
       for (let i = 0; i < bytes.length; i += 7) {
@@ -86,7 +86,7 @@ describe('the OpenAI-compatible provider', () => {
   it('fails retryably on a 500, with the status and the start of the body', async () => {
     const { url } = await fakeModel((res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'the model is overloaded' } }) + ' '.repeat(2000) + 'TAIL');
+      res.end(`${JSON.stringify({ error: { message: 'the model is overloaded' } }) + ' '.repeat(2000)}TAIL`);
     });
     const error = await failure(url);
     expect(error).toBeInstanceOf(Error);
@@ -119,14 +119,14 @@ describe('the OpenAI-compatible provider', () => {
       res.end(body);
     });
     expect(String(await failure(url))).toMatch(/ended the stream before \[DONE\]/);
-    body = chunk('x') + `data: ${JSON.stringify({ error: { message: 'context too long' } })}\n\n`;
+    body = `${chunk('x')}data: ${JSON.stringify({ error: { message: 'context too long' } })}\n\n`;
     expect(String(await failure(url))).toBe('Error: the model reported an error: context too long');
   });
 
   it('is what providerFromEnv builds from RUNLEDGER_LLM_*', async () => {
     const { url, received } = await fakeModel((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(chunk('ok') + 'data: [DONE]\n\n');
+      res.end(`${chunk('ok')}data: [DONE]\n\n`);
     });
     const provider = providerFromEnv({ RUNLEDGER_LLM_URL: url, RUNLEDGER_LLM_MODEL: 'env-model', RUNLEDGER_LLM_API_KEY: 'sk-env' });
     expect(await provider.generate(question, { signal: new AbortController().signal, onDelta: () => {} })).toBe('ok');

@@ -17,7 +17,7 @@ export function chatRetention(): RetentionKind {
         for (const stream of streams) {
           for (;;) {
             if (options.signal?.aborted) return total;
-            const oldest = await store.eventReadStream({ streamId: stream.streamId, limit: options.batchSize });
+            const oldest = await options.journal.readStream(stream.streamId, { limit: options.batchSize, tx: store });
             const old = oldest.filter((e) => e.timestamp < options.before && e.version < stream.version);
             if (old.length === 0) break;
             const { events } = await store.transaction((tx) => tx.eventDeleteBefore({ streamId: stream.streamId, beforeVersion: old.at(-1)!.version + 1 }));

@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
-import { offlineProvider } from '../chat/providers.js';
 import { doctor, formatReport } from '../doctor/checks.js';
-import { createEngine } from '../engine.js';
 import { parseRetention } from '../retention/policy.js';
-import { startServices } from '../server/services.js';
-import { dataDirFor } from '../server/start.js';
+import { dataDirFor, openApp } from '../app/open.js';
 import { envValue } from '../settings.js';
 import { createLogger } from '../observe/log.js';
 
@@ -43,28 +40,24 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
     .option('--batch <n>', 'records per transaction', '200')
     .action(async (options) => {
       const location = database(options.database);
-      const engine = await createEngine({ database: location, workers: false });
+      // the assembly registers what features keep per run (execution index rows) and their kinds (events);
+      // nothing here decrypts a secret, so no key is read
+      const app = await openApp({ database: location, secretKey: randomBytes(32), logger: createLogger('silent', false), workers: false });
+      const engine = app.engine;
       try {
-        // the assembly registers what features keep per run (execution index rows) and their kinds (events);
-        // nothing here decrypts a secret, so no key is read
-        const services = await startServices(engine, { secretKey: randomBytes(32), allow: [], logger: createLogger('silent', false), chatProvider: offlineProvider(), workers: false });
-        try {
-          const kinds = options.kind ? String(options.kind).split(',').map((k: string) => k.trim()) : engine.retention.kindNames;
-          const policy = parseRetention(kinds.map((k: string) => `${k}:${options.olderThan}`).join(','), engine.retention.kindNames);
-          const pruned = await engine.retention.prune(policy, { dryRun: Boolean(options.dryRun), batchSize: Number(options.batch) });
-          for (const p of pruned) {
-            const what =
-              p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)`
-              : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)`
-              : p.kind === 'chat' ? `${p.other} messages`
-              : `${p.other} records (${p.events} events)`;
-            print(`${options.dryRun ? 'would delete' : 'deleted'} ${p.kind}: ${what}`);
-          }
-        } finally {
-          await services.stop();
+        const kinds = options.kind ? String(options.kind).split(',').map((k: string) => k.trim()) : engine.retention.kindNames;
+        const policy = parseRetention(kinds.map((k: string) => `${k}:${options.olderThan}`).join(','), engine.retention.kindNames);
+        const pruned = await engine.retention.prune(policy, { dryRun: Boolean(options.dryRun), batchSize: Number(options.batch) });
+        for (const p of pruned) {
+          const what =
+            p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)`
+            : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)`
+            : p.kind === 'chat' ? `${p.other} messages`
+            : `${p.other} records (${p.events} events)`;
+          print(`${options.dryRun ? 'would delete' : 'deleted'} ${p.kind}: ${what}`);
         }
       } finally {
-        await engine.close();
+        await app.close();
       }
     });
 }

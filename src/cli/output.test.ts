@@ -24,6 +24,7 @@ describe('what the CLI prints', () => {
     expect(tty.out.status('something-else')).toBe('something-else');
     tty.out.table(['S', 'X'], [[tty.out.status('failed'), 'x'], ['ok', 'y']], '');
     // eslint-disable-next-line no-control-regex
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the ANSI colour codes
     expect(tty.text().replace(/\x1b\[[0-9;]*m/g, '')).toBe('S       X\nfailed  x\nok      y\n');
   });
 

@@ -16,6 +16,7 @@ const COLOURS: Record<string, number> = {
 };
 
 // eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matches the ANSI colour codes it strips
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 /** `count` and the noun, plural when it is not one: `plural(1, 'step')` → '1 step'. */

@@ -139,7 +139,7 @@ async function* databaseTimeline(engine: Engine, id: string, follow: boolean, po
   const watch = follow ? await watchEvents(store, (s) => s === runStream(id)) : null;
   const wait = pollMs ?? (store.dialect === 'sqlite' ? 500 : 5_000);
   try {
-    const tail = runTail(store, id, 0);
+    const tail = runTail(store, engine.journal, id, 0);
     for (;;) {
       const { events, end } = await tail.next();
       for (const e of events) yield event(e as StoredEvent);

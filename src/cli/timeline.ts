@@ -1,4 +1,5 @@
 import type { TimelineEvent } from './source.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /** `time  type  detail`: the detail is the event's gist (a step's name and attempt, an error), cut to 100 characters. */
 export function timelineLine(event: TimelineEvent): string {
@@ -15,36 +16,36 @@ function detail(event: TimelineEvent): string {
   const d = event.data;
   const at = (ms: unknown) => (typeof ms === 'number' ? new Date(ms).toISOString() : '');
   switch (event.type) {
-    case 'run.started':
+    case RUN_EVENT.runStarted:
       return `${d.workflow}${d.input?.workflow_id ? ` ${d.input.workflow_id} v${d.input.version}` : ''}`;
-    case 'step.started':
+    case RUN_EVENT.stepStarted:
       return `${d.name} (attempt ${d.attempt})`;
-    case 'step.completed':
+    case RUN_EVENT.stepCompleted:
       return `${d.name} → ${JSON.stringify(d.output)}`;
-    case 'step.failed':
+    case RUN_EVENT.stepFailed:
       return `${d.name} (attempt ${d.attempt}): ${d.error}${d.retryAt ? `; retry at ${at(d.retryAt)}` : ''}`;
-    case 'sleep.started':
+    case RUN_EVENT.sleepStarted:
       return `${d.name} until ${at(d.until)}`;
-    case 'wait.started':
+    case RUN_EVENT.waitStarted:
       return `${d.name}${d.deadline ? ` until ${at(d.deadline)}` : ''}`;
-    case 'wait.completed':
-    case 'signal.sent':
+    case RUN_EVENT.waitCompleted:
+    case RUN_EVENT.signalSent:
       return `${d.name} ${JSON.stringify(d.payload)}`;
-    case 'run.completed':
+    case RUN_EVENT.runCompleted:
       return JSON.stringify(d.output);
-    case 'run.failed':
+    case RUN_EVENT.runFailed:
       return String(d.error);
-    case 'run.cancel_requested':
+    case RUN_EVENT.runCancelRequested:
       return String(d.reason ?? '');
-    case 'run.cancelled':
+    case RUN_EVENT.runCancelled:
       return d.compensations ? `compensations: ${d.compensations.ran} ran, ${d.compensations.failed} failed` : '';
-    case 'child.started':
-    case 'child.completed':
-    case 'child.failed':
+    case RUN_EVENT.childStarted:
+    case RUN_EVENT.childCompleted:
+    case RUN_EVENT.childFailed:
       return `${d.name} ${d.childId}${d.error ? `: ${d.error}` : ''}`;
-    case 'compensation.started':
-    case 'compensation.completed':
-    case 'compensation.failed':
+    case RUN_EVENT.compensationStarted:
+    case RUN_EVENT.compensationCompleted:
+    case RUN_EVENT.compensationFailed:
       return `${d.name}${d.error ? `: ${d.error}` : ''}`;
     default:
       return typeof d.name === 'string' ? d.name : JSON.stringify(event.data);

@@ -4,6 +4,7 @@ import { ValidationError } from '../errors.js';
 import { client, json, remote, urlFlags, whole } from './options.js';
 import { plural, type Output } from './output.js';
 import { dueAt } from './timeline.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /** The commands for stored workflows and their executions, on a running server (`runledger serve`). */
 export function workflowCommands(program: Command, out: Output): void {
@@ -114,19 +115,19 @@ async function waitFor(c: ReturnType<typeof client>, workflowId: string, executi
     if (asJson) continue;
     const { name, attempt, error, retryAt } = event.data;
     const at = Date.parse(event.timestamp);
-    if (event.type === 'step.started' || event.type === 'poll.started') startedAt.set(name, at);
-    if (event.type === 'step.started' && attempt > 1) out.line(`  ${name}: ${out.status('running')} (attempt ${attempt})`);
-    else if ((event.type === 'step.started' || event.type === 'poll.started') && event.data.label) out.line(`  ${name}: ${event.data.label}`);
-    if (event.type === 'step.completed' || event.type === 'poll.completed') {
-      const polls = event.type === 'poll.completed' ? ` (${plural(attempt, 'poll')})` : '';
+    if (event.type === RUN_EVENT.stepStarted || event.type === RUN_EVENT.pollStarted) startedAt.set(name, at);
+    if (event.type === RUN_EVENT.stepStarted && attempt > 1) out.line(`  ${name}: ${out.status('running')} (attempt ${attempt})`);
+    else if ((event.type === RUN_EVENT.stepStarted || event.type === RUN_EVENT.pollStarted) && event.data.label) out.line(`  ${name}: ${event.data.label}`);
+    if (event.type === RUN_EVENT.stepCompleted || event.type === RUN_EVENT.pollCompleted) {
+      const polls = event.type === RUN_EVENT.pollCompleted ? ` (${plural(attempt, 'poll')})` : '';
       out.line(`  ${name}: ${out.status('success')} ${at - (startedAt.get(name) ?? at)} ms${polls}`);
     }
-    if (event.type === 'step.failed') out.line(`  ${name}: ${retryAt === null ? out.status('failed') : `${out.status('retrying')} at ${dueAt(retryAt)}`} — ${error}`);
-    if (event.type === 'poll.attempted' && error) out.line(`  ${name}: ${out.status('retrying')} — ${error}`);
-    if (event.type === 'poll.failed') out.line(`  ${name}: ${out.status('failed')} — ${error}`);
-    if (event.type === 'poll.timed_out') out.line(`  ${name}: ${out.status('timed_out')}`);
+    if (event.type === RUN_EVENT.stepFailed) out.line(`  ${name}: ${retryAt === null ? out.status('failed') : `${out.status('retrying')} at ${dueAt(retryAt)}`} — ${error}`);
+    if (event.type === RUN_EVENT.pollAttempted && error) out.line(`  ${name}: ${out.status('retrying')} — ${error}`);
+    if (event.type === RUN_EVENT.pollFailed) out.line(`  ${name}: ${out.status('failed')} — ${error}`);
+    if (event.type === RUN_EVENT.pollTimedOut) out.line(`  ${name}: ${out.status('timed_out')}`);
     // parallel branches may enter the same state each: it is printed once
-    if (event.type === 'state.changed' && name !== state) {
+    if (event.type === RUN_EVENT.stateChanged && name !== state) {
       state = name;
       const now = await c.execution(workflowId, executionId).catch(() => null);
       const eta = now?.eta_seconds === null || now?.eta_seconds === undefined || now.finished_at ? '' : `  ETA ~${Math.ceil(now.eta_seconds)} s`;

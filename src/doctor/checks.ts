@@ -9,6 +9,7 @@ import { runStream } from '../runtime/history.js';
 import { Journal } from '../journal/journal.js';
 import { resolveConfig } from '../config.js';
 import { loadSecretKey, Secrets } from '../workflows/secrets.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -69,7 +70,7 @@ export async function doctor(options: DoctorOptions): Promise<DoctorReport> {
 }
 
 async function run(checks: Check[], add: (name: string, status: CheckStatus, detail: string) => void, store: Store, options: DoctorOptions): Promise<void> {
-  let diagnosis;
+  let diagnosis: Awaited<ReturnType<Store['storageDiagnose']>>;
   try {
     diagnosis = await store.storageDiagnose({ sampleMs: options.sampleMs ?? 2000 });
   } catch (error) {
@@ -140,9 +141,10 @@ async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
   if (live.length === 0) return [];
   const active = new Set(await store.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: live.map((v) => v.id) }));
   const stuck: string[] = [];
+  const journal = new Journal(store, resolveConfig());
   for (const view of live.filter((v) => !active.has(v.id))) {
-    const [last] = await store.eventReadStream({ streamId: runStream(view.id), backwards: true, limit: 1 });
-    if (last && !isTerminal(view.status) && last.type !== 'child.started' && last.type !== 'wait.started') stuck.push(view.id);
+    const [last] = await journal.readStream(runStream(view.id), { backwards: true, limit: 1 });
+    if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted) stuck.push(view.id);
   }
   return stuck;
 }

@@ -1,7 +1,7 @@
 import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
-import type { AppendResult, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { AppendResult, CommittedRead, Cursor, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
 import { GroupCommit } from './group-commit.js';
 
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
@@ -82,12 +82,26 @@ export class Journal {
     return result;
   }
 
-  readStream(streamId: string, options: { fromVersion?: number; limit?: number; backwards?: boolean } = {}): Promise<StoredEvent[]> {
-    return this.store.eventReadStream({ streamId, ...options });
+  /** One stream's events in version order (`backwards`: newest first); with `tx`, read inside that transaction. */
+  readStream(streamId: string, options: { fromVersion?: number; limit?: number; backwards?: boolean; tx?: Store } = {}): Promise<StoredEvent[]> {
+    const { tx, ...rest } = options;
+    return (tx ?? this.store).eventReadStream({ streamId, ...rest });
   }
 
-  readAll(options: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] } = {}): Promise<StoredEvent[]> {
-    return this.store.eventReadAll(options);
+  /** Events in global position order, for browsing and batch jobs; consumers that must not skip one use `readCommitted`. */
+  readAll(options: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[]; tx?: Store } = {}): Promise<StoredEvent[]> {
+    const { tx, ...rest } = options;
+    return (tx ?? this.store).eventReadAll(rest);
+  }
+
+  /** Events after a cursor, only as far as every earlier transaction has committed (nothing is skipped). */
+  readCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead> {
+    return this.store.eventReadCommitted(p);
+  }
+
+  /** The cursor of the newest committed event: reading from it returns only what comes next. */
+  head(): Promise<Cursor> {
+    return this.store.eventHead();
   }
 
   private async applyProjections(events: StoredEvent[], tx: Store): Promise<void> {
@@ -107,6 +121,7 @@ export class Journal {
       const at = appends.length === 1 ? '' : `appends[${i}].`;
       checkName(`${at}streamId`, append.streamId);
       // wake-ups carry the stream id with a control character after it
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: refuses control characters in stream ids
       if (/[\u0000-\u001f]/.test(append.streamId)) throw new ValidationError(`${at}streamId`, 'must not contain control characters');
       if (!Array.isArray(append.events) || append.events.length === 0) throw new ValidationError(`${at}events`, 'must be a non-empty array');
       const expected = append.expectedVersion;

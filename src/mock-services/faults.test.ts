@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Faults, parseRule, parseRules } from './faults.js';
-import { Rejection } from './http.js';
+import type { Rejection } from './http.js';
 
 function field(rule: unknown): string | undefined {
   try {

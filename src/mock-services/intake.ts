@@ -152,7 +152,7 @@ export function intakeRoutes(world: World): MockRoute[] {
         const title = optionalString(body, 'title', 500);
         if (session.status !== 'draft') throw reject(409, 'session_not_draft', `session ${session.id} is ${session.status}: only a draft can be submitted`);
         const text = content ?? session.content;
-        if (!text || !text.trim()) throw reject(422, 'content_invalid', 'content is empty: give it on create or submit', 'content');
+        if (!text?.trim()) throw reject(422, 'content_invalid', 'content is empty: give it on create or submit', 'content');
         session.content = text;
         if (title !== undefined) session.title = title;
         submit(world, session, request.jobFault);

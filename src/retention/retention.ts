@@ -1,10 +1,12 @@
 import type { Engine } from '../engine.js';
+import type { Journal } from '../journal/journal.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
 import { runStream } from '../runtime/history.js';
 import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { RetentionPolicy } from './policy.js';
+import { TERMINAL_RUN_EVENTS } from '../runtime/events.js';
 
 /** What one sweep of one kind deleted (or would delete, in a dry run). */
 export interface Pruned {
@@ -26,6 +28,8 @@ export interface SweepOptions {
   /** Count, then roll back: nothing is deleted. */
   dryRun: boolean;
   signal?: AbortSignal;
+  /** Where a sweep reads events, with the `store` it was given as `tx` (a dry run's rolled-back transaction). */
+  journal: Journal;
 }
 
 /** One kind of record retention deletes: a sweep runs batches until nothing is left before `before`. */
@@ -37,7 +41,7 @@ export interface RetentionKind {
 /** Deletes the rows a feature keeps for a run (an execution's index row), in the transaction that deletes the run. */
 export type RunPruneHook = (tx: Store, run: RunView) => Promise<void>;
 
-const TERMINAL_EVENTS = ['run.completed', 'run.failed', 'run.cancelled'];
+const TERMINAL_EVENTS = [...TERMINAL_RUN_EVENTS];
 /** Marks a rollback of a dry run's transaction. */
 class DryRun extends Error {}
 
@@ -85,7 +89,7 @@ export class Retention {
     for (const [name, age] of Object.entries(policy)) {
       const kind = this.kinds.get(name);
       if (!kind) throw new Error(`retention: no kind '${name}' (kinds: ${this.kindNames.join(', ')})`);
-      const sweep = (s: Store) => kind.sweep(s, { before: now - age, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
+      const sweep = (s: Store) => kind.sweep(s, { journal: this.engine.journal, before: now - age, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
       // a dry run deletes in one transaction that is then rolled back, so each batch sees the ones before it gone
       const pruned = dryRun ? await rollback(store, sweep) : await sweep(store);
       out.push(pruned);
@@ -162,10 +166,10 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
       let from = 1;
       for (;;) {
         if (options.signal?.aborted) break;
-        const ends = await store.eventReadAll({ types: TERMINAL_EVENTS, fromPosition: from, limit: options.batchSize });
+        const ends = await options.journal.readAll({ types: TERMINAL_EVENTS, fromPosition: from, limit: options.batchSize, tx: store });
         const old = ends.filter((e) => e.timestamp < options.before && e.streamId.startsWith('run:'));
         if (old.length > 0) {
-          const batch = await store.transaction((tx) => deleteRuns(tx, old, hooks));
+          const batch = await store.transaction((tx) => deleteRuns(tx, options.journal, old, hooks));
           total.runs += batch.runs;
           total.events += batch.events;
           total.tasks += batch.tasks;
@@ -180,13 +184,13 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
   };
 }
 
-async function deleteRuns(tx: Store, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind' | 'other'>> {
+async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind' | 'other'>> {
   const candidates: RunView[] = [];
   for (const end of ends) {
     const id = end.streamId.slice('run:'.length);
     const view = (await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
     if (!view || !isTerminal(view.status)) continue;
-    const [started] = await tx.eventReadStream({ streamId: runStream(id), limit: 1 });
+    const [started] = await journal.readStream(runStream(id), { limit: 1, tx });
     const parent = (started?.data as { parent?: { runId: string } | null } | undefined)?.parent;
     if (parent) {
       // a parent that is still live reads its child's view when it resumes

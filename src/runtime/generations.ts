@@ -1,6 +1,7 @@
 import type { Journal } from '../journal/journal.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { History, runStream } from './history.js';
+import { RUN_EVENT } from './events.js';
 
 /**
  * Generations of a run's history (`ctx.continueAsNew`). A run's stream keeps every event; a
@@ -27,15 +28,15 @@ export async function generationOf(store: Store, id: string): Promise<Generation
  * signal that commits after this transaction lands in the new generation by itself: none is lost.
  */
 export async function carryOver(tx: Store, journal: Journal, id: string, from: number): Promise<void> {
-  const events = await tx.eventReadStream({ streamId: runStream(id), fromVersion: from, limit: 10_000_000 });
+  const events = await journal.readStream(runStream(id), { fromVersion: from, limit: 10_000_000, tx });
   let start = events.length - 1;
-  while (start > 0 && events[start]!.type !== 'run.continued') start -= 1;
+  while (start > 0 && events[start]!.type !== RUN_EVENT.runContinued) start -= 1;
   const next = events[start]!;
   const ended = new History(events.slice(0, start));
   const carried: NewEvent[] = ended.signals
     .filter((s) => !ended.consumed.has(s.version))
-    .map((s) => ({ type: 'signal.sent', data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
-  if (ended.cancelRequested) carried.push({ type: 'run.cancel_requested', data: { reason: 'cancelled before the run continued as new' } });
+    .map((s) => ({ type: RUN_EVENT.signalSent, data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
+  if (ended.cancelRequested) carried.push({ type: RUN_EVENT.runCancelRequested, data: { reason: 'cancelled before the run continued as new' } });
   if (carried.length > 0) await journal.append(runStream(id), carried, { tx });
   const generation: Generation = { generation: (next.data as { generation: number }).generation, from: next.version };
   await tx.projectionPut({ name: RUN_GENERATION, key: id, value: generation });

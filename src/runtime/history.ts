@@ -1,24 +1,12 @@
 import type { StoredEvent } from '../storage/store.js';
+import { RUN_EVENT } from './events.js';
 
 /** The stream of one run. */
 export function runStream(runId: string): string {
   return `run:${runId}`;
 }
 
-/** Every event type a run's stream holds. */
-export const RUN_EVENT_TYPES = [
-  'run.started', 'run.cancel_requested', 'run.completed', 'run.failed', 'run.cancelled',
-  'step.started', 'step.completed', 'step.failed',
-  'sleep.started', 'sleep.completed',
-  'wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent',
-  'child.started', 'child.completed', 'child.failed',
-  'value.recorded',
-  'node.started', 'node.completed', 'node.failed',
-  'compensation.started', 'compensation.completed', 'compensation.failed',
-  'run.continued', 'patch.recorded',
-  'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out',
-  'state.changed',
-];
+export { RUN_EVENT_TYPES } from './events.js';
 
 export type EntryKind = 'step' | 'sleep' | 'wait' | 'value' | 'child' | 'poll' | 'state' | 'node';
 
@@ -84,7 +72,8 @@ export class History {
     const data = event.data as Record<string, any>;
     const [kind] = event.type.split('.') as [string];
     switch (event.type) {
-      case 'run.continued':
+      // biome-ignore lint/suspicious/noFallthroughSwitchClause: run.continued carries what run.started does (below)
+      case RUN_EVENT.runContinued:
         // a new generation: only its own events count (the stream is read from here on)
         this.entries.clear();
         this.signals.length = 0;
@@ -96,7 +85,7 @@ export class History {
         this.generation = data.generation;
         this.started = event;
       // falls through: it carries what run.started does
-      case 'run.started':
+      case RUN_EVENT.runStarted:
         this.started = event;
         this.workflow = data.workflow;
         this.codeVersion = data.version ?? null;
@@ -105,21 +94,21 @@ export class History {
         this.orderingKey = data.orderingKey ?? null;
         this.parent = data.parent ?? null;
         return;
-      case 'signal.sent':
+      case RUN_EVENT.signalSent:
         this.signals.push({ version: event.version, name: data.name, payload: data.payload });
         return;
-      case 'run.cancel_requested':
+      case RUN_EVENT.runCancelRequested:
         this.cancelRequested = true;
         return;
-      case 'run.completed':
-      case 'run.failed':
-      case 'run.cancelled':
+      case RUN_EVENT.runCompleted:
+      case RUN_EVENT.runFailed:
+      case RUN_EVENT.runCancelled:
         this.terminal = event;
         return;
-      case 'compensation.completed':
+      case RUN_EVENT.compensationCompleted:
         this.compensated.add(data.seq);
         return;
-      case 'patch.recorded':
+      case RUN_EVENT.patchRecorded:
         this.patches.set(data.id, data.patched);
         return;
     }
@@ -128,7 +117,7 @@ export class History {
       entry.events.push(event);
       this.entries.set(data.seq, entry);
       this.reached = Math.max(this.reached, Number(String(data.seq).split('.')[0]));
-      if (event.type === 'wait.completed') this.consumed.add(data.signal);
+      if (event.type === RUN_EVENT.waitCompleted) this.consumed.add(data.signal);
     }
   }
 

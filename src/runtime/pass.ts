@@ -12,6 +12,7 @@ import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeStep, type Observe } from './observe.js';
 import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+import { RUN_EVENT } from './events.js';
 
 export type Outcome =
   | { kind: 'completed'; output: unknown }
@@ -253,16 +254,16 @@ export class Pass {
       ran += 1;
       const key = `${this.runId}:${c.name}#${c.seq}:compensate`;
       for (let attempt = 1; ; attempt++) {
-        await this.write([{ type: 'compensation.started', data: { seq: c.seq, name: c.name, attempt } }]);
+        await this.write([{ type: RUN_EVENT.compensationStarted, data: { seq: c.seq, name: c.name, attempt } }]);
         try {
           await c.undo(c.output, { idempotencyKey: key, attempt, signal: this.lost.signal });
-          await this.write([{ type: 'compensation.completed', data: { seq: c.seq, name: c.name, attempt } }]);
+          await this.write([{ type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, attempt } }]);
           break;
         } catch (error) {
           if (error instanceof LeaseLostError) throw error;
           if (attempt >= DEFAULT_RETRY.maxAttempts) {
             failed += 1;
-            await this.write([{ type: 'compensation.failed', data: { seq: c.seq, name: c.name, attempt, error: describeError(error) } }]);
+            await this.write([{ type: RUN_EVENT.compensationFailed, data: { seq: c.seq, name: c.name, attempt, error: describeError(error) } }]);
             break;
           }
           await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })));
@@ -356,17 +357,17 @@ export class Pass {
 
   private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
     const h = this.o.history;
-    const completed = h.find(seq, 'step.completed');
+    const completed = h.find(seq, RUN_EVENT.stepCompleted);
     if (completed) return this.remember(seq, name, (completed.data as { output: T }).output, options);
-    const failures = h.entries.get(seq)?.events.filter((e) => e.type === 'step.failed' && e.version > this.failuresAfter) ?? [];
+    const failures = h.entries.get(seq)?.events.filter((e) => e.type === RUN_EVENT.stepFailed && e.version > this.failuresAfter) ?? [];
     const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null }) | undefined;
     if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
     this.ensureNotCancelled();
     if (lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
 
-    const attempt = h.count(seq, 'step.started') + 1;
+    const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
     const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
-    await this.write([{ type: 'step.started', data: started }]);
+    await this.write([{ type: RUN_EVENT.stepStarted, data: started }]);
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     const seen = observeStep(this.o.observe, this.runId, h.workflow, name, attempt, this.o.traceparent);
     try {
@@ -376,7 +377,7 @@ export class Pass {
       // Journaled with the run's next write, before anything after this step can happen: the next
       // step's start, a timer, the end of the run. One transaction per step instead of two; a
       // crash in between runs this step again, as a crash before its completion always did.
-      this.writer.defer({ type: 'step.completed', data: { seq, name, attempt, output: output ?? null } });
+      this.writer.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: output ?? null } });
       return this.remember(seq, name, output, options);
     } catch (error) {
       if (error instanceof LeaseLostError) {
@@ -393,7 +394,7 @@ export class Pass {
       const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
       const retryAt = terminal ? null : this.o.clock.now() + delay;
       seen.end(describeError(error), retryAt !== null);
-      await this.write([{ type: 'step.failed', data: { seq, name, attempt, ...failureData(error), retryAt } }]);
+      await this.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
@@ -408,12 +409,12 @@ export class Pass {
   private async runNode<T>(seq: Seq, name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions): Promise<T> {
     const h = this.o.history;
     const events = h.entries.get(seq)?.events ?? [];
-    const completed = events.find((e) => e.type === 'node.completed')?.data as { output: T; end: number } | undefined;
+    const completed = events.find((e) => e.type === RUN_EVENT.nodeCompleted)?.data as { output: T; end: number } | undefined;
     if (completed) {
       this.seq = Math.max(this.seq, completed.end);
       return completed.output;
     }
-    const failures = events.filter((e) => e.type === 'node.failed');
+    const failures = events.filter((e) => e.type === RUN_EVENT.nodeFailed);
     const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null; end: number }) | undefined;
     if (lastFailure && lastFailure.retryAt === null) {
       this.seq = Math.max(this.seq, lastFailure.end);
@@ -421,15 +422,15 @@ export class Pass {
     }
     this.ensureNotCancelled();
     if (options.skip) {
-      this.writer.defer({ type: 'node.completed', data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
+      this.writer.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
       return null as T;
     }
-    const starts = events.filter((e) => e.type === 'node.started');
+    const starts = events.filter((e) => e.type === RUN_EVENT.nodeStarted);
     const resumed = starts.length > failures.length ? starts.at(-1)! : null;
     if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
     const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
     const startedAt = resumed ? resumed.timestamp : this.o.clock.now();
-    if (!resumed) await this.write([{ type: 'node.started', data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
+    if (!resumed) await this.write([{ type: RUN_EVENT.nodeStarted, data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
     const outer = this.failuresAfter;
     this.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
     let output: T;
@@ -443,13 +444,13 @@ export class Pass {
       const terminal = error instanceof TerminalError || attempt >= retry.maxAttempts;
       const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
       const retryAt = terminal ? null : this.o.clock.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
-      await this.write([{ type: 'node.failed', data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
+      await this.write([{ type: RUN_EVENT.nodeFailed, data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
     }
     this.failuresAfter = outer;
     // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
-    this.writer.defer({ type: 'node.completed', data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: this.o.clock.now() - startedAt } });
+    this.writer.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: this.o.clock.now() - startedAt } });
     return output;
   }
 
@@ -476,33 +477,33 @@ export class Pass {
 
   private async runSleep(seq: Seq, name: string, until: () => number): Promise<void> {
     const h = this.o.history;
-    if (h.find(seq, 'sleep.completed')) return;
-    const started = h.find(seq, 'sleep.started')?.data as { until: number } | undefined;
+    if (h.find(seq, RUN_EVENT.sleepCompleted)) return;
+    const started = h.find(seq, RUN_EVENT.sleepStarted)?.data as { until: number } | undefined;
     this.ensureNotCancelled();
     const at = started?.until ?? until();
-    if (!started) await this.write([{ type: 'sleep.started', data: { seq, name, until: at } }]);
+    if (!started) await this.write([{ type: RUN_EVENT.sleepStarted, data: { seq, name, until: at } }]);
     if (this.o.clock.now() < at) throw new Suspension(at);
-    await this.write([{ type: 'sleep.completed', data: { seq, name } }]);
+    await this.write([{ type: RUN_EVENT.sleepCompleted, data: { seq, name } }]);
   }
 
   private async runWait(seq: Seq, name: string, timeoutMs: number | null): Promise<unknown> {
     const h = this.o.history;
-    const received = h.find(seq, 'wait.completed');
+    const received = h.find(seq, RUN_EVENT.waitCompleted);
     if (received) return (received.data as { payload: unknown }).payload;
-    if (h.find(seq, 'wait.timed_out')) return null;
+    if (h.find(seq, RUN_EVENT.waitTimedOut)) return null;
     this.ensureNotCancelled();
     // chosen before any await, so parallel waits for one name take signals in call order
     const signal = h.signals.find((s) => s.name === name && !h.consumed.has(s.version) && !this.claimedSignals.has(s.version));
     if (signal) this.claimedSignals.add(signal.version);
-    const started = h.find(seq, 'wait.started')?.data as { deadline: number | null } | undefined;
+    const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
     const deadline = started ? started.deadline : timeoutMs === null ? null : this.o.clock.now() + timeoutMs;
-    if (!started) await this.write([{ type: 'wait.started', data: { seq, name, deadline } }]);
+    if (!started) await this.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline } }]);
     if (signal) {
-      await this.write([{ type: 'wait.completed', data: { seq, name, signal: signal.version, payload: signal.payload } }]);
+      await this.write([{ type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } }]);
       return signal.payload;
     }
     if (deadline !== null && this.o.clock.now() >= deadline) {
-      await this.write([{ type: 'wait.timed_out', data: { seq, name } }]);
+      await this.write([{ type: RUN_EVENT.waitTimedOut, data: { seq, name } }]);
       return null;
     }
     throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
@@ -510,26 +511,26 @@ export class Pass {
 
   private async runChild(seq: Seq, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
     const h = this.o.history;
-    const completed = h.find(seq, 'child.completed');
+    const completed = h.find(seq, RUN_EVENT.childCompleted);
     if (completed) return (completed.data as { output: unknown }).output;
-    const failed = h.find(seq, 'child.failed');
+    const failed = h.find(seq, RUN_EVENT.childFailed);
     if (failed) throw rebuild(failed.data as FailureData);
     this.ensureNotCancelled();
-    const started = h.find(seq, 'child.started')?.data as { childId: string } | undefined;
+    const started = h.find(seq, RUN_EVENT.childStarted)?.data as { childId: string } | undefined;
     const childId = started?.childId ?? id ?? `${this.runId}:${workflow.name}#${seq}`;
     if (!started) {
       const parent = { runId: this.runId, seq };
-      await this.write([{ type: 'child.started', data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
+      await this.write([{ type: RUN_EVENT.childStarted, data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
     }
     const view = await this.o.children.view(childId);
     if (view?.status === 'success' || view?.status === 'partial_success') {
-      await this.write([{ type: 'child.completed', data: { seq, name: workflow.name, childId, output: view.output } }]);
+      await this.write([{ type: RUN_EVENT.childCompleted, data: { seq, name: workflow.name, childId, output: view.output } }]);
       return view.output;
     }
     if (view?.status === 'failed' || view?.status === 'cancelled') {
       const error = view.error ?? `CancelledError: child run ${childId} was cancelled`;
       const errorName = error.split(':')[0] ?? 'Error';
-      await this.write([{ type: 'child.failed', data: { seq, name: workflow.name, childId, error, errorName } }]);
+      await this.write([{ type: RUN_EVENT.childFailed, data: { seq, name: workflow.name, childId, error, errorName } }]);
       throw rebuild({ error, errorName });
     }
     // the child's end wakes this run
@@ -537,16 +538,16 @@ export class Pass {
   }
 
   private async recordState(seq: Seq, state: string): Promise<void> {
-    if (this.o.history.find(seq, 'state.changed')) return;
-    await this.write([{ type: 'state.changed', data: { seq, name: state } }]);
+    if (this.o.history.find(seq, RUN_EVENT.stateChanged)) return;
+    await this.write([{ type: RUN_EVENT.stateChanged, data: { seq, name: state } }]);
   }
 
   private async recordValue(seq: Seq, kind: string, make: () => number): Promise<number> {
-    const recorded = this.o.history.find(seq, 'value.recorded');
+    const recorded = this.o.history.find(seq, RUN_EVENT.valueRecorded);
     if (recorded) return (recorded.data as { value: number }).value;
     this.ensureNotCancelled();
     const value = make();
-    await this.write([{ type: 'value.recorded', data: { seq, name: kind, value } }]);
+    await this.write([{ type: RUN_EVENT.valueRecorded, data: { seq, name: kind, value } }]);
     return value;
   }
 }

@@ -3,6 +3,7 @@ import { checkName } from '../json.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import type { History } from './history.js';
 import { RUN_VIEW, type RunView } from './view.js';
+import { RUN_EVENT } from './events.js';
 
 /** What `ctx.patched` needs of the pass. */
 export interface PatchHost {
@@ -32,7 +33,7 @@ export class Patches {
     if (known !== undefined) return known;
     const patched = this.host.history.reached <= this.host.position();
     this.decided.set(id, patched);
-    this.host.defer({ type: 'patch.recorded', data: { id, patched, seq: this.host.position(), workflow: this.host.history.workflow } });
+    this.host.defer({ type: RUN_EVENT.patchRecorded, data: { id, patched, seq: this.host.position(), workflow: this.host.history.workflow } });
     return patched;
   }
 
@@ -56,7 +57,7 @@ export interface PatchSeen {
 
 /** Keeps `PATCHES` in step with the journal's `patch.recorded` events. */
 export function projectPatches(journal: Journal): void {
-  journal.project('patch.recorded', async (event, tx) => {
+  journal.project(RUN_EVENT.patchRecorded, async (event, tx) => {
     const data = event.data as { id: string; patched: boolean; workflow?: string };
     const seen = ((await tx.projectionGet({ name: PATCHES, key: data.id })) as PatchSeen | undefined) ?? { firstPatchedAt: null, workflows: [] };
     const workflows = data.workflow && !seen.workflows.includes(data.workflow) ? [...seen.workflows, data.workflow] : seen.workflows;

@@ -5,6 +5,7 @@ import type { NewEvent } from '../storage/store.js';
 import { checkOutput, failureData, rebuild, Suspension, type FailureData } from './calls.js';
 import type { History, Seq } from './history.js';
 import type { PollOptions, StepContext } from './workflow.js';
+import { RUN_EVENT } from './events.js';
 
 /** What `runPoll` needs of the pass it runs in. */
 export interface PollHost {
@@ -71,16 +72,16 @@ interface Attempted {
  */
 export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>, schedule: PollSchedule): Promise<T> {
   const h = host.history;
-  const completed = h.find(seq, 'poll.completed');
+  const completed = h.find(seq, RUN_EVENT.pollCompleted);
   if (completed) {
     const output = (completed.data as { output: T }).output;
     host.remember(seq, name, output, options.compensate);
     return output;
   }
-  const failed = h.find(seq, 'poll.failed');
+  const failed = h.find(seq, RUN_EVENT.pollFailed);
   if (failed) throw rebuild(failed.data as FailureData);
-  const started = h.find(seq, 'poll.started')?.data as { deadline: number; nextAt: number } | undefined;
-  if (h.find(seq, 'poll.timed_out')) {
+  const started = h.find(seq, RUN_EVENT.pollStarted)?.data as { deadline: number; nextAt: number } | undefined;
+  if (h.find(seq, RUN_EVENT.pollTimedOut)) {
     if (options.cancel) host.leftRunning(seq, name, options.cancel);
     throw new StepTimedOutError(timedOut(name));
   }
@@ -91,9 +92,9 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
   const begun = started ?? { deadline: now + schedule.maxWait, nextAt: now + schedule.initialDelay };
   if (!started) {
     const data = { seq, name, deadline: begun.deadline, nextAt: begun.nextAt, ...(options.label ? { label: options.label } : {}), ...(options.input === undefined ? {} : { input: options.input }) };
-    await host.write([{ type: 'poll.started', data }]);
+    await host.write([{ type: RUN_EVENT.pollStarted, data }]);
   }
-  const tries = (h.entries.get(seq)?.events ?? []).filter((e) => e.type === 'poll.attempted').map((e) => e.data as Attempted);
+  const tries = (h.entries.get(seq)?.events ?? []).filter((e) => e.type === RUN_EVENT.pollAttempted).map((e) => e.data as Attempted);
   const dueAt = tries.at(-1)?.nextAt ?? begun.nextAt;
   if (host.now() < dueAt) throw new Suspension(dueAt);
 
@@ -113,7 +114,7 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
     for (let i = tries.length - 1; i >= 0 && tries[i]!.error !== undefined; i--) errors += 1;
     const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     if (error instanceof TerminalError || errors >= retry.maxAttempts) {
-      await end('poll.failed', failureData(error));
+      await end(RUN_EVENT.pollFailed, failureData(error));
       throw error;
     }
     const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
@@ -126,16 +127,16 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
     verdict = { failure: failure === true ? 'the answer met failWhen' : failure, done: options.until(answer) };
   } catch (error) {
     const terminal = new TerminalError(`poll ${name}: its condition threw: ${(error as Error).message}`);
-    await end('poll.failed', failureData(terminal));
+    await end(RUN_EVENT.pollFailed, failureData(terminal));
     throw terminal;
   }
   if (verdict.failure !== false) {
     const error = new TerminalError(`poll ${name} failed: ${verdict.failure}`);
-    await end('poll.failed', { ...failureData(error), output: answer ?? null });
+    await end(RUN_EVENT.pollFailed, { ...failureData(error), output: answer ?? null });
     throw error;
   }
   if (verdict.done) {
-    await end('poll.completed', { output: answer ?? null });
+    await end(RUN_EVENT.pollCompleted, { output: answer ?? null });
     host.remember(seq, name, answer, options.compensate);
     return answer;
   }
@@ -146,12 +147,12 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
 async function waitOrTimeOut<T>(host: PollHost, seq: Seq, name: string, deadline: number, delay: number, what: object, end: (type: string, data: object) => Promise<void>, options: PollOptions<T>): Promise<never> {
   const now = host.now();
   if (now >= deadline) {
-    await end('poll.timed_out', what);
+    await end(RUN_EVENT.pollTimedOut, what);
     if (options.cancel) host.leftRunning(seq, name, options.cancel);
     throw new StepTimedOutError(timedOut(name));
   }
   const nextAt = Math.min(now + delay, deadline);
-  await end('poll.attempted', { ...what, nextAt });
+  await end(RUN_EVENT.pollAttempted, { ...what, nextAt });
   throw new Suspension(nextAt);
 }
 

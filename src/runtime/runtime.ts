@@ -17,9 +17,11 @@ import { blobBytes, Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
 import { PausedWorkflows } from './pauses.js';
+import { forgetKeys, startKeyed, type Keyed, type KeyedStart } from './keyed.js';
 import { carryOver, generationOf, RUN_GENERATION } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
+import { RUN_EVENT } from './events.js';
 
 export interface StartOptions {
   /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
@@ -128,13 +130,22 @@ export class Runtime {
     return this.handle<O>(id);
   }
 
+  /**
+   * Starts a run for (scope, key) once: the run id the key's stream names (see `startKeyed`).
+   *
+   * @example const { runId } = await runtime.startKeyed({ scope: 'orders', key: 'o-1', name: async () => ({ runId: newId('run') }), begin: async (tx, id) => void (await runtime.start(wf, input, { id, tx })) });
+   */
+  startKeyed(p: KeyedStart): Promise<Keyed> {
+    return startKeyed(this.journal, this.store, p);
+  }
+
   private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq } }): Promise<void> {
     const tag = versionTag(wf.name, wf.version);
     if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
     const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
-    await this.journal.append(runStream(options.id), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+    await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
     await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
       await this.enqueuePass(tx, options.id, null, tag);
@@ -147,7 +158,7 @@ export class Runtime {
    * row) for the rest of the transaction, so concurrent starts queue up one after another.
    */
   private async admit(tx: Store, key: string, runId: string): Promise<boolean> {
-    await this.journal.append(`ordering:${key}`, [{ type: 'run.queued', data: { runId } }], { tx });
+    await this.journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runQueued, data: { runId } }], { tx });
     const turn = ((await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined) ?? { active: null, waiting: [] };
     const admitted = turn.active === null;
     if (admitted) turn.active = runId;
@@ -158,7 +169,7 @@ export class Runtime {
 
   /** A run of the key ended: the next one starts; one that ended while still waiting (cancelled) leaves the line. */
   private async release(tx: Store, key: string, runId: string): Promise<void> {
-    await this.journal.append(`ordering:${key}`, [{ type: 'run.released', data: { runId } }], { tx });
+    await this.journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runReleased, data: { runId } }], { tx });
     const turn = (await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined;
     if (!turn) return;
     if (turn.active !== runId) {
@@ -211,7 +222,7 @@ export class Runtime {
     return this.store.transaction(async (tx) => {
       const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
       const stored = await this.blobs.offload(tx, id, payload ?? null);
-      const appended = await this.journal.append(runStream(id), [{ type: 'signal.sent', data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
+      const appended = await this.journal.append(runStream(id), [{ type: RUN_EVENT.signalSent, data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
@@ -222,7 +233,7 @@ export class Runtime {
     const view = await this.stored(id);
     if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
-      await this.journal.append(runStream(id), [{ type: 'run.cancel_requested', data: { reason } }], { tx });
+      await this.journal.append(runStream(id), [{ type: RUN_EVENT.runCancelRequested, data: { reason } }], { tx });
       await this.wake(tx, id, await tx.now());
     });
   }
@@ -234,12 +245,12 @@ export class Runtime {
    */
   async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
     const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
-    if (!started || started.type !== 'run.started') throw new NotFoundError(`run ${id} not found`);
+    if (!started || started.type !== RUN_EVENT.runStarted) throw new NotFoundError(`run ${id} not found`);
     const from = started.data as { workflow: string; version?: string; input: unknown };
     const next = newId('run');
     await this.store.transaction(async (tx) => {
       const data = { workflow: from.workflow, ...(from.version ? { version: from.version } : {}), input: from.input, orderingKey: null, deadline: null, parent: null, retryOf: id, retriedBy: actor };
-      await this.journal.append(runStream(next), [{ type: 'run.started', data }], { tx, expectedVersion: 0 });
+      await this.journal.append(runStream(next), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
       await this.blobs.adopt(tx, next, from.input);
       const tag = from.version ? versionTag(from.workflow, from.version) : undefined;
       if (tag) await tx.projectionPut({ name: RUN_TAG, key: next, value: { tag } });
@@ -250,6 +261,7 @@ export class Runtime {
 
   /** In the transaction that deletes run `id` (retention): the rows kept for it here, and the blob chunks no other run holds. */
   async forget(tx: Store, id: string): Promise<void> {
+    await forgetKeys(tx, id);
     await tx.projectionDelete({ name: RUN_TAG, key: id });
     await tx.projectionDelete({ name: RUN_GENERATION, key: id });
     await tx.blobDelete({ owner: id });
@@ -286,7 +298,7 @@ export class Runtime {
       // its weight: an event each, and one per KiB of big values it holds whole
       if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
       if (outcome.kind === 'continued') {
-        await pass.write([{ type: 'run.continued', data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
+        await pass.write([{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
         return null;
       }
       if (outcome.kind === 'suspended') {
@@ -297,15 +309,15 @@ export class Runtime {
       }
       if (outcome.kind === 'completed') {
         const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
-        await pass.write([{ type: 'run.completed', data }], end);
+        await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
         result = 'success';
         return null;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
       if (outcome.error instanceof PassAborted) throw outcome.error.cause;
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
-      if (pass.isCancelled) await pass.write([{ type: 'run.cancelled', data: { compensations } }], end);
-      else await pass.write([{ type: 'run.failed', data: { error: describeError(outcome.error), compensations } }], end);
+      if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
+      else await pass.write([{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }], end);
       result = pass.isCancelled ? 'cancelled' : 'failed';
       return null;
     } finally {
@@ -378,7 +390,7 @@ export class Runtime {
         .readStream(runStream(id), { fromVersion: seen + 1 })
         .then((events) => {
           seen = events.at(-1)?.version ?? seen;
-          if (events.some((e) => e.type === 'run.cancel_requested')) pass.cancel();
+          if (events.some((e) => e.type === RUN_EVENT.runCancelRequested)) pass.cancel();
         })
         .catch(() => {})
         .finally(() => (checking = false));

@@ -1,6 +1,7 @@
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Seq } from './history.js';
+import { RUN_EVENT } from './events.js';
 
 /** A run's status; the one vocabulary of the API, the CLI and the dashboard (docs/glossary.md). */
 export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'success' | 'partial_success' | 'failed' | 'cancelled';
@@ -80,19 +81,19 @@ const inTransaction = new WeakMap<Store, Map<string, RunView>>();
  */
 export function projectRunViews(journal: Journal): void {
   journal.projectBatch(
-    ['run.started', 'step.started', 'step.completed', 'step.failed', 'poll.started', 'poll.attempted', 'poll.completed', 'poll.failed', 'poll.timed_out', 'state.changed', 'sleep.started', 'sleep.completed', 'wait.started', 'wait.completed', 'wait.timed_out', 'run.completed', 'run.failed', 'run.cancelled', 'run.continued', 'patch.recorded'],
+    [RUN_EVENT.runStarted, RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed, RUN_EVENT.pollStarted, RUN_EVENT.pollAttempted, RUN_EVENT.pollCompleted, RUN_EVENT.pollFailed, RUN_EVENT.pollTimedOut, RUN_EVENT.stateChanged, RUN_EVENT.sleepStarted, RUN_EVENT.sleepCompleted, RUN_EVENT.waitStarted, RUN_EVENT.waitCompleted, RUN_EVENT.waitTimedOut, RUN_EVENT.runCompleted, RUN_EVENT.runFailed, RUN_EVENT.runCancelled, RUN_EVENT.runContinued, RUN_EVENT.patchRecorded],
     async (events, tx) => {
       // a transaction may append to one run more than once: its views are read once
       let views = inTransaction.get(tx);
       if (!views) inTransaction.set(tx, (views = new Map()));
       const idOf = (event: StoredEvent) => event.streamId.slice('run:'.length);
-      const unread = [...new Set(events.filter((e) => e.type !== 'run.started').map(idOf))].filter((id) => !views.has(id));
+      const unread = [...new Set(events.filter((e) => e.type !== RUN_EVENT.runStarted).map(idOf))].filter((id) => !views.has(id));
       const read = new Map<string, RunView | undefined>();
       for (const row of unread.length > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: unread }) : []) read.set(row.key, runView(row.value));
       const changed = new Map<string, RunView>();
       for (const event of events) {
         const id = idOf(event);
-        const view = event.type === 'run.started' ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
+        const view = event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
         if (!view) continue;
         apply(view, event);
         view.updatedAt = event.timestamp;
@@ -148,56 +149,56 @@ function apply(view: RunView, event: StoredEvent): void {
     view.status = 'running';
   };
   switch (event.type) {
-    case 'run.continued':
+    case RUN_EVENT.runContinued:
       Object.assign(view, { status: 'running', workflow: data.workflow, version: data.version ?? null, input: data.input, steps: [], generation: data.generation, patches: {}, current: null, state: view.state ?? null });
       return;
-    case 'patch.recorded':
+    case RUN_EVENT.patchRecorded:
       view.patches = { ...view.patches, [data.id]: data.patched };
       return;
-    case 'step.started':
+    case RUN_EVENT.stepStarted:
       begin(data.attempt);
       return;
-    case 'step.completed':
+    case RUN_EVENT.stepCompleted:
       finish(step(), 'success');
       if (step()) step()!.output = data.output;
       return;
-    case 'step.failed':
+    case RUN_EVENT.stepFailed:
       finish(step(), data.retryAt === null ? 'failed' : 'retrying');
       if (step()) step()!.error = data.error;
       return;
-    case 'poll.started':
+    case RUN_EVENT.pollStarted:
       begin(0, 'poll');
       return;
-    case 'poll.attempted':
+    case RUN_EVENT.pollAttempted:
       if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? null });
       return;
-    case 'poll.completed':
-    case 'poll.failed':
-    case 'poll.timed_out':
-      finish(step(), event.type === 'poll.completed' ? 'success' : event.type === 'poll.failed' ? 'failed' : 'timed_out');
-      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? (event.type === 'poll.timed_out' ? 'StepTimedOutError: the maximum wait passed' : null) });
+    case RUN_EVENT.pollCompleted:
+    case RUN_EVENT.pollFailed:
+    case RUN_EVENT.pollTimedOut:
+      finish(step(), event.type === RUN_EVENT.pollCompleted ? 'success' : event.type === RUN_EVENT.pollFailed ? 'failed' : 'timed_out');
+      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null) });
       return;
-    case 'state.changed':
+    case RUN_EVENT.stateChanged:
       view.state = data.name;
       return;
-    case 'sleep.started':
+    case RUN_EVENT.sleepStarted:
       view.status = 'sleeping';
       return;
-    case 'wait.started':
+    case RUN_EVENT.waitStarted:
       view.status = 'waiting';
       return;
-    case 'sleep.completed':
-    case 'wait.completed':
-    case 'wait.timed_out':
+    case RUN_EVENT.sleepCompleted:
+    case RUN_EVENT.waitCompleted:
+    case RUN_EVENT.waitTimedOut:
       view.status = 'running';
       return;
-    case 'run.completed':
+    case RUN_EVENT.runCompleted:
       Object.assign(view, { status: data.partial ? 'partial_success' : 'success', output: data.output, current: null });
       return;
-    case 'run.failed':
+    case RUN_EVENT.runFailed:
       Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null, current: null });
       return;
-    case 'run.cancelled':
+    case RUN_EVENT.runCancelled:
       Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });
       return;
   }

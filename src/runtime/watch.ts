@@ -1,8 +1,10 @@
 import { NotFoundError, ValidationError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
 import { watchEvents } from '../journal/wakeup.js';
 import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
 import { isTerminal, readRunView, RUN_VIEW, runView, type RunView } from './view.js';
+import { TERMINAL_RUN_EVENTS } from './events.js';
 
 /** Reading runs as they go: a run's events to its end, waiting for its end, and the list of runs. */
 
@@ -12,7 +14,7 @@ export const PAGE = 100;
 const SCAN_RUNS = 1_000;
 /** How often a waiter looks without a wake-up (one lost, a PostgreSQL reconnect gap, or SQLite written by another process). */
 export const FALLBACK_MS = 5_000;
-const ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const ENDS = new Set<string>(TERMINAL_RUN_EVENTS);
 
 async function existing(store: Store, id: string): Promise<RunView> {
   const view = await readRunView(store, id);
@@ -24,9 +26,9 @@ async function existing(store: Store, id: string): Promise<RunView> {
  * A run's events after version `after`, page by page, ending with its terminal event: `end` says
  * the run has ended and everything up to its end was returned.
  */
-export function runTail(store: Store, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
+export function runTail(store: Store, journal: Journal, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
   const streamId = runStream(runId);
-  const read = () => store.eventReadStream({ streamId, fromVersion: after + 1, limit: PAGE });
+  const read = () => journal.readStream(streamId, { fromVersion: after + 1, limit: PAGE });
   return {
     next: async () => {
       let events = await read();

@@ -2,10 +2,8 @@ import { LeaseLostError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import type { Blobs } from './blobs.js';
+import { isTerminalEvent } from './events.js';
 import { runStream } from './history.js';
-
-/** The events that end a run: a wake-up for one is news to whoever waits for the run. */
-const RUN_ENDS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 interface Queued {
   events: NewEvent[];
@@ -76,7 +74,7 @@ export class RunWriter {
             throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });
           const last = written.events.at(-1);
-          if (last && !events.some((e) => RUN_ENDS.has(e.type))) this.wrote.add(last.version);
+          if (last && !events.some((e) => isTerminalEvent(e.type))) this.wrote.add(last.version);
         }
         for (const w of batch) w.done();
       } catch (error) {

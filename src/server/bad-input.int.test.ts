@@ -8,7 +8,7 @@ import { backends } from '../testing/backends.js';
 import { MAX_BODY_DEPTH } from './body.js';
 import { startServer, type Server } from './start.js';
 
-const nestedMapping = (levels: number) => '{"a":'.repeat(levels) + '"x"' + '}'.repeat(levels);
+const nestedMapping = (levels: number) => `${'{"a":'.repeat(levels)}"x"${'}'.repeat(levels)}`;
 const nestedArray = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
 /** The answer to a WebSocket upgrade of `path`: its status line's code and body. */

@@ -13,7 +13,7 @@ import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
 import { sessions } from '../agents/service.js';
 import { offlineProvider } from '../chat/providers.js';
 import { createApp } from './app.js';
-import { startServices } from './services.js';
+import { assemble } from '../app/assemble.js';
 
 const waiter = workflow('waiter', async (ctx) => {
   await ctx.step('before', async () => 1);
@@ -129,7 +129,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
 
   it('declares each route once, with every service mounted (its OpenAPI document lists each method and path once)', async () => {
     const own = await testEngine(backend, { workflows: [quick] });
-    const services = await startServices(own.engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    const services = await assemble(own.engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
     try {
       const full = createApp({ engine: own.engine, ...services, uiDir: null });
       const doc = await (await full.fetch(new Request('http://local/openapi.json'))).json();

@@ -1,3 +1,4 @@
+import { Journal } from '../journal/journal.js';
 import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -125,7 +126,8 @@ function counted(engine: Engine) {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  return { engine: Object.create(engine, { store: { value: store } }) as Engine, counts };
+  // routes read events through the journal: one over the counting store (reads only, no projections needed)
+  return { engine: Object.create(engine, { store: { value: store }, journal: { value: new Journal(store, engine.config) } }) as Engine, counts };
 }
 
 describe.each(backends)('runs over HTTP on $name', (backend) => {

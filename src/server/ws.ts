@@ -45,7 +45,10 @@ export class ChannelSockets {
   readonly upgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(request.url ?? '/', 'http://local');
     const match = PATH.exec(url.pathname);
-    if (!match) return refuse(socket, 404, { error: { code: 'not_found', message: `no WebSocket route for ${url.pathname}` } });
+    if (!match) {
+      refuse(socket, 404, { error: { code: 'not_found', message: `no WebSocket route for ${url.pathname}` } });
+      return;
+    }
     try {
       if (this.options.token !== undefined) authorize(request, url, this.options.token);
       const channelId = checkChannelId(decodePathSegment('channel_id', match[1]!));

@@ -97,7 +97,7 @@ describe('commit order on postgres', () => {
         await gate;
       });
       await aHasPosition;
-      let first;
+      let first: Awaited<ReturnType<typeof reader.eventReadCommitted>>;
       try {
         await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
         first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });

@@ -79,7 +79,7 @@ export function projectionRange(p: ProjectionListParams): { low: string; high: s
   const prefix = p.prefix ?? '';
   // U+10FFFF sorts after every other code point in UTF-8 byte order (SQLite BINARY, PostgreSQL "C")
   let low = prefix;
-  let high = prefix + '\u{10FFFF}';
+  let high = `${prefix}\u{10FFFF}`;
   if (p.after !== undefined && p.after > low) low = p.after;
   if (p.before !== undefined && p.before < high) high = p.before;
   return { low, high };

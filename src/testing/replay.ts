@@ -3,6 +3,7 @@ import { createEngine } from '../engine.js';
 import { RUN_EVENT_TYPES } from '../runtime/history.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { createSqlitePath } from './databases.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 class SimulatedCrash extends Error {
   override name = 'SimulatedCrash';
@@ -44,7 +45,7 @@ async function runWithCrash(workflows: Workflow[], workflow: Workflow, input: un
   const dead = new Promise<void>((resolve) => (crashed = resolve));
   first.journal.project(RUN_EVENT_TYPES, async (event) => {
     // the start itself is not a boundary: a crash there means the run never existed
-    if (!event.streamId.startsWith('run:') || (event.streamId === 'run:checked' && event.type === 'run.started')) return;
+    if (!event.streamId.startsWith('run:') || (event.streamId === 'run:checked' && event.type === RUN_EVENT.runStarted)) return;
     writes += 1;
     if (crashAt !== null && writes >= crashAt) {
       crashed();

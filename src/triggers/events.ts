@@ -167,7 +167,7 @@ export class Events {
       try {
         created = await this.store.transaction(async (tx) => {
           const seen = new Set<string>();
-          for (const id of new Set(complete.map((e) => e.id))) if ((await tx.eventReadStream({ streamId: eventStream(id), limit: 1 })).length > 0) seen.add(id);
+          for (const id of new Set(complete.map((e) => e.id))) if ((await this.journal.readStream(eventStream(id), { limit: 1, tx })).length > 0) seen.add(id);
           const fresh = complete.map((e) => !seen.has(e.id) && (seen.add(e.id), true));
           const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e, ...metadata }], expectedVersion: 0 }));
           if (appends.length > 0) await this.journal.appendMany(appends, { tx });
@@ -184,7 +184,7 @@ export class Events {
 
   /** The envelope, whether it was routed, and the rules it matched with the runs they started. */
   async get(id: string): Promise<EventView> {
-    const events = await this.store.eventReadStream({ streamId: eventStream(id), limit: 10 });
+    const events = await this.journal.readStream(eventStream(id), { limit: 10 });
     const received = events.find((e) => e.type === EVENT_RECEIVED);
     if (!received) throw new NotFoundError(`event ${id} not found`);
     const envelope = received.data as Envelope;

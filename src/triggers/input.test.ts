@@ -109,7 +109,7 @@ describe('validateInputMapping', () => {
   it.each(rows)('%s', (_name, mapping, expected) => {
     const problems = validateInputMapping(mapping);
     expect(problems.map((p) => p.path)).toEqual(expected.map(([path]) => path));
-    problems.forEach((problem, i) => expect(problem.message).toMatch(expected[i]![1]));
+    problems.forEach((problem, i) => { expect(problem.message).toMatch(expected[i]![1]); });
   });
 
   it('prefixes paths with the given root', () => {

@@ -14,13 +14,13 @@ export function eventsRetention(): RetentionKind {
       let from = 1;
       for (;;) {
         if (options.signal?.aborted) break;
-        const received = await store.eventReadAll({ types: [EVENT_RECEIVED], fromPosition: from, limit: options.batchSize });
+        const received = await options.journal.readAll({ types: [EVENT_RECEIVED], fromPosition: from, limit: options.batchSize, tx: store });
         const old = received.filter((e) => e.timestamp < options.before);
         if (old.length > 0) {
           const batch = await store.transaction(async (tx) => {
             const routed = [];
             for (const event of old) {
-              const [last] = await tx.eventReadStream({ streamId: event.streamId, backwards: true, limit: 1 });
+              const [last] = await options.journal.readStream(event.streamId, { backwards: true, limit: 1, tx });
               if (last?.type === EVENT_ROUTED) routed.push(event);
             }
             const { events } = await tx.streamDelete({ streamIds: routed.map((e) => e.streamId) });

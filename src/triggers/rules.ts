@@ -145,7 +145,7 @@ export class Rules {
    * throws, and the subscription tries the event again. An event routed before is left alone.
    */
   async route(event: StoredEvent, tx: Store): Promise<EventMatch[]> {
-    const [last] = await tx.eventReadStream({ streamId: event.streamId, backwards: true, limit: 1 });
+    const [last] = await this.journal.readStream(event.streamId, { backwards: true, limit: 1, tx });
     if (!last || last.type === EVENT_ROUTED) return [];
     const envelope = event.data as Envelope;
     const found: EventMatch[] = [];

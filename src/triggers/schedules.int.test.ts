@@ -205,13 +205,13 @@ describe.each(backends)('schedules on $name', (backend) => {
     await eventually(async () => (await slots(one.id)).some((f) => Date.parse(f.slot) > up) && (await slots(skip.id)).some((f) => Date.parse(f.slot) > up), 5000);
     await scheduler.stop();
 
-    const after = async (id: string, since: number) => (await slots(id)).filter((f) => Date.parse(f.slot) > since).sort((a, b) => Date.parse(a.slot) - Date.parse(b.slot));
-    const oneAfter = await after(one.id, lastOne);
+    const firedAfter = async (id: string, since: number) => (await slots(id)).filter((f) => Date.parse(f.slot) > since).sort((a, b) => Date.parse(a.slot) - Date.parse(b.slot));
+    const oneAfter = await firedAfter(one.id, lastOne);
     expect(oneAfter.filter((f) => f.catch_up)).toEqual([oneAfter[0]]);
     // a missed slot (older than the grace when the scheduler came back), with older missed ones skipped before it
     expect(Date.parse(oneAfter[0]!.slot)).toBeLessThan(up - 1000);
     expect(Date.parse(oneAfter[0]!.slot) - lastOne).toBeGreaterThanOrEqual(2000);
-    const skipAfter = await after(skip.id, lastSkip);
+    const skipAfter = await firedAfter(skip.id, lastSkip);
     expect(skipAfter.filter((f) => f.catch_up)).toEqual([]);
     expect(Date.parse(skipAfter[0]!.slot) - lastSkip).toBeGreaterThanOrEqual(3000);
     expect(await runs()).toBe((await slots(one.id)).length + (await slots(skip.id)).length);

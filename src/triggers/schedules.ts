@@ -221,7 +221,7 @@ export class Schedules {
           const state = ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
           const last = state.last_slot_ms ?? -Infinity;
           if (last >= slot || (options.catchUp && last > (options.since ?? -Infinity))) return 'taken';
-          const [head] = await tx.eventReadStream({ streamId: slotStream(id), backwards: true, limit: 1 });
+          const [head] = await this.journal.readStream(slotStream(id), { backwards: true, limit: 1, tx });
           const record = async (event: NewEvent) => {
             const key = `schedule-slot:${id}:${slotIso}`;
             const appended = await this.journal.append(slotStream(id), [event], { tx, expectedVersion: head?.version ?? 0, idempotencyKey: key });

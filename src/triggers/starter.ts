@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Engine } from '../engine.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { runIdFor } from '../runtime/keyed.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowService } from '../workflows/service.js';
@@ -24,15 +24,8 @@ export interface RunStarterOptions {
 /** Stored workflow ids look like this; anything else names a code workflow. */
 const STORED_ID = /^wf_/;
 
-/**
- * The run id a code workflow started for `key` gets: the same key, the same id, so a repeat finds
- * the run the first start made (`runtime.start` returns an existing id's run and starts nothing).
- *
- * @example runIdFor('sch_01J…:2025-01-01T00:00:00.000Z') // 'run_k3…' (32 characters after the prefix)
- */
-export function runIdFor(key: string): string {
-  return `run_${createHash('sha256').update(key).digest('base64url').slice(0, 32)}`;
-}
+/** The run id a code workflow started for `key` gets (the key's stream names it; the id is the same on every try). */
+export { runIdFor };
 
 /**
  * Starts what rules and schedules name: a stored workflow's execution (kind `execution`), a code
@@ -85,8 +78,12 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
         return { run_id: started.execution_id, kind: 'execution' };
       }
       const wf = codeWorkflow(target.workflow, 'target.workflow');
-      const run = await engine.runtime.start(wf, input, { id: runIdFor(key), ...(tx ? { tx } : {}), ...trace });
-      return { run_id: run.id, kind: 'workflow' };
+      const { runId } = await engine.runtime.startKeyed({
+        scope: 'trigger-run', key, ...(tx ? { tx } : {}),
+        name: async () => ({ runId: runIdFor(key) }),
+        begin: async (t, id) => void (await engine.runtime.start(wf, input, { id, tx: t, ...trace })),
+      });
+      return { run_id: runId, kind: 'workflow' };
     },
   };
 }

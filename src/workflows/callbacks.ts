@@ -3,6 +3,7 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { runStream } from '../runtime/history.js';
 import { isTerminal } from '../runtime/view.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /**
  * The one-time URLs of `wait_for_callback` steps: `<base>/callbacks/<execution>.<step>.<mac>`. The
@@ -46,9 +47,9 @@ export class Callbacks {
     const name = `callback:${stepId}`;
     const done = { execution_id: executionId, step_id: stepId };
     const events = (await this.engine.journal.readStream(runStream(executionId), { limit: 1_000_000 })).filter((e) => (e.data as { name?: string }).name === name);
-    if (events.some((e) => e.type === 'signal.sent')) return { ...done, status: 'duplicate' };
+    if (events.some((e) => e.type === RUN_EVENT.signalSent)) return { ...done, status: 'duplicate' };
     if (isTerminal(view.status)) throw new ConflictError(`callback refused: execution ${executionId} has ended (${view.status})`);
-    if (events.some((e) => e.type === 'wait.timed_out')) throw new ConflictError(`callback refused: step ${stepId} timed out`);
+    if (events.some((e) => e.type === RUN_EVENT.waitTimedOut)) throw new ConflictError(`callback refused: step ${stepId} timed out`);
     const { duplicate } = await this.engine.runtime.signal(executionId, name, body ?? null, { idempotencyKey: name });
     return { ...done, status: duplicate ? 'duplicate' : 'completed' };
   }

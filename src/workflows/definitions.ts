@@ -61,7 +61,7 @@ export class Definitions {
       if (current.name !== definition.name) await this.nameFree(tx, definition.name, id);
       const { id: _id, version: _v, created_at: _c, updated_at: _u, ...saved } = current;
       if (canonical(saved) === canonical(definition)) return;
-      const [last] = await tx.eventReadStream({ streamId: stream(id), backwards: true, limit: 1 });
+      const [last] = await this.journal.readStream(stream(id), { backwards: true, limit: 1, tx });
       await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: current.version + 1, definition } }], { tx, expectedVersion: last?.version ?? 0 });
     });
     return this.get(id);
@@ -81,7 +81,7 @@ export class Definitions {
   /** Every saved version of a workflow, oldest first, from its journal (the last one is current unless deleted). */
   async versions(id: string): Promise<Array<{ version: number; definition: Definition; saved_at: string }>> {
     await this.get(id);
-    const events = await this.store.eventReadStream({ streamId: stream(id), limit: 10_000 });
+    const events = await this.journal.readStream(stream(id), { limit: 10_000 });
     return events
       .filter((e) => e.type === 'workflow.saved')
       .map((e) => {

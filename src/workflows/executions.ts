@@ -4,7 +4,7 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { isTerminal, type RunView } from '../runtime/view.js';
 import type { Workflow } from '../runtime/workflow.js';
-import type { Store } from '../storage/store.js';
+import type { Store, StoredEvent } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import { projectStepStats, readStepStats } from './progress.js';
@@ -16,7 +16,9 @@ export type { ExecutionLink, ExecutionRecord, ExecutionStatus, ExecutionSummary,
 const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
 const WORKFLOW_VIEW = 'workflow';
-const executionKeyStream = (workflowId: string, key: string) => `execution-key:${workflowId}:${key}`;
+/** An execution's key: the stream `execution-key:<workflow>:<key>`, whose `execution.keyed` event names it. */
+const keyed = (workflowId: string, key: string) => ({ scope: `execution-key:${workflowId}`, key, runOf: (e: StoredEvent) => (e.data as { execution_id: string }).execution_id });
+const named = (id: string) => ({ runId: id, event: { type: 'execution.keyed', data: { execution_id: id } } });
 const LINKS = 'execution-reruns';
 const linkStream = (executionId: string) => `execution-links:${executionId}`;
 
@@ -47,51 +49,42 @@ export class Executions {
    */
   async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const input = this.input(await this.definitions.get(workflowId), request);
-    const keyStream = request.idempotencyKey === undefined ? null : executionKeyStream(workflowId, checkName('Idempotency-Key', request.idempotencyKey, 200));
-    for (let attempt = 1; ; attempt++) {
-      if (keyStream !== null) {
-        const [first] = await this.engine.store.eventReadStream({ streamId: keyStream, limit: 1 });
-        if (first) return this.accepted(workflowId, (first.data as { execution_id: string }).execution_id);
-      }
+    if (request.idempotencyKey === undefined) {
       const id = newId('ex');
-      try {
-        await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, keyStream, request.traceparent));
-        return this.accepted(workflowId, id);
-      } catch (error) {
-        // a concurrent request with the same key won: the next round reads its execution
-        if (!(error instanceof ConflictError) || keyStream === null || attempt >= 3) throw error;
-      }
+      await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, request.traceparent));
+      return this.accepted(workflowId, id);
     }
+    const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
+    const { runId } = await this.engine.runtime.startKeyed({ ...keyed(workflowId, key), name: async () => named(newId('ex')), begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent) });
+    return this.accepted(workflowId, runId);
   }
 
   /**
    * Starts an execution in the caller's transaction (a subscription handler's, a scheduler's): it
    * exists only if that commits. A repeated `key` returns the execution the first call started and
    * writes nothing; a concurrent call with the same key waits for the first to commit, then returns
-   * its execution (on PostgreSQL the losing append is undone by its savepoint, so `tx` stays usable).
-   * Every check runs before the first write, so a thrown error leaves `tx` as it was.
+   * its execution (`runtime.startKeyed`). Every check runs before the first write, so a thrown
+   * error leaves `tx` as it was.
    *
    * @example
    * await store.transaction((tx) => executions.startIn(tx, 'wf_01J…', { trigger_data: { id: 'evt_1' }, trigger_type: 'event' }, 'evt_1:rule_01J…'));
    */
   async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; traceparent?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
-    const keyStream = executionKeyStream(workflowId, checkName('key', key, 200));
-    const first = async () => ((await tx.eventReadStream({ streamId: keyStream, limit: 1 }))[0]?.data as { execution_id: string } | undefined)?.execution_id;
-    const existing = await first();
-    if (existing !== undefined) return this.accepted(workflowId, existing);
-    // read through `tx`: on SQLite a read outside it would wait for this very transaction
-    const wf = (await tx.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
-    if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
-    const input = this.input(wf, request);
-    const id = newId('ex');
-    try {
-      await this.begin(tx, workflowId, input, id, keyStream, request.traceparent);
-    } catch (error) {
-      const winner = error instanceof ConflictError ? await first() : undefined;
-      if (winner === undefined) throw error;
-      return this.accepted(workflowId, winner);
-    }
-    return this.accepted(workflowId, id);
+    const checked = checkName('key', key, 200);
+    let input: ExecutionInput | undefined;
+    const { runId } = await this.engine.runtime.startKeyed({
+      ...keyed(workflowId, checked),
+      tx,
+      name: async (t) => {
+        // read through the transaction: on SQLite a read outside it would wait for this very transaction
+        const wf = (await t.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
+        if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
+        input = this.input(wf, request);
+        return named(newId('ex'));
+      },
+      begin: (t, id) => this.begin(t, workflowId, input!, id, request.traceparent),
+    });
+    return this.accepted(workflowId, runId);
   }
 
   /** The run input of an execution of `wf`, checked: a disabled workflow or bad trigger data throws before anything is written. */
@@ -107,8 +100,7 @@ export class Executions {
     };
   }
 
-  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, keyStream: string | null, traceparent?: string): Promise<void> {
-    if (keyStream !== null) await this.engine.journal.append(keyStream, [{ type: 'execution.keyed', data: { execution_id: id } }], { tx, expectedVersion: 0 });
+  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, traceparent?: string): Promise<void> {
     await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}), ...(traceparent ? { traceparent } : {}) });
     await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
   }
@@ -171,7 +163,7 @@ export class Executions {
     const next: ExecutionInput = { ...input, reuse, rerun_of: link };
     const id = newId('ex');
     await this.engine.store.transaction(async (tx) => {
-      await this.begin(tx, input.workflow_id, next, id, null);
+      await this.begin(tx, input.workflow_id, next, id);
       await this.engine.journal.append(linkStream(view.id), [{ type: 'execution.rerun', data: { execution_id: id, ...(link.from_step ? { from_step: link.from_step } : {}), ...(link.branches ? { branches: link.branches } : {}) } }], { tx });
     });
     return this.accepted(input.workflow_id, id);

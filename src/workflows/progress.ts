@@ -4,6 +4,7 @@ import type { Store } from '../storage/store.js';
 import { STORED_WORKFLOW, type ExecutionInput } from './interpreter.js';
 import type { StepRecord } from './record.js';
 import type { StepDefinition } from './schema.js';
+import { RUN_EVENT } from '../runtime/events.js';
 
 /** Per step id of one workflow: the durations (ms) of its last runs, newest last. */
 export type StepStats = Record<string, number[]>;
@@ -18,7 +19,7 @@ const KEEP = 21;
  * Steps a rerun reused (they took no time) are not counted.
  */
 export function projectStepStats(journal: Journal): void {
-  journal.project(['step.completed', 'poll.completed'], async (event, tx) => {
+  journal.project([RUN_EVENT.stepCompleted, RUN_EVENT.pollCompleted], async (event, tx) => {
     // executions have ex_ ids: the steps of code runs cost no read here
     if (!event.streamId.startsWith('run:ex_')) return;
     const view = await readRunView(tx, event.streamId.slice('run:'.length));

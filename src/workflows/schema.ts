@@ -240,7 +240,7 @@ export function parseDefinition(input: unknown): Definition {
     }
     if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined) problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
     for (const [field, state] of [['state', step.state], ['state_after', step.state_after]] as const) checkState(definition, state, `${path}.${field}`, problems);
-    step.on_error?.forEach((rule, i) => checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems));
+    step.on_error?.forEach((rule, i) => { checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems); });
     if (!seen.has(step.id)) seen.set(step.id, path);
   };
   const visible = new Set<string>();
@@ -262,9 +262,9 @@ export function parseDefinition(input: unknown): Definition {
   });
   if (definition.states) {
     for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const) checkState(definition, definition.states[field], `states.${field}`, problems);
-    definition.states.retryable?.forEach((state, i) => checkState(definition, state, `states.retryable[${i}]`, problems));
+    definition.states.retryable?.forEach((state, i) => { checkState(definition, state, `states.retryable[${i}]`, problems); });
   }
-  definition.on_error?.forEach((rule, i) => checkState(definition, rule.state, `on_error[${i}].state`, problems));
+  definition.on_error?.forEach((rule, i) => { checkState(definition, rule.state, `on_error[${i}].state`, problems); });
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }
@@ -361,7 +361,7 @@ export function unknownSecrets(definition: Definition, known: ReadonlySet<string
   };
   definition.steps.forEach((step, i) => {
     add(step, `steps[${i}]`);
-    if (step.type === 'parallel') for (const [branch, steps] of Object.entries(step.config.branches)) steps.forEach((inner, j) => add(inner, `steps[${i}].config.branches.${branch}[${j}]`));
+    if (step.type === 'parallel') for (const [branch, steps] of Object.entries(step.config.branches)) steps.forEach((inner, j) => { add(inner, `steps[${i}].config.branches.${branch}[${j}]`); });
   });
   return templated.flatMap(([value, at]) =>
     secretReferences(value, at)

@@ -59,7 +59,7 @@ describe.each(backends)('secrets on $name', (backend) => {
   it('never writes a value to the database in the clear', async () => {
     const planted = 's3cr3t-planted-7f9c';
     await secrets.set('PLANTED_NAME', planted);
-    await secrets.set('OTHER', planted + '-and-more');
+    await secrets.set('OTHER', `${planted}-and-more`);
     await secrets.delete('OTHER');
     let raw: string;
     if (backend.name === 'sqlite') {

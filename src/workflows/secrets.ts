@@ -33,7 +33,7 @@ export async function loadSecretKey(options: { env?: string; dataDir: string }):
   }
   const path = join(options.dataDir, KEY_FILE);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  let file;
+  let file: Awaited<ReturnType<typeof open>>;
   try {
     file = await open(path, 'wx', 0o600);
   } catch (error) {

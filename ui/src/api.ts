@@ -59,7 +59,7 @@ export async function api<T = any>(path: string, init: { method?: string; body?:
     const body = text ? JSON.parse(text) : null;
     if (!res.ok) {
       const e = body?.error ?? {};
-      throw new ApiError(res.status, e.code ?? 'http_' + res.status, e.message ?? res.statusText, e.problems ?? []);
+      throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? res.statusText, e.problems ?? []);
     }
     return body as T;
   }

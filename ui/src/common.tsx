@@ -74,13 +74,13 @@ export function duration(ms: number | null | undefined): string {
 
 export function ago(iso: string | null | undefined): string {
   if (!iso) return '—';
-  return duration(Date.now() - Date.parse(iso)) + ' ago';
+  return `${duration(Date.now() - Date.parse(iso))} ago`;
 }
 
 /** JSON, folded under a summary line; opened it shows the whole value, pretty-printed. */
 export function Json({ value, label, open = false }: { value: unknown; label?: string; open?: boolean }) {
   const text = value === undefined ? 'undefined' : JSON.stringify(value, null, 2);
-  const short = text.length > 80 ? text.replace(/\s+/g, ' ').slice(0, 77) + '…' : text.replace(/\s+/g, ' ');
+  const short = text.length > 80 ? `${text.replace(/\s+/g, ' ').slice(0, 77)}…` : text.replace(/\s+/g, ' ');
   return (
     <details class="json" open={open}>
       <summary>

@@ -3,7 +3,7 @@ import type { Engine } from '../../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
 import { isTerminal, readRunView, RUN_STATUSES } from '../../runtime/view.js';
-import { runIdFor } from '../../triggers/starter.js';
+import { runIdFor } from '../../runtime/keyed.js';
 import { route, type Route } from '../route.js';
 
 /** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */
@@ -52,9 +52,13 @@ export function controlRoutes(engine: Engine): Route[] {
           throw new ValidationError('workflow', `no code workflow is named '${body.workflow}' (${hint})`);
         }
         const key = headers.get('idempotency-key');
-        const id = body.id ?? (key !== null ? runIdFor(`runs:${checkName('Idempotency-Key', key, 200)}`) : undefined);
+        const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
+        const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
         const existed = id !== undefined && (await readRunView(engine.store, id)) !== undefined;
-        const run = await engine.start(wf, body.input ?? null, id !== undefined ? { id } : {});
+        const run =
+          checked !== undefined
+            ? engine.runtime.handle((await engine.runtime.startKeyed({ scope: 'runs', key: checked, name: async () => ({ runId: id! }), begin: async (tx, runId) => void (await engine.start(wf, body.input ?? null, { id: runId, tx })) })).runId)
+            : await engine.start(wf, body.input ?? null, id !== undefined ? { id } : {});
         const now = await view(run.id);
         if (now.workflow !== wf.name) throw new ConflictError(`run ${run.id} exists and is a run of '${now.workflow}', not '${wf.name}'`);
         return { run_id: run.id, workflow: now.workflow, status: now.status, duplicate: existed };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
+import type { Journal } from '../../journal/journal.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
 import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
@@ -148,8 +149,8 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       handle: async ({ query, headers, signal }) => {
         const given = headers.get('last-event-id') ?? query.after;
         const filters = { ...(query.stream_prefix ? { streamPrefix: query.stream_prefix } : {}), ...(query.types?.length ? { types: query.types } : {}) };
-        const after = given !== undefined ? await checkCursor(store, given, headers.has('last-event-id') ? 'Last-Event-ID' : 'after') : query.from === 'now' ? await store.eventHead() : '';
-        return sseResponse(store, journalFeed(store, after, filters), { ...live, catchUpMs: [10, 50, 250], signal });
+        const after = given !== undefined ? await checkCursor(engine.journal, given, headers.has('last-event-id') ? 'Last-Event-ID' : 'after') : query.from === 'now' ? await engine.journal.head() : '';
+        return sseResponse(store, journalFeed(engine.journal, after, filters), { ...live, catchUpMs: [10, 50, 250], signal });
       },
     }),
     route({
@@ -178,7 +179,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
       handle: async ({ params, query }) => {
         await runView(store, params.id!);
-        return runEvents(store, params.id!, query);
+        return runEvents(engine.journal, params.id!, query);
       },
     }),
     route({
@@ -189,7 +190,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         await runView(store, params.id!);
         const header = headers.get('last-event-id');
         if (header !== null && !/^\d{1,15}$/.test(header.trim())) throw new ValidationError('Last-Event-ID', `must be the version of a run's event (got '${header}')`);
-        const tail = runTail(store, params.id!, header !== null ? Number(header.trim()) : (query.after ?? 0));
+        const tail = runTail(store, engine.journal, params.id!, header !== null ? Number(header.trim()) : (query.after ?? 0));
         const feed: SseFeed = {
           wakesOn: (streamId) => streamId === runStream(params.id!),
           next: async () => {
@@ -215,7 +216,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       handle: async ({ params, query }) => {
         const view = await readRunView(store, params.execution_id!);
         if (!view || workflowId(view) !== params.id) throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
-        return runEvents(store, params.execution_id!, query);
+        return runEvents(engine.journal, params.execution_id!, query);
       },
     }),
   ];
@@ -283,13 +284,13 @@ export function runRecord(view: RunView, live?: Set<string>): RunRecord {
  * A page of a run's events after version `after`, of `types` when given. `next_after` is the
  * version to continue after, null once the page reached the stream's current end.
  */
-export async function runEvents(store: Store, runId: string, q: { after: number; limit: number; types?: string[] | undefined }): Promise<{ events: EventRecord[]; next_after: number | null }> {
+export async function runEvents(journal: Journal, runId: string, q: { after: number; limit: number; types?: string[] | undefined }): Promise<{ events: EventRecord[]; next_after: number | null }> {
   const wanted = q.types?.length ? new Set(q.types) : null;
   const size = wanted ? 500 : q.limit + 1;
   const events: EventRecord[] = [];
   let examined = q.after;
   for (let scanned = 0; ; ) {
-    const batch = await store.eventReadStream({ streamId: runStream(runId), fromVersion: examined + 1, limit: size });
+    const batch = await journal.readStream(runStream(runId), { fromVersion: examined + 1, limit: size });
     for (const event of batch) {
       if (!wanted || wanted.has(event.type)) {
         if (events.length === q.limit) return { events, next_after: examined };
@@ -303,14 +304,14 @@ export async function runEvents(store: Store, runId: string, q: { after: number;
   }
 }
 
-function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: string; types?: string[] }): SseFeed {
+function journalFeed(journal: Journal, after: Cursor, filters: { streamPrefix?: string; types?: string[] }): SseFeed {
   return {
     wakesOn: (streamId) => filters.streamPrefix === undefined || streamId.startsWith(filters.streamPrefix),
     next: async () => {
       // past events the filters skipped too, so an idle feed does not read them again
       let read: CommittedRead;
       do {
-        read = await store.eventReadCommitted({ after, limit: PAGE, ...filters });
+        read = await journal.readCommitted({ after, limit: PAGE, ...filters });
         after = read.cursor;
       } while (read.events.length === 0 && read.more);
       const batch = read.events;
@@ -320,12 +321,12 @@ function journalFeed(store: Store, after: Cursor, filters: { streamPrefix?: stri
 }
 
 /** A resume point given by a client: checked by the store (a read of one event), so a bad one is a 400 now, not a dead stream. */
-async function checkCursor(store: Store, cursor: string, path: string): Promise<Cursor> {
+async function checkCursor(journal: Journal, cursor: string, path: string): Promise<Cursor> {
   const trimmed = cursor.trim();
   const bad = () => new ValidationError(path, `'${cursor}' is not an event id of this journal`);
   if (!/^[0-9:]{0,100}$/.test(trimmed)) throw bad();
   try {
-    await store.eventReadCommitted({ after: trimmed, limit: 1 });
+    await journal.readCommitted({ after: trimmed, limit: 1 });
   } catch (error) {
     if (error instanceof ValidationError) throw bad();
     throw error;

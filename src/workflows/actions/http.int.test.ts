@@ -137,7 +137,7 @@ describe('httpRequest against a local server', () => {
   it('truncates a body over 256 KiB and flags it; exactly 256 KiB is whole', async () => {
     const local = await serve((request, response) => {
       response.setHeader('Content-Type', 'application/json');
-      if (request.url === '/exact') return void response.end('"' + 'a'.repeat(MAX_RESPONSE_BYTES - 2) + '"');
+      if (request.url === '/exact') return void response.end(`"${'a'.repeat(MAX_RESPONSE_BYTES - 2)}"`);
       // an endless body: the client must stop reading and close the connection
       const chunk = 'b'.repeat(64 * 1024);
       const write = (): void => {

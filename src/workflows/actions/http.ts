@@ -104,7 +104,7 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
       checkUrl(attempt.url);
       const address = await resolveChecked(attempt, ctx, deadline.signal, stopped);
       const received = await send(attempt, address, deadline.signal, stopped);
-      const location = REDIRECTS.has(received.status) ? received.headers['location'] : undefined;
+      const location = REDIRECTS.has(received.status) ? received.headers.location : undefined;
       if (location === undefined) return output(attempt, received);
       if (redirects === MAX_REDIRECTS) throw new TerminalError(`${describe(attempt)} failed: more than ${MAX_REDIRECTS} redirects`);
       attempt = redirected(attempt, received.status, location);

@@ -112,7 +112,7 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
         ))}
         {rows.map((row, i) => (
           <g key={row.key} transform={`translate(0 ${i * ROW_H})`}>
-            <text x={4} y={ROW_H / 2 + 4} class="row-label">{row.label.length > 24 ? row.label.slice(0, 23) + '…' : row.label}</text>
+            <text x={4} y={ROW_H / 2 + 4} class="row-label">{row.label.length > 24 ? `${row.label.slice(0, 23)}…` : row.label}</text>
             {row.bars.map((bar, j) => {
               const to = bar.end ?? (ended ? lastEvent : now);
               const w = Math.max(2, x(to) - x(bar.start));

@@ -58,6 +58,7 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
   const canRetry = base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
   const canRerun = base !== null && paths.has(RERUN);
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: Escape anywhere in the group closes the open form (the controls inside are buttons)
     <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
       <div class="actions">
         {canCancel ? <button type="button" class="danger" disabled={busy} onClick={cancel}>Cancel run</button> : null}

@@ -80,7 +80,7 @@ export function RunsPage() {
     if (value) next.set(name, value);
     else next.delete(name);
     next.delete('after');
-    navigate(`/runs${next.toString() ? '?' + next : ''}`, true);
+    navigate(`/runs${next.toString() ? `?${next}` : ''}`, true);
   };
 
   const [idText, setIdText] = useState('');
@@ -88,6 +88,7 @@ export function RunsPage() {
 
   return (
     <Page title="Runs" actions={<span class={`live ${live ? 'on' : ''}`} role="status">{live ? 'live' : 'offline'}</span>}>
+      {/* biome-ignore lint/a11y/useSemanticElements: the <search> element is too new for the browsers the dashboard supports */}
       <form class="filters" role="search" aria-label="Filter runs" onSubmit={(e) => {
         e.preventDefault();
         if (idText.trim()) navigate(`/runs/${encodeURIComponent(idText.trim())}`);

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, ApiError } from '../api';
+import { api, type ApiError } from '../api';
 import { ErrorBox, Json, Link, Page, parseJson, RunLink, Status, time, useLoad } from '../common';
 import { navigate } from '../router';
 
@@ -57,6 +57,7 @@ export function WorkflowPage({ id }: { id: string }) {
       <p class="muted"><span class="mono">{w.id}</span> · version {w.version} · updated {time(w.updated_at)}</p>
       <ExecuteForm id={id} />
       <h2>Definition</h2>
+      {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label names the block for screen readers and the browser tests */}
       <pre class="code" aria-label="Definition JSON">{JSON.stringify(definition, null, 2)}</pre>
       <h2>Versions</h2>
       <ol class="versions">

@@ -17,7 +17,7 @@ import { logEvents } from '../observe/log.js';
 import { chatRetention } from '../chat/retention.js';
 import type { RetentionPolicy } from '../retention/policy.js';
 
-export interface ServiceOptions {
+export interface AssembleOptions {
   secretKey: Buffer;
   /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although the SSRF guard refuses them. */
   allow: string[];
@@ -40,7 +40,7 @@ export interface ServiceOptions {
   onDelta?: (delta: ReplyDelta) => void;
 }
 
-export interface Services {
+export interface App {
   workflows: WorkflowService;
   channels: Channels;
   sessions: SessionService;
@@ -58,11 +58,17 @@ export const MANUAL_AGENT_RULE = {
 };
 
 /**
- * Everything runledger runs on an engine, for the server and for `runledger worker`: stored
- * workflows, chat channels, agent sessions and triggers, and (with `workers`) the consumers that
- * do the work — run passes, AI replies, event routing, schedules.
+ * The product assembled on an engine, once, for the server, `runledger worker`, `runledger prune`
+ * and the tests: stored workflows, chat channels, agent sessions and the agent ledger, triggers with
+ * the shipped rule, the log subscription and chat's retention kind, and (with `workers`) the
+ * consumers that do the work — run passes, AI replies, event routing, schedules, retention.
+ *
+ * @example
+ * const engine = await createEngine({ database: 'runledger.db' });
+ * const app = await assemble(engine, { secretKey, allow: [], logger: pino(), chatProvider: offlineProvider(), workers: true });
+ * await app.workflows.executions.execute('wf_01J…', { trigger_data: { name: 'Ada' } });
  */
-export async function startServices(engine: Engine, options: ServiceOptions): Promise<Services> {
+export async function assemble(engine: Engine, options: AssembleOptions): Promise<App> {
   const { logger } = options;
   const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.reportBaseUrl ? { callbackBaseUrl: options.reportBaseUrl } : {}) });
   engine.register(...(options.codeWorkflows ?? []));

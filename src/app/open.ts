@@ -1,0 +1,100 @@
+import { dirname, resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import type { Agent } from '../agents/agent.js';
+import type { Tool } from '../agents/tools.js';
+import { offlineProvider, type ChatProvider } from '../chat/providers.js';
+import type { ReplyDelta } from '../chat/reply.js';
+import type { RunledgerOptions } from '../config.js';
+import { createEngine, type Engine } from '../engine.js';
+import { createMetrics, type Metrics } from '../observe/metrics.js';
+import type { Tracer } from '../observe/trace.js';
+import type { RetentionPolicy } from '../retention/policy.js';
+import type { Workflow } from '../runtime/workflow.js';
+import { loadSecretKey } from '../workflows/secrets.js';
+import { assemble, type App } from './assemble.js';
+
+export interface OpenAppOptions extends RunledgerOptions {
+  /** RUNLEDGER_SECRET_KEY, or the key itself; without it a key file in `dataDir` is used (created on first start). */
+  secretKey?: string | Buffer | undefined;
+  /** Where the key file lives; default: the SQLite file's folder, else the working directory. */
+  dataDir?: string;
+  /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although they are private (RUNLEDGER_HTTP_ALLOW). */
+  allow?: string[];
+  /** Run executions, sessions, AI replies, routing and schedules in this process too (default true). */
+  workers?: boolean;
+  /** The model that answers `role: user` chat messages; default the offline one. */
+  chatProvider?: ChatProvider;
+  agents?: Agent[];
+  /** The tools ledger agents call (`defineTool`). */
+  tools?: Tool[];
+  /** The agent of an inbound event that names none. Default `sample-agent`. */
+  defaultAgent?: string;
+  codeWorkflows?: Workflow[];
+  logger?: Logger;
+  /** Ages after which finished records are deleted (RUNLEDGER_RETENTION), by this process when it runs workers. */
+  retention?: RetentionPolicy;
+  /** Spans for requests, runs and steps (`startTracing`); the caller closes it after the app. */
+  tracer?: Tracer | null;
+  /** Where HTTP agents report back: the server's URL. */
+  reportBaseUrl?: string;
+  /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
+  onDelta?: (delta: ReplyDelta) => void;
+}
+
+/** The assembled product on its own engine: `close()` stops the consumers, then the engine. */
+export interface OpenApp extends Omit<App, 'stop'> {
+  engine: Engine;
+  /** Prometheus metrics of this process (the server serves them on /metrics). */
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+const isPostgres = (database: string) => /^postgres(ql)?:\/\//.test(database);
+
+/** Where the secret key file lives: beside the SQLite file, else the working directory. */
+export function dataDirFor(database: string): string {
+  return isPostgres(database) ? process.cwd() : dirname(resolve(database));
+}
+
+/**
+ * The engine on its database with the product assembled on it (`assemble`): the one start of
+ * `runledger serve` (which adds HTTP), `runledger worker` and `runledger prune`.
+ *
+ * @example
+ * const app = await openApp({ database: 'runledger.db', workers: true });
+ * await app.workflows.executions.execute('wf_01J…');
+ * await app.close();
+ */
+export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
+  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, reportBaseUrl, onDelta, ...engineOptions } = options;
+  const database = engineOptions.database ?? 'runledger.db';
+  const key = Buffer.isBuffer(secretKey) ? secretKey : await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
+  const engine = await createEngine({ ...engineOptions, database, workers });
+  try {
+    const metrics = createMetrics(engine.events, engine.store);
+    if (tracer) engine.useTracer(tracer);
+    try {
+      const app = await assemble(engine, {
+        secretKey: key, allow, logger, chatProvider, workers,
+        ...(reportBaseUrl ? { reportBaseUrl } : {}), ...(onDelta ? { onDelta } : {}), ...(retention ? { retention } : {}), ...(agents ? { agents } : {}), ...(tools ? { tools } : {}), ...(defaultAgent ? { defaultAgent } : {}), ...(codeWorkflows ? { codeWorkflows } : {}),
+      });
+      const { stop, ...rest } = app;
+      return {
+        ...rest,
+        engine,
+        metrics,
+        close: async () => {
+          await stop();
+          metrics.close();
+          await engine.close();
+        },
+      };
+    } catch (error) {
+      metrics.close();
+      throw error;
+    }
+  } catch (error) {
+    await engine.close();
+    throw error;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The events of a run's stream (`run:<id>`), named once: each type, the `ctx` call or transition
+ * it records (`kind`), whether it ends the run (`terminal`), and what the run view does with it
+ * (`view`, applied in view.ts). Code names a type through `RUN_EVENT` (`RUN_EVENT.runStarted` is
+ * `'run.started'`); a test checks that no other source file spells one as a string.
+ */
+export const runEventTable = {
+  runStarted: { type: 'run.started', kind: 'run', terminal: false, view: 'creates the view: running, its workflow, version and input' },
+  runCancelRequested: { type: 'run.cancel_requested', kind: 'run', terminal: false, view: 'none: the next pass cancels the run' },
+  runCompleted: { type: 'run.completed', kind: 'run', terminal: true, view: 'success (partial_success when partial), its output' },
+  runFailed: { type: 'run.failed', kind: 'run', terminal: true, view: 'failed, its error and compensations' },
+  runCancelled: { type: 'run.cancelled', kind: 'run', terminal: true, view: 'cancelled, its compensations' },
+  runContinued: { type: 'run.continued', kind: 'run', terminal: false, view: 'a new generation: running, its input, no steps' },
+  stepStarted: { type: 'step.started', kind: 'step', terminal: false, view: 'the step running, its attempt' },
+  stepCompleted: { type: 'step.completed', kind: 'step', terminal: false, view: 'the step success, its output' },
+  stepFailed: { type: 'step.failed', kind: 'step', terminal: false, view: 'the step retrying, or failed when no retry is due' },
+  sleepStarted: { type: 'sleep.started', kind: 'sleep', terminal: false, view: 'sleeping' },
+  sleepCompleted: { type: 'sleep.completed', kind: 'sleep', terminal: false, view: 'running' },
+  waitStarted: { type: 'wait.started', kind: 'wait', terminal: false, view: 'waiting' },
+  waitCompleted: { type: 'wait.completed', kind: 'wait', terminal: false, view: 'running' },
+  waitTimedOut: { type: 'wait.timed_out', kind: 'wait', terminal: false, view: 'running' },
+  signalSent: { type: 'signal.sent', kind: 'signal', terminal: false, view: 'none: a waitForEvent takes it' },
+  childStarted: { type: 'child.started', kind: 'child', terminal: false, view: 'none' },
+  childCompleted: { type: 'child.completed', kind: 'child', terminal: false, view: 'none' },
+  childFailed: { type: 'child.failed', kind: 'child', terminal: false, view: 'none' },
+  valueRecorded: { type: 'value.recorded', kind: 'value', terminal: false, view: 'none' },
+  nodeStarted: { type: 'node.started', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
+  nodeCompleted: { type: 'node.completed', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
+  nodeFailed: { type: 'node.failed', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
+  compensationStarted: { type: 'compensation.started', kind: 'compensation', terminal: false, view: 'none' },
+  compensationCompleted: { type: 'compensation.completed', kind: 'compensation', terminal: false, view: 'none' },
+  compensationFailed: { type: 'compensation.failed', kind: 'compensation', terminal: false, view: 'none' },
+  patchRecorded: { type: 'patch.recorded', kind: 'patch', terminal: false, view: 'the patch decision' },
+  pollStarted: { type: 'poll.started', kind: 'poll', terminal: false, view: 'the poll step running' },
+  pollAttempted: { type: 'poll.attempted', kind: 'poll', terminal: false, view: 'the poll step attempts, last answer or error' },
+  pollCompleted: { type: 'poll.completed', kind: 'poll', terminal: false, view: 'the poll step success' },
+  pollFailed: { type: 'poll.failed', kind: 'poll', terminal: false, view: 'the poll step failed' },
+  pollTimedOut: { type: 'poll.timed_out', kind: 'poll', terminal: false, view: 'the poll step timed_out' },
+  stateChanged: { type: 'state.changed', kind: 'state', terminal: false, view: 'the business state' },
+} as const satisfies Record<string, { type: string; kind: string; terminal: boolean; view: string }>;
+
+/** The events of an ordering key's stream (`ordering:<key>`): runs waiting for their turn. */
+export const orderingEventTable = {
+  runQueued: { type: 'run.queued', kind: 'ordering', terminal: false, view: 'none' },
+  runReleased: { type: 'run.released', kind: 'ordering', terminal: false, view: 'none' },
+} as const;
+
+/** The event that takes a key of a keyed start (`keyed.ts`), first in the key's stream, when the caller names none. */
+export const keyEventTable = {
+  runKeyed: { type: 'run.keyed', kind: 'key', terminal: false, view: 'none: names the run the key started' },
+} as const;
+
+type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;
+export type RunEventName = keyof Table;
+export type RunEventType = Table[RunEventName]['type'];
+
+/** Each event's type by its name in the tables: `RUN_EVENT.runCompleted === 'run.completed'`. */
+export const RUN_EVENT = Object.freeze(
+  Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type])),
+) as { readonly [K in RunEventName]: Table[K]['type'] };
+
+/** Every event type a run's stream holds. */
+export const RUN_EVENT_TYPES: string[] = Object.values(runEventTable).map((e) => e.type);
+
+/** The events that end a run: nothing but a late signal or cancel request follows one in its stream. */
+export const TERMINAL_RUN_EVENTS: readonly string[] = Object.values(runEventTable).filter((e) => e.terminal).map((e) => e.type);
+
+/** Whether `type` ends a run. */
+export function isTerminalEvent(type: string): boolean {
+  return TERMINAL_RUN_EVENTS.includes(type);
+}
