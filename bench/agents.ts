@@ -22,8 +22,7 @@ export async function benchAgents(database: string, sizes: AgentSizes): Promise<
   try {
     const noop = defineAgent('noop', { ledger: {}, background: async () => {} });
     const ledger = new AgentLedger(engine, sessions(engine, { agents: [noop] }), { defaultAgent: 'noop' });
-    const post = (i: number) =>
-      ledger.intake({ conversation_id: `bench-c${i % sizes.conversations}`, user_id: 'bench', source: 'bench', input_type: 'text', payload: { i }, idempotency_key: `bench-${i}` });
+    const post = (i: number) => ledger.intake({ conversation_id: `bench-c${i % sizes.conversations}`, user_id: 'bench', source: 'bench', input_type: 'text', payload: { i }, idempotency_key: `bench-${i}` });
     let next = 0;
     const started = performance.now();
     const runs: string[] = [];

@@ -96,8 +96,10 @@ export async function storedThroughput(product: { engine: Engine; services: App;
   for (let i = 0; i < Math.min(5, executions); i++) await run(-i);
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < executions) await run(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < executions) await run(next++);
+    }),
+  );
   return executions / ((performance.now() - started) / 1000);
 }

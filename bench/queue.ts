@@ -22,9 +22,7 @@ const TIMEOUT_MS = 120_000;
  * brings their completed counts to `count`.
  */
 export async function drain(database: string, queue: string, count: number, processes: number, concurrency = 10): Promise<number> {
-  const children = Array.from({ length: processes }, () =>
-    spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
+  const children = Array.from({ length: processes }, () => spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
   try {
     await Promise.all(children.map((child) => nextMessage(child, (m) => m === 'ready')));

@@ -43,7 +43,10 @@ async function bench(backend: Backend, database: string): Promise<void> {
         const appends: StreamAppend[] = [];
         for (let i = at; i < Math.min(runsPerRound, at + 20); i++) {
           const values = Array.from({ length: EVENTS_PER_RUN - 2 }, (_, seq) => ({ type: 'value.recorded', data: { seq: seq + 1, name: 'random', value: seq } }));
-          appends.push({ streamId: `run:bench-${round}-${i}`, events: [{ type: 'run.started', data: { workflow: 'bench', input: null, orderingKey: null, deadline: null, parent: null } }, ...values, { type: 'run.completed', data: { output: null } }] });
+          appends.push({
+            streamId: `run:bench-${round}-${i}`,
+            events: [{ type: 'run.started', data: { workflow: 'bench', input: null, orderingKey: null, deadline: null, parent: null } }, ...values, { type: 'run.completed', data: { output: null } }],
+          });
           written += EVENTS_PER_RUN;
         }
         appends.push({ streamId: `audit:${round}-${at}`, events: [{ type: 'audit', data: at }] });
@@ -60,7 +63,9 @@ async function bench(backend: Backend, database: string): Promise<void> {
     const audits = rounds * Math.ceil(runsPerRound / 20);
     for (const deadline = Date.now() + 30_000; seen < audits && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
     const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
-    console.log(`${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen} of ${audits}`);
+    console.log(
+      `${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen} of ${audits}`,
+    );
   } finally {
     await engine.close();
   }

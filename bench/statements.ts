@@ -22,10 +22,11 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return query.apply(this, args);
 } as typeof pg.Client.prototype.query;
 
-const steps = (n: number) => workflow(`stmts${n}`, async (ctx) => {
-  for (let i = 0; i < n; i++) await ctx.step(`s${i}`, async () => i);
-  return n;
-});
+const steps = (n: number) =>
+  workflow(`stmts${n}`, async (ctx) => {
+    for (let i = 0; i < n; i++) await ctx.step(`s${i}`, async () => i);
+    return n;
+  });
 const ten = steps(10);
 const one = steps(1);
 
@@ -36,9 +37,11 @@ async function measure(database: string, wf: typeof ten): Promise<{ total: numbe
     counts.clear();
     total = 0;
     let next = 0;
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
+      }),
+    );
     const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14);
     return { total, top };
   } finally {
@@ -50,7 +53,10 @@ async function measure(database: string, wf: typeof ten): Promise<{ total: numbe
 async function drain(database: string, tasks: number): Promise<{ total: number; top: Array<[string, number]> }> {
   const engine = await createEngine({ database });
   try {
-    await engine.queue.enqueueMany('drain', Array.from({ length: tasks }, (_, i) => ({ payload: { i } })));
+    await engine.queue.enqueueMany(
+      'drain',
+      Array.from({ length: tasks }, (_, i) => ({ payload: { i } })),
+    );
     counts.clear();
     total = 0;
     let completed = 0;

@@ -19,9 +19,11 @@ export async function benchStored(database: string, executions: number, inFlight
     for (let i = 0; i < 5; i++) await run(-i);
     let next = 0;
     const started = performance.now();
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < executions) await run(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < executions) await run(next++);
+      }),
+    );
     return { stored_exec_per_s: executions / ((performance.now() - started) / 1000) };
   } finally {
     await engine.close();

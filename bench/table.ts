@@ -8,8 +8,7 @@ export function rounded(metrics: Record<string, number>): Record<string, number>
 /** Rows are metrics, columns backends; a backend that did not run shows a dash. */
 export function formatTable(results: Results, backends: string[]): string {
   const metrics = [...new Set(backends.flatMap((b) => Object.keys(results[b] ?? {})))];
-  const cell = (key: string, value: number | undefined) =>
-    value === undefined ? '–' : key.endsWith('_ms') ? value.toFixed(2) : value.toLocaleString('en-US');
+  const cell = (key: string, value: number | undefined) => (value === undefined ? '–' : key.endsWith('_ms') ? value.toFixed(2) : value.toLocaleString('en-US'));
   const rows = [['metric', ...backends], ...metrics.map((m) => [m, ...backends.map((b) => cell(m, results[b]?.[m]))])];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((text, i) => (i === 0 ? text.padEnd(widths[i]!) : text.padStart(widths[i]!))).join('  ');

@@ -26,9 +26,11 @@ const ONE = steps(1);
 async function runs(engine: Engine, wf: Workflow<null, number>, prefix: string, count: number, inFlight: number): Promise<number> {
   let next = 0;
   const start = performance.now();
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < count) await (await engine.start(wf, null, { id: `${prefix}-${next++}` })).result();
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < count) await (await engine.start(wf, null, { id: `${prefix}-${next++}` })).result();
+    }),
+  );
   return count / ((performance.now() - start) / 1000);
 }
 
@@ -46,7 +48,11 @@ async function queue(database: string, concurrency: number): Promise<{ enqueue: 
   const engine = await createEngine({ database });
   try {
     let start = performance.now();
-    for (let from = 0; from < TASKS; from += 1000) await engine.queue.enqueueMany('q', Array.from({ length: Math.min(1000, TASKS - from) }, (_, i) => ({ payload: { i: from + i } })));
+    for (let from = 0; from < TASKS; from += 1000)
+      await engine.queue.enqueueMany(
+        'q',
+        Array.from({ length: Math.min(1000, TASKS - from) }, (_, i) => ({ payload: { i: from + i } })),
+      );
     const enqueue = TASKS / ((performance.now() - start) / 1000);
     let completed = 0;
     let done!: () => void;

@@ -54,7 +54,10 @@ describe.each(backends)('the chaos journal checker on $name', (backend) => {
       /^channel:c-1 v2: event_id e-1 again \(first at v1\)$/,
     ];
     for (const pattern of expected) {
-      expect(problems.filter((p) => pattern.test(p)), `${pattern} in\n${problems.join('\n')}`).toHaveLength(1);
+      expect(
+        problems.filter((p) => pattern.test(p)),
+        `${pattern} in\n${problems.join('\n')}`,
+      ).toHaveLength(1);
     }
     expect(problems).toHaveLength(expected.length);
   }, 60_000);

@@ -62,7 +62,21 @@ interface Operation {
   body: JsonSchema | null;
 }
 
-type JsonSchema = { type?: string | string[]; properties?: Record<string, JsonSchema>; required?: string[]; enum?: unknown[]; const?: unknown; anyOf?: JsonSchema[]; oneOf?: JsonSchema[]; items?: JsonSchema; default?: unknown; minLength?: number; pattern?: string; format?: string; additionalProperties?: unknown };
+type JsonSchema = {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  items?: JsonSchema;
+  default?: unknown;
+  minLength?: number;
+  pattern?: string;
+  format?: string;
+  additionalProperties?: unknown;
+};
 
 /** Path parameter values, as they go on the wire (already percent-encoded where they are escapes). */
 export const BAD_PATH_VALUES: [string, string][] = [
@@ -170,7 +184,9 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
   const send = options.fetch ?? ((request: Request) => fetch(request));
   const base = baseUrl.replace(/\/$/, '');
   const report: FuzzReport = { requests: 0, failures: [], statuses: {} };
-  const document = (await (await send(new Request(`${base}/openapi.json`, { headers: options.headers ?? {} }))).json()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: JsonSchema }[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } }>> };
+  const document = (await (await send(new Request(`${base}/openapi.json`, { headers: options.headers ?? {} }))).json()) as {
+    paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: JsonSchema }[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } }>>;
+  };
   const allowed = new Set(options.allowStatuses ?? []);
   let state = '';
 
@@ -207,7 +223,10 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
     options.onRequest?.(c.method, c.path, status);
     const fail = (problem: string) => report.failures.push({ method: c.method, path: c.path.slice(0, 200), input: c.input, status, problem, body });
     if (status >= 500 && !allowed.has(status)) fail(`answered ${status}`);
-    const health = await send(new Request(`${base}/healthz`)).then((r) => r.status, () => 0);
+    const health = await send(new Request(`${base}/healthz`)).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (health !== 200 && !allowed.has(health)) fail(`/healthz answered ${health} afterwards`);
     if (options.fingerprint) {
       const now = await options.fingerprint();
@@ -285,12 +304,14 @@ async function fixtures(send: (request: Request) => Promise<Response>, base: str
  * is one. A long poll (a `timeout` query param) is told to wait 100 ms unless `timeout` is being fuzzed:
  * otherwise it would hold every case for its default 30 s.
  */
-const filler = (operation: Operation, ids: Ids) => (values: Record<string, string> = {}, fuzzedQuery?: string): string => {
-  const segment = operation.path.split('/')[1] ?? '';
-  const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? encodeURIComponent(ids[`${segment}.${name}`] ?? 'fuzz_missing_1'));
-  const longPoll = operation.query.some((q) => q.name === 'timeout') && fuzzedQuery !== 'timeout';
-  return longPoll ? `${path}?timeout=100&` : `${path}?`;
-};
+const filler =
+  (operation: Operation, ids: Ids) =>
+  (values: Record<string, string> = {}, fuzzedQuery?: string): string => {
+    const segment = operation.path.split('/')[1] ?? '';
+    const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? encodeURIComponent(ids[`${segment}.${name}`] ?? 'fuzz_missing_1'));
+    const longPoll = operation.query.some((q) => q.name === 'timeout') && fuzzedQuery !== 'timeout';
+    return longPoll ? `${path}?timeout=100&` : `${path}?`;
+  };
 
 function casesFor(operation: Operation, ids: Ids, samples: Record<string, unknown>): Case[] {
   const { method } = operation;
@@ -452,9 +473,9 @@ function upgradeStatus(host: string, port: number, path: string, headers: Record
       clearTimeout(timer);
       done(Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0));
     });
-    const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-    socket.write(
-      `GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`,
-    );
+    const extra = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`);
   });
 }

@@ -38,16 +38,26 @@ export function secretVariants(secret: string): { form: string; text: string }[]
   const add = (form: string, text: string, min = MIN_FORM_LENGTH) => {
     if (text.length >= min && !out.has(text)) out.set(text, form);
   };
-  for (const [name, base] of [['plain', secret], ['upper', secret.toUpperCase()], ['lower', secret.toLowerCase()]] as const) {
+  for (const [name, base] of [
+    ['plain', secret],
+    ['upper', secret.toUpperCase()],
+    ['lower', secret.toLowerCase()],
+  ] as const) {
     add(name, base);
     const json = JSON.stringify(base).slice(1, -1);
     add(`${name}:json`, json);
-    add(`${name}:json-ascii`, json.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`));
+    add(
+      `${name}:json-ascii`,
+      json.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    );
     add(`${name}:uri`, encodeURIComponent(base));
     add(`${name}:form`, new URLSearchParams({ v: base }).toString().slice(2));
     add(`${name}:url-path`, percentEncode(base, ' "#<>?`{}'));
     add(`${name}:url-query`, percentEncode(base, ' "#<>\''));
-    add(`${name}:html`, base.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!));
+    add(
+      `${name}:html`,
+      base.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!),
+    );
     const bytes = Buffer.from(base, 'utf8');
     for (const offset of [0, 1, 2]) {
       const fragment = base64Fragment(bytes, offset);
@@ -130,7 +140,9 @@ function percentEncode(text: string, set: string): string {
 
 /** The base64 characters that `bytes` alone determine when they start `offset` bytes into a 3-byte group. */
 function base64Fragment(bytes: Buffer, offset: number): string {
-  const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64').replace(/=+$/, '');
+  const text = Buffer.concat([Buffer.alloc(offset), bytes])
+    .toString('base64')
+    .replace(/=+$/, '');
   const first = Math.ceil((8 * offset) / 6);
   const end = Math.floor((8 * (offset + bytes.length)) / 6);
   return end > first ? text.slice(first, end) : '';

@@ -54,7 +54,10 @@ describe.each(backends)('cancellation of runs mid-step on $name', (backend) => {
       let reRun = 0;
       for (const id of [...phaseA, ...phaseB]) {
         const events = await engine.journal.readStream(`run:${id}`);
-        expect(events.filter((e) => e.type === 'compensation.completed'), id).toHaveLength(1);
+        expect(
+          events.filter((e) => e.type === 'compensation.completed'),
+          id,
+        ).toHaveLength(1);
         expect(events.at(-1)?.type, id).toBe('run.cancelled');
         // a compensation runs again only after a journaled start whose end was never journaled: its
         // worker died, or lost the run's lease (under load a 1 s lease can lapse) and was fenced off

@@ -33,7 +33,12 @@ describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
       survivor.proc.kill('SIGTERM');
       await survivor.exited;
       const messages = (await channels.history('help')).messages;
-      expect(messages.map((m) => [m.role, m.event_id])).toEqual([['user', 'q-1'], ['ai', 'reply:q-1'], ['user', 'q-2'], ['ai', 'reply:q-2']]);
+      expect(messages.map((m) => [m.role, m.event_id])).toEqual([
+        ['user', 'q-1'],
+        ['ai', 'reply:q-1'],
+        ['user', 'q-2'],
+        ['ai', 'reply:q-2'],
+      ]);
       expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(3); // the lost answer was asked again, once
     } finally {
       await engine.close();
@@ -43,7 +48,12 @@ describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
 
 describe('chat across server processes on PostgreSQL', () => {
   const servers: Served[] = [];
-  afterEach(() => void servers.splice(0).forEach((s) => { s.proc.kill('SIGKILL'); }));
+  afterEach(
+    () =>
+      void servers.splice(0).forEach((s) => {
+        s.proc.kill('SIGKILL');
+      }),
+  );
 
   it('a socket on server A receives a message posted to server B', async () => {
     const database = await backends[1]!.create();
@@ -99,7 +109,10 @@ describe('chat with the AI worker in another process on one SQLite file', () => 
       const posted = await fetch(`${url}/channels/split/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'who answers?' }) });
       expect(posted.status).toBe(201);
       await eventually(() => socket.messages.length === 2, 20_000);
-      expect(socket.messages.map((m) => [m.seq, m.role])).toEqual([[1, 'user'], [2, 'ai']]);
+      expect(socket.messages.map((m) => [m.seq, m.role])).toEqual([
+        [1, 'user'],
+        [2, 'ai'],
+      ]);
       socket.ws.close();
     } finally {
       server.proc.kill('SIGKILL');

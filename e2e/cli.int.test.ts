@@ -64,7 +64,12 @@ export const approval = workflow('approval', async (ctx, input) => {
     const version = await run(['--version']);
     expect(version).toMatchObject({ code: 0, stdout: `${JSON.parse((await import('node:fs')).readFileSync('package.json', 'utf8')).version}\n` });
     const help = (await run(['--help'])).stdout;
-    for (const line of help.split('Commands:')[1]!.trim().split('\n').filter((l) => /^ {2}\S/.test(l))) expect(line.trim().split(/\s{2,}/).length, line).toBeGreaterThan(1);
+    for (const line of help
+      .split('Commands:')[1]!
+      .trim()
+      .split('\n')
+      .filter((l) => /^ {2}\S/.test(l)))
+      expect(line.trim().split(/\s{2,}/).length, line).toBeGreaterThan(1);
   });
 
   it('never creates a database on a read, names the flag of bad input, and says when the server is down', async () => {
@@ -113,7 +118,16 @@ export const approval = workflow('approval', async (ctx, input) => {
     const created = await at('workflows', 'apply', file);
     expect(created.stdout).toMatch(/^created wf_\w+ 'cli-flow' version 1 \(1 step\)\nrun it: {2}runledger run wf_\w+ --url http:\/\/127\.0\.0\.1:\d+ --data '\{\}' --wait\n$/);
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^unchanged wf_\w+ 'cli-flow' version 1 \(1 step\)/);
-    writeFileSync(file, JSON.stringify({ name: 'cli-flow', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }, { id: 'b', type: 'log', config: { message: 'there' } }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: 'cli-flow',
+        steps: [
+          { id: 'a', type: 'log', config: { message: 'hi' } },
+          { id: 'b', type: 'log', config: { message: 'there' } },
+        ],
+      }),
+    );
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^updated wf_\w+ 'cli-flow' version 2 \(2 steps\)/);
     const byName = await at('run', 'cli-flow', '--wait');
     expect(byName.code, byName.stderr).toBe(0);

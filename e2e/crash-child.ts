@@ -17,7 +17,10 @@ if (mode === 'append') {
     await tx.projectionPut({ name: 'count', key: 'batch', value: n + 1 });
   });
   for (let i = 0; i < 20; i++) {
-    await engine.journal.append('batch', Array.from({ length: 10 }, (_, j) => ({ type: 'counted', data: { batch: i, j } })));
+    await engine.journal.append(
+      'batch',
+      Array.from({ length: 10 }, (_, j) => ({ type: 'counted', data: { batch: i, j } })),
+    );
   }
 } else if (mode === 'drain') {
   // a millisecond of work per task spreads completions over many commits, so the crash lands mid-drain

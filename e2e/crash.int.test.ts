@@ -41,7 +41,12 @@ describe.each(backends)('crashes on $name', (backend) => {
   it.each([['task:beforeComplete'], ['task:afterComplete']])('a worker killed at %s loses no task and completes none twice', async (point) => {
     const database = await backend.create();
     const setup = await createEngine({ database });
-    const ids = (await setup.queue.enqueueMany('jobs', Array.from({ length: 200 }, (_, n) => ({ payload: { n } })))).map((r) => r.task.id);
+    const ids = (
+      await setup.queue.enqueueMany(
+        'jobs',
+        Array.from({ length: 200 }, (_, n) => ({ payload: { n } })),
+      )
+    ).map((r) => r.task.id);
     await setup.close();
 
     const killed = await child('drain', database, point, '3');

@@ -32,8 +32,17 @@ describe.each(backends)('the document pipeline in TypeScript (examples/document-
     expect(output.word).toContain('/content');
     expect(await engine.run(run.id)).toMatchObject({ status: 'success', state: 'DELIVERED' });
     expect(await states(run.id)).toEqual([
-      'INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED',
-      'RENDERING_PROCESSING', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED',
+      'INITIALIZED',
+      'SUBMITTED',
+      'CONTENT_NORMALIZED',
+      'LAYOUT_QUEUED',
+      'LAYOUT_PROCESSING',
+      'LAYOUT_COMPLETE',
+      'RENDERING_QUEUED',
+      'RENDERING_PROCESSING',
+      'RENDERING_PROCESSING',
+      'RENDERING_COMPLETE',
+      'DELIVERED',
     ]);
     expect(count('POST', '/v1/layout/proposals')).toBe(1);
   });

@@ -62,10 +62,7 @@ describe.each(backends)('the document pipeline (brief 004 §14) as a stored work
     const eid = await execute(wid);
     const done = await finished(wid, eid);
     expect(done).toMatchObject({ status: 'success', state: 'DELIVERED', progress: { done: 13, total: 13 } });
-    expect(await states(eid)).toEqual([
-      'INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED',
-      'RENDERING_PROCESSING', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED',
-    ]);
+    expect(await states(eid)).toEqual(['INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED', 'RENDERING_PROCESSING', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED']);
     expect(done.steps.at(-1).output).toEqual({ session_id: expect.stringMatching(/^sess-/), word: expect.stringContaining('/content'), powerpoint: expect.stringContaining('/content') });
     expect(count('POST', '/v1/intake/sessions')).toBe(1);
     expect(count('POST', '/v1/render/documents')).toBe(1);
@@ -162,7 +159,10 @@ describe.each(backends)('the document pipeline (brief 004 §14) as a stored work
     const base = pipelineForTests();
     const steps = base.steps.slice(0, 3);
     steps.push({
-      id: 'layout_callback', type: 'wait_for_callback', timeout_seconds: 30, label: 'Waiting for the layout callback…',
+      id: 'layout_callback',
+      type: 'wait_for_callback',
+      timeout_seconds: 30,
+      label: 'Waiting for the layout callback…',
       config: { request: { method: 'POST', url: `${mock.url}/v1/layout/proposals`, body: { session_id: '{{steps.create_session.output.body.session_id}}', mode: 'rule_only', callback_url: '{{callback.url}}' } } },
     });
     const wid = await save({ ...base, name: 'layout-by-callback', steps });
@@ -172,7 +172,10 @@ describe.each(backends)('the document pipeline (brief 004 §14) as a stored work
     expect(done.steps.at(-1).output).toMatchObject({ status: 'complete', mode: 'rule_only' });
     // both copies were acknowledged at the first attempt (the second as a duplicate)
     const deliveries = await eventually(() => (mock.callbacks().length === 2 && mock.callbacks().every((c) => c.delivered) ? mock.callbacks() : undefined));
-    expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([[200, 1], [200, 1]]);
+    expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([
+      [200, 1],
+      [200, 1],
+    ]);
     const journal = (await call('GET', `/runs/${eid}/events?types=signal.sent,wait.completed&limit=100`)).body.events.map((e: any) => e.type);
     expect(journal).toEqual(['signal.sent', 'wait.completed']);
   });

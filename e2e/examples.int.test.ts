@@ -7,7 +7,11 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // `import … from 'runledger'` in an example is the package itself (its `exports`, so dist/: build first)
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx').replace(/cjs[/\\]index\.cjs$/, 'esm/index.mjs')).href;
+const tsx = pathToFileURL(
+  createRequire(import.meta.url)
+    .resolve('tsx')
+    .replace(/cjs[/\\]index\.cjs$/, 'esm/index.mjs'),
+).href;
 const RUNNERS: Record<string, (file: string) => string[]> = {
   '.ts': (file) => [process.execPath, '--import', tsx, file],
   '.mts': (file) => [process.execPath, '--import', tsx, file],
@@ -32,7 +36,9 @@ function run(command: string[], cwd: string): Promise<{ code: number; output: st
   });
 }
 
-const files = readdirSync('examples').filter((f) => !f.startsWith('.') && !f.endsWith('.md') && !f.endsWith('.json')).sort();
+const files = readdirSync('examples')
+  .filter((f) => !f.startsWith('.') && !f.endsWith('.md') && !f.endsWith('.json'))
+  .sort();
 
 describe('examples/', () => {
   it('holds runnable files, each of a kind this test can run', () => {

@@ -33,14 +33,16 @@ export const faultWorkflows = (log: string) => {
   const hold = workflow('hold', async (ctx, input: { ms?: number }) => {
     await ctx.step('reserve', async () => 'reserved', { compensate: async () => record(`${ctx.runId} compensated`) });
     const ms = input.ms ?? 30_000;
-    return ctx.step('hold', ({ signal }) =>
-      new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => resolve(`held ${ms} ms`), ms);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        });
-      }),
+    return ctx.step(
+      'hold',
+      ({ signal }) =>
+        new Promise<string>((resolve, reject) => {
+          const timer = setTimeout(() => resolve(`held ${ms} ms`), ms);
+          signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          });
+        }),
     );
   });
 
@@ -49,5 +51,8 @@ export const faultWorkflows = (log: string) => {
 
 /** The log's lines, split into words. */
 export function logLines(text: string): string[][] {
-  return text.split('\n').filter((line) => line !== '').map((line) => line.split(' '));
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split(' '));
 }

@@ -55,7 +55,10 @@ describe.each(backends)('a kill storm on $name', (backend) => {
         const events = await engine.journal.readStream(`run:${id}`);
         for (let i = 1; i <= 5; i++) {
           const ofStep = events.filter((e) => (e.data as { name?: string }).name === `add-${i}`);
-          expect(ofStep.filter((e) => e.type === 'step.completed'), `${id} add-${i}`).toHaveLength(1);
+          expect(
+            ofStep.filter((e) => e.type === 'step.completed'),
+            `${id} add-${i}`,
+          ).toHaveLength(1);
           // a kill before a step's completion is journaled runs it again; a journaled completion never runs again
           const executed = executions.get(`${id} add-${i}`) ?? 0;
           expect(executed, `${id} add-${i}`).toBeGreaterThanOrEqual(1);

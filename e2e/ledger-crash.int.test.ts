@@ -87,7 +87,10 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
         expect(listed.map((r) => r.id)).toEqual(runIds);
         for (const [seq, runId] of runIds.entries()) {
           const run = await ledger.run(runId);
-          expect(run.events.map((e) => [e.status, (e.payload as { seq: number }).seq]), runId).toEqual([['done', seq]]);
+          expect(
+            run.events.map((e) => [e.status, (e.payload as { seq: number }).seq]),
+            runId,
+          ).toEqual([['done', seq]]);
           expect(run.checkpoints.map((k) => k.state)).toEqual([seq]);
           const stream = await engine.journal.readStream(`run:${runId}`);
           expect(stream.filter((e) => e.type === 'run.completed')).toHaveLength(1);
@@ -128,8 +131,16 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
       }, 60_000);
       const mine = lines().filter((l) => l.endsWith(run_id) || l.startsWith(`effect ${run_id}`));
       expect(mine).toEqual([`node a ${run_id}`, `effect ${run_id}:a:effect#1`, `node b ${run_id}`, `node b ${run_id}`, `node c ${run_id}`]);
-      expect(done.steps.map((s) => [s.node, s.attempt, s.status])).toEqual([['a', 1, 'ok'], ['b', 1, 'ok'], ['c', 1, 'ok']]);
-      expect(done.checkpoints.map((k) => [k.node, k.state])).toEqual([['a', 1], ['b', 2], ['c', 3]]);
+      expect(done.steps.map((s) => [s.node, s.attempt, s.status])).toEqual([
+        ['a', 1, 'ok'],
+        ['b', 1, 'ok'],
+        ['c', 1, 'ok'],
+      ]);
+      expect(done.checkpoints.map((k) => [k.node, k.state])).toEqual([
+        ['a', 1],
+        ['b', 2],
+        ['c', 3],
+      ]);
       expect(done.tool_calls.map((c) => [c.tool_name, c.status, c.attempts])).toEqual([['effect', 'ok', 1]]);
       const stream = await engine.journal.readStream(`run:${run_id}`);
       expect(stream.filter((e) => e.type === 'node.started').map((e) => (e.data as { name: string }).name)).toEqual(['a', 'b', 'c']);

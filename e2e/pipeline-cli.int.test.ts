@@ -28,7 +28,10 @@ describe('runledger run --wait on the document pipeline (the README walkthrough)
       };
       const first = await run();
       expect(first.exit.code, first.output).toBe(0);
-      const states = first.output.split('\n').filter((l) => l.startsWith('state ')).map((l) => l.split(/\s+/)[1]);
+      const states = first.output
+        .split('\n')
+        .filter((l) => l.startsWith('state '))
+        .map((l) => l.split(/\s+/)[1]);
       expect(states).toEqual(['INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED']);
       expect(first.output).toContain('layout_wait: Generating layout…');
       expect(first.output).toContain('wait_powerpoint: Rendering PowerPoint…');

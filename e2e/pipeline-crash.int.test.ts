@@ -43,7 +43,12 @@ describe.each(backends)('the document pipeline survives SIGKILL of runledger ser
       }, 60_000);
       expect(done).toMatchObject({ status: 'success', state: 'DELIVERED' });
       // after the restart it polled the proposal again rather than submitting a new one
-      expect(mock.calls().slice(before).some((c) => c.method === 'GET' && c.path.startsWith('/v1/layout/proposals/'))).toBe(true);
+      expect(
+        mock
+          .calls()
+          .slice(before)
+          .some((c) => c.method === 'GET' && c.path.startsWith('/v1/layout/proposals/')),
+      ).toBe(true);
       expect(mock.calls({ method: 'POST', path: '/v1/layout/proposals' })).toHaveLength(1);
       expect(mock.calls({ method: 'POST', path: '/v1/intake/sessions' })).toHaveLength(1);
       expect(mock.calls({ method: 'POST', path: '/v1/intake/sessions/{id}/submit' })).toHaveLength(1);

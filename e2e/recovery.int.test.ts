@@ -44,52 +44,59 @@ export const hold = workflow('hold', async (ctx, input) => ctx.step('work', asyn
     return { module, starts };
   }
 
-  const worker = (module: string, database: string, hold: boolean): Cli =>
-    cli(['worker', '--workflows', module, '--database', database], { RECOVERY_HOLD: hold ? '1' : '0', RUNLEDGER_DATA_DIR: dirname(module) });
+  const worker = (module: string, database: string, hold: boolean): Cli => cli(['worker', '--workflows', module, '--database', database], { RECOVERY_HOLD: hold ? '1' : '0', RUNLEDGER_DATA_DIR: dirname(module) });
   const ready = (w: Cli) => eventually(() => /worker \d+: stored workflows/.test(w.output()), 20_000);
 
-  it.each(['SIGKILL', 'SIGSTOP'] as const)('resumes its runs and its AI-reply subscription within seconds after %s', async (signal) => {
-    const database = await backend.create();
-    const { module, starts } = setup();
-    const { hold } = (await import(module)) as { hold: Workflow<{ n: number }, number> };
-    const engine = await createEngine({ database, workflows: [hold], workers: false });
-    const channels = new Channels(engine.store, engine.journal);
-    const workers: Cli[] = [];
-    try {
-      const first = worker(module, database, true);
-      workers.push(first);
-      await ready(first);
-      for (let n = 0; n < RUNS; n++) await engine.start(hold, { n }, { id: `rec-${n}` });
-      await eventually(() => starts().length === RUNS, 20_000);
-      await eventually(async () => (await engine.store.subscriptionGet({ name: REPLY_SUBSCRIPTION })).owner !== null);
+  it.each(['SIGKILL', 'SIGSTOP'] as const)(
+    'resumes its runs and its AI-reply subscription within seconds after %s',
+    async (signal) => {
+      const database = await backend.create();
+      const { module, starts } = setup();
+      const { hold } = (await import(module)) as { hold: Workflow<{ n: number }, number> };
+      const engine = await createEngine({ database, workflows: [hold], workers: false });
+      const channels = new Channels(engine.store, engine.journal);
+      const workers: Cli[] = [];
+      try {
+        const first = worker(module, database, true);
+        workers.push(first);
+        await ready(first);
+        for (let n = 0; n < RUNS; n++) await engine.start(hold, { n }, { id: `rec-${n}` });
+        await eventually(() => starts().length === RUNS, 20_000);
+        await eventually(async () => (await engine.store.subscriptionGet({ name: REPLY_SUBSCRIPTION })).owner !== null);
 
-      first.proc.kill(signal);
-      const stoppedAt = Date.now();
-      const second = worker(module, database, false);
-      workers.push(second);
-      await ready(second);
-      const readyAt = Date.now();
-      await channels.post('general', { sender_id: 'u1', role: 'user', content: 'still there?' });
-      const [replied] = await Promise.all([
-        eventually(async () => (await channels.history('general', { after: 0 })).messages.some((m) => m.role === 'ai') && Date.now(), 30_000),
-        Promise.all(Array.from({ length: RUNS }, (_, n) => engine.runtime.handle(`rec-${n}`).result({ pollMs: 100 }))),
-      ]);
-      const resumed = Math.max(...starts().filter(([pid]) => pid === second.proc.pid).map(([, , at]) => at));
-      const run = (await engine.run('rec-0')).steps[0]!;
-      expect(run.attempts).toBe(2);
-      expect(await engine.runtime.handle('rec-0').result()).toBe(second.proc.pid);
-      const seconds = (ms: number) => (ms / 1000).toFixed(1);
-      console.log(
-        `[recovery ${backend.name} ${signal}] runs resumed ${seconds(resumed - stoppedAt)} s after the ${signal} ` +
-          `(${seconds(resumed - readyAt)} s after the new worker was up, which took ${seconds(readyAt - stoppedAt)} s); ` +
-          `AI reply ${seconds(replied - readyAt)} s after the new worker was up`,
-      );
-      // loose bounds: the lease is 30 s; the target is ≤ 5 s (a loaded machine may take longer)
-      expect(resumed - readyAt).toBeLessThan(15_000);
-      expect(replied - readyAt).toBeLessThan(15_000);
-    } finally {
-      for (const w of workers) w.proc.kill('SIGKILL');
-      await engine.close();
-    }
-  }, 120_000);
+        first.proc.kill(signal);
+        const stoppedAt = Date.now();
+        const second = worker(module, database, false);
+        workers.push(second);
+        await ready(second);
+        const readyAt = Date.now();
+        await channels.post('general', { sender_id: 'u1', role: 'user', content: 'still there?' });
+        const [replied] = await Promise.all([
+          eventually(async () => (await channels.history('general', { after: 0 })).messages.some((m) => m.role === 'ai') && Date.now(), 30_000),
+          Promise.all(Array.from({ length: RUNS }, (_, n) => engine.runtime.handle(`rec-${n}`).result({ pollMs: 100 }))),
+        ]);
+        const resumed = Math.max(
+          ...starts()
+            .filter(([pid]) => pid === second.proc.pid)
+            .map(([, , at]) => at),
+        );
+        const run = (await engine.run('rec-0')).steps[0]!;
+        expect(run.attempts).toBe(2);
+        expect(await engine.runtime.handle('rec-0').result()).toBe(second.proc.pid);
+        const seconds = (ms: number) => (ms / 1000).toFixed(1);
+        console.log(
+          `[recovery ${backend.name} ${signal}] runs resumed ${seconds(resumed - stoppedAt)} s after the ${signal} ` +
+            `(${seconds(resumed - readyAt)} s after the new worker was up, which took ${seconds(readyAt - stoppedAt)} s); ` +
+            `AI reply ${seconds(replied - readyAt)} s after the new worker was up`,
+        );
+        // loose bounds: the lease is 30 s; the target is ≤ 5 s (a loaded machine may take longer)
+        expect(resumed - readyAt).toBeLessThan(15_000);
+        expect(replied - readyAt).toBeLessThan(15_000);
+      } finally {
+        for (const w of workers) w.proc.kill('SIGKILL');
+        await engine.close();
+      }
+    },
+    120_000,
+  );
 });

@@ -29,7 +29,10 @@ describe.each(backends)('a run whose worker keeps dying on $name', (backend) => 
       }
       worker = startWorker(database, log);
       // a run's pass is retried, never dead-lettered (PASS_TASK, src/runtime/runtime.ts): a sixth worker takes the run over
-      const takenOver = await waitForRuns(engine, ['h-1'], (run) => run.steps[1]?.attempts === KILLS + 1, 'taken over', 10_000).then(() => true, () => false);
+      const takenOver = await waitForRuns(engine, ['h-1'], (run) => run.steps[1]?.attempts === KILLS + 1, 'taken over', 10_000).then(
+        () => true,
+        () => false,
+      );
       const dead = await engine.queue.dead({ queue: RUN_QUEUE });
       expect(dead.map((t) => `${t.attempts} of ${t.maxAttempts} attempts: ${t.lastError}`)).toEqual([]);
       expect(takenOver).toBe(true);

@@ -69,7 +69,10 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
     const reports = outputs.flatMap((out) => [...out.matchAll(/^slot (\S+) (\S+) (\w+)$/gm)].map((m) => ({ slot: m[2]!, outcome: m[3]! })));
     for (const f of fired) {
       const forSlot = reports.filter((r) => r.slot === f.slot);
-      expect(forSlot.filter((r) => r.outcome === 'fired'), f.slot).toHaveLength(1);
+      expect(
+        forSlot.filter((r) => r.outcome === 'fired'),
+        f.slot,
+      ).toHaveLength(1);
       expect(forSlot.every((r) => r.outcome === 'fired' || r.outcome === 'taken')).toBe(true);
     }
     const contended = fired.filter((f) => reports.filter((r) => r.slot === f.slot).length >= 2).length;

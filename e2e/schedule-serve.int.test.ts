@@ -6,7 +6,12 @@ import { serve, type Served } from './child.js';
 
 describe('three `runledger serve` processes on PostgreSQL', () => {
   const servers: Served[] = [];
-  afterEach(() => void servers.splice(0).forEach((s) => { s.proc.kill('SIGKILL'); }));
+  afterEach(
+    () =>
+      void servers.splice(0).forEach((s) => {
+        s.proc.kill('SIGKILL');
+      }),
+  );
 
   it('fire an every-second schedule once per slot, each slot one execution', async () => {
     const database = await backends[1]!.create();

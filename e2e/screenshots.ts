@@ -83,7 +83,19 @@ try {
   await shot(`/runs/${showcase}`, 'run', 'figure.gantt rect');
   await shot(`/workflows/${sample}`, 'workflow', 'pre.code');
   await page.goto(`${server.url}/ui/workflows/new`);
-  await page.getByLabel('Definition (JSON)').fill(JSON.stringify({ name: '', steps: [{ id: 'fetch', type: 'http_request', config: { method: 'FETCH' } }, { id: 'fetch', type: 'teleport' }] }, null, 2));
+  await page.getByLabel('Definition (JSON)').fill(
+    JSON.stringify(
+      {
+        name: '',
+        steps: [
+          { id: 'fetch', type: 'http_request', config: { method: 'FETCH' } },
+          { id: 'fetch', type: 'teleport' },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
   const before = problems.length;
   await page.getByRole('button', { name: 'Create' }).click();
   await page.locator('ul.problems li').first().waitFor();

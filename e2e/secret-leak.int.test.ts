@@ -82,9 +82,11 @@ const workflows = (echo: string, refusedPort: number) => [
       { id: 'template', type: 'transform', config: { template: 'A={{secrets.a | upper}} B={{secrets.b | json}} C={{secrets.c | lower}}', output_key: 'out' } },
       { id: 'log', type: 'log', config: { message: 'log {{secrets.a}} {{secrets.a | upper}} {{secrets.b | json}} {{secrets.c | lower}}', level: 'warn' } },
       {
-        id: 'echo', type: 'http_request',
+        id: 'echo',
+        type: 'http_request',
         config: {
-          method: 'POST', url: `${echo}/echo/{{secrets.c}}?k={{secrets.a}}&u={{secrets.a | lower}}&w={{secrets.c | upper}}`,
+          method: 'POST',
+          url: `${echo}/echo/{{secrets.c}}?k={{secrets.a}}&u={{secrets.a | lower}}&w={{secrets.c | upper}}`,
           headers: { Authorization: 'Bearer {{secrets.c}}', 'X-Token': '{{secrets.b}}', 'X-Up': '{{secrets.c | upper}}' },
           body: { a: '{{secrets.a}}', json: '{{secrets.a | json}}', up: '{{secrets.b | upper}}', all: '{{secrets}}' },
         },
@@ -94,7 +96,12 @@ const workflows = (echo: string, refusedPort: number) => [
       { id: 'b64', type: 'http_request', config: { url: `${echo}/b64`, headers: { 'X-Token': '{{secrets.c}}' } } },
     ],
   },
-  { name: 'server-error', steps: [{ id: 'fail', type: 'http_request', retry: { max_attempts: 2, backoff_seconds: 0.05 }, config: { url: `${echo}/fail/{{secrets.a}}?k={{secrets.c}}`, headers: { 'X-Token': '{{secrets.b}}', Authorization: 'Bearer {{secrets.c | upper}}' } } }] },
+  {
+    name: 'server-error',
+    steps: [
+      { id: 'fail', type: 'http_request', retry: { max_attempts: 2, backoff_seconds: 0.05 }, config: { url: `${echo}/fail/{{secrets.a}}?k={{secrets.c}}`, headers: { 'X-Token': '{{secrets.b}}', Authorization: 'Bearer {{secrets.c | upper}}' } } },
+    ],
+  },
   { name: 'refused-connection', steps: [{ id: 'down', type: 'http_request', retry: { max_attempts: 1 }, config: { url: `http://127.0.0.1:${refusedPort}/{{secrets.a}}?k={{secrets.c | lower}}` } }] },
   { name: 'refused-address', steps: [{ id: 'private', type: 'http_request', retry: { max_attempts: 1 }, config: { url: 'http://10.0.0.1/{{secrets.a | upper}}?k={{secrets.a | lower}}' } }] },
   { name: 'latin1-header', steps: [{ id: 'header', type: 'http_request', retry: { max_attempts: 1 }, config: { url: `${echo}/echo`, headers: { 'X-Token': '{{secrets.a}}' } } }] },
@@ -168,7 +175,12 @@ describe.each(backends)('no secret leaks in any form through runledger serve on 
     };
     const stream = openStream(`${served.url}/events/stream?from=beginning`, 60_000);
 
-    for (const [name, value] of [['a', A], ['b', B], ['c', C]] as const) expect((await call('POST', '/secrets', { name, value })).status).toBe(201);
+    for (const [name, value] of [
+      ['a', A],
+      ['b', B],
+      ['c', C],
+    ] as const)
+      expect((await call('POST', '/secrets', { name, value })).status).toBe(201);
     const started: { wf: string; ex: string; name: string }[] = [];
     for (const definition of workflows(echo.url, await closedPort())) {
       const created = await call('POST', '/workflows', definition);
@@ -198,10 +210,7 @@ describe.each(backends)('no secret leaks in any form through runledger serve on 
     await eventually(() => served.output().includes('log ***'));
     responses.push({ where: 'SSE /events/stream', content: await stream.stop() });
     expect(responses.at(-1)!.content).toContain('step.completed');
-    const leaks = grepSecrets(
-      { ...(backend.name === 'sqlite' ? { sqlite: database } : { postgres: database, pgDump: PG_DUMP }), logs: served.output(), responses },
-      PLANTED,
-    );
+    const leaks = grepSecrets({ ...(backend.name === 'sqlite' ? { sqlite: database } : { postgres: database, pgDump: PG_DUMP }), logs: served.output(), responses }, PLANTED);
     expect(leaks.map((l) => `${l.where} ${l.form} secret ${l.secret}: ${l.context}`)).toEqual([]);
     // the masking did happen, where the secrets were used (not just nowhere to be seen)
     const [filtered] = records;

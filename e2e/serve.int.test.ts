@@ -13,8 +13,7 @@ import { eventually } from '../src/testing/engine.js';
 const PLANTED = 'sk-e2e-planted-5f0c9a';
 
 /** `runledger serve` with the settings of these tests; `dataDir` (its key file) outlives a restart. */
-const serveHere = (database: string, dataDir: string) =>
-  serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
+const serveHere = (database: string, dataDir: string) => serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
 
 /** The service a workflow calls: `/orders` answers 503 twice then 200; `/hold` answers only when released. */
 class Target {
@@ -51,7 +50,9 @@ const definition = (hold: boolean) => ({
   name: hold ? 'hold' : 'notify-on-order',
   steps: [
     {
-      id: 'step_1', type: 'http_request', retry: { max_attempts: 4, backoff_seconds: 0.05, backoff_rate: 1 },
+      id: 'step_1',
+      type: 'http_request',
+      retry: { max_attempts: 4, backoff_seconds: 0.05, backoff_rate: 1 },
       config: { method: 'POST', url: '{{secrets.api_url}}/orders', headers: { Authorization: 'Bearer {{secrets.api_key}}' }, body: { message: '{{trigger.text}}' }, timeout_seconds: 10 },
     },
     ...(hold ? [{ id: 'hold', type: 'http_request', config: { url: '{{secrets.api_url}}/hold' } }] : []),
@@ -114,7 +115,7 @@ describe.each(backends)('runledger serve on $name', (backend) => {
     expect(orders[0]!.headers.authorization).toBe(`Bearer ${PLANTED}`);
 
     // the secret's value is nowhere: not in the database, not in the server's logs
-    await eventually(() => served.output().includes("Processed n/a for ***"));
+    await eventually(() => served.output().includes('Processed n/a for ***'));
     expect(served.output()).not.toContain(PLANTED);
     expect(stored(database)).not.toContain(PLANTED);
     expect(stored(database)).toContain('api_key');
@@ -148,7 +149,10 @@ describe.each(backends)('runledger serve on $name', (backend) => {
 /** Everything the database holds, as text: the SQLite file and its WAL, or a dump of the PostgreSQL database. */
 function stored(database: string): string {
   if (database.startsWith('postgres')) return execFileSync('pg_dump', ['--data-only', database], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  return [database, `${database}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+  return [database, `${database}-wal`]
+    .filter(existsSync)
+    .map((file) => readFileSync(file).toString('latin1'))
+    .join('');
 }
 
 describe('the Quick start: runledger serve --sample, then the CLI', () => {

@@ -14,14 +14,7 @@ import { eventually } from '../src/testing/engine.js';
 import { runScript, type Exit } from './child.js';
 import { SESSIONS } from './session-child.js';
 
-const HAPPY: SessionEventType[] = [
-  'SESSION_INITIATED',
-  'AGENT_INVOCATION_STARTED',
-  'AGENT_INVOCATION_SUCCEEDED',
-  'AGENT_ENTRYPOINT_STARTED',
-  'AGENT_BACKGROUND_TASK_STARTED',
-  'AGENT_BACKGROUND_TASK_COMPLETED',
-];
+const HAPPY: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
 
 /** A session-child process the test can kill itself, at a moment it chooses. */
 function startChild(...args: string[]): { exit: Promise<Exit>; kill: () => void } {
@@ -94,7 +87,10 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
         const failing = id === 's-fail';
         const expected: SessionEventType[] = failing ? [...HAPPY.slice(0, 5), 'AGENT_BACKGROUND_TASK_FAILED'] : HAPPY;
         const stored = await engine.journal.readStream(`session:${id}`);
-        expect(stored.map((e) => e.type), id).toEqual(expected);
+        expect(
+          stored.map((e) => e.type),
+          id,
+        ).toEqual(expected);
         expect(await service.get(id), id).toMatchObject({
           status: failing ? 'failed' : 'success',
           events_count: expected.length,
@@ -107,7 +103,10 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
         const runs = lines().filter((line) => line.startsWith(`${id} background `));
         expect(runs.length, id).toBeGreaterThanOrEqual(2);
         expect(runs.at(-1), id).not.toBe(`${id} background 1`);
-        expect(lines().filter((line) => line.startsWith(`${id} entrypoint `)), id).toEqual([`${id} entrypoint 1`]);
+        expect(
+          lines().filter((line) => line.startsWith(`${id} entrypoint `)),
+          id,
+        ).toEqual([`${id} entrypoint 1`]);
       }
       // each kill after a write made a step write its event again: the key returned the first one
       let rerunRecords = 0;

@@ -41,9 +41,18 @@ describe.each(backends)('durable sleep across downtime on $name', (backend) => {
         expect(view.status, id).toBe('success');
         const t0 = view.output as number;
         const events = await engine.journal.readStream(`run:${id}`);
-        expect(events.filter((e) => e.type === 'sleep.started'), id).toHaveLength(1);
-        expect(events.filter((e) => e.type === 'sleep.completed'), id).toHaveLength(1);
-        expect(events.filter((e) => e.type === 'run.completed'), id).toHaveLength(1);
+        expect(
+          events.filter((e) => e.type === 'sleep.started'),
+          id,
+        ).toHaveLength(1);
+        expect(
+          events.filter((e) => e.type === 'sleep.completed'),
+          id,
+        ).toHaveLength(1);
+        expect(
+          events.filter((e) => e.type === 'run.completed'),
+          id,
+        ).toHaveLength(1);
         // the code after the sleep ran in the worker started after the downtime, never before the 5 s were up. It is
         // not a step: a pass that loses its 1 s lease on a loaded machine is run again, and replays it (the journal
         // still holds one sleep.completed and one run.completed, checked above)

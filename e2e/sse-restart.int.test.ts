@@ -8,8 +8,7 @@ import { backends } from '../src/testing/backends.js';
 import { serve, type Served } from './child.js';
 
 /** `runledger serve`; `dataDir` (its key file) outlives a restart. */
-const serveHere = (database: string, dataDir: string) =>
-  serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
+const serveHere = (database: string, dataDir: string) => serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
 
 interface Frame {
   id: string;
@@ -25,7 +24,13 @@ async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<Frame> 
     buffer += decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const fields = new Map(buffer.slice(0, end).split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)] as const));
+      const fields = new Map(
+        buffer
+          .slice(0, end)
+          .split('\n')
+          .filter((l) => !l.startsWith(':'))
+          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)] as const),
+      );
       buffer = buffer.slice(end + 2);
       const event = fields.get('event');
       if (event) yield { id: fields.get('id') ?? '', event, data: JSON.parse(fields.get('data') ?? 'null') };

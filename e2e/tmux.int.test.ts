@@ -31,7 +31,10 @@ async function freePort(): Promise<number> {
 function readmeWalk(): string[] {
   const section = /## The command line[\s\S]*?```sh\n([\s\S]*?)```/.exec(readFileSync('README.md', 'utf8'))?.[1];
   if (!section) throw new Error('README has no "The command line" walk');
-  return section.split('\n').map((line) => line.replace(/\s+#\s.*$/, '').trim()).filter(Boolean);
+  return section
+    .split('\n')
+    .map((line) => line.replace(/\s+#\s.*$/, '').trim())
+    .filter(Boolean);
 }
 
 let marker = 0;
@@ -45,7 +48,11 @@ async function command(window: string, line: string, timeoutMs = 20_000): Promis
     const now = screen(window);
     return done.test(now) ? now : undefined;
   }, timeoutMs);
-  const printed = text.slice(text.lastIndexOf(`echo "${tag}`)).split('\n').slice(1).join('\n');
+  const printed = text
+    .slice(text.lastIndexOf(`echo "${tag}`))
+    .split('\n')
+    .slice(1)
+    .join('\n');
   return { printed: printed.replace(done, '').trim(), code: Number(done.exec(text)![1]) };
 }
 

@@ -38,7 +38,6 @@ async function startCodeRun(server: Served, name: string): Promise<string> {
   return eventually(async () => (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as string | undefined, 15_000);
 }
 
-
 describe('the dashboard on SQLite', () => {
   let server: Served;
   let browser: Browser;
@@ -160,8 +159,13 @@ describe('the dashboard on SQLite', () => {
     await row.getByRole('link', { name: sent.run_id }).click();
     await page.getByRole('heading', { name: `Agent run ${sent.run_id}` }).waitFor();
     expect(await page.locator('table.agent-steps tbody tr').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-status')}`))).toEqual(['classify ok', 'act ok', 'reply ok']);
-    const tools = await page.locator('table.tool-calls tbody tr').evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-tool'), r.querySelector('.risk')?.textContent, r.getAttribute('data-status'), r.querySelector('[data-approval]')?.getAttribute('data-approval')]));
-    expect(tools).toEqual([['lookup_order', 'low', 'ok', 'none'], ['issue_refund', 'high', 'ok', 'approved']]);
+    const tools = await page
+      .locator('table.tool-calls tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-tool'), r.querySelector('.risk')?.textContent, r.getAttribute('data-status'), r.querySelector('[data-approval]')?.getAttribute('data-approval')]));
+    expect(tools).toEqual([
+      ['lookup_order', 'low', 'ok', 'none'],
+      ['issue_refund', 'high', 'ok', 'approved'],
+    ]);
     expect(await page.locator('table.tool-calls tr[data-tool="issue_refund"]').textContent()).toContain('by dashboard');
     expect(await page.locator('ol.checkpoints li').evaluateAll((items) => items.map((li) => li.getAttribute('data-node')))).toEqual(['classify', 'act', 'reply']);
     await page.locator('ol.lifecycle li[data-type="SESSION_INITIATED"]').waitFor();
@@ -245,7 +249,10 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       expect(await page.locator('[data-fact="state"]').textContent()).toBe('PARTIAL_COMPLETE');
       expect(await page.locator('[data-fact="progress"]').textContent()).toContain('13/13 steps');
       expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('failed');
-      expect(await page.locator('tr[data-step="render"] li[data-branch]').evaluateAll((items) => items.map((li) => `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`))).toEqual(['word success', 'powerpoint failed']);
+      expect(await page.locator('tr[data-step="render"] li[data-branch]').evaluateAll((items) => items.map((li) => `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`))).toEqual([
+        'word success',
+        'powerpoint failed',
+      ]);
 
       await page.getByRole('button', { name: 'Retry failed branches…' }).click();
       expect(await page.getByRole('checkbox', { name: 'powerpoint' }).isChecked()).toBe(true);
@@ -312,7 +319,13 @@ describe('the dashboard with 10,000 runs stored', () => {
           const id = newId('run');
           ids.push(id);
           const ok = (batch * 500 + i) % 10 !== 0;
-          return { streamId: runStream(id), events: [{ type: 'run.started', data: { workflow: 'seeded', input: { i: batch * 500 + i }, orderingKey: null, deadline: null, parent: null } }, ok ? { type: 'run.completed', data: { output: i } } : { type: 'run.failed', data: { error: 'seeded failure' } }] };
+          return {
+            streamId: runStream(id),
+            events: [
+              { type: 'run.started', data: { workflow: 'seeded', input: { i: batch * 500 + i }, orderingKey: null, deadline: null, parent: null } },
+              ok ? { type: 'run.completed', data: { output: i } } : { type: 'run.failed', data: { error: 'seeded failure' } },
+            ],
+          };
         });
         await engine.journal.appendMany(appends);
       }

@@ -67,7 +67,10 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
       expect((await get('/runs/old-1')).waiting_for_version).toBeNull();
       for (const id of [...old, ...fresh]) {
         const types = (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
-        expect(types.filter((t) => t === 'run.failed'), id).toEqual([]);
+        expect(
+          types.filter((t) => t === 'run.failed'),
+          id,
+        ).toEqual([]);
       }
       expect((await engine.journal.readStream('run:old-2')).filter((e) => e.type === 'step.started').map((e) => (e.data as { name: string }).name)).toEqual(['charge', 'ship']);
       expect((await engine.journal.readStream('run:new-2')).filter((e) => e.type === 'step.started').map((e) => (e.data as { name: string }).name)).toEqual(['charge', 'fraud-check', 'ship']);

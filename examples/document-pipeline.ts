@@ -54,8 +54,15 @@ async function render(ctx: WorkflowContext, services: string, kind: 'documents' 
   const job = await ctx.step('submit', (c) => call(c, 'POST', `${services}/v1/render/${kind}`, { proposal_id: proposalId }), { retry });
   await ctx.setState('RENDERING_PROCESSING');
   const done = await ctx.poll('job', (c) => call(c, 'GET', `${services}/v1/render/jobs/${job.render_job_id}`), {
-    label, retry, until: (j) => j.status === 'complete', failWhen: ended,
-    initialDelay: '500ms', interval: '2s', factor: 1.5, maxInterval: '5s', maxWait: '120s',
+    label,
+    retry,
+    until: (j) => j.status === 'complete',
+    failWhen: ended,
+    initialDelay: '500ms',
+    interval: '2s',
+    factor: 1.5,
+    maxInterval: '5s',
+    maxWait: '120s',
     cancel: (c) => cleanup(c, 'POST', `${services}/v1/render/jobs/${job.render_job_id}/cancel`),
   });
   return ctx.step('artifact', (c) => call(c, 'GET', `${services}/v1/artifacts/${done.artifact_id}`), { retry });
@@ -67,14 +74,19 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
   try {
     await ctx.setState('INITIALIZED');
     const session = await ctx.step('create_session', (c) => call(c, 'POST', `${api}/v1/intake/sessions`, { title: input.title ?? 'Quarterly report' }), {
-      retry, label: 'Creating the intake session…',
+      retry,
+      label: 'Creating the intake session…',
       compensate: async (s, c) => (keep ? undefined : cleanup(c, 'DELETE', `${api}/v1/intake/sessions/${s.session_id}`)),
     });
     try {
       await ctx.step('submit', (c) => call(c, 'POST', `${api}/v1/intake/sessions/${session.session_id}/submit`, { content: input.content }), { retry });
       await ctx.setState('SUBMITTED');
       await ctx.poll('normalize', (c) => call(c, 'GET', `${api}/v1/intake/sessions/${session.session_id}`), {
-        label: 'Normalizing the content…', retry, until: (s) => s.status === 'ready', failWhen: ended, maxWait: '30s',
+        label: 'Normalizing the content…',
+        retry,
+        until: (s) => s.status === 'ready',
+        failWhen: ended,
+        maxWait: '30s',
         cancel: (c) => cleanup(c, 'POST', `${api}/v1/intake/sessions/${session.session_id}/cancel`),
       });
     } catch (error) {
@@ -89,7 +101,11 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
       await ctx.setState('LAYOUT_QUEUED');
       await ctx.setState('LAYOUT_PROCESSING');
       await ctx.poll('layout_wait', (c) => call(c, 'GET', `${api}/v1/layout/proposals/${proposal.proposal_id}`), {
-        label: 'Generating layout…', retry, until: (p) => p.status === 'complete', failWhen: ended, maxWait: '60s',
+        label: 'Generating layout…',
+        retry,
+        until: (p) => p.status === 'complete',
+        failWhen: ended,
+        maxWait: '60s',
         cancel: (c) => cleanup(c, 'POST', `${api}/v1/layout/proposals/${proposal.proposal_id}/cancel`),
       });
       await ctx.step('layout_spec', (c) => call(c, 'GET', `${api}/v1/layout/proposals/${proposal.proposal_id}/spec`), { retry });

@@ -7,9 +7,11 @@ import { Client } from 'runledger/client';
 // the echo target: answers every request with its JSON body and an `items` list
 const echo = createServer((request, response) => {
   let body = '';
-  request.on('data', (chunk) => (body += chunk)).on('end', () => {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echoed: JSON.parse(body || 'null'), items: ['latte', 'latte'] }));
-  });
+  request
+    .on('data', (chunk) => (body += chunk))
+    .on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echoed: JSON.parse(body || 'null'), items: ['latte', 'latte'] }));
+    });
 });
 await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
 const target = `http://127.0.0.1:${(echo.address() as { port: number }).port}/orders`;

@@ -72,7 +72,13 @@ export class Engine {
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
     this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff, tags: () => this.runtime.tags() });
-    this.stopAdvertising = advertise(this.store, this.runWorker.id, () => this.runtime.tags(), Math.min(10_000, this.config.leaseMs), () => {});
+    this.stopAdvertising = advertise(
+      this.store,
+      this.runWorker.id,
+      () => this.runtime.tags(),
+      Math.min(10_000, this.config.leaseMs),
+      () => {},
+    );
   }
 
   /**

@@ -18,7 +18,11 @@ describe('doors between floors', () => {
     const below = [join(src, 'storage') + sep, join(src, 'journal') + sep];
     const offenders = sources(src)
       .filter((file) => !below.some((dir) => file.startsWith(dir)))
-      .flatMap((file) => readFileSync(file, 'utf8').split('\n').map((line, i) => ({ line, at: `${file.slice(src.length + 1)}:${i + 1}` })))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .map((line, i) => ({ line, at: `${file.slice(src.length + 1)}:${i + 1}` })),
+      )
       .filter(({ line }) => /\.(eventReadStream|eventReadAll|eventReadCommitted|eventHead)\(/.test(line))
       .map(({ at }) => at);
     expect(offenders).toEqual([]);

@@ -17,7 +17,14 @@ export interface Setting {
 }
 
 export const SETTINGS: readonly Setting[] = [
-  { env: 'RUNLEDGER_DATABASE', aliases: ['RUNLEDGER_DB', 'DATABASE_URL'], flag: '--database', used: 'every command with --database, serve, worker', default: './runledger.db', doc: 'A SQLite file path, or a `postgres://` URL for many processes on many machines.' },
+  {
+    env: 'RUNLEDGER_DATABASE',
+    aliases: ['RUNLEDGER_DB', 'DATABASE_URL'],
+    flag: '--database',
+    used: 'every command with --database, serve, worker',
+    default: './runledger.db',
+    doc: 'A SQLite file path, or a `postgres://` URL for many processes on many machines.',
+  },
   { env: 'PORT', flag: '--port', used: 'serve', default: '8080', doc: 'The port the HTTP API listens on.' },
   { env: 'RUNLEDGER_TOKEN', flag: '--token (API commands)', used: 'serve, API commands', default: '(none)', doc: 'Bearer token every route but `/healthz` requires (`/metrics` too). Required to listen on an address other than loopback.' },
   { env: 'RUNLEDGER_URL', flag: '--url', used: 'API commands', default: 'http://127.0.0.1:8080', doc: 'The server the API commands talk to.' },
@@ -27,11 +34,21 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'RUNLEDGER_LEASE_MS', used: 'serve, worker', default: '30000', doc: "How long a worker's claim on a task (and so on a run) lasts without renewal." },
   { env: 'RUNLEDGER_POLL_MS', used: 'serve, worker', default: '1000', doc: 'The fallback poll of workers and subscriptions when no wake-up arrives.' },
   { env: 'RUNLEDGER_LOG_LEVEL', used: 'serve, worker', default: 'info', doc: 'fatal, error, warn, info (one line per lifecycle event), debug (also claims and requests), trace or silent. JSON lines, readable ones on a terminal.' },
-  { env: 'RUNLEDGER_RETENTION', used: 'serve, worker', default: '(keep everything)', doc: 'Ages after which finished records are deleted, per kind (runs, tasks, events, chat): `runs:30d,tasks:7d,events:14d,chat:365d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.' },
+  {
+    env: 'RUNLEDGER_RETENTION',
+    used: 'serve, worker',
+    default: '(keep everything)',
+    doc: 'Ages after which finished records are deleted, per kind (runs, tasks, events, chat): `runs:30d,tasks:7d,events:14d,chat:365d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.',
+  },
   { env: 'RUNLEDGER_LLM_URL', used: 'serve, worker', default: '(offline model)', doc: 'An OpenAI-compatible server that answers `role: user` chat messages.' },
   { env: 'RUNLEDGER_LLM_MODEL', used: 'serve, worker', default: '(none)', doc: 'The model to ask; required with RUNLEDGER_LLM_URL.' },
   { env: 'RUNLEDGER_LLM_API_KEY', used: 'serve, worker', default: '(none)', doc: 'Bearer key for RUNLEDGER_LLM_URL, when it needs one.' },
-  { env: 'OTEL_EXPORTER_OTLP_ENDPOINT', used: 'serve, worker', default: '(tracing off)', doc: 'Turns tracing on: spans for requests, run passes and step attempts are exported over OTLP/HTTP to `<endpoint>/v1/traces`. The OpenTelemetry SDK is not even loaded without it.' },
+  {
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    used: 'serve, worker',
+    default: '(tracing off)',
+    doc: 'Turns tracing on: spans for requests, run passes and step attempts are exported over OTLP/HTTP to `<endpoint>/v1/traces`. The OpenTelemetry SDK is not even loaded without it.',
+  },
   { env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', used: 'serve, worker', default: '(none)', doc: 'The full traces URL, instead of the endpoint above.' },
   { env: 'OTEL_SERVICE_NAME', used: 'serve, worker', default: 'runledger', doc: 'The service name on exported spans.' },
   { env: 'OTEL_SDK_DISABLED', used: 'serve, worker', default: 'false', doc: '`true` turns tracing off although an endpoint is set.' },

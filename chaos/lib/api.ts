@@ -71,6 +71,9 @@ export class Api {
   }
 
   summary(): string {
-    return [...this.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
+    return [...this.statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}×${n}`)
+      .join(' ');
   }
 }

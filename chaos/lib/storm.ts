@@ -17,10 +17,7 @@ export interface StormResult {
  * recovery is measured on the side, without holding up the next kill: the time until the runs
  * that were in flight moved again (up to `recoveryLimitMs`), or `measure(killedAt)` when given.
  */
-export async function killStorm(
-  ctx: ScenarioContext,
-  o: { target: Supervised; watcher: Watcher; kills: number; gapMs: [number, number]; recoveryLimitMs: number; measure?: (killedAt: number) => Promise<number | null> },
-): Promise<StormResult> {
+export async function killStorm(ctx: ScenarioContext, o: { target: Supervised; watcher: Watcher; kills: number; gapMs: [number, number]; recoveryLimitMs: number; measure?: (killedAt: number) => Promise<number | null> }): Promise<StormResult> {
   const result: StormResult = { kills: 0, recoveries: [], timedOut: 0 };
   const tracking: Array<Promise<void>> = [];
   for (let i = 1; i <= o.kills; i++) {

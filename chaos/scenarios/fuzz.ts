@@ -25,7 +25,11 @@ export const fuzzServer: Scenario = {
       const fiveXX = report.failures.filter((x) => /^answered 5/.test(x.problem));
       f.http5xx = fiveXX.length;
       f.failed = report.failures.length - fiveXX.length;
-      f.notes.push(`${report.requests} requests: ${Object.entries(report.statuses).map(([s, n]) => `${s}×${n}`).join(' ')}`);
+      f.notes.push(
+        `${report.requests} requests: ${Object.entries(report.statuses)
+          .map(([s, n]) => `${s}×${n}`)
+          .join(' ')}`,
+      );
       for (const x of report.failures.slice(0, 5)) f.notes.push(`${x.method} ${x.path.slice(0, 80)} (${x.input}): ${x.problem} ${x.body.slice(0, 160)}`);
       return f;
     } finally {

@@ -58,7 +58,14 @@ export const sigstopWorker: Scenario = {
       f.recoverySeconds = takeover.seconds === null ? null : round(Math.max(0, takeover.seconds - LEASE_MS / 1000));
       f.notes.push(
         `A held ${held.size} runs; B moved them ${takeover.timedOut ? 'never' : `${takeover.seconds}s`} after the SIGSTOP (lease ${LEASE_MS / 1000}s)`,
-        `events appended after A resumed: ${stale.length}${stale.length ? ` (${stale.slice(0, 3).map((e) => `${e.event.streamId} ${e.event.type}`).join(', ')})` : ''}`,
+        `events appended after A resumed: ${stale.length}${
+          stale.length
+            ? ` (${stale
+                .slice(0, 3)
+                .map((e) => `${e.event.streamId} ${e.event.type}`)
+                .join(', ')})`
+            : ''
+        }`,
         outcome.note,
       );
       if (takeover.timedOut) f.stuck += held.size;

@@ -3,10 +3,7 @@ import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMov
 
 /** Every table's edges written out again (as in docs/lifecycle.md): the table must allow these and no others. */
 const DRAWN = {
-  run: [
-    'null->pending', 'pending->running', 'running->waiting', 'running->sleeping', 'waiting->running', 'sleeping->running',
-    'running->success', 'pending->failed', 'running->failed', 'waiting->failed', 'sleeping->failed',
-  ],
+  run: ['null->pending', 'pending->running', 'running->waiting', 'running->sleeping', 'waiting->running', 'sleeping->running', 'running->success', 'pending->failed', 'running->failed', 'waiting->failed', 'sleeping->failed'],
   toolCall: ['null->blocked', 'null->started', 'blocked->started', 'error->started', 'timeout->started', 'started->ok', 'started->error', 'started->timeout'],
   approval: ['null->pending', 'pending->approved', 'pending->rejected', 'pending->expired'],
   event: ['null->pending', 'pending->processing', 'processing->pending', 'processing->done', 'pending->failed', 'processing->failed'],

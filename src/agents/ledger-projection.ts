@@ -52,9 +52,19 @@ export function projectLedger(journal: Journal): void {
     const id = event.streamId.slice('session:'.length);
     const d = event.data as { agent: string; graph_version?: string; conversation_id?: string; user_id?: string; event_id?: string; input_class?: string };
     const run = {
-      id, event_id: d.event_id ?? null, conversation_id: d.conversation_id ?? null, user_id: d.user_id ?? null, agent: d.agent, status: 'pending',
-      graph_version: d.graph_version ?? 'v1', input_class: d.input_class ?? 'session', started_at: null, ended_at: null, failure_reason: null,
-      created_at: event.timestamp, updated_at: event.timestamp,
+      id,
+      event_id: d.event_id ?? null,
+      conversation_id: d.conversation_id ?? null,
+      user_id: d.user_id ?? null,
+      agent: d.agent,
+      status: 'pending',
+      graph_version: d.graph_version ?? 'v1',
+      input_class: d.input_class ?? 'session',
+      started_at: null,
+      ended_at: null,
+      failure_reason: null,
+      created_at: event.timestamp,
+      updated_at: event.timestamp,
     };
     await tx.agentRunPut({ run });
   });
@@ -83,7 +93,9 @@ export function projectLedger(journal: Journal): void {
     if (event.type === RUN_EVENT.nodeStarted || d.skipped) {
       if (!(await tx.agentRunGet({ id }))) return;
       const status = d.skipped ? 'skipped' : 'started';
-      await tx.agentStepPut({ step: { id: newId('step'), run_id: id, node: d.name, seq: d.seq, attempt: d.attempt, status, input_snapshot: d.input ?? null, output_snapshot: null, error: null, latency_ms: d.skipped ? 0 : null, created_at: at, updated_at: at } });
+      await tx.agentStepPut({
+        step: { id: newId('step'), run_id: id, node: d.name, seq: d.seq, attempt: d.attempt, status, input_snapshot: d.input ?? null, output_snapshot: null, error: null, latency_ms: d.skipped ? 0 : null, created_at: at, updated_at: at },
+      });
       if (d.skipped) return;
       await moveRun(tx, id, 'running', at);
       await moveEvents(tx, id, 'processing', at, { attempt_count: d.attempt });
@@ -167,9 +179,28 @@ export function projectLedger(journal: Journal): void {
 
 function newCall(runId: string, call: ToolCallInput, at: number, over: Partial<import('../storage/ledger.js').AgentToolCallRow>) {
   return {
-    id: newId('tc'), run_id: runId, external_idempotency_key: call.key, node: call.node, seq: null, tool_name: call.tool, risk_level: call.risk, input: call.input ?? null,
-    output: null, status: 'started' as const, error: null, attempts: 0, started_at: null, ended_at: null, approval_status: null, approval_by: null, approval_reason: null,
-    approval_expires_at: null, decided_at: null, created_at: at, updated_at: at, ...over,
+    id: newId('tc'),
+    run_id: runId,
+    external_idempotency_key: call.key,
+    node: call.node,
+    seq: null,
+    tool_name: call.tool,
+    risk_level: call.risk,
+    input: call.input ?? null,
+    output: null,
+    status: 'started' as const,
+    error: null,
+    attempts: 0,
+    started_at: null,
+    ended_at: null,
+    approval_status: null,
+    approval_by: null,
+    approval_reason: null,
+    approval_expires_at: null,
+    decided_at: null,
+    created_at: at,
+    updated_at: at,
+    ...over,
   };
 }
 
@@ -187,4 +218,3 @@ async function moveEvents(tx: Store, runId: string, to: AgentEventRow['status'],
   const status = canMove(agentEventTransitions, first.status, to) ? { status: to } : {};
   await tx.agentEventUpdate({ run_id: runId, change: { ...change, ...status }, at });
 }
-

@@ -126,13 +126,20 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     expect(approved.body).toMatchObject({ duplicate: false, tool_call: { approval_status: 'approved', approval_by: 'ana' } });
     const done = await ended(sent.run_id);
     expect(done).toMatchObject({ status: 'success', conversation_id: 'c-refund', user_id: 'u-1', agent: 'sample-agent', input_class: 'text', graph_version: 'v1', event_id: sent.event_id, failure_reason: null });
-    expect(done.steps.map((s: any) => [s.node, s.status])).toEqual([['classify', 'ok'], ['act', 'ok'], ['reply', 'ok']]);
+    expect(done.steps.map((s: any) => [s.node, s.status])).toEqual([
+      ['classify', 'ok'],
+      ['act', 'ok'],
+      ['reply', 'ok'],
+    ]);
     expect(done.checkpoints.map((c: any) => c.node)).toEqual(['classify', 'act', 'reply']);
     expect(done.checkpoints[2].state).toEqual({ text: 'Refunded 42 for order 1234.' });
     expect(done.steps[1].input_snapshot).toEqual({ intent: 'refund', messages: 1 });
     expect(done.steps.every((s: any) => s.latency_ms >= 0)).toBe(true);
     expect(done.steps[0].latency_ms).toBeGreaterThanOrEqual(150);
-    expect(done.tool_calls.map((c: any) => [c.tool_name, c.risk_level, c.status, c.approval_status])).toEqual([['lookup_order', 'low', 'ok', null], ['issue_refund', 'high', 'ok', 'approved']]);
+    expect(done.tool_calls.map((c: any) => [c.tool_name, c.risk_level, c.status, c.approval_status])).toEqual([
+      ['lookup_order', 'low', 'ok', null],
+      ['issue_refund', 'high', 'ok', 'approved'],
+    ]);
     expect(done.tool_calls[1].external_idempotency_key).toBe(`${sent.run_id}:act:issue_refund#1`);
     expect(done.tool_calls[1].output).toMatchObject({ refund_id: expect.stringMatching(/^rf_/), amount: 42 });
     expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({ session_id: sent.run_id, status: 'success', agent: 'sample-agent' });
@@ -164,10 +171,17 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     const done = await ended(sent.run_id);
     expect(done.status).toBe('failed');
     expect(done.failure_reason).toBe('ToolBlockedError: the approval of guarded expired after 300 ms');
-    expect(done.tool_calls.map((c: any) => [c.tool_name, c.status, c.approval_status])).toEqual([['slow', 'timeout', null], ['guarded', 'blocked', 'expired']]);
+    expect(done.tool_calls.map((c: any) => [c.tool_name, c.status, c.approval_status])).toEqual([
+      ['slow', 'timeout', null],
+      ['guarded', 'blocked', 'expired'],
+    ]);
     expect(done.tool_calls[0].error).toMatch(/^TimeoutError: /);
     expect(done.checkpoints[0].state).toBe('ToolTimeoutError: slow did not finish within 150 ms');
-    expect(done.steps.map((s: any) => [s.node, s.status])).toEqual([['call', 'ok'], ['notify', 'skipped'], ['guard', 'error']]);
+    expect(done.steps.map((s: any) => [s.node, s.status])).toEqual([
+      ['call', 'ok'],
+      ['notify', 'skipped'],
+      ['guard', 'error'],
+    ]);
     expect(effects).toEqual([]);
     const guarded = done.tool_calls[1];
     expect((await call('POST', `/agent/tool-calls/${guarded.id}/approve`, { by: 'ana' })).status).toBe(409);
@@ -216,7 +230,12 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
 
   it('lists runs newest first with filters and a cursor, and answers bad input with the field and the limit', async () => {
     const ids = [];
-    for (const [conversation, user] of [['c-a', 'u-1'], ['c-b', 'u-2'], ['c-a', 'u-2']] as const) ids.push((await send({ conversation_id: conversation, user_id: user, agent: 'counter', payload: { n: ids.length } })).body.run_id);
+    for (const [conversation, user] of [
+      ['c-a', 'u-1'],
+      ['c-b', 'u-2'],
+      ['c-a', 'u-2'],
+    ] as const)
+      ids.push((await send({ conversation_id: conversation, user_id: user, agent: 'counter', payload: { n: ids.length } })).body.run_id);
     const all = (await call('GET', '/agent/runs?limit=2')).body;
     expect(all.runs.map((r: any) => r.id)).toEqual([ids[2], ids[1]]);
     expect((await call('GET', `/agent/runs?limit=2&cursor=${all.next_cursor}`)).body).toMatchObject({ runs: [{ id: ids[0] }], next_cursor: null });

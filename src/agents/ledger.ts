@@ -138,12 +138,7 @@ export class AgentLedger {
     const store = this.engine.store;
     const row = await store.agentRunGet({ id });
     if (!row) throw new NotFoundError(`agent run ${id} not found`);
-    const [events, steps, calls, checkpoints] = await Promise.all([
-      store.agentEventList({ run_id: id }),
-      store.agentStepList({ run_id: id }),
-      store.agentToolCallList({ run_id: id, limit: 10_000 }),
-      store.agentCheckpointList({ run_id: id }),
-    ]);
+    const [events, steps, calls, checkpoints] = await Promise.all([store.agentEventList({ run_id: id }), store.agentStepList({ run_id: id }), store.agentToolCallList({ run_id: id, limit: 10_000 }), store.agentCheckpointList({ run_id: id })]);
     return {
       ...runRecord(row),
       events: events.map(eventRecord),
@@ -205,7 +200,12 @@ export class AgentLedger {
     checkJson('payload', given.payload, this.engine.config.maxPayloadBytes);
     const source = text('source');
     const conversation_id = text('conversation_id');
-    const idempotency_key = given.idempotency_key === undefined ? `hash:${createHash('sha256').update(canonical([source, conversation_id, given.payload])).digest('hex')}` : text('idempotency_key');
+    const idempotency_key =
+      given.idempotency_key === undefined
+        ? `hash:${createHash('sha256')
+            .update(canonical([source, conversation_id, given.payload]))
+            .digest('hex')}`
+        : text('idempotency_key');
     return { conversation_id, user_id: text('user_id'), source, input_type: text('input_type'), payload: given.payload, idempotency_key, agent };
   }
 

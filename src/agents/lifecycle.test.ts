@@ -35,9 +35,7 @@ describe('session lifecycle', () => {
 
   it('ends a session with exactly one ending event, after which nothing is allowed', () => {
     const ending = SESSION_EVENT_TYPES.filter((type) => isEnded(statusAfter(type)));
-    expect(ending.sort()).toEqual(
-      ['AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_FAILED', 'AGENT_ENTRYPOINT_FAILED', 'AGENT_INVOCATION_FAILED', 'SESSION_FAILED', 'SESSION_TIMED_OUT'].sort(),
-    );
+    expect(ending.sort()).toEqual(['AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_FAILED', 'AGENT_ENTRYPOINT_FAILED', 'AGENT_INVOCATION_FAILED', 'SESSION_FAILED', 'SESSION_TIMED_OUT'].sort());
     for (const end of ending) for (const type of SESSION_EVENT_TYPES) expect(allowedAfter(end, type), `${end} → ${type}`).toBe(false);
   });
 

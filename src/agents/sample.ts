@@ -68,7 +68,10 @@ export const sampleAgent = defineAgent('sample-agent', {
   background: async (input: unknown, ctx) => {
     const given = (typeof input === 'object' && input !== null ? input : {}) as SampleInput;
     const payloads: SamplePayload[] = (given.events ?? []).map((e) => (typeof e?.payload === 'object' && e.payload !== null ? e.payload : {}));
-    const text = payloads.map((p) => (typeof p.text === 'string' ? p.text : '')).filter(Boolean).join('\n');
+    const text = payloads
+      .map((p) => (typeof p.text === 'string' ? p.text : ''))
+      .filter(Boolean)
+      .join('\n');
     const first = payloads[0] ?? {};
     const sleepMs = typeof first.sleep_ms === 'number' && first.sleep_ms >= 0 ? first.sleep_ms : 200;
     const failTimes = typeof first.fail_times === 'number' ? first.fail_times : 0;

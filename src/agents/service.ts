@@ -91,8 +91,7 @@ export class SessionService {
    * session of the same agent is returned as it is; of another agent, a ConflictError.
    */
   async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
-    const id =
-      p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
+    const id = p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
     // an existing session of the same agent is returned as it is; of another agent, a ConflictError
     return this.open(id, p.agent, p.input ?? null);
   }
@@ -161,13 +160,7 @@ export class SessionService {
   }
 
   /** SESSION_INITIATED and the session's run, in one transaction (the caller's, with `tx`). */
-  private async open(
-    id: string,
-    agent: string,
-    input: unknown,
-    tx?: Store,
-    event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string },
-  ): Promise<SessionRecord> {
+  private async open(id: string, agent: string, input: unknown, tx?: Store, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string }): Promise<SessionRecord> {
     if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
     checkJson('input', input, this.engine.config.maxPayloadBytes);
     const store = tx ?? this.engine.store;

@@ -108,14 +108,7 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
   });
 }
 
-async function runCode(
-  ctx: WorkflowContext,
-  agent: CodeAgent,
-  session: SessionInput,
-  deadline: number,
-  record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>,
-  o: SessionWorkflowOptions,
-): Promise<Recorded> {
+async function runCode(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>, o: SessionWorkflowOptions): Promise<Recorded> {
   const entrypoint = agent.entrypoint;
   const entered: Outcome = entrypoint ? await ctx.step('entrypoint', (step) => runPhase(entrypoint, agent, session, deadline, step), ONCE) : { ok: true };
   if (!entered.ok) return record('entered', entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED', entered.error_message);
@@ -162,10 +155,7 @@ async function invoke(agent: Agent | undefined, session: SessionInput, step: Ste
   if (agent.kind === 'code') return { ok: true };
   const body = { session_id: session.session_id, agent: agent.name, input: session.input, report_url: o.reportUrl(session.session_id) };
   try {
-    const response = await httpRequest(
-      { method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds },
-      { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow },
-    );
+    const response = await httpRequest({ method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds }, { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow });
     if (response.status >= 200 && response.status < 300) return { ok: true };
     return failed(`InvocationError: POST ${agent.url} answered ${response.status}, not 2xx`);
   } catch (error) {

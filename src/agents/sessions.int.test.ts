@@ -15,14 +15,7 @@ import type { SessionEventType } from './lifecycle.js';
 import { ClientError } from './sample.js';
 import { sessions, type SessionService } from './service.js';
 
-const HAPPY: SessionEventType[] = [
-  'SESSION_INITIATED',
-  'AGENT_INVOCATION_STARTED',
-  'AGENT_INVOCATION_SUCCEEDED',
-  'AGENT_ENTRYPOINT_STARTED',
-  'AGENT_BACKGROUND_TASK_STARTED',
-  'AGENT_BACKGROUND_TASK_COMPLETED',
-];
+const HAPPY: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
 const THROTTLED = 'ClientError: ThrottlingException - Rate exceeded';
 
 interface Invocation {

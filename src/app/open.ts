@@ -75,8 +75,18 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
     if (tracer) engine.useTracer(tracer);
     try {
       const app = await assemble(engine, {
-        secretKey: key, allow, logger, chatProvider, workers,
-        ...(reportBaseUrl ? { reportBaseUrl } : {}), ...(onDelta ? { onDelta } : {}), ...(retention ? { retention } : {}), ...(agents ? { agents } : {}), ...(tools ? { tools } : {}), ...(defaultAgent ? { defaultAgent } : {}), ...(codeWorkflows ? { codeWorkflows } : {}),
+        secretKey: key,
+        allow,
+        logger,
+        chatProvider,
+        workers,
+        ...(reportBaseUrl ? { reportBaseUrl } : {}),
+        ...(onDelta ? { onDelta } : {}),
+        ...(retention ? { retention } : {}),
+        ...(agents ? { agents } : {}),
+        ...(tools ? { tools } : {}),
+        ...(defaultAgent ? { defaultAgent } : {}),
+        ...(codeWorkflows ? { codeWorkflows } : {}),
       });
       const { stop, ...rest } = app;
       return {

@@ -81,9 +81,7 @@ describe.each(backends)('channels on $name', (backend) => {
   it('writes one message when posts of one event_id race, from two processes', async () => {
     const process2 = await second();
     const other = new Channels(process2.store, process2.journal);
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? channels : other).post('race', user(`attempt ${i}`, { event_id: 'same' }))),
-    );
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? channels : other).post('race', user(`attempt ${i}`, { event_id: 'same' }))));
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.message.message_id)).size).toBe(1);
     expect(new Set(results.map((r) => r.message.content)).size).toBe(1);
@@ -153,7 +151,10 @@ describe.each(backends)('channels on $name', (backend) => {
     await postMany('gamma', 2);
     const last = (await channels.history('beta')).messages.at(-1)!;
     const first = await channels.list({ limit: 2 });
-    expect(first.channels.map((c) => [c.channel_id, c.message_count])).toEqual([['alpha', 1], ['beta', 3]]);
+    expect(first.channels.map((c) => [c.channel_id, c.message_count])).toEqual([
+      ['alpha', 1],
+      ['beta', 3],
+    ]);
     expect(first.channels[1]).toEqual({ channel_id: 'beta', last_seq: 3, message_count: 3, last_ts: last.ts, updated_at: last.created_at_iso });
     expect(first.next_cursor).toBe('beta');
     const rest = await channels.list({ limit: 2, after: 'beta' });

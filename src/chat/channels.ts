@@ -50,8 +50,7 @@ export class Channels {
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
-  ) {
-  }
+  ) {}
 
   /**
    * Posts a message. A repeated `event_id` in the same channel returns the first message with

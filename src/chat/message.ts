@@ -126,7 +126,10 @@ function storable(path: string, value: string): string {
 
 function walkStrings(value: unknown, visit: (s: string) => void): void {
   if (typeof value === 'string') visit(value);
-  else if (Array.isArray(value)) value.forEach((v) => { walkStrings(v, visit); });
+  else if (Array.isArray(value))
+    value.forEach((v) => {
+      walkStrings(v, visit);
+    });
   else if (isObject(value)) {
     for (const [key, v] of Object.entries(value)) {
       visit(key);

@@ -69,9 +69,7 @@ describe('the OpenAI-compatible provider', () => {
     const { text, deltas } = await run(url, 'sk-test-123');
     expect(text).toBe('Hello, wörld');
     expect(deltas).toEqual(['Hel', 'lo, ', 'wörld']);
-    expect(received).toEqual([
-      { method: 'POST', url: '/v1/chat/completions', authorization: 'Bearer sk-test-123', body: { model: 'tiny-1', messages: question, stream: true } },
-    ]);
+    expect(received).toEqual([{ method: 'POST', url: '/v1/chat/completions', authorization: 'Bearer sk-test-123', body: { model: 'tiny-1', messages: question, stream: true } }]);
   });
 
   it('sends no Authorization header without an API key, and reads a server that does not stream', async () => {

@@ -38,8 +38,7 @@ describe.each(backends)('AI replies on $name', (backend) => {
   });
   afterEach(() => close());
 
-  const ask = (channelId: string, content: string, eventId?: string) =>
-    channels.post(channelId, { sender_id: 'u1', role: 'user', content, ...(eventId ? { event_id: eventId } : {}) });
+  const ask = (channelId: string, content: string, eventId?: string) => channels.post(channelId, { sender_id: 'u1', role: 'user', content, ...(eventId ? { event_id: eventId } : {}) });
   const replies = async (channelId: string) => (await channels.history(channelId, { limit: 500 })).messages.filter((m) => m.role === 'ai');
   const oneReply = (channelId: string) => eventually(async () => ((await replies(channelId)).length > 0 ? replies(channelId) : undefined));
 
@@ -75,7 +74,14 @@ describe.each(backends)('AI replies on $name', (backend) => {
       return messages.length === 6 ? messages : undefined;
     });
     await worker.idle();
-    expect(all.map((m) => [m.seq, m.role])).toEqual([[1, 'user'], [2, 'ai'], [3, 'system'], [4, 'ai'], [5, 'user'], [6, 'ai']]);
+    expect(all.map((m) => [m.seq, m.role])).toEqual([
+      [1, 'user'],
+      [2, 'ai'],
+      [3, 'system'],
+      [4, 'ai'],
+      [5, 'user'],
+      [6, 'ai'],
+    ]);
     expect(all[5]?.content).toBe('You said: "second question" (offline model; 5 messages of context)');
     expect(await engine.parked(REPLY_SUBSCRIPTION)).toEqual([]);
   });

@@ -35,9 +35,7 @@ export function agentCommands(program: Command, print: (line: string) => void): 
     .action(async (options) => {
       const c = client(options);
       const limit = Number(options.limit);
-      const page = options.conversation
-        ? await c.conversationRuns(options.conversation, { limit })
-        : await c.agentRuns({ limit, ...(options.user ? { user_id: options.user } : {}), ...(options.status ? { status: options.status } : {}) });
+      const page = options.conversation ? await c.conversationRuns(options.conversation, { limit }) : await c.agentRuns({ limit, ...(options.user ? { user_id: options.user } : {}), ...(options.status ? { status: options.status } : {}) });
       const runs = options.conversation && (options.user || options.status) ? page.runs.filter((r) => (!options.user || r.user_id === options.user) && (!options.status || r.status === options.status)) : page.runs;
       for (const r of runs) print(runLine(r));
     });

@@ -19,7 +19,13 @@ describe('runledger channel watch', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     let text = '';
     const before = process.listenerCount('SIGINT');
-    const code = await watch((channel, after) => `${url.replace('http', 'ws')}/channels/${channel}/ws?after=${after}`, 'general', 0, output((t) => (text += t), false), url);
+    const code = await watch(
+      (channel, after) => `${url.replace('http', 'ws')}/channels/${channel}/ws?after=${after}`,
+      'general',
+      0,
+      output((t) => (text += t), false),
+      url,
+    );
     expect(code).toBe(1);
     expect(upgrades).toBe(1);
     expect(text).toBe(`${url} refused the token (401): set --token or $RUNLEDGER_TOKEN\n`);

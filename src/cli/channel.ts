@@ -102,7 +102,11 @@ export async function watch(socketUrl: (channel: string, after: number) => strin
       }
       failures = closed.opened ? 1 : failures + 1;
       const delay = backoffDelay(failures, RECONNECT);
-      out.line(closed.opened ? `(disconnected: ${closed.code} ${closed.reason}; reconnecting after #${after})` : `(cannot reach ${url}${closed.refused ? ` (${closed.refused})` : ''}; trying again in ${(delay / 1000).toFixed(1)} s — is \`runledger serve\` running?)`);
+      out.line(
+        closed.opened
+          ? `(disconnected: ${closed.code} ${closed.reason}; reconnecting after #${after})`
+          : `(cannot reach ${url}${closed.refused ? ` (${closed.refused})` : ''}; trying again in ${(delay / 1000).toFixed(1)} s — is \`runledger serve\` running?)`,
+      );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
         wakeSleep = () => {

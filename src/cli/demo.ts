@@ -41,17 +41,24 @@ async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (li
 
   let flaky = 0;
   engine.work('greet', async (payload: { to: string; n: number }) => ({ greeting: `Hello ${payload.to} #${payload.n}` }), { concurrency: 4 });
-  engine.work('flaky', async () => {
-    if (++flaky < 3) throw new Error(`upstream answered 503 (try ${flaky})`);
-    return { ok: true };
-  }, { backoff: { baseMs: 200, factor: 2, maxMs: 2000, jitter: 0.2 } });
+  engine.work(
+    'flaky',
+    async () => {
+      if (++flaky < 3) throw new Error(`upstream answered 503 (try ${flaky})`);
+      return { ok: true };
+    },
+    { backoff: { baseMs: 200, factor: 2, maxMs: 2000, jitter: 0.2 } },
+  );
   engine.work('strict', async () => {
     throw new TerminalError('the address is invalid; retrying cannot help');
   });
 
   const run = await engine.start(onboard, { user: 'ada' }, { id: `${runId}-onboard` });
   const people = ['ada', 'grace', 'linus'];
-  await engine.queue.enqueueMany('greet', Array.from({ length: 12 }, (_, n) => ({ payload: { to: people[n % 3], n }, orderingKey: people[n % 3]! })));
+  await engine.queue.enqueueMany(
+    'greet',
+    Array.from({ length: 12 }, (_, n) => ({ payload: { to: people[n % 3], n }, orderingKey: people[n % 3]! })),
+  );
   await engine.queue.enqueue('flaky', {}, { idempotencyKey: `${runId}-flaky` });
   await engine.queue.enqueue('strict', { to: 'nobody@' }, { idempotencyKey: `${runId}-strict` });
   await engine.signal(run.id, 'approval', { ok: true }, { idempotencyKey: 'demo' });

@@ -37,10 +37,7 @@ async function operations(options: Record<string, any>): Promise<Operations> {
     pauses: async () => (await c.pauses()).pauses.map((p) => ({ kind: p.kind, name: p.name, by: p.paused_by, reason: p.reason, at: p.paused_at })),
     async bulk(action, filter, who, dryRun) {
       const f = filter as RunFilter & TaskFilter;
-      const body =
-        action === 'redrive'
-          ? { queue: f.queue, dead_after: iso(f.updatedAfter), dead_before: iso(f.updatedBefore) }
-          : { status: f.status, workflow: f.workflow, created_after: iso(f.createdAfter), created_before: iso(f.createdBefore) };
+      const body = action === 'redrive' ? { queue: f.queue, dead_after: iso(f.updatedAfter), dead_before: iso(f.updatedBefore) } : { status: f.status, workflow: f.workflow, created_after: iso(f.createdAfter), created_before: iso(f.createdBefore) };
       const path = action === 'redrive' ? 'tasks/redrive' : action === 'cancel' ? 'runs/cancel' : 'runs/retry';
       const r = await c.operator<{ action: string; ids: string[]; skipped: Array<{ id: string; why: string }>; dry_run: boolean; started?: Record<string, string> }>(path, { ...JSON.parse(JSON.stringify(body)), ...who, dry_run: dryRun });
       return { action: r.action, ids: r.ids, skipped: r.skipped, dryRun: r.dry_run, ...(r.started ? { started: r.started } : {}) };
@@ -124,7 +121,13 @@ export function operatorCommands(program: Command, print: (line: string) => void
       .action(async (options) => {
         const who = actor(options);
         const filter: RunFilter = {
-          ...(options.status ? { status: String(options.status).split(',').map((s) => currentStatus(s.trim())) as RunStatus[] } : {}),
+          ...(options.status
+            ? {
+                status: String(options.status)
+                  .split(',')
+                  .map((s) => currentStatus(s.trim())) as RunStatus[],
+              }
+            : {}),
           ...(options.workflow ? { workflow: options.workflow } : {}),
           ...(options.createdAfter ? { createdAfter: time('--created-after', options.createdAfter)! } : {}),
           ...(options.createdBefore ? { createdBefore: time('--created-before', options.createdBefore)! } : {}),
@@ -148,4 +151,3 @@ export function operatorCommands(program: Command, print: (line: string) => void
       await using(options, async (ops) => report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun)), Boolean(options.json)));
     });
 }
-

@@ -45,15 +45,15 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
       const app = await openApp({ database: location, secretKey: randomBytes(32), logger: createLogger('silent', false), workers: false });
       const engine = app.engine;
       try {
-        const kinds = options.kind ? String(options.kind).split(',').map((k: string) => k.trim()) : engine.retention.kindNames;
+        const kinds = options.kind
+          ? String(options.kind)
+              .split(',')
+              .map((k: string) => k.trim())
+          : engine.retention.kindNames;
         const policy = parseRetention(kinds.map((k: string) => `${k}:${options.olderThan}`).join(','), engine.retention.kindNames);
         const pruned = await engine.retention.prune(policy, { dryRun: Boolean(options.dryRun), batchSize: Number(options.batch) });
         for (const p of pruned) {
-          const what =
-            p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)`
-            : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)`
-            : p.kind === 'chat' ? `${p.other} messages`
-            : `${p.other} records (${p.events} events)`;
+          const what = p.kind === 'runs' ? `${p.runs} runs (${p.tasks} tasks, ${p.events} events)` : p.kind === 'tasks' ? `${p.tasks} tasks (${p.events} events)` : p.kind === 'chat' ? `${p.other} messages` : `${p.other} records (${p.events} events)`;
           print(`${options.dryRun ? 'would delete' : 'deleted'} ${p.kind}: ${what}`);
         }
       } finally {

@@ -9,10 +9,7 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** Adds the options of a command that talks to a running server (`runledger serve`). */
 export function remote(cmd: Command): Command {
-  return cmd
-    .option('--url <url>', `the server (default: $RUNLEDGER_URL or ${DEFAULT_URL})`)
-    .option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)')
-    .option('--json', 'print JSON (for scripts)');
+  return cmd.option('--url <url>', `the server (default: $RUNLEDGER_URL or ${DEFAULT_URL})`).option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)').option('--json', 'print JSON (for scripts)');
 }
 
 /**
@@ -20,10 +17,7 @@ export function remote(cmd: Command): Command {
  * (`-d`, `--db`, `--database-url`).
  */
 export function database(cmd: Command, help = DATABASE_HELP): Command {
-  return cmd
-    .addOption(new Option('-d, --database <location>', help))
-    .addOption(new Option('--db <file>').hideHelp())
-    .addOption(new Option('--database-url <url>').hideHelp());
+  return cmd.addOption(new Option('-d, --database <location>', help)).addOption(new Option('--db <file>').hideHelp()).addOption(new Option('--database-url <url>').hideHelp());
 }
 
 /** Where a command that opens the database opens it: the flags, then the environment (read here, at the edge). */

@@ -10,7 +10,14 @@ const capture = (colour: boolean) => {
 describe('what the CLI prints', () => {
   it('prints a table under a header row, padded, and a sentence when there are no rows', () => {
     const { out, text } = capture(false);
-    out.table(['ID', 'STATUS', 'ERROR'], [['ex_1', 'success', ''], ['ex_22', 'failed', 'boom']], 'no runs yet');
+    out.table(
+      ['ID', 'STATUS', 'ERROR'],
+      [
+        ['ex_1', 'success', ''],
+        ['ex_22', 'failed', 'boom'],
+      ],
+      'no runs yet',
+    );
     out.table(['ID'], [], 'no dead tasks');
     expect(text()).toBe('ID     STATUS   ERROR\nex_1   success\nex_22  failed   boom\nno dead tasks\n');
   });
@@ -22,7 +29,14 @@ describe('what the CLI prints', () => {
     expect(tty.out.status('failed')).toBe('\x1b[31mfailed\x1b[0m');
     expect(tty.out.status('success')).toBe('\x1b[32msuccess\x1b[0m');
     expect(tty.out.status('something-else')).toBe('something-else');
-    tty.out.table(['S', 'X'], [[tty.out.status('failed'), 'x'], ['ok', 'y']], '');
+    tty.out.table(
+      ['S', 'X'],
+      [
+        [tty.out.status('failed'), 'x'],
+        ['ok', 'y'],
+      ],
+      '',
+    );
     // eslint-disable-next-line no-control-regex
     // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the ANSI colour codes
     expect(tty.text().replace(/\x1b\[[0-9;]*m/g, '')).toBe('S       X\nfailed  x\nok      y\n');

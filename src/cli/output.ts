@@ -10,9 +10,22 @@ export interface Output {
 }
 
 const COLOURS: Record<string, number> = {
-  success: 32, completed: 32, ok: 32, enabled: 32,
-  failed: 31, dead: 31, cancelled: 31, timed_out: 31, disabled: 31,
-  running: 33, retrying: 33, sleeping: 36, waiting: 36, pending: 36, ready: 36, partial_success: 33,
+  success: 32,
+  completed: 32,
+  ok: 32,
+  enabled: 32,
+  failed: 31,
+  dead: 31,
+  cancelled: 31,
+  timed_out: 31,
+  disabled: 31,
+  running: 33,
+  retrying: 33,
+  sleeping: 36,
+  waiting: 36,
+  pending: 36,
+  ready: 36,
+  partial_success: 33,
 };
 
 // eslint-disable-next-line no-control-regex
@@ -40,8 +53,19 @@ export function output(write: (text: string) => void, colour: boolean): Output {
       const all = [header, ...rows];
       const width = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').replace(ANSI, '').length)));
       const pad = (cell: string, i: number) => (i === header.length - 1 ? cell : cell + ' '.repeat(width[i]! - cell.replace(ANSI, '').length));
-      line(header.map((h, i) => pad(colour ? `\x1b[1m${h}\x1b[0m` : h, i)).join('  ').trimEnd());
-      for (const row of rows) line(row.map((c, i) => pad(c ?? '', i)).join('  ').trimEnd());
+      line(
+        header
+          .map((h, i) => pad(colour ? `\x1b[1m${h}\x1b[0m` : h, i))
+          .join('  ')
+          .trimEnd(),
+      );
+      for (const row of rows)
+        line(
+          row
+            .map((c, i) => pad(c ?? '', i))
+            .join('  ')
+            .trimEnd(),
+        );
     },
   };
 }

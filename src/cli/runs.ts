@@ -31,14 +31,21 @@ export function runCommands(program: Command, out: Output): void {
     .action(async (options) => {
       const limit = whole('--limit', options.limit, 1, 10_000);
       if (options.needsPatch !== undefined) return needingPatch(options, out);
-      const status = options.status === undefined ? undefined : String(options.status).split(',').map((s) => currentStatus(s.trim()));
+      const status =
+        options.status === undefined
+          ? undefined
+          : String(options.status)
+              .split(',')
+              .map((s) => currentStatus(s.trim()));
       const unknown = status?.find((s) => !(RUN_STATUSES as readonly string[]).includes(s));
       if (unknown !== undefined) throw new ValidationError('--status', `'${unknown}' is not a run status (${RUN_STATUSES.join(', ')})`);
       await withSource(options, async (source) => {
         const found = await source.runs({ limit, ...(status ? { status } : {}), ...(options.workflow ? { workflow: options.workflow } : {}) });
         if (options.json) return out.json(found);
         // a run whose version no live worker has says so: it waits for a deploy of that version
-        const rows = await Promise.all(found.map(async (r) => [r.id, r.waiting_for_version ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})` : out.status(r.status), r.created_at, await workflowLabel(source, r), r.error ?? '']));
+        const rows = await Promise.all(
+          found.map(async (r) => [r.id, r.waiting_for_version ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})` : out.status(r.status), r.created_at, await workflowLabel(source, r), r.error ?? '']),
+        );
         out.table(['ID', 'STATUS', 'CREATED', 'WORKFLOW', 'ERROR'], rows, status || options.workflow ? 'no runs match' : 'no runs yet');
       });
     });
@@ -53,7 +60,11 @@ export function runCommands(program: Command, out: Output): void {
         out.line(`input:  ${JSON.stringify(run.input)}`);
         if (run.status === 'success') out.line(`output: ${JSON.stringify(run.output)}`);
         if (run.error) out.line(`error:  ${run.error}`);
-        out.table(['STEP', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'], run.steps.map((s) => [s.name, out.status(s.status), String(s.attempts), s.duration_ms === null ? '' : String(Math.round(s.duration_ms)), s.error ?? '']), 'no steps yet');
+        out.table(
+          ['STEP', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'],
+          run.steps.map((s) => [s.name, out.status(s.status), String(s.attempts), s.duration_ms === null ? '' : String(Math.round(s.duration_ms)), s.error ?? '']),
+          'no steps yet',
+        );
       });
     });
 
@@ -139,5 +150,9 @@ async function needingPatch(options: Record<string, any>, out: Output): Promise<
     }
   } else runs = (await client(options).runsNeedingPatch(id, filter)).runs;
   if (options.json) return out.json(runs);
-  out.table(['ID', 'STATUS', 'CREATED', 'WORKFLOW'], runs.map((r) => [r.id, out.status(r.status), r.created_at, r.workflow]), `no run needs the old branch of '${id}': deprecatePatch is safe`);
+  out.table(
+    ['ID', 'STATUS', 'CREATED', 'WORKFLOW'],
+    runs.map((r) => [r.id, out.status(r.status), r.created_at, r.workflow]),
+    `no run needs the old branch of '${id}': deprecatePatch is safe`,
+  );
 }

@@ -74,7 +74,16 @@ export function serverCommands(program: Command, out: Output): void {
       const stopped = untilSignal();
       const tracer = await startTracing(process.env);
       const server = await startServer({
-        database: location, host: options.host, port, workers: options.workers, codeWorkflows, logger: log(), ...(tracer ? { tracer } : {}), ...env, ...agents, ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
+        database: location,
+        host: options.host,
+        port,
+        workers: options.workers,
+        codeWorkflows,
+        logger: log(),
+        ...(tracer ? { tracer } : {}),
+        ...env,
+        ...agents,
+        ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
       });
       if (newKey && insideGitWorkTree(keyFile!)) {
         out.line(`warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`);
@@ -123,9 +132,14 @@ async function workflowsOf(module: string): Promise<Workflow[]> {
 }
 
 function exportedWorkflows(module: Record<string, unknown>): Workflow[] {
-  const isWorkflow = (value: unknown): value is Workflow =>
-    typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
-  return [...new Set(Object.values(module).flatMap((value) => (Array.isArray(value) ? value : [value])).filter(isWorkflow))];
+  const isWorkflow = (value: unknown): value is Workflow => typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
+  return [
+    ...new Set(
+      Object.values(module)
+        .flatMap((value) => (Array.isArray(value) ? value : [value]))
+        .filter(isWorkflow),
+    ),
+  ];
 }
 
 function insideGitWorkTree(path: string): boolean {

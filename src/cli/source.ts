@@ -82,7 +82,14 @@ export function serverSource(c: Client): Source {
     redrive: (id) => c.redrive(id),
     subscriptions: async () => (await c.subscriptions()).subscriptions.map((s) => ({ name: s.name, cursor: s.cursor, blocked_reason: s.blocked_reason ?? null, parked: s.parked ?? 0 })),
     workflowName(id) {
-      if (!names.has(id)) names.set(id, c.workflow(id).then((w) => w.name, () => undefined));
+      if (!names.has(id))
+        names.set(
+          id,
+          c.workflow(id).then(
+            (w) => w.name,
+            () => undefined,
+          ),
+        );
       return names.get(id)!;
     },
     close: async () => {},
@@ -123,7 +130,11 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
       const subs = await engine.store.subscriptionList();
       return Promise.all(subs.map(async (s) => ({ name: s.name, cursor: s.cursor, blocked_reason: s.blockedReason, parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length })));
     },
-    workflowName: (id) => definitions.get(id).then((w) => w.name, () => undefined),
+    workflowName: (id) =>
+      definitions.get(id).then(
+        (w) => w.name,
+        () => undefined,
+      ),
     close: () => engine.close(),
   };
 }
@@ -156,8 +167,17 @@ async function* databaseTimeline(engine: Engine, id: string, follow: boolean, po
 function taskRecord(t: Task): TaskRecord {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
-    id: t.id, queue: t.queue, state: t.state, attempts: t.attempts, max_attempts: t.maxAttempts, last_error: t.lastError, payload: t.payload,
-    ordering_key: t.orderingKey, run_at: iso(t.runAt), created_at: iso(t.createdAt), updated_at: iso(t.updatedAt),
+    id: t.id,
+    queue: t.queue,
+    state: t.state,
+    attempts: t.attempts,
+    max_attempts: t.maxAttempts,
+    last_error: t.lastError,
+    payload: t.payload,
+    ordering_key: t.orderingKey,
+    run_at: iso(t.runAt),
+    created_at: iso(t.createdAt),
+    updated_at: iso(t.updatedAt),
   };
 }
 

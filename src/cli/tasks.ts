@@ -17,7 +17,11 @@ export function taskCommands(program: Command, out: Output): void {
         if (options.json) return out.json(status);
         out.line(`${status.dialect} ${status.location}, schema version ${status.schemaVersion}`);
         out.line(`${plural(status.events, 'event')} in ${plural(status.streams, 'stream')}, ${plural(status.subscriptions, 'subscription')}`);
-        out.line(`tasks: ${Object.entries(status.tasks).map(([state, n]) => `${n} ${out.status(state)}`).join(', ')}`);
+        out.line(
+          `tasks: ${Object.entries(status.tasks)
+            .map(([state, n]) => `${n} ${out.status(state)}`)
+            .join(', ')}`,
+        );
       }),
     );
 
@@ -32,7 +36,11 @@ export function taskCommands(program: Command, out: Output): void {
           const state = fixed ?? (options.state === undefined ? undefined : oneOf('--state', options.state, STATES));
           const found = await source.tasks({ limit, ...(options.queue ? { queue: options.queue } : {}), ...(state ? { state } : {}) });
           if (options.json) return out.json(found);
-          out.table(['ID', 'QUEUE', 'STATE', 'ATTEMPTS', 'LAST ERROR'], found.map((t) => row(t, out)), state === 'dead' ? 'no dead tasks' : state ? `no ${state} tasks` : 'no tasks');
+          out.table(
+            ['ID', 'QUEUE', 'STATE', 'ATTEMPTS', 'LAST ERROR'],
+            found.map((t) => row(t, out)),
+            state === 'dead' ? 'no dead tasks' : state ? `no ${state} tasks` : 'no tasks',
+          );
         }),
       );
   list(tasks.command('list').description('tasks in id order').option('--state <state>', STATES.join(' | ')));
@@ -67,7 +75,11 @@ export function taskCommands(program: Command, out: Output): void {
       withSource(options, async (source) => {
         const subs = await source.subscriptions();
         if (options.json) return out.json(subs);
-        out.table(['NAME', 'CURSOR', 'STATE', 'PARKED'], subs.map((s) => [s.name, s.cursor || '(start)', s.blocked_reason ? `blocked: ${s.blocked_reason}` : 'flowing', String(s.parked)]), 'no subscriptions');
+        out.table(
+          ['NAME', 'CURSOR', 'STATE', 'PARKED'],
+          subs.map((s) => [s.name, s.cursor || '(start)', s.blocked_reason ? `blocked: ${s.blocked_reason}` : 'flowing', String(s.parked)]),
+          'no subscriptions',
+        );
       }),
     );
 }

@@ -34,11 +34,15 @@ export function workflowCommands(program: Command, out: Output): void {
     .action(async (options) => {
       const found = (await client(options).workflows({ limit: 100 })).workflows;
       if (options.json) return out.json(found);
-      out.table(['ID', 'VERSION', 'STATE', 'NAME', 'STEPS'], found.map((w) => [w.id, `v${w.version}`, out.status(w.enabled ? 'enabled' : 'disabled'), w.name, String(w.steps.length)]), 'no workflows yet (runledger workflows apply <file.json>)');
+      out.table(
+        ['ID', 'VERSION', 'STATE', 'NAME', 'STEPS'],
+        found.map((w) => [w.id, `v${w.version}`, out.status(w.enabled ? 'enabled' : 'disabled'), w.name, String(w.steps.length)]),
+        'no workflows yet (runledger workflows apply <file.json>)',
+      );
     });
 
   remote(program.command('run <workflow>'))
-    .description("execute a stored workflow (its id, or its name); --wait follows its steps and prints its output")
+    .description('execute a stored workflow (its id, or its name); --wait follows its steps and prints its output')
     .option('--data <json>', 'trigger data, a JSON object', '{}')
     .option('--idempotency-key <key>', 'a repeat with the same key returns the same execution')
     .option('--wait', 'follow the steps live until the execution ends (exit code 1 unless it succeeds)')
@@ -60,7 +64,11 @@ export function workflowCommands(program: Command, out: Output): void {
       const limit = whole('--limit', options.limit, 1, 100);
       const found = (await client(options).executions(workflowId, { limit })).executions;
       if (options.json) return out.json(found);
-      out.table(['ID', 'STATUS', 'STARTED', 'TRIGGER', 'ERROR'], found.map((e) => [e.execution_id, out.status(e.status), e.started_at, e.trigger_type, e.error ?? '']), 'no executions yet');
+      out.table(
+        ['ID', 'STATUS', 'STARTED', 'TRIGGER', 'ERROR'],
+        found.map((e) => [e.execution_id, out.status(e.status), e.started_at, e.trigger_type, e.error ?? '']),
+        'no executions yet',
+      );
     });
   remote(executions.command('show <workflow-id> <execution-id>'))
     .description('one execution with its steps')
@@ -68,7 +76,11 @@ export function workflowCommands(program: Command, out: Output): void {
       const e = await client(options).execution(workflowId, executionId);
       if (options.json) return out.json(e);
       out.line(`${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}`);
-      out.table(['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'], e.steps.map((s) => [s.step_id, s.type, out.status(s.status), String(s.attempts), s.duration_ms === null ? '' : String(Math.round(s.duration_ms)), s.error ?? '']), 'no steps');
+      out.table(
+        ['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'],
+        e.steps.map((s) => [s.step_id, s.type, out.status(s.status), String(s.attempts), s.duration_ms === null ? '' : String(Math.round(s.duration_ms)), s.error ?? '']),
+        'no steps',
+      );
     });
   remote(executions.command('retry <workflow-id> <execution-id>'))
     .description('retry the failed branches of a partly failed execution as a new one; what succeeded is reused')
@@ -76,7 +88,15 @@ export function workflowCommands(program: Command, out: Output): void {
     .option('--wait', 'follow the new execution until it ends (exit code 1 unless it succeeds)')
     .action(async (workflowId: string, executionId: string, options) => {
       const c = client(options);
-      const started = await c.retry(workflowId, executionId, options.branches ? String(options.branches).split(',').map((b: string) => b.trim()) : undefined);
+      const started = await c.retry(
+        workflowId,
+        executionId,
+        options.branches
+          ? String(options.branches)
+              .split(',')
+              .map((b: string) => b.trim())
+          : undefined,
+      );
       if (options.json && !options.wait) return out.json(started);
       if (!options.json) out.line(`execution ${started.execution_id} retries ${started.branches.join(', ')} of ${executionId}`);
       if (options.wait) await waitFor(c, workflowId, started.execution_id, out, Boolean(options.json));

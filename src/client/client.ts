@@ -81,11 +81,9 @@ export class Client {
   execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
   cancel = (id: string, executionId: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`);
   /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
-  retry = (id: string, executionId: string, branches?: string[]) =>
-    this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
+  retry = (id: string, executionId: string, branches?: string[]) => this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
   /** A new execution reusing the recorded outputs of the steps before `from_step`. */
-  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}) =>
-    this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
+  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
@@ -116,7 +114,10 @@ export class Client {
         for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
           buffer += chunk;
           for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-            const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
+            const data = buffer
+              .slice(0, end)
+              .split('\n')
+              .find((line) => line.startsWith('data: '));
             buffer = buffer.slice(end + 2);
             if (!data) continue;
             const event = JSON.parse(data.slice('data: '.length)) as RunEvent;
@@ -134,13 +135,11 @@ export class Client {
 
   sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
   agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
-  agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) =>
-    this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
+  agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
   agentRun = (id: string) => this.call<AgentRunDetail>('GET', `/agent/runs/${enc(id)}`);
   conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/conversations/${enc(id)}/runs${query(q)}`);
   approvals = (q: { status?: string; limit?: number; cursor?: string } = {}) => this.call<{ tool_calls: AgentToolCallRecord[]; next_cursor: string | null }>('GET', `/agent/approvals${query(q)}`);
-  decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) =>
-    this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>('POST', `/agent/tool-calls/${enc(id)}/${decision}`, body);
+  decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) => this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>('POST', `/agent/tool-calls/${enc(id)}/${decision}`, body);
   status = () => this.call<StoreStatus>('GET', '/status');
   runs = (q: { status?: string; workflow?: string; limit?: number; last_key?: string } = {}) => this.call<{ runs: RunSummary[]; count: number; last_key: string | null }>('GET', `/runs${query(q)}`);
   run = (id: string) => this.call<RunRecord>('GET', `/runs/${enc(id)}`);
@@ -150,8 +149,7 @@ export class Client {
     const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
     return this.call<{ run_id: string; workflow: string; status: string; duplicate: boolean }>('POST', '/runs', { workflow, input, ...(options.id ? { id: options.id } : {}) }, headers);
   }
-  signalRun = (id: string, name: string, payload: unknown, idempotencyKey?: string) =>
-    this.call<{ run_id: string; name: string }>('POST', `/runs/${enc(id)}/signal`, { name, payload, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
+  signalRun = (id: string, name: string, payload: unknown, idempotencyKey?: string) => this.call<{ run_id: string; name: string }>('POST', `/runs/${enc(id)}/signal`, { name, payload, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
   /** Cancels a run of any kind (code run, execution, session). */
   cancelRun = (id: string) => this.call<{ run_id: string; status: 'cancelling' }>('POST', `/runs/${enc(id)}/cancel`);
   tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) => this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);

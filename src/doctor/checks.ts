@@ -91,14 +91,18 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
   if (store.dialect === 'postgres') {
     const skew = Math.round(diagnosis.clockSkewMs);
     const status = Math.abs(skew) > 5000 ? 'fail' : Math.abs(skew) > 500 ? 'warn' : 'ok';
-    add('clock', status, `database clock ${skew >= 0 ? 'ahead of' : 'behind'} this machine by ${Math.abs(skew)} ms${status === 'ok' ? '' : ': timers and retries use this machine\'s clock, leases the database\'s'}`);
+    add('clock', status, `database clock ${skew >= 0 ? 'ahead of' : 'behind'} this machine by ${Math.abs(skew)} ms${status === 'ok' ? '' : ": timers and retries use this machine's clock, leases the database's"}`);
   }
 
   const queues = await store.taskStats();
   const expired = sum(queues, 'expiredLeases');
   add('leases', expired > 0 ? 'warn' : 'ok', expired > 0 ? `${expired} running task(s) with an expired lease (${names(queues, 'expiredLeases')}): their workers died; a running worker frees them within its poll` : 'no expired lease');
   const stuck = await stuckRuns(store, options.maxRuns ?? 10_000);
-  add('runs', stuck.length > 0 ? 'fail' : 'ok', stuck.length > 0 ? `${stuck.length} run(s) say they run or sleep but no task will run them: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', …' : ''}` : 'every running or sleeping run has its next pass queued');
+  add(
+    'runs',
+    stuck.length > 0 ? 'fail' : 'ok',
+    stuck.length > 0 ? `${stuck.length} run(s) say they run or sleep but no task will run them: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', …' : ''}` : 'every running or sleeping run has its next pass queued',
+  );
   const dead = sum(queues, 'dead');
   add('dead letters', dead > 0 ? 'warn' : 'ok', dead > 0 ? `${dead} dead task(s) (${names(queues, 'dead')}): GET /dlq, runledger tasks list --state dead` : 'none');
   const backlog = queues.filter((q) => q.due > 0).map((q) => `${q.queue} ${q.due}`);
@@ -119,7 +123,13 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
     const rate = diagnosis.commitsPerSecond;
     add('idle query rate', rate > 200 ? 'warn' : 'ok', `${rate.toFixed(1)} ${diagnosis.commitsSource === 'pg_stat_statements' ? 'statements' : 'commits'}/s over ${((options.sampleMs ?? 2000) / 1000).toFixed(1)} s (from ${diagnosis.commitsSource})`);
   } else if (diagnosis.autoVacuum !== null) {
-    add('space', diagnosis.autoVacuum === 2 ? 'ok' : 'warn', diagnosis.autoVacuum === 2 ? 'incremental auto-vacuum: space freed by retention returns to the file system' : 'the file predates incremental auto-vacuum: space freed by retention is reused but the file does not shrink (VACUUM once, offline, to switch)');
+    add(
+      'space',
+      diagnosis.autoVacuum === 2 ? 'ok' : 'warn',
+      diagnosis.autoVacuum === 2
+        ? 'incremental auto-vacuum: space freed by retention returns to the file system'
+        : 'the file predates incremental auto-vacuum: space freed by retention is reused but the file does not shrink (VACUUM once, offline, to switch)',
+    );
   }
 }
 
@@ -178,7 +188,11 @@ async function checkSecretKey(add: (name: string, status: CheckStatus, detail: s
 }
 
 const sum = (queues: QueueStats[], field: 'dead' | 'expiredLeases') => queues.reduce((n, q) => n + q[field], 0);
-const names = (queues: QueueStats[], field: 'dead' | 'expiredLeases') => queues.filter((q) => q[field] > 0).map((q) => `${q.queue} ${q[field]}`).join(', ');
+const names = (queues: QueueStats[], field: 'dead' | 'expiredLeases') =>
+  queues
+    .filter((q) => q[field] > 0)
+    .map((q) => `${q.queue} ${q[field]}`)
+    .join(', ');
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 function masked(location: string): string {

@@ -42,11 +42,28 @@ describe.each(backends)('group commit on $name', (backend) => {
     const leases = await claim(5);
     const before = store.transactions;
     const results = await Promise.all(
-      leases.map((lease, i) => journal.group.submit({ leases: [lease], leaseMs: 30_000, appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }, { type: 'y', data: i }] }] })),
+      leases.map((lease, i) =>
+        journal.group.submit({
+          leases: [lease],
+          leaseMs: 30_000,
+          appends: [
+            {
+              streamId: `run:${i}`,
+              events: [
+                { type: 'x', data: i },
+                { type: 'y', data: i },
+              ],
+            },
+          ],
+        }),
+      ),
     );
     expect(store.transactions - before).toBe(1);
     results.forEach((r, i) => {
-      expect(r.events.map((e) => [e.streamId, e.version, e.type, e.data])).toEqual([[`run:${i}`, 1, 'x', i], [`run:${i}`, 2, 'y', i]]);
+      expect(r.events.map((e) => [e.streamId, e.version, e.type, e.data])).toEqual([
+        [`run:${i}`, 1, 'x', i],
+        [`run:${i}`, 2, 'y', i],
+      ]);
     });
     for (let i = 0; i < 5; i++) expect(await events(`run:${i}`)).toHaveLength(2);
   });
@@ -144,9 +161,7 @@ describe.each(backends)('group commit on $name', (backend) => {
 
   it('keeps a batch within the journal limit of events per append: more writes take more batches, none fails', async () => {
     const before = store.transactions;
-    const writes = Array.from({ length: 30 }, (_, i) =>
-      journal.group.submit({ appends: [{ streamId: `run:big${i}`, events: Array.from({ length: 50 }, (_, j) => ({ type: 'x', data: j })) }] }),
-    );
+    const writes = Array.from({ length: 30 }, (_, i) => journal.group.submit({ appends: [{ streamId: `run:big${i}`, events: Array.from({ length: 50 }, (_, j) => ({ type: 'x', data: j })) }] }));
     await Promise.all(writes);
     // 1,500 events, at most half the limit of 1,000 per batch: 3 batches of 10 writes
     expect(store.transactions - before).toBe(3);

@@ -29,9 +29,7 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
 
   /** Kills every session of this database that sits in an open transaction (the batch's), and waits until it is gone. */
   async function killBatchConnection(): Promise<void> {
-    const { rows } = await admin.query<{ pid: number }>(
-      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'",
-    );
+    const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'");
     expect(rows.length).toBeGreaterThan(0);
     for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
     for (;;) {
@@ -77,9 +75,7 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
   });
 
   it('at the commit itself: whether it took effect is unknown, so every caller of the batch is told it failed', async () => {
-    const writes = Array.from({ length: 4 }, (_, i) =>
-      journal.group.submit({ appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }], ...(i === 3 ? { also: () => killBatchConnection() } : {}) }),
-    );
+    const writes = Array.from({ length: 4 }, (_, i) => journal.group.submit({ appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }], ...(i === 3 ? { also: () => killBatchConnection() } : {}) }));
     const settled = await Promise.allSettled(writes);
     const results = await Promise.all(settled.map(async (s, i) => ({ done: s.status === 'fulfilled', stored: (await store.eventReadStream({ streamId: `run:${i}` })).length })));
     for (const r of results) expect(r.stored).toBe(r.done ? 1 : 0);

@@ -15,7 +15,10 @@ describe.each(backends)('journal on $name', (backend) => {
       const current = ((await tx.projectionGet({ name: 'balance', key: event.streamId })) as number | undefined) ?? 0;
       await tx.projectionPut({ name: 'balance', key: event.streamId, value: current + (event.data as { amount: number }).amount });
     });
-    await engine.journal.append('acct-1', [{ type: 'deposited', data: { amount: 5 } }, { type: 'deposited', data: { amount: 7 } }]);
+    await engine.journal.append('acct-1', [
+      { type: 'deposited', data: { amount: 5 } },
+      { type: 'deposited', data: { amount: 7 } },
+    ]);
     expect(await engine.store.projectionGet({ name: 'balance', key: 'acct-1' })).toBe(12);
     await engine.journal.append('acct-1', [{ type: 'deposited', data: { amount: 1 } }], { idempotencyKey: 'once' });
     await engine.journal.append('acct-1', [{ type: 'deposited', data: { amount: 1 } }], { idempotencyKey: 'once' });
@@ -28,7 +31,10 @@ describe.each(backends)('journal on $name', (backend) => {
       throw new Error('insufficient funds');
     });
     await expect(
-      engine.journal.append('acct-2', [{ type: 'opened', data: {} }, { type: 'withdrawn', data: { amount: 1 } }]),
+      engine.journal.append('acct-2', [
+        { type: 'opened', data: {} },
+        { type: 'withdrawn', data: { amount: 1 } },
+      ]),
     ).rejects.toThrow('insufficient funds');
     expect(await engine.journal.readStream('acct-2')).toEqual([]);
     expect(await engine.store.projectionGet({ name: 'seen', key: 'acct-2' })).toBeUndefined();
@@ -39,13 +45,14 @@ describe.each(backends)('journal on $name', (backend) => {
     await expect(engine.journal.append('s', [])).rejects.toThrow(/^events: must be a non-empty array/);
     await expect(engine.journal.append('a\u001eb', [{ type: 'x', data: {} }])).rejects.toThrow('streamId: must not contain control characters');
     await expect(engine.journal.append('s', [{ type: '', data: {} }])).rejects.toThrow(/^events\[0\]\.type/);
-    await expect(engine.journal.append('s', [{ type: 'ok', data: {} }, { type: 'x', data: { n: 1n } }])).rejects.toThrow(
-      /^events\[1\]\.data: is not JSON-serializable/,
-    );
+    await expect(
+      engine.journal.append('s', [
+        { type: 'ok', data: {} },
+        { type: 'x', data: { n: 1n } },
+      ]),
+    ).rejects.toThrow(/^events\[1\]\.data: is not JSON-serializable/);
     const big = 'x'.repeat(1024 * 1024 + 1);
-    await expect(engine.journal.append('s', [{ type: 'x', data: big }])).rejects.toThrow(
-      'events[0].data: is 1 MiB (1048579 bytes), over the limit of 1 MiB (1048576 bytes)',
-    );
+    await expect(engine.journal.append('s', [{ type: 'x', data: big }])).rejects.toThrow('events[0].data: is 1 MiB (1048579 bytes), over the limit of 1 MiB (1048576 bytes)');
     await expect(engine.journal.append('s', [{ type: 'x', data: {} }], { expectedVersion: -1 })).rejects.toThrow(/^expectedVersion/);
     expect(await engine.journal.readAll()).toEqual([]);
   });

@@ -40,7 +40,10 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
   const noise = async (rounds: number) => {
     let last = 0;
     for (let i = 0; i < rounds; i++) {
-      const { events } = await engine.journal.append(`run:${i}`, Array.from({ length: 50 }, (_, j) => ({ type: 'step.completed', data: { j } })));
+      const { events } = await engine.journal.append(
+        `run:${i}`,
+        Array.from({ length: 50 }, (_, j) => ({ type: 'step.completed', data: { j } })),
+      );
       last = events.at(-1)!.position;
     }
     return last;
@@ -83,16 +86,15 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
   });
 
   it('keeps an ordered subscription blocked right before its failing event when passed-over events precede it, and moves on once it is skipped', async () => {
-    await engine.journal.append('s', ['skip', 'a', 'skip', 'skip', 'poison', 'skip', 'b'].map((type) => ({ type, data: {} })));
-    const seen: string[] = [];
-    const sub = await engine.subscribe(
-      'strict',
-      { ordered: true, maxAttempts: 2, backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 }, filter: (event) => event.type !== 'skip' },
-      async (event) => {
-        if (event.type === 'poison') throw new Error('nope');
-        seen.push(event.type);
-      },
+    await engine.journal.append(
+      's',
+      ['skip', 'a', 'skip', 'skip', 'poison', 'skip', 'b'].map((type) => ({ type, data: {} })),
     );
+    const seen: string[] = [];
+    const sub = await engine.subscribe('strict', { ordered: true, maxAttempts: 2, backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 }, filter: (event) => event.type !== 'skip' }, async (event) => {
+      if (event.type === 'poison') throw new Error('nope');
+      seen.push(event.type);
+    });
     await eventually(async () => (await engine.store.subscriptionGet({ name: 'strict' })).blockedReason ?? undefined);
     await sub.idle();
     expect(seen).toEqual(['a']);

@@ -14,7 +14,11 @@ describe.each(backends)('subscriptions on $name', (backend) => {
   beforeEach(async () => ({ engine, second, close } = await testEngine(backend)));
   afterEach(() => close());
 
-  const append = (streamId: string, ...types: string[]) => engine.journal.append(streamId, types.map((type) => ({ type, data: { type } })));
+  const append = (streamId: string, ...types: string[]) =>
+    engine.journal.append(
+      streamId,
+      types.map((type) => ({ type, data: { type } })),
+    );
 
   it('delivers every matching event once, in order, and commits handler writes with the cursor', async () => {
     await append('chan:a', 'm1', 'm2');
@@ -206,5 +210,4 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     expect(seen).toEqual([1]);
     expect(await engine.parked('outage')).toEqual([]);
   });
-
 });

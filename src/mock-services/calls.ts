@@ -38,9 +38,7 @@ export class CallLog {
   }
 
   list(filter: CallFilter = {}): MockCall[] {
-    return this.entries
-      .filter((c) => (!filter.method || c.method === filter.method.toUpperCase()) && (!filter.path || matchPath(filter.path, c.path) !== undefined))
-      .map((c) => ({ ...c }));
+    return this.entries.filter((c) => (!filter.method || c.method === filter.method.toUpperCase()) && (!filter.path || matchPath(filter.path, c.path) !== undefined)).map((c) => ({ ...c }));
   }
 
   clear(): void {

@@ -102,7 +102,12 @@ describe('fault rules', () => {
   });
 
   it('rejects a bad rule with a 422 naming the field, adding none of the list', async () => {
-    const bad = await send(mock.url, 'POST', '/_faults', { rules: [{ endpoint: 'GET /x', status: 503 }, { endpoint: 'GET /x', status: 200 }] });
+    const bad = await send(mock.url, 'POST', '/_faults', {
+      rules: [
+        { endpoint: 'GET /x', status: 503 },
+        { endpoint: 'GET /x', status: 200 },
+      ],
+    });
     expect(bad).toMatchObject({ status: 422, body: { error: { code: 'invalid_fault', field: 'rules[1].status' } } });
     expect(mock.faults()).toEqual([]);
     expect(() => mock.setFaults([{ endpoint: 'fetch /x', status: 503 }])).toThrow(/rules\[0\]\.endpoint/);

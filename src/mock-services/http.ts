@@ -37,7 +37,7 @@ export function fail(status: number, code: string, message: string, field?: stri
 /** Thrown by a handler to answer an error; the server turns it into the response. */
 export class Rejection extends Error {
   constructor(readonly response: MockResponse) {
-    super(((response.body as { error: { message: string } }).error).message);
+    super((response.body as { error: { message: string } }).error.message);
   }
 }
 

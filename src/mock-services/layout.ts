@@ -80,7 +80,14 @@ export function layoutRoutes(world: World): MockRoute[] {
         if (session.status !== 'ready' || !session.cip) throw reject(409, 'session_not_ready', `session ${session.id} is ${session.status}, not ready`, 'session_id');
         const proposal: Proposal = { ...newJob(world, 'lsp', callback), session_id: session.id, mode, intent, cip: session.cip, spec: null };
         world.proposals.set(proposal.id, proposal);
-        runJob(world, proposal, { queuedMs: LAYOUT_MS.queuedMs, processingMs: LAYOUT_MS[mode] }, request.jobFault, () => (proposal.spec = layoutSpec(world, proposal)), () => proposalView(proposal));
+        runJob(
+          world,
+          proposal,
+          { queuedMs: LAYOUT_MS.queuedMs, processingMs: LAYOUT_MS[mode] },
+          request.jobFault,
+          () => (proposal.spec = layoutSpec(world, proposal)),
+          () => proposalView(proposal),
+        );
         return created(202, `/v1/layout/proposals/${proposal.id}`, proposalView(proposal));
       },
     },

@@ -27,7 +27,10 @@ export function createRandom(seed: number): Random {
   return {
     seed,
     next,
-    id: (prefix) => `${prefix}-${Math.floor(next() * 0x100000000).toString(16).padStart(8, '0')}`,
+    id: (prefix) =>
+      `${prefix}-${Math.floor(next() * 0x100000000)
+        .toString(16)
+        .padStart(8, '0')}`,
     vary: (ms, spread = 0.2) => ms * (1 - spread + 2 * spread * next()),
     fork: (key) => createRandom((seed ^ hash(key)) >>> 0),
   };

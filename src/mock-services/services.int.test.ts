@@ -32,7 +32,15 @@ describe('the happy path of brief §10.1', () => {
     const seenSession: string[] = [];
     const ready = await waitForStatus(mock.url, `/v1/intake/sessions/${sid}`, ['ready', 'failed'], { seen: seenSession });
     inOrder(seenSession, ['normalizing', 'ready']);
-    expect(ready.cip).toMatchObject({ cip_id: expect.stringMatching(/^cip-/), title: 'Q3 report', word_count: 6, sections: [{ heading: 'Intro', text: 'Sales grew.', words: 2 }, { heading: null, text: 'Costs fell a lot.', words: 4 }] });
+    expect(ready.cip).toMatchObject({
+      cip_id: expect.stringMatching(/^cip-/),
+      title: 'Q3 report',
+      word_count: 6,
+      sections: [
+        { heading: 'Intro', text: 'Sales grew.', words: 2 },
+        { heading: null, text: 'Costs fell a lot.', words: 4 },
+      ],
+    });
     expect(ready.ready_at).not.toBeNull();
 
     const proposed = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: sid });
@@ -46,7 +54,16 @@ describe('the happy path of brief §10.1', () => {
     expect(layout).toMatchObject({ progress: 100, error: null });
     const spec = await send(mock.url, 'GET', `/v1/layout/proposals/${pid}/spec`);
     expect(spec.status).toBe(200);
-    expect(spec.body).toMatchObject({ lsp_version: '1.0', proposal_id: pid, session_id: sid, pages: [{ index: 1, layout: 'title', title: 'Q3 report' }, { index: 2, title: 'Intro' }, { index: 3, title: null }] });
+    expect(spec.body).toMatchObject({
+      lsp_version: '1.0',
+      proposal_id: pid,
+      session_id: sid,
+      pages: [
+        { index: 1, layout: 'title', title: 'Q3 report' },
+        { index: 2, title: 'Intro' },
+        { index: 3, title: null },
+      ],
+    });
 
     const word = await send(mock.url, 'POST', '/v1/render/documents', { lsp: spec.body });
     const ppt = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id: pid });
@@ -54,7 +71,10 @@ describe('the happy path of brief §10.1', () => {
     expect(word.body).toMatchObject({ render_job_id: expect.stringMatching(/^job-/), status: 'queued', format: 'docx', proposal_id: pid, artifact_id: null });
     expect(ppt.body).toMatchObject({ status: 'queued', format: 'pptx' });
     expect(ppt.headers.get('location')).toBe(`/v1/render/jobs/${ppt.body.render_job_id}`);
-    for (const [job, format, type] of [[word.body, 'docx', 'wordprocessingml'], [ppt.body, 'pptx', 'presentationml']] as const) {
+    for (const [job, format, type] of [
+      [word.body, 'docx', 'wordprocessingml'],
+      [ppt.body, 'pptx', 'presentationml'],
+    ] as const) {
       const seen: string[] = [];
       const done = await waitForStatus(mock.url, `/v1/render/jobs/${job.render_job_id}`, ['complete', 'failed'], { seen });
       inOrder(seen, ['queued', 'processing', 'complete']);
@@ -70,7 +90,7 @@ describe('the happy path of brief §10.1', () => {
     }
   });
 
-  it('takes the brief\'s time divided by speed', async () => {
+  it("takes the brief's time divided by speed", async () => {
     const slow = await startMockServices({ speed: 2, seed: 1 });
     try {
       const created = await send(slow.url, 'POST', '/v1/intake/sessions', { content: 'x' });
@@ -84,7 +104,7 @@ describe('the happy path of brief §10.1', () => {
     }
   });
 
-  it('renders with the rule_only mode (the brief\'s retry after an AI failure)', async () => {
+  it("renders with the rule_only mode (the brief's retry after an AI failure)", async () => {
     const { session_id } = await completeProposal(mock.url);
     const rule = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id, mode: 'rule_only' });
     expect(rule.body.mode).toBe('rule_only');

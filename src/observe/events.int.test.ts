@@ -31,10 +31,14 @@ describe.each(backends)('engine events on $name', (backend) => {
   it('reports runs, steps, tasks, dead letters and parked events', async () => {
     let tries = 0;
     const flaky = workflow('flaky', async (ctx) => {
-      await ctx.step('wobbly', async () => {
-        if (++tries === 1) throw new Error('first try fails');
-        return 'ok';
-      }, { retry: { maxAttempts: 3, backoff: { base: '10ms', factor: 1, max: '10ms' } } });
+      await ctx.step(
+        'wobbly',
+        async () => {
+          if (++tries === 1) throw new Error('first try fails');
+          return 'ok';
+        },
+        { retry: { maxAttempts: 3, backoff: { base: '10ms', factor: 1, max: '10ms' } } },
+      );
       await ctx.step('doomed', async () => {
         throw new TerminalError('no');
       });
@@ -60,7 +64,10 @@ describe.each(backends)('engine events on $name', (backend) => {
 
     expect(of('run:start')).toEqual([{ runId: 'flaky-1', workflow: 'flaky', kind: 'code' }]);
     expect(of('run:end')).toEqual([expect.objectContaining({ runId: 'flaky-1', workflow: 'flaky', kind: 'code', outcome: 'failed' })]);
-    expect(of('step:fail').map((e) => [e.step, e.attempt, e.willRetry])).toEqual([['wobbly', 1, true], ['doomed', 1, false]]);
+    expect(of('step:fail').map((e) => [e.step, e.attempt, e.willRetry])).toEqual([
+      ['wobbly', 1, true],
+      ['doomed', 1, false],
+    ]);
     expect(of('step:complete').map((e) => [e.step, e.attempt])).toEqual([['wobbly', 2]]);
     expect(of('task:claim').some((e) => e.taskId === task.id && e.queue === 'mail')).toBe(true);
     expect(of('task:dead')).toEqual([expect.objectContaining({ queue: 'mail', taskId: task.id, error: expect.stringContaining('bounced') })]);

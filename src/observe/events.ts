@@ -37,9 +37,21 @@ export type RunOutcome = 'success' | 'failed' | 'cancelled';
 
 /** Every event name, for a logger or a test that wants them all. */
 export const ENGINE_EVENTS: EngineEventName[] = [
-  'run:start', 'run:end', 'run:pass', 'step:complete', 'step:fail',
-  'task:claim', 'task:complete', 'task:retry', 'task:dead', 'lease:lost', 'subscription:parked',
-  'http:request', 'store:transaction', 'retention:pruned', 'engine:error',
+  'run:start',
+  'run:end',
+  'run:pass',
+  'step:complete',
+  'step:fail',
+  'task:claim',
+  'task:complete',
+  'task:retry',
+  'task:dead',
+  'lease:lost',
+  'subscription:parked',
+  'http:request',
+  'store:transaction',
+  'retention:pruned',
+  'engine:error',
 ];
 
 /** The kind of a run, from the name of the workflow that runs it. */

@@ -35,9 +35,21 @@ export function prettyLine(line: string): string {
 
 /** Which events are logged at which level: lifecycle at info, per-claim and per-request detail at debug. */
 const LOGGED: { [K in EngineEventName]: 'debug' | 'info' | 'warn' } = {
-  'run:start': 'info', 'run:end': 'info', 'run:pass': 'debug', 'step:complete': 'info', 'step:fail': 'info',
-  'task:claim': 'debug', 'task:complete': 'debug', 'task:retry': 'info', 'task:dead': 'warn', 'lease:lost': 'warn',
-  'subscription:parked': 'warn', 'http:request': 'debug', 'store:transaction': 'debug', 'retention:pruned': 'info', 'engine:error': 'warn',
+  'run:start': 'info',
+  'run:end': 'info',
+  'run:pass': 'debug',
+  'step:complete': 'info',
+  'step:fail': 'info',
+  'task:claim': 'debug',
+  'task:complete': 'debug',
+  'task:retry': 'info',
+  'task:dead': 'warn',
+  'lease:lost': 'warn',
+  'subscription:parked': 'warn',
+  'http:request': 'debug',
+  'store:transaction': 'debug',
+  'retention:pruned': 'info',
+  'engine:error': 'warn',
 };
 
 /** Log fields named as the rest of the product names them (`run_id`, `step`, `task_id`, `trace_id`). */

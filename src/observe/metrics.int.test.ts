@@ -9,10 +9,22 @@ import { storedWorkflows } from '../workflows/service.js';
 import { createMetrics } from './metrics.js';
 
 const FAMILIES = [
-  'runledger_runs_started_total', 'runledger_runs_finished_total', 'runledger_run_duration_seconds', 'runledger_step_duration_seconds',
-  'runledger_step_attempts', 'runledger_tasks_claimed_total', 'runledger_task_retries_total', 'runledger_tasks_dead_total',
-  'runledger_queue_tasks', 'runledger_queue_oldest_ready_age_seconds', 'runledger_subscription_lag_positions', 'runledger_subscription_parked_events',
-  'runledger_http_request_duration_seconds', 'runledger_store_transaction_duration_seconds', 'process_cpu_user_seconds_total', 'nodejs_heap_size_used_bytes',
+  'runledger_runs_started_total',
+  'runledger_runs_finished_total',
+  'runledger_run_duration_seconds',
+  'runledger_step_duration_seconds',
+  'runledger_step_attempts',
+  'runledger_tasks_claimed_total',
+  'runledger_task_retries_total',
+  'runledger_tasks_dead_total',
+  'runledger_queue_tasks',
+  'runledger_queue_oldest_ready_age_seconds',
+  'runledger_subscription_lag_positions',
+  'runledger_subscription_parked_events',
+  'runledger_http_request_duration_seconds',
+  'runledger_store_transaction_duration_seconds',
+  'process_cpu_user_seconds_total',
+  'nodejs_heap_size_used_bytes',
 ];
 
 describe.each(backends)('GET /metrics on $name', (backend) => {
@@ -32,10 +44,14 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     };
     let tries = 0;
     const hello = workflow('hello', async (ctx, input: { n: number }) => {
-      await ctx.step('flaky', async () => {
-        if (input.n === 0 && ++tries === 1) throw new Error('once');
-        return input.n;
-      }, { retry: { maxAttempts: 2, backoff: { base: '10ms', factor: 1, max: '10ms' } } });
+      await ctx.step(
+        'flaky',
+        async () => {
+          if (input.n === 0 && ++tries === 1) throw new Error('once');
+          return input.n;
+        },
+        { retry: { maxAttempts: 2, backoff: { base: '10ms', factor: 1, max: '10ms' } } },
+      );
     });
     engine.register(hello);
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
@@ -51,14 +67,20 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     const ids = Array.from({ length: 50 }, (_, n) => `run-${n}-${randomBytes(6).toString('hex')}`);
     const handles = await Promise.all(ids.map((id, n) => engine.start(hello, { n }, { id })));
     await Promise.all(handles.map((h) => h.result()));
-    const wf = await app.fetch(new Request('http://api/workflows', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'wf', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] }) }));
+    const wf = await app.fetch(
+      new Request('http://api/workflows', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'wf', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] }) }),
+    );
     const { id: workflowId } = (await wf.json()) as { id: string };
     const ex = await app.fetch(new Request(`http://api/workflows/${workflowId}/execute`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' }));
     const { execution_id } = (await ex.json()) as { execution_id: string };
     let bounces = 0;
-    engine.work('retry', async () => {
-      if (++bounces === 1) throw new Error('once');
-    }, { backoff: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } });
+    engine.work(
+      'retry',
+      async () => {
+        if (++bounces === 1) throw new Error('once');
+      },
+      { backoff: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } },
+    );
     const { task: retried } = await engine.queue.enqueue('retry', {});
     await engine.queue.enqueue('mail', {});
     await engine.queue.enqueue('later', {}, { runAt: Date.now() - 3000 });

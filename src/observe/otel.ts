@@ -17,12 +17,7 @@ export async function startTracing(env: Record<string, string | undefined>): Pro
   if (!traces && !base) return null;
   if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none') return null;
   const url = traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`;
-  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-  ]);
+  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-trace-base'), import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources')]);
   const provider = new sdk.BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || 'runledger' }),
     spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter({ url }))],

@@ -38,9 +38,7 @@ describe.each(backends)('task queue on $name', (backend) => {
   });
 
   it('rejects bad input naming the field and the limit, and writes nothing', async () => {
-    await expect(engine.queue.enqueue('email', 'x'.repeat(1024 * 1024))).rejects.toThrow(
-      'payload: is 1 MiB (1048578 bytes), over the limit of 1 MiB (1048576 bytes)',
-    );
+    await expect(engine.queue.enqueue('email', 'x'.repeat(1024 * 1024))).rejects.toThrow('payload: is 1 MiB (1048578 bytes), over the limit of 1 MiB (1048576 bytes)');
     await expect(engine.queue.enqueue('email', { n: 10n })).rejects.toThrow(/^payload: is not JSON-serializable/);
     await expect(engine.queue.enqueue('bad queue!', {})).rejects.toThrow(ValidationError);
     await expect(engine.queue.enqueue('email', {}, { maxAttempts: 0 })).rejects.toThrow(/^maxAttempts/);
@@ -53,10 +51,14 @@ describe.each(backends)('task queue on $name', (backend) => {
   it('retries with backoff and succeeds, recording each failed attempt', async () => {
     const { task } = await engine.queue.enqueue('flaky', {}, { maxAttempts: 5 });
     let calls = 0;
-    engine.work('flaky', async () => {
-      if (++calls < 3) throw new Error(`boom ${calls}`);
-      return 'ok';
-    }, { backoff: quick, pollMs: 20 });
+    engine.work(
+      'flaky',
+      async () => {
+        if (++calls < 3) throw new Error(`boom ${calls}`);
+        return 'ok';
+      },
+      { backoff: quick, pollMs: 20 },
+    );
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
     const history = await engine.queue.history(task.id);
     expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'task.failed', 'task.claimed', 'task.failed', 'task.claimed', 'task.completed']);
@@ -67,10 +69,14 @@ describe.each(backends)('task queue on $name', (backend) => {
   it('sends a task to the dead letters after its last attempt, and redrives it once', async () => {
     const { task } = await engine.queue.enqueue('doomed', { n: 1 }, { maxAttempts: 2 });
     let healthy = false;
-    engine.work('doomed', async () => {
-      if (!healthy) throw new Error('still broken');
-      return 'fixed';
-    }, { backoff: quick, pollMs: 20 });
+    engine.work(
+      'doomed',
+      async () => {
+        if (!healthy) throw new Error('still broken');
+        return 'fixed';
+      },
+      { backoff: quick, pollMs: 20 },
+    );
     await eventually(async () => (await engine.queue.get(task.id)).state === 'dead');
     const [dead] = await engine.queue.dead({ queue: 'doomed' });
     expect(dead).toMatchObject({ id: task.id, attempts: 2, lastError: 'Error: still broken' });
@@ -125,7 +131,10 @@ describe.each(backends)('task queue on $name', (backend) => {
   it('runs tasks of one ordering key one at a time, in arrival order, across processes', async () => {
     const other = await second();
     const keys = ['k1', 'k2', 'k3'];
-    await engine.queue.enqueueMany('fifo', Array.from({ length: 45 }, (_, i) => ({ payload: { key: keys[i % 3], i }, orderingKey: keys[i % 3] })));
+    await engine.queue.enqueueMany(
+      'fifo',
+      Array.from({ length: 45 }, (_, i) => ({ payload: { key: keys[i % 3], i }, orderingKey: keys[i % 3] })),
+    );
     const active = new Set<string>();
     const order: Record<string, number[]> = { k1: [], k2: [], k3: [] };
     let overlap = false;

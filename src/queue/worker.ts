@@ -246,19 +246,19 @@ export class Worker {
     const retryDelayMs = terminal ? null : backoffDelay(storeUnavailable(error) ? 1 : task.attempts, this.options.backoff);
     const message = describeError(error);
     try {
-      await this.store.transaction(async (tx) => {
-        const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });
-        const data = { attempt: task.attempts, error: message };
-        const event = terminal
-          ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' })
-          : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
-        await this.journal.appendMany([event], { tx });
-        return failed;
-      }).then((failed) => {
-        const events = this.options.events;
-        if (terminal) events?.emit('task:dead', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message });
-        else events?.emit('task:retry', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message, retryAt: failed.runAt });
-      });
+      await this.store
+        .transaction(async (tx) => {
+          const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });
+          const data = { attempt: task.attempts, error: message };
+          const event = terminal ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' }) : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
+          await this.journal.appendMany([event], { tx });
+          return failed;
+        })
+        .then((failed) => {
+          const events = this.options.events;
+          if (terminal) events?.emit('task:dead', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message });
+          else events?.emit('task:retry', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message, retryAt: failed.runAt });
+        });
       return terminal ? 'dead' : 'failed';
     } catch (failure) {
       if (failure instanceof LeaseLostError) return 'lost';

@@ -15,7 +15,10 @@ export const RETENTION_KINDS = ['runs', 'tasks', 'events', 'chat'] as const;
  */
 export function parseRetention(text: string | undefined, known: readonly string[] = RETENTION_KINDS): RetentionPolicy {
   const policy: Record<string, number> = {};
-  for (const part of (text ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of (text ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [kind, age, extra] = part.split(':').map((p) => p.trim());
     if (!kind || !age || extra !== undefined) throw new ValidationError('RUNLEDGER_RETENTION', `'${part}' is not kind:age (e.g. runs:30d)`);
     if (!known.includes(kind)) throw new ValidationError('RUNLEDGER_RETENTION', `'${kind}' is not a kind (one of ${known.join(', ')})`);

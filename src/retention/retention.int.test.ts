@@ -112,10 +112,14 @@ describe.each(backends)('retention on $name', (backend) => {
 
   it('deletes finished tasks of other queues by age, never ready or running ones', async () => {
     const engine = await open();
-    engine.work('mail', async (payload: { fail?: boolean }) => {
-      if (payload.fail) throw new Error('bounced');
-      return 'sent';
-    }, { backoff: { baseMs: 1, factor: 1, maxMs: 1, jitter: 0 } });
+    engine.work(
+      'mail',
+      async (payload: { fail?: boolean }) => {
+        if (payload.fail) throw new Error('bounced');
+        return 'sent';
+      },
+      { backoff: { baseMs: 1, factor: 1, maxMs: 1, jitter: 0 } },
+    );
     const done = await engine.queue.enqueue('mail', {});
     const dead = await engine.queue.enqueue('mail', { fail: true }, { maxAttempts: 1 });
     const later = await engine.queue.enqueue('mail', {}, { runAt: Date.now() + 3_600_000 });

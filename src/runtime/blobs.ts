@@ -42,7 +42,7 @@ export class Blobs {
 
   /** `value`, or a reference to it once its chunks are written in `tx` (owned by `owner`) when it is big. */
   async offload(tx: Store, owner: string, value: unknown): Promise<unknown> {
-    if (value === null || typeof value !== 'object' && typeof value !== 'string') return value;
+    if (value === null || (typeof value !== 'object' && typeof value !== 'string')) return value;
     if (isBlobRef(value)) return value;
     const json = JSON.stringify(value);
     if (Buffer.byteLength(json) <= this.limits.thresholdBytes) return value;

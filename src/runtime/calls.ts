@@ -24,8 +24,7 @@ export function failureData(error: unknown): FailureData {
 /** The error a call failed with for good, as workflow code saw it the first time (its name, message and status). */
 export function rebuild(failure: FailureData): Error {
   const message = failure.error.replace(/^[^:]*: /, '');
-  const error =
-    failure.errorName === 'TerminalError' ? new TerminalError(message) : failure.errorName === 'StepTimedOutError' ? new StepTimedOutError(message) : new Error(message);
+  const error = failure.errorName === 'TerminalError' ? new TerminalError(message) : failure.errorName === 'StepTimedOutError' ? new StepTimedOutError(message) : new Error(message);
   error.name = failure.errorName;
   if (failure.status !== undefined) Object.assign(error, { status: failure.status });
   return error;

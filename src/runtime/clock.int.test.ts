@@ -20,10 +20,14 @@ const MINUTES_10 = 10 * 60_000;
 const timers = (times: Record<string, number>) =>
   workflow('timers', async (ctx) => {
     await ctx.step('before', async () => void (times.before = wall()));
-    await ctx.step('flaky', async ({ attempt }) => {
-      times[`flaky${attempt}`] = wall();
-      if (attempt === 1) throw new Error('fails once');
-    }, { retry: { maxAttempts: 2, backoff: { base: RETRY_MS, factor: 1, max: RETRY_MS } } });
+    await ctx.step(
+      'flaky',
+      async ({ attempt }) => {
+        times[`flaky${attempt}`] = wall();
+        if (attempt === 1) throw new Error('fails once');
+      },
+      { retry: { maxAttempts: 2, backoff: { base: RETRY_MS, factor: 1, max: RETRY_MS } } },
+    );
     await ctx.sleep('nap', SLEEP_MS);
     await ctx.step('after', async () => void (times.after = wall()));
     return 'woke';
@@ -47,22 +51,25 @@ describe.each(backends)('timers of a process whose clock is off, on $name', (bac
   it.each([
     ['ahead', MINUTES_10],
     ['behind', -MINUTES_10],
-  ])('fires a sleep and a retry neither early nor late, with the clock 10 minutes %s', async (_label, skew) => {
-    vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
-    const times: Record<string, number> = {};
-    const wf = timers(times);
-    ({ engine, close } = await testEngine(backend, { workflows: [wf], pollMs: 100 }));
-    const run = await engine.start(wf, {}, { id: 'skewed', timeout: '60s' });
-    const outcome = await Promise.race([run.result(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 15_000))]);
-    expect(outcome).toBe('woke');
-    expect(times.flaky2! - times.flaky1!).toBeGreaterThanOrEqual(RETRY_MS * 0.8);
-    expect(times.after! - times.flaky2!).toBeGreaterThanOrEqual(SLEEP_MS);
-    // late is bounded by the machine's load, not by the skew
-    expect(times.after! - times.before!).toBeLessThan(RETRY_MS + SLEEP_MS + 5000);
-    // a pass to start, one after the retry's wait, one after the sleep: not one per poll until the process's clock catches up
-    expect((await engine.queue.list({ queue: RUN_QUEUE })).length).toBeLessThanOrEqual(4);
-  }, 30_000);
-
+  ])(
+    'fires a sleep and a retry neither early nor late, with the clock 10 minutes %s',
+    async (_label, skew) => {
+      vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
+      const times: Record<string, number> = {};
+      const wf = timers(times);
+      ({ engine, close } = await testEngine(backend, { workflows: [wf], pollMs: 100 }));
+      const run = await engine.start(wf, {}, { id: 'skewed', timeout: '60s' });
+      const outcome = await Promise.race([run.result(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 15_000))]);
+      expect(outcome).toBe('woke');
+      expect(times.flaky2! - times.flaky1!).toBeGreaterThanOrEqual(RETRY_MS * 0.8);
+      expect(times.after! - times.flaky2!).toBeGreaterThanOrEqual(SLEEP_MS);
+      // late is bounded by the machine's load, not by the skew
+      expect(times.after! - times.before!).toBeLessThan(RETRY_MS + SLEEP_MS + 5000);
+      // a pass to start, one after the retry's wait, one after the sleep: not one per poll until the process's clock catches up
+      expect((await engine.queue.list({ queue: RUN_QUEUE })).length).toBeLessThanOrEqual(4);
+    },
+    30_000,
+  );
 
   it('learns the database clock once, and again only after a few seconds', async () => {
     ({ engine, close } = await testEngine(backend));

@@ -55,15 +55,15 @@ export type RunEventName = keyof Table;
 export type RunEventType = Table[RunEventName]['type'];
 
 /** Each event's type by its name in the tables: `RUN_EVENT.runCompleted === 'run.completed'`. */
-export const RUN_EVENT = Object.freeze(
-  Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type])),
-) as { readonly [K in RunEventName]: Table[K]['type'] };
+export const RUN_EVENT = Object.freeze(Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type]))) as { readonly [K in RunEventName]: Table[K]['type'] };
 
 /** Every event type a run's stream holds. */
 export const RUN_EVENT_TYPES: string[] = Object.values(runEventTable).map((e) => e.type);
 
 /** The events that end a run: nothing but a late signal or cancel request follows one in its stream. */
-export const TERMINAL_RUN_EVENTS: readonly string[] = Object.values(runEventTable).filter((e) => e.terminal).map((e) => e.type);
+export const TERMINAL_RUN_EVENTS: readonly string[] = Object.values(runEventTable)
+  .filter((e) => e.terminal)
+  .map((e) => e.type);
 
 /** Whether `type` ends a run. */
 export function isTerminalEvent(type: string): boolean {

@@ -33,9 +33,7 @@ export async function carryOver(tx: Store, journal: Journal, id: string, from: n
   while (start > 0 && events[start]!.type !== RUN_EVENT.runContinued) start -= 1;
   const next = events[start]!;
   const ended = new History(events.slice(0, start));
-  const carried: NewEvent[] = ended.signals
-    .filter((s) => !ended.consumed.has(s.version))
-    .map((s) => ({ type: RUN_EVENT.signalSent, data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
+  const carried: NewEvent[] = ended.signals.filter((s) => !ended.consumed.has(s.version)).map((s) => ({ type: RUN_EVENT.signalSent, data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
   if (ended.cancelRequested) carried.push({ type: RUN_EVENT.runCancelRequested, data: { reason: 'cancelled before the run continued as new' } });
   if (carried.length > 0) await journal.append(runStream(id), carried, { tx });
   const generation: Generation = { generation: (next.data as { generation: number }).generation, from: next.version };

@@ -15,7 +15,8 @@ describe.each(backends)('keyed starts on $name', (backend) => {
       let begun = 0;
       const start = (e: typeof engine, n: number) =>
         e.runtime.startKeyed({
-          scope: 'test', key: 'k-1',
+          scope: 'test',
+          key: 'k-1',
           name: async () => ({ runId: newId('run') }),
           begin: async (tx, id) => {
             begun += 1;
@@ -54,7 +55,16 @@ describe.each(backends)('keyed starts on $name', (backend) => {
       await expect(attempt(true)).rejects.toThrow('the caller rolls back');
       expect(await engine.journal.readStream(keyStream('tx', 'k'))).toEqual([]);
       await expect(engine.run('run_keyed_tx')).rejects.toThrow(/not found/);
-      await expect(engine.runtime.startKeyed({ scope: 'tx', key: 'k', name: async () => ({ runId: 'run_keyed_tx' }), begin: async () => { throw new Error('begin failed'); } })).rejects.toThrow('begin failed');
+      await expect(
+        engine.runtime.startKeyed({
+          scope: 'tx',
+          key: 'k',
+          name: async () => ({ runId: 'run_keyed_tx' }),
+          begin: async () => {
+            throw new Error('begin failed');
+          },
+        }),
+      ).rejects.toThrow('begin failed');
       expect(await engine.journal.readStream(keyStream('tx', 'k'))).toEqual([]);
       expect(await attempt(false)).toEqual({ runId: 'run_keyed_tx', duplicate: false, data: { run_id: 'run_keyed_tx' } });
       expect(await engine.store.projectionGet({ name: RUN_KEYS, key: 'run_keyed_tx' })).toEqual([keyStream('tx', 'k')]);

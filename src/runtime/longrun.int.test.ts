@@ -108,7 +108,10 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     releaseSwitch();
     expect(await run.result()).toBe('kept');
     const carried = (await engine.journal.readStream('run:switch-1')).filter((e) => e.type === 'signal.sent').map((e) => e.data);
-    expect(carried).toEqual([{ name: 'late', payload: 'kept' }, { name: 'late', payload: 'kept', carriedFrom: expect.any(Number) }]);
+    expect(carried).toEqual([
+      { name: 'late', payload: 'kept' },
+      { name: 'late', payload: 'kept', carriedFrom: expect.any(Number) },
+    ]);
   });
 
   it('continues as new onto another version of its workflow', async () => {

@@ -25,10 +25,14 @@ describe.each(backends)('nodes (ctx.node) on $name', (backend) => {
         'b',
         async ({ attempt }) => {
           const x = await ctx.step('once', async () => (counts.once++, 10));
-          await ctx.step('flaky', async () => {
-            counts.flaky++;
-            if (attempt < 3) throw new Error(`attempt ${attempt} failed`);
-          }, { retry: { maxAttempts: 1 } });
+          await ctx.step(
+            'flaky',
+            async () => {
+              counts.flaky++;
+              if (attempt < 3) throw new Error(`attempt ${attempt} failed`);
+            },
+            { retry: { maxAttempts: 1 } },
+          );
           return a + x;
         },
         { retry: { maxAttempts: 3, backoff: { base: '50ms', factor: 2 } }, input: { a } },
@@ -44,8 +48,14 @@ describe.each(backends)('nodes (ctx.node) on $name', (backend) => {
     expect(counts).toEqual({ a: 1, inner: 1, once: 1, flaky: 3, c: 0 });
     const events = (await engine.journal.readStream('run:nodes-1')).filter((e) => e.type.startsWith('node.'));
     expect(events.map((e) => [e.type, (e.data as { name: string }).name, (e.data as { attempt: number }).attempt])).toEqual([
-      ['node.started', 'a', 1], ['node.completed', 'a', 1],
-      ['node.started', 'b', 1], ['node.failed', 'b', 1], ['node.started', 'b', 2], ['node.failed', 'b', 2], ['node.started', 'b', 3], ['node.completed', 'b', 3],
+      ['node.started', 'a', 1],
+      ['node.completed', 'a', 1],
+      ['node.started', 'b', 1],
+      ['node.failed', 'b', 1],
+      ['node.started', 'b', 2],
+      ['node.failed', 'b', 2],
+      ['node.started', 'b', 3],
+      ['node.completed', 'b', 3],
       ['node.completed', 'c', 0],
     ]);
     const failed = events.filter((e) => e.type === 'node.failed').map((e) => e.data as { retryAt: number; error: string });

@@ -107,10 +107,14 @@ describe.each(backends)('operator actions on $name', (backend) => {
     expect(restarted!.data).toMatchObject({ workflow: 'flaky', input: { n: 2 }, retryOf: 'f-2', retriedBy: { by: 'bob', reason: 'service is back' } });
 
     let healthy = false;
-    engine.work('jobs', async () => {
-      if (!healthy) throw new Error('boom');
-      return 'ok';
-    }, { pollMs: 50 });
+    engine.work(
+      'jobs',
+      async () => {
+        if (!healthy) throw new Error('boom');
+        return 'ok';
+      },
+      { pollMs: 50 },
+    );
     const { task } = await engine.queue.enqueue('jobs', { n: 1 }, { maxAttempts: 1 });
     await eventually(async () => (await engine.queue.get(task.id)).state === 'dead');
     healthy = true;
@@ -119,7 +123,11 @@ describe.each(backends)('operator actions on $name', (backend) => {
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
 
     const actions = (await engine.journal.readStream(OPERATOR_STREAM)).map((e) => e.data as Record<string, unknown>);
-    expect(actions.map((a) => [a.action, a.by, a.count])).toEqual([['runs.cancelled', 'alice', 3], ['runs.retried', 'bob', 2], ['tasks.redriven', 'alice', 1]]);
+    expect(actions.map((a) => [a.action, a.by, a.count])).toEqual([
+      ['runs.cancelled', 'alice', 3],
+      ['runs.retried', 'bob', 2],
+      ['tasks.redriven', 'alice', 1],
+    ]);
     expect(actions[0]!.filter).toEqual({ workflow: 'waiter', status: ['waiting'] });
   });
 

@@ -150,7 +150,9 @@ export class Operator {
     let before: { createdAt: number; key: string } | undefined;
     for (;;) {
       const rows = await this.store.projectionListRecent({
-        name: RUN_VIEW, limit: 500, where,
+        name: RUN_VIEW,
+        limit: 500,
+        where,
         ...(filter.createdAfter !== undefined ? { createdAfter: filter.createdAfter } : {}),
         ...(filter.createdBefore !== undefined ? { createdBefore: filter.createdBefore } : {}),
         ...(before ? { before } : {}),

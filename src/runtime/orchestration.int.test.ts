@@ -23,9 +23,7 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
 
   it('polls with durable waits until the condition holds, journaling each request and its timer', async () => {
     let polls = 0;
-    const job = workflow('job', async (ctx) =>
-      ctx.poll('status', async () => ({ status: ++polls < 3 ? 'processing' : 'complete', n: polls }), { ...quick, until: (a) => a.status === 'complete', maxWait: '10s', label: 'Waiting for the job…' }),
-    );
+    const job = workflow('job', async (ctx) => ctx.poll('status', async () => ({ status: ++polls < 3 ? 'processing' : 'complete', n: polls }), { ...quick, until: (a) => a.status === 'complete', maxWait: '10s', label: 'Waiting for the job…' }));
     const engine = await engineWith(job);
     const run = await engine.start(job, {}, { id: 'poll-1' });
     expect(await run.result()).toEqual({ status: 'complete', n: 3 });

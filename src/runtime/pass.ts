@@ -14,11 +14,7 @@ import { observeStep, type Observe } from './observe.js';
 import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
 import { RUN_EVENT } from './events.js';
 
-export type Outcome =
-  | { kind: 'completed'; output: unknown }
-  | { kind: 'continued'; input: unknown; workflow: Workflow | null }
-  | { kind: 'failed'; error: unknown }
-  | { kind: 'suspended'; wakeAt: number | null };
+export type Outcome = { kind: 'completed'; output: unknown } | { kind: 'continued'; input: unknown; workflow: Workflow | null } | { kind: 'failed'; error: unknown } | { kind: 'suspended'; wakeAt: number | null };
 
 interface Compensation {
   seq: Seq;
@@ -128,12 +124,15 @@ export class Pass {
     } else if (deadline !== null) {
       // the run's timeout: running steps see their signal fire, the code's next call throws (so it can
       // record a failure state), and the run fails; code that does not get there is failed after a grace
-      this.deadlineTimer = setTimeout(() => {
-        const error = new TimeoutError(`run ${this.runId} timed out`);
-        this.expired = error;
-        this.stop.abort(error);
-        this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
-      }, Math.max(0, deadline - this.o.clock.now()));
+      this.deadlineTimer = setTimeout(
+        () => {
+          const error = new TimeoutError(`run ${this.runId} timed out`);
+          this.expired = error;
+          this.stop.abort(error);
+          this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
+        },
+        Math.max(0, deadline - this.o.clock.now()),
+      );
       this.wakeAt.push(deadline);
     }
     workflow.run(this.at(this.root), this.o.history.input).then(
@@ -182,8 +181,7 @@ export class Pass {
         const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
         return call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
       },
-      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) =>
-        call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>,
+      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) => call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>,
       poll: <T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>) => {
         const schedule = pollSchedule(name, options as PollOptions<unknown>);
         return call('poll', name, (seq) => runPoll(this.pollHost, seq, name, fn, options, schedule));
@@ -292,9 +290,7 @@ export class Pass {
   private call<T>(seq: Seq, kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>, counted = true): Promise<T> {
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
-      const error = new NonDeterminismError(
-        `run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`,
-      );
+      const error = new NonDeterminismError(`run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`);
       this.fail(error);
       return Promise.reject(error);
     }

@@ -34,7 +34,11 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(calls.sort()).toEqual(['a', 'b', 'upper']);
     const view = await engine.run('greet-1');
     expect(view).toMatchObject({ status: 'success', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
-    expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([['upper', 'success', 1], ['a', 'success', 1], ['b', 'success', 1]]);
+    expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([
+      ['upper', 'success', 1],
+      ['a', 'success', 1],
+      ['b', 'success', 1],
+    ]);
     expect(view.steps[0]!.durationMs).toBeGreaterThanOrEqual(0);
     const journaled = await types(engine, 'greet-1');
     expect(journaled.slice(0, 3)).toEqual(['run.started', 'step.started', 'step.completed']);
@@ -57,11 +61,15 @@ describe.each(backends)('durable runs on $name', (backend) => {
   it('retries a failing step with backoff and the same idempotency key', async () => {
     const seen: Array<{ key: string; attempt: number }> = [];
     const flaky = workflow('flaky', async (ctx) =>
-      ctx.step('call', async ({ idempotencyKey, attempt }) => {
-        seen.push({ key: idempotencyKey, attempt });
-        if (attempt < 3) throw new Error(`503 on try ${attempt}`);
-        return 'ok';
-      }, { retry: fast }),
+      ctx.step(
+        'call',
+        async ({ idempotencyKey, attempt }) => {
+          seen.push({ key: idempotencyKey, attempt });
+          if (attempt < 3) throw new Error(`503 on try ${attempt}`);
+          return 'ok';
+        },
+        { retry: fast },
+      ),
     );
     const engine = await engineWith(flaky);
     const run = await engine.start(flaky, {}, { id: 'flaky-1' });
@@ -76,9 +84,13 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const order = workflow('order', async (ctx) => {
       await ctx.step('reserve', async () => 'r-1', { compensate: async (id) => void undone.push(`release ${id}`) });
       await ctx.step('charge', async () => 'c-1', { compensate: async (id) => void undone.push(`refund ${id}`) });
-      await ctx.step('ship', async () => {
-        throw new TerminalError('address rejected');
-      }, { retry: fast });
+      await ctx.step(
+        'ship',
+        async () => {
+          throw new TerminalError('address rejected');
+        },
+        { retry: fast },
+      );
     });
     const engine = await engineWith(order);
     const run = await engine.start(order, {}, { id: 'order-1' });
@@ -142,9 +154,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
 
   it('fires the running step signal on cancel', async () => {
     let aborted: unknown = null;
-    const slow = workflow('slow', async (ctx) =>
-      ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))),
-    );
+    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))));
     const engine = await engineWith(slow);
     const run = await engine.start(slow, {}, { id: 'slow-1' });
     await eventually(async () => (await engine.run('slow-1')).steps[0]?.status === 'running');
@@ -176,9 +186,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
   });
 
   it('times out an attempt through its signal', async () => {
-    const stuck = workflow('stuck', async (ctx) =>
-      ctx.step('hang', () => new Promise(() => {}), { timeout: '50ms', retry: { maxAttempts: 2, backoff: { base: '10ms' } } }),
-    );
+    const stuck = workflow('stuck', async (ctx) => ctx.step('hang', () => new Promise(() => {}), { timeout: '50ms', retry: { maxAttempts: 2, backoff: { base: '10ms' } } }));
     const engine = await engineWith(stuck);
     const run = await engine.start(stuck, {}, { id: 'stuck-1' });
     await expect(run.result()).rejects.toThrow('TimeoutError: step timed out after 50 ms');
@@ -187,9 +195,11 @@ describe.each(backends)('durable runs on $name', (backend) => {
 
   it('runs a child with its own journal while the parent waits durably', async () => {
     const square = workflow('square', async (ctx, n: number) => ctx.step('square', async () => n * n));
-    const broken = workflow('broken', async (ctx) => ctx.step('boom', async () => {
-      throw new TerminalError('child broke');
-    }));
+    const broken = workflow('broken', async (ctx) =>
+      ctx.step('boom', async () => {
+        throw new TerminalError('child broke');
+      }),
+    );
     const parent = workflow('parent', async (ctx, n: number) => {
       const [a, b] = await Promise.all([ctx.child(square, n), ctx.child(square, n + 1)]);
       const failure = await ctx.child(broken, null).catch((error: Error) => error.message);
@@ -200,9 +210,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(await run.result()).toEqual({ sum: 25, failure: 'child broke' });
     expect(await engine.run('parent-1:square#1')).toMatchObject({ status: 'success', output: 9 });
     expect(await types(engine, 'parent-1:square#2')).toEqual(['run.started', 'step.started', 'step.completed', 'run.completed']);
-    expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(
-      expect.arrayContaining(['child.started', 'child.started', 'child.completed', 'child.completed', 'child.started', 'child.failed']),
-    );
+    expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(expect.arrayContaining(['child.started', 'child.started', 'child.completed', 'child.completed', 'child.started', 'child.failed']));
   });
 
   it('runs the runs of one ordering key one at a time, in start order', async () => {
@@ -279,5 +287,4 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await engine.queue.list({ queue: RUN_QUEUE, state: 'ready' })).toEqual([]);
   });
-
 });

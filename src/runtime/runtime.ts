@@ -286,7 +286,20 @@ export class Runtime {
     const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
     const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
     const held = () => this.paused.has(wf.name);
-    const pass = new Pass({ store: this.store, journal: this.journal, runId: id, lease, ...this.options, maxEventBytes, history, children: this.children, blobs: this.blobs, held, clock: this.clock, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) });
+    const pass = new Pass({
+      store: this.store,
+      journal: this.journal,
+      runId: id,
+      lease,
+      ...this.options,
+      maxEventBytes,
+      history,
+      children: this.children,
+      blobs: this.blobs,
+      held,
+      clock: this.clock,
+      ...(seen.traceparent ? { traceparent: seen.traceparent } : {}),
+    });
     const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
     const stopWatching = await this.watchCancel(id, history.version, pass);

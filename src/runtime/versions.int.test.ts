@@ -12,7 +12,13 @@ describe.each(backends)('workers advertising their versions on $name', (backend)
       await store.projectionPut({ name: RUN_WORKERS, key: 'long-dead', value: { tags: ['old@1'], expiresAt: now - 4_000_000, createdAt: now - 5_000_000 } });
       await store.projectionPut({ name: RUN_WORKERS, key: 'just-dead', value: { tags: ['gone@1'], expiresAt: now - 1, createdAt: now - 100 } });
       const errors: unknown[] = [];
-      const stop = advertise(store, 'w-1', () => ['order@1', 'order@2'], 50, (error) => errors.push(error));
+      const stop = advertise(
+        store,
+        'w-1',
+        () => ['order@1', 'order@2'],
+        50,
+        (error) => errors.push(error),
+      );
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect([...(await liveTags(store))].sort()).toEqual(['order@1', 'order@2']);
       const keys = (await store.projectionList({ name: RUN_WORKERS, limit: 10 })).map((r) => r.key);

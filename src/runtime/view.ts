@@ -81,7 +81,28 @@ const inTransaction = new WeakMap<Store, Map<string, RunView>>();
  */
 export function projectRunViews(journal: Journal): void {
   journal.projectBatch(
-    [RUN_EVENT.runStarted, RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed, RUN_EVENT.pollStarted, RUN_EVENT.pollAttempted, RUN_EVENT.pollCompleted, RUN_EVENT.pollFailed, RUN_EVENT.pollTimedOut, RUN_EVENT.stateChanged, RUN_EVENT.sleepStarted, RUN_EVENT.sleepCompleted, RUN_EVENT.waitStarted, RUN_EVENT.waitCompleted, RUN_EVENT.waitTimedOut, RUN_EVENT.runCompleted, RUN_EVENT.runFailed, RUN_EVENT.runCancelled, RUN_EVENT.runContinued, RUN_EVENT.patchRecorded],
+    [
+      RUN_EVENT.runStarted,
+      RUN_EVENT.stepStarted,
+      RUN_EVENT.stepCompleted,
+      RUN_EVENT.stepFailed,
+      RUN_EVENT.pollStarted,
+      RUN_EVENT.pollAttempted,
+      RUN_EVENT.pollCompleted,
+      RUN_EVENT.pollFailed,
+      RUN_EVENT.pollTimedOut,
+      RUN_EVENT.stateChanged,
+      RUN_EVENT.sleepStarted,
+      RUN_EVENT.sleepCompleted,
+      RUN_EVENT.waitStarted,
+      RUN_EVENT.waitCompleted,
+      RUN_EVENT.waitTimedOut,
+      RUN_EVENT.runCompleted,
+      RUN_EVENT.runFailed,
+      RUN_EVENT.runCancelled,
+      RUN_EVENT.runContinued,
+      RUN_EVENT.patchRecorded,
+    ],
     async (events, tx) => {
       // a transaction may append to one run more than once: its views are read once
       let views = inTransaction.get(tx);
@@ -141,7 +162,20 @@ function apply(view: RunView, event: StoredEvent): void {
     if (existing) Object.assign(existing, { status: 'running', attempts: attempt, finishedAt: null, durationMs: null, input: data.input ?? existing.input });
     else {
       const label = typeof data.label === 'string' ? { label: data.label } : {};
-      view.steps.push({ seq: data.seq, name: data.name, status: 'running', ...(kind ? { kind } : {}), ...label, attempts: attempt, startedAt: event.timestamp, finishedAt: null, durationMs: null, input: data.input ?? null, output: null, error: null });
+      view.steps.push({
+        seq: data.seq,
+        name: data.name,
+        status: 'running',
+        ...(kind ? { kind } : {}),
+        ...label,
+        attempts: attempt,
+        startedAt: event.timestamp,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? null,
+        output: null,
+        error: null,
+      });
       // parallel steps can start in any order; the view lists them in the code's call order
       view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
     }

@@ -64,12 +64,14 @@ export class RunWriter {
         if (events.length > 0) {
           // shared with the ready writes of every other run and task of this process (GroupCommit); values too
           // big for an event go to the blob store in the batch's transaction, before its append
-          const also = batch.some((w) => w.also) ? async (tx: Store) => { for (const w of batch) await w.also?.(tx); } : undefined;
+          const also = batch.some((w) => w.also)
+            ? async (tx: Store) => {
+                for (const w of batch) await w.also?.(tx);
+              }
+            : undefined;
           const streamId = runStream(this.o.runId);
           const blobs = this.o.blobs;
-          const carried = blobs
-            ? { prepare: async (tx: Store) => ({ appends: [{ streamId, events: await blobs.offloadEvents(tx, this.o.runId, events) }], value: undefined }) }
-            : { appends: [{ streamId, events }] };
+          const carried = blobs ? { prepare: async (tx: Store) => ({ appends: [{ streamId, events: await blobs.offloadEvents(tx, this.o.runId, events) }], value: undefined }) } : { appends: [{ streamId, events }] };
           const written = await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, ...carried, ...(also ? { also } : {}) }).catch((error) => {
             throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
           });

@@ -86,9 +86,7 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     };
     const first = await call('POST', '/workflows', bad);
     expect(first.status).toBe(400);
-    expect(first.body.error.problems).toEqual(
-      expect.arrayContaining([{ path: 'steps[0].config.url', message: 'required' }, expect.objectContaining({ path: 'steps[1].type' })]),
-    );
+    expect(first.body.error.problems).toEqual(expect.arrayContaining([{ path: 'steps[0].config.url', message: 'required' }, expect.objectContaining({ path: 'steps[1].type' })]));
     const references = await call('POST', '/workflows', {
       name: 'refs',
       steps: [
@@ -121,7 +119,13 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   });
 
   it('keeps a running execution on the version it started with when the workflow is updated', async () => {
-    const v1 = { name: 'versioned', steps: [{ id: 'wait', type: 'http_request', retry: { max_attempts: 1 }, config: { url: slowUrl, timeout_seconds: 0.5 } }, { id: 'after', type: 'log', config: { message: 'v1' } }] };
+    const v1 = {
+      name: 'versioned',
+      steps: [
+        { id: 'wait', type: 'http_request', retry: { max_attempts: 1 }, config: { url: slowUrl, timeout_seconds: 0.5 } },
+        { id: 'after', type: 'log', config: { message: 'v1' } },
+      ],
+    };
     const { body: wf } = await call('POST', '/workflows', v1);
     const { body: started } = await call('POST', `/workflows/${wf.id}/execute`, {});
     await eventually(async () => (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status === 'running');
@@ -170,7 +174,13 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   });
 
   it('fails a step whose template names a missing path, skips the rest, and says which expression', async () => {
-    const { body: wf } = await call('POST', '/workflows', { name: 'missing', steps: [{ id: 'a', type: 'log', config: { message: 'hi {{trigger.nme}}' } }, { id: 'b', type: 'log', config: { message: 'never' } }] });
+    const { body: wf } = await call('POST', '/workflows', {
+      name: 'missing',
+      steps: [
+        { id: 'a', type: 'log', config: { message: 'hi {{trigger.nme}}' } },
+        { id: 'b', type: 'log', config: { message: 'never' } },
+      ],
+    });
     const { body: started } = await call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'x' } });
     const record = await finished(wf.id, started.execution_id);
     expect(record.status).toBe('failed');
@@ -260,4 +270,3 @@ describe('HTTP API auth', () => {
     }
   });
 });
-

@@ -81,7 +81,10 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     expect([a!.status, b!.status].sort()).toEqual([200, 201]);
     await eventually(() => watcher.messages.length === 2);
     const history = await get('/channels/support/messages');
-    expect(history.messages.map((m: Message) => [m.seq, m.role])).toEqual([[1, 'user'], [2, 'ai']]);
+    expect(history.messages.map((m: Message) => [m.seq, m.role])).toEqual([
+      [1, 'user'],
+      [2, 'ai'],
+    ]);
     expect(history.messages[1].event_id).toBe('reply:dup-1');
     expect(history.messages[1].content).toContain('where is my order?');
     expect(watcher.frames.some((f) => f.type === 'delta')).toBe(true);

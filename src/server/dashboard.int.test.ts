@@ -180,7 +180,10 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
     const wf = await service.definitions.create({ name: 'v', steps: [{ id: 'a', type: 'log', config: { message: 'one' } }] });
     await service.definitions.update(wf.id, { name: 'v', steps: [{ id: 'a', type: 'log', config: { message: 'two' } }] });
     const versions = await call('GET', `/workflows/${wf.id}/versions`);
-    expect(versions.body.versions.map((v: { version: number; definition: { steps: Array<{ config: { message: string } }> } }) => [v.version, v.definition.steps[0]!.config.message])).toEqual([[1, 'one'], [2, 'two']]);
+    expect(versions.body.versions.map((v: { version: number; definition: { steps: Array<{ config: { message: string } }> } }) => [v.version, v.definition.steps[0]!.config.message])).toEqual([
+      [1, 'one'],
+      [2, 'two'],
+    ]);
     expect((await call('GET', '/workflows/wf_nope/versions')).status).toBe(404);
 
     await (await engine.start(quick, { n: 1 })).result({ pollMs: 50 });

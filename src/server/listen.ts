@@ -16,7 +16,10 @@ export interface Listening {
  * Serves `app` on `host:port` (port 0 picks a free one). A non-loopback address needs a token:
  * an open API on the network would let anyone run requests from this machine.
  */
-export async function listen(app: { fetch: (request: Request) => Response | Promise<Response> }, options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void }): Promise<Listening> {
+export async function listen(
+  app: { fetch: (request: Request) => Response | Promise<Response> },
+  options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void },
+): Promise<Listening> {
   if (!LOOPBACK.test(options.host) && !options.token) {
     throw new ValidationError('host', `refusing to listen on ${options.host} without a token: set RUNLEDGER_TOKEN, or listen on 127.0.0.1`);
   }

@@ -70,10 +70,7 @@ class Frames {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no SSE frame within ${timeoutMs} ms`);
       let timer: NodeJS.Timeout | undefined;
-      const chunk = await Promise.race([
-        this.reader.read(),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no SSE frame within ${timeoutMs} ms`)), remaining))),
-      ]).finally(() => clearTimeout(timer));
+      const chunk = await Promise.race([this.reader.read(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no SSE frame within ${timeoutMs} ms`)), remaining)))]).finally(() => clearTimeout(timer));
       if (chunk.done) this.ended = true;
       else this.buffer += this.decoder.decode(chunk.value, { stream: true });
     }
@@ -167,7 +164,13 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect(first.status).toBe(200);
     expect(first.body.events.map((e: { version: number }) => e.version)).toEqual([1, 2, 3]);
     expect(first.body.next_after).toBe(3);
-    expect(first.body.events[0]).toEqual({ position: expect.any(Number), version: 1, type: 'run.started', timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), data: expect.objectContaining({ workflow: 'three-steps', input: { n: 1 } }) });
+    expect(first.body.events[0]).toEqual({
+      position: expect.any(Number),
+      version: 1,
+      type: 'run.started',
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      data: expect.objectContaining({ workflow: 'three-steps', input: { n: 1 } }),
+    });
     const second = await json('/runs/three-1/events?after=3&limit=3');
     expect(second.body.events.map((e: { version: number }) => e.version)).toEqual([4, 5, 6]);
     const last = await json(`/runs/three-1/events?after=${second.body.next_after}&limit=3`);
@@ -183,7 +186,13 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect(rest.body).toMatchObject({ events: [{ version: 7, data: { name: 'c' } }], next_after: null });
 
     expect((await json('/runs/nope/events')).status).toBe(404);
-    for (const [query, path] of [['limit=0', 'query.limit'], ['limit=1001', 'query.limit'], ['after=-1', 'query.after'], ['after=x', 'query.after'], ['colour=red', 'query']]) {
+    for (const [query, path] of [
+      ['limit=0', 'query.limit'],
+      ['limit=1001', 'query.limit'],
+      ['after=-1', 'query.after'],
+      ['after=x', 'query.after'],
+      ['colour=red', 'query'],
+    ]) {
       const bad = await json(`/runs/three-1/events?${query}`);
       expect(bad.status, query).toBe(400);
       expect(bad.body.error.problems[0].path, query).toBe(path);
@@ -250,11 +259,29 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await pages('workflow=runledger.stored')).map((r) => r.id)).toEqual([execution_id]);
     expect((await pages(`created_after=${between}`)).map((r) => r.id).sort()).toEqual([...held, execution_id].sort());
     expect((await pages(`created_before=${between}`)).map((r) => r.id).sort()).toEqual([...done].sort());
-    expect((await pages(`created_before=${between}&status=waiting`))).toEqual([]);
+    expect(await pages(`created_before=${between}&status=waiting`)).toEqual([]);
     const one = (await json(`/runs?workflow=gated&limit=1`)).body.runs[0];
-    expect(one).toEqual({ id: expect.stringMatching(/^run_/), workflow: 'gated', workflow_id: null, agent: null, kind: 'code', status: 'waiting', error: null, created_at: expect.any(String), updated_at: expect.any(String), finished_at: null, version: gated.version, waiting_for_version: null });
+    expect(one).toEqual({
+      id: expect.stringMatching(/^run_/),
+      workflow: 'gated',
+      workflow_id: null,
+      agent: null,
+      kind: 'code',
+      status: 'waiting',
+      error: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      finished_at: null,
+      version: gated.version,
+      waiting_for_version: null,
+    });
 
-    for (const [query, path] of [['status=bogus', 'query.status[0]'], ['created_after=yesterday', 'query.created_after'], ['limit=101', 'query.limit'], ['sort=asc', 'query']]) {
+    for (const [query, path] of [
+      ['status=bogus', 'query.status[0]'],
+      ['created_after=yesterday', 'query.created_after'],
+      ['limit=101', 'query.limit'],
+      ['sort=asc', 'query'],
+    ]) {
       const bad = await json(`/runs?${query}`);
       expect(bad.status, query).toBe(400);
       expect(bad.body.error.problems[0].path, query).toBe(path);
@@ -315,7 +342,10 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     await engine.journal.append('orders:0', [{ type: 'order.paid', data: { n: 0 } }]);
     const live = new Frames(await get('/events/stream?stream_prefix=orders:&types=order.paid', {}, quiet));
     const everything = new Frames(await get('/events/stream?from=beginning', {}, quiet));
-    await engine.journal.append('orders:1', [{ type: 'order.placed', data: { n: 1 } }, { type: 'order.paid', data: { n: 1 } }]);
+    await engine.journal.append('orders:1', [
+      { type: 'order.placed', data: { n: 1 } },
+      { type: 'order.paid', data: { n: 1 } },
+    ]);
     await engine.journal.append('other:1', [{ type: 'order.paid', data: { n: 99 } }]);
     await engine.journal.append('orders:2', [{ type: 'order.paid', data: { n: 2 } }]);
     await engine.journal.append('orders:3', [{ type: 'order.paid', data: { n: 3 } }]);
@@ -336,7 +366,11 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await fromQuery.until((f) => f.data.stream_id === 'orders:3')).map((f) => f.id)).toEqual([all[4]!.id, all[5]!.id]);
     await fromQuery.cancel();
 
-    for (const [path, headers, field] of [['/events/stream', { 'Last-Event-ID': 'zz' }, 'Last-Event-ID'], ['/events/stream?after=x', {}, 'after'], ['/events/stream?from=later', {}, 'query.from']] as const) {
+    for (const [path, headers, field] of [
+      ['/events/stream', { 'Last-Event-ID': 'zz' }, 'Last-Event-ID'],
+      ['/events/stream?after=x', {}, 'after'],
+      ['/events/stream?from=later', {}, 'query.from'],
+    ] as const) {
       const bad = await get(path, headers);
       expect(bad.status, path).toBe(400);
       expect(((await bad.json()) as { error: { problems: Array<{ path: string }> } }).error.problems[0]!.path).toBe(field);
@@ -344,7 +378,11 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
   });
 
   it('reads no further ahead than one page for a client that does not read, and delivers everything once it does', async () => {
-    for (let i = 0; i < 10; i++) await engine.journal.append(`bulk:${i}`, Array.from({ length: 100 }, (_, j) => ({ type: 'bulk.item', data: { i: i * 100 + j } })));
+    for (let i = 0; i < 10; i++)
+      await engine.journal.append(
+        `bulk:${i}`,
+        Array.from({ length: 100 }, (_, j) => ({ type: 'bulk.item', data: { i: i * 100 + j } })),
+      );
     const { engine: watched, counts } = counted(engine);
     const slowApp = mount(new Hono(), runRoutes(watched, { heartbeatMs: 50 }));
     const res = await get('/events/stream?stream_prefix=bulk:&from=beginning', {}, slowApp);

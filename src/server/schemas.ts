@@ -72,7 +72,10 @@ export const executionPage = z.object({ executions: z.array(executionSummary), c
  * `ex_01JD…` (`pattern` for other keys). Anything else is a 400 naming the field, not a silently empty page.
  */
 export const lastKey = (prefix: string, pattern = new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`)) =>
-  z.string().regex(pattern, `must be the last_key of a previous page (${prefix === '' ? 'a number of 16 digits' : `${prefix}_ and 26 characters`})`).optional();
+  z
+    .string()
+    .regex(pattern, `must be the last_key of a previous page (${prefix === '' ? 'a number of 16 digits' : `${prefix}_ and 26 characters`})`)
+    .optional();
 
 export const pageQuery = z
   .object({

@@ -31,10 +31,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
   let sockets: ChannelSockets | null = null;
   // like an outage's 503, it says when to come back: the services start within a second or two
   const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } });
-  const listening = await listen(
-    { fetch: (request) => (app ? app.fetch(request) : starting()) },
-    { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
-  );
+  const listening = await listen({ fetch: (request) => (app ? app.fetch(request) : starting()) }, { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) });
   try {
     const opened = await openApp({ ...appOptions, database, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta) });
     try {

@@ -82,41 +82,38 @@ describe('commit order on postgres', () => {
     expect(await scenario(naivePastUnmatched)).toEqual([]);
   });
 
-  it.each([{ types: ['A'] }, { streamPrefix: 'a' }, { streamPrefix: 'a', types: ['A', 'C'] }])(
-    'a reader filtered by %j moves past unmatched events, but never past a match that commits late',
-    async (filter) => {
-      await writerB.eventAppend({ appends: [{ streamId: 'c', events: [{ type: 'C', data: {} }] }] });
-      for (let seen = 0; seen < 1; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
-      let appended!: () => void;
-      const aHasPosition = new Promise<void>((resolve) => (appended = resolve));
-      const a = writerA.transaction(async (tx) => {
-        await tx.eventAppend({ appends: [{ streamId: 'a', events: [{ type: 'A', data: {} }] }] });
-        appended();
-        await gate;
-      });
-      await aHasPosition;
-      let first: Awaited<ReturnType<typeof reader.eventReadCommitted>>;
-      try {
-        await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
-        first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });
-      } finally {
-        release();
-        await a;
-      }
-      expect(first.events).toEqual([]);
-      // past C, which committed before A's transaction began
-      expect(first.cursor).not.toBe('');
-      let second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
-      while (second.events.length === 0) second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
-      expect(second.events.map((e) => e.event.type)).toEqual(['A']);
-      // and once every event is below the horizon, past B too: the next read starts at the head
-      let head = await reader.eventHead();
-      while (head.split(':')[1] !== String(Math.max(...(await reader.eventReadAll({})).map((e) => e.position)))) head = await reader.eventHead();
-      const third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
-      expect(third.events).toEqual([]);
-      expect(third.cursor).toBe(head);
-    },
-  );
+  it.each([{ types: ['A'] }, { streamPrefix: 'a' }, { streamPrefix: 'a', types: ['A', 'C'] }])('a reader filtered by %j moves past unmatched events, but never past a match that commits late', async (filter) => {
+    await writerB.eventAppend({ appends: [{ streamId: 'c', events: [{ type: 'C', data: {} }] }] });
+    for (let seen = 0; seen < 1; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let appended!: () => void;
+    const aHasPosition = new Promise<void>((resolve) => (appended = resolve));
+    const a = writerA.transaction(async (tx) => {
+      await tx.eventAppend({ appends: [{ streamId: 'a', events: [{ type: 'A', data: {} }] }] });
+      appended();
+      await gate;
+    });
+    await aHasPosition;
+    let first: Awaited<ReturnType<typeof reader.eventReadCommitted>>;
+    try {
+      await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
+      first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });
+    } finally {
+      release();
+      await a;
+    }
+    expect(first.events).toEqual([]);
+    // past C, which committed before A's transaction began
+    expect(first.cursor).not.toBe('');
+    let second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+    while (second.events.length === 0) second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+    expect(second.events.map((e) => e.event.type)).toEqual(['A']);
+    // and once every event is below the horizon, past B too: the next read starts at the head
+    let head = await reader.eventHead();
+    while (head.split(':')[1] !== String(Math.max(...(await reader.eventReadAll({})).map((e) => e.position)))) head = await reader.eventHead();
+    const third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
+    expect(third.events).toEqual([]);
+    expect(third.cursor).toBe(head);
+  });
 });

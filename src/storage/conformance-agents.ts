@@ -86,7 +86,12 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
 
     it('lists runs newest or oldest first by id, filtered, with an id cursor', async () => {
       const s = h.store();
-      for (const [id, conversation, status] of [['r1', 'c1', 'success'], ['r2', 'c2', 'running'], ['r3', 'c1', 'pending'], ['r4', 'c1', 'success']] as const) {
+      for (const [id, conversation, status] of [
+        ['r1', 'c1', 'success'],
+        ['r2', 'c2', 'running'],
+        ['r3', 'c1', 'pending'],
+        ['r4', 'c1', 'success'],
+      ] as const) {
         await s.agentRunPut({ run: run(id, { conversation_id: conversation, status }) });
       }
       expect(await s.agentRunGet({ id: 'r2' })).toEqual(run('r2', { conversation_id: 'c2', status: 'running' }));
@@ -118,7 +123,10 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       ]);
       await s.agentCheckpointPut({ checkpoint: { id: 'k2', run_id: 'r1', node: 'act', seq: 4, state: { done: true }, created_at: 9 } });
       await s.agentCheckpointPut({ checkpoint: { id: 'k1', run_id: 'r1', node: 'classify', seq: 1, state: 'refund', created_at: 8 } });
-      expect((await s.agentCheckpointList({ run_id: 'r1' })).map((c) => [c.node, c.state])).toEqual([['classify', 'refund'], ['act', { done: true }]]);
+      expect((await s.agentCheckpointList({ run_id: 'r1' })).map((c) => [c.node, c.state])).toEqual([
+        ['classify', 'refund'],
+        ['act', { done: true }],
+      ]);
     });
 
     it('decides an approval once: a change guarded by the pending status applies only while it is pending', async () => {
@@ -136,7 +144,17 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect(await s.agentToolCallUpdate({ external_idempotency_key: key, change: { seq: 7, status: 'started', attempts: 1 }, at: 2500 })).toBe(true);
       expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 8, change: { status: 'ok' }, at: 3000 })).toBe(false);
       expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 7, change: { status: 'ok', output: { refunded: 5 }, ended_at: 3000 }, at: 3000 })).toBe(true);
-      expect(await s.agentToolCallGet({ external_idempotency_key: key })).toMatchObject({ id: 'tc1', seq: 7, attempts: 1, approval_status: 'approved', approval_by: 'ana', decided_at: 2000, status: 'ok', output: { refunded: 5 }, input: { order: 'o-1', amount: 5 } });
+      expect(await s.agentToolCallGet({ external_idempotency_key: key })).toMatchObject({
+        id: 'tc1',
+        seq: 7,
+        attempts: 1,
+        approval_status: 'approved',
+        approval_by: 'ana',
+        decided_at: 2000,
+        status: 'ok',
+        output: { refunded: 5 },
+        input: { order: 'o-1', amount: 5 },
+      });
       expect(await s.agentToolCallGet({ id: 'tc2' })).toMatchObject({ output: null, approval_status: null });
       expect((await s.agentToolCallList({ run_id: 'r1', limit: 10 })).map((c) => c.id)).toEqual(['tc2', 'tc1']);
       expect(await s.agentToolCallList({ approval_status: 'pending', limit: 10 })).toEqual([]);

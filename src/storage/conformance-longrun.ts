@@ -5,8 +5,7 @@ import { task } from './conformance-tasks.js';
 import type { Store } from './store.js';
 
 const chunk = (data: Buffer) => ({ hash: createHash('sha256').update(data).digest('hex'), data });
-const claim = (store: Store, queue: string, tags?: string[]) =>
-  store.taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: `l_${Math.random()}`, ...(tags ? { tags } : {}) });
+const claim = (store: Store, queue: string, tags?: string[]) => store.taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: `l_${Math.random()}`, ...(tags ? { tags } : {}) });
 
 /** Tags, pauses and blobs (issue 16) of the conformance suite (`conformance.ts` sets up the store). */
 export function longrunConformance(h: { store: () => Store; openAnother: () => Promise<Store> }): void {
@@ -43,7 +42,10 @@ export function longrunConformance(h: { store: () => Store; openAnother: () => P
       expect((await claim(h.store(), 'runs')).map((t) => t.id)).toEqual(['ab']);
       expect(await h.store().taskNextRunAt({ queue: 'runs' })).toBeNull();
       const pauses = await h.store().pauseList();
-      expect(pauses.map((p) => [p.kind, p.name, p.pausedBy, p.reason])).toEqual([['queue', 'q', 'ops', 'incident'], ['workflow', 'a', 'ops', 'bad deploy']]);
+      expect(pauses.map((p) => [p.kind, p.name, p.pausedBy, p.reason])).toEqual([
+        ['queue', 'q', 'ops', 'incident'],
+        ['workflow', 'a', 'ops', 'bad deploy'],
+      ]);
       expect(typeof pauses[0]!.createdAt).toBe('number');
       expect(await h.store().pauseDelete({ kind: 'queue', name: 'q' })).toBe(true);
       expect(await h.store().pauseDelete({ kind: 'queue', name: 'q' })).toBe(false);

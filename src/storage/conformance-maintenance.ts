@@ -56,7 +56,18 @@ export function maintenanceConformance(store: () => Store): void {
     it('deletes whole streams with their idempotency keys, and readers and cursors go on across the gap', async () => {
       const s = store();
       await s.eventAppend({ appends: [{ streamId: 'keep', events: [{ type: 'A', data: 1 }] }] });
-      await s.eventAppend({ appends: [{ streamId: 'gone', events: [{ type: 'B', data: 2 }, { type: 'C', data: 3 }] }], idempotencyKey: 'k-gone' });
+      await s.eventAppend({
+        appends: [
+          {
+            streamId: 'gone',
+            events: [
+              { type: 'B', data: 2 },
+              { type: 'C', data: 3 },
+            ],
+          },
+        ],
+        idempotencyKey: 'k-gone',
+      });
       await s.eventAppend({ appends: [{ streamId: 'keep', events: [{ type: 'D', data: 4 }] }] });
       // on PostgreSQL a committed read may lag (older transactions anywhere in the cluster): poll
       const committed = async (after: string, count: number) => {
@@ -85,7 +96,17 @@ export function maintenanceConformance(store: () => Store): void {
     it('deletes the oldest events of a stream, which goes on at its version', async () => {
       const s = store();
       await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 1 }] }], idempotencyKey: 'm1' });
-      await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 2 }, { type: 'M', data: 3 }] }] });
+      await s.eventAppend({
+        appends: [
+          {
+            streamId: 'chat',
+            events: [
+              { type: 'M', data: 2 },
+              { type: 'M', data: 3 },
+            ],
+          },
+        ],
+      });
       expect(await s.eventDeleteBefore({ streamId: 'chat', beforeVersion: 3 })).toEqual({ events: 2 });
       expect((await s.eventReadStream({ streamId: 'chat' })).map((e) => [e.version, e.data])).toEqual([[3, 3]]);
       const next = await s.eventAppend({ appends: [{ streamId: 'chat', events: [{ type: 'M', data: 4 }] }], idempotencyKey: 'm1' });

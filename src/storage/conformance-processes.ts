@@ -54,7 +54,16 @@ export function processConformance(h: { store: () => Store }): void {
       // it beat since: it stays
       expect(await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: seen!.heartbeatAt }] })).toEqual({ processes: [], tasks: 0, subscriptions: 0 });
       const [now] = await s.processList();
-      expect((await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: now!.heartbeatAt }, { id: 'unknown', heartbeatAt: null }] })).processes).toEqual(['slow']);
+      expect(
+        (
+          await s.processExpire({
+            processes: [
+              { id: 'slow', heartbeatAt: now!.heartbeatAt },
+              { id: 'unknown', heartbeatAt: null },
+            ],
+          })
+        ).processes,
+      ).toEqual(['slow']);
       expect(await s.processList()).toEqual([]);
     });
   });

@@ -41,7 +41,10 @@ export function readConformance(h: { store: () => Store }): void {
         // a second read from there finds nothing and stays put
         expect(await h.store().eventReadCommitted({ after: cursor, limit: 100, ...filter })).toEqual({ events: [], cursor, more: false });
       }
-      await append([{ streamId: 'chan:2', events: [ev('wanted')] }, { streamId: 'noise-2', events: [ev('wanted')] }]);
+      await append([
+        { streamId: 'chan:2', events: [ev('wanted')] },
+        { streamId: 'noise-2', events: [ev('wanted')] },
+      ]);
       const { reads } = await readToHead(head, { streamPrefix: 'chan:', types: ['wanted'] });
       expect(reads.flatMap((r) => r.events.map((e) => e.event.streamId))).toEqual(['chan:2']);
     });

@@ -75,11 +75,24 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
     it('fences completion, failure and heartbeat by lease token', async () => {
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
       await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });
-      expect(await h.store().taskHeartbeat({ leases: [{ id: 't1', leaseToken: 'good' }, { id: 't2', leaseToken: 'stale' }], leaseMs: 60_000 })).toEqual(['t1']);
+      expect(
+        await h.store().taskHeartbeat({
+          leases: [
+            { id: 't1', leaseToken: 'good' },
+            { id: 't2', leaseToken: 'stale' },
+          ],
+          leaseMs: 60_000,
+        }),
+      ).toEqual(['t1']);
       expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'stale', result: 1 }] })).toEqual([]);
       await expect(h.store().taskFail({ id: 't1', leaseToken: 'stale', error: 'x', retryDelayMs: 0 })).rejects.toThrow(LeaseLostError);
       await expect(h.store().taskFail({ id: 'missing', leaseToken: 'good', error: 'x', retryDelayMs: 0 })).rejects.toThrow(NotFoundError);
-      const done = await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: { ok: 1 } }, { id: 't2', leaseToken: 'good', result: null }] });
+      const done = await h.store().taskComplete({
+        items: [
+          { id: 't1', leaseToken: 'good', result: { ok: 1 } },
+          { id: 't2', leaseToken: 'good', result: null },
+        ],
+      });
       expect(done.map((t) => t.id).sort()).toEqual(['t1', 't2']);
       expect(await h.store().taskGet({ id: 't1' })).toMatchObject({ state: 'completed', result: { ok: 1 }, leaseToken: null });
       expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: 2 }] })).toEqual([]);

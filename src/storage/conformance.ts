@@ -54,7 +54,10 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       const a = await store.eventAppend({ appends: [{ streamId: 's-1', events: [ev('A', { x: 1 }), ev('B')] }] });
       const b = await store.eventAppend({ appends: [{ streamId: 's-2', events: [ev('C')] }] });
       const c = await store.eventAppend({ appends: [{ streamId: 's-1', events: [{ type: 'D', data: [1, 'two'], metadata: { correlationId: 'c-1' } }] }] });
-      expect(a.events.map((e) => [e.streamId, e.version, e.type])).toEqual([['s-1', 1, 'A'], ['s-1', 2, 'B']]);
+      expect(a.events.map((e) => [e.streamId, e.version, e.type])).toEqual([
+        ['s-1', 1, 'A'],
+        ['s-1', 2, 'B'],
+      ]);
       expect(b.events[0]?.version).toBe(1);
       expect(c.events[0]?.version).toBe(3);
       const positions = [...a.events, ...b.events, ...c.events].map((e) => e.position);
@@ -76,9 +79,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     it('rejects a wrong expected version with ConflictError and writes nothing', async () => {
       await store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 0, events: [ev('Created')] }] });
       await expect(store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 0, events: [ev('Created')] }] })).rejects.toThrow(ConflictError);
-      await expect(store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 5, events: [ev('X')] }] })).rejects.toThrow(
-        /order-1 is at version 1, expected 5/,
-      );
+      await expect(store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 5, events: [ev('X')] }] })).rejects.toThrow(/order-1 is at version 1, expected 5/);
       const ok = await store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 1, events: [ev('Paid')] }] });
       expect(ok.events[0]?.version).toBe(2);
       expect((await store.eventReadStream({ streamId: 'order-1' })).map((e) => e.type)).toEqual(['Created', 'Paid']);
@@ -87,7 +88,12 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     it('appends to several streams atomically: one conflict writes nothing anywhere', async () => {
       await store.eventAppend({ appends: [{ streamId: 'b', events: [ev('B1')] }] });
       await expect(
-        store.eventAppend({ appends: [{ streamId: 'a', events: [ev('A1')] }, { streamId: 'b', expectedVersion: 0, events: [ev('B2')] }] }),
+        store.eventAppend({
+          appends: [
+            { streamId: 'a', events: [ev('A1')] },
+            { streamId: 'b', expectedVersion: 0, events: [ev('B2')] },
+          ],
+        }),
       ).rejects.toThrow(ConflictError);
       expect(await store.eventReadStream({ streamId: 'a' })).toEqual([]);
       const next = await store.eventAppend({ appends: [{ streamId: 'a', events: [ev('A1')] }] });
@@ -98,11 +104,19 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       await store.eventAppend({ appends: [{ streamId: 'c', events: [ev('C1')] }] });
       await store.transaction(async (tx) => {
         await expect(
-          tx.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }, { streamId: 'c', expectedVersion: 0, events: [ev('C2')] }] }),
+          tx.eventAppend({
+            appends: [
+              { streamId: 'd', events: [ev('D1')] },
+              { streamId: 'c', expectedVersion: 0, events: [ev('C2')] },
+            ],
+          }),
         ).rejects.toThrow(ConflictError);
         await tx.eventAppend({ appends: [{ streamId: 'c', expectedVersion: 1, events: [ev('C2')] }] });
       });
-      expect((await store.eventReadStream({ streamId: 'c' })).map((e) => [e.type, e.version])).toEqual([['C1', 1], ['C2', 2]]);
+      expect((await store.eventReadStream({ streamId: 'c' })).map((e) => [e.type, e.version])).toEqual([
+        ['C1', 1],
+        ['C2', 2],
+      ]);
       expect(await store.eventReadStream({ streamId: 'd' })).toEqual([]);
       expect((await store.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }] })).events[0]?.version).toBe(1);
     });
@@ -118,9 +132,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
     it('keeps one event per idempotency key under concurrent appends', async () => {
       const other = await openAnother();
-      const results = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 ? store : other).eventAppend({ idempotencyKey: 'same', appends: [{ streamId: 'y', events: [ev('Once')] }] })),
-      );
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? store : other).eventAppend({ idempotencyKey: 'same', appends: [{ streamId: 'y', events: [ev('Once')] }] })));
       expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
       expect(new Set(results.map((r) => r.events[0]?.position)).size).toBe(1);
       expect(await store.eventReadStream({ streamId: 'y' })).toHaveLength(1);
@@ -199,22 +211,48 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   it('wakes listeners after an append with the stream and the version it reached', async () => {
     const woken: [string, number | undefined][] = [];
     const stop = await store.listen('events', (stream, version) => woken.push([stream, version]));
-    await store.eventAppend({ appends: [{ streamId: 'wake-me', events: [{ type: 'a', data: 1 }, { type: 'b', data: 2 }] }] });
+    await store.eventAppend({
+      appends: [
+        {
+          streamId: 'wake-me',
+          events: [
+            { type: 'a', data: 1 },
+            { type: 'b', data: 2 },
+          ],
+        },
+      ],
+    });
     await store.transaction(async (tx) => {
       await tx.eventAppend({ appends: [{ streamId: 'wake-me', events: [{ type: 'c', data: 3 }] }] });
     });
     const deadline = Date.now() + 5000;
     while (woken.filter(([s]) => s === 'wake-me').length < 2 && Date.now() < deadline) await sleep(10);
     await stop();
-    expect(woken.filter(([s]) => s === 'wake-me')).toEqual([['wake-me', 2], ['wake-me', 3]]);
+    expect(woken.filter(([s]) => s === 'wake-me')).toEqual([
+      ['wake-me', 2],
+      ['wake-me', 3],
+    ]);
   });
 
   it('lists streams by prefix with their version and last append time', async () => {
-    await store.eventAppend({ appends: [{ streamId: 'channel:b', events: [{ type: 'm', data: 1 }, { type: 'm', data: 2 }] }] });
+    await store.eventAppend({
+      appends: [
+        {
+          streamId: 'channel:b',
+          events: [
+            { type: 'm', data: 1 },
+            { type: 'm', data: 2 },
+          ],
+        },
+      ],
+    });
     await store.eventAppend({ appends: [{ streamId: 'channel:a', events: [{ type: 'm', data: 1 }] }] });
     await store.eventAppend({ appends: [{ streamId: 'channelx', events: [{ type: 'm', data: 1 }] }] });
     const all = await store.streamList({ prefix: 'channel:', limit: 10 });
-    expect(all.map((s) => [s.streamId, s.version])).toEqual([['channel:a', 1], ['channel:b', 2]]);
+    expect(all.map((s) => [s.streamId, s.version])).toEqual([
+      ['channel:a', 1],
+      ['channel:b', 2],
+    ]);
     const [last] = await store.eventReadStream({ streamId: 'channel:b', backwards: true, limit: 1 });
     expect(all[1]!.updatedAt).toBe(last!.timestamp);
     expect((await store.streamList({ prefix: 'channel:', after: 'channel:a', limit: 10 })).map((s) => s.streamId)).toEqual(['channel:b']);
@@ -224,9 +262,21 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   describe('projections', () => {
     it('reads and writes many rows at once; a key given twice keeps its last value', async () => {
       await store.projectionPut({ name: 'v', key: 'a', value: { n: 0 } });
-      await store.projectionPutMany({ name: 'v', rows: [{ key: 'b', value: { n: 1 } }, { key: 'a', value: { n: 2 } }, { key: 'b', value: { n: 3 } }, { key: 'c', value: null }] });
+      await store.projectionPutMany({
+        name: 'v',
+        rows: [
+          { key: 'b', value: { n: 1 } },
+          { key: 'a', value: { n: 2 } },
+          { key: 'b', value: { n: 3 } },
+          { key: 'c', value: null },
+        ],
+      });
       const rows = await store.projectionGetMany({ name: 'v', keys: ['a', 'b', 'c', 'missing', 'a'] });
-      expect(rows.sort((x, y) => (x.key < y.key ? -1 : 1))).toEqual([{ key: 'a', value: { n: 2 } }, { key: 'b', value: { n: 3 } }, { key: 'c', value: null }]);
+      expect(rows.sort((x, y) => (x.key < y.key ? -1 : 1))).toEqual([
+        { key: 'a', value: { n: 2 } },
+        { key: 'b', value: { n: 3 } },
+        { key: 'c', value: null },
+      ]);
       expect(await store.projectionGetMany({ name: 'other', keys: ['a'] })).toEqual([]);
       expect(await store.projectionGetMany({ name: 'v', keys: [] })).toEqual([]);
       await store.projectionPutMany({ name: 'v', rows: [] });
@@ -271,7 +321,18 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(await keys({ limit: 10, where: [[{ field: 'status', in: [] }]] })).toEqual([]);
       expect(await keys({ limit: 10, where: [[{ field: 'workflow', notIn: ['runledger.stored', 'runledger.session'] }]] })).toEqual(['run_c', 'run_a', 'run_b']);
       // a group holds when one of its matches does; groups must all hold
-      expect(await keys({ limit: 10, where: [[{ field: 'workflow', in: ['wf_1'] }, { field: 'input.workflow_id', in: ['wf_1'] }], [{ field: 'status', in: ['failed'] }]] })).toEqual(['ex_a']);
+      expect(
+        await keys({
+          limit: 10,
+          where: [
+            [
+              { field: 'workflow', in: ['wf_1'] },
+              { field: 'input.workflow_id', in: ['wf_1'] },
+            ],
+            [{ field: 'status', in: ['failed'] }],
+          ],
+        }),
+      ).toEqual(['ex_a']);
       expect(await keys({ limit: 10, createdAfter: 1_000, createdBefore: 4_000 })).toEqual(['run_a', 'ex_a', 'ses_z']);
       await expect((async () => store.projectionListRecent({ name: 'run', limit: 1, where: [[{ field: "status') OR 1=1 --", in: ['x'] }]] }))()).rejects.toThrow(/plain names/);
     });

@@ -103,9 +103,7 @@ export interface AgentCheckpointRow {
 export type AgentEventChange = Partial<Pick<AgentEventRow, 'status' | 'attempt_count' | 'available_at' | 'last_error'>>;
 export type AgentRunChange = Partial<Pick<AgentRunRow, 'status' | 'started_at' | 'ended_at' | 'failure_reason'>>;
 export type AgentStepChange = Partial<Pick<AgentStepRow, 'status' | 'output_snapshot' | 'error' | 'latency_ms'>>;
-export type AgentToolCallChange = Partial<
-  Pick<AgentToolCallRow, 'seq' | 'status' | 'output' | 'error' | 'attempts' | 'started_at' | 'ended_at' | 'approval_status' | 'approval_by' | 'approval_reason' | 'decided_at'>
->;
+export type AgentToolCallChange = Partial<Pick<AgentToolCallRow, 'seq' | 'status' | 'output' | 'error' | 'attempts' | 'started_at' | 'ended_at' | 'approval_status' | 'approval_by' | 'approval_reason' | 'decided_at'>>;
 
 export interface AgentRunListParams {
   conversation_id?: string;

@@ -3,4 +3,8 @@ import { storeConformance } from './conformance.js';
 import { openSqliteStore } from './sqlite/store.js';
 import { createSqlitePath } from '../testing/databases.js';
 
-describe('sqlite store', () => storeConformance(async () => createSqlitePath(), async (path) => openSqliteStore(path)));
+describe('sqlite store', () =>
+  storeConformance(
+    async () => createSqlitePath(),
+    async (path) => openSqliteStore(path),
+  ));

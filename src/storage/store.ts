@@ -1,8 +1,5 @@
 import { ValidationError } from '../errors.js';
-import type {
-  AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow,
-  AgentToolCallChange, AgentToolCallRow, ApprovalStatus,
-} from './ledger.js';
+import type { AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 
 export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';

@@ -7,10 +7,7 @@ import type { Backend } from './backends.js';
  *
  * @example const { engine, close } = await testEngine(backends[0]);
  */
-export async function testEngine(
-  backend: Backend,
-  options: Parameters<typeof createEngine>[0] = {},
-): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
+export async function testEngine(backend: Backend, options: Parameters<typeof createEngine>[0] = {}): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
   const database = await backend.create();
   const engines: Engine[] = [await createEngine({ pollMs: 200, ...options, database })];
   return {

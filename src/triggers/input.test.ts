@@ -39,16 +39,8 @@ describe('mapInput', () => {
     ['an inherited property is null', '$.detail.user.toString', null],
     ['a literal string', 'hello', 'hello'],
     ['literal numbers, booleans, null', [1, true, null], [1, true, null]],
-    [
-      'a mapping object',
-      { session_id: '$.id', user: '$.detail.user', first: '$.detail.items[0]', const: 'literal', n: 3 },
-      { session_id: 'evt_1', user: { id: 'u_1', tier: 'gold' }, first: { sku: 'A1' }, const: 'literal', n: 3 },
-    ],
-    [
-      'nested objects and arrays are rendered',
-      { meta: { from: '$.source', kind: 'order', ids: ['$.id', '$.detail.user.id', 'x'] } },
-      { meta: { from: 'shop.orders', kind: 'order', ids: ['evt_1', 'u_1', 'x'] } },
-    ],
+    ['a mapping object', { session_id: '$.id', user: '$.detail.user', first: '$.detail.items[0]', const: 'literal', n: 3 }, { session_id: 'evt_1', user: { id: 'u_1', tier: 'gold' }, first: { sku: 'A1' }, const: 'literal', n: 3 }],
+    ['nested objects and arrays are rendered', { meta: { from: '$.source', kind: 'order', ids: ['$.id', '$.detail.user.id', 'x'] } }, { meta: { from: 'shop.orders', kind: 'order', ids: ['evt_1', 'u_1', 'x'] } }],
     ['missing paths inside a mapping are null', { a: '$.nope', b: { c: '$.detail.nope[0]' } }, { a: null, b: { c: null } }],
   ];
 
@@ -103,13 +95,22 @@ describe('validateInputMapping', () => {
     ['undefined', undefined, [['input', /JSON value \(got undefined\)/]]],
     ['a non-finite number', { a: NaN }, [['input.a', /finite number/]]],
     ['an odd key is quoted in the path', { 'a b': '$.' }, [['input["a b"]', /no field name/]]],
-    ['every problem, in order', { a: '$.', b: { c: '$.constructor' }, d: 'ok' }, [['input.a', /no field name/], ['input.b.c', /constructor/]]],
+    [
+      'every problem, in order',
+      { a: '$.', b: { c: '$.constructor' }, d: 'ok' },
+      [
+        ['input.a', /no field name/],
+        ['input.b.c', /constructor/],
+      ],
+    ],
   ];
 
   it.each(rows)('%s', (_name, mapping, expected) => {
     const problems = validateInputMapping(mapping);
     expect(problems.map((p) => p.path)).toEqual(expected.map(([path]) => path));
-    problems.forEach((problem, i) => { expect(problem.message).toMatch(expected[i]![1]); });
+    problems.forEach((problem, i) => {
+      expect(problem.message).toMatch(expected[i]![1]);
+    });
   });
 
   it('prefixes paths with the given root', () => {

@@ -47,7 +47,9 @@ function checkValue(value: unknown, path: string, problems: PatternProblem[]): v
     const parsed = parsePath(value);
     if (typeof parsed === 'string') problems.push({ path, message: parsed });
   } else if (Array.isArray(value)) {
-    value.forEach((item, index) => { checkValue(item, `${path}[${index}]`, problems); });
+    value.forEach((item, index) => {
+      checkValue(item, `${path}[${index}]`, problems);
+    });
   } else if (isRecord(value)) {
     for (const [key, item] of Object.entries(value)) {
       const at = childPath(path, key);

@@ -225,7 +225,9 @@ describe('validatePattern', () => {
   it.each(rows)('%s', (_name, pattern, expected) => {
     const problems = validatePattern(pattern);
     expect(problems.map((p) => p.path)).toEqual(expected.map(([path]) => path));
-    problems.forEach((problem, i) => { expect(problem.message).toMatch(expected[i]![1]); });
+    problems.forEach((problem, i) => {
+      expect(problem.message).toMatch(expected[i]![1]);
+    });
   });
 
   it('prefixes paths with the given root', () => {

@@ -19,7 +19,11 @@ export const DEFAULT_RULE_INPUT = '$';
 /** What `POST /rules` takes. `pattern`, `target` and `input` are checked beyond their shape by `Rules.create`. */
 export const ruleRequest = z
   .object({
-    name: z.string().min(1).max(64).regex(/^[\w.-]+$/, 'may hold only letters, digits and . _ -'),
+    name: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[\w.-]+$/, 'may hold only letters, digits and . _ -'),
     description: z.string().max(512).optional(),
     pattern: z.record(z.string(), z.unknown()),
     target: z.object({ workflow: z.string().optional(), agent: z.string().optional() }).catchall(z.unknown()),

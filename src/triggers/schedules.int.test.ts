@@ -57,8 +57,7 @@ describe.each(backends)('schedules on $name', (backend) => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body as { id: string };
   };
-  const slots = async (id: string, type = 'schedule.fired') =>
-    (await engine.journal.readStream(`schedule-slot:${id}`, { limit: 10_000 })).filter((e) => e.type === type).map((e) => e.data as Fired);
+  const slots = async (id: string, type = 'schedule.fired') => (await engine.journal.readStream(`schedule-slot:${id}`, { limit: 10_000 })).filter((e) => e.type === type).map((e) => e.data as Fired);
   const runs = async () => (await engine.journal.readAll({ streamPrefix: 'run:', types: ['run.started'], limit: 10_000 })).length;
 
   beforeEach(async () => {

@@ -261,7 +261,9 @@ export class Schedules {
   }
 
   private async view(schedule: Schedule, now: number): Promise<ScheduleView> {
-    const next = parseCron(schedule.cron, schedule.timezone).nextRuns(3, new Date(now)).map((d) => d.toISOString());
+    const next = parseCron(schedule.cron, schedule.timezone)
+      .nextRuns(3, new Date(now))
+      .map((d) => d.toISOString());
     return { ...schedule, next, state: await this.state(schedule.id) };
   }
 }

@@ -79,7 +79,9 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
       }
       const wf = codeWorkflow(target.workflow, 'target.workflow');
       const { runId } = await engine.runtime.startKeyed({
-        scope: 'trigger-run', key, ...(tx ? { tx } : {}),
+        scope: 'trigger-run',
+        key,
+        ...(tx ? { tx } : {}),
         name: async () => ({ runId: runIdFor(key) }),
         begin: async (t, id) => void (await engine.runtime.start(wf, input, { id, tx: t, ...trace })),
       });

@@ -71,7 +71,12 @@ describe.each(backends)('events and rules on $name', (backend) => {
   it('validates envelopes and batches, naming the JSON path, and stores nothing from a bad request', async () => {
     const missing = await call('POST', '/events', { detail: {} });
     expect(missing.status).toBe(400);
-    expect(missing.body.error.problems).toEqual(expect.arrayContaining([{ path: 'source', message: 'required' }, { path: 'detail-type', message: 'required' }]));
+    expect(missing.body.error.problems).toEqual(
+      expect.arrayContaining([
+        { path: 'source', message: 'required' },
+        { path: 'detail-type', message: 'required' },
+      ]),
+    );
 
     const ok = { source: 'shop', 'detail-type': 'order.paid', detail: { n: 1 } };
     const badBatch = await call('POST', '/events', [ok, ok, ok, { source: 'shop' }]);
@@ -81,7 +86,11 @@ describe.each(backends)('events and rules on $name', (backend) => {
     const mixed = await call('POST', '/events', [{ ...ok, time: 'yesterday' }, { ...ok, detail: [1] }, { ...ok, id: 'a b' }, { ...ok, colour: 'red' }, 'text', { ...ok, id: 'stream' }]);
     expect(mixed.body.error.problems.map((p: { path: string }) => p.path)).toEqual(['[0].time', '[1].detail', '[2].id', '[3]', '[4]', '[5].id']);
 
-    const tooMany = await call('POST', '/events', Array.from({ length: 101 }, () => ok));
+    const tooMany = await call(
+      'POST',
+      '/events',
+      Array.from({ length: 101 }, () => ok),
+    );
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.error.message).toMatch(/has 101 events, over the limit of 100/);
     expect((await call('POST', '/events', [])).status).toBe(400);
@@ -134,7 +143,12 @@ describe.each(backends)('events and rules on $name', (backend) => {
 
   it('starts a code workflow run and a stored workflow execution with the mapped input', async () => {
     const wf = (await call('POST', '/workflows', greet)).body;
-    const code = await rule({ name: 'to-code', pattern: { source: ['shop'], detail: { amount: [{ numeric: ['>=', 100] }] } }, target: { workflow: 'echo' }, input: { order: '$.detail.order', first: '$.detail.items[0]', plan: 'pro', missing: '$.detail.nope' } });
+    const code = await rule({
+      name: 'to-code',
+      pattern: { source: ['shop'], detail: { amount: [{ numeric: ['>=', 100] }] } },
+      target: { workflow: 'echo' },
+      input: { order: '$.detail.order', first: '$.detail.items[0]', plan: 'pro', missing: '$.detail.nope' },
+    });
     const stored = await rule({ name: 'to-stored', pattern: { 'detail-type': ['order.paid'] }, target: { workflow: wf.id }, input: { name: '$.detail.customer', via: '$.source' } });
     const whole = await rule({ name: 'whole-event', pattern: { detail: { customer: [{ prefix: 'ad' }] } }, target: { workflow: 'echo' } });
     const res = await call('POST', '/events', { id: 'o-1', source: 'shop', 'detail-type': 'order.paid', detail: { amount: 150, order: 'o-1', items: [{ sku: 'A1' }], customer: 'ada' } });

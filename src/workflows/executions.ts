@@ -95,8 +95,14 @@ export class Executions {
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
     const triggerType = request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
     return {
-      workflow_id: wf.id, version: wf.version, steps: wf.steps, trigger_type: triggerType, trigger_data: trigger as Record<string, unknown>,
-      ...(wf.states ? { states: wf.states } : {}), ...(wf.on_error ? { on_error: wf.on_error } : {}), ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
+      workflow_id: wf.id,
+      version: wf.version,
+      steps: wf.steps,
+      trigger_type: triggerType,
+      trigger_data: trigger as Record<string, unknown>,
+      ...(wf.states ? { states: wf.states } : {}),
+      ...(wf.on_error ? { on_error: wf.on_error } : {}),
+      ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
     };
   }
 
@@ -114,18 +120,24 @@ export class Executions {
     const page = rows.slice(0, limit).map((row) => (row.value as { execution_id: string }).execution_id);
     // a summary needs the view only: no step stats, no links
     const records = await Promise.all(page.map(async (id) => record(await this.view(workflowId, id))));
-    const executions = records.map((r): ExecutionSummary => ({
-      workflow_id: r.workflow_id, execution_id: r.execution_id, workflow_version: r.workflow_version, status: r.status, trigger_type: r.trigger_type, started_at: r.started_at, finished_at: r.finished_at, error: r.error,
-    }));
+    const executions = records.map(
+      (r): ExecutionSummary => ({
+        workflow_id: r.workflow_id,
+        execution_id: r.execution_id,
+        workflow_version: r.workflow_version,
+        status: r.status,
+        trigger_type: r.trigger_type,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        error: r.error,
+      }),
+    );
     return { executions, count: executions.length, last_key: rows.length > limit ? (page.at(-1) ?? null) : null };
   }
 
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
-    const [stats, reruns] = await Promise.all([
-      readStepStats(this.engine.store, workflowId),
-      this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
-    ]);
+    const [stats, reruns] = await Promise.all([readStepStats(this.engine.store, workflowId), this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>]);
     return record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] });
   }
 
@@ -194,4 +206,3 @@ export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
   if (run.workflow !== STORED_WORKFLOW) return;
   await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
 }
-

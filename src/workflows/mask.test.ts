@@ -9,7 +9,10 @@ describe('maskText', () => {
   });
 
   it('masks a secret that contains another whole, whatever order they come in', () => {
-    for (const secrets of [['pass', 'password123'], ['password123', 'pass']]) {
+    for (const secrets of [
+      ['pass', 'password123'],
+      ['password123', 'pass'],
+    ]) {
       expect(maskText('login password123 and pass', secrets)).toBe('login *** and ***');
     }
   });

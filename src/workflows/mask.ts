@@ -56,7 +56,9 @@ export function secretForms(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
   const encoded = [
     JSON.stringify(secret).slice(1, -1),
-    JSON.stringify(secret).slice(1, -1).replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    JSON.stringify(secret)
+      .slice(1, -1)
+      .replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
     encodeURIComponent(secret),
     encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase()),
     new URLSearchParams({ v: secret }).toString().slice(2),
@@ -101,7 +103,9 @@ function percentEncode(bytes: Buffer, set: Set<string>): string {
  * fall inside the secret's bits.
  */
 function base64Fragment(bytes: Buffer, offset: number): string {
-  const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64').replace(/=+$/, '');
+  const text = Buffer.concat([Buffer.alloc(offset), bytes])
+    .toString('base64')
+    .replace(/=+$/, '');
   const first = Math.ceil((8 * offset) / 6);
   const end = Math.floor((8 * (offset + bytes.length)) / 6);
   return end > first ? text.slice(first, end) : '';

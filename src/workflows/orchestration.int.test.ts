@@ -52,11 +52,19 @@ function pipeline(url: string, options: { maxWait?: number } = {}) {
     steps: [
       { id: 'create', type: 'http_request', config: { method: 'POST', url: `${url}/things` }, state_after: 'SUBMITTED', compensate: { method: 'DELETE', url: `${url}/things/{{steps.create.output.body.id}}` } },
       {
-        id: 'submit', type: 'http_request', retry: quickRetry, config: { method: 'POST', url: `${url}/jobs`, body: { mode: '{{trigger.mode | default("ai")}}' } },
+        id: 'submit',
+        type: 'http_request',
+        retry: quickRetry,
+        config: { method: 'POST', url: `${url}/jobs`, body: { mode: '{{trigger.mode | default("ai")}}' } },
         on_error: [{ status: '4xx', state: 'FAILED_VALIDATION' }],
       },
       {
-        id: 'wait', type: 'poll', label: 'Waiting for the job…', state: 'PROCESSING', state_after: 'COMPLETE', retry: quickRetry,
+        id: 'wait',
+        type: 'poll',
+        label: 'Waiting for the job…',
+        state: 'PROCESSING',
+        state_after: 'COMPLETE',
+        retry: quickRetry,
         config: { url: `${url}/jobs/{{steps.submit.output.body.id}}`, until: { path: 'body.status', equals: 'complete' }, fail_when: { path: 'body.status', in: ['failed'] }, ...quickPoll, max_wait_seconds: options.maxWait ?? 30 },
         cancel: { method: 'POST', url: `${url}/jobs/{{steps.submit.output.body.id}}/cancel` },
         on_error: [{ timed_out: true, state: 'FAILED_JOB' }],
@@ -175,7 +183,12 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     const failed = await finished(wid, eid);
     expect(failed).toMatchObject({ status: 'failed', state: 'FAILED_JOB' });
     expect(failed.steps.find((s: any) => s.step_id === 'wait').status).toBe('timed_out');
-    expect(hanging.calls('POST').filter((c) => c.path.endsWith('/cancel')).map((c) => c.path)).toEqual(['/jobs/job-1/cancel']);
+    expect(
+      hanging
+        .calls('POST')
+        .filter((c) => c.path.endsWith('/cancel'))
+        .map((c) => c.path),
+    ).toEqual(['/jobs/job-1/cancel']);
     expect(hanging.calls('DELETE')).toHaveLength(1);
 
     // the same service now completes jobs: rerun from submit with rule_only, reusing create
@@ -190,7 +203,12 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect(again).toMatchObject({ status: 'success', state: 'DELIVERED', rerun_of: { execution_id: eid2, from_step: 'submit' } });
     expect(again.steps[0].input).toEqual({ reused_from: eid2 });
     expect(completing.calls('POST').filter((c) => c.path === '/things')).toHaveLength(creates);
-    expect(completing.calls('POST').filter((c) => c.path === '/jobs').at(-1)!.body).toEqual({ mode: 'rule_only' });
+    expect(
+      completing
+        .calls('POST')
+        .filter((c) => c.path === '/jobs')
+        .at(-1)!.body,
+    ).toEqual({ mode: 'rule_only' });
     expect((await record(wid2, eid2)).reruns).toEqual([{ execution_id: rerun.body.execution_id, from_step: 'submit' }]);
     expect((await call('POST', `/workflows/${wid2}/executions/${eid2}/rerun`, { from_step: 'nope' })).body.error.problems[0]).toMatchObject({ path: 'from_step' });
   });
@@ -208,7 +226,9 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     const branch = (name: string) => [
       { id: `submit_${name}`, type: 'http_request', config: { method: 'POST', url: `${fake.url}/render/${name}` } },
       {
-        id: `poll_${name}`, type: 'poll', label: `Rendering ${name}…`,
+        id: `poll_${name}`,
+        type: 'poll',
+        label: `Rendering ${name}…`,
         config: { url: `${fake.url}/render/{{steps.submit_${name}.output.body.id}}`, until: { path: 'body.status', equals: 'complete' }, fail_when: { path: 'body.status', equals: 'failed' }, ...quickPoll },
       },
     ];
@@ -251,7 +271,12 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect((await call('POST', `/workflows/${wid}/executions/${eid}/cancel`)).status).toBe(202);
     const cancelled = await finished(wid, eid);
     expect(cancelled).toMatchObject({ status: 'cancelled', state: 'CANCELLED' });
-    expect(fake.calls('POST').filter((c) => c.path.endsWith('/cancel')).map((c) => c.path)).toEqual(['/jobs/job-1/cancel']);
+    expect(
+      fake
+        .calls('POST')
+        .filter((c) => c.path.endsWith('/cancel'))
+        .map((c) => c.path),
+    ).toEqual(['/jobs/job-1/cancel']);
     expect(fake.calls('DELETE').map((c) => c.path)).toEqual(['/things/thing-1']);
     // the cancel came before the delete: newest first
     const paths = fake.calls().map((c) => `${c.method} ${c.path}`);
@@ -290,7 +315,10 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
       states: { names: STATES },
       steps: [
         {
-          id: 'await_job', type: 'wait_for_callback', timeout_seconds: 0.3, on_error: [{ timed_out: true, state: 'FAILED_JOB' }],
+          id: 'await_job',
+          type: 'wait_for_callback',
+          timeout_seconds: 0.3,
+          on_error: [{ timed_out: true, state: 'FAILED_JOB' }],
           config: { request: { method: 'POST', url: `${fake.url}/register`, body: { callback_url: '{{callback.url}}' } } },
         },
       ],

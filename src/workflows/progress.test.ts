@@ -5,7 +5,16 @@ import type { LeafStep, StepDefinition } from './schema.js';
 
 const step = (id: string): LeafStep => ({ id, type: 'log', config: { message: 'x', level: 'info' } });
 const rec = (step_id: string, status: StepRecord['status'], started_at: string | null = null): StepRecord => ({
-  step_id, type: 'log', status, attempts: 0, started_at, finished_at: null, duration_ms: null, input: null, output: null, error: null,
+  step_id,
+  type: 'log',
+  status,
+  attempts: 0,
+  started_at,
+  finished_at: null,
+  duration_ms: null,
+  input: null,
+  output: null,
+  error: null,
 });
 
 describe('ETA', () => {

@@ -59,7 +59,14 @@ export interface ExecutionRecord extends ExecutionSummary {
 }
 
 export const STATUS: Record<RunStatus, ExecutionStatus> = {
-  pending: 'pending', running: 'running', sleeping: 'running', waiting: 'running', success: 'success', partial_success: 'partial_success', failed: 'failed', cancelled: 'cancelled',
+  pending: 'pending',
+  running: 'running',
+  sleeping: 'running',
+  waiting: 'running',
+  success: 'success',
+  partial_success: 'partial_success',
+  failed: 'failed',
+  cancelled: 'cancelled',
 };
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const ENDED = new Set<StepStatus>(['success', 'failed', 'skipped', 'timed_out', 'cancelled']);
@@ -155,14 +162,33 @@ function parallelRecord(step: StepDefinition, inner: { branch: string; records: 
     : all.some((b) => b.status === 'running' || (b.status === 'pending' && started.length > 0))
       ? 'running'
       : all.some((b) => b.status === 'failed' || b.status === 'timed_out' || b.status === 'cancelled')
-        ? all.some((b) => b.status === 'cancelled') ? 'cancelled' : 'failed'
-        : all.every((b) => b.status === 'skipped') ? 'skipped' : 'pending';
+        ? all.some((b) => b.status === 'cancelled')
+          ? 'cancelled'
+          : 'failed'
+        : all.every((b) => b.status === 'skipped')
+          ? 'skipped'
+          : 'pending';
   const first = started.map((r) => r.started_at!).sort()[0] ?? null;
-  const last = status === 'running' || status === 'pending' ? null : (ended.map((r) => r.finished_at!).sort().at(-1) ?? null);
+  const last =
+    status === 'running' || status === 'pending'
+      ? null
+      : (ended
+          .map((r) => r.finished_at!)
+          .sort()
+          .at(-1) ?? null);
   const output = Object.fromEntries(inner.map(({ branch, records }) => [branch, Object.fromEntries(records.map((r) => [r.step_id, r.output]))]));
   return {
-    step_id: step.id, type: 'parallel', status, attempts: started.length > 0 ? 1 : 0, started_at: first, finished_at: last,
-    duration_ms: first && last ? Date.parse(last) - Date.parse(first) : null, input: null, output, error: Object.values(branches).find((b) => b.error)?.error ?? null, branches,
+    step_id: step.id,
+    type: 'parallel',
+    status,
+    attempts: started.length > 0 ? 1 : 0,
+    started_at: first,
+    finished_at: last,
+    duration_ms: first && last ? Date.parse(last) - Date.parse(first) : null,
+    input: null,
+    output,
+    error: Object.values(branches).find((b) => b.error)?.error ?? null,
+    branches,
   };
 }
 

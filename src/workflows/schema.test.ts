@@ -48,9 +48,7 @@ describe('a definition checked at save time', () => {
   });
 
   it('says what a transform needs when it has neither template nor mapping', () => {
-    expect(problems({ name: 'x', steps: [{ id: 't', type: 'transform', config: {} }] })).toEqual([
-      { path: 'steps[0].config', message: 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both' },
-    ]);
+    expect(problems({ name: 'x', steps: [{ id: 't', type: 'transform', config: {} }] })).toEqual([{ path: 'steps[0].config', message: 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both' }]);
   });
 
   it('speaks without zod jargon: step types, unknown fields, enums, limits, missing fields', () => {

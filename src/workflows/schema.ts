@@ -21,13 +21,9 @@ const httpConfig = z
   })
   .strict();
 
-const transformConfig = z.union(
-  [
-    z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(),
-    z.object({ mapping: z.record(z.string(), z.unknown()) }).strict(),
-  ],
-  { error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both' },
-);
+const transformConfig = z.union([z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(), z.object({ mapping: z.record(z.string(), z.unknown()) }).strict()], {
+  error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
+});
 
 const logConfig = z
   .object({
@@ -73,7 +69,11 @@ const pollConfig = z
     interval_seconds: z.number().positive().max(3600).default(1),
     factor: z.number().min(1).max(10).default(1.5),
     max_interval_seconds: z.number().positive().max(3600).default(5),
-    max_wait_seconds: z.number().positive().max(7 * 24 * 3600).default(60),
+    max_wait_seconds: z
+      .number()
+      .positive()
+      .max(7 * 24 * 3600)
+      .default(60),
   })
   .strict();
 
@@ -135,7 +135,11 @@ export const definitionSchema = z
     description: z.string().max(2000).optional(),
     enabled: z.boolean().default(true),
     /** The whole execution: past it, it fails (the step's failure state, else `states.failed`) and compensates. */
-    timeout_seconds: z.number().positive().max(30 * 24 * 3600).optional(),
+    timeout_seconds: z
+      .number()
+      .positive()
+      .max(30 * 24 * 3600)
+      .optional(),
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
@@ -239,8 +243,14 @@ export function parseDefinition(input: unknown): Definition {
       }
     }
     if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined) problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
-    for (const [field, state] of [['state', step.state], ['state_after', step.state_after]] as const) checkState(definition, state, `${path}.${field}`, problems);
-    step.on_error?.forEach((rule, i) => { checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems); });
+    for (const [field, state] of [
+      ['state', step.state],
+      ['state_after', step.state_after],
+    ] as const)
+      checkState(definition, state, `${path}.${field}`, problems);
+    step.on_error?.forEach((rule, i) => {
+      checkState(definition, rule.state, `${path}.on_error[${i}].state`, problems);
+    });
     if (!seen.has(step.id)) seen.set(step.id, path);
   };
   const visible = new Set<string>();
@@ -262,9 +272,13 @@ export function parseDefinition(input: unknown): Definition {
   });
   if (definition.states) {
     for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const) checkState(definition, definition.states[field], `states.${field}`, problems);
-    definition.states.retryable?.forEach((state, i) => { checkState(definition, state, `states.retryable[${i}]`, problems); });
+    definition.states.retryable?.forEach((state, i) => {
+      checkState(definition, state, `states.retryable[${i}]`, problems);
+    });
   }
-  definition.on_error?.forEach((rule, i) => { checkState(definition, rule.state, `on_error[${i}].state`, problems); });
+  definition.on_error?.forEach((rule, i) => {
+    checkState(definition, rule.state, `on_error[${i}].state`, problems);
+  });
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }
@@ -361,7 +375,11 @@ export function unknownSecrets(definition: Definition, known: ReadonlySet<string
   };
   definition.steps.forEach((step, i) => {
     add(step, `steps[${i}]`);
-    if (step.type === 'parallel') for (const [branch, steps] of Object.entries(step.config.branches)) steps.forEach((inner, j) => { add(inner, `steps[${i}].config.branches.${branch}[${j}]`); });
+    if (step.type === 'parallel')
+      for (const [branch, steps] of Object.entries(step.config.branches))
+        steps.forEach((inner, j) => {
+          add(inner, `steps[${i}].config.branches.${branch}[${j}]`);
+        });
   });
   return templated.flatMap(([value, at]) =>
     secretReferences(value, at)

@@ -64,7 +64,10 @@ describe.each(backends)('secrets on $name', (backend) => {
     let raw: string;
     if (backend.name === 'sqlite') {
       const file = engine.config.database;
-      raw = [file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f).toString('latin1')).join('');
+      raw = [file, `${file}-wal`]
+        .filter((f) => existsSync(f))
+        .map((f) => readFileSync(f).toString('latin1'))
+        .join('');
     } else {
       const client = new pg.Client({ connectionString: engine.config.database });
       await client.connect();

@@ -222,14 +222,7 @@ function decrypt(key: Buffer, name: string, row: SecretRow): string | undefined 
 
 function readRow(name: string, value: unknown): SecretRow {
   const row = value as Partial<SecretRow> | null;
-  const ok =
-    typeof row === 'object' &&
-    row !== null &&
-    typeof row.iv === 'string' &&
-    typeof row.tag === 'string' &&
-    typeof row.ciphertext === 'string' &&
-    typeof row.createdAt === 'number' &&
-    typeof row.updatedAt === 'number';
+  const ok = typeof row === 'object' && row !== null && typeof row.iv === 'string' && typeof row.tag === 'string' && typeof row.ciphertext === 'string' && typeof row.createdAt === 'number' && typeof row.updatedAt === 'number';
   if (!ok) throw new RunledgerError(`secret ${name}: the stored row is malformed`);
   return row as SecretRow;
 }

@@ -23,18 +23,34 @@ const LEDGER_MEANING: Record<string, string> = { started: 'running', processing:
 export function Status({ status, as }: { status: string; as?: 'ledger' }) {
   if (as === 'ledger') {
     const meaning = LEDGER_MEANING[status] ?? status;
-    return <span class={`status status-${meaning}`} data-status={status}>{status}</span>;
+    return (
+      <span class={`status status-${meaning}`} data-status={status}>
+        {status}
+      </span>
+    );
   }
   const s = normalStatus(status);
-  return <span class={`status status-${s}`} data-status={s}>{s.replace('_', ' ')}</span>;
+  return (
+    <span class={`status status-${s}`} data-status={s}>
+      {s.replace('_', ' ')}
+    </span>
+  );
 }
 
 export function Link({ to, children, ...rest }: { to: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' | undefined }) {
-  return <a href={href(to)} {...rest}>{children}</a>;
+  return (
+    <a href={href(to)} {...rest}>
+      {children}
+    </a>
+  );
 }
 
 export function RunLink({ id }: { id: string }) {
-  return <Link to={`/runs/${encodeURIComponent(id)}`} class="mono">{id}</Link>;
+  return (
+    <Link to={`/runs/${encodeURIComponent(id)}`} class="mono">
+      {id}
+    </Link>
+  );
 }
 
 export function time(iso: string | null | undefined): string {
@@ -48,19 +64,27 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span>—</span>;
   const d = new Date(iso);
   const today = new Date().toDateString() === d.toDateString();
-  const text = today
-    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
-    : d.toLocaleString(undefined, { month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
-  return <time dateTime={iso} title={d.toLocaleString()} class="nowrap">{text}</time>;
+  const text = today ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' }) : d.toLocaleString(undefined, { month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
+  return (
+    <time dateTime={iso} title={d.toLocaleString()} class="nowrap">
+      {text}
+    </time>
+  );
 }
 
 /** A duration in words: '1 minute', '5 minutes', '2 hours'. */
 export function per(ms: number): string {
-  const units: Array<[number, string]> = [[86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1000, 'second']];
-  for (const [size, name] of units) if (ms % size === 0 || ms >= size * 10) {
-    const n = Math.round(ms / size);
-    return n === 1 ? name : `${n} ${name}s`;
-  }
+  const units: Array<[number, string]> = [
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+    [1000, 'second'],
+  ];
+  for (const [size, name] of units)
+    if (ms % size === 0 || ms >= size * 10) {
+      const n = Math.round(ms / size);
+      return n === 1 ? name : `${n} ${name}s`;
+    }
   return duration(ms);
 }
 
@@ -167,7 +191,9 @@ export function Page({ title, children, actions }: { title: ComponentChildren; c
   return (
     <section aria-labelledby="page-title">
       <header class="page-head">
-        <h1 id="page-title" tabIndex={-1}>{title}</h1>
+        <h1 id="page-title" tabIndex={-1}>
+          {title}
+        </h1>
         {actions ? <div class="actions">{actions}</div> : null}
       </header>
       {children}

@@ -77,7 +77,9 @@ function TokenDialog() {
           Token <input type="password" name="token" autoComplete="off" value={value} onInput={(e) => setValue(e.currentTarget.value)} required autoFocus />
         </label>
         <div class="actions">
-          <button type="submit" class="primary">Continue</button>
+          <button type="submit" class="primary">
+            Continue
+          </button>
         </div>
       </form>
     </dialog>
@@ -101,13 +103,19 @@ function App() {
   return (
     // biome-ignore lint/a11y: one delegated handler routes clicks on the links inside (each link is keyboard reachable itself)
     <div class="layout" onClick={onLinkClick as any}>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
       <nav aria-label="Main">
-        <Link to="/runs" class="brand">runledger</Link>
+        <Link to="/runs" class="brand">
+          runledger
+        </Link>
         <ul>
           {NAV.map(([to, label]) => (
             <li key={to}>
-              <Link to={to} aria-current={section === to ? 'page' : undefined}>{label}</Link>
+              <Link to={to} aria-current={section === to ? 'page' : undefined}>
+                {label}
+              </Link>
             </li>
           ))}
         </ul>

@@ -20,33 +20,81 @@ const intakeBody = z
 const intakeResult = z.object({ event_id: z.string(), run_id: z.string(), duplicate: z.boolean(), decision: z.enum(['queued', 'coalesced']) });
 
 const event = z.object({
-  id: z.string(), conversation_id: z.string(), user_id: z.string(), source: z.string(), input_type: z.string(), payload: z.unknown(),
-  idempotency_key: z.string(), agent: z.string(), run_id: z.string(), decision: z.enum(['queued', 'coalesced']),
-  status: z.enum(['pending', 'processing', 'done', 'failed']), attempt_count: z.int(), available_at: time, last_error: z.string().nullable(),
-  created_at: time, updated_at: time,
+  id: z.string(),
+  conversation_id: z.string(),
+  user_id: z.string(),
+  source: z.string(),
+  input_type: z.string(),
+  payload: z.unknown(),
+  idempotency_key: z.string(),
+  agent: z.string(),
+  run_id: z.string(),
+  decision: z.enum(['queued', 'coalesced']),
+  status: z.enum(['pending', 'processing', 'done', 'failed']),
+  attempt_count: z.int(),
+  available_at: time,
+  last_error: z.string().nullable(),
+  created_at: time,
+  updated_at: time,
 });
 
 const runStatus = z.enum(['pending', 'running', 'waiting', 'sleeping', 'success', 'failed']);
 
 const run = z.object({
-  id: z.string(), event_id: z.string().nullable(), conversation_id: z.string().nullable(), user_id: z.string().nullable(), agent: z.string(),
-  status: runStatus, graph_version: z.string(), input_class: z.string(), started_at: time.nullable(), ended_at: time.nullable(),
-  failure_reason: z.string().nullable(), created_at: time, updated_at: time,
+  id: z.string(),
+  event_id: z.string().nullable(),
+  conversation_id: z.string().nullable(),
+  user_id: z.string().nullable(),
+  agent: z.string(),
+  status: runStatus,
+  graph_version: z.string(),
+  input_class: z.string(),
+  started_at: time.nullable(),
+  ended_at: time.nullable(),
+  failure_reason: z.string().nullable(),
+  created_at: time,
+  updated_at: time,
 });
 
 const step = z.object({
-  id: z.string(), run_id: z.string(), node: z.string(), seq: z.int(), attempt: z.int(), status: z.enum(['started', 'ok', 'error', 'skipped']),
-  input_snapshot: z.unknown(), output_snapshot: z.unknown(), error: z.string().nullable(), latency_ms: z.int().nullable(), created_at: time, updated_at: time,
+  id: z.string(),
+  run_id: z.string(),
+  node: z.string(),
+  seq: z.int(),
+  attempt: z.int(),
+  status: z.enum(['started', 'ok', 'error', 'skipped']),
+  input_snapshot: z.unknown(),
+  output_snapshot: z.unknown(),
+  error: z.string().nullable(),
+  latency_ms: z.int().nullable(),
+  created_at: time,
+  updated_at: time,
 });
 
 const approvalStatus = z.enum(['pending', 'approved', 'rejected', 'expired']);
 
 const toolCall = z.object({
-  id: z.string(), run_id: z.string(), external_idempotency_key: z.string(), node: z.string().nullable(), seq: z.int().nullable(), tool_name: z.string(),
-  risk_level: z.enum(['low', 'medium', 'high']), input: z.unknown(), output: z.unknown(), status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked']),
-  error: z.string().nullable(), attempts: z.int(), started_at: time.nullable(), ended_at: time.nullable(), approval_status: approvalStatus.nullable(),
-  approval_by: z.string().nullable(), approval_reason: z.string().nullable(), approval_expires_at: time.nullable(), decided_at: time.nullable(),
-  created_at: time, updated_at: time,
+  id: z.string(),
+  run_id: z.string(),
+  external_idempotency_key: z.string(),
+  node: z.string().nullable(),
+  seq: z.int().nullable(),
+  tool_name: z.string(),
+  risk_level: z.enum(['low', 'medium', 'high']),
+  input: z.unknown(),
+  output: z.unknown(),
+  status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked']),
+  error: z.string().nullable(),
+  attempts: z.int(),
+  started_at: time.nullable(),
+  ended_at: time.nullable(),
+  approval_status: approvalStatus.nullable(),
+  approval_by: z.string().nullable(),
+  approval_reason: z.string().nullable(),
+  approval_expires_at: time.nullable(),
+  decided_at: time.nullable(),
+  created_at: time,
+  updated_at: time,
 });
 
 const checkpoint = z.object({ id: z.string(), run_id: z.string(), node: z.string(), seq: z.int(), state: z.unknown(), created_at: time });
@@ -59,59 +107,101 @@ const decided = z.object({ tool_call: toolCall, duplicate: z.boolean() });
 export function agentRoutes(ledger: AgentLedger): Route[] {
   const decide = (decision: 'approved' | 'rejected') =>
     route({
-      method: 'post', path: `/agent/tool-calls/{id}/${decision === 'approved' ? 'approve' : 'reject'}`, tag: 'agents',
+      method: 'post',
+      path: `/agent/tool-calls/{id}/${decision === 'approved' ? 'approve' : 'reject'}`,
+      tag: 'agents',
       summary: `${decision === 'approved' ? 'Approve' : 'Reject'} a tool call waiting for approval; the same decision again is harmless, a different one 409`,
-      body: decisionBody, status: 200, response: decided, errors: [400, 404, 409],
+      body: decisionBody,
+      status: 200,
+      response: decided,
+      errors: [400, 404, 409],
       handle: ({ params, body }) => ledger.decide(params.id!, decision, body),
     });
   return [
     route({
-      method: 'post', path: '/agent/events', tag: 'agents',
+      method: 'post',
+      path: '/agent/events',
+      tag: 'agents',
       summary: 'Receive an inbound agent event: 202 with its event and run; the same idempotency_key again is 200 with the same ids and `duplicate: true`',
-      body: intakeBody, status: 202, response: intakeResult, errors: [400, 413],
+      body: intakeBody,
+      status: 202,
+      response: intakeResult,
+      errors: [400, 413],
       handle: async ({ body }) => {
         const result = await ledger.intake(body);
         return result.duplicate ? Response.json(result, { status: 200 }) : result;
       },
     }),
     route({
-      method: 'get', path: '/agent/events/{id}', tag: 'agents', summary: 'One inbound event: its status, attempts and when it may next be tried',
-      status: 200, response: event, errors: [404],
+      method: 'get',
+      path: '/agent/events/{id}',
+      tag: 'agents',
+      summary: 'One inbound event: its status, attempts and when it may next be tried',
+      status: 200,
+      response: event,
+      errors: [404],
       handle: ({ params }) => ledger.event(params.id!),
     }),
     route({
-      method: 'get', path: '/agent/runs', tag: 'agents', summary: 'Agent runs, newest first',
+      method: 'get',
+      path: '/agent/runs',
+      tag: 'agents',
+      summary: 'Agent runs, newest first',
       query: z.object({ conversation_id: id.optional(), user_id: id.optional(), status: runStatus.optional(), ...page }).strict(),
-      status: 200, response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }), errors: [400],
+      status: 200,
+      response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
+      errors: [400],
       handle: async ({ query }) => {
         const { items, next_cursor } = await ledger.runs(query);
         return { runs: items, next_cursor };
       },
     }),
     route({
-      method: 'get', path: '/agent/runs/{id}', tag: 'agents', summary: 'One agent run (the same run as GET /sessions/{id}) with its events, steps, tool calls and checkpoints, in order',
-      status: 200, response: run.extend({ events: z.array(event), steps: z.array(step), tool_calls: z.array(toolCall), checkpoints: z.array(checkpoint) }), errors: [404],
+      method: 'get',
+      path: '/agent/runs/{id}',
+      tag: 'agents',
+      summary: 'One agent run (the same run as GET /sessions/{id}) with its events, steps, tool calls and checkpoints, in order',
+      status: 200,
+      response: run.extend({ events: z.array(event), steps: z.array(step), tool_calls: z.array(toolCall), checkpoints: z.array(checkpoint) }),
+      errors: [404],
       handle: ({ params }) => ledger.run(params.id!),
     }),
     route({
-      method: 'get', path: '/conversations/{id}/runs', tag: 'agents', summary: "A conversation's agent runs, oldest first (the order they ran in)",
-      query: z.object(page).strict(), status: 200, response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }), errors: [400],
+      method: 'get',
+      path: '/conversations/{id}/runs',
+      tag: 'agents',
+      summary: "A conversation's agent runs, oldest first (the order they ran in)",
+      query: z.object(page).strict(),
+      status: 200,
+      response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
+      errors: [400],
       handle: async ({ params, query }) => {
         const { items, next_cursor } = await ledger.runs({ ...query, conversation_id: params.id!, order: 'asc' });
         return { runs: items, next_cursor };
       },
     }),
     route({
-      method: 'get', path: '/agent/approvals', tag: 'agents', summary: 'Tool calls by approval status (default pending: waiting for a person), oldest first',
+      method: 'get',
+      path: '/agent/approvals',
+      tag: 'agents',
+      summary: 'Tool calls by approval status (default pending: waiting for a person), oldest first',
       query: z.object({ status: approvalStatus.default('pending'), ...page }).strict(),
-      status: 200, response: z.object({ tool_calls: z.array(toolCall), next_cursor: z.string().nullable() }), errors: [400],
+      status: 200,
+      response: z.object({ tool_calls: z.array(toolCall), next_cursor: z.string().nullable() }),
+      errors: [400],
       handle: async ({ query }) => {
         const { items, next_cursor } = await ledger.approvals(query);
         return { tool_calls: items, next_cursor };
       },
     }),
     route({
-      method: 'get', path: '/agent/tool-calls/{id}', tag: 'agents', summary: 'One tool call', status: 200, response: toolCall, errors: [404],
+      method: 'get',
+      path: '/agent/tool-calls/{id}',
+      tag: 'agents',
+      summary: 'One tool call',
+      status: 200,
+      response: toolCall,
+      errors: [404],
       handle: ({ params }) => ledger.toolCall(params.id!),
     }),
     decide('approved'),

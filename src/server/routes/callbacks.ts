@@ -6,9 +6,14 @@ import { route } from '../route.js';
 export function callbackRoutes(callbacks: Callbacks) {
   return [
     route({
-      method: 'post', path: '/callbacks/{token}', tag: 'executions',
+      method: 'post',
+      path: '/callbacks/{token}',
+      tag: 'executions',
       summary: 'Complete a wait_for_callback step with the JSON body, once: a repeat answers `duplicate` and completes nothing; after the step timed out or the execution ended, 409',
-      body: z.unknown(), status: 200, response: z.object({ execution_id: z.string(), step_id: z.string(), status: z.enum(['completed', 'duplicate']) }), errors: [404, 409, 413],
+      body: z.unknown(),
+      status: 200,
+      response: z.object({ execution_id: z.string(), step_id: z.string(), status: z.enum(['completed', 'duplicate']) }),
+      errors: [404, 409, 413],
       handle: ({ params, body }) => callbacks.complete(params.token!, body),
     }),
   ];

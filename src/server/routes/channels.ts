@@ -43,42 +43,70 @@ const parked = (p: ParkedEvent) => ({ position: p.position, status: p.status, at
 export function channelRoutes(engine: Engine, channels: Channels) {
   return [
     route({
-      method: 'post', path: '/channels/{channel_id}/messages', tag: 'channels', summary: 'Post a message (201); a repeated event_id returns the original (200) and writes nothing',
-      body: postBody, status: 201, response: message, errors: [400, 413],
+      method: 'post',
+      path: '/channels/{channel_id}/messages',
+      tag: 'channels',
+      summary: 'Post a message (201); a repeated event_id returns the original (200) and writes nothing',
+      body: postBody,
+      status: 201,
+      response: message,
+      errors: [400, 413],
       handle: async ({ params, body }) => {
         const { message, created } = await channels.post(params.channel_id!, body);
         return new Response(JSON.stringify(message), { status: created ? 201 : 200, headers: { 'content-type': 'application/json' } });
       },
     }),
     route({
-      method: 'get', path: '/channels/{channel_id}/messages', tag: 'channels', summary: 'History, chronological: the newest `limit`, or `before`/`after` a seq',
-      query: historyQuery, status: 200, response: z.object({ messages: z.array(message), next_cursor: z.int().nullable() }), errors: [400],
+      method: 'get',
+      path: '/channels/{channel_id}/messages',
+      tag: 'channels',
+      summary: 'History, chronological: the newest `limit`, or `before`/`after` a seq',
+      query: historyQuery,
+      status: 200,
+      response: z.object({ messages: z.array(message), next_cursor: z.int().nullable() }),
+      errors: [400],
       handle: ({ params, query }) => channels.history(params.channel_id!, query),
     }),
     route({
-      method: 'get', path: '/channels', tag: 'channels', summary: 'Channels with their last seq and message count',
-      query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), after: z.string().optional() }).strict(), status: 200,
+      method: 'get',
+      path: '/channels',
+      tag: 'channels',
+      summary: 'Channels with their last seq and message count',
+      query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), after: z.string().optional() }).strict(),
+      status: 200,
       handle: ({ query }) => channels.list(query),
     }),
     route({
-      method: 'get', path: '/subscriptions', tag: 'subscriptions', summary: 'Durable subscriptions with their cursor and parked count', status: 200,
+      method: 'get',
+      path: '/subscriptions',
+      tag: 'subscriptions',
+      summary: 'Durable subscriptions with their cursor and parked count',
+      status: 200,
       handle: async () => {
         const subs = await engine.store.subscriptionList();
-        const rows = await Promise.all(
-          subs.map(async (s) => ({ name: s.name, cursor: s.cursor, stream_prefix: s.streamPrefix, blocked_reason: s.blockedReason, parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length })),
-        );
+        const rows = await Promise.all(subs.map(async (s) => ({ name: s.name, cursor: s.cursor, stream_prefix: s.streamPrefix, blocked_reason: s.blockedReason, parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length })));
         return { subscriptions: rows };
       },
     }),
     route({
-      method: 'get', path: '/subscriptions/{name}/parked', tag: 'subscriptions', summary: 'Events a subscription gave up on', status: 200, errors: [404],
+      method: 'get',
+      path: '/subscriptions/{name}/parked',
+      tag: 'subscriptions',
+      summary: 'Events a subscription gave up on',
+      status: 200,
+      errors: [404],
       handle: async ({ params }) => {
         await subscription(engine, params.name!);
         return { parked: (await engine.parked(params.name!)).map(parked) };
       },
     }),
     route({
-      method: 'post', path: '/subscriptions/{name}/parked/{position}/retry', tag: 'subscriptions', summary: 'Deliver a parked event again', status: 202, errors: [404],
+      method: 'post',
+      path: '/subscriptions/{name}/parked/{position}/retry',
+      tag: 'subscriptions',
+      summary: 'Deliver a parked event again',
+      status: 202,
+      errors: [404],
       handle: async ({ params }) => {
         await subscription(engine, params.name!);
         return parked(await engine.retryParked(params.name!, Number(params.position)));

@@ -41,9 +41,14 @@ export function controlRoutes(engine: Engine): Route[] {
   };
   return [
     route({
-      method: 'post', path: '/runs', tag: 'runs',
+      method: 'post',
+      path: '/runs',
+      tag: 'runs',
       summary: 'Start a run of a registered code workflow; a repeated `id` or `Idempotency-Key` returns the first run (409 if that run is of another workflow)',
-      body: startBody, status: 202, response: started, errors: [400, 409, 413],
+      body: startBody,
+      status: 202,
+      response: started,
+      errors: [400, 409, 413],
       handle: async ({ body, headers }) => {
         const wf = BUILT_IN.test(body.workflow) ? undefined : engine.runtime.registered(body.workflow);
         if (!wf) {
@@ -65,8 +70,14 @@ export function controlRoutes(engine: Engine): Route[] {
       },
     }),
     route({
-      method: 'post', path: '/runs/{id}/signal', tag: 'runs', summary: "Send a signal to a run's `waitForEvent(name)`; 409 when the run has ended",
-      body: signalBody, status: 202, response: z.object({ run_id: z.string(), name: z.string() }), errors: [400, 404, 409, 413],
+      method: 'post',
+      path: '/runs/{id}/signal',
+      tag: 'runs',
+      summary: "Send a signal to a run's `waitForEvent(name)`; 409 when the run has ended",
+      body: signalBody,
+      status: 202,
+      response: z.object({ run_id: z.string(), name: z.string() }),
+      errors: [400, 404, 409, 413],
       handle: async ({ params, body }) => {
         const run = await view(params.id!);
         if (isTerminal(run.status)) throw new ConflictError(`run ${run.id} has already ended (${run.status}): nothing waits for '${body.name}'`);
@@ -75,9 +86,13 @@ export function controlRoutes(engine: Engine): Route[] {
       },
     }),
     route({
-      method: 'post', path: '/runs/{id}/cancel', tag: 'runs',
+      method: 'post',
+      path: '/runs/{id}/cancel',
+      tag: 'runs',
       summary: 'Cancel a run of any kind (code run, execution, session): its running step is told to stop, compensations run; 409 when it has ended',
-      status: 202, response: z.object({ run_id: z.string(), status: z.literal('cancelling') }), errors: [404, 409],
+      status: 202,
+      response: z.object({ run_id: z.string(), status: z.literal('cancelling') }),
+      errors: [404, 409],
       handle: async ({ params }) => {
         await engine.cancel(params.id!);
         return { run_id: params.id!, status: 'cancelling' as const };

@@ -13,13 +13,21 @@ export function historyRoutes(engine: Engine, definitions: Definitions): Route[]
   const store = engine.store;
   return [
     route({
-      method: 'get', path: '/workflows/{id}/versions', tag: 'workflows', summary: "A stored workflow's saved versions, oldest first, each with its definition",
-      status: 200, errors: [404],
+      method: 'get',
+      path: '/workflows/{id}/versions',
+      tag: 'workflows',
+      summary: "A stored workflow's saved versions, oldest first, each with its definition",
+      status: 200,
+      errors: [404],
       handle: async ({ params }) => ({ versions: await definitions.versions(params.id!) }),
     }),
     route({
-      method: 'get', path: '/tasks/{id}/history', tag: 'dlq', summary: "A task's state changes, oldest first: each attempt, its error, and how it ended (dead, redriven, completed)",
-      status: 200, errors: [404],
+      method: 'get',
+      path: '/tasks/{id}/history',
+      tag: 'dlq',
+      summary: "A task's state changes, oldest first: each attempt, its error, and how it ended (dead, redriven, completed)",
+      status: 200,
+      errors: [404],
       handle: async ({ params }) => {
         await store.taskGet({ id: params.id! });
         const events = await engine.queue.history(params.id!);

@@ -16,14 +16,23 @@ const task = (t: Task) => ({ ...dead(t), state: t.state, ordering_key: t.orderin
 export function operationRoutes(engine: Engine, secrets: Secrets) {
   return [
     route({
-      method: 'get', path: '/status', tag: 'operations', summary: "The store's health: dialect, location, schema version, event and task counts",
-      status: 200, response: z.object({ dialect: z.enum(['sqlite', 'postgres']), location: z.string(), schemaVersion: z.int(), events: z.int(), streams: z.int(), tasks: z.record(z.string(), z.int()), subscriptions: z.int() }),
+      method: 'get',
+      path: '/status',
+      tag: 'operations',
+      summary: "The store's health: dialect, location, schema version, event and task counts",
+      status: 200,
+      response: z.object({ dialect: z.enum(['sqlite', 'postgres']), location: z.string(), schemaVersion: z.int(), events: z.int(), streams: z.int(), tasks: z.record(z.string(), z.int()), subscriptions: z.int() }),
       handle: () => engine.store.status(),
     }),
     route({
-      method: 'get', path: '/tasks', tag: 'tasks', summary: 'Tasks of every queue (or one), in id order; `state` keeps one state',
+      method: 'get',
+      path: '/tasks',
+      tag: 'tasks',
+      summary: 'Tasks of every queue (or one), in id order; `state` keeps one state',
       query: z.object({ queue: z.string().max(200).optional(), state: z.enum(TASK_STATES).optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: z.string().max(200).optional() }).strict(),
-      status: 200, response: z.object({ tasks: z.array(deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() })), count: z.int(), last_key: z.string().nullable() }), errors: [400],
+      status: 200,
+      response: z.object({ tasks: z.array(deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() })), count: z.int(), last_key: z.string().nullable() }),
+      errors: [400],
       handle: async ({ query }) => {
         const page = await engine.queue.list({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.state ? { state: query.state } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
         const tasks = page.slice(0, query.limit).map(task);
@@ -31,8 +40,13 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       },
     }),
     route({
-      method: 'get', path: '/tasks/{id}/events', tag: 'tasks', summary: "A task's events, oldest first: its attempts, errors and outcome",
-      status: 200, response: z.object({ events: z.array(z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: z.string(), data: z.unknown() })) }), errors: [404],
+      method: 'get',
+      path: '/tasks/{id}/events',
+      tag: 'tasks',
+      summary: "A task's events, oldest first: its attempts, errors and outcome",
+      status: 200,
+      response: z.object({ events: z.array(z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: z.string(), data: z.unknown() })) }),
+      errors: [404],
       handle: async ({ params }) => {
         const events = await engine.queue.history(params.id!);
         if (events.length === 0) throw new NotFoundError(`task ${params.id} not found`);
@@ -40,25 +54,45 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       },
     }),
     route({
-      method: 'post', path: '/secrets', tag: 'secrets', summary: 'Store or replace a secret (encrypted at rest; never shown again)',
-      body: secretRequest, status: 201, response: secretInfo, errors: [400],
+      method: 'post',
+      path: '/secrets',
+      tag: 'secrets',
+      summary: 'Store or replace a secret (encrypted at rest; never shown again)',
+      body: secretRequest,
+      status: 201,
+      response: secretInfo,
+      errors: [400],
       handle: async ({ body }) => {
         const info = await secrets.set(body.name, body.value);
         return { name: info.name, created_at: iso(info.createdAt), updated_at: iso(info.updatedAt) };
       },
     }),
     route({
-      method: 'get', path: '/secrets', tag: 'secrets', summary: 'Secret names', status: 200, response: z.object({ secrets: z.array(secretInfo) }),
+      method: 'get',
+      path: '/secrets',
+      tag: 'secrets',
+      summary: 'Secret names',
+      status: 200,
+      response: z.object({ secrets: z.array(secretInfo) }),
       handle: async () => ({ secrets: (await secrets.list()).map((s) => ({ name: s.name, created_at: iso(s.createdAt), updated_at: iso(s.updatedAt) })) }),
     }),
     route({
-      method: 'delete', path: '/secrets/{name}', tag: 'secrets', summary: 'Delete a secret', status: 204, errors: [404],
+      method: 'delete',
+      path: '/secrets/{name}',
+      tag: 'secrets',
+      summary: 'Delete a secret',
+      status: 204,
+      errors: [404],
       handle: ({ params }) => secrets.delete(params.name!),
     }),
     route({
-      method: 'get', path: '/dlq', tag: 'dlq', summary: 'Dead tasks with their last error and attempts',
+      method: 'get',
+      path: '/dlq',
+      tag: 'dlq',
+      summary: 'Dead tasks with their last error and attempts',
       query: z.object({ queue: z.string().optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: lastKey('task') }).strict(),
-      status: 200, response: z.object({ tasks: z.array(deadTask), count: z.int(), last_key: z.string().nullable() }),
+      status: 200,
+      response: z.object({ tasks: z.array(deadTask), count: z.int(), last_key: z.string().nullable() }),
       handle: async ({ query }) => {
         const page = await engine.queue.dead({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
         const tasks = page.slice(0, query.limit).map(dead);
@@ -66,8 +100,13 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       },
     }),
     route({
-      method: 'post', path: '/dlq/{id}/redrive', tag: 'dlq', summary: 'Put a dead task back with fresh attempts (idempotent)',
-      status: 200, response: z.object({ id: z.string(), state: z.string(), redriven: z.boolean() }), errors: [404],
+      method: 'post',
+      path: '/dlq/{id}/redrive',
+      tag: 'dlq',
+      summary: 'Put a dead task back with fresh attempts (idempotent)',
+      status: 200,
+      response: z.object({ id: z.string(), state: z.string(), redriven: z.boolean() }),
+      errors: [404],
       handle: async ({ params }) => {
         const { task, redriven } = await engine.queue.redrive(params.id!);
         return { id: task.id, state: task.state, redriven };

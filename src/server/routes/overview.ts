@@ -43,9 +43,13 @@ export function overviewRoutes(engine: Engine): Route[] {
   const store = engine.store;
   return [
     route({
-      method: 'get', path: '/overview', tag: 'overview',
+      method: 'get',
+      path: '/overview',
+      tag: 'overview',
       summary: `Runs ended per bucket by outcome, step latency p50/p99, runs in flight, queue depth and the oldest ready task, parked events: over a window, from the newest ${SCAN_RUNS} runs`,
-      query, status: 200, errors: [400],
+      query,
+      status: 200,
+      errors: [400],
       handle: async ({ query }) => {
         const now = await store.now();
         const windowMs = query.window;

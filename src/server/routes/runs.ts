@@ -32,7 +32,12 @@ const time = z.iso.datetime().describe('ISO 8601 UTC');
 const list = z
   .string()
   .max(2000)
-  .transform((s) => s.split(',').map((t) => t.trim()).filter((t) => t !== ''));
+  .transform((s) =>
+    s
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => t !== ''),
+  );
 
 const eventsQuery = z
   .object({
@@ -44,11 +49,24 @@ const eventsQuery = z
 
 const runsQuery = z
   .object({
-    status: list.transform((s) => s.map(currentStatus)).pipe(z.array(z.enum(RUN_STATUSES)).min(1)).optional().describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
+    status: list
+      .transform((s) => s.map(currentStatus))
+      .pipe(z.array(z.enum(RUN_STATUSES)).min(1))
+      .optional()
+      .describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
     workflow: z.string().min(1).max(200).optional().describe("a workflow's name, a stored workflow's id (wf_…), or an agent's name"),
-    kind: list.pipe(z.array(z.enum(RUN_KINDS)).min(1)).optional().describe('execution (of a stored workflow), code, session; comma-separated'),
-    created_after: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
-    created_before: z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)).optional(),
+    kind: list
+      .pipe(z.array(z.enum(RUN_KINDS)).min(1))
+      .optional()
+      .describe('execution (of a stored workflow), code, session; comma-separated'),
+    created_after: z.iso
+      .datetime({ offset: true })
+      .transform((s) => Date.parse(s))
+      .optional(),
+    created_before: z.iso
+      .datetime({ offset: true })
+      .transform((s) => Date.parse(s))
+      .optional(),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     last_key: z.string().min(1).max(200).optional(),
     order: z.enum(['id', 'created']).default('id').describe('id: descending id (newest first within a kind); created: newest first across kinds, every page full, filtered in the database'),
@@ -99,7 +117,7 @@ const runSummaryResponse = z.object({
   updated_at: time,
   finished_at: time.nullable(),
   version: z.string().nullable().describe('the code version the run started on (code workflows)'),
-  waiting_for_version: z.string().nullable().describe('set while no live worker has the run\'s version: its next pass waits for one (a deploy)'),
+  waiting_for_version: z.string().nullable().describe("set while no live worker has the run's version: its next pass waits for one (a deploy)"),
 });
 
 export const runResponse = runSummaryResponse.extend({
@@ -108,7 +126,7 @@ export const runResponse = runSummaryResponse.extend({
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
   state: z.string().nullable().describe('the business state the run last entered (ctx.setState)'),
   current: z.object({ name: z.string(), label: z.string().nullable() }).nullable().describe('the step running now'),
-  generation: z.int().describe('how many times the run continued as new (ctx.continueAsNew); steps are the current generation\'s'),
+  generation: z.int().describe("how many times the run continued as new (ctx.continueAsNew); steps are the current generation's"),
   steps: z.array(
     z.object({
       seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
@@ -143,9 +161,13 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
   const live = { heartbeatMs: options.heartbeatMs ?? 15_000, pollMs: options.pollMs ?? FALLBACK_MS };
   return [
     route({
-      method: 'get', path: '/events/stream', tag: 'events',
+      method: 'get',
+      path: '/events/stream',
+      tag: 'events',
       summary: 'The journal live, as Server-Sent Events (`id:` the committed cursor; resume with Last-Event-ID; without it, from now)',
-      query: journalStreamQuery, status: 200, errors: [400],
+      query: journalStreamQuery,
+      status: 200,
+      errors: [400],
       handle: async ({ query, headers, signal }) => {
         const given = headers.get('last-event-id') ?? query.after;
         const filters = { ...(query.stream_prefix ? { streamPrefix: query.stream_prefix } : {}), ...(query.types?.length ? { types: query.types } : {}) };
@@ -154,9 +176,14 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       },
     }),
     route({
-      method: 'get', path: '/runs', tag: 'runs',
+      method: 'get',
+      path: '/runs',
+      tag: 'runs',
       summary: 'Runs of every kind, in descending id order (generated ids are time-ordered: newest first within each kind); a page may be short when filters skip runs, continue while last_key is set',
-      query: runsQuery, status: 200, response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }), errors: [400],
+      query: runsQuery,
+      status: 200,
+      response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }),
+      errors: [400],
       handle: async ({ query }) => {
         if (query.order === 'created') {
           const page = await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(query), createdAfter: query.created_after, createdBefore: query.created_before });
@@ -169,23 +196,38 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       },
     }),
     route({
-      method: 'get', path: '/runs/{id}', tag: 'runs', summary: 'One run of any kind: its status, input, output, error and steps',
-      status: 200, response: runResponse, errors: [404],
+      method: 'get',
+      path: '/runs/{id}',
+      tag: 'runs',
+      summary: 'One run of any kind: its status, input, output, error and steps',
+      status: 200,
+      response: runResponse,
+      errors: [404],
       // big values (blob references in the view) whole, streamed when large
       handle: async ({ params }) => jsonWithBlobs(runRecord(await runView(store, params.id!), await liveTags(store)), engine.runtime.blobs),
     }),
     route({
-      method: 'get', path: '/runs/{id}/events', tag: 'runs', summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
-      query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
+      method: 'get',
+      path: '/runs/{id}/events',
+      tag: 'runs',
+      summary: "A run's events, oldest first; next_after continues (null: nothing more yet)",
+      query: eventsQuery,
+      status: 200,
+      response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }),
+      errors: [400, 404],
       handle: async ({ params, query }) => {
         await runView(store, params.id!);
         return runEvents(engine.journal, params.id!, query);
       },
     }),
     route({
-      method: 'get', path: '/runs/{id}/events/stream', tag: 'runs',
+      method: 'get',
+      path: '/runs/{id}/events/stream',
+      tag: 'runs',
       summary: "A run's events as Server-Sent Events (`id:` the version), all then live; closes after the run's last event",
-      query: runStreamQuery, status: 200, errors: [400, 404],
+      query: runStreamQuery,
+      status: 200,
+      errors: [400, 404],
       handle: async ({ params, query, headers, signal }) => {
         await runView(store, params.id!);
         const header = headers.get('last-event-id');
@@ -202,8 +244,14 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       },
     }),
     route({
-      method: 'get', path: '/runs/{id}/wait', tag: 'runs', summary: 'Waits for the run to end: 200 with the run, or 408 at the timeout',
-      query: waitQuery, status: 200, response: z.object({ run: runResponse }), errors: [400, 404, 408],
+      method: 'get',
+      path: '/runs/{id}/wait',
+      tag: 'runs',
+      summary: 'Waits for the run to end: 200 with the run, or 408 at the timeout',
+      query: waitQuery,
+      status: 200,
+      response: z.object({ run: runResponse }),
+      errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
         const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
         if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view) }, engine.runtime.blobs);
@@ -211,8 +259,14 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       },
     }),
     route({
-      method: 'get', path: '/workflows/{id}/executions/{execution_id}/events', tag: 'executions', summary: "An execution's events, oldest first; next_after continues (null: nothing more yet)",
-      query: eventsQuery, status: 200, response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }), errors: [400, 404],
+      method: 'get',
+      path: '/workflows/{id}/executions/{execution_id}/events',
+      tag: 'executions',
+      summary: "An execution's events, oldest first; next_after continues (null: nothing more yet)",
+      query: eventsQuery,
+      status: 200,
+      response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }),
+      errors: [400, 404],
       handle: async ({ params, query }) => {
         const view = await readRunView(store, params.execution_id!);
         if (!view || workflowId(view) !== params.id) throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
@@ -274,8 +328,18 @@ export function runRecord(view: RunView, live?: Set<string>): RunRecord {
     current: view.current ?? null,
     generation: view.generation ?? 0,
     steps: view.steps.map((s) => ({
-      seq: s.seq, name: s.name, status: s.status, kind: s.kind ?? 'step', label: s.label ?? null, attempts: s.attempts, started_at: iso(s.startedAt)!, finished_at: iso(s.finishedAt),
-      duration_ms: s.durationMs, input: s.input, output: s.output, error: s.error,
+      seq: s.seq,
+      name: s.name,
+      status: s.status,
+      kind: s.kind ?? 'step',
+      label: s.label ?? null,
+      attempts: s.attempts,
+      started_at: iso(s.startedAt)!,
+      finished_at: iso(s.finishedAt),
+      duration_ms: s.durationMs,
+      input: s.input,
+      output: s.output,
+      error: s.error,
     })),
   };
 }
@@ -348,17 +412,23 @@ function runWhere(q: RunFilter): ProjectionMatch[][] {
     const [n, stored, session] = [q.workflow, STORED_WORKFLOW, SESSION_WORKFLOW];
     where.push(
       [{ field: 'workflow', in: [n, stored, session] }],
-      [{ field: 'workflow', in: [n, stored] }, { field: 'input.agent', in: [n] }],
-      [{ field: 'workflow', in: [n, session] }, { field: 'input.workflow_id', in: [n] }],
-      [{ field: 'workflow', in: [n] }, { field: 'input.workflow_id', in: [n] }, { field: 'input.agent', in: [n] }],
+      [
+        { field: 'workflow', in: [n, stored] },
+        { field: 'input.agent', in: [n] },
+      ],
+      [
+        { field: 'workflow', in: [n, session] },
+        { field: 'input.workflow_id', in: [n] },
+      ],
+      [
+        { field: 'workflow', in: [n] },
+        { field: 'input.workflow_id', in: [n] },
+        { field: 'input.agent', in: [n] },
+      ],
     );
   }
   if (q.kind) {
-    where.push(
-      q.kind.map((kind) =>
-        kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] },
-      ),
-    );
+    where.push(q.kind.map((kind) => (kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] })));
   }
   return where;
 }

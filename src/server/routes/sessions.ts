@@ -39,31 +39,52 @@ const event = z.object({ type: eventType, timestamp: time, error_message: z.stri
 export function sessionRoutes(service: SessionService): Route[] {
   return [
     route({
-      method: 'post', path: '/sessions', tag: 'sessions', summary: 'Start a session of an agent; a repeated session_id or `Idempotency-Key` returns the first one',
-      body: startBody, status: 202, response: session, errors: [400, 409, 413],
+      method: 'post',
+      path: '/sessions',
+      tag: 'sessions',
+      summary: 'Start a session of an agent; a repeated session_id or `Idempotency-Key` returns the first one',
+      body: startBody,
+      status: 202,
+      response: session,
+      errors: [400, 409, 413],
       handle: ({ body, headers }) => {
         const key = headers.get('idempotency-key');
         return service.create({ ...body, ...(key !== null ? { idempotencyKey: key } : {}) });
       },
     }),
     route({
-      method: 'get', path: '/sessions/{id}', tag: 'sessions', summary: 'One session: its status, and the error that failed it',
-      status: 200, response: session, errors: [404],
+      method: 'get',
+      path: '/sessions/{id}',
+      tag: 'sessions',
+      summary: 'One session: its status, and the error that failed it',
+      status: 200,
+      response: session,
+      errors: [404],
       handle: ({ params }) => service.get(params.id!),
     }),
     route({
-      method: 'get', path: '/sessions/{id}/events', tag: 'sessions', summary: "A session's lifecycle events, oldest first; `status` keeps one event type",
-      query: z.object({ status: eventType.optional() }).strict(), status: 200,
-      response: z.object({ session_id: z.string(), events: z.array(event), count: z.int() }), errors: [400, 404],
+      method: 'get',
+      path: '/sessions/{id}/events',
+      tag: 'sessions',
+      summary: "A session's lifecycle events, oldest first; `status` keeps one event type",
+      query: z.object({ status: eventType.optional() }).strict(),
+      status: 200,
+      response: z.object({ session_id: z.string(), events: z.array(event), count: z.int() }),
+      errors: [400, 404],
       handle: async ({ params, query }) => {
         const events = await service.events(params.id!, query.status === undefined ? {} : { status: query.status });
         return { session_id: params.id!, events, count: events.length };
       },
     }),
     route({
-      method: 'post', path: '/sessions/{id}/report', tag: 'sessions', summary: "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
-      body: reportBody, status: 202,
-      response: z.object({ session_id: z.string(), status: z.enum(['success', 'failed']), duplicate: z.boolean() }), errors: [400, 404, 409],
+      method: 'post',
+      path: '/sessions/{id}/report',
+      tag: 'sessions',
+      summary: "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
+      body: reportBody,
+      status: 202,
+      response: z.object({ session_id: z.string(), status: z.enum(['success', 'failed']), duplicate: z.boolean() }),
+      errors: [400, 404, 409],
       handle: ({ params, body }) => service.report(params.id!, body),
     }),
   ];

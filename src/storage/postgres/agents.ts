@@ -9,7 +9,10 @@ async function insert(db: Db, table: string, row: object): Promise<void> {
   const json = JSON_COLUMNS[table]!;
   const entries = Object.entries(row);
   const sql = `INSERT INTO ${table} (${entries.map(([c]) => c).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')})`;
-  await db.rows(sql, entries.map(([c, v]) => (json.includes(c) ? JSON.stringify(v ?? null) : v)));
+  await db.rows(
+    sql,
+    entries.map(([c, v]) => (json.includes(c) ? JSON.stringify(v ?? null) : v)),
+  );
 }
 
 /** `UPDATE table SET … WHERE <where>` (its placeholders numbered from 1); `attempt_count` only grows. Returns the rows changed. */
@@ -21,7 +24,10 @@ async function update(db: Db, table: keyof typeof CHANGEABLE, change: object, at
   return (await db.rows(sql, [...params, ...set.map(([, v]) => v), at])).length;
 }
 
-const read = <T>(table: string) => (row: unknown) => fromRow<T>(table, row as Row, asParsed);
+const read =
+  <T>(table: string) =>
+  (row: unknown) =>
+    fromRow<T>(table, row as Row, asParsed);
 
 export async function agentEventPut(db: Db, p: { event: AgentEventRow }): Promise<void> {
   await insert(db, 'agent_events', p.event);
@@ -58,9 +64,9 @@ export async function agentRunList(db: Db, p: AgentRunListParams): Promise<Agent
   const params: unknown[] = [];
   const asc = p.order === 'asc';
   for (const c of ['conversation_id', 'user_id', 'status'] as const) {
-    if (p[c] !== undefined) (params.push(p[c]), where.push(`${c} = $${params.length}`));
+    if (p[c] !== undefined) params.push(p[c]), where.push(`${c} = $${params.length}`);
   }
-  if (p.after !== undefined) (params.push(p.after), where.push(`id ${asc ? '>' : '<'} $${params.length}`));
+  if (p.after !== undefined) params.push(p.after), where.push(`id ${asc ? '>' : '<'} $${params.length}`);
   params.push(p.limit);
   const sql = `SELECT * FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${asc ? 'ASC' : 'DESC'} LIMIT $${params.length}`;
   return (await db.rows(sql, params)).map(read<AgentRunRow>('agent_runs'));
@@ -82,30 +88,24 @@ export async function agentToolCallPut(db: Db, p: { call: AgentToolCallRow }): P
   await insert(db, 'agent_tool_calls', p.call);
 }
 
-export async function agentToolCallUpdate(
-  db: Db,
-  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus },
-): Promise<boolean> {
+export async function agentToolCallUpdate(db: Db, p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus }): Promise<boolean> {
   const where = 'external_idempotency_key' in p ? ['external_idempotency_key = $1'] : ['run_id = $1', 'seq = $2'];
   const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
-  if (p.approval_status !== undefined) (params.push(p.approval_status), where.push(`approval_status = $${params.length}`));
+  if (p.approval_status !== undefined) params.push(p.approval_status), where.push(`approval_status = $${params.length}`);
   return (await update(db, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params)) > 0;
 }
 
 export async function agentToolCallGet(db: Db, p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined> {
-  const [row] =
-    p.id !== undefined
-      ? await db.rows('SELECT * FROM agent_tool_calls WHERE id = $1', [p.id])
-      : await db.rows('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = $1', [p.external_idempotency_key]);
+  const [row] = p.id !== undefined ? await db.rows('SELECT * FROM agent_tool_calls WHERE id = $1', [p.id]) : await db.rows('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = $1', [p.external_idempotency_key]);
   return row === undefined ? undefined : read<AgentToolCallRow>('agent_tool_calls')(row);
 }
 
 export async function agentToolCallList(db: Db, p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): Promise<AgentToolCallRow[]> {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (p.run_id !== undefined) (params.push(p.run_id), where.push(`run_id = $${params.length}`));
-  if (p.approval_status !== undefined) (params.push(p.approval_status), where.push(`approval_status = $${params.length}`));
-  if (p.after !== undefined) (params.push(p.after), where.push(`id > $${params.length}`));
+  if (p.run_id !== undefined) params.push(p.run_id), where.push(`run_id = $${params.length}`);
+  if (p.approval_status !== undefined) params.push(p.approval_status), where.push(`approval_status = $${params.length}`);
+  if (p.after !== undefined) params.push(p.after), where.push(`id > $${params.length}`);
   params.push(p.limit);
   const sql = `SELECT * FROM agent_tool_calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${p.run_id !== undefined ? 'created_at, id' : 'id'} LIMIT $${params.length}`;
   return (await db.rows(sql, params)).map(read<AgentToolCallRow>('agent_tool_calls'));

@@ -20,9 +20,7 @@ describe('batch parameters on postgres', () => {
     const { events } = await store.eventAppend({ appends });
     const read = await store.eventReadAll({});
     expect(read).toEqual(events);
-    expect(read.map((e) => [e.streamId, e.type, e.data, e.metadata])).toEqual(
-      AWKWARD.map((text) => [`s-${text}`, `t-${text}`, { text, list: [text] }, { correlationId: text }]),
-    );
+    expect(read.map((e) => [e.streamId, e.type, e.data, e.metadata])).toEqual(AWKWARD.map((text) => [`s-${text}`, `t-${text}`, { text, list: [text] }, { correlationId: text }]));
   });
 
   it('round-trips awkward ids, keys and payloads through an enqueue and a completion', async () => {

@@ -7,8 +7,7 @@ import { loadMigrations } from '../migrations.js';
  * below 2^53.
  */
 export const typeParsers = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -157,10 +156,7 @@ export async function migrate(url: string): Promise<void> {
       await client.query('BEGIN');
       try {
         await client.query(migration.sql);
-        await client.query(
-          'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)',
-          [migration.version, migration.name],
-        );
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)', [migration.version, migration.name]);
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');

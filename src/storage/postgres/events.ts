@@ -1,9 +1,20 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedRead, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import {
+  projectionFieldPath,
+  projectionRange,
+  recentRange,
+  type AppendResult,
+  type ProjectionRecentParams,
+  type CommittedRead,
+  type Cursor,
+  type EventAppendParams,
+  type ProjectionListParams,
+  type ProjectionRow,
+  type StoredEvent,
+  type StreamInfo,
+} from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
-
-
 
 /**
  * One statement: claim the idempotency key, bump every stream's version (the upsert's row lock
@@ -168,9 +179,7 @@ const STREAM_BACKWARD = prepared('event_stream_back', 'SELECT * FROM events WHER
 
 export async function eventReadStream(db: Db, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]> {
   const limit = p.limit ?? 1000;
-  const rows = p.backwards
-    ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit])
-    : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
+  const rows = p.backwards ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit]) : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
   return rows.map((row) => toEvent(row, asParsed));
 }
 
@@ -182,11 +191,7 @@ function filterParams(p: { streamPrefix?: string | null; types?: string[] | null
 }
 
 export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]> {
-  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER} AND position >= $3 ORDER BY position LIMIT $4`, [
-    ...filterParams(p),
-    p.fromPosition ?? 1,
-    p.limit ?? 1000,
-  ]);
+  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER} AND position >= $3 ORDER BY position LIMIT $4`, [...filterParams(p), p.fromPosition ?? 1, p.limit ?? 1000]);
   return rows.map((row) => toEvent(row, asParsed));
 }
 
@@ -254,9 +259,7 @@ type ReadRow = EventRow & { tx: string | null; reached: string | null; scanned: 
 export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead> {
   const [txId, position] = parseCursor(p.after);
   const scan = p.streamPrefix ? SCAN_EVENTS : p.limit;
-  const rows = p.types
-    ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]])
-    : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan]);
+  const rows = p.types ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]]) : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan]);
   const hits = rows.filter((row) => row.tx !== null);
   const events = hits.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
   const first = rows[0];

@@ -15,10 +15,7 @@ export async function taskStats(db: Db): Promise<QueueStats[]> {
 
 export async function taskListActiveKeys(db: Db, p: { queue: string; orderingKeys: string[] }): Promise<string[]> {
   if (p.orderingKeys.length === 0) return [];
-  const rows = await db.rows<{ key: string }>(
-    `SELECT DISTINCT ordering_key AS key FROM tasks WHERE queue = $1 AND ordering_key = ANY($2::text[]) AND state IN ('ready', 'running')`,
-    [p.queue, textArray(p.orderingKeys)],
-  );
+  const rows = await db.rows<{ key: string }>(`SELECT DISTINCT ordering_key AS key FROM tasks WHERE queue = $1 AND ordering_key = ANY($2::text[]) AND state IN ('ready', 'running')`, [p.queue, textArray(p.orderingKeys)]);
   return rows.map((r) => r.key);
 }
 

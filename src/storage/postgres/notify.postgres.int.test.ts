@@ -49,9 +49,7 @@ describe('wake-ups on postgres', () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const { rowCount } = await admin.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN runledger_%'",
-      );
+      const { rowCount } = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN runledger_%'");
       expect(rowCount).toBe(1);
     } finally {
       await admin.end();

@@ -67,7 +67,11 @@ export class Listener {
     client.on('end', () => this.lost(client));
     try {
       await client.connect();
-      await client.query(Object.values(CHANNELS).map((name) => `LISTEN ${name}`).join('; '));
+      await client.query(
+        Object.values(CHANNELS)
+          .map((name) => `LISTEN ${name}`)
+          .join('; '),
+      );
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
@@ -148,9 +152,7 @@ export class Notifier {
     while (this.queued.size > 0) {
       const items = [...this.queued.values()];
       this.queued.clear();
-      await this.pool
-        .query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [items.map(([c]) => c), items.map(([, p]) => p)])
-        .catch(() => {});
+      await this.pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [items.map(([c]) => c), items.map(([, p]) => p)]).catch(() => {});
     }
     this.flushing = null;
   }

@@ -61,9 +61,6 @@ const EXPIRE = prepared(
 
 export async function processExpire(db: Db, p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded> {
   if (p.processes.length === 0) return { processes: [], tasks: 0, subscriptions: 0 };
-  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [
-    textArray(p.processes.map((x) => x.id)),
-    numberArray(p.processes.map((x) => x.heartbeatAt)),
-  ]);
+  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [textArray(p.processes.map((x) => x.id)), numberArray(p.processes.map((x) => x.heartbeatAt))]);
   return { processes: row!.processes, tasks: Number(row!.tasks), subscriptions: Number(row!.subscriptions) };
 }

@@ -4,20 +4,13 @@ import { prepared, type Db } from './connection.js';
 import { HEAD } from './events.js';
 import { asParsed, toParked, toSubscription, type ParkedRow, type SubscriptionRow } from '../rows.js';
 
-
-
-
-
 export async function subscriptionGet(db: Db, p: { name: string }): Promise<Subscription> {
   const [row] = await db.rows<SubscriptionRow>('SELECT * FROM subscriptions WHERE name = $1', [p.name]);
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
   return toSubscription(row, asParsed);
 }
 
-export async function subscriptionEnsure(
-  db: Db,
-  p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' },
-): Promise<Subscription> {
+export async function subscriptionEnsure(db: Db, p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription> {
   const [row] = await db.rows<SubscriptionRow>(
     `INSERT INTO subscriptions (name, cursor, stream_prefix, types, ordered, created_at, updated_at)
      VALUES ($1, CASE WHEN $2::boolean THEN ${HEAD} ELSE '' END, $3, $4::jsonb, $5, rl_now_ms(), rl_now_ms())
@@ -54,10 +47,7 @@ export async function subscriptionAdvance(db: Db, p: { name: string; owner: stri
 }
 
 export async function subscriptionBlock(db: Db, p: { name: string; blockedReason: string | null }): Promise<Subscription> {
-  const [row] = await db.rows<SubscriptionRow>('UPDATE subscriptions SET blocked_reason = $1, updated_at = rl_now_ms() WHERE name = $2 RETURNING *', [
-    p.blockedReason,
-    p.name,
-  ]);
+  const [row] = await db.rows<SubscriptionRow>('UPDATE subscriptions SET blocked_reason = $1, updated_at = rl_now_ms() WHERE name = $2 RETURNING *', [p.blockedReason, p.name]);
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
   return toSubscription(row, asParsed);
 }
@@ -77,10 +67,7 @@ export async function parkedAdd(db: Db, p: { subscription: string; event: Stored
 }
 
 export async function parkedList(db: Db, p: { subscription: string; status?: ParkedStatus }): Promise<ParkedEvent[]> {
-  const rows = await db.rows<ParkedRow>('SELECT * FROM parked WHERE subscription = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position', [
-    p.subscription,
-    p.status ?? null,
-  ]);
+  const rows = await db.rows<ParkedRow>('SELECT * FROM parked WHERE subscription = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position', [p.subscription, p.status ?? null]);
   return rows.map((row) => toParked(row, asParsed));
 }
 

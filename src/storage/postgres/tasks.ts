@@ -3,8 +3,6 @@ import type { Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 
-
-
 /** Runs `sql`, which defines CTE `u`, and returns its rows. */
 function returning(sql: string): string {
   return `${sql}
@@ -74,10 +72,10 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   if (missing.length > 0) {
     // A separate statement: its fresh snapshot sees rows that a concurrent enqueue committed while
     // ON CONFLICT waited for it.
-    const existing = await db.rows<TaskRow>(
-      'SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key',
-      [textArray(missing.map((x) => x.queue)), textArray(missing.map((x) => x.idempotencyKey))],
-    );
+    const existing = await db.rows<TaskRow>('SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key', [
+      textArray(missing.map((x) => x.queue)),
+      textArray(missing.map((x) => x.idempotencyKey)),
+    ]);
     for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), toTask(row, asParsed));
   }
   return t.map((x) => {
@@ -148,11 +146,7 @@ const COMPLETE = prepared(
 
 export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<Task[]> {
   if (p.items.length === 0) return [];
-  const rows = await db.rows<TaskRow & { ord: number }>(COMPLETE, [
-    textArray(p.items.map((i) => i.id)),
-    textArray(p.items.map((i) => i.leaseToken)),
-    jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
-  ]);
+  const rows = await db.rows<TaskRow & { ord: number }>(COMPLETE, [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))]);
   rows.sort((a, b) => a.ord - b.ord);
   return rows.map((row) => toTask(row, asParsed));
 }
@@ -219,10 +213,7 @@ export async function taskRedrive(db: Db, p: { id: string }): Promise<{ task: Ta
   return row ? { task: toTask(row, asParsed), redriven: true } : { task: await taskGet(db, p), redriven: false };
 }
 
-const RESCHEDULE = prepared(
-  'task_reschedule',
-  "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id",
-);
+const RESCHEDULE = prepared('task_reschedule', "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id");
 
 /** Class id of the advisory locks that serialize reschedules of one ordering key (claims use 1919053 per queue). */
 const RESCHEDULE_LOCK = 1919054;

@@ -20,7 +20,10 @@ function update(s: Statements, table: keyof typeof CHANGEABLE, change: object, a
   return s.get(sql).run(...set.map(([, v]) => v), at, ...params).changes;
 }
 
-const read = <T>(table: string) => (row: unknown) => fromRow<T>(table, row as Row, fromText);
+const read =
+  <T>(table: string) =>
+  (row: unknown) =>
+    fromRow<T>(table, row as Row, fromText);
 
 export function agentEventPut(s: Statements, p: { event: AgentEventRow }): void {
   insert(s, 'agent_events', p.event);
@@ -57,11 +60,14 @@ export function agentRunList(s: Statements, p: AgentRunListParams): AgentRunRow[
   const params: unknown[] = [];
   const asc = p.order === 'asc';
   for (const c of ['conversation_id', 'user_id', 'status'] as const) {
-    if (p[c] !== undefined) (where.push(`${c} = ?`), params.push(p[c]));
+    if (p[c] !== undefined) where.push(`${c} = ?`), params.push(p[c]);
   }
-  if (p.after !== undefined) (where.push(asc ? 'id > ?' : 'id < ?'), params.push(p.after));
+  if (p.after !== undefined) where.push(asc ? 'id > ?' : 'id < ?'), params.push(p.after);
   const sql = `SELECT * FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${asc ? 'ASC' : 'DESC'} LIMIT ?`;
-  return s.get(sql).all(...params, p.limit).map(read<AgentRunRow>('agent_runs'));
+  return s
+    .get(sql)
+    .all(...params, p.limit)
+    .map(read<AgentRunRow>('agent_runs'));
 }
 
 export function agentStepPut(s: Statements, p: { step: AgentStepRow }): void {
@@ -80,32 +86,29 @@ export function agentToolCallPut(s: Statements, p: { call: AgentToolCallRow }): 
   insert(s, 'agent_tool_calls', p.call);
 }
 
-export function agentToolCallUpdate(
-  s: Statements,
-  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus },
-): boolean {
+export function agentToolCallUpdate(s: Statements, p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus }): boolean {
   const where = 'external_idempotency_key' in p ? ['external_idempotency_key = ?'] : ['run_id = ?', 'seq = ?'];
   const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
-  if (p.approval_status !== undefined) (where.push('approval_status = ?'), params.push(p.approval_status));
+  if (p.approval_status !== undefined) where.push('approval_status = ?'), params.push(p.approval_status);
   return update(s, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params) > 0;
 }
 
 export function agentToolCallGet(s: Statements, p: { id?: string; external_idempotency_key?: string }): AgentToolCallRow | undefined {
-  const row =
-    p.id !== undefined
-      ? s.get('SELECT * FROM agent_tool_calls WHERE id = ?').get(p.id)
-      : s.get('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = ?').get(p.external_idempotency_key);
+  const row = p.id !== undefined ? s.get('SELECT * FROM agent_tool_calls WHERE id = ?').get(p.id) : s.get('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = ?').get(p.external_idempotency_key);
   return row === undefined ? undefined : read<AgentToolCallRow>('agent_tool_calls')(row);
 }
 
 export function agentToolCallList(s: Statements, p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): AgentToolCallRow[] {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (p.run_id !== undefined) (where.push('run_id = ?'), params.push(p.run_id));
-  if (p.approval_status !== undefined) (where.push('approval_status = ?'), params.push(p.approval_status));
-  if (p.after !== undefined) (where.push('id > ?'), params.push(p.after));
+  if (p.run_id !== undefined) where.push('run_id = ?'), params.push(p.run_id);
+  if (p.approval_status !== undefined) where.push('approval_status = ?'), params.push(p.approval_status);
+  if (p.after !== undefined) where.push('id > ?'), params.push(p.after);
   const sql = `SELECT * FROM agent_tool_calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${p.run_id !== undefined ? 'created_at, id' : 'id'} LIMIT ?`;
-  return s.get(sql).all(...params, p.limit).map(read<AgentToolCallRow>('agent_tool_calls'));
+  return s
+    .get(sql)
+    .all(...params, p.limit)
+    .map(read<AgentToolCallRow>('agent_tool_calls'));
 }
 
 export function agentCheckpointPut(s: Statements, p: { checkpoint: AgentCheckpointRow }): void {

@@ -1,9 +1,20 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type AppendResult, type ProjectionRecentParams, type CommittedRead, type Cursor, type EventAppendParams, type ProjectionListParams, type ProjectionRow, type StoredEvent, type StreamInfo } from '../store.js';
+import {
+  projectionFieldPath,
+  projectionRange,
+  recentRange,
+  type AppendResult,
+  type ProjectionRecentParams,
+  type CommittedRead,
+  type Cursor,
+  type EventAppendParams,
+  type ProjectionListParams,
+  type ProjectionRow,
+  type StoredEvent,
+  type StreamInfo,
+} from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
-
-
 
 export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
   const key = p.idempotencyKey ?? null;
@@ -14,13 +25,9 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
       return { events: rows.map((row) => toEvent(row, fromText)), duplicate: true };
     }
   }
-  const insert = s.get(
-    'INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING position',
-  );
+  const insert = s.get('INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING position');
   const events: StoredEvent[] = [];
-  const bump = s.get(
-    'INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING version',
-  );
+  const bump = s.get('INSERT INTO streams (stream_id, version) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING version');
   checkExpectedVersions(s, p);
   for (const append of p.appends) {
     const current = (bump.get(append.streamId, append.events.length) as { version: number }).version - append.events.length;
@@ -70,9 +77,7 @@ function filterParams(p: { streamPrefix?: string; types?: string[] }): { prefix:
 }
 
 export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): StoredEvent[] {
-  const rows = s
-    .get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`)
-    .all({ ...filterParams(p), from: p.fromPosition ?? 1, limit: p.limit ?? 1000 });
+  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from: p.fromPosition ?? 1, limit: p.limit ?? 1000 });
   return (rows as EventRow[]).map((row) => toEvent(row, fromText));
 }
 

@@ -2,10 +2,7 @@ import type { Pause, PauseKind } from '../store.js';
 import type { Statements } from './connection.js';
 
 export function pauseSet(s: Statements, now: number, p: { kind: PauseKind; name: string; pausedBy: string; reason: string }): boolean {
-  return (
-    s.get('INSERT INTO pauses (kind, name, paused_by, reason, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING').run(p.kind, p.name, p.pausedBy, p.reason, now)
-      .changes === 1
-  );
+  return s.get('INSERT INTO pauses (kind, name, paused_by, reason, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING').run(p.kind, p.name, p.pausedBy, p.reason, now).changes === 1;
 }
 
 export function pauseDelete(s: Statements, p: { kind: PauseKind; name: string }): boolean {

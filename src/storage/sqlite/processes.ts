@@ -40,12 +40,8 @@ export function processExpire(s: Statements, now: number, p: { processes: Array<
     if (s.get('DELETE FROM processes WHERE id = @id AND (@at IS NULL OR heartbeat_at = @at)').run({ id, at: heartbeatAt }).changes === 0) continue;
     ended.processes.push(id);
     const mark = leaseHolderPrefix(id);
-    ended.tasks += s
-      .get("UPDATE tasks SET lease_expires_at = @past WHERE state = 'running' AND lease_expires_at > @past AND substr(worker_id, 1, length(@mark)) = @mark")
-      .run({ past, mark }).changes;
-    ended.subscriptions += s
-      .get('UPDATE subscriptions SET lease_expires_at = @past WHERE lease_expires_at > @past AND substr(owner, 1, length(@mark)) = @mark')
-      .run({ past, mark }).changes;
+    ended.tasks += s.get("UPDATE tasks SET lease_expires_at = @past WHERE state = 'running' AND lease_expires_at > @past AND substr(worker_id, 1, length(@mark)) = @mark").run({ past, mark }).changes;
+    ended.subscriptions += s.get('UPDATE subscriptions SET lease_expires_at = @past WHERE lease_expires_at > @past AND substr(owner, 1, length(@mark)) = @mark').run({ past, mark }).changes;
   }
   return ended;
 }

@@ -179,7 +179,11 @@ class SqliteStore implements Store {
     }
   }
 
-  eventAppend: Store['eventAppend'] = (p) => this.run((s, now) => events.eventAppend(s, now, p), (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]));
+  eventAppend: Store['eventAppend'] = (p) =>
+    this.run(
+      (s, now) => events.eventAppend(s, now, p),
+      (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]),
+    );
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
   eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
   eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
@@ -194,8 +198,7 @@ class SqliteStore implements Store {
   projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
   projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
 
-  subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
-    this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) => this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
   subscriptionLease: Store['subscriptionLease'] = (p) => this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
   subscriptionRelease: Store['subscriptionRelease'] = (p) => this.run((s) => subscriptions.subscriptionRelease(s, p));
   subscriptionAdvance: Store['subscriptionAdvance'] = (p) => this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
@@ -258,7 +261,10 @@ class SqliteStore implements Store {
   processList: Store['processList'] = () => this.read((s) => processes.processList(s));
   // a subscription's lease ended: its subscribers here look at once
   processExpire: Store['processExpire'] = (p) =>
-    this.run((s, now) => processes.processExpire(s, now, p), (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']));
+    this.run(
+      (s, now) => processes.processExpire(s, now, p),
+      (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']),
+    );
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {

@@ -3,22 +3,13 @@ import type { Cursor, ParkedEvent, ParkedStatus, StoredEvent, Subscription } fro
 import type { Statements } from './connection.js';
 import { fromText, toParked, toSubscription, type ParkedRow, type SubscriptionRow } from '../rows.js';
 
-
-
-
-
 export function subscriptionGet(s: Statements, p: { name: string }): Subscription {
   const row = s.get('SELECT * FROM subscriptions WHERE name = ?').get(p.name) as SubscriptionRow | undefined;
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
   return toSubscription(row, fromText);
 }
 
-export function subscriptionEnsure(
-  s: Statements,
-  now: number,
-  p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' },
-  head: Cursor,
-): Subscription {
+export function subscriptionEnsure(s: Statements, now: number, p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }, head: Cursor): Subscription {
   s.get(
     `INSERT INTO subscriptions (name, cursor, stream_prefix, types, ordered, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
@@ -27,10 +18,12 @@ export function subscriptionEnsure(
 }
 
 export function subscriptionLease(s: Statements, now: number, p: { name: string; owner: string; ttlMs: number }): Subscription | null {
-  const row = s.get(
-    `UPDATE subscriptions SET owner = ?, lease_expires_at = ?
+  const row = s
+    .get(
+      `UPDATE subscriptions SET owner = ?, lease_expires_at = ?
      WHERE name = ? AND (owner IS NULL OR owner = ? OR lease_expires_at < ?) RETURNING *`,
-  ).get(p.owner, now + p.ttlMs, p.name, p.owner, now) as SubscriptionRow | undefined;
+    )
+    .get(p.owner, now + p.ttlMs, p.name, p.owner, now) as SubscriptionRow | undefined;
   if (row) return toSubscription(row, fromText);
   subscriptionGet(s, p);
   return null;
@@ -46,9 +39,7 @@ export function subscriptionAdvance(s: Statements, now: number, p: { name: strin
 }
 
 export function subscriptionBlock(s: Statements, now: number, p: { name: string; blockedReason: string | null }): Subscription {
-  const row = s.get('UPDATE subscriptions SET blocked_reason = ?, updated_at = ? WHERE name = ? RETURNING *').get(p.blockedReason, now, p.name) as
-    | SubscriptionRow
-    | undefined;
+  const row = s.get('UPDATE subscriptions SET blocked_reason = ?, updated_at = ? WHERE name = ? RETURNING *').get(p.blockedReason, now, p.name) as SubscriptionRow | undefined;
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
   return toSubscription(row, fromText);
 }
@@ -67,16 +58,12 @@ export function parkedAdd(s: Statements, now: number, p: { subscription: string;
 }
 
 export function parkedList(s: Statements, p: { subscription: string; status?: ParkedStatus }): ParkedEvent[] {
-  const rows = s
-    .get('SELECT * FROM parked WHERE subscription = @subscription AND (@status IS NULL OR status = @status) ORDER BY position')
-    .all({ subscription: p.subscription, status: p.status ?? null });
+  const rows = s.get('SELECT * FROM parked WHERE subscription = @subscription AND (@status IS NULL OR status = @status) ORDER BY position').all({ subscription: p.subscription, status: p.status ?? null });
   return (rows as ParkedRow[]).map((row) => toParked(row, fromText));
 }
 
 export function parkedSetStatus(s: Statements, now: number, p: { subscription: string; position: number; status: ParkedStatus; error?: string }): ParkedEvent {
-  const row = s.get(
-    'UPDATE parked SET status = ?, error = coalesce(?, error), updated_at = ? WHERE subscription = ? AND position = ? RETURNING *',
-  ).get(p.status, p.error ?? null, now, p.subscription, p.position) as ParkedRow | undefined;
+  const row = s.get('UPDATE parked SET status = ?, error = coalesce(?, error), updated_at = ? WHERE subscription = ? AND position = ? RETURNING *').get(p.status, p.error ?? null, now, p.subscription, p.position) as ParkedRow | undefined;
   if (!row) throw new NotFoundError(`no parked event at position ${p.position} for subscription ${p.subscription}`);
   return toParked(row, fromText);
 }

@@ -3,8 +3,6 @@ import type { Lease, NewTask, Task, TaskState } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
 
-
-
 export function taskGet(s: Statements, p: { id: string }): Task {
   const row = s.get('SELECT * FROM tasks WHERE id = ?').get(p.id) as TaskRow | undefined;
   if (!row) throw new NotFoundError(`task ${p.id} not found`);
@@ -18,9 +16,7 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
   return p.tasks.map((t) => {
-    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now, t.tag ?? null) as
-      | TaskRow
-      | undefined;
+    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now, t.tag ?? null) as TaskRow | undefined;
     if (row) return { task: toTask(row, fromText), created: true };
     const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
     return { task: toTask(existing, fromText), created: false };
@@ -43,10 +39,12 @@ const CLAIMABLE = `SELECT seq FROM tasks t
   ORDER BY priority DESC, run_at, seq LIMIT @limit`;
 
 export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Task[] {
-  const rows = s.get(
-    `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now
+  const rows = s
+    .get(
+      `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now
      WHERE seq IN (${CLAIMABLE}) RETURNING *`,
-  ).all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as TaskRow[];
+    )
+    .all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as TaskRow[];
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map((row) => toTask(row, fromText));
 }
@@ -70,12 +68,14 @@ export function taskComplete(s: Statements, now: number, p: { items: Array<Lease
 }
 
 export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null }): Task {
-  const row = s.get(
-    `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
+  const row = s
+    .get(
+      `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
        run_at = CASE WHEN @delay IS NULL THEN run_at ELSE @now + @delay END,
        last_error = @error, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
      WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
-  ).get({ delay: p.retryDelayMs, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
+    )
+    .get({ delay: p.retryDelayMs, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
   if (!row) {
     taskGet(s, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
@@ -84,34 +84,34 @@ export function taskFail(s: Statements, now: number, p: Lease & { error: string;
 }
 
 export function taskExpire(s: Statements, now: number, p: { limit: number }): Task[] {
-  const rows = s.get(
-    `UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
+  const rows = s
+    .get(
+      `UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
        last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
        lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
      WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < @now ORDER BY lease_expires_at LIMIT @limit) RETURNING *`,
-  ).all({ now, limit: p.limit }) as TaskRow[];
+    )
+    .all({ now, limit: p.limit }) as TaskRow[];
   return rows.map((row) => toTask(row, fromText));
 }
 
 export function taskList(s: Statements, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Task[] {
-  const rows = s.get(
-    `SELECT * FROM tasks WHERE (@queue IS NULL OR queue = @queue) AND (@state IS NULL OR state = @state) AND (@after IS NULL OR id > @after)
+  const rows = s
+    .get(
+      `SELECT * FROM tasks WHERE (@queue IS NULL OR queue = @queue) AND (@state IS NULL OR state = @state) AND (@after IS NULL OR id > @after)
      ORDER BY id LIMIT @limit`,
-  ).all({ queue: p.queue ?? null, state: p.state ?? null, after: p.afterId ?? null, limit: p.limit }) as TaskRow[];
+    )
+    .all({ queue: p.queue ?? null, state: p.state ?? null, after: p.afterId ?? null, limit: p.limit }) as TaskRow[];
   return rows.map((row) => toTask(row, fromText));
 }
 
 export function taskRedrive(s: Statements, now: number, p: { id: string }): { task: Task; redriven: boolean } {
-  const row = s.get(
-    `UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`,
-  ).get({ now, id: p.id }) as TaskRow | undefined;
+  const row = s.get(`UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`).get({ now, id: p.id }) as TaskRow | undefined;
   return row ? { task: toTask(row, fromText), redriven: true } : { task: taskGet(s, p), redriven: false };
 }
 
 export function taskReschedule(s: Statements, p: { queue: string; orderingKey: string; runAt: number }): number {
-  return s
-    .get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'")
-    .run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
+  return s.get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'").run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
 }
 
 export function taskNextRunAt(s: Statements, p: { queue: string; tags?: string[] }): number | null {

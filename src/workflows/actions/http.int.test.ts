@@ -118,10 +118,7 @@ describe('httpRequest against a local server', () => {
 
   it('keeps a content-type and an Idempotency-Key the user set', async () => {
     const local = await serve((_request, response) => response.end('ok'));
-    await httpRequest(
-      { method: 'POST', url: local.base, headers: { 'Content-Type': 'application/x-ndjson', 'idempotency-key': 'mine', Authorization: 'Bearer t' }, body: '{}\n' },
-      context(),
-    );
+    await httpRequest({ method: 'POST', url: local.base, headers: { 'Content-Type': 'application/x-ndjson', 'idempotency-key': 'mine', Authorization: 'Bearer t' }, body: '{}\n' }, context());
     expect(local.seen[0]?.headers).toMatchObject({ 'content-type': 'application/x-ndjson', 'idempotency-key': 'mine', authorization: 'Bearer t' });
   });
 
@@ -262,14 +259,7 @@ describe('redirects', () => {
     });
     const out = await httpRequest({ method: 'POST', url: `${local.base}/1`, body: { a: 1 } }, context());
     expect(out).toMatchObject({ status: 200, body: 'final GET' });
-    expect(local.seen.map(({ method, url, body }) => `${method} ${url} ${body}`)).toEqual([
-      'POST /1 {"a":1}',
-      'POST /2 {"a":1}',
-      'GET /3 ',
-      'GET /4 ',
-      'GET /5 ',
-      'GET /6 ',
-    ]);
+    expect(local.seen.map(({ method, url, body }) => `${method} ${url} ${body}`)).toEqual(['POST /1 {"a":1}', 'POST /2 {"a":1}', 'GET /3 ', 'GET /4 ', 'GET /5 ', 'GET /6 ']);
     expect(local.seen[2]?.headers['content-type']).toBeUndefined();
     expect(local.seen.every((seen) => seen.headers['idempotency-key'] === 'run_1:step_1')).toBe(true);
   });

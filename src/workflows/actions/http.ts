@@ -95,10 +95,7 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
   const cancel = (): void => deadline.abort('cancelled');
   if (ctx.signal.aborted) cancel();
   ctx.signal.addEventListener('abort', cancel, { once: true });
-  const stopped = (): Error =>
-    deadline.signal.reason === 'timeout'
-      ? new Error(`${describe(attempt)} timed out after ${timeoutSeconds} s`)
-      : new Error(`${describe(attempt)} was aborted`, { cause: ctx.signal.reason });
+  const stopped = (): Error => (deadline.signal.reason === 'timeout' ? new Error(`${describe(attempt)} timed out after ${timeoutSeconds} s`) : new Error(`${describe(attempt)} was aborted`, { cause: ctx.signal.reason }));
   try {
     for (let redirects = 0; ; redirects += 1) {
       checkUrl(attempt.url);

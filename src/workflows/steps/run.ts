@@ -204,7 +204,10 @@ export function masked(error: unknown, hidden: Set<string>, terminal: boolean): 
 /** Thrown past the steps after a parallel step whose branches partly failed: the execution ends `partial_success`. */
 export class PartialStop extends Error {
   override name = 'PartialStop';
-  constructor(readonly stepId: string, readonly output: unknown) {
+  constructor(
+    readonly stepId: string,
+    readonly output: unknown,
+  ) {
     super(`parallel step ${stepId} partly failed`);
   }
 }

@@ -12,7 +12,10 @@ import { FILTERS } from './filters.js';
 export class InterpolationError extends RunledgerError {
   override readonly code = 'interpolation';
   override name = 'InterpolationError';
-  constructor(readonly expression: string, message: string) {
+  constructor(
+    readonly expression: string,
+    message: string,
+  ) {
     super(`{{${expression}}}: ${message}`);
   }
 }
@@ -126,7 +129,10 @@ export function joinPath(base: string, keys: (string | number)[]): string {
 
 function eachString(value: unknown, path: string, visit: (text: string, path: string) => void): void {
   if (typeof value === 'string') visit(value, path);
-  else if (Array.isArray(value)) value.forEach((item, i) => { eachString(item, joinPath(path, [i]), visit); });
+  else if (Array.isArray(value))
+    value.forEach((item, i) => {
+      eachString(item, joinPath(path, [i]), visit);
+    });
   else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) eachString(item, joinPath(path, [key]), visit);
 }
 

@@ -24,10 +24,12 @@ function thrown(run: () => unknown): InterpolationError {
 const renderError = (template: unknown, within = scope) => thrown(() => render(template, within));
 
 describe('parseTemplate', () => {
-  const expr = (source: string, path: (string | number)[], ...filters: [string, ...(string | number)[]][]) =>
-    ({ source, root: source.split(/\W/)[0], path, filters: filters.map(([name, ...args]) => ({ name, args })) });
+  const expr = (source: string, path: (string | number)[], ...filters: [string, ...(string | number)[]][]) => ({ source, root: source.split(/\W/)[0], path, filters: filters.map(([name, ...args]) => ({ name, args })) });
   it.each([
-    ['plain text', ['plain text']], ['', []], ['a }} b', ['a }} b']], ['a {{trigger.x}} b', ['a ', expr('trigger.x', ['x']), ' b']],
+    ['plain text', ['plain text']],
+    ['', []],
+    ['a }} b', ['a }} b']],
+    ['a {{trigger.x}} b', ['a ', expr('trigger.x', ['x']), ' b']],
     ['{{ steps.s1.output.items[2] | default(0) | json }}', [expr('steps.s1.output.items[2] | default(0) | json', ['s1', 'output', 'items', 2], ['default', 0], ['json'])]],
     [`{{trigger["first name"]|join( ', ' )}}`, [expr(`trigger["first name"]|join( ', ' )`, ['first name'], ['join', ', '])]],
     [`{{trigger | default("}} \\" '")}}!`, [expr(`trigger | default("}} \\" '")`, [], ['default', `}} " '`]), '!']],
@@ -37,16 +39,28 @@ describe('parseTemplate', () => {
   });
 
   it.each([
-    ['{{7*7}}', "unexpected '7' at column 1"], ['Hi {{ trigger.name', "'{{' is not closed by '}}'"], ['{{trigger}} and {{', "'{{' is not closed by '}}'"],
-    ["{{trigger | default('x}}", "'{{' is not closed by '}}'"], ['{{ }}', 'the expression is empty'], ['{{trigger.}}', 'unexpected end of expression'],
-    ['{{trigger . a}}', "unexpected '.' at column 9"], ['{{trigger.a b}}', "unexpected 'b' at column 11"], ['{{trigger[x]}}', "unexpected 'x' at column 9"],
-    ['{{trigger[0}}', 'unexpected end of expression'], ['{{trigger[-1]}}', "unexpected '-' at column 9"], ['{{trigger | upper(}}', 'unexpected end of expression'],
-    ["{{trigger | default('a' 'b')}}", "unexpected ''' at column 23"], ['{{trigger | default(x)}}', "unexpected 'x' at column 19"],
-    ['{{trigger | shout}}', "unknown filter 'shout'"], ['{{trigger | constructor}}', "unknown filter 'constructor'"],
-    ['{{trigger | upper(1)}}', "filter 'upper' takes 0 argument(s), got 1"], ['{{trigger | default}}', "filter 'default' takes 1 argument(s), got 0"],
+    ['{{7*7}}', "unexpected '7' at column 1"],
+    ['Hi {{ trigger.name', "'{{' is not closed by '}}'"],
+    ['{{trigger}} and {{', "'{{' is not closed by '}}'"],
+    ["{{trigger | default('x}}", "'{{' is not closed by '}}'"],
+    ['{{ }}', 'the expression is empty'],
+    ['{{trigger.}}', 'unexpected end of expression'],
+    ['{{trigger . a}}', "unexpected '.' at column 9"],
+    ['{{trigger.a b}}', "unexpected 'b' at column 11"],
+    ['{{trigger[x]}}', "unexpected 'x' at column 9"],
+    ['{{trigger[0}}', 'unexpected end of expression'],
+    ['{{trigger[-1]}}', "unexpected '-' at column 9"],
+    ['{{trigger | upper(}}', 'unexpected end of expression'],
+    ["{{trigger | default('a' 'b')}}", "unexpected ''' at column 23"],
+    ['{{trigger | default(x)}}', "unexpected 'x' at column 19"],
+    ['{{trigger | shout}}', "unknown filter 'shout'"],
+    ['{{trigger | constructor}}', "unknown filter 'constructor'"],
+    ['{{trigger | upper(1)}}', "filter 'upper' takes 0 argument(s), got 1"],
+    ['{{trigger | default}}', "filter 'default' takes 1 argument(s), got 0"],
     ['{{trigger | join(",", "-")}}', `filter 'join' takes 0 to 1 argument(s), got 2`],
     ['{{process.env.HOME}}', "unknown root 'process' (use trigger, steps, secrets, execution or workflow)"],
-    ['{{trigger.__proto__.x}}', "'__proto__' is not allowed in a path"], ['{{trigger["constructor"]}}', `'constructor' is not allowed in a path`],
+    ['{{trigger.__proto__.x}}', "'__proto__' is not allowed in a path"],
+    ['{{trigger["constructor"]}}', `'constructor' is not allowed in a path`],
     ['{{steps.a.output.prototype}}', "'prototype' is not allowed in a path"],
   ])('rejects %j, when parsed and when rendered: %s', (template, why) => {
     const error = thrown(() => parseTemplate(template));
@@ -59,13 +73,28 @@ describe('parseTemplate', () => {
 describe('render', () => {
   it.each([
     // The whole string is one expression: the value keeps its type.
-    ['{{trigger.email}}', 'ada@example.com'], ['{{trigger.items[1].name}}', 'second'], ['{{steps.step_1.output.body.items[2]}}', 30], ['{{trigger["first name"]}}', 'Ada'],
-    ["{{steps['fetch-user'].output.id}}", 'u1'], ['{{steps.fetch-user.output.id}}', 'u1'], ['{{secrets.token}}', 's3cret'], ['{{trigger.nested.deep.value}}', true],
-    ['{{trigger.items}}', [{ name: 'first' }, { name: 'second' }]], ['  {{ trigger.obj }}\n', { a: 1, b: [2] }], ['{{steps.step_1.output.status}}', 200],
-    ['{{trigger.no}}', false], ['{{trigger.nothing}}', null], ['{{trigger.zero}}', 0],
+    ['{{trigger.email}}', 'ada@example.com'],
+    ['{{trigger.items[1].name}}', 'second'],
+    ['{{steps.step_1.output.body.items[2]}}', 30],
+    ['{{trigger["first name"]}}', 'Ada'],
+    ["{{steps['fetch-user'].output.id}}", 'u1'],
+    ['{{steps.fetch-user.output.id}}', 'u1'],
+    ['{{secrets.token}}', 's3cret'],
+    ['{{trigger.nested.deep.value}}', true],
+    ['{{trigger.items}}', [{ name: 'first' }, { name: 'second' }]],
+    ['  {{ trigger.obj }}\n', { a: 1, b: [2] }],
+    ['{{steps.step_1.output.status}}', 200],
+    ['{{trigger.no}}', false],
+    ['{{trigger.nothing}}', null],
+    ['{{trigger.zero}}', 0],
     // Inside text, values are stringified.
-    ['n={{trigger.zero}}', 'n=0'], ['{{trigger.yes}}/{{trigger.no}}', 'true/false'], ['{{execution.id}}{{ workflow.id }}', 'ex_1wf_1'], ['x={{trigger.nothing}}.', 'x=.'],
-    ['o={{trigger.obj}}', 'o={"a":1,"b":[2]}'], ['a={{trigger.tags}}', 'a=["a","b","c"]'], ['Hi {{trigger.name|trim}}!', 'Hi Ada Lovelace!'],
+    ['n={{trigger.zero}}', 'n=0'],
+    ['{{trigger.yes}}/{{trigger.no}}', 'true/false'],
+    ['{{execution.id}}{{ workflow.id }}', 'ex_1wf_1'],
+    ['x={{trigger.nothing}}.', 'x=.'],
+    ['o={{trigger.obj}}', 'o={"a":1,"b":[2]}'],
+    ['a={{trigger.tags}}', 'a=["a","b","c"]'],
+    ['Hi {{trigger.name|trim}}!', 'Hi Ada Lovelace!'],
   ])('%j gives %j', (template, expected) => {
     expect(render(template, scope)).toStrictEqual(expected);
   });
@@ -93,16 +122,40 @@ describe('render', () => {
 
 describe('filters', () => {
   const rows: [string, unknown][] = [
-    ['{{trigger.email | upper}}', 'ADA@EXAMPLE.COM'], ['{{trigger.name | trim | lower}}', 'ada lovelace'], ['[{{trigger.name | trim}}]', '[Ada Lovelace]'],
-    ['{{trigger.missing | default("x")}}', 'x'], ["{{trigger.a.b.c | default('d')}}", 'd'], ['{{steps.later.output.id | default(0)}}', 0], ['{{trigger.missing | default(-1.5)}}', -1.5],
-    ['{{trigger.nothing | default("null")}}', 'null'], ['{{trigger.empty | default("empty")}}', 'empty'], ['{{trigger.zero | default(5)}}', 0], ['{{trigger.no | default(5)}}', false],
-    ['{{trigger.obj | json}}', '{"a":1,"b":[2]}'], ['{{trigger.email | json}}', '"ada@example.com"'], ['{{trigger.tags | json(1)}}', '[\n "a",\n "b",\n "c"\n]'],
-    ['{{trigger.name | length}}', 15], ['{{trigger.tags | length}}', 3], ['{{trigger.obj | length}}', 2], ['{{trigger.missing | default("a") | upper}}', 'A'],
-    ['{{trigger.tags | first}}{{trigger.email | first}}', 'aa'], ['{{trigger.none | first}}', null], ['{{trigger.empty | first}}', ''],
-    ['{{trigger.tags | last}}{{trigger.email | last}}', 'cm'], ['{{trigger.items | last}}', { name: 'second' }], ['{{trigger.none | last | default("none")}}', 'none'],
-    ['{{trigger.tags | join(", ")}}', 'a, b, c'], ['{{trigger.tags | join}}', 'a,b,c'], ['{{trigger.items | join(" | ")}}', '{"name":"first"} | {"name":"second"}'],
-    ['{{trigger.count | number}}', 42], ['{{trigger.yes | number}}', 1], ['{{trigger.zero | number}}', 0], ['{{trigger.tags | join("-") | upper | length}}', 5],
-    ['{{trigger.zero | string}}', '0'], ['{{trigger.nothing | string}}', ''], ['{{trigger.obj | string}}', '{"a":1,"b":[2]}'],
+    ['{{trigger.email | upper}}', 'ADA@EXAMPLE.COM'],
+    ['{{trigger.name | trim | lower}}', 'ada lovelace'],
+    ['[{{trigger.name | trim}}]', '[Ada Lovelace]'],
+    ['{{trigger.missing | default("x")}}', 'x'],
+    ["{{trigger.a.b.c | default('d')}}", 'd'],
+    ['{{steps.later.output.id | default(0)}}', 0],
+    ['{{trigger.missing | default(-1.5)}}', -1.5],
+    ['{{trigger.nothing | default("null")}}', 'null'],
+    ['{{trigger.empty | default("empty")}}', 'empty'],
+    ['{{trigger.zero | default(5)}}', 0],
+    ['{{trigger.no | default(5)}}', false],
+    ['{{trigger.obj | json}}', '{"a":1,"b":[2]}'],
+    ['{{trigger.email | json}}', '"ada@example.com"'],
+    ['{{trigger.tags | json(1)}}', '[\n "a",\n "b",\n "c"\n]'],
+    ['{{trigger.name | length}}', 15],
+    ['{{trigger.tags | length}}', 3],
+    ['{{trigger.obj | length}}', 2],
+    ['{{trigger.missing | default("a") | upper}}', 'A'],
+    ['{{trigger.tags | first}}{{trigger.email | first}}', 'aa'],
+    ['{{trigger.none | first}}', null],
+    ['{{trigger.empty | first}}', ''],
+    ['{{trigger.tags | last}}{{trigger.email | last}}', 'cm'],
+    ['{{trigger.items | last}}', { name: 'second' }],
+    ['{{trigger.none | last | default("none")}}', 'none'],
+    ['{{trigger.tags | join(", ")}}', 'a, b, c'],
+    ['{{trigger.tags | join}}', 'a,b,c'],
+    ['{{trigger.items | join(" | ")}}', '{"name":"first"} | {"name":"second"}'],
+    ['{{trigger.count | number}}', 42],
+    ['{{trigger.yes | number}}', 1],
+    ['{{trigger.zero | number}}', 0],
+    ['{{trigger.tags | join("-") | upper | length}}', 5],
+    ['{{trigger.zero | string}}', '0'],
+    ['{{trigger.nothing | string}}', ''],
+    ['{{trigger.obj | string}}', '{"a":1,"b":[2]}'],
   ];
   it.each(rows)('%j gives %j', (template, expected) => {
     expect(render(template, scope)).toStrictEqual(expected);
@@ -114,11 +167,17 @@ describe('filters', () => {
   });
 
   it.each([
-    ['{{trigger.email | number}}', 'number expects a number or a numeric string, got a string'], ['{{trigger.nothing | number}}', 'got null'],
-    ['{{trigger.empty | number}}', 'got a string that is not a finite number'], ['{{trigger.tags | number}}', 'got an array'], ['{{trigger.obj | join}}', 'join expects an array, got an object'],
-    ['{{trigger.zero | upper}}', '{{trigger.zero | upper}}: upper expects a string, got a number'], ['{{trigger.obj | lower}}', 'lower expects a string, got an object'],
-    ['{{trigger.nothing | trim}}', 'trim expects a string, got null'], ['{{trigger.zero | length}}', 'length expects a string, an array or an object, got a number'],
-    ['{{trigger.obj | first}}', 'first expects an array or a string, got an object'], ['{{trigger.yes | last}}', 'last expects an array or a string, got a boolean'],
+    ['{{trigger.email | number}}', 'number expects a number or a numeric string, got a string'],
+    ['{{trigger.nothing | number}}', 'got null'],
+    ['{{trigger.empty | number}}', 'got a string that is not a finite number'],
+    ['{{trigger.tags | number}}', 'got an array'],
+    ['{{trigger.obj | join}}', 'join expects an array, got an object'],
+    ['{{trigger.zero | upper}}', '{{trigger.zero | upper}}: upper expects a string, got a number'],
+    ['{{trigger.obj | lower}}', 'lower expects a string, got an object'],
+    ['{{trigger.nothing | trim}}', 'trim expects a string, got null'],
+    ['{{trigger.zero | length}}', 'length expects a string, an array or an object, got a number'],
+    ['{{trigger.obj | first}}', 'first expects an array or a string, got an object'],
+    ['{{trigger.yes | last}}', 'last expects an array or a string, got a boolean'],
     ['{{secrets.token | number}}', 'got a string that is not a finite number'],
   ])('%j fails: %s (naming the type only: a value may be a secret)', (template, message) => {
     expect(renderError(template).message).toContain(message);
@@ -135,9 +194,14 @@ describe('render: missing values', () => {
   });
 
   it.each([
-    ['{{trigger.a.b.c}}', 'trigger.a'], ['x {{steps.later.output.id}}', 'steps.later'], ['{{trigger.items[5].name}}', 'trigger.items[5]'],
-    ['{{trigger["last name"]}}', 'trigger["last name"]'], ['{{trigger.email.length}}', 'trigger.email.length'], ['{{trigger.missing | upper}}', 'trigger.missing'],
-    ['{{trigger.tags.length | default(1)}}x{{trigger.missing}}', 'trigger.missing'], ['{{trigger.missing | upper | default("x")}}', 'trigger.missing'],
+    ['{{trigger.a.b.c}}', 'trigger.a'],
+    ['x {{steps.later.output.id}}', 'steps.later'],
+    ['{{trigger.items[5].name}}', 'trigger.items[5]'],
+    ['{{trigger["last name"]}}', 'trigger["last name"]'],
+    ['{{trigger.email.length}}', 'trigger.email.length'],
+    ['{{trigger.missing | upper}}', 'trigger.missing'],
+    ['{{trigger.tags.length | default(1)}}x{{trigger.missing}}', 'trigger.missing'],
+    ['{{trigger.missing | upper | default("x")}}', 'trigger.missing'],
   ])('%j: %s is not defined', (template, path) => {
     expect(renderError(template).message).toMatch(new RegExp(`^\\{\\{.*\\}\\}: ${path.replace(/[[\]."]/g, '\\$&')} is not defined$`));
   });
@@ -151,10 +215,17 @@ describe('render: missing values', () => {
 describe('render: injection attempts', () => {
   const marker = '__runledgerTemplatePwned';
   it.each([
-    ['{{7*7}}', 'unexpected'], [`{{constructor.constructor('globalThis.${marker} = 1')()}}`, "unknown root 'constructor'"], ['{{globalThis}}', "unknown root 'globalThis'"],
-    [`{{trigger.constructor.constructor("globalThis.${marker} = 1")()}}`, "'constructor' is not allowed"], ['{{trigger.email; process.exit(1)}}', "unexpected ';'"],
-    ['{{trigger.__proto__.x}}', "'__proto__' is not allowed"], ['{{trigger["__proto__"]}}', "'__proto__' is not allowed"], ['{{process.env.HOME}}', "unknown root 'process'"],
-    ['{{trigger.toString}}', 'trigger.toString is not defined'], ['{{secrets.hasOwnProperty}}', 'is not defined'], ['{{trigger.tags.map}}', 'is not defined'],
+    ['{{7*7}}', 'unexpected'],
+    [`{{constructor.constructor('globalThis.${marker} = 1')()}}`, "unknown root 'constructor'"],
+    ['{{globalThis}}', "unknown root 'globalThis'"],
+    [`{{trigger.constructor.constructor("globalThis.${marker} = 1")()}}`, "'constructor' is not allowed"],
+    ['{{trigger.email; process.exit(1)}}', "unexpected ';'"],
+    ['{{trigger.__proto__.x}}', "'__proto__' is not allowed"],
+    ['{{trigger["__proto__"]}}', "'__proto__' is not allowed"],
+    ['{{process.env.HOME}}', "unknown root 'process'"],
+    ['{{trigger.toString}}', 'trigger.toString is not defined'],
+    ['{{secrets.hasOwnProperty}}', 'is not defined'],
+    ['{{trigger.tags.map}}', 'is not defined'],
   ])('%j is rejected, never run', (template, message) => {
     const error = renderError(template, makeScope(JSON.parse('{"__proto__": {"x": "own"}, "tags": []}')));
     expect(error.message).toContain(message);
@@ -177,7 +248,9 @@ describe('templateProblems', () => {
   });
 
   it.each([
-    [{ a: '{{trigger | upper(1)}}' }, '', 'a'], ['{{trigger | default}}', 'config.url', 'config.url'], [['x', ['{{ steps.a.output']], 'list', 'list[1][0]'],
+    [{ a: '{{trigger | upper(1)}}' }, '', 'a'],
+    ['{{trigger | default}}', 'config.url', 'config.url'],
+    [['x', ['{{ steps.a.output']], 'list', 'list[1][0]'],
   ])('builds the path of %j from %j', (value, base, path) => {
     expect(templateProblems(value, base).map((problem) => problem.path)).toEqual([path]);
   });

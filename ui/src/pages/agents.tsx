@@ -49,9 +49,24 @@ interface SessionRun {
  * events), its nodes, its tool steps, and approval waits and decisions. The pages reload on them.
  */
 export const AGENT_LIVE_TYPES = [
-  'SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_FAILED', 'AGENT_ENTRYPOINT_FAILED', 'AGENT_BACKGROUND_TASK_COMPLETED',
-  'AGENT_BACKGROUND_TASK_FAILED', 'SESSION_TIMED_OUT', 'SESSION_FAILED', 'node.started', 'node.completed', 'node.failed',
-  'step.started', 'step.completed', 'step.failed', 'wait.started', 'wait.completed', 'wait.timed_out', 'signal.sent',
+  'SESSION_INITIATED',
+  'AGENT_INVOCATION_STARTED',
+  'AGENT_INVOCATION_FAILED',
+  'AGENT_ENTRYPOINT_FAILED',
+  'AGENT_BACKGROUND_TASK_COMPLETED',
+  'AGENT_BACKGROUND_TASK_FAILED',
+  'SESSION_TIMED_OUT',
+  'SESSION_FAILED',
+  'node.started',
+  'node.completed',
+  'node.failed',
+  'step.started',
+  'step.completed',
+  'step.failed',
+  'wait.started',
+  'wait.completed',
+  'wait.timed_out',
+  'signal.sent',
 ].join(',');
 
 /** Reloads (at most once a second) while the journal shows agent activity; says whether the feed is live. */
@@ -99,31 +114,77 @@ export function AgentsPage() {
   const { data, error, reload } = useLoad((signal) => load(cursor, signal), [cursor]);
   const live = useAgentFeed(reload, [cursor]);
   return (
-    <Page title="Agents" actions={<span class={`live ${live ? 'on' : ''}`} role="status">{live ? 'live' : 'offline'}</span>}>
+    <Page
+      title="Agents"
+      actions={
+        <span class={`live ${live ? 'on' : ''}`} role="status">
+          {live ? 'live' : 'offline'}
+        </span>
+      }
+    >
       <ErrorBox error={error} />
       {data?.ledger ? <Approvals items={data.approvals} onDone={reload} /> : null}
       {data?.ledger ? (
         <>
           <h2 id="agent-runs-title">Agent runs</h2>
           <table class="agent-runs" aria-labelledby="agent-runs-title">
-            <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Conversation</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Failure</th></tr></thead>
+            <thead>
+              <tr>
+                <th scope="col">Run</th>
+                <th scope="col">Agent</th>
+                <th scope="col">Conversation</th>
+                <th scope="col">Status</th>
+                <th scope="col">Started</th>
+                <th scope="col">Failure</th>
+              </tr>
+            </thead>
             <tbody>
               {data.runs.map((r) => (
                 <tr key={r.id} data-run={r.id} data-status={r.status}>
-                  <td><Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">{r.id}</Link></td>
-                  <td>{r.agent}<div class="muted">{r.input_class}</div></td>
-                  <td class="mono">{r.conversation_id ?? '—'}{r.user_id ? <div class="muted">{r.user_id}</div> : null}</td>
-                  <td><Status status={r.status} /></td>
-                  <td><Time iso={r.created_at} /></td>
-                  <td class="err clip" title={r.failure_reason ?? ''}>{r.failure_reason ?? ''}</td>
+                  <td>
+                    <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">
+                      {r.id}
+                    </Link>
+                  </td>
+                  <td>
+                    {r.agent}
+                    <div class="muted">{r.input_class}</div>
+                  </td>
+                  <td class="mono">
+                    {r.conversation_id ?? '—'}
+                    {r.user_id ? <div class="muted">{r.user_id}</div> : null}
+                  </td>
+                  <td>
+                    <Status status={r.status} />
+                  </td>
+                  <td>
+                    <Time iso={r.created_at} />
+                  </td>
+                  <td class="err clip" title={r.failure_reason ?? ''}>
+                    {r.failure_reason ?? ''}
+                  </td>
                 </tr>
               ))}
-              {data.runs.length === 0 ? <tr><td colSpan={6} class="empty">No agent runs yet (POST /agent/events, or start a session).</td></tr> : null}
+              {data.runs.length === 0 ? (
+                <tr>
+                  <td colSpan={6} class="empty">
+                    No agent runs yet (POST /agent/events, or start a session).
+                  </td>
+                </tr>
+              ) : null}
             </tbody>
           </table>
           <nav class="pager" aria-label="Pages">
-            {cursor ? <button type="button" onClick={() => history.back()}>← Newer</button> : null}
-            {data.next ? <button type="button" onClick={() => navigate(`/agents?after=${encodeURIComponent(data.next!)}`)}>Older →</button> : null}
+            {cursor ? (
+              <button type="button" onClick={() => history.back()}>
+                ← Newer
+              </button>
+            ) : null}
+            {data.next ? (
+              <button type="button" onClick={() => navigate(`/agents?after=${encodeURIComponent(data.next!)}`)}>
+                Older →
+              </button>
+            ) : null}
           </nav>
         </>
       ) : null}
@@ -137,17 +198,40 @@ function Sessions({ sessions, ledger }: { sessions: SessionRun[]; ledger: boolea
     <>
       <h2 id="sessions-title">{ledger ? 'Sessions without ledger data' : 'Sessions'}</h2>
       <table aria-labelledby="sessions-title">
-        <thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Error</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Session</th>
+            <th scope="col">Status</th>
+            <th scope="col">Started</th>
+            <th scope="col">Error</th>
+          </tr>
+        </thead>
         <tbody>
           {sessions.map((s) => (
             <tr key={s.id} data-run={s.id}>
-              <td><Link to={`/agents/${encodeURIComponent(s.id)}`} class="mono">{s.id}</Link></td>
-              <td><Status status={s.status} /></td>
-              <td><Time iso={s.created_at} /></td>
-              <td class="err clip" title={s.error ?? ''}>{s.error ?? ''}</td>
+              <td>
+                <Link to={`/agents/${encodeURIComponent(s.id)}`} class="mono">
+                  {s.id}
+                </Link>
+              </td>
+              <td>
+                <Status status={s.status} />
+              </td>
+              <td>
+                <Time iso={s.created_at} />
+              </td>
+              <td class="err clip" title={s.error ?? ''}>
+                {s.error ?? ''}
+              </td>
             </tr>
           ))}
-          {sessions.length === 0 ? <tr><td colSpan={4} class="empty">No sessions yet.</td></tr> : null}
+          {sessions.length === 0 ? (
+            <tr>
+              <td colSpan={4} class="empty">
+                No sessions yet.
+              </td>
+            </tr>
+          ) : null}
         </tbody>
       </table>
     </>
@@ -173,10 +257,16 @@ export function Decide({ call, onDone }: { call: ToolCall; onDone: () => void })
   };
   return (
     <div class="decide">
-      <label>Reason (optional) <input value={reason} maxLength={2000} onInput={(e) => setReason(e.currentTarget.value)} /></label>
+      <label>
+        Reason (optional) <input value={reason} maxLength={2000} onInput={(e) => setReason(e.currentTarget.value)} />
+      </label>
       <div class="actions">
-        <button type="button" class="primary" disabled={busy} onClick={() => decide('approve')} aria-label={`Approve ${call.tool_name} (${call.id})`}>Approve</button>
-        <button type="button" class="danger" disabled={busy} onClick={() => decide('reject')} aria-label={`Reject ${call.tool_name} (${call.id})`}>Reject</button>
+        <button type="button" class="primary" disabled={busy} onClick={() => decide('approve')} aria-label={`Approve ${call.tool_name} (${call.id})`}>
+          Approve
+        </button>
+        <button type="button" class="danger" disabled={busy} onClick={() => decide('reject')} aria-label={`Reject ${call.tool_name} (${call.id})`}>
+          Reject
+        </button>
       </div>
       <ErrorBox error={error} />
     </div>
@@ -191,10 +281,22 @@ function Approvals({ items, onDone }: { items: ToolCall[]; onDone: () => void })
       <ul class="plain approvals">
         {items.map((t) => (
           <li key={t.id} class="card" data-tool-call={t.id} data-tool={t.tool_name}>
-            <strong class="mono">{t.tool_name}</strong> <span class={`risk risk-${t.risk_level}`}>{t.risk_level} risk</span>{' '}
-            in <Link to={`/agents/${encodeURIComponent(t.run_id)}`} class="mono">{t.run_id}</Link>
-            {t.node ? <> · node <span class="mono">{t.node}</span></> : null}
-            {t.approval_expires_at ? <> · expires <Time iso={t.approval_expires_at} /></> : null}
+            <strong class="mono">{t.tool_name}</strong> <span class={`risk risk-${t.risk_level}`}>{t.risk_level} risk</span> in{' '}
+            <Link to={`/agents/${encodeURIComponent(t.run_id)}`} class="mono">
+              {t.run_id}
+            </Link>
+            {t.node ? (
+              <>
+                {' '}
+                · node <span class="mono">{t.node}</span>
+              </>
+            ) : null}
+            {t.approval_expires_at ? (
+              <>
+                {' '}
+                · expires <Time iso={t.approval_expires_at} />
+              </>
+            ) : null}
             <Json value={t.input} label="input" open />
             <Decide call={t} onDone={onDone} />
           </li>

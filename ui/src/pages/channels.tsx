@@ -27,21 +27,45 @@ export function ChannelsPage() {
   return (
     <Page title="Channels">
       <ErrorBox error={error} />
-      <form class="filters" onSubmit={(e) => { e.preventDefault(); if (name.trim()) navigate(`/channels/${encodeURIComponent(name.trim())}`); }}>
-        <label>Open or start a channel <input value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="support-42" /></label>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (name.trim()) navigate(`/channels/${encodeURIComponent(name.trim())}`);
+        }}
+      >
+        <label>
+          Open or start a channel <input value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="support-42" />
+        </label>
         <button type="submit">Open</button>
       </form>
       <table>
-        <thead><tr><th scope="col">Channel</th><th scope="col">Messages</th><th scope="col">Last activity</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Channel</th>
+            <th scope="col">Messages</th>
+            <th scope="col">Last activity</th>
+          </tr>
+        </thead>
         <tbody>
           {(data?.channels ?? []).map((c: any) => (
             <tr key={c.channel_id}>
-              <td><Link to={`/channels/${encodeURIComponent(c.channel_id)}`} class="mono">{c.channel_id}</Link></td>
+              <td>
+                <Link to={`/channels/${encodeURIComponent(c.channel_id)}`} class="mono">
+                  {c.channel_id}
+                </Link>
+              </td>
               <td>{c.message_count ?? c.messages ?? c.last_seq}</td>
               <td>{time(c.updated_at)}</td>
             </tr>
           ))}
-          {data && data.channels.length === 0 ? <tr><td colSpan={3} class="empty">No channels yet: open one above and post.</td></tr> : null}
+          {data && data.channels.length === 0 ? (
+            <tr>
+              <td colSpan={3} class="empty">
+                No channels yet: open one above and post.
+              </td>
+            </tr>
+          ) : null}
         </tbody>
       </table>
     </Page>
@@ -122,26 +146,50 @@ export function ChannelPage({ id }: { id: string }) {
   };
 
   return (
-    <Page title={<>Channel <span class="mono">{id}</span></>} actions={<span class={`live ${state === 'live' ? 'on' : ''}`} role="status">{state}</span>}>
+    <Page
+      title={
+        <>
+          Channel <span class="mono">{id}</span>
+        </>
+      }
+      actions={
+        <span class={`live ${state === 'live' ? 'on' : ''}`} role="status">
+          {state}
+        </span>
+      }
+    >
       <ol class="chat" ref={list} aria-live="polite" aria-label="Messages" data-deltas={deltas}>
         {messages.map((m) => (
           <li key={m.seq} class={`msg msg-${m.role === 'ai' ? 'assistant' : m.role}`} data-role={m.role}>
-            <div class="meta"><strong>{m.sender_id}</strong> <span class="muted">{m.role} · {time(m.created_at_iso)}</span></div>
+            <div class="meta">
+              <strong>{m.sender_id}</strong>{' '}
+              <span class="muted">
+                {m.role} · {time(m.created_at_iso)}
+              </span>
+            </div>
             <div class="content">{m.content}</div>
           </li>
         ))}
         {Object.entries(drafts).map(([key, content]) => (
           <li key={key} class="msg msg-assistant typing" data-role="ai-typing" aria-busy="true">
-            <div class="meta"><strong>ai</strong> <span class="muted">typing…</span></div>
+            <div class="meta">
+              <strong>ai</strong> <span class="muted">typing…</span>
+            </div>
             <div class="content">{content}</div>
           </li>
         ))}
       </ol>
       <ErrorBox error={error} />
       <form class="compose" onSubmit={post} aria-label="Post a message">
-        <label>As <input value={sender} onInput={(e) => setSender(e.currentTarget.value)} size={12} /></label>
-        <label class="grow">Message <input name="message" value={text} onInput={(e) => setText(e.currentTarget.value)} autoComplete="off" /></label>
-        <button type="submit" class="primary" disabled={state !== 'live'}>Post</button>
+        <label>
+          As <input value={sender} onInput={(e) => setSender(e.currentTarget.value)} size={12} />
+        </label>
+        <label class="grow">
+          Message <input name="message" value={text} onInput={(e) => setText(e.currentTarget.value)} autoComplete="off" />
+        </label>
+        <button type="submit" class="primary" disabled={state !== 'live'}>
+          Post
+        </button>
       </form>
     </Page>
   );

@@ -107,12 +107,16 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
         {[0, 0.25, 0.5, 0.75, 1].map((f) => (
           <g key={f}>
             <line x1={x(first + f * span)} x2={x(first + f * span)} y1={0} y2={height - 18} class="grid" />
-            <text x={x(first + f * span)} y={height - 4} class="axis" text-anchor={f === 0 ? 'start' : f === 1 ? 'end' : 'middle'}>+{duration(f * span)}</text>
+            <text x={x(first + f * span)} y={height - 4} class="axis" text-anchor={f === 0 ? 'start' : f === 1 ? 'end' : 'middle'}>
+              +{duration(f * span)}
+            </text>
           </g>
         ))}
         {rows.map((row, i) => (
           <g key={row.key} transform={`translate(0 ${i * ROW_H})`}>
-            <text x={4} y={ROW_H / 2 + 4} class="row-label">{row.label.length > 24 ? `${row.label.slice(0, 23)}…` : row.label}</text>
+            <text x={4} y={ROW_H / 2 + 4} class="row-label">
+              {row.label.length > 24 ? `${row.label.slice(0, 23)}…` : row.label}
+            </text>
             {row.bars.map((bar, j) => {
               const to = bar.end ?? (ended ? lastEvent : now);
               const w = Math.max(2, x(to) - x(bar.start));
@@ -126,8 +130,8 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
         ))}
       </svg>
       <figcaption class="legend">
-        <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span>{' '}
-        <span class="key key-poll">poll</span> <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
+        <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span> <span class="key key-poll">poll</span>{' '}
+        <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
       </figcaption>
     </figure>
   );

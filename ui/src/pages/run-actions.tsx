@@ -61,10 +61,26 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
     // biome-ignore lint/a11y/noStaticElementInteractions: Escape anywhere in the group closes the open form (the controls inside are buttons)
     <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
       <div class="actions">
-        {canCancel ? <button type="button" class="danger" disabled={busy} onClick={cancel}>Cancel run</button> : null}
-        {canRetry ? <button type="button" aria-expanded={open === 'retry'} onClick={toggle('retry')}>Retry failed branches…</button> : null}
-        {canRerun ? <button type="button" aria-expanded={open === 'rerun'} onClick={toggle('rerun')}>Rerun…</button> : null}
-        {canSignal ? <button type="button" aria-expanded={open === 'signal'} onClick={toggle('signal')}>Signal…</button> : null}
+        {canCancel ? (
+          <button type="button" class="danger" disabled={busy} onClick={cancel}>
+            Cancel run
+          </button>
+        ) : null}
+        {canRetry ? (
+          <button type="button" aria-expanded={open === 'retry'} onClick={toggle('retry')}>
+            Retry failed branches…
+          </button>
+        ) : null}
+        {canRerun ? (
+          <button type="button" aria-expanded={open === 'rerun'} onClick={toggle('rerun')}>
+            Rerun…
+          </button>
+        ) : null}
+        {canSignal ? (
+          <button type="button" aria-expanded={open === 'signal'} onClick={toggle('signal')}>
+            Signal…
+          </button>
+        ) : null}
       </div>
       {open === 'signal' && canSignal ? <SignalForm busy={busy} onSend={(body) => act(() => api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body }))} /> : null}
       {open === 'retry' && canRetry ? <RetryForm busy={busy} failed={failed} onRetry={(branches) => act(() => api(`${base}/retry`, { method: 'POST', body: { branches } }))} /> : null}
@@ -79,20 +95,30 @@ function SignalForm({ busy, onSend }: { busy: boolean; onSend: (body: { name: st
   const [payload, setPayload] = useState('');
   const [error, setError] = useState<unknown>(null);
   return (
-    <form class="card action-form" aria-label="Send a signal" onSubmit={(e) => {
-      e.preventDefault();
-      setError(null);
-      try {
-        const value = parseJson(payload, 'payload');
-        onSend({ name, ...(value !== undefined ? { payload: value } : {}) });
-      } catch (err) {
-        setError(err);
-      }
-    }}>
-      <label>Name <input required value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
-      <label>Payload (JSON) <textarea rows={3} class="mono" value={payload} onInput={(e) => setPayload(e.currentTarget.value)} /></label>
+    <form
+      class="card action-form"
+      aria-label="Send a signal"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setError(null);
+        try {
+          const value = parseJson(payload, 'payload');
+          onSend({ name, ...(value !== undefined ? { payload: value } : {}) });
+        } catch (err) {
+          setError(err);
+        }
+      }}
+    >
+      <label>
+        Name <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </label>
+      <label>
+        Payload (JSON) <textarea rows={3} class="mono" value={payload} onInput={(e) => setPayload(e.currentTarget.value)} />
+      </label>
       <ErrorBox error={error} />
-      <button type="submit" class="primary" disabled={busy}>Send</button>
+      <button type="submit" class="primary" disabled={busy}>
+        Send
+      </button>
     </form>
   );
 }
@@ -100,24 +126,35 @@ function SignalForm({ busy, onSend }: { busy: boolean; onSend: (body: { name: st
 function RetryForm({ busy, failed, onRetry }: { busy: boolean; failed: string[]; onRetry: (branches: string[]) => void }) {
   const [chosen, setChosen] = useState<Set<string>>(new Set(failed));
   return (
-    <form class="card action-form" aria-label="Retry failed branches" onSubmit={(e) => {
-      e.preventDefault();
-      onRetry(failed.filter((b) => chosen.has(b)));
-    }}>
+    <form
+      class="card action-form"
+      aria-label="Retry failed branches"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onRetry(failed.filter((b) => chosen.has(b)));
+      }}
+    >
       <fieldset>
         <legend>Branches to run again (every step that succeeded is reused)</legend>
         {failed.map((b) => (
           <label key={b} class="check">
-            <input type="checkbox" checked={chosen.has(b)} onChange={(e) => {
-              const next = new Set(chosen);
-              if (e.currentTarget.checked) next.add(b);
-              else next.delete(b);
-              setChosen(next);
-            }} /> <span class="mono">{b}</span>
+            <input
+              type="checkbox"
+              checked={chosen.has(b)}
+              onChange={(e) => {
+                const next = new Set(chosen);
+                if (e.currentTarget.checked) next.add(b);
+                else next.delete(b);
+                setChosen(next);
+              }}
+            />{' '}
+            <span class="mono">{b}</span>
           </label>
         ))}
       </fieldset>
-      <button type="submit" class="primary" disabled={busy || chosen.size === 0}>Retry {chosen.size === 1 ? 'branch' : `${chosen.size} branches`}</button>
+      <button type="submit" class="primary" disabled={busy || chosen.size === 0}>
+        Retry {chosen.size === 1 ? 'branch' : `${chosen.size} branches`}
+      </button>
     </form>
   );
 }
@@ -129,25 +166,37 @@ function RerunForm({ busy, execution, onRerun }: { busy: boolean; execution: Exe
   const [trigger, setTrigger] = useState('');
   const [error, setError] = useState<unknown>(null);
   return (
-    <form class="card action-form" aria-label="Rerun from a step" onSubmit={(e) => {
-      e.preventDefault();
-      setError(null);
-      try {
-        const data = parseJson(trigger, 'trigger_data');
-        onRerun({ from_step: from, ...(data !== undefined ? { trigger_data: data } : {}) });
-      } catch (err) {
-        setError(err);
-      }
-    }}>
+    <form
+      class="card action-form"
+      aria-label="Rerun from a step"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setError(null);
+        try {
+          const data = parseJson(trigger, 'trigger_data');
+          onRerun({ from_step: from, ...(data !== undefined ? { trigger_data: data } : {}) });
+        } catch (err) {
+          setError(err);
+        }
+      }}
+    >
       <label>
         From step (the steps before it are reused)
         <select value={from} onChange={(e) => setFrom(e.currentTarget.value)}>
-          {top.map((s) => <option key={s.step_id} value={s.step_id}>{s.step_id} ({s.status.replace('_', ' ')})</option>)}
+          {top.map((s) => (
+            <option key={s.step_id} value={s.step_id}>
+              {s.step_id} ({s.status.replace('_', ' ')})
+            </option>
+          ))}
         </select>
       </label>
-      <label>New trigger data (JSON, optional) <textarea rows={3} class="mono" placeholder={JSON.stringify(execution.trigger_data)} value={trigger} onInput={(e) => setTrigger(e.currentTarget.value)} /></label>
+      <label>
+        New trigger data (JSON, optional) <textarea rows={3} class="mono" placeholder={JSON.stringify(execution.trigger_data)} value={trigger} onInput={(e) => setTrigger(e.currentTarget.value)} />
+      </label>
       <ErrorBox error={error} />
-      <button type="submit" class="primary" disabled={busy || !from}>Rerun</button>
+      <button type="submit" class="primary" disabled={busy || !from}>
+        Rerun
+      </button>
     </form>
   );
 }

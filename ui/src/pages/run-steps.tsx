@@ -21,13 +21,31 @@ interface Row {
 function rows(run: Run, execution: Execution | null): Row[] {
   if (execution?.steps.length) {
     return execution.steps.map((s) => ({
-      key: s.step_id, name: s.step_id, type: s.type, label: null, status: s.status, attempts: s.attempts, duration_ms: s.duration_ms,
-      input: s.input, output: s.output, error: s.error, ...(s.branch ? { branch: s.branch } : {}), ...(s.branches ? { branches: s.branches } : {}),
+      key: s.step_id,
+      name: s.step_id,
+      type: s.type,
+      label: null,
+      status: s.status,
+      attempts: s.attempts,
+      duration_ms: s.duration_ms,
+      input: s.input,
+      output: s.output,
+      error: s.error,
+      ...(s.branch ? { branch: s.branch } : {}),
+      ...(s.branches ? { branches: s.branches } : {}),
     }));
   }
   return run.steps.map((s: RunStep) => ({
-    key: String(s.seq), name: s.name, type: s.kind === 'poll' ? 'poll' : null, label: s.label ?? null, status: s.status, attempts: s.attempts,
-    duration_ms: s.duration_ms, input: s.input, output: s.output, error: s.error,
+    key: String(s.seq),
+    name: s.name,
+    type: s.kind === 'poll' ? 'poll' : null,
+    label: s.label ?? null,
+    status: s.status,
+    attempts: s.attempts,
+    duration_ms: s.duration_ms,
+    input: s.input,
+    output: s.output,
+    error: s.error,
   }));
 }
 
@@ -38,21 +56,36 @@ export function Steps({ run, execution }: { run: Run; execution: Execution | nul
   return (
     <table class="steps">
       <thead>
-        <tr><th scope="col">Step</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Duration</th><th scope="col">Details</th></tr>
+        <tr>
+          <th scope="col">Step</th>
+          <th scope="col">Status</th>
+          <th scope="col">Attempts</th>
+          <th scope="col">Duration</th>
+          <th scope="col">Details</th>
+        </tr>
       </thead>
       <tbody>
         {list.map((s) => (
           <tr key={s.key} data-step={s.name} data-status={normalStatus(s.status)} data-type={s.type ?? undefined} class={s.branch ? 'branch-step' : undefined}>
             <th scope="row">
-              {s.branch ? <span class="muted" title={`branch ${s.branch}`}>↳ {s.branch}: </span> : null}
-              <span class="mono">{s.name}</span>{s.type ? <span class="muted"> ({s.type})</span> : null}
+              {s.branch ? (
+                <span class="muted" title={`branch ${s.branch}`}>
+                  ↳ {s.branch}:{' '}
+                </span>
+              ) : null}
+              <span class="mono">{s.name}</span>
+              {s.type ? <span class="muted"> ({s.type})</span> : null}
               {s.label ? <div class="muted">{s.label}</div> : null}
             </th>
             <td>
               <Status status={s.status} />
               {s.branches ? (
                 <ul class="plain branches">
-                  {Object.entries(s.branches).map(([name, b]) => <li key={name} data-branch={name}><span class="mono">{name}</span> <Status status={b.status} /></li>)}
+                  {Object.entries(s.branches).map(([name, b]) => (
+                    <li key={name} data-branch={name}>
+                      <span class="mono">{name}</span> <Status status={b.status} />
+                    </li>
+                  ))}
                 </ul>
               ) : null}
             </td>

@@ -101,15 +101,35 @@ export function RunPage({ id }: { id: string }) {
     setStreamEnded(false);
     const controller = new AbortController();
     const refresh = throttle(reload, 500);
-    subscribe(`/runs/${encodeURIComponent(id)}/events/stream`, (batch) => {
-      setEvents((old) => [...old, ...batch.map((b) => b.data as JournalEvent).filter((e) => !old.length || e.version > old.at(-1)!.version)]);
-      refresh();
-    }, { signal: controller.signal, onEnd: () => { setStreamEnded(true); refresh(); } });
+    subscribe(
+      `/runs/${encodeURIComponent(id)}/events/stream`,
+      (batch) => {
+        setEvents((old) => [...old, ...batch.map((b) => b.data as JournalEvent).filter((e) => !old.length || e.version > old.at(-1)!.version)]);
+        refresh();
+      },
+      {
+        signal: controller.signal,
+        onEnd: () => {
+          setStreamEnded(true);
+          refresh();
+        },
+      },
+    );
     return () => controller.abort();
   }, [id]);
 
-  if (error && !data) return <Page title={`Run ${id}`}><ErrorBox error={error} /></Page>;
-  if (!data) return <Page title={`Run ${id}`}><p aria-busy="true">Loading…</p></Page>;
+  if (error && !data)
+    return (
+      <Page title={`Run ${id}`}>
+        <ErrorBox error={error} />
+      </Page>
+    );
+  if (!data)
+    return (
+      <Page title={`Run ${id}`}>
+        <p aria-busy="true">Loading…</p>
+      </Page>
+    );
   const { run, execution, paths } = data;
   const ended = isTerminal(run.status);
   const state = execution?.state ?? run.state ?? null;
@@ -120,30 +140,130 @@ export function RunPage({ id }: { id: string }) {
   const parentId = typeof parent === 'string' ? parent : parent?.runId;
 
   return (
-    <Page title={<>Run <span class="mono">{run.id}</span></>} actions={<RunActions run={run} execution={execution} paths={paths} onDone={reload} />}>
+    <Page
+      title={
+        <>
+          Run <span class="mono">{run.id}</span>
+        </>
+      }
+      actions={<RunActions run={run} execution={execution} paths={paths} onDone={reload} />}
+    >
       <ErrorBox error={error} />
       <dl class="facts">
-        <div><dt>Status</dt><dd><Status status={run.status} /> {!ended ? <span class="live on">live</span> : null}</dd></div>
-        <div><dt>Kind</dt><dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent run</Link> : (run.kind ?? '—')}</dd></div>
-        <div><dt>Workflow</dt><dd>{run.workflow_id ? <Link to={`/workflows/${run.workflow_id}`} class="mono">{run.workflow_id}</Link> : <span class="mono">{run.workflow}</span>}{execution ? ` v${execution.workflow_version}` : ''}</dd></div>
-        <div><dt>Started</dt><dd>{time(run.created_at)}</dd></div>
-        <div><dt>Duration</dt><dd>{duration((run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.created_at))}</dd></div>
-        {state ? <div><dt>State</dt><dd class="mono" data-fact="state">{state}</dd></div> : null}
-        {currentStep && !ended ? <div><dt>Current step</dt><dd data-fact="current"><span class="mono">{currentStep}</span>{label ? <> — {label}</> : null}</dd></div> : null}
-        {execution ? (
-          <div><dt>Progress</dt><dd data-fact="progress"><progress max={execution.progress.total} value={execution.progress.done} aria-label="steps ended" /> {execution.progress.done}/{execution.progress.total} steps</dd></div>
+        <div>
+          <dt>Status</dt>
+          <dd>
+            <Status status={run.status} /> {!ended ? <span class="live on">live</span> : null}
+          </dd>
+        </div>
+        <div>
+          <dt>Kind</dt>
+          <dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent run</Link> : (run.kind ?? '—')}</dd>
+        </div>
+        <div>
+          <dt>Workflow</dt>
+          <dd>
+            {run.workflow_id ? (
+              <Link to={`/workflows/${run.workflow_id}`} class="mono">
+                {run.workflow_id}
+              </Link>
+            ) : (
+              <span class="mono">{run.workflow}</span>
+            )}
+            {execution ? ` v${execution.workflow_version}` : ''}
+          </dd>
+        </div>
+        <div>
+          <dt>Started</dt>
+          <dd>{time(run.created_at)}</dd>
+        </div>
+        <div>
+          <dt>Duration</dt>
+          <dd>{duration((run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.created_at))}</dd>
+        </div>
+        {state ? (
+          <div>
+            <dt>State</dt>
+            <dd class="mono" data-fact="state">
+              {state}
+            </dd>
+          </div>
         ) : null}
-        {execution && !ended ? <div><dt>ETA</dt><dd data-fact="eta">{execution.eta_seconds === null ? <span class="muted" title="no step history yet for every remaining step">not known yet</span> : `~${duration(execution.eta_seconds * 1000)}`}</dd></div> : null}
+        {currentStep && !ended ? (
+          <div>
+            <dt>Current step</dt>
+            <dd data-fact="current">
+              <span class="mono">{currentStep}</span>
+              {label ? <> — {label}</> : null}
+            </dd>
+          </div>
+        ) : null}
+        {execution ? (
+          <div>
+            <dt>Progress</dt>
+            <dd data-fact="progress">
+              <progress max={execution.progress.total} value={execution.progress.done} aria-label="steps ended" /> {execution.progress.done}/{execution.progress.total} steps
+            </dd>
+          </div>
+        ) : null}
+        {execution && !ended ? (
+          <div>
+            <dt>ETA</dt>
+            <dd data-fact="eta">
+              {execution.eta_seconds === null ? (
+                <span class="muted" title="no step history yet for every remaining step">
+                  not known yet
+                </span>
+              ) : (
+                `~${duration(execution.eta_seconds * 1000)}`
+              )}
+            </dd>
+          </div>
+        ) : null}
         {execution?.rerun_of ? (
-          <div><dt>Rerun of</dt><dd data-fact="rerun-of"><RunLink id={execution.rerun_of.execution_id} /> <span class="muted">({linkText(execution.rerun_of)})</span></dd></div>
+          <div>
+            <dt>Rerun of</dt>
+            <dd data-fact="rerun-of">
+              <RunLink id={execution.rerun_of.execution_id} /> <span class="muted">({linkText(execution.rerun_of)})</span>
+            </dd>
+          </div>
         ) : null}
         {execution?.reruns.length ? (
-          <div><dt>Reruns</dt><dd data-fact="reruns"><ul class="plain">{execution.reruns.map((r) => <li key={r.execution_id}><RunLink id={r.execution_id} /> <span class="muted">({linkText(r)})</span></li>)}</ul></dd></div>
+          <div>
+            <dt>Reruns</dt>
+            <dd data-fact="reruns">
+              <ul class="plain">
+                {execution.reruns.map((r) => (
+                  <li key={r.execution_id}>
+                    <RunLink id={r.execution_id} /> <span class="muted">({linkText(r)})</span>
+                  </li>
+                ))}
+              </ul>
+            </dd>
+          </div>
         ) : null}
-        {parentId ? <div><dt>Parent</dt><dd><RunLink id={parentId} /></dd></div> : null}
-        {run.compensations ? <div><dt>Compensations</dt><dd>{run.compensations.ran} ran, {run.compensations.failed} failed</dd></div> : null}
+        {parentId ? (
+          <div>
+            <dt>Parent</dt>
+            <dd>
+              <RunLink id={parentId} />
+            </dd>
+          </div>
+        ) : null}
+        {run.compensations ? (
+          <div>
+            <dt>Compensations</dt>
+            <dd>
+              {run.compensations.ran} ran, {run.compensations.failed} failed
+            </dd>
+          </div>
+        ) : null}
       </dl>
-      {run.error ? <div class="error" role="alert"><strong>Error:</strong> <span class="run-error">{run.error}</span></div> : null}
+      {run.error ? (
+        <div class="error" role="alert">
+          <strong>Error:</strong> <span class="run-error">{run.error}</span>
+        </div>
+      ) : null}
       <div class="two">
         <Json value={run.input} label="input" />
         <Json value={run.output} label="output" />
@@ -159,7 +279,13 @@ export function RunPage({ id }: { id: string }) {
       {children.length ? (
         <>
           <h2>Child runs</h2>
-          <ul>{children.map((c) => <li key={c}><RunLink id={c} /></li>)}</ul>
+          <ul>
+            {children.map((c) => (
+              <li key={c}>
+                <RunLink id={c} />
+              </li>
+            ))}
+          </ul>
         </>
       ) : null}
 
@@ -168,7 +294,9 @@ export function RunPage({ id }: { id: string }) {
         {events.map((e) => (
           <li key={e.version} data-type={e.type}>
             <span class="muted mono">#{e.version}</span> <span class="mono evtype">{e.type}</span>{' '}
-            <time dateTime={e.timestamp} class="muted">+{duration(Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))}</time>
+            <time dateTime={e.timestamp} class="muted">
+              +{duration(Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))}
+            </time>
             <Json value={e.data} />
           </li>
         ))}

@@ -87,17 +87,33 @@ export function RunsPage() {
   const rows = useMemo(() => data?.runs ?? [], [data]);
 
   return (
-    <Page title="Runs" actions={<span class={`live ${live ? 'on' : ''}`} role="status">{live ? 'live' : 'offline'}</span>}>
+    <Page
+      title="Runs"
+      actions={
+        <span class={`live ${live ? 'on' : ''}`} role="status">
+          {live ? 'live' : 'offline'}
+        </span>
+      }
+    >
       {/* biome-ignore lint/a11y/useSemanticElements: the <search> element is too new for the browsers the dashboard supports */}
-      <form class="filters" role="search" aria-label="Filter runs" onSubmit={(e) => {
-        e.preventDefault();
-        if (idText.trim()) navigate(`/runs/${encodeURIComponent(idText.trim())}`);
-      }}>
+      <form
+        class="filters"
+        role="search"
+        aria-label="Filter runs"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (idText.trim()) navigate(`/runs/${encodeURIComponent(idText.trim())}`);
+        }}
+      >
         <label>
           Status
           <select value={query.get('status') ?? ''} onChange={(e) => set('status', e.currentTarget.value)}>
             <option value="">any</option>
-            {RUN_STATUSES.map((s) => <option key={s} value={s}>{s.replace('_', ' ')}</option>)}
+            {RUN_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s.replace('_', ' ')}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -129,54 +145,91 @@ export function RunsPage() {
       </form>
       <ErrorBox error={error} />
       <div class="scroll">
-      <table class="runs" aria-busy={loading} aria-describedby="runs-count">
-        <caption id="runs-count" class="sr-only">{rows.length} runs on this page, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Workflow</th>
-            <th scope="col">Status</th>
-            <th scope="col">Started</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Error</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => (
-            <tr key={r.id} data-run={r.id} data-status={normalStatus(r.status)}>
-              <td><RunLink id={r.id} /></td>
-              <td>{r.kind ?? '—'}</td>
-              <td>
-                {r.workflow_id ? <Link to={`/workflows/${r.workflow_id}`} class="mono">{r.workflow_id}</Link> : r.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">{r.agent ?? 'agent run'}</Link> : <span class="mono">{r.workflow}</span>}
-                {r.label ? <div class="muted">{r.label}</div> : null}
-              </td>
-              <td>
-                <Status status={r.status} />
-                {r.progress ? <div class="muted">{r.progress.done}/{r.progress.total}</div> : null}
-              </td>
-              <td><Time iso={r.created_at} /></td>
-              <td class="nowrap">{duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}</td>
-              <td class="err clip" title={r.error ?? ''}>{r.error ?? ''}</td>
-            </tr>
-          ))}
-          {!loading && rows.length === 0 ? (
+        <table class="runs" aria-busy={loading} aria-describedby="runs-count">
+          <caption id="runs-count" class="sr-only">
+            {rows.length} runs on this page, newest first
+          </caption>
+          <thead>
             <tr>
-              <td colSpan={7} class="empty">No runs{query.toString() ? ' match these filters' : ' yet'}.</td>
+              <th scope="col">Run</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Workflow</th>
+              <th scope="col">Status</th>
+              <th scope="col">Started</th>
+              <th scope="col">Duration</th>
+              <th scope="col">Error</th>
             </tr>
-          ) : null}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.id} data-run={r.id} data-status={normalStatus(r.status)}>
+                <td>
+                  <RunLink id={r.id} />
+                </td>
+                <td>{r.kind ?? '—'}</td>
+                <td>
+                  {r.workflow_id ? (
+                    <Link to={`/workflows/${r.workflow_id}`} class="mono">
+                      {r.workflow_id}
+                    </Link>
+                  ) : r.kind === 'session' ? (
+                    <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">
+                      {r.agent ?? 'agent run'}
+                    </Link>
+                  ) : (
+                    <span class="mono">{r.workflow}</span>
+                  )}
+                  {r.label ? <div class="muted">{r.label}</div> : null}
+                </td>
+                <td>
+                  <Status status={r.status} />
+                  {r.progress ? (
+                    <div class="muted">
+                      {r.progress.done}/{r.progress.total}
+                    </div>
+                  ) : null}
+                </td>
+                <td>
+                  <Time iso={r.created_at} />
+                </td>
+                <td class="nowrap">{duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}</td>
+                <td class="err clip" title={r.error ?? ''}>
+                  {r.error ?? ''}
+                </td>
+              </tr>
+            ))}
+            {!loading && rows.length === 0 ? (
+              <tr>
+                <td colSpan={7} class="empty">
+                  No runs{query.toString() ? ' match these filters' : ' yet'}.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
       </div>
       <nav class="pager" aria-label="Pages">
-        {!firstPage ? <button type="button" onClick={() => history.back()}>← Newer</button> : null}
-        {!firstPage ? <button type="button" onClick={() => set('after', '')}>First page</button> : null}
+        {!firstPage ? (
+          <button type="button" onClick={() => history.back()}>
+            ← Newer
+          </button>
+        ) : null}
+        {!firstPage ? (
+          <button type="button" onClick={() => set('after', '')}>
+            First page
+          </button>
+        ) : null}
         {data?.last_key ? (
-          <button type="button" onClick={() => {
-            const next = new URLSearchParams(query);
-            next.set('after', data.last_key!);
-            navigate(`/runs?${next}`);
-          }}>Older →</button>
+          <button
+            type="button"
+            onClick={() => {
+              const next = new URLSearchParams(query);
+              next.set('after', data.last_key!);
+              navigate(`/runs?${next}`);
+            }}
+          >
+            Older →
+          </button>
         ) : null}
       </nav>
     </Page>

@@ -14,11 +14,7 @@ const target = (t: any) => (t?.workflow ? `workflow ${t.workflow}` : t?.agent ? 
 /** Events received with the rules each matched and the runs they started; rules; schedules with their next fire times. */
 export function TriggersPage() {
   const { data, error } = useLoad(async (signal) => {
-    const [events, rules, schedules] = await Promise.all([
-      api<{ events: any[] }>('/events?limit=50', { signal }),
-      api<{ rules: any[] }>('/rules?limit=500', { signal }),
-      api<{ schedules: any[] }>('/schedules?limit=500', { signal }),
-    ]);
+    const [events, rules, schedules] = await Promise.all([api<{ events: any[] }>('/events?limit=50', { signal }), api<{ rules: any[] }>('/rules?limit=500', { signal }), api<{ schedules: any[] }>('/schedules?limit=500', { signal })]);
     return { events: events.events ?? [], rules: rules.rules ?? [], schedules: schedules.schedules ?? [] };
   }, []);
   return (
@@ -26,50 +22,121 @@ export function TriggersPage() {
       <ErrorBox error={error} />
       <h2>Events received</h2>
       <table>
-        <thead><tr><th scope="col">Event</th><th scope="col">Source / type</th><th scope="col">Received</th><th scope="col">Matched rules → runs</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Event</th>
+            <th scope="col">Source / type</th>
+            <th scope="col">Received</th>
+            <th scope="col">Matched rules → runs</th>
+          </tr>
+        </thead>
         <tbody>
           {(data?.events ?? []).map((e) => (
             <tr key={e.id}>
               <td class="mono">{e.id}</td>
-              <td><span class="mono">{e.source}</span> / {e['detail-type']}</td>
-              <td>{time(e.received_at)} {e.routed ? '' : <span class="muted">(not routed yet)</span>}</td>
+              <td>
+                <span class="mono">{e.source}</span> / {e['detail-type']}
+              </td>
+              <td>
+                {time(e.received_at)} {e.routed ? '' : <span class="muted">(not routed yet)</span>}
+              </td>
               <td>
                 {(e.matches as Match[]).length === 0 ? <span class="muted">none</span> : null}
                 <ul class="plain">
                   {(e.matches as Match[]).map((m) => (
-                    <li key={m.rule_id}>{m.rule_name} → {m.run_id ? <RunLink id={m.run_id} /> : <span class="err">{m.error ?? 'no run'}</span>}</li>
+                    <li key={m.rule_id}>
+                      {m.rule_name} → {m.run_id ? <RunLink id={m.run_id} /> : <span class="err">{m.error ?? 'no run'}</span>}
+                    </li>
                   ))}
                 </ul>
               </td>
             </tr>
           ))}
-          {data && data.events.length === 0 ? <tr><td colSpan={4} class="empty">No events yet (POST /events).</td></tr> : null}
+          {data && data.events.length === 0 ? (
+            <tr>
+              <td colSpan={4} class="empty">
+                No events yet (POST /events).
+              </td>
+            </tr>
+          ) : null}
         </tbody>
       </table>
       <h2>Rules</h2>
       <table>
-        <thead><tr><th scope="col">Rule</th><th scope="col">Pattern</th><th scope="col">Target</th><th scope="col">Enabled</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Rule</th>
+            <th scope="col">Pattern</th>
+            <th scope="col">Target</th>
+            <th scope="col">Enabled</th>
+          </tr>
+        </thead>
         <tbody>
           {(data?.rules ?? []).map((r) => (
-            <tr key={r.id}><td>{r.name}<div class="muted mono">{r.id}</div></td><td><Json value={r.pattern} /></td><td>{target(r.target)}</td><td>{r.enabled ? 'yes' : 'no'}</td></tr>
+            <tr key={r.id}>
+              <td>
+                {r.name}
+                <div class="muted mono">{r.id}</div>
+              </td>
+              <td>
+                <Json value={r.pattern} />
+              </td>
+              <td>{target(r.target)}</td>
+              <td>{r.enabled ? 'yes' : 'no'}</td>
+            </tr>
           ))}
-          {data && data.rules.length === 0 ? <tr><td colSpan={4} class="empty">No rules.</td></tr> : null}
+          {data && data.rules.length === 0 ? (
+            <tr>
+              <td colSpan={4} class="empty">
+                No rules.
+              </td>
+            </tr>
+          ) : null}
         </tbody>
       </table>
       <h2>Schedules</h2>
       <table>
-        <thead><tr><th scope="col">Schedule</th><th scope="col">Cron</th><th scope="col">Target</th><th scope="col">Next fire times</th><th scope="col">Last</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Schedule</th>
+            <th scope="col">Cron</th>
+            <th scope="col">Target</th>
+            <th scope="col">Next fire times</th>
+            <th scope="col">Last</th>
+          </tr>
+        </thead>
         <tbody>
           {(data?.schedules ?? []).map((s) => (
             <tr key={s.id}>
               <td>{s.name ?? <span class="mono">{s.id}</span>}</td>
-              <td class="mono">{s.cron} <span class="muted">{s.timezone}</span></td>
+              <td class="mono">
+                {s.cron} <span class="muted">{s.timezone}</span>
+              </td>
               <td>{target(s.target)}</td>
-              <td><ul class="plain">{(s.next as string[]).map((n) => <li key={n}><time dateTime={n}>{time(n)}</time></li>)}</ul></td>
-              <td>{s.state?.last_outcome ?? '—'} {s.state?.last_run_id ? <RunLink id={s.state.last_run_id} /> : null}<div class="muted">fired {s.state?.fired ?? 0} · skipped {s.state?.skipped ?? 0} · failed {s.state?.failed ?? 0}</div></td>
+              <td>
+                <ul class="plain">
+                  {(s.next as string[]).map((n) => (
+                    <li key={n}>
+                      <time dateTime={n}>{time(n)}</time>
+                    </li>
+                  ))}
+                </ul>
+              </td>
+              <td>
+                {s.state?.last_outcome ?? '—'} {s.state?.last_run_id ? <RunLink id={s.state.last_run_id} /> : null}
+                <div class="muted">
+                  fired {s.state?.fired ?? 0} · skipped {s.state?.skipped ?? 0} · failed {s.state?.failed ?? 0}
+                </div>
+              </td>
             </tr>
           ))}
-          {data && data.schedules.length === 0 ? <tr><td colSpan={5} class="empty">No schedules.</td></tr> : null}
+          {data && data.schedules.length === 0 ? (
+            <tr>
+              <td colSpan={5} class="empty">
+                No schedules.
+              </td>
+            </tr>
+          ) : null}
         </tbody>
       </table>
     </Page>
