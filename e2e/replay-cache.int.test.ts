@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../src/engine.js';
 import { RUN_QUEUE } from '../src/runtime/runtime.js';
@@ -22,6 +23,27 @@ async function stats(w: Cli): Promise<{ hits: number; misses: number }> {
   return { hits: hits!, misses: misses! };
 }
 
+/**
+ * SIGSTOPs a worker, but never while it holds SQLite's write lock (its heartbeat writes every
+ * second): a process frozen inside a transaction would block every other writer of the file.
+ */
+async function freeze(w: Cli, database: string): Promise<void> {
+  for (;;) {
+    w.proc.kill('SIGSTOP');
+    if (/^postgres(ql)?:/.test(database)) return;
+    const probe = new Database(database, { timeout: 200 });
+    try {
+      probe.exec('BEGIN IMMEDIATE; ROLLBACK');
+      return;
+    } catch {
+      w.proc.kill('SIGCONT');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      probe.close();
+    }
+  }
+}
+
 /** Signals round `i` and waits until its step is done and the pass that ran it has let go of the run. */
 async function round(engine: Engine, i: number): Promise<void> {
   await engine.signal('relay-1', 'next', i + 1);
@@ -37,17 +59,17 @@ describe.each(backends)('the replay cache across worker processes on $name', (ba
     const b = await worker(database);
     try {
       // B frozen: A runs rounds 0 and 1, and keeps the run's history in its cache
-      b.proc.kill('SIGSTOP');
+      await freeze(b, database);
       const run = await engine.start(relay, { rounds: 6 }, { id: 'relay-1' });
       await round(engine, 0);
       await round(engine, 1);
       // A frozen with its cache: B runs rounds 2 and 3
-      a.proc.kill('SIGSTOP');
+      await freeze(a, database);
       b.proc.kill('SIGCONT');
       await round(engine, 2);
       await round(engine, 3);
       // A again: its cache lacks B's events
-      b.proc.kill('SIGSTOP');
+      await freeze(b, database);
       a.proc.kill('SIGCONT');
       await round(engine, 4);
       await round(engine, 5);

@@ -150,7 +150,8 @@ async function waitFor(c: ReturnType<typeof client>, workflowId: string, executi
     if (event.type === RUN_EVENT.stateChanged && name !== state) {
       state = name;
       const now = await c.execution(workflowId, executionId).catch(() => null);
-      const eta = now?.eta_seconds === null || now?.eta_seconds === undefined || now.finished_at ? '' : `  ETA ~${Math.ceil(now.eta_seconds)} s`;
+      // no ETA before there is history, nor once nothing is left (the last state comes before the run's end)
+      const eta = !now?.eta_seconds || now.finished_at ? '' : `  ETA ~${Math.ceil(now.eta_seconds)} s`;
       out.line(`state ${name}${eta}`);
     }
   }

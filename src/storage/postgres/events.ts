@@ -204,8 +204,13 @@ export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: n
  */
 const HORIZON = '(SELECT pg_snapshot_xmin(pg_current_snapshot()))';
 
-export const HEAD = `coalesce((SELECT tx_id::text || ':' || position FROM events WHERE tx_id < ${HORIZON}
-  ORDER BY tx_id DESC, position DESC LIMIT 1), '')`;
+/**
+ * The cursor after the newest committed event (every row this snapshot sees has committed), not
+ * after the newest one below the horizon: a reader that starts "at the end" must not be handed
+ * events that committed before it started only because some older transaction elsewhere is still
+ * open. Events of a transaction still in flight at that moment count as before the end.
+ */
+export const HEAD = `coalesce((SELECT tx_id::text || ':' || position FROM events ORDER BY tx_id DESC, position DESC LIMIT 1), '')`;
 
 function parseCursor(cursor: Cursor): [string, number] {
   if (cursor === '') return ['0', 0];
