@@ -158,6 +158,9 @@ describe('the dashboard on SQLite', () => {
     // the run: its nodes, tool calls with their risk, the decision, its checkpoints and lifecycle
     await row.getByRole('link', { name: sent.run_id }).click();
     await page.getByRole('heading', { name: `Agent run ${sent.run_id}` }).waitFor();
+    // the heading shows before the run's tables are fetched
+    await page.locator('table.tool-calls tbody tr').first().waitFor();
+    await page.locator('table.agent-steps tbody tr').nth(2).waitFor();
     expect(await page.locator('table.agent-steps tbody tr').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-status')}`))).toEqual(['classify ok', 'act ok', 'reply ok']);
     const tools = await page
       .locator('table.tool-calls tbody tr')

@@ -86,6 +86,10 @@ export function readConformance(h: { store: () => Store }): void {
 async function settledHead(store: Store, position: number): Promise<Cursor> {
   for (const deadline = Date.now() + 10_000; ; await sleep(5)) {
     const head = await store.eventHead();
-    if (head === String(position) || head.endsWith(`:${position}`) || Date.now() > deadline) return head;
+    if (Date.now() > deadline) return head;
+    if (head !== String(position) && !head.endsWith(`:${position}`)) continue;
+    // the head names the newest committed event; a committed read reaches it once no older transaction is open (PostgreSQL)
+    const before = head.includes(':') ? head.replace(/:(\d+)$/, (_, p: string) => `:${Number(p) - 1}`) : String(position - 1);
+    if ((await store.eventReadCommitted({ after: before, limit: 1 })).events.length > 0) return head;
   }
 }
