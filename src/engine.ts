@@ -53,7 +53,7 @@ export class Engine {
   ) {
     this.store = timedStore(store, this.events);
     store = this.store;
-    this.journal = new Journal(store, config);
+    this.journal = new Journal(store, config, this.events);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);

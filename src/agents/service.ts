@@ -12,6 +12,7 @@ import type { Agent } from './agent.js';
 import { isEnded, isSessionEventType, SESSION_EVENT_TYPES } from './lifecycle.js';
 import { conversationOrderingKey } from './conversation.js';
 import { projectLedger } from './ledger-projection.js';
+import { pruneSession } from './retention.js';
 import { sampleAgent, sampleTools } from './sample.js';
 import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
@@ -233,6 +234,7 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
   engine.register(workflow);
   projectSessions(engine.journal);
   projectLedger(engine.journal);
+  engine.retention.onRunPruned(pruneSession);
   return new SessionService(engine, agents, workflow);
 }
 

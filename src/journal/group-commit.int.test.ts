@@ -3,6 +3,7 @@ import { ConflictError, LeaseLostError, ValidationError } from '../errors.js';
 import { openStore } from '../storage/open.js';
 import type { Lease, Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
+import { EngineEvents } from '../observe/events.js';
 import { Journal } from './journal.js';
 
 const LIMITS = { maxEventBytes: 1000, maxEventsPerAppend: 1000 };
@@ -82,6 +83,38 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(await events('run:lost')).toHaveLength(0);
     expect(await raw.projectionGet({ name: 'p', key: 'lost' })).toBeUndefined();
     expect(await events('run:free')).toHaveLength(1);
+  });
+
+  it('reports each committed batch as store:batch: the writes it committed and the events they appended', async () => {
+    const engineEvents = new EngineEvents();
+    const batches: Array<{ writes: number; events: number }> = [];
+    engineEvents.on('store:batch', (e) => void batches.push(e));
+    const reporting = new Journal(store, LIMITS, engineEvents);
+    const [a, b, c] = await claim(3);
+    const stale = { id: c!.id, leaseToken: 'lease-of-someone-else' };
+    const two = [
+      { type: 'x', data: 1 },
+      { type: 'y', data: 2 },
+    ];
+    await Promise.allSettled([
+      reporting.group.submit({ leases: [a!], appends: [{ streamId: 'run:a', events: two }] }),
+      reporting.group.submit({
+        leases: [b!],
+        appends: [
+          { streamId: 'run:b', events: two },
+          { streamId: 'run:b2', events: [{ type: 'z', data: 3 }] },
+        ],
+      }),
+      reporting.group.submit({ leases: [stale], appends: [{ streamId: 'run:c', events: two }] }),
+      reporting.group.submit({ completes: [{ ...a!, result: null }] }),
+    ]);
+    // the stale write was fenced out: it is not counted; a completion is a write without events
+    expect(batches).toEqual([{ writes: 3, events: 5 }]);
+    await reporting.group.submit({ appends: [{ streamId: 'run:d', events: [{ type: 'x', data: 4 }] }] });
+    expect(batches).toEqual([
+      { writes: 3, events: 5 },
+      { writes: 1, events: 1 },
+    ]);
   });
 
   it('tells a stale lease from the current one of the same task in one batch', async () => {

@@ -1,5 +1,6 @@
 import { crashPoint } from '../crash.js';
 import { LeaseLostError } from '../errors.js';
+import type { EngineEvents } from '../observe/events.js';
 import type { Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
 import type { Journal } from './journal.js';
 
@@ -68,6 +69,8 @@ export class GroupCommit {
     private readonly journal: Journal,
     /** The journal's limit of events per append: a batch is one append. */
     private readonly maxEvents: number,
+    /** Where each committed batch's size is reported (`store:batch`). */
+    private readonly events: EngineEvents | null = null,
     /**
      * Batches committing at once. PostgreSQL: two, so the next batch's statements travel while the
      * last one waits for its flush (the server flushes concurrent commits together). SQLite: one;
@@ -133,7 +136,7 @@ export class GroupCommit {
   /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
   private async commit(batch: Pending[]): Promise<void> {
     let finished = false;
-    let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>> };
+    let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
       outcome = await this.store.transaction(async (tx) => {
         const lost = await this.fence(tx, batch);
@@ -160,11 +163,12 @@ export class GroupCommit {
           results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), value });
         }
         finished = true;
-        return { lost, results };
+        return { lost, results, events: appended.length };
       });
     } catch (error) {
       throw finished ? new CommitUnknown(error) : error;
     }
+    this.events?.emit('store:batch', { writes: outcome.results.size, events: outcome.events });
     for (const p of batch) {
       const result = outcome.results.get(p);
       if (result) p.done(result);

@@ -2,6 +2,7 @@ import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
 import type { AppendResult, CommittedRead, Cursor, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { EngineEvents } from '../observe/events.js';
 import { GroupCommit } from './group-commit.js';
 
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
@@ -41,8 +42,10 @@ export class Journal {
   constructor(
     private readonly store: Store,
     private readonly limits: JournalLimits,
+    /** The engine's events: group commits report their size there (`store:batch`). */
+    events: EngineEvents | null = null,
   ) {
-    this.group = new GroupCommit(store, this, limits.maxEventsPerAppend);
+    this.group = new GroupCommit(store, this, limits.maxEventsPerAppend, events);
   }
 
   /** Registers a projection for one or more event types. */

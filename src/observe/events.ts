@@ -22,6 +22,8 @@ export interface EngineEventMap {
   /** `route` is the route's template (`/workflows/{id}`), never the raw path. */
   'http:request': { method: string; route: string; status: number; durationMs: number };
   'store:transaction': { durationMs: number; ok: boolean };
+  /** One group commit (`journal/group-commit.ts`) committed: the writes it carried (of runs and tasks) and the events they appended. */
+  'store:batch': { writes: number; events: number };
   /** Retention deleted (or, in a dry run, would delete) these; `kind` is the policy's kind. */
   'retention:pruned': { kind: string; runs: number; events: number; tasks: number; dryRun: boolean };
   /** Something failed in the background (a worker loop, a sweep); it is retried. */
@@ -50,6 +52,7 @@ export const ENGINE_EVENTS: EngineEventName[] = [
   'subscription:parked',
   'http:request',
   'store:transaction',
+  'store:batch',
   'retention:pruned',
   'engine:error',
 ];

@@ -48,6 +48,7 @@ const LOGGED: { [K in EngineEventName]: 'debug' | 'info' | 'warn' } = {
   'subscription:parked': 'warn',
   'http:request': 'debug',
   'store:transaction': 'debug',
+  'store:batch': 'debug',
   'retention:pruned': 'info',
   'engine:error': 'warn',
 };

@@ -23,6 +23,8 @@ const FAMILIES = [
   'runledger_subscription_parked_events',
   'runledger_http_request_duration_seconds',
   'runledger_store_transaction_duration_seconds',
+  'runledger_store_batch_writes',
+  'runledger_store_batch_events',
   'process_cpu_user_seconds_total',
   'nodejs_heap_size_used_bytes',
 ];
@@ -105,6 +107,11 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     expect(Number(/runledger_queue_oldest_ready_age_seconds\{queue="later"\} ([\d.]+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(2);
     expect(text).toContain('runledger_subscription_parked_events{subscription="audit"} 1');
     expect(text).toContain('route="/workflows/{id}/executions/{execution_id}"');
+    // every run's pass wrote through a group commit: at least one write each, its end among them
+    const sample = (name: string) => Number(new RegExp(`\\n${name} (\\d+)`).exec(text)?.[1]);
+    expect(sample('runledger_store_batch_writes_sum')).toBeGreaterThanOrEqual(50);
+    expect(sample('runledger_store_batch_writes_count')).toBeGreaterThan(0);
+    expect(sample('runledger_store_batch_events_sum')).toBeGreaterThanOrEqual(50 * 2);
     // bounded labels: no run id, execution id or workflow id, and no raw path
     for (const id of [...ids, execution_id, workflowId]) expect(text).not.toContain(id);
     const labelValues = new Set([...text.matchAll(/="([^"]*)"/g)].map((m) => m[1]!));

@@ -12,6 +12,7 @@ export interface Metrics {
   close(): void;
 }
 
+const BATCH = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /**
@@ -42,6 +43,8 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
   const parkedTotal = new Counter({ name: 'runledger_subscription_parked_total', help: 'Events parked by this process', labelNames: ['subscription'], registers });
   const httpDuration = new Histogram({ name: 'runledger_http_request_duration_seconds', help: 'HTTP requests by route template', labelNames: ['method', 'route', 'status'], buckets: SECONDS, registers });
   const txDuration = new Histogram({ name: 'runledger_store_transaction_duration_seconds', help: 'Store transactions', labelNames: ['outcome'], buckets: [0.0005, 0.001, 0.0025, ...SECONDS], registers });
+  const batchWrites = new Histogram({ name: 'runledger_store_batch_writes', help: 'Writes (of runs and tasks) one group commit carried', buckets: BATCH, registers });
+  const batchEvents = new Histogram({ name: 'runledger_store_batch_events', help: 'Events one group commit appended', buckets: BATCH, registers });
   const errors = new Counter({ name: 'runledger_background_errors_total', help: 'Failures of background loops (workers, subscriptions, retention), retried', labelNames: ['what'], registers });
   const pruned = new Counter({ name: 'runledger_retention_deleted_total', help: 'Records retention deleted', labelNames: ['kind', 'record'], registers });
   const depth = new Gauge({ name: 'runledger_queue_tasks', help: 'Tasks per queue and state (ready = due now, scheduled = due later)', labelNames: ['queue', 'state'], registers });
@@ -81,6 +84,10 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
       pruned.inc({ kind: e.kind, record: 'event' }, e.events);
     }),
     events.on('store:transaction', (e) => txDuration.observe({ outcome: e.ok ? 'commit' : 'rollback' }, s(e.durationMs))),
+    events.on('store:batch', (e) => {
+      batchWrites.observe(e.writes);
+      batchEvents.observe(e.events);
+    }),
   ];
 
   return {

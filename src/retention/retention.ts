@@ -38,8 +38,9 @@ export interface RetentionKind {
   sweep(store: Store, options: SweepOptions): Promise<Pruned>;
 }
 
-/** Deletes the rows a feature keeps for a run (an execution's index row), in the transaction that deletes the run. */
-export type RunPruneHook = (tx: Store, run: RunView) => Promise<void>;
+/** Deletes the rows a feature keeps for a run (an execution's index row), in the transaction that deletes the run; may say how many events and other rows went. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a hook that counts nothing returns nothing (Promise<void>)
+export type RunPruneHook = (tx: Store, run: RunView) => Promise<{ events?: number; other?: number } | void>;
 
 const TERMINAL_EVENTS = [...TERMINAL_RUN_EVENTS];
 /** Marks a rollback of a dry run's transaction. */
@@ -173,6 +174,7 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
           total.runs += batch.runs;
           total.events += batch.events;
           total.tasks += batch.tasks;
+          total.other += batch.other;
           if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
         }
         if (ends.length < options.batchSize || ends.some((e) => e.timestamp >= options.before)) break;
@@ -184,7 +186,7 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
   };
 }
 
-async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind' | 'other'>> {
+async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind'>> {
   const candidates: RunView[] = [];
   for (const end of ends) {
     const id = end.streamId.slice('run:'.length);
@@ -202,19 +204,24 @@ async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hook
   // a pass still waiting to run (a signal that woke an ended run) keeps it until that pass is done
   const busy = new Set(await tx.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: candidates.map((v) => v.id) }));
   const runs = candidates.filter((v) => !busy.has(v.id));
-  if (runs.length === 0) return { runs: 0, events: 0, tasks: 0 };
+  if (runs.length === 0) return { runs: 0, events: 0, tasks: 0, other: 0 };
   const tasks: string[] = [];
   for (;;) {
     const page = await tx.taskDelete({ states: ['completed', 'dead'], updatedBefore: Number.MAX_SAFE_INTEGER, limit: 1000, queue: RUN_QUEUE, orderingKeys: runs.map((v) => v.id) });
     tasks.push(...page);
     if (page.length < 1000) break;
   }
-  const { events } = await tx.streamDelete({ streamIds: [...runs.map((v) => runStream(v.id)), ...tasks.map(taskStream)] });
+  let { events } = await tx.streamDelete({ streamIds: [...runs.map((v) => runStream(v.id)), ...tasks.map(taskStream)] });
+  let other = 0;
   for (const run of runs) {
     await tx.projectionDelete({ name: RUN_VIEW, key: run.id });
-    for (const hook of hooks) await hook(tx, run);
+    for (const hook of hooks) {
+      const gone = await hook(tx, run);
+      events += gone?.events ?? 0;
+      other += gone?.other ?? 0;
+    }
   }
-  return { runs: runs.length, events, tasks: tasks.length };
+  return { runs: runs.length, events, tasks: tasks.length, other };
 }
 
 /** Finished tasks of every queue and their streams. Passes of runs are left to `runs`, except completed ones: nothing reads those. */

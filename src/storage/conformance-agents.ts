@@ -160,6 +160,44 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect(await s.agentToolCallList({ approval_status: 'pending', limit: 10 })).toEqual([]);
     });
 
+    it('deletes runs whole from every ledger table, and only the events no remaining run starts from', async () => {
+      const s = h.store();
+      const step = { node: 'act', attempt: 1, status: 'ok' as const, input_snapshot: null, output_snapshot: null, error: null, latency_ms: 1, created_at: 1, updated_at: 1 };
+      for (const id of ['r1', 'r2', 'r3']) {
+        await s.agentEventPut({ event: event(`e-${id}`, { run_id: id }) });
+        await s.agentRunPut({ run: run(id, { event_id: `e-${id}` }) });
+        await s.agentStepPut({ step: { ...step, id: `s-${id}`, run_id: id, seq: 1 } });
+        await s.agentToolCallPut({ call: call(`tc-${id}`, id) });
+        await s.agentCheckpointPut({ checkpoint: { id: `k-${id}`, run_id: id, node: 'act', seq: 1, state: {}, created_at: 1 } });
+      }
+      // a coalesced event handled by r1, and one whose run is r1 although r3 started from it (not a shape intake makes, but the rows allow it)
+      await s.agentEventPut({ event: event('e-joined', { run_id: 'r1', decision: 'coalesced' }) });
+      await s.agentEventPut({ event: event('e-shared', { run_id: 'r2' }) });
+      await s.agentRunPut({ run: run('r4', { event_id: 'e-shared' }) });
+      expect(await s.agentRunDelete({ ids: ['r1', 'r2', 'missing'] })).toEqual({ rows: 2 * 4 + 3 });
+      for (const id of ['r1', 'r2']) {
+        expect(await s.agentRunGet({ id })).toBeUndefined();
+        expect(await s.agentStepList({ run_id: id })).toEqual([]);
+        expect(await s.agentToolCallList({ run_id: id, limit: 10 })).toEqual([]);
+        expect(await s.agentCheckpointList({ run_id: id })).toEqual([]);
+        expect(await s.agentEventList({ run_id: id })).toEqual(id === 'r2' ? [expect.objectContaining({ id: 'e-shared' })] : []);
+      }
+      expect(await s.agentRunGet({ id: 'r3' })).toBeDefined();
+      expect((await s.agentStepList({ run_id: 'r3' })).map((x) => x.id)).toEqual(['s-r3']);
+      expect((await s.agentToolCallList({ run_id: 'r3', limit: 10 })).map((x) => x.id)).toEqual(['tc-r3']);
+      expect((await s.agentCheckpointList({ run_id: 'r3' })).map((x) => x.id)).toEqual(['k-r3']);
+      expect((await s.agentEventList({ run_id: 'r3' })).map((x) => x.id)).toEqual(['e-r3']);
+      expect(await s.agentRunDelete({ ids: [] })).toEqual({ rows: 0 });
+      // in a transaction that rolls back, nothing goes
+      await expect(
+        s.transaction(async (tx) => {
+          await tx.agentRunDelete({ ids: ['r3'] });
+          throw new Error('roll back');
+        }),
+      ).rejects.toThrow('roll back');
+      expect(await s.agentRunGet({ id: 'r3' })).toBeDefined();
+    });
+
     it('writes nothing when the transaction rolls back', async () => {
       const s = h.store();
       await expect(

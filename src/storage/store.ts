@@ -231,6 +231,11 @@ export interface Store {
   agentCheckpointPut(p: { checkpoint: AgentCheckpointRow }): Promise<void>;
   /** In the run's order (seq). */
   agentCheckpointList(p: { run_id: string }): Promise<AgentCheckpointRow[]>;
+  /**
+   * Deletes runs whole from every ledger table (retention): their steps, tool calls, checkpoints,
+   * `agent_runs` rows, and the events they handle that no remaining run starts from. Returns the rows deleted.
+   */
+  agentRunDelete(p: { ids: string[] }): Promise<{ rows: number }>;
   /** Unfinished work per queue, in one query (metrics scrape it; doctor reads it). */
   taskStats(): Promise<QueueStats[]>;
   /** Of `orderingKeys`, the ones that have a ready or running task in `queue`. */

@@ -1,7 +1,7 @@
 import type { AgentCheckpointRow, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
 import { changeColumns, fromRow, JSON_COLUMNS, type CHANGEABLE } from '../ledger.js';
 import { asParsed } from '../rows.js';
-import type { Db } from './connection.js';
+import { textArray, type Db } from './connection.js';
 
 type Row = Record<string, unknown>;
 
@@ -117,4 +117,20 @@ export async function agentCheckpointPut(db: Db, p: { checkpoint: AgentCheckpoin
 
 export async function agentCheckpointList(db: Db, p: { run_id: string }): Promise<AgentCheckpointRow[]> {
   return (await db.rows('SELECT * FROM agent_checkpoints WHERE run_id = $1 ORDER BY seq', [p.run_id])).map(read<AgentCheckpointRow>('agent_checkpoints'));
+}
+
+/** Children first: `agent_runs.event_id` references `agent_events`, the other tables reference `agent_runs`. */
+export async function agentRunDelete(db: Db, p: { ids: string[] }): Promise<{ rows: number }> {
+  if (p.ids.length === 0) return { rows: 0 };
+  const [row] = await db.rows<{ rows: number }>(
+    `WITH steps AS (DELETE FROM agent_steps WHERE run_id = ANY($1::text[]) RETURNING 1),
+       calls AS (DELETE FROM agent_tool_calls WHERE run_id = ANY($1::text[]) RETURNING 1),
+       checkpoints AS (DELETE FROM agent_checkpoints WHERE run_id = ANY($1::text[]) RETURNING 1),
+       runs AS (DELETE FROM agent_runs WHERE id = ANY($1::text[]) RETURNING 1)
+     SELECT (SELECT count(*) FROM steps) + (SELECT count(*) FROM calls) + (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM runs) AS rows`,
+    [textArray(p.ids)],
+  );
+  // a separate statement: the runs' deletion above must be visible before their events can go
+  const events = await db.rows('DELETE FROM agent_events e WHERE run_id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.event_id = e.id) RETURNING 1', [textArray(p.ids)]);
+  return { rows: Number(row?.rows ?? 0) + events.length };
 }

@@ -218,6 +218,7 @@ class PostgresStore implements Store {
   agentToolCallList: Store['agentToolCallList'] = (p) => agents.agentToolCallList(this.db, p);
   agentCheckpointPut: Store['agentCheckpointPut'] = (p) => agents.agentCheckpointPut(this.db, p);
   agentCheckpointList: Store['agentCheckpointList'] = (p) => agents.agentCheckpointList(this.db, p);
+  agentRunDelete: Store['agentRunDelete'] = (p) => agents.agentRunDelete(this.db, p);
   taskStats: Store['taskStats'] = () => maintenance.taskStats(this.db);
   taskListActiveKeys: Store['taskListActiveKeys'] = (p) => maintenance.taskListActiveKeys(this.db, p);
   taskDelete: Store['taskDelete'] = (p) => maintenance.taskDelete(this.db, p);

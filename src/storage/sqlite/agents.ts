@@ -118,3 +118,17 @@ export function agentCheckpointPut(s: Statements, p: { checkpoint: AgentCheckpoi
 export function agentCheckpointList(s: Statements, p: { run_id: string }): AgentCheckpointRow[] {
   return s.get('SELECT * FROM agent_checkpoints WHERE run_id = ? ORDER BY seq').all(p.run_id).map(read<AgentCheckpointRow>('agent_checkpoints'));
 }
+
+/** Children first: `agent_runs.event_id` references `agent_events`, the other tables reference `agent_runs`. */
+export function agentRunDelete(s: Statements, p: { ids: string[] }): { rows: number } {
+  let rows = 0;
+  for (let i = 0; i < p.ids.length; i += 500) {
+    const ids = JSON.stringify(p.ids.slice(i, i + 500));
+    for (const table of ['agent_steps', 'agent_tool_calls', 'agent_checkpoints']) {
+      rows += s.get(`DELETE FROM ${table} WHERE run_id IN (SELECT value FROM json_each(?))`).run(ids).changes;
+    }
+    rows += s.get('DELETE FROM agent_runs WHERE id IN (SELECT value FROM json_each(?))').run(ids).changes;
+    rows += s.get('DELETE FROM agent_events WHERE run_id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.event_id = agent_events.id)').run(ids).changes;
+  }
+  return { rows };
+}

@@ -245,6 +245,7 @@ class SqliteStore implements Store {
   agentToolCallList: Store['agentToolCallList'] = (p) => this.read((s) => agents.agentToolCallList(s, p));
   agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
   agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
+  agentRunDelete: Store['agentRunDelete'] = (p) => this.run((s) => agents.agentRunDelete(s, p));
   taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, Date.now()));
   taskListActiveKeys: Store['taskListActiveKeys'] = (p) => this.read((s) => maintenance.taskListActiveKeys(s, p));
   taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
