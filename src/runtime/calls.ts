@@ -1,6 +1,22 @@
-import { StepTimedOutError, TerminalError } from '../errors.js';
-import { describeError } from '../errors.js';
+import { backoffDelay } from '../backoff.js';
+import { toMs } from '../duration.js';
+import { describeError, RetryAfterError, StepTimedOutError, TerminalError } from '../errors.js';
 import { checkJson } from '../json.js';
+import type { RetryPolicy } from './workflow.js';
+
+/** A call's retries unless it says otherwise: 3 tries, 1 s doubling up to a minute. */
+export const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
+
+/**
+ * How long to wait before the try after `attempt` of a step, node or poll that failed with `error`,
+ * or null when that was its last: a TerminalError, or the policy's tries used up. A 429's
+ * `Retry-After` (RetryAfterError) is never cut short.
+ */
+export function retryDelay(error: unknown, attempt: number, policy: RetryPolicy | undefined): number | null {
+  if (error instanceof TerminalError || attempt >= (policy?.maxAttempts ?? DEFAULT_RETRY.maxAttempts)) return null;
+  const backoff = { baseMs: toMs(policy?.backoff?.base ?? DEFAULT_RETRY.base), factor: policy?.backoff?.factor ?? DEFAULT_RETRY.factor, maxMs: toMs(policy?.backoff?.max ?? DEFAULT_RETRY.max), jitter: 0.2 };
+  return Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+}
 
 /** Thrown inside a `ctx` call that has to wait: the call's promise then never settles in this pass. */
 export class Suspension {

@@ -1,9 +1,8 @@
-import { backoffDelay } from '../backoff.js';
 import { toMs, type Duration } from '../duration.js';
-import { CancelledError, describeError, LeaseLostError, NonDeterminismError, RetryAfterError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
+import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
-import { checkOutput, failureData, rebuild, Suspension, type FailureData } from './calls.js';
+import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { EntryKind, History, Seq } from './history.js';
 import { pollSchedule, runPoll, type PollHost } from './poll.js';
 import type { RunView } from './view.js';
@@ -12,16 +11,11 @@ import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeStep, type Observe } from './observe.js';
 import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+import { runCompensations, type Compensation } from './compensate.js';
 import { RUN_EVENT } from './events.js';
+import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
 
 export type Outcome = { kind: 'completed'; output: unknown } | { kind: 'continued'; input: unknown; workflow: Workflow | null } | { kind: 'failed'; error: unknown } | { kind: 'suspended'; wakeAt: number | null };
-
-interface Compensation {
-  seq: Seq;
-  name: string;
-  output: unknown;
-  undo: (output: any, ctx: StepContext) => Promise<unknown>;
-}
 
 export interface PassOptions {
   store: Store;
@@ -60,7 +54,6 @@ export interface Children {
   view(id: string): Promise<RunView | undefined>;
 }
 
-const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
 const BRANCH_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** How long code past its run's deadline has to reach its next `ctx` call before the run fails without it. */
 const DEADLINE_GRACE_MS = 1000;
@@ -171,23 +164,23 @@ export class Pass {
       step: (name, fn, options = {}) => call('step', name, (seq) => this.runStep(seq, name, fn, options)),
       sleep: (name, duration) => {
         const ms = toMs(duration, `sleep(${name})`);
-        return call('sleep', name, (seq) => this.runSleep(seq, name, () => this.o.clock.now() + ms));
+        return call('sleep', name, (seq) => runSleep(this.waitHost, seq, name, () => this.o.clock.now() + ms));
       },
       sleepUntil: (name, until) => {
         const at = until instanceof Date ? until.getTime() : until;
-        return call('sleep', name, (seq) => this.runSleep(seq, name, () => at));
+        return call('sleep', name, (seq) => runSleep(this.waitHost, seq, name, () => at));
       },
       waitForEvent: <T>(name: string, options: { timeout?: Duration } = {}) => {
         const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
-        return call('wait', name, (seq) => this.runWait(seq, name, timeoutMs)) as Promise<T | null>;
+        return call('wait', name, (seq) => runWait(this.waitHost, seq, name, timeoutMs)) as Promise<T | null>;
       },
-      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) => call('child', workflow.name, (seq) => this.runChild(seq, workflow, input, options.id)) as Promise<O>,
+      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) => call('child', workflow.name, (seq) => runChild(this.waitHost, seq, workflow, input, options.id)) as Promise<O>,
       poll: <T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>) => {
         const schedule = pollSchedule(name, options as PollOptions<unknown>);
         return call('poll', name, (seq) => runPoll(this.pollHost, seq, name, fn, options, schedule));
       },
       parallel: (name, branches) => this.runParallel(next(), name, branches) as never,
-      setState: (state) => call('state', checkState(state), (seq) => this.recordState(seq, state)),
+      setState: (state) => call('state', checkState(state), (seq) => recordState(this.waitHost, seq, state)),
       // not counted in flight: a node whose call waits (an approval, a retry) lets the pass suspend
       node: (name, fn, options = {}) => {
         // a node's completion moves the run's own numbering past its calls: branches number theirs apart
@@ -198,8 +191,8 @@ export class Pass {
       patched: (id) => this.patches.patched(id),
       deprecatePatch: (id) => this.patches.deprecatePatch(id),
       continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
-      now: () => call('value', 'now', (seq) => this.recordValue(seq, 'now', () => this.o.clock.now())) as Promise<number>,
-      random: () => call('value', 'random', (seq) => this.recordValue(seq, 'random', Math.random)) as Promise<number>,
+      now: () => call('value', 'now', (seq) => recordValue(this.waitHost, seq, 'now', () => this.o.clock.now())) as Promise<number>,
+      random: () => call('value', 'random', (seq) => recordValue(this.waitHost, seq, 'random', Math.random)) as Promise<number>,
     };
     return context;
   }
@@ -224,6 +217,18 @@ export class Pass {
     return results;
   }
 
+  private get waitHost(): WaitHost {
+    return {
+      runId: this.runId,
+      history: this.o.history,
+      claimedSignals: this.claimedSignals,
+      children: this.o.children,
+      write: (events, also) => this.write(events, also),
+      now: () => this.o.clock.now(),
+      checkLive: () => this.ensureNotCancelled(),
+    };
+  }
+
   private get pollHost(): PollHost {
     return {
       runId: this.o.runId,
@@ -244,31 +249,8 @@ export class Pass {
   }
 
   /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
-  async compensate(): Promise<{ ran: number; failed: number }> {
-    let ran = 0;
-    let failed = 0;
-    for (const c of [...this.compensations].reverse()) {
-      if (this.o.history.compensated.has(c.seq)) continue;
-      ran += 1;
-      const key = `${this.runId}:${c.name}#${c.seq}:compensate`;
-      for (let attempt = 1; ; attempt++) {
-        await this.write([{ type: RUN_EVENT.compensationStarted, data: { seq: c.seq, name: c.name, attempt } }]);
-        try {
-          await c.undo(c.output, { idempotencyKey: key, attempt, signal: this.lost.signal });
-          await this.write([{ type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, attempt } }]);
-          break;
-        } catch (error) {
-          if (error instanceof LeaseLostError) throw error;
-          if (attempt >= DEFAULT_RETRY.maxAttempts) {
-            failed += 1;
-            await this.write([{ type: RUN_EVENT.compensationFailed, data: { seq: c.seq, name: c.name, attempt, error: describeError(error) } }]);
-            break;
-          }
-          await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })));
-        }
-      }
-    }
-    return { ran, failed };
+  compensate(): Promise<{ ran: number; failed: number }> {
+    return runCompensations({ runId: this.runId, done: this.o.history.compensated, write: (events) => this.write(events), signal: this.lost.signal }, this.compensations);
   }
 
   /** Journals `events` for the run (see RunWriter), doing `also` in the same transaction. */
@@ -364,7 +346,6 @@ export class Pass {
     const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
     const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
     await this.write([{ type: RUN_EVENT.stepStarted, data: started }]);
-    const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
     const seen = observeStep(this.o.observe, this.runId, h.workflow, name, attempt, this.o.traceparent);
     try {
       const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
@@ -385,10 +366,8 @@ export class Pass {
         seen.end(describeError(error), false);
         this.ensureNotCancelled();
       }
-      const terminal = error instanceof TerminalError || attempt >= (options.retry?.maxAttempts ?? DEFAULT_RETRY.maxAttempts);
-      const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
-      const delay = Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
-      const retryAt = terminal ? null : this.o.clock.now() + delay;
+      const delay = retryDelay(error, attempt, options.retry);
+      const retryAt = delay === null ? null : this.o.clock.now() + delay;
       seen.end(describeError(error), retryAt !== null);
       await this.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
@@ -436,10 +415,8 @@ export class Pass {
     } catch (error) {
       this.failuresAfter = outer;
       if (error instanceof LeaseLostError || error instanceof NonDeterminismError || this.cancelled) throw error;
-      const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
-      const terminal = error instanceof TerminalError || attempt >= retry.maxAttempts;
-      const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
-      const retryAt = terminal ? null : this.o.clock.now() + Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
+      const delay = retryDelay(error, attempt, options.retry);
+      const retryAt = delay === null ? null : this.o.clock.now() + delay;
       await this.write([{ type: RUN_EVENT.nodeFailed, data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
       if (retryAt === null) throw error;
       throw new Suspension(retryAt);
@@ -470,86 +447,4 @@ export class Pass {
       this.stop.signal.removeEventListener('abort', onStop);
     }
   }
-
-  private async runSleep(seq: Seq, name: string, until: () => number): Promise<void> {
-    const h = this.o.history;
-    if (h.find(seq, RUN_EVENT.sleepCompleted)) return;
-    const started = h.find(seq, RUN_EVENT.sleepStarted)?.data as { until: number } | undefined;
-    this.ensureNotCancelled();
-    const at = started?.until ?? until();
-    if (!started) await this.write([{ type: RUN_EVENT.sleepStarted, data: { seq, name, until: at } }]);
-    if (this.o.clock.now() < at) throw new Suspension(at);
-    await this.write([{ type: RUN_EVENT.sleepCompleted, data: { seq, name } }]);
-  }
-
-  private async runWait(seq: Seq, name: string, timeoutMs: number | null): Promise<unknown> {
-    const h = this.o.history;
-    const received = h.find(seq, RUN_EVENT.waitCompleted);
-    if (received) return (received.data as { payload: unknown }).payload;
-    if (h.find(seq, RUN_EVENT.waitTimedOut)) return null;
-    this.ensureNotCancelled();
-    // chosen before any await, so parallel waits for one name take signals in call order
-    const signal = h.signals.find((s) => s.name === name && !h.consumed.has(s.version) && !this.claimedSignals.has(s.version));
-    if (signal) this.claimedSignals.add(signal.version);
-    const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
-    const deadline = started ? started.deadline : timeoutMs === null ? null : this.o.clock.now() + timeoutMs;
-    if (!started) await this.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline } }]);
-    if (signal) {
-      await this.write([{ type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } }]);
-      return signal.payload;
-    }
-    if (deadline !== null && this.o.clock.now() >= deadline) {
-      await this.write([{ type: RUN_EVENT.waitTimedOut, data: { seq, name } }]);
-      return null;
-    }
-    throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
-  }
-
-  private async runChild(seq: Seq, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
-    const h = this.o.history;
-    const completed = h.find(seq, RUN_EVENT.childCompleted);
-    if (completed) return (completed.data as { output: unknown }).output;
-    const failed = h.find(seq, RUN_EVENT.childFailed);
-    if (failed) throw rebuild(failed.data as FailureData);
-    this.ensureNotCancelled();
-    const started = h.find(seq, RUN_EVENT.childStarted)?.data as { childId: string } | undefined;
-    const childId = started?.childId ?? id ?? `${this.runId}:${workflow.name}#${seq}`;
-    if (!started) {
-      const parent = { runId: this.runId, seq };
-      await this.write([{ type: RUN_EVENT.childStarted, data: { seq, name: workflow.name, childId } }], (tx) => this.o.children.start(tx, workflow, input, childId, parent));
-    }
-    const view = await this.o.children.view(childId);
-    if (view?.status === 'success' || view?.status === 'partial_success') {
-      await this.write([{ type: RUN_EVENT.childCompleted, data: { seq, name: workflow.name, childId, output: view.output } }]);
-      return view.output;
-    }
-    if (view?.status === 'failed' || view?.status === 'cancelled') {
-      const error = view.error ?? `CancelledError: child run ${childId} was cancelled`;
-      const errorName = error.split(':')[0] ?? 'Error';
-      await this.write([{ type: RUN_EVENT.childFailed, data: { seq, name: workflow.name, childId, error, errorName } }]);
-      throw rebuild({ error, errorName });
-    }
-    // the child's end wakes this run
-    throw new Suspension(Number.POSITIVE_INFINITY);
-  }
-
-  private async recordState(seq: Seq, state: string): Promise<void> {
-    if (this.o.history.find(seq, RUN_EVENT.stateChanged)) return;
-    await this.write([{ type: RUN_EVENT.stateChanged, data: { seq, name: state } }]);
-  }
-
-  private async recordValue(seq: Seq, kind: string, make: () => number): Promise<number> {
-    const recorded = this.o.history.find(seq, RUN_EVENT.valueRecorded);
-    if (recorded) return (recorded.data as { value: number }).value;
-    this.ensureNotCancelled();
-    const value = make();
-    await this.write([{ type: RUN_EVENT.valueRecorded, data: { seq, name: kind, value } }]);
-    return value;
-  }
-}
-
-/** A business state's name: what `setState` accepts. */
-function checkState(state: string): string {
-  if (typeof state !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(state)) throw new ValidationError('state', `must be 1–64 letters, digits or _, starting with a letter (got ${JSON.stringify(state)})`);
-  return state;
 }

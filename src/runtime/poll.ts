@@ -1,8 +1,7 @@
-import { backoffDelay } from '../backoff.js';
 import { toMs } from '../duration.js';
-import { LeaseLostError, RetryAfterError, StepTimedOutError, TerminalError, ValidationError } from '../errors.js';
+import { LeaseLostError, StepTimedOutError, TerminalError, ValidationError } from '../errors.js';
 import type { NewEvent } from '../storage/store.js';
-import { checkOutput, failureData, rebuild, Suspension, type FailureData } from './calls.js';
+import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { History, Seq } from './history.js';
 import type { PollOptions, StepContext } from './workflow.js';
 import { RUN_EVENT } from './events.js';
@@ -35,8 +34,6 @@ export interface PollSchedule {
   maxInterval: number;
   maxWait: number;
 }
-
-const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
 
 export function pollSchedule(name: string, options: PollOptions<unknown>): PollSchedule {
   const at = (field: string) => `poll(${name}).${field}`;
@@ -112,13 +109,11 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
     }
     let errors = 1;
     for (let i = tries.length - 1; i >= 0 && tries[i]!.error !== undefined; i--) errors += 1;
-    const retry = { ...DEFAULT_RETRY, ...options.retry, ...options.retry?.backoff };
-    if (error instanceof TerminalError || errors >= retry.maxAttempts) {
+    const delay = retryDelay(error, errors, options.retry);
+    if (delay === null) {
       await end(RUN_EVENT.pollFailed, failureData(error));
       throw error;
     }
-    const backoff = { baseMs: toMs(retry.base), factor: retry.factor, maxMs: toMs(retry.max), jitter: 0.2 };
-    const delay = Math.max(backoffDelay(errors, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
     return waitOrTimeOut(host, seq, name, begun.deadline, delay, { ...failureData(error) }, end, options);
   }
   let verdict: { done: boolean; failure: string | false };
