@@ -59,6 +59,17 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
   return new SqliteStore(shared, null);
 }
 
+/**
+ * Wake-ups go out in the next turn of the event loop, as PostgreSQL's arrive after the commit: by
+ * then the writer has its result (a pass knows the versions it wrote, so its own wake-ups cost
+ * no read).
+ */
+function announce(wake: EventEmitter, pending: Array<[NotifyChannel, Set<string>]>): void {
+  setImmediate(() => {
+    for (const [channel, payloads] of pending) for (const payload of payloads) wake.emit(channel, payload);
+  });
+}
+
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
   private finished = false;
@@ -95,7 +106,7 @@ class SqliteStore implements Store {
       release();
     }
     const notify = notifyOf(result);
-    if (notify) for (const payload of notify.slice(1)) this.shared.wake.emit(notify[0], payload);
+    if (notify) announce(this.shared.wake, [[notify[0], new Set(notify.slice(1))]]);
     return result;
   }
 
@@ -132,7 +143,7 @@ class SqliteStore implements Store {
       tx.finished = true;
       release();
     }
-    for (const [channel, payloads] of tx.pending ?? []) for (const payload of payloads) wake.emit(channel, payload);
+    if (tx.pending?.size) announce(wake, [...tx.pending]);
     return result;
   }
 
