@@ -87,4 +87,18 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
     const after = await journal.group.submit({ appends: [{ streamId: 'run:after', events: [{ type: 'x', data: 1 }] }] });
     expect(after.events).toHaveLength(1);
   });
+
+  it('commits a batch that claims tasks durably: a claim shares its transaction with completions and run steps', async () => {
+    await store.taskEnqueue({ tasks: [{ id: 't1', queue: 'q', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 }] });
+    const setting = (tx: Store) => (tx as unknown as { db: { rows: (sql: string) => Promise<Array<{ s: string }>> } }).db.rows("SELECT current_setting('synchronous_commit') AS s");
+    const { value } = await journal.group.submit({
+      appends: [{ streamId: 'run:durable', events: [{ type: 'x', data: null }] }],
+      prepare: async (tx) => {
+        await tx.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L' });
+        return { appends: [], value: null };
+      },
+      also: async (tx) => (await setting(tx))[0]!.s,
+    });
+    expect(value).toBe('on');
+  });
 });

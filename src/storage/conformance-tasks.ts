@@ -48,6 +48,30 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().taskNextRunAt({ queue: 'q' })).toBe(now + 60_000);
     });
 
+    it('releases claimed tasks whose attempt never started: ready again, in order, the attempt not counted', async () => {
+      await h.store().taskEnqueue({ tasks: [task('rel', { id: 'r1', orderingKey: 'k' }), task('rel', { id: 'r2', orderingKey: 'k' }), task('rel', { id: 'r3' })] });
+      const claimed = await h.store().taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
+      expect(claimed.map((t) => t.id).sort()).toEqual(['r1', 'r3']);
+      expect(claimed[0]!.claimedAt).toBeGreaterThanOrEqual(claimed[0]!.createdAt);
+      expect(
+        await h.store().taskRelease({
+          leases: [
+            { id: 'r1', leaseToken: 'L1' },
+            { id: 'r3', leaseToken: 'stale' },
+          ],
+        }),
+      ).toEqual(['r1']);
+      expect(await h.store().taskGet({ id: 'r1' })).toMatchObject({ state: 'ready', attempts: 0, leaseToken: null });
+      expect(await h.store().taskGet({ id: 'r3' })).toMatchObject({ state: 'running', attempts: 1, leaseToken: 'L1' });
+      // r1 is first of its key again: r2 still waits behind it
+      const again = await h.store().taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w2', leaseToken: 'L2' });
+      expect(again.map((t) => t.id)).toEqual(['r1']);
+      expect(again[0]).toMatchObject({ attempts: 1, workerId: 'w2' });
+      // a failed attempt keeps its worker and start: the event that ends it names both
+      await h.store().taskFail({ id: 'r1', leaseToken: 'L2', error: 'boom', retryDelayMs: 0 });
+      expect(await h.store().taskGet({ id: 'r1' })).toMatchObject({ state: 'ready', workerId: 'w2', claimedAt: again[0]!.claimedAt });
+    });
+
     it('runs one task per ordering key at a time, in arrival order', async () => {
       await h.store().taskEnqueue({ tasks: [task('q', { id: 'a1', orderingKey: 'a' }), task('q', { id: 'a2', orderingKey: 'a', priority: 9 }), task('q', { id: 'b1', orderingKey: 'b' }), task('q', { id: 'a3', orderingKey: 'a' })] });
       const first = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });

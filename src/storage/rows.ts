@@ -54,6 +54,7 @@ export interface TaskRow {
   created_at: number;
   updated_at: number;
   tag?: string | null;
+  claimed_at?: number | null;
 }
 
 export function toTask(row: TaskRow, json: Json): Task {
@@ -76,6 +77,7 @@ export function toTask(row: TaskRow, json: Json): Task {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     tag: row.tag ?? null,
+    claimedAt: row.claimed_at ?? null,
   };
 }
 

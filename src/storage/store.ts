@@ -167,7 +167,13 @@ export interface Store {
   /** Extends the leases still held; returns the ids whose lease was extended. */
   taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
   /** Completes the tasks whose lease is still held; returns those (the others were lost). */
-  taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<Task[]>;
+  taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]>;
+  /**
+   * Gives back claimed tasks whose attempt never started (a worker's prefetched tasks when it
+   * stops or holds them too long): ready again, the claim's attempt not counted. Returns the ids
+   * released; a lease no longer held releases nothing.
+   */
+  taskRelease(p: { leases: Lease[] }): Promise<string[]>;
   /** Fails an attempt: back to ready after `retryDelayMs`, or dead when it is null. Throws `LeaseLostError`. */
   taskFail(p: Lease & { error: string; retryDelayMs: number | null }): Promise<Task>;
   /** Ends expired leases: the task is ready again, or dead when its attempts are used up. */
@@ -492,6 +498,15 @@ export interface Task {
   createdAt: number;
   updatedAt: number;
   tag: string | null;
+  /** When the current (or last) attempt was claimed, on the database clock; null before the first. */
+  claimedAt: number | null;
+}
+
+/** What a completion returns of each task it completed. */
+export interface CompletedTask {
+  id: string;
+  queue: string;
+  orderingKey: string | null;
 }
 
 export interface Lease {

@@ -41,6 +41,8 @@ describe('batch parameters on postgres', () => {
     const claimed = await store.taskClaim({ queue: 'q', limit: 100, leaseMs: 60_000, workerId: 'w', leaseToken: 'L"\\' });
     expect(claimed.map((t) => t.payload)).toEqual(AWKWARD.map((text) => ({ text })));
     const done = await store.taskComplete({ items: claimed.map((t) => ({ id: t.id, leaseToken: 'L"\\', result: { echo: (t.payload as { text: string }).text } })) });
-    expect(done.map((t) => t.result)).toEqual(AWKWARD.map((text) => ({ echo: text })));
+    expect(done.map((t) => t.id)).toEqual(claimed.map((t) => t.id));
+    const stored = await Promise.all(claimed.map((t) => store.taskGet({ id: t.id })));
+    expect(stored.map((t) => t.result)).toEqual(AWKWARD.map((text) => ({ echo: text })));
   });
 });

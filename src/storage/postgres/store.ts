@@ -166,6 +166,11 @@ class PostgresStore implements Store {
     this.wake('tasks', new Set(done.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
     return done;
   };
+  taskRelease: Store['taskRelease'] = async (p) => {
+    const released = await tasks.taskRelease(this.db, p);
+    this.wake('tasks', new Set(released.map((t) => t.queue)));
+    return released.map((t) => t.id);
+  };
   taskFail: Store['taskFail'] = async (p) => {
     const task = await tasks.taskFail(this.db, p);
     this.wake('tasks', [task.queue]);

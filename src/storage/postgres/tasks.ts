@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { Lease, NewTask, Task, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 
@@ -108,6 +108,7 @@ function newTask(t: NewTask, payload: string, row: { run_at: number; created_at:
     createdAt: row.created_at,
     updatedAt: row.created_at,
     tag: t.tag ?? null,
+    claimedAt: null,
   };
 }
 
@@ -141,14 +142,31 @@ const COMPLETE = prepared(
    UPDATE tasks t SET state = 'completed', result = i.result, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
    FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb)) WITH ORDINALITY AS i(id, token, result, ord)
    WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running'
-   RETURNING t.*, i.ord`,
+   RETURNING t.id, t.queue, t.ordering_key, i.ord`,
 );
 
-export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<Task[]> {
+export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]> {
   if (p.items.length === 0) return [];
-  const rows = await db.rows<TaskRow & { ord: number }>(COMPLETE, [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))]);
+  const rows = await db.rows<{ id: string; queue: string; ordering_key: string | null; ord: number }>(COMPLETE, [
+    textArray(p.items.map((i) => i.id)),
+    textArray(p.items.map((i) => i.leaseToken)),
+    jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
+  ]);
   rows.sort((a, b) => a.ord - b.ord);
-  return rows.map((row) => toTask(row, asParsed));
+  return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key }));
+}
+
+const RELEASE = prepared(
+  'task_release',
+  `${NOW}
+   UPDATE tasks t SET state = 'ready', attempts = t.attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
+   FROM unnest($1::text[], $2::text[]) AS l(id, token)
+   WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running' RETURNING t.id, t.queue`,
+);
+
+export async function taskRelease(db: Db, p: { leases: Lease[] }): Promise<Array<{ id: string; queue: string }>> {
+  if (p.leases.length === 0) return [];
+  return db.rows<{ id: string; queue: string }>(RELEASE, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken))]);
 }
 
 const FAIL = prepared(
@@ -157,7 +175,7 @@ const FAIL = prepared(
   u AS (
     UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
       run_at = CASE WHEN $1::bigint IS NULL THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
-      last_error = $2, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = (SELECT ms FROM now)
+      last_error = $2, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
     WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
 );
 
@@ -181,7 +199,7 @@ const EXPIRE = prepared(
   u AS (
     UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
       last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
-      lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = (SELECT ms FROM now)
+      lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
     FROM c WHERE tasks.seq = c.seq RETURNING tasks.*)`),
 );
 

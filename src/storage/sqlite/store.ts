@@ -224,6 +224,11 @@ class SqliteStore implements Store {
   taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
   taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
   taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
+  taskRelease: Store['taskRelease'] = (p) =>
+    this.run(
+      (s, now) => tasks.taskRelease(s, now, p),
+      (released) => ['tasks', ...new Set(released.map((t) => t.queue))],
+    ).then((released) => released.map((t) => t.id));
   taskFail: Store['taskFail'] = (p) => this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
   taskExpire: Store['taskExpire'] = (p) => this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
   taskGet: Store['taskGet'] = (p) => this.read((s) => tasks.taskGet(s, p));

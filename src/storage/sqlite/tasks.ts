@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { Lease, NewTask, Task, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
 
@@ -41,7 +41,7 @@ const CLAIMABLE = `SELECT seq FROM tasks t
 export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Task[] {
   const rows = s
     .get(
-      `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now
+      `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
      WHERE seq IN (${CLAIMABLE}) RETURNING *`,
     )
     .all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as TaskRow[];
@@ -54,17 +54,25 @@ export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; 
   return p.leases.filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1).map((lease) => lease.id);
 }
 
-export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): Task[] {
+export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
   const complete = s.get(
     `UPDATE tasks SET state = 'completed', result = ?, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
-     WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING *`,
+     WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING id, queue, ordering_key`,
   );
-  const done: Task[] = [];
+  const done: CompletedTask[] = [];
   for (const item of p.items) {
-    const row = complete.get(JSON.stringify(item.result ?? null), now, item.id, item.leaseToken) as TaskRow | undefined;
-    if (row) done.push(toTask(row, fromText));
+    const row = complete.get(JSON.stringify(item.result ?? null), now, item.id, item.leaseToken) as { id: string; queue: string; ordering_key: string | null } | undefined;
+    if (row) done.push({ id: row.id, queue: row.queue, orderingKey: row.ordering_key });
   }
   return done;
+}
+
+export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }): Array<{ id: string; queue: string }> {
+  const release = s.get(
+    `UPDATE tasks SET state = 'ready', attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+     WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING id, queue`,
+  );
+  return p.leases.flatMap((l) => (release.get(now, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? []);
 }
 
 export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null }): Task {
@@ -72,7 +80,7 @@ export function taskFail(s: Statements, now: number, p: Lease & { error: string;
     .get(
       `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
        run_at = CASE WHEN @delay IS NULL THEN run_at ELSE @now + @delay END,
-       last_error = @error, lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
+       last_error = @error, lease_token = NULL, lease_expires_at = NULL, updated_at = @now
      WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
     )
     .get({ delay: p.retryDelayMs, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
@@ -88,7 +96,7 @@ export function taskExpire(s: Statements, now: number, p: { limit: number }): Ta
     .get(
       `UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
        last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
-       lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = @now
+       lease_token = NULL, lease_expires_at = NULL, updated_at = @now
      WHERE seq IN (SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < @now ORDER BY lease_expires_at LIMIT @limit) RETURNING *`,
     )
     .all({ now, limit: p.limit }) as TaskRow[];
