@@ -106,9 +106,12 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
   for (const task of rows) {
     const list = streams.get(`task:${task.id}`) ?? [];
     let state: TaskState | null = null;
-    let claims = 0;
+    // a claim is not journaled: each event that ends an attempt (from running) stands for one
+    let attempts = 0;
     for (const event of list) {
-      const edge = Object.entries(taskTransitions).find(([, t]) => t.from === state && t.event === event.type);
+      const edgeFrom = (from: TaskState | null) => Object.entries(taskTransitions).find(([, t]) => t.from === from && t.event === event.type);
+      let edge = edgeFrom(state);
+      if (!edge && state === 'ready' && (edge = edgeFrom('running'))) attempts += 1;
       const to = (event.data as { state?: string }).state;
       if (!edge) {
         problems.push(`task:${task.id} v${event.version}: ${event.type} is not a transition from ${state ?? '(none)'}`);
@@ -116,11 +119,15 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
       }
       if (to !== edge[1].to) problems.push(`task:${task.id} v${event.version}: ${event.type} says state ${to}, the transition leads to ${edge[1].to}`);
       state = edge[1].to;
-      if (edge[0] === 'claim') claims += 1;
-      if (edge[0] === 'redrive') claims = 0;
+      if (edge[0] === 'redrive') attempts = 0;
+    }
+    // a running task's claim is in its row only
+    if (task.state === 'running' && state === 'ready') {
+      state = 'running';
+      attempts += 1;
     }
     if (state !== task.state) problems.push(`task:${task.id}: its events end in ${state ?? '(none)'}, its row is ${task.state}`);
-    if (claims !== task.attempts) problems.push(`task:${task.id}: ${claims} claims journaled since its last redrive, its row counts ${task.attempts} attempts`);
+    if (attempts !== task.attempts) problems.push(`task:${task.id}: ${attempts} attempts journaled since its last redrive, its row counts ${task.attempts}`);
   }
   return rows.length;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskState } from '../storage/store.js';
-import { canTransition, taskEvent, taskTransitions } from './lifecycle.js';
+import { canTransition, taskEvent, taskTransitions, type JournaledTransition } from './lifecycle.js';
 
 describe('task lifecycle', () => {
   const states: Array<TaskState | null> = [null, 'ready', 'running', 'completed', 'dead'];
@@ -16,9 +16,15 @@ describe('task lifecycle', () => {
     }
   });
 
-  it('names one event per transition, in the task stream, carrying the new state', () => {
+  it('names one event per journaled transition, in the task stream, carrying the new state; claims and releases write none', () => {
+    expect(
+      Object.entries(taskTransitions)
+        .filter(([, t]) => t.event === null)
+        .map(([name]) => name),
+    ).toEqual(['claim', 'release']);
     for (const [name, t] of Object.entries(taskTransitions)) {
-      const append = taskEvent(name as keyof typeof taskTransitions, 'task_1', { attempt: 1 });
+      if (t.event === null) continue;
+      const append = taskEvent(name as JournaledTransition, 'task_1', { attempt: 1 });
       expect(append.streamId).toBe('task:task_1');
       expect(append.events).toEqual([{ type: t.event, data: { attempt: 1, state: t.to } }]);
     }

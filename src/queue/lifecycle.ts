@@ -3,20 +3,25 @@ import type { NewEvent, TaskState } from '../storage/store.js';
 /**
  * The task state machine (drawn in docs/lifecycle.md). Every allowed transition and the journal
  * event it writes; the store enforces the `from` state in SQL, and this table is the one place
- * the events are named.
+ * the events are named. A claim and a release write no event: the event that ends an attempt
+ * carries its worker and its start (`workerId`, `startedAt`), so a task's history shows every
+ * attempt with one event instead of two, and a claim costs no append.
  */
 export const taskTransitions = {
   enqueue: { from: null, to: 'ready', event: 'task.enqueued' },
-  claim: { from: 'ready', to: 'running', event: 'task.claimed' },
+  claim: { from: 'ready', to: 'running', event: null },
+  release: { from: 'running', to: 'ready', event: null },
   complete: { from: 'running', to: 'completed', event: 'task.completed' },
   retry: { from: 'running', to: 'ready', event: 'task.failed' },
   die: { from: 'running', to: 'dead', event: 'task.dead' },
   expire: { from: 'running', to: 'ready', event: 'task.lease_expired' },
   expireDead: { from: 'running', to: 'dead', event: 'task.dead' },
   redrive: { from: 'dead', to: 'ready', event: 'task.redriven' },
-} as const satisfies Record<string, { from: TaskState | null; to: TaskState; event: string }>;
+} as const satisfies Record<string, { from: TaskState | null; to: TaskState; event: string | null }>;
 
 export type TaskTransition = keyof typeof taskTransitions;
+/** The transitions the journal records. */
+export type JournaledTransition = { [K in TaskTransition]: (typeof taskTransitions)[K]['event'] extends string ? K : never }[TaskTransition];
 
 /** The stream that holds one task's history. */
 export function taskStream(id: string): string {
@@ -24,8 +29,9 @@ export function taskStream(id: string): string {
 }
 
 /** The journal append for one transition of one task. */
-export function taskEvent(transition: TaskTransition, id: string, data: Record<string, unknown>): { streamId: string; events: NewEvent[] } {
-  return { streamId: taskStream(id), events: [{ type: taskTransitions[transition].event, data: { ...data, state: taskTransitions[transition].to } }] };
+export function taskEvent(transition: JournaledTransition, id: string, data: Record<string, unknown>): { streamId: string; events: NewEvent[] } {
+  const t = taskTransitions[transition];
+  return { streamId: taskStream(id), events: [{ type: t.event, data: { ...data, state: t.to } }] };
 }
 
 /** Whether the machine allows going from `from` to `to`. */

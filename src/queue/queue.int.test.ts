@@ -24,9 +24,15 @@ describe.each(backends)('task queue on $name', (backend) => {
       return t.state === 'completed' ? t : undefined;
     });
     expect(done.result).toEqual({ sent: 'a@b.c', attempt: 1 });
-    expect(await types(task.id)).toEqual(['task.enqueued', 'task.claimed', 'task.completed']);
-    const versions = (await engine.queue.history(task.id)).map((e) => e.version);
-    expect(versions).toEqual([1, 2, 3]);
+    // the claim is in the row; the event that ends the attempt names its worker and start
+    const history = await engine.queue.history(task.id);
+    expect(history.map((e) => [e.version, e.type])).toEqual([
+      [1, 'task.enqueued'],
+      [2, 'task.completed'],
+    ]);
+    expect(history[1]?.data).toEqual({ attempt: 1, workerId: done.workerId, claimedAt: done.claimedAt, state: 'completed' });
+    expect(done.workerId).toMatch(/worker_/);
+    expect(done.claimedAt).toBeGreaterThanOrEqual(done.createdAt);
   });
 
   it('returns the original task for a repeated idempotency key and writes nothing', async () => {
@@ -61,8 +67,11 @@ describe.each(backends)('task queue on $name', (backend) => {
     );
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
     const history = await engine.queue.history(task.id);
-    expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'task.failed', 'task.claimed', 'task.failed', 'task.claimed', 'task.completed']);
-    expect(history[2]?.data).toMatchObject({ attempt: 1, error: 'Error: boom 1', state: 'ready' });
+    expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.failed', 'task.failed', 'task.completed']);
+    expect(history[1]?.data).toMatchObject({ attempt: 1, error: 'Error: boom 1', state: 'ready', workerId: expect.stringMatching(/worker_/) });
+    expect(history.slice(1).map((e) => (e.data as { attempt: number }).attempt)).toEqual([1, 2, 3]);
+    const starts = history.slice(1).map((e) => (e.data as { claimedAt: number }).claimedAt);
+    expect(starts).toEqual([...starts].sort((a, b) => a - b));
     expect((await engine.queue.get(task.id)).attempts).toBe(3);
   });
 
@@ -125,7 +134,9 @@ describe.each(backends)('task queue on $name', (backend) => {
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
     expect((await engine.queue.get(task.id)).result).toEqual({ attempt: 2 });
     expect(await engine.store.taskComplete({ items: [{ id: task.id, leaseToken: 'old', result: 'late' }] })).toEqual([]);
-    expect(await types(task.id)).toEqual(['task.enqueued', 'task.lease_expired', 'task.claimed', 'task.completed']);
+    const history = await engine.queue.history(task.id);
+    expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.lease_expired', 'task.completed']);
+    expect(history[1]?.data).toMatchObject({ attempt: 1, workerId: 'crashed', claimedAt: stale!.claimedAt });
   });
 
   it('runs tasks of one ordering key one at a time, in arrival order, across processes', async () => {

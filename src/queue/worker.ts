@@ -23,6 +23,13 @@ export type TaskHandler = (payload: any, ctx: TaskContext) => Promise<unknown>;
 export interface WorkOptions {
   /** Tasks run at once by this worker. */
   concurrency?: number;
+  /**
+   * Tasks claimed beyond `concurrency` and held until a slot frees (default: as many as
+   * `concurrency`), so a finished handler's next task starts without waiting for a claim. Only
+   * while handlers are short (under 100 ms on average); a held task not started within 2 s, and
+   * every held task when the worker stops, is given back: ready again, its attempt not counted.
+   */
+  prefetch?: number;
   /** How long a claim holds; heartbeats renew it every third of that. */
   leaseMs?: number;
   backoff?: Backoff;
@@ -44,6 +51,11 @@ interface Running {
   controller: AbortController;
 }
 
+/** Handlers slower than this on average (ms) get no prefetched tasks: one would wait that long for a slot. */
+const PREFETCH_MAX_HANDLER_MS = 100;
+/** A prefetched task not started within this (ms) is given back for another worker to take. */
+const PREFETCH_HOLD_MS = 2_000;
+
 /**
  * Claims tasks of one queue and runs them, `concurrency` at a time. Claims are leased (database
  * clock) and renewed by heartbeat; a completion or failure carrying a lost lease is rejected by
@@ -56,6 +68,10 @@ export class Worker {
   private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> & WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();
+  /** Claimed, not started yet (prefetched), oldest first, with when each was claimed (performance.now()). */
+  private readonly held: Array<{ task: Task; at: number }> = [];
+  /** Handler duration (ms), a moving average: prefetching only pays while handlers are short. */
+  private handlerMs = 0;
   private active = false;
   private loop: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -70,7 +86,7 @@ export class Worker {
     private readonly handler: TaskHandler,
     options: WorkOptions,
   ) {
-    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, ...options };
+    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: options.concurrency ?? 10, ...options };
     this.id = options.workerId ?? newId('worker');
   }
 
@@ -86,11 +102,12 @@ export class Worker {
     void this.expireLeases().catch((e) => this.options.onError?.(e));
   }
 
-  /** Stops claiming, lets running tasks finish and commits them. */
+  /** Stops claiming, gives back the tasks it holds but has not started, lets running tasks finish and commits them. */
   async stop(): Promise<void> {
     this.active = false;
     this.wakeup.wake();
     await this.loop;
+    await this.release(this.held.splice(0)).catch((error) => this.options.onError?.(error));
     while (this.running.size > 0 || this.settling.size > 0) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -104,21 +121,24 @@ export class Worker {
     });
     try {
       while (this.active) {
-        const free = this.options.concurrency - this.running.size;
-        if (free === 0) {
-          // full: a finishing handler wakes us
+        this.startHeld();
+        const prefetch = this.handlerMs < PREFETCH_MAX_HANDLER_MS ? this.options.prefetch : 0;
+        const want = this.options.concurrency + prefetch - this.running.size - this.held.length;
+        // full, or enough held for the slots that free next: a finishing handler wakes us
+        if (want <= 0 || this.held.length > prefetch / 2) {
           await this.wakeup.wait(this.options.pollMs);
+          await this.releaseStale(prefetch);
           continue;
         }
         let claimed = 0;
         try {
-          claimed = await this.claim(free);
+          claimed = await this.claim(want);
         } catch (error) {
           this.options.onError?.(error);
         }
         if (!this.active) break;
         // a full batch means there may be more; fewer means nothing else is claimable yet
-        if (claimed < free) await this.wakeup.wait(await this.idleWait());
+        if (claimed < want) await this.wakeup.wait(await this.idleWait());
       }
     } finally {
       await unlisten();
@@ -142,26 +162,51 @@ export class Worker {
     const expired = await this.store.transaction(async (tx) => {
       const expired = await tx.taskExpire({ limit: 1000 });
       if (expired.length === 0) return expired;
-      const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, error: t.lastError }));
+      const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, workerId: t.workerId, claimedAt: t.claimedAt, error: t.lastError }));
       await this.journal.appendMany(events, { tx });
       return expired;
     });
     for (const t of expired) if (t.state === 'dead') this.options.events?.emit('task:dead', { queue: t.queue, taskId: t.id, attempt: t.attempts, error: t.lastError ?? 'lease expired' });
   }
 
+  /**
+   * Claims up to `limit` tasks into `held`, then starts as many as there are free slots. In the
+   * group commit: with the completions that freed the slots, one transaction, one flush. A claim
+   * writes no event (see lifecycle.ts).
+   */
   private async claim(limit: number): Promise<number> {
     const leaseToken = newId('lease');
-    // in the group commit: with the completions that freed the slots, one transaction, one flush
     const { value: tasks } = await this.journal.group.submit({
-      prepare: async (tx) => {
-        const claimed = await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() });
-        return { appends: claimed.map((t) => taskEvent('claim', t.id, { attempt: t.attempts, workerId: this.id })), value: claimed };
-      },
+      prepare: async (tx) => ({ appends: [], value: await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }) }),
     });
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
-    for (const task of tasks) void this.execute(task);
+    const at = performance.now();
+    for (const task of tasks) this.held.push({ task, at });
+    this.startHeld();
     return tasks.length;
+  }
+
+  /** Starts held tasks in the free slots, in claim order. */
+  private startHeld(): void {
+    while (this.held.length > 0 && this.running.size < this.options.concurrency) void this.execute(this.held.shift()!.task);
+  }
+
+  /** Gives back held tasks nobody started in time: when handlers turned slow, another worker may be free. */
+  private async releaseStale(prefetch: number): Promise<void> {
+    const now = performance.now();
+    const stale = this.held.filter((h, i) => i >= prefetch || now - h.at > PREFETCH_HOLD_MS);
+    if (stale.length === 0) return;
+    for (const h of stale) this.held.splice(this.held.indexOf(h), 1);
+    await this.release(stale).catch((error) => {
+      // still ours: held again, the heartbeat renews them
+      this.held.unshift(...stale);
+      this.options.onError?.(error);
+    });
+  }
+
+  private async release(held: Array<{ task: Task }>): Promise<void> {
+    if (held.length > 0) await this.store.taskRelease({ leases: held.map(({ task }) => ({ id: task.id, leaseToken: task.leaseToken! })) });
   }
 
   private tags(): { tags?: string[] } {
@@ -180,9 +225,11 @@ export class Worker {
     } catch (error) {
       failure = { error };
     }
-    // The slot is free once the handler is done: the next claim overlaps this task's commit.
+    this.handlerMs += (performance.now() - started - this.handlerMs) / 10;
+    // The slot is free once the handler is done: a held task starts now, the next claim overlaps this task's commit.
     this.running.delete(task.id);
     this.settling.set(task.id, task);
+    this.startHeld();
     this.wakeup.wake();
     let outcome: 'completed' | 'failed' | 'dead' | 'lost' = 'lost';
     try {
@@ -229,7 +276,7 @@ export class Worker {
     try {
       await this.journal.group.submit({
         completes: [{ ...lease, result }],
-        appends: [taskEvent('complete', task.id, { attempt: task.attempts })],
+        appends: [taskEvent('complete', task.id, this.attempt(task))],
         also: async () => crashPoint('task:beforeComplete'),
       });
       crashPoint('task:afterComplete');
@@ -249,7 +296,7 @@ export class Worker {
       await this.store
         .transaction(async (tx) => {
           const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });
-          const data = { attempt: task.attempts, error: message };
+          const data = { ...this.attempt(task), error: message };
           const event = terminal ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' }) : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
           await this.journal.appendMany([event], { tx });
           return failed;
@@ -266,15 +313,21 @@ export class Worker {
     }
   }
 
-  /** Renews the leases of running tasks; aborts the ones that were lost. */
+  /** What the event that ends an attempt says of it: which, who ran it, since when (the claim, database clock). */
+  private attempt(task: Task): { attempt: number; workerId: string; claimedAt: number | null } {
+    return { attempt: task.attempts, workerId: this.id, claimedAt: task.claimedAt };
+  }
+
+  /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
   private async heartbeat(): Promise<void> {
-    const tasks = [...[...this.running.values()].map(({ task }) => task), ...this.settling.values()];
+    const tasks = [...this.held.map(({ task }) => task), ...[...this.running.values()].map(({ task }) => task), ...this.settling.values()];
     const leases = tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken! }));
     if (leases.length === 0) return;
     const held = new Set(await this.store.taskHeartbeat({ leases, leaseMs: this.options.leaseMs }));
     for (const { task, controller } of this.running.values()) {
       if (!held.has(task.id) && leases.some((l) => l.id === task.id)) controller.abort(new LeaseLostError(`task ${task.id}: lease lost`));
     }
+    for (const h of [...this.held]) if (!held.has(h.task.id) && leases.some((l) => l.id === h.task.id)) this.held.splice(this.held.indexOf(h), 1);
   }
 }
 
