@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
 import { RUN_VIEW } from '../src/runtime/view.js';
@@ -47,6 +48,12 @@ describe.each(backends)('runledger doctor and prune on $name', (backend) => {
     if (backend.name === 'postgres') {
       expect(healthy.out).toMatch(/ok +clock +database clock (ahead of|behind) this machine by \d+ ms/);
       expect(healthy.out).toMatch(/idle query rate +[\d.]+ (commits|statements)\/s/);
+      // the server's own setting decides which: this machine's PostgreSQL runs with it off
+      const client = new pg.Client({ connectionString: database });
+      await client.connect();
+      const { rows } = await client.query<{ on: boolean }>("SELECT current_setting('autovacuum') = 'on' AS on");
+      await client.end();
+      expect(healthy.out).toMatch(rows[0]!.on ? /ok +vacuum +autovacuum is on \(\d+ dead rows/ : /WARN +vacuum +PostgreSQL's autovacuum is off: .* \(\d+ dead, \d+ live now\)/);
     }
     expect(healthy.out).not.toContain('s3cr3t-value');
 

@@ -119,6 +119,15 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
 
   await checkSecretKey(add, store, options);
 
+  if (diagnosis.vacuum && !diagnosis.vacuum.autovacuum) {
+    const { live, dead } = diagnosis.vacuum;
+    add(
+      'vacuum',
+      'warn',
+      `PostgreSQL's autovacuum is off: every step and task leaves dead rows in tasks, projections and streams (${dead} dead, ${live} live now) and throughput falls as they pile up (measured: 106 → 43 executions/s within 100 s; steady at 127/s with a VACUUM every 10 s). Turn it on (autovacuum = on), or VACUUM those tables every few seconds`,
+    );
+  } else if (diagnosis.vacuum) add('vacuum', 'ok', `autovacuum is on (${diagnosis.vacuum.dead} dead rows in tasks, projections and streams)`);
+
   if (diagnosis.commitsPerSecond !== null) {
     const rate = diagnosis.commitsPerSecond;
     add('idle query rate', rate > 200 ? 'warn' : 'ok', `${rate.toFixed(1)} ${diagnosis.commitsSource === 'pg_stat_statements' ? 'statements' : 'commits'}/s over ${((options.sampleMs ?? 2000) / 1000).toFixed(1)} s (from ${diagnosis.commitsSource})`);

@@ -41,6 +41,11 @@ export interface StoreDiagnosis {
   commitsSource: 'pg_stat_statements' | 'pg_stat_database' | null;
   /** SQLite: the file's auto_vacuum mode (2 = incremental); null for PostgreSQL. */
   autoVacuum: number | null;
+  /**
+   * PostgreSQL: whether the server's autovacuum is on, and the live and dead rows of the tables
+   * every step and task updates (tasks, projections, streams); null for SQLite.
+   */
+  vacuum: { autovacuum: boolean; live: number; dead: number } | null;
 }
 
 export type FinishedState = 'completed' | 'dead';

@@ -84,7 +84,11 @@ export async function storageDiagnose(db: Db, p: { sampleMs: number }): Promise<
   // our own statements between the two samples (the clear and the read) committed too
   const own = ext?.present ? 1 : 2;
   const commitsPerSecond = Math.max(0, after - before - own) / (p.sampleMs / 1000);
-  return { latencyMs, clockSkewMs, migrations, commitsPerSecond, commitsSource: ext?.present ? 'pg_stat_statements' : 'pg_stat_database', autoVacuum: null };
+  const [vacuum] = await db.rows<{ autovacuum: boolean; live: number; dead: number }>(
+    `SELECT current_setting('autovacuum') = 'on' AS autovacuum, coalesce(sum(n_live_tup), 0)::bigint AS live, coalesce(sum(n_dead_tup), 0)::bigint AS dead
+     FROM pg_stat_user_tables WHERE relname IN ('tasks', 'projections', 'streams') AND schemaname = current_schema()`,
+  );
+  return { latencyMs, clockSkewMs, migrations, commitsPerSecond, commitsSource: ext?.present ? 'pg_stat_statements' : 'pg_stat_database', autoVacuum: null, vacuum: vacuum ?? null };
 }
 
 /**

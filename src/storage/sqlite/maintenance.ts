@@ -83,7 +83,7 @@ export function storageDiagnose(s: Statements): StoreDiagnosis {
   const latencyMs = performance.now() - started;
   const migrations = (s.get('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>).map((r) => r.version);
   const autoVacuum = s.db.pragma('auto_vacuum', { simple: true }) as number;
-  return { latencyMs, clockSkewMs: 0, migrations, commitsPerSecond: null, commitsSource: null, autoVacuum };
+  return { latencyMs, clockSkewMs: 0, migrations, commitsPerSecond: null, commitsSource: null, autoVacuum, vacuum: null };
 }
 
 export function eventDeleteBefore(s: Statements, p: { streamId: string; beforeVersion: number }): { events: number } {
