@@ -178,4 +178,54 @@ describe.each(backends)('task queue on $name', (backend) => {
     await eventually(() => aborted !== undefined);
     expect(String(aborted)).toMatch(/lease lost/);
   });
+
+  it('prefetches beyond its concurrency and gives back, unstarted and uncounted, what it holds when it stops', async () => {
+    await engine.queue.enqueueMany('held', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const started: unknown[] = [];
+    const worker = engine.work(
+      'held',
+      async (payload) => {
+        started.push(payload);
+        await blocked;
+      },
+      { concurrency: 1, prefetch: 1, pollMs: 20 },
+    );
+    // one running, one held: both claimed, only one started
+    await eventually(async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 2);
+    expect(started).toEqual([1]);
+    const stopping = worker.stop();
+    await eventually(async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 1);
+    release();
+    await stopping;
+    expect(started).toEqual([1]);
+    const rows = await engine.store.taskList({ queue: 'held', limit: 10 });
+    expect(rows.map((t) => [t.payload, t.state, t.attempts]).sort()).toEqual([
+      [1, 'completed', 1],
+      [2, 'ready', 0],
+      [3, 'ready', 0],
+    ]);
+  });
+
+  it('gives back a prefetched task it could not start within 2 s, so another worker runs it', async () => {
+    const [first, second_] = await engine.queue.enqueueMany('stuck', [{ payload: 'a' }, { payload: 'b' }]);
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    engine.work('stuck', () => blocked, { concurrency: 1, prefetch: 1, pollMs: 20 });
+    try {
+      await eventually(async () => (await engine.store.taskGet({ id: second_!.task.id })).state === 'running');
+      const other = await second();
+      other.work('stuck', async () => 'elsewhere', { pollMs: 20 });
+      // without the give-back it would wait for the 30 s lease; given back, the first worker must not take it again
+      const done = await eventually(async () => {
+        const t = await engine.store.taskGet({ id: second_!.task.id });
+        return t.state === 'completed' ? t : undefined;
+      }, 10_000);
+      expect(done).toMatchObject({ result: 'elsewhere', attempts: 1 });
+      expect((await engine.store.taskGet({ id: first!.task.id })).state).toBe('running');
+    } finally {
+      release();
+    }
+  });
 });

@@ -27,7 +27,8 @@ export interface WorkOptions {
    * Tasks claimed beyond `concurrency` and held until a slot frees (default: as many as
    * `concurrency`), so a finished handler's next task starts without waiting for a claim. Only
    * while handlers are short (under 100 ms on average); a held task not started within 2 s, and
-   * every held task when the worker stops, is given back: ready again, its attempt not counted.
+   * every held task when the worker stops, is given back: ready again, its attempt not counted
+   * (and after a give-back, nothing is held again until a handler finishes).
    */
   prefetch?: number;
   /** How long a claim holds; heartbeats renew it every third of that. */
@@ -72,6 +73,8 @@ export class Worker {
   private readonly held: Array<{ task: Task; at: number }> = [];
   /** Handler duration (ms), a moving average: prefetching only pays while handlers are short. */
   private handlerMs = 0;
+  /** Set when held tasks went stale (given back): no prefetching again until a handler finishes. */
+  private slotsStuck = false;
   private active = false;
   private loop: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -122,7 +125,7 @@ export class Worker {
     try {
       while (this.active) {
         this.startHeld();
-        const prefetch = this.handlerMs < PREFETCH_MAX_HANDLER_MS ? this.options.prefetch : 0;
+        const prefetch = this.handlerMs < PREFETCH_MAX_HANDLER_MS && !this.slotsStuck ? this.options.prefetch : 0;
         const want = this.options.concurrency + prefetch - this.running.size - this.held.length;
         // full, or enough held for the slots that free next: a finishing handler wakes us
         if (want <= 0 || this.held.length > prefetch / 2) {
@@ -197,6 +200,8 @@ export class Worker {
     const now = performance.now();
     const stale = this.held.filter((h, i) => i >= prefetch || now - h.at > PREFETCH_HOLD_MS);
     if (stale.length === 0) return;
+    // given back, they would be claimed again at once: not before a slot frees
+    this.slotsStuck = true;
     for (const h of stale) this.held.splice(this.held.indexOf(h), 1);
     await this.release(stale).catch((error) => {
       // still ours: held again, the heartbeat renews them
@@ -226,6 +231,7 @@ export class Worker {
       failure = { error };
     }
     this.handlerMs += (performance.now() - started - this.handlerMs) / 10;
+    this.slotsStuck = false;
     // The slot is free once the handler is done: a held task starts now, the next claim overlaps this task's commit.
     this.running.delete(task.id);
     this.settling.set(task.id, task);
