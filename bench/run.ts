@@ -20,6 +20,7 @@ import { bulkEnqueue, drain } from './queue.js';
 import { formatTable, rounded, type Results } from './table.js';
 import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 import { benchWake, type WakeSizes } from './wake.js';
+import { benchLongSteps, LONG_STEPS } from './long-steps.js';
 
 const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
 const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5, wideInFlight: 100 };
@@ -72,7 +73,7 @@ const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres']
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number; wf10_100: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES };
+const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES, longSteps: LONG_STEPS };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 
@@ -92,7 +93,18 @@ for (const backend of backends) {
     wake_10k_history_nocache_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, false)),
   };
   console.error(`  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`);
-  results[backend] = { ...queue, ...rounded(workflows.metrics), ...rounded(stored), ...rounded(chat), ...rounded(agents), journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100, ...rounded(wake) };
+  const longSteps = await withDatabase(backend, (database) => benchLongSteps(database));
+  console.error(`  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_step_ms_first.toFixed(2)} ms per step at its start, ${longSteps.long_run_step_ms_last.toFixed(2)} at its end`);
+  results[backend] = {
+    ...queue,
+    ...rounded(workflows.metrics),
+    ...rounded(stored),
+    ...rounded(chat),
+    ...rounded(agents),
+    journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100,
+    ...rounded(wake),
+    ...rounded(longSteps),
+  };
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));
