@@ -87,6 +87,18 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Runs `fn` in a transaction of its own, or in the next batch where sharing a commit pays: on
+   * SQLite (one writer: its transactions take turns anyway, so a shared commit only saves), not on
+   * PostgreSQL (separate transactions run on the server's cores side by side; in a batch, `fn`'s
+   * statements would wait behind the batch's). Measured, runs of one step started 10 at a time:
+   * SQLite 1,642 → 1,950/s in the batch, PostgreSQL 353 → 323/s.
+   */
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.store.dialect === 'postgres') return this.store.transaction(fn);
+    return (await this.submit({ also: fn })).value;
+  }
+
   private schedule(): void {
     if (this.scheduled || this.inFlight >= this.lanes || this.queued.length === 0) return;
     this.scheduled = true;

@@ -123,7 +123,7 @@ export class Runtime {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     const start = { ...options, id };
     try {
-      await (options.tx ?? this.store).transaction((tx) => this.startIn(tx, wf, input, start));
+      await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, start));
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
     }
