@@ -1,7 +1,7 @@
 import { createEngine } from '../src/engine.js';
 import { workflow } from '../src/runtime/workflow.js';
 
-/** Steps of the run `long_run_step_ms_*` measures, and the steps each end's average is taken over. */
+/** Steps of the run `long_run_first_steps_ms` and `long_run_last_steps_ms` measures, and the steps each end's average is taken over. */
 export const LONG_STEPS = { steps: 1_000, window: 200 };
 
 const marks: number[] = [];
@@ -15,18 +15,18 @@ const long = workflow('bench-long-steps', async (ctx, input: { n: number; window
 });
 
 /**
- * `long_run_step_ms_first` / `_last`: the time per step of one run of `steps` steps (each returning
+ * `long_run_first_steps_ms` / `long_run_last_steps_ms`: the time per step of one run of `steps` steps (each returning
  * 200 bytes), over its first and its last `window` steps. Equal means a step costs the same in a
  * long run as in a short one; today the run's view holds every step and is rewritten with each,
  * so the last steps cost more (see the note on issue 13).
  */
-export async function benchLongSteps(database: string, sizes = LONG_STEPS): Promise<{ long_run_step_ms_first: number; long_run_step_ms_last: number }> {
+export async function benchLongSteps(database: string, sizes = LONG_STEPS): Promise<{ long_run_first_steps_ms: number; long_run_last_steps_ms: number }> {
   const engine = await createEngine({ database, workflows: [long] });
   try {
     marks.length = 0;
     await (await engine.start(long, { n: sizes.steps, window: sizes.window })).result();
     const per = (from: number, to: number) => (to - from) / sizes.window;
-    return { long_run_step_ms_first: per(marks[0]!, marks[1]!), long_run_step_ms_last: per(marks.at(-2)!, marks.at(-1)!) };
+    return { long_run_first_steps_ms: per(marks[0]!, marks[1]!), long_run_last_steps_ms: per(marks.at(-2)!, marks.at(-1)!) };
   } finally {
     await engine.close();
   }

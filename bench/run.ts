@@ -94,7 +94,7 @@ for (const backend of backends) {
   };
   console.error(`  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`);
   const longSteps = await withDatabase(backend, (database) => benchLongSteps(database));
-  console.error(`  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_step_ms_first.toFixed(2)} ms per step at its start, ${longSteps.long_run_step_ms_last.toFixed(2)} at its end`);
+  console.error(`  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_first_steps_ms.toFixed(2)} ms per step at its start, ${longSteps.long_run_last_steps_ms.toFixed(2)} at its end`);
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
