@@ -74,12 +74,24 @@ export function isTerminal(status: RunStatus): boolean {
 /** The views a transaction has read or written so far (each transaction is its own Store object). */
 const inTransaction = new WeakMap<Store, Map<string, RunView>>();
 
+/** Views kept between transactions (the most recently written first to go last), and for how long (ms). */
+const CACHED_VIEWS = 1_000;
+const CACHED_MS = 30_000;
+
 /**
  * Registers the projection that keeps each run's view in step with its journal. It takes an
  * append's events together, so a group commit carrying many runs' steps reads their views in one
  * statement and writes each once, in another (not two statements per event).
+ *
+ * The views it wrote are kept once their transaction has committed, with the version of the
+ * run's last event: the next append to a run whose first event is the one after it (nobody else
+ * appended meanwhile; versions have no gaps) takes the kept view instead of reading it, so a pass's
+ * steps cost no view read. Any other version reads the view, as does a transaction that rolled back
+ * (its views are never kept). Kept 30 s at most: a run deleted by retention (its stream with it) and
+ * started again under its id by another process could otherwise reach the kept version.
  */
 export function projectRunViews(journal: Journal): void {
+  const kept = new Map<string, { version: number; view: RunView; at: number }>();
   journal.projectBatch(
     [
       RUN_EVENT.runStarted,
@@ -108,10 +120,21 @@ export function projectRunViews(journal: Journal): void {
       let views = inTransaction.get(tx);
       if (!views) inTransaction.set(tx, (views = new Map()));
       const idOf = (event: StoredEvent) => event.streamId.slice('run:'.length);
-      const unread = [...new Set(events.filter((e) => e.type !== RUN_EVENT.runStarted).map(idOf))].filter((id) => !views.has(id));
       const read = new Map<string, RunView | undefined>();
-      for (const row of unread.length > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: unread }) : []) read.set(row.key, runView(row.value));
+      const unread = new Set<string>();
+      const started = new Set(events.filter((e) => e.type === RUN_EVENT.runStarted).map(idOf));
+      for (const event of events) {
+        const id = idOf(event);
+        if (started.has(id) || views.has(id) || read.has(id) || unread.has(id)) continue;
+        const cached = kept.get(id);
+        // taken out: the view is changed in place, and kept again only if this transaction commits
+        kept.delete(id);
+        if (cached && cached.version === event.version - 1 && performance.now() - cached.at < CACHED_MS) read.set(id, cached.view);
+        else unread.add(id);
+      }
+      for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : []) read.set(row.key, runView(row.value));
       const changed = new Map<string, RunView>();
+      const versions = new Map<string, number>();
       for (const event of events) {
         const id = idOf(event);
         const view = event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
@@ -120,8 +143,21 @@ export function projectRunViews(journal: Journal): void {
         view.updatedAt = event.timestamp;
         views.set(id, view);
         changed.set(id, view);
+        versions.set(id, event.version);
       }
-      if (changed.size > 0) await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
+      if (changed.size === 0) return;
+      await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
+      tx.onCommit(() => {
+        const at = performance.now();
+        for (const [id, view] of changed) {
+          kept.delete(id);
+          kept.set(id, { version: versions.get(id)!, view, at });
+        }
+        for (const id of kept.keys()) {
+          if (kept.size <= CACHED_VIEWS) break;
+          kept.delete(id);
+        }
+      });
     },
   );
 }

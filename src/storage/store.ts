@@ -87,6 +87,8 @@ export interface Store {
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  /** Inside a transaction: runs `fn` once it has committed, never when it rolls back. Outside one: now. */
+  onCommit(fn: () => void): void;
   /**
    * Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). The
    * payload is the stream appended to (`events`) or the queue (`tasks`); '' means "anything may

@@ -43,6 +43,8 @@ class PostgresStore implements Store {
 
   /** Inside a transaction: the wake-ups to send once it has committed. */
   private readonly pending = new Map<string, [NotifyChannel, string]>();
+  /** Inside a transaction: what runs once it has committed. */
+  private readonly committed: Array<() => void> = [];
 
   constructor(
     private readonly shared: Shared,
@@ -75,6 +77,7 @@ class PostgresStore implements Store {
       const txStore = new PostgresStore(this.shared, tx);
       const result = await fn(txStore).finally(() => (tx.finished = true));
       await client.query('COMMIT');
+      for (const fn of txStore.committed) fn();
       for (const [channel, payload] of txStore.pending.values()) this.shared.notifier.send(channel, payload);
       return result;
     } catch (error) {
@@ -86,6 +89,11 @@ class PostgresStore implements Store {
       client.off('error', onError);
       client.release(broken);
     }
+  }
+
+  onCommit(fn: () => void): void {
+    if (this.tx) this.committed.push(fn);
+    else fn();
   }
 
   listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>> {

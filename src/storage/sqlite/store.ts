@@ -73,6 +73,8 @@ function announce(wake: EventEmitter, pending: Array<[NotifyChannel, Set<string>
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
   private finished = false;
+  /** Inside a transaction: what runs once it has committed. */
+  private readonly committed: Array<() => void> = [];
 
   constructor(
     private readonly shared: Shared,
@@ -143,8 +145,14 @@ class SqliteStore implements Store {
       tx.finished = true;
       release();
     }
+    for (const fn of tx.committed) fn();
     if (tx.pending?.size) announce(wake, [...tx.pending]);
     return result;
+  }
+
+  onCommit(fn: () => void): void {
+    if (this.pending) this.committed.push(fn);
+    else fn();
   }
 
   async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
