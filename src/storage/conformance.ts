@@ -172,6 +172,23 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(await store.taskList({ queue: 'q', limit: 10 })).toEqual([]);
     });
 
+    it('calls back after a commit, never after a rollback, and at once outside a transaction', async () => {
+      const calls: string[] = [];
+      store.onCommit(() => calls.push('outside'));
+      await store.transaction(async (tx) => {
+        tx.onCommit(() => calls.push('committed'));
+        await tx.transaction(async (inner) => inner.onCommit(() => calls.push('nested')));
+        expect(calls).toEqual(['outside']);
+      });
+      await expect(
+        store.transaction(async (tx) => {
+          tx.onCommit(() => calls.push('rolled back'));
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(calls).toEqual(['outside', 'committed', 'nested']);
+    });
+
     it('reads committed events in order and resumes from a cursor', async () => {
       expect(await store.eventHead()).toBe('');
       for (let i = 0; i < 5; i++) await store.eventAppend({ appends: [{ streamId: `r-${i % 2}`, events: [ev(`E${i}`)] }] });
