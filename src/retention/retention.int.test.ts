@@ -125,6 +125,9 @@ describe.each(backends)('retention on $name', (backend) => {
     const later = await engine.queue.enqueue('mail', {}, { runAt: Date.now() + 3_600_000 });
     await eventually(async () => (await engine.queue.get(done.task.id)).state === 'completed' && (await engine.queue.get(dead.task.id)).state === 'dead');
     expect(await engine.retention.prune({ tasks: 3_600_000 })).toEqual([expect.objectContaining({ tasks: 0 })]);
+    // "older than 0 ms" is strictly older: not while the clock still reads the millisecond they finished in
+    const finished = Math.max(...(await Promise.all([done, dead].map(async (t) => (await engine.queue.get(t.task.id)).updatedAt))));
+    await eventually(() => Date.now() > finished);
     const [pruned] = await engine.retention.prune({ tasks: 0 }, { pauseMs: 0 });
     expect(pruned!.tasks).toBe(2);
     await expect(engine.queue.get(done.task.id)).rejects.toThrow(/not found/);
