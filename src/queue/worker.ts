@@ -327,13 +327,13 @@ export class Worker {
   /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
   private async heartbeat(): Promise<void> {
     const tasks = [...this.held.map(({ task }) => task), ...[...this.running.values()].map(({ task }) => task), ...this.settling.values()];
-    const leases = tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken! }));
-    if (leases.length === 0) return;
-    const held = new Set(await this.store.taskHeartbeat({ leases, leaseMs: this.options.leaseMs }));
-    for (const { task, controller } of this.running.values()) {
-      if (!held.has(task.id) && leases.some((l) => l.id === task.id)) controller.abort(new LeaseLostError(`task ${task.id}: lease lost`));
-    }
-    for (const h of [...this.held]) if (!held.has(h.task.id) && leases.some((l) => l.id === h.task.id)) this.held.splice(this.held.indexOf(h), 1);
+    if (tasks.length === 0) return;
+    const renewed = new Set(await this.store.taskHeartbeat({ leases: tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken! })), leaseMs: this.options.leaseMs }));
+    // only what was asked about: a task claimed meanwhile was not
+    const asked = new Set(tasks.map((task) => task.id));
+    const lost = (id: string) => asked.has(id) && !renewed.has(id);
+    for (const { task, controller } of this.running.values()) if (lost(task.id)) controller.abort(new LeaseLostError(`task ${task.id}: lease lost`));
+    for (let i = this.held.length - 1; i >= 0; i--) if (lost(this.held[i]!.task.id)) this.held.splice(i, 1);
   }
 }
 
