@@ -103,23 +103,23 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
   for (const streamId of streams.keys()) {
     if (streamId.startsWith('task:') && !ids.has(streamId.slice('task:'.length))) problems.push(`${streamId}: events of a task with no row`);
   }
+  const edge = (from: TaskState | null, type: string) => Object.entries(taskTransitions).find(([, t]) => t.from === from && t.event === type);
   for (const task of rows) {
     const list = streams.get(`task:${task.id}`) ?? [];
     let state: TaskState | null = null;
     // a claim is not journaled: each event that ends an attempt (from running) stands for one
     let attempts = 0;
     for (const event of list) {
-      const edgeFrom = (from: TaskState | null) => Object.entries(taskTransitions).find(([, t]) => t.from === from && t.event === event.type);
-      let edge = edgeFrom(state);
-      if (!edge && state === 'ready' && (edge = edgeFrom('running'))) attempts += 1;
+      let taken = edge(state, event.type);
+      if (!taken && state === 'ready' && (taken = edge('running', event.type))) attempts += 1;
       const to = (event.data as { state?: string }).state;
-      if (!edge) {
+      if (!taken) {
         problems.push(`task:${task.id} v${event.version}: ${event.type} is not a transition from ${state ?? '(none)'}`);
         break;
       }
-      if (to !== edge[1].to) problems.push(`task:${task.id} v${event.version}: ${event.type} says state ${to}, the transition leads to ${edge[1].to}`);
-      state = edge[1].to;
-      if (edge[0] === 'redrive') attempts = 0;
+      if (to !== taken[1].to) problems.push(`task:${task.id} v${event.version}: ${event.type} says state ${to}, the transition leads to ${taken[1].to}`);
+      state = taken[1].to;
+      if (taken[0] === 'redrive') attempts = 0;
     }
     // a running task's claim is in its row only
     if (task.state === 'running' && state === 'ready') {
