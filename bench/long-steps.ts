@@ -17,8 +17,7 @@ const long = workflow('bench-long-steps', async (ctx, input: { n: number; window
 /**
  * `long_run_first_steps_ms` / `long_run_last_steps_ms`: the time per step of one run of `steps` steps (each returning
  * 200 bytes), over its first and its last `window` steps. Equal means a step costs the same in a
- * long run as in a short one; today the run's view holds every step and is rewritten with each,
- * so the last steps cost more (see the note on issue 13).
+ * long run as in a short one (the run's view keeps at most 50 ended steps, docs/longrun.md).
  */
 export async function benchLongSteps(database: string, sizes = LONG_STEPS): Promise<{ long_run_first_steps_ms: number; long_run_last_steps_ms: number }> {
   const engine = await createEngine({ database, workflows: [long] });

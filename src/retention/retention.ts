@@ -2,7 +2,7 @@ import type { Engine } from '../engine.js';
 import type { Journal } from '../journal/journal.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
 import { runStream } from '../runtime/history.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
+import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/view.js';
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { RetentionPolicy } from './policy.js';
@@ -215,6 +215,7 @@ async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hook
   let other = 0;
   for (const run of runs) {
     await tx.projectionDelete({ name: RUN_VIEW, key: run.id });
+    for (const key of pageKeys(run.id, run.stepPages ?? 0)) await tx.projectionDelete({ name: RUN_STEPS, key });
     for (const hook of hooks) {
       const gone = await hook(tx, run);
       events += gone?.events ?? 0;

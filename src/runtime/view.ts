@@ -59,11 +59,19 @@ export interface RunView {
   generation?: number;
   /** The run's `ctx.patched(id)` decisions in this generation: true, it took the new branch. */
   patches?: Record<string, boolean>;
+  /** As stored: how many pages of ended steps are kept apart from the view (`readRunView` joins them). */
+  stepPages?: number;
   createdAt: number;
   updatedAt: number;
 }
 
 export const RUN_VIEW = 'run';
+/**
+ * Pages of a run's ended steps, keyed `<run id>#<page>`: a view keeps at most PAGE_STEPS ended
+ * steps, so a step's write costs the same in a run's ten-thousandth step as in its first.
+ */
+export const RUN_STEPS = 'run-steps';
+const PAGE_STEPS = 50;
 
 const TERMINAL = new Set<RunStatus>(['success', 'partial_success', 'failed', 'cancelled']);
 
@@ -135,10 +143,13 @@ export function projectRunViews(journal: Journal): void {
       for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : []) read.set(row.key, runView(row.value));
       const changed = new Map<string, RunView>();
       const versions = new Map<string, number>();
+      const dropped: string[] = [];
       for (const event of events) {
         const id = idOf(event);
         const view = event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
         if (!view) continue;
+        // a new generation starts with no steps: its predecessor's pages go
+        if (event.type === RUN_EVENT.runContinued) dropped.push(...pageKeys(id, view.stepPages ?? 0));
         apply(view, event);
         view.updatedAt = event.timestamp;
         views.set(id, view);
@@ -146,6 +157,9 @@ export function projectRunViews(journal: Journal): void {
         versions.set(id, event.version);
       }
       if (changed.size === 0) return;
+      const pages = [...changed].flatMap(([id, view]) => pageOut(id, view));
+      for (const key of dropped) await tx.projectionDelete({ name: RUN_STEPS, key });
+      if (pages.length > 0) await tx.projectionPutMany({ name: RUN_STEPS, rows: pages });
       await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
       tx.onCommit(() => {
         const at = performance.now();
@@ -162,9 +176,35 @@ export function projectRunViews(journal: Journal): void {
   );
 }
 
+/** A run's view with all its steps (those kept on pages of their own joined in, in call order). */
 export async function readRunView(store: Store, id: string): Promise<RunView | undefined> {
-  return runView(await store.projectionGet({ name: RUN_VIEW, key: id }));
+  const view = runView(await store.projectionGet({ name: RUN_VIEW, key: id }));
+  if (!view?.stepPages) return view;
+  const pages = await store.projectionGetMany({ name: RUN_STEPS, keys: pageKeys(id, view.stepPages) });
+  view.steps = [...pages.flatMap((row) => row.value as StepView[]), ...view.steps].sort((x, y) => compareSeq(x.seq, y.seq));
+  delete view.stepPages;
+  return view;
 }
+
+/** The keys of a run's step pages: `<run id>#<page>` (the page number after the last `#` keeps ids with `#` apart). */
+export function pageKeys(id: string, pages: number): string[] {
+  return Array.from({ length: pages }, (_, page) => `${id}#${page}`);
+}
+
+/**
+ * Moves a view's ended steps to a page of their own once it holds PAGE_STEPS of them (an ended
+ * step never changes again); the view keeps the steps still running or retrying.
+ */
+function pageOut(id: string, view: RunView): Array<{ key: string; value: StepView[] }> {
+  const ended = view.steps.filter((s) => ENDED.has(s.status));
+  if (ended.length < PAGE_STEPS) return [];
+  view.steps = view.steps.filter((s) => !ENDED.has(s.status));
+  const page = view.stepPages ?? 0;
+  view.stepPages = page + 1;
+  return [{ key: `${id}#${page}`, value: ended }];
+}
+
+const ENDED = new Set<StepStatus>(['success', 'failed', 'timed_out']);
 
 /**
  * A stored `run` projection value as a RunView: a view written by an earlier version says
@@ -220,7 +260,7 @@ function apply(view: RunView, event: StoredEvent): void {
   };
   switch (event.type) {
     case RUN_EVENT.runContinued:
-      Object.assign(view, { status: 'running', workflow: data.workflow, version: data.version ?? null, input: data.input, steps: [], generation: data.generation, patches: {}, current: null, state: view.state ?? null });
+      Object.assign(view, { status: 'running', workflow: data.workflow, version: data.version ?? null, input: data.input, steps: [], stepPages: 0, generation: data.generation, patches: {}, current: null, state: view.state ?? null });
       return;
     case RUN_EVENT.patchRecorded:
       view.patches = { ...view.patches, [data.id]: data.patched };

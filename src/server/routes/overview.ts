@@ -67,6 +67,7 @@ export function overviewRoutes(engine: Engine): Route[] {
             const by = ended[bucketOf(view.updatedAt)]!.by_status;
             by[view.status] = (by[view.status] ?? 0) + 1;
           }
+          // a long run's view holds its last ended steps only (docs/longrun.md): a sample, as the runs are
           for (const step of view.steps ?? []) if (step.durationMs !== null && step.finishedAt !== null && step.finishedAt >= since) latencies.push(step.durationMs);
         }
         latencies.sort((a, b) => a - b);
