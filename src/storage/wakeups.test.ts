@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { appendWakeups, parseWakeups, type StoredEvent } from './store.js';
+import type { StoredEvent } from './store.js';
+import { appendWakeups, parseWakeups } from './wakeups.js';
 
 const event = (streamId: string, version: number): StoredEvent => ({ position: version, streamId, version, type: 'x', data: null, metadata: {}, timestamp: 0 });
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { parseWakeups, type NotifyChannel } from '../store.js';
+import type { NotifyChannel } from '../store.js';
+import { parseWakeups } from '../wakeups.js';
 import { connectionConfig } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { appendWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
+import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { appendWakeups } from '../wakeups.js';
 import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
 import * as events from './events.js';

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { appendWakeups, parseWakeups, type NotifyChannel, type Store, type StoreStatus } from '../store.js';
+import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
