@@ -10,7 +10,7 @@ import { readJournal, serverSource, type Source } from './source.js';
 import { timelineLine } from './timeline.js';
 import { createEngine } from '../engine.js';
 import { runsNeedingPatch } from '../runtime/patches.js';
-import { runSummary } from '../server/routes/runs.js';
+import { runSummary } from '../server/routes/run-records.js';
 
 /** The name a person knows a run's workflow by: a stored workflow's name rather than `runledger.stored`. */
 export async function workflowLabel(source: Source, run: Pick<RunSummary, 'workflow' | 'workflow_id'>): Promise<string> {

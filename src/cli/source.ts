@@ -6,7 +6,7 @@ import { watchEvents } from '../journal/wakeup.js';
 import { runStream } from '../runtime/history.js';
 import { readRunView, type RunView } from '../runtime/view.js';
 import { listRuns, runTail } from '../runtime/watch.js';
-import { runRecord, runSummary } from '../server/routes/runs.js';
+import { runRecord, runSummary } from '../server/routes/run-records.js';
 import type { StoreStatus, StoredEvent, Task } from '../storage/store.js';
 import { Definitions } from '../workflows/definitions.js';
 

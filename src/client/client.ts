@@ -4,7 +4,7 @@ import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
 import type { AgentEventInput, AgentEventRecord, AgentRunDetail, AgentRunRecord, AgentToolCallRecord, IntakeResult } from '../agents/ledger.js';
-import type { RunRecord, RunSummary } from '../server/routes/runs.js';
+import type { RunRecord, RunSummary } from '../server/routes/run-records.js';
 import type { StoreStatus } from '../storage/store.js';
 
 export type { RunRecord, RunSummary };

@@ -3,7 +3,7 @@ import type { Engine } from '../../engine.js';
 import { runsNeedingPatch } from '../../runtime/patches.js';
 import { RUN_STATUSES } from '../../runtime/view.js';
 import { route, type Route } from '../route.js';
-import { runSummary } from './runs.js';
+import { runSummary } from './run-records.js';
 
 const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
 const actor = { by: z.string().min(1).max(200).describe('who acts (journaled)'), reason: z.string().min(1).max(2000).describe('why (journaled)') };
