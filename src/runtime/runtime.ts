@@ -422,9 +422,10 @@ export class Runtime {
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
     const wakeup = new Wakeup();
-    // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is
+    // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is;
+    // nor is the run's start (version 1): the view read below exists, so it was written before
     const unlisten = await this.store.listen('events', (stream, version) => {
-      if (stream === '' || (stream === runStream(id) && !(version !== undefined && this.passes.get(id)?.wrote(version)))) wakeup.wake();
+      if (stream === '' || (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))) wakeup.wake();
     });
     try {
       for (;;) {
