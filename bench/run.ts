@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createEngine } from '../src/engine.js';
 import { postgresVersion, withDatabase, type Backend } from './databases.js';
+import { machineReference } from './machine.js';
+import { countStatements } from './statements.js';
 import { benchAgents, type AgentSizes } from './agents.js';
 import { benchChat, type ChatSizes } from './chat.js';
 import { benchStored } from './stored.js';
@@ -76,6 +78,8 @@ const cpu = cpus();
 const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES, longSteps: LONG_STEPS };
 const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
+meta.machine = machineReference();
+console.error(`  machine: ${JSON.stringify(meta.machine)}`);
 
 const results: Results = {};
 for (const backend of backends) {
@@ -105,6 +109,12 @@ for (const backend of backends) {
     ...rounded(wake),
     ...rounded(longSteps),
   };
+}
+if (backends.includes('postgres')) {
+  // the same in every session, however fast the machine is today
+  const c = await countStatements();
+  const tenth = (n: number) => Math.round(n * 10) / 10;
+  Object.assign(results.postgres!, { statements_per_wf10_run: tenth(c.statements_per_wf10_run), statements_per_wf1_run: tenth(c.statements_per_wf1_run), statements_per_task: tenth(c.statements_per_task * 10) / 10 });
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));

@@ -2,25 +2,15 @@
 // Counts every statement the engine's connections send (BEGIN and COMMIT included) while `runs`
 // ten-step and one-step runs execute, `inFlight` at a time (the difference is the cost of nine
 // steps), then while a worker of concurrency `inFlight` drains 10 × `runs` no-op tasks. Unlike
-// throughput on a shared machine, these counts are the same in every session.
+// throughput on a shared machine, these counts are the same in every session: `npm run bench`
+// records them as `statements_per_wf10_run`, `statements_per_wf1_run` and `statements_per_task`.
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createEngine } from '../src/engine.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { withDatabase } from './databases.js';
 
-const runs = Number(process.argv[2] ?? 50);
-const inFlight = Number(process.argv[3] ?? 10);
-const counts = new Map<string, number>();
-let total = 0;
-const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const config = args[0] as string | { text?: string; name?: string };
-  const text = typeof config === 'string' ? config : (config.name ?? config.text ?? '?');
-  const key = text.replace(/\s+/g, ' ').slice(0, 60);
-  counts.set(key, (counts.get(key) ?? 0) + 1);
-  total += 1;
-  return query.apply(this, args);
-} as typeof pg.Client.prototype.query;
+type Top = Array<[string, number]>;
 
 const steps = (n: number) =>
   workflow(`stmts${n}`, async (ctx) => {
@@ -30,52 +20,85 @@ const steps = (n: number) =>
 const ten = steps(10);
 const one = steps(1);
 
-async function measure(database: string, wf: typeof ten): Promise<{ total: number; top: Array<[string, number]> }> {
+/** Counts the statements every pg client sends while `fn` runs, by text (or prepared name). */
+async function counted(fn: () => Promise<void>): Promise<{ total: number; top: Top }> {
+  const counts = new Map<string, number>();
+  let total = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string; name?: string };
+    const text = typeof config === 'string' ? config : (config.name ?? config.text ?? '?');
+    const key = text.replace(/\s+/g, ' ').slice(0, 60);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    total += 1;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  try {
+    await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return { total, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14) };
+}
+
+async function measure(database: string, wf: typeof ten, runs: number, inFlight: number): Promise<{ total: number; top: Top }> {
   const engine = await createEngine({ database, workflows: [ten, one], runConcurrency: inFlight });
   try {
     await engine.store.now();
-    counts.clear();
-    total = 0;
     let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
-      }),
-    );
-    const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14);
-    return { total, top };
+    return await counted(async () => {
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
+        }),
+      );
+    });
   } finally {
     await engine.close();
   }
 }
 
-/** Statements per task of draining `tasks` no-op tasks with one worker of concurrency `inFlight`. */
-async function drain(database: string, tasks: number): Promise<{ total: number; top: Array<[string, number]> }> {
+/** Statements of draining `tasks` no-op tasks with one worker of concurrency `inFlight`. */
+async function drain(database: string, tasks: number, inFlight: number): Promise<{ total: number; top: Top }> {
   const engine = await createEngine({ database });
   try {
     await engine.queue.enqueueMany(
       'drain',
       Array.from({ length: tasks }, (_, i) => ({ payload: { i } })),
     );
-    counts.clear();
-    total = 0;
-    let completed = 0;
-    await new Promise<void>((resolve) => {
-      engine.work('drain', async () => null, { concurrency: inFlight, onSettled: (_t, outcome) => outcome === 'completed' && ++completed === tasks && resolve() });
+    return await counted(async () => {
+      let completed = 0;
+      await new Promise<void>((resolve) => {
+        engine.work('drain', async () => null, { concurrency: inFlight, onSettled: (_t, outcome) => outcome === 'completed' && ++completed === tasks && resolve() });
+      });
     });
-    return { total, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 10) };
   } finally {
     await engine.close();
   }
 }
 
-await withDatabase('postgres', async (database) => {
-  const a = await measure(database, ten);
-  const b = await measure(database, one);
-  console.log(`10-step: ${(a.total / runs).toFixed(1)} statements/run; 1-step: ${(b.total / runs).toFixed(1)}; per step: ${((a.total - b.total) / runs / 9).toFixed(2)}`);
-  for (const [k, n] of a.top) console.log(`  ${(n / runs).toFixed(2)}/run  ${k}`);
+export interface StatementCounts {
+  statements_per_wf10_run: number;
+  statements_per_wf1_run: number;
+  statements_per_task: number;
+  top: { wf10: Top; task: Top };
+}
+
+/** On a fresh PostgreSQL database each: statements per 10-step run, per 1-step run and per drained task. */
+export async function countStatements(runs = 100, inFlight = 10): Promise<StatementCounts> {
+  const a = await withDatabase('postgres', (database) => measure(database, ten, runs, inFlight));
+  const b = await withDatabase('postgres', (database) => measure(database, one, runs, inFlight));
   const tasks = runs * 10;
-  const d = await drain(database, tasks);
-  console.log(`drain of ${tasks} tasks, concurrency ${inFlight}: ${(d.total / tasks).toFixed(2)} statements/task`);
-  for (const [k, n] of d.top) console.log(`  ${(n / tasks).toFixed(3)}/task  ${k}`);
-});
+  const d = await withDatabase('postgres', (database) => drain(database, tasks, inFlight));
+  return { statements_per_wf10_run: a.total / runs, statements_per_wf1_run: b.total / runs, statements_per_task: d.total / tasks, top: { wf10: a.top.map(([k, n]) => [k, n / runs]), task: d.top.map(([k, n]) => [k, n / tasks]) } };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
+  const runs = Number(process.argv[2] ?? 100);
+  const inFlight = Number(process.argv[3] ?? 10);
+  const c = await countStatements(runs, inFlight);
+  console.log(`10-step: ${c.statements_per_wf10_run.toFixed(1)} statements/run; 1-step: ${c.statements_per_wf1_run.toFixed(1)}; per step: ${((c.statements_per_wf10_run - c.statements_per_wf1_run) / 9).toFixed(2)}`);
+  for (const [k, n] of c.top.wf10) console.log(`  ${n.toFixed(2)}/run  ${k}`);
+  console.log(`drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task`);
+  for (const [k, n] of c.top.task) console.log(`  ${n.toFixed(3)}/task  ${k}`);
+}
