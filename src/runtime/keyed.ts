@@ -58,8 +58,8 @@ export interface Keyed {
  * The one keyed start: maps (scope, key) to a run id, idempotently. The first start appends the
  * key's first event (expected version 0) and begins the run in the same transaction; a repeat
  * reads that event and writes nothing; a concurrent start with the same key loses the append,
- * waits for the winner to commit and returns its run (on PostgreSQL the losing append is undone by
- * its savepoint, so a caller's `tx` stays usable). Inside a caller's transaction nothing exists
+ * waits for the winner to commit and returns its run (on PostgreSQL the losing append undoes itself
+ * in its own subtransaction, so a caller's `tx` stays usable). Inside a caller's transaction nothing exists
  * until that commits.
  *
  * @example

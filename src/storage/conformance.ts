@@ -122,6 +122,29 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect((await store.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }] })).events[0]?.version).toBe(1);
     });
 
+    it('lets a transaction that lost a race for a stream catch the conflict and commit the rest', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let appended!: () => void;
+      const first = new Promise<void>((resolve) => (appended = resolve));
+      const winner = store.transaction(async (tx) => {
+        await tx.eventAppend({ appends: [{ streamId: 'race', expectedVersion: 0, events: [ev('Won')] }] });
+        appended();
+        await held;
+      });
+      await first;
+      const loser = store.transaction(async (tx) => {
+        const lost = tx.eventAppend({ appends: [{ streamId: 'race', expectedVersion: 0, events: [ev('Lost')] }] });
+        await expect(lost).rejects.toThrow(ConflictError);
+        await tx.eventAppend({ appends: [{ streamId: 'after-race', events: [ev('Next')] }] });
+      });
+      // the loser waits for the winner's lock (PostgreSQL: the stream's row; SQLite: the database)
+      setTimeout(release, 50);
+      await Promise.all([winner, loser]);
+      expect((await store.eventReadStream({ streamId: 'race' })).map((e) => e.type)).toEqual(['Won']);
+      expect((await store.eventReadStream({ streamId: 'after-race' })).map((e) => e.type)).toEqual(['Next']);
+    });
+
     it('returns the original events for a repeated idempotency key and writes nothing', async () => {
       const first = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });
       const again = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });

@@ -64,6 +64,16 @@ ins AS (
 SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true`,
 );
 
+/**
+ * APPEND with expected versions inside a caller's transaction (migration 090): a mismatch comes
+ * back as `conflict` with nothing written, instead of an error that would abort the transaction,
+ * so the caller may catch the ConflictError and go on without a savepoint's two round trips.
+ */
+const APPEND_CHECKED = prepared(
+  'event_append_checked',
+  'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at, r_conflict AS conflict FROM rl_event_append_checked($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+);
+
 const BY_KEY = prepared('event_by_key', 'SELECT * FROM events WHERE idempotency_key = $1 ORDER BY position');
 
 type AppendedRow = { ok: boolean; position: number | null; stream_id: string; version: number; created_at: number };
@@ -114,7 +124,7 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
     jsonArray(events.data),
     jsonArray(events.metadata),
   ];
-  const rows = await withConflicts(db, checks.stream.length > 0, (atomic) => atomic.rows<AppendedRow>(APPEND, params));
+  const rows = await appendRows(db, checks.stream.length > 0, params);
   if (rows[0]?.ok === false) {
     // Read after the statement: only now does a fresh snapshot see the first append's events.
     const first = await db.rows<EventRow>(BY_KEY, [key]);
@@ -150,23 +160,16 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
 }
 
 /**
- * Turns the statement's version mismatch into ConflictError. Inside a caller's transaction the
- * statement runs under a savepoint, so the caller may catch the conflict and go on (as it can with
- * SQLite); outside, the failed statement has already undone itself.
+ * Runs the append, a version mismatch as ConflictError. Outside a transaction the failed statement
+ * has undone itself; inside one, APPEND_CHECKED undoes what it wrote and reports the mismatch
+ * without failing, so the caller may catch the conflict and go on (as it can with SQLite).
  */
-async function withConflicts<T>(db: Db, canConflict: boolean, run: (db: Db) => Promise<T>): Promise<T> {
-  if (!canConflict || !db.inTransaction) return run(db).catch(toConflict);
-  return db.atomic(async (atomic) => {
-    await atomic.rows('SAVEPOINT rl_append');
-    try {
-      const result = await run(atomic);
-      await atomic.rows('RELEASE SAVEPOINT rl_append');
-      return result;
-    } catch (error) {
-      await atomic.rows('ROLLBACK TO SAVEPOINT rl_append');
-      return toConflict(error);
-    }
-  });
+async function appendRows(db: Db, canConflict: boolean, params: unknown[]): Promise<AppendedRow[]> {
+  if (!canConflict || !db.inTransaction) return db.rows<AppendedRow>(APPEND, params).catch(toConflict);
+  const rows = await db.rows<AppendedRow & { conflict: string | null }>(APPEND_CHECKED, params);
+  const conflict = rows[0]?.conflict;
+  if (conflict) throw new ConflictError(conflict);
+  return rows;
 }
 
 function toConflict(error: unknown): never {
