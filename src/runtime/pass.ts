@@ -441,9 +441,14 @@ export class Pass {
     const abort = (reason: unknown) => controller.abort(reason);
     const onStop = () => abort(this.stop.signal.reason);
     this.stop.signal.addEventListener('abort', onStop);
+    // a pass stopped while this step's start was being written: no 'abort' event comes any more
+    if (this.stop.signal.aborted) onStop();
     const timer = timeout === undefined ? null : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
     try {
-      const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason)));
+      const aborted = new Promise<never>((_, reject) => {
+        if (controller.signal.aborted) reject(controller.signal.reason);
+        else controller.signal.addEventListener('abort', () => reject(controller.signal.reason));
+      });
       return await Promise.race([fn({ ...ctx, signal: controller.signal }), aborted]);
     } finally {
       if (timer) clearTimeout(timer);

@@ -39,6 +39,12 @@ export interface StartOptions {
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
 const PASS_TASK = { maxAttempts: 1000 };
 
+/** A pass's watch for cancellations: listening from before its history read (`start` once the pass exists). */
+interface CancelWatch {
+  start(version: number, pass: Pass): void;
+  stop(): Promise<void>;
+}
+
 interface Turn {
   active: string | null;
   waiting: string[];
@@ -270,6 +276,16 @@ export class Runtime {
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
+    // listening before the history is read: a cancellation committed after that read wakes the watch
+    const watch = await this.watchCancel(id);
+    try {
+      return await this.runPass(id, ctx, watch);
+    } finally {
+      await watch.stop();
+    }
+  };
+
+  private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<null> {
     const { from } = await generationOf(this.store, id);
     const history = await this.history(id, from);
     if (history.terminal || history.version === 0) return null;
@@ -302,7 +318,7 @@ export class Runtime {
     });
     const release = await this.paused.hold();
     const end = (tx: Store) => this.ended(tx, history, id);
-    const stopWatching = await this.watchCancel(id, history.version, pass);
+    watch.start(history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
     this.passes.set(id, pass);
     try {
@@ -337,9 +353,8 @@ export class Runtime {
       release();
       if (this.passes.get(id) === pass) this.passes.delete(id);
       seen.end(result);
-      await stopWatching();
     }
-  };
+  }
 
   /** The run's history from `from`: what the cache holds of it and the events after that, or all of it. */
   private async history(id: string, from: number): Promise<History> {
@@ -389,34 +404,48 @@ export class Runtime {
   }
 
   /**
-   * While a pass runs, a cancellation appended by any process reaches it: on a wake-up, on the
-   * poll (SQLite wakes only its own process), and once right after listening, for a cancellation
-   * that committed after the pass read its history.
+   * While a pass runs, a cancellation appended by any process reaches it: on a wake-up, and on the
+   * poll (SQLite wakes only its own process). The watch listens before the pass reads its history,
+   * so a cancellation that commits after that read wakes it: it reads only when the run's stream
+   * moved past the history the pass read, never just to be sure.
    */
-  private async watchCancel(id: string, version: number, pass: Pass): Promise<() => Promise<void>> {
-    let seen = version;
+  private async watchCancel(id: string): Promise<CancelWatch> {
+    const stream = runStream(id);
+    let pass: Pass | undefined;
+    let seen = Number.MAX_SAFE_INTEGER;
+    /** A wake-up before the pass started: the highest version it named (Infinity: it named none). */
+    let early = 0;
     let checking = false;
     const check = () => {
-      if (checking || pass.isCancelled) return;
+      if (!pass || checking || pass.isCancelled) return;
+      const running = pass;
       checking = true;
       this.journal
-        .readStream(runStream(id), { fromVersion: seen + 1 })
+        .readStream(stream, { fromVersion: seen + 1 })
         .then((events) => {
           seen = events.at(-1)?.version ?? seen;
-          if (events.some((e) => e.type === RUN_EVENT.runCancelRequested)) pass.cancel();
+          if (events.some((e) => e.type === RUN_EVENT.runCancelRequested)) running.cancel();
         })
         .catch(() => {})
         .finally(() => (checking = false));
     };
     // the pass's own writes wake it too: those need no read (one statement per step saved)
-    const unlisten = await this.store.listen('events', (stream, version) => {
-      if (stream === '' || (stream === runStream(id) && !(version !== undefined && pass.wrote(version)))) check();
+    const unlisten = await this.store.listen('events', (s, version) => {
+      if (s !== '' && s !== stream) return;
+      if (!pass) early = Math.max(early, s === '' || version === undefined ? Number.POSITIVE_INFINITY : version);
+      else if (!(version !== undefined && pass.wrote(version))) check();
     });
     const poll = setInterval(check, this.options.pollMs);
-    check();
-    return async () => {
-      clearInterval(poll);
-      await unlisten();
+    return {
+      start: (version, running) => {
+        pass = running;
+        seen = version;
+        if (early > version) check();
+      },
+      stop: async () => {
+        clearInterval(poll);
+        await unlisten();
+      },
     };
   }
 
