@@ -22,6 +22,7 @@ import { carryOver, generationOf, RUN_GENERATION } from './generations.js';
 import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 import { RUN_EVENT } from './events.js';
+import { watchCancel, type CancelWatch } from './cancel-watch.js';
 
 export interface StartOptions {
   /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
@@ -38,12 +39,6 @@ export interface StartOptions {
 
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
 const PASS_TASK = { maxAttempts: 1000 };
-
-/** A pass's watch for cancellations: listening from before its history read (`start` once the pass exists). */
-interface CancelWatch {
-  start(version: number, pass: Pass): void;
-  stop(): Promise<void>;
-}
 
 interface Turn {
   active: string | null;
@@ -277,7 +272,7 @@ export class Runtime {
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     const id = payload.runId;
     // listening before the history is read: a cancellation committed after that read wakes the watch
-    const watch = await this.watchCancel(id);
+    const watch = await watchCancel(this.store, this.journal, id, this.options.pollMs);
     try {
       return await this.runPass(id, ctx, watch);
     } finally {
@@ -401,52 +396,6 @@ export class Runtime {
   private workflowOf(history: History): Workflow | undefined {
     if (history.codeVersion !== null) return this.workflows.get(versionTag(history.workflow, history.codeVersion));
     return [...this.workflows.values()].find((wf) => wf.name === history.workflow);
-  }
-
-  /**
-   * While a pass runs, a cancellation appended by any process reaches it: on a wake-up, and on the
-   * poll (SQLite wakes only its own process). The watch listens before the pass reads its history,
-   * so a cancellation that commits after that read wakes it: it reads only when the run's stream
-   * moved past the history the pass read, never just to be sure.
-   */
-  private async watchCancel(id: string): Promise<CancelWatch> {
-    const stream = runStream(id);
-    let pass: Pass | undefined;
-    let seen = Number.MAX_SAFE_INTEGER;
-    /** A wake-up before the pass started: the highest version it named (Infinity: it named none). */
-    let early = 0;
-    let checking = false;
-    const check = () => {
-      if (!pass || checking || pass.isCancelled) return;
-      const running = pass;
-      checking = true;
-      this.journal
-        .readStream(stream, { fromVersion: seen + 1 })
-        .then((events) => {
-          seen = events.at(-1)?.version ?? seen;
-          if (events.some((e) => e.type === RUN_EVENT.runCancelRequested)) running.cancel();
-        })
-        .catch(() => {})
-        .finally(() => (checking = false));
-    };
-    // the pass's own writes wake it too: those need no read (one statement per step saved)
-    const unlisten = await this.store.listen('events', (s, version) => {
-      if (s !== '' && s !== stream) return;
-      if (!pass) early = Math.max(early, s === '' || version === undefined ? Number.POSITIVE_INFINITY : version);
-      else if (!(version !== undefined && pass.wrote(version))) check();
-    });
-    const poll = setInterval(check, this.options.pollMs);
-    return {
-      start: (version, running) => {
-        pass = running;
-        seen = version;
-        if (early > version) check();
-      },
-      stop: async () => {
-        clearInterval(poll);
-        await unlisten();
-      },
-    };
   }
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
