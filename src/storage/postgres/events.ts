@@ -22,6 +22,8 @@ import { asParsed, toEvent, type EventRow } from '../rows.js';
  * deadlock), check expected versions (rl_check_version raises, undoing the whole statement),
  * insert the events. `ok` is false when the key was already used: nothing was written.
  * Only positions come back: data and metadata are the caller's, as they were sent.
+ * Migration 090's rl_event_append_checked holds this statement too (its parameters named): a
+ * change here is a new migration replacing that function.
  */
 const APPEND = prepared(
   'event_append',
