@@ -121,6 +121,23 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     expect(await engine.run('move-1')).toMatchObject({ version: '2', generation: 1, steps: [] });
   });
 
+  it("tags a woken run's pass with its version, the new one once it continued onto another", async () => {
+    const waiter = workflow('tagged', { version: '1' }, async (ctx) => {
+      await ctx.waitForEvent('go');
+      return ctx.continueAsNew({}, { workflow: tagged2 });
+    });
+    const tagged2 = workflow('tagged', { version: '2' }, async (ctx) => ctx.waitForEvent<string>('again'));
+    const { engine } = await engineWith(waiter, tagged2);
+    const run = await engine.start(waiter, {}, { id: 'tag-1' });
+    const passTags = async () => (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => (t.payload as { runId: string }).runId === 'tag-1').map((t) => t.tag);
+    await eventually(async () => (await engine.run('tag-1')).status === 'waiting');
+    await engine.signal('tag-1', 'go', null);
+    await eventually(async () => (await engine.run('tag-1')).version === '2' && (await engine.run('tag-1')).status === 'waiting');
+    await engine.signal('tag-1', 'again', 'done');
+    expect(await run.result()).toBe('done');
+    expect(await passTags()).toEqual(['tagged@1', 'tagged@1', 'tagged@2', 'tagged@2']);
+  });
+
   it('refuses continueAsNew while other calls are in flight', async () => {
     const { engine } = await engineWith(hasty);
     const run = await engine.start(hasty, {}, { id: 'hasty-1' });

@@ -12,7 +12,7 @@ import { History, runStream, type Seq } from './history.js';
 import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
-import { isTerminal, projectRunViews, readRunView, type RunView } from './view.js';
+import { isTerminal, projectRunViews, readRunView, runTag, type RunView } from './view.js';
 import { blobBytes, Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
@@ -147,7 +147,6 @@ export class Runtime {
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
     const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
     await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
-    await tx.projectionPut({ name: RUN_TAG, key: options.id, value: { tag } });
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
       await this.enqueuePass(tx, options.id, null, tag);
     }
@@ -253,9 +252,7 @@ export class Runtime {
       const data = { workflow: from.workflow, ...(from.version ? { version: from.version } : {}), input: from.input, orderingKey: null, deadline: null, parent: null, retryOf: id, retriedBy: actor };
       await this.journal.append(runStream(next), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
       await this.blobs.adopt(tx, next, from.input);
-      const tag = from.version ? versionTag(from.workflow, from.version) : undefined;
-      if (tag) await tx.projectionPut({ name: RUN_TAG, key: next, value: { tag } });
-      await this.enqueuePass(tx, next, null, tag);
+      await this.enqueuePass(tx, next, null, from.version ? versionTag(from.workflow, from.version) : undefined);
     });
     return next;
   }
@@ -263,6 +260,7 @@ export class Runtime {
   /** In the transaction that deletes run `id` (retention): the rows kept for it here, and the blob chunks no other run holds. */
   async forget(tx: Store, id: string): Promise<void> {
     await forgetKeys(tx, id);
+    // written before a run's tag came from its view: rows of runs started by earlier versions
     await tx.projectionDelete({ name: RUN_TAG, key: id });
     await tx.projectionDelete({ name: RUN_GENERATION, key: id });
     await tx.blobDelete({ owner: id });
@@ -369,13 +367,11 @@ export class Runtime {
     return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent, ...(traceparent ? { traceparent } : {}) };
   }
 
-  /** In the transaction of `run.continued`: carries signals over, moves the run's start and tag, and queues its next pass. */
+  /** In the transaction of `run.continued`: carries signals over, moves the run's start, checks its new version, and queues its next pass. */
   private async continued(tx: Store, id: string, from: number, next: Workflow | null): Promise<void> {
     await carryOver(tx, this.journal, id, from);
     if (next) {
-      const tag = versionTag(next.name, next.version);
-      if (!this.workflows.has(tag)) throw new ValidationError('continueAsNew.workflow', `'${next.name}' (version '${next.version}') is not registered with this engine`);
-      await tx.projectionPut({ name: RUN_TAG, key: id, value: { tag } });
+      if (!this.workflows.has(versionTag(next.name, next.version))) throw new ValidationError('continueAsNew.workflow', `'${next.name}' (version '${next.version}') is not registered with this engine`);
     }
     await this.wake(tx, id, await tx.now());
   }
@@ -386,9 +382,12 @@ export class Runtime {
     if (moved === 0) await this.enqueuePass(tx, id, at);
   }
 
-  /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it. */
+  /**
+   * A pass of run `id`, tagged with its version so that only a worker that has that version runs
+   * it: the version its view names (its start's or, after `continueAsNew`, its generation's).
+   */
   private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<void> {
-    const tag = knownTag ?? ((await tx.projectionGet({ name: RUN_TAG, key: id })) as { tag: string } | undefined)?.tag;
+    const tag = knownTag ?? (await runTag(tx, id));
     await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}) });
   }
 

@@ -84,7 +84,7 @@ export function versionTag(workflow: string, version: string): string {
   return `${workflow}@${version}`;
 }
 
-/** Where each run's tag is kept, so a wake-up tags the pass it enqueues without reading the run. */
+/** Where each run's tag was kept before it came from the run's view (`runTag`): rows of older runs, deleted with them. */
 export const RUN_TAG = 'run-tag';
 /** The workers that run passes, with their tags, each renewed while its process is up. */
 export const RUN_WORKERS = 'run-workers';

@@ -2,6 +2,7 @@ import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Seq } from './history.js';
 import { RUN_EVENT } from './events.js';
+import { versionTag } from './versions.js';
 
 /** A run's status; the one vocabulary of the API, the CLI and the dashboard (docs/glossary.md). */
 export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'success' | 'partial_success' | 'failed' | 'cancelled';
@@ -184,6 +185,12 @@ export async function readRunView(store: Store, id: string): Promise<RunView | u
   view.steps = [...pages.flatMap((row) => row.value as StepView[]), ...view.steps].sort((x, y) => compareSeq(x.seq, y.seq));
   delete view.stepPages;
   return view;
+}
+
+/** The tag of run `id`'s passes (`versionTag`), from its view; none for a run from before versions, or no run. */
+export async function runTag(store: Store, id: string): Promise<string | undefined> {
+  const view = (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
+  return view?.version ? versionTag(view.workflow, view.version) : undefined;
 }
 
 /** The keys of a run's step pages: `<run id>#<page>` (the page number after the last `#` keeps ids with `#` apart). */
