@@ -8,13 +8,13 @@ interface Cached {
 
 /**
  * Replay state of recently active runs, kept by the worker that last ran them: a run's history as
- * of its last pass here, so the next pass reads only the events after it. Bounded by runs and by
- * weight (`events`: the caller counts an event as 1 and a KiB of big values held whole as 1),
- * least recently used out first.
+ * of its last pass here (or of its start here), so the next pass reads only the events after it.
+ * Bounded by runs and by weight (`events`: the caller counts an event as 1 and a KiB of big values
+ * held whole as 1), least recently used out first.
  *
  * Always valid, never trusted blindly: the journal is append-only, so when the run's history moved
  * on elsewhere (another worker ran passes meanwhile) the next pass here reads those events too;
- * a new generation (`continueAsNew`, anywhere) starts at another version, which drops the entry.
+ * a new generation (`continueAsNew`, anywhere) is among them, and the pass starts from it.
  */
 export class ReplayCache {
   private readonly runs = new Map<string, Cached>();
@@ -24,16 +24,16 @@ export class ReplayCache {
 
   constructor(private readonly limits: { maxRuns: number; maxEvents: number }) {}
 
-  /** The run's cached history if it is of generation `from`; it leaves the cache while its pass runs. */
-  take(runId: string, from: number): History | undefined {
+  /** The run's cached history and the version its generation starts at; it leaves the cache while its pass runs. */
+  take(runId: string): { from: number; history: History } | undefined {
     const cached = this.runs.get(runId);
-    if (cached) this.drop(runId, cached);
-    if (cached && cached.from === from) {
-      this.hits += 1;
-      return cached.history;
+    if (!cached) {
+      this.misses += 1;
+      return undefined;
     }
-    this.misses += 1;
-    return undefined;
+    this.drop(runId, cached);
+    this.hits += 1;
+    return { from: cached.from, history: cached.history };
   }
 
   put(runId: string, from: number, history: History, events: number): void {

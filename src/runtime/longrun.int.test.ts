@@ -138,6 +138,37 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     expect(await passTags()).toEqual(['tagged@1', 'tagged@1', 'tagged@2', 'tagged@2']);
   });
 
+  it('starts a pass from the generation begun since the history it kept (continued elsewhere)', async () => {
+    const stages = workflow('stages', async (ctx, input: { gen: number }) => {
+      const got = await ctx.waitForEvent<string>('go');
+      if (input.gen === 0) return ctx.continueAsNew({ gen: 1 });
+      return `${got}, then ${await ctx.waitForEvent<string>('end')}, in generation ${input.gen}`;
+    });
+    const { engine } = await engineWith(stages);
+    const cache = engine.runtime.cache;
+    const waiting = async (generation: number) => {
+      const view = await engine.run('stale-1');
+      return (view.generation ?? 0) === generation && view.status === 'waiting' && cache.size > 0;
+    };
+    const run = await engine.start(stages, { gen: 0 }, { id: 'stale-1' });
+    await eventually(() => waiting(0));
+    // the history of generation 0, kept as a worker that ran no pass since would hold it
+    const stale = cache.take('stale-1')!;
+    expect(stale.from).toBe(1);
+    await engine.signal('stale-1', 'go', 'first');
+    await eventually(() => waiting(1));
+    cache.put('stale-1', stale.from, stale.history, 1);
+    await engine.signal('stale-1', 'go', 'second');
+    await eventually(async () => (await engine.journal.readStream('run:stale-1')).some((e) => e.type === 'wait.completed' && (e.data as { name?: string }).name === 'go' && e.version > 5) && cache.size > 0);
+    // the pass kept what it read as generation 1's history, from its start
+    const kept = cache.take('stale-1')!;
+    expect(kept.from).toBe((await generationOf(engine.store, 'stale-1')).from);
+    expect(kept.from).toBeGreaterThan(1);
+    cache.put('stale-1', kept.from, kept.history, 1);
+    await engine.signal('stale-1', 'end', 'third');
+    expect(await run.result()).toBe('second, then third, in generation 1');
+  });
+
   it('refuses continueAsNew while other calls are in flight', async () => {
     const { engine } = await engineWith(hasty);
     const run = await engine.start(hasty, {}, { id: 'hasty-1' });

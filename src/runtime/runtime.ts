@@ -12,7 +12,7 @@ import { History, runStream, type Seq } from './history.js';
 import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
-import { isTerminal, projectRunViews, readRunView, runTag, type RunView } from './view.js';
+import { isTerminal, projectRunViews, readRunView, runTag, type CommittedViews, type RunView } from './view.js';
 import { blobBytes, Blobs, resolveView } from './blobs.js';
 import { ReplayCache } from './cache.js';
 import { projectPatches } from './patches.js';
@@ -76,6 +76,8 @@ export class Runtime {
   private readonly clock: StoreClock;
   /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
   private readonly passes = new Map<string, Pass>();
+  /** The run views this process committed last: a waiter woken by one of its commits takes it. */
+  private readonly views: CommittedViews;
 
   constructor(
     private readonly store: Store,
@@ -90,7 +92,7 @@ export class Runtime {
     this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
     this.clock = new StoreClock(store);
     for (const wf of workflows) this.register(wf);
-    projectRunViews(journal);
+    this.views = projectRunViews(journal);
     projectPatches(journal);
   }
 
@@ -146,7 +148,10 @@ export class Runtime {
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
     const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
-    await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
+    const [started] = (await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 })).events;
+    // its first pass, if it runs here, need not read where its generation starts: it is this one
+    // (a copy, as the journal gives it back: nothing shared with the caller's input)
+    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1));
     if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
       await this.enqueuePass(tx, options.id, null, tag);
     }
@@ -279,8 +284,7 @@ export class Runtime {
   };
 
   private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<null> {
-    const { from } = await generationOf(this.store, id);
-    const history = await this.history(id, from);
+    const { from, history } = await this.history(id);
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
     const wf = this.workflowOf(history);
@@ -349,16 +353,24 @@ export class Runtime {
     }
   }
 
-  /** The run's history from `from`: what the cache holds of it and the events after that, or all of it. */
-  private async history(id: string, from: number): Promise<History> {
-    const cached = this.cache.take(id, from);
-    const after = cached ? cached.version + 1 : from;
-    const stored = await this.journal.readStream(runStream(id), { fromVersion: after, limit: 1_000_000 });
-    const events = await this.blobs.resolveEvents(stored);
-    const history = cached ?? new History([]);
-    for (const event of events) history.add(event);
+  /**
+   * The run's history in its current generation, and the version that starts at: what the cache
+   * holds of it and the events after that (a generation begun meanwhile, by `run.continued`,
+   * starts over at that event), or all of it from where its generation starts.
+   */
+  private async history(id: string): Promise<{ from: number; history: History }> {
+    const cached = this.cache.take(id);
+    let from = cached ? cached.from : (await generationOf(this.store, id)).from;
+    let stored = await this.journal.readStream(runStream(id), { fromVersion: cached ? cached.history.version + 1 : from, limit: 1_000_000 });
+    let history = cached?.history ?? new History([]);
+    let next = stored.length - 1;
+    while (next >= 0 && stored[next]!.type !== RUN_EVENT.runContinued) next -= 1;
+    if (next >= 0) {
+      [from, stored, history] = [stored[next]!.version, stored.slice(next), new History([])];
+    }
+    for (const event of await this.blobs.resolveEvents(stored)) history.add(event);
     history.blobBytes += blobBytes(stored);
-    return history;
+    return { from, history };
   }
 
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
@@ -401,12 +413,19 @@ export class Runtime {
     const wakeup = new Wakeup();
     // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is;
     // nor is the run's start (version 1): the view read below exists, so it was written before
+    let woken: number | undefined;
     const unlisten = await this.store.listen('events', (stream, version) => {
-      if (stream === '' || (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))) wakeup.wake();
+      if (stream === '' || (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))) {
+        woken = stream === '' ? undefined : version;
+        wakeup.wake();
+      }
     });
     try {
       for (;;) {
-        const view = await this.view(id);
+        // woken by a commit of this process, whose view it kept: no read
+        const kept = woken === undefined ? undefined : this.views.committed(id, woken);
+        woken = undefined;
+        const view = kept ? await resolveView(this.blobs, kept) : await this.view(id);
         if (view.status === 'success' || view.status === 'partial_success') return view.output as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);

@@ -4,7 +4,7 @@ import { openStore } from '../storage/open.js';
 import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { RUN_EVENT } from './events.js';
-import { projectRunViews, readRunView } from './view.js';
+import { projectRunViews, readRunView, type CommittedViews } from './view.js';
 
 /**
  * The run views a process keeps between its transactions (projectRunViews): a kept view is used
@@ -15,14 +15,15 @@ describe.each(backends)('kept run views on $name', (backend) => {
   let stores: Store[];
   let journal: Journal;
   let other: Journal;
+  let views: CommittedViews;
   beforeEach(async () => {
     const database = await backend.create();
     stores = [await openStore(database), await openStore(database)];
-    [journal, other] = stores.map((store) => {
+    const [here, there] = stores.map((store) => {
       const j = new Journal(store, { maxEventBytes: 1 << 20, maxEventsPerAppend: 1000 });
-      projectRunViews(j);
-      return j;
-    }) as [Journal, Journal];
+      return { j, views: projectRunViews(j) };
+    });
+    [journal, other, views] = [here!.j, there!.j, here!.views];
   });
   afterEach(async () => {
     for (const store of stores) await store.close();
@@ -55,5 +56,24 @@ describe.each(backends)('kept run views on $name', (backend) => {
     await other.append('run:r1', [started(4, 'there again')]);
     await journal.append('run:r1', [started(5, 'last')]);
     expect(await names()).toEqual(['here', 'there', 'here again', 'there again', 'last']);
+  });
+
+  it('gives a copy of the view committed here at exactly the version asked for, nothing of a rollback or of another process', async () => {
+    await journal.append('run:r1', [{ type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } }, started(1, 'here')]);
+    const copy = views.committed('r1', 2)!;
+    expect(copy.steps.map((s) => s.name)).toEqual(['here']);
+    copy.steps = [];
+    expect(views.committed('r1', 1)).toBeUndefined();
+    await expect(
+      stores[0]!.transaction(async (tx) => {
+        await journal.append('run:r1', [started(2, 'rolled-back')], { tx });
+        throw new Error('after the append');
+      }),
+    ).rejects.toThrow('after the append');
+    expect(views.committed('r1', 3)).toBeUndefined();
+    await other.append('run:r1', [started(2, 'there')]);
+    expect(views.committed('r1', 3)).toBeUndefined();
+    await journal.append('run:r1', [started(3, 'here again')]);
+    expect(views.committed('r1', 4)!.steps.map((s) => s.name)).toEqual(['here', 'there', 'here again']);
   });
 });

@@ -98,8 +98,9 @@ const CACHED_MS = 30_000;
  * steps cost no view read. Any other version reads the view, as does a transaction that rolled back
  * (its views are never kept). Kept 30 s at most: a run deleted by retention (its stream with it) and
  * started again under its id by another process could otherwise reach the kept version.
+ * `committed` gives a copy of a kept view to a reader woken by the commit that reached its version.
  */
-export function projectRunViews(journal: Journal): void {
+export function projectRunViews(journal: Journal): CommittedViews {
   const kept = new Map<string, { version: number; view: RunView; at: number }>();
   journal.projectBatch(
     [
@@ -175,6 +176,20 @@ export function projectRunViews(journal: Journal): void {
       });
     },
   );
+  return {
+    committed: (id, version) => {
+      const cached = kept.get(id);
+      if (!cached || cached.version !== version || performance.now() - cached.at >= CACHED_MS) return undefined;
+      // a copy: the kept one is changed in place by the run's next append
+      return structuredClone(cached.view);
+    },
+  };
+}
+
+/** The run views this process committed last, by the version of the run's stream they are as of. */
+export interface CommittedViews {
+  /** Run `id`'s view as of stream version `version` (all its steps but those on pages), if kept here. */
+  committed(id: string, version: number): RunView | undefined;
 }
 
 /** A run's view with all its steps (those kept on pages of their own joined in, in call order). */
