@@ -59,4 +59,21 @@ describe('wake-ups on postgres', () => {
     await writer.eventAppend({ appends: [{ streamId: 's', events: [{ type: 'E', data: {} }] }] });
     await until(() => woken.length === 3);
   });
+
+  it("wakes its own process once per commit (not again from the server) and another once, whatever the stream's name holds", async () => {
+    const streams = ["it's", 'back\\slash', 'plain'];
+    const here: string[] = [];
+    const there: string[] = [];
+    await writer.listen('events', (stream) => here.push(stream));
+    await listener.listen('events', (stream) => there.push(stream));
+    await writer.transaction(async (tx) => {
+      for (const streamId of streams) await tx.eventAppend({ appends: [{ streamId, events: [{ type: 'E', data: {} }] }] });
+    });
+    await writer.eventAppend({ appends: [{ streamId: 'outside', events: [{ type: 'E', data: {} }] }] });
+    await until(() => here.length >= 4 && there.length >= 4);
+    // the server's copies of its own notifications would arrive within this
+    await sleep(200);
+    expect(here.sort()).toEqual([...streams, 'outside'].sort());
+    expect(there.sort()).toEqual([...streams, 'outside'].sort());
+  });
 });

@@ -16,9 +16,16 @@ type Callback = (payload: string, version?: number) => void;
  * One LISTEN connection per store, opened on the first `listen`. Notifications sent while it is
  * down are lost, so after a reconnect every callback is called once with '' (a wake-up: look for
  * work). Callers poll as well, so a lost wake-up costs latency, never correctness.
+ *
+ * The store's own wake-ups are handed over here (`deliver`) once their writes committed, and are
+ * not taken again from the server: notifications sent by a connection of the store's pool (`own`,
+ * by backend pid) are skipped. So a waiter in this process is woken a round trip sooner, and never
+ * before the writer knows what it wrote.
  */
 export class Listener {
   private readonly callbacks: Record<NotifyChannel, Set<Callback>> = { events: new Set(), tasks: new Set() };
+  /** Backend pids of the store's pool connections. */
+  readonly own = new Set<number>();
   private client: pg.Client | null = null;
   private connecting: Promise<pg.Client> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -62,7 +69,7 @@ export class Listener {
     const client = new pg.Client({ ...connectionConfig(this.url), keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     client.on('notification', (message) => {
       const channel = (Object.keys(CHANNELS) as NotifyChannel[]).find((c) => CHANNELS[c] === message.channel);
-      if (channel) this.dispatch(channel, message.payload ?? '');
+      if (channel && !this.own.has(message.processId)) this.dispatch(channel, message.payload ?? '');
     });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
@@ -111,6 +118,16 @@ export class Listener {
     this.retryTimer.unref();
   }
 
+  /**
+   * A wake-up of this store's own commit (see the class), in the next turn of the event loop, as
+   * SQLite's: by then the writer has its result (a pass knows the versions it wrote).
+   */
+  deliver(channel: NotifyChannel, payload: string): void {
+    setImmediate(() => {
+      if (!this.closed) this.dispatch(channel, payload);
+    });
+  }
+
   private dispatch(channel: NotifyChannel, payload: string): void {
     const callbacks = [...this.callbacks[channel]];
     for (const { stream, version } of parseWakeups(payload)) {
@@ -124,6 +141,19 @@ export class Listener {
     }
   }
 }
+
+/**
+ * The statement that sends `wakeups` ([channel, payload] pairs), as text: it follows a `COMMIT` in
+ * the same message (`COMMIT; SELECT pg_notify(…)`), so a transaction's wake-ups cost no round trip
+ * of their own, and the notifications commit after the writes, in a transaction of their own.
+ * `E''` literals: the payloads are escaped whatever `standard_conforming_strings` is.
+ */
+export function notifySql(wakeups: Iterable<[NotifyChannel, string]>): string {
+  const rows = [...wakeups].map(([channel, payload]) => `(${literal(CHANNELS[channel])}, ${literal(payload)})`);
+  return `SELECT pg_notify(c, p) FROM (VALUES ${rows.join(', ')}) AS t(c, p)`;
+}
+
+const literal = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
 /**
  * Sends wake-ups after commit, never inside the writing transaction: PostgreSQL serializes the

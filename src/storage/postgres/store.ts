@@ -5,7 +5,7 @@ import { createPool, migrate, poolDb, prepared, txDb, type Db, type Tx } from '.
 import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
-import { Listener, Notifier } from './notify.js';
+import { Listener, Notifier, notifySql } from './notify.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
@@ -35,7 +35,12 @@ interface Shared {
 export async function openPostgresStore(url: string, options: { poolSize?: number; migrate?: boolean } = {}): Promise<Store> {
   if (options.migrate !== false) await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
-  return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener: new Listener(url), notifier: new Notifier(pool) }, null);
+  const listener = new Listener(url);
+  // pg sets a client's backend pid (not in its types) when it connects
+  const pid = (client: pg.PoolClient) => (client as unknown as { processID: number }).processID;
+  pool.on('connect', (client) => listener.own.add(pid(client)));
+  pool.on('remove', (client) => listener.own.delete(pid(client)));
+  return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener, notifier: new Notifier(pool) }, null);
 }
 
 class PostgresStore implements Store {
@@ -57,7 +62,10 @@ class PostgresStore implements Store {
   private wake(channel: NotifyChannel, payloads: Iterable<string>): void {
     for (const payload of payloads) {
       if (this.tx) this.pending.set(`${channel}\u0000${payload}`, [channel, payload]);
-      else this.shared.notifier.send(channel, payload);
+      else {
+        this.shared.notifier.send(channel, payload);
+        this.shared.listener.deliver(channel, payload);
+      }
     }
   }
 
@@ -77,9 +85,12 @@ class PostgresStore implements Store {
       await client.query('BEGIN');
       const txStore = new PostgresStore(this.shared, tx);
       const result = await fn(txStore).finally(() => (tx.finished = true));
-      await client.query('COMMIT');
+      // the wake-ups go in the COMMIT's message, after it: should one fail (a payload over 8000
+      // bytes, a full notification queue), the caller is told "failed" for a write that committed,
+      // which is retried (at least once), never "done" for one that did not
+      await client.query(txStore.pending.size === 0 ? 'COMMIT' : `COMMIT; ${notifySql(txStore.pending.values())}`);
       for (const fn of txStore.committed) fn();
-      for (const [channel, payload] of txStore.pending.values()) this.shared.notifier.send(channel, payload);
+      for (const [channel, payload] of txStore.pending.values()) this.shared.listener.deliver(channel, payload);
       return result;
     } catch (error) {
       // A connection that cannot even roll back is destroyed rather than returned to the pool.
