@@ -24,11 +24,13 @@ export interface WorkOptions {
   /** Tasks run at once by this worker. */
   concurrency?: number;
   /**
-   * Tasks claimed beyond `concurrency` and held until a slot frees (default: as many as
-   * `concurrency`), so a finished handler's next task starts without waiting for a claim. Only
-   * while handlers are short (under 100 ms on average); a held task not started within 2 s, and
-   * every held task when the worker stops, is given back: ready again, its attempt not counted
-   * (and after a give-back, nothing is held again until a handler finishes).
+   * Tasks claimed beyond `concurrency` and held until a slot frees (at most this many; default:
+   * four times `concurrency`), so a finished handler's next task starts without waiting for a
+   * claim, and one commit carries more tasks. Only while handlers are short (under 100 ms on
+   * average), and more than `concurrency` only as many as the slots start within 25 ms at the
+   * handlers' average pace; a held task not started within 2 s, and every held task when the
+   * worker stops, is given back: ready again, its attempt not counted (and after a give-back,
+   * nothing is held again until a handler finishes).
    */
   prefetch?: number;
   /** How long a claim holds; heartbeats renew it every third of that. */
@@ -54,8 +56,21 @@ interface Running {
 
 /** Handlers slower than this on average (ms) get no prefetched tasks: one would wait that long for a slot. */
 const PREFETCH_MAX_HANDLER_MS = 100;
+/** Beyond `concurrency`, a worker holds only the tasks its slots start within this (ms) at the handlers' pace. */
+const PREFETCH_WAIT_MS = 25;
 /** A prefetched task not started within this (ms) is given back for another worker to take. */
 const PREFETCH_HOLD_MS = 2_000;
+
+/**
+ * How many tasks a worker holds beyond its running ones (see `WorkOptions.prefetch`): none while
+ * handlers average `handlerMs` of 100 ms or more, else as many as its slots start within 25 ms at
+ * that pace, at least `concurrency`, at most `cap`.
+ */
+export function prefetchFor(concurrency: number, cap: number, handlerMs: number): number {
+  if (handlerMs >= PREFETCH_MAX_HANDLER_MS) return 0;
+  const paced = Math.floor((concurrency * PREFETCH_WAIT_MS) / Math.max(handlerMs, 0.001));
+  return Math.min(cap, Math.max(paced, concurrency));
+}
 
 /**
  * Claims tasks of one queue and runs them, `concurrency` at a time. Claims are leased (database
@@ -89,7 +104,7 @@ export class Worker {
     private readonly handler: TaskHandler,
     options: WorkOptions,
   ) {
-    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: options.concurrency ?? 10, ...options };
+    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: 4 * (options.concurrency ?? 10), ...options };
     this.id = options.workerId ?? newId('worker');
   }
 
@@ -125,7 +140,7 @@ export class Worker {
     try {
       while (this.active) {
         this.startHeld();
-        const prefetch = this.handlerMs < PREFETCH_MAX_HANDLER_MS && !this.slotsStuck ? this.options.prefetch : 0;
+        const prefetch = this.slotsStuck ? 0 : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
         const want = this.options.concurrency + prefetch - this.running.size - this.held.length;
         // full, or enough held for the slots that free next: a finishing handler wakes us
         if (want <= 0 || this.held.length > prefetch / 2) {

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { prefetchFor } from './worker.js';
+
+describe('prefetch', () => {
+  it('holds up to its cap while handlers are fast, what the slots start within 25 ms as they slow, nothing from 100 ms', () => {
+    // concurrency 10, the default cap of 40
+    expect(prefetchFor(10, 40, 0)).toBe(40);
+    expect(prefetchFor(10, 40, 5)).toBe(40);
+    expect(prefetchFor(10, 40, 8)).toBe(31);
+    // never fewer than the concurrency below 100 ms, as before the pace rule
+    expect(prefetchFor(10, 40, 50)).toBe(10);
+    expect(prefetchFor(10, 40, 99)).toBe(10);
+    expect(prefetchFor(10, 40, 100)).toBe(0);
+    // a cap the caller set wins
+    expect(prefetchFor(10, 2, 0)).toBe(2);
+    expect(prefetchFor(10, 0, 0)).toBe(0);
+  });
+});
