@@ -81,7 +81,7 @@ export interface StatementCounts {
   statements_per_wf10_run: number;
   statements_per_wf1_run: number;
   statements_per_task: number;
-  top: { wf10: Top; task: Top };
+  top: { wf10: Top; wf1: Top; task: Top };
 }
 
 /** On a fresh PostgreSQL database each: statements per 10-step run, per 1-step run and per drained task. */
@@ -90,7 +90,12 @@ export async function countStatements(runs = 100, inFlight = 10): Promise<Statem
   const b = await withDatabase('postgres', (database) => measure(database, one, runs, inFlight));
   const tasks = runs * 10;
   const d = await withDatabase('postgres', (database) => drain(database, tasks, inFlight));
-  return { statements_per_wf10_run: a.total / runs, statements_per_wf1_run: b.total / runs, statements_per_task: d.total / tasks, top: { wf10: a.top.map(([k, n]) => [k, n / runs]), task: d.top.map(([k, n]) => [k, n / tasks]) } };
+  return {
+    statements_per_wf10_run: a.total / runs,
+    statements_per_wf1_run: b.total / runs,
+    statements_per_task: d.total / tasks,
+    top: { wf10: a.top.map(([k, n]) => [k, n / runs]), wf1: b.top.map(([k, n]) => [k, n / runs]), task: d.top.map(([k, n]) => [k, n / tasks]) },
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
@@ -99,6 +104,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
   const c = await countStatements(runs, inFlight);
   console.log(`10-step: ${c.statements_per_wf10_run.toFixed(1)} statements/run; 1-step: ${c.statements_per_wf1_run.toFixed(1)}; per step: ${((c.statements_per_wf10_run - c.statements_per_wf1_run) / 9).toFixed(2)}`);
   for (const [k, n] of c.top.wf10) console.log(`  ${n.toFixed(2)}/run  ${k}`);
+  console.log('1-step:');
+  for (const [k, n] of c.top.wf1) console.log(`  ${n.toFixed(2)}/run  ${k}`);
   console.log(`drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task`);
   for (const [k, n] of c.top.task) console.log(`  ${n.toFixed(3)}/task  ${k}`);
 }
