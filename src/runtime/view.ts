@@ -192,6 +192,14 @@ export interface CommittedViews {
   committed(id: string, version: number): RunView | undefined;
 }
 
+/**
+ * Run `id`'s view as transaction `tx`'s appends so far left it (without the ended steps moved to
+ * pages), if `tx` appended to the run: a projection of the same append reads it without a query.
+ */
+export function projectedView(tx: Store, id: string): RunView | undefined {
+  return inTransaction.get(tx)?.get(id);
+}
+
 /** A run's view with all its steps (those kept on pages of their own joined in, in call order). */
 export async function readRunView(store: Store, id: string): Promise<RunView | undefined> {
   const view = runView(await store.projectionGet({ name: RUN_VIEW, key: id }));

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SAMPLE } from '../cli/sample.js';
+import { backends } from '../testing/backends.js';
+import { testEngine } from '../testing/engine.js';
+import { readStepStats } from './progress.js';
+import { storedWorkflows } from './service.js';
+
+describe.each(backends)('step statistics on $name', (backend) => {
+  let close: (() => Promise<void>) | null = null;
+  afterEach(async () => {
+    await close?.();
+    close = null;
+  });
+
+  it('records the durations of steps whose completions share commits, each at most once (every one with a single writer)', async () => {
+    const t = await testEngine(backend);
+    close = t.close;
+    const service = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
+    const wf = await service.definitions.create(SAMPLE);
+    const ids = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await service.executions.execute(wf.id, { trigger_data: { name: `n${i}` } })).execution_id));
+    await Promise.all(ids.map((id) => t.engine.runtime.handle(id).result()));
+    const stats = (await readStepStats(t.engine.store, wf.id))!;
+    expect(Object.keys(stats).sort()).toEqual(['greet', 'profile', 'record']);
+    for (const durations of Object.values(stats)) {
+      // PostgreSQL: commits running side by side may overwrite each other's additions (see projectStepStats)
+      if (backend.name === 'sqlite') expect(durations).toHaveLength(10);
+      else expect(durations.length).toBeGreaterThanOrEqual(1);
+      expect(durations.length).toBeLessThanOrEqual(10);
+      for (const ms of durations) expect(ms).toBeGreaterThanOrEqual(0);
+    }
+  });
+});
