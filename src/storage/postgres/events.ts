@@ -17,59 +17,19 @@ import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from '
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
 /**
- * One statement: claim the idempotency key, bump every stream's version (the upsert's row lock
- * serializes appenders of a stream; streams are locked in sorted order so two batches cannot
- * deadlock), check expected versions (rl_check_version raises, undoing the whole statement),
- * insert the events. `ok` is false when the key was already used: nothing was written.
- * Only positions come back: data and metadata are the caller's, as they were sent.
- * Migration 090's rl_event_append_checked holds this statement too (its parameters named): a
- * change here is a new migration replacing that function.
+ * One statement (migration 100's rl_event_append): claim the idempotency key, bump every stream's
+ * version (the upsert's row lock serializes appenders of a stream; streams are locked in sorted
+ * order so two batches cannot deadlock), check expected versions (rl_check_version raises, undoing
+ * the whole statement), insert the events. `ok` is false when the key was already used: nothing
+ * was written. Only positions come back: data and metadata are the caller's, as they were sent.
  */
-const APPEND = prepared(
-  'event_append',
-  `
-WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
-k AS (
-  INSERT INTO append_keys (key, created_at) SELECT $1::text, ms FROM now WHERE $1::text IS NOT NULL
-  ON CONFLICT DO NOTHING RETURNING key
-),
-go AS MATERIALIZED (SELECT $1::text IS NULL OR EXISTS (SELECT 1 FROM k) AS ok),
-input AS MATERIALIZED (SELECT * FROM unnest($2::text[], $3::bigint[]) AS i(stream_id, n)),
-up AS (
-  INSERT INTO streams AS s (stream_id, version)
-  SELECT i.stream_id, i.n FROM input i WHERE i.n > 0 AND (SELECT ok FROM go)
-  ORDER BY i.stream_id
-  ON CONFLICT (stream_id) DO UPDATE SET version = s.version + excluded.version
-  RETURNING s.stream_id, s.version
-),
-base AS MATERIALIZED (
-  SELECT i.stream_id,
-    coalesce(up.version - i.n, (SELECT c.version FROM streams c WHERE c.stream_id = i.stream_id), 0) AS start
-  FROM input i LEFT JOIN up ON up.stream_id = i.stream_id
-  WHERE (SELECT ok FROM go)
-),
-checked AS MATERIALIZED (
-  SELECT rl_check_version(c.stream_id, b.start + c.off, c.expected) AS ok
-  FROM unnest($4::text[], $5::bigint[], $6::bigint[]) AS c(stream_id, off, expected)
-  JOIN base b ON b.stream_id = c.stream_id
-),
-ins AS (
-  INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at)
-  SELECT e.stream_id, b.start + e.idx, e.type, e.data, e.meta, $1::text, (SELECT ms FROM now)
-  FROM ROWS FROM (unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), jsonb_array_elements($10::jsonb), jsonb_array_elements($11::jsonb))
-    WITH ORDINALITY AS e(stream_id, idx, type, data, meta, ord)
-  JOIN base b ON b.stream_id = e.stream_id
-  WHERE (SELECT count(*) FROM checked) >= 0
-  ORDER BY e.ord
-  RETURNING position, stream_id, version, created_at
-)
-SELECT go.ok, ins.* FROM go LEFT JOIN ins ON true`,
-);
+const APPEND = prepared('event_append_fn', 'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at FROM rl_event_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)');
 
 /**
- * APPEND with expected versions inside a caller's transaction (migration 090): a mismatch comes
- * back as `conflict` with nothing written, instead of an error that would abort the transaction,
- * so the caller may catch the ConflictError and go on without a savepoint's two round trips.
+ * APPEND with expected versions inside a caller's transaction (migrations 090, 100): a mismatch
+ * comes back as `conflict` with nothing written, instead of an error that would abort the
+ * transaction, so the caller may catch the ConflictError and go on without a savepoint's two
+ * round trips.
  */
 const APPEND_CHECKED = prepared(
   'event_append_checked',

@@ -1,0 +1,57 @@
+-- One copy of the append statement (090 held a second one, beside events.ts): `rl_event_append`
+-- is the statement events.ts ran as text, and `rl_event_append_checked` calls it in its exception
+-- block. PL/pgSQL keeps each function's plan per connection, as a prepared statement would.
+CREATE FUNCTION rl_event_append(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
+    p_check_expected bigint[], p_event_streams text[], p_event_indexes bigint[], p_types text[], p_data jsonb, p_metadata jsonb)
+  RETURNS TABLE (r_ok boolean, r_position bigint, r_stream_id text, r_version bigint, r_created_at bigint)
+  LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY
+  WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
+  k AS (
+    INSERT INTO append_keys (key, created_at) SELECT p_key, ms FROM now WHERE p_key IS NOT NULL
+    ON CONFLICT DO NOTHING RETURNING key
+  ),
+  go AS MATERIALIZED (SELECT p_key IS NULL OR EXISTS (SELECT 1 FROM k) AS ok),
+  input AS MATERIALIZED (SELECT * FROM unnest(p_streams, p_counts) AS i(stream_id, n)),
+  up AS (
+    INSERT INTO streams AS s (stream_id, version)
+    SELECT i.stream_id, i.n FROM input i WHERE i.n > 0 AND (SELECT ok FROM go)
+    ORDER BY i.stream_id
+    ON CONFLICT (stream_id) DO UPDATE SET version = s.version + excluded.version
+    RETURNING s.stream_id, s.version
+  ),
+  base AS MATERIALIZED (
+    SELECT i.stream_id,
+      coalesce(up.version - i.n, (SELECT c.version FROM streams c WHERE c.stream_id = i.stream_id), 0) AS start
+    FROM input i LEFT JOIN up ON up.stream_id = i.stream_id
+    WHERE (SELECT ok FROM go)
+  ),
+  checked AS MATERIALIZED (
+    SELECT rl_check_version(c.stream_id, b.start + c.off, c.expected) AS ok
+    FROM unnest(p_check_streams, p_check_offsets, p_check_expected) AS c(stream_id, off, expected)
+    JOIN base b ON b.stream_id = c.stream_id
+  ),
+  ins AS (
+    INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at)
+    SELECT e.stream_id, b.start + e.idx, e.type, e.data, e.meta, p_key, (SELECT ms FROM now)
+    FROM ROWS FROM (unnest(p_event_streams), unnest(p_event_indexes), unnest(p_types), jsonb_array_elements(p_data), jsonb_array_elements(p_metadata))
+      WITH ORDINALITY AS e(stream_id, idx, type, data, meta, ord)
+    JOIN base b ON b.stream_id = e.stream_id
+    WHERE (SELECT count(*) FROM checked) >= 0
+    ORDER BY e.ord
+    RETURNING events.position, events.stream_id, events.version, events.created_at
+  )
+  SELECT go.ok, ins.position, ins.stream_id, ins.version, ins.created_at FROM go LEFT JOIN ins ON true;
+END $$;
+
+CREATE OR REPLACE FUNCTION rl_event_append_checked(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
+    p_check_expected bigint[], p_event_streams text[], p_event_indexes bigint[], p_types text[], p_data jsonb, p_metadata jsonb)
+  RETURNS TABLE (r_ok boolean, r_position bigint, r_stream_id text, r_version bigint, r_created_at bigint, r_conflict text)
+  LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT a.*, NULL::text FROM rl_event_append(p_key, p_streams, p_counts, p_check_streams, p_check_offsets,
+    p_check_expected, p_event_streams, p_event_indexes, p_types, p_data, p_metadata) AS a;
+EXCEPTION WHEN SQLSTATE 'RL409' THEN
+  RETURN QUERY SELECT NULL::boolean, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, SQLERRM;
+END $$;
