@@ -210,4 +210,17 @@ describe.each(backends)('group commit on $name', (backend) => {
     await Promise.all([first, ...later]);
     expect(store.transactions - before).toBe(1);
   });
+
+  it('runs a statement alone in its batch on its own, outside a transaction, and in the batch transaction beside other writes', async () => {
+    await raw.taskEnqueue({ tasks: ['s1', 's2'].map((id) => ({ id, queue: 's', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 })) });
+    const claim = (token: string) => (tx: Store) => tx.taskClaim({ queue: 's', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: token });
+    const before = store.transactions;
+    const alone = await journal.group.submit({ statement: claim('alone') });
+    expect(store.transactions - before).toBe(0);
+    expect(alone.value.map((t) => t.leaseToken)).toEqual(['alone']);
+    const [shared] = await Promise.all([journal.group.submit({ statement: claim('shared') }), journal.group.submit({ appends: [{ streamId: 'run:beside', events: [{ type: 'x', data: 1 }] }] })]);
+    expect(store.transactions - before).toBe(1);
+    expect(shared.value.map((t) => t.leaseToken)).toEqual(['shared']);
+    expect((await raw.taskList({ queue: 's', state: 'running', limit: 10 })).map((t) => t.leaseToken).sort()).toEqual(['alone', 'shared']);
+  });
 });

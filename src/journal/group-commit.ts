@@ -20,6 +20,12 @@ export interface GroupWrite<T = void> {
    * is the caller's, unless `also` gives one.
    */
   prepare?: (tx: Store) => Promise<{ appends: StreamAppend[]; value: T }>;
+  /**
+   * One statement of the store's that appends nothing (a claim), run where a `prepare` runs; its
+   * value is the caller's. Alone in its batch, it runs on its own, outside a transaction (a single
+   * statement commits by itself): one round trip instead of three.
+   */
+  statement?: (store: Store) => Promise<T>;
   /** Runs in the transaction after the appends; its value is the caller's. */
   also?: (tx: Store) => Promise<T>;
 }
@@ -50,7 +56,7 @@ class CommitUnknown extends Error {
  * starts a commit in the next turn of the event loop (writes of the same turn share it).
  *
  * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
- * for every task it completes, each write's `prepare` (a claim), one append for all its events,
+ * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
  * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
  * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
  * commit. A caller is told "done"
@@ -147,6 +153,14 @@ export class GroupCommit {
 
   /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
   private async commit(batch: Pending[]): Promise<void> {
+    const alone = batch.length === 1 ? batch[0]!.write : null;
+    if (alone?.statement && !alone.leases && !alone.completes && !alone.appends && !alone.prepare && !alone.also) {
+      // alone, a failure is its caller's (settle), whether or not it took effect, as for a failed COMMIT
+      const value = await alone.statement(this.store);
+      this.events?.emit('store:batch', { writes: 1, events: 0 });
+      batch[0]!.done({ events: [], value });
+      return;
+    }
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
@@ -154,7 +168,10 @@ export class GroupCommit {
         const lost = await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
         const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
-        for (const p of live) if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
+        for (const p of live) {
+          if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
+          else if (p.write.statement) prepared.set(p, { appends: [], value: await p.write.statement(tx) });
+        }
         const appendsOf = (p: Pending) => [...(p.write.appends ?? []), ...(prepared.get(p)?.appends ?? [])];
         const appends = live.flatMap(appendsOf);
         const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];

@@ -195,7 +195,7 @@ export class Worker {
   private async claim(limit: number): Promise<number> {
     const leaseToken = newId('lease');
     const { value: tasks } = await this.journal.group.submit({
-      prepare: async (tx) => ({ appends: [], value: await tx.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }) }),
+      statement: (store) => store.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }),
     });
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
