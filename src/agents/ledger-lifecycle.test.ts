@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, isRunEnded, toolCallTransitions } from './ledger-lifecycle.js';
+import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, isRunEnded, sources, toolCallTransitions } from './ledger-lifecycle.js';
 
 /** Every table's edges written out again (as in docs/lifecycle.md): the table must allow these and no others. */
 const DRAWN = {
@@ -22,6 +22,16 @@ describe('agent ledger lifecycles', () => {
     for (const from of [null, ...states]) {
       for (const to of states) expect(canMove(table, from, to), `${name}: ${from} -> ${to}`).toBe(drawn.has(`${from}->${to}`));
     }
+  });
+
+  it('names the states each state is reached from, as canMove allows them', () => {
+    for (const table of [agentRunTransitions, agentEventTransitions]) {
+      const states = new Set(Object.values(table).flatMap((t) => [t.to, ...t.from.filter((f: string | null) => f !== null)]));
+      for (const to of states) {
+        expect(sources(table, to).sort()).toEqual([...states].filter((from) => canMove(table, from, to)).sort());
+      }
+    }
+    expect(sources(agentEventTransitions, 'failed').sort()).toEqual(['pending', 'processing']);
   });
 
   it('ends a run in success or failed, from which nothing moves', () => {

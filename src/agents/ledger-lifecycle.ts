@@ -59,6 +59,11 @@ export function canMove(table: Table, from: string | null, to: string): boolean 
   return Object.values(table).some((t) => t.to === to && t.from.includes(from));
 }
 
+/** The states `table` has an edge from to `to` (for a conditional update: `WHERE status = ANY(…)`). */
+export function sources(table: Table, to: string): string[] {
+  return Object.values(table).flatMap((t) => (t.to === to ? t.from.filter((from): from is string => from !== null) : []));
+}
+
 export function isRunEnded(status: string): boolean {
   return status === 'success' || status === 'failed';
 }

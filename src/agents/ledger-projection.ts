@@ -4,7 +4,7 @@ import type { AgentEventChange, AgentEventRow, AgentRunChange } from '../storage
 import type { Store } from '../storage/store.js';
 import { CONVERSATION_VIEW, conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision, type ToolCallInput } from './ledger-context.js';
-import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
+import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, sources, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
 import { RUN_EVENT } from '../runtime/events.js';
 
 /** What `agent.event.received` carries: the event's row, as the intake decided it. */
@@ -204,17 +204,12 @@ function newCall(runId: string, call: ToolCallInput, at: number, over: Partial<i
   };
 }
 
-/** Moves the run to `to` when its lifecycle has that edge from where it is. */
+/** Moves the run to `to` when its lifecycle has that edge from where it is (one conditional update). */
 async function moveRun(tx: Store, id: string, to: AgentRunStatus, at: number, change: AgentRunChange = {}): Promise<void> {
-  const run = await tx.agentRunGet({ id });
-  if (!run || !canMove(agentRunTransitions, run.status, to)) return;
-  await tx.agentRunUpdate({ id, change: { ...change, status: to }, at });
+  await tx.agentRunUpdate({ id, change: { ...change, status: to }, at, from: sources(agentRunTransitions, to) });
 }
 
-/** Moves the run's events to `to` when their lifecycle has that edge (they move together). */
+/** Moves the run's events to `to` where their lifecycle has that edge; the rest of `change` applies to all. */
 async function moveEvents(tx: Store, runId: string, to: AgentEventRow['status'], at: number, change: AgentEventChange = {}): Promise<void> {
-  const [first] = await tx.agentEventList({ run_id: runId });
-  if (!first) return;
-  const status = canMove(agentEventTransitions, first.status, to) ? { status: to } : {};
-  await tx.agentEventUpdate({ run_id: runId, change: { ...change, ...status }, at });
+  await tx.agentEventUpdate({ run_id: runId, change: { ...change, status: to }, at, from: sources(agentEventTransitions, to) });
 }

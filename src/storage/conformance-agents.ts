@@ -84,6 +84,23 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       ]);
     });
 
+    it('moves a run or its events only along an edge (`from`): the rest of an event change applies to all', async () => {
+      const s = h.store();
+      await s.agentRunPut({ run: run('m1', { status: 'pending' }) });
+      expect(await s.agentRunUpdate({ id: 'm1', change: { status: 'success', ended_at: 5000 }, at: 5000, from: ['running'] })).toBe(false);
+      expect(await s.agentRunGet({ id: 'm1' })).toMatchObject({ status: 'pending', ended_at: null, updated_at: 1000 });
+      expect(await s.agentRunUpdate({ id: 'm1', change: { status: 'running' }, at: 6000, from: ['pending'] })).toBe(true);
+      expect(await s.agentRunGet({ id: 'm1' })).toMatchObject({ status: 'running', updated_at: 6000 });
+      await s.agentEventPut({ event: event('m-e1', { run_id: 'm1', status: 'pending' }) });
+      await s.agentEventPut({ event: event('m-e2', { run_id: 'm1', status: 'done', idempotency_key: 'key-m-e2', created_at: 2000 }) });
+      expect(await s.agentEventUpdate({ run_id: 'm1', change: { status: 'processing', attempt_count: 1 }, at: 7000, from: ['pending'] })).toBe(2);
+      const events = await s.agentEventList({ run_id: 'm1' });
+      expect(events.map((e) => [e.id, e.status, e.attempt_count, e.updated_at])).toEqual([
+        ['m-e1', 'processing', 1, 7000],
+        ['m-e2', 'done', 1, 7000],
+      ]);
+    });
+
     it('lists runs newest or oldest first by id, filtered, with an id cursor', async () => {
       const s = h.store();
       for (const [id, conversation, status] of [

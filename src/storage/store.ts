@@ -217,12 +217,15 @@ export interface Store {
   agentEventGet(p: { id?: string; idempotency_key?: string }): Promise<AgentEventRow | undefined>;
   /** The events a run handles, oldest first. */
   agentEventList(p: { run_id: string }): Promise<AgentEventRow[]>;
-  /** Changes every event of the run; `attempt_count` only grows. Returns how many rows changed. */
-  agentEventUpdate(p: { run_id: string; change: AgentEventChange; at: number }): Promise<number>;
+  /**
+   * Changes every event of the run; `attempt_count` only grows; with `from`, the change's `status`
+   * only where an event's status is one of them (a lifecycle edge). Returns how many rows changed.
+   */
+  agentEventUpdate(p: { run_id: string; change: AgentEventChange; at: number; from?: string[] }): Promise<number>;
   agentRunPut(p: { run: AgentRunRow }): Promise<void>;
   agentRunGet(p: { id: string }): Promise<AgentRunRow | undefined>;
-  /** false: no such run (the run is not an agent run). */
-  agentRunUpdate(p: { id: string; change: AgentRunChange; at: number }): Promise<boolean>;
+  /** false: no such run (the run is not an agent run), or, with `from`, its status is none of them. */
+  agentRunUpdate(p: { id: string; change: AgentRunChange; at: number; from?: string[] }): Promise<boolean>;
   /** Runs by id (newest first, or oldest with `order: 'asc'`), filtered, after the `after` id. */
   agentRunList(p: AgentRunListParams): Promise<AgentRunRow[]>;
   agentStepPut(p: { step: AgentStepRow }): Promise<void>;

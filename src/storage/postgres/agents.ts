@@ -15,13 +15,21 @@ async function insert(db: Db, table: string, row: object): Promise<void> {
   );
 }
 
-/** `UPDATE table SET … WHERE <where>` (its placeholders numbered from 1); `attempt_count` only grows. Returns the rows changed. */
-async function update(db: Db, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[]): Promise<number> {
+/**
+ * `UPDATE table SET … WHERE <where>` (its placeholders numbered from 1); `attempt_count` only
+ * grows; `status` only where the row's status is in `statusFrom`, when given. Returns the rows changed.
+ */
+async function update(db: Db, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[], statusFrom?: string[]): Promise<number> {
   const set = changeColumns(table, change as Record<string, unknown>);
-  const base = params.length;
-  const assignments = set.map(([c], i) => (c === 'attempt_count' ? `attempt_count = GREATEST(attempt_count, $${base + i + 1})` : `${c} = $${base + i + 1}`));
-  const sql = `UPDATE ${table} SET ${[...assignments, `updated_at = $${base + set.length + 1}`].join(', ')} WHERE ${where} RETURNING 1`;
-  return (await db.rows(sql, [...params, ...set.map(([, v]) => v), at])).length;
+  const values: unknown[] = [...params];
+  const next = (value: unknown) => `$${values.push(value)}`;
+  const assignments = set.map(([c, v]) => {
+    if (c === 'attempt_count') return `attempt_count = GREATEST(attempt_count, ${next(v)})`;
+    if (c === 'status' && statusFrom) return `status = CASE WHEN status = ANY(${next(textArray(statusFrom))}::text[]) THEN ${next(v)} ELSE status END`;
+    return `${c} = ${next(v)}`;
+  });
+  const sql = `UPDATE ${table} SET ${[...assignments, `updated_at = ${next(at)}`].join(', ')} WHERE ${where} RETURNING 1`;
+  return (await db.rows(sql, values)).length;
 }
 
 const read =
@@ -42,8 +50,8 @@ export async function agentEventList(db: Db, p: { run_id: string }): Promise<Age
   return (await db.rows('SELECT * FROM agent_events WHERE run_id = $1 ORDER BY created_at, id', [p.run_id])).map(read<AgentEventRow>('agent_events'));
 }
 
-export function agentEventUpdate(db: Db, p: { run_id: string; change: object; at: number }): Promise<number> {
-  return update(db, 'agent_events', p.change, p.at, 'run_id = $1', [p.run_id]);
+export function agentEventUpdate(db: Db, p: { run_id: string; change: object; at: number; from?: string[] }): Promise<number> {
+  return update(db, 'agent_events', p.change, p.at, 'run_id = $1', [p.run_id], p.from);
 }
 
 export async function agentRunPut(db: Db, p: { run: AgentRunRow }): Promise<void> {
@@ -55,7 +63,8 @@ export async function agentRunGet(db: Db, p: { id: string }): Promise<AgentRunRo
   return row === undefined ? undefined : read<AgentRunRow>('agent_runs')(row);
 }
 
-export async function agentRunUpdate(db: Db, p: { id: string; change: object; at: number }): Promise<boolean> {
+export async function agentRunUpdate(db: Db, p: { id: string; change: object; at: number; from?: string[] }): Promise<boolean> {
+  if (p.from) return (await update(db, 'agent_runs', p.change, p.at, 'id = $1 AND status = ANY($2::text[])', [p.id, textArray(p.from)])) > 0;
   return (await update(db, 'agent_runs', p.change, p.at, 'id = $1', [p.id])) > 0;
 }
 

@@ -12,12 +12,20 @@ function insert(s: Statements, table: string, row: object): void {
   s.get(sql).run(...entries.map(([c, v]) => (json.includes(c) ? JSON.stringify(v ?? null) : v)));
 }
 
-/** `UPDATE table SET … WHERE <where>`; `attempt_count` only grows. Returns the rows changed. */
-function update(s: Statements, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[]): number {
+/**
+ * `UPDATE table SET … WHERE <where>`; `attempt_count` only grows; `status` only where the row's
+ * status is in `statusFrom`, when given. Returns the rows changed.
+ */
+function update(s: Statements, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[], statusFrom?: string[]): number {
   const set = changeColumns(table, change as Record<string, unknown>);
-  const assignments = set.map(([c]) => (c === 'attempt_count' ? 'attempt_count = max(attempt_count, ?)' : `${c} = ?`));
+  const values: unknown[] = [];
+  const assignments = set.map(([c, v]) => {
+    if (c === 'attempt_count') return (values.push(v), 'attempt_count = max(attempt_count, ?)');
+    if (c === 'status' && statusFrom) return (values.push(JSON.stringify(statusFrom), v), 'status = CASE WHEN status IN (SELECT value FROM json_each(?)) THEN ? ELSE status END');
+    return (values.push(v), `${c} = ?`);
+  });
   const sql = `UPDATE ${table} SET ${[...assignments, 'updated_at = ?'].join(', ')} WHERE ${where}`;
-  return s.get(sql).run(...set.map(([, v]) => v), at, ...params).changes;
+  return s.get(sql).run(...values, at, ...params).changes;
 }
 
 const read =
@@ -38,8 +46,8 @@ export function agentEventList(s: Statements, p: { run_id: string }): AgentEvent
   return s.get('SELECT * FROM agent_events WHERE run_id = ? ORDER BY created_at, id').all(p.run_id).map(read<AgentEventRow>('agent_events'));
 }
 
-export function agentEventUpdate(s: Statements, p: { run_id: string; change: object; at: number }): number {
-  return update(s, 'agent_events', p.change, p.at, 'run_id = ?', [p.run_id]);
+export function agentEventUpdate(s: Statements, p: { run_id: string; change: object; at: number; from?: string[] }): number {
+  return update(s, 'agent_events', p.change, p.at, 'run_id = ?', [p.run_id], p.from);
 }
 
 export function agentRunPut(s: Statements, p: { run: AgentRunRow }): void {
@@ -51,7 +59,8 @@ export function agentRunGet(s: Statements, p: { id: string }): AgentRunRow | und
   return row === undefined ? undefined : read<AgentRunRow>('agent_runs')(row);
 }
 
-export function agentRunUpdate(s: Statements, p: { id: string; change: object; at: number }): boolean {
+export function agentRunUpdate(s: Statements, p: { id: string; change: object; at: number; from?: string[] }): boolean {
+  if (p.from) return update(s, 'agent_runs', p.change, p.at, 'id = ? AND status IN (SELECT value FROM json_each(?))', [p.id, JSON.stringify(p.from)]) > 0;
   return update(s, 'agent_runs', p.change, p.at, 'id = ?', [p.id]) > 0;
 }
 
