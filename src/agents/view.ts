@@ -51,13 +51,14 @@ const registered = new WeakSet<Journal>();
 export function projectSessions(journal: Journal): void {
   if (registered.has(journal)) return;
   registered.add(journal);
+  const views = keptSessions();
   journal.project([...SESSION_EVENT_TYPES], async (event, tx) => {
     if (!event.streamId.startsWith('session:') || !isSessionEventType(event.type)) return;
     const id = event.streamId.slice('session:'.length);
     const data = (event.data ?? {}) as { agent?: string; input?: unknown; error_message?: string };
     // Appends to one stream are serialized by its row lock, taken before this read: the view read
-    // here is the one every earlier event of the stream committed.
-    const view = await readSession(tx, id);
+    // here is the one every earlier event of the stream committed (or the one kept of it).
+    const view = views.take(tx, id, event.version - 1) ?? (await readSession(tx, id));
     const last = view?.last_event ?? null;
     if (!allowedAfter(last, event.type)) {
       const state = view ? `its last event is ${last} (${view.status})` : 'it has no events';
@@ -80,8 +81,54 @@ export function projectSessions(journal: Journal): void {
     next.events_count = event.version;
     if (typeof data.error_message === 'string') next.error_message = data.error_message;
     await tx.projectionPut({ name: SESSION_VIEW, key: id, value: next });
+    views.wrote(tx, id, next);
   });
   projectRunEnds(journal);
+}
+
+const KEPT_SESSIONS = 1_000;
+const KEPT_MS = 30_000;
+
+/**
+ * The session views a journal's projection wrote, kept once their transaction committed (as the
+ * run views are, see projectRunViews): the session's next event, when its version follows the
+ * kept view's (`events_count`: nobody appended meanwhile), takes it instead of reading it. Kept
+ * 30 s at most, 1,000 sessions.
+ */
+function keptSessions() {
+  const kept = new Map<string, { view: SessionView; at: number }>();
+  const written = new WeakMap<Store, Map<string, SessionView>>();
+  return {
+    /** The view as of `version`: this transaction's, or one kept; undefined: read it. */
+    take(tx: Store, id: string, version: number): SessionView | undefined {
+      const mine = written.get(tx)?.get(id);
+      if (mine?.events_count === version) return mine;
+      const cached = kept.get(id);
+      // taken out: changed in place, it is kept again only if this transaction commits
+      kept.delete(id);
+      return cached && cached.view.events_count === version && performance.now() - cached.at < KEPT_MS ? cached.view : undefined;
+    },
+    wrote(tx: Store, id: string, view: SessionView): void {
+      let mine = written.get(tx);
+      if (!mine) {
+        const views = new Map<string, SessionView>();
+        mine = views;
+        written.set(tx, views);
+        tx.onCommit(() => {
+          const at = performance.now();
+          for (const [key, view] of views) {
+            kept.delete(key);
+            kept.set(key, { view, at });
+          }
+          for (const key of kept.keys()) {
+            if (kept.size <= KEPT_SESSIONS) break;
+            kept.delete(key);
+          }
+        });
+      }
+      mine.set(id, view);
+    },
+  };
 }
 
 /**
