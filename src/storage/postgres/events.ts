@@ -17,16 +17,16 @@ import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from '
 import { asParsed, toEvent, type EventRow } from '../rows.js';
 
 /**
- * One statement (migration 100's rl_event_append): claim the idempotency key, bump every stream's
+ * One statement (migration 090's rl_event_append): claim the idempotency key, bump every stream's
  * version (the upsert's row lock serializes appenders of a stream; streams are locked in sorted
  * order so two batches cannot deadlock), check expected versions (rl_check_version raises, undoing
  * the whole statement), insert the events. `ok` is false when the key was already used: nothing
  * was written. Only positions come back: data and metadata are the caller's, as they were sent.
  */
-const APPEND = prepared('event_append_fn', 'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at FROM rl_event_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)');
+const APPEND = prepared('event_append', 'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at FROM rl_event_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)');
 
 /**
- * APPEND with expected versions inside a caller's transaction (migrations 090, 100): a mismatch
+ * APPEND with expected versions inside a caller's transaction (migration 090): a mismatch
  * comes back as `conflict` with nothing written, instead of an error that would abort the
  * transaction, so the caller may catch the ConflictError and go on without a savepoint's two
  * round trips.

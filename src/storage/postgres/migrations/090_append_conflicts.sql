@@ -1,12 +1,13 @@
--- An append with expected versions inside a caller's transaction, without a savepoint's two round
--- trips: the append statement of events.ts (APPEND, the same text with parameters named) runs in a
--- PL/pgSQL exception block, whose subtransaction undoes everything the append wrote when a version
--- does not match (RL409, raised by rl_check_version before any event row is returned). The
--- mismatch comes back as `conflict` and the caller's transaction goes on, as it does on SQLite.
--- Any other error still aborts the caller's transaction.
-CREATE FUNCTION rl_event_append_checked(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
+-- The append statement as one function, `rl_event_append`, which events.ts calls for every append
+-- (PL/pgSQL keeps its plan per connection, as a prepared statement would). `rl_event_append_checked`
+-- runs it for an append with expected versions inside a caller's transaction, without a savepoint's
+-- two round trips: in a PL/pgSQL exception block, whose subtransaction undoes everything the append
+-- wrote when a version does not match (RL409, raised by rl_check_version before any event row is
+-- returned). The mismatch comes back as `conflict` and the caller's transaction goes on, as it does
+-- on SQLite. Any other error still aborts the caller's transaction.
+CREATE FUNCTION rl_event_append(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
     p_check_expected bigint[], p_event_streams text[], p_event_indexes bigint[], p_types text[], p_data jsonb, p_metadata jsonb)
-  RETURNS TABLE (r_ok boolean, r_position bigint, r_stream_id text, r_version bigint, r_created_at bigint, r_conflict text)
+  RETURNS TABLE (r_ok boolean, r_position bigint, r_stream_id text, r_version bigint, r_created_at bigint)
   LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY
@@ -45,7 +46,16 @@ BEGIN
     ORDER BY e.ord
     RETURNING events.position, events.stream_id, events.version, events.created_at
   )
-  SELECT go.ok, ins.position, ins.stream_id, ins.version, ins.created_at, NULL::text FROM go LEFT JOIN ins ON true;
+  SELECT go.ok, ins.position, ins.stream_id, ins.version, ins.created_at FROM go LEFT JOIN ins ON true;
+END $$;
+
+CREATE FUNCTION rl_event_append_checked(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
+    p_check_expected bigint[], p_event_streams text[], p_event_indexes bigint[], p_types text[], p_data jsonb, p_metadata jsonb)
+  RETURNS TABLE (r_ok boolean, r_position bigint, r_stream_id text, r_version bigint, r_created_at bigint, r_conflict text)
+  LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT a.*, NULL::text FROM rl_event_append(p_key, p_streams, p_counts, p_check_streams, p_check_offsets,
+    p_check_expected, p_event_streams, p_event_indexes, p_types, p_data, p_metadata) AS a;
 EXCEPTION WHEN SQLSTATE 'RL409' THEN
   RETURN QUERY SELECT NULL::boolean, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, SQLERRM;
 END $$;
