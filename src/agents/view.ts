@@ -1,5 +1,6 @@
 import { ConflictError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
+import { KeptViews } from '../journal/kept.js';
 import { currentStatus } from '../runtime/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
@@ -86,27 +87,19 @@ export function projectSessions(journal: Journal): void {
   projectRunEnds(journal);
 }
 
-const KEPT_SESSIONS = 1_000;
-const KEPT_MS = 30_000;
-
 /**
- * The session views a journal's projection wrote, kept once their transaction committed (as the
- * run views are, see projectRunViews): the session's next event, when its version follows the
- * kept view's (`events_count`: nobody appended meanwhile), takes it instead of reading it. Kept
- * 30 s at most, 1,000 sessions.
+ * The session views a journal's projection wrote (`KeptViews`, as of their `events_count`: the
+ * stream holds only lifecycle events), and those this transaction wrote: the session's next event
+ * takes one instead of reading it.
  */
 function keptSessions() {
-  const kept = new Map<string, { view: SessionView; at: number }>();
+  const kept = new KeptViews<SessionView>();
   const written = new WeakMap<Store, Map<string, SessionView>>();
   return {
     /** The view as of `version`: this transaction's, or one kept; undefined: read it. */
     take(tx: Store, id: string, version: number): SessionView | undefined {
       const mine = written.get(tx)?.get(id);
-      if (mine?.events_count === version) return mine;
-      const cached = kept.get(id);
-      // taken out: changed in place, it is kept again only if this transaction commits
-      kept.delete(id);
-      return cached && cached.view.events_count === version && performance.now() - cached.at < KEPT_MS ? cached.view : undefined;
+      return mine?.events_count === version ? mine : kept.take(id, version);
     },
     wrote(tx: Store, id: string, view: SessionView): void {
       let mine = written.get(tx);
@@ -115,15 +108,7 @@ function keptSessions() {
         mine = views;
         written.set(tx, views);
         tx.onCommit(() => {
-          const at = performance.now();
-          for (const [key, view] of views) {
-            kept.delete(key);
-            kept.set(key, { view, at });
-          }
-          for (const key of kept.keys()) {
-            if (kept.size <= KEPT_SESSIONS) break;
-            kept.delete(key);
-          }
+          for (const [key, view] of views) kept.keep(key, view.events_count, view);
         });
       }
       mine.set(id, view);

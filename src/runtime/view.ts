@@ -1,4 +1,5 @@
 import type { Journal } from '../journal/journal.js';
+import { KeptViews } from '../journal/kept.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Seq } from './history.js';
 import { RUN_EVENT } from './events.js';
@@ -83,25 +84,17 @@ export function isTerminal(status: RunStatus): boolean {
 /** The views a transaction has read or written so far (each transaction is its own Store object). */
 const inTransaction = new WeakMap<Store, Map<string, RunView>>();
 
-/** Views kept between transactions (the most recently written first to go last), and for how long (ms). */
-const CACHED_VIEWS = 1_000;
-const CACHED_MS = 30_000;
-
 /**
  * Registers the projection that keeps each run's view in step with its journal. It takes an
  * append's events together, so a group commit carrying many runs' steps reads their views in one
  * statement and writes each once, in another (not two statements per event).
  *
- * The views it wrote are kept once their transaction has committed, with the version of the
- * run's last event: the next append to a run whose first event is the one after it (nobody else
- * appended meanwhile; versions have no gaps) takes the kept view instead of reading it, so a pass's
- * steps cost no view read. Any other version reads the view, as does a transaction that rolled back
- * (its views are never kept). Kept 30 s at most: a run deleted by retention (its stream with it) and
- * started again under its id by another process could otherwise reach the kept version.
- * `committed` gives a copy of a kept view to a reader woken by the commit that reached its version.
+ * The views it wrote are kept once their transaction has committed (`KeptViews`), so a pass's
+ * steps cost no view read. `committed` gives a copy of a kept view to a reader woken by the commit
+ * that reached its version.
  */
 export function projectRunViews(journal: Journal): CommittedViews {
-  const kept = new Map<string, { version: number; view: RunView; at: number }>();
+  const kept = new KeptViews<RunView>();
   journal.projectBatch(
     [
       RUN_EVENT.runStarted,
@@ -136,10 +129,8 @@ export function projectRunViews(journal: Journal): CommittedViews {
       for (const event of events) {
         const id = idOf(event);
         if (started.has(id) || views.has(id) || read.has(id) || unread.has(id)) continue;
-        const cached = kept.get(id);
-        // taken out: the view is changed in place, and kept again only if this transaction commits
-        kept.delete(id);
-        if (cached && cached.version === event.version - 1 && performance.now() - cached.at < CACHED_MS) read.set(id, cached.view);
+        const cached = kept.take(id, event.version - 1);
+        if (cached) read.set(id, cached);
         else unread.add(id);
       }
       for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : []) read.set(row.key, runView(row.value));
@@ -164,24 +155,15 @@ export function projectRunViews(journal: Journal): CommittedViews {
       if (pages.length > 0) await tx.projectionPutMany({ name: RUN_STEPS, rows: pages });
       await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
       tx.onCommit(() => {
-        const at = performance.now();
-        for (const [id, view] of changed) {
-          kept.delete(id);
-          kept.set(id, { version: versions.get(id)!, view, at });
-        }
-        for (const id of kept.keys()) {
-          if (kept.size <= CACHED_VIEWS) break;
-          kept.delete(id);
-        }
+        for (const [id, view] of changed) kept.keep(id, versions.get(id)!, view);
       });
     },
   );
   return {
     committed: (id, version) => {
-      const cached = kept.get(id);
-      if (!cached || cached.version !== version || performance.now() - cached.at >= CACHED_MS) return undefined;
+      const view = kept.peek(id, version);
       // a copy: the kept one is changed in place by the run's next append
-      return structuredClone(cached.view);
+      return view && structuredClone(view);
     },
   };
 }
