@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Liveness } from './liveness.js';
 import { openStore } from './storage/open.js';
-import { leaseHolderPrefix, type Store } from './storage/store.js';
+import { leaseHolderPrefix } from './storage/processes.js';
+import type { Store } from './storage/store.js';
 import { backends } from './testing/backends.js';
 import { eventually } from './testing/engine.js';
 

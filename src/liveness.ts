@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { newId } from './ids.js';
-import { leaseHolderPrefix, type ProcessInfo, type ProcessesEnded, type Store } from './storage/store.js';
+import { leaseHolderPrefix, type ProcessInfo, type ProcessesEnded } from './storage/processes.js';
+import type { Store } from './storage/store.js';
 
 export interface LivenessOptions {
   /** How often the process row is renewed. Default 1 s. */

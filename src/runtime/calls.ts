@@ -1,8 +1,8 @@
 import { backoffDelay } from '../backoff.js';
-import { toMs } from '../duration.js';
-import { describeError, RetryAfterError, StepTimedOutError, TerminalError } from '../errors.js';
+import { toMs, type Duration } from '../duration.js';
+import { describeError, RetryAfterError, StepTimedOutError, TerminalError, TimeoutError } from '../errors.js';
 import { checkJson } from '../json.js';
-import type { RetryPolicy } from './workflow.js';
+import type { RetryPolicy, StepContext } from './workflow.js';
 
 /** A call's retries unless it says otherwise: 3 tries, 1 s doubling up to a minute. */
 export const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
@@ -52,5 +52,26 @@ export function checkOutput(name: string, output: unknown, maxBytes: number): vo
     checkJson(`step ${name}: output`, output ?? null, maxBytes);
   } catch (error) {
     throw new TerminalError((error as Error).message);
+  }
+}
+
+/** One try of a step: its signal fires on timeout, on `stop` (cancellation, a lost lease), or at once when `stop` already fired. */
+export async function runAttempt<T>(stop: AbortSignal, fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: Duration): Promise<T> {
+  const controller = new AbortController();
+  const abort = (reason: unknown) => controller.abort(reason);
+  const onStop = () => abort(stop.reason);
+  stop.addEventListener('abort', onStop);
+  // a pass stopped while this step's start was being written: no 'abort' event comes any more
+  if (stop.aborted) onStop();
+  const timer = timeout === undefined ? null : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
+  try {
+    const aborted = new Promise<never>((_, reject) => {
+      if (controller.signal.aborted) reject(controller.signal.reason);
+      else controller.signal.addEventListener('abort', () => reject(controller.signal.reason));
+    });
+    return await Promise.race([fn({ ...ctx, signal: controller.signal }), aborted]);
+  } finally {
+    if (timer) clearTimeout(timer);
+    stop.removeEventListener('abort', onStop);
   }
 }

@@ -2,7 +2,8 @@ import { ConflictError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
-import type { Pause, PauseKind, ProjectionMatch, Store, StoredEvent, Task } from '../storage/store.js';
+import type { ProjectionMatch } from '../storage/projections.js';
+import type { Pause, PauseKind, Store, StoredEvent, Task } from '../storage/store.js';
 import type { Runtime } from './runtime.js';
 import { isTerminal, RUN_VIEW, type RunStatus, type RunView } from './view.js';
 

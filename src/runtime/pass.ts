@@ -2,7 +2,7 @@ import { toMs, type Duration } from '../duration.js';
 import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
-import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
+import { checkOutput, failureData, rebuild, retryDelay, runAttempt, Suspension, type FailureData } from './calls.js';
 import type { EntryKind, History, Seq } from './history.js';
 import { pollSchedule, runPoll, type PollHost } from './poll.js';
 import type { RunView } from './view.js';
@@ -238,7 +238,7 @@ export class Pass {
       history: this.o.history,
       maxEventBytes: this.o.maxEventBytes,
       write: (events) => this.write(events),
-      attempt: (fn, ctx, timeout) => this.attempt(fn, ctx, timeout),
+      attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
       stopped: () => this.cancelled || this.expired !== null,
@@ -351,7 +351,7 @@ export class Pass {
     await this.write([{ type: RUN_EVENT.stepStarted, data: started }]);
     const seen = observeStep(this.o.observe, this.runId, h.workflow, name, attempt, this.o.traceparent);
     try {
-      const output = await this.attempt(fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
+      const output = await runAttempt(this.stop.signal, fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
       checkOutput(name, output, this.o.maxEventBytes);
       seen.end(null, false);
       // Journaled with the run's next write, before anything after this step can happen: the next
@@ -433,26 +433,5 @@ export class Pass {
   private remember<T>(seq: Seq, name: string, output: T, options: StepOptions<T>): T {
     if (options.compensate) this.compensations.push({ seq, name, output, undo: options.compensate });
     return output;
-  }
-
-  /** One try of a step: its signal fires on timeout, cancellation or a lost lease. */
-  private async attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: Duration): Promise<T> {
-    const controller = new AbortController();
-    const abort = (reason: unknown) => controller.abort(reason);
-    const onStop = () => abort(this.stop.signal.reason);
-    this.stop.signal.addEventListener('abort', onStop);
-    // a pass stopped while this step's start was being written: no 'abort' event comes any more
-    if (this.stop.signal.aborted) onStop();
-    const timer = timeout === undefined ? null : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
-    try {
-      const aborted = new Promise<never>((_, reject) => {
-        if (controller.signal.aborted) reject(controller.signal.reason);
-        else controller.signal.addEventListener('abort', () => reject(controller.signal.reason));
-      });
-      return await Promise.race([fn({ ...ctx, signal: controller.signal }), aborted]);
-    } finally {
-      if (timer) clearTimeout(timer);
-      this.stop.signal.removeEventListener('abort', onStop);
-    }
   }
 }

@@ -23,6 +23,7 @@ import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 import { RUN_EVENT } from './events.js';
 import { watchCancel, type CancelWatch } from './cancel-watch.js';
+import { admitTurn, hasTurn, releaseTurn } from './turns.js';
 
 export interface StartOptions {
   /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
@@ -39,11 +40,6 @@ export interface StartOptions {
 
 /** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
 const PASS_TASK = { maxAttempts: 1000 };
-
-interface Turn {
-  active: string | null;
-  waiting: string[];
-}
 
 /** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
 export const RUN_QUEUE = 'runledger.runs';
@@ -152,50 +148,15 @@ export class Runtime {
     // its first pass, if it runs here, need not read where its generation starts: it is this one
     // (a copy, as the journal gives it back: nothing shared with the caller's input)
     if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1));
-    if (orderingKey === null || (await this.admit(tx, orderingKey, options.id))) {
+    if (orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id))) {
       await this.enqueuePass(tx, options.id, null, tag);
     }
   }
 
-  /**
-   * Runs of one ordering key take turns: the first becomes active, later ones wait in start order
-   * until the active one ends (`release`). The append to the key's stream locks it (the stream's
-   * row) for the rest of the transaction, so concurrent starts queue up one after another.
-   */
-  private async admit(tx: Store, key: string, runId: string): Promise<boolean> {
-    await this.journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runQueued, data: { runId } }], { tx });
-    const turn = ((await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined) ?? { active: null, waiting: [] };
-    const admitted = turn.active === null;
-    if (admitted) turn.active = runId;
-    else turn.waiting.push(runId);
-    await tx.projectionPut({ name: 'ordering', key, value: turn });
-    return admitted;
-  }
-
-  /** A run of the key ended: the next one starts; one that ended while still waiting (cancelled) leaves the line. */
-  private async release(tx: Store, key: string, runId: string): Promise<void> {
-    await this.journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runReleased, data: { runId } }], { tx });
-    const turn = (await tx.projectionGet({ name: 'ordering', key })) as Turn | undefined;
-    if (!turn) return;
-    if (turn.active !== runId) {
-      turn.waiting = turn.waiting.filter((id) => id !== runId);
-      await tx.projectionPut({ name: 'ordering', key, value: turn });
-      return;
-    }
-    turn.active = turn.waiting.shift() ?? null;
-    await tx.projectionPut({ name: 'ordering', key, value: turn });
-    if (turn.active !== null) await this.enqueuePass(tx, turn.active, null);
-  }
-
-  /** A run waiting for its ordering key's turn is not run, even when a signal wakes it; its turn starts a pass. */
-  private async hasTurn(key: string, runId: string): Promise<boolean> {
-    const turn = (await this.store.projectionGet({ name: 'ordering', key })) as Turn | undefined;
-    return turn?.active === runId;
-  }
-
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
   private async ended(tx: Store, history: History, id: string): Promise<void> {
-    if (history.orderingKey !== null) await this.release(tx, history.orderingKey, id);
+    const next = history.orderingKey === null ? null : await releaseTurn(this.journal, tx, history.orderingKey, id);
+    if (next !== null) await this.enqueuePass(tx, next, null);
     if (history.parent !== null) await this.wake(tx, history.parent.runId, await tx.now());
   }
 
@@ -286,7 +247,7 @@ export class Runtime {
   private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<null> {
     const { from, history } = await this.history(id);
     if (history.terminal || history.version === 0) return null;
-    if (history.orderingKey !== null && !history.cancelRequested && !(await this.hasTurn(history.orderingKey, id))) return null;
+    if (history.orderingKey !== null && !history.cancelRequested && !(await hasTurn(this.store, history.orderingKey, id))) return null;
     const wf = this.workflowOf(history);
     if (!wf) {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version

@@ -1,7 +1,8 @@
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { watchEvents } from '../journal/wakeup.js';
-import type { ProjectionMatch, Store, StoredEvent } from '../storage/store.js';
+import type { ProjectionMatch } from '../storage/projections.js';
+import type { Store, StoredEvent } from '../storage/store.js';
 import { runStream } from './history.js';
 import { isTerminal, readRunView, RUN_VIEW, runView, type RunView } from './view.js';
 import { TERMINAL_RUN_EVENTS } from './events.js';

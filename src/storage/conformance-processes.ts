@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { task } from './conformance-tasks.js';
-import { leaseHolderPrefix, type Store } from './store.js';
+import { leaseHolderPrefix } from './processes.js';
+import type { Store } from './store.js';
 
 /** Processes and the leases they hold (`conformance.ts` sets up the store). */
 export function processConformance(h: { store: () => Store }): void {

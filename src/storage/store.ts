@@ -1,62 +1,9 @@
-import { ValidationError } from '../errors.js';
 import type { AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
+import type { ProcessesEnded, ProcessInfo } from './processes.js';
+import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
 
 export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
-
-/**
- * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
- * the same conformance suite (`conformance.ts`). Methods are named table + verb and take one
- * params object. Every method of a `Store` handed to a `transaction` callback runs in that
- * transaction; calling `transaction` on it again joins the same transaction.
- */
-export interface ProjectionListParams {
-  name: string;
-  prefix?: string;
-  after?: string;
-  before?: string;
-  limit: number;
-  backwards?: boolean;
-}
-
-/** Keeps rows whose JSON value has, at `field` (a dotted path: `input.workflow_id`), one of `in` (or none of `notIn`). */
-export interface ProjectionMatch {
-  field: string;
-  in?: string[];
-  notIn?: string[];
-}
-
-export interface ProjectionRecentParams {
-  name: string;
-  limit: number;
-  /** Exclusive cursor: the `createdAt` and key of the last row of the previous page. */
-  before?: { createdAt: number; key: string };
-  /** Every group must hold; a group holds when one of its matches does. */
-  where?: ProjectionMatch[][];
-  /** Exclusive bounds on `createdAt` (ms). */
-  createdAfter?: number;
-  createdBefore?: number;
-}
-
-/** A dotted JSON path of a projection filter: interpolated into SQL, so only plain names pass. */
-export function projectionFieldPath(field: string): string[] {
-  const parts = field.split('.');
-  if (parts.length > 4 || !parts.every((part) => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(part))) throw new ValidationError('field', `'${field}' is not a dotted path of plain names`);
-  return parts;
-}
-
-/**
- * The createdAt range a recent-first listing scans: above `low`, at most `high` (the cursor's
- * createdAt, whose key then breaks the tie), below `below` when given.
- */
-export function recentRange(p: ProjectionRecentParams): { low: number; high: number; below?: number; before?: { createdAt: number; key: string } } {
-  return {
-    low: p.createdAfter ?? -Number.MAX_SAFE_INTEGER,
-    high: p.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
-    ...(p.createdBefore !== undefined ? { below: p.createdBefore } : {}),
-    ...(p.before ? { before: p.before } : {}),
-  };
-}
 
 export interface StreamInfo {
   streamId: string;
@@ -66,22 +13,12 @@ export interface StreamInfo {
   updatedAt: number;
 }
 
-export interface ProjectionRow {
-  key: string;
-  value: unknown;
-}
-
-/** The key range a projection listing scans: bytewise, so a prefix is a range an index serves. */
-export function projectionRange(p: ProjectionListParams): { low: string; high: string } {
-  const prefix = p.prefix ?? '';
-  // U+10FFFF sorts after every other code point in UTF-8 byte order (SQLite BINARY, PostgreSQL "C")
-  let low = prefix;
-  let high = `${prefix}\u{10FFFF}`;
-  if (p.after !== undefined && p.after > low) low = p.after;
-  if (p.before !== undefined && p.before < high) high = p.before;
-  return { low, high };
-}
-
+/**
+ * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
+ * the same conformance suite (`conformance.ts`). Methods are named table + verb and take one
+ * params object. Every method of a `Store` handed to a `transaction` callback runs in that
+ * transaction; calling `transaction` on it again joins the same transaction.
+ */
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
 
@@ -290,29 +227,6 @@ export interface Store {
 }
 
 /** A process holding leases, as `processList` shows it. */
-export interface ProcessInfo {
-  id: string;
-  /** The machine it runs on: a process on the same one can tell whether `pid` still lives. */
-  host: string;
-  pid: number;
-  /** When the OS started `pid` (Linux: its start time in clock ticks), to tell a reused pid apart. */
-  pidStart: string | null;
-  startedAt: number;
-  heartbeatAt: number;
-}
-
-export interface ProcessesEnded {
-  processes: string[];
-  /** Task leases and subscription leases ended. */
-  tasks: number;
-  subscriptions: number;
-}
-
-/** The prefix of the worker ids and subscription owners of a process: how its leases name it. */
-export function leaseHolderPrefix(processId: string): string {
-  return `${processId}:`;
-}
-
 /**
  * A paused queue: none of its tasks is claimed. A paused workflow: no task tagged `<workflow>@…`
  * is claimed, so its runs start no new pass (what runs now finishes).

@@ -1,4 +1,4 @@
-import type { ProcessesEnded, ProcessInfo } from '../store.js';
+import type { ProcessesEnded, ProcessInfo } from '../processes.js';
 import { numberArray, prepared, textArray, type Db } from './connection.js';
 
 interface ProcessRow {

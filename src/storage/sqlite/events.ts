@@ -1,18 +1,6 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import {
-  projectionFieldPath,
-  projectionRange,
-  recentRange,
-  type AppendResult,
-  type ProjectionRecentParams,
-  type CommittedRead,
-  type Cursor,
-  type EventAppendParams,
-  type ProjectionListParams,
-  type ProjectionRow,
-  type StoredEvent,
-  type StreamInfo,
-} from '../store.js';
+import { projectionFieldPath, projectionRange, recentRange, type ProjectionListParams, type ProjectionRecentParams, type ProjectionRow } from '../projections.js';
+import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEvent, StreamInfo } from '../store.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 

@@ -1,4 +1,4 @@
-import { leaseHolderPrefix, type ProcessesEnded, type ProcessInfo } from '../store.js';
+import { leaseHolderPrefix, type ProcessesEnded, type ProcessInfo } from '../processes.js';
 import type { Statements } from './connection.js';
 
 interface ProcessRow {
