@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,30 @@ import { cli, type Cli } from './child.js';
  * machine would look: only its heartbeat stops); a second one takes over. Prints the measured times.
  */
 describe.each(backends)('recovery of a dead worker process on $name', (backend) => {
+  /**
+   * SQLite's write lock is a lock on the file: a process paused inside a write transaction holds
+   * every writer of the file until it runs again or dies, whatever the engine does. Stops `w` at
+   * a moment it holds no write lock (a write of the test's own goes through at once), as the
+   * process on another machine that SIGSTOP stands for would look.
+   */
+  async function stopOutsideWrite(w: Cli, path: string): Promise<void> {
+    const probe = new Database(path, { timeout: 0 });
+    try {
+      for (;;) {
+        w.proc.kill('SIGSTOP');
+        try {
+          probe.exec('BEGIN IMMEDIATE; ROLLBACK');
+          return;
+        } catch {
+          w.proc.kill('SIGCONT');
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      }
+    } finally {
+      probe.close();
+    }
+  }
+
   const RUNS = 3;
 
   function setup() {
@@ -64,7 +89,8 @@ export const hold = workflow('hold', async (ctx, input) => ctx.step('work', asyn
         await eventually(() => starts().length === RUNS, 20_000);
         await eventually(async () => (await engine.store.subscriptionGet({ name: REPLY_SUBSCRIPTION })).owner !== null);
 
-        first.proc.kill(signal);
+        if (signal === 'SIGSTOP' && backend.name === 'sqlite') await stopOutsideWrite(first, database);
+        else first.proc.kill(signal);
         const stoppedAt = Date.now();
         const second = worker(module, database, false);
         workers.push(second);

@@ -287,7 +287,7 @@ export async function projectionPutMany(db: Db, p: { name: string; rows: Project
   const last = new Map(p.rows.map((row) => [row.key, row.value]));
   if (last.size === 0) return;
   const keys = [...last.keys()];
-  await db.rows(PROJECTION_PUT_MANY, [p.name, textArray(keys), jsonArray(keys.map((key) => JSON.stringify(last.get(key) ?? null)))]);
+  await db.write(PROJECTION_PUT_MANY, [p.name, textArray(keys), jsonArray(keys.map((key) => JSON.stringify(last.get(key) ?? null)))]);
 }
 
 export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { NotifyChannel } from '../store.js';
 import { parseWakeups } from '../wakeups.js';
-import { connectionConfig } from './connection.js';
+import { connectionConfig, literal } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
 const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', tasks: 'runledger_tasks' };
@@ -152,8 +152,6 @@ export function notifySql(wakeups: Iterable<[NotifyChannel, string]>): string {
   const rows = [...wakeups].map(([channel, payload]) => `(${literal(CHANNELS[channel])}, ${literal(payload)})`);
   return `SELECT pg_notify(c, p) FROM (VALUES ${rows.join(', ')}) AS t(c, p)`;
 }
-
-const literal = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
 /**
  * Sends wake-ups after commit, never inside the writing transaction: PostgreSQL serializes the

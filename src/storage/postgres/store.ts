@@ -75,26 +75,29 @@ class PostgresStore implements Store {
       return fn(this);
     }
     const client = await this.shared.pool.connect();
-    const tx: Tx = { client, finished: false };
+    // the BEGIN goes in the message of the transaction's first statement
+    const tx: Tx = { client, finished: false, unsent: ['BEGIN'] };
     let broken: Error | undefined;
     // A checked-out client has no error listener of the pool's: without this, the connection
     // dropping while `fn` awaits something else would be an uncaught exception.
     const onError = (error: Error) => (broken = error);
     client.on('error', onError);
     try {
-      await client.query('BEGIN');
       const txStore = new PostgresStore(this.shared, tx);
       const result = await fn(txStore).finally(() => (tx.finished = true));
-      // the wake-ups go in the COMMIT's message, after it: should one fail (a payload over 8000
-      // bytes, a full notification queue), the caller is told "failed" for a write that committed,
-      // which is retried (at least once), never "done" for one that did not
-      await client.query(txStore.pending.size === 0 ? 'COMMIT' : `COMMIT; ${notifySql(txStore.pending.values())}`);
+      // the writes not sent yet and the COMMIT go in one message, and the wake-ups after it: should
+      // one fail (a payload over 8000 bytes, a full notification queue), the caller is told
+      // "failed" for a write that committed, which is retried (at least once), never "done" for
+      // one that did not
+      const commit = [...tx.unsent.splice(0), 'COMMIT'];
+      if (txStore.pending.size > 0) commit.push(notifySql(txStore.pending.values()));
+      await client.query(commit.join('; '));
       for (const fn of txStore.committed) fn();
       for (const [channel, payload] of txStore.pending.values()) this.shared.listener.deliver(channel, payload);
       return result;
     } catch (error) {
       // A connection that cannot even roll back is destroyed rather than returned to the pool.
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (tx.unsent[0] !== 'BEGIN') await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
       tx.finished = true;
