@@ -151,8 +151,13 @@ export class GroupCommit {
     }
   }
 
-  /** One transaction for `batch`; settles each write it fenced out or committed, throws when it failed. */
-  private async commit(batch: Pending[]): Promise<void> {
+  /**
+   * One transaction for `batch`; settles each write it fenced out or committed, throws when it
+   * failed. A batch that writes something renews its leases all or nothing first, with its next
+   * statement (`taskRenew`): a lease lost (rare: another worker took a run) undoes the transaction,
+   * and the batch goes again, `fenced`: leases renewed first, the writes that lost one left out.
+   */
+  private async commit(batch: Pending[], fenced = false): Promise<void> {
     const alone = batch.length === 1 ? batch[0]!.write : null;
     if (alone?.statement && !alone.leases && !alone.completes && !alone.appends && !alone.prepare && !alone.also) {
       // alone, a failure is its caller's (settle), whether or not it took effect, as for a failed COMMIT
@@ -161,11 +166,12 @@ export class GroupCommit {
       batch[0]!.done({ events: [], value });
       return;
     }
+    const renew = !fenced && batch.some((p) => p.write.leases?.length) && batch.some((p) => p.write.appends?.length || p.write.completes?.length || p.write.prepare || p.write.statement);
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
       outcome = await this.store.transaction(async (tx) => {
-        const lost = await this.fence(tx, batch);
+        const lost = renew ? await this.renew(tx, batch) : await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
         const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
         for (const p of live) {
@@ -195,6 +201,7 @@ export class GroupCommit {
         return { lost, results, events: appended.length };
       });
     } catch (error) {
+      if (renew && !finished && error instanceof LeaseLostError) return this.commit(batch, true);
       throw finished ? new CommitUnknown(error) : error;
     }
     this.events?.emit('store:batch', { writes: outcome.results.size, events: outcome.events });
@@ -213,21 +220,24 @@ export class GroupCommit {
   private async fence(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
     const lost = new Set<Pending>();
     const held = new Set<string>();
-    const byMs = new Map<number, Lease[]>();
-    for (const p of batch) {
-      if (!p.write.leases?.length) continue;
-      const ms = p.write.leaseMs ?? 30_000;
-      const leases = byMs.get(ms);
-      if (leases) leases.push(...p.write.leases);
-      else byMs.set(ms, [...p.write.leases]);
-    }
-    for (const [leaseMs, leases] of byMs) {
+    for (const [leaseMs, leases] of leasesByMs(batch)) {
       for (const round of distinctTasks(leases)) {
         const renewed = new Set(await tx.taskHeartbeat({ leases: round, leaseMs }));
         for (const l of round) if (renewed.has(l.id)) held.add(leaseKey(l));
       }
     }
     for (const p of batch) if (p.write.leases?.some((l) => !held.has(leaseKey(l)))) lost.add(p);
+    return this.complete(tx, batch, lost);
+  }
+
+  /** Renews every lease of the batch or throws `LeaseLostError` (maybe only at the next statement), then completes its tasks. */
+  private async renew(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
+    for (const [leaseMs, leases] of leasesByMs(batch)) await tx.taskRenew({ leases, leaseMs });
+    return this.complete(tx, batch, new Set());
+  }
+
+  /** Completes the tasks of the writes not `lost` yet, one statement: adds the writes whose task is no longer held. */
+  private async complete(tx: Store, batch: Pending[], lost: Set<Pending>): Promise<Set<Pending>> {
     const completes = batch.filter((p) => !lost.has(p) && p.write.completes?.length).flatMap((p) => p.write.completes!);
     const completed = new Set<string>();
     for (const round of distinctTasks(completes)) {
@@ -237,6 +247,18 @@ export class GroupCommit {
     for (const p of batch) if (p.write.completes?.some((c) => !completed.has(leaseKey(c)))) lost.add(p);
     return lost;
   }
+}
+
+function leasesByMs(batch: Pending[]): Map<number, Lease[]> {
+  const byMs = new Map<number, Lease[]>();
+  for (const p of batch) {
+    if (!p.write.leases?.length) continue;
+    const ms = p.write.leaseMs ?? 30_000;
+    const leases = byMs.get(ms);
+    if (leases) leases.push(...p.write.leases);
+    else byMs.set(ms, [...p.write.leases]);
+  }
+  return byMs;
 }
 
 const leaseKey = (lease: Lease) => `${lease.id}\u0000${lease.leaseToken}`;

@@ -96,6 +96,45 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(0);
     });
 
+    it('renews leases all or nothing: a lost one fails the transaction, by its next statement at the latest', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 1_000, workerId: 'w', leaseToken: 'good' });
+      const before = (await h.store().taskGet({ id: 't1' })).leaseExpiresAt!;
+      await h.store().transaction(async (tx) => {
+        await tx.taskRenew({
+          leases: [
+            { id: 't1', leaseToken: 'good' },
+            { id: 't2', leaseToken: 'good' },
+          ],
+          leaseMs: 60_000,
+        });
+        await tx.projectionPut({ name: 'renew', key: 'held', value: 1 });
+      });
+      expect((await h.store().taskGet({ id: 't1' })).leaseExpiresAt!).toBeGreaterThan(before + 30_000);
+      for (const leases of [
+        [
+          { id: 't1', leaseToken: 'good' },
+          { id: 't2', leaseToken: 'stale' },
+        ],
+        [
+          { id: 't1', leaseToken: 'good' },
+          { id: 't1', leaseToken: 'stale' },
+        ],
+      ]) {
+        await expect(
+          h.store().transaction(async (tx) => {
+            await tx.taskRenew({ leases, leaseMs: 120_000 });
+            await tx.projectionPut({ name: 'renew', key: 'lost', value: 1 });
+          }),
+        ).rejects.toThrow(LeaseLostError);
+      }
+      expect(await h.store().projectionGet({ name: 'renew', key: 'held' })).toBe(1);
+      expect(await h.store().projectionGet({ name: 'renew', key: 'lost' })).toBeUndefined();
+      // nothing of the failed renewals stayed: t1's lease is the one the first renewal set
+      expect((await h.store().taskGet({ id: 't1' })).leaseExpiresAt!).toBeLessThan(before + 90_000);
+      await expect(h.store().taskRenew({ leases: [{ id: 't2', leaseToken: 'stale' }], leaseMs: 1_000 })).rejects.toThrow(LeaseLostError);
+    });
+
     it('fences completion, failure and heartbeat by lease token', async () => {
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
       await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });

@@ -105,6 +105,13 @@ export interface Store {
   taskClaim(p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Promise<Task[]>;
   /** Extends the leases still held; returns the ids whose lease was extended. */
   taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
+  /**
+   * Extends every one of `leases` or fails with `LeaseLostError` (some lease is no longer held, or
+   * two name one task), which also fails the transaction it is in. In a transaction, PostgreSQL
+   * sends it with the transaction's next statement, so that statement reports the failure: the
+   * renewal of a batch that has one to write costs no round trip of its own.
+   */
+  taskRenew(p: { leases: Lease[]; leaseMs: number }): Promise<void>;
   /** Completes the tasks whose lease is still held; returns those (the others were lost). */
   taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]>;
   /**

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { LeaseLostError } from '../../errors.js';
 import { loadMigrations } from '../migrations.js';
 
 /**
@@ -80,8 +81,8 @@ export function createPool(url: string, poolSize: number): pg.Pool {
 export function poolDb(pool: pg.Pool): Db {
   const db: Db = {
     inTransaction: false,
-    rows: async (sql, params) => (await pool.query(queryConfig(sql, params))).rows,
-    write: async (sql, params) => void (await pool.query(queryConfig(sql, params))),
+    rows: async (sql, params) => (await pool.query(queryConfig(sql, params)).catch(rethrow)).rows,
+    write: async (sql, params) => void (await pool.query(queryConfig(sql, params)).catch(rethrow)),
     atomic: (fn) => fn(db),
   };
   return db;
@@ -98,11 +99,11 @@ export function txDb(tx: Tx): Db {
       open();
       const text = tx.unsent.length > 0 ? inline(sql, params ?? []) : null;
       if (text === null) {
-        if (tx.unsent.length > 0) await tx.client.query(tx.unsent.splice(0).join('; '));
-        return (await tx.client.query(queryConfig(sql, params))).rows;
+        if (tx.unsent.length > 0) await tx.client.query(tx.unsent.splice(0).join('; ')).catch(rethrow);
+        return (await tx.client.query(queryConfig(sql, params)).catch(rethrow)).rows;
       }
       // one message: what was not sent yet, then this statement; its result is the last one
-      const results = (await tx.client.query(`${tx.unsent.splice(0).join('; ')}; ${text}`)) as unknown as pg.QueryResult[];
+      const results = (await tx.client.query(`${tx.unsent.splice(0).join('; ')}; ${text}`).catch(rethrow)) as unknown as pg.QueryResult[];
       return results.at(-1)!.rows;
     },
     write: async (sql, params) => {
@@ -179,6 +180,12 @@ export function numberArray(values: ReadonlyArray<number | null>): string {
  */
 export function jsonArray(documents: readonly string[]): string {
   return `[${documents.join(',')}]`;
+}
+
+/** RL410, raised by `rl_task_renew` (migration 090) when a lease is no longer held, is a `LeaseLostError`. */
+export function rethrow(error: unknown): never {
+  if (sqlState(error) === 'RL410') throw new LeaseLostError((error as Error).message);
+  throw error;
 }
 
 /** The SQLSTATE of a PostgreSQL error, if `error` is one. */

@@ -54,6 +54,10 @@ export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; 
   return p.leases.filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1).map((lease) => lease.id);
 }
 
+export function taskRenew(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): void {
+  if (new Set(p.leases.map((l) => l.id)).size < p.leases.length || taskHeartbeat(s, now, p).length < p.leases.length) throw new LeaseLostError('a lease this write needs is no longer held');
+}
+
 export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
   const complete = s.get(
     `UPDATE tasks SET state = 'completed', result = ?, lease_token = NULL, lease_expires_at = NULL, updated_at = ?

@@ -59,3 +59,24 @@ BEGIN
 EXCEPTION WHEN SQLSTATE 'RL409' THEN
   RETURN QUERY SELECT NULL::boolean, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, SQLERRM;
 END $$;
+
+-- Renews the leases of a batch all or nothing, for a batch that writes after it: the renewal goes
+-- in the message of the batch's next statement (no round trip of its own), and a lease no longer
+-- held (or two pairs naming one task) raises RL410, which fails that statement and the batch; the
+-- batch is then tried again with the leases renewed first and the writes that lost one left out.
+CREATE FUNCTION rl_task_renew(p_ids text[], p_tokens text[], p_lease_ms bigint) RETURNS void
+  LANGUAGE plpgsql AS $$
+DECLARE
+  renewed bigint;
+BEGIN
+  WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
+  up AS (
+    UPDATE tasks t SET lease_expires_at = (SELECT ms FROM now) + p_lease_ms, updated_at = (SELECT ms FROM now)
+    FROM unnest(p_ids, p_tokens) AS l(id, token)
+    WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running' RETURNING 1
+  )
+  SELECT count(*) INTO renewed FROM up;
+  IF renewed < cardinality(p_ids) THEN
+    RAISE EXCEPTION 'a lease this write needs is no longer held' USING ERRCODE = 'RL410';
+  END IF;
+END $$;
