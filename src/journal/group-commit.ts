@@ -1,7 +1,7 @@
 import { crashPoint } from '../crash.js';
 import { LeaseLostError } from '../errors.js';
 import type { EngineEvents } from '../observe/events.js';
-import type { Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { CompletionItem, Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
 import type { Journal } from './journal.js';
 
 /** One caller's share of a group commit. */
@@ -11,7 +11,7 @@ export interface GroupWrite<T = void> {
   /** How far the heartbeat extends `leases` (ms). */
   leaseMs?: number;
   /** Tasks this write completes, lease checked: a write whose task is no longer held writes nothing. */
-  completes?: Array<Lease & { result: unknown }>;
+  completes?: CompletionItem[];
   /** Appended with every other write's appends, in one statement. */
   appends?: StreamAppend[];
   /**
@@ -55,7 +55,7 @@ class CommitUnknown extends Error {
  * (one fsync) carries the writes of many runs and tasks. Idle, nothing waits: the first write
  * starts a commit in the next turn of the event loop (writes of the same turn share it).
  *
- * A batch is one transaction: one heartbeat for every lease of the batch, one completion statement
+ * A batch is one transaction: one renewal for every lease of the batch, one completion statement
  * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
  * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
  * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
@@ -166,7 +166,8 @@ export class GroupCommit {
       batch[0]!.done({ events: [], value });
       return;
     }
-    const renew = !fenced && batch.some((p) => p.write.leases?.length) && batch.some((p) => p.write.appends?.length || p.write.completes?.length || p.write.prepare || p.write.statement);
+    // the renewal and completions travel with a statement that follows them: an append or a claim
+    const renew = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.prepare || p.write.statement);
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
@@ -230,10 +231,15 @@ export class GroupCommit {
     return this.complete(tx, batch, lost);
   }
 
-  /** Renews every lease of the batch or throws `LeaseLostError` (maybe only at the next statement), then completes its tasks. */
+  /**
+   * Renews every lease of the batch and completes every task it completes, or throws
+   * `LeaseLostError` (maybe only at the next statement): nothing is lost then.
+   */
   private async renew(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
     for (const [leaseMs, leases] of leasesByMs(batch)) await tx.taskRenew({ leases, leaseMs });
-    return this.complete(tx, batch, new Set());
+    const completes = batch.flatMap((p) => p.write.completes ?? []);
+    if (completes.length > 0) await tx.taskCompleteAll({ items: completes });
+    return new Set();
   }
 
   /** Completes the tasks of the writes not `lost` yet, one statement: adds the writes whose task is no longer held. */

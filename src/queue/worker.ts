@@ -296,7 +296,7 @@ export class Worker {
     const lease = { id: task.id, leaseToken: task.leaseToken! };
     try {
       await this.journal.group.submit({
-        completes: [{ ...lease, result }],
+        completes: [{ ...lease, result, queue: task.queue, orderingKey: task.orderingKey }],
         appends: [taskEvent('complete', task.id, this.attempt(task))],
         also: async () => crashPoint('task:beforeComplete'),
       });

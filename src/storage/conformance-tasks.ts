@@ -135,6 +135,32 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       await expect(h.store().taskRenew({ leases: [{ id: 't2', leaseToken: 'stale' }], leaseMs: 1_000 })).rejects.toThrow(LeaseLostError);
     });
 
+    it('completes tasks all or nothing: one not held fails the transaction, by its next statement at the latest', async () => {
+      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' }), task('q', { id: 't3' })] });
+      await h.store().taskClaim({ queue: 'q', limit: 3, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });
+      const item = (id: string, leaseToken: string) => ({ id, leaseToken, result: { id }, queue: 'q', orderingKey: null });
+      for (const items of [
+        [item('t1', 'good'), item('t2', 'stale')],
+        [item('t1', 'good'), item('t1', 'stale')],
+      ]) {
+        await expect(
+          h.store().transaction(async (tx) => {
+            await tx.taskCompleteAll({ items });
+            await tx.projectionPut({ name: 'complete', key: 'lost', value: 1 });
+          }),
+        ).rejects.toThrow(LeaseLostError);
+      }
+      expect(await h.store().taskGet({ id: 't1' })).toMatchObject({ state: 'running', leaseToken: 'good' });
+      await h.store().transaction(async (tx) => {
+        await tx.taskCompleteAll({ items: [item('t1', 'good'), item('t2', 'good')] });
+        await tx.projectionPut({ name: 'complete', key: 'held', value: 1 });
+      });
+      expect(await h.store().taskGet({ id: 't2' })).toMatchObject({ state: 'completed', result: { id: 't2' }, leaseToken: null });
+      expect(await h.store().projectionGet({ name: 'complete', key: 'lost' })).toBeUndefined();
+      await expect(h.store().taskCompleteAll({ items: [item('t1', 'good')] })).rejects.toThrow(LeaseLostError);
+      expect(await h.store().taskGet({ id: 't3' })).toMatchObject({ state: 'running' });
+    });
+
     it('fences completion, failure and heartbeat by lease token', async () => {
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' })] });
       await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });

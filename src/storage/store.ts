@@ -115,6 +115,13 @@ export interface Store {
   /** Completes the tasks whose lease is still held; returns those (the others were lost). */
   taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]>;
   /**
+   * Completes every one of `items`' tasks or fails with `LeaseLostError` (a task no longer held
+   * with its token, or two items naming one task), as `taskRenew` does, and like it travels with
+   * the transaction's next statement on PostgreSQL. Each item names its task's queue and ordering
+   * key, for the wake-ups a completion sends, since nothing is read back.
+   */
+  taskCompleteAll(p: { items: CompletionItem[] }): Promise<void>;
+  /**
    * Gives back claimed tasks whose attempt never started (a worker's prefetched tasks when it
    * stops or holds them too long): ready again, the claim's attempt not counted. Returns the ids
    * released; a lease no longer held releases nothing.
@@ -382,6 +389,9 @@ export interface CompletedTask {
   queue: string;
   orderingKey: string | null;
 }
+
+/** A completion that names its task's queue and ordering key (`taskCompleteAll`). */
+export type CompletionItem = Lease & { result: unknown; queue: string; orderingKey: string | null };
 
 export interface Lease {
   id: string;

@@ -242,6 +242,10 @@ class PostgresStore implements Store {
     this.wake('tasks', new Set(done.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
     return done;
   }
+  async taskCompleteAll(p: Parameters<Store['taskCompleteAll']>[0]) {
+    await tasks.taskCompleteAll(this.db, p);
+    this.wake('tasks', new Set(p.items.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
+  }
   async taskRelease(p: Parameters<Store['taskRelease']>[0]) {
     const released = await tasks.taskRelease(this.db, p);
     this.wake('tasks', new Set(released.map((t) => t.queue)));

@@ -164,6 +164,14 @@ export async function taskComplete(db: Db, p: { items: Array<Lease & { result: u
   return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key }));
 }
 
+const COMPLETE_ALL = prepared('task_complete_all', 'SELECT rl_task_complete_all($1::text[], $2::text[], $3::jsonb)');
+
+/** Raises RL410 (a `LeaseLostError`) unless every task was completed: a write, so it travels with the next statement. */
+export async function taskCompleteAll(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<void> {
+  if (p.items.length === 0) return;
+  await db.write(COMPLETE_ALL, [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))]);
+}
+
 const RELEASE = prepared(
   'task_release',
   `${NOW}

@@ -293,6 +293,9 @@ class SqliteStore implements Store {
   taskComplete(p: Parameters<Store['taskComplete']>[0]) {
     return this.run((s, now) => tasks.taskComplete(s, now, p));
   }
+  taskCompleteAll(p: Parameters<Store['taskCompleteAll']>[0]) {
+    return this.run((s, now) => tasks.taskCompleteAll(s, now, p));
+  }
   taskRelease(p: Parameters<Store['taskRelease']>[0]) {
     return this.run(
       (s, now) => tasks.taskRelease(s, now, p),

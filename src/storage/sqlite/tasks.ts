@@ -71,6 +71,10 @@ export function taskComplete(s: Statements, now: number, p: { items: Array<Lease
   return done;
 }
 
+export function taskCompleteAll(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): void {
+  if (new Set(p.items.map((i) => i.id)).size < p.items.length || taskComplete(s, now, p).length < p.items.length) throw new LeaseLostError('a task this write completes is no longer held');
+}
+
 export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }): Array<{ id: string; queue: string }> {
   const release = s.get(
     `UPDATE tasks SET state = 'ready', attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = ?

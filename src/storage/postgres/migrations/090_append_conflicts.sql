@@ -80,3 +80,22 @@ BEGIN
     RAISE EXCEPTION 'a lease this write needs is no longer held' USING ERRCODE = 'RL410';
   END IF;
 END $$;
+
+-- Completes the tasks of a batch all or nothing, as rl_task_renew renews their leases: RL410 when
+-- a task is no longer running with its token (or two items name one task).
+CREATE FUNCTION rl_task_complete_all(p_ids text[], p_tokens text[], p_results jsonb) RETURNS void
+  LANGUAGE plpgsql AS $$
+DECLARE
+  completed bigint;
+BEGIN
+  WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms),
+  up AS (
+    UPDATE tasks t SET state = 'completed', result = i.result, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
+    FROM ROWS FROM (unnest(p_ids), unnest(p_tokens), jsonb_array_elements(p_results)) AS i(id, token, result)
+    WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running' RETURNING 1
+  )
+  SELECT count(*) INTO completed FROM up;
+  IF completed < cardinality(p_ids) THEN
+    RAISE EXCEPTION 'a task this write completes is no longer held' USING ERRCODE = 'RL410';
+  END IF;
+END $$;
