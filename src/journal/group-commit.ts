@@ -153,9 +153,10 @@ export class GroupCommit {
 
   /**
    * One transaction for `batch`; settles each write it fenced out or committed, throws when it
-   * failed. A batch that writes something renews its leases all or nothing first, with its next
-   * statement (`taskRenew`): a lease lost (rare: another worker took a run) undoes the transaction,
-   * and the batch goes again, `fenced`: leases renewed first, the writes that lost one left out.
+   * failed. A batch that writes something renews its leases and completes its tasks all or nothing
+   * first, with its next statement (`taskRenew`, `taskCompleteAll`): one lost (rare: another worker
+   * took a run or task) undoes the transaction, and the batch goes again, `fenced`: leases renewed
+   * and tasks completed by statements that say which are held, the writes that lost one left out.
    */
   private async commit(batch: Pending[], fenced = false): Promise<void> {
     const alone = batch.length === 1 ? batch[0]!.write : null;
