@@ -43,10 +43,6 @@ export async function openPostgresStore(url: string, options: { poolSize?: numbe
   return new PostgresStore({ url, pool, poolDb: poolDb(pool), listener, notifier: new Notifier(pool) }, null);
 }
 
-/**
- * The store's operations are methods, not arrow properties: every transaction makes a store of its
- * own, and allocating some 70 closures for each one took a tenth of a step's CPU (profiled under tsx).
- */
 class PostgresStore implements Store {
   readonly dialect = 'postgres' as const;
   private readonly db: Db;
@@ -146,256 +142,136 @@ class PostgresStore implements Store {
     if (!this.shared.pool.ended) await this.shared.pool.end();
   }
 
-  async eventAppend(p: Parameters<Store['eventAppend']>[0]) {
+  eventAppend: Store['eventAppend'] = async (p) => {
     const result = await events.eventAppend(this.db, p);
     if (!result.duplicate) this.wake('events', appendWakeups(p, result));
     return result;
-  }
-  eventReadStream(p: Parameters<Store['eventReadStream']>[0]) {
-    return events.eventReadStream(this.db, p);
-  }
-  eventReadAll(p: Parameters<Store['eventReadAll']>[0]) {
-    return events.eventReadAll(this.db, p);
-  }
-  eventReadCommitted(p: Parameters<Store['eventReadCommitted']>[0]) {
-    return events.eventReadCommitted(this.db, p);
-  }
-  eventHead() {
-    return events.eventHead(this.db);
-  }
+  };
+  eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);
+  eventReadAll: Store['eventReadAll'] = (p) => events.eventReadAll(this.db, p);
+  eventReadCommitted: Store['eventReadCommitted'] = (p) => events.eventReadCommitted(this.db, p);
+  eventHead: Store['eventHead'] = () => events.eventHead(this.db);
 
-  streamList(p: Parameters<Store['streamList']>[0]) {
-    return events.streamList(this.db, p);
-  }
-  projectionPut(p: Parameters<Store['projectionPut']>[0]) {
-    return events.projectionPut(this.db, p);
-  }
-  projectionGet(p: Parameters<Store['projectionGet']>[0]) {
-    return events.projectionGet(this.db, p);
-  }
-  projectionList(p: Parameters<Store['projectionList']>[0]) {
-    return events.projectionList(this.db, p);
-  }
-  projectionListRecent(p: Parameters<Store['projectionListRecent']>[0]) {
-    return events.projectionListRecent(this.db, p);
-  }
-  projectionDelete(p: Parameters<Store['projectionDelete']>[0]) {
-    return events.projectionDelete(this.db, p);
-  }
-  projectionGetMany(p: Parameters<Store['projectionGetMany']>[0]) {
-    return events.projectionGetMany(this.db, p);
-  }
-  projectionPutMany(p: Parameters<Store['projectionPutMany']>[0]) {
-    return events.projectionPutMany(this.db, p);
-  }
+  streamList: Store['streamList'] = (p) => events.streamList(this.db, p);
+  projectionPut: Store['projectionPut'] = (p) => events.projectionPut(this.db, p);
+  projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
+  projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);
+  projectionListRecent: Store['projectionListRecent'] = (p) => events.projectionListRecent(this.db, p);
+  projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
+  projectionGetMany: Store['projectionGetMany'] = (p) => events.projectionGetMany(this.db, p);
+  projectionPutMany: Store['projectionPutMany'] = (p) => events.projectionPutMany(this.db, p);
 
-  subscriptionEnsure(p: Parameters<Store['subscriptionEnsure']>[0]) {
-    return subscriptions.subscriptionEnsure(this.db, p);
-  }
-  subscriptionLease(p: Parameters<Store['subscriptionLease']>[0]) {
-    return subscriptions.subscriptionLease(this.db, p);
-  }
-  subscriptionRelease(p: Parameters<Store['subscriptionRelease']>[0]) {
-    return subscriptions.subscriptionRelease(this.db, p);
-  }
-  subscriptionAdvance(p: Parameters<Store['subscriptionAdvance']>[0]) {
-    return subscriptions.subscriptionAdvance(this.db, p);
-  }
-  subscriptionBlock(p: Parameters<Store['subscriptionBlock']>[0]) {
-    return subscriptions.subscriptionBlock(this.db, p);
-  }
-  subscriptionGet(p: Parameters<Store['subscriptionGet']>[0]) {
-    return subscriptions.subscriptionGet(this.db, p);
-  }
-  subscriptionList() {
-    return subscriptions.subscriptionList(this.db);
-  }
-  parkedAdd(p: Parameters<Store['parkedAdd']>[0]) {
-    return subscriptions.parkedAdd(this.db, p);
-  }
-  parkedList(p: Parameters<Store['parkedList']>[0]) {
-    return subscriptions.parkedList(this.db, p);
-  }
-  async parkedSetStatus(p: Parameters<Store['parkedSetStatus']>[0]) {
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) => subscriptions.subscriptionEnsure(this.db, p);
+  subscriptionLease: Store['subscriptionLease'] = (p) => subscriptions.subscriptionLease(this.db, p);
+  subscriptionRelease: Store['subscriptionRelease'] = (p) => subscriptions.subscriptionRelease(this.db, p);
+  subscriptionAdvance: Store['subscriptionAdvance'] = (p) => subscriptions.subscriptionAdvance(this.db, p);
+  subscriptionBlock: Store['subscriptionBlock'] = (p) => subscriptions.subscriptionBlock(this.db, p);
+  subscriptionGet: Store['subscriptionGet'] = (p) => subscriptions.subscriptionGet(this.db, p);
+  subscriptionList: Store['subscriptionList'] = () => subscriptions.subscriptionList(this.db);
+  parkedAdd: Store['parkedAdd'] = (p) => subscriptions.parkedAdd(this.db, p);
+  parkedList: Store['parkedList'] = (p) => subscriptions.parkedList(this.db, p);
+  parkedSetStatus: Store['parkedSetStatus'] = async (p) => {
     const parked = await subscriptions.parkedSetStatus(this.db, p);
     this.wake('events', ['']);
     return parked;
-  }
+  };
 
-  async taskEnqueue(p: Parameters<Store['taskEnqueue']>[0]) {
+  taskEnqueue: Store['taskEnqueue'] = async (p) => {
     const results = await tasks.taskEnqueue(this.db, p);
     this.wake('tasks', new Set(results.filter((r) => r.created).map((r) => r.task.queue)));
     return results;
-  }
-  taskClaim(p: Parameters<Store['taskClaim']>[0]) {
-    return tasks.taskClaim(this.db, p);
-  }
-  taskHeartbeat(p: Parameters<Store['taskHeartbeat']>[0]) {
-    return tasks.taskHeartbeat(this.db, p);
-  }
-  taskRenew(p: Parameters<Store['taskRenew']>[0]) {
-    return tasks.taskRenew(this.db, p);
-  }
-  async taskComplete(p: Parameters<Store['taskComplete']>[0]) {
+  };
+  taskClaim: Store['taskClaim'] = (p) => tasks.taskClaim(this.db, p);
+  taskHeartbeat: Store['taskHeartbeat'] = (p) => tasks.taskHeartbeat(this.db, p);
+  taskRenew: Store['taskRenew'] = (p) => tasks.taskRenew(this.db, p);
+  taskComplete: Store['taskComplete'] = async (p) => {
     const done = await tasks.taskComplete(this.db, p);
     // the next task of each ordering key is claimable now
     this.wake('tasks', new Set(done.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
     return done;
-  }
-  async taskCompleteAll(p: Parameters<Store['taskCompleteAll']>[0]) {
+  };
+  taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
     await tasks.taskCompleteAll(this.db, p);
     this.wake('tasks', new Set(p.items.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
-  }
-  async taskRelease(p: Parameters<Store['taskRelease']>[0]) {
+  };
+  taskRelease: Store['taskRelease'] = async (p) => {
     const released = await tasks.taskRelease(this.db, p);
     this.wake('tasks', new Set(released.map((t) => t.queue)));
     return released.map((t) => t.id);
-  }
-  async taskFail(p: Parameters<Store['taskFail']>[0]) {
+  };
+  taskFail: Store['taskFail'] = async (p) => {
     const task = await tasks.taskFail(this.db, p);
     this.wake('tasks', [task.queue]);
     return task;
-  }
-  async taskExpire(p: Parameters<Store['taskExpire']>[0]) {
+  };
+  taskExpire: Store['taskExpire'] = async (p) => {
     const expired = await tasks.taskExpire(this.db, p);
     this.wake('tasks', new Set(expired.map((t) => t.queue)));
     return expired;
-  }
-  taskGet(p: Parameters<Store['taskGet']>[0]) {
-    return tasks.taskGet(this.db, p);
-  }
-  taskList(p: Parameters<Store['taskList']>[0]) {
-    return tasks.taskList(this.db, p);
-  }
-  async taskRedrive(p: Parameters<Store['taskRedrive']>[0]) {
+  };
+  taskGet: Store['taskGet'] = (p) => tasks.taskGet(this.db, p);
+  taskList: Store['taskList'] = (p) => tasks.taskList(this.db, p);
+  taskRedrive: Store['taskRedrive'] = async (p) => {
     const result = await tasks.taskRedrive(this.db, p);
     if (result.redriven) this.wake('tasks', [result.task.queue]);
     return result;
-  }
-  async taskReschedule(p: Parameters<Store['taskReschedule']>[0]) {
+  };
+  taskReschedule: Store['taskReschedule'] = async (p) => {
     const moved = await tasks.taskReschedule(this.db, p);
     if (moved > 0) this.wake('tasks', [p.queue]);
     return moved;
-  }
-  taskNextRunAt(p: Parameters<Store['taskNextRunAt']>[0]) {
-    return tasks.taskNextRunAt(this.db, p);
-  }
+  };
+  taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
 
-  blobPut(p: Parameters<Store['blobPut']>[0]) {
-    return blobs.blobPut(this.db, p);
-  }
-  blobGet(p: Parameters<Store['blobGet']>[0]) {
-    return blobs.blobGet(this.db, p);
-  }
-  blobDelete(p: Parameters<Store['blobDelete']>[0]) {
-    return blobs.blobDelete(this.db, p);
-  }
-  pauseSet(p: Parameters<Store['pauseSet']>[0]) {
-    return pauses.pauseSet(this.db, p);
-  }
-  async pauseDelete(p: Parameters<Store['pauseDelete']>[0]) {
+  blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
+  blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);
+  blobDelete: Store['blobDelete'] = (p) => blobs.blobDelete(this.db, p);
+  pauseSet: Store['pauseSet'] = (p) => pauses.pauseSet(this.db, p);
+  pauseDelete: Store['pauseDelete'] = async (p) => {
     const resumed = await pauses.pauseDelete(this.db, p);
     // the held-back tasks are claimable now
     if (resumed) this.wake('tasks', ['']);
     return resumed;
-  }
-  pauseList() {
-    return pauses.pauseList(this.db);
-  }
-  agentEventPut(p: Parameters<Store['agentEventPut']>[0]) {
-    return agents.agentEventPut(this.db, p);
-  }
-  agentEventGet(p: Parameters<Store['agentEventGet']>[0]) {
-    return agents.agentEventGet(this.db, p);
-  }
-  agentEventList(p: Parameters<Store['agentEventList']>[0]) {
-    return agents.agentEventList(this.db, p);
-  }
-  agentEventUpdate(p: Parameters<Store['agentEventUpdate']>[0]) {
-    return agents.agentEventUpdate(this.db, p);
-  }
-  agentRunPut(p: Parameters<Store['agentRunPut']>[0]) {
-    return agents.agentRunPut(this.db, p);
-  }
-  agentRunGet(p: Parameters<Store['agentRunGet']>[0]) {
-    return agents.agentRunGet(this.db, p);
-  }
-  agentRunUpdate(p: Parameters<Store['agentRunUpdate']>[0]) {
-    return agents.agentRunUpdate(this.db, p);
-  }
-  agentRunList(p: Parameters<Store['agentRunList']>[0]) {
-    return agents.agentRunList(this.db, p);
-  }
-  agentStepPut(p: Parameters<Store['agentStepPut']>[0]) {
-    return agents.agentStepPut(this.db, p);
-  }
-  agentStepUpdate(p: Parameters<Store['agentStepUpdate']>[0]) {
-    return agents.agentStepUpdate(this.db, p);
-  }
-  agentStepList(p: Parameters<Store['agentStepList']>[0]) {
-    return agents.agentStepList(this.db, p);
-  }
-  agentToolCallPut(p: Parameters<Store['agentToolCallPut']>[0]) {
-    return agents.agentToolCallPut(this.db, p);
-  }
-  agentToolCallUpdate(p: Parameters<Store['agentToolCallUpdate']>[0]) {
-    return agents.agentToolCallUpdate(this.db, p);
-  }
-  agentToolCallGet(p: Parameters<Store['agentToolCallGet']>[0]) {
-    return agents.agentToolCallGet(this.db, p);
-  }
-  agentToolCallList(p: Parameters<Store['agentToolCallList']>[0]) {
-    return agents.agentToolCallList(this.db, p);
-  }
-  agentCheckpointPut(p: Parameters<Store['agentCheckpointPut']>[0]) {
-    return agents.agentCheckpointPut(this.db, p);
-  }
-  agentCheckpointList(p: Parameters<Store['agentCheckpointList']>[0]) {
-    return agents.agentCheckpointList(this.db, p);
-  }
-  agentRunDelete(p: Parameters<Store['agentRunDelete']>[0]) {
-    return agents.agentRunDelete(this.db, p);
-  }
-  taskStats() {
-    return maintenance.taskStats(this.db);
-  }
-  taskListActiveKeys(p: Parameters<Store['taskListActiveKeys']>[0]) {
-    return maintenance.taskListActiveKeys(this.db, p);
-  }
-  taskDelete(p: Parameters<Store['taskDelete']>[0]) {
-    return maintenance.taskDelete(this.db, p);
-  }
-  subscriptionStats() {
-    return maintenance.subscriptionStats(this.db);
-  }
-  streamDelete(p: Parameters<Store['streamDelete']>[0]) {
-    return maintenance.streamDelete(this.db, p);
-  }
-  eventDeleteBefore(p: Parameters<Store['eventDeleteBefore']>[0]) {
-    return maintenance.eventDeleteBefore(this.db, p);
-  }
-  storageDiagnose(p: Parameters<Store['storageDiagnose']>[0]) {
-    return maintenance.storageDiagnose(this.db, p);
-  }
-  async storageVacuum(p: Parameters<Store['storageVacuum']>[0]) {
+  };
+  pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
+  agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
+  agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
+  agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);
+  agentEventUpdate: Store['agentEventUpdate'] = (p) => agents.agentEventUpdate(this.db, p);
+  agentRunPut: Store['agentRunPut'] = (p) => agents.agentRunPut(this.db, p);
+  agentRunGet: Store['agentRunGet'] = (p) => agents.agentRunGet(this.db, p);
+  agentRunUpdate: Store['agentRunUpdate'] = (p) => agents.agentRunUpdate(this.db, p);
+  agentRunList: Store['agentRunList'] = (p) => agents.agentRunList(this.db, p);
+  agentStepPut: Store['agentStepPut'] = (p) => agents.agentStepPut(this.db, p);
+  agentStepUpdate: Store['agentStepUpdate'] = (p) => agents.agentStepUpdate(this.db, p);
+  agentStepList: Store['agentStepList'] = (p) => agents.agentStepList(this.db, p);
+  agentToolCallPut: Store['agentToolCallPut'] = (p) => agents.agentToolCallPut(this.db, p);
+  agentToolCallUpdate: Store['agentToolCallUpdate'] = (p) => agents.agentToolCallUpdate(this.db, p);
+  agentToolCallGet: Store['agentToolCallGet'] = (p) => agents.agentToolCallGet(this.db, p);
+  agentToolCallList: Store['agentToolCallList'] = (p) => agents.agentToolCallList(this.db, p);
+  agentCheckpointPut: Store['agentCheckpointPut'] = (p) => agents.agentCheckpointPut(this.db, p);
+  agentCheckpointList: Store['agentCheckpointList'] = (p) => agents.agentCheckpointList(this.db, p);
+  agentRunDelete: Store['agentRunDelete'] = (p) => agents.agentRunDelete(this.db, p);
+  taskStats: Store['taskStats'] = () => maintenance.taskStats(this.db);
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => maintenance.taskListActiveKeys(this.db, p);
+  taskDelete: Store['taskDelete'] = (p) => maintenance.taskDelete(this.db, p);
+  subscriptionStats: Store['subscriptionStats'] = () => maintenance.subscriptionStats(this.db);
+  streamDelete: Store['streamDelete'] = (p) => maintenance.streamDelete(this.db, p);
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => maintenance.eventDeleteBefore(this.db, p);
+  storageDiagnose: Store['storageDiagnose'] = (p) => maintenance.storageDiagnose(this.db, p);
+  storageVacuum: Store['storageVacuum'] = async (p) => {
     if (this.tx) throw new Error('storageVacuum cannot run inside a transaction');
     if (p.after === 'sweep') await maintenance.storageVacuum(this.db);
-  }
-  processRegister(p: Parameters<Store['processRegister']>[0]) {
-    return processes.processRegister(this.db, p);
-  }
-  processHeartbeat(p: Parameters<Store['processHeartbeat']>[0]) {
-    return processes.processHeartbeat(this.db, p);
-  }
-  processList() {
-    return processes.processList(this.db);
-  }
-  async processExpire(p: Parameters<Store['processExpire']>[0]) {
+  };
+  processRegister: Store['processRegister'] = (p) => processes.processRegister(this.db, p);
+  processHeartbeat: Store['processHeartbeat'] = (p) => processes.processHeartbeat(this.db, p);
+  processList: Store['processList'] = () => processes.processList(this.db);
+  processExpire: Store['processExpire'] = async (p) => {
     const ended = await processes.processExpire(this.db, p);
     // a subscription's lease ended: subscribers everywhere look at once
     if (ended.subscriptions > 0) this.wake('events', ['']);
     return ended;
-  }
+  };
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

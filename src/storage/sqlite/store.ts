@@ -71,10 +71,6 @@ function announce(wake: EventEmitter, pending: Array<[NotifyChannel, Set<string>
   });
 }
 
-/**
- * The store's operations are methods, not arrow properties: every transaction makes a store of its
- * own, and allocating some 70 closures for each one took a tenth of a step's CPU (profiled under tsx).
- */
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
   private finished = false;
@@ -203,241 +199,100 @@ class SqliteStore implements Store {
     }
   }
 
-  eventAppend(p: Parameters<Store['eventAppend']>[0]) {
-    return this.run(
+  eventAppend: Store['eventAppend'] = (p) =>
+    this.run(
       (s, now) => events.eventAppend(s, now, p),
       (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]),
     );
-  }
-  eventReadStream(p: Parameters<Store['eventReadStream']>[0]) {
-    return this.read((s) => events.eventReadStream(s, p));
-  }
-  eventReadAll(p: Parameters<Store['eventReadAll']>[0]) {
-    return this.read((s) => events.eventReadAll(s, p));
-  }
-  eventReadCommitted(p: Parameters<Store['eventReadCommitted']>[0]) {
-    return this.read((s) => events.eventReadCommitted(s, p));
-  }
-  eventHead() {
-    return this.read((s) => events.eventHead(s));
-  }
+  eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
+  eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
+  eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
+  eventHead: Store['eventHead'] = () => this.read((s) => events.eventHead(s));
 
-  streamList(p: Parameters<Store['streamList']>[0]) {
-    return this.read((s) => events.streamList(s, p));
-  }
-  projectionPut(p: Parameters<Store['projectionPut']>[0]) {
-    return this.run((s, now) => events.projectionPut(s, now, p));
-  }
-  projectionGet(p: Parameters<Store['projectionGet']>[0]) {
-    return this.read((s) => events.projectionGet(s, p));
-  }
-  projectionList(p: Parameters<Store['projectionList']>[0]) {
-    return this.read((s) => events.projectionList(s, p));
-  }
-  projectionListRecent(p: Parameters<Store['projectionListRecent']>[0]) {
-    return this.read((s) => events.projectionListRecent(s, p));
-  }
-  projectionDelete(p: Parameters<Store['projectionDelete']>[0]) {
-    return this.run((s) => events.projectionDelete(s, p));
-  }
-  projectionGetMany(p: Parameters<Store['projectionGetMany']>[0]) {
-    return this.read((s) => events.projectionGetMany(s, p));
-  }
-  projectionPutMany(p: Parameters<Store['projectionPutMany']>[0]) {
-    return this.run((s, now) => events.projectionPutMany(s, now, p));
-  }
+  streamList: Store['streamList'] = (p) => this.read((s) => events.streamList(s, p));
+  projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
+  projectionGet: Store['projectionGet'] = (p) => this.read((s) => events.projectionGet(s, p));
+  projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
+  projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => events.projectionListRecent(s, p));
+  projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
+  projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
+  projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
 
-  subscriptionEnsure(p: Parameters<Store['subscriptionEnsure']>[0]) {
-    return this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
-  }
-  subscriptionLease(p: Parameters<Store['subscriptionLease']>[0]) {
-    return this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
-  }
-  subscriptionRelease(p: Parameters<Store['subscriptionRelease']>[0]) {
-    return this.run((s) => subscriptions.subscriptionRelease(s, p));
-  }
-  subscriptionAdvance(p: Parameters<Store['subscriptionAdvance']>[0]) {
-    return this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
-  }
-  subscriptionBlock(p: Parameters<Store['subscriptionBlock']>[0]) {
-    return this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
-  }
-  subscriptionGet(p: Parameters<Store['subscriptionGet']>[0]) {
-    return this.read((s) => subscriptions.subscriptionGet(s, p));
-  }
-  subscriptionList() {
-    return this.read((s) => subscriptions.subscriptionList(s));
-  }
-  parkedAdd(p: Parameters<Store['parkedAdd']>[0]) {
-    return this.run((s, now) => subscriptions.parkedAdd(s, now, p));
-  }
-  parkedList(p: Parameters<Store['parkedList']>[0]) {
-    return this.read((s) => subscriptions.parkedList(s, p));
-  }
-  parkedSetStatus(p: Parameters<Store['parkedSetStatus']>[0]) {
-    return this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
-  }
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) => this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
+  subscriptionLease: Store['subscriptionLease'] = (p) => this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
+  subscriptionRelease: Store['subscriptionRelease'] = (p) => this.run((s) => subscriptions.subscriptionRelease(s, p));
+  subscriptionAdvance: Store['subscriptionAdvance'] = (p) => this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
+  subscriptionBlock: Store['subscriptionBlock'] = (p) => this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
+  subscriptionGet: Store['subscriptionGet'] = (p) => this.read((s) => subscriptions.subscriptionGet(s, p));
+  subscriptionList: Store['subscriptionList'] = () => this.read((s) => subscriptions.subscriptionList(s));
+  parkedAdd: Store['parkedAdd'] = (p) => this.run((s, now) => subscriptions.parkedAdd(s, now, p));
+  parkedList: Store['parkedList'] = (p) => this.read((s) => subscriptions.parkedList(s, p));
+  parkedSetStatus: Store['parkedSetStatus'] = (p) => this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
 
-  taskEnqueue(p: Parameters<Store['taskEnqueue']>[0]) {
-    return this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
-  }
-  taskClaim(p: Parameters<Store['taskClaim']>[0]) {
-    return this.run((s, now) => tasks.taskClaim(s, now, p));
-  }
-  taskHeartbeat(p: Parameters<Store['taskHeartbeat']>[0]) {
-    return this.run((s, now) => tasks.taskHeartbeat(s, now, p));
-  }
-  taskRenew(p: Parameters<Store['taskRenew']>[0]) {
-    return this.run((s, now) => tasks.taskRenew(s, now, p));
-  }
-  taskComplete(p: Parameters<Store['taskComplete']>[0]) {
-    return this.run((s, now) => tasks.taskComplete(s, now, p));
-  }
-  taskCompleteAll(p: Parameters<Store['taskCompleteAll']>[0]) {
-    return this.run((s, now) => tasks.taskCompleteAll(s, now, p));
-  }
-  taskRelease(p: Parameters<Store['taskRelease']>[0]) {
-    return this.run(
+  taskEnqueue: Store['taskEnqueue'] = (p) => this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
+  taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
+  taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
+  taskRenew: Store['taskRenew'] = (p) => this.run((s, now) => tasks.taskRenew(s, now, p));
+  taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
+  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p));
+  taskRelease: Store['taskRelease'] = (p) =>
+    this.run(
       (s, now) => tasks.taskRelease(s, now, p),
       (released) => ['tasks', ...new Set(released.map((t) => t.queue))],
     ).then((released) => released.map((t) => t.id));
-  }
-  taskFail(p: Parameters<Store['taskFail']>[0]) {
-    return this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
-  }
-  taskExpire(p: Parameters<Store['taskExpire']>[0]) {
-    return this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
-  }
-  taskGet(p: Parameters<Store['taskGet']>[0]) {
-    return this.read((s) => tasks.taskGet(s, p));
-  }
-  taskList(p: Parameters<Store['taskList']>[0]) {
-    return this.read((s) => tasks.taskList(s, p));
-  }
-  taskRedrive(p: Parameters<Store['taskRedrive']>[0]) {
-    return this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
-  }
-  taskReschedule(p: Parameters<Store['taskReschedule']>[0]) {
-    return this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
-  }
-  taskNextRunAt(p: Parameters<Store['taskNextRunAt']>[0]) {
-    return this.read((s) => tasks.taskNextRunAt(s, p));
-  }
+  taskFail: Store['taskFail'] = (p) => this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
+  taskExpire: Store['taskExpire'] = (p) => this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
+  taskGet: Store['taskGet'] = (p) => this.read((s) => tasks.taskGet(s, p));
+  taskList: Store['taskList'] = (p) => this.read((s) => tasks.taskList(s, p));
+  taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
+  taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
+  taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
 
-  blobPut(p: Parameters<Store['blobPut']>[0]) {
-    return this.run((s, now) => blobs.blobPut(s, now, p));
-  }
-  blobGet(p: Parameters<Store['blobGet']>[0]) {
-    return this.read((s) => blobs.blobGet(s, p));
-  }
-  blobDelete(p: Parameters<Store['blobDelete']>[0]) {
-    return this.run((s) => blobs.blobDelete(s, p));
-  }
+  blobPut: Store['blobPut'] = (p) => this.run((s, now) => blobs.blobPut(s, now, p));
+  blobGet: Store['blobGet'] = (p) => this.read((s) => blobs.blobGet(s, p));
+  blobDelete: Store['blobDelete'] = (p) => this.run((s) => blobs.blobDelete(s, p));
   // a resume makes the held-back tasks claimable: wake the workers
-  pauseSet(p: Parameters<Store['pauseSet']>[0]) {
-    return this.run((s, now) => pauses.pauseSet(s, now, p));
-  }
-  pauseDelete(p: Parameters<Store['pauseDelete']>[0]) {
-    return this.run((s) => pauses.pauseDelete(s, p), ['tasks', '']);
-  }
-  pauseList() {
-    return this.read((s) => pauses.pauseList(s));
-  }
-  agentEventPut(p: Parameters<Store['agentEventPut']>[0]) {
-    return this.run((s) => agents.agentEventPut(s, p));
-  }
-  agentEventGet(p: Parameters<Store['agentEventGet']>[0]) {
-    return this.read((s) => agents.agentEventGet(s, p));
-  }
-  agentEventList(p: Parameters<Store['agentEventList']>[0]) {
-    return this.read((s) => agents.agentEventList(s, p));
-  }
-  agentEventUpdate(p: Parameters<Store['agentEventUpdate']>[0]) {
-    return this.run((s) => agents.agentEventUpdate(s, p));
-  }
-  agentRunPut(p: Parameters<Store['agentRunPut']>[0]) {
-    return this.run((s) => agents.agentRunPut(s, p));
-  }
-  agentRunGet(p: Parameters<Store['agentRunGet']>[0]) {
-    return this.read((s) => agents.agentRunGet(s, p));
-  }
-  agentRunUpdate(p: Parameters<Store['agentRunUpdate']>[0]) {
-    return this.run((s) => agents.agentRunUpdate(s, p));
-  }
-  agentRunList(p: Parameters<Store['agentRunList']>[0]) {
-    return this.read((s) => agents.agentRunList(s, p));
-  }
-  agentStepPut(p: Parameters<Store['agentStepPut']>[0]) {
-    return this.run((s) => agents.agentStepPut(s, p));
-  }
-  agentStepUpdate(p: Parameters<Store['agentStepUpdate']>[0]) {
-    return this.run((s) => agents.agentStepUpdate(s, p));
-  }
-  agentStepList(p: Parameters<Store['agentStepList']>[0]) {
-    return this.read((s) => agents.agentStepList(s, p));
-  }
-  agentToolCallPut(p: Parameters<Store['agentToolCallPut']>[0]) {
-    return this.run((s) => agents.agentToolCallPut(s, p));
-  }
-  agentToolCallUpdate(p: Parameters<Store['agentToolCallUpdate']>[0]) {
-    return this.run((s) => agents.agentToolCallUpdate(s, p));
-  }
-  agentToolCallGet(p: Parameters<Store['agentToolCallGet']>[0]) {
-    return this.read((s) => agents.agentToolCallGet(s, p));
-  }
-  agentToolCallList(p: Parameters<Store['agentToolCallList']>[0]) {
-    return this.read((s) => agents.agentToolCallList(s, p));
-  }
-  agentCheckpointPut(p: Parameters<Store['agentCheckpointPut']>[0]) {
-    return this.run((s) => agents.agentCheckpointPut(s, p));
-  }
-  agentCheckpointList(p: Parameters<Store['agentCheckpointList']>[0]) {
-    return this.read((s) => agents.agentCheckpointList(s, p));
-  }
-  agentRunDelete(p: Parameters<Store['agentRunDelete']>[0]) {
-    return this.run((s) => agents.agentRunDelete(s, p));
-  }
-  taskStats() {
-    return this.read((s) => maintenance.taskStats(s, Date.now()));
-  }
-  taskListActiveKeys(p: Parameters<Store['taskListActiveKeys']>[0]) {
-    return this.read((s) => maintenance.taskListActiveKeys(s, p));
-  }
-  taskDelete(p: Parameters<Store['taskDelete']>[0]) {
-    return this.run((s) => maintenance.taskDelete(s, p));
-  }
-  subscriptionStats() {
-    return this.read((s) => maintenance.subscriptionStats(s, Date.now()));
-  }
-  streamDelete(p: Parameters<Store['streamDelete']>[0]) {
-    return this.run((s) => maintenance.streamDelete(s, p));
-  }
-  eventDeleteBefore(p: Parameters<Store['eventDeleteBefore']>[0]) {
-    return this.run((s) => maintenance.eventDeleteBefore(s, p));
-  }
-  storageDiagnose() {
-    return this.read((s) => maintenance.storageDiagnose(s));
-  }
-  async storageVacuum() {
+  pauseSet: Store['pauseSet'] = (p) => this.run((s, now) => pauses.pauseSet(s, now, p));
+  pauseDelete: Store['pauseDelete'] = (p) => this.run((s) => pauses.pauseDelete(s, p), ['tasks', '']);
+  pauseList: Store['pauseList'] = () => this.read((s) => pauses.pauseList(s));
+  agentEventPut: Store['agentEventPut'] = (p) => this.run((s) => agents.agentEventPut(s, p));
+  agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
+  agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));
+  agentEventUpdate: Store['agentEventUpdate'] = (p) => this.run((s) => agents.agentEventUpdate(s, p));
+  agentRunPut: Store['agentRunPut'] = (p) => this.run((s) => agents.agentRunPut(s, p));
+  agentRunGet: Store['agentRunGet'] = (p) => this.read((s) => agents.agentRunGet(s, p));
+  agentRunUpdate: Store['agentRunUpdate'] = (p) => this.run((s) => agents.agentRunUpdate(s, p));
+  agentRunList: Store['agentRunList'] = (p) => this.read((s) => agents.agentRunList(s, p));
+  agentStepPut: Store['agentStepPut'] = (p) => this.run((s) => agents.agentStepPut(s, p));
+  agentStepUpdate: Store['agentStepUpdate'] = (p) => this.run((s) => agents.agentStepUpdate(s, p));
+  agentStepList: Store['agentStepList'] = (p) => this.read((s) => agents.agentStepList(s, p));
+  agentToolCallPut: Store['agentToolCallPut'] = (p) => this.run((s) => agents.agentToolCallPut(s, p));
+  agentToolCallUpdate: Store['agentToolCallUpdate'] = (p) => this.run((s) => agents.agentToolCallUpdate(s, p));
+  agentToolCallGet: Store['agentToolCallGet'] = (p) => this.read((s) => agents.agentToolCallGet(s, p));
+  agentToolCallList: Store['agentToolCallList'] = (p) => this.read((s) => agents.agentToolCallList(s, p));
+  agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
+  agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
+  agentRunDelete: Store['agentRunDelete'] = (p) => this.run((s) => agents.agentRunDelete(s, p));
+  taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, Date.now()));
+  taskListActiveKeys: Store['taskListActiveKeys'] = (p) => this.read((s) => maintenance.taskListActiveKeys(s, p));
+  taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
+  subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
+  streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
+  eventDeleteBefore: Store['eventDeleteBefore'] = (p) => this.run((s) => maintenance.eventDeleteBefore(s, p));
+  storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
+  storageVacuum: Store['storageVacuum'] = async () => {
     if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
     await this.read((s) => maintenance.storageVacuum(s));
-  }
-  processRegister(p: Parameters<Store['processRegister']>[0]) {
-    return this.run((s, now) => processes.processRegister(s, now, p));
-  }
-  processHeartbeat(p: Parameters<Store['processHeartbeat']>[0]) {
-    return this.run((s, now) => processes.processHeartbeat(s, now, p));
-  }
-  processList() {
-    return this.read((s) => processes.processList(s));
-  }
+  };
+  processRegister: Store['processRegister'] = (p) => this.run((s, now) => processes.processRegister(s, now, p));
+  processHeartbeat: Store['processHeartbeat'] = (p) => this.run((s, now) => processes.processHeartbeat(s, now, p));
+  processList: Store['processList'] = () => this.read((s) => processes.processList(s));
   // a subscription's lease ended: its subscribers here look at once
-  processExpire(p: Parameters<Store['processExpire']>[0]) {
-    return this.run(
+  processExpire: Store['processExpire'] = (p) =>
+    this.run(
       (s, now) => processes.processExpire(s, now, p),
       (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']),
     );
-  }
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
