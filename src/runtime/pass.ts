@@ -2,17 +2,17 @@ import { toMs, type Duration } from '../duration.js';
 import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
-import { checkOutput, failureData, rebuild, retryDelay, runAttempt, Suspension, type FailureData } from './calls.js';
+import { runAttempt, Suspension } from './calls.js';
 import type { EntryKind, History, Seq } from './history.js';
-import { pollSchedule, runPoll, type PollHost } from './poll.js';
+import { pollSchedule, runPoll } from './poll.js';
+import { runNode, runStep, type StepHost } from './steps.js';
 import type { RunView } from './view.js';
 import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeStep, type Observe } from './observe.js';
-import type { BranchResult, NodeContext, NodeOptions, PollOptions, StepContext, StepOptions, Workflow, WorkflowContext } from './workflow.js';
+import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from './workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
-import { RUN_EVENT } from './events.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
 
 export type Outcome = { kind: 'completed'; output: unknown } | { kind: 'continued'; input: unknown; workflow: Workflow | null } | { kind: 'failed'; error: unknown } | { kind: 'suspended'; wakeAt: number | null };
@@ -84,12 +84,6 @@ export class Pass {
 
   private deadlineTimer: NodeJS.Timeout | null = null;
   private readonly ended = new AbortController();
-  /**
-   * Inside a node's attempt: step failures journaled at or before this version belong to an earlier
-   * attempt and do not count (Infinity: the attempt began in this pass, so none in the history count).
-   */
-  private failuresAfter = 0;
-
   private readonly writer: RunWriter;
   private readonly patches: Patches;
 
@@ -161,7 +155,7 @@ export class Pass {
     const call = <T>(kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>) => this.call(next(), kind, name, work);
     const context: WorkflowContext = {
       runId: this.runId,
-      step: (name, fn, options = {}) => call('step', name, (seq) => this.runStep(seq, name, fn, options)),
+      step: (name, fn, options = {}) => call('step', name, (seq) => runStep(this.host, seq, name, fn, options)),
       sleep: (name, duration) => {
         const ms = toMs(duration, `sleep(${name})`);
         return call('sleep', name, (seq) => runSleep(this.waitHost, seq, name, () => this.o.clock.now() + ms));
@@ -177,7 +171,7 @@ export class Pass {
       child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) => call('child', workflow.name, (seq) => runChild(this.waitHost, seq, workflow, input, options.id)) as Promise<O>,
       poll: <T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>) => {
         const schedule = pollSchedule(name, options as PollOptions<unknown>);
-        return call('poll', name, (seq) => runPoll(this.pollHost, seq, name, fn, options, schedule));
+        return call('poll', name, (seq) => runPoll(this.host, seq, name, fn, options, schedule));
       },
       parallel: (name, branches) => this.runParallel(next(), name, branches) as never,
       setState: (state) => call('state', checkState(state), (seq) => recordState(this.waitHost, seq, state)),
@@ -185,7 +179,7 @@ export class Pass {
       node: (name, fn, options = {}) => {
         // a node's completion moves the run's own numbering past its calls: branches number theirs apart
         if (next !== this.root) return Promise.reject(new ValidationError(`node(${name})`, 'a node cannot run inside a parallel branch'));
-        return this.call(next(), 'node', name, (seq) => this.runNode(seq, name, fn, options), false);
+        return this.call(next(), 'node', name, (seq) => runNode(this.host, seq, name, fn, options), false);
       },
       signal: this.ended.signal,
       patched: (id) => this.patches.patched(id),
@@ -232,23 +226,34 @@ export class Pass {
     });
   }
 
-  private get pollHost(): PollHost {
-    return {
+  private madeHost: StepHost | undefined;
+
+  /** Made once, like the wait host. */
+  private get host(): StepHost {
+    return (this.madeHost ??= {
       runId: this.o.runId,
       history: this.o.history,
       maxEventBytes: this.o.maxEventBytes,
+      failuresAfter: 0,
       write: (events) => this.write(events),
+      defer: (event) => this.writer.defer(event),
       attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
+      observe: (name, attempt) => observeStep(this.o.observe, this.runId, this.o.history.workflow, name, attempt, this.o.traceparent),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
       stopped: () => this.cancelled || this.expired !== null,
+      cancelled: () => this.cancelled,
+      position: () => this.seq,
+      moveTo: (end) => {
+        this.seq = Math.max(this.seq, end);
+      },
       remember: (seq, name, output, undo) => {
         if (undo) this.compensations.push({ seq, name, output, undo });
       },
       leftRunning: (seq, name, cancel) => {
         if (!this.compensations.some((c) => c.seq === seq)) this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
       },
-    };
+    });
   }
 
   /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
@@ -334,104 +339,5 @@ export class Pass {
     if (this.expired) throw this.expired;
     // paused: the next pass (held back by the claim until the resume) takes it from here
     if (this.o.held?.()) throw new Suspension(this.o.clock.now());
-  }
-
-  private async runStep<T>(seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
-    const h = this.o.history;
-    const completed = h.find(seq, RUN_EVENT.stepCompleted);
-    if (completed) return this.remember(seq, name, (completed.data as { output: T }).output, options);
-    const failures = h.entries.get(seq)?.events.filter((e) => e.type === RUN_EVENT.stepFailed && e.version > this.failuresAfter) ?? [];
-    const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null }) | undefined;
-    if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
-    this.ensureNotCancelled();
-    if (lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
-
-    const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
-    const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
-    await this.write([{ type: RUN_EVENT.stepStarted, data: started }]);
-    const seen = observeStep(this.o.observe, this.runId, h.workflow, name, attempt, this.o.traceparent);
-    try {
-      const output = await runAttempt(this.stop.signal, fn, { idempotencyKey: `${this.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
-      checkOutput(name, output, this.o.maxEventBytes);
-      seen.end(null, false);
-      // Journaled with the run's next write, before anything after this step can happen: the next
-      // step's start, a timer, the end of the run. One transaction per step instead of two; a
-      // crash in between runs this step again, as a crash before its completion always did.
-      this.writer.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: output ?? null } });
-      return this.remember(seq, name, output, options);
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        seen.end(describeError(error), false);
-        throw error;
-      }
-      // stopped by cancellation or the run's deadline: the code sees why, whatever the step made of its signal
-      if (this.cancelled || this.expired) {
-        seen.end(describeError(error), false);
-        this.ensureNotCancelled();
-      }
-      const delay = retryDelay(error, attempt, options.retry);
-      const retryAt = delay === null ? null : this.o.clock.now() + delay;
-      seen.end(describeError(error), retryAt !== null);
-      await this.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
-      if (retryAt === null) throw error;
-      throw new Suspension(retryAt);
-    }
-  }
-
-  /**
-   * A node: its completion returns the recorded result and moves the call numbering past its calls;
-   * otherwise its current attempt runs (or an earlier pass's attempt resumes), numbering its calls
-   * after the node's own, the same in every attempt, so a call that completed in an earlier attempt
-   * returns its result and one that failed runs again.
-   */
-  private async runNode<T>(seq: Seq, name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions): Promise<T> {
-    const h = this.o.history;
-    const events = h.entries.get(seq)?.events ?? [];
-    const completed = events.find((e) => e.type === RUN_EVENT.nodeCompleted)?.data as { output: T; end: number } | undefined;
-    if (completed) {
-      this.seq = Math.max(this.seq, completed.end);
-      return completed.output;
-    }
-    const failures = events.filter((e) => e.type === RUN_EVENT.nodeFailed);
-    const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null; end: number }) | undefined;
-    if (lastFailure && lastFailure.retryAt === null) {
-      this.seq = Math.max(this.seq, lastFailure.end);
-      throw rebuild(lastFailure);
-    }
-    this.ensureNotCancelled();
-    if (options.skip) {
-      this.writer.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
-      return null as T;
-    }
-    const starts = events.filter((e) => e.type === RUN_EVENT.nodeStarted);
-    const resumed = starts.length > failures.length ? starts.at(-1)! : null;
-    if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > this.o.clock.now()) throw new Suspension(lastFailure.retryAt);
-    const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
-    const startedAt = resumed ? resumed.timestamp : this.o.clock.now();
-    if (!resumed) await this.write([{ type: RUN_EVENT.nodeStarted, data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
-    const outer = this.failuresAfter;
-    this.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
-    let output: T;
-    try {
-      output = await fn({ attempt });
-      checkOutput(name, output, this.o.maxEventBytes);
-    } catch (error) {
-      this.failuresAfter = outer;
-      if (error instanceof LeaseLostError || error instanceof NonDeterminismError || this.cancelled) throw error;
-      const delay = retryDelay(error, attempt, options.retry);
-      const retryAt = delay === null ? null : this.o.clock.now() + delay;
-      await this.write([{ type: RUN_EVENT.nodeFailed, data: { seq, name, attempt, end: this.seq, ...failureData(error), retryAt } }]);
-      if (retryAt === null) throw error;
-      throw new Suspension(retryAt);
-    }
-    this.failuresAfter = outer;
-    // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
-    this.writer.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt, end: this.seq, output: output ?? null, latency_ms: this.o.clock.now() - startedAt } });
-    return output;
-  }
-
-  private remember<T>(seq: Seq, name: string, output: T, options: StepOptions<T>): T {
-    if (options.compensate) this.compensations.push({ seq, name, output, undo: options.compensate });
-    return output;
   }
 }

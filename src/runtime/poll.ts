@@ -15,7 +15,7 @@ export interface PollHost {
   /** The database clock (see StoreClock): a poll's schedule is on it. */
   now(): number;
   /** One try of `fn`; its signal fires on `timeout`, cancellation or a lost lease. */
-  attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number }, timeout?: PollOptions<T>['timeout']): Promise<T>;
+  attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: PollOptions<T>['timeout']): Promise<T>;
   /** Throws when the run was cancelled or passed its deadline: no new work starts. */
   checkLive(): void;
   /** The run was cancelled or passed its deadline. */
