@@ -25,7 +25,7 @@ export interface WorkOptions {
   concurrency?: number;
   /**
    * Tasks claimed beyond `concurrency` and held until a slot frees (at most this many; default:
-   * four times `concurrency`), so a finished handler's next task starts without waiting for a
+   * sixteen times `concurrency`), so a finished handler's next task starts without waiting for a
    * claim, and one commit carries more tasks. Only while handlers are short (under 100 ms on
    * average), and more than `concurrency` only as many as the slots start within 25 ms at the
    * handlers' average pace; a held task not started within 2 s, and every held task when the
@@ -60,6 +60,13 @@ const PREFETCH_MAX_HANDLER_MS = 100;
 const PREFETCH_WAIT_MS = 25;
 /** A prefetched task not started within this (ms) is given back for another worker to take. */
 const PREFETCH_HOLD_MS = 2_000;
+/**
+ * Claims a worker has in flight at once, each for up to half of what it may hold: the next one
+ * commits while the last one's tasks run, so PostgreSQL's two commit lanes (see GroupCommit) both
+ * work. Measured, drain of 20,000 no-op tasks, concurrency 10, prefetch 160: one claim at a time
+ * 8,400/s, two 11,600/s.
+ */
+const CLAIMS_IN_FLIGHT = 2;
 
 /**
  * How many tasks a worker holds beyond its running ones (see `WorkOptions.prefetch`): none while
@@ -96,6 +103,9 @@ export class Worker {
   private expiryTimer: NodeJS.Timeout | null = null;
   /** Tasks whose handler is done and whose outcome is being committed (heartbeats still renew their leases). */
   private readonly settling = new Map<string, Task>();
+  /** Claims in flight (see CLAIMS_IN_FLIGHT), and how many tasks they ask for in all. */
+  private readonly claims: Array<Promise<boolean>> = [];
+  private asked = 0;
 
   constructor(
     private readonly store: Store,
@@ -104,7 +114,7 @@ export class Worker {
     private readonly handler: TaskHandler,
     options: WorkOptions,
   ) {
-    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: 4 * (options.concurrency ?? 10), ...options };
+    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: 16 * (options.concurrency ?? 10), ...options };
     this.id = options.workerId ?? newId('worker');
   }
 
@@ -141,23 +151,28 @@ export class Worker {
       while (this.active) {
         this.startHeld();
         const prefetch = this.slotsStuck ? 0 : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
-        const want = this.options.concurrency + prefetch - this.running.size - this.held.length;
-        // full, or enough held for the slots that free next: a finishing handler wakes us
-        if (want <= 0 || this.held.length > prefetch / 2) {
-          await this.wakeup.wait(this.options.pollMs);
-          await this.releaseStale(prefetch);
+        const most = this.options.concurrency + prefetch;
+        const want = most - this.running.size - this.held.length - this.asked;
+        if (want > 0 && this.held.length <= prefetch / 2 && this.claims.length < CLAIMS_IN_FLIGHT) {
+          this.claims.push(this.claim(Math.min(want, Math.ceil(most / CLAIMS_IN_FLIGHT))));
+          // after a turn, the group commit has taken this claim: the next goes in a batch (and lane) of its own
+          await new Promise((resolve) => setImmediate(resolve));
           continue;
         }
-        let claimed = 0;
-        try {
-          claimed = await this.claim(want);
-        } catch (error) {
-          this.options.onError?.(error);
+        if (this.claims.length > 0) {
+          // a full claim means there may be more; a short one that nothing else is claimable yet
+          if (!(await this.claims.shift())) {
+            await Promise.all(this.claims.splice(0));
+            if (this.active) await this.wakeup.wait(await this.idleWait());
+          }
+          continue;
         }
-        if (!this.active) break;
-        // a full batch means there may be more; fewer means nothing else is claimable yet
-        if (claimed < want) await this.wakeup.wait(await this.idleWait());
+        // full, or enough held for the slots that free next: a finishing handler wakes us
+        await this.wakeup.wait(this.options.pollMs);
+        await this.releaseStale(prefetch);
       }
+      // what the last claims took is held: stop() gives it back
+      await Promise.all(this.claims.splice(0));
     } finally {
       await unlisten();
     }
@@ -190,19 +205,28 @@ export class Worker {
   /**
    * Claims up to `limit` tasks into `held`, then starts as many as there are free slots. In the
    * group commit: with the completions that freed the slots, one transaction, one flush. A claim
-   * writes no event (see lifecycle.ts).
+   * writes no event (see lifecycle.ts). True when it got `limit` tasks.
    */
-  private async claim(limit: number): Promise<number> {
+  private async claim(limit: number): Promise<boolean> {
     const leaseToken = newId('lease');
-    const { value: tasks } = await this.journal.group.submit({
-      statement: (store) => store.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }),
-    });
+    this.asked += limit;
+    let tasks: Task[];
+    try {
+      ({ value: tasks } = await this.journal.group.submit({
+        statement: (store) => store.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }),
+      }));
+    } catch (error) {
+      this.options.onError?.(error);
+      return false;
+    } finally {
+      this.asked -= limit;
+    }
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     const at = performance.now();
     for (const task of tasks) this.held.push({ task, at });
     this.startHeld();
-    return tasks.length;
+    return tasks.length === limit;
   }
 
   /** Starts held tasks in the free slots, in claim order. */
