@@ -230,7 +230,7 @@ export class Pass {
 
   /** Made once, like the wait host. */
   private get host(): StepHost {
-    return (this.madeHost ??= {
+    this.madeHost ??= {
       runId: this.o.runId,
       history: this.o.history,
       maxEventBytes: this.o.maxEventBytes,
@@ -253,7 +253,8 @@ export class Pass {
       leftRunning: (seq, name, cancel) => {
         if (!this.compensations.some((c) => c.seq === seq)) this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
       },
-    });
+    };
+    return this.madeHost;
   }
 
   /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
