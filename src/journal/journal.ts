@@ -17,6 +17,8 @@ export interface AppendOptions {
   idempotencyKey?: string;
   /** Append inside the caller's transaction. */
   tx?: Store;
+  /** Nobody reads the appended events (see `EventAppendParams.unread`); ignored when a projection reads them. */
+  unread?: boolean;
 }
 
 export interface JournalLimits {
@@ -72,8 +74,12 @@ export class Journal {
   /** Appends to several streams at once: all or nothing. */
   async appendMany(appends: StreamAppend[], options: Omit<AppendOptions, 'expectedVersion'> = {}): Promise<AppendResult> {
     this.validate(appends);
-    const params = { appends, ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }) };
     const projected = appends.some((a) => a.events.some((e) => this.projections.has(e.type) || this.batchProjections.some((b) => b.types.has(e.type))));
+    const params = {
+      appends,
+      ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }),
+      ...(options.unread && !projected ? { unread: true } : {}),
+    };
     if (!projected && !options.tx) return this.store.eventAppend(params);
     const result = await (options.tx ?? this.store).transaction(async (tx) => {
       const appended = await tx.eventAppend(params);

@@ -123,7 +123,7 @@ export class TaskQueue {
     return (tx ?? this.journal.group).transaction(async (t) => {
       const results = await t.taskEnqueue({ tasks });
       const created = results.filter((r) => r.created).map(({ task }) => taskEvent('enqueue', task.id, { queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts }));
-      if (created.length > 0) await this.journal.appendMany(created, { tx: t });
+      if (created.length > 0) await this.journal.appendMany(created, { tx: t, unread: true });
       return results;
     });
   }

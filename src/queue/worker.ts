@@ -198,7 +198,7 @@ export class Worker {
       const expired = await tx.taskExpire({ limit: 1000 });
       if (expired.length === 0) return expired;
       const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, workerId: t.workerId, claimedAt: t.claimedAt, error: t.lastError }));
-      await this.journal.appendMany(events, { tx });
+      await this.journal.appendMany(events, { tx, unread: true });
       return expired;
     });
     for (const t of expired) if (t.state === 'dead') this.options.events?.emit('task:dead', { queue: t.queue, taskId: t.id, attempt: t.attempts, error: t.lastError ?? 'lease expired' });
@@ -347,7 +347,7 @@ export class Worker {
           const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs });
           const data = { ...this.attempt(task), error: message };
           const event = terminal ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' }) : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
-          await this.journal.appendMany([event], { tx });
+          await this.journal.appendMany([event], { tx, unread: true });
           return failed;
         })
         .then((failed) => {

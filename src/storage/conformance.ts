@@ -196,6 +196,30 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(await store.taskList({ queue: 'q', limit: 10 })).toEqual([]);
     });
 
+    it('commits an unread append with its transaction (and wakes its stream), and undoes it with it', async () => {
+      const woken: string[] = [];
+      const unlisten = await store.listen('events', (stream) => void woken.push(stream));
+      await store.transaction(async (tx) => {
+        await tx.eventAppend({ unread: true, appends: [{ streamId: 'u', events: [ev('A'), ev('B')] }] });
+        await tx.eventAppend({ unread: true, appends: [{ streamId: 'u', events: [ev('C')] }] });
+      });
+      for (let i = 0; i < 100 && !woken.includes('u'); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await unlisten();
+      expect((await store.eventReadStream({ streamId: 'u' })).map((e) => [e.type, e.version])).toEqual([
+        ['A', 1],
+        ['B', 2],
+        ['C', 3],
+      ]);
+      expect(woken).toContain('u');
+      const undone = store.transaction(async (tx) => {
+        await tx.eventAppend({ unread: true, appends: [{ streamId: 'u', events: [ev('D')] }] });
+        await tx.projectionPut({ name: 'p', key: 'k', value: 1 });
+        throw new Error('boom');
+      });
+      await expect(undone).rejects.toThrow('boom');
+      expect(await store.eventReadStream({ streamId: 'u' })).toHaveLength(3);
+    });
+
     it('calls back after a commit, never after a rollback, and at once outside a transaction', async () => {
       const calls: string[] = [];
       store.onCommit(() => calls.push('outside'));

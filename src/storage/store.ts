@@ -314,6 +314,13 @@ export interface EventAppendParams {
   appends: StreamAppend[];
   /** A repeated key returns the events first written with it and writes nothing. */
   idempotencyKey?: string;
+  /**
+   * Nobody reads the events this append stores: inside a PostgreSQL transaction it then travels in
+   * the message of the transaction's next statement or of its `COMMIT` (one round trip fewer) and
+   * the result holds no events. Ignored with an idempotency key or an expected version (their
+   * outcome must be read) and outside a transaction.
+   */
+  unread?: boolean;
 }
 
 export interface AppendResult {

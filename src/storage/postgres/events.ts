@@ -74,6 +74,11 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
     jsonArray(events.data),
     jsonArray(events.metadata),
   ];
+  // nobody reads it: the versions its wake-ups name are unknown then, and say only "this stream moved"
+  if (p.unread && db.inTransaction && key === null && checks.stream.length === 0) {
+    await db.write(APPEND, params);
+    return { events: [], duplicate: false };
+  }
   const rows = await appendRows(db, checks.stream.length > 0, params);
   if (rows[0]?.ok === false) {
     // Read after the statement: only now does a fresh snapshot see the first append's events.
