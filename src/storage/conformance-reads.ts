@@ -73,6 +73,22 @@ export function readConformance(h: { store: () => Store }): void {
       expect(byType.reads[0]!.more).toBe(false);
     });
 
+    it('append more events than one statement takes: versions gapless per stream, positions in the order sent', async () => {
+      const events = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ev(`${tag}${i}`));
+      const result = await h.store().eventAppend({
+        appends: [
+          { streamId: 'many-a', events: events(150, 'a') },
+          { streamId: 'many-b', events: events(3, 'b') },
+          { streamId: 'many-a', events: events(70, 'c') },
+        ],
+      });
+      expect(result.events.map((e) => e.type)).toEqual([...events(150, 'a'), ...events(3, 'b'), ...events(70, 'c')].map((e) => e.type));
+      expect(result.events.every((e, i) => i === 0 || e.position > result.events[i - 1]!.position)).toBe(true);
+      const a = await h.store().eventReadStream({ streamId: 'many-a' });
+      expect(a.map((e) => e.version)).toEqual(Array.from({ length: 220 }, (_, i) => i + 1));
+      expect(a.map((e) => e.position)).toEqual(result.events.filter((e) => e.streamId === 'many-a').map((e) => e.position));
+    });
+
     it('refuses a cursor of another form', async () => {
       await expect(h.store().eventReadCommitted({ after: 'x', limit: 1 })).rejects.toThrow(/not a cursor/);
     });
