@@ -32,7 +32,7 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
   let done = 0;
   for (const chunk of chunks(rows, ROWS_PER_INSERT)) {
     const last = Number(s.get(`INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(chunk.length, 7)}`).run(...chunk.flat()).lastInsertRowid);
-    chunk.forEach((_, i) => (events[done + i]!.position = last - chunk.length + 1 + i));
+    for (let i = 0; i < chunk.length; i++) events[done + i]!.position = last - chunk.length + 1 + i;
     done += chunk.length;
   }
   return { events, duplicate: false };
