@@ -88,6 +88,32 @@ describe.each(backends)('process liveness on $name', (backend) => {
     }
   });
 
+  it("does not take a process for dead because a listing stalled past staleMs (as everyone's heartbeats did)", async () => {
+    await store.processRegister({ id: 'proc_stalled', host: 'another-machine', pid: 4, pidStart: null });
+    await holdLease('proc_stalled', 't-stalled');
+    let stallMs = 0;
+    const slow = Object.create(store) as Store;
+    slow.processList = async () => {
+      await sleep(stallMs);
+      return store.processList();
+    };
+    const watcher = new Liveness(slow, { heartbeatMs: 60_000, sweepMs: 60_000, staleMs: 300 });
+    try {
+      await watcher.start();
+      stallMs = 400;
+      await watcher.sweep();
+      stallMs = 0;
+      await watcher.sweep();
+      expect(await leaseEnded('t-stalled')).toBe(false);
+      // watched again from the stall's end: silent for staleMs more, it is dead
+      await sleep(400);
+      await watcher.sweep();
+      expect(await leaseEnded('t-stalled')).toBe(true);
+    } finally {
+      await watcher.stop();
+    }
+  });
+
   it("ends at start the leases of this machine's processes whose pid is gone", async () => {
     // a pid that cannot be running: above the kernel's pid_max
     await store.processRegister({ id: 'proc_killed', host: `${hostname()}#${bootId()}`, pid: 2 ** 30, pidStart: '1' });

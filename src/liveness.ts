@@ -85,7 +85,7 @@ export class Liveness {
     this.sweeping = true;
     try {
       const here = thisProcess();
-      const now = performance.now();
+      const asked = performance.now();
       const dead: Array<{ id: string; heartbeatAt: number }> = [];
       let listed: ProcessInfo[];
       try {
@@ -96,12 +96,17 @@ export class Liveness {
         this.seen.clear();
         throw error;
       }
+      // Judged over what was surely watched: from the answer a heartbeat was first seen in to this
+      // question. A slow answer (a stalled network) may have held other processes' heartbeats up as
+      // long: what was seen before it says nothing now.
+      const answered = performance.now();
+      if (answered - asked > this.options.staleMs / 2) this.seen.clear();
       for (const p of listed) {
         // engines of this very process share its event loop: when this one sweeps, they are not stalled
         if (p.id === this.id || (p.host === here.host && p.pid === here.pid && p.pidStart === here.pidStart)) continue;
         const last = this.seen.get(p.id);
-        if (!last || last.heartbeatAt !== p.heartbeatAt) this.seen.set(p.id, { heartbeatAt: p.heartbeatAt, since: now });
-        const stale = last !== undefined && last.heartbeatAt === p.heartbeatAt && now - last.since >= this.options.staleMs;
+        if (!last || last.heartbeatAt !== p.heartbeatAt) this.seen.set(p.id, { heartbeatAt: p.heartbeatAt, since: answered });
+        const stale = last !== undefined && last.heartbeatAt === p.heartbeatAt && asked - last.since >= this.options.staleMs;
         if (stale || (p.host === here.host && !alive(p))) dead.push({ id: p.id, heartbeatAt: p.heartbeatAt });
       }
       for (const id of this.seen.keys()) if (!listed.some((p) => p.id === id)) this.seen.delete(id);
