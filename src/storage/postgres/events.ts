@@ -263,9 +263,8 @@ export async function streamList(db: Db, p: { prefix: string; after?: string; li
   return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), updatedAt: Number(row.created_at) }));
 }
 
-/** A write nobody reads: in a transaction it travels with the next statement or the `COMMIT` (see `Db.write`). */
 export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
-  await db.write(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
+  await db.rows(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
 }
 
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
@@ -331,5 +330,5 @@ export async function projectionListRecent(db: Db, p: ProjectionRecentParams): P
 }
 
 export async function projectionDelete(db: Db, p: { name: string; key: string }): Promise<void> {
-  await db.write('DELETE FROM projections WHERE name = $1 AND key = $2', [p.name, p.key]);
+  await db.rows('DELETE FROM projections WHERE name = $1 AND key = $2', [p.name, p.key]);
 }
