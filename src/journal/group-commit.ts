@@ -6,9 +6,9 @@ import type { Journal } from './journal.js';
 
 /** One caller's share of a group commit. */
 export interface GroupWrite<T = void> {
-  /** Task leases this write needs: renewed by the batch's one heartbeat; a write whose lease is gone writes nothing. */
+  /** Task leases this write needs: checked by the batch's one lease check; a write whose lease is gone writes nothing. */
   leases?: Lease[];
-  /** How far the heartbeat extends `leases` (ms). */
+  /** How far a fenced batch's heartbeat extends `leases` (ms). */
   leaseMs?: number;
   /** Tasks this write completes, lease checked: a write whose task is no longer held writes nothing. */
   completes?: CompletionItem[];
@@ -55,7 +55,7 @@ class CommitUnknown extends Error {
  * (one fsync) carries the writes of many runs and tasks. Idle, nothing waits: the first write
  * starts a commit in the next turn of the event loop (writes of the same turn share it).
  *
- * A batch is one transaction: one renewal for every lease of the batch, one completion statement
+ * A batch is one transaction: one check of every lease of the batch (held until it commits), one completion statement
  * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
  * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
  * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
@@ -153,8 +153,8 @@ export class GroupCommit {
 
   /**
    * One transaction for `batch`; settles each write it fenced out or committed, throws when it
-   * failed. A batch that writes something renews its leases and completes its tasks all or nothing
-   * first, with its next statement (`taskRenew`, `taskCompleteAll`): one lost (rare: another worker
+   * failed. A batch that writes something holds its leases and completes its tasks all or nothing
+   * first, with its next statement (`taskHold`, `taskCompleteAll`): one lost (rare: another worker
    * took a run or task) undoes the transaction, and the batch goes again, `fenced`: leases renewed
    * and tasks completed by statements that say which are held, the writes that lost one left out.
    */
@@ -167,13 +167,13 @@ export class GroupCommit {
       batch[0]!.done({ events: [], value });
       return;
     }
-    // the renewal and completions travel with a statement that follows them: an append or a claim
-    const renew = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.prepare || p.write.statement);
+    // the lease check and completions travel with a statement that follows them: an append or a claim
+    const hold = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.prepare || p.write.statement);
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
       outcome = await this.store.transaction(async (tx) => {
-        const lost = renew ? await this.renew(tx, batch) : await this.fence(tx, batch);
+        const lost = hold ? await this.hold(tx, batch) : await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
         const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
         for (const p of live) {
@@ -203,7 +203,7 @@ export class GroupCommit {
         return { lost, results, events: appended.length };
       });
     } catch (error) {
-      if (renew && !finished && error instanceof LeaseLostError) return this.commit(batch, true);
+      if (hold && !finished && error instanceof LeaseLostError) return this.commit(batch, true);
       throw finished ? new CommitUnknown(error) : error;
     }
     this.events?.emit('store:batch', { writes: outcome.results.size, events: outcome.events });
@@ -233,11 +233,12 @@ export class GroupCommit {
   }
 
   /**
-   * Renews every lease of the batch and completes every task it completes, or throws
+   * Holds every lease of the batch and completes every task it completes, or throws
    * `LeaseLostError` (maybe only at the next statement): nothing is lost then.
    */
-  private async renew(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
-    for (const [leaseMs, leases] of leasesByMs(batch)) await tx.taskRenew({ leases, leaseMs });
+  private async hold(tx: Store, batch: Pending[]): Promise<Set<Pending>> {
+    const leases = batch.flatMap((p) => p.write.leases ?? []);
+    if (leases.length > 0) await tx.taskHold({ leases });
     const completes = batch.flatMap((p) => p.write.completes ?? []);
     if (completes.length > 0) await tx.taskCompleteAll({ items: completes });
     return new Set();

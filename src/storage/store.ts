@@ -108,17 +108,19 @@ export interface Store {
   /** Extends the leases still held; returns the ids whose lease was extended. */
   taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
   /**
-   * Extends every one of `leases` or fails with `LeaseLostError` (some lease is no longer held, or
-   * two name one task), which also fails the transaction it is in. In a transaction, PostgreSQL
-   * sends it with the transaction's next statement, so that statement reports the failure: the
-   * renewal of a batch that has one to write costs no round trip of its own.
+   * Checks that every one of `leases` is held (its task running with its token) and keeps them so
+   * until the transaction ends, or fails with `LeaseLostError` (some lease is no longer held, or two
+   * name one task), which also fails the transaction it is in. It writes nothing: heartbeats extend
+   * leases, a write only needs them held. In a transaction, PostgreSQL sends it with the
+   * transaction's next statement, so that statement reports the failure: the check of a batch that
+   * has one to write costs no round trip of its own.
    */
-  taskRenew(p: { leases: Lease[]; leaseMs: number }): Promise<void>;
+  taskHold(p: { leases: Lease[] }): Promise<void>;
   /** Completes the tasks whose lease is still held; returns those (the others were lost). */
   taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]>;
   /**
    * Completes every one of `items`' tasks or fails with `LeaseLostError` (a task no longer held
-   * with its token, or two items naming one task), as `taskRenew` does, and like it travels with
+   * with its token, or two items naming one task), as `taskHold` does, and like it travels with
    * the transaction's next statement on PostgreSQL. Each item names its task's queue and ordering
    * key, for the wake-ups a completion sends, since nothing is read back.
    */

@@ -183,7 +183,7 @@ class PostgresStore implements Store {
   };
   taskClaim: Store['taskClaim'] = (p) => tasks.taskClaim(this.db, p);
   taskHeartbeat: Store['taskHeartbeat'] = (p) => tasks.taskHeartbeat(this.db, p);
-  taskRenew: Store['taskRenew'] = (p) => tasks.taskRenew(this.db, p);
+  taskHold: Store['taskHold'] = (p) => tasks.taskHold(this.db, p);
   taskComplete: Store['taskComplete'] = async (p) => {
     const done = await tasks.taskComplete(this.db, p);
     // the next task of each ordering key is claimable now

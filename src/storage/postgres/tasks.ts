@@ -136,12 +136,12 @@ export async function taskHeartbeat(db: Db, p: { leases: Lease[]; leaseMs: numbe
   return p.leases.filter((lease) => extended.has(lease.id)).map((lease) => lease.id);
 }
 
-const RENEW = prepared('task_renew', 'SELECT rl_task_renew($1::text[], $2::text[], $3::bigint)');
+const HOLD = prepared('task_hold', 'SELECT rl_task_hold($1::text[], $2::text[])');
 
-/** Raises RL410 (a `LeaseLostError`) unless every lease was extended: a write, so it travels with the next statement. */
-export async function taskRenew(db: Db, p: { leases: Lease[]; leaseMs: number }): Promise<void> {
+/** Raises RL410 (a `LeaseLostError`) unless every lease is held, and locks them: a write, so it travels with the next statement. */
+export async function taskHold(db: Db, p: { leases: Lease[] }): Promise<void> {
   if (p.leases.length === 0) return;
-  await db.write(RENEW, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken)), p.leaseMs]);
+  await db.write(HOLD, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken))]);
 }
 
 const COMPLETE = prepared(

@@ -232,7 +232,7 @@ class SqliteStore implements Store {
   taskEnqueue: Store['taskEnqueue'] = (p) => this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
   taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
   taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
-  taskRenew: Store['taskRenew'] = (p) => this.run((s, now) => tasks.taskRenew(s, now, p));
+  taskHold: Store['taskHold'] = (p) => this.read((s) => tasks.taskHold(s, p));
   taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
   taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p));
   taskRelease: Store['taskRelease'] = (p) =>

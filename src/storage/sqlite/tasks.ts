@@ -54,8 +54,12 @@ export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; 
   return p.leases.filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1).map((lease) => lease.id);
 }
 
-export function taskRenew(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): void {
-  if (new Set(p.leases.map((l) => l.id)).size < p.leases.length || taskHeartbeat(s, now, p).length < p.leases.length) throw new LeaseLostError('a lease this write needs is no longer held');
+/** Inside the write transaction (BEGIN IMMEDIATE), so no other writer can take a lease before the COMMIT. */
+export function taskHold(s: Statements, p: { leases: Lease[] }): void {
+  const held = s.get("SELECT 1 FROM tasks WHERE id = ? AND lease_token = ? AND state = 'running'");
+  if (new Set(p.leases.map((l) => l.id)).size < p.leases.length || p.leases.some((l) => held.get(l.id, l.leaseToken) === undefined)) {
+    throw new LeaseLostError('a lease this write needs is no longer held');
+  }
 }
 
 export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
