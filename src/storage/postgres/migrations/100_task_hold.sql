@@ -1,7 +1,8 @@
 -- Holds the leases of a batch all or nothing, for a batch that writes after it: RL410 (a
 -- `LeaseLostError`) when a lease is no longer held (or two pairs name one task), which fails the
--- statement it travels with and the batch. It locks the rows FOR SHARE and writes nothing: a
--- takeover (an expiry or a claim) waits for the batch to end, and heartbeats extend the leases. It
+-- statement it travels with and the batch. It locks the rows FOR SHARE and writes nothing: the
+-- expiry (FOR UPDATE SKIP LOCKED) passes over a row a batch holds, so no lease ends under a batch
+-- that checked it, and heartbeats extend the leases. It
 -- replaces rl_task_renew (migration 090), which extended them with every write: a new version of
 -- the task row and of each of its index entries per step. rl_task_renew stays for processes of the
 -- version before this one.
