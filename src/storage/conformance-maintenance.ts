@@ -10,11 +10,18 @@ export function maintenanceConformance(store: () => Store): void {
       const now = await s.now();
       await s.taskEnqueue({ tasks: [task('a', { id: 'a1', runAt: now - 5000 }), task('a', { id: 'a2' }), task('a', { id: 'a3', runAt: now + 60_000 }), task('b', { id: 'b1' })] });
       await s.taskClaim({ queue: 'b', limit: 1, leaseMs: 1, workerId: 'w', leaseToken: 'l1' });
+      // finished tasks: one dead in c, two completed in c (neither is counted per queue but the dead)
+      await s.taskEnqueue({ tasks: [task('c', { id: 'c1' }), task('c', { id: 'c2' }), task('c', { id: 'c3' })] });
+      const [c1, c2, c3] = await s.taskClaim({ queue: 'c', limit: 3, leaseMs: 60_000, workerId: 'w', leaseToken: 'lc' });
+      await s.taskFail({ id: c1!.id, leaseToken: 'lc', error: 'x', retryDelayMs: null });
+      await s.taskComplete({ items: [c2!, c3!].map((t) => ({ id: t.id, leaseToken: 'lc', result: null })) });
       await new Promise((resolve) => setTimeout(resolve, 20));
       const stats = await s.taskStats();
-      expect(stats.map((q) => q.queue)).toEqual(['a', 'b']);
+      expect(stats.map((q) => q.queue)).toEqual(['a', 'b', 'c']);
       expect(stats[0]).toMatchObject({ queue: 'a', ready: 3, due: 2, running: 0, dead: 0, oldestDueAt: now - 5000, expiredLeases: 0 });
-      expect(stats[1]).toMatchObject({ queue: 'b', ready: 0, due: 0, running: 1, oldestDueAt: null, expiredLeases: 1 });
+      expect(stats[1]).toMatchObject({ queue: 'b', ready: 0, due: 0, running: 1, dead: 0, oldestDueAt: null, expiredLeases: 1 });
+      expect(stats[2]).toMatchObject({ queue: 'c', ready: 0, due: 0, running: 0, dead: 1, oldestDueAt: null, expiredLeases: 0 });
+      expect((await s.status()).tasks).toEqual({ ready: 3, running: 1, completed: 2, dead: 1 });
     });
 
     it('lists the ordering keys that still have work', async () => {

@@ -1,14 +1,18 @@
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from '../maintenance.js';
 import { textArray, type Db } from './connection.js';
 
+/** Per queue, each state from its own partial index (migration 120): finished tasks are not read. */
 export async function taskStats(db: Db): Promise<QueueStats[]> {
   const rows = await db.rows<{ queue: string; ready: number; due: number; running: number; dead: number; oldest: number | null; expired: number }>(
     `WITH now AS MATERIALIZED (SELECT rl_now_ms() AS ms)
-     SELECT queue, count(*) FILTER (WHERE state = 'ready') AS ready, count(*) FILTER (WHERE state = 'ready' AND run_at <= now.ms) AS due,
-       count(*) FILTER (WHERE state = 'running') AS running, count(*) FILTER (WHERE state = 'dead') AS dead,
-       min(run_at) FILTER (WHERE state = 'ready' AND run_at <= now.ms) AS oldest,
-       count(*) FILTER (WHERE state = 'running' AND lease_expires_at < now.ms) AS expired
-     FROM tasks CROSS JOIN now WHERE state IN ('ready', 'running', 'dead') GROUP BY queue ORDER BY queue`,
+     SELECT queue, sum(ready)::bigint AS ready, sum(due)::bigint AS due, sum(running)::bigint AS running, sum(dead)::bigint AS dead, min(oldest) AS oldest, sum(expired)::bigint AS expired FROM (
+       SELECT queue, count(*) AS ready, count(*) FILTER (WHERE run_at <= now.ms) AS due, 0 AS running, 0 AS dead, min(run_at) FILTER (WHERE run_at <= now.ms) AS oldest, 0 AS expired
+         FROM tasks CROSS JOIN now WHERE state = 'ready' GROUP BY queue
+       UNION ALL
+       SELECT queue, 0, 0, count(*), 0, NULL, count(*) FILTER (WHERE lease_expires_at < now.ms) FROM tasks CROSS JOIN now WHERE state = 'running' GROUP BY queue
+       UNION ALL
+       SELECT queue, 0, 0, 0, count(*), NULL, 0 FROM tasks WHERE state = 'dead' GROUP BY queue) AS states
+     GROUP BY queue ORDER BY queue`,
   );
   return rows.map((r) => ({ queue: r.queue, ready: r.ready, due: r.due, running: r.running, dead: r.dead, oldestDueAt: r.oldest, expiredLeases: r.expired }));
 }
@@ -24,7 +28,7 @@ export async function taskDelete(db: Db, p: TaskDeleteParams): Promise<string[]>
   const rows = await db.rows<{ id: string }>(
     `DELETE FROM tasks WHERE seq IN (
        SELECT seq FROM tasks
-       WHERE state = ANY($1::text[]) AND updated_at < $2 AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR queue <> $4)
+       WHERE state IN ('completed', 'dead') AND state = ANY($1::text[]) AND updated_at < $2 AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR queue <> $4)
          AND ($5::text[] IS NULL OR ordering_key = ANY($5::text[]))
        ORDER BY updated_at LIMIT $6 FOR UPDATE SKIP LOCKED)
      RETURNING id`,

@@ -1,13 +1,18 @@
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from '../maintenance.js';
 import type { Statements } from './connection.js';
 
+/** Per queue, each state from its own partial index (migration 100): finished tasks are not read. */
 export function taskStats(s: Statements, now: number): QueueStats[] {
   const rows = s
     .get(
-      `SELECT queue, sum(state = 'ready') AS ready, sum(state = 'ready' AND run_at <= @now) AS due, sum(state = 'running') AS running,
-         sum(state = 'dead') AS dead, min(CASE WHEN state = 'ready' AND run_at <= @now THEN run_at END) AS oldest,
-         sum(state = 'running' AND lease_expires_at < @now) AS expired
-       FROM tasks WHERE state IN ('ready', 'running', 'dead') GROUP BY queue ORDER BY queue`,
+      `SELECT queue, sum(ready) AS ready, sum(due) AS due, sum(running) AS running, sum(dead) AS dead, min(oldest) AS oldest, sum(expired) AS expired FROM (
+         SELECT queue, count(*) AS ready, sum(run_at <= @now) AS due, 0 AS running, 0 AS dead, min(CASE WHEN run_at <= @now THEN run_at END) AS oldest, 0 AS expired
+           FROM tasks WHERE state = 'ready' GROUP BY queue
+         UNION ALL
+         SELECT queue, 0, 0, count(*), 0, NULL, sum(lease_expires_at < @now) FROM tasks WHERE state = 'running' GROUP BY queue
+         UNION ALL
+         SELECT queue, 0, 0, 0, count(*), NULL, 0 FROM tasks WHERE state = 'dead' GROUP BY queue)
+       GROUP BY queue ORDER BY queue`,
     )
     .all({ now }) as Array<{ queue: string; ready: number; due: number; running: number; dead: number; oldest: number | null; expired: number }>;
   return rows.map((r) => ({ queue: r.queue, ready: r.ready, due: r.due, running: r.running, dead: r.dead, oldestDueAt: r.oldest, expiredLeases: r.expired }));
@@ -29,7 +34,7 @@ export function taskDelete(s: Statements, p: TaskDeleteParams): string[] {
     .get(
       `DELETE FROM tasks WHERE seq IN (
          SELECT seq FROM tasks
-         WHERE state IN (SELECT value FROM json_each(@states)) AND updated_at < @before
+         WHERE state IN ('completed', 'dead') AND state IN (SELECT value FROM json_each(@states)) AND updated_at < @before
            AND (@queue IS NULL OR queue = @queue) AND (@except IS NULL OR queue <> @except) AND (@keys IS NULL OR ordering_key IN (SELECT value FROM json_each(@keys)))
          ORDER BY updated_at LIMIT @limit)
        RETURNING id`,
