@@ -52,6 +52,12 @@ describe('checkStorable and checkJson', () => {
     expect(() => checkStorable('body', nested(10), 10)).not.toThrow();
   });
 
+  it('agrees with the walk where the serialized text alone cannot tell', () => {
+    // a backslash-u or many brackets inside strings send it to the walk, which accepts them
+    for (const value of [{ path: 'C:\\users\\u1' }, { s: '['.repeat(300) }, { k: 'é😀', n: [[[1]]] }]) expect(checkJson('payload', value, 1e6)).toBeGreaterThan(0);
+    expect(problem(() => checkJson('payload', { long: 'x'.repeat(300), bad: 'a\u0000' }, 1e6)).path).toBe('payload.bad');
+  });
+
   it('still checks size and serializability', () => {
     expect(problem(() => checkJson('payload', { s: 'x'.repeat(100) }, 50)).message).toMatch(/over the limit of 50 bytes/);
     expect(problem(() => checkJson('payload', 10n, 50)).message).toMatch(/not JSON-serializable/);

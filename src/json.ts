@@ -29,10 +29,26 @@ export function checkJson(path: string, value: unknown, maxBytes: number): numbe
   }
   if (text === undefined) throw new ValidationError(path, `is not JSON-serializable (${typeof value})`);
   // after JSON.stringify, which names a cycle or a BigInt (the walk would report a cycle as too deep)
-  checkStorable(path, value);
+  if (!surelyStorable(text)) checkStorable(path, value);
   const bytes = Buffer.byteLength(text);
   if (bytes > maxBytes) throw new ValidationError(path, `is ${formatBytes(bytes)}, over the limit of ${formatBytes(maxBytes)}`);
   return bytes;
+}
+
+/**
+ * True when serialized JSON `text` cannot hold what `checkStorable` refuses, so the walk can be
+ * skipped: JSON.stringify writes U+0000 and unpaired surrogates as `\u` escapes, and nesting
+ * deeper than MAX_JSON_DEPTH takes more than that many `{` or `[`.
+ */
+function surelyStorable(text: string): boolean {
+  if (text.includes('\\u')) return false;
+  if (text.length <= 2 * MAX_JSON_DEPTH) return true;
+  let openers = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 123 || c === 91) && ++openers > MAX_JSON_DEPTH) return false;
+  }
+  return true;
 }
 
 /**
