@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { prefetchFor } from './worker.js';
+import { LazyAbort, prefetchFor } from './worker.js';
 
 describe('prefetch', () => {
   it('holds up to its cap while handlers are fast, what the slots start within 25 ms as they slow, nothing from 100 ms', () => {
@@ -14,5 +14,21 @@ describe('prefetch', () => {
     // a cap the caller set wins
     expect(prefetchFor(10, 2, 0)).toBe(2);
     expect(prefetchFor(10, 0, 0)).toBe(0);
+  });
+});
+
+describe("a task's abort signal", () => {
+  it('is aborted with the reason whether the handler read it before or after the abort, and only once', () => {
+    const early = new LazyAbort();
+    const signal = early.signal;
+    let fired = 0;
+    signal.addEventListener('abort', () => fired++);
+    early.abort('lost');
+    early.abort('again');
+    expect([signal.aborted, signal.reason, fired]).toEqual([true, 'lost', 1]);
+    const late = new LazyAbort();
+    late.abort('lost');
+    expect([late.signal.aborted, late.signal.reason]).toEqual([true, 'lost']);
+    expect(new LazyAbort().signal.aborted).toBe(false);
   });
 });
