@@ -273,8 +273,11 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
 
-  it('wakes listeners after an append with the stream and the version it reached', async () => {
+  it('wakes listeners after an append with the stream and the version it reached, whatever another listener throws', async () => {
     const woken: [string, number | undefined][] = [];
+    const failing = await store.listen('events', () => {
+      throw new Error('a listener that fails');
+    });
     const stop = await store.listen('events', (stream, version) => woken.push([stream, version]));
     await store.eventAppend({
       appends: [
@@ -293,6 +296,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     const deadline = Date.now() + 5000;
     while (woken.filter(([s]) => s === 'wake-me').length < 2 && Date.now() < deadline) await sleep(10);
     await stop();
+    await failing();
     expect(woken.filter(([s]) => s === 'wake-me')).toEqual([
       ['wake-me', 2],
       ['wake-me', 3],

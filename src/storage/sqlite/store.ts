@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
@@ -18,7 +17,7 @@ interface Shared {
   db: Db;
   statements: Statements;
   lock: Mutex;
-  wake: EventEmitter;
+  listeners: Listeners;
   users: number;
 }
 
@@ -51,9 +50,7 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
   let shared = key === null ? undefined : open.get(key);
   if (!shared) {
     const db = openDatabase(path, options);
-    const wake = new EventEmitter();
-    wake.setMaxListeners(0);
-    shared = { path, db, statements: new Statements(db), lock: new Mutex(), wake, users: 0 };
+    shared = { path, db, statements: new Statements(db), lock: new Mutex(), listeners: { events: new Set(), tasks: new Set() }, users: 0 };
     if (key !== null) open.set(key, shared);
   }
   shared.users += 1;
@@ -65,11 +62,27 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
  * then the writer has its result (a pass knows the versions it wrote, so its own wake-ups cost
  * no read).
  */
-function announce(wake: EventEmitter, pending: Array<[NotifyChannel, Set<string>]>): void {
+function announce(listeners: Listeners, pending: Array<[NotifyChannel, Set<string>]>): void {
   setImmediate(() => {
-    for (const [channel, payloads] of pending) for (const payload of payloads) wake.emit(channel, payload);
+    for (const [channel, payloads] of pending) {
+      const callbacks = [...listeners[channel]];
+      // parsed once for all listeners (each parsed every payload before: a cost per listener and stream)
+      for (const payload of payloads) {
+        for (const { stream, version } of parseWakeups(payload)) {
+          for (const callback of callbacks) {
+            try {
+              callback(stream, version);
+            } catch {
+              // a listener's failure is its caller's; it must not stop the others
+            }
+          }
+        }
+      }
+    }
   });
 }
+
+type Listeners = Record<NotifyChannel, Set<(stream: string, version?: number) => void>>;
 
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
@@ -109,7 +122,7 @@ class SqliteStore implements Store {
       release();
     }
     const notify = notifyOf(result);
-    if (notify) announce(this.shared.wake, [[notify[0], new Set(notify.slice(1))]]);
+    if (notify) announce(this.shared.listeners, [[notify[0], new Set(notify.slice(1))]]);
     return result;
   }
 
@@ -129,7 +142,7 @@ class SqliteStore implements Store {
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.pending) return fn(this);
-    const { db, statements, lock, wake } = this.shared;
+    const { db, statements, lock, listeners } = this.shared;
     const release = await lock.acquire();
     const tx = new SqliteStore(this.shared, new Map());
     let result: T;
@@ -147,7 +160,7 @@ class SqliteStore implements Store {
       release();
     }
     for (const fn of tx.committed) fn();
-    if (tx.pending?.size) announce(wake, [...tx.pending]);
+    if (tx.pending?.size) announce(listeners, [...tx.pending]);
     return result;
   }
 
@@ -157,11 +170,10 @@ class SqliteStore implements Store {
   }
 
   async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
-    const entry = (payload: string) => {
-      for (const { stream, version } of parseWakeups(payload)) onWake(stream, version);
-    };
-    this.shared.wake.on(channel, entry);
-    return async () => void this.shared.wake.off(channel, entry);
+    // a callback of its own: one listener registered twice is woken twice, and each unlisten removes its own
+    const callback = (stream: string, version?: number) => onWake(stream, version);
+    this.shared.listeners[channel].add(callback);
+    return async () => void this.shared.listeners[channel].delete(callback);
   }
 
   async now(): Promise<number> {
