@@ -209,8 +209,8 @@ export class Worker {
   private async idleWait(): Promise<number> {
     let wait = this.options.pollMs;
     try {
-      const next = await this.store.taskNextRunAt({ queue: this.queue, ...this.tags() });
-      if (next !== null) wait = Math.min(wait, Math.max(1, next - (await this.store.now())));
+      const dueIn = await this.store.taskDueIn({ queue: this.queue, ...this.tags() });
+      if (dueIn !== null) wait = Math.min(wait, Math.max(1, dueIn));
     } catch (error) {
       this.options.onError?.(error);
     }

@@ -14,8 +14,8 @@ export function longrunConformance(h: { store: () => Store; openAnother: () => P
       await h.store().taskEnqueue({ tasks: [task('q', { id: 'v1', tag: 'wf@1' }), task('q', { id: 'v2', tag: 'wf@2' }), task('q', { id: 'any' })] });
       expect((await h.store().taskGet({ id: 'v1' })).tag).toBe('wf@1');
       expect((await claim(h.store(), 'q', ['wf@3'])).map((t) => t.id)).toEqual(['any']);
-      expect(await h.store().taskNextRunAt({ queue: 'q', tags: ['wf@3'] })).toBeNull();
-      expect(await h.store().taskNextRunAt({ queue: 'q', tags: ['wf@2'] })).not.toBeNull();
+      expect(await h.store().taskDueIn({ queue: 'q', tags: ['wf@3'] })).toBeNull();
+      expect(await h.store().taskDueIn({ queue: 'q', tags: ['wf@2'] })).not.toBeNull();
       expect((await claim(h.store(), 'q', ['wf@2', 'other@1'])).map((t) => [t.id, t.tag])).toEqual([['v2', 'wf@2']]);
       expect((await claim(h.store(), 'q')).map((t) => t.id)).toEqual(['v1']);
     });
@@ -37,10 +37,10 @@ export function longrunConformance(h: { store: () => Store; openAnother: () => P
       expect(await h.store().pauseSet({ kind: 'queue', name: 'q', pausedBy: 'later', reason: 'again' })).toBe(false);
       expect(await h.store().pauseSet({ kind: 'workflow', name: 'a', pausedBy: 'ops', reason: 'bad deploy' })).toBe(true);
       expect(await claim(h.store(), 'q')).toEqual([]);
-      expect(await h.store().taskNextRunAt({ queue: 'q' })).toBeNull();
+      expect(await h.store().taskDueIn({ queue: 'q' })).toBeNull();
       // 'ab' is another workflow: a prefix of a name is not the name
       expect((await claim(h.store(), 'runs')).map((t) => t.id)).toEqual(['ab']);
-      expect(await h.store().taskNextRunAt({ queue: 'runs' })).toBeNull();
+      expect(await h.store().taskDueIn({ queue: 'runs' })).toBeNull();
       const pauses = await h.store().pauseList();
       expect(pauses.map((p) => [p.kind, p.name, p.pausedBy, p.reason])).toEqual([
         ['queue', 'q', 'ops', 'incident'],

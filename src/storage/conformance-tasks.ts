@@ -45,7 +45,12 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       const rest = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L2' });
       expect(rest.map((t) => t.id)).toEqual(['t4']);
       expect(await h.store().taskClaim({ queue: 'other', limit: 10, leaseMs: 1000, workerId: 'w1', leaseToken: 'L3' })).toEqual([]);
-      expect(await h.store().taskNextRunAt({ queue: 'q' })).toBe(now + 60_000);
+      const dueIn = (await h.store().taskDueIn({ queue: 'q' }))!;
+      expect(dueIn).toBeGreaterThan(50_000);
+      expect(dueIn).toBeLessThanOrEqual(60_000);
+      await h.store().taskEnqueue({ tasks: [task('due', { id: 't5', runAt: now - 1000 })] });
+      expect(await h.store().taskDueIn({ queue: 'due' })).toBeLessThanOrEqual(-1000);
+      expect(await h.store().taskDueIn({ queue: 'other' })).toBeNull();
     });
 
     it('releases claimed tasks whose attempt never started: ready again, in order, the attempt not counted', async () => {

@@ -147,8 +147,12 @@ export interface Store {
    * callers never both see 0 and both enqueue.
    */
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
-  /** The earliest run-at of a ready task of `queue` that `tags` may claim (see `taskClaim`), or null: a worker sleeps until then. */
-  taskNextRunAt(p: { queue: string; tags?: string[] }): Promise<number | null>;
+  /**
+   * Milliseconds from now (the database's clock) until the earliest ready task of `queue` that
+   * `tags` may claim (see `taskClaim`) is due, at most 0 when one is due already; null when none is
+   * ready. An idle worker sleeps that long (one statement: the clock is read in it).
+   */
+  taskDueIn(p: { queue: string; tags?: string[] }): Promise<number | null>;
 
   /**
    * Stores content-addressed chunks (a hash already stored keeps its row) and records `owner` as

@@ -221,7 +221,7 @@ class PostgresStore implements Store {
     if (moved > 0) this.wake('tasks', [p.queue]);
     return moved;
   };
-  taskNextRunAt: Store['taskNextRunAt'] = (p) => tasks.taskNextRunAt(this.db, p);
+  taskDueIn: Store['taskDueIn'] = (p) => tasks.taskDueIn(this.db, p);
 
   blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
   blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);

@@ -259,15 +259,15 @@ export async function taskReschedule(db: Db, p: { queue: string; orderingKey: st
   return (await db.rows(RESCHEDULE, [p.runAt, p.queue, p.orderingKey])).length;
 }
 
-const NEXT_RUN_AT = prepared(
-  'task_next_run_at_tagged',
-  `SELECT min(run_at) AS run_at FROM tasks t WHERE queue = $1 AND state = 'ready'
+const DUE_IN = prepared(
+  'task_due_in',
+  `SELECT min(run_at) - rl_now_ms() AS due_in FROM tasks t WHERE queue = $1 AND state = 'ready'
      AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
 );
 
-export async function taskNextRunAt(db: Db, p: { queue: string; tags?: string[] }): Promise<number | null> {
-  const [row] = await db.rows<{ run_at: number | null }>(NEXT_RUN_AT, [p.queue, p.tags === undefined ? null : textArray(p.tags)]);
-  return row?.run_at ?? null;
+export async function taskDueIn(db: Db, p: { queue: string; tags?: string[] }): Promise<number | null> {
+  const [row] = await db.rows<{ due_in: number | null }>(DUE_IN, [p.queue, p.tags === undefined ? null : textArray(p.tags)]);
+  return row?.due_in ?? null;
 }
 
 /** Each state from its own partial index (migration 120): no scan of the tasks themselves. */

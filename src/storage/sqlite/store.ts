@@ -258,7 +258,7 @@ class SqliteStore implements Store {
   taskList: Store['taskList'] = (p) => this.read((s) => tasks.taskList(s, p));
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
-  taskNextRunAt: Store['taskNextRunAt'] = (p) => this.read((s) => tasks.taskNextRunAt(s, p));
+  taskDueIn: Store['taskDueIn'] = (p) => this.read((s) => tasks.taskDueIn(s, Date.now(), p));
 
   blobPut: Store['blobPut'] = (p) => this.run((s, now) => blobs.blobPut(s, now, p));
   blobGet: Store['blobGet'] = (p) => this.read((s) => blobs.blobGet(s, p));

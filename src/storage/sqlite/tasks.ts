@@ -190,9 +190,9 @@ export function taskReschedule(s: Statements, p: { queue: string; orderingKey: s
   return s.get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'").run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
 }
 
-export function taskNextRunAt(s: Statements, p: { queue: string; tags?: string[] }): number | null {
-  const row = s.get(`SELECT min(run_at) AS run_at FROM tasks t WHERE queue = @queue AND state = 'ready' AND ${UNPAUSED}`).get({ queue: p.queue, tags: tagsParam(p.tags) }) as { run_at: number | null };
-  return row.run_at;
+export function taskDueIn(s: Statements, now: number, p: { queue: string; tags?: string[] }): number | null {
+  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags) }) as { due_in: number | null };
+  return row.due_in;
 }
 
 function tagsParam(tags: string[] | undefined): string | null {
