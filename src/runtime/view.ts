@@ -265,7 +265,8 @@ function apply(view: RunView, event: StoredEvent): void {
         error: null,
       });
       // parallel steps can start in any order; the view lists them in the code's call order
-      view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
+      const last = view.steps.length - 1;
+      if (last > 0 && compareSeq(view.steps[last - 1]!.seq, data.seq) > 0) view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
     }
     view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
     view.status = 'running';
