@@ -159,10 +159,18 @@ export function streamList(s: Statements, p: { prefix: string; after?: string; l
 }
 
 export function projectionPut(s: Statements, now: number, p: { name: string; key: string; value: unknown }): void {
+  const value = p.value as { createdAt?: unknown; status?: unknown } | null | undefined;
   s.get(
-    `INSERT INTO projections (name, key, value, updated_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-  ).run(p.name, p.key, JSON.stringify(p.value ?? null), now);
+    `INSERT INTO projections (name, key, value, updated_at, created_at, status) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, created_at = excluded.created_at, status = excluded.status`,
+  ).run(p.name, p.key, JSON.stringify(p.value ?? null), now, column(value?.createdAt), column(value?.status));
+}
+
+/** A field of a value as `json_extract` gives it: the `created_at` and `status` columns hold what the value says (migration 090). */
+function column(field: unknown): unknown {
+  if (field === undefined || field === null) return null;
+  if (typeof field === 'boolean') return field ? 1 : 0;
+  return typeof field === 'object' ? JSON.stringify(field) : field;
 }
 
 export function projectionGet(s: Statements, p: { name: string; key: string }): unknown {
@@ -192,7 +200,9 @@ export function projectionList(s: Statements, p: ProjectionListParams): Projecti
   return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
 }
 
-const CREATED = "json_extract(value, '$.createdAt')";
+/** The columns of a projection's `createdAt` and `status` (migration 090); other fields are read from the value. */
+const CREATED = 'created_at';
+const COLUMNS: Record<string, string> = { createdAt: CREATED, status: 'status' };
 
 export function projectionListRecent(s: Statements, p: ProjectionRecentParams): ProjectionRow[] {
   const { low, high, below, before } = recentRange(p);
@@ -209,7 +219,8 @@ export function projectionListRecent(s: Statements, p: ProjectionRecentParams): 
   }
   for (const group of p.where ?? []) {
     const any = group.map((m) => {
-      const path = `json_extract(value, '$.${projectionFieldPath(m.field).join('.')}')`;
+      const field = projectionFieldPath(m.field).join('.');
+      const path = COLUMNS[field] ?? `json_extract(value, '$.${field}')`;
       const parts: string[] = [];
       if (m.in) {
         parts.push(m.in.length ? `${path} IN (${m.in.map(() => '?').join(', ')})` : '0');
