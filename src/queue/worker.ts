@@ -6,6 +6,7 @@ import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
 import type { Store, Task } from '../storage/store.js';
+import { LazyAbort } from './abort.js';
 import { taskEvent } from './lifecycle.js';
 import type { EngineEvents } from '../observe/events.js';
 
@@ -52,31 +53,6 @@ export interface WorkOptions {
 interface Running {
   task: Task;
   abort: LazyAbort;
-}
-
-/**
- * A task's abort signal, made when the handler first reads it: an AbortController costs more
- * than a no-op task (measured, drain: 3% of the process's time), and most handlers never look.
- */
-export class LazyAbort {
-  private controller: AbortController | null = null;
-  private reason: unknown = undefined;
-  private aborted = false;
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
-  }
 }
 
 /** Handlers slower than this on average (ms) get no prefetched tasks: one would wait that long for a slot. */
