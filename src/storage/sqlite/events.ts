@@ -202,7 +202,10 @@ export function projectionList(s: Statements, p: ProjectionListParams): Projecti
 
 /** The columns of a projection's `createdAt` and `status` (migration 090); other fields are read from the value. */
 const CREATED = 'created_at';
-const COLUMNS: Record<string, string> = { createdAt: CREATED, status: 'status' };
+const COLUMNS = new Map([
+  ['createdAt', CREATED],
+  ['status', 'status'],
+]);
 
 export function projectionListRecent(s: Statements, p: ProjectionRecentParams): ProjectionRow[] {
   const { low, high, below, before } = recentRange(p);
@@ -220,7 +223,7 @@ export function projectionListRecent(s: Statements, p: ProjectionRecentParams): 
   for (const group of p.where ?? []) {
     const any = group.map((m) => {
       const field = projectionFieldPath(m.field).join('.');
-      const path = COLUMNS[field] ?? `json_extract(value, '$.${field}')`;
+      const path = COLUMNS.get(field) ?? `json_extract(value, '$.${field}')`;
       const parts: string[] = [];
       if (m.in) {
         parts.push(m.in.length ? `${path} IN (${m.in.map(() => '?').join(', ')})` : '0');
