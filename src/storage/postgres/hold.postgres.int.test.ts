@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPostgresDatabase } from '../../testing/databases.js';
+import { task } from '../conformance-tasks.js';
 import type { Store } from '../store.js';
 import { openPostgresStore } from './store.js';
 
@@ -19,7 +20,7 @@ describe('holding leases on postgres', () => {
   });
 
   it('keeps an expired lease from being ended until the batch that checked it commits', async () => {
-    await store.taskEnqueue({ tasks: [{ id: 't1', queue: 'q', payload: {}, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 }] });
+    await store.taskEnqueue({ tasks: [task('q', { id: 't1' })] });
     await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w', leaseToken: 'a' });
     let commit!: () => void;
     const commits = new Promise<void>((resolve) => (commit = resolve));
