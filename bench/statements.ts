@@ -3,7 +3,8 @@
 // ten-step and one-step runs execute, `inFlight` at a time (the difference is the cost of nine
 // steps), then while a worker of concurrency `inFlight` drains 10 × `runs` no-op tasks. Unlike
 // throughput on a shared machine, these counts are the same in every session: `npm run bench`
-// records them as `statements_per_wf10_run`, `statements_per_wf1_run` and `statements_per_task`.
+// records them as `statements_per_wf10_run`, `statements_per_wf1_run` and `statements_per_task`, and
+// the round trips they take as `round_trips_per_…` (statements sent behind one in flight ride in it).
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createEngine } from '../src/engine.js';
@@ -20,12 +21,26 @@ const steps = (n: number) =>
 const ten = steps(10);
 const one = steps(1);
 
-/** Counts the statements every pg client sends while `fn` runs, by text (or prepared name). */
-async function counted(fn: () => Promise<void>): Promise<{ total: number; top: Top }> {
+/** What pg keeps of a client's queries (not in its types): none in flight means a new round trip. */
+interface Queues {
+  _activeQuery: unknown;
+  _sentQueryQueue?: unknown[];
+  _queryQueue: unknown[];
+}
+
+/**
+ * Counts the statements every pg client sends while `fn` runs, by text (or prepared name), and the
+ * round trips: a statement sent while none of its connection's is in flight starts one, the ones
+ * sent behind it (pipelined) ride in it.
+ */
+async function counted(fn: () => Promise<void>): Promise<Counts> {
   const counts = new Map<string, number>();
   let total = 0;
+  let roundTrips = 0;
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const q = this as unknown as Queues;
+    if (!q._activeQuery && !q._sentQueryQueue?.length && q._queryQueue.length === 0) roundTrips += 1;
     const config = args[0] as string | { text?: string; name?: string };
     const text = typeof config === 'string' ? config : (config.name ?? config.text ?? '?');
     const key = text.replace(/\s+/g, ' ').slice(0, 60);
@@ -38,10 +53,16 @@ async function counted(fn: () => Promise<void>): Promise<{ total: number; top: T
   } finally {
     pg.Client.prototype.query = query;
   }
-  return { total, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14) };
+  return { total, roundTrips, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14) };
 }
 
-async function measure(database: string, wf: typeof ten, runs: number, inFlight: number): Promise<{ total: number; top: Top }> {
+interface Counts {
+  total: number;
+  roundTrips: number;
+  top: Top;
+}
+
+async function measure(database: string, wf: typeof ten, runs: number, inFlight: number): Promise<Counts> {
   const engine = await createEngine({ database, workflows: [ten, one], runConcurrency: inFlight });
   try {
     await engine.store.now();
@@ -59,7 +80,7 @@ async function measure(database: string, wf: typeof ten, runs: number, inFlight:
 }
 
 /** Statements of draining `tasks` no-op tasks with one worker of concurrency `inFlight`. */
-async function drain(database: string, tasks: number, inFlight: number): Promise<{ total: number; top: Top }> {
+async function drain(database: string, tasks: number, inFlight: number): Promise<Counts> {
   const engine = await createEngine({ database });
   try {
     await engine.queue.enqueueMany(
@@ -81,6 +102,9 @@ export interface StatementCounts {
   statements_per_wf10_run: number;
   statements_per_wf1_run: number;
   statements_per_task: number;
+  round_trips_per_wf10_run: number;
+  round_trips_per_wf1_run: number;
+  round_trips_per_task: number;
   top: { wf10: Top; wf1: Top; task: Top };
 }
 
@@ -94,6 +118,9 @@ export async function countStatements(runs = 100, inFlight = 10): Promise<Statem
     statements_per_wf10_run: a.total / runs,
     statements_per_wf1_run: b.total / runs,
     statements_per_task: d.total / tasks,
+    round_trips_per_wf10_run: a.roundTrips / runs,
+    round_trips_per_wf1_run: b.roundTrips / runs,
+    round_trips_per_task: d.roundTrips / tasks,
     top: { wf10: a.top.map(([k, n]) => [k, n / runs]), wf1: b.top.map(([k, n]) => [k, n / runs]), task: d.top.map(([k, n]) => [k, n / tasks]) },
   };
 }
@@ -102,10 +129,12 @@ if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
   const runs = Number(process.argv[2] ?? 100);
   const inFlight = Number(process.argv[3] ?? 10);
   const c = await countStatements(runs, inFlight);
-  console.log(`10-step: ${c.statements_per_wf10_run.toFixed(1)} statements/run; 1-step: ${c.statements_per_wf1_run.toFixed(1)}; per step: ${((c.statements_per_wf10_run - c.statements_per_wf1_run) / 9).toFixed(2)}`);
+  console.log(
+    `10-step: ${c.statements_per_wf10_run.toFixed(1)} statements/run in ${c.round_trips_per_wf10_run.toFixed(1)} round trips; 1-step: ${c.statements_per_wf1_run.toFixed(1)} in ${c.round_trips_per_wf1_run.toFixed(1)}; per step: ${((c.statements_per_wf10_run - c.statements_per_wf1_run) / 9).toFixed(2)}`,
+  );
   for (const [k, n] of c.top.wf10) console.log(`  ${n.toFixed(2)}/run  ${k}`);
   console.log('1-step:');
   for (const [k, n] of c.top.wf1) console.log(`  ${n.toFixed(2)}/run  ${k}`);
-  console.log(`drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task`);
+  console.log(`drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task in ${c.round_trips_per_task.toFixed(3)} round trips`);
   for (const [k, n] of c.top.task) console.log(`  ${n.toFixed(3)}/task  ${k}`);
 }

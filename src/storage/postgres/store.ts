@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
 import { appendWakeups } from '../wakeups.js';
-import { createPool, migrate, poolDb, prepared, rethrow, txDb, type Db, type Tx } from './connection.js';
+import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
@@ -75,8 +75,7 @@ class PostgresStore implements Store {
       return fn(this);
     }
     const client = await this.shared.pool.connect();
-    // the BEGIN goes in the message of the transaction's first statement
-    const tx: Tx = { client, finished: false, unsent: ['BEGIN'] };
+    const tx: Tx = { client, finished: false, begun: false, unchecked: [] };
     let broken: Error | undefined;
     // A checked-out client has no error listener of the pool's: without this, the connection
     // dropping while `fn` awaits something else would be an uncaught exception.
@@ -85,19 +84,24 @@ class PostgresStore implements Store {
     try {
       const txStore = new PostgresStore(this.shared, tx);
       const result = await fn(txStore).finally(() => (tx.finished = true));
-      // the writes not sent yet and the COMMIT go in one message, and the wake-ups after it: should
+      // the COMMIT follows the writes not checked yet on the wire, the wake-ups follow it: should
       // one fail (a payload over 8000 bytes, a full notification queue), the caller is told
       // "failed" for a write that committed, which is retried (at least once), never "done" for
       // one that did not
-      const commit = [...tx.unsent.splice(0), 'COMMIT'];
-      if (txStore.pending.size > 0) commit.push(notifySql(txStore.pending.values()));
-      await client.query(commit.join('; ')).catch(rethrow);
+      const commit = send(tx, 'COMMIT');
+      const notify = txStore.pending.size > 0 ? send(tx, notifySql(txStore.pending.values())) : null;
+      commit.catch(() => {});
+      notify?.catch(() => {});
+      await check(tx);
+      // a transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error
+      if ((await commit).command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed');
+      await notify;
       for (const fn of txStore.committed) fn();
       for (const [channel, payload] of txStore.pending.values()) this.shared.listener.deliver(channel, payload);
       return result;
     } catch (error) {
       // A connection that cannot even roll back is destroyed rather than returned to the pool.
-      if (tx.unsent[0] !== 'BEGIN') await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      if (tx.begun) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
       throw error;
     } finally {
       tx.finished = true;

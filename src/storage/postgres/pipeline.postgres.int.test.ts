@@ -1,0 +1,60 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createPostgresDatabase } from '../../testing/databases.js';
+import type { Store } from '../store.js';
+import { openPostgresStore } from './store.js';
+
+/** jsonb refuses the NUL escape: a write that fails in the server, after the client sent it. */
+const REFUSED = { key: 'bad', value: 'a\u0000b' };
+
+/**
+ * A transaction's writes are sent without waiting for their answers (the connection pipelines):
+ * a write that fails must still fail its transaction, be the error its caller sees, and leave
+ * the connection usable.
+ */
+describe('pipelined transactions on postgres', () => {
+  let store: Store;
+  beforeEach(async () => {
+    store = await openPostgresStore(await createPostgresDatabase(), { poolSize: 1 });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('fails the transaction when a write fails just before the COMMIT, and commits nothing of it', async () => {
+    const attempt = store.transaction(async (tx) => {
+      await tx.projectionPutMany({ name: 'p', rows: [{ key: 'good', value: 1 }] });
+      await tx.projectionPutMany({ name: 'p', rows: [REFUSED] });
+    });
+    await expect(attempt).rejects.toThrow(/unicode|\\u0000/i);
+    expect(await store.projectionGet({ name: 'p', key: 'good' })).toBeUndefined();
+  });
+
+  it("reports a failed write as the next statement's error, not as the aborted transaction it left", async () => {
+    const attempt = store.transaction(async (tx) => {
+      await tx.projectionPutMany({ name: 'p', rows: [REFUSED] });
+      await tx.projectionGet({ name: 'p', key: 'good' });
+    });
+    const error = await attempt.catch((e: Error) => e);
+    expect(String(error)).toMatch(/unicode|\\u0000/i);
+    expect(String(error)).not.toMatch(/current transaction is aborted/);
+  });
+
+  it('runs the next transaction on the same connection, its prepared statements intact', async () => {
+    for (let i = 0; i < 3; i++) {
+      await expect(store.transaction((tx) => tx.projectionPutMany({ name: 'p', rows: [REFUSED] }))).rejects.toThrow();
+      await store.transaction(async (tx) => {
+        await tx.projectionPutMany({ name: 'p', rows: [{ key: `k${i}`, value: i }] });
+        expect(await tx.projectionGet({ name: 'p', key: `k${i}` })).toBe(i);
+      });
+    }
+    expect(await store.projectionGetMany({ name: 'p', keys: ['k0', 'k1', 'k2'] })).toHaveLength(3);
+  });
+
+  it('answers statements sent at once in one transaction each with its own rows', async () => {
+    await store.transaction(async (tx) => {
+      await tx.projectionPutMany({ name: 'p', rows: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: i })) });
+      const values = await Promise.all(Array.from({ length: 20 }, (_, i) => tx.projectionGet({ name: 'p', key: `k${i}` })));
+      expect(values).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    });
+  });
+});
