@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Writable } from 'node:stream';
 import { LeaseLostError } from '../../errors.js';
 import { loadMigrations } from '../migrations.js';
 
@@ -95,11 +96,25 @@ export function poolDb(pool: pg.Pool): Db {
 
 /** Sends `sql` in `tx` (its `BEGIN` first, once), without waiting for the answer. */
 export function send(tx: Tx, sql: Sql, params: unknown[] = []): Promise<pg.QueryResult> {
+  cork(tx.client);
   if (!tx.begun) {
     tx.begun = true;
     unchecked(tx, tx.client.query('BEGIN'));
   }
   return tx.client.query(queryConfig(sql, params)).catch(rethrow);
+}
+
+/**
+ * Holds what the client writes until the statements made in this turn of the event loop are all
+ * written: they leave in one packet. pg writes each statement on its own, and on loopback a
+ * socket write costs the writer the receiver's side of the stack too (measured: writev was 27%
+ * of a 10-step-run workload's CPU with a write per statement).
+ */
+function cork(client: pg.PoolClient): void {
+  const stream = (client as unknown as { connection: { stream: Writable } }).connection.stream;
+  if (stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
 }
 
 /** Waits for what `tx` sent before and did not check: the first failure is thrown. */
