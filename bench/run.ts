@@ -114,13 +114,14 @@ if (backends.includes('postgres')) {
   // the same in every session, however fast the machine is today
   const c = await countStatements();
   const tenth = (n: number) => Math.round(n * 10) / 10;
+  const hundredth = (n: number) => Math.round(n * 100) / 100;
   Object.assign(results.postgres!, {
     statements_per_wf10_run: tenth(c.statements_per_wf10_run),
     statements_per_wf1_run: tenth(c.statements_per_wf1_run),
-    statements_per_task: tenth(c.statements_per_task * 10) / 10,
+    statements_per_task: hundredth(c.statements_per_task),
     round_trips_per_wf10_run: tenth(c.round_trips_per_wf10_run),
     round_trips_per_wf1_run: tenth(c.round_trips_per_wf1_run),
-    round_trips_per_task: tenth(c.round_trips_per_task * 10) / 10,
+    round_trips_per_task: hundredth(c.round_trips_per_task),
   });
 }
 

@@ -164,9 +164,6 @@ export function txDb(tx: Tx): Db {
   };
 }
 
-/** A string as an `E''` literal: escaped whatever `standard_conforming_strings` is. */
-export const literal = (text: string) => `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
-
 /**
  * Array parameters as PostgreSQL array literals. pg's own conversion took 120–280 ms for the
  * 160,000 elements of a 20,000-task enqueue; this takes a tenth of that.

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { NotifyChannel } from '../store.js';
 import { parseWakeups } from '../wakeups.js';
-import { connectionConfig, literal } from './connection.js';
+import { connectionConfig, prepared, textArray } from './connection.js';
 
 /** The PostgreSQL channel behind each store channel; the SQL that notifies uses the same names. */
 const CHANNELS: Record<NotifyChannel, string> = { events: 'runledger_events', tasks: 'runledger_tasks' };
@@ -142,15 +142,13 @@ export class Listener {
   }
 }
 
-/**
- * The statement that sends `wakeups` ([channel, payload] pairs), as text: it follows a `COMMIT` in
- * the same message (`COMMIT; SELECT pg_notify(…)`), so a transaction's wake-ups cost no round trip
- * of their own, and the notifications commit after the writes, in a transaction of their own.
- * `E''` literals: the payloads are escaped whatever `standard_conforming_strings` is.
- */
-export function notifySql(wakeups: Iterable<[NotifyChannel, string]>): string {
-  const rows = [...wakeups].map(([channel, payload]) => `(${literal(CHANNELS[channel])}, ${literal(payload)})`);
-  return `SELECT pg_notify(c, p) FROM (VALUES ${rows.join(', ')}) AS t(c, p)`;
+/** Sends [channel, payload] pairs: the wake-ups of a transaction right behind its `COMMIT`, or the Notifier's. */
+export const NOTIFY = prepared('notify', 'SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)');
+
+/** NOTIFY's params for `wakeups`. */
+export function notifyParams(wakeups: Iterable<[NotifyChannel, string]>): [string, string] {
+  const pairs = [...wakeups];
+  return [textArray(pairs.map(([channel]) => CHANNELS[channel])), textArray(pairs.map(([, payload]) => payload))];
 }
 
 /**
@@ -181,7 +179,7 @@ export class Notifier {
     while (this.queued.size > 0) {
       const items = [...this.queued.values()];
       this.queued.clear();
-      await this.pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [items.map(([c]) => c), items.map(([, p]) => p)]).catch(() => {});
+      await this.pool.query({ ...NOTIFY, values: [textArray(items.map(([c]) => c)), textArray(items.map(([, p]) => p))] }).catch(() => {});
     }
     this.flushing = null;
   }

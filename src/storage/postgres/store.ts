@@ -5,7 +5,7 @@ import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type
 import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
-import { Listener, Notifier, notifySql } from './notify.js';
+import { Listener, NOTIFY, Notifier, notifyParams } from './notify.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
@@ -89,7 +89,7 @@ class PostgresStore implements Store {
       // "failed" for a write that committed, which is retried (at least once), never "done" for
       // one that did not
       const commit = send(tx, 'COMMIT');
-      const notify = txStore.pending.size > 0 ? send(tx, notifySql(txStore.pending.values())) : null;
+      const notify = txStore.pending.size > 0 ? send(tx, NOTIFY, notifyParams(txStore.pending.values())) : null;
       commit.catch(() => {});
       notify?.catch(() => {});
       await check(tx);
