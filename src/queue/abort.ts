@@ -1,6 +1,7 @@
 /**
- * A task's abort signal, made when the handler first reads it: an AbortController costs more
- * than a no-op task (measured, drain: 3% of the process's time), and most handlers never look.
+ * An abort signal made when it is first read (a task handler's, a step's): an AbortController
+ * costs more than a no-op task (measured, drain: 3% of the process's time), and most handlers
+ * never look.
  */
 export class LazyAbort {
   private controller: AbortController | null = null;

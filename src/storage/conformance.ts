@@ -183,15 +183,15 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
 
     it('reads several types of readAll merged in position order, from a position, within a prefix and a limit', async () => {
-      const order = ['run.completed', 'step.completed', 'run.failed', 'run.completed', 'x.other', 'run.failed', 'run.completed'];
+      const order = ['job.done', 'task.completed', 'job.failed', 'job.done', 'x.other', 'job.failed', 'job.done'];
       for (const [i, type] of order.entries()) await store.eventAppend({ appends: [{ streamId: i === 3 ? 'job:c' : `run:r${i}`, events: [ev(type)] }] });
       const read = async (p: { types: string[]; fromPosition?: number; limit?: number; streamPrefix?: string }) => (await store.eventReadAll(p)).map((e) => `${e.streamId} ${e.type}`);
-      const ends = ['run.failed', 'run.completed', 'run.failed'];
-      expect(await read({ types: ends })).toEqual(['run:r0 run.completed', 'run:r2 run.failed', 'job:c run.completed', 'run:r5 run.failed', 'run:r6 run.completed']);
-      expect(await read({ types: ends, limit: 2 })).toEqual(['run:r0 run.completed', 'run:r2 run.failed']);
+      const ends = ['job.failed', 'job.done', 'job.failed'];
+      expect(await read({ types: ends })).toEqual(['run:r0 job.done', 'run:r2 job.failed', 'job:c job.done', 'run:r5 job.failed', 'run:r6 job.done']);
+      expect(await read({ types: ends, limit: 2 })).toEqual(['run:r0 job.done', 'run:r2 job.failed']);
       const third = (await store.eventReadAll({}))[3]!.position;
-      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual(['run:r5 run.failed', 'run:r6 run.completed']);
-      expect(await read({ types: ['run.completed', 'step.completed'], limit: 3 })).toEqual(['run:r0 run.completed', 'run:r1 step.completed', 'job:c run.completed']);
+      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual(['run:r5 job.failed', 'run:r6 job.done']);
+      expect(await read({ types: ['job.done', 'task.completed'], limit: 3 })).toEqual(['run:r0 job.done', 'run:r1 task.completed', 'job:c job.done']);
       expect(await read({ types: [] })).toEqual([]);
     });
 
