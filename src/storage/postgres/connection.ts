@@ -106,9 +106,9 @@ export function send(tx: Tx, sql: Sql, params: unknown[] = []): Promise<pg.Query
 
 /**
  * Holds what the client writes until the statements made in this turn of the event loop are all
- * written: they leave in one packet. pg writes each statement on its own, and on loopback a
- * socket write costs the writer the receiver's side of the stack too (measured: writev was 27%
- * of a 10-step-run workload's CPU with a write per statement).
+ * written: they leave in one socket write (pg writes each statement on its own, and each write
+ * wakes the server once more). Measured, 10-step runs, 10 in flight, three pairs: Node's system
+ * time per run 0.54–0.63 → 0.46–0.47 ms.
  */
 function cork(client: pg.PoolClient): void {
   const stream = (client as unknown as { connection: { stream: Writable } }).connection.stream;
