@@ -163,6 +163,37 @@ describe.each(backends)('task queue on $name', (backend) => {
     for (const list of Object.values(order)) expect(list).toEqual([...list].sort((a, b) => a - b));
   });
 
+  it('lets an idle worker sleep while the task before its next one runs, and wakes it when that one completes', async () => {
+    await engine.queue.enqueue('keyed', { n: 1 }, { orderingKey: 'K' });
+    const { task: next } = await engine.queue.enqueue('keyed', { n: 2 }, { orderingKey: 'K' });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const first = engine.work(
+      'keyed',
+      async () => {
+        started();
+        await sleep(300);
+        return 'first';
+      },
+      { concurrency: 1 },
+    );
+    await running;
+    // the first worker claims nothing more: only the second, whose poll is a minute away, can take the next task
+    const stopping = first.stop();
+    let looks = 0;
+    const dueIn = engine.store.taskDueIn;
+    engine.store.taskDueIn = (p) => (looks++, dueIn(p));
+    engine.work('keyed', async () => 'second', { pollMs: 60_000 });
+    await stopping;
+    const done = await eventually(async () => {
+      const t = await engine.queue.get(next.id);
+      return t.state === 'completed' ? t : undefined;
+    }, 5_000);
+    expect(done.result).toBe('second');
+    // counted as due, the waiting task had the idle worker claim again every millisecond (hundreds of looks)
+    expect(looks).toBeLessThan(20);
+  });
+
   it('aborts the handler signal when the lease is lost', async () => {
     const { task } = await engine.queue.enqueue('slow', {});
     let aborted: unknown;

@@ -48,8 +48,9 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       const dueIn = (await h.store().taskDueIn({ queue: 'q' }))!;
       expect(dueIn).toBeGreaterThan(50_000);
       expect(dueIn).toBeLessThanOrEqual(60_000);
+      // a task due already is not waited for: a claim takes it, or it waits behind its ordering key for news
       await h.store().taskEnqueue({ tasks: [task('due', { id: 't5', runAt: now - 1000 })] });
-      expect(await h.store().taskDueIn({ queue: 'due' })).toBeLessThanOrEqual(-1000);
+      expect(await h.store().taskDueIn({ queue: 'due' })).toBeNull();
       expect(await h.store().taskDueIn({ queue: 'other' })).toBeNull();
     });
 

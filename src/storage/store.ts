@@ -149,8 +149,11 @@ export interface Store {
   taskReschedule(p: { queue: string; orderingKey: string; runAt: number }): Promise<number>;
   /**
    * Milliseconds from now (the database's clock) until the earliest ready task of `queue` that
-   * `tags` may claim (see `taskClaim`) is due, at most 0 when one is due already; null when none is
-   * ready. An idle worker sleeps that long (one statement: the clock is read in it).
+   * `tags` may claim (see `taskClaim`) and that is not due yet becomes due; null when none. An idle
+   * worker sleeps that long (one statement: the clock is read in it). A task due already that a
+   * claim did not take waits behind its ordering key: only news makes it claimable (the
+   * completion or failure before it, which wakes the workers), so it does not count; counted, it
+   * made every idle worker claim again every millisecond while the task before it ran.
    */
   taskDueIn(p: { queue: string; tags?: string[] }): Promise<number | null>;
 

@@ -261,7 +261,7 @@ export async function taskReschedule(db: Db, p: { queue: string; orderingKey: st
 
 const DUE_IN = prepared(
   'task_due_in',
-  `SELECT min(run_at) - rl_now_ms() AS due_in FROM tasks t WHERE queue = $1 AND state = 'ready'
+  `${NOW} SELECT min(t.run_at) - (SELECT ms FROM now) AS due_in FROM tasks t WHERE t.queue = $1 AND t.state = 'ready' AND t.run_at > (SELECT ms FROM now)
      AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
 );
 

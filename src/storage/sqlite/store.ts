@@ -245,8 +245,13 @@ class SqliteStore implements Store {
   taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
   taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
   taskHold: Store['taskHold'] = (p) => this.read((s) => tasks.taskHold(s, p));
-  taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p));
-  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p));
+  // the next task of each ordering key is claimable now: the queue's workers are woken (taskDueIn leaves it out)
+  taskComplete: Store['taskComplete'] = (p) =>
+    this.run(
+      (s, now) => tasks.taskComplete(s, now, p),
+      (done) => ['tasks', ...keyedQueues(done)],
+    );
+  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p), ['tasks', ...keyedQueues(p.items)]);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),
@@ -311,4 +316,9 @@ function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]
   let payloads = pending.get(channel);
   if (!payloads) pending.set(channel, (payloads = new Set()));
   payloads.add(payload);
+}
+
+/** The queues of the tasks that have an ordering key. */
+function keyedQueues(tasks: Array<{ queue: string; orderingKey: string | null }>): Set<string> {
+  return new Set(tasks.filter((t) => t.orderingKey !== null).map((t) => t.queue));
 }

@@ -195,7 +195,7 @@ export function taskReschedule(s: Statements, p: { queue: string; orderingKey: s
 }
 
 export function taskDueIn(s: Statements, now: number, p: { queue: string; tags?: string[] }): number | null {
-  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags) }) as { due_in: number | null };
+  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND run_at > @now AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags) }) as { due_in: number | null };
   return row.due_in;
 }
 
