@@ -50,10 +50,7 @@ export interface WorkOptions {
   events?: EngineEvents;
 }
 
-interface Running {
-  task: Task;
-  abort: LazyAbort;
-}
+type Running = { task: Task; abort: LazyAbort };
 
 /** Handlers slower than this on average (ms) get no prefetched tasks: one would wait that long for a slot. */
 const PREFETCH_MAX_HANDLER_MS = 100;
@@ -109,6 +106,8 @@ export class Worker {
   private asked = 0;
   /** The last claim came back full: more may be ready, so a second claim may go out while it commits. */
   private backlog = false;
+  /** When the last short claim was sent: a task due since then counts for `taskDueIn` (it may not have seen it due). */
+  private shortClaimAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -185,7 +184,7 @@ export class Worker {
   private async idleWait(): Promise<number> {
     let wait = this.options.pollMs;
     try {
-      const dueIn = await this.store.taskDueIn({ queue: this.queue, ...this.tags() });
+      const dueIn = await this.store.taskDueIn({ queue: this.queue, lookbackMs: Math.ceil(performance.now() - this.shortClaimAt) + 5, ...this.tags() });
       if (dueIn !== null) wait = Math.min(wait, Math.max(1, dueIn));
     } catch (error) {
       this.options.onError?.(error);
@@ -212,6 +211,7 @@ export class Worker {
    */
   private async claim(limit: number): Promise<boolean> {
     const leaseToken = newId('lease');
+    const sent = performance.now();
     this.asked += limit;
     let tasks: Task[];
     try {
@@ -226,6 +226,7 @@ export class Worker {
       this.asked -= limit;
     }
     this.backlog = tasks.length === limit;
+    if (!this.backlog) this.shortClaimAt = sent;
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     const at = performance.now();

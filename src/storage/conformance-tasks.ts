@@ -51,6 +51,9 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       // a task due already is not waited for: a claim takes it, or it waits behind its ordering key for news
       await h.store().taskEnqueue({ tasks: [task('due', { id: 't5', runAt: now - 1000 })] });
       expect(await h.store().taskDueIn({ queue: 'due' })).toBeNull();
+      // ...unless it became due after the claim that left it was sent (that claim may have found it not due)
+      expect(await h.store().taskDueIn({ queue: 'due', lookbackMs: 60_000 })).toBeLessThanOrEqual(-1000);
+      expect(await h.store().taskDueIn({ queue: 'due', lookbackMs: 10 })).toBeNull();
       expect(await h.store().taskDueIn({ queue: 'other' })).toBeNull();
     });
 

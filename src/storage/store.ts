@@ -153,9 +153,11 @@ export interface Store {
    * worker sleeps that long (one statement: the clock is read in it). A task due already that a
    * claim did not take waits behind its ordering key: only news makes it claimable (the
    * completion or failure before it, which wakes the workers), so it does not count; counted, it
-   * made every idle worker claim again every millisecond while the task before it ran.
+   * made every idle worker claim again every millisecond while the task before it ran. Except one
+   * that became due within the last `lookbackMs` (then at most 0 comes back): the claim that came
+   * back short, sent that long ago, may have found it not due yet.
    */
-  taskDueIn(p: { queue: string; tags?: string[] }): Promise<number | null>;
+  taskDueIn(p: { queue: string; tags?: string[]; lookbackMs?: number }): Promise<number | null>;
 
   /**
    * Stores content-addressed chunks (a hash already stored keeps its row) and records `owner` as

@@ -261,12 +261,12 @@ export async function taskReschedule(db: Db, p: { queue: string; orderingKey: st
 
 const DUE_IN = prepared(
   'task_due_in',
-  `${NOW} SELECT min(t.run_at) - (SELECT ms FROM now) AS due_in FROM tasks t WHERE t.queue = $1 AND t.state = 'ready' AND t.run_at > (SELECT ms FROM now)
+  `${NOW} SELECT min(t.run_at) - (SELECT ms FROM now) AS due_in FROM tasks t WHERE t.queue = $1 AND t.state = 'ready' AND t.run_at > (SELECT ms FROM now) - $3::bigint
      AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
 );
 
-export async function taskDueIn(db: Db, p: { queue: string; tags?: string[] }): Promise<number | null> {
-  const [row] = await db.rows<{ due_in: number | null }>(DUE_IN, [p.queue, p.tags === undefined ? null : textArray(p.tags)]);
+export async function taskDueIn(db: Db, p: { queue: string; tags?: string[]; lookbackMs?: number }): Promise<number | null> {
+  const [row] = await db.rows<{ due_in: number | null }>(DUE_IN, [p.queue, p.tags === undefined ? null : textArray(p.tags), p.lookbackMs ?? 0]);
   return row?.due_in ?? null;
 }
 

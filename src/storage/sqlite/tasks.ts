@@ -194,8 +194,10 @@ export function taskReschedule(s: Statements, p: { queue: string; orderingKey: s
   return s.get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'").run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
 }
 
-export function taskDueIn(s: Statements, now: number, p: { queue: string; tags?: string[] }): number | null {
-  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND run_at > @now AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags) }) as { due_in: number | null };
+export function taskDueIn(s: Statements, now: number, p: { queue: string; tags?: string[]; lookbackMs?: number }): number | null {
+  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND run_at > @now - @lookback AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags), lookback: p.lookbackMs ?? 0 }) as {
+    due_in: number | null;
+  };
   return row.due_in;
 }
 
