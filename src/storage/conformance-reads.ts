@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommittedRead, Cursor, Store } from './store.js';
 
 /**
- * Committed reads that filter (`conformance.ts` sets up the store): a reader moves past the events
+ * Reads that filter (`conformance.ts` sets up the store): `readAll` by types, prefix and position;
+ * committed reads, where a reader moves past the events
  * its filters do not match, so a subscription waiting for an event type nobody appends yet does not
  * read the journal from its start on every wake-up, and one read examines a bounded number of events.
  */
@@ -28,6 +29,34 @@ export function readConformance(h: { store: () => Store }): void {
     }
     return { reads, cursor };
   };
+
+  describe('readAll', () => {
+    it('filters readAll by stream prefix and types, from a position', async () => {
+      await h.store().eventAppend({ appends: [{ streamId: 'task:1', events: [ev('task.enqueued'), ev('task.claimed')] }] });
+      await h.store().eventAppend({ appends: [{ streamId: 'chan:1', events: [ev('message')] }] });
+      await h.store().eventAppend({ appends: [{ streamId: 'task:2', events: [ev('task.enqueued')] }] });
+      const all = await h.store().eventReadAll({});
+      expect(all.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'message', 'task.enqueued']);
+      expect((await h.store().eventReadAll({ streamPrefix: 'task:' })).map((e) => e.streamId)).toEqual(['task:1', 'task:1', 'task:2']);
+      expect((await h.store().eventReadAll({ types: ['task.enqueued'] })).map((e) => e.streamId)).toEqual(['task:1', 'task:2']);
+      expect((await h.store().eventReadAll({ fromPosition: all[2]!.position })).map((e) => e.type)).toEqual(['message', 'task.enqueued']);
+      expect((await h.store().eventReadAll({ streamPrefix: 'task:', limit: 1 })).length).toBe(1);
+      expect(await h.store().eventReadAll({ streamPrefix: 'ta%' })).toEqual([]);
+    });
+
+    it('reads several types of readAll merged in position order, from a position, within a prefix and a limit', async () => {
+      const order = ['job.done', 'task.completed', 'job.failed', 'job.done', 'x.other', 'job.failed', 'job.done'];
+      for (const [i, type] of order.entries()) await h.store().eventAppend({ appends: [{ streamId: i === 3 ? 'job:c' : `run:r${i}`, events: [ev(type)] }] });
+      const read = async (p: { types: string[]; fromPosition?: number; limit?: number; streamPrefix?: string }) => (await h.store().eventReadAll(p)).map((e) => `${e.streamId} ${e.type}`);
+      const ends = ['job.failed', 'job.done', 'job.failed'];
+      expect(await read({ types: ends })).toEqual(['run:r0 job.done', 'run:r2 job.failed', 'job:c job.done', 'run:r5 job.failed', 'run:r6 job.done']);
+      expect(await read({ types: ends, limit: 2 })).toEqual(['run:r0 job.done', 'run:r2 job.failed']);
+      const third = (await h.store().eventReadAll({}))[3]!.position;
+      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual(['run:r5 job.failed', 'run:r6 job.done']);
+      expect(await read({ types: ['job.done', 'task.completed'], limit: 3 })).toEqual(['run:r0 job.done', 'run:r1 task.completed', 'job:c job.done']);
+      expect(await read({ types: [] })).toEqual([]);
+    });
+  });
 
   describe('committed reads that filter', () => {
     it('move the cursor past unmatched events, by type, by stream prefix, or both', async () => {

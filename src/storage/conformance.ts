@@ -169,32 +169,6 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(versions).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     });
 
-    it('filters readAll by stream prefix and types, from a position', async () => {
-      await store.eventAppend({ appends: [{ streamId: 'task:1', events: [ev('task.enqueued'), ev('task.claimed')] }] });
-      await store.eventAppend({ appends: [{ streamId: 'chan:1', events: [ev('message')] }] });
-      await store.eventAppend({ appends: [{ streamId: 'task:2', events: [ev('task.enqueued')] }] });
-      const all = await store.eventReadAll({});
-      expect(all.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'message', 'task.enqueued']);
-      expect((await store.eventReadAll({ streamPrefix: 'task:' })).map((e) => e.streamId)).toEqual(['task:1', 'task:1', 'task:2']);
-      expect((await store.eventReadAll({ types: ['task.enqueued'] })).map((e) => e.streamId)).toEqual(['task:1', 'task:2']);
-      expect((await store.eventReadAll({ fromPosition: all[2]!.position })).map((e) => e.type)).toEqual(['message', 'task.enqueued']);
-      expect((await store.eventReadAll({ streamPrefix: 'task:', limit: 1 })).length).toBe(1);
-      expect(await store.eventReadAll({ streamPrefix: 'ta%' })).toEqual([]);
-    });
-
-    it('reads several types of readAll merged in position order, from a position, within a prefix and a limit', async () => {
-      const order = ['job.done', 'task.completed', 'job.failed', 'job.done', 'x.other', 'job.failed', 'job.done'];
-      for (const [i, type] of order.entries()) await store.eventAppend({ appends: [{ streamId: i === 3 ? 'job:c' : `run:r${i}`, events: [ev(type)] }] });
-      const read = async (p: { types: string[]; fromPosition?: number; limit?: number; streamPrefix?: string }) => (await store.eventReadAll(p)).map((e) => `${e.streamId} ${e.type}`);
-      const ends = ['job.failed', 'job.done', 'job.failed'];
-      expect(await read({ types: ends })).toEqual(['run:r0 job.done', 'run:r2 job.failed', 'job:c job.done', 'run:r5 job.failed', 'run:r6 job.done']);
-      expect(await read({ types: ends, limit: 2 })).toEqual(['run:r0 job.done', 'run:r2 job.failed']);
-      const third = (await store.eventReadAll({}))[3]!.position;
-      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual(['run:r5 job.failed', 'run:r6 job.done']);
-      expect(await read({ types: ['job.done', 'task.completed'], limit: 3 })).toEqual(['run:r0 job.done', 'run:r1 task.completed', 'job:c job.done']);
-      expect(await read({ types: [] })).toEqual([]);
-    });
-
     it('rolls back everything written in a transaction that throws', async () => {
       await expect(
         store.transaction(async (tx) => {

@@ -52,3 +52,8 @@ export interface Lease {
   id: string;
   leaseToken: string;
 }
+
+/** The queues of `tasks` that have an ordering key: a completion there makes the key's next task claimable, so they are woken. */
+export function keyedQueues(tasks: Array<{ queue: string; orderingKey: string | null }>): Set<string> {
+  return new Set(tasks.filter((t) => t.orderingKey !== null).map((t) => t.queue));
+}

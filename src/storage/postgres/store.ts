@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { keyedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
@@ -191,12 +192,12 @@ class PostgresStore implements Store {
   taskComplete: Store['taskComplete'] = async (p) => {
     const done = await tasks.taskComplete(this.db, p);
     // the next task of each ordering key is claimable now
-    this.wake('tasks', new Set(done.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
+    this.wake('tasks', keyedQueues(done));
     return done;
   };
   taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
     await tasks.taskCompleteAll(this.db, p);
-    this.wake('tasks', new Set(p.items.filter((t) => t.orderingKey !== null).map((t) => t.queue)));
+    this.wake('tasks', keyedQueues(p.items));
   };
   taskRelease: Store['taskRelease'] = async (p) => {
     const released = await tasks.taskRelease(this.db, p);

@@ -94,10 +94,7 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
   const limit = p.limit ?? 1000;
   let rows: EventRow[];
   if (p.types && p.types.length > 0 && !p.types.some(unindexed)) {
-    const prefix = p.streamPrefix ?? null;
-    const byType = s.get(`SELECT * FROM events WHERE type = @type AND ${INDEXED} AND position >= @from${prefix === null ? '' : ` AND ${PREFIX}`} ORDER BY position LIMIT @limit`);
-    rows = [...new Set(p.types)].flatMap((type) => byType.all({ type, from, limit, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
-    rows.sort((a, b) => a.position - b.position).splice(limit);
+    rows = readByTypes(s, p.types, 'position >= @from', { from, limit, prefix: p.streamPrefix ?? null });
   } else {
     rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from, limit }) as EventRow[];
   }
@@ -118,6 +115,17 @@ const unindexed = (type: string) => type.startsWith('step.') || type.startsWith(
 const INDEXED = "substr(type, 1, 5) NOT IN ('step.', 'task.')";
 
 /**
+ * Events of `types` (all of the type index) within `range`, each type read through the index,
+ * merged in position order, at most `params.limit`; a `params.prefix` keeps one stream prefix.
+ */
+function readByTypes(s: Statements, types: string[], range: string, params: { limit: number; prefix: string | null } & Record<string, unknown>): EventRow[] {
+  const { prefix, ...rest } = params;
+  const byType = s.get(`SELECT * FROM events WHERE type = @type AND ${INDEXED} AND ${range}${prefix === null ? '' : ` AND ${PREFIX}`} ORDER BY position LIMIT @limit`);
+  const rows = [...new Set(types)].flatMap((type) => byType.all({ ...rest, type, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
+  return rows.sort((a, b) => a.position - b.position).slice(0, params.limit);
+}
+
+/**
  * SQLite has one writer at a time and assigns positions under the write lock, so positions
  * commit in order: the position itself is a safe cursor. The head is read first: an event
  * committed after it (by another process) has a larger position and is left to the next read.
@@ -135,9 +143,7 @@ export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: num
   let rows: EventRow[];
   let to = head;
   if (p.types && !p.types.some(unindexed)) {
-    const byType = s.get(`SELECT * FROM events WHERE type = @type AND ${INDEXED} AND position > @after AND position <= @to${and} ORDER BY position LIMIT @limit`);
-    rows = [...new Set(p.types)].flatMap((type) => byType.all({ type, after, to, limit: p.limit, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
-    rows.sort((a, b) => a.position - b.position).splice(p.limit);
+    rows = readByTypes(s, p.types, 'position > @after AND position <= @to', { after, to, limit: p.limit, prefix });
   } else {
     if (prefix !== null || p.types) to = Math.min(head, after + SCAN_EVENTS);
     const types = p.types ? ' AND type IN (SELECT value FROM json_each(@types))' : '';

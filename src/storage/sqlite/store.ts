@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { keyedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
@@ -316,9 +317,4 @@ function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]
   let payloads = pending.get(channel);
   if (!payloads) pending.set(channel, (payloads = new Set()));
   payloads.add(payload);
-}
-
-/** The queues of the tasks that have an ordering key. */
-function keyedQueues(tasks: Array<{ queue: string; orderingKey: string | null }>): Set<string> {
-  return new Set(tasks.filter((t) => t.orderingKey !== null).map((t) => t.queue));
 }
