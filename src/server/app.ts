@@ -108,7 +108,19 @@ async function serve(r: Route, c: Context): Promise<Response> {
   for (const [name, value] of Object.entries(params)) checkText(name, value);
   const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
   const query = r.query ? parse(r.query, checkedQuery(new URL(c.req.url).searchParams), 'query') : {};
-  const result = await r.handle({ params, query, body, headers: handlerHeaders(c), signal: c.req.raw.signal });
+  // made when a handler reads them: most do not, and each is a web object built from the Node request
+  const request = {
+    params,
+    query,
+    body,
+    get headers() {
+      return handlerHeaders(c);
+    },
+    get signal() {
+      return c.req.raw.signal;
+    },
+  };
+  const result = await r.handle(request);
   if (result instanceof Response) return result;
   if (r.status === 204) return c.body(null, 204);
   return c.json(result ?? null, r.status as 200);

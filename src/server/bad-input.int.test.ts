@@ -29,6 +29,22 @@ function upgrade(url: string, path: string): Promise<{ status: number; body: str
   });
 }
 
+/** A POST over a socket: `chunks` sent as they are, chunked when `length` is not given. */
+function post(url: string, path: string, chunks: string[], length?: number): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'content-type': 'application/json', ...(length === undefined ? {} : { 'content-length': String(length) }) };
+    const req = httpRequest(`${url}${path}`, { method: 'POST', headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: body === '' ? null : JSON.parse(body) }));
+    });
+    // the server may answer (413) and close before the rest is sent
+    req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
 describe.each(backends)('bad input on $name: a 400 naming the field and the limit, the same on both backends, nothing stored', (backend) => {
   let server: Server;
   let workflowId: string;
@@ -69,6 +85,27 @@ describe.each(backends)('bad input on $name: a 400 naming the field and the limi
     expect(answer.error.message).toContain(message);
     expect(await headCount()).toBe(before);
     expect((await call('GET', '/healthz')).status).toBe(200);
+  });
+
+  it('reads bodies from the socket with and without a declared length, within the limit', async () => {
+    const message = JSON.stringify({ sender_id: 'u', role: 'user', content: 'hi' });
+    const declared = await post(server.url, '/channels/b/messages', [message], Buffer.byteLength(message));
+    expect(declared.status).toBe(201);
+    const chunked = await post(server.url, '/channels/b/messages', [message.slice(0, 10), message.slice(10)]);
+    expect(chunked.status, JSON.stringify(chunked.body)).toBe(201);
+    expect(chunked.body.seq).toBe(2);
+    const big = 'x'.repeat(256 * 1024);
+    const over = await post(server.url, '/channels/b/messages', ['{"content":"', big, big, big, big, '"}']);
+    expect(over.status).toBe(413);
+    expect(over.body.error.message).toMatch(/over .*the limit of 1 MiB/);
+    const overDeclared = await post(server.url, '/channels/b/messages', ['{}'], 2 * 1024 * 1024);
+    expect(overDeclared.status).toBe(413);
+    const malformed = await post(server.url, '/channels/b/messages', ['{"content": '], 12);
+    expect(malformed.body.error.code).toBe('malformed_json');
+    const empty = await post(server.url, '/channels/b/messages', [], 0);
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.code).toBe('validation');
+    expect((await call('GET', '/channels/b/messages')).body.messages).toHaveLength(2);
   });
 
   it('answers a malformed percent-escape on the WebSocket path with a 400 naming the field', async () => {

@@ -21,7 +21,23 @@ export const MAX_BODY_DEPTH = 64;
 export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > limit) throw tooLarge(`is ${formatBytes(declared)}`, limit);
-  if (!request.body) return undefined;
+  // with a declared length, the HTTP parser ends the body there: read it at once (under
+  // @hono/node-server straight from the socket, without making a web stream); without one, in
+  // chunks, counting
+  const text = Number.isFinite(declared) ? await request.text() : await readCapped(request, limit);
+  if (text.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, 'malformed_json', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+  checkBody(value);
+  return value;
+}
+
+async function readCapped(request: Request, limit: number): Promise<string> {
+  if (!request.body) return '';
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
@@ -35,16 +51,7 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promis
     }
     chunks.push(value);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new HttpError(400, 'malformed_json', `request body is not valid JSON: ${(error as Error).message}`);
-  }
-  checkBody(value);
-  return value;
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** See `readJson`: depth, U+0000 and unpaired surrogates, with field paths relative to the body. */
