@@ -57,7 +57,7 @@ export async function benchChat(database: string, sizes: ChatSizes, log: (line: 
     for (const ws of sockets) ws.terminate();
     m.ingest_per_s = await ingest(server, channels, sizes.ingestSeconds, sizes.ingestConcurrency);
     Object.assign(m, await httpFloor(sizes.ratePerS, total));
-    log(`floor: fetch → a bare node:http echo at the same rate: p50 ${m.http_floor_p50_ms!.toFixed(2)} ms, p99 ${m.http_floor_p99_ms!.toFixed(2)} ms`);
+    log(`floor: the same posts to a bare node:http echo at the same rate: p50 ${m.http_floor_p50_ms!.toFixed(2)} ms, p99 ${m.http_floor_p99_ms!.toFixed(2)} ms`);
     return m;
   } finally {
     server.proc.kill('SIGTERM');

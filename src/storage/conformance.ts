@@ -7,6 +7,7 @@ import { task, taskConformance } from './conformance-tasks.js';
 import { longrunConformance } from './conformance-longrun.js';
 import { maintenanceConformance } from './conformance-maintenance.js';
 import { readConformance } from './conformance-reads.js';
+import { appendConformance } from './conformance-appends.js';
 import { processConformance } from './conformance-processes.js';
 import { projectionConformance } from './conformance-projections.js';
 
@@ -372,6 +373,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   agentLedgerConformance({ store: () => store });
   maintenanceConformance(() => store);
   readConformance({ store: () => store });
+  appendConformance({ store: () => store });
   processConformance({ store: () => store });
 
   describe('migrations', () => {

@@ -115,6 +115,60 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
 }
 
 /**
+ * Appends that each go to one stream and expect no version, with their own idempotency keys, in
+ * one statement (migration 130's rl_event_append_each): one commit for all of them. An append
+ * whose key was used before writes nothing and is that key's first events, as on its own.
+ */
+const APPEND_EACH = prepared('event_append_each', 'SELECT r_append AS append, r_ok AS ok, r_position AS position, r_version AS version, r_created_at AS created_at FROM rl_event_append_each($1, $2, $3, $4, $5, $6)');
+
+/** Whether `p` can go in one `eventAppendEach` with others. */
+export function appendsEach(p: EventAppendParams): boolean {
+  return p.appends.length === 1 && p.appends[0]!.expectedVersion === undefined && p.appends[0]!.events.length > 0;
+}
+
+export async function eventAppendEach(db: Db, batch: EventAppendParams[]): Promise<AppendResult[]> {
+  const appends = batch.map((p) => p.appends[0]!);
+  const events = appends.flatMap((a) => a.events);
+  const data = events.map((e) => JSON.stringify(e.data ?? null));
+  const metadata = events.map((e) => JSON.stringify(e.metadata ?? {}));
+  const rows = await db.rows<{ append: number; ok: boolean; position: number | null; version: number | null; created_at: number | null }>(APPEND_EACH, [
+    textArray(batch.map((p) => p.idempotencyKey ?? null)),
+    textArray(appends.map((a) => a.streamId)),
+    numberArray(appends.map((a) => a.events.length)),
+    textArray(events.map((e) => e.type)),
+    jsonArray(data),
+    jsonArray(metadata),
+  ]);
+  const written = batch.map((): Array<{ position: number; version: number; created_at: number }> => []);
+  const duplicates = new Set<number>();
+  for (const row of rows) {
+    if (row.ok) written[row.append - 1]!.push({ position: row.position!, version: row.version!, created_at: row.created_at! });
+    else duplicates.add(row.append - 1);
+  }
+  let first = 0;
+  return Promise.all(
+    batch.map(async (p, i) => {
+      const offset = first;
+      first += appends[i]!.events.length;
+      if (duplicates.has(i)) return { events: (await db.rows<EventRow>(BY_KEY, [p.idempotencyKey])).map((row) => toEvent(row, asParsed)), duplicate: true };
+      // its k-th version is its k-th event; as on its own, data and metadata are what was sent, as JSON
+      const stored = written[i]!.sort((a, b) => a.version - b.version).map(
+        (row, k): StoredEvent => ({
+          position: row.position,
+          streamId: appends[i]!.streamId,
+          version: row.version,
+          type: events[offset + k]!.type,
+          data: JSON.parse(data[offset + k]!),
+          metadata: JSON.parse(metadata[offset + k]!),
+          timestamp: row.created_at,
+        }),
+      );
+      return { events: stored, duplicate: false };
+    }),
+  );
+}
+
+/**
  * Runs the append, a version mismatch as ConflictError. Outside a transaction the failed statement
  * has undone itself; inside one, APPEND_CHECKED undoes what it wrote and reports the mismatch
  * without failing, so the caller may catch the conflict and go on (as it can with SQLite).

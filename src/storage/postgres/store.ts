@@ -1,5 +1,6 @@
-import type pg from 'pg';
-import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import pg from 'pg';
+import { AppendBatch, type Outcome } from '../append-batch.js';
+import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { keyedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
@@ -147,11 +148,51 @@ class PostgresStore implements Store {
     if (!this.shared.pool.ended) await this.shared.pool.end();
   }
 
-  eventAppend: Store['eventAppend'] = async (p) => {
+  /** Appends outside a transaction, batched (see `appendEach`); made at the first. */
+  private batch: AppendBatch | null = null;
+
+  eventAppend: Store['eventAppend'] = (p) => {
+    if (this.tx || !events.appendsEach(p)) return this.appendAlone(p);
+    this.batch ??= new AppendBatch(
+      (p) => this.appendAlone(p),
+      (batch) => this.appendEach(batch),
+      2,
+    );
+    return this.batch.append(p);
+  };
+
+  private async appendAlone(p: EventAppendParams): Promise<AppendResult> {
     const result = await events.eventAppend(this.db, p);
     if (!result.duplicate) this.wake('events', appendWakeups(p, result));
     return result;
-  };
+  }
+
+  /**
+   * Appends in one statement. When the server refuses it (it undid itself), each goes again alone,
+   * so the failure is only its own caller's; when the connection fails, whether it committed is
+   * unknown, and every caller fails.
+   */
+  private async appendEach(batch: EventAppendParams[]): Promise<Outcome[]> {
+    let results: AppendResult[];
+    try {
+      results = await events.eventAppendEach(this.db, batch);
+    } catch (error) {
+      if (!(error instanceof pg.DatabaseError) || error.severity !== 'ERROR') throw error;
+      const outcomes: Outcome[] = [];
+      for (const p of batch)
+        outcomes.push(
+          await this.appendAlone(p).then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error }),
+          ),
+        );
+      return outcomes;
+    }
+    batch.forEach((p, i) => {
+      if (!results[i]!.duplicate) this.wake('events', appendWakeups(p, results[i]!));
+    });
+    return results.map((result) => ({ result }));
+  }
   eventReadStream: Store['eventReadStream'] = (p) => events.eventReadStream(this.db, p);
   eventReadAll: Store['eventReadAll'] = (p) => events.eventReadAll(this.db, p);
   eventReadCommitted: Store['eventReadCommitted'] = (p) => events.eventReadCommitted(this.db, p);

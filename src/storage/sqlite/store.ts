@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import type { NotifyChannel, Store, StoreStatus } from '../store.js';
+import { AppendBatch, type Outcome } from '../append-batch.js';
+import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { keyedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { openDatabase, Statements, type Db } from './connection.js';
@@ -212,11 +213,62 @@ class SqliteStore implements Store {
     }
   }
 
-  eventAppend: Store['eventAppend'] = (p) =>
-    this.run(
+  /** Appends outside a transaction, batched (see `appendEach`); made at the first. */
+  private batch: AppendBatch | null = null;
+
+  eventAppend: Store['eventAppend'] = (p) => {
+    if (this.pending) return this.appendAlone(p);
+    this.batch ??= new AppendBatch(
+      (p) => this.appendAlone(p),
+      (batch) => this.appendEach(batch),
+      1,
+    );
+    return this.batch.append(p);
+  };
+
+  private appendAlone(p: EventAppendParams): Promise<AppendResult> {
+    return this.run(
       (s, now) => events.eventAppend(s, now, p),
       (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]),
     );
+  }
+
+  /**
+   * Appends in one transaction, each in a savepoint of its own: one that fails (a version
+   * mismatch) is undone and fails alone, the others commit.
+   */
+  private async appendEach(batch: EventAppendParams[]): Promise<Outcome[]> {
+    const { db, statements, lock, listeners } = this.shared;
+    const outcomes: Outcome[] = [];
+    const wakeups = new Map<NotifyChannel, Set<string>>();
+    const release = await lock.acquire();
+    try {
+      statements.get('BEGIN IMMEDIATE').run();
+      try {
+        for (const p of batch) {
+          statements.get('SAVEPOINT append').run();
+          try {
+            const result = events.eventAppend(statements, Date.now(), p);
+            statements.get('RELEASE append').run();
+            outcomes.push({ result });
+            if (!result.duplicate) for (const payload of appendWakeups(p, result)) addPending(wakeups, ['events', payload]);
+          } catch (error) {
+            statements.get('ROLLBACK TO append').run();
+            statements.get('RELEASE append').run();
+            outcomes.push({ error });
+          }
+        }
+        statements.get('COMMIT').run();
+      } catch (error) {
+        if (db.inTransaction) statements.get('ROLLBACK').run();
+        throw error;
+      }
+    } finally {
+      release();
+    }
+    announce(listeners, [...wakeups]);
+    return outcomes;
+  }
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
   eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
   eventReadCommitted: Store['eventReadCommitted'] = (p) => this.read((s) => events.eventReadCommitted(s, p));
