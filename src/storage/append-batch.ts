@@ -36,8 +36,13 @@ export class AppendBatch {
   append(params: EventAppendParams): Promise<AppendResult> {
     const events = params.appends.reduce((sum, a) => sum + a.events.length, 0);
     return new Promise<AppendResult>((done, fail) => {
-      this.queued.push({ params, events, done, fail });
-      this.schedule();
+      const pending = { params, events, done, fail };
+      // idle: at once (a caller appending one after another waits for no turn of the event loop)
+      if (this.inFlight === 0 && this.queued.length === 0) this.start([pending]);
+      else {
+        this.queued.push(pending);
+        this.schedule();
+      }
     });
   }
 
@@ -48,13 +53,22 @@ export class AppendBatch {
     setImmediate(() => {
       this.scheduled = false;
       if (this.inFlight >= this.lanes || this.queued.length === 0) return;
-      const batch = this.take();
-      this.inFlight += 1;
-      void this.settle(batch).finally(() => {
-        this.inFlight -= 1;
-        this.schedule();
-      });
+      this.start(this.take());
       this.schedule();
+    });
+  }
+
+  /** Commits `batch` in a lane of its own; the lane is free again before its callers hear back. */
+  private start(batch: Pending[]): void {
+    this.inFlight += 1;
+    void this.outcomes(batch).then((outcomes) => {
+      this.inFlight -= 1;
+      this.schedule();
+      batch.forEach((p, i) => {
+        const outcome = outcomes[i]!;
+        if ('result' in outcome) p.done(outcome.result);
+        else p.fail(outcome.error);
+      });
     });
   }
 
@@ -73,22 +87,12 @@ export class AppendBatch {
     return this.queued.splice(0, n);
   }
 
-  private async settle(batch: Pending[]): Promise<void> {
-    if (batch.length === 1) {
-      const [p] = batch as [Pending];
-      return this.alone(p.params).then(p.done, p.fail);
-    }
-    let outcomes: Outcome[];
+  private async outcomes(batch: Pending[]): Promise<Outcome[]> {
     try {
-      outcomes = await this.commit(batch.map((p) => p.params));
+      if (batch.length === 1) return [{ result: await this.alone(batch[0]!.params) }];
+      return await this.commit(batch.map((p) => p.params));
     } catch (error) {
-      for (const p of batch) p.fail(error);
-      return;
+      return batch.map(() => ({ error }));
     }
-    batch.forEach((p, i) => {
-      const outcome = outcomes[i]!;
-      if ('result' in outcome) p.done(outcome.result);
-      else p.fail(outcome.error);
-    });
   }
 }
