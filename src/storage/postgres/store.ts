@@ -179,13 +179,7 @@ class PostgresStore implements Store {
     } catch (error) {
       if (!(error instanceof pg.DatabaseError) || error.severity !== 'ERROR') throw error;
       const outcomes: Outcome[] = [];
-      for (const p of batch)
-        outcomes.push(
-          await this.appendAlone(p).then(
-            (result) => ({ result }),
-            (error: unknown) => ({ error }),
-          ),
-        );
+      for (const p of batch) outcomes.push(await this.appendAlone(p).then(succeeded, failed));
       return outcomes;
     }
     batch.forEach((p, i) => {
@@ -331,3 +325,6 @@ export function maskPassword(url: string): string {
     return url.replace(/password=\S+/gi, 'password=***');
   }
 }
+
+const succeeded = (result: AppendResult): Outcome => ({ result });
+const failed = (error: unknown): Outcome => ({ error });
