@@ -1,5 +1,5 @@
 -- Many appends in one statement, each with its own idempotency key: the appends a process makes
--- outside a transaction at the same moment (chat posts, a session's events) commit together
+-- outside a transaction at the same moment (chat posts, retention's record) commit together
 -- (events.ts, eventAppendEach). Each append goes to one stream and expects no version; an append
 -- whose key was used before (rows with ok false) writes nothing, the others are written, in the
 -- order given within a stream. Streams are locked in sorted order, as by rl_event_append.
