@@ -237,37 +237,25 @@ class SqliteStore implements Store {
    * Appends in one transaction, each in a savepoint of its own: one that fails (a version
    * mismatch) is undone and fails alone, the others commit.
    */
-  private async appendEach(batch: EventAppendParams[]): Promise<Outcome[]> {
-    const { db, statements, lock, listeners } = this.shared;
-    const outcomes: Outcome[] = [];
-    const wakeups = new Map<NotifyChannel, Set<string>>();
-    const release = await lock.acquire();
-    try {
-      statements.get('BEGIN IMMEDIATE').run();
-      try {
-        for (const p of batch) {
-          statements.get('SAVEPOINT append').run();
+  private appendEach(batch: EventAppendParams[]): Promise<Outcome[]> {
+    const payloads: string[] = [];
+    return this.run(
+      (s, now) =>
+        batch.map((p): Outcome => {
+          s.get('SAVEPOINT append').run();
           try {
-            const result = events.eventAppend(statements, Date.now(), p);
-            statements.get('RELEASE append').run();
-            outcomes.push({ result });
-            if (!result.duplicate) for (const payload of appendWakeups(p, result)) addPending(wakeups, ['events', payload]);
+            const result = events.eventAppend(s, now, p);
+            s.get('RELEASE append').run();
+            if (!result.duplicate) payloads.push(...appendWakeups(p, result));
+            return { result };
           } catch (error) {
-            statements.get('ROLLBACK TO append').run();
-            statements.get('RELEASE append').run();
-            outcomes.push({ error });
+            s.get('ROLLBACK TO append').run();
+            s.get('RELEASE append').run();
+            return { error };
           }
-        }
-        statements.get('COMMIT').run();
-      } catch (error) {
-        if (db.inTransaction) statements.get('ROLLBACK').run();
-        throw error;
-      }
-    } finally {
-      release();
-    }
-    announce(listeners, [...wakeups]);
-    return outcomes;
+        }),
+      () => ['events', ...payloads],
+    );
   }
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
   eventReadAll: Store['eventReadAll'] = (p) => this.read((s) => events.eventReadAll(s, p));
