@@ -105,6 +105,11 @@ export class GroupCommit {
     return (await this.submit({ also: fn })).value;
   }
 
+  /** Runs `fn`, one statement of the store's: on PostgreSQL alone, committing on its own (no transaction around it); on SQLite in the next batch, as `transaction`. */
+  statement<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    return this.store.dialect === 'postgres' ? fn(this.store) : this.transaction(fn);
+  }
+
   private schedule(): void {
     if (this.scheduled || this.inFlight >= this.lanes || this.queued.length === 0) return;
     this.scheduled = true;

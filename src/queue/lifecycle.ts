@@ -1,4 +1,7 @@
 import type { NewEvent, TaskState } from '../storage/store.js';
+import { TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
+
+export { taskStream };
 
 /**
  * The task state machine (drawn in docs/lifecycle.md). Every allowed transition and the journal
@@ -8,7 +11,8 @@ import type { NewEvent, TaskState } from '../storage/store.js';
  * attempt with one event instead of two, and a claim costs no append.
  */
 export const taskTransitions = {
-  enqueue: { from: null, to: 'ready', event: 'task.enqueued' },
+  // written by the store with the task rows (`Store.taskEnqueue`)
+  enqueue: { from: null, to: 'ready', event: TASK_ENQUEUED },
   claim: { from: 'ready', to: 'running', event: null },
   release: { from: 'running', to: 'ready', event: null },
   complete: { from: 'running', to: 'completed', event: 'task.completed' },
@@ -22,11 +26,6 @@ export const taskTransitions = {
 export type TaskTransition = keyof typeof taskTransitions;
 /** The transitions the journal records. */
 export type JournaledTransition = { [K in TaskTransition]: (typeof taskTransitions)[K]['event'] extends string ? K : never }[TaskTransition];
-
-/** The stream that holds one task's history. */
-export function taskStream(id: string): string {
-  return `task:${id}`;
-}
 
 /** The journal append for one transition of one task. */
 export function taskEvent(transition: JournaledTransition, id: string, data: Record<string, unknown>): { streamId: string; events: NewEvent[] } {

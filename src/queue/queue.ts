@@ -120,11 +120,7 @@ export class TaskQueue {
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
       };
     });
-    return (tx ?? this.journal.group).transaction(async (t) => {
-      const results = await t.taskEnqueue({ tasks });
-      const created = results.filter((r) => r.created).map(({ task }) => taskEvent('enqueue', task.id, { queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts }));
-      if (created.length > 0) await this.journal.appendMany(created, { tx: t, unread: true });
-      return results;
-    });
+    // the task rows and their `task.enqueued` events, one statement on PostgreSQL
+    return tx ? tx.taskEnqueue({ tasks }) : this.journal.group.statement((store) => store.taskEnqueue({ tasks }));
   }
 }

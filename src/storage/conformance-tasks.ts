@@ -35,6 +35,35 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(first?.task).toMatchObject({ queue: 'q', state: 'ready', payload: { n: 1 }, attempts: 0, maxAttempts: 3, idempotencyKey: 'k' });
     });
 
+    it("journals each task it creates in the same write: one task.enqueued at version 1 of its stream, in the tasks' order", async () => {
+      const now = await h.store().now();
+      const before = await h.store().eventHead();
+      const results = await h.store().taskEnqueue({
+        tasks: [task('j', { id: 'j1', orderingKey: 'o', priority: 7, maxAttempts: 9 }), task('j', { id: 'j2', runAt: now + 60_000, idempotencyKey: 'once' }), task('j', { id: 'j3', idempotencyKey: 'once' })],
+      });
+      expect(results.map((r) => r.created)).toEqual([true, true, false]);
+      const j1 = results[0]!.task;
+      const events = (await h.store().eventReadCommitted({ after: before, limit: 10 })).events.map((e) => e.event);
+      // the same event on both backends, its run-at the one stored (the database clock's when none was given)
+      expect(events.map(({ streamId, version, type, data, metadata }) => ({ streamId, version, type, data, metadata }))).toEqual([
+        { streamId: 'task:j1', version: 1, type: 'task.enqueued', data: { queue: 'j', orderingKey: 'o', runAt: j1.runAt, priority: 7, maxAttempts: 9, state: 'ready' }, metadata: {} },
+        { streamId: 'task:j2', version: 1, type: 'task.enqueued', data: { queue: 'j', orderingKey: null, runAt: now + 60_000, priority: 0, maxAttempts: 3, state: 'ready' }, metadata: {} },
+      ]);
+      expect(j1.runAt).toBeGreaterThanOrEqual(now);
+      expect(events[0]!.timestamp).toBe(j1.createdAt);
+      // a repeated key journals nothing; a rolled back enqueue leaves neither row nor event
+      await h.store().taskEnqueue({ tasks: [task('j', { idempotencyKey: 'once' })] });
+      await expect(
+        h.store().transaction(async (tx) => {
+          await tx.taskEnqueue({ tasks: [task('j', { id: 'gone' })] });
+          throw new Error('undo');
+        }),
+      ).rejects.toThrow('undo');
+      expect((await h.store().eventReadStream({ streamId: 'task:gone' })).length).toBe(0);
+      expect((await h.store().eventReadStream({ streamId: 'task:j2' })).length).toBe(1);
+      expect(await h.store().taskList({ queue: 'j', limit: 10 })).toHaveLength(2);
+    });
+
     it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
       const now = await h.store().now();
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });

@@ -95,7 +95,11 @@ export interface Store {
   parkedList(p: { subscription: string; status?: ParkedStatus }): Promise<ParkedEvent[]>;
   parkedSetStatus(p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent>;
 
-  /** Inserts tasks; a task whose (queue, idempotency key) exists returns the stored one, `created: false`. */
+  /**
+   * Inserts tasks and journals each one it creates (`enqueuedEvent`, in its stream `taskStream(id)`):
+   * one statement on PostgreSQL. A task whose (queue, idempotency key) exists returns the stored
+   * one, `created: false`, and writes nothing.
+   */
   taskEnqueue(p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>>;
   /**
    * Claims up to `limit` ready tasks of `queue` whose run-at has come, highest priority first,

@@ -1,4 +1,7 @@
 /** The task rows of the queue (`Store.taskEnqueue`, `taskClaim` and the rest). */
+import type { NewEvent } from './store.js';
+import { appendWakeups } from './wakeups.js';
+
 export type TaskState = 'ready' | 'running' | 'completed' | 'dead';
 
 export interface NewTask {
@@ -56,4 +59,23 @@ export interface Lease {
 /** The queues of `tasks` that have an ordering key: a completion there makes the key's next task claimable, so they are woken. */
 export function keyedQueues(tasks: Array<{ queue: string; orderingKey: string | null }>): Set<string> {
   return new Set(tasks.filter((t) => t.orderingKey !== null).map((t) => t.queue));
+}
+
+/** The stream that holds one task's history. */
+export function taskStream(id: string): string {
+  return `task:${id}`;
+}
+
+/** The event an enqueue writes for each task it creates, in the task's stream (in SQL on PostgreSQL: see `taskEnqueue` there). */
+export const TASK_ENQUEUED = 'task.enqueued';
+
+/** `TASK_ENQUEUED`'s event for `task` as it was stored (its run-at on the database clock). */
+export function enqueuedEvent(task: Task): NewEvent {
+  return { type: TASK_ENQUEUED, data: { queue: task.queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts, state: 'ready' } };
+}
+
+/** The wake-ups of an enqueue's events: the streams of the tasks it created, as an append names them. */
+export function enqueuedWakeups(results: Array<{ task: Task; created: boolean }>): string[] {
+  const appends = results.filter((r) => r.created).map((r) => ({ streamId: taskStream(r.task.id), events: [] }));
+  return appends.length === 0 ? [] : appendWakeups({ appends }, { events: [], duplicate: false });
 }

@@ -34,12 +34,14 @@ describe('wake-ups on postgres', () => {
       await sleep(100);
       expect([...tasks, ...events]).toEqual([]);
     });
-    await until(() => tasks.length === 1 && events.length === 1);
+    // the enqueue's event woke its task stream
+    await until(() => tasks.length === 1 && events.length === 2);
     expect(tasks).toEqual(['email']);
+    expect(events.sort()).toEqual(['s', 'task:t1']);
     await stop();
     await writer.eventAppend({ appends: [{ streamId: 's', events: [{ type: 'E', data: {} }] }] });
     await sleep(100);
-    expect(events).toHaveLength(1);
+    expect(events).toHaveLength(2);
   });
 
   it('reconnects after losing its connection and wakes every listener once', async () => {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { keyedQueues } from '../tasks.js';
+import { enqueuedWakeups, keyedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
@@ -219,6 +219,7 @@ class PostgresStore implements Store {
   taskEnqueue: Store['taskEnqueue'] = async (p) => {
     const results = await tasks.taskEnqueue(this.db, p);
     this.wake('tasks', new Set(results.filter((r) => r.created).map((r) => r.task.queue)));
+    this.wake('events', enqueuedWakeups(results));
     return results;
   };
   taskClaim: Store['taskClaim'] = (p) => tasks.taskClaim(this.db, p);

@@ -2,6 +2,7 @@ import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
+import { TASK_ENQUEUED } from '../tasks.js';
 
 /** Runs `sql`, which defines CTE `u`, and returns its rows. */
 function returning(sql: string): string {
@@ -20,9 +21,12 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
 }
 
 /**
- * One round trip for the whole batch, inserted in input order so seq, the arrival order, follows
- * it. A repeated (queue, idempotency key) inserts nothing. The arbiter is left out when no task has
- * a key: speculative insertion costs every row extra work. Only what the database chose comes back.
+ * One statement for the whole batch: the task rows, inserted in input order so seq, the arrival
+ * order, follows it, and for each task inserted its `task.enqueued` event (`enqueuedEvent`, built
+ * here in SQL from the row: its run-at is the database clock's) at version 1 of its new stream
+ * `task:<id>`, the events in the tasks' order. A repeated (queue, idempotency key) inserts nothing
+ * and journals nothing. The arbiter is left out when no task has a key: speculative insertion
+ * costs every row extra work. Only what the database chose comes back.
  */
 function enqueueSql(withKeys: boolean): string {
   return `${NOW},
@@ -35,7 +39,18 @@ function enqueueSql(withKeys: boolean): string {
     CROSS JOIN now
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
-    RETURNING id, queue, run_at, created_at)
+    RETURNING seq, id, queue, ordering_key, run_at, priority, max_attempts, created_at),
+  s AS (
+    INSERT INTO streams AS s (stream_id, version) SELECT 'task:' || u.id, 1 FROM u ORDER BY 1
+    ON CONFLICT (stream_id) DO UPDATE SET version = s.version + 1
+    RETURNING s.stream_id, s.version),
+  e AS (
+    INSERT INTO events (stream_id, version, type, data, metadata, created_at)
+    SELECT s.stream_id, s.version, '${TASK_ENQUEUED}',
+      jsonb_build_object('queue', u.queue, 'orderingKey', u.ordering_key, 'runAt', u.run_at, 'priority', u.priority, 'maxAttempts', u.max_attempts, 'state', 'ready'),
+      '{}', u.created_at
+    FROM u JOIN s ON s.stream_id = 'task:' || u.id
+    ORDER BY u.seq)
   SELECT id, run_at, created_at FROM u`;
 }
 

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { keyedQueues } from '../tasks.js';
+import { enqueuedWakeups, keyedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
@@ -84,6 +84,9 @@ function announce(listeners: Listeners, pending: Array<[NotifyChannel, Set<strin
   });
 }
 
+/** A channel and the payloads to wake it with. */
+type Wake = [NotifyChannel, ...string[]];
+
 type Listeners = Record<NotifyChannel, Set<(stream: string, version?: number) => void>>;
 
 class SqliteStore implements Store {
@@ -98,15 +101,17 @@ class SqliteStore implements Store {
     private readonly pending: Map<NotifyChannel, Set<string>> | null,
   ) {}
 
-  /** A write: atomic on its own, or part of the transaction this store belongs to. */
-  private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: [NotifyChannel, ...string[]] | ((result: T) => [NotifyChannel, ...string[]])): Promise<T> {
+  /** A write: atomic on its own, or part of the transaction this store belongs to; `wakeups` go out once it committed (a channel and its payloads, or several). */
+  private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: Wake | ((result: T) => Wake | Wake[])): Promise<T> {
     const { db, statements } = this.shared;
-    const notifyOf = (result: T) => (typeof wakeups === 'function' ? wakeups(result) : wakeups);
+    const notifyOf = (result: T): Wake[] => {
+      const notify = typeof wakeups === 'function' ? wakeups(result) : wakeups;
+      return notify === undefined ? [] : typeof notify[0] === 'string' ? [notify as Wake] : (notify as Wake[]);
+    };
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
       const result = fn(statements, Date.now());
-      const notify = notifyOf(result);
-      if (notify) for (const payload of notify.slice(1)) addPending(this.pending, [notify[0], payload]);
+      for (const [channel, ...payloads] of notifyOf(result)) for (const payload of payloads) addPending(this.pending, [channel, payload]);
       return result;
     }
     const release = await this.shared.lock.acquire();
@@ -124,7 +129,11 @@ class SqliteStore implements Store {
       release();
     }
     const notify = notifyOf(result);
-    if (notify) announce(this.shared.listeners, [[notify[0], new Set(notify.slice(1))]]);
+    if (notify.length > 0)
+      announce(
+        this.shared.listeners,
+        notify.map(([channel, ...payloads]) => [channel, new Set(payloads)]),
+      );
     return result;
   }
 
@@ -282,7 +291,14 @@ class SqliteStore implements Store {
   parkedList: Store['parkedList'] = (p) => this.read((s) => subscriptions.parkedList(s, p));
   parkedSetStatus: Store['parkedSetStatus'] = (p) => this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
 
-  taskEnqueue: Store['taskEnqueue'] = (p) => this.run((s, now) => tasks.taskEnqueue(s, now, p), ['tasks', p.tasks[0]?.queue ?? '']);
+  taskEnqueue: Store['taskEnqueue'] = (p) =>
+    this.run(
+      (s, now) => tasks.taskEnqueue(s, now, p),
+      (results) => [
+        ['tasks', p.tasks[0]?.queue ?? ''],
+        ['events', ...enqueuedWakeups(results)],
+      ],
+    );
   taskClaim: Store['taskClaim'] = (p) => this.run((s, now) => tasks.taskClaim(s, now, p));
   taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
   taskHold: Store['taskHold'] = (p) => this.read((s) => tasks.taskHold(s, p));

@@ -1,5 +1,7 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
+import { enqueuedEvent, taskStream } from '../tasks.js';
+import { eventAppend } from './events.js';
 import { chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
@@ -16,12 +18,15 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
      VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
-  return p.tasks.map((t) => {
+  const results = p.tasks.map((t) => {
     const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now, t.tag ?? null) as TaskRow | undefined;
     if (row) return { task: toTask(row, fromText), created: true };
     const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
     return { task: toTask(existing, fromText), created: false };
   });
+  const appends = results.filter((r) => r.created).map(({ task }) => ({ streamId: taskStream(task.id), events: [enqueuedEvent(task)] }));
+  if (appends.length > 0) eventAppend(s, now, { appends });
+  return results;
 }
 
 // A tagged task only for a worker that has its tag (@tags NULL: any); nothing paused (migration 070).
