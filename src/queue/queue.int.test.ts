@@ -115,6 +115,37 @@ describe.each(backends)('task queue on $name', (backend) => {
     expect(startedAt).toBeGreaterThanOrEqual(runAt);
   });
 
+  it('hands a task enqueued here to an idle worker of this process as it is inserted: claimed by it, no claim of its own', async () => {
+    const started: string[] = [];
+    let finish!: () => void;
+    const held = new Promise<void>((resolve) => (finish = resolve));
+    const worker = engine.work(
+      'eager',
+      async (_payload, { task }) => {
+        started.push(task.id);
+        await held;
+        return null;
+      },
+      { concurrency: 1 },
+    );
+    await sleep(50);
+    const first = await engine.queue.enqueue('eager', { n: 1 });
+    expect(first.task).toMatchObject({ state: 'running', attempts: 1, workerId: worker.id });
+    expect(await engine.queue.get(first.task.id)).toMatchObject({ state: 'running', workerId: worker.id, leaseToken: first.task.leaseToken });
+    await eventually(async () => (started.length === 1 ? true : undefined));
+    // the worker's one slot is taken, and a task of an ordering key waits for the claim: both ready
+    const second = await engine.queue.enqueue('eager', { n: 2 });
+    const keyed = await engine.queue.enqueue('eager', { n: 3 }, { orderingKey: 'k' });
+    expect([second.task.state, keyed.task.state]).toEqual(['ready', 'ready']);
+    finish();
+    await eventually(async () => ((await engine.queue.list({ queue: 'eager', state: 'completed' })).length === 3 ? true : undefined));
+    expect(started).toEqual([first.task.id, second.task.id, keyed.task.id]);
+    expect(await types(first.task.id)).toEqual(['task.enqueued', 'task.completed']);
+    // a stopped worker takes nothing
+    await worker.stop();
+    expect((await engine.queue.enqueue('eager', { n: 4 })).task.state).toBe('ready');
+  });
+
   it('wakes an idle worker of another process on enqueue', async () => {
     const other = await second();
     const started: number[] = [];

@@ -2,7 +2,7 @@ import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
-import type { StoredEvent, Store, Task, TaskState } from '../storage/store.js';
+import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
 import { taskEvent, taskStream } from './lifecycle.js';
 import { Worker, type TaskHandler, type WorkOptions } from './worker.js';
 
@@ -44,6 +44,9 @@ const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
  * const worker = queue.work('email', async (payload, { signal }) => send(payload, { signal }), { concurrency: 10 });
  */
 export class TaskQueue {
+  /** The workers of this process, by queue: an idle one takes a task enqueued here as it is inserted. */
+  private readonly workers = new Map<string, Set<Worker>>();
+
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
@@ -94,6 +97,9 @@ export class TaskQueue {
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
     const worker = new Worker(this.store, this.journal, queue, handler, { maxResultBytes: this.limits.maxPayloadBytes, ...options });
     worker.start();
+    let workers = this.workers.get(queue);
+    if (!workers) this.workers.set(queue, (workers = new Set()));
+    workers.add(worker);
     return worker;
   }
 
@@ -120,7 +126,34 @@ export class TaskQueue {
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
       };
     });
+    if (tx) return tx.taskEnqueue({ tasks });
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL
-    return tx ? tx.taskEnqueue({ tasks }) : this.journal.group.statement((store) => store.taskEnqueue({ tasks }));
+    const taker = tasks.length === 1 ? this.idleWorker(tasks[0]!) : null;
+    if (!taker) return this.journal.group.statement((store) => store.taskEnqueue({ tasks }));
+    const { worker, claim } = taker;
+    let results: EnqueueResult[];
+    try {
+      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks, claim }));
+    } catch (error) {
+      worker.forgo();
+      throw error;
+    }
+    if (results[0]!.created) worker.adopt(results[0]!.task, claim);
+    else worker.forgo();
+    return results;
+  }
+
+  /**
+   * An idle worker of this process that will run `task` once it is enqueued, and the claim to
+   * insert it with: no claim statement, no wake-up in between. Not a task of an ordering key
+   * (its turn is the claim's to decide) or a later run-at.
+   */
+  private idleWorker(task: NewTask): { worker: Worker; claim: TaskClaim } | null {
+    if (task.orderingKey !== null || task.runAt !== null) return null;
+    for (const worker of this.workers.get(task.queue) ?? []) {
+      const claim = worker.reserve(task.tag ?? null);
+      if (claim) return { worker, claim };
+    }
+    return null;
   }
 }

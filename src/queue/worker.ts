@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
-import type { Store, Task } from '../storage/store.js';
+import type { Store, Task, TaskClaim } from '../storage/store.js';
 import { LazyAbort } from './abort.js';
 import { taskEvent } from './lifecycle.js';
 import type { EngineEvents } from '../observe/events.js';
@@ -130,6 +130,38 @@ export class Worker {
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
     // at once too: leases a dead process held may have just been ended (see Liveness)
     void this.expireLeases().catch((e) => this.options.onError?.(e));
+  }
+
+  /**
+   * A claim for a task this process is about to enqueue (`TaskClaim`), when this worker is idle: a
+   * slot free, nothing held or backed up, the task's tag one it has. The slot is kept for it until
+   * `adopt` or `forgo`.
+   */
+  reserve(tag: string | null): TaskClaim | null {
+    if (!this.active || this.backlog || this.held.length > 0 || this.running.size + this.asked >= this.options.concurrency) return null;
+    if (tag !== null && this.options.tags && !this.options.tags().includes(tag)) return null;
+    this.asked += 1;
+    return { workerId: this.id, leaseToken: newId('lease'), leaseMs: this.options.leaseMs };
+  }
+
+  /** Runs `task`, enqueued with this worker's `reserve`d claim, if the store claimed it (it was not paused). */
+  adopt(task: Task, claim: TaskClaim): void {
+    if (task.state !== 'running' || task.leaseToken !== claim.leaseToken) {
+      this.forgo();
+      return;
+    }
+    this.asked -= 1;
+    this.options.events?.emit('task:claim', { queue: this.queue, taskId: task.id, attempt: task.attempts, workerId: this.id });
+    this.held.push({ task, at: performance.now() });
+    if (this.active) this.startHeld();
+    // stopping: stop() gives back what is held, unless it already did
+    else void this.release(this.held.splice(0)).catch((error) => this.options.onError?.(error));
+  }
+
+  /** Frees a `reserve`d slot that took no task. */
+  forgo(): void {
+    this.asked -= 1;
+    this.wakeup.wake();
   }
 
   /** Stops claiming, gives back the tasks it holds but has not started, lets running tasks finish and commits them. */

@@ -64,6 +64,23 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().taskList({ queue: 'j', limit: 10 })).toHaveLength(2);
     });
 
+    it('claims each task it creates as it inserts it, for the worker given, unless its queue is paused', async () => {
+      const now = await h.store().now();
+      const claim = { workerId: 'w-eager', leaseToken: 'L-eager', leaseMs: 30_000 };
+      const [r] = await h.store().taskEnqueue({ tasks: [task('e', { id: 'e1' })], claim });
+      expect(r!.task).toMatchObject({ state: 'running', attempts: 1, workerId: 'w-eager', leaseToken: 'L-eager' });
+      expect(await h.store().taskGet({ id: 'e1' })).toEqual(r!.task);
+      expect(r!.task.leaseExpiresAt! - now).toBeGreaterThanOrEqual(29_000);
+      expect(r!.task.claimedAt).toBe(r!.task.createdAt);
+      // a claim finds nothing to take; its lease completes it
+      expect(await h.store().taskClaim({ queue: 'e', limit: 10, leaseMs: 1000, workerId: 'w2', leaseToken: 'L2' })).toEqual([]);
+      expect(await h.store().taskComplete({ items: [{ id: 'e1', leaseToken: 'L-eager', result: 1 }] })).toHaveLength(1);
+      await h.store().pauseSet({ kind: 'queue', name: 'e', pausedBy: 'test', reason: 'hold' });
+      const [paused] = await h.store().taskEnqueue({ tasks: [task('e', { id: 'e2' })], claim: { ...claim, leaseToken: 'L-2' } });
+      expect(paused!.task).toMatchObject({ state: 'ready', attempts: 0, workerId: null, leaseToken: null, claimedAt: null });
+      expect(await h.store().taskGet({ id: 'e2' })).toEqual(paused!.task);
+    });
+
     it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
       const now = await h.store().now();
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });

@@ -18,6 +18,17 @@ export interface NewTask {
   tag?: string | null;
 }
 
+/**
+ * Who claims the tasks of an enqueue as they are inserted (`Store.taskEnqueue`), as `taskClaim`
+ * would (their first attempt): an idle worker of the process that enqueues takes them without a
+ * claim of its own. Not a task whose queue or workflow is paused: that one is ready as any other.
+ */
+export interface TaskClaim {
+  workerId: string;
+  leaseToken: string;
+  leaseMs: number;
+}
+
 export interface Task {
   id: string;
   queue: string;

@@ -218,7 +218,8 @@ class PostgresStore implements Store {
 
   taskEnqueue: Store['taskEnqueue'] = async (p) => {
     const results = await tasks.taskEnqueue(this.db, p);
-    this.wake('tasks', new Set(results.filter((r) => r.created).map((r) => r.task.queue)));
+    // a task claimed as it was inserted is no news for workers
+    this.wake('tasks', new Set(results.filter((r) => r.created && r.task.state === 'ready').map((r) => r.task.queue)));
     this.wake('events', enqueuedWakeups(results));
     return results;
   };

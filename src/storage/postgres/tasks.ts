@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskClaim, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 import { TASK_ENQUEUED } from '../tasks.js';
@@ -31,15 +31,22 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
 function enqueueSql(withKeys: boolean): string {
   return `${NOW},
   u AS (
-    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag)
-    SELECT i.id, i.queue, 'ready', i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag
+    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
+      attempts, lease_token, lease_expires_at, worker_id, claimed_at)
+    SELECT i.id, i.queue, CASE WHEN c.claimed THEN 'running' ELSE 'ready' END, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority,
+      i.max_attempts, now.ms, now.ms, i.tag,
+      CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN $11 END, CASE WHEN c.claimed THEN now.ms + $12::bigint END,
+      CASE WHEN c.claimed THEN $10 END, CASE WHEN c.claimed THEN now.ms END
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
         unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[]))
       WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag, ord)
     CROSS JOIN now
+    -- rl_task_unpaused (migration 070) written out: a SQL function with a subquery is planned anew at each statement that calls it
+    CROSS JOIN LATERAL (SELECT $10::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
+        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@')) AS claimed) c
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
-    RETURNING seq, id, queue, ordering_key, run_at, priority, max_attempts, created_at),
+    RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at),
   s AS (
     INSERT INTO streams AS s (stream_id, version) SELECT 'task:' || u.id, 1 FROM u ORDER BY 1
     ON CONFLICT (stream_id) DO UPDATE SET version = s.version + 1
@@ -51,7 +58,7 @@ function enqueueSql(withKeys: boolean): string {
       '{}', u.created_at
     FROM u JOIN s ON s.stream_id = 'task:' || u.id
     ORDER BY u.seq)
-  SELECT id, run_at, created_at FROM u`;
+  SELECT id, state, run_at, created_at, lease_expires_at FROM u`;
 }
 
 const ENQUEUE = prepared('task_enqueue', enqueueSql(false));
@@ -59,11 +66,11 @@ const ENQUEUE_WITH_KEYS = prepared('task_enqueue_keys', enqueueSql(true));
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
-export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>> {
+export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskClaim }): Promise<Array<{ task: Task; created: boolean }>> {
   const t = p.tasks;
   if (t.length === 0) return [];
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
-  const inserted = await db.rows<{ id: string; run_at: number; created_at: number }>(t.some((x) => x.idempotencyKey !== null) ? ENQUEUE_WITH_KEYS : ENQUEUE, [
+  const inserted = await db.rows<Inserted>(t.some((x) => x.idempotencyKey !== null) ? ENQUEUE_WITH_KEYS : ENQUEUE, [
     textArray(t.map((x) => x.id)),
     textArray(t.map((x) => x.queue)),
     jsonArray(payloads),
@@ -73,13 +80,16 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
     numberArray(t.map((x) => x.priority)),
     numberArray(t.map((x) => x.maxAttempts)),
     textArray(t.map((x) => x.tag ?? null)),
+    p.claim?.workerId ?? null,
+    p.claim?.leaseToken ?? null,
+    p.claim?.leaseMs ?? null,
   ]);
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
   const byId = new Map(t.map((x, i) => [x.id, i]));
   for (const row of inserted) {
     const i = byId.get(row.id)!;
-    const task = newTask(t[i]!, payloads[i]!, row);
+    const task = newTask(t[i]!, payloads[i]!, row, p.claim);
     created.set(task.id, task);
     if (task.idempotencyKey !== null) byKey.set(keyOf(task.queue, task.idempotencyKey), task);
   }
@@ -102,28 +112,31 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   });
 }
 
+type Inserted = { id: string; state: 'ready' | 'running'; run_at: number; created_at: number; lease_expires_at: number | null };
+
 /** A task as the insert stored it, without reading it back: 20,000 payloads need not cross the wire twice. */
-function newTask(t: NewTask, payload: string, row: { run_at: number; created_at: number }): Task {
+function newTask(t: NewTask, payload: string, row: Inserted, claim: TaskClaim | undefined): Task {
+  const claimed = row.state === 'running' && claim !== undefined;
   return {
     id: t.id,
     queue: t.queue,
-    state: 'ready',
+    state: row.state,
     payload: JSON.parse(payload),
     idempotencyKey: t.idempotencyKey,
     orderingKey: t.orderingKey,
     runAt: row.run_at,
     priority: t.priority,
-    attempts: 0,
+    attempts: claimed ? 1 : 0,
     maxAttempts: t.maxAttempts,
-    leaseToken: null,
-    leaseExpiresAt: null,
-    workerId: null,
+    leaseToken: claimed ? claim.leaseToken : null,
+    leaseExpiresAt: claimed ? row.lease_expires_at : null,
+    workerId: claimed ? claim.workerId : null,
     lastError: null,
     result: null,
     createdAt: row.created_at,
     updatedAt: row.created_at,
     tag: t.tag ?? null,
-    claimedAt: null,
+    claimedAt: claimed ? row.created_at : null,
   };
 }
 

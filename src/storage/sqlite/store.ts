@@ -295,7 +295,8 @@ class SqliteStore implements Store {
     this.run(
       (s, now) => tasks.taskEnqueue(s, now, p),
       (results) => [
-        ['tasks', p.tasks[0]?.queue ?? ''],
+        // a task claimed as it was inserted is no news for workers
+        ['tasks', ...(results.some((r) => r.task.state === 'ready') ? [p.tasks[0]!.queue] : [])],
         ['events', ...enqueuedWakeups(results)],
       ],
     );

@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskClaim, TaskState } from '../store.js';
 import { enqueuedEvent, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { chunks, placeholders } from './chunks.js';
@@ -12,14 +12,35 @@ export function taskGet(s: Statements, p: { id: string }): Task {
   return toTask(row, fromText);
 }
 
-export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
+export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[]; claim?: TaskClaim }): Array<{ task: Task; created: boolean }> {
   const insert = s.get(
-    `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag)
-     VALUES (?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
+       attempts, lease_token, lease_expires_at, worker_id, claimed_at)
+     VALUES (@id, @queue, @state, @payload, @idem, @okey, @runAt, @priority, @maxAttempts, @now, @now, @tag, @attempts, @token, @expires, @worker, @claimedAt)
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
+  const unpaused = s.get(`SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag) t WHERE ${UNPAUSED}`);
+  const c = p.claim;
   const results = p.tasks.map((t) => {
-    const row = insert.get(t.id, t.queue, JSON.stringify(t.payload ?? null), t.idempotencyKey, t.orderingKey, t.runAt ?? now, t.priority, t.maxAttempts, now, now, t.tag ?? null) as TaskRow | undefined;
+    const claimed = c !== undefined && unpaused.get({ queue: t.queue, tag: t.tag ?? null, tags: null }) !== undefined;
+    const row = insert.get({
+      id: t.id,
+      queue: t.queue,
+      state: claimed ? 'running' : 'ready',
+      payload: JSON.stringify(t.payload ?? null),
+      idem: t.idempotencyKey,
+      okey: t.orderingKey,
+      runAt: t.runAt ?? now,
+      priority: t.priority,
+      maxAttempts: t.maxAttempts,
+      now,
+      tag: t.tag ?? null,
+      attempts: claimed ? 1 : 0,
+      token: claimed ? c.leaseToken : null,
+      expires: claimed ? now + c.leaseMs : null,
+      worker: claimed ? c.workerId : null,
+      claimedAt: claimed ? now : null,
+    }) as TaskRow | undefined;
     if (row) return { task: toTask(row, fromText), created: true };
     const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
     return { task: toTask(existing, fromText), created: false };
