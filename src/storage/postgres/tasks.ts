@@ -28,22 +28,28 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
  * and journals nothing. The arbiter is left out when no task has a key: speculative insertion
  * costs every row extra work. Only what the database chose comes back.
  */
-function enqueueSql(withKeys: boolean): string {
+function enqueueSql(withKeys: boolean, claimed: boolean): string {
+  // With a claim (`TaskClaim`: $10 worker, $11 lease token, $12 lease ms) a task not paused goes in running: a
+  // statement of its own, so an enqueue without one is planned as before. The pause check is rl_task_unpaused
+  // (migration 070) written out: a SQL function with a subquery is planned anew at every statement that calls it.
+  const claim = claimed
+    ? {
+        columns: ', attempts, lease_token, lease_expires_at, worker_id, claimed_at',
+        state: "CASE WHEN c.claimed THEN 'running' ELSE 'ready' END",
+        values: ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN $11 END, CASE WHEN c.claimed THEN now.ms + $12::bigint END, CASE WHEN c.claimed THEN $10 END, CASE WHEN c.claimed THEN now.ms END',
+        join: `CROSS JOIN LATERAL (SELECT NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
+        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@')) AS claimed) c`,
+      }
+    : { columns: '', state: "'ready'", values: '', join: '' };
   return `${NOW},
   u AS (
-    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
-      attempts, lease_token, lease_expires_at, worker_id, claimed_at)
-    SELECT i.id, i.queue, CASE WHEN c.claimed THEN 'running' ELSE 'ready' END, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority,
-      i.max_attempts, now.ms, now.ms, i.tag,
-      CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN $11 END, CASE WHEN c.claimed THEN now.ms + $12::bigint END,
-      CASE WHEN c.claimed THEN $10 END, CASE WHEN c.claimed THEN now.ms END
+    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag${claim.columns})
+    SELECT i.id, i.queue, ${claim.state}, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag${claim.values}
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
         unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[]))
       WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag, ord)
     CROSS JOIN now
-    -- rl_task_unpaused (migration 070) written out: a SQL function with a subquery is planned anew at each statement that calls it
-    CROSS JOIN LATERAL (SELECT $10::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
-        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@')) AS claimed) c
+    ${claim.join}
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
     RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at),
@@ -61,8 +67,10 @@ function enqueueSql(withKeys: boolean): string {
   SELECT id, state, run_at, created_at, lease_expires_at FROM u`;
 }
 
-const ENQUEUE = prepared('task_enqueue', enqueueSql(false));
-const ENQUEUE_WITH_KEYS = prepared('task_enqueue_keys', enqueueSql(true));
+const ENQUEUE = prepared('task_enqueue', enqueueSql(false, false));
+const ENQUEUE_WITH_KEYS = prepared('task_enqueue_keys', enqueueSql(true, false));
+const ENQUEUE_CLAIMED = prepared('task_enqueue_claimed', enqueueSql(false, true));
+const ENQUEUE_CLAIMED_WITH_KEYS = prepared('task_enqueue_claimed_keys', enqueueSql(true, true));
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
@@ -70,7 +78,9 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskCla
   const t = p.tasks;
   if (t.length === 0) return [];
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
-  const inserted = await db.rows<Inserted>(t.some((x) => x.idempotencyKey !== null) ? ENQUEUE_WITH_KEYS : ENQUEUE, [
+  const keys = t.some((x) => x.idempotencyKey !== null);
+  const sql = p.claim ? (keys ? ENQUEUE_CLAIMED_WITH_KEYS : ENQUEUE_CLAIMED) : keys ? ENQUEUE_WITH_KEYS : ENQUEUE;
+  const inserted = await db.rows<Inserted>(sql, [
     textArray(t.map((x) => x.id)),
     textArray(t.map((x) => x.queue)),
     jsonArray(payloads),
@@ -80,9 +90,7 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskCla
     numberArray(t.map((x) => x.priority)),
     numberArray(t.map((x) => x.maxAttempts)),
     textArray(t.map((x) => x.tag ?? null)),
-    p.claim?.workerId ?? null,
-    p.claim?.leaseToken ?? null,
-    p.claim?.leaseMs ?? null,
+    ...(p.claim ? [p.claim.workerId, p.claim.leaseToken, p.claim.leaseMs] : []),
   ]);
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
