@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LazyAbort } from './abort.js';
-import { prefetchFor } from './worker.js';
+import { prefetchFor } from './prefetch.js';
 
 describe('prefetch', () => {
   it('holds up to its cap while handlers are fast, what the slots start within 25 ms as they slow, nothing from 100 ms', () => {

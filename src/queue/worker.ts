@@ -8,6 +8,7 @@ import { checkJson } from '../json.js';
 import type { Store, Task, TaskClaim } from '../storage/store.js';
 import { LazyAbort } from './abort.js';
 import { taskEvent } from './lifecycle.js';
+import { PREFETCH_HOLD_MS, prefetchFor } from './prefetch.js';
 import type { EngineEvents } from '../observe/events.js';
 
 export interface TaskContext {
@@ -52,12 +53,6 @@ export interface WorkOptions {
 
 type Running = { task: Task; abort: LazyAbort };
 
-/** Handlers slower than this on average (ms) get no prefetched tasks: one would wait that long for a slot. */
-const PREFETCH_MAX_HANDLER_MS = 100;
-/** Beyond `concurrency`, a worker holds only the tasks its slots start within this (ms) at the handlers' pace. */
-const PREFETCH_WAIT_MS = 25;
-/** A prefetched task not started within this (ms) is given back for another worker to take. */
-const PREFETCH_HOLD_MS = 2_000;
 /**
  * Claims a worker has in flight at once while claims come back full, each for up to half of what
  * it may hold: the next one commits while the last one's tasks run, so PostgreSQL's two commit
@@ -65,17 +60,6 @@ const PREFETCH_HOLD_MS = 2_000;
  * 20,000 no-op tasks, concurrency 10, prefetch 160: one claim at a time 8,400/s, two 11,600/s.
  */
 const CLAIMS_IN_FLIGHT = 2;
-
-/**
- * How many tasks a worker holds beyond its running ones (see `WorkOptions.prefetch`): none while
- * handlers average `handlerMs` of 100 ms or more, else as many as its slots start within 25 ms at
- * that pace, at least `concurrency`, at most `cap`.
- */
-export function prefetchFor(concurrency: number, cap: number, handlerMs: number): number {
-  if (handlerMs >= PREFETCH_MAX_HANDLER_MS) return 0;
-  const paced = Math.floor((concurrency * PREFETCH_WAIT_MS) / Math.max(handlerMs, 0.001));
-  return Math.min(cap, Math.max(paced, concurrency));
-}
 
 /**
  * Claims tasks of one queue and runs them, `concurrency` at a time. Claims are leased (database
