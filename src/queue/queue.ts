@@ -4,7 +4,8 @@ import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
 import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
 import { taskEvent, taskStream } from './lifecycle.js';
-import { Worker, type TaskHandler, type WorkOptions } from './worker.js';
+import type { TaskHandler, WorkOptions } from './handler.js';
+import { Worker } from './worker.js';
 
 export interface EnqueueOptions {
   /** A repeated key (per queue) returns the original task and writes nothing. */

@@ -5,7 +5,7 @@ import { Wakeup } from '../journal/wakeup.js';
 import { toMs, type Duration } from '../duration.js';
 import { checkName } from '../json.js';
 import type { TaskQueue } from '../queue/queue.js';
-import type { TaskContext } from '../queue/worker.js';
+import type { TaskContext } from '../queue/handler.js';
 import type { Store } from '../storage/store.js';
 import { StoreClock } from './clock.js';
 import { History, runStream, type Seq } from './history.js';

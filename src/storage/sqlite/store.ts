@@ -101,13 +101,10 @@ class SqliteStore implements Store {
     private readonly pending: Map<NotifyChannel, Set<string>> | null,
   ) {}
 
-  /** A write: atomic on its own, or part of the transaction this store belongs to; `wakeups` go out once it committed (a channel and its payloads, or several). */
-  private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: Wake | ((result: T) => Wake | Wake[])): Promise<T> {
+  /** A write: atomic on its own, or part of the transaction this store belongs to; `wakeups` go out once it committed (one channel's, or those its result names). */
+  private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: Wake | ((result: T) => Wake[])): Promise<T> {
     const { db, statements } = this.shared;
-    const notifyOf = (result: T): Wake[] => {
-      const notify = typeof wakeups === 'function' ? wakeups(result) : wakeups;
-      return notify === undefined ? [] : typeof notify[0] === 'string' ? [notify as Wake] : (notify as Wake[]);
-    };
+    const notifyOf = (result: T): Wake[] => (typeof wakeups === 'function' ? wakeups(result) : wakeups ? [wakeups] : []);
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
       const result = fn(statements, Date.now());
@@ -238,7 +235,7 @@ class SqliteStore implements Store {
   private appendAlone(p: EventAppendParams): Promise<AppendResult> {
     return this.run(
       (s, now) => events.eventAppend(s, now, p),
-      (result) => (result.duplicate ? ['events'] : ['events', ...appendWakeups(p, result)]),
+      (result) => (result.duplicate ? [] : [['events', ...appendWakeups(p, result)]]),
     );
   }
 
@@ -263,7 +260,7 @@ class SqliteStore implements Store {
             return { error };
           }
         }),
-      () => ['events', ...payloads],
+      () => [['events', ...payloads]],
     );
   }
   eventReadStream: Store['eventReadStream'] = (p) => this.read((s) => events.eventReadStream(s, p));
@@ -307,13 +304,13 @@ class SqliteStore implements Store {
   taskComplete: Store['taskComplete'] = (p) =>
     this.run(
       (s, now) => tasks.taskComplete(s, now, p),
-      (done) => ['tasks', ...keyedQueues(done)],
+      (done) => [['tasks', ...keyedQueues(done)]],
     );
   taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p), ['tasks', ...keyedQueues(p.items)]);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),
-      (released) => ['tasks', ...new Set(released.map((t) => t.queue))],
+      (released) => [['tasks', ...new Set(released.map((t) => t.queue))]],
     ).then((released) => released.map((t) => t.id));
   taskFail: Store['taskFail'] = (p) => this.run((s, now) => tasks.taskFail(s, now, p), ['tasks', '']);
   taskExpire: Store['taskExpire'] = (p) => this.run((s, now) => tasks.taskExpire(s, now, p), ['tasks', '']);
@@ -366,7 +363,7 @@ class SqliteStore implements Store {
   processExpire: Store['processExpire'] = (p) =>
     this.run(
       (s, now) => processes.processExpire(s, now, p),
-      (ended) => (ended.subscriptions > 0 ? ['events', ''] : ['events']),
+      (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
 }
 
