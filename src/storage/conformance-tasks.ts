@@ -81,6 +81,52 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().taskGet({ id: 'e2' })).toEqual(paused!.task);
     });
 
+    it('claims a task of an ordering key as it inserts it only while no other of its key waits or runs', async () => {
+      const claim = (leaseToken: string) => ({ workerId: 'w-keyed', leaseToken, leaseMs: 30_000 });
+      const enqueue = async (id: string, key: string, token: string) => (await h.store().taskEnqueue({ tasks: [task('ek', { id, orderingKey: key })], claim: claim(token) }))[0]!.task;
+      expect(await enqueue('x1', 'x', 'L1')).toMatchObject({ state: 'running', leaseToken: 'L1' });
+      // x1 runs: x2 waits for it, as a claim would leave it
+      expect(await enqueue('x2', 'x', 'L2')).toMatchObject({ state: 'ready', leaseToken: null, attempts: 0 });
+      await h.store().taskComplete({ items: [{ id: 'x1', leaseToken: 'L1', result: null }] });
+      // x2 is ready: x3 comes after it
+      expect(await enqueue('x3', 'x', 'L3')).toMatchObject({ state: 'ready' });
+      expect(await enqueue('y1', 'y', 'L4')).toMatchObject({ state: 'running' });
+      expect((await h.store().taskClaim({ queue: 'ek', limit: 10, leaseMs: 1000, workerId: 'w', leaseToken: 'L5' })).map((t) => t.id)).toEqual(['x2']);
+    });
+
+    it("wakes a queue's workers when a completion makes the next task of an ordering key claimable, and only then", async () => {
+      await h.store().taskEnqueue({ tasks: [task('wk', { id: 'a1', orderingKey: 'a' }), task('wk', { id: 'a2', orderingKey: 'a' }), task('wk2', { id: 'b1', orderingKey: 'b' }), task('wk3', { id: 'c1' })] });
+      for (const queue of ['wk', 'wk2', 'wk3']) await h.store().taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L' });
+      const woken: string[] = [];
+      const unlisten = await h.store().listen('tasks', (queue) => woken.push(queue));
+      // wake-ups come in commit order: once the marker's is in, so is every earlier one
+      const upToMarker = async () => {
+        await h.store().taskEnqueue({ tasks: [task('marker')] });
+        for (let i = 0; i < 300 && !woken.includes('marker'); i++) await sleep(10);
+        return woken.splice(0);
+      };
+      try {
+        await upToMarker();
+        const item = (id: string, leaseToken: string, queue: string, orderingKey: string | null) => ({ id, leaseToken, result: null, queue, orderingKey });
+        // a2 waits for a1; nothing waits for b1, nor for c1 (no key)
+        await h.store().transaction(async (tx) => {
+          await tx.taskCompleteAll({ items: [item('a1', 'L', 'wk', 'a'), item('b1', 'L', 'wk2', 'b')] });
+          await tx.projectionPut({ name: 'complete', key: 'k', value: 1 });
+        });
+        expect(await h.store().taskComplete({ items: [item('c1', 'L', 'wk3', null)] })).toEqual([{ id: 'c1', queue: 'wk3', orderingKey: null, next: false }]);
+        expect(await upToMarker()).toEqual(['wk', 'marker']);
+        expect((await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['a2']);
+        await h.store().taskEnqueue({ tasks: [task('wk', { id: 'a3', orderingKey: 'a' })] });
+        expect(await h.store().taskComplete({ items: [item('a2', 'L2', 'wk', 'a')] })).toEqual([{ id: 'a2', queue: 'wk', orderingKey: 'a', next: true }]);
+        expect((await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' })).map((t) => t.id)).toEqual(['a3']);
+        // the last of its key: no one to wake (the enqueue of a3 woke the queue, and a2's completion)
+        await h.store().taskCompleteAll({ items: [item('a3', 'L3', 'wk', 'a')] });
+        expect(await upToMarker()).toEqual(['wk', 'wk', 'marker']);
+      } finally {
+        await unlisten();
+      }
+    });
+
     it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
       const now = await h.store().now();
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });

@@ -21,7 +21,9 @@ export interface NewTask {
 /**
  * Who claims the tasks of an enqueue as they are inserted (`Store.taskEnqueue`), as `taskClaim`
  * would (their first attempt): an idle worker of the process that enqueues takes them without a
- * claim of its own. Not a task whose queue or workflow is paused: that one is ready as any other.
+ * claim of its own. Not a task whose queue or workflow is paused, nor one of an ordering key
+ * another task of which waits or runs: that one is ready as any other. Two enqueues of one key
+ * at once must not both claim: the caller keeps them apart (a run's first pass, by its new stream).
  */
 export interface TaskClaim {
   workerId: string;
@@ -57,6 +59,8 @@ export interface CompletedTask {
   id: string;
   queue: string;
   orderingKey: string | null;
+  /** Another task of its ordering key is ready: the key's next, claimable now that this one is done. */
+  next: boolean;
 }
 
 /** A completion that names its task's queue and ordering key (`taskCompleteAll`). */
@@ -67,9 +71,12 @@ export interface Lease {
   leaseToken: string;
 }
 
-/** The queues of `tasks` that have an ordering key: a completion there makes the key's next task claimable, so they are woken. */
-export function keyedQueues(tasks: Array<{ queue: string; orderingKey: string | null }>): Set<string> {
-  return new Set(tasks.filter((t) => t.orderingKey !== null).map((t) => t.queue));
+/**
+ * The queues where a completion made a task claimable, so their workers are woken: a task of the
+ * same ordering key was waiting for it. A run's pass that ends its run wakes nobody.
+ */
+export function unblockedQueues(done: CompletedTask[]): Set<string> {
+  return new Set(done.filter((t) => t.next).map((t) => t.queue));
 }
 
 /** The stream that holds one task's history. */

@@ -49,9 +49,10 @@ export interface Db {
   /**
    * A write whose result nobody reads. In a transaction it is sent at once and not waited for:
    * the next statement or the `COMMIT` follows it on the wire (the connection pipelines), and its
-   * failure is reported there. Outside one, it runs at once.
+   * failure is reported there. Outside one, it runs at once. `answer` gets its rows when they
+   * arrive: in a transaction, before its `COMMIT` is sent (see `Tx.answers`).
    */
-  write(sql: Sql, params: unknown[]): Promise<void>;
+  write(sql: Sql, params: unknown[], answer?: (rows: unknown[]) => void): Promise<void>;
   /**
    * Runs `fn`'s statements with no other statement of the same transaction between them (callers
    * may run store methods of one transaction concurrently); `fn` must use the `Db` it is given.
@@ -67,6 +68,11 @@ export interface Tx {
   begun: boolean;
   /** Sent, not waited for (the `BEGIN`, writes): the next statement or the `COMMIT` checks them first. */
   unchecked: Array<Promise<unknown>>;
+  /**
+   * Writes whose answer someone reads (`Db.write`'s `answer`): the `COMMIT` and the wake-ups sent
+   * with it wait for them. A later statement of the transaction has almost always brought them in.
+   */
+  answers: Array<Promise<unknown>>;
 }
 
 /**
@@ -96,7 +102,10 @@ export function poolDb(pool: pg.Pool): Db {
   const db: Db = {
     inTransaction: false,
     rows: async (sql, params) => (await pool.query(queryConfig(sql, params)).catch(rethrow)).rows,
-    write: async (sql, params) => void (await pool.query(queryConfig(sql, params)).catch(rethrow)),
+    write: async (sql, params, answer) => {
+      const result = await pool.query(queryConfig(sql, params)).catch(rethrow);
+      answer?.(result.rows);
+    },
     atomic: (fn) => fn(db),
   };
   return db;
@@ -152,9 +161,17 @@ export function txDb(tx: Tx): Db {
       for (const sent of before) await sent;
       return (await result).rows;
     },
-    write: async (sql, params) => {
+    write: async (sql, params, answer) => {
       open();
-      unchecked(tx, send(tx, sql, params));
+      const sent = send(tx, sql, params);
+      unchecked(tx, sent);
+      if (answer)
+        tx.answers.push(
+          sent.then(
+            (result) => answer(result.rows),
+            () => {},
+          ),
+        );
     },
     atomic: (fn) => fn(direct),
   };
@@ -167,7 +184,7 @@ export function txDb(tx: Tx): Db {
   return {
     inTransaction: true,
     rows: (sql, params) => serial(() => direct.rows(sql, params)),
-    write: (sql, params) => serial(() => direct.write(sql, params)),
+    write: (sql, params, answer) => serial(() => direct.write(sql, params, answer)),
     atomic: (fn) => serial(() => fn(direct)),
   };
 }

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { enqueuedWakeups, keyedQueues } from '../tasks.js';
+import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
@@ -77,7 +77,7 @@ class PostgresStore implements Store {
       return fn(this);
     }
     const client = await this.shared.pool.connect();
-    const tx: Tx = { client, finished: false, begun: false, unchecked: [] };
+    const tx: Tx = { client, finished: false, begun: false, unchecked: [], answers: [] };
     let broken: Error | undefined;
     // A checked-out client has no error listener of the pool's: without this, the connection
     // dropping while `fn` awaits something else would be an uncaught exception.
@@ -90,6 +90,7 @@ class PostgresStore implements Store {
       // one fail (a payload over 8000 bytes, a full notification queue), the caller is told
       // "failed" for a write that committed, which is retried (at least once), never "done" for
       // one that did not
+      for (const answer of tx.answers.splice(0)) await answer;
       const commit = send(tx, 'COMMIT');
       const notify = txStore.pending.size > 0 ? send(tx, NOTIFY, notifyParams(txStore.pending.values())) : null;
       commit.catch(() => {});
@@ -228,14 +229,11 @@ class PostgresStore implements Store {
   taskHold: Store['taskHold'] = (p) => tasks.taskHold(this.db, p);
   taskComplete: Store['taskComplete'] = async (p) => {
     const done = await tasks.taskComplete(this.db, p);
-    // the next task of each ordering key is claimable now
-    this.wake('tasks', keyedQueues(done));
+    // the next task of an ordering key is claimable now
+    this.wake('tasks', unblockedQueues(done));
     return done;
   };
-  taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
-    await tasks.taskCompleteAll(this.db, p);
-    this.wake('tasks', keyedQueues(p.items));
-  };
+  taskCompleteAll: Store['taskCompleteAll'] = (p) => tasks.taskCompleteAll(this.db, p, (queues) => this.wake('tasks', queues));
   taskRelease: Store['taskRelease'] = async (p) => {
     const released = await tasks.taskRelease(this.db, p);
     this.wake('tasks', new Set(released.map((t) => t.queue)));

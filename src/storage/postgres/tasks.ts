@@ -32,13 +32,16 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
   // With a claim (`TaskClaim`: $10 worker, $11 lease token, $12 lease ms) a task not paused goes in running: a
   // statement of its own, so an enqueue without one is planned as before. The pause check is rl_task_unpaused
   // (migration 070) written out: a SQL function with a subquery is planned anew at every statement that calls it.
+  // A task of an ordering key is claimed only while no other of its key waits or runs (see `TaskClaim`).
   const claim = claimed
     ? {
         columns: ', attempts, lease_token, lease_expires_at, worker_id, claimed_at',
         state: "CASE WHEN c.claimed THEN 'running' ELSE 'ready' END",
         values: ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN $11 END, CASE WHEN c.claimed THEN now.ms + $12::bigint END, CASE WHEN c.claimed THEN $10 END, CASE WHEN c.claimed THEN now.ms END',
         join: `CROSS JOIN LATERAL (SELECT NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
-        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@')) AS claimed) c`,
+        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
+      AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
+        AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))) AS claimed) c`,
       }
     : { columns: '', state: "'ready'", values: '', join: '' };
   return `${NOW},
@@ -186,26 +189,31 @@ const COMPLETE = prepared(
    UPDATE tasks t SET state = 'completed', result = i.result, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
    FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb)) WITH ORDINALITY AS i(id, token, result, ord)
    WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running'
-   RETURNING t.id, t.queue, t.ordering_key, i.ord`,
+   RETURNING t.id, t.queue, t.ordering_key, i.ord, t.ordering_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks o
+     WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL AND o.state = 'ready') AS next`,
 );
 
 export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]> {
   if (p.items.length === 0) return [];
-  const rows = await db.rows<{ id: string; queue: string; ordering_key: string | null; ord: number }>(COMPLETE, [
+  const rows = await db.rows<{ id: string; queue: string; ordering_key: string | null; ord: number; next: boolean }>(COMPLETE, [
     textArray(p.items.map((i) => i.id)),
     textArray(p.items.map((i) => i.leaseToken)),
     jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
   ]);
   rows.sort((a, b) => a.ord - b.ord);
-  return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key }));
+  return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.next }));
 }
 
-const COMPLETE_ALL = prepared('task_complete_all', 'SELECT rl_task_complete_all($1::text[], $2::text[], $3::jsonb)');
+const COMPLETE_ALL = prepared('task_complete_all', 'SELECT q FROM rl_task_complete_all($1::text[], $2::text[], $3::jsonb) AS q');
 
-/** Raises RL410 (a `LeaseLostError`) unless every task was completed: a write, so it travels with the next statement. */
-export async function taskCompleteAll(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<void> {
+/**
+ * Raises RL410 (a `LeaseLostError`) unless every task was completed: a write, so it travels with
+ * the next statement. `unblocked` gets the queues where a task of a completed one's key waits.
+ */
+export async function taskCompleteAll(db: Db, p: { items: Array<Lease & { result: unknown }> }, unblocked: (queues: string[]) => void): Promise<void> {
   if (p.items.length === 0) return;
-  await db.write(COMPLETE_ALL, [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))]);
+  const params = [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))];
+  await db.write(COMPLETE_ALL, params, (rows) => unblocked((rows as Array<{ q: string }>).map((row) => row.q)));
 }
 
 const RELEASE = prepared(

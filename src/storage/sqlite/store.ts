@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { enqueuedWakeups, keyedQueues } from '../tasks.js';
+import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
@@ -304,9 +304,14 @@ class SqliteStore implements Store {
   taskComplete: Store['taskComplete'] = (p) =>
     this.run(
       (s, now) => tasks.taskComplete(s, now, p),
-      (done) => [['tasks', ...keyedQueues(done)]],
+      (done) => [['tasks', ...unblockedQueues(done)]],
     );
-  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p), ['tasks', ...keyedQueues(p.items)]);
+  taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
+    await this.run(
+      (s, now) => tasks.taskCompleteAll(s, now, p),
+      (done) => [['tasks', ...unblockedQueues(done)]],
+    );
+  };
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),

@@ -19,10 +19,12 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[]; c
      VALUES (@id, @queue, @state, @payload, @idem, @okey, @runAt, @priority, @maxAttempts, @now, @now, @tag, @attempts, @token, @expires, @worker, @claimedAt)
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
-  const unpaused = s.get(`SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag) t WHERE ${UNPAUSED}`);
+  // a task of an ordering key only while no other of its key waits or runs (see `TaskClaim`)
+  const claimable = s.get(`SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
+    AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`);
   const c = p.claim;
   const results = p.tasks.map((t) => {
-    const claimed = c !== undefined && unpaused.get({ queue: t.queue, tag: t.tag ?? null, tags: null }) !== undefined;
+    const claimed = c !== undefined && claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
     const row = insert.get({
       id: t.id,
       queue: t.queue,
@@ -148,6 +150,7 @@ export function taskHold(s: Statements, p: { leases: Lease[] }): void {
 /** 64 tasks to a statement (`chunks`): one `UPDATE` per task cost a third more (measured: 3.7 → 2.4 µs per task). */
 export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
   const done: CompletedTask[] = [];
+  const waiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1");
   for (const chunk of chunks(p.items)) {
     const rows = s
       .get(
@@ -156,13 +159,16 @@ export function taskComplete(s: Statements, now: number, p: { items: Array<Lease
          WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running' RETURNING tasks.id, tasks.queue, tasks.ordering_key`,
       )
       .all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as Array<{ id: string; queue: string; ordering_key: string | null }>;
-    for (const row of rows) done.push({ id: row.id, queue: row.queue, orderingKey: row.ordering_key });
+    for (const row of rows) done.push({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined });
   }
   return done;
 }
 
-export function taskCompleteAll(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): void {
-  if (new Set(p.items.map((i) => i.id)).size < p.items.length || taskComplete(s, now, p).length < p.items.length) throw new LeaseLostError('a task this write completes is no longer held');
+/** `taskComplete`, all or nothing; what it completed. */
+export function taskCompleteAll(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
+  const done = new Set(p.items.map((i) => i.id)).size < p.items.length ? [] : taskComplete(s, now, p);
+  if (done.length < p.items.length) throw new LeaseLostError('a task this write completes is no longer held');
+  return done;
 }
 
 export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }): Array<{ id: string; queue: string }> {
