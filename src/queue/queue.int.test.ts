@@ -146,6 +146,38 @@ describe.each(backends)('task queue on $name', (backend) => {
     expect((await engine.queue.enqueue('eager', { n: 4 })).task.state).toBe('ready');
   });
 
+  it('claims only when a task may be claimable: a freed slot sends no claim, and a scheduled task still starts on time', async () => {
+    const started = new Map<string, number>();
+    const worker = engine.work('quiet', async (_payload, { task }) => void started.set(task.id, Date.now()), { concurrency: 2, pollMs: 60_000 });
+    // once a task has come and gone, the worker is idle (its first claim may still be out before)
+    const { task: first } = await engine.queue.enqueue('quiet', {});
+    await eventually(async () => ((await engine.queue.get(first.id)).state === 'completed' ? true : undefined));
+    await sleep(50);
+    // the worker's claims are the group commit's lone statements
+    let claims = 0;
+    const group = engine.journal.group;
+    const submit = group.submit.bind(group);
+    group.submit = ((write) => {
+      if (write.statement) claims += 1;
+      return submit(write);
+    }) as typeof group.submit;
+    for (let i = 0; i < 10; i++) {
+      const { task } = await engine.queue.enqueue('quiet', { i });
+      expect(task).toMatchObject({ state: 'running', workerId: worker.id });
+      await eventually(async () => ((await engine.queue.get(task.id)).state === 'completed' ? true : undefined));
+    }
+    expect(claims).toBe(0);
+    // due in 300 ms: the handlers that finish meanwhile wake the worker, which must still keep the time
+    const at = Date.now() + 300;
+    const { task: later } = await engine.queue.enqueue('quiet', { later: true }, { runAt: at });
+    for (let i = 0; i < 5; i++) {
+      await engine.queue.enqueue('quiet', { i });
+      await sleep(30);
+    }
+    await eventually(() => started.has(later.id), 10_000);
+    expect(started.get(later.id)! - at).toBeLessThan(2_000);
+  });
+
   it('wakes an idle worker of another process on enqueue', async () => {
     const other = await second();
     const started: number[] = [];

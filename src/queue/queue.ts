@@ -2,7 +2,7 @@ import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
-import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
+import type { StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
 import { taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
 import { Worker } from './worker.js';
@@ -26,6 +26,16 @@ export interface EnqueueResult {
   task: Task;
   /** false when the idempotency key already existed. */
   created: boolean;
+}
+
+/**
+ * An idle worker of this process, reserved to run one task as it is enqueued (`TaskQueue.reserve`):
+ * the enqueue inserts the task with `claim`, and `settle` hands the task over (or frees the slot
+ * when the enqueue did not claim it, failed or never happened). Settling again changes nothing.
+ */
+export interface Taker {
+  claim: TaskClaim;
+  settle(result?: EnqueueResult): void;
 }
 
 export interface QueueLimits {
@@ -54,9 +64,13 @@ export class TaskQueue {
     private readonly limits: QueueLimits,
   ) {}
 
-  async enqueue(queue: string, payload: unknown, options: EnqueueOptions & { tx?: Store } = {}): Promise<EnqueueResult> {
-    const { tx, ...rest } = options;
-    const [result] = await this.insert(queue, [{ payload, ...rest }], tx, '');
+  /**
+   * Enqueues one task. In a caller's transaction, `taker` (see `reserve`) claims it as it is inserted
+   * and gets it once the transaction commits: the caller knows what else the key holds.
+   */
+  async enqueue(queue: string, payload: unknown, options: EnqueueOptions & { tx?: Store; taker?: Taker } = {}): Promise<EnqueueResult> {
+    const { tx, taker, ...rest } = options;
+    const [result] = await this.insert(queue, [{ payload, ...rest }], tx, '', taker);
     return result!;
   }
 
@@ -104,7 +118,29 @@ export class TaskQueue {
     return worker;
   }
 
-  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string): Promise<EnqueueResult[]> {
+  /**
+   * An idle worker of this process for a task of `queue` with `tag`, its slot kept until the
+   * `Taker` is settled: no claim statement, no wake-up between the enqueue and the handler.
+   */
+  reserve(queue: string, tag: string | null): Taker | null {
+    for (const worker of this.workers.get(queue) ?? []) {
+      const claim = worker.reserve(tag);
+      if (!claim) continue;
+      let settled = false;
+      return {
+        claim,
+        settle: (result) => {
+          if (settled) return;
+          settled = true;
+          if (result?.created) worker.adopt(result.task, claim);
+          else worker.forgo();
+        },
+      };
+    }
+    return null;
+  }
+
+  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string, given?: Taker): Promise<EnqueueResult[]> {
     if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
     const tasks = items.map((item, i) => {
       const at = (field: string) => (path ? `${path}[${i}].${field}` : field);
@@ -127,34 +163,21 @@ export class TaskQueue {
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
       };
     });
-    if (tx) return tx.taskEnqueue({ tasks });
-    // the task rows and their `task.enqueued` events, one statement on PostgreSQL
-    const taker = tasks.length === 1 ? this.idleWorker(tasks[0]!) : null;
-    if (!taker) return this.journal.group.statement((store) => store.taskEnqueue({ tasks }));
-    const { worker, claim } = taker;
-    let results: EnqueueResult[];
+    if (tx) {
+      const results = await tx.taskEnqueue({ tasks, ...(given ? { claim: given.claim } : {}) });
+      if (given) tx.onCommit(() => given.settle(results[0]));
+      return results;
+    }
+    // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an
+    // ordering key waits for its turn, one with a run-at for its time: the claim decides
+    const task = tasks[0]!;
+    const taker = tasks.length === 1 && task.orderingKey === null && task.runAt === null ? this.reserve(queue, task.tag) : null;
+    let results: EnqueueResult[] | undefined;
     try {
-      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks, claim }));
-    } catch (error) {
-      worker.forgo();
-      throw error;
+      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks, ...(taker ? { claim: taker.claim } : {}) }));
+      return results;
+    } finally {
+      taker?.settle(results?.[0]);
     }
-    if (results[0]!.created) worker.adopt(results[0]!.task, claim);
-    else worker.forgo();
-    return results;
-  }
-
-  /**
-   * An idle worker of this process that will run `task` once it is enqueued, and the claim to
-   * insert it with: no claim statement, no wake-up in between. Not a task of an ordering key
-   * (its turn is the claim's to decide) or a later run-at.
-   */
-  private idleWorker(task: NewTask): { worker: Worker; claim: TaskClaim } | null {
-    if (task.orderingKey !== null || task.runAt !== null) return null;
-    for (const worker of this.workers.get(task.queue) ?? []) {
-      const claim = worker.reserve(task.tag ?? null);
-      if (claim) return { worker, claim };
-    }
-    return null;
   }
 }

@@ -52,6 +52,16 @@ export class Worker {
   private backlog = false;
   /** When the last short claim was sent: a task due since then counts for `taskDueIn` (it may not have seen it due). */
   private shortClaimAt = 0;
+  /**
+   * A task may be claimable that no claim has looked for: set by a wake-up of the queue, a wait
+   * that ran out, a failed attempt; cleared by a short claim sent after the last wake-up. A slot
+   * freeing alone sends no claim: that task's completion wakes the queue if its key's next waits.
+   */
+  private look = true;
+  /** Wake-ups of the queue so far: a short claim clears `look` only if none came while it was out. */
+  private wakes = 0;
+  /** When `look` is set again with no wake-up: the next scheduled task is due, or the poll (performance.now()). */
+  private due = 0;
 
   constructor(
     private readonly store: Store,
@@ -105,6 +115,7 @@ export class Worker {
   /** Frees a `reserve`d slot that took no task. */
   forgo(): void {
     this.asked -= 1;
+    this.look = true;
     this.wakeup.wake();
   }
 
@@ -123,7 +134,10 @@ export class Worker {
 
   private async run(): Promise<void> {
     const unlisten = await this.store.listen('tasks', (queue) => {
-      if (queue === '' || queue === this.queue) this.wakeup.wake();
+      if (queue !== '' && queue !== this.queue) return;
+      this.wakes += 1;
+      this.look = true;
+      this.wakeup.wake();
     });
     try {
       while (this.active) {
@@ -131,7 +145,7 @@ export class Worker {
         const prefetch = this.slotsStuck ? 0 : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
         const most = this.options.concurrency + prefetch;
         const want = most - this.running.size - this.held.length - this.asked;
-        if (want > 0 && this.held.length <= prefetch / 2 && this.claims.length < (this.backlog ? CLAIMS_IN_FLIGHT : 1)) {
+        if (want > 0 && (this.look || this.backlog) && this.held.length <= prefetch / 2 && this.claims.length < (this.backlog ? CLAIMS_IN_FLIGHT : 1)) {
           this.claims.push(this.claim(Math.min(want, Math.ceil(most / CLAIMS_IN_FLIGHT))));
           // after a turn, the group commit has taken this claim: the next goes in a batch (and lane) of its own
           await new Promise((resolve) => setImmediate(resolve));
@@ -141,12 +155,13 @@ export class Worker {
           // a full claim means there may be more; a short one that nothing else is claimable yet
           if (!(await this.claims.shift())) {
             await Promise.all(this.claims.splice(0));
-            if (this.active) await this.wakeup.wait(await this.idleWait());
+            this.due = performance.now() + (await this.idleWait());
+            if (this.active && !(await this.wakeup.wait(this.due - performance.now()))) this.look = true;
           }
           continue;
         }
-        // full, or enough held for the slots that free next: a finishing handler wakes us
-        await this.wakeup.wait(this.options.pollMs);
+        // full, or enough held for the slots that free next, or nothing to claim until `due`: a finishing handler or a wake-up wakes us
+        if (!(await this.wakeup.wait(this.look ? this.options.pollMs : this.due - performance.now()))) this.look = true;
         await this.releaseStale(prefetch);
       }
       // what the last claims took is held: stop() gives it back
@@ -188,6 +203,7 @@ export class Worker {
   private async claim(limit: number): Promise<boolean> {
     const leaseToken = newId('lease');
     const sent = performance.now();
+    const wakes = this.wakes;
     this.asked += limit;
     let tasks: Task[];
     try {
@@ -197,12 +213,14 @@ export class Worker {
     } catch (error) {
       this.options.onError?.(error);
       this.backlog = false;
+      this.look = true;
       return false;
     } finally {
       this.asked -= limit;
     }
     this.backlog = tasks.length === limit;
     if (!this.backlog) this.shortClaimAt = sent;
+    if (!this.backlog && this.wakes === wakes) this.look = false;
     const events = this.options.events;
     if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     const at = performance.now();
@@ -272,7 +290,10 @@ export class Worker {
       this.settling.delete(task.id);
     }
     // a retry soon (an outage's is 100 ms away): look again now rather than at the next poll
-    if (outcome === 'failed') this.wakeup.wake();
+    if (outcome === 'failed') {
+      this.look = true;
+      this.wakeup.wake();
+    }
     const events = this.options.events;
     if (outcome === 'completed') events?.emit('task:complete', { queue: this.queue, taskId: task.id, attempt: task.attempts, durationMs: performance.now() - started });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });

@@ -21,6 +21,28 @@ describe.each(backends)('durable runs on $name', (backend) => {
   };
   const types = async (engine: Engine, id: string) => (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
 
+  it('hands the first pass of a run started here to an idle run worker, claimed as it is inserted', async () => {
+    let gate = Promise.resolve();
+    const held = workflow('held', async (ctx) => ctx.step('wait', async () => (await gate, 'ok')));
+    const engine = await engineWith(held);
+    // once a run has come and gone, the run worker is idle (its first claim may still be out before)
+    expect(await (await engine.start(held, null, { id: 'held-0' })).result()).toBe('ok');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    let open!: () => void;
+    gate = new Promise<void>((resolve) => (open = resolve));
+    const run = await engine.start(held, null, { id: 'held-1' });
+    // running as the start returns: no claim, no wake-up in between
+    const [pass] = (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => t.orderingKey === 'held-1');
+    expect(pass).toMatchObject({ state: 'running', attempts: 1 });
+    open();
+    expect(await run.result()).toBe('ok');
+    const history = await eventually(async () => ((await engine.queue.get(pass!.id)).state === 'completed' ? engine.queue.history(pass!.id) : undefined));
+    expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.completed']);
+    // a run that exists already starts nothing, and the worker's reserved slot is free again
+    await engine.start(held, null, { id: 'held-1' });
+    expect(await (await engine.start(held, null, { id: 'held-2' })).result()).toBe('ok');
+  });
+
   it('runs steps once each, journals them, and projects the run with its steps', async () => {
     const calls: string[] = [];
     const greet = workflow('greet', async (ctx, input: { name: string }) => {

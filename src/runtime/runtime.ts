@@ -4,7 +4,7 @@ import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import { toMs, type Duration } from '../duration.js';
 import { checkName } from '../json.js';
-import type { TaskQueue } from '../queue/queue.js';
+import type { TaskQueue, Taker } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
 import type { Store } from '../storage/store.js';
 import { StoreClock } from './clock.js';
@@ -120,11 +120,16 @@ export class Runtime {
    */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
-    const start = { ...options, id };
+    // started here, outside a caller's transaction: an idle run worker of this process takes its
+    // first pass as it is inserted (the run is new, so no other pass of it waits or runs)
+    const taker = options.tx ? null : this.queue.reserve(RUN_QUEUE, versionTag(wf.name, wf.version));
+    const start = { ...options, id, taker };
     try {
       await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, start));
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
+    } finally {
+      taker?.settle();
     }
     return this.handle<O>(id);
   }
@@ -138,7 +143,7 @@ export class Runtime {
     return startKeyed(this.journal, this.store, p);
   }
 
-  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq } }): Promise<void> {
+  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq }; taker?: Taker | null }): Promise<void> {
     const tag = versionTag(wf.name, wf.version);
     if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
@@ -149,7 +154,7 @@ export class Runtime {
     // (a copy, as the journal gives it back: nothing shared with the caller's input)
     if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1));
     if (orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id))) {
-      await this.enqueuePass(tx, options.id, null, tag);
+      await this.enqueuePass(tx, options.id, null, tag, options.taker ?? undefined);
     }
   }
 
@@ -359,9 +364,9 @@ export class Runtime {
    * A pass of run `id`, tagged with its version so that only a worker that has that version runs
    * it: the version its view names (its start's or, after `continueAsNew`, its generation's).
    */
-  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<void> {
+  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, taker?: Taker): Promise<void> {
     const tag = knownTag ?? (await runTag(tx, id));
-    await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}) });
+    await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}), ...(taker ? { taker } : {}) });
   }
 
   /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */
