@@ -106,7 +106,7 @@ async function post(server: Served, channel: string, content: string): Promise<v
  * with the server it measures was a third of a core at 1,000 posts/s.
  */
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-function send(url: string, body: string): Promise<{ status: number; body: string }> {
+function send(url: string, body: string, retried = false): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
@@ -115,7 +115,8 @@ function send(url: string, body: string): Promise<{ status: number; body: string
       res.on('end', () => resolve({ status: res.statusCode!, body: text }));
       res.on('error', reject);
     });
-    req.on('error', reject);
+    // a kept-alive socket the server closed as it was reused (its idle timeout): sent again once, on a new one
+    req.on('error', (error: NodeJS.ErrnoException) => (req.reusedSocket && error.code === 'ECONNRESET' && !retried ? send(url, body, true).then(resolve, reject) : reject(error)));
     req.end(body);
   });
 }
