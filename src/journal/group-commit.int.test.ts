@@ -106,7 +106,7 @@ describe.each(backends)('group commit on $name', (backend) => {
         ],
       }),
       reporting.group.submit({ leases: [stale], appends: [{ streamId: 'run:c', events: two }] }),
-      reporting.group.submit({ completes: [{ ...a!, result: null, queue: 'q', orderingKey: null }] }),
+      reporting.group.submit({ completes: [{ ...a!, result: null }] }),
     ]);
     // the stale write was fenced out: it is not counted; a completion is a write without events
     expect(batches).toEqual([{ writes: 3, events: 5 }]);
@@ -132,8 +132,8 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(writes.map((w) => w.status)).toEqual(['rejected', 'fulfilled']);
     expect(await events('run:stale')).toHaveLength(0);
     const completions = await Promise.allSettled([
-      journal.group.submit({ completes: [{ ...current, result: 'new', queue: 'same', orderingKey: null }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'new' } }] }] }),
-      journal.group.submit({ completes: [{ ...stale, result: 'old', queue: 'same', orderingKey: null }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'old' } }] }] }),
+      journal.group.submit({ completes: [{ ...current, result: 'new' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'new' } }] }] }),
+      journal.group.submit({ completes: [{ ...stale, result: 'old' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'old' } }] }] }),
     ]);
     expect(completions.map((c) => c.status)).toEqual(['fulfilled', 'rejected']);
     expect((await events('task:same')).map((e) => e.data)).toEqual([expect.objectContaining({ state: 'ready' }), { by: 'new' }]);
@@ -144,8 +144,8 @@ describe.each(backends)('group commit on $name', (backend) => {
     const [a, b] = await claim(2);
     await raw.taskFail({ ...b!, error: 'gone', retryDelayMs: 0 });
     const settled = await Promise.allSettled([
-      journal.group.submit({ completes: [{ ...a!, result: 'A', queue: 'q', orderingKey: null }], appends: [{ streamId: `task:${a!.id}`, events: [{ type: 'task.completed', data: {} }] }] }),
-      journal.group.submit({ completes: [{ ...b!, result: 'B', queue: 'q', orderingKey: null }], appends: [{ streamId: `task:${b!.id}`, events: [{ type: 'task.completed', data: {} }] }] }),
+      journal.group.submit({ completes: [{ ...a!, result: 'A' }], appends: [{ streamId: `task:${a!.id}`, events: [{ type: 'task.completed', data: {} }] }] }),
+      journal.group.submit({ completes: [{ ...b!, result: 'B' }], appends: [{ streamId: `task:${b!.id}`, events: [{ type: 'task.completed', data: {} }] }] }),
     ]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected']);
     expect((await raw.taskGet({ id: a!.id })).state).toBe('completed');

@@ -330,7 +330,7 @@ export class Worker {
     const lease = { id: task.id, leaseToken: task.leaseToken! };
     try {
       await this.journal.group.submit({
-        completes: [{ ...lease, result, queue: task.queue, orderingKey: task.orderingKey }],
+        completes: [{ ...lease, result }],
         appends: [taskEvent('complete', task.id, this.attempt(task))],
         also: async () => crashPoint('task:beforeComplete'),
       });

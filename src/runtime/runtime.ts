@@ -120,19 +120,12 @@ export class Runtime {
    */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
-    // started here, outside a caller's transaction, on SQLite: an idle run worker of this process
-    // takes its first pass as it is inserted (the run is new, so no other pass of it waits or runs).
-    // Not on PostgreSQL, where the worker's claim rides in a group commit that happens anyway, and
-    // the passes it claims together write together: measured, 1-step runs 10 in flight, 8-10% fewer
-    // runs/s with it (three interleaved pairs, 360-405 against 419-448/s), 10-step runs about even.
+    // on SQLite an idle run worker here takes the new run's first pass as it is inserted (docs/storage.md: why not on PostgreSQL)
     const taker = options.tx || this.store.dialect === 'postgres' ? null : this.queue.reserve(RUN_QUEUE, versionTag(wf.name, wf.version));
-    const start = { ...options, id, taker };
     try {
-      await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, start));
+      await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, { ...options, id, taker })).finally(() => taker?.settle());
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
-    } finally {
-      taker?.settle();
     }
     return this.handle<O>(id);
   }

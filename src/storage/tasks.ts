@@ -63,8 +63,8 @@ export interface CompletedTask {
   next: boolean;
 }
 
-/** A completion that names its task's queue and ordering key (`taskCompleteAll`). */
-export type CompletionItem = Lease & { result: unknown; queue: string; orderingKey: string | null };
+/** A task to complete with its result (`taskCompleteAll`). */
+export type CompletionItem = Lease & { result: unknown };
 
 export interface Lease {
   id: string;
