@@ -21,7 +21,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
   };
   const types = async (engine: Engine, id: string) => (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
 
-  it('hands the first pass of a run started here to an idle run worker on SQLite, claimed as it is inserted', async () => {
+  it('hands the first pass of a run started here to an idle run worker, claimed as it is inserted', async () => {
     let gate = Promise.resolve();
     const held = workflow('held', async (ctx) => ctx.step('wait', async () => (await gate, 'ok')));
     const engine = await engineWith(held);
@@ -31,9 +31,9 @@ describe.each(backends)('durable runs on $name', (backend) => {
     let open!: () => void;
     gate = new Promise<void>((resolve) => (open = resolve));
     const run = await engine.start(held, null, { id: 'held-1' });
-    // on SQLite running as the start returns: no claim, no wake-up in between (on PostgreSQL the worker claims it)
+    // running as the start returns: no claim, no wake-up in between
     const [pass] = (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => t.orderingKey === 'held-1');
-    if (engine.store.dialect === 'sqlite') expect(pass).toMatchObject({ state: 'running', attempts: 1 });
+    expect(pass).toMatchObject({ state: 'running', attempts: 1 });
     open();
     expect(await run.result()).toBe('ok');
     const history = await eventually(async () => ((await engine.queue.get(pass!.id)).state === 'completed' ? engine.queue.history(pass!.id) : undefined));

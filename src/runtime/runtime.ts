@@ -120,8 +120,8 @@ export class Runtime {
    */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
-    // on SQLite an idle run worker here takes the new run's first pass as it is inserted (docs/storage.md: why not on PostgreSQL)
-    const taker = options.tx || this.store.dialect === 'postgres' ? null : this.queue.reserve(RUN_QUEUE, versionTag(wf.name, wf.version));
+    // outside a caller's transaction, an idle run worker here takes the new run's first pass as it is inserted
+    const taker = options.tx ? null : this.queue.reserve(RUN_QUEUE, versionTag(wf.name, wf.version));
     try {
       await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, { ...options, id, taker })).finally(() => taker?.settle());
     } catch (error) {

