@@ -115,6 +115,11 @@ export class Worker {
   /** Frees a `reserve`d slot that took no task. */
   forgo(): void {
     this.asked -= 1;
+    this.lookAgain();
+  }
+
+  /** Something may be claimable: the loop claims at its next turn. */
+  private lookAgain(): void {
     this.look = true;
     this.wakeup.wake();
   }
@@ -136,8 +141,7 @@ export class Worker {
     const unlisten = await this.store.listen('tasks', (queue) => {
       if (queue !== '' && queue !== this.queue) return;
       this.wakes += 1;
-      this.look = true;
-      this.wakeup.wake();
+      this.lookAgain();
     });
     try {
       while (this.active) {
@@ -290,10 +294,7 @@ export class Worker {
       this.settling.delete(task.id);
     }
     // a retry soon (an outage's is 100 ms away): look again now rather than at the next poll
-    if (outcome === 'failed') {
-      this.look = true;
-      this.wakeup.wake();
-    }
+    if (outcome === 'failed') this.lookAgain();
     const events = this.options.events;
     if (outcome === 'completed') events?.emit('task:complete', { queue: this.queue, taskId: task.id, attempt: task.attempts, durationMs: performance.now() - started });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });

@@ -306,12 +306,11 @@ class SqliteStore implements Store {
       (s, now) => tasks.taskComplete(s, now, p),
       (done) => [['tasks', ...unblockedQueues(done)]],
     );
-  taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
-    await this.run(
+  taskCompleteAll: Store['taskCompleteAll'] = (p) =>
+    this.run(
       (s, now) => tasks.taskCompleteAll(s, now, p),
       (done) => [['tasks', ...unblockedQueues(done)]],
-    );
-  };
+    ).then(() => undefined);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),
