@@ -4,6 +4,8 @@ interface Cached {
   from: number;
   history: History;
   events: number;
+  /** The pass this history is current for (see `put`). */
+  current: object | undefined;
 }
 
 /**
@@ -25,7 +27,7 @@ export class ReplayCache {
   constructor(private readonly limits: { maxRuns: number; maxEvents: number }) {}
 
   /** The run's cached history and the version its generation starts at; it leaves the cache while its pass runs. */
-  take(runId: string): { from: number; history: History } | undefined {
+  take(runId: string): { from: number; history: History; current: object | undefined } | undefined {
     const cached = this.runs.get(runId);
     if (!cached) {
       this.misses += 1;
@@ -33,14 +35,15 @@ export class ReplayCache {
     }
     this.drop(runId, cached);
     this.hits += 1;
-    return { from: cached.from, history: cached.history };
+    return { from: cached.from, history: cached.history, current: cached.current };
   }
 
-  put(runId: string, from: number, history: History, events: number): void {
+  /** `current`: the task of a pass for which nothing after `history` needs reading (its run's start here claimed it). */
+  put(runId: string, from: number, history: History, events: number, current?: object): void {
     if (this.limits.maxRuns === 0 || events > this.limits.maxEvents) return;
     const old = this.runs.get(runId);
     if (old) this.drop(runId, old);
-    this.runs.set(runId, { from, history, events });
+    this.runs.set(runId, { from, history, events, current });
     this.events += events;
     for (const [id, cached] of this.runs) {
       if (this.runs.size <= this.limits.maxRuns && this.events <= this.limits.maxEvents) break;

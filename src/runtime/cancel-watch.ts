@@ -36,11 +36,11 @@ export async function watchCancel(store: Store, journal: Journal, id: string, po
       .catch(() => {})
       .finally(() => (checking = false));
   };
-  // the pass's own writes wake it too: those need no read (one statement per step saved)
+  // the pass's own writes wake it too, and the commit of the history it began with: those need no read
   const unlisten = await store.listen('events', (s, version) => {
     if (s !== '' && s !== stream) return;
     if (!pass) early = Math.max(early, s === '' || version === undefined ? Number.POSITIVE_INFINITY : version);
-    else if (!(version !== undefined && pass.wrote(version))) check();
+    else if (!(version !== undefined && (version <= seen || pass.wrote(version)))) check();
   });
   const poll = setInterval(check, pollMs);
   return {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CancelledError, ConflictError, TerminalError } from '../errors.js';
 import type { Engine } from '../engine.js';
 import { backends } from '../testing/backends.js';
@@ -41,6 +41,28 @@ describe.each(backends)('durable runs on $name', (backend) => {
     // a run that exists already starts nothing, and the worker's reserved slot is free again
     await engine.start(held, null, { id: 'held-1' });
     expect(await (await engine.start(held, null, { id: 'held-2' })).result()).toBe('ok');
+  });
+
+  it('runs the pass its start claimed here without reading the journal; a cancel right after the start still reaches it', async () => {
+    const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
+    let aborted: unknown = null;
+    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))));
+    // no poll for a minute: only a wake-up can bring the cancel to the pass
+    const made = await testEngine(backend, { workflows: [quick, slow], pollMs: 60_000 });
+    close = made.close;
+    const engine = made.engine;
+    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reads = vi.spyOn(engine.store, 'eventReadStream');
+    expect(await (await engine.start(quick, null, { id: 'quick-1' })).result()).toBe(1);
+    expect(reads.mock.calls.filter(([p]) => p.streamId === 'run:quick-1')).toEqual([]);
+    const run = await engine.start(slow, null, { id: 'slow-1' });
+    const [pass] = (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => t.orderingKey === 'slow-1');
+    expect(pass).toMatchObject({ state: 'running', attempts: 1 });
+    await engine.cancel('slow-1');
+    // the running step heard it: the pass that began with the start's history
+    await expect(run.result()).rejects.toThrow(CancelledError);
+    expect(aborted).toBeInstanceOf(CancelledError);
   });
 
   it('runs steps once each, journals them, and projects the run with its steps', async () => {

@@ -4,9 +4,9 @@ import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import { toMs, type Duration } from '../duration.js';
 import { checkName } from '../json.js';
-import type { TaskQueue, Taker } from '../queue/queue.js';
+import type { EnqueueResult, TaskQueue, Taker } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
-import type { Store } from '../storage/store.js';
+import type { Store, Task } from '../storage/store.js';
 import { StoreClock } from './clock.js';
 import { History, runStream, type Seq } from './history.js';
 import { observePass, type Observe } from './observe.js';
@@ -68,8 +68,7 @@ export class Runtime {
   /** Histories of the runs this process ran last: a wake-up reads the new events only. */
   readonly cache: ReplayCache;
   private readonly paused: PausedWorkflows;
-  /** The database clock the passes' timers run on. */
-  private readonly clock: StoreClock;
+  private readonly clock: StoreClock; // the database's, which the passes' timers run on
   /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
   private readonly passes = new Map<string, Pass>();
   /** The run views this process committed last: a waiter woken by one of its commits takes it. */
@@ -146,12 +145,12 @@ export class Runtime {
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
     const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
     const [started] = (await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 })).events;
-    // its first pass, if it runs here, need not read where its generation starts: it is this one
-    // (a copy, as the journal gives it back: nothing shared with the caller's input)
-    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1));
-    if (orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id))) {
-      await this.enqueuePass(tx, options.id, null, tag, options.taker ?? undefined);
-    }
+    const pass = orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, null, tag, options.taker ?? undefined) : null;
+    // its first pass, if it runs here, need not read where its generation starts: it is this one (a copy, as the journal
+    // gives it back). Claimed here, it began as this committed, its cancel watch listening before anything else could be
+    // appended: it reads nothing (`current`; put after it began, before it looks)
+    const current = pass?.task.state === 'running' ? pass.task : undefined;
+    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1, current));
   }
 
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
@@ -246,7 +245,7 @@ export class Runtime {
   };
 
   private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<null> {
-    const { from, history } = await this.history(id);
+    const { from, history } = await this.history(id, ctx.task);
     if (history.terminal || history.version === 0) return null;
     if (history.orderingKey !== null && !history.cancelRequested && !(await hasTurn(this.store, history.orderingKey, id))) return null;
     const wf = this.workflowOf(history);
@@ -316,12 +315,13 @@ export class Runtime {
   }
 
   /**
-   * The run's history in its current generation, and the version that starts at: what the cache
-   * holds of it and the events after that (a generation begun meanwhile, by `run.continued`,
-   * starts over at that event), or all of it from where its generation starts.
+   * The run's history in its current generation, and the version that starts at: what the cache holds of it (alone
+   * if `current` for `task`) and the events after that (a generation begun meanwhile, by `run.continued`, starts over
+   * at that event), or all of it from where its generation starts.
    */
-  private async history(id: string): Promise<{ from: number; history: History }> {
+  private async history(id: string, task: Task): Promise<{ from: number; history: History }> {
     const cached = this.cache.take(id);
+    if (cached && cached.current === task) return cached;
     let from = cached ? cached.from : (await generationOf(this.store, id)).from;
     let stored = await this.journal.readStream(runStream(id), { fromVersion: cached ? cached.history.version + 1 : from, limit: 1_000_000 });
     let history = cached?.history ?? new History([]);
@@ -360,9 +360,9 @@ export class Runtime {
    * A pass of run `id`, tagged with its version so that only a worker that has that version runs
    * it: the version its view names (its start's or, after `continueAsNew`, its generation's).
    */
-  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, taker?: Taker): Promise<void> {
+  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, taker?: Taker): Promise<EnqueueResult> {
     const tag = knownTag ?? (await runTag(tx, id));
-    await this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}), ...(taker ? { taker } : {}) });
+    return this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}), ...(taker ? { taker } : {}) });
   }
 
   /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */
