@@ -45,9 +45,8 @@ describe.each(backends)('durable runs on $name', (backend) => {
 
   it('runs the pass its start claimed here without reading the journal; a cancel right after the start still reaches it', async () => {
     const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
-    let aborted: unknown = null;
-    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))));
-    // no poll for a minute: only a wake-up can bring the cancel to the pass
+    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))));
+    // no poll for a minute: only a wake-up can bring the cancel to the pass, whose step never ends on its own
     const made = await testEngine(backend, { workflows: [quick, slow], pollMs: 60_000 });
     close = made.close;
     const engine = made.engine;
@@ -60,9 +59,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const [pass] = (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => t.orderingKey === 'slow-1');
     expect(pass).toMatchObject({ state: 'running', attempts: 1 });
     await engine.cancel('slow-1');
-    // the running step heard it: the pass that began with the start's history
     await expect(run.result()).rejects.toThrow(CancelledError);
-    expect(aborted).toBeInstanceOf(CancelledError);
   });
 
   it('runs steps once each, journals them, and projects the run with its steps', async () => {
