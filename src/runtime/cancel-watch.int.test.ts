@@ -35,7 +35,9 @@ describe.each(backends)('cancel watch on $name', (backend) => {
       }
       return events;
     };
-    await engine.start(patient, null, { id: 'r-1' });
+    // started in a transaction of the caller's: a worker claims the pass, which reads its history (one its start
+    // claimed here would read nothing)
+    await engine.store.transaction((tx) => engine.start(patient, null, { id: 'r-1', tx }));
     await eventually(async () => (await engine.run('r-1')).status === 'cancelled', 15_000);
     expect(cancelled).toBe(true);
   });
