@@ -71,6 +71,8 @@ export class Runtime {
   private readonly clock: StoreClock; // the database's, which the passes' timers run on
   /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
   private readonly passes = new Map<string, Pass>();
+  /** The tasks of the passes begun here, their cancel watch listening. */
+  private readonly begun = new Set<Task>();
   /** The run views this process committed last: a waiter woken by one of its commits takes it. */
   private readonly views: CommittedViews;
 
@@ -113,10 +115,7 @@ export class Runtime {
     return [...this.workflows.keys()];
   }
 
-  /**
-   * Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with
-   * the same ordering key run one at a time, in start order; a timeout fails the run when it passes.
-   */
+  /** Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with the same ordering key run one at a time, in start order; a timeout fails the run when it passes. */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     // outside a caller's transaction, an idle run worker here takes the new run's first pass as it is inserted
@@ -147,10 +146,10 @@ export class Runtime {
     const [started] = (await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 })).events;
     const pass = orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, null, tag, options.taker ?? undefined) : null;
     // its first pass, if it runs here, need not read where its generation starts: it is this one (a copy, as the journal
-    // gives it back). Claimed here, it began as this committed, its cancel watch listening before anything else could be
-    // appended: it reads nothing (`current`; put after it began, before it looks)
-    const current = pass?.task.state === 'running' ? pass.task : undefined;
-    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1, current));
+    // gives it back). Claimed here and begun as this committed (a worker with no free slot left would hold it), its cancel
+    // watch listening before anything else could be appended: it reads nothing (`current`; put after it began, before it looks)
+    const current = () => (pass && this.begun.has(pass.task) ? pass.task : undefined);
+    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1, current()));
   }
 
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
@@ -205,9 +204,8 @@ export class Runtime {
   }
 
   /**
-   * Starts ended run `id` again as a new run: the same workflow, version and input (its ordering
-   * key and parent are not carried), linked by `retryOf`. Needs no code here: a worker with the
-   * version runs it. Returns the new run's id.
+   * Starts ended run `id` again as a new run: the same workflow, version and input (its ordering key and parent are not
+   * carried), linked by `retryOf`. Needs no code here: a worker with the version runs it. Returns the new run's id.
    */
   async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
     const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
@@ -234,13 +232,14 @@ export class Runtime {
 
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
-    const id = payload.runId;
     // listening before the history is read: a cancellation committed after that read wakes the watch
-    const watch = await watchCancel(this.store, this.journal, id, this.options.pollMs);
+    const listening = watchCancel(this.store, this.journal, payload.runId, this.options.pollMs);
+    this.begun.add(ctx.task);
     try {
-      return await this.runPass(id, ctx, watch);
+      const watch = await listening;
+      return await this.runPass(payload.runId, ctx, watch).finally(() => watch.stop());
     } finally {
-      await watch.stop();
+      this.begun.delete(ctx.task);
     }
   };
 
@@ -356,10 +355,7 @@ export class Runtime {
     if (moved === 0) await this.enqueuePass(tx, id, at);
   }
 
-  /**
-   * A pass of run `id`, tagged with its version so that only a worker that has that version runs
-   * it: the version its view names (its start's or, after `continueAsNew`, its generation's).
-   */
+  /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it: the version its view names (its start's or, after `continueAsNew`, its generation's). */
   private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, taker?: Taker): Promise<EnqueueResult> {
     const tag = knownTag ?? (await runTag(tx, id));
     return this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}), ...(taker ? { taker } : {}) });
