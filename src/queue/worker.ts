@@ -106,7 +106,8 @@ export class Worker {
     }
     this.asked -= 1;
     this.options.events?.emit('task:claim', { queue: this.queue, taskId: task.id, attempt: task.attempts, workerId: this.id });
-    this.held.push({ task, at: performance.now() });
+    // first: its slot was kept for it (see `startHeld`), so it starts now, whatever was claimed meanwhile
+    this.held.unshift({ task, at: performance.now() });
     if (this.active) this.startHeld();
     // stopping: stop() gives back what is held, unless it already did
     else void this.release(this.held.splice(0)).catch((error) => this.options.onError?.(error));
@@ -233,9 +234,9 @@ export class Worker {
     return this.backlog;
   }
 
-  /** Starts held tasks in the free slots, in claim order. */
+  /** Starts held tasks in the free slots, in claim order; a slot `reserve`d for a task being enqueued is not free. */
   private startHeld(): void {
-    while (this.held.length > 0 && this.running.size < this.options.concurrency) void this.execute(this.held.shift()!.task);
+    while (this.held.length > 0 && this.running.size + this.asked < this.options.concurrency) void this.execute(this.held.shift()!.task);
   }
 
   /** Gives back held tasks nobody started in time: when handlers turned slow, another worker may be free. */
