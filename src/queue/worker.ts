@@ -48,6 +48,8 @@ export class Worker {
   /** Claims in flight (see CLAIMS_IN_FLIGHT), and how many tasks they ask for in all. */
   private readonly claims: Array<Promise<boolean>> = [];
   private asked = 0;
+  /** Slots kept for tasks being enqueued here (`reserve`), until adopted or forgone. */
+  private reserved = 0;
   /** The last claim came back full: more may be ready, so a second claim may go out while it commits. */
   private backlog = false;
   /** When the last short claim was sent: a task due since then counts for `taskDueIn` (it may not have seen it due). */
@@ -92,9 +94,9 @@ export class Worker {
    * `adopt` or `forgo`.
    */
   reserve(tag: string | null): TaskClaim | null {
-    if (!this.active || this.backlog || this.held.length > 0 || this.running.size + this.asked >= this.options.concurrency) return null;
+    if (!this.active || this.backlog || this.held.length > 0 || this.running.size + this.asked + this.reserved >= this.options.concurrency) return null;
     if (tag !== null && this.options.tags && !this.options.tags().includes(tag)) return null;
-    this.asked += 1;
+    this.reserved += 1;
     return { workerId: this.id, leaseToken: newId('lease'), leaseMs: this.options.leaseMs };
   }
 
@@ -104,7 +106,7 @@ export class Worker {
       this.forgo();
       return;
     }
-    this.asked -= 1;
+    this.reserved -= 1;
     this.options.events?.emit('task:claim', { queue: this.queue, taskId: task.id, attempt: task.attempts, workerId: this.id });
     // first: its slot was kept for it (see `startHeld`), so it starts now, whatever was claimed meanwhile
     this.held.unshift({ task, at: performance.now() });
@@ -115,7 +117,7 @@ export class Worker {
 
   /** Frees a `reserve`d slot that took no task. */
   forgo(): void {
-    this.asked -= 1;
+    this.reserved -= 1;
     this.lookAgain();
   }
 
@@ -149,7 +151,7 @@ export class Worker {
         this.startHeld();
         const prefetch = this.slotsStuck ? 0 : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
         const most = this.options.concurrency + prefetch;
-        const want = most - this.running.size - this.held.length - this.asked;
+        const want = most - this.running.size - this.held.length - this.asked - this.reserved;
         if (want > 0 && (this.look || this.backlog) && this.held.length <= prefetch / 2 && this.claims.length < (this.backlog ? CLAIMS_IN_FLIGHT : 1)) {
           this.claims.push(this.claim(Math.min(want, Math.ceil(most / CLAIMS_IN_FLIGHT))));
           // after a turn, the group commit has taken this claim: the next goes in a batch (and lane) of its own
@@ -236,7 +238,7 @@ export class Worker {
 
   /** Starts held tasks in the free slots, in claim order; a slot `reserve`d for a task being enqueued is not free. */
   private startHeld(): void {
-    while (this.held.length > 0 && this.running.size + this.asked < this.options.concurrency) void this.execute(this.held.shift()!.task);
+    while (this.held.length > 0 && this.running.size + this.reserved < this.options.concurrency) void this.execute(this.held.shift()!.task);
   }
 
   /** Gives back held tasks nobody started in time: when handlers turned slow, another worker may be free. */
