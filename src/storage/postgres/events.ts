@@ -349,11 +349,20 @@ export async function projectionPutMany(db: Db, p: { name: string; rows: Project
   await db.write(PROJECTION_PUT_MANY, [p.name, textArray(keys), jsonArray(keys.map((key) => JSON.stringify(last.get(key) ?? null)))]);
 }
 
+/** The four shapes of a projection list (after a key or from it, either order), each prepared once per connection. */
+const LIST = Object.fromEntries(
+  (['>', '>='] as const).flatMap((op) =>
+    (['ASC', 'DESC'] as const).map((order) => [
+      `${op}${order}`,
+      prepared(`projection_list_${op === '>' ? 'after' : 'from'}_${order.toLowerCase()}`, `SELECT key, value FROM projections WHERE name = $1 AND key ${op} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`),
+    ]),
+  ),
+);
+
 export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {
   const { low, high } = projectionRange(p);
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
-  const order = p.backwards ? 'DESC' : 'ASC';
-  return db.rows<ProjectionRow>(`SELECT key, value FROM projections WHERE name = $1 AND key ${lowOp} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`, [p.name, low, high, p.limit]);
+  return db.rows<ProjectionRow>(LIST[`${lowOp}${p.backwards ? 'DESC' : 'ASC'}`]!, [p.name, low, high, p.limit]);
 }
 
 const CREATED = "(value -> 'createdAt')";
