@@ -350,19 +350,14 @@ export async function projectionPutMany(db: Db, p: { name: string; rows: Project
 }
 
 /** The four shapes of a projection list (after a key or from it, either order), each prepared once per connection. */
-const LIST = Object.fromEntries(
-  (['>', '>='] as const).flatMap((op) =>
-    (['ASC', 'DESC'] as const).map((order) => [
-      `${op}${order}`,
-      prepared(`projection_list_${op === '>' ? 'after' : 'from'}_${order.toLowerCase()}`, `SELECT key, value FROM projections WHERE name = $1 AND key ${op} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`),
-    ]),
-  ),
-);
+const listSql = (op: '>' | '>=', order: 'ASC' | 'DESC') =>
+  prepared(`projection_list_${op === '>' ? 'after' : 'from'}_${order.toLowerCase()}`, `SELECT key, value FROM projections WHERE name = $1 AND key ${op} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`);
+const LIST = { after: { ASC: listSql('>', 'ASC'), DESC: listSql('>', 'DESC') }, from: { ASC: listSql('>=', 'ASC'), DESC: listSql('>=', 'DESC') } };
 
 export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {
   const { low, high } = projectionRange(p);
-  const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
-  return db.rows<ProjectionRow>(LIST[`${lowOp}${p.backwards ? 'DESC' : 'ASC'}`]!, [p.name, low, high, p.limit]);
+  const after = p.after !== undefined && p.after >= (p.prefix ?? '');
+  return db.rows<ProjectionRow>(LIST[after ? 'after' : 'from'][p.backwards ? 'DESC' : 'ASC'], [p.name, low, high, p.limit]);
 }
 
 const CREATED = "(value -> 'createdAt')";
