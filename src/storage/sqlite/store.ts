@@ -3,6 +3,7 @@ import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
+import { Checkpointer } from './checkpointer.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -21,6 +22,18 @@ interface Shared {
   lock: Mutex;
   listeners: Listeners;
   users: number;
+  /** Write transactions committed, until the checkpointer starts (see `committed`). */
+  commits: number;
+  checkpointer: Checkpointer | null;
+}
+
+/** Write transactions of a connection before its checkpoints move to a thread: a short-lived process never starts one. */
+const CHECKPOINTER_AFTER = 1000;
+
+/** Counts a committed write transaction; the one that reaches CHECKPOINTER_AFTER starts the connection's checkpointer. */
+function committed(shared: Shared): void {
+  if (shared.checkpointer || ++shared.commits < CHECKPOINTER_AFTER || shared.path === ':memory:') return;
+  shared.checkpointer = Checkpointer.start(shared.db, shared.path);
 }
 
 // A second connection to the same file in one process would deadlock: better-sqlite3 waits for
@@ -52,7 +65,7 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
   let shared = key === null ? undefined : open.get(key);
   if (!shared) {
     const db = openDatabase(path, options);
-    shared = { path, db, statements: new Statements(db), lock: new Mutex(), listeners: { events: new Set(), tasks: new Set() }, users: 0 };
+    shared = { path, db, statements: new Statements(db), lock: new Mutex(), listeners: { events: new Set(), tasks: new Set() }, users: 0, commits: 0, checkpointer: null };
     if (key !== null) open.set(key, shared);
   }
   shared.users += 1;
@@ -118,6 +131,7 @@ class SqliteStore implements Store {
       try {
         result = fn(statements, Date.now());
         statements.get('COMMIT').run();
+        committed(this.shared);
       } catch (error) {
         if (db.inTransaction) statements.get('ROLLBACK').run();
         throw error;
@@ -159,6 +173,7 @@ class SqliteStore implements Store {
       try {
         result = await fn(tx);
         statements.get('COMMIT').run();
+        committed(this.shared);
       } catch (error) {
         if (db.inTransaction) statements.get('ROLLBACK').run();
         throw error;
@@ -213,6 +228,7 @@ class SqliteStore implements Store {
     const release = await shared.lock.acquire();
     try {
       if (shared.path !== ':memory:') open.delete(resolve(shared.path));
+      await shared.checkpointer?.stop();
       if (shared.db.open) shared.db.close();
     } finally {
       release();

@@ -1,0 +1,29 @@
+import { existsSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { createSqlitePath } from '../../testing/databases.js';
+import { openDatabase } from './connection.js';
+import { openSqliteStore } from './store.js';
+
+describe('sqlite checkpointer', () => {
+  it('copies the WAL into the database file on its own thread once a connection has written enough, and stops with the store', async () => {
+    const path = await createSqlitePath();
+    const store = openSqliteStore(path);
+    const data = { text: 'x'.repeat(1000) };
+    // 1,500 commits of a kilobyte: a few thousand frames, under the writer's own checkpoint (10,000)
+    for (let i = 0; i < 1500; i++) await store.eventAppend({ appends: [{ streamId: `s-${i % 10}`, events: [{ type: 't', data }] }] });
+    // every page the WAL holds is in the file: the writer's own checkpoint leaves its last frames (under 1,000) in the WAL
+    const reader = openDatabase(path, { migrate: false });
+    const pages = () => (reader.pragma('page_count', { simple: true }) as number) * (reader.pragma('page_size', { simple: true }) as number);
+    const copied = async () => {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50)) if (statSync(path).size === pages()) return true;
+      return false;
+    };
+    expect(await copied()).toBe(true);
+    reader.close();
+    expect((await store.eventReadAll({ limit: 2000 })).length).toBe(1500);
+    await store.close();
+    // the last connection's close removes the WAL: the thread's connection closed before it
+    expect(existsSync(`${path}-wal`)).toBe(false);
+  });
+});
