@@ -11,6 +11,20 @@ export function chunks<T>(items: T[], size = ROWS_PER_STATEMENT): T[][] {
   return out;
 }
 
+/**
+ * The SQL of a multi-row statement for `rows` rows, made once per count: made at every call (the
+ * placeholders, then the whole text, which the statement cache then hashed) it was 3.7% of a
+ * process running 10-step runs.
+ */
+export function bySize(make: (rows: number) => string): (rows: number) => string {
+  const made = new Map<number, string>();
+  return (rows) => {
+    let sql = made.get(rows);
+    if (sql === undefined) made.set(rows, (sql = make(rows)));
+    return sql;
+  };
+}
+
 /** `(?, ?), (?, ?)`: the placeholders of `rows` rows of `columns` values. */
 export function placeholders(rows: number, columns: number): string {
   return Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ');

@@ -1,7 +1,7 @@
 import { ConflictError, ValidationError } from '../../errors.js';
 import { projectionFieldPath, projectionRange, recentRange, type ProjectionListParams, type ProjectionRecentParams, type ProjectionRow } from '../projections.js';
 import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEvent, StreamAppend, StreamInfo } from '../store.js';
-import { chunks, placeholders } from './chunks.js';
+import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 
@@ -32,12 +32,15 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
   // AUTOINCREMENT under the write lock: the rows of one statement take consecutive positions, in order
   let done = 0;
   for (const chunk of chunks(rows)) {
-    const last = Number(s.get(`INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(chunk.length, 7)}`).run(...chunk.flat()).lastInsertRowid);
+    const last = Number(s.get(insertEvents(chunk.length)).run(...chunk.flat()).lastInsertRowid);
     for (let i = 0; i < chunk.length; i++) events[done + i]!.position = last - chunk.length + 1 + i;
     done += chunk.length;
   }
   return { events, duplicate: false };
 }
+
+const insertEvents = bySize((n) => `INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(n, 7)}`);
+const bumpSql = bySize((n) => `INSERT INTO streams (stream_id, version) VALUES ${placeholders(n, 2)} ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING stream_id, version`);
 
 /** Each stream's version before this append, its rows bumped by the append's count, one statement per chunk. */
 function bumpStreams(s: Statements, appends: StreamAppend[]): Map<string, number> {
@@ -45,8 +48,7 @@ function bumpStreams(s: Statements, appends: StreamAppend[]): Map<string, number
   for (const a of appends) counts.set(a.streamId, (counts.get(a.streamId) ?? 0) + a.events.length);
   const before = new Map<string, number>();
   for (const chunk of chunks([...counts])) {
-    const sql = `INSERT INTO streams (stream_id, version) VALUES ${placeholders(chunk.length, 2)} ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING stream_id, version`;
-    for (const row of s.get(sql).all(...chunk.flat()) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version - counts.get(row.stream_id)!);
+    for (const row of s.get(bumpSql(chunk.length)).all(...chunk.flat()) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version - counts.get(row.stream_id)!);
   }
   return before;
 }

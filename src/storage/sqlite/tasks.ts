@@ -2,7 +2,7 @@ import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskClaim, TaskState } from '../store.js';
 import { enqueuedEvent, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
-import { chunks, placeholders } from './chunks.js';
+import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
 
@@ -19,9 +19,7 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[]; c
      VALUES (@id, @queue, @state, @payload, @idem, @okey, @runAt, @priority, @maxAttempts, @now, @now, @tag, @attempts, @token, @expires, @worker, @claimedAt)
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
-  // a task of an ordering key only while no other of its key waits or runs (see `TaskClaim`)
-  const claimable = s.get(`SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
-    AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`);
+  const claimable = s.get(CLAIMABLE_NEW);
   const c = p.claim;
   const results = p.tasks.map((t) => {
     const claimed = c !== undefined && claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
@@ -57,6 +55,10 @@ const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM
     AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = t.queue)
       OR (p.kind = 'workflow' AND t.tag IS NOT NULL AND substr(t.tag, 1, length(p.name) + 1) = p.name || '@'))`;
 
+// A task being enqueued, claimed as it goes in: of an ordering key only while no other of its key waits or runs (see `TaskClaim`).
+const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
+  AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`;
+
 // Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs.
 const CLAIMABLE = `SELECT seq FROM tasks t
   WHERE queue = @queue AND state = 'ready' AND run_at <= @now
@@ -70,10 +72,7 @@ const CLAIMABLE = `SELECT seq FROM tasks t
 export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Task[] {
   const rows = (
     s
-      .get(
-        `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
-     WHERE seq IN (${CLAIMABLE}) RETURNING ${TASK_COLUMNS.join(', ')}`,
-      )
+      .get(CLAIM)
       .raw(true)
       .all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as unknown[][]
   ).map(taskRow);
@@ -108,6 +107,9 @@ const TASK_COLUMNS = [
   'tag',
   'claimed_at',
 ] as const;
+
+const CLAIM = `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
+  WHERE seq IN (${CLAIMABLE}) RETURNING ${TASK_COLUMNS.join(', ')}`;
 
 function taskRow(v: unknown[]): TaskRow {
   return {
@@ -147,18 +149,18 @@ export function taskHold(s: Statements, p: { leases: Lease[] }): void {
   }
 }
 
+const completeSql = bySize(
+  (n) => `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+    FROM (VALUES ${placeholders(n, 3)}) AS v
+    WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running' RETURNING tasks.id, tasks.queue, tasks.ordering_key`,
+);
+
 /** 64 tasks to a statement (`chunks`): one `UPDATE` per task cost a third more (measured: 3.7 → 2.4 µs per task). */
 export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
   const done: CompletedTask[] = [];
   const waiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1");
   for (const chunk of chunks(p.items)) {
-    const rows = s
-      .get(
-        `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
-         FROM (VALUES ${placeholders(chunk.length, 3)}) AS v
-         WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running' RETURNING tasks.id, tasks.queue, tasks.ordering_key`,
-      )
-      .all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as Array<{ id: string; queue: string; ordering_key: string | null }>;
+    const rows = s.get(completeSql(chunk.length)).all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as Array<{ id: string; queue: string; ordering_key: string | null }>;
     for (const row of rows) done.push({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined });
   }
   return done;
