@@ -82,6 +82,22 @@ export function projectionConformance(h: { store: () => Store }): void {
       expect(await keys({ limit: 10, createdAfter: 1_000, createdBefore: 4_000 })).toEqual(['run_a', 'ex_a', 'ses_z']);
       await expect((async () => h.store().projectionListRecent({ name: 'run', limit: 1, where: [[{ field: "status') OR 1=1 --", in: ['x'] }]] }))()).rejects.toThrow(/plain names/);
     });
+    it('lists a replaced row by its new status and createdAt, and no longer by the old ones', async () => {
+      const put = (value: unknown) => h.store().projectionPut({ name: 'run', key: 'run_x', value });
+      const keys = async (status: string) => (await h.store().projectionListRecent({ name: 'run', limit: 10, where: [[{ field: 'status', in: [status] }]] })).map((r) => r.key);
+      await put({ createdAt: 1_000, status: 'running', steps: 1 });
+      await put({ createdAt: 1_000, status: 'running', steps: 2 });
+      expect(await keys('running')).toEqual(['run_x']);
+      await put({ createdAt: 1_000, status: 'success', steps: 3 });
+      expect(await keys('running')).toEqual([]);
+      expect(await keys('success')).toEqual(['run_x']);
+      await put({ createdAt: 5_000, status: 'success', steps: 4 });
+      await put({ steps: 5 });
+      expect(await keys('success')).toEqual([]);
+      await put({ createdAt: 5_000, status: 'success', steps: 6 });
+      expect((await h.store().projectionListRecent({ name: 'run', limit: 10, createdAfter: 4_000 })).map((r) => r.value)).toEqual([{ createdAt: 5_000, status: 'success', steps: 6 }]);
+      expect(await h.store().projectionListRecent({ name: 'run', limit: 10, createdBefore: 4_000 })).toEqual([]);
+    });
     it('stores, replaces and deletes values', async () => {
       await h.store().projectionPut({ name: 'balance', key: 'acct-1', value: { total: 5 } });
       await h.store().projectionPut({ name: 'balance', key: 'acct-1', value: { total: 7 } });
