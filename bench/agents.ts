@@ -1,7 +1,7 @@
-import { defineAgent } from '../src/agents/agent.js';
-import { AgentLedger } from '../src/agents/ledger.js';
-import { sessions } from '../src/agents/service.js';
-import { createEngine } from '../src/engine.js';
+import { defineAgent } from '../dist/agents/agent.js';
+import { AgentLedger } from '../dist/agents/ledger.js';
+import { sessions } from '../dist/agents/service.js';
+import { createEngine } from '../dist/engine.js';
 
 export interface AgentSizes {
   events: number;

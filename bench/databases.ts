@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pg from 'pg';
-import { createSqlitePath, testAdminUrl } from '../src/testing/databases.js';
+import { createSqlitePath, testAdminUrl } from '../dist/testing/databases.js';
 
 export type Backend = 'sqlite' | 'postgres';
 

@@ -2,7 +2,7 @@
 // It opens its engine and says "ready"; on "start" it works the queue (concurrency 10 unless given) and reports
 // its count of completed tasks after each flush; on "stop" it closes and exits. The parent, which
 // sums the counts of all children, decides when the queue is drained.
-import { createEngine } from '../src/engine.js';
+import { createEngine } from '../dist/engine.js';
 
 const [database, queue, concurrency] = process.argv.slice(2);
 if (!database || !queue || !process.send) throw new Error('usage: node --import tsx bench/drain-child.ts <database> <queue> (with an IPC channel)');

@@ -1,4 +1,4 @@
-import type { Engine } from '../src/engine.js';
+import type { Engine } from '../dist/engine.js';
 
 /** Events per second of `appends` sequentially awaited appends of one event each, round-robin over 100 streams. */
 export async function appendSequential(engine: Engine, appends: number): Promise<number> {

@@ -1,4 +1,4 @@
-import type { Engine } from '../src/engine.js';
+import type { Engine } from '../dist/engine.js';
 
 export interface Latency {
   p50: number;

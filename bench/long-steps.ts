@@ -1,5 +1,5 @@
-import { createEngine } from '../src/engine.js';
-import { workflow } from '../src/runtime/workflow.js';
+import { createEngine } from '../dist/engine.js';
+import { workflow } from '../dist/runtime/workflow.js';
 
 /** Steps of the run `long_run_first_steps_ms` and `long_run_last_steps_ms` measures, and the steps each end's average is taken over. */
 export const LONG_STEPS = { steps: 1_000, window: 200 };

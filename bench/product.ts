@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { offlineProvider } from '../src/chat/providers.js';
-import { SAMPLE } from '../src/cli/sample.js';
-import { createEngine, type Engine } from '../src/engine.js';
-import { assemble, type App } from '../src/app/assemble.js';
+import { offlineProvider } from '../dist/chat/providers.js';
+import { SAMPLE } from '../dist/cli/sample.js';
+import { createEngine, type Engine } from '../dist/engine.js';
+import { assemble, type App } from '../dist/app/assemble.js';
 
 /**
  * The product as `runledger serve` runs it, minus HTTP: the engine with its run workers, and every

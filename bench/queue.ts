@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Engine } from '../src/engine.js';
+import type { Engine } from '../dist/engine.js';
 import { perSecond } from './journal.js';
 
 /** Tasks per second of enqueueing `count` no-op tasks with `enqueueMany`, `chunk` per call, sequentially. */

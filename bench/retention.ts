@@ -6,8 +6,8 @@
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createEngine, type Engine } from '../src/engine.js';
-import type { StreamAppend } from '../src/storage/store.js';
+import { createEngine, type Engine } from '../dist/engine.js';
+import type { StreamAppend } from '../dist/storage/store.js';
 import { withDatabase, type Backend } from './databases.js';
 
 const { values } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, only: { type: 'string' }, rounds: { type: 'string', default: '20' } } });

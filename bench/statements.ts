@@ -7,8 +7,8 @@
 // the round trips they take as `round_trips_per_…` (statements sent behind one in flight ride in it).
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createEngine } from '../src/engine.js';
-import { workflow } from '../src/runtime/workflow.js';
+import { createEngine } from '../dist/engine.js';
+import { workflow } from '../dist/runtime/workflow.js';
 import { withDatabase } from './databases.js';
 
 type Top = Array<[string, number]>;

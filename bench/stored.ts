@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createEngine } from '../src/engine.js';
-import { SAMPLE } from '../src/cli/sample.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { createEngine } from '../dist/engine.js';
+import { SAMPLE } from '../dist/cli/sample.js';
+import { storedWorkflows } from '../dist/workflows/service.js';
 
 /**
  * Executions of a stored workflow (the sample: two transforms and a log, templates and all)

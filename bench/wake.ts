@@ -1,6 +1,6 @@
-import { createEngine } from '../src/engine.js';
-import { runStream } from '../src/runtime/history.js';
-import { workflow } from '../src/runtime/workflow.js';
+import { createEngine } from '../dist/engine.js';
+import { runStream } from '../dist/runtime/history.js';
+import { workflow } from '../dist/runtime/workflow.js';
 
 export interface WakeSizes {
   /** Events in the run's history before the wake-ups. */

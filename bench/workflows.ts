@@ -1,5 +1,5 @@
-import { createEngine, type Engine } from '../src/engine.js';
-import { workflow, type Workflow } from '../src/runtime/workflow.js';
+import { createEngine, type Engine } from '../dist/engine.js';
+import { workflow, type Workflow } from '../dist/runtime/workflow.js';
 import { perSecond } from './journal.js';
 
 interface Bench {

@@ -3,8 +3,8 @@
 // engine's public API only), so the same file runs against an older checkout. `npm run bench`
 // measures the same keys at full size.
 import { parseArgs } from 'node:util';
-import { createEngine, type Engine } from '../src/engine.js';
-import { workflow, type Workflow } from '../src/runtime/workflow.js';
+import { createEngine, type Engine } from '../dist/engine.js';
+import { workflow, type Workflow } from '../dist/runtime/workflow.js';
 import { withDatabase, type Backend } from './databases.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, runs: { type: 'string' }, tasks: { type: 'string' }, skip: { type: 'string' } } });
