@@ -20,7 +20,10 @@ export function bySize(make: (rows: number) => string): (rows: number) => string
   const made = new Map<number, string>();
   return (rows) => {
     let sql = made.get(rows);
-    if (sql === undefined) made.set(rows, (sql = make(rows)));
+    if (sql === undefined) {
+      sql = make(rows);
+      made.set(rows, sql);
+    }
     return sql;
   };
 }
