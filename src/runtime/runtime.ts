@@ -383,8 +383,8 @@ export class Runtime {
         // woken by a commit of this process, whose view it kept: no read
         const kept = woken === undefined ? undefined : this.views.committed(id, woken);
         woken = undefined;
-        const view = kept ? await resolveView(this.blobs, kept) : await this.view(id);
-        if (view.status === 'success' || view.status === 'partial_success') return view.output as O;
+        const view = kept ?? (await this.stored(id));
+        if (view.status === 'success' || view.status === 'partial_success') return (await this.blobs.resolve(view.output)) as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

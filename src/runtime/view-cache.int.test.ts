@@ -58,11 +58,10 @@ describe.each(backends)('kept run views on $name', (backend) => {
     expect(await names()).toEqual(['here', 'there', 'here again', 'there again', 'last']);
   });
 
-  it('gives a copy of the view committed here at exactly the version asked for, nothing of a rollback or of another process', async () => {
+  it('gives the status and a copy of the output of the view committed here at exactly the version asked for, nothing of a rollback or of another process', async () => {
     await journal.append('run:r1', [{ type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } }, started(1, 'here')]);
-    const copy = views.committed('r1', 2)!;
-    expect(copy.steps.map((s) => s.name)).toEqual(['here']);
-    copy.steps = [];
+    const stored = (await readRunView(stores[0]!, 'r1'))!;
+    expect(views.committed('r1', 2)).toEqual({ status: stored.status, output: null, error: null });
     expect(views.committed('r1', 1)).toBeUndefined();
     await expect(
       stores[0]!.transaction(async (tx) => {
@@ -73,7 +72,11 @@ describe.each(backends)('kept run views on $name', (backend) => {
     expect(views.committed('r1', 3)).toBeUndefined();
     await other.append('run:r1', [started(2, 'there')]);
     expect(views.committed('r1', 3)).toBeUndefined();
-    await journal.append('run:r1', [started(3, 'here again')]);
-    expect(views.committed('r1', 4)!.steps.map((s) => s.name)).toEqual(['here', 'there', 'here again']);
+    await journal.append('run:r1', [started(3, 'here again'), { type: RUN_EVENT.runCompleted, data: { output: { n: 1 } } }]);
+    const copy = views.committed('r1', 5)!;
+    expect(copy).toEqual({ status: 'success', output: { n: 1 }, error: null });
+    (copy.output as { n: number }).n = 2;
+    expect(views.committed('r1', 5)!.output).toEqual({ n: 1 });
+    expect((await readRunView(stores[0]!, 'r1'))!.steps.map((s) => s.name)).toEqual(['here', 'there', 'here again']);
   });
 });
