@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createSqlitePath } from '../../testing/databases.js';
@@ -25,5 +27,21 @@ describe('sqlite checkpointer', () => {
     await store.close();
     // the last connection's close removes the WAL: the thread's connection closed before it
     expect(existsSync(`${path}-wal`)).toBe(false);
+  });
+
+  it('lets a process whose last work is closing the store end normally once the thread has stopped', async () => {
+    // the thread is not referenced while it runs, but it is while it stops: a script whose last
+    // step awaits the close ended before the close did (exit code 13, "closed" never printed)
+    const store = fileURLToPath(new URL('./store.ts', import.meta.url));
+    const script = `
+      const { openSqliteStore } = await import(${JSON.stringify(store)});
+      const store = openSqliteStore(${JSON.stringify(await createSqlitePath())});
+      for (let i = 0; i < 1100; i++) await store.eventAppend({ appends: [{ streamId: 's-' + (i % 10), events: [{ type: 't', data: { i } }] }] });
+      await store.close();
+      console.log('closed');`;
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }, (_error, stdout) => resolve({ code: child.exitCode, stdout }));
+    });
+    expect(result).toEqual({ code: 0, stdout: 'closed\n' });
   });
 });

@@ -55,6 +55,9 @@ export class Checkpointer {
   /** Ends the thread; its connection closes first, so the writer's close finds the WAL free. */
   async stop(): Promise<void> {
     const exited = new Promise<void>((resolve) => this.thread.once('exit', () => resolve()));
+    // held until it has exited: unreferenced, the thread lets a process with nothing else to do end
+    // while its caller still waits here (top-level await: exit code 13)
+    this.thread.ref();
     this.thread.postMessage('stop');
     await exited;
   }
