@@ -4,12 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createSqlitePath } from '../../testing/databases.js';
+import { Checkpointer } from './checkpointer.js';
 import { openDatabase } from './connection.js';
 import { openSqliteStore } from './store.js';
 
 describe('sqlite checkpointer', () => {
   it('copies the WAL into the database file on its own thread once a connection has written enough, and stops with the store', async () => {
-    const path = await createSqlitePath();
+    const path = createSqlitePath();
     const store = openSqliteStore(path);
     const data = { text: 'x'.repeat(1000) };
     // 1,500 commits of a kilobyte: a few thousand frames, under the writer's own checkpoint (10,000)
@@ -35,7 +36,7 @@ describe('sqlite checkpointer', () => {
     const store = fileURLToPath(new URL('./store.ts', import.meta.url));
     const script = `
       const { openSqliteStore } = await import(${JSON.stringify(store)});
-      const store = openSqliteStore(${JSON.stringify(await createSqlitePath())});
+      const store = openSqliteStore(${JSON.stringify(createSqlitePath())});
       for (let i = 0; i < 1100; i++) await store.eventAppend({ appends: [{ streamId: 's-' + (i % 10), events: [{ type: 't', data: { i } }] }] });
       await store.close();
       console.log('closed');`;
@@ -43,5 +44,15 @@ describe('sqlite checkpointer', () => {
       const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }, (_error, stdout) => resolve({ code: child.exitCode, stdout }));
     });
     expect(result).toEqual({ code: 0, stdout: 'closed\n' });
+  });
+
+  it('leaves checkpoints to the writer when its thread cannot start, and stops at once', async () => {
+    const db = openDatabase(createSqlitePath());
+    const checkpointer = Checkpointer.start(db, `${createSqlitePath()}.missing`);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && db.pragma('wal_autocheckpoint', { simple: true }) !== 1000; ) await sleep(20);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await checkpointer.stop();
+    db.close();
   });
 });

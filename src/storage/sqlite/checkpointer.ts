@@ -40,7 +40,12 @@ const FALLBACK_FRAMES = 10_000;
  * FALLBACK_FRAMES.
  */
 export class Checkpointer {
-  private constructor(private readonly thread: Worker) {}
+  /** Settles once the thread has ended: stopped, or dead on its own (it could not open the file). */
+  private readonly exited: Promise<void>;
+
+  private constructor(private readonly thread: Worker) {
+    this.exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
+  }
 
   static start(db: Db, path: string, restMs = 50): Checkpointer {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -54,11 +59,10 @@ export class Checkpointer {
 
   /** Ends the thread; its connection closes first, so the writer's close finds the WAL free. */
   async stop(): Promise<void> {
-    const exited = new Promise<void>((resolve) => this.thread.once('exit', () => resolve()));
     // held until it has exited: unreferenced, the thread lets a process with nothing else to do end
     // while its caller still waits here (top-level await: exit code 13)
     this.thread.ref();
     this.thread.postMessage('stop');
-    await exited;
+    await this.exited;
   }
 }
