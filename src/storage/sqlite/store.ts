@@ -22,7 +22,7 @@ interface Shared {
   lock: Mutex;
   listeners: Listeners;
   users: number;
-  /** Write transactions committed, until the checkpointer starts (see `committed`). */
+  /** Write transactions committed, until the checkpointer starts (see `countCommit`). */
   commits: number;
   checkpointer: Checkpointer | null;
 }
@@ -31,7 +31,7 @@ interface Shared {
 const CHECKPOINTER_AFTER = 1000;
 
 /** Counts a committed write transaction; the one that reaches CHECKPOINTER_AFTER starts the connection's checkpointer. */
-function committed(shared: Shared): void {
+function countCommit(shared: Shared): void {
   if (shared.checkpointer || ++shared.commits < CHECKPOINTER_AFTER || shared.path === ':memory:') return;
   shared.checkpointer = Checkpointer.start(shared.db, shared.path);
 }
@@ -131,7 +131,7 @@ class SqliteStore implements Store {
       try {
         result = fn(statements, Date.now());
         statements.get('COMMIT').run();
-        committed(this.shared);
+        countCommit(this.shared);
       } catch (error) {
         if (db.inTransaction) statements.get('ROLLBACK').run();
         throw error;
@@ -173,7 +173,7 @@ class SqliteStore implements Store {
       try {
         result = await fn(tx);
         statements.get('COMMIT').run();
-        committed(this.shared);
+        countCommit(this.shared);
       } catch (error) {
         if (db.inTransaction) statements.get('ROLLBACK').run();
         throw error;
