@@ -1,7 +1,7 @@
 import { crashPoint } from '../crash.js';
 import { LeaseLostError } from '../errors.js';
 import type { EngineEvents } from '../observe/events.js';
-import type { CompletionItem, Lease, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { CompletionItem, Lease, NewTask, Store, StoredEvent, StreamAppend, Task } from '../storage/store.js';
 import type { Journal } from './journal.js';
 
 /** One caller's share of a group commit. */
@@ -14,6 +14,8 @@ export interface GroupWrite<T = void> {
   completes?: CompletionItem[];
   /** Appended with every other write's appends, in one statement. */
   appends?: StreamAppend[];
+  /** Inserted with every other write's tasks, in one statement, after the append (a run's first pass). */
+  enqueue?: NewTask[];
   /**
    * Runs in the transaction before the append (after fencing), and adds its `appends` to it: for a
    * write whose events depend on what it finds (a claim journals the tasks it claimed). Its value
@@ -30,9 +32,10 @@ export interface GroupWrite<T = void> {
   also?: (tx: Store) => Promise<T>;
 }
 
-/** What a write committed: its events (with positions and versions) and `also`'s value. */
+/** What a write committed: its events (with positions and versions), its tasks and `also`'s value. */
 export interface GroupResult<T> {
   events: StoredEvent[];
+  tasks: Array<{ task: Task; created: boolean }>;
   value: T;
 }
 
@@ -57,7 +60,7 @@ class CommitUnknown extends Error {
  *
  * A batch is one transaction: one check of every lease of the batch (held until it commits), one completion statement
  * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
- * then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
+ * one insert of all its new tasks, then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
  * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
  * commit. A caller is told "done"
  * only after the commit returned. When the transaction fails before its commit, nothing of it was
@@ -94,20 +97,13 @@ export class GroupCommit {
   }
 
   /**
-   * Runs `fn` in a transaction of its own, or in the next batch where sharing a commit pays: on
-   * SQLite (one writer: its transactions take turns anyway, so a shared commit only saves), not on
-   * PostgreSQL (separate transactions run on the server's cores side by side; in a batch, `fn`'s
-   * statements would wait behind the batch's). Measured, runs of one step started 10 at a time:
-   * SQLite 1,642 → 1,950/s in the batch, PostgreSQL 353 → 323/s.
+   * Runs `fn`, one statement of the store's: on PostgreSQL alone, committing on its own (no
+   * transaction around it); on SQLite in the next batch (one writer: its transactions take turns
+   * anyway, so a shared commit only saves).
    */
-  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (this.store.dialect === 'postgres') return this.store.transaction(fn);
+  async statement<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    if (this.store.dialect === 'postgres') return fn(this.store);
     return (await this.submit({ also: fn })).value;
-  }
-
-  /** Runs `fn`, one statement of the store's: on PostgreSQL alone, committing on its own (no transaction around it); on SQLite in the next batch, as `transaction`. */
-  statement<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-    return this.store.dialect === 'postgres' ? fn(this.store) : this.transaction(fn);
   }
 
   private schedule(): void {
@@ -134,7 +130,8 @@ export class GroupCommit {
     let events = 0;
     let n = 0;
     for (const p of this.queued) {
-      const count = (p.write.appends ?? []).reduce((sum, a) => sum + a.events.length, 0);
+      // a `prepare` adds events not known yet: at least one (a run's start), few more (a claim's, within the other half)
+      const count = (p.write.appends ?? []).reduce((sum, a) => sum + a.events.length, p.write.prepare ? 1 : 0);
       if (n > 0 && events + count > this.maxEvents / 2) break;
       events += count;
       n += 1;
@@ -165,15 +162,15 @@ export class GroupCommit {
    */
   private async commit(batch: Pending[], fenced = false): Promise<void> {
     const alone = batch.length === 1 ? batch[0]!.write : null;
-    if (alone?.statement && !alone.leases && !alone.completes && !alone.appends && !alone.prepare && !alone.also) {
+    if (alone?.statement && !alone.leases && !alone.completes && !alone.appends && !alone.enqueue && !alone.prepare && !alone.also) {
       // alone, a failure is its caller's (settle), whether or not it took effect, as for a failed COMMIT
       const value = await alone.statement(this.store);
       this.events?.emit('store:batch', { writes: 1, events: 0 });
-      batch[0]!.done({ events: [], value });
+      batch[0]!.done({ events: [], tasks: [], value });
       return;
     }
     // the lease check and completions travel with a statement that follows them: an append or a claim
-    const hold = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.prepare || p.write.statement);
+    const hold = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.enqueue?.length || p.write.prepare || p.write.statement);
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
@@ -198,11 +195,12 @@ export class GroupCommit {
           if (events) events.push(event);
           else byStream.set(event.streamId, [event]);
         }
+        const enqueued = await this.enqueue(tx, live);
         const results = new Map<Pending, GroupResult<unknown>>();
         for (const p of live) {
           const value = p.write.also ? await p.write.also(tx) : prepared.get(p)?.value;
           const streams = new Set(appendsOf(p).map((a) => a.streamId));
-          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), value });
+          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), tasks: enqueued.get(p) ?? [], value });
         }
         finished = true;
         return { lost, results, events: appended.length };
@@ -217,6 +215,22 @@ export class GroupCommit {
       if (result) p.done(result);
       else p.fail(new LeaseLostError('this worker no longer holds the task this write needs'));
     }
+  }
+
+  /** Inserts the tasks of every write of `live`, one statement: each write's own, by write. */
+  private async enqueue(tx: Store, live: Pending[]): Promise<Map<Pending, GroupResult<unknown>['tasks']>> {
+    const byWrite = new Map<Pending, GroupResult<unknown>['tasks']>();
+    const tasks = live.flatMap((p) => p.write.enqueue ?? []);
+    if (tasks.length === 0) return byWrite;
+    const results = await tx.taskEnqueue({ tasks });
+    let at = 0;
+    for (const p of live) {
+      const count = p.write.enqueue?.length ?? 0;
+      if (count === 0) continue;
+      byWrite.set(p, results.slice(at, at + count));
+      at += count;
+    }
+    return byWrite;
   }
 
   /**

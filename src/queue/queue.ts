@@ -2,7 +2,7 @@ import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
-import type { StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
+import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
 import { taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
 import { Worker } from './worker.js';
@@ -140,9 +140,16 @@ export class TaskQueue {
     return null;
   }
 
-  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string, given?: Taker): Promise<EnqueueResult[]> {
+  /** The task `enqueue` would insert (checked, a new id), for a caller that inserts it with other writes (`GroupWrite.enqueue`); `claim`: see `reserve`. */
+  newTask(queue: string, payload: unknown, options: EnqueueOptions & { claim?: TaskClaim } = {}): NewTask {
+    const { claim, ...rest } = options;
+    const [task] = this.checked(queue, [{ payload, ...rest }], '');
+    return claim ? { ...task!, claim } : task!;
+  }
+
+  private checked(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, path: string): NewTask[] {
     if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
-    const tasks = items.map((item, i) => {
+    return items.map((item, i) => {
       const at = (field: string) => (path ? `${path}[${i}].${field}` : field);
       checkJson(at('payload'), item.payload ?? null, this.limits.maxPayloadBytes);
       const maxAttempts = item.maxAttempts ?? this.limits.defaultMaxAttempts;
@@ -163,18 +170,22 @@ export class TaskQueue {
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
       };
     });
+  }
+
+  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string, given?: Taker): Promise<EnqueueResult[]> {
+    const tasks = this.checked(queue, items, path);
     if (tx) {
-      const results = await tx.taskEnqueue({ tasks, ...(given ? { claim: given.claim } : {}) });
+      const results = await tx.taskEnqueue({ tasks: given ? [{ ...tasks[0]!, claim: given.claim }] : tasks });
       if (given) tx.onCommit(() => given.settle(results[0]));
       return results;
     }
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an
     // ordering key waits for its turn, one with a run-at for its time: the claim decides
     const task = tasks[0]!;
-    const taker = tasks.length === 1 && task.orderingKey === null && task.runAt === null ? this.reserve(queue, task.tag) : null;
+    const taker = tasks.length === 1 && task.orderingKey === null && task.runAt === null ? this.reserve(queue, task.tag ?? null) : null;
     let results: EnqueueResult[] | undefined;
     try {
-      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks, ...(taker ? { claim: taker.claim } : {}) }));
+      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks: taker ? [{ ...task, claim: taker.claim }] : tasks }));
       return results;
     } finally {
       taker?.settle(results?.[0]);

@@ -99,6 +99,22 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect((await types(engine, 'same')).filter((t) => t === 'run.started')).toHaveLength(1);
   });
 
+  it('starts the runs started at once in one commit; a run that exists among them starts nothing, the others start', async () => {
+    const one = workflow('one', async (ctx) => ctx.step('s', async () => 1));
+    const engine = await engineWith(one);
+    expect(await (await engine.start(one, 'first', { id: 'exists' })).result()).toBe(1);
+    const batches: number[] = [];
+    engine.on('store:batch', (b) => batches.push(b.writes));
+    const ids = Array.from({ length: 20 }, (_, i) => `together-${i}`);
+    const handles = await Promise.all(ids.map((id) => engine.start(one, null, { id })));
+    expect(Math.max(...batches)).toBeGreaterThanOrEqual(20);
+    const again = await Promise.all([...ids.slice(0, 5).map((id) => engine.start(one, null, { id: `${id}-b` })), engine.start(one, 'second', { id: 'exists' })]);
+    expect(again.map((h) => h.id)).toEqual([...ids.slice(0, 5).map((id) => `${id}-b`), 'exists']);
+    for (const handle of [...handles, ...again]) expect(await handle.result()).toBe(1);
+    const started = (await engine.journal.readStream('run:exists')).filter((e) => e.type === 'run.started');
+    expect(started.map((e) => (e.data as { input: unknown }).input)).toEqual(['first']);
+  });
+
   it('retries a failing step with backoff and the same idempotency key', async () => {
     const seen: Array<{ key: string; attempt: number }> = [];
     const flaky = workflow('flaky', async (ctx) =>

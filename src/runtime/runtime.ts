@@ -2,13 +2,12 @@ import { CancelledError, ConflictError, describeError, NonDeterminismError, NotF
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
-import { toMs, type Duration } from '../duration.js';
 import { checkName } from '../json.js';
-import type { EnqueueResult, TaskQueue, Taker } from '../queue/queue.js';
+import type { EnqueueResult, TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
 import type { Store, Task } from '../storage/store.js';
 import { StoreClock } from './clock.js';
-import { History, runStream, type Seq } from './history.js';
+import { History, runStream } from './history.js';
 import { observePass, type Observe } from './observe.js';
 import type { RunOutcome } from '../observe/events.js';
 import { Pass, PassAborted, type Children } from './pass.js';
@@ -23,26 +22,10 @@ import { RUN_TAG, versionTag } from './versions.js';
 import { isPartial, type Workflow } from './workflow.js';
 import { RUN_EVENT } from './events.js';
 import { watchCancel, type CancelWatch } from './cancel-watch.js';
-import { admitTurn, hasTurn, releaseTurn } from './turns.js';
+import { hasTurn, releaseTurn } from './turns.js';
+import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start.js';
 
-export interface StartOptions {
-  /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
-  id?: string;
-  /** Runs with the same key run one at a time, in start order. */
-  orderingKey?: string;
-  /** The run fails with a TimeoutError (compensations run) when it has not ended by then. */
-  timeout?: Duration;
-  /** Starts the run in the caller's transaction: it exists only if that commits. */
-  tx?: Store;
-  /** The caller's W3C trace context, stored with the run so its spans join the caller's trace (in any process, after any crash). */
-  traceparent?: string;
-}
-
-/** A pass that throws met the infrastructure, not the workflow: it is retried, not sent to the dead letters after 5 tries. */
-const PASS_TASK = { maxAttempts: 1000 };
-
-/** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
-export const RUN_QUEUE = 'runledger.runs';
+export { RUN_QUEUE, type StartOptions } from './start.js';
 
 export interface RunHandle<O = unknown> {
   readonly id: string;
@@ -75,6 +58,7 @@ export class Runtime {
   private readonly begun = new Set<Task>();
   /** The run views this process committed last: a waiter woken by one of its commits takes it. */
   private readonly views: CommittedViews;
+  private readonly starts: Starts;
 
   constructor(
     private readonly store: Store,
@@ -91,6 +75,7 @@ export class Runtime {
     for (const wf of workflows) this.register(wf);
     this.views = projectRunViews(journal);
     projectPatches(journal);
+    this.starts = new Starts({ store, journal, queue, blobs: this.blobs, cache: this.cache, begun: this.begun, registered: (tag) => this.workflows.has(tag) });
   }
 
   /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
@@ -118,10 +103,10 @@ export class Runtime {
   /** Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with the same ordering key run one at a time, in start order; a timeout fails the run when it passes. */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
-    // outside a caller's transaction, an idle run worker here takes the new run's first pass as it is inserted
-    const taker = options.tx ? null : this.queue.reserve(RUN_QUEUE, versionTag(wf.name, wf.version));
     try {
-      await (options.tx ?? this.journal.group).transaction((tx) => this.startIn(tx, wf, input, { ...options, id, taker })).finally(() => taker?.settle());
+      // in a caller's transaction, a nested one: a run that exists leaves the caller's transaction whole
+      if (options.tx) await options.tx.transaction((tx) => this.starts.in(tx, wf, input, { ...options, id }));
+      else await this.starts.shared(wf, input, { ...options, id });
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;
     }
@@ -137,21 +122,6 @@ export class Runtime {
     return startKeyed(this.journal, this.store, p);
   }
 
-  private async startIn(tx: Store, wf: Workflow, input: unknown, options: StartOptions & { id: string; parent?: { runId: string; seq: Seq }; taker?: Taker | null }): Promise<void> {
-    const tag = versionTag(wf.name, wf.version);
-    if (!this.workflows.has(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
-    const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
-    const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
-    const data = { workflow: wf.name, version: wf.version, input: await this.blobs.offload(tx, options.id, input ?? null), orderingKey, deadline, parent: options.parent ?? null, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
-    const [started] = (await this.journal.append(runStream(options.id), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 })).events;
-    const pass = orderingKey === null || (await admitTurn(this.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, null, tag, options.taker ?? undefined) : null;
-    // its first pass, if it runs here, need not read where its generation starts: it is this one (a copy, as the journal
-    // gives it back). Claimed here and begun as this committed (a worker with no free slot left would hold it), its cancel
-    // watch listening before anything else could be appended: it reads nothing (`current`; put after it began, before it looks)
-    const current = () => (pass && this.begun.has(pass.task) ? pass.task : undefined);
-    if (blobBytes([started!]) === 0) tx.onCommit(() => this.cache.put(options.id, 1, new History([{ ...started!, data: JSON.parse(JSON.stringify(started!.data)) }]), 1, current()));
-  }
-
   /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
   private async ended(tx: Store, history: History, id: string): Promise<void> {
     const next = history.orderingKey === null ? null : await releaseTurn(this.journal, tx, history.orderingKey, id);
@@ -160,7 +130,7 @@ export class Runtime {
   }
 
   private readonly children: Children = {
-    start: (tx, wf, input, id, parent) => this.startIn(tx, wf, input, { id, parent }),
+    start: (tx, wf, input, id, parent) => this.starts.in(tx, wf, input, { id, parent }),
     view: (id) => readRunView(this.store, id),
   };
 
@@ -356,9 +326,9 @@ export class Runtime {
   }
 
   /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it: the version its view names (its start's or, after `continueAsNew`, its generation's). */
-  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, taker?: Taker): Promise<EnqueueResult> {
+  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<EnqueueResult> {
     const tag = knownTag ?? (await runTag(tx, id));
-    return this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...PASS_TASK, orderingKey: id, ...(at === null ? {} : { runAt: at }), ...(tag ? { tag } : {}), ...(taker ? { taker } : {}) });
+    return this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...passTask(id, tag ?? null), ...(at === null ? {} : { runAt: at }) });
   }
 
   /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */

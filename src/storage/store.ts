@@ -2,7 +2,7 @@ import type { AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChang
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 import type { ProcessesEnded, ProcessInfo } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
-import type { CompletedTask, CompletionItem, Lease, NewTask, Task, TaskClaim, TaskState } from './tasks.js';
+import type { CompletedTask, CompletionItem, Lease, NewTask, Task, TaskState } from './tasks.js';
 
 export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 export type { CompletedTask, CompletionItem, Lease, NewTask, Task, TaskClaim, TaskState } from './tasks.js';
@@ -98,10 +98,10 @@ export interface Store {
   /**
    * Inserts tasks and journals each one it creates (`enqueuedEvent`, in its stream `taskStream(id)`):
    * one statement on PostgreSQL. A task whose (queue, idempotency key) exists returns the stored
-   * one, `created: false`, and writes nothing. With `claim`, each task it creates is claimed as it
-   * is inserted (`TaskClaim`), unless paused.
+   * one, `created: false`, and writes nothing. A task with a `claim` is claimed as it is inserted
+   * (`TaskClaim`), unless paused.
    */
-  taskEnqueue(p: { tasks: NewTask[]; claim?: TaskClaim }): Promise<Array<{ task: Task; created: boolean }>>;
+  taskEnqueue(p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>>;
   /**
    * Claims up to `limit` ready tasks of `queue` whose run-at has come, highest priority first,
    * then oldest. A task with an ordering key is claimable only when no task of that key is running

@@ -16,14 +16,17 @@ export interface NewTask {
   maxAttempts: number;
   /** Only a worker that has this tag claims the task (see `taskClaim`); null or absent: any worker. */
   tag?: string | null;
+  /** The worker that claims the task as it is inserted, if it can (`TaskClaim`). */
+  claim?: TaskClaim;
 }
 
 /**
- * Who claims the tasks of an enqueue as they are inserted (`Store.taskEnqueue`), as `taskClaim`
- * would (their first attempt): an idle worker of the process that enqueues takes them without a
- * claim of its own. Not a task whose queue or workflow is paused, nor one of an ordering key
- * another task of which waits or runs: that one is ready as any other. Two enqueues of one key
- * at once must not both claim: the caller keeps them apart (a run's first pass, by its new stream).
+ * Who claims a task as it is inserted (`Store.taskEnqueue`), as `taskClaim` would (its first
+ * attempt): an idle worker of the process that enqueues takes it without a claim of its own. Not
+ * a task whose queue or workflow is paused, nor one of an ordering key another task of which
+ * waits or runs (or comes before it in the same enqueue): that one is ready as any other. Two
+ * enqueues of one key at once must not both claim: the caller keeps them apart (a run's first
+ * pass, by its new stream).
  */
 export interface TaskClaim {
   workerId: string;

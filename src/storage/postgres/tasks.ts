@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { CompletedTask, Lease, NewTask, Task, TaskClaim, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 import { TASK_ENQUEUED } from '../tasks.js';
@@ -29,29 +29,33 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
  * costs every row extra work. Only what the database chose comes back.
  */
 function enqueueSql(withKeys: boolean, claimed: boolean): string {
-  // With a claim (`TaskClaim`: $10 worker, $11 lease token, $12 lease ms) a task not paused goes in running: a
-  // statement of its own, so an enqueue without one is planned as before. The pause check is rl_task_unpaused
-  // (migration 070) written out: a SQL function with a subquery is planned anew at every statement that calls it.
-  // A task of an ordering key is claimed only while no other of its key waits or runs (see `TaskClaim`). OFFSET 0
-  // computes `claimed` once per task: flattened, each CASE ran both probes again (logged: 0.75 → 0.29 ms a call).
+  // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
+  // not paused goes in running: a statement of its own, so an enqueue without one is planned as before. The pause check
+  // is rl_task_unpaused (migration 070) written out: a SQL function with a subquery is planned anew at every statement
+  // that calls it. A task of an ordering key is claimed only while no other of its key waits or runs (see `TaskClaim`),
+  // nor after one of its key earlier in the same enqueue (the statement's snapshot does not see that one).
+  // OFFSET 0 computes `claimed` once per task: flattened, each CASE ran both probes again (logged: 0.75 → 0.29 ms a call).
   const claim = claimed
     ? {
         columns: ', attempts, lease_token, lease_expires_at, worker_id, claimed_at',
         state: "CASE WHEN c.claimed THEN 'running' ELSE 'ready' END",
-        values: ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN $11 END, CASE WHEN c.claimed THEN now.ms + $12::bigint END, CASE WHEN c.claimed THEN $10 END, CASE WHEN c.claimed THEN now.ms END',
-        join: `CROSS JOIN LATERAL (SELECT NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
+        values: ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN i.token END, CASE WHEN c.claimed THEN now.ms + i.lease_ms END, CASE WHEN c.claimed THEN i.worker END, CASE WHEN c.claimed THEN now.ms END',
+        rows: ', unnest($10::text[]), unnest($11::text[]), unnest($12::bigint[])',
+        names: ', worker, token, lease_ms',
+        join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
         OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
       AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
-        AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))) AS claimed OFFSET 0) c`,
+        AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))
+        AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $5::text[]) WITH ORDINALITY AS k(queue, okey, ord) WHERE k.queue = i.queue AND k.okey = i.okey AND k.ord < i.ord)) AS claimed OFFSET 0) c`,
       }
-    : { columns: '', state: "'ready'", values: '', join: '' };
+    : { columns: '', state: "'ready'", values: '', rows: '', names: '', join: '' };
   return `${NOW},
   u AS (
     INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag${claim.columns})
     SELECT i.id, i.queue, ${claim.state}, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag${claim.values}
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
-        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[]))
-      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag, ord)
+        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[])${claim.rows})
+      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag${claim.names}, ord)
     CROSS JOIN now
     ${claim.join}
     ORDER BY i.ord
@@ -78,12 +82,13 @@ const ENQUEUE_CLAIMED_WITH_KEYS = prepared('task_enqueue_claimed_keys', enqueueS
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
-export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskClaim }): Promise<Array<{ task: Task; created: boolean }>> {
+export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>> {
   const t = p.tasks;
   if (t.length === 0) return [];
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
   const keys = t.some((x) => x.idempotencyKey !== null);
-  const sql = p.claim ? (keys ? ENQUEUE_CLAIMED_WITH_KEYS : ENQUEUE_CLAIMED) : keys ? ENQUEUE_WITH_KEYS : ENQUEUE;
+  const claimed = t.some((x) => x.claim !== undefined);
+  const sql = claimed ? (keys ? ENQUEUE_CLAIMED_WITH_KEYS : ENQUEUE_CLAIMED) : keys ? ENQUEUE_WITH_KEYS : ENQUEUE;
   const inserted = await db.rows<Inserted>(sql, [
     textArray(t.map((x) => x.id)),
     textArray(t.map((x) => x.queue)),
@@ -94,14 +99,14 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskCla
     numberArray(t.map((x) => x.priority)),
     numberArray(t.map((x) => x.maxAttempts)),
     textArray(t.map((x) => x.tag ?? null)),
-    ...(p.claim ? [p.claim.workerId, p.claim.leaseToken, p.claim.leaseMs] : []),
+    ...(claimed ? [textArray(t.map((x) => x.claim?.workerId ?? null)), textArray(t.map((x) => x.claim?.leaseToken ?? null)), numberArray(t.map((x) => x.claim?.leaseMs ?? null))] : []),
   ]);
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
   const byId = new Map(t.map((x, i) => [x.id, i]));
   for (const row of inserted) {
     const i = byId.get(row.id)!;
-    const task = newTask(t[i]!, payloads[i]!, row, p.claim);
+    const task = newTask(t[i]!, payloads[i]!, row);
     created.set(task.id, task);
     if (task.idempotencyKey !== null) byKey.set(keyOf(task.queue, task.idempotencyKey), task);
   }
@@ -127,8 +132,8 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[]; claim?: TaskCla
 type Inserted = { id: string; state: 'ready' | 'running'; run_at: number; created_at: number; lease_expires_at: number | null };
 
 /** A task as the insert stored it, without reading it back: 20,000 payloads need not cross the wire twice. */
-function newTask(t: NewTask, payload: string, row: Inserted, claim: TaskClaim | undefined): Task {
-  const claimed = row.state === 'running' && claim !== undefined;
+function newTask(t: NewTask, payload: string, row: Inserted): Task {
+  const claim = row.state === 'running' ? t.claim : undefined;
   return {
     id: t.id,
     queue: t.queue,
@@ -138,17 +143,17 @@ function newTask(t: NewTask, payload: string, row: Inserted, claim: TaskClaim | 
     orderingKey: t.orderingKey,
     runAt: row.run_at,
     priority: t.priority,
-    attempts: claimed ? 1 : 0,
+    attempts: claim ? 1 : 0,
     maxAttempts: t.maxAttempts,
-    leaseToken: claimed ? claim.leaseToken : null,
-    leaseExpiresAt: claimed ? row.lease_expires_at : null,
-    workerId: claimed ? claim.workerId : null,
+    leaseToken: claim ? claim.leaseToken : null,
+    leaseExpiresAt: claim ? row.lease_expires_at : null,
+    workerId: claim ? claim.workerId : null,
     lastError: null,
     result: null,
     createdAt: row.created_at,
     updatedAt: row.created_at,
     tag: t.tag ?? null,
-    claimedAt: claimed ? row.created_at : null,
+    claimedAt: claim ? row.created_at : null,
   };
 }
 

@@ -309,7 +309,7 @@ class SqliteStore implements Store {
       (s, now) => tasks.taskEnqueue(s, now, p),
       (results) => [
         // a task claimed as it was inserted is no news for workers
-        ['tasks', ...(results.some((r) => r.task.state === 'ready') ? [p.tasks[0]!.queue] : [])],
+        ['tasks', ...new Set(results.filter((r) => r.created && r.task.state === 'ready').map((r) => r.task.queue))],
         ['events', ...enqueuedWakeups(results)],
       ],
     );

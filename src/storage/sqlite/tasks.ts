@@ -1,5 +1,5 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { CompletedTask, Lease, NewTask, Task, TaskClaim, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import { enqueuedEvent, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { bySize, chunks, placeholders } from './chunks.js';
@@ -12,7 +12,7 @@ export function taskGet(s: Statements, p: { id: string }): Task {
   return toTask(row, fromText);
 }
 
-export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[]; claim?: TaskClaim }): Array<{ task: Task; created: boolean }> {
+export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
   const insert = s.get(
     `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
        attempts, lease_token, lease_expires_at, worker_id, claimed_at)
@@ -20,8 +20,8 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[]; c
      ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
   );
   const claimable = s.get(CLAIMABLE_NEW);
-  const c = p.claim;
   const results = p.tasks.map((t) => {
+    const c = t.claim;
     const claimed = c !== undefined && claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
     const row = insert.get({
       id: t.id,
