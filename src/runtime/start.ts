@@ -23,6 +23,8 @@ export interface StartOptions {
   tx?: Store;
   /** The caller's W3C trace context, stored with the run so its spans join the caller's trace (in any process, after any crash). */
   traceparent?: string;
+  /** The caller's own writes, in the start's transaction (after the run's first event): they commit with the start or not at all. */
+  also?: (tx: Store) => Promise<void>;
 }
 
 /** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
@@ -67,10 +69,13 @@ export class Starts {
     const taker = queue.reserve(RUN_QUEUE, tag);
     try {
       const prepare = async (tx: Store) => ({ appends: [await this.append(tx, wf, input, options, orderingKey, deadline)], value: null });
+      const also = async (tx: Store) => {
+        const pass = orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, tag, taker) : null;
+        await options.also?.(tx);
+        return pass;
+      };
       const written = await journal.group.submit<EnqueueResult | null>(
-        orderingKey === null
-          ? { prepare, enqueue: [queue.newTask(RUN_QUEUE, { runId: options.id }, { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) })] }
-          : { prepare, also: async (tx) => ((await admitTurn(journal, tx, orderingKey, options.id)) ? this.enqueuePass(tx, options.id, tag, taker) : null) },
+        orderingKey === null ? { prepare, enqueue: [queue.newTask(RUN_QUEUE, { runId: options.id }, { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) })], ...(options.also ? { also } : {}) } : { prepare, also },
       );
       const pass = orderingKey === null ? written.tasks[0]! : written.value;
       taker?.settle(pass ?? undefined);
@@ -86,6 +91,7 @@ export class Starts {
     const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
     const [started] = (await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })).events;
     const pass = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, tag, null) : null;
+    await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
   }
 

@@ -51,7 +51,7 @@ export class Executions {
     const input = this.input(await this.definitions.get(workflowId), request);
     if (request.idempotencyKey === undefined) {
       const id = newId('ex');
-      await this.engine.store.transaction((tx) => this.begin(tx, workflowId, input, id, request.traceparent));
+      await this.begin(null, workflowId, input, id, request.traceparent);
       return this.accepted(workflowId, id);
     }
     const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
@@ -106,9 +106,15 @@ export class Executions {
     };
   }
 
-  private async begin(tx: Store, workflowId: string, input: ExecutionInput, id: string, traceparent?: string): Promise<void> {
-    await this.engine.runtime.start(this.interpreter, input, { id, tx, ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}), ...(traceparent ? { traceparent } : {}) });
-    await tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } });
+  /** Starts execution `id` in `tx`, or without one in the next group commit: its run, and its row in the workflow's list. */
+  private async begin(tx: Store | null, workflowId: string, input: ExecutionInput, id: string, traceparent?: string): Promise<void> {
+    await this.engine.runtime.start(this.interpreter, input, {
+      id,
+      ...(tx ? { tx } : {}),
+      ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}),
+      ...(traceparent ? { traceparent } : {}),
+      also: (tx) => tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } }),
+    });
   }
 
   /** Newest first, `limit` per page; `last_key` of a page continues after it and is null on the last one. */
