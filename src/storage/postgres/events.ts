@@ -317,9 +317,8 @@ export async function streamList(db: Db, p: { prefix: string; after?: string; li
   return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), updatedAt: Number(row.created_at) }));
 }
 
-/** In a transaction, its answer is not waited for (`Db.write`): a run's start in a batch puts its caller's rows without a round trip each. */
 export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
-  await db.write(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
+  await db.rows(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
 }
 
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
