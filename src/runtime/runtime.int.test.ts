@@ -88,6 +88,27 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(journaled.at(-1)).toBe('run.completed');
   });
 
+  it('waits for a run whose pass runs here without reading its view; a pass that suspends wakes the waiter, which reads it then', async () => {
+    const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
+    const napping = workflow('napping', async (ctx) => {
+      await ctx.sleep('nap', '150ms');
+      return ctx.step('after', async () => 2);
+    });
+    // no poll for a minute: only the run's end, or its pass's, can wake a waiter
+    const made = await testEngine(backend, { workflows: [quick, napping], pollMs: 60_000 });
+    close = made.close;
+    const engine = made.engine;
+    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reads = vi.spyOn(engine.store, 'projectionGet');
+    const run = await engine.start(quick, null, { id: 'quick-1' });
+    expect(await run.result({ pollMs: 60_000 })).toBe(1);
+    expect(reads.mock.calls.filter(([p]) => p.name === 'run' && p.key === 'quick-1')).toEqual([]);
+    const nap = await engine.start(napping, null, { id: 'nap-1' });
+    expect(await nap.result({ pollMs: 60_000 })).toBe(2);
+    expect(reads.mock.calls.filter(([p]) => p.name === 'run' && p.key === 'nap-1').length).toBeGreaterThan(0);
+  });
+
   it('returns the existing run for a start with an id that exists', async () => {
     let runs = 0;
     const once = workflow('once', async (ctx) => ctx.step('count', async () => ++runs));

@@ -56,6 +56,9 @@ export class Runtime {
   private readonly passes = new Map<string, Pass>();
   /** The tasks of the passes begun here, their cancel watch listening. */
   private readonly begun = new Set<Task>();
+  /** The passes begun here, by run id; `result` waiters here, woken as a pass ends without ending its run. */
+  private readonly passing = new Map<string, number>();
+  private readonly waiters = new Map<string, Set<Wakeup>>();
   /** The run views this process committed last: a waiter woken by one of its commits takes it. */
   private readonly views: CommittedViews;
   private readonly starts: Starts;
@@ -205,24 +208,32 @@ export class Runtime {
     // listening before the history is read: a cancellation committed after that read wakes the watch
     const listening = watchCancel(this.store, this.journal, payload.runId, this.options.pollMs);
     this.begun.add(ctx.task);
+    this.passing.set(payload.runId, (this.passing.get(payload.runId) ?? 0) + 1);
+    let ended = false;
     try {
       const watch = await listening;
-      return await this.runPass(payload.runId, ctx, watch).finally(() => watch.stop());
+      ended = await this.runPass(payload.runId, ctx, watch).finally(() => watch.stop());
+      return null;
     } finally {
       this.begun.delete(ctx.task);
+      const left = this.passing.get(payload.runId)! - 1;
+      if (left > 0) this.passing.set(payload.runId, left);
+      else this.passing.delete(payload.runId);
+      // a run this pass ended wakes its waiters by its commit, with the view; any other end of a pass, to read it
+      if (!ended) for (const waiter of this.waiters.get(payload.runId) ?? []) waiter.wake();
     }
   };
 
-  private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<null> {
+  private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<boolean> {
     const { from, history } = await this.history(id, ctx.task);
-    if (history.terminal || history.version === 0) return null;
-    if (history.orderingKey !== null && !history.cancelRequested && !(await hasTurn(this.store, history.orderingKey, id))) return null;
+    if (history.terminal || history.version === 0) return false;
+    if (history.orderingKey !== null && !history.cancelRequested && !(await hasTurn(this.store, history.orderingKey, id))) return false;
     const wf = this.workflowOf(history);
     if (!wf) {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
       if (history.codeVersion !== null) await this.store.transaction((tx) => this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)));
       else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
-      return null;
+      return false;
     }
     const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
     await this.clock.ready();
@@ -255,19 +266,19 @@ export class Runtime {
       if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
       if (outcome.kind === 'continued') {
         await pass.write([{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
-        return null;
+        return false;
       }
       if (outcome.kind === 'suspended') {
         await pass.flush();
         if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
         result = 'suspended';
-        return null;
+        return false;
       }
       if (outcome.kind === 'completed') {
         const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
         await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
         result = 'success';
-        return null;
+        return true;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
       if (outcome.error instanceof PassAborted) throw outcome.error.cause;
@@ -275,7 +286,7 @@ export class Runtime {
       if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
       else await pass.write([{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }], end);
       result = pass.isCancelled ? 'cancelled' : 'failed';
-      return null;
+      return true;
     } finally {
       release();
       if (this.passes.get(id) === pass) this.passes.delete(id);
@@ -348,7 +359,13 @@ export class Runtime {
         wakeup.wake();
       }
     });
+    const waiters = this.waiters.get(id) ?? new Set<Wakeup>();
+    this.waiters.set(id, waiters);
+    waiters.add(wakeup);
     try {
+      // a pass runs here (a run started here runs its first pass at once): the run's end, written by it, or the pass's
+      // own end wakes this, so the view need not be read before (a stale pass ends too, once it finds its lease gone)
+      if (this.passing.has(id)) await wakeup.wait(pollMs);
       for (;;) {
         // woken by a commit of this process, whose view it kept: no read
         const kept = woken === undefined ? undefined : this.views.committed(id, woken);
@@ -360,6 +377,8 @@ export class Runtime {
         await wakeup.wait(pollMs);
       }
     } finally {
+      waiters.delete(wakeup);
+      if (waiters.size === 0) this.waiters.delete(id);
       await unlisten();
     }
   }
