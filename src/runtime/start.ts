@@ -64,8 +64,8 @@ export class Starts {
    */
   async shared(wf: Workflow, input: unknown, options: Start): Promise<void> {
     const { store, journal, queue } = this.host;
-    const { tag, orderingKey } = this.checked(wf, options);
-    const deadline = options.timeout === undefined ? null : (await store.now()) + toMs(options.timeout, 'timeout');
+    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const deadline = timeoutMs === null ? null : (await store.now()) + timeoutMs;
     const taker = queue.reserve(RUN_QUEUE, tag);
     try {
       const prepare = async (tx: Store) => ({ appends: [await this.append(tx, wf, input, options, orderingKey, deadline)], value: null });
@@ -87,19 +87,22 @@ export class Starts {
 
   /** Starts a run in `tx`. */
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
-    const { tag, orderingKey } = this.checked(wf, options);
-    const deadline = options.timeout === undefined ? null : (await tx.now()) + toMs(options.timeout, 'timeout');
+    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const [started] = (await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })).events;
     const pass = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, tag, null) : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
   }
 
-  private checked(wf: Workflow, options: Start): { tag: string; orderingKey: string | null } {
+  private checked(wf: Workflow, options: Start): { tag: string; orderingKey: string | null; timeoutMs: number | null } {
     const tag = versionTag(wf.name, wf.version);
     if (!this.host.registered(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
-    if (options.timeout !== undefined) toMs(options.timeout, 'timeout');
-    return { tag, orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200) };
+    return {
+      tag,
+      orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200),
+      timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, 'timeout'),
+    };
   }
 
   /** The run's first event, at version 1 of its new stream (its input offloaded in `tx` if big). */
