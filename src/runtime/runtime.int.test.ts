@@ -19,6 +19,14 @@ describe.each(backends)('durable runs on $name', (backend) => {
     close = made.close;
     return made.engine;
   };
+  /** An engine that polls once a minute (only wake-ups move its runs), its run worker idle after one run of `quick`. */
+  const quietEngine = async (quick: Workflow<null, number>, ...others: Workflow[]): Promise<Engine> => {
+    const made = await testEngine(backend, { workflows: [quick, ...others], pollMs: 60_000 });
+    close = made.close;
+    expect(await (await made.engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return made.engine;
+  };
   const types = async (engine: Engine, id: string) => (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
 
   it('hands the first pass of a run started here to an idle run worker, claimed as it is inserted', async () => {
@@ -47,11 +55,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
     const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))));
     // no poll for a minute: only a wake-up can bring the cancel to the pass, whose step never ends on its own
-    const made = await testEngine(backend, { workflows: [quick, slow], pollMs: 60_000 });
-    close = made.close;
-    const engine = made.engine;
-    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const engine = await quietEngine(quick, slow);
     const reads = vi.spyOn(engine.store, 'eventReadStream');
     expect(await (await engine.start(quick, null, { id: 'quick-1' })).result()).toBe(1);
     expect(reads.mock.calls.filter(([p]) => p.streamId === 'run:quick-1')).toEqual([]);
@@ -95,11 +99,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
       return ctx.step('after', async () => 2);
     });
     // no poll for a minute: only the run's end, or its pass's, can wake a waiter
-    const made = await testEngine(backend, { workflows: [quick, napping], pollMs: 60_000 });
-    close = made.close;
-    const engine = made.engine;
-    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const engine = await quietEngine(quick, napping);
     const reads = vi.spyOn(engine.store, 'projectionGet');
     const run = await engine.start(quick, null, { id: 'quick-1' });
     expect(await run.result({ pollMs: 60_000 })).toBe(1);

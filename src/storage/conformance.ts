@@ -4,6 +4,7 @@ import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { Cursor, StoredEvent, Store } from './store.js';
 import { agentLedgerConformance } from './conformance-agents.js';
 import { task, taskConformance } from './conformance-tasks.js';
+import { insertClaimConformance } from './conformance-claims.js';
 import { longrunConformance } from './conformance-longrun.js';
 import { maintenanceConformance } from './conformance-maintenance.js';
 import { readConformance } from './conformance-reads.js';
@@ -369,6 +370,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
   });
   taskConformance({ store: () => store, openAnother });
+  insertClaimConformance({ store: () => store });
   longrunConformance({ store: () => store, openAnother });
   agentLedgerConformance({ store: () => store });
   maintenanceConformance(() => store);
