@@ -223,4 +223,20 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(shared.value.map((t) => t.leaseToken)).toEqual(['shared']);
     expect((await raw.taskList({ queue: 's', state: 'running', limit: 10 })).map((t) => t.leaseToken).sort()).toEqual(['alone', 'shared']);
   });
+
+  it('commits projected appends made without a transaction together on SQLite, each in its own on PostgreSQL; a conflict fails only its caller', async () => {
+    journal.project('note', async (event, tx) => tx.projectionPut({ name: 'notes', key: event.streamId, value: event.data }));
+    await journal.append('taken', [{ type: 'note', data: 0 }]);
+    const before = store.transactions;
+    const settled = await Promise.allSettled([...Array.from({ length: 5 }, (_, i) => journal.append(`note:${i}`, [{ type: 'note', data: i }])), journal.append('taken', [{ type: 'note', data: 1 }], { expectedVersion: 0 })]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect((settled[5] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+    // SQLite: the batch of six, undone by the conflict, then each alone; PostgreSQL: six of their own
+    expect(store.transactions - before).toBe(backend.name === 'sqlite' ? 7 : 6);
+    for (let i = 0; i < 5; i++) expect(await raw.projectionGet({ name: 'notes', key: `note:${i}` })).toBe(i);
+    expect(await events('taken')).toHaveLength(1);
+    const after = store.transactions;
+    await Promise.all(Array.from({ length: 5 }, (_, i) => journal.append(`note:${i}`, [{ type: 'note', data: i + 10 }])));
+    expect(store.transactions - after).toBe(backend.name === 'sqlite' ? 1 : 5);
+  });
 });

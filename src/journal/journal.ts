@@ -1,7 +1,7 @@
 import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
-import type { AppendResult, CommittedRead, Cursor, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type { AppendResult, CommittedRead, Cursor, EventAppendParams, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
 import type { EngineEvents } from '../observe/events.js';
 import { GroupCommit } from './group-commit.js';
 
@@ -81,14 +81,18 @@ export class Journal {
       ...(options.unread && !projected ? { unread: true } : {}),
     };
     if (!projected && !options.tx) return this.store.eventAppend(params);
-    const result = await (options.tx ?? this.store).transaction(async (tx) => {
-      const appended = await tx.eventAppend(params);
-      if (!appended.duplicate) await this.applyProjections(appended.events, tx);
-      crashPoint('journal:beforeCommit');
-      return appended;
-    });
-    if (!options.tx) crashPoint('journal:afterCommit');
+    if (options.tx) return options.tx.transaction((tx) => this.appendIn(tx, params));
+    const result = await this.group.transaction((tx) => this.appendIn(tx, params));
+    crashPoint('journal:afterCommit');
     return result;
+  }
+
+  /** The append and its projections, in `tx`. */
+  private async appendIn(tx: Store, params: EventAppendParams): Promise<AppendResult> {
+    const appended = await tx.eventAppend(params);
+    if (!appended.duplicate) await this.applyProjections(appended.events, tx);
+    crashPoint('journal:beforeCommit');
+    return appended;
   }
 
   /** One stream's events in version order (`backwards`: newest first); with `tx`, read inside that transaction. */
