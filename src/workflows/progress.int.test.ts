@@ -30,4 +30,22 @@ describe.each(backends)('step statistics on $name', (backend) => {
       for (const ms of durations) expect(ms).toBeGreaterThanOrEqual(0);
     }
   });
+
+  it('goes on from the row another process wrote: a process reads it once, then updates what it committed', async () => {
+    const t = await testEngine(backend);
+    close = t.close;
+    const first = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
+    const wf = await first.definitions.create(SAMPLE);
+    const run = async (service: typeof first) => t.engine.runtime.handle((await service.executions.execute(wf.id, {})).execution_id).result();
+    await run(first);
+    await run(first);
+    const other = await t.second();
+    const second = storedWorkflows(other, { secretKey: randomBytes(32) });
+    // the other process's own run workers run it
+    await t.engine.close();
+    await other.runtime.handle((await second.executions.execute(wf.id, {})).execution_id).result();
+    await other.runtime.handle((await second.executions.execute(wf.id, {})).execution_id).result();
+    const stats = (await readStepStats(other.store, wf.id))!;
+    for (const durations of Object.values(stats)) expect(durations).toHaveLength(4);
+  });
 });

