@@ -41,7 +41,7 @@ describe.each(backends)('step statistics on $name', (backend) => {
     await run(first);
     const other = await t.second();
     const second = storedWorkflows(other, { secretKey: randomBytes(32) });
-    // the other process's own run workers run it
+    // only the other process's run workers are left to run its executions
     await t.engine.close();
     await other.runtime.handle((await second.executions.execute(wf.id, {})).execution_id).result();
     await other.runtime.handle((await second.executions.execute(wf.id, {})).execution_id).result();
