@@ -209,21 +209,26 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(await store.eventReadStream({ streamId: 'u' })).toHaveLength(3);
     });
 
-    it('calls back after a commit, never after a rollback, and at once outside a transaction', async () => {
+    it('calls back after a commit, never after a rollback, and at once outside a transaction; rollback callbacks the other way round', async () => {
       const calls: string[] = [];
       store.onCommit(() => calls.push('outside'));
+      store.onRollback(() => calls.push('rollback outside'));
       await store.transaction(async (tx) => {
         tx.onCommit(() => calls.push('committed'));
+        tx.onRollback(() => calls.push('rollback of a commit'));
         await tx.transaction(async (inner) => inner.onCommit(() => calls.push('nested')));
         expect(calls).toEqual(['outside']);
       });
       await expect(
         store.transaction(async (tx) => {
           tx.onCommit(() => calls.push('rolled back'));
+          await tx.transaction(async (inner) => inner.onRollback(() => calls.push('nested rollback')));
+          tx.onRollback(() => calls.push('rollback'));
+          expect(calls).toEqual(['outside', 'committed', 'nested']);
           throw new Error('boom');
         }),
       ).rejects.toThrow('boom');
-      expect(calls).toEqual(['outside', 'committed', 'nested']);
+      expect(calls).toEqual(['outside', 'committed', 'nested', 'nested rollback', 'rollback']);
     });
 
     it('reads committed events in order and resumes from a cursor', async () => {

@@ -28,6 +28,8 @@ export interface Store {
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
   /** Inside a transaction: runs `fn` once it has committed, never when it rolls back. Outside one: now. */
   onCommit(fn: () => void): void;
+  /** Inside a transaction: runs `fn` once it has rolled back, or once its commit failed (it may have taken effect). Outside one: never. */
+  onRollback(fn: () => void): void;
   /**
    * Calls `onWake(payload)` after a commit that touched `channel` (any process for PostgreSQL). The
    * payload is the stream appended to (`events`) or the queue (`tasks`); '' means "anything may

@@ -53,6 +53,8 @@ class PostgresStore implements Store {
   private readonly pending = new Map<string, [NotifyChannel, string]>();
   /** Inside a transaction: what runs once it has committed. */
   private readonly committed: Array<() => void> = [];
+  /** Inside a transaction: what runs once it has rolled back or its commit failed. */
+  private readonly rolledBack: Array<() => void> = [];
 
   constructor(
     private readonly shared: Shared,
@@ -83,8 +85,8 @@ class PostgresStore implements Store {
     // dropping while `fn` awaits something else would be an uncaught exception.
     const onError = (error: Error) => (broken = error);
     client.on('error', onError);
+    const txStore = new PostgresStore(this.shared, tx);
     try {
-      const txStore = new PostgresStore(this.shared, tx);
       const result = await fn(txStore).finally(() => (tx.finished = true));
       // the COMMIT follows the writes not checked yet on the wire, the wake-ups follow it: should
       // one fail (a payload over 8000 bytes, a full notification queue), the caller is told
@@ -105,6 +107,7 @@ class PostgresStore implements Store {
     } catch (error) {
       // A connection that cannot even roll back is destroyed rather than returned to the pool.
       if (tx.begun) await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      for (const fn of txStore.rolledBack) fn();
       throw error;
     } finally {
       tx.finished = true;
@@ -116,6 +119,10 @@ class PostgresStore implements Store {
   onCommit(fn: () => void): void {
     if (this.tx) this.committed.push(fn);
     else fn();
+  }
+
+  onRollback(fn: () => void): void {
+    if (this.tx) this.rolledBack.push(fn);
   }
 
   listen(channel: NotifyChannel, onWake: (payload: string) => void): Promise<() => Promise<void>> {

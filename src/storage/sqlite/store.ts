@@ -107,6 +107,8 @@ class SqliteStore implements Store {
   private finished = false;
   /** Inside a transaction: what runs once it has committed. */
   private readonly committed: Array<() => void> = [];
+  /** Inside a transaction: what runs once it has rolled back. */
+  private readonly rolledBack: Array<() => void> = [];
 
   constructor(
     private readonly shared: Shared,
@@ -176,6 +178,7 @@ class SqliteStore implements Store {
         countCommit(this.shared);
       } catch (error) {
         if (db.inTransaction) statements.get('ROLLBACK').run();
+        for (const fn of tx.rolledBack) fn();
         throw error;
       }
     } finally {
@@ -190,6 +193,10 @@ class SqliteStore implements Store {
   onCommit(fn: () => void): void {
     if (this.pending) this.committed.push(fn);
     else fn();
+  }
+
+  onRollback(fn: () => void): void {
+    if (this.pending) this.rolledBack.push(fn);
   }
 
   async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
