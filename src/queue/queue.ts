@@ -175,8 +175,18 @@ export class TaskQueue {
   private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string, given?: Taker): Promise<EnqueueResult[]> {
     const tasks = this.checked(queue, items, path);
     if (tx) {
-      const results = await tx.taskEnqueue({ tasks: given ? [{ ...tasks[0]!, claim: given.claim }] : tasks });
-      if (given) tx.onCommit(() => given.settle(results[0]));
+      let results: EnqueueResult[];
+      try {
+        results = await tx.taskEnqueue({ tasks: given ? [{ ...tasks[0]!, claim: given.claim }] : tasks });
+      } catch (error) {
+        given?.settle();
+        throw error;
+      }
+      // the worker's slot waits for the transaction's end: its task once it committed, free again if it did not
+      if (given) {
+        tx.onCommit(() => given.settle(results[0]));
+        tx.onRollback(() => given.settle());
+      }
       return results;
     }
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an

@@ -35,9 +35,12 @@ describe.each(backends)('cancel watch on $name', (backend) => {
       }
       return events;
     };
-    // started in a transaction of the caller's: a worker claims the pass, which reads its history (one its start
-    // claimed here would read nothing)
-    await engine.store.transaction((tx) => engine.start(patient, null, { id: 'r-1', tx }));
+    // started while its workflow is paused, then resumed: a worker claims the pass, which reads its history (one its
+    // start claimed here would read nothing)
+    const ops = { by: 'test', reason: 'a pass that reads its history' };
+    await engine.operator.pause('workflow', 'patient', ops);
+    await engine.start(patient, null, { id: 'r-1' });
+    await engine.operator.resume('workflow', 'patient', ops);
     await eventually(async () => (await engine.run('r-1')).status === 'cancelled', 15_000);
     expect(cancelled).toBe(true);
   });

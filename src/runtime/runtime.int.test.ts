@@ -66,6 +66,29 @@ describe.each(backends)('durable runs on $name', (backend) => {
     await expect(run.result()).rejects.toThrow(CancelledError);
   });
 
+  it('hands the first pass of a run started in a transaction to an idle run worker once it commits; a rollback frees the slot', async () => {
+    const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
+    // one run worker slot, no poll for a minute: a slot kept for a rolled-back start would stop every later run
+    const made = await testEngine(backend, { workflows: [quick], pollMs: 60_000, runConcurrency: 1 });
+    close = made.close;
+    const engine = made.engine;
+    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reads = vi.spyOn(engine.store, 'eventReadStream');
+    await engine.store.transaction(async (tx) => void (await engine.start(quick, null, { id: 'quick-1', tx })));
+    expect(await engine.runtime.handle('quick-1').result()).toBe(1);
+    // claimed as it was inserted and begun as the transaction committed: its pass read nothing
+    expect(reads.mock.calls.filter(([p]) => p.streamId === 'run:quick-1')).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const failed = engine.store.transaction(async (tx) => {
+      await engine.start(quick, null, { id: 'quick-gone', tx });
+      throw new Error('boom');
+    });
+    await expect(failed).rejects.toThrow('boom');
+    expect((await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => t.orderingKey === 'quick-gone')).toEqual([]);
+    expect(await (await engine.start(quick, null, { id: 'quick-2' })).result()).toBe(1);
+  });
+
   it('runs steps once each, journals them, and projects the run with its steps', async () => {
     const calls: string[] = [];
     const greet = workflow('greet', async (ctx, input: { name: string }) => {

@@ -85,12 +85,17 @@ export class Starts {
     }
   }
 
-  /** Starts a run in `tx`. */
+  /**
+   * Starts a run in `tx`. Its first pass is claimed as it is inserted by an idle run worker here,
+   * as in `shared`: the worker begins it once `tx` commits, and its slot is free again if `tx`
+   * rolls back.
+   */
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
     const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const [started] = (await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })).events;
-    const pass = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, tag, null) : null;
+    const admitted = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id));
+    const pass = admitted ? await this.enqueuePass(tx, options.id, tag, this.host.queue.reserve(RUN_QUEUE, tag)) : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
   }
