@@ -105,9 +105,8 @@ type Listeners = Record<NotifyChannel, Set<(stream: string, version?: number) =>
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
   private finished = false;
-  /** Inside a transaction: what runs once it has committed. */
+  /** Inside a transaction: what runs once it has committed, and once it has rolled back. */
   private readonly committed: Array<() => void> = [];
-  /** Inside a transaction: what runs once it has rolled back. */
   private readonly rolledBack: Array<() => void> = [];
 
   constructor(
