@@ -20,8 +20,8 @@ describe.each(backends)('durable runs on $name', (backend) => {
     return made.engine;
   };
   /** An engine that polls once a minute (only wake-ups move its runs), its run worker idle after one run of `quick`. */
-  const quietEngine = async (quick: Workflow<null, number>, ...others: Workflow[]): Promise<Engine> => {
-    const made = await testEngine(backend, { workflows: [quick, ...others], pollMs: 60_000 });
+  const quietEngine = async (quick: Workflow<null, number>, others: Workflow[] = [], options: { runConcurrency?: number } = {}): Promise<Engine> => {
+    const made = await testEngine(backend, { workflows: [quick, ...others], pollMs: 60_000, ...options });
     close = made.close;
     expect(await (await made.engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -55,7 +55,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
     const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))));
     // no poll for a minute: only a wake-up can bring the cancel to the pass, whose step never ends on its own
-    const engine = await quietEngine(quick, slow);
+    const engine = await quietEngine(quick, [slow]);
     const reads = vi.spyOn(engine.store, 'eventReadStream');
     expect(await (await engine.start(quick, null, { id: 'quick-1' })).result()).toBe(1);
     expect(reads.mock.calls.filter(([p]) => p.streamId === 'run:quick-1')).toEqual([]);
@@ -69,11 +69,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
   it('hands the first pass of a run started in a transaction to an idle run worker once it commits; a rollback frees the slot', async () => {
     const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
     // one run worker slot, no poll for a minute: a slot kept for a rolled-back start would stop every later run
-    const made = await testEngine(backend, { workflows: [quick], pollMs: 60_000, runConcurrency: 1 });
-    close = made.close;
-    const engine = made.engine;
-    expect(await (await engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const engine = await quietEngine(quick, [], { runConcurrency: 1 });
     const reads = vi.spyOn(engine.store, 'eventReadStream');
     await engine.store.transaction(async (tx) => void (await engine.start(quick, null, { id: 'quick-1', tx })));
     expect(await engine.runtime.handle('quick-1').result()).toBe(1);
@@ -122,7 +118,7 @@ describe.each(backends)('durable runs on $name', (backend) => {
       return ctx.step('after', async () => 2);
     });
     // no poll for a minute: only the run's end, or its pass's, can wake a waiter
-    const engine = await quietEngine(quick, napping);
+    const engine = await quietEngine(quick, [napping]);
     const reads = vi.spyOn(engine.store, 'projectionGet');
     const run = await engine.start(quick, null, { id: 'quick-1' });
     expect(await run.result({ pollMs: 60_000 })).toBe(1);
