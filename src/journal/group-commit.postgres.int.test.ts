@@ -43,10 +43,12 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
     const writes = Array.from({ length: count }, (_, i) =>
       journal.group.submit({
         appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }],
-        // a statement of each write's own inside the transaction, after the appends
+        // statements of each write's own inside the transaction, after the appends: its row (held
+        // until the transaction's next statement), then a read of it, which sends both
         also: async (tx: Store) => {
           if (i === killerAt) await killBatchConnection();
           await tx.projectionPut({ name: 'p', key: String(i), value: i });
+          expect(await tx.projectionGet({ name: 'p', key: String(i) })).toBe(i);
         },
       }),
     );

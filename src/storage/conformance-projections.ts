@@ -33,6 +33,31 @@ export function projectionConformance(h: { store: () => Store }): void {
       expect(await h.store().projectionGet({ name: 'v', key: 'd' })).toBeUndefined();
     });
 
+    it('reads back in a transaction what it wrote, in the order it was written', async () => {
+      await h.store().projectionPut({ name: 'v', key: 'gone', value: 0 });
+      await h.store().transaction(async (tx) => {
+        await tx.projectionPut({ name: 'v', key: 'a', value: 1 });
+        await tx.projectionPutMany({ name: 'w', rows: [{ key: 'a', value: 'w' }] });
+        await tx.projectionPut({ name: 'v', key: 'a', value: 2 });
+        expect(await tx.projectionGet({ name: 'v', key: 'a' })).toBe(2);
+        await tx.projectionPut({ name: 'v', key: 'b', value: 3 });
+        await tx.projectionDelete({ name: 'v', key: 'b' });
+        await tx.projectionDelete({ name: 'v', key: 'gone' });
+        await tx.projectionPut({ name: 'v', key: 'gone', value: 4 });
+        expect((await tx.projectionList({ name: 'v', limit: 10 })).map((r) => [r.key, r.value])).toEqual([
+          ['a', 2],
+          ['gone', 4],
+        ]);
+        await tx.projectionPut({ name: 'v', key: 'c', value: 5 });
+      });
+      expect((await h.store().projectionList({ name: 'v', limit: 10 })).map((r) => [r.key, r.value])).toEqual([
+        ['a', 2],
+        ['c', 5],
+        ['gone', 4],
+      ]);
+      expect(await h.store().projectionGet({ name: 'w', key: 'a' })).toBe('w');
+    });
+
     it('lists rows in key order by prefix, with exclusive bounds, both ways', async () => {
       for (const key of ['wf_b:ex_02', 'wf_a:ex_01', 'wf_b:ex_01', 'wf_b:ex_03', 'wf_bz:ex_01', 'Z', 'é']) {
         await h.store().projectionPut({ name: 'exec', key, value: { key } });

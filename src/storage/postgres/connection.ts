@@ -145,8 +145,12 @@ function unchecked(tx: Tx, sent: Promise<unknown>): void {
   tx.unchecked.push(sent);
 }
 
-/** Every statement of a transaction store checks first that its transaction is still open. */
-export function txDb(tx: Tx): Db {
+/**
+ * Every statement of a transaction store checks first that its transaction is still open, and
+ * goes after what `ahead` gives when the statement is made (the transaction's held projection
+ * writes, `Puts`): sent first, in the order the statements were made.
+ */
+export function txDb(tx: Tx, ahead: () => ((db: Db) => Promise<void>) | undefined = () => undefined): Db {
   const open = () => {
     if (tx.finished) throw new Error('this transaction has already finished');
   };
@@ -181,11 +185,15 @@ export function txDb(tx: Tx): Db {
     tail = run.catch(() => {});
     return run;
   };
+  const after = <T>(fn: () => Promise<T>): Promise<T> => {
+    const first = ahead();
+    return serial(first ? () => first(direct).then(fn) : fn);
+  };
   return {
     inTransaction: true,
-    rows: (sql, params) => serial(() => direct.rows(sql, params)),
-    write: (sql, params, answer) => serial(() => direct.write(sql, params, answer)),
-    atomic: (fn) => serial(() => fn(direct)),
+    rows: (sql, params) => after(() => direct.rows(sql, params)),
+    write: (sql, params, answer) => after(() => direct.write(sql, params, answer)),
+    atomic: (fn) => after(() => fn(direct)),
   };
 }
 

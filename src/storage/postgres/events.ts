@@ -300,11 +300,6 @@ export async function eventHead(db: Db): Promise<Cursor> {
   return row?.head ?? '';
 }
 
-const PROJECTION_PUT = prepared(
-  'projection_put',
-  `INSERT INTO projections (name, key, value, updated_at) VALUES ($1, $2, $3::jsonb, rl_now_ms())
-   ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-);
 const PROJECTION_GET = prepared('projection_get', 'SELECT value FROM projections WHERE name = $1 AND key = $2');
 
 export async function streamList(db: Db, p: { prefix: string; after?: string; limit: number }): Promise<StreamInfo[]> {
@@ -317,10 +312,6 @@ export async function streamList(db: Db, p: { prefix: string; after?: string; li
   return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), updatedAt: Number(row.created_at) }));
 }
 
-export async function projectionPut(db: Db, p: { name: string; key: string; value: unknown }): Promise<void> {
-  await db.rows(PROJECTION_PUT, [p.name, p.key, JSON.stringify(p.value ?? null)]);
-}
-
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
   const [row] = await db.rows<{ value: unknown }>(PROJECTION_GET, [p.name, p.key]);
   return row ? row.value : undefined;
@@ -328,25 +319,9 @@ export async function projectionGet(db: Db, p: { name: string; key: string }): P
 
 const PROJECTION_GET_MANY = prepared('projection_get_many', 'SELECT key, value FROM projections WHERE name = $1 AND key = ANY($2::text[])');
 
-/** Rows sorted by key: two transactions writing the same keys lock them in one order. */
-const PROJECTION_PUT_MANY = prepared(
-  'projection_put_many',
-  `INSERT INTO projections (name, key, value, updated_at)
-   SELECT $1, r.key, r.value, rl_now_ms() FROM ROWS FROM (unnest($2::text[]), jsonb_array_elements($3::jsonb)) AS r(key, value) ORDER BY r.key
-   ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-);
-
 export async function projectionGetMany(db: Db, p: { name: string; keys: string[] }): Promise<ProjectionRow[]> {
   if (p.keys.length === 0) return [];
   return db.rows<ProjectionRow>(PROJECTION_GET_MANY, [p.name, textArray([...new Set(p.keys)])]);
-}
-
-export async function projectionPutMany(db: Db, p: { name: string; rows: ProjectionRow[] }): Promise<void> {
-  // one row per key (ON CONFLICT cannot touch a row twice in one statement): the last value wins
-  const last = new Map(p.rows.map((row) => [row.key, row.value]));
-  if (last.size === 0) return;
-  const keys = [...last.keys()];
-  await db.write(PROJECTION_PUT_MANY, [p.name, textArray(keys), jsonArray(keys.map((key) => JSON.stringify(last.get(key) ?? null)))]);
 }
 
 /** The four shapes of a projection list (after a key or from it, either order), each prepared once per connection. */

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../../testing/databases.js';
 import type { Store } from '../store.js';
@@ -48,6 +49,35 @@ describe('pipelined transactions on postgres', () => {
       });
     }
     expect(await store.projectionGetMany({ name: 'p', keys: ['k0', 'k1', 'k2'] })).toHaveLength(3);
+  });
+
+  it("sends a transaction's projection writes, whatever their projections, as one statement ahead of its next one", async () => {
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const config = args[0] as string | { text?: string };
+      sent.push(typeof config === 'string' ? config : (config.text ?? ''));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    try {
+      await store.transaction(async (tx) => {
+        await tx.projectionPut({ name: 'a', key: 'k', value: 1 });
+        await tx.projectionPutMany({ name: 'b', rows: [{ key: 'k', value: 2 }] });
+        await tx.projectionPut({ name: 'a', key: 'k', value: 3 });
+        expect(sent).toEqual([]);
+        expect(await tx.projectionGet({ name: 'a', key: 'k' })).toBe(3);
+        await tx.projectionPut({ name: 'c', key: 'k', value: 4 });
+      });
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    const puts = sent.filter((text) => text.startsWith('INSERT INTO projections'));
+    // the three rows before the read, then the last one with the COMMIT
+    expect(sent.map((text) => (text.startsWith('INSERT') ? 'put' : text.split(' ')[0]))).toEqual(['BEGIN', 'put', 'SELECT', 'put', 'COMMIT']);
+    expect(puts).toHaveLength(2);
+    expect(await store.projectionGetMany({ name: 'b', keys: ['k'] })).toEqual([{ key: 'k', value: 2 }]);
+    expect(await store.projectionGet({ name: 'a', key: 'k' })).toBe(3);
+    expect(await store.projectionGet({ name: 'c', key: 'k' })).toBe(4);
   });
 
   it('answers statements sent at once in one transaction each with its own rows', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { AppendBatch, type Outcome } from '../append-batch.js';
+import type { ProjectionRow } from '../projections.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
@@ -8,6 +9,7 @@ import * as agents from './agents.js';
 import * as events from './events.js';
 import * as maintenance from './maintenance.js';
 import { Listener, NOTIFY, Notifier, notifyParams } from './notify.js';
+import { Puts, putRows } from './puts.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
@@ -55,12 +57,14 @@ class PostgresStore implements Store {
   private readonly committed: Array<() => void> = [];
   /** Inside a transaction: what runs once it has rolled back or its commit failed. */
   private readonly rolledBack: Array<() => void> = [];
+  /** Inside a transaction: its projection writes, sent ahead of its next statement or its `COMMIT`. */
+  private readonly puts = new Puts();
 
   constructor(
     private readonly shared: Shared,
     private readonly tx: Tx | null,
   ) {
-    this.db = tx ? txDb(tx) : shared.poolDb;
+    this.db = tx ? txDb(tx, () => this.puts.take()) : shared.poolDb;
   }
 
   private wake(channel: NotifyChannel, payloads: Iterable<string>): void {
@@ -87,7 +91,12 @@ class PostgresStore implements Store {
     client.on('error', onError);
     const txStore = new PostgresStore(this.shared, tx);
     try {
-      const result = await fn(txStore).finally(() => (tx.finished = true));
+      const result = await fn(txStore)
+        .then(async (value) => {
+          await txStore.db.atomic(async () => {}); // sends the held projection writes (`ahead`)
+          return value;
+        })
+        .finally(() => (tx.finished = true));
       // the COMMIT follows the writes not checked yet on the wire, the wake-ups follow it: should
       // one fail (a payload over 8000 bytes, a full notification queue), the caller is told
       // "failed" for a write that committed, which is retried (at least once), never "done" for
@@ -201,13 +210,19 @@ class PostgresStore implements Store {
   eventHead: Store['eventHead'] = () => events.eventHead(this.db);
 
   streamList: Store['streamList'] = (p) => events.streamList(this.db, p);
-  projectionPut: Store['projectionPut'] = (p) => events.projectionPut(this.db, p);
+  projectionPut: Store['projectionPut'] = (p) => this.put(p.name, [{ key: p.key, value: p.value }]);
   projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
   projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);
   projectionListRecent: Store['projectionListRecent'] = (p) => events.projectionListRecent(this.db, p);
   projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
   projectionGetMany: Store['projectionGetMany'] = (p) => events.projectionGetMany(this.db, p);
-  projectionPutMany: Store['projectionPutMany'] = (p) => events.projectionPutMany(this.db, p);
+  projectionPutMany: Store['projectionPutMany'] = (p) => this.put(p.name, p.rows);
+
+  /** In a transaction, held until its next statement (`Puts`); outside one, written at once. */
+  private async put(name: string, rows: ProjectionRow[]): Promise<void> {
+    if (this.tx) this.puts.add(name, rows);
+    else await putRows(this.db, name, rows);
+  }
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) => subscriptions.subscriptionEnsure(this.db, p);
   subscriptionLease: Store['subscriptionLease'] = (p) => subscriptions.subscriptionLease(this.db, p);
