@@ -94,7 +94,7 @@ export class SessionService {
   async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
     const id = p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
     // an existing session of the same agent is returned as it is; of another agent, a ConflictError
-    return this.open(id, p.agent, p.input ?? null);
+    return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.engine.store, id))!);
   }
 
   /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
@@ -157,32 +157,44 @@ export class SessionService {
    */
   async startForEvent(tx: Store, p: { id: string; agent: string; input: unknown; conversation_id: string; user_id: string; event_id: string; input_class: string }): Promise<void> {
     const { id, agent, input, ...ledger } = p;
-    await this.open(id, agent, input, tx, { ...ledger, orderingKey: conversationOrderingKey(p.conversation_id) });
+    // the intake's new id: no session has it yet, so none is read first
+    this.check(agent, input);
+    await this.initiate(tx, id, agent, input, { ...ledger, orderingKey: conversationOrderingKey(p.conversation_id) });
   }
 
-  /** SESSION_INITIATED and the session's run, in one transaction (the caller's, with `tx`). */
-  private async open(id: string, agent: string, input: unknown, tx?: Store, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string }): Promise<SessionRecord> {
-    if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
-    checkJson('input', input, this.engine.config.maxPayloadBytes);
+  /**
+   * Starts session `id` (with `tx`, in that transaction) unless it exists: an existing one of the
+   * same agent is returned as it is (of another agent, a ConflictError); null when this call started it.
+   */
+  private async open(id: string, agent: string, input: unknown, tx?: Store): Promise<SessionRecord | null> {
+    this.check(agent, input);
     const store = tx ?? this.engine.store;
     const existing = await readSession(store, id);
     if (existing) return same(existing, agent);
     try {
-      await store.transaction(async (t) => {
-        const run = await readRunView(t, id);
-        if (run && run.workflow !== SESSION_WORKFLOW) throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
-        const ledger = this.ledgerData(agent, event);
-        await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }], { tx: t, expectedVersion: 0 });
-        const start = event ? { session_id: id, agent, input, conversation_id: event.conversation_id } : { session_id: id, agent, input };
-        await this.engine.start(this.workflow, start, { id, tx: t, ...(event ? { orderingKey: event.orderingKey } : {}) });
-      });
+      await store.transaction((t) => this.initiate(t, id, agent, input));
     } catch (error) {
       // a concurrent start of the same id won: it is the session
       const raced = error instanceof ConflictError ? await readSession(store, id) : undefined;
       if (!raced) throw error;
       return same(raced, agent);
     }
-    return toRecord((await readSession(store, id))!);
+    return null;
+  }
+
+  private check(agent: string, input: unknown): void {
+    if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
+    checkJson('input', input, this.engine.config.maxPayloadBytes);
+  }
+
+  /** SESSION_INITIATED and the session's run, in transaction `t`. */
+  private async initiate(t: Store, id: string, agent: string, input: unknown, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string }): Promise<void> {
+    const run = await readRunView(t, id);
+    if (run && run.workflow !== SESSION_WORKFLOW) throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
+    const ledger = this.ledgerData(agent, event);
+    await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }], { tx: t, expectedVersion: 0 });
+    const start = event ? { session_id: id, agent, input, conversation_id: event.conversation_id } : { session_id: id, agent, input };
+    await this.engine.start(this.workflow, start, { id, tx: t, ...(event ? { orderingKey: event.orderingKey } : {}) });
   }
 
   /** What SESSION_INITIATED carries for the ledger's `agent_runs` row. */
