@@ -2,7 +2,8 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { AgentEventChange, AgentEventRow, AgentRunChange } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
-import { CONVERSATION_VIEW, conversationStream, readConversation } from './conversation.js';
+import { CONVERSATION_VIEW, conversationStream, readConversation, type ConversationView } from './conversation.js';
+import { WrittenViews } from '../journal/kept.js';
 import { approvalSignal, type Decision, type ToolCallInput } from './ledger-context.js';
 import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, sources, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
 import { RUN_EVENT } from '../runtime/events.js';
@@ -34,9 +35,10 @@ export function projectLedger(journal: Journal): void {
     const e = event.data as ReceivedEvent;
     await tx.agentEventPut({ event: { ...e, status: 'pending', attempt_count: 0, available_at: event.timestamp, last_error: null, created_at: event.timestamp, updated_at: event.timestamp } });
   });
+  const conversations = new WrittenViews<ConversationView>();
   journal.project(['agent.event.queued', 'agent.event.coalesced', 'agent.run.started', 'agent.run.ended'], async (event, tx) => {
     const conversationId = event.streamId.slice('agent-conversation:'.length);
-    const view = await readConversation(tx, conversationId);
+    const view = conversations.take(tx, conversationId, event.version - 1) ?? (await readConversation(tx, conversationId));
     const { run_id, agent } = event.data as { run_id: string; agent: string };
     view.version = event.version;
     if (event.type === 'agent.event.queued') view.waiting[agent] = run_id;
@@ -46,6 +48,7 @@ export function projectLedger(journal: Journal): void {
       await moveEvents(tx, run_id, 'processing', event.timestamp, { attempt_count: 1 });
     }
     await tx.projectionPut({ name: CONVERSATION_VIEW, key: conversationId, value: view });
+    conversations.wrote(tx, conversationId, event.version, view);
   });
 
   journal.project('SESSION_INITIATED', async (event, tx) => {

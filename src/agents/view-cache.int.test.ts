@@ -4,14 +4,16 @@ import { Journal } from '../journal/journal.js';
 import { openStore } from '../storage/open.js';
 import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
+import { conversationStream, readConversation } from './conversation.js';
+import { projectLedger } from './ledger-projection.js';
 import { projectSessions, readSession, sessionStream } from './view.js';
 
 /**
- * The session views a process keeps between its transactions (projectSessions): a kept view is
- * used only for the session's next event, and only once its transaction committed. Two journals on
- * one database stand for two processes.
+ * The session and conversation views a process keeps between its transactions (`WrittenViews`): a
+ * kept view is used only for the stream's next event, and only once its transaction committed. Two
+ * journals on one database stand for two processes.
  */
-describe.each(backends)('kept session views on $name', (backend) => {
+describe.each(backends)('kept session and conversation views on $name', (backend) => {
   let stores: Store[];
   let here: Journal;
   let there: Journal;
@@ -21,6 +23,7 @@ describe.each(backends)('kept session views on $name', (backend) => {
     [here, there] = stores.map((store) => {
       const journal = new Journal(store, { maxEventBytes: 1 << 20, maxEventsPerAppend: 1000 });
       projectSessions(journal);
+      projectLedger(journal);
       return journal;
     }) as [Journal, Journal];
   });
@@ -46,5 +49,20 @@ describe.each(backends)('kept session views on $name', (backend) => {
     await record(there, 'SESSION_FAILED');
     await expect(record(here, 'AGENT_ENTRYPOINT_FAILED')).rejects.toThrow(ConflictError);
     expect(await readSession(stores[0]!, 's1')).toMatchObject({ status: 'failed', events_count: 4, last_event: 'SESSION_FAILED' });
+  });
+
+  it("reads a conversation's view again after another process's event", async () => {
+    const arrive = (journal: Journal, type: string, run_id: string, agent: string) => journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);
+    await arrive(here, 'agent.event.queued', 'r1', 'a');
+    await arrive(there, 'agent.run.ended', 'r1', 'a');
+    // kept here at version 1 (r1 waiting): a kept view would still list it
+    await arrive(here, 'agent.event.queued', 'r2', 'b');
+    expect(await readConversation(stores[0]!, 'c1')).toEqual({ version: 3, waiting: { b: 'r2' } });
+    await stores[0]!.transaction(async (tx) => {
+      await here.append(conversationStream('c1'), [{ type: 'agent.event.queued', data: { run_id: 'r3', agent: 'c' } }], { tx });
+      await here.append(conversationStream('c1'), [{ type: 'agent.run.ended', data: { run_id: 'r2', agent: 'b' } }], { tx });
+    });
+    await arrive(here, 'agent.event.coalesced', 'r3', 'c');
+    expect(await readConversation(stores[1]!, 'c1')).toEqual({ version: 6, waiting: { c: 'r3' } });
   });
 });

@@ -1,6 +1,6 @@
 import { ConflictError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
-import { KeptViews } from '../journal/kept.js';
+import { WrittenViews } from '../journal/kept.js';
 import { currentStatus } from '../runtime/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
@@ -52,7 +52,8 @@ const registered = new WeakSet<Journal>();
 export function projectSessions(journal: Journal): void {
   if (registered.has(journal)) return;
   registered.add(journal);
-  const views = keptSessions();
+  // kept as of their events_count: the stream holds only lifecycle events
+  const views = new WrittenViews<SessionView>();
   journal.project([...SESSION_EVENT_TYPES], async (event, tx) => {
     if (!event.streamId.startsWith('session:') || !isSessionEventType(event.type)) return;
     const id = event.streamId.slice('session:'.length);
@@ -82,38 +83,9 @@ export function projectSessions(journal: Journal): void {
     next.events_count = event.version;
     if (typeof data.error_message === 'string') next.error_message = data.error_message;
     await tx.projectionPut({ name: SESSION_VIEW, key: id, value: next });
-    views.wrote(tx, id, next);
+    views.wrote(tx, id, next.events_count, next);
   });
   projectRunEnds(journal);
-}
-
-/**
- * The session views a journal's projection wrote (`KeptViews`, as of their `events_count`: the
- * stream holds only lifecycle events), and those this transaction wrote: the session's next event
- * takes one instead of reading it.
- */
-function keptSessions() {
-  const kept = new KeptViews<SessionView>();
-  const written = new WeakMap<Store, Map<string, SessionView>>();
-  return {
-    /** The view as of `version`: this transaction's, or one kept; undefined: read it. */
-    take(tx: Store, id: string, version: number): SessionView | undefined {
-      const mine = written.get(tx)?.get(id);
-      return mine?.events_count === version ? mine : kept.take(id, version);
-    },
-    wrote(tx: Store, id: string, view: SessionView): void {
-      let mine = written.get(tx);
-      if (!mine) {
-        const views = new Map<string, SessionView>();
-        mine = views;
-        written.set(tx, views);
-        tx.onCommit(() => {
-          for (const [key, view] of views) kept.keep(key, view.events_count, view);
-        });
-      }
-      mine.set(id, view);
-    },
-  };
 }
 
 /**

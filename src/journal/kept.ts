@@ -1,3 +1,5 @@
+import type { Store } from '../storage/store.js';
+
 /** Views kept between transactions (the most recently written last to go), and for how long (ms). */
 const LIMIT = 1_000;
 const MAX_AGE_MS = 30_000;
@@ -34,5 +36,34 @@ export class KeptViews<V> {
       if (this.views.size <= LIMIT) break;
       this.views.delete(old);
     }
+  }
+}
+
+/**
+ * A projection's views by key, each as of its stream's version: those a transaction wrote (its
+ * next event of the stream takes it), and once it committed, those kept (`KeptViews`).
+ */
+export class WrittenViews<V> {
+  private readonly kept = new KeptViews<V>();
+  private readonly written = new WeakMap<Store, Map<string, { version: number; view: V }>>();
+
+  /** The view as of `version`: this transaction's, or one kept; undefined: read it. */
+  take(tx: Store, key: string, version: number): V | undefined {
+    const mine = this.written.get(tx)?.get(key);
+    return mine?.version === version ? mine.view : this.kept.take(key, version);
+  }
+
+  /** `view` was written in `tx` as of `version`: kept once `tx` commits. */
+  wrote(tx: Store, key: string, version: number, view: V): void {
+    let mine = this.written.get(tx);
+    if (!mine) {
+      const views = new Map<string, { version: number; view: V }>();
+      mine = views;
+      this.written.set(tx, views);
+      tx.onCommit(() => {
+        for (const [k, v] of views) this.kept.keep(k, v.version, v.view);
+      });
+    }
+    mine.set(key, { version, view });
   }
 }
