@@ -1,4 +1,5 @@
 import type { Journal } from '../journal/journal.js';
+import { WrittenViews } from '../journal/kept.js';
 import type { Store } from '../storage/store.js';
 import { RUN_EVENT } from './events.js';
 
@@ -10,6 +11,24 @@ interface Turn {
 
 const TURNS = 'ordering';
 
+/** Each journal's turns as of their key's stream version (`WrittenViews`): the key's next start or end takes one instead of reading it. */
+const written = new WeakMap<Journal, WrittenViews<Turn>>();
+
+/** Appends `type` to the key's stream (which locks it) and returns the key's turns as that append found them. */
+async function lineUp(journal: Journal, tx: Store, key: string, type: string, runId: string): Promise<{ turn: Turn | undefined; version: number }> {
+  const [event] = (await journal.append(`ordering:${key}`, [{ type, data: { runId } }], { tx })).events;
+  let turns = written.get(journal);
+  if (!turns) written.set(journal, (turns = new WrittenViews()));
+  const turn = turns.take(tx, key, event!.version - 1) ?? ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
+  return { turn, version: event!.version };
+}
+
+/** Writes the key's turns as of its stream's `version`. */
+async function write(journal: Journal, tx: Store, key: string, version: number, turn: Turn): Promise<void> {
+  await tx.projectionPut({ name: TURNS, key, value: turn });
+  written.get(journal)!.wrote(tx, key, version, turn);
+}
+
 /**
  * Runs of one ordering key take turns: the first becomes active, later ones wait in start order
  * until the active one ends (`releaseTurn`). The append to the key's stream locks it (the stream's
@@ -17,12 +36,12 @@ const TURNS = 'ordering';
  * run's turn is now.
  */
 export async function admitTurn(journal: Journal, tx: Store, key: string, runId: string): Promise<boolean> {
-  await journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runQueued, data: { runId } }], { tx });
-  const turn = ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined) ?? { active: null, waiting: [] };
+  const lined = await lineUp(journal, tx, key, RUN_EVENT.runQueued, runId);
+  const turn = lined.turn ?? { active: null, waiting: [] };
   const admitted = turn.active === null;
   if (admitted) turn.active = runId;
   else turn.waiting.push(runId);
-  await tx.projectionPut({ name: TURNS, key, value: turn });
+  await write(journal, tx, key, lined.version, turn);
   return admitted;
 }
 
@@ -31,17 +50,13 @@ export async function admitTurn(journal: Journal, tx: Store, key: string, runId:
  * queue), if any; one that ended while still waiting (cancelled) leaves the line.
  */
 export async function releaseTurn(journal: Journal, tx: Store, key: string, runId: string): Promise<string | null> {
-  await journal.append(`ordering:${key}`, [{ type: RUN_EVENT.runReleased, data: { runId } }], { tx });
-  const turn = (await tx.projectionGet({ name: TURNS, key })) as Turn | undefined;
+  const { turn, version } = await lineUp(journal, tx, key, RUN_EVENT.runReleased, runId);
   if (!turn) return null;
-  if (turn.active !== runId) {
-    turn.waiting = turn.waiting.filter((id) => id !== runId);
-    await tx.projectionPut({ name: TURNS, key, value: turn });
-    return null;
-  }
-  turn.active = turn.waiting.shift() ?? null;
-  await tx.projectionPut({ name: TURNS, key, value: turn });
-  return turn.active;
+  const ended = turn.active === runId;
+  if (ended) turn.active = turn.waiting.shift() ?? null;
+  else turn.waiting = turn.waiting.filter((id) => id !== runId);
+  await write(journal, tx, key, version, turn);
+  return ended ? turn.active : null;
 }
 
 /** A run waiting for its ordering key's turn is not run, even when a signal wakes it; its turn starts a pass. */
