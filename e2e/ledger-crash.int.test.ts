@@ -92,6 +92,10 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
             runId,
           ).toEqual([['done', seq]]);
           expect(run.checkpoints.map((k) => k.state)).toEqual([seq]);
+          // the ledger's success is the session's lifecycle event, written a step before the run's end: a
+          // worker killed between the two leaves the run to end once its lease has run out
+          const ended = async () => (await engine.journal.readStream(`run:${runId}`)).some((e) => e.type === 'run.completed');
+          await eventually(ended, 30_000);
           const stream = await engine.journal.readStream(`run:${runId}`);
           expect(stream.filter((e) => e.type === 'run.completed')).toHaveLength(1);
           expect(stream.filter((e) => e.type === 'node.completed')).toHaveLength(1);

@@ -17,8 +17,8 @@ const written = new WeakMap<Journal, WrittenViews<Turn>>();
 /** Appends `type` to the key's stream (which locks it) and returns the key's turns as that append found them. */
 async function lineUp(journal: Journal, tx: Store, key: string, type: string, runId: string): Promise<{ turn: Turn | undefined; version: number }> {
   const [event] = (await journal.append(`ordering:${key}`, [{ type, data: { runId } }], { tx })).events;
-  let turns = written.get(journal);
-  if (!turns) written.set(journal, (turns = new WrittenViews()));
+  const turns = written.get(journal) ?? new WrittenViews<Turn>();
+  written.set(journal, turns);
   const turn = turns.take(tx, key, event!.version - 1) ?? ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
   return { turn, version: event!.version };
 }
