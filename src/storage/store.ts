@@ -62,6 +62,10 @@ export interface Store {
   /** Streams whose id starts with `prefix`, in id order (bytewise), after `after` (exclusive). */
   streamList(p: { prefix: string; after?: string; limit: number }): Promise<StreamInfo[]>;
 
+  /**
+   * Upserts a row. In a transaction on PostgreSQL it is sent with the transaction's next statement
+   * or its `COMMIT`, with every other projection row written meanwhile (its failure is theirs).
+   */
   projectionPut(p: { name: string; key: string; value: unknown }): Promise<void>;
   projectionGet(p: { name: string; key: string }): Promise<unknown>;
   projectionDelete(p: { name: string; key: string }): Promise<void>;
