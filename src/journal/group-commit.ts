@@ -14,7 +14,7 @@ export interface GroupWrite<T = void> {
   completes?: CompletionItem[];
   /** Appended with every other write's appends, in one statement. */
   appends?: StreamAppend[];
-  /** Inserted with every other write's tasks, in one statement, after the append (a run's first pass). */
+  /** Inserted with every other write's tasks, in one statement, after the append and every `also` (a run's first pass). */
   enqueue?: NewTask[];
   /**
    * Runs in the transaction before the append (after fencing), and adds its `appends` to it: for a
@@ -60,7 +60,7 @@ class CommitUnknown extends Error {
  *
  * A batch is one transaction: one check of every lease of the batch (held until it commits), one completion statement
  * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
- * one insert of all its new tasks, then each write's `also`, in submission order. Fencing stays per write: a write whose lease is
+ * each write's `also`, in submission order, then one insert of all its new tasks. Fencing stays per write: a write whose lease is
  * gone or whose task is no longer running is dropped and fails with `LeaseLostError`, the others
  * commit. A caller is told "done"
  * only after the commit returned. When the transaction fails before its commit, nothing of it was
@@ -206,12 +206,14 @@ export class GroupCommit {
           if (events) events.push(event);
           else byStream.set(event.streamId, [event]);
         }
+        const values = new Map<Pending, unknown>();
+        for (const p of live) values.set(p, p.write.also ? await p.write.also(tx) : prepared.get(p)?.value);
+        // last: on PostgreSQL the projection rows of the appends and of `also` go ahead of it, in one statement
         const enqueued = await this.enqueue(tx, live);
         const results = new Map<Pending, GroupResult<unknown>>();
         for (const p of live) {
-          const value = p.write.also ? await p.write.also(tx) : prepared.get(p)?.value;
           const streams = new Set(appendsOf(p).map((a) => a.streamId));
-          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), tasks: enqueued.get(p) ?? [], value });
+          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), tasks: enqueued.get(p) ?? [], value: values.get(p) });
         }
         finished = true;
         return { lost, results, events: appended.length };
