@@ -1,9 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConflictError } from '../errors.js';
-import { Journal } from '../journal/journal.js';
-import { openStore } from '../storage/open.js';
-import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
+import { twoProcesses, type Process } from '../testing/processes.js';
 import { conversationStream, readConversation } from './conversation.js';
 import { projectLedger } from './ledger-projection.js';
 import { projectSessions, readSession, sessionStream } from './view.js';
@@ -14,55 +12,50 @@ import { projectSessions, readSession, sessionStream } from './view.js';
  * journals on one database stand for two processes.
  */
 describe.each(backends)('kept session and conversation views on $name', (backend) => {
-  let stores: Store[];
-  let here: Journal;
-  let there: Journal;
+  let here: Process;
+  let there: Process;
   beforeEach(async () => {
-    const database = await backend.create();
-    stores = [await openStore(database), await openStore(database)];
-    [here, there] = stores.map((store) => {
-      const journal = new Journal(store, { maxEventBytes: 1 << 20, maxEventsPerAppend: 1000 });
+    [here, there] = await twoProcesses(backend, (journal) => {
       projectSessions(journal);
       projectLedger(journal);
-      return journal;
-    }) as [Journal, Journal];
+    });
   });
   afterEach(async () => {
-    for (const store of stores) await store.close();
+    for (const p of [here, there]) await p.store.close();
   });
 
-  const record = (journal: Journal, type: string) => journal.append(sessionStream('s1'), [{ type, data: { agent: 'a' } }]);
+  const record = (p: Process, type: string) => p.journal.append(sessionStream('s1'), [{ type, data: { agent: 'a' } }]);
 
   it("reads the view again after another process's event, and keeps nothing of a rollback", async () => {
     await record(here, 'SESSION_INITIATED');
     await record(there, 'AGENT_INVOCATION_STARTED');
     // kept here at version 1, the session is at 2: a kept view would refuse this as following SESSION_INITIATED
     await record(here, 'AGENT_INVOCATION_SUCCEEDED');
-    expect(await readSession(stores[0]!, 's1')).toMatchObject({ status: 'running', events_count: 3, last_event: 'AGENT_INVOCATION_SUCCEEDED' });
+    expect(await readSession(here.store, 's1')).toMatchObject({ status: 'running', events_count: 3, last_event: 'AGENT_INVOCATION_SUCCEEDED' });
     await expect(
-      stores[0]!.transaction(async (tx) => {
-        await here.append(sessionStream('s1'), [{ type: 'AGENT_ENTRYPOINT_STARTED', data: {} }], { tx });
+      here.store.transaction(async (tx) => {
+        await here.journal.append(sessionStream('s1'), [{ type: 'AGENT_ENTRYPOINT_STARTED', data: {} }], { tx });
         throw new Error('after the append');
       }),
     ).rejects.toThrow('after the append');
     // version 4 is another process's now: a view kept of the rolled-back append (ENTRYPOINT_STARTED at 4) would let this follow it
     await record(there, 'SESSION_FAILED');
     await expect(record(here, 'AGENT_ENTRYPOINT_FAILED')).rejects.toThrow(ConflictError);
-    expect(await readSession(stores[0]!, 's1')).toMatchObject({ status: 'failed', events_count: 4, last_event: 'SESSION_FAILED' });
+    expect(await readSession(here.store, 's1')).toMatchObject({ status: 'failed', events_count: 4, last_event: 'SESSION_FAILED' });
   });
 
   it("reads a conversation's view again after another process's event", async () => {
-    const arrive = (journal: Journal, type: string, run_id: string, agent: string) => journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);
+    const arrive = (p: Process, type: string, run_id: string, agent: string) => p.journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);
     await arrive(here, 'agent.event.queued', 'r1', 'a');
     await arrive(there, 'agent.run.ended', 'r1', 'a');
     // kept here at version 1 (r1 waiting): a kept view would still list it
     await arrive(here, 'agent.event.queued', 'r2', 'b');
-    expect(await readConversation(stores[0]!, 'c1')).toEqual({ version: 3, waiting: { b: 'r2' } });
-    await stores[0]!.transaction(async (tx) => {
-      await here.append(conversationStream('c1'), [{ type: 'agent.event.queued', data: { run_id: 'r3', agent: 'c' } }], { tx });
-      await here.append(conversationStream('c1'), [{ type: 'agent.run.ended', data: { run_id: 'r2', agent: 'b' } }], { tx });
+    expect(await readConversation(here.store, 'c1')).toEqual({ version: 3, waiting: { b: 'r2' } });
+    await here.store.transaction(async (tx) => {
+      await here.journal.append(conversationStream('c1'), [{ type: 'agent.event.queued', data: { run_id: 'r3', agent: 'c' } }], { tx });
+      await here.journal.append(conversationStream('c1'), [{ type: 'agent.run.ended', data: { run_id: 'r2', agent: 'b' } }], { tx });
     });
     await arrive(here, 'agent.event.coalesced', 'r3', 'c');
-    expect(await readConversation(stores[1]!, 'c1')).toEqual({ version: 6, waiting: { c: 'r3' } });
+    expect(await readConversation(there.store, 'c1')).toEqual({ version: 6, waiting: { c: 'r3' } });
   });
 });

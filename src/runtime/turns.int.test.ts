@@ -1,8 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Journal } from '../journal/journal.js';
-import { openStore } from '../storage/open.js';
-import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
+import { twoProcesses, type Process } from '../testing/processes.js';
 import { admitTurn, releaseTurn } from './turns.js';
 
 /**
@@ -11,21 +9,17 @@ import { admitTurn, releaseTurn } from './turns.js';
  * on one database stand for two processes.
  */
 describe.each(backends)('turns of an ordering key on $name', (backend) => {
-  let stores: Store[];
-  let here: Journal;
-  let there: Journal;
+  let here: Process;
+  let there: Process;
   beforeEach(async () => {
-    const database = await backend.create();
-    stores = [await openStore(database), await openStore(database)];
-    [here, there] = stores.map((store) => new Journal(store, { maxEventBytes: 1 << 20, maxEventsPerAppend: 1000 })) as [Journal, Journal];
+    [here, there] = await twoProcesses(backend);
   });
   afterEach(async () => {
-    for (const store of stores) await store.close();
+    for (const p of [here, there]) await p.store.close();
   });
 
-  const storeOf = (journal: Journal) => stores[journal === here ? 0 : 1]!;
-  const admit = (journal: Journal, runId: string) => storeOf(journal).transaction((tx) => admitTurn(journal, tx, 'k', runId));
-  const release = (journal: Journal, runId: string) => storeOf(journal).transaction((tx) => releaseTurn(journal, tx, 'k', runId));
+  const admit = (p: Process, runId: string) => p.store.transaction((tx) => admitTurn(p.journal, tx, 'k', runId));
+  const release = (p: Process, runId: string) => p.store.transaction((tx) => releaseTurn(p.journal, tx, 'k', runId));
 
   it("goes in start order across processes, reading the turns again after another process's start or end", async () => {
     expect(await admit(here, 'r1')).toBe(true);
@@ -44,8 +38,8 @@ describe.each(backends)('turns of an ordering key on $name', (backend) => {
   it('keeps nothing of a transaction that rolled back', async () => {
     expect(await admit(here, 'r1')).toBe(true);
     await expect(
-      stores[0]!.transaction(async (tx) => {
-        await admitTurn(here, tx, 'k', 'r2');
+      here.store.transaction(async (tx) => {
+        await admitTurn(here.journal, tx, 'k', 'r2');
         throw new Error('after the start');
       }),
     ).rejects.toThrow('after the start');
