@@ -33,6 +33,10 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(batch[1]?.task.id).toBe(batch[0]?.task.id);
       expect(await h.store().taskList({ queue: 'q', limit: 100 })).toHaveLength(3);
       expect(first?.task).toMatchObject({ queue: 'q', state: 'ready', payload: { n: 1 }, attempts: 0, maxAttempts: 3, idempotencyKey: 'k' });
+      // what an enqueue returns is the task as stored, every field
+      const runAt = (await h.store().now()) + 60_000;
+      const [full] = await h.store().taskEnqueue({ tasks: [task('q3', { payload: { a: [1, 'x'] }, orderingKey: 'o', runAt, priority: 5, maxAttempts: 7, tag: 'wf@1' })] });
+      for (const r of [first!, full!]) expect(await h.store().taskGet({ id: r.task.id })).toEqual(r.task);
     });
 
     it("journals each task it creates in the same write: one task.enqueued at version 1 of its stream, in the tasks' order", async () => {

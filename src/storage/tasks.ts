@@ -82,6 +82,36 @@ export function unblockedQueues(done: CompletedTask[]): Set<string> {
   return new Set(done.filter((t) => t.next).map((t) => t.queue));
 }
 
+/**
+ * A task as its insert stored it, built without reading it back: `payload` is the JSON the insert
+ * was given (parsed again, so the caller's object is not shared), `state` the one the insert chose
+ * (running: claimed by `t.claim` as it went in), `now` and `runAt` on the database clock.
+ */
+export function insertedTask(t: NewTask, payload: string, row: { state: 'ready' | 'running'; now: number; runAt: number; leaseExpiresAt: number | null }): Task {
+  const claim = row.state === 'running' ? t.claim : undefined;
+  return {
+    id: t.id,
+    queue: t.queue,
+    state: row.state,
+    payload: JSON.parse(payload),
+    idempotencyKey: t.idempotencyKey,
+    orderingKey: t.orderingKey,
+    runAt: row.runAt,
+    priority: t.priority,
+    attempts: claim ? 1 : 0,
+    maxAttempts: t.maxAttempts,
+    leaseToken: claim ? claim.leaseToken : null,
+    leaseExpiresAt: claim ? row.leaseExpiresAt : null,
+    workerId: claim ? claim.workerId : null,
+    lastError: null,
+    result: null,
+    createdAt: row.now,
+    updatedAt: row.now,
+    tag: t.tag ?? null,
+    claimedAt: claim ? row.now : null,
+  };
+}
+
 /** The stream that holds one task's history. */
 export function taskStream(id: string): string {
   return `task:${id}`;

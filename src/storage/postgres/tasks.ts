@@ -2,7 +2,7 @@ import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
-import { TASK_ENQUEUED } from '../tasks.js';
+import { insertedTask, TASK_ENQUEUED } from '../tasks.js';
 
 /** Runs `sql`, which defines CTE `u`, and returns its rows. */
 function returning(sql: string): string {
@@ -26,7 +26,9 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
  * here in SQL from the row: its run-at is the database clock's) at version 1 of its new stream
  * `task:<id>`, the events in the tasks' order. A repeated (queue, idempotency key) inserts nothing
  * and journals nothing. The arbiter is left out when no task has a key: speculative insertion
- * costs every row extra work. Only what the database chose comes back.
+ * costs every row extra work. A task's id is new (`newId`), so is its stream: a plain insert at
+ * version 1, no arbiter, and the event needs no join to the stream's row (5,000 tasks, the best of
+ * 11: 24 → 20 µs a task). Only what the database chose comes back.
  */
 function enqueueSql(withKeys: boolean, claimed: boolean): string {
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
@@ -62,15 +64,13 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
     RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at),
   s AS (
-    INSERT INTO streams AS s (stream_id, version) SELECT 'task:' || u.id, 1 FROM u ORDER BY 1
-    ON CONFLICT (stream_id) DO UPDATE SET version = s.version + 1
-    RETURNING s.stream_id, s.version),
+    INSERT INTO streams (stream_id, version) SELECT 'task:' || u.id, 1 FROM u ORDER BY 1),
   e AS (
     INSERT INTO events (stream_id, version, type, data, metadata, created_at)
-    SELECT s.stream_id, s.version, '${TASK_ENQUEUED}',
+    SELECT 'task:' || u.id, 1, '${TASK_ENQUEUED}',
       jsonb_build_object('queue', u.queue, 'orderingKey', u.ordering_key, 'runAt', u.run_at, 'priority', u.priority, 'maxAttempts', u.max_attempts, 'state', 'ready'),
       '{}', u.created_at
-    FROM u JOIN s ON s.stream_id = 'task:' || u.id
+    FROM u
     ORDER BY u.seq)
   SELECT id, state, run_at, created_at, lease_expires_at FROM u`;
 }
@@ -106,7 +106,7 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   const byId = new Map(t.map((x, i) => [x.id, i]));
   for (const row of inserted) {
     const i = byId.get(row.id)!;
-    const task = newTask(t[i]!, payloads[i]!, row);
+    const task = insertedTask(t[i]!, payloads[i]!, { state: row.state, now: row.created_at, runAt: row.run_at, leaseExpiresAt: row.lease_expires_at });
     created.set(task.id, task);
     if (task.idempotencyKey !== null) byKey.set(keyOf(task.queue, task.idempotencyKey), task);
   }
@@ -130,32 +130,6 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
 }
 
 type Inserted = { id: string; state: 'ready' | 'running'; run_at: number; created_at: number; lease_expires_at: number | null };
-
-/** A task as the insert stored it, without reading it back: 20,000 payloads need not cross the wire twice. */
-function newTask(t: NewTask, payload: string, row: Inserted): Task {
-  const claim = row.state === 'running' ? t.claim : undefined;
-  return {
-    id: t.id,
-    queue: t.queue,
-    state: row.state,
-    payload: JSON.parse(payload),
-    idempotencyKey: t.idempotencyKey,
-    orderingKey: t.orderingKey,
-    runAt: row.run_at,
-    priority: t.priority,
-    attempts: claim ? 1 : 0,
-    maxAttempts: t.maxAttempts,
-    leaseToken: claim ? claim.leaseToken : null,
-    leaseExpiresAt: claim ? row.lease_expires_at : null,
-    workerId: claim ? claim.workerId : null,
-    lastError: null,
-    result: null,
-    createdAt: row.created_at,
-    updatedAt: row.created_at,
-    tag: t.tag ?? null,
-    claimedAt: claim ? row.created_at : null,
-  };
-}
 
 /** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another; 070 adds tags and pauses. */
 const CLAIM = prepared('task_claim_tagged', 'SELECT * FROM rl_task_claim_tagged($1, $2, $3, $4, $5, $6)');
