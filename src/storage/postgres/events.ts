@@ -3,6 +3,7 @@ import { projectionFieldPath, projectionRange, recentRange, type ProjectionListP
 import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEvent, StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
+import { INDEXED, unindexedType } from '../type-index.js';
 
 /**
  * One statement (migration 090's rl_event_append): claim the idempotency key, bump every stream's
@@ -202,8 +203,10 @@ function filterParams(p: { streamPrefix?: string | null; types?: string[] | null
   return [p.streamPrefix ?? null, p.types ?? null];
 }
 
+/** With `types` all of the type index, the query says the index's condition, so the planner may read through it. */
 export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]> {
-  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER} AND position >= $3 ORDER BY position LIMIT $4`, [...filterParams(p), p.fromPosition ?? 1, p.limit ?? 1000]);
+  const indexed = p.types && p.types.length > 0 && !p.types.some(unindexedType) ? ` AND ${INDEXED}` : '';
+  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER}${indexed} AND position >= $3 ORDER BY position LIMIT $4`, [...filterParams(p), p.fromPosition ?? 1, p.limit ?? 1000]);
   return rows.map((row) => toEvent(row, asParsed));
 }
 
@@ -238,7 +241,7 @@ const PREFIX = '($1::text IS NULL OR left(stream_id, length($1::text)) = $1::tex
 const AFTER = '(tx_id, position) > ($2::xid8, $3::bigint)';
 
 /**
- * With `types`: each type through the (type, tx_id, position) index, at most `limit` each, so
+ * With `types` all of the type index: each type through the (type, tx_id, position) index, at most `limit` each, so
  * events of other types cost nothing; `head` is the last event below the horizon, where the cursor
  * goes when fewer than `limit` matched. One statement, so both use one snapshot and one horizon.
  * The type is matched as a range of that index (`(type, tx_id, position) > … AND type <= …`, the
@@ -252,20 +255,23 @@ const BY_TYPES = `WITH h AS MATERIALIZED (SELECT ${HORIZON} AS xmin),
     SELECT e.* FROM unnest($5::text[]) AS t(type) CROSS JOIN LATERAL (
       SELECT * FROM events
       WHERE (type, tx_id, position) > (t.type COLLATE "C", $2::xid8, $3::bigint) AND type <= t.type COLLATE "C"
-        AND tx_id < (SELECT xmin FROM h) AND ${PREFIX}
+        AND ${INDEXED} AND tx_id < (SELECT xmin FROM h) AND ${PREFIX}
       ORDER BY type, tx_id, position LIMIT $4) e
     ORDER BY e.tx_id, e.position LIMIT $4)
 SELECT (SELECT cursor FROM head) AS reached, 0 AS scanned, hits.*, hits.tx_id::text AS tx
 FROM (SELECT 1) AS one LEFT JOIN hits ON true ORDER BY hits.tx_id, hits.position`;
 
 /**
- * Without `types`: the next `$5` events in committed order (their keys only, from the committed
- * index), of which those under the prefix are read whole. The cursor goes to the last one scanned.
+ * Otherwise (no `types`, or one the type index leaves out): the next `$5` events in committed
+ * order (their keys only, from the committed index, and each one's type from its row), of which
+ * those under the prefix and of the types `$6` (NULL: any) are read whole. The cursor goes to the
+ * last one scanned.
  */
 const BY_SCAN = `WITH scan AS MATERIALIZED (
     SELECT tx_id, position, stream_id FROM events WHERE ${AFTER} AND tx_id < ${HORIZON} ORDER BY tx_id, position LIMIT $5),
   hits AS MATERIALIZED (
     SELECT e.* FROM scan JOIN events e ON e.position = scan.position WHERE ${PREFIX.replaceAll('stream_id', 'scan.stream_id')}
+      AND ($6::text[] IS NULL OR e.type = ANY($6::text[]))
     ORDER BY scan.tx_id, scan.position LIMIT $4)
 SELECT (SELECT tx_id::text || ':' || position FROM scan ORDER BY tx_id DESC, position DESC LIMIT 1) AS reached, (SELECT count(*) FROM scan) AS scanned,
   hits.*, hits.tx_id::text AS tx
@@ -275,8 +281,9 @@ type ReadRow = EventRow & { tx: string | null; reached: string | null; scanned: 
 
 export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead> {
   const [txId, position] = parseCursor(p.after);
-  const scan = p.streamPrefix ? SCAN_EVENTS : p.limit;
-  const rows = p.types ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]]) : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan]);
+  const byTypes = p.types !== undefined && !p.types.some(unindexedType);
+  const scan = p.streamPrefix || p.types ? SCAN_EVENTS : p.limit;
+  const rows = byTypes ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]]) : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan, p.types ?? null]);
   const hits = rows.filter((row) => row.tx !== null);
   const events = hits.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
   const first = rows[0];
@@ -284,7 +291,7 @@ export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: numb
   // fewer than the limit matched: everything up to the last event examined is covered
   const reached = first?.reached ?? null;
   const cursor = reached !== null && compareCursors(reached, p.after) > 0 ? reached : p.after;
-  return { events, cursor, more: p.types ? false : Number(first?.scanned ?? 0) === scan };
+  return { events, cursor, more: byTypes ? false : Number(first?.scanned ?? 0) === scan };
 }
 
 /** Orders two cursors of this store ('' first). */

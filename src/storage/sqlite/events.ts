@@ -4,6 +4,7 @@ import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEven
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
+import { INDEXED, unindexedType } from '../type-index.js';
 
 export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
   const key = p.idempotencyKey ?? null;
@@ -95,7 +96,7 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
   const from = p.fromPosition ?? 1;
   const limit = p.limit ?? 1000;
   let rows: EventRow[];
-  if (p.types && p.types.length > 0 && !p.types.some(unindexed)) {
+  if (p.types && p.types.length > 0 && !p.types.some(unindexedType)) {
     rows = readByTypes(s, p.types, 'position >= @from', { from, limit, prefix: p.streamPrefix ?? null });
   } else {
     rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from, limit }) as EventRow[];
@@ -107,14 +108,6 @@ export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: 
 export const SCAN_EVENTS = 10_000;
 
 const PREFIX = 'substr(stream_id, 1, length(@prefix)) = @prefix';
-
-/**
- * The types the `(type, position)` index leaves out (migration 110): the engine's own, four of
- * every five events a workflow or a drain writes, and dense wherever they are read. `INDEXED` is
- * the index's condition as the queries that use it must spell it.
- */
-const unindexed = (type: string) => type.startsWith('step.') || type.startsWith('task.');
-const INDEXED = "substr(type, 1, 5) NOT IN ('step.', 'task.')";
 
 /**
  * Events of `types` (all of the type index) within `range`, each type read through the index,
@@ -144,7 +137,7 @@ export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: num
   const and = prefix === null ? '' : ` AND ${PREFIX}`;
   let rows: EventRow[];
   let to = head;
-  if (p.types && !p.types.some(unindexed)) {
+  if (p.types && !p.types.some(unindexedType)) {
     rows = readByTypes(s, p.types, 'position > @after AND position <= @to', { after, to, limit: p.limit, prefix });
   } else {
     if (prefix !== null || p.types) to = Math.min(head, after + SCAN_EVENTS);
