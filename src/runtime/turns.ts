@@ -14,19 +14,26 @@ const TURNS = 'ordering';
 /** Each journal's turns as of their key's stream version (`WrittenViews`): the key's next start or end takes one instead of reading it. */
 const written = new WeakMap<Journal, WrittenViews<Turn>>();
 
+function turnsOf(journal: Journal): WrittenViews<Turn> {
+  let turns = written.get(journal);
+  if (!turns) {
+    turns = new WrittenViews<Turn>();
+    written.set(journal, turns);
+  }
+  return turns;
+}
+
 /** Appends `type` to the key's stream (which locks it) and returns the key's turns as that append found them. */
 async function lineUp(journal: Journal, tx: Store, key: string, type: string, runId: string): Promise<{ turn: Turn | undefined; version: number }> {
   const [event] = (await journal.append(`ordering:${key}`, [{ type, data: { runId } }], { tx })).events;
-  const turns = written.get(journal) ?? new WrittenViews<Turn>();
-  written.set(journal, turns);
-  const turn = turns.take(tx, key, event!.version - 1) ?? ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
+  const turn = turnsOf(journal).take(tx, key, event!.version - 1) ?? ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
   return { turn, version: event!.version };
 }
 
 /** Writes the key's turns as of its stream's `version`. */
 async function write(journal: Journal, tx: Store, key: string, version: number, turn: Turn): Promise<void> {
   await tx.projectionPut({ name: TURNS, key, value: turn });
-  written.get(journal)!.wrote(tx, key, version, turn);
+  turnsOf(journal).wrote(tx, key, version, turn);
 }
 
 /**
