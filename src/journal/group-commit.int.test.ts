@@ -132,11 +132,13 @@ describe.each(backends)('group commit on $name', (backend) => {
     expect(writes.map((w) => w.status)).toEqual(['rejected', 'fulfilled']);
     expect(await events('run:stale')).toHaveLength(0);
     const completions = await Promise.allSettled([
-      journal.group.submit({ completes: [{ ...current, result: 'new' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'new' } }] }] }),
-      journal.group.submit({ completes: [{ ...stale, result: 'old' }], appends: [{ streamId: 'task:same', events: [{ type: 'task.completed', data: { by: 'old' } }] }] }),
+      journal.group.submit({ completes: [{ ...current, result: 'new' }], appends: [{ streamId: 'run:new', events: [{ type: 'x', data: 'new' }] }] }),
+      journal.group.submit({ completes: [{ ...stale, result: 'old' }], appends: [{ streamId: 'run:old', events: [{ type: 'x', data: 'old' }] }] }),
     ]);
     expect(completions.map((c) => c.status)).toEqual(['fulfilled', 'rejected']);
-    expect((await events('task:same')).map((e) => e.data)).toEqual([expect.objectContaining({ state: 'ready' }), { by: 'new' }]);
+    expect(await events('run:old')).toHaveLength(0);
+    // the store journals the completion with the row: once, by the current attempt's worker
+    expect((await events('task:same')).map((e) => e.data)).toEqual([expect.objectContaining({ state: 'ready' }), expect.objectContaining({ state: 'completed', attempt: 2, workerId: 'w2' })]);
     expect((await raw.taskGet({ id: 'same' })).result).toBe('new');
   });
 

@@ -1,5 +1,5 @@
 import type { NewEvent, TaskState } from '../storage/store.js';
-import { TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
+import { TASK_COMPLETED, TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
 
 export { taskStream };
 
@@ -11,11 +11,11 @@ export { taskStream };
  * attempt with one event instead of two, and a claim costs no append.
  */
 export const taskTransitions = {
-  // written by the store with the task rows (`Store.taskEnqueue`)
+  // these two are written by the store with the task rows (`Store.taskEnqueue`, `taskComplete`)
   enqueue: { from: null, to: 'ready', event: TASK_ENQUEUED },
+  complete: { from: 'running', to: 'completed', event: TASK_COMPLETED },
   claim: { from: 'ready', to: 'running', event: null },
   release: { from: 'running', to: 'ready', event: null },
-  complete: { from: 'running', to: 'completed', event: 'task.completed' },
   retry: { from: 'running', to: 'ready', event: 'task.failed' },
   die: { from: 'running', to: 'dead', event: 'task.dead' },
   expire: { from: 'running', to: 'ready', event: 'task.lease_expired' },

@@ -334,8 +334,8 @@ export class Worker {
     const lease = { id: task.id, leaseToken: task.leaseToken! };
     try {
       await this.journal.group.submit({
+        // the store journals the completion (`task.completed`) with the task's row
         completes: [{ ...lease, result }],
-        appends: [taskEvent('complete', task.id, this.attempt(task))],
         also: async () => crashPoint('task:beforeComplete'),
       });
       crashPoint('task:afterComplete');

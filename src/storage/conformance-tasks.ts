@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseLostError, NotFoundError } from '../errors.js';
+import { ConflictError, LeaseLostError, NotFoundError } from '../errors.js';
 import type { NewTask, Store } from './store.js';
 
 /** A task to enqueue in the conformance tests: defaults for every field but the queue. */
@@ -244,6 +244,43 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().projectionGet({ name: 'complete', key: 'lost' })).toBeUndefined();
       await expect(h.store().taskCompleteAll({ items: [item('t1', 'good')] })).rejects.toThrow(LeaseLostError);
       expect(await h.store().taskGet({ id: 't3' })).toMatchObject({ state: 'running' });
+    });
+
+    it("journals each completion with its task: task.completed at the next version of the task's stream, which has no streams row", async () => {
+      await h.store().taskEnqueue({ tasks: [task('c', { id: 'c1' }), task('c', { id: 'c2' }), task('c', { id: 'c3' })] });
+      const claimed = await h.store().taskClaim({ queue: 'c', limit: 3, leaseMs: 30_000, workerId: 'w1', leaseToken: 'l1' });
+      const woken: string[] = [];
+      const unlisten = await h.store().listen('events', (stream) => woken.push(stream));
+      try {
+        // an attempt's end journaled by an append, as a failure is: the stream goes on from its events
+        await h.store().eventAppend({ appends: [{ streamId: 'task:c3', expectedVersion: 1, events: [{ type: 'task.note', data: { n: 1 } }] }] });
+        // wake-ups come in commit order: once the append's is in, so is every earlier one
+        for (let i = 0; i < 300 && !woken.includes('task:c3'); i++) await sleep(10);
+        woken.splice(0);
+        const item = (id: string, leaseToken: string) => ({ id, leaseToken, result: id });
+        expect((await h.store().taskComplete({ items: [item('c1', 'l1'), item('c2', 'stale')] })).map((t) => t.id)).toEqual(['c1']);
+        await h.store().transaction(async (tx) => {
+          await tx.taskCompleteAll({ items: [item('c3', 'l1')] });
+          await tx.projectionPut({ name: 'complete', key: 'c3', value: 1 });
+        });
+        // a completion wakes who waits on the task's stream
+        for (let i = 0; i < 300 && woken.length < 2; i++) await sleep(10);
+        expect(woken).toEqual(['task:c1', 'task:c3']);
+        const history = async (id: string) => (await h.store().eventReadStream({ streamId: `task:${id}` })).map(({ version, type, data }) => ({ version, type, data }));
+        const completed = (id: string) => ({ attempt: 1, workerId: 'w1', claimedAt: claimed.find((t) => t.id === id)!.claimedAt, state: 'completed' });
+        expect((await history('c1')).slice(1)).toEqual([{ version: 2, type: 'task.completed', data: completed('c1') }]);
+        expect(await history('c2')).toHaveLength(1);
+        expect((await history('c3')).slice(1)).toEqual([
+          { version: 2, type: 'task.note', data: { n: 1 } },
+          { version: 3, type: 'task.completed', data: completed('c3') },
+        ]);
+        expect(await h.store().streamList({ prefix: 'task:', limit: 10 })).toEqual([]);
+        await expect(h.store().eventAppend({ appends: [{ streamId: 'task:c1', expectedVersion: 1, events: [{ type: 'task.note', data: null }] }] })).rejects.toThrow(ConflictError);
+        const [next] = (await h.store().eventAppend({ appends: [{ streamId: 'task:c1', expectedVersion: 2, events: [{ type: 'task.note', data: null }] }] })).events;
+        expect(next?.version).toBe(3);
+      } finally {
+        await unlisten();
+      }
     });
 
     it('fences completion, failure and heartbeat by lease token', async () => {

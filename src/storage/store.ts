@@ -127,13 +127,12 @@ export interface Store {
    * has one to write costs no round trip of its own.
    */
   taskHold(p: { leases: Lease[] }): Promise<void>;
-  /** Completes the tasks whose lease is still held; returns those (the others were lost). */
+  /** Completes the tasks whose lease is still held, each with its `task.completed` (`completedEvent`) in its stream; returns those (the others were lost). */
   taskComplete(p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]>;
   /**
    * Completes every one of `items`' tasks or fails with `LeaseLostError` (a task no longer held
    * with its token, or two items naming one task), as `taskHold` does, and like it travels with
-   * the transaction's next statement on PostgreSQL. Each item names its task's queue and ordering
-   * key, for the wake-ups a completion sends, since nothing is read back.
+   * the transaction's next statement on PostgreSQL. Journals each completion as `taskComplete`.
    */
   taskCompleteAll(p: { items: CompletionItem[] }): Promise<void>;
   /**

@@ -112,9 +112,22 @@ export function insertedTask(t: NewTask, payload: string, row: { state: 'ready' 
   };
 }
 
+/** The prefix of the streams that hold the tasks' histories. */
+const TASK_STREAM = 'task:';
+
 /** The stream that holds one task's history. */
 export function taskStream(id: string): string {
-  return `task:${id}`;
+  return `${TASK_STREAM}${id}`;
+}
+
+/**
+ * Whether `streamId` is a task's stream, which has no `streams` row: its version is its newest
+ * event's. Every writer of a task's stream holds the task's row (the transition's `UPDATE`, or its
+ * insert), so the next version is the newest + 1; another append to it at the same moment fails
+ * on the `(stream_id, version)` key instead of waiting.
+ */
+export function isTaskStream(streamId: string): boolean {
+  return streamId.startsWith(TASK_STREAM);
 }
 
 /** The event an enqueue writes for each task it creates, in the task's stream (in SQL on PostgreSQL: see `taskEnqueue` there). */
@@ -125,8 +138,21 @@ export function enqueuedEvent(task: Task): NewEvent {
   return { type: TASK_ENQUEUED, data: { queue: task.queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts, state: 'ready' } };
 }
 
-/** The wake-ups of an enqueue's events: the streams of the tasks it created, as an append names them. */
-export function enqueuedWakeups(results: Array<{ task: Task; created: boolean }>): string[] {
-  const appends = results.filter((r) => r.created).map((r) => ({ streamId: taskStream(r.task.id), events: [] }));
+/** The event a completion writes for each task it completes, in the task's stream (in SQL on PostgreSQL: `rl_task_complete_all`, `taskComplete`). */
+export const TASK_COMPLETED = 'task.completed';
+
+/** `TASK_COMPLETED`'s event for a task as its completion found it: the attempt, who ran it, since when. */
+export function completedEvent(task: { attempts: number; workerId: string | null; claimedAt: number | null }): NewEvent {
+  return { type: TASK_COMPLETED, data: { attempt: task.attempts, workerId: task.workerId, claimedAt: task.claimedAt, state: 'completed' } };
+}
+
+/** The wake-ups of the events an enqueue or a completion wrote: the streams of its tasks, as an append names them. */
+export function taskWakeups(ids: string[]): string[] {
+  const appends = ids.map((id) => ({ streamId: taskStream(id), events: [] }));
   return appends.length === 0 ? [] : appendWakeups({ appends }, { events: [], duplicate: false });
+}
+
+/** The wake-ups of an enqueue's events: the streams of the tasks it created. */
+export function enqueuedWakeups(results: Array<{ task: Task; created: boolean }>): string[] {
+  return taskWakeups(results.filter((r) => r.created).map((r) => r.task.id));
 }

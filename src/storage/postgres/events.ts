@@ -184,6 +184,10 @@ async function appendRows(db: Db, canConflict: boolean, params: unknown[]): Prom
 
 function toConflict(error: unknown): never {
   if (sqlState(error) === 'RL409') throw new ConflictError((error as Error).message);
+  // a task's stream, appended to by a writer that does not hold its task (`isTaskStream`) while another did
+  if (sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'events_stream_id_version_key') {
+    throw new ConflictError(`a version of this append was written by another transaction at the same moment: ${(error as Error).message}`);
+  }
   throw error;
 }
 

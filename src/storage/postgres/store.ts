@@ -2,7 +2,7 @@ import pg from 'pg';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { ProjectionRow } from '../projections.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
+import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
@@ -253,9 +253,13 @@ class PostgresStore implements Store {
     const done = await tasks.taskComplete(this.db, p);
     // the next task of an ordering key is claimable now
     this.wake('tasks', unblockedQueues(done));
+    this.wake('events', taskWakeups(done.map((t) => t.id)));
     return done;
   };
-  taskCompleteAll: Store['taskCompleteAll'] = (p) => tasks.taskCompleteAll(this.db, p, (queues) => this.wake('tasks', queues));
+  taskCompleteAll: Store['taskCompleteAll'] = async (p) => {
+    await tasks.taskCompleteAll(this.db, p, (queues) => this.wake('tasks', queues));
+    this.wake('events', taskWakeups(p.items.map((i) => i.id)));
+  };
   taskRelease: Store['taskRelease'] = async (p) => {
     const released = await tasks.taskRelease(this.db, p);
     this.wake('tasks', new Set(released.map((t) => t.queue)));

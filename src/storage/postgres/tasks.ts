@@ -26,9 +26,9 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
  * here in SQL from the row: its run-at is the database clock's) at version 1 of its new stream
  * `task:<id>`, the events in the tasks' order. A repeated (queue, idempotency key) inserts nothing
  * and journals nothing. The arbiter is left out when no task has a key: speculative insertion
- * costs every row extra work. A task's id is new (`newId`), so is its stream: a plain insert at
- * version 1, no arbiter, and the event needs no join to the stream's row (5,000 tasks, the best of
- * 11: 24 → 20 µs a task). Only what the database chose comes back.
+ * costs every row extra work. A task's id is new (`newId`), so is its stream, which has no
+ * `streams` row (`isTaskStream`, migration 160): its event is version 1. Only what the database
+ * chose comes back.
  */
 function enqueueSql(withKeys: boolean, claimed: boolean): string {
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
@@ -63,8 +63,6 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
     RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at),
-  s AS (
-    INSERT INTO streams (stream_id, version) SELECT 'task:' || u.id, 1 FROM u ORDER BY 1),
   e AS (
     INSERT INTO events (stream_id, version, type, data, metadata, created_at)
     SELECT 'task:' || u.id, 1, '${TASK_ENQUEUED}',
@@ -163,15 +161,8 @@ export async function taskHold(db: Db, p: { leases: Lease[] }): Promise<void> {
   await db.write(HOLD, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken))]);
 }
 
-const COMPLETE = prepared(
-  'task_complete',
-  `${NOW}
-   UPDATE tasks t SET state = 'completed', result = i.result, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
-   FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb)) WITH ORDINALITY AS i(id, token, result, ord)
-   WHERE t.id = i.id AND t.lease_token = i.token AND t.state = 'running'
-   RETURNING t.id, t.queue, t.ordering_key, i.ord, t.ordering_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks o
-     WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL AND o.state = 'ready') AS next`,
-);
+/** Completes and journals each task's `task.completed` (migration 160). */
+const COMPLETE = prepared('task_complete', 'SELECT r_id AS id, r_queue AS queue, r_ordering_key AS ordering_key, r_ord AS ord, r_next AS next FROM rl_task_complete($1::text[], $2::text[], $3::jsonb)');
 
 export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]> {
   if (p.items.length === 0) return [];

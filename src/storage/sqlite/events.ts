@@ -5,6 +5,7 @@ import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
 import { INDEXED, unindexedType } from '../type-index.js';
+import { isTaskStream } from '../tasks.js';
 
 export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
   const key = p.idempotencyKey ?? null;
@@ -41,17 +42,42 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
 }
 
 const insertEvents = bySize((n) => `INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(n, 7)}`);
+const newestSql = bySize((n) => `SELECT stream_id, max(version) AS version FROM events WHERE stream_id IN (${Array(n).fill('?').join(', ')}) GROUP BY stream_id`);
 const bumpSql = bySize((n) => `INSERT INTO streams (stream_id, version) VALUES ${placeholders(n, 2)} ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING stream_id, version`);
 
-/** Each stream's version before this append, its rows bumped by the append's count, one statement per chunk. */
+/**
+ * Each stream's version before this append, its rows bumped by the append's count, one statement
+ * per chunk; a task's stream has no row (`isTaskStream`): its newest event's version.
+ */
 function bumpStreams(s: Statements, appends: StreamAppend[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const a of appends) counts.set(a.streamId, (counts.get(a.streamId) ?? 0) + a.events.length);
+  const tasks = new Set<string>();
+  for (const a of appends) {
+    if (isTaskStream(a.streamId)) tasks.add(a.streamId);
+    else counts.set(a.streamId, (counts.get(a.streamId) ?? 0) + a.events.length);
+  }
   const before = new Map<string, number>();
+  for (const chunk of chunks([...tasks])) {
+    for (const id of chunk) before.set(id, 0);
+    for (const row of s.get(newestSql(chunk.length)).all(...chunk) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version);
+  }
   for (const chunk of chunks([...counts])) {
     for (const row of s.get(bumpSql(chunk.length)).all(...chunk.flat()) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version - counts.get(row.stream_id)!);
   }
   return before;
+}
+
+/** A stream's version: its `streams` row's, or a task's stream's newest event's. */
+function streamVersion(s: Statements, streamId: string): number {
+  if (isTaskStream(streamId)) return newestVersion(s, streamId);
+  const row = s.get('SELECT version FROM streams WHERE stream_id = ?').get(streamId) as { version: number } | undefined;
+  return row?.version ?? 0;
+}
+
+/** The version of a stream's newest event (0: none), from the `(stream_id, version)` key. */
+function newestVersion(s: Statements, streamId: string): number {
+  const row = s.get('SELECT max(version) AS version FROM events WHERE stream_id = ?').get(streamId) as { version: number | null };
+  return row.version ?? 0;
 }
 
 /**
@@ -63,8 +89,7 @@ function checkExpectedVersions(s: Statements, p: EventAppendParams): void {
   const added = new Map<string, number>();
   for (const append of p.appends) {
     if (append.expectedVersion !== undefined) {
-      const row = s.get('SELECT version FROM streams WHERE stream_id = ?').get(append.streamId) as { version: number } | undefined;
-      const actual = (row?.version ?? 0) + (added.get(append.streamId) ?? 0);
+      const actual = streamVersion(s, append.streamId) + (added.get(append.streamId) ?? 0);
       if (append.expectedVersion !== actual) throw new ConflictError(`stream ${append.streamId} is at version ${actual}, expected ${append.expectedVersion}`);
     }
     added.set(append.streamId, (added.get(append.streamId) ?? 0) + append.events.length);

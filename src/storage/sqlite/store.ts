@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
-import { enqueuedWakeups, unblockedQueues } from '../tasks.js';
+import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { Checkpointer } from './checkpointer.js';
 import { openDatabase, Statements, type Db } from './connection.js';
@@ -326,12 +326,18 @@ class SqliteStore implements Store {
   taskComplete: Store['taskComplete'] = (p) =>
     this.run(
       (s, now) => tasks.taskComplete(s, now, p),
-      (done) => [['tasks', ...unblockedQueues(done)]],
+      (done) => [
+        ['tasks', ...unblockedQueues(done)],
+        ['events', ...taskWakeups(done.map((t) => t.id))],
+      ],
     );
   taskCompleteAll: Store['taskCompleteAll'] = (p) =>
     this.run(
       (s, now) => tasks.taskCompleteAll(s, now, p),
-      (done) => [['tasks', ...unblockedQueues(done)]],
+      (done) => [
+        ['tasks', ...unblockedQueues(done)],
+        ['events', ...taskWakeups(done.map((t) => t.id))],
+      ],
     ).then(() => undefined);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(

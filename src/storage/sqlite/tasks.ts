@@ -1,6 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
-import { enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
+import { completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
@@ -161,18 +161,26 @@ export function taskHold(s: Statements, p: { leases: Lease[] }): void {
 const completeSql = bySize(
   (n) => `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
     FROM (VALUES ${placeholders(n, 3)}) AS v
-    WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running' RETURNING tasks.id, tasks.queue, tasks.ordering_key`,
+    WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running'
+    RETURNING tasks.id, tasks.queue, tasks.ordering_key, tasks.attempts, tasks.worker_id, tasks.claimed_at`,
 );
 
-/** 64 tasks to a statement (`chunks`): one `UPDATE` per task cost a third more (measured: 3.7 → 2.4 µs per task). */
+type CompletedRow = { id: string; queue: string; ordering_key: string | null; attempts: number; worker_id: string | null; claimed_at: number | null };
+
+/**
+ * 64 tasks to a statement (`chunks`): one `UPDATE` per task cost a third more (measured: 3.7 →
+ * 2.4 µs per task). Each completed task's `task.completed` goes in with it (`completedEvent`).
+ */
 export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
-  const done: CompletedTask[] = [];
-  const waiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1");
+  const rows: CompletedRow[] = [];
   for (const chunk of chunks(p.items)) {
-    const rows = s.get(completeSql(chunk.length)).all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as Array<{ id: string; queue: string; ordering_key: string | null }>;
-    for (const row of rows) done.push({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined });
+    rows.push(...(s.get(completeSql(chunk.length)).all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as CompletedRow[]));
   }
-  return done;
+  if (rows.length === 0) return [];
+  const appends = rows.map((row) => ({ streamId: taskStream(row.id), events: [completedEvent({ attempts: row.attempts, workerId: row.worker_id, claimedAt: row.claimed_at })] }));
+  eventAppend(s, now, { appends });
+  const waiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1");
+  return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined }));
 }
 
 /** `taskComplete`, all or nothing; what it completed. */

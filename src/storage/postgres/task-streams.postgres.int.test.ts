@@ -1,0 +1,50 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConflictError } from '../../errors.js';
+import { createPostgresDatabase } from '../../testing/databases.js';
+import { task } from '../conformance-tasks.js';
+import type { Store } from '../store.js';
+import { openPostgresStore } from './store.js';
+
+/**
+ * A task's stream has no `streams` row to lock (migration 160): its writers are kept apart by the
+ * task's row. An append to it that does not hold the row, racing a completion, must fail as a
+ * conflict, never write a version twice or leave a gap.
+ */
+describe("a task's stream on postgres", () => {
+  let store: Store;
+  beforeEach(async () => {
+    store = await openPostgresStore(await createPostgresDatabase());
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('fails an append racing the completion of its task as a conflict, and keeps the versions gapless', async () => {
+    await store.taskEnqueue({ tasks: [task('q', { id: 't1' })] });
+    await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'a' });
+    let commit!: () => void;
+    const commits = new Promise<void>((resolve) => (commit = resolve));
+    let completed!: () => void;
+    const done = new Promise<void>((resolve) => (completed = resolve));
+    const completion = store.transaction(async (tx) => {
+      await tx.taskComplete({ items: [{ id: 't1', leaseToken: 'a', result: null }] });
+      completed();
+      await commits;
+    });
+    await done;
+    // sees version 1 only, writes version 2, and waits on the key for the completion's version 2
+    const racing = store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] });
+    await sleep(100);
+    commit();
+    await completion;
+    await expect(racing).rejects.toThrow(ConflictError);
+    const history = await store.eventReadStream({ streamId: 'task:t1' });
+    expect(history.map((e) => [e.version, e.type])).toEqual([
+      [1, 'task.enqueued'],
+      [2, 'task.completed'],
+    ]);
+    const [next] = (await store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] })).events;
+    expect(next?.version).toBe(3);
+  });
+});
