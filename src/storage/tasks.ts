@@ -138,7 +138,7 @@ export function enqueuedEvent(task: Task): NewEvent {
   return { type: TASK_ENQUEUED, data: { queue: task.queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts, state: 'ready' } };
 }
 
-/** The event a completion writes for each task it completes, in the task's stream (in SQL on PostgreSQL: `rl_task_complete_all`, `taskComplete`). */
+/** The event a completion writes for each task it completes, in the task's stream (in SQL on PostgreSQL: `rl_task_complete`, migration 160). */
 export const TASK_COMPLETED = 'task.completed';
 
 /** `TASK_COMPLETED`'s event for a task as its completion found it: the attempt, who ran it, since when. */

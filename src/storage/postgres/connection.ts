@@ -228,7 +228,7 @@ export function jsonArray(documents: readonly string[]): string {
   return `[${documents.join(',')}]`;
 }
 
-/** RL410, raised by `rl_task_hold` (migration 100) and `rl_task_complete_all` (090) when a task is no longer held, is a `LeaseLostError`. */
+/** RL410, raised by `rl_task_hold` (migration 100) and `rl_task_complete_held` (160) when a task is no longer held, is a `LeaseLostError`. */
 export function rethrow(error: unknown): never {
   if (sqlState(error) === 'RL410') throw new LeaseLostError((error as Error).message);
   throw error;

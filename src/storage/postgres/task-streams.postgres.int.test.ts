@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../../errors.js';
 import { createPostgresDatabase } from '../../testing/databases.js';
@@ -13,8 +14,10 @@ import { openPostgresStore } from './store.js';
  */
 describe("a task's stream on postgres", () => {
   let store: Store;
+  let url: string;
   beforeEach(async () => {
-    store = await openPostgresStore(await createPostgresDatabase());
+    url = await createPostgresDatabase();
+    store = await openPostgresStore(url);
   });
   afterEach(async () => {
     await store.close();
@@ -46,5 +49,27 @@ describe("a task's stream on postgres", () => {
     ]);
     const [next] = (await store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] })).events;
     expect(next?.version).toBe(3);
+  });
+
+  it('keeps a process of the previous version working: its completion journals once, its stream row is not read', async () => {
+    await store.taskEnqueue({ tasks: [task('q', { id: 't1' })] });
+    await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'a' });
+    const old = new pg.Client({ connectionString: url });
+    await old.connect();
+    try {
+      // what the previous version sent for a task: a stream row at its enqueue, then its completion and its own append of task.completed
+      await old.query("INSERT INTO streams (stream_id, version) VALUES ('task:t1', 1)");
+      await old.query('BEGIN');
+      await old.query("SELECT rl_task_complete_all(ARRAY['t1'], ARRAY['a'], '[null]')");
+      await old.query("SELECT * FROM rl_event_append(NULL, ARRAY['task:t1'], ARRAY[1]::bigint[], '{}', '{}', '{}', ARRAY['task:t1'], ARRAY[1]::bigint[], ARRAY['task.completed'], '[{\"by\": \"old\"}]', '[{}]')");
+      await old.query('COMMIT');
+    } finally {
+      await old.end();
+    }
+    expect((await store.eventReadStream({ streamId: 'task:t1' })).map((e) => [e.version, e.type, e.data])).toEqual([
+      [1, 'task.enqueued', expect.objectContaining({ state: 'ready' })],
+      [2, 'task.completed', { by: 'old' }],
+    ]);
+    expect((await store.taskGet({ id: 't1' })).state).toBe('completed');
   });
 });

@@ -175,7 +175,8 @@ export async function taskComplete(db: Db, p: { items: Array<Lease & { result: u
   return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.next }));
 }
 
-const COMPLETE_ALL = prepared('task_complete_all', 'SELECT q FROM rl_task_complete_all($1::text[], $2::text[], $3::jsonb) AS q');
+/** Completes every task or raises RL410, journaling each completion (migration 160). */
+const COMPLETE_ALL = prepared('task_complete_held', 'SELECT q FROM rl_task_complete_held($1::text[], $2::text[], $3::jsonb) AS q');
 
 /**
  * Raises RL410 (a `LeaseLostError`) unless every task was completed: a write, so it travels with

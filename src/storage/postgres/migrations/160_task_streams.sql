@@ -5,6 +5,7 @@
 -- moment fails on the key instead of waiting. A task's completion journals its `task.completed` in
 -- the statement that completes it (rl_task_complete), not in an append of its own: per task, no
 -- stream row to insert at enqueue, no upsert with its lock record at the end of an attempt.
+-- Processes of the previous version keep working: their appends go through these functions.
 
 -- 090's rl_event_append, with a task's stream versioned by its events.
 CREATE OR REPLACE FUNCTION rl_event_append(p_key text, p_streams text[], p_counts bigint[], p_check_streams text[], p_check_offsets bigint[],
@@ -126,8 +127,10 @@ BEGIN
   FROM up;
 END $$;
 
--- 140's rl_task_complete_all on rl_task_complete: RL410 unless every task was completed.
-CREATE OR REPLACE FUNCTION rl_task_complete_all(p_ids text[], p_tokens text[], p_results jsonb) RETURNS SETOF text
+-- rl_task_complete all or nothing, as 140's rl_task_complete_all (RL410 unless every task was
+-- completed); the queues where a completed task's key has its next one ready. A new function, so a
+-- process of the previous version, which journals its completions itself, keeps calling the old one.
+CREATE FUNCTION rl_task_complete_held(p_ids text[], p_tokens text[], p_results jsonb) RETURNS SETOF text
   LANGUAGE plpgsql AS $$
 DECLARE
   completed bigint;
@@ -141,4 +144,6 @@ BEGIN
   RETURN QUERY SELECT unnest(coalesce(unblocked, '{}'));
 END $$;
 
+-- A process of the previous version still inserts a row for each task it enqueues: a version no
+-- longer read (retention deletes it with the stream).
 DELETE FROM streams WHERE stream_id >= 'task:' AND stream_id < 'task;';
