@@ -26,12 +26,12 @@ const TERMINAL_STATUS: Record<string, string[]> = { [RUN_EVENT.runCompleted]: ['
 
 /**
  * The journal checker, run over a database after every chaos scenario (all processes stopped):
- * contiguous versions per stream that agree with the streams table (a task's stream has no row);
- * tasks move only along
- * `src/queue/lifecycle.ts` and their last event agrees with their row; a run's stream opens with
- * one `run.started`, has at most one terminal event and nothing but signals after it, and its step,
- * sleep and wait events are consistent per call; a run's view agrees with its terminal event;
- * sessions follow `src/agents/lifecycle.ts`; a channel holds each `event_id` once.
+ * contiguous versions per stream that agree with the streams table (a task's stream has no row
+ * there); tasks move only along `src/queue/lifecycle.ts` and their last event agrees with their
+ * row; a run's stream opens with one `run.started`, has at most one terminal event and nothing but
+ * signals after it, and its step, sleep and wait events are consistent per call; a run's view
+ * agrees with its terminal event; sessions follow `src/agents/lifecycle.ts`; a channel holds each
+ * `event_id` once.
  *
  * @example const { problems } = await checkJournal('/tmp/chaos/app.db');
  */

@@ -76,8 +76,8 @@ function streamVersion(s: Statements, streamId: string): number {
 
 /** The version of a stream's newest event (0: none), from the `(stream_id, version)` key. */
 function newestVersion(s: Statements, streamId: string): number {
-  const row = s.get('SELECT max(version) AS version FROM events WHERE stream_id = ?').get(streamId) as { version: number | null };
-  return row.version ?? 0;
+  const row = s.get(newestSql(1)).get(streamId) as { version: number } | undefined;
+  return row?.version ?? 0;
 }
 
 /**
