@@ -26,8 +26,8 @@ export async function taskListActiveKeys(db: Db, p: { queue: string; orderingKey
 /** SKIP LOCKED: a row another transaction holds is left for the next batch, so retention never waits on a writer. */
 export async function taskDelete(db: Db, p: TaskDeleteParams): Promise<string[]> {
   const rows = await db.rows<{ id: string }>(
-    `DELETE FROM tasks WHERE seq IN (
-       SELECT seq FROM tasks
+    `DELETE FROM tasks WHERE id IN (
+       SELECT id FROM tasks
        WHERE state IN ('completed', 'dead') AND state = ANY($1::text[]) AND updated_at < $2 AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR queue <> $4)
          AND ($5::text[] IS NULL OR ordering_key = ANY($5::text[]))
        ORDER BY updated_at LIMIT $6 FOR UPDATE SKIP LOCKED)

@@ -226,13 +226,13 @@ const EXPIRE = prepared(
   'task_expire',
   returning(`${NOW},
   c AS (
-    SELECT seq FROM tasks WHERE state = 'running' AND lease_expires_at < (SELECT ms FROM now)
+    SELECT id FROM tasks WHERE state = 'running' AND lease_expires_at < (SELECT ms FROM now)
     ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),
   u AS (
     UPDATE tasks SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,
       last_error = 'lease expired (worker ' || coalesce(worker_id, '?') || ')',
       lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
-    FROM c WHERE tasks.seq = c.seq RETURNING tasks.*)`),
+    FROM c WHERE tasks.id = c.id RETURNING tasks.*)`),
 );
 
 export async function taskExpire(db: Db, p: { limit: number }): Promise<Task[]> {
