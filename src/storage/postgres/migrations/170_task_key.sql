@@ -1,10 +1,10 @@
--- No statement finds a task by `seq` any more, so its unique index goes: every transition of a
--- task is a non-HOT update (its state is in the partial indexes' predicates), and each one
--- entered the new row into both unique indexes, `seq` (the primary key) and `id`, now only `id`'s. `seq` still
--- orders the tasks of a queue (tasks_ready, tasks_ordering); the claim, the expiry and retention's
--- deletion find their rows by `id` now (the claim below, the rest in tasks.ts and maintenance.ts).
--- A process of the previous version finds an expired lease and a task to delete by `seq`: a scan
--- of the table, slower, not wrong, until it is replaced.
+-- A task has one key, its `id`. Every transition of a task is a non-HOT update (its state is in
+-- the partial indexes' predicates), so each one entered the new row into both unique indexes,
+-- `seq`'s (the primary key) and `id`'s, though no statement finds a task by `seq` any more: the
+-- claim (below), the expiry (tasks.ts) and retention's deletion (maintenance.ts) find their rows
+-- by `id`. `seq` still orders the tasks of a queue (tasks_ready, tasks_ordering). A process of the
+-- previous version finds an expired lease and a task to delete by `seq`: a scan of the table,
+-- slower, not wrong, until it is replaced.
 
 -- 080's claim, its rows found by id.
 CREATE OR REPLACE FUNCTION rl_task_claim_tagged(p_queue text, p_limit integer, p_lease_ms bigint, p_worker text, p_token text, p_tags text[])
