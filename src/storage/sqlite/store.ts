@@ -1,9 +1,10 @@
 import { resolve } from 'node:path';
 import { AppendBatch, type Outcome } from '../append-batch.js';
-import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
+import type { AppendResult, CompletedTask, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { Checkpointer } from './checkpointer.js';
+import { Mutex } from './mutex.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -40,18 +41,6 @@ function countCommit(shared: Shared): void {
 // SQLite's write lock synchronously, so the event loop could never finish the transaction that
 // holds it. Stores opened on one file in one process therefore share its connection.
 const open = new Map<string, Shared>();
-
-class Mutex {
-  private tail: Promise<void> = Promise.resolve();
-
-  acquire(): Promise<() => void> {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const previous = this.tail;
-    this.tail = previous.then(() => held);
-    return previous.then(() => release);
-  }
-}
 
 /**
  * The embedded backend: one SQLite file in WAL mode. Every operation runs under one in-process
@@ -99,6 +88,14 @@ function announce(listeners: Listeners, pending: Array<[NotifyChannel, Set<strin
 
 /** A channel and the payloads to wake it with. */
 type Wake = [NotifyChannel, ...string[]];
+
+/** A completion's wake-ups: the queues where a completed task's key has its next one ready, and the completed tasks' streams. */
+function completedWakes(done: CompletedTask[]): Wake[] {
+  return [
+    ['tasks', ...unblockedQueues(done)],
+    ['events', ...taskWakeups(done.map((t) => t.id))],
+  ];
+}
 
 type Listeners = Record<NotifyChannel, Set<(stream: string, version?: number) => void>>;
 
@@ -323,22 +320,8 @@ class SqliteStore implements Store {
   taskHeartbeat: Store['taskHeartbeat'] = (p) => this.run((s, now) => tasks.taskHeartbeat(s, now, p));
   taskHold: Store['taskHold'] = (p) => this.read((s) => tasks.taskHold(s, p));
   // the next task of each ordering key is claimable now: the queue's workers are woken (taskDueIn leaves it out)
-  taskComplete: Store['taskComplete'] = (p) =>
-    this.run(
-      (s, now) => tasks.taskComplete(s, now, p),
-      (done) => [
-        ['tasks', ...unblockedQueues(done)],
-        ['events', ...taskWakeups(done.map((t) => t.id))],
-      ],
-    );
-  taskCompleteAll: Store['taskCompleteAll'] = (p) =>
-    this.run(
-      (s, now) => tasks.taskCompleteAll(s, now, p),
-      (done) => [
-        ['tasks', ...unblockedQueues(done)],
-        ['events', ...taskWakeups(done.map((t) => t.id))],
-      ],
-    ).then(() => undefined);
+  taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p), completedWakes);
+  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p), completedWakes).then(() => undefined);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),
