@@ -1,11 +1,42 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../../testing/databases.js';
-import type { Store } from '../store.js';
+import { newId } from '../../ids.js';
+import type { NewTask, Store } from '../store.js';
+import { PIPELINED } from './tasks.js';
 import { openPostgresStore } from './store.js';
 
 /** jsonb refuses the NUL escape: a write that fails in the server, after the client sent it. */
 const REFUSED = { key: 'bad', value: 'a\u0000b' };
+
+const task = (payload: unknown, idempotencyKey: string | null = null): NewTask => ({
+  id: newId('task'),
+  queue: 'q',
+  payload,
+  idempotencyKey,
+  orderingKey: null,
+  runAt: null,
+  priority: 0,
+  maxAttempts: 3,
+  tag: null,
+});
+
+/** The statements `fn` sends, by their first words. */
+async function statements(fn: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string };
+    sent.push(typeof config === 'string' ? config : (config.text ?? ''));
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  try {
+    await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return sent.map((text) => (text.includes('INSERT INTO tasks') ? 'enqueue' : text.split(/\s/)[0]!));
+}
 
 /**
  * A transaction's writes are sent without waiting for their answers (the connection pipelines):
@@ -86,5 +117,28 @@ describe('pipelined transactions on postgres', () => {
       const values = await Promise.all(Array.from({ length: 20 }, (_, i) => tx.projectionGet({ name: 'p', key: `k${i}` })));
       expect(values).toEqual(Array.from({ length: 20 }, (_, i) => i));
     });
+  });
+
+  it('enqueues a big batch as pipelined statements in one transaction, in input order, keys shared across them', async () => {
+    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) => task({ i }, i === 10 || i === PIPELINED + 10 ? 'same' : null));
+    let results: Awaited<ReturnType<Store['taskEnqueue']>> = [];
+    const sent = await statements(async () => (results = await store.taskEnqueue({ tasks })));
+    expect(sent.filter((s) => s !== 'SELECT')).toEqual(['BEGIN', 'enqueue', 'enqueue', 'enqueue', 'COMMIT']);
+    expect(results.filter((r) => r.created)).toHaveLength(tasks.length - 1);
+    expect(results[PIPELINED + 10]).toMatchObject({ created: false, task: { id: tasks[10]!.id } });
+    // one task.enqueued for each task inserted
+    expect((await store.status()).events).toBe(tasks.length - 1);
+    const claimed = await store.taskClaim({ queue: 'q', limit: tasks.length, leaseMs: 60_000, workerId: 'w', leaseToken: 't' });
+    expect(claimed.map((t) => t.payload)).toEqual(tasks.filter((_, i) => i !== PIPELINED + 10).map((t) => t.payload));
+  });
+
+  it('writes nothing of a big enqueue when the server refuses a task of its last statement', async () => {
+    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) => task(i === 2 * PIPELINED + 400 ? REFUSED : { i }));
+    await expect(store.taskEnqueue({ tasks })).rejects.toThrow(/unicode|\\u0000/i);
+    const status = await store.status();
+    expect(Object.values(status.tasks).reduce((a, b) => a + b, 0)).toBe(0);
+    expect(status.events).toBe(0);
+    // the connection (the pool's only one) goes on
+    expect(await store.taskEnqueue({ tasks: [task(1)] })).toHaveLength(1);
   });
 });

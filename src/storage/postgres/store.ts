@@ -240,6 +240,8 @@ class PostgresStore implements Store {
   };
 
   taskEnqueue: Store['taskEnqueue'] = async (p) => {
+    // a big one in a transaction of its own: its statements go pipelined (`tasks.taskEnqueue`)
+    if (!this.tx && p.tasks.length >= 2 * tasks.PIPELINED) return this.transaction((tx) => tx.taskEnqueue(p));
     const results = await tasks.taskEnqueue(this.db, p);
     // a task claimed as it was inserted is no news for workers
     this.wake('tasks', new Set(results.filter((r) => r.created && r.task.state === 'ready').map((r) => r.task.queue)));

@@ -1,6 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
-import { jsonArray, numberArray, prepared, textArray, type Db } from './connection.js';
+import { jsonArray, numberArray, prepared, textArray, type Db, type Sql } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 import { insertedTask, TASK_ENQUEUED } from '../tasks.js';
 
@@ -87,18 +87,22 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   const keys = t.some((x) => x.idempotencyKey !== null);
   const claimed = t.some((x) => x.claim !== undefined);
   const sql = claimed ? (keys ? ENQUEUE_CLAIMED_WITH_KEYS : ENQUEUE_CLAIMED) : keys ? ENQUEUE_WITH_KEYS : ENQUEUE;
-  const inserted = await db.rows<Inserted>(sql, [
-    textArray(t.map((x) => x.id)),
-    textArray(t.map((x) => x.queue)),
-    jsonArray(payloads),
-    textArray(t.map((x) => x.idempotencyKey)),
-    textArray(t.map((x) => x.orderingKey)),
-    numberArray(t.map((x) => x.runAt)),
-    numberArray(t.map((x) => x.priority)),
-    numberArray(t.map((x) => x.maxAttempts)),
-    textArray(t.map((x) => x.tag ?? null)),
-    ...(claimed ? [textArray(t.map((x) => x.claim?.workerId ?? null)), textArray(t.map((x) => x.claim?.leaseToken ?? null)), numberArray(t.map((x) => x.claim?.leaseMs ?? null))] : []),
-  ]);
+  const params = (from: number, to: number) => {
+    const c = t.slice(from, to);
+    return [
+      textArray(c.map((x) => x.id)),
+      textArray(c.map((x) => x.queue)),
+      jsonArray(payloads.slice(from, to)),
+      textArray(c.map((x) => x.idempotencyKey)),
+      textArray(c.map((x) => x.orderingKey)),
+      numberArray(c.map((x) => x.runAt)),
+      numberArray(c.map((x) => x.priority)),
+      numberArray(c.map((x) => x.maxAttempts)),
+      textArray(c.map((x) => x.tag ?? null)),
+      ...(claimed ? [textArray(c.map((x) => x.claim?.workerId ?? null)), textArray(c.map((x) => x.claim?.leaseToken ?? null)), numberArray(c.map((x) => x.claim?.leaseMs ?? null))] : []),
+    ];
+  };
+  const inserted = db.inTransaction && t.length >= 2 * PIPELINED ? await pipelined(db, sql, t.length, params) : await db.rows<Inserted>(sql, params(0, t.length));
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
   const byId = new Map(t.map((x, i) => [x.id, i]));
@@ -124,6 +128,27 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
     const existing = byKey.get(keyOf(x.queue, x.idempotencyKey));
     if (!existing) throw new Error(`task ${x.id} was neither inserted nor found by its idempotency key`);
     return { task: existing, created: false };
+  });
+}
+
+/** Tasks per statement of a pipelined enqueue. */
+export const PIPELINED = 1_000;
+
+/**
+ * A big enqueue in a transaction as statements of `PIPELINED` tasks, each sent before the last one's
+ * answer: the server inserts one while this process builds the next and reads the one before.
+ */
+async function pipelined(db: Db, sql: Sql, count: number, params: (from: number, to: number) => unknown[]): Promise<Inserted[]> {
+  return db.atomic(async (direct) => {
+    const sent: Array<Promise<Inserted[]>> = [];
+    for (let from = 0; from < count; from += PIPELINED) {
+      const rows = direct.rows<Inserted>(sql, params(from, Math.min(count, from + PIPELINED)));
+      rows.catch(() => {});
+      sent.push(rows);
+      // lets the statement leave (a connection's writes go at the end of the turn) before the next is built
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return (await Promise.all(sent)).flat();
   });
 }
 
