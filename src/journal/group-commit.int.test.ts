@@ -203,6 +203,27 @@ describe.each(backends)('group commit on $name', (backend) => {
     for (let i = 0; i < 30; i += 7) expect(await events(`run:big${i}`)).toHaveLength(50);
   });
 
+  it('shares a crowd of waiting events out among batches on PostgreSQL; SQLite commits it in one', async () => {
+    const engineEvents = new EngineEvents();
+    const batches: Array<{ writes: number; events: number }> = [];
+    engineEvents.on('store:batch', (e) => void batches.push(e));
+    const reporting = new Journal(store, LIMITS, engineEvents);
+    const two = (i: number) => [
+      { type: 'x', data: i },
+      { type: 'y', data: i },
+    ];
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => reporting.group.submit({ appends: [{ streamId: `run:crowd${i}`, events: two(i) }] })));
+    if (backend.name === 'sqlite') expect(batches).toEqual([{ writes: 100, events: 200 }]);
+    else {
+      // 200 events waiting, three lanes open: at most a third of them (67) in a batch
+      expect(batches.length).toBeGreaterThanOrEqual(3);
+      expect(Math.max(...batches.map((b) => b.events))).toBeLessThanOrEqual(68);
+    }
+    expect(batches.reduce((sum, b) => sum + b.writes, 0)).toBe(100);
+    // each caller its own events
+    expect(results.every((r, i) => r.events.length === 2 && r.events.every((e) => e.streamId === `run:crowd${i}`))).toBe(true);
+  });
+
   it('gathers the writes that arrive while a commit is in flight into the next one', async () => {
     const first = journal.group.submit({ appends: [{ streamId: 'run:first', events: [{ type: 'x', data: 0 }] }] });
     await new Promise((resolve) => setImmediate(resolve));
