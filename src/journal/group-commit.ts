@@ -54,9 +54,10 @@ class CommitUnknown extends Error {
 
 /**
  * The group commit of one store in one process: the writes submitted while commits are in flight
- * (one on SQLite, two on PostgreSQL, three while a crowd waits) wait, then go together in the next transaction, so one commit
- * (one fsync) carries the writes of many runs and tasks. Idle, nothing waits: the first write
- * starts a commit in the next turn of the event loop (writes of the same turn share it).
+ * (one on SQLite, two on PostgreSQL, three while a crowd waits) wait, then go together in the next
+ * transaction, so one commit (one fsync) carries the writes of many runs and tasks. Idle, nothing
+ * waits: the first write starts a commit in the next turn of the event loop (writes of the same
+ * turn share it).
  *
  * A batch is one transaction: one check of every lease of the batch (held until it commits), one completion statement
  * for every task it completes, each write's `prepare` or `statement` (a claim), one append for all its events,
@@ -70,6 +71,8 @@ class CommitUnknown extends Error {
  */
 export class GroupCommit {
   private queued: Pending[] = [];
+  /** Events of the writes waiting (`eventsOf`). */
+  private waiting = 0;
   private inFlight = 0;
   private scheduled = false;
 
@@ -81,9 +84,9 @@ export class GroupCommit {
     /** Where each committed batch's size is reported (`store:batch`). */
     private readonly events: EngineEvents | null = null,
     /**
-     * Batches committing at once. PostgreSQL: three, so the next batch's statements travel while the
-     * last one waits for its flush (the server flushes concurrent commits together), and a crowd of
-     * writes is shared out (`take`). SQLite: one; its transactions take turns on one connection anyway.
+     * Batches committing at once. PostgreSQL: two, so the next batch's statements travel while the
+     * last one waits for its flush (the server flushes concurrent commits together), and one more
+     * while a crowd waits (`open`). SQLite: one; its transactions take turns on one connection anyway.
      */
     private readonly lanes = store.dialect === 'postgres' ? 2 : 1,
   ) {}
@@ -117,9 +120,6 @@ export class GroupCommit {
     if (this.store.dialect === 'postgres') return this.store.transaction(fn);
     return (await this.submit({ also: fn })).value;
   }
-
-  /** Events of the writes waiting (a `prepare` counts one). */
-  private waiting = 0;
 
   /** Lanes open now: one more on PostgreSQL while a crowd of events waits, to share it out (`take`). */
   private open(): number {
