@@ -21,8 +21,8 @@ const task = (payload: unknown, idempotencyKey: string | null = null): NewTask =
   tag: null,
 });
 
-/** The statements `fn` sends, by their first words. */
-async function statements(fn: () => Promise<unknown>): Promise<string[]> {
+/** The text of each statement sent while `fn` runs, as it is sent (`fn` may look at the list). */
+async function recorded(fn: (sent: string[]) => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
@@ -31,11 +31,11 @@ async function statements(fn: () => Promise<unknown>): Promise<string[]> {
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pg.Client.prototype.query;
   try {
-    await fn();
+    await fn(sent);
   } finally {
     pg.Client.prototype.query = query;
   }
-  return sent.map((text) => (text.includes('INSERT INTO tasks') ? 'enqueue' : text.split(/\s/)[0]!));
+  return sent;
 }
 
 /**
@@ -83,25 +83,16 @@ describe('pipelined transactions on postgres', () => {
   });
 
   it("sends a transaction's projection writes, whatever their projections, as one statement ahead of its next one", async () => {
-    const sent: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const config = args[0] as string | { text?: string };
-      sent.push(typeof config === 'string' ? config : (config.text ?? ''));
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
-    try {
-      await store.transaction(async (tx) => {
+    const sent = await recorded((sent) =>
+      store.transaction(async (tx) => {
         await tx.projectionPut({ name: 'a', key: 'k', value: 1 });
         await tx.projectionPutMany({ name: 'b', rows: [{ key: 'k', value: 2 }] });
         await tx.projectionPut({ name: 'a', key: 'k', value: 3 });
         expect(sent).toEqual([]);
         expect(await tx.projectionGet({ name: 'a', key: 'k' })).toBe(3);
         await tx.projectionPut({ name: 'c', key: 'k', value: 4 });
-      });
-    } finally {
-      pg.Client.prototype.query = query;
-    }
+      }),
+    );
     const puts = sent.filter((text) => text.startsWith('INSERT INTO projections'));
     // the three rows before the read, then the last one with the COMMIT
     expect(sent.map((text) => (text.startsWith('INSERT') ? 'put' : text.split(' ')[0]))).toEqual(['BEGIN', 'put', 'SELECT', 'put', 'COMMIT']);
@@ -122,8 +113,9 @@ describe('pipelined transactions on postgres', () => {
   it('enqueues a big batch as pipelined statements in one transaction, in input order, keys shared across them', async () => {
     const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) => task({ i }, i === 10 || i === PIPELINED + 10 ? 'same' : null));
     let results: Awaited<ReturnType<Store['taskEnqueue']>> = [];
-    const sent = await statements(async () => (results = await store.taskEnqueue({ tasks })));
-    expect(sent.filter((s) => s !== 'SELECT')).toEqual(['BEGIN', 'enqueue', 'enqueue', 'enqueue', 'COMMIT']);
+    const sent = await recorded(async () => (results = await store.taskEnqueue({ tasks })));
+    const kinds = sent.map((text) => (text.includes('INSERT INTO tasks') ? 'enqueue' : text.split(/\s/)[0]!));
+    expect(kinds.filter((s) => s !== 'SELECT')).toEqual(['BEGIN', 'enqueue', 'enqueue', 'enqueue', 'COMMIT']);
     expect(results.filter((r) => r.created)).toHaveLength(tasks.length - 1);
     expect(results[PIPELINED + 10]).toMatchObject({ created: false, task: { id: tasks[10]!.id } });
     // one task.enqueued for each task inserted
