@@ -26,6 +26,8 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'A SQLite file path, or a `postgres://` URL for many processes on many machines.',
   },
   { env: 'PORT', flag: '--port', used: 'serve', default: '8080', doc: 'The port the HTTP API listens on.' },
+  { env: 'RUNLEDGER_HEADERS_TIMEOUT_MS', used: 'serve', default: '10000', doc: "How long a client may take to send a request's headers before the server answers 408 and closes the connection." },
+  { env: 'RUNLEDGER_REQUEST_TIMEOUT_MS', used: 'serve', default: '30000', doc: 'How long a client may take to send a whole request, body included (at least the headers timeout). SSE streams, long-polls and WebSockets may answer for longer.' },
   { env: 'RUNLEDGER_TOKEN', flag: '--token (API commands)', used: 'serve, API commands', default: '(none)', doc: 'Bearer token every route but `/healthz` requires (`/metrics` too). Required to listen on an address other than loopback.' },
   { env: 'RUNLEDGER_URL', flag: '--url', used: 'API commands', default: 'http://127.0.0.1:8080', doc: 'The server the API commands talk to.' },
   { env: 'RUNLEDGER_SECRET_KEY', used: 'serve, worker, doctor', default: '(key file)', doc: 'The 32-byte key secrets are encrypted with: 64 hex characters or base64. Without it, `<data dir>/secret.key` is used (created on first start, mode 0600).' },

@@ -25,6 +25,8 @@ function serverEnv() {
   const leaseMs = env('RUNLEDGER_LEASE_MS');
   const pollMs = env('RUNLEDGER_POLL_MS');
   const dataDir = env('RUNLEDGER_DATA_DIR');
+  const headersMs = env('RUNLEDGER_HEADERS_TIMEOUT_MS');
+  const requestMs = env('RUNLEDGER_REQUEST_TIMEOUT_MS');
   return {
     token: env('RUNLEDGER_TOKEN'),
     secretKey: env('RUNLEDGER_SECRET_KEY'),
@@ -32,6 +34,8 @@ function serverEnv() {
     ...(dataDir ? { dataDir } : {}),
     ...(leaseMs ? { leaseMs: whole('RUNLEDGER_LEASE_MS', leaseMs) } : {}),
     ...(pollMs ? { pollMs: whole('RUNLEDGER_POLL_MS', pollMs) } : {}),
+    ...(headersMs ? { headersTimeoutMs: whole('RUNLEDGER_HEADERS_TIMEOUT_MS', headersMs) } : {}),
+    ...(requestMs ? { requestTimeoutMs: whole('RUNLEDGER_REQUEST_TIMEOUT_MS', requestMs) } : {}),
     chatProvider: providerFromEnv(process.env),
     retention: parseRetention(env('RUNLEDGER_RETENTION')),
   };

@@ -6,6 +6,23 @@ import { ValidationError } from '../errors.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
+/**
+ * How long a client may take to send a request: its headers, and the whole of it with its body.
+ * Node's own bounds are 60 s and 300 s, long enough for a few hundred slow clients to hold every
+ * socket, also on `/callbacks/*`, which needs no token. They bound receiving only: an SSE stream, a
+ * long-poll or a WebSocket answers for as long as it likes once its request is in.
+ */
+export interface RequestTimeouts {
+  headersTimeoutMs?: number | undefined;
+  requestTimeoutMs?: number | undefined;
+}
+
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** Node checks the bounds above on a timer (30 s by default): each second keeps a bound within a second of its number. */
+const CHECK_EVERY_MS = 1_000;
+
 export interface Listening {
   url: string;
   port: number;
@@ -18,13 +35,24 @@ export interface Listening {
  */
 export async function listen(
   app: { fetch: (request: Request) => Response | Promise<Response> },
-  options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void },
+  options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void } & RequestTimeouts,
 ): Promise<Listening> {
   if (!LOOPBACK.test(options.host) && !options.token) {
     throw new ValidationError('host', `refusing to listen on ${options.host} without a token: set RUNLEDGER_TOKEN, or listen on 127.0.0.1`);
   }
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  for (const [field, value] of [
+    ['headersTimeoutMs', headersTimeout],
+    ['requestTimeoutMs', requestTimeout],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new ValidationError(field, `must be a whole number of milliseconds, at least 1 (got ${value})`);
+  }
+  if (headersTimeout > requestTimeout) throw new ValidationError('headersTimeoutMs', `must not be longer than requestTimeoutMs (${headersTimeout} > ${requestTimeout}): the whole request includes its headers`);
+  // an idle kept-alive socket is not bound by headersTimeout (its clock starts at a request's first byte), only by keepAliveTimeout: Node's 5 s stays
+  const serverOptions = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, headersTimeout) };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, () => resolve(s));
+    const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port, serverOptions }, () => resolve(s));
     s.once('error', reject);
   });
   if (options.upgrade) server.on('upgrade', options.upgrade);

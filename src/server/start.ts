@@ -3,10 +3,10 @@ import { openApp, type OpenApp, type OpenAppOptions } from '../app/open.js';
 import { ChannelFeed } from '../chat/feed.js';
 import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
-import { listen } from './listen.js';
+import { listen, type RequestTimeouts } from './listen.js';
 import { ChannelSockets } from './ws.js';
 
-export interface ServerOptions extends OpenAppOptions {
+export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
   host?: string;
   port?: number;
   token?: string | undefined;
@@ -24,14 +24,17 @@ export interface Server extends Omit<OpenApp, 'close' | 'metrics'> {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, ...appOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, headersTimeoutMs, requestTimeoutMs, ...appOptions } = options;
   const database = appOptions.database ?? 'runledger.db';
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
   // like an outage's 503, it says when to come back: the services start within a second or two
   const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } });
-  const listening = await listen({ fetch: (request) => (app ? app.fetch(request) : starting()) }, { host, port, token, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) });
+  const listening = await listen(
+    { fetch: (request) => (app ? app.fetch(request) : starting()) },
+    { host, port, token, headersTimeoutMs, requestTimeoutMs, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
+  );
   try {
     const opened = await openApp({ ...appOptions, database, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta) });
     try {
