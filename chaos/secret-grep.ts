@@ -25,11 +25,21 @@ export const MIN_FORM_LENGTH = 4;
 export const MIN_BASE64_LENGTH = 8;
 
 /**
+ * Pieces of a secret shorter than this are not searched alone: `Back` of `\Back\slash` is in every
+ * `callback` of a schema. The masker hides pieces from 4 characters; this grep cannot tell them from words.
+ */
+export const MIN_PIECE_LENGTH = 8;
+
+/**
  * Every form in which `secret` must not appear anywhere: as it is, upper- and lower-cased, and each
  * of those JSON-escaped (as JSON.stringify writes it, and with non-ASCII as `\uXXXX`), percent-encoded
  * (encodeURIComponent, form encoding, the WHATWG URL path and query encodings), HTML-escaped, and in
  * base64 and base64url — including inside the base64 of a longer text (`Basic base64(user:secret)`),
- * for each of the three byte alignments. Forms too short to be told apart from other text are left out.
+ * for each of the three byte alignments. And the pieces a URL parser cuts it into (at `/ \ ? # @ :`,
+ * after dropping tabs and newlines; MIN_PIECE_LENGTH or more), each as it is, upper- and lower-cased,
+ * JSON-escaped and percent-encoded, and as the host a URL makes of it (lower-cased, punycode): an error
+ * quoting `url.href` shows a secret in a host that way (issue 49). Forms too short to be told apart
+ * from other text are left out.
  *
  * @example secretVariants('tok"en').map((v) => v.form) // ['plain', 'plain:json', …, 'upper', …]
  */
@@ -65,7 +75,32 @@ export function secretVariants(secret: string): { form: string; text: string }[]
       add(`${name}:base64url@${offset}`, fragment.replace(/\+/g, '-').replace(/\//g, '_'), MIN_BASE64_LENGTH);
     }
   }
+  const pieces = secret.replace(/[\t\n\r]/g, '').split(/[/\\?#@:]/);
+  for (const [index, piece] of pieces.entries()) {
+    if (piece.length < MIN_PIECE_LENGTH) continue;
+    for (const [name, base] of [
+      ['plain', piece],
+      ['upper', piece.toUpperCase()],
+      ['lower', piece.toLowerCase()],
+    ] as const) {
+      add(`piece${index}:${name}`, base);
+      add(`piece${index}:${name}:json`, JSON.stringify(base).slice(1, -1));
+      add(`piece${index}:${name}:uri`, encodeURIComponent(base));
+      add(`piece${index}:${name}:url-path`, percentEncode(base, ' "#<>?`{}'));
+      add(`piece${index}:${name}:url-query`, percentEncode(base, ' "#<>\''));
+    }
+    add(`piece${index}:host`, urlHost(piece));
+  }
   return [...out].map(([text, form]) => ({ form, text }));
+}
+
+/** `piece` as the host of an http URL (lower-cased, percent-decoded, punycode), or '' when it cannot be one. */
+function urlHost(piece: string): string {
+  try {
+    return new URL(`http://${piece}/`).hostname;
+  } catch {
+    return '';
+  }
 }
 
 /**

@@ -149,3 +149,31 @@ describe('secretForms and masking of encoded secrets', () => {
     expect(maskText('say \\"hi\\"', ['x"'])).toBe('say \\"hi\\"');
   });
 });
+
+describe('masking what a URL parser makes of a secret', () => {
+  it('masks a secret that a URL cut into a lower-cased host and a percent-encoded path (issue 49)', () => {
+    const secret = 'sk_live_Q7x+9f/8e="7d c6';
+    for (const hidden of [secret, secret.toUpperCase()]) {
+      const url = new URL(`http://${hidden}.invalid/x`);
+      expect(url.hostname).toBe('sk_live_q7x+9f');
+      expect(maskText(`GET ${url.href} failed: cannot resolve ${url.hostname}`, [hidden])).toBe('GET http://***/***.invalid/x failed: cannot resolve ***');
+    }
+  });
+
+  it('masks a host the parser percent-decoded, put in punycode, or stripped of tabs and newlines', () => {
+    for (const secret of ['Ünïcødé-Tøken', 'tok%65n-value', 'tok\ten\nvalue']) {
+      const url = new URL(`https://${secret}/x`);
+      expect(maskText(`to ${url.hostname}: ${url.href}`, [secret]), secret).toBe('to ***: https://***/x');
+    }
+  });
+
+  it('masks each piece of a secret that is a whole URL, and not its scheme', () => {
+    const secret = 'https://Hooks.Example.com/services/T000/B000/XXXXXXXX';
+    expect(maskText(`POST ${new URL(secret).href} failed`, [secret])).toBe('POST https://***/***/***/***/*** failed');
+    expect(maskText('https and http are no secret', [secret])).toBe('https and http are no secret');
+  });
+
+  it('masks no piece shorter than 4 characters on its own', () => {
+    expect(maskText('a/b and ab/cd in text', ['ab/cd/abcdef'])).toBe('a/b and ab/cd in text');
+  });
+});

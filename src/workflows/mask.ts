@@ -45,8 +45,10 @@ const MIN_BASE64_LENGTH = 6;
  * parser's path and query encodings, as in an error message quoting a URL), HTML-escaped, and base64
  * (standard and URL-safe) — including inside the base64 of a longer text, such as
  * `Basic base64(user:secret)`: for each of the three byte alignments the secret can start at, the
- * characters determined by its bytes alone. Forms equal to the secret are left out, and forms too
- * short to be told apart from ordinary text (see MIN_FORM_LENGTH, MIN_BASE64_LENGTH).
+ * characters determined by its bytes alone. And the pieces a URL parser makes of it (see `urlForms`),
+ * so that an error quoting a URL whose host a secret is part of (`url.href`, `url.hostname`) hides it.
+ * Forms equal to the secret are left out, and forms too short to be told apart from ordinary text
+ * (see MIN_FORM_LENGTH, MIN_BASE64_LENGTH).
  *
  * @example secretForms('a b"c') // ['a b"c', 'a b\\"c', 'a%20b%22c', 'a+b%22c', 'a b&quot;c', 'YSBiImM', …]
  */
@@ -72,7 +74,7 @@ export function secretForms(secret: string): string[] {
     const fragment = base64Fragment(bytes, offset);
     return [fragment, fragment.replace(/\+/g, '-').replace(/\//g, '_')];
   });
-  const all = [secret, ...encoded, ...base64.filter((form) => form.length >= MIN_BASE64_LENGTH)];
+  const all = [secret, ...encoded, ...urlForms(secret).filter((form) => form.length >= MIN_FORM_LENGTH), ...base64.filter((form) => form.length >= MIN_BASE64_LENGTH)];
   const out = [...new Set(all)];
   if (forms.size >= FORMS_CACHE_SIZE) forms.delete(forms.keys().next().value!);
   forms.set(secret, out);
@@ -87,6 +89,39 @@ const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '
 // The WHATWG URL standard's percent-encode sets (C0 controls, and bytes over 0x7E, are always encoded).
 const PATH_SET = new Set(' "#<>?`{}');
 const QUERY_SET = new Set(' "#<>\'');
+const USERINFO_SET = new Set([...PATH_SET, ...'/:;=@[\\]^|']);
+/** Where the WHATWG URL parser cuts a URL of an http(s) scheme: the host ends at `/ \ ? #`, userinfo ends at `@`, a port starts at `:`. */
+const URL_DELIMITERS = /[/\\?#@:]/;
+
+/**
+ * What a URL parser makes of `secret` when a template puts it in a URL: it drops tabs and newlines,
+ * cuts the URL at `/ \ ? # @ :`, and of each piece lower-cases, percent-decodes and punycodes a host
+ * (`SK_Q7/8E` in `http://SK_Q7/8E.x` becomes host `sk_q7`) and percent-encodes a path, query or
+ * userinfo. Each piece of MIN_FORM_LENGTH or more is masked in those forms: a piece of a secret is
+ * masked like a derived string. The scheme of a secret that is a whole URL is no piece of it.
+ */
+function urlForms(secret: string): string[] {
+  const kept = secret.replace(/[\t\n\r]/g, '');
+  const pieces = kept.split(URL_DELIMITERS);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(kept)) pieces.shift();
+  const whole = [kept, kept.toLowerCase()];
+  return whole.concat(
+    pieces.flatMap((piece) => {
+      if (piece.length < MIN_FORM_LENGTH) return [];
+      const bytes = Buffer.from(piece, 'utf8');
+      return [piece, piece.toLowerCase(), hostForm(piece), percentEncode(bytes, PATH_SET), percentEncode(bytes, QUERY_SET), percentEncode(bytes, USERINFO_SET)];
+    }),
+  );
+}
+
+/** `piece` as the host of an http URL (lower-cased, percent-decoded, IDNA), or '' when it cannot be one. */
+function hostForm(piece: string): string {
+  try {
+    return new URL(`http://${piece}/`).hostname;
+  } catch {
+    return '';
+  }
+}
 
 function percentEncode(bytes: Buffer, set: Set<string>): string {
   let out = '';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
 import { secretReferences, stepReferences, templateProblems, usesRoot } from './template/parse.js';
+import { secretInAuthority } from './template/url.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
 export const retrySchema = z
@@ -308,13 +309,15 @@ function checkState(definition: Definition, state: string | undefined, path: str
 /**
  * What is wrong with an `http_request` URL that can be told before it runs: a literal URL must be
  * absolute http(s) without credentials; a templated one (`https://{{trigger.host}}/x`) is checked at
- * run time, but a scheme written before its first `{{` must still be http or https.
+ * run time, but a scheme written before its first `{{` must still be http or https, and no secret may be in its host part.
  */
 function urlProblem(url: string): string | null {
   const open = url.indexOf('{{');
   if (open !== -1) {
     const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
-    return scheme === undefined || /^https?$/i.test(scheme) ? null : `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+    if (scheme !== undefined && !/^https?$/i.test(scheme)) return `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+    const secret = secretInAuthority(url);
+    return secret === null ? null : `${secret} is in the host part (userinfo, host or port), where a URL parser lower-cases and cuts it into pieces no masking recognises, and sends it to DNS: put a secret in a header, the path or the query`;
   }
   let parsed: URL;
   try {

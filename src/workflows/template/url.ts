@@ -1,0 +1,46 @@
+import { type Expression, parseTemplate } from './parse.js';
+
+/**
+ * The first `{{secrets.…}}` expression that a URL template puts in its authority (userinfo, host or
+ * port), or null. There a secret cannot be kept: the URL parser lower-cases the host, cuts it at `/`,
+ * `?`, `#`, `@` and `:`, punycodes and percent-decodes it, so error messages quote pieces no masking
+ * can know (issue 49, defect 9), and the resolver is sent the host before any request is made.
+ *
+ * The authority is known only when the template starts with a literal scheme (`https://`, or `https:`
+ * with any slashes, as the parser reads an http(s) URL); it ends at the first literal `/ \ ? #`. An
+ * expression before it (`{{trigger.h}}{{secrets.k}}`) may end it too, so the one after still counts.
+ * A URL that is one expression (`{{secrets.webhook_url}}`) is not judged: its pieces are masked.
+ * Templates with errors give null (templateProblems reports them).
+ *
+ * @example secretInAuthority('http://{{secrets.x | upper}}.invalid/x') // '{{secrets.x | upper}}'
+ * @example secretInAuthority('https://api.example.com/{{secrets.x}}') // null
+ */
+export function secretInAuthority(url: string): string | null {
+  let parts: (string | Expression)[];
+  try {
+    parts = parseTemplate(url);
+  } catch {
+    return null;
+  }
+  const [first, ...rest] = parts;
+  if (typeof first !== 'string') return null;
+  // the parser drops tabs and newlines anywhere, and leading C0 controls and spaces
+  const head = first.replace(/[\t\n\r]/g, '');
+  let from = 0;
+  while (from < head.length && head.charCodeAt(from) <= 0x20) from += 1;
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*/.exec(head.slice(from));
+  if (scheme === null || ends(head.slice(from + scheme[0].length))) return null;
+  for (const part of rest) {
+    if (typeof part === 'string') {
+      if (ends(part)) return null;
+    } else if (part.root === 'secrets') {
+      return `{{${part.source}}}`;
+    }
+  }
+  return null;
+}
+
+/** Whether literal text ends the authority of an http(s) URL. */
+function ends(text: string): boolean {
+  return /[/\\?#]/.test(text);
+}
