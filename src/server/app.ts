@@ -12,6 +12,7 @@ import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
 import { openapi } from './openapi.js';
+import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.js';
 import type { Metrics } from '../observe/metrics.js';
 import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
@@ -38,6 +39,11 @@ export interface AppOptions {
   ledger?: AgentLedger;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * Origins besides the server's own whose pages may change state (and, without a token, names
+   * the server answers to besides loopback ones): see `checkSameOrigin`. Validated origins only.
+   */
+  allowedOrigins?: readonly string[];
   version?: string;
   /** The built dashboard served at `/ui` (default: `dist/ui` when built; null: none). */
   uiDir?: string | null;
@@ -81,6 +87,9 @@ export function createApp(options: AppOptions): Hono {
     }
     return c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404);
   });
+  // without a token, only a web page's origin tells a browser's request from a local process's; a
+  // token authenticates every request but /healthz and /callbacks, and no page of another origin has it
+  if (options.token === undefined) app.use('*', sameOrigin(options.allowedOrigins ?? []));
   // a read of the journal's head (one index probe), not status(): its counts grow with history and health checks poll
   app.get('/healthz', async (c) => (await options.engine.journal.head(), c.json({ status: 'ok', store: options.engine.store.dialect })));
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
@@ -106,7 +115,8 @@ export function mount(app: Hono, routes: Route[]): Hono {
 async function serve(r: Route, c: Context): Promise<Response> {
   const params = c.req.param() as Record<string, string>;
   for (const [name, value] of Object.entries(params)) checkText(name, value);
-  const body = r.body ? parse(r.body, await readJson(c.req.raw), '') : undefined;
+  // a callback's sender is another service, which may label its JSON as it likes: its URL's token is the check
+  const body = r.body ? parse(r.body, await readJson(c.req.raw, { anyType: isCallback(c.req.path) }), '') : undefined;
   const query = r.query ? parse(r.query, checkedQuery(new URL(c.req.url).searchParams), 'query') : {};
   // made when a handler reads them: most do not, and each is a web object built from the Node request
   const request = {
@@ -149,11 +159,22 @@ function allowedMethods(routes: Array<Pick<Route, 'method' | 'path'>>): (path: s
   };
 }
 
+/** A callback URL carries its own unguessable token: the service that POSTs to it has no bearer token, and no page knows the URL. */
+const isCallback = (path: string) => path.startsWith('/callbacks/');
+
+function sameOrigin(allowedOrigins: readonly string[]) {
+  return async (c: Context, next: () => Promise<void>) => {
+    const source = sourceOf(c.req.raw);
+    checkHost(source.host, allowedOrigins);
+    if (STATE_CHANGING.has(c.req.method) && !isCallback(c.req.path)) checkSameOrigin(source, allowedOrigins, c.req.method);
+    return next();
+  };
+}
+
 function bearer(token: string) {
   const expected = Buffer.from(`Bearer ${token}`);
   return async (c: Context, next: () => Promise<void>) => {
-    // a callback URL carries its own unguessable token: the service that POSTs to it has no bearer token
-    if (c.req.path === '/healthz' || c.req.path.startsWith('/callbacks/')) return next();
+    if (c.req.path === '/healthz' || isCallback(c.req.path)) return next();
     const given = Buffer.from(c.req.header('authorization') ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)');
     return next();

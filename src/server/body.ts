@@ -17,8 +17,12 @@ export const MAX_BODY_DEPTH = 64;
  * A body nested deeper than `MAX_BODY_DEPTH`, or with U+0000 or an unpaired surrogate in a string
  * or key, is a ValidationError (400) naming the field, before any code that recurses sees it
  * (V8's JSON.parse does not recurse: half a million levels parse fine).
+ * A non-empty body must be declared JSON (`Content-Type: application/json` or `application/*+json`),
+ * else 415, unless `anyType`: the types a page of another origin can send without asking first
+ * (text/plain, forms) are the ones refused, so a web page cannot post JSON to the API.
  */
-export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promise<unknown> {
+export async function readJson(request: Request, options: { limit?: number; anyType?: boolean } = {}): Promise<unknown> {
+  const limit = options.limit ?? MAX_BODY_BYTES;
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > limit) throw tooLarge(`is ${formatBytes(declared)}`, limit);
   // with a declared length, the HTTP parser ends the body there: read it at once (under
@@ -26,6 +30,7 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promis
   // chunks, counting
   const text = Number.isFinite(declared) ? await request.text() : await readCapped(request, limit);
   if (text.trim() === '') return undefined;
+  if (!options.anyType) checkJsonType(request.headers.get('content-type'));
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -34,6 +39,15 @@ export async function readJson(request: Request, limit = MAX_BODY_BYTES): Promis
   }
   checkBody(value);
   return value;
+}
+
+const JSON_TYPE = /^application\/([\w.!#$&^+-]+\+)?json$/;
+
+/** `application/json` or `application/*+json`, with parameters (`; charset=utf-8`) or without. */
+function checkJsonType(header: string | null): void {
+  const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
+  if (JSON_TYPE.test(type)) return;
+  throw new HttpError(415, 'unsupported_media_type', `content-type: ${header === null ? 'missing' : `'${header}' is not JSON`}; a request body is accepted as application/json (or application/*+json, with parameters such as charset)`);
 }
 
 async function readCapped(request: Request, limit: number): Promise<string> {

@@ -8,6 +8,7 @@ import { checkChannelId, type Message } from '../chat/message.js';
 import type { ReplyDelta } from '../chat/reply.js';
 import { ValidationError } from '../errors.js';
 import { errorResponse, HttpError } from './errors.js';
+import { checkUpgrade } from './origin.js';
 
 const PATH = /^\/channels\/([^/]+)\/ws$/;
 
@@ -15,6 +16,8 @@ export interface SocketOptions {
   channels: Channels;
   feed: ChannelFeed;
   token?: string | undefined;
+  /** Without a token: origins besides the server's own whose pages may open a socket (see `checkUpgrade`). */
+  allowedOrigins?: readonly string[] | undefined;
   /** Sending to a client pauses while its unsent frames pass this; default 1 MiB. */
   maxBufferedBytes?: number;
   /** A client that stays paused this long is cut off (close 1013) and reconnects with `after`; default 10 s. */
@@ -51,6 +54,7 @@ export class ChannelSockets {
     }
     try {
       if (this.options.token !== undefined) authorize(request, url, this.options.token);
+      else checkUpgrade(request, this.options.allowedOrigins ?? []);
       const channelId = checkChannelId(decodePathSegment('channel_id', match[1]!));
       const after = Number(url.searchParams.get('after') ?? 0);
       if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
