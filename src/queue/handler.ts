@@ -1,4 +1,6 @@
 import type { Backoff } from '../backoff.js';
+import { TerminalError } from '../errors.js';
+import { checkJson } from '../json.js';
 import type { EngineEvents } from '../observe/events.js';
 import type { Task } from '../storage/store.js';
 
@@ -42,4 +44,13 @@ export interface WorkOptions {
   onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
   /** Where claims, retries, dead letters and lost leases are reported (the engine passes its own). */
   events?: EngineEvents;
+}
+
+/** A result too big or not JSON fails its attempt for good: another try would return the same. */
+export function checkResult(result: unknown, maxBytes: number): void {
+  try {
+    checkJson('result', result, maxBytes);
+  } catch (error) {
+    throw new TerminalError((error as Error).message);
+  }
 }

@@ -76,3 +76,49 @@ describe.each(backends)('a worker when the database goes away on $name', (backen
     expect(attempts).toEqual([1, 2, 3]);
   });
 });
+
+describe.each(backends)('the place of a failed task on $name', (backend) => {
+  let engine: Engine | undefined;
+  afterEach(() => engine?.close());
+
+  /**
+   * Runs task `first` once, which enqueues four newer tasks and then fails by `failing`; returns the order the
+   * handler saw them in. One slot, nothing prefetched: the order is the claims'. A backoff of a second: a task
+   * that backs off comes after the newer ones, which take milliseconds.
+   */
+  const order = async (failing: (store: Store & { down: boolean }) => Error) => {
+    const database = await backend.create();
+    const store = outageStore(await openStore(database));
+    engine = new Engine(resolveConfig({ database, leaseMs: LEASE_MS, pollMs: 100 }), store);
+    const e = engine;
+    await e.queue.enqueue('jobs', { name: 'first' });
+    const seen: string[] = [];
+    const backoff = { baseMs: 1000, factor: 1, maxMs: 1000, jitter: 0 };
+    e.work(
+      'jobs',
+      async ({ name }: { name: string }) => {
+        seen.push(name);
+        if (name !== 'first' || seen.length > 1) return null;
+        for (let n = 0; n < 4; n++) await e.queue.enqueue('jobs', { name: `newer-${n}` });
+        throw failing(store);
+      },
+      { concurrency: 1, prefetch: 0, backoff },
+    );
+    await eventually(async () => seen.length === 6, 5000);
+    return seen;
+  };
+
+  it('goes back in its old place, ahead of newer tasks, when the database cut its attempt short', async () => {
+    const seen = await order((store) => {
+      store.down = true;
+      setTimeout(() => (store.down = false), 300);
+      return refused();
+    });
+    expect(seen).toEqual(['first', 'first', 'newer-0', 'newer-1', 'newer-2', 'newer-3']);
+  });
+
+  it('backs off behind newer tasks when it failed on its own', async () => {
+    const seen = await order(() => new Error('the handler failed on its own'));
+    expect(seen).toEqual(['first', 'newer-0', 'newer-1', 'newer-2', 'newer-3', 'first']);
+  });
+});

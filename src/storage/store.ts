@@ -141,8 +141,11 @@ export interface Store {
    * released; a lease no longer held releases nothing.
    */
   taskRelease(p: { leases: Lease[] }): Promise<string[]>;
-  /** Fails an attempt: back to ready after `retryDelayMs`, or dead when it is null. Throws `LeaseLostError`. */
-  taskFail(p: Lease & { error: string; retryDelayMs: number | null }): Promise<Task>;
+  /**
+   * Fails an attempt: back to ready after `retryDelayMs`, or dead when it is null. Throws `LeaseLostError`.
+   * `keepPlace`: the database cut the attempt short, not the task: ready again at its own run-at, ahead of tasks due after it.
+   */
+  taskFail(p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean }): Promise<Task>;
   /** Ends expired leases: the task is ready again, or dead when its attempts are used up. */
   taskExpire(p: { limit: number }): Promise<Task[]>;
   taskGet(p: { id: string }): Promise<Task>;

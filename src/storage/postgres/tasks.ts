@@ -231,13 +231,13 @@ const FAIL = prepared(
   returning(`${NOW},
   u AS (
     UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
-      run_at = CASE WHEN $1::bigint IS NULL THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
+      run_at = CASE WHEN $1::bigint IS NULL OR $5::boolean THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
       last_error = $2, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
     WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
 );
 
-export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs: number | null }): Promise<Task> {
-  const [row] = await db.rows<TaskRow>(FAIL, [p.retryDelayMs, p.error, p.id, p.leaseToken]);
+export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean }): Promise<Task> {
+  const [row] = await db.rows<TaskRow>(FAIL, [p.retryDelayMs, p.error, p.id, p.leaseToken, p.keepPlace === true]);
   if (!row) {
     await taskGet(db, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);

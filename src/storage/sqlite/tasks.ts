@@ -198,15 +198,15 @@ export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }):
   return p.leases.flatMap((l) => (release.get(now, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? []);
 }
 
-export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null }): Task {
+export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean }): Task {
   const row = s
     .get(
       `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
-       run_at = CASE WHEN @delay IS NULL THEN run_at ELSE @now + @delay END,
+       run_at = CASE WHEN @delay IS NULL OR @keep THEN run_at ELSE @now + @delay END,
        last_error = @error, lease_token = NULL, lease_expires_at = NULL, updated_at = @now
      WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
     )
-    .get({ delay: p.retryDelayMs, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
+    .get({ delay: p.retryDelayMs, keep: p.keepPlace === true ? 1 : 0, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
   if (!row) {
     taskGet(s, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
