@@ -13,6 +13,8 @@ import { TERMINAL_RUN_EVENTS } from './events.js';
 export const PAGE = 100;
 /** Runs a filtered listing examines per call. */
 const SCAN_RUNS = 1_000;
+/** A generated run id (`run_01J…`, `ex_01J…`): a place in the listing even once retention deleted its run. */
+const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 /** How often a waiter looks without a wake-up (one lost, a PostgreSQL reconnect gap, or SQLite written by another process). */
 export const FALLBACK_MS = 5_000;
 const ENDS = new Set<string>(TERMINAL_RUN_EVENTS);
@@ -83,8 +85,13 @@ export interface RunPage {
 /**
  * Runs in descending id order. Filters are applied to at most SCAN_RUNS runs per call, so a page
  * can hold fewer than `limit` runs (even none) while `last_key` is set: keep paging until it is null.
+ * A `last_key` is a generated run id or the id of a run that exists (ids can be chosen: `'garbage'`
+ * could be one); anything else is a ValidationError, not a page that silently starts somewhere.
  */
 export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
+  if (q.last_key !== undefined && !GENERATED_ID.test(q.last_key) && !(await readRunView(store, q.last_key))) {
+    throw new ValidationError('last_key', `'${q.last_key}' is not the last_key of a previous page (the id of a run)`);
+  }
   const size = q.filter ? 200 : q.limit + 1;
   const runs: RunView[] = [];
   const page = (last_key: string | null) => ({ runs, count: runs.length, last_key });

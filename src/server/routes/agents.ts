@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentLedger } from '../../agents/ledger.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
 import { route, type Route } from '../route.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
@@ -100,11 +101,30 @@ const toolCall = z.object({
 const checkpoint = z.object({ id: z.string(), run_id: z.string(), node: z.string(), seq: z.int(), state: z.unknown(), created_at: time });
 
 const page = { limit: z.coerce.number().int().min(1).max(500).default(50), cursor: z.string().min(1).max(200).optional() };
+// tool call ids are always generated, so a cursor of another shape is no place in the list
+const approvalsPage = {
+  ...page,
+  cursor: z
+    .string()
+    .regex(/^tc_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be the next_cursor of a previous page (tc_ and 26 characters)')
+    .optional(),
+};
+const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 const decisionBody = z.object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() }).strict();
 const decided = z.object({ tool_call: toolCall, duplicate: z.boolean() });
 
 /** The agent run ledger: intake of inbound events, runs with their steps, tool calls and checkpoints, and approvals. */
 export function agentRoutes(ledger: AgentLedger): Route[] {
+  // a run's id may be chosen (a session id), so a cursor is a generated id or that of a run that exists
+  const checkRunCursor = async (cursor: string | undefined): Promise<void> => {
+    if (cursor === undefined || GENERATED_ID.test(cursor)) return;
+    try {
+      await ledger.run(cursor);
+    } catch (error) {
+      if (error instanceof NotFoundError) throw new ValidationError('cursor', `'${cursor}' is not the next_cursor of a previous page (the id of an agent run)`);
+      throw error;
+    }
+  };
   const decide = (decision: 'approved' | 'rejected') =>
     route({
       method: 'post',
@@ -152,6 +172,7 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
       errors: [400],
       handle: async ({ query }) => {
+        await checkRunCursor(query.cursor);
         const { items, next_cursor } = await ledger.runs(query);
         return { runs: items, next_cursor };
       },
@@ -176,6 +197,7 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
       errors: [400],
       handle: async ({ params, query }) => {
+        await checkRunCursor(query.cursor);
         const { items, next_cursor } = await ledger.runs({ ...query, conversation_id: params.id!, order: 'asc' });
         return { runs: items, next_cursor };
       },
@@ -185,7 +207,7 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       path: '/agent/approvals',
       tag: 'agents',
       summary: 'Tool calls by approval status (default pending: waiting for a person), oldest first',
-      query: z.object({ status: approvalStatus.default('pending'), ...page }).strict(),
+      query: z.object({ status: approvalStatus.default('pending'), ...approvalsPage }).strict(),
       status: 200,
       response: z.object({ tool_calls: z.array(toolCall), next_cursor: z.string().nullable() }),
       errors: [400],

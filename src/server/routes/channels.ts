@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Channels } from '../../chat/channels.js';
-import { ROLES, CONTENT_TYPES } from '../../chat/message.js';
+import { ROLES, CONTENT_TYPES, checkChannelId } from '../../chat/message.js';
 import type { Engine } from '../../engine.js';
-import { NotFoundError } from '../../errors.js';
+import { NotFoundError, ValidationError } from '../../errors.js';
 import type { ParkedEvent } from '../../storage/store.js';
 import { route } from '../route.js';
 
@@ -74,7 +74,14 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       summary: 'Channels with their last seq and message count',
       query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), after: z.string().optional() }).strict(),
       status: 200,
-      handle: ({ query }) => channels.list(query),
+      errors: [400],
+      handle: async ({ query }) => {
+        // channel ids are chosen: any well-formed one is a place in the list, so the channel must exist
+        if (query.after !== undefined && !(await channels.channel(checkChannelId(query.after, 'after')))) {
+          throw new ValidationError('after', `'${query.after}' is not the next_cursor of a previous page (the id of a channel)`);
+        }
+        return channels.list(query);
+      },
     }),
     route({
       method: 'get',

@@ -29,7 +29,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       path: '/tasks',
       tag: 'tasks',
       summary: 'Tasks of every queue (or one), in id order; `state` keeps one state',
-      query: z.object({ queue: z.string().max(200).optional(), state: z.enum(TASK_STATES).optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: z.string().max(200).optional() }).strict(),
+      query: z.object({ queue: z.string().max(200).optional(), state: z.enum(TASK_STATES).optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: lastKey('task') }).strict(),
       status: 200,
       response: z.object({ tasks: z.array(deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() })), count: z.int(), last_key: z.string().nullable() }),
       errors: [400],
