@@ -42,10 +42,15 @@ export class ChannelSockets {
 
   constructor(private readonly options: SocketOptions) {
     this.pinger = setInterval(() => this.ping(), options.pingMs ?? 30_000).unref();
+    // with noServer nothing emits it today; an 'error' nobody listens to would end the process
+    this.server.on('error', () => {});
   }
 
   /** The `upgrade` handler of the HTTP server. */
   readonly upgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node's HTTP server drops its own error listener when it hands the socket over: a client that
+    // resets while we answer (a refusal, the 101) would otherwise throw ECONNRESET out of the process
+    socket.on('error', () => socket.destroy());
     const url = new URL(request.url ?? '/', 'http://local');
     const match = PATH.exec(url.pathname);
     if (!match) {
@@ -113,7 +118,10 @@ export class ChannelSockets {
     const following = this.options.feed.follow(channelId, after, send);
     // one at a time, in the order sent: two messages typed quickly keep their order in the channel
     let posting = Promise.resolve();
-    ws.on('message', (data) => void (posting = posting.then(() => this.post(ws, channelId, data.toString()))));
+    ws.on('message', (data) => void (posting = posting.then(() => this.post(ws, channelId, data.toString())).catch(() => ws.close(1011, 'the post failed'))));
+    // a frame that breaks RFC 6455 (too big, bad opcode, unmasked, bad UTF-8 …): `ws` has already sent
+    // the close frame with its code (1009, 1002, 1007); the peer gets a second to read it, then is cut off
+    ws.on('error', () => setTimeout(() => ws.terminate(), 1_000).unref());
     ws.on('close', () => {
       if (drain) clearInterval(drain);
       following.stop();
