@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workflow } from '../runtime/workflow.js';
 import { createSqlitePath } from '../testing/databases.js';
+import { postHead, slowClient } from '../testing/slow-client.js';
 import { watch } from '../testing/socket.js';
 import { listen } from './listen.js';
 import { startServer, type Server } from './start.js';
@@ -19,34 +20,6 @@ const gated = workflow('gated', async (ctx) => {
 const BOUND_MS = 1_000;
 /** The bound, plus Node's check every second, plus slack for a busy machine. */
 const CUT_WITHIN_MS = BOUND_MS + 1_000 + 1_000;
-
-/**
- * A raw client: sends `head` at once, then `drip` one byte a second, like a slow attacker. Resolves
- * with what the server answered and when it closed the connection; gives up after `giveUpMs`.
- */
-function slowClient(url: string, head: string, drip: string, giveUpMs = 8_000): Promise<{ answer: string; closedAfterMs: number | null }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const socket = connect({ host: hostname, port: Number(port) });
-    let answer = '';
-    let sent = 0;
-    const timer = setInterval(() => sent < drip.length && !socket.destroyed && socket.write(drip[sent++]!), 1_000);
-    const giveUp = setTimeout(() => finish(null), giveUpMs);
-    function finish(closedAfterMs: number | null) {
-      clearInterval(timer);
-      clearTimeout(giveUp);
-      socket.destroy();
-      resolve({ answer, closedAfterMs });
-    }
-    socket.on('data', (chunk) => (answer += chunk));
-    socket.on('error', () => undefined);
-    socket.on('close', () => finish(Date.now() - started));
-    socket.write(head);
-  });
-}
-
-const postHead = (url: string, path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('request timeouts: a slow client is cut off, a long answer is not', () => {
   let server: Server;
