@@ -30,6 +30,13 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'RUNLEDGER_REQUEST_TIMEOUT_MS', used: 'serve', default: '30000', doc: 'How long a client may take to send a whole request, body included (at least the headers timeout). SSE streams, long-polls and WebSockets may answer for longer.' },
   { env: 'RUNLEDGER_TOKEN', flag: '--token (API commands)', used: 'serve, API commands', default: '(none)', doc: 'Bearer token every route but `/healthz` requires (`/metrics` too). Required to listen on an address other than loopback.' },
   { env: 'RUNLEDGER_URL', flag: '--url', used: 'API commands', default: 'http://127.0.0.1:8080', doc: 'The server the API commands talk to.' },
+  {
+    env: 'RUNLEDGER_PUBLIC_URL',
+    flag: '--public-url (serve, worker)',
+    used: 'serve, worker, doctor',
+    default: 'serve on a loopback or specific host: its own URL; otherwise (none)',
+    doc: "The address other machines reach the API at, path prefix included (`https://runledger.example.com/api`): every `wait_for_callback` URL and HTTP agent `report_url` is `<this>/callbacks/…` or `<this>/sessions/…/report`. With several servers and workers, the load balancer's URL. Without it, a worker or `serve --host 0.0.0.0` has no URL to hand out and such a step fails naming this setting. An absolute http(s) URL with no query or fragment.",
+  },
   { env: 'RUNLEDGER_SECRET_KEY', used: 'serve, worker, doctor', default: '(key file)', doc: 'The 32-byte key secrets are encrypted with: 64 hex characters or base64. Without it, `<data dir>/secret.key` is used (created on first start, mode 0600).' },
   { env: 'RUNLEDGER_DATA_DIR', used: 'serve, worker, doctor', default: "the SQLite file's folder, else the working directory", doc: 'Where the secret key file lives.' },
   { env: 'RUNLEDGER_HTTP_ALLOW', used: 'serve, worker', default: '(none)', doc: 'Comma-separated hosts and CIDRs that `http_request` steps and HTTP agents may reach although the SSRF guard refuses private addresses.' },

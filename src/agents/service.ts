@@ -3,6 +3,7 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
+import { publicUrlFor } from '../public-url.js';
 import { runStream } from '../runtime/history.js';
 import { hashedId } from '../runtime/keyed.js';
 import { currentStatus, readRunView } from '../runtime/view.js';
@@ -24,7 +25,7 @@ export interface SessionsOptions {
   agents: Agent[];
   /** Hosts and CIDRs HTTP agents may be reached at although the SSRF guard refuses them (`127.0.0.1`, `10.0.0.0/8`). */
   allow?: string[];
-  /** Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report`. Default: that path alone, relative. */
+  /** Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report` (the public URL). Without it, invoking an HTTP agent fails naming RUNLEDGER_PUBLIC_URL. */
   reportBaseUrl?: string;
   /** The tools ledger agents call (`defineTool`); the sample agent's are added unless one of them has their name. */
   tools?: Tool[];
@@ -233,13 +234,13 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
     givenTools.add(tool.name);
     tools.set(tool.name, tool);
   });
-  const base = (options.reportBaseUrl ?? '').replace(/\/+$/, '');
+  const base = options.reportBaseUrl?.replace(/\/+$/, '');
   const workflow = sessionWorkflow({
     store: engine.store,
     journal: engine.journal,
     agents,
     allow: options.allow ?? [],
-    reportUrl: (id) => `${base}/sessions/${encodeURIComponent(id)}/report`,
+    reportUrl: (id) => publicUrlFor(base, `/sessions/${encodeURIComponent(id)}/report`, `the report_url of session ${id}`),
     tools,
     maxPayloadBytes: engine.config.maxPayloadBytes,
   });

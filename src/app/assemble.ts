@@ -32,8 +32,8 @@ export interface AssembleOptions {
   defaultAgent?: string;
   /** Code workflows rules and schedules may name; also registered with the engine. */
   codeWorkflows?: Workflow[];
-  /** Where HTTP agents report back: this server's URL. */
-  reportBaseUrl?: string;
+  /** The base of the URLs handed to services (`wait_for_callback` URLs, HTTP agents' `report_url`); without it, a step that needs one fails naming RUNLEDGER_PUBLIC_URL. */
+  publicUrl?: string;
   /** Deletes finished records by these ages, continuously, when this process runs workers (RUNLEDGER_RETENTION). */
   retention?: RetentionPolicy;
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
@@ -70,11 +70,11 @@ export const MANUAL_AGENT_RULE = {
  */
 export async function assemble(engine: Engine, options: AssembleOptions): Promise<App> {
   const { logger } = options;
-  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.reportBaseUrl ? { callbackBaseUrl: options.reportBaseUrl } : {}) });
+  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.publicUrl ? { callbackBaseUrl: options.publicUrl } : {}) });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
   engine.retention.register(chatRetention());
-  const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.reportBaseUrl ? { reportBaseUrl: options.reportBaseUrl } : {}) });
+  const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.publicUrl ? { reportBaseUrl: options.publicUrl } : {}) });
   const ledger = new AgentLedger(engine, agentSessions, { defaultAgent: options.defaultAgent ?? 'sample-agent' });
   const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
   // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them

@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from '../observe/metrics.js';
 import type { Tracer } from '../observe/trace.js';
 import type { RetentionPolicy } from '../retention/policy.js';
 import type { Workflow } from '../runtime/workflow.js';
+import { handedOutBase } from '../public-url.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { assemble, type App } from './assemble.js';
 
@@ -35,8 +36,14 @@ export interface OpenAppOptions extends RunledgerOptions {
   retention?: RetentionPolicy;
   /** Spans for requests, runs and steps (`startTracing`); the caller closes it after the app. */
   tracer?: Tracer | null;
-  /** Where HTTP agents report back: the server's URL. */
-  reportBaseUrl?: string;
+  /**
+   * The address other machines reach the API at (RUNLEDGER_PUBLIC_URL, `--public-url`): every
+   * `wait_for_callback` URL and HTTP agent `report_url` starts with it. Checked here (absolute
+   * http(s), no query or fragment).
+   */
+  publicUrl?: string | undefined;
+  /** The server's own listening URL (set by `startServer`): handed out when no `publicUrl` is set, unless it is a wildcard address. */
+  listeningUrl?: string;
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;
 }
@@ -66,7 +73,9 @@ export function dataDirFor(database: string): string {
  * await app.close();
  */
 export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
-  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, reportBaseUrl, onDelta, ...engineOptions } = options;
+  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, publicUrl, listeningUrl, onDelta, ...engineOptions } = options;
+  // checked before anything opens: a bad setting is named at start, not at the first callback step
+  const handedOut = handedOutBase({ publicUrl, listeningUrl });
   const database = engineOptions.database ?? 'runledger.db';
   const key = Buffer.isBuffer(secretKey) ? secretKey : await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
@@ -80,7 +89,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
         logger,
         chatProvider,
         workers,
-        ...(reportBaseUrl ? { reportBaseUrl } : {}),
+        ...(handedOut ? { publicUrl: handedOut } : {}),
         ...(onDelta ? { onDelta } : {}),
         ...(retention ? { retention } : {}),
         ...(agents ? { agents } : {}),

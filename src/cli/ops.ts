@@ -25,7 +25,8 @@ export function opsCommands(program: Command, print: (line: string) => void, dat
       const location = database(options.database);
       const dataDir = envValue(process.env, 'RUNLEDGER_DATA_DIR') ?? dataDirFor(location);
       const secretKey = envValue(process.env, 'RUNLEDGER_SECRET_KEY');
-      const report = await doctor({ database: location, dataDir, sampleMs: Number(options.sample), ...(secretKey !== undefined ? { secretKey } : {}) });
+      const publicUrl = envValue(process.env, 'RUNLEDGER_PUBLIC_URL');
+      const report = await doctor({ database: location, dataDir, sampleMs: Number(options.sample), ...(secretKey !== undefined ? { secretKey } : {}), ...(publicUrl !== undefined ? { publicUrl } : {}) });
       print(options.json ? JSON.stringify(report, null, 2) : formatReport(report));
       if (!report.ok) process.exitCode = 1;
     });

@@ -9,6 +9,7 @@ import { startTracing } from '../observe/otel.js';
 import { parseRetention } from '../retention/policy.js';
 import { envValue } from '../settings.js';
 import { ValidationError } from '../errors.js';
+import { checkPublicUrl } from '../public-url.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { startServer } from '../server/start.js';
 import { dataDirFor, openApp } from '../app/open.js';
@@ -30,6 +31,7 @@ function serverEnv() {
   return {
     token: env('RUNLEDGER_TOKEN'),
     secretKey: env('RUNLEDGER_SECRET_KEY'),
+    publicUrl: env('RUNLEDGER_PUBLIC_URL'),
     allow: parseAllowlist(env('RUNLEDGER_HTTP_ALLOW')),
     ...(dataDir ? { dataDir } : {}),
     ...(leaseMs ? { leaseMs: whole('RUNLEDGER_LEASE_MS', leaseMs) } : {}),
@@ -67,6 +69,7 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
     .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
+    .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the load balancer's (default: $RUNLEDGER_PUBLIC_URL, else this server's own on a loopback or specific host)")
     .action(async (options) => {
       const port = whole('--port', options.port ?? envValue(process.env, 'PORT') ?? '8080', 0, 65_535);
       const location = databaseOf(options);
@@ -86,6 +89,7 @@ export function serverCommands(program: Command, out: Output): void {
         logger: log(),
         ...(tracer ? { tracer } : {}),
         ...env,
+        ...publicUrlFlag(options.publicUrl),
         ...agents,
         ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
       });
@@ -113,6 +117,7 @@ export function serverCommands(program: Command, out: Output): void {
     .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
     .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
     .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the API's load balancer (default: $RUNLEDGER_PUBLIC_URL; without it such steps fail)")
     .action(async (options) => {
       const workflows = options.workflows ? await workflowsOf(options.workflows) : [];
       const agents = options.agents ? await loadAgents(options.agents) : {};
@@ -120,13 +125,18 @@ export function serverCommands(program: Command, out: Output): void {
       const location = databaseOf(options);
       const { token: _token, ...env } = serverEnv();
       const tracer = await startTracing(process.env);
-      const app = await openApp({ database: location, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...agents });
+      const app = await openApp({ database: location, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
       out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`);
       await stopped;
       await app.close();
       await tracer?.close();
       out.line(`worker ${process.pid}: stopped`);
     });
+}
+
+/** `--public-url` over RUNLEDGER_PUBLIC_URL, checked under the flag's name. */
+function publicUrlFlag(flag: string | undefined): { publicUrl?: string } {
+  return flag === undefined ? {} : { publicUrl: checkPublicUrl(flag, '--public-url') };
 }
 
 async function workflowsOf(module: string): Promise<Workflow[]> {

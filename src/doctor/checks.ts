@@ -10,6 +10,7 @@ import { Journal } from '../journal/journal.js';
 import { resolveConfig } from '../config.js';
 import { loadSecretKey, Secrets } from '../workflows/secrets.js';
 import { RUN_EVENT } from '../runtime/events.js';
+import { checkPublicUrlSetting } from './public-url.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -35,14 +36,16 @@ export interface DoctorOptions {
   sampleMs?: number;
   /** Runs scanned for being stuck, newest first. */
   maxRuns?: number;
+  /** RUNLEDGER_PUBLIC_URL, when set. */
+  publicUrl?: string;
 }
 
 const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 
 /**
  * Looks at a deployment without changing it (no migration is applied, no key file created): the
- * store, migrations, clocks, leases, runs, subscriptions, dead letters, the secret key and the
- * idle commit rate. `ok` is false when any check failed; warnings do not fail it.
+ * store, migrations, clocks, leases, runs, subscriptions, dead letters, the secret key, the public
+ * URL callbacks are handed out under and the idle commit rate. `ok` is false when any check failed; warnings do not fail it.
  *
  * @example const report = await doctor({ database: 'postgres://…', dataDir: '.' }); process.exitCode = report.ok ? 0 : 1;
  */
@@ -118,6 +121,7 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
   add('parked events', parked.length > 0 ? 'warn' : 'ok', parked.length > 0 ? parked.join(', ') : 'none');
 
   await checkSecretKey(add, store, options);
+  await checkPublicUrlSetting(add, store, options.publicUrl);
 
   if (diagnosis.vacuum && !diagnosis.vacuum.autovacuum) {
     const { live, dead } = diagnosis.vacuum;

@@ -36,7 +36,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     { host, port, token, headersTimeoutMs, requestTimeoutMs, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
   );
   try {
-    const opened = await openApp({ ...appOptions, database, reportBaseUrl: listening.url, onDelta: (delta) => sockets?.delta(delta) });
+    const opened = await openApp({ ...appOptions, database, listeningUrl: listening.url, onDelta: (delta) => sockets?.delta(delta) });
     try {
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(opened.engine.store, opened.channels, /^postgres(ql)?:\/\//.test(database) ? {} : { pollMs: opened.engine.config.pollMs });

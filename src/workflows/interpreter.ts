@@ -31,7 +31,7 @@ export interface InterpreterOptions {
   secrets: Secrets;
   allow: string[];
   log(line: LogLine): void;
-  /** The one-time URL of a `wait_for_callback` step. */
+  /** The one-time URL of a `wait_for_callback` step; throws a TerminalError naming RUNLEDGER_PUBLIC_URL when this process has no public URL. */
   callbackUrl(executionId: string, stepId: string): string;
 }
 

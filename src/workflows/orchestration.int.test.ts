@@ -283,7 +283,7 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect(paths.indexOf('POST /jobs/job-1/cancel')).toBeLessThan(paths.indexOf('DELETE /things/thing-1'));
   });
 
-  it('completes a wait_for_callback step once with the POSTed body; a repeat is acknowledged as a duplicate and changes nothing', async () => {
+  it('completes a wait_for_callback step once with the POSTed body; a repeat of it is a duplicate at any time, another body a 409, and neither changes anything', async () => {
     const fake = await service((c) => (c.method === 'POST' && c.path === '/register' ? { status: 202, body: { ok: true } } : undefined));
     const wid = await save({
       name: 'callback',
@@ -299,11 +299,15 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect((await call('POST', url.pathname.replace(/.$/, 'x'), { artifact_id: 'a' })).status).toBe(404);
     const first = await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-1' });
     expect(first).toMatchObject({ status: 200, body: { execution_id: eid, step_id: 'await_render', status: 'completed' } });
-    expect(await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-2' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    expect(await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-2' })).toMatchObject({ status: 409, body: { error: { message: expect.stringContaining('already completed with a different body') } } });
+    // the same delivery again, its keys in another order (PostgreSQL's jsonb keeps its own)
+    expect(await call('POST', url.pathname, { artifact_id: 'art-1', status: 'complete' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
     const done = await finished(wid, eid);
     expect(done.status).toBe('success');
     expect(done.steps.at(-1).output).toEqual({ artifact: 'art-1' });
-    expect(await call('POST', url.pathname, { artifact_id: 'art-3' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    // after the end: the sender retrying the delivery that succeeded still sees success; anything else is refused
+    expect(await call('POST', url.pathname, { status: 'complete', artifact_id: 'art-1' })).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+    expect((await call('POST', url.pathname, { artifact_id: 'art-3' })).status).toBe(409);
     const waits = (await call('GET', `/runs/${eid}/events?types=wait.completed,signal.sent&limit=100`)).body.events.map((e: any) => e.type);
     expect(waits).toEqual(['signal.sent', 'wait.completed']);
   });

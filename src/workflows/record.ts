@@ -76,7 +76,8 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
   const input = view.input as ExecutionInput;
   const terminal = isTerminal(view.status);
   const leaf = (step: StepDefinition, where: { parallel?: string; branch?: string } = {}): StepRecord => {
-    const ran = view.steps.find((s) => s.name === step.id);
+    // a callback step whose request failed for good ended there: the request's failure is the step's
+    const ran = view.steps.find((s) => s.name === step.id) ?? view.steps.find((s) => s.name === `${step.id}:request` && s.status === 'failed');
     if (!ran) {
       // a callback step is under way once its request was sent (or, without one, while the run waits for it)
       const waiting = step.type === 'wait_for_callback' && view.steps.some((s) => s.name === `${step.id}:request`);

@@ -9,7 +9,8 @@ export function callbackRoutes(callbacks: Callbacks) {
       method: 'post',
       path: '/callbacks/{token}',
       tag: 'executions',
-      summary: 'Complete a wait_for_callback step with the JSON body, once: a repeat answers `duplicate` and completes nothing; after the step timed out or the execution ended, 409',
+      summary:
+        'Complete a wait_for_callback step with the JSON body, once: a repeat of that body answers `duplicate` at any time and completes nothing; a different body to a used URL, or any after the step timed out or the execution ended without it, 409',
       body: z.unknown(),
       status: 200,
       response: z.object({ execution_id: z.string(), step_id: z.string(), status: z.enum(['completed', 'duplicate']) }),

@@ -112,11 +112,11 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
 /**
  * Sends the step's request (where `{{callback.url}}` is the one-time URL), then waits without
  * polling until the URL is POSTed to or the step's timeout passes. The step's output is the body.
+ * A process with no public URL to hand out fails the request step for good, naming the setting.
  */
 async function waitForCallback(run: StoredRun, ctx: WorkflowContext, step: Extract<LeafStep, { type: 'wait_for_callback' }>): Promise<unknown> {
-  const url = run.options.callbackUrl(run.executionId, step.id);
   if (step.config.request) {
-    const { rendered, problem } = tryRender(step.config.request, run, { url });
+    const { rendered, problem } = callbackUrl(run, step.id, (url) => tryRender(step.config.request, run, { url }));
     await ctx.step(`${step.id}:request`, (stepCtx) => act(run, problem, () => httpRequest(rendered as HttpRequestConfig, { ...stepCtx, allow: run.options.allow })), {
       retry: retryPolicy(step),
       input: problem === null ? mask(rendered, run.hidden) : null,
@@ -131,6 +131,17 @@ async function waitForCallback(run: StoredRun, ctx: WorkflowContext, step: Extra
     },
     { retry: { maxAttempts: 1 }, ...(step.label ? { label: step.label } : {}), ...compensation(run, step) },
   );
+}
+
+/** The rendering with the step's URL, or the missing URL as the problem its request step fails with. */
+function callbackUrl(run: StoredRun, stepId: string, withUrl: (url: string) => { rendered: unknown; problem: unknown }): { rendered: unknown; problem: unknown } {
+  let url: string;
+  try {
+    url = run.options.callbackUrl(run.executionId, stepId);
+  } catch (error) {
+    return { rendered: undefined, problem: error };
+  }
+  return withUrl(url);
 }
 
 function requestOf(config: HttpRequestConfig): HttpRequestConfig {
