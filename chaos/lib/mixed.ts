@@ -18,7 +18,7 @@ import { Watcher } from './watch.js';
  */
 export async function underMixedLoad(
   ctx: ScenarioContext,
-  o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; worker?: boolean; fault: (m: { watcher: Watcher; api: Api; figures: Figures }) => Promise<void> },
+  o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; worker?: boolean; fault: (m: { watcher: Watcher; api: Api; figures: Figures; load: ExecutionLoad }) => Promise<void> },
 ): Promise<Figures> {
   const port = await freePort();
   // the short form's fewer runs are slower (each effect answers in 0.3–0.8 s) and arrive more
@@ -39,7 +39,7 @@ export async function underMixedLoad(
     let faulting = true;
     const submitting = load.submit(o.executions, 4, ctx.size(250, 500), () => !faulting);
     const posting = chat.post(o.messages, 2, ctx.size(400, 1000), () => !faulting);
-    await o.fault({ watcher, api, figures: f }).finally(() => (faulting = false));
+    await o.fault({ watcher, api, figures: f, load }).finally(() => (faulting = false));
     await Promise.all([submitting, posting]);
     const runs = await load.figures(watcher, ctx.deadline);
     const messages = await chat.figures(ctx.deadline);

@@ -58,13 +58,17 @@ export class Watcher {
     }
   }
 
-  /** The runs not ended now (pending, running, sleeping, waiting), with their stream versions. */
-  async inFlight(): Promise<Snapshot> {
+  /**
+   * The runs not ended now (pending, running, sleeping, waiting), with their stream versions; with `running`, only those
+   * whose pass is under way: what a fault interrupts, not the runs queued behind them.
+   */
+  async inFlight(options: { running?: boolean } = {}): Promise<Snapshot> {
+    const counted = (status: RunStatus) => (options.running ? status === 'running' : !isTerminal(status));
     return this.retry(async () => {
       const running = new Set<string>();
       for (let after: string | undefined; ; ) {
         const page = await this.store.projectionList({ name: RUN_VIEW, limit: 1000, ...(after === undefined ? {} : { after }) });
-        for (const row of page) if (!isTerminal((row.value as { status: RunStatus }).status)) running.add(row.key);
+        for (const row of page) if (counted((row.value as { status: RunStatus }).status)) running.add(row.key);
         if (page.length < 1000) break;
         after = page.at(-1)!.key;
       }
@@ -74,6 +78,19 @@ export class Watcher {
         if (last) snapshot.set(id, last.version);
       }
       return snapshot;
+    });
+  }
+
+  /** How many runs are pending: started, their first pass not begun (queued). */
+  async queued(): Promise<number> {
+    return this.retry(async () => {
+      let count = 0;
+      for (let after: string | undefined; ; ) {
+        const page = await this.store.projectionList({ name: RUN_VIEW, limit: 1000, ...(after === undefined ? {} : { after }) });
+        count += page.filter((row) => (row.value as { status: RunStatus }).status === 'pending').length;
+        if (page.length < 1000) return count;
+        after = page.at(-1)!.key;
+      }
     });
   }
 
