@@ -48,7 +48,8 @@ export async function listen(
   ] as const) {
     if (!Number.isSafeInteger(value) || value < 1) throw new ValidationError(field, `must be a whole number of milliseconds, at least 1 (got ${value})`);
   }
-  if (headersTimeout > requestTimeout) throw new ValidationError('headersTimeoutMs', `must not be longer than requestTimeoutMs (RUNLEDGER_HEADERS_TIMEOUT_MS ${headersTimeout} > RUNLEDGER_REQUEST_TIMEOUT_MS ${requestTimeout}): the whole request includes its headers`);
+  if (headersTimeout > requestTimeout)
+    throw new ValidationError('headersTimeoutMs', `must not be longer than requestTimeoutMs (RUNLEDGER_HEADERS_TIMEOUT_MS ${headersTimeout} > RUNLEDGER_REQUEST_TIMEOUT_MS ${requestTimeout}), which includes the headers`);
   // an idle kept-alive socket is not bound by headersTimeout (its clock starts at a request's first byte), only by keepAliveTimeout: Node's 5 s stays
   const serverOptions = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, headersTimeout) };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
