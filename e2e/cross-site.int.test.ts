@@ -1,5 +1,5 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, request as httpRequest, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,9 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type Server } from '../src/server/start.js';
 import { backends } from '../src/testing/backends.js';
+import { createSqlitePath } from '../src/testing/databases.js';
 import { launchBrowser } from './browser.js';
+import { cli, serve } from './child.js';
 
 /**
  * A page of another origin, in a real browser, tries what a page its user happens to open could
@@ -97,5 +99,51 @@ describe.each(backends)('a page of another origin against a server without a tok
     expect((await server.channels.history(channel)).messages.map((m) => m.content)).toEqual(['private history']);
     // what the page saw: opaque answers, a failed preflight, and a socket that never opened (it read no history)
     expect(seen).toEqual({ 'text/plain fetch': 'opaque', 'json fetch': 'threw TypeError', pause: 'opaque', form: 'submitted', websocket: { opened: false, frames: [] } });
+  });
+});
+
+describe('the origins a server allows besides its own', () => {
+  it('lets a listed origin act and answer under its host name, refuses the rest, and a bad entry stops serve naming the variable', async () => {
+    const server = await serve(createSqlitePath(), [], { RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com, http://localhost:5173' });
+    try {
+      const post = (headers: Record<string, string>) => fetch(`${server.url}/secrets`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ name: 'k', value: 'v' }) });
+      expect((await post({ origin: 'https://ops.example.com' })).status).toBe(201);
+      expect((await post({ origin: 'http://localhost:5173' })).status).toBe(201);
+      expect((await post({ origin: 'https://evil.example' })).status).toBe(403);
+      // a proxy that keeps the listed name as Host: answered, not taken for a rebound name
+      const proxied = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${server.url}/secrets`, { headers: { host: 'ops.example.com' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject).end();
+      });
+      expect(proxied).toBe(200);
+    } finally {
+      server.proc.kill('SIGTERM');
+      await server.exited;
+    }
+    const bad = cli(['serve', '--port', '0', '--database', createSqlitePath()], { RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui', RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')) });
+    expect((await bad.exited).code).not.toBe(0);
+    expect(bad.output()).toContain("RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui' is not an origin: write scheme://host[:port] with no path");
+  });
+
+  it("counts the public URL's origin as allowed: a page served under it may act, and its host is answered", async () => {
+    const server = await startServer({ database: createSqlitePath(), port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-cross-site-')), logger: pino({ level: 'silent' }), publicUrl: 'https://runledger.example.com/api' });
+    try {
+      const post = (origin: string) => fetch(`${server.url}/secrets`, { method: 'POST', headers: { 'content-type': 'application/json', origin }, body: JSON.stringify({ name: 'k', value: 'v' }) });
+      expect((await post('https://runledger.example.com')).status).toBe(201);
+      expect((await post('https://other.example.com')).status).toBe(403);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${server.url}/secrets`, { headers: { host: 'runledger.example.com' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject).end();
+      });
+      expect(status).toBe(200);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -29,6 +29,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'RUNLEDGER_HEADERS_TIMEOUT_MS', used: 'serve', default: '10000', doc: "How long a client may take to send a request's headers before the server answers 408 and closes the connection." },
   { env: 'RUNLEDGER_REQUEST_TIMEOUT_MS', used: 'serve', default: '30000', doc: 'How long a client may take to send a whole request, body included (at least the headers timeout). SSE streams, long-polls and WebSockets may answer for longer.' },
   { env: 'RUNLEDGER_TOKEN', flag: '--token (API commands)', used: 'serve, API commands', default: '(none)', doc: 'Bearer token every route but `/healthz` requires (`/metrics` too). Required to listen on an address other than loopback.' },
+  {
+    env: 'RUNLEDGER_ALLOWED_ORIGINS',
+    used: 'serve',
+    default: '(none)',
+    doc: "Comma-separated origins (`https://ops.example.com`) whose web pages may change state on a server without a token, besides the server's own; their host names are also answered besides loopback ones. See docs/security.md.",
+  },
   { env: 'RUNLEDGER_URL', flag: '--url', used: 'API commands', default: 'http://127.0.0.1:8080', doc: 'The server the API commands talk to.' },
   {
     env: 'RUNLEDGER_PUBLIC_URL',

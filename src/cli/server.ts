@@ -12,6 +12,7 @@ import { ValidationError } from '../errors.js';
 import { checkPublicUrl } from '../public-url.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { startServer } from '../server/start.js';
+import { parseAllowedOrigins } from '../server/origin.js';
 import { dataDirFor, openApp } from '../app/open.js';
 import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadAgents } from './agent.js';
@@ -30,6 +31,7 @@ function serverEnv() {
   const requestMs = env('RUNLEDGER_REQUEST_TIMEOUT_MS');
   return {
     token: env('RUNLEDGER_TOKEN'),
+    allowedOrigins: parseAllowedOrigins(env('RUNLEDGER_ALLOWED_ORIGINS')),
     secretKey: env('RUNLEDGER_SECRET_KEY'),
     publicUrl: env('RUNLEDGER_PUBLIC_URL'),
     allow: parseAllowlist(env('RUNLEDGER_HTTP_ALLOW')),
@@ -123,7 +125,7 @@ export function serverCommands(program: Command, out: Output): void {
       const agents = options.agents ? await loadAgents(options.agents) : {};
       const stopped = untilSignal();
       const location = databaseOf(options);
-      const { token: _token, ...env } = serverEnv();
+      const { token: _token, allowedOrigins: _origins, ...env } = serverEnv();
       const tracer = await startTracing(process.env);
       const app = await openApp({ database: location, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
       out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`);

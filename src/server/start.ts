@@ -4,12 +4,15 @@ import { ChannelFeed } from '../chat/feed.js';
 import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
 import { listen, type RequestTimeouts } from './listen.js';
+import { originOf } from './origin.js';
 import { ChannelSockets } from './ws.js';
 
 export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
   host?: string;
   port?: number;
   token?: string | undefined;
+  /** Origins besides its own whose pages may change state, when there is no token (RUNLEDGER_ALLOWED_ORIGINS, see `parseAllowedOrigins`); the public URL's origin is one too. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface Server extends Omit<OpenApp, 'close' | 'metrics'> {
@@ -24,7 +27,7 @@ export interface Server extends Omit<OpenApp, 'close' | 'metrics'> {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, headersTimeoutMs, requestTimeoutMs, ...appOptions } = options;
+  const { host = '127.0.0.1', port = 8080, token, allowedOrigins = [], headersTimeoutMs, requestTimeoutMs, ...appOptions } = options;
   const database = appOptions.database ?? 'runledger.db';
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
@@ -40,9 +43,11 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     try {
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(opened.engine.store, opened.channels, /^postgres(ql)?:\/\//.test(database) ? {} : { pollMs: opened.engine.config.pollMs });
-      sockets = new ChannelSockets({ channels: opened.channels, feed, token });
+      // checked by openApp: the name the server is reached at from outside is its own
+      const origins = [...allowedOrigins, ...(appOptions.publicUrl ? [originOf(appOptions.publicUrl)] : [])];
+      sockets = new ChannelSockets({ channels: opened.channels, feed, token, allowedOrigins: origins });
       const { close, metrics, ...rest } = opened;
-      app = createApp({ ...rest, metrics, version: packageVersion(), ...(token ? { token } : {}) });
+      app = createApp({ ...rest, metrics, version: packageVersion(), allowedOrigins: origins, ...(token ? { token } : {}) });
       return {
         ...rest,
         url: listening.url,
