@@ -1,12 +1,15 @@
 import Database from 'better-sqlite3';
 import { loadMigrations } from '../migrations.js';
+import { BUSY_TIMEOUT_MS } from './busy.js';
 
 export type Db = Database.Database;
 
 /**
  * Opens the file in WAL mode and applies pending migrations. Two processes opening the same file
  * at once are safe: migrations run under `BEGIN IMMEDIATE`, so the second waits and then finds
- * nothing left to apply.
+ * nothing left to apply. Opening waits up to 10 s for a lock held elsewhere, synchronously (it is
+ * start-up: nothing is served yet); afterwards SQLite waits BUSY_TIMEOUT_MS per try and the store
+ * does the rest of the waiting without holding the event loop (busy.ts).
  */
 export function openDatabase(path: string, options: { migrate?: boolean } = {}): Db {
   const db = new Database(path);
@@ -21,6 +24,7 @@ export function openDatabase(path: string, options: { migrate?: boolean } = {}):
   db.pragma('foreign_keys = ON');
   // `runledger doctor` looks without changing anything: it reports pending migrations instead
   if (options.migrate !== false) migrate(db);
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   return db;
 }
 

@@ -5,6 +5,7 @@ import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { Checkpointer } from './checkpointer.js';
 import { Mutex } from './mutex.js';
+import { Turns } from './busy.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -15,12 +16,13 @@ import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
 
-/** One connection per file per process, shared by every store opened on it; `lock` serializes its users. */
+/** One connection per file per process, shared by every store opened on it; `lock` serializes its users, `turns` takes it for them. */
 interface Shared {
   path: string;
   db: Db;
   statements: Statements;
   lock: Mutex;
+  turns: Turns;
   listeners: Listeners;
   users: number;
   /** Write transactions committed, until the checkpointer starts (see `countCommit`). */
@@ -44,8 +46,9 @@ const open = new Map<string, Shared>();
 
 /**
  * The embedded backend: one SQLite file in WAL mode. Every operation runs under one in-process
- * lock, so an open asynchronous transaction is never seen half-done by another caller; other
- * processes on the same file wait on SQLite's own write lock (busy timeout 10 s).
+ * lock, so an open asynchronous transaction is never seen half-done by another caller. A write
+ * waits for other processes on the same file without holding the event loop, and is refused as
+ * busy after BUSY_DEADLINE_MS (busy.ts).
  *
  * @example const store = openSqliteStore('runledger.db')
  */
@@ -54,7 +57,8 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
   let shared = key === null ? undefined : open.get(key);
   if (!shared) {
     const db = openDatabase(path, options);
-    shared = { path, db, statements: new Statements(db), lock: new Mutex(), listeners: { events: new Set(), tasks: new Set() }, users: 0, commits: 0, checkpointer: null };
+    const lock = new Mutex();
+    shared = { path, db, statements: new Statements(db), lock, turns: new Turns(lock), listeners: { events: new Set(), tasks: new Set() }, users: 0, commits: 0, checkpointer: null };
     if (key !== null) open.set(key, shared);
   }
   shared.users += 1;
@@ -122,10 +126,9 @@ class SqliteStore implements Store {
       for (const [channel, ...payloads] of notifyOf(result)) for (const payload of payloads) addPending(this.pending, [channel, payload]);
       return result;
     }
-    const release = await this.shared.lock.acquire();
+    const release = await this.shared.turns.write(() => statements.get('BEGIN IMMEDIATE').run());
     let result: T;
     try {
-      statements.get('BEGIN IMMEDIATE').run();
       try {
         result = fn(statements, Date.now());
         statements.get('COMMIT').run();
@@ -152,22 +155,16 @@ class SqliteStore implements Store {
       if (this.finished) throw new Error('this transaction has already finished');
       return fn(this.shared.statements);
     }
-    const release = await this.shared.lock.acquire();
-    try {
-      return fn(this.shared.statements);
-    } finally {
-      release();
-    }
+    return this.shared.turns.read(() => fn(this.shared.statements));
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.pending) return fn(this);
-    const { db, statements, lock, listeners } = this.shared;
-    const release = await lock.acquire();
+    const { db, statements, turns, listeners } = this.shared;
+    const release = await turns.write(() => statements.get('BEGIN IMMEDIATE').run());
     const tx = new SqliteStore(this.shared, new Map());
     let result: T;
     try {
-      statements.get('BEGIN IMMEDIATE').run();
       try {
         result = await fn(tx);
         statements.get('COMMIT').run();
@@ -369,7 +366,8 @@ class SqliteStore implements Store {
   storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
   storageVacuum: Store['storageVacuum'] = async () => {
     if (this.pending) throw new Error('storageVacuum cannot run inside a transaction');
-    await this.read((s) => maintenance.storageVacuum(s));
+    // a write that commits on its own: it waits for the write lock as a transaction's BEGIN does
+    (await this.shared.turns.write(() => maintenance.storageVacuum(this.shared.statements)))();
   };
   processRegister: Store['processRegister'] = (p) => this.run((s, now) => processes.processRegister(s, now, p));
   processHeartbeat: Store['processHeartbeat'] = (p) => this.run((s, now) => processes.processHeartbeat(s, now, p));

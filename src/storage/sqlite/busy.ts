@@ -1,0 +1,116 @@
+import { StoreUnavailableError } from '../../errors.js';
+import { Mutex } from './mutex.js';
+
+/**
+ * SQLite's own wait for another process's lock, per try (`busy_timeout`). better-sqlite3 waits
+ * synchronously: the event loop stands still this long at most, so a lock held elsewhere never
+ * stops health checks, reads or timers (at 10 s it froze the whole server while another process
+ * held the lock).
+ */
+export const BUSY_TIMEOUT_MS = 5;
+
+/**
+ * How long a write waits, in pauses that leave the event loop free, for the write lock held by
+ * another process before it is refused as busy (StoreUnavailableError: 503 with Retry-After).
+ * Counted from the write's call, or from when the file was first found locked if that is earlier:
+ * once a lock has been held this long, a write arriving later gets one try, not a wait of its own.
+ * Our own processes (serve and worker on one file) hold it for one transaction at a time.
+ */
+export const BUSY_DEADLINE_MS = 2000;
+
+const FIRST_PAUSE_MS = 1;
+const LONGEST_PAUSE_MS = 50;
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_RECOVERY, …): the file is locked by another connection for now. */
+export function isBusy(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Who may use one connection, and when: reads and writes take turns on `lock` (in this process),
+ * and a write also waits for the file's write lock (other processes) without holding `lock`
+ * meanwhile, so reads go on answering. Writers line up behind the one that waits: only it tries,
+ * each try costing the event loop up to BUSY_TIMEOUT_MS.
+ */
+export class Turns {
+  private readonly writers = new Mutex();
+  /** When the file was first found locked, while tries keep finding it so (null once a write got in). */
+  private busySince: number | null = null;
+  /** When a try last found the file locked. */
+  private lockedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly lock: Mutex,
+    private readonly deadlineMs = BUSY_DEADLINE_MS,
+  ) {}
+
+  /**
+   * Runs `begin` (BEGIN IMMEDIATE, or a write that commits on its own) holding `lock`, tried again
+   * after growing pauses while another process holds the write lock; resolves to the release of
+   * the turn. A `begin` that fails otherwise fails at once.
+   */
+  async write(begin: () => void): Promise<() => void> {
+    const start = Date.now();
+    const doneWriting = await this.writers.acquire();
+    try {
+      for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(wait * 2, LONGEST_PAUSE_MS)) {
+        const deadline = Math.min(start, this.locked() ? this.busySince! : start) + this.deadlineMs;
+        // out of time, lined up while a try found the file locked a moment ago: refused without a try of its own
+        if (Date.now() >= deadline && start <= this.lockedAt && this.locked()) throw new StoreUnavailableError('busy', 1);
+        const release = await this.lock.acquire();
+        try {
+          begin();
+          this.busySince = null;
+          return () => {
+            release();
+            doneWriting();
+          };
+        } catch (error) {
+          release();
+          if (!isBusy(error)) throw error;
+          const now = Date.now();
+          if (!this.locked()) this.busySince = now;
+          this.lockedAt = now;
+          if (now + wait > deadline) throw new StoreUnavailableError('busy', 1, { cause: error });
+        }
+        await pause(wait);
+      }
+    } catch (error) {
+      doneWriting();
+      throw error;
+    }
+  }
+
+  /**
+   * Whether the file is still locked as a try found it a moment ago: the same lock, as far as
+   * anyone can tell. Tries come at most LONGEST_PAUSE_MS apart while someone waits; a lock found
+   * after a quiet spell is a new one, and the writes that meet it get their whole wait.
+   */
+  private locked(): boolean {
+    return this.busySince !== null && Date.now() - this.lockedAt <= 2 * LONGEST_PAUSE_MS;
+  }
+
+  /**
+   * Runs `fn` holding `lock`. In WAL mode a read needs no write lock; it finds the file busy only
+   * in a moment such as another process recovering the WAL index, and is tried again after a pause.
+   */
+  async read<T>(fn: () => T): Promise<T> {
+    let deadline = Number.POSITIVE_INFINITY;
+    for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(wait * 2, LONGEST_PAUSE_MS)) {
+      const release = await this.lock.acquire();
+      try {
+        return fn();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (deadline === Number.POSITIVE_INFINITY) deadline = Date.now() + this.deadlineMs;
+        if (Date.now() + wait > deadline) throw new StoreUnavailableError('busy', 1, { cause: error });
+      } finally {
+        release();
+      }
+      await pause(wait);
+    }
+  }
+}
