@@ -79,6 +79,11 @@ export function createApp(options: AppOptions): Hono {
   const document = openapi(routes, options.version ?? '0.0.0');
 
   app.use('*', observeRequests(options.engine.observe));
+  // an answer is never sniffed as another type: a JSON error quoting input is not HTML to any browser
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set('x-content-type-options', 'nosniff');
+  });
   const allowed = allowedMethods([...routes, { method: 'get', path: '/healthz' }, { method: 'get', path: '/openapi.json' }]);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
