@@ -61,7 +61,11 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   afterEach(() => close());
 
   it('marks every answer nosniff, errors included: a JSON body quoting input is never read as HTML', async () => {
-    for (const [method, path] of [['GET', '/workflows'], ['GET', '/nowhere'], ['POST', '/workflows']] as const) {
+    for (const [method, path] of [
+      ['GET', '/workflows'],
+      ['GET', '/nowhere'],
+      ['POST', '/workflows'],
+    ] as const) {
       const res = await app.fetch(new Request(`http://api${path}`, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{"name":"<script>"}' } : {}) }));
       expect([method, path, res.headers.get('x-content-type-options')]).toEqual([method, path, 'nosniff']);
     }
