@@ -32,11 +32,13 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Who may use one connection, and when: reads and writes take turns on `lock` (in this process),
  * and a write also waits for the file's write lock (other processes) without holding `lock`
- * meanwhile, so reads go on answering. Writers line up behind the one that waits: only it tries,
- * each try costing the event loop up to BUSY_TIMEOUT_MS.
+ * meanwhile, so reads go on answering. Once the file is found locked, writers line up behind the
+ * one that waits: only it tries, each try costing the event loop up to BUSY_TIMEOUT_MS.
  */
 export class Turns {
   private readonly writers = new Mutex();
+  /** Writers past their first try: waiting for the file, or lined up behind the one that is. */
+  private waiting = 0;
   /** When the file was first found locked, while tries keep finding it so (null once a write got in). */
   private busySince: number | null = null;
   /** When a try last found the file locked. */
@@ -54,6 +56,29 @@ export class Turns {
    */
   async write(begin: () => void): Promise<() => void> {
     const start = Date.now();
+    // nobody waits for the file: one try, straight to `lock`, as a read goes
+    if (this.waiting === 0) {
+      const release = await this.lock.acquire();
+      // one found it locked meanwhile: in line behind it, not another try that holds the event loop
+      if (this.waiting > 0) release();
+      else {
+        try {
+          begin();
+          this.busySince = null;
+          return release;
+        } catch (error) {
+          release();
+          if (!isBusy(error)) throw error;
+          this.foundLocked();
+        }
+      }
+    }
+    return this.wait(begin, start);
+  }
+
+  /** `write` once the file was found locked: in line behind the writer that waits, if any. */
+  private async wait(begin: () => void, start: number): Promise<() => void> {
+    this.waiting += 1;
     const doneWriting = await this.writers.acquire();
     try {
       for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(wait * 2, LONGEST_PAUSE_MS)) {
@@ -64,6 +89,7 @@ export class Turns {
         try {
           begin();
           this.busySince = null;
+          this.waiting -= 1;
           return () => {
             release();
             doneWriting();
@@ -71,17 +97,23 @@ export class Turns {
         } catch (error) {
           release();
           if (!isBusy(error)) throw error;
-          const now = Date.now();
-          if (!this.locked()) this.busySince = now;
-          this.lockedAt = now;
-          if (now + wait > deadline) throw new StoreUnavailableError('busy', 1, { cause: error });
+          if (this.foundLocked() + wait > deadline) throw new StoreUnavailableError('busy', 1, { cause: error });
         }
         await pause(wait);
       }
     } catch (error) {
+      this.waiting -= 1;
       doneWriting();
       throw error;
     }
+  }
+
+  /** Notes that a try found the file locked; returns when. */
+  private foundLocked(): number {
+    const now = Date.now();
+    if (!this.locked()) this.busySince = now;
+    this.lockedAt = now;
+    return now;
   }
 
   /**

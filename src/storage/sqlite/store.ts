@@ -5,7 +5,7 @@ import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { Checkpointer } from './checkpointer.js';
 import { Mutex } from './mutex.js';
-import { Turns } from './busy.js';
+import { isBusy, Turns } from './busy.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -155,7 +155,17 @@ class SqliteStore implements Store {
       if (this.finished) throw new Error('this transaction has already finished');
       return fn(this.shared.statements);
     }
-    return this.shared.turns.read(() => fn(this.shared.statements));
+    const { lock, statements, turns } = this.shared;
+    const release = await lock.acquire();
+    try {
+      return fn(statements);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+    } finally {
+      release();
+    }
+    // busy (WAL: only in a moment such as another process recovering its index): tried again after pauses
+    return turns.read(() => fn(statements));
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
