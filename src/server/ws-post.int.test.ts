@@ -16,7 +16,7 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  it('answers a failed post with an error frame, and one whose error cannot even be described closes that socket with 1011, never the process', async () => {
+  const serve = async () => {
     const t = await testEngine(backend);
     const channels = new Channels(t.engine.store, t.engine.journal);
     const feed = await ChannelFeed.open(t.engine.store, channels);
@@ -28,10 +28,31 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
       await feed.close();
       await t.close();
     });
-    const client = watch(listening.url, 'general');
+    return { url: listening.url, channels };
+  };
+
+  it('answers a frame that is no post with a validation error frame, however deep or long its type', async () => {
+    const { url } = await serve();
+    const client = watch(url, 'general');
     await client.open;
+    const errors = () => client.frames.filter((f) => f.type === 'error') as unknown as { error: { code: string; message: string } }[];
     client.ws.send('{not json');
-    await eventually(() => client.frames.some((f) => f.type === 'error'));
+    // JSON.stringify of this type, to name it in the error, overflowed the stack: an internal error
+    client.ws.send(`{"type":${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
+    client.ws.send(JSON.stringify({ type: 'x'.repeat(60_000) }));
+    await eventually(() => errors().length === 3);
+    expect(errors().map((e) => e.error.code)).toEqual(['validation', 'validation', 'validation']);
+    expect(errors()[1]!.error.message).toMatch(/must be 'post' \(got an array\)/);
+    expect(errors()[2]!.error.message.length).toBeLessThan(200);
+    client.ws.send(postFrame('still here'));
+    await eventually(() => client.frames.some((f) => f.type === 'posted'));
+    client.ws.close();
+  });
+
+  it('closes a socket whose post fails beyond an error frame with 1011, never the process, and the next socket posts', async () => {
+    const { url, channels } = await serve();
+    const client = watch(url, 'general');
+    await client.open;
     const real = channels.post.bind(channels);
     // a thrown value with no string form: describing it for the error frame throws too, so post() itself rejects
     channels.post = async () => {
@@ -40,7 +61,7 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
     };
     client.ws.send(postFrame('one'));
     expect((await client.closed).code).toBe(1011);
-    const next = watch(listening.url, 'general');
+    const next = watch(url, 'general');
     await next.open;
     next.ws.send(postFrame('two'));
     await eventually(() => next.frames.some((f) => f.type === 'posted'));

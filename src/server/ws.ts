@@ -138,7 +138,7 @@ export class ChannelSockets {
       } catch {
         throw new ValidationError('frame', 'is not valid JSON');
       }
-      if (frame?.type !== 'post') throw new ValidationError('type', `must be 'post' (got ${JSON.stringify(frame?.type)})`);
+      if (frame?.type !== 'post') throw new ValidationError('type', `must be 'post' (got ${shortly(frame?.type)})`);
       const { message, created } = await this.options.channels.post(channelId, frame.message as never);
       ws.send(JSON.stringify({ type: 'posted', created, message }));
     } catch (error) {
@@ -157,6 +157,13 @@ export class ChannelSockets {
       }
     }
   }
+}
+
+/** A client's value, named in an error: JSON.stringify of an array 5,000 deep overflows the stack, and a 64 KB string need not come back. */
+function shortly(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (Array.isArray(value)) return 'an array';
+  return value !== null && typeof value === 'object' ? 'an object' : String(value);
 }
 
 /** A message's frame, serialized once however many sockets it goes to. */
