@@ -427,7 +427,7 @@ function replaceAt(value: unknown, path: (string | number)[], replacement: strin
   return JSON.stringify(copy).replace(JSON.stringify(marker), () => replacement);
 }
 
-/** Malformed WebSocket upgrades over raw TCP: each must get a 4xx status line, never a 5xx or a silent close. */
+/** Malformed WebSocket upgrades over raw TCP: each must get a 4xx status line, never a 5xx or a silent close. Malformed frames after a valid upgrade: `fuzz-frames.ts`. */
 export async function fuzzWebSocket(baseUrl: string, headers: Record<string, string> = {}): Promise<FuzzFailure[]> {
   const url = new URL(baseUrl);
   const failures: FuzzFailure[] = [];
