@@ -164,12 +164,12 @@ export class Engine {
 
 /**
  * Opens the store and starts this process's run workers (unless `workers: false`, for a process
- * that only starts and inspects runs).
+ * that only starts and inspects runs). A SQLite file's directory must exist, unless `createDirs: true`.
  */
-export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean } = {}): Promise<Engine> {
-  const { workflows, workers, ...rest } = options;
+export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean; createDirs?: boolean } = {}): Promise<Engine> {
+  const { workflows, workers, createDirs, ...rest } = options;
   const config = resolveConfig(rest);
-  const engine = new Engine(config, await openStore(config.database), workflows, workers ?? true);
+  const engine = new Engine(config, await openStore(config.database, { createDirs }), workflows, workers ?? true);
   // before its workers claim anything: the leases of this machine's dead processes (its own previous
   // incarnation after a kill -9) end now
   await engine.liveness.start();

@@ -12,6 +12,7 @@ import type { RetentionPolicy } from '../retention/policy.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { handedOutBase } from '../public-url.js';
 import { loadSecretKey } from '../workflows/secrets.js';
+import { prepareLocation } from '../storage/location.js';
 import { assemble, type App } from './assemble.js';
 
 export interface OpenAppOptions extends RunledgerOptions {
@@ -44,6 +45,8 @@ export interface OpenAppOptions extends RunledgerOptions {
   publicUrl?: string | undefined;
   /** The server's own listening URL (set by `startServer`): handed out when no `publicUrl` is set, unless it is a wildcard address. */
   listeningUrl?: string;
+  /** Create the SQLite file's directory when it does not exist (`--create-dirs`); otherwise that is an error, before anything is created. */
+  createDirs?: boolean | undefined;
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;
 }
@@ -73,10 +76,12 @@ export function dataDirFor(database: string): string {
  * await app.close();
  */
 export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
-  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, publicUrl, listeningUrl, onDelta, ...engineOptions } = options;
+  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, publicUrl, listeningUrl, onDelta, createDirs, ...engineOptions } = options;
   // checked before anything opens: a bad setting is named at start, not at the first callback step
   const handedOut = handedOutBase({ publicUrl, listeningUrl });
   const database = engineOptions.database ?? 'runledger.db';
+  // before the key file: its folder (the database's) would otherwise be made for a mistyped path
+  prepareLocation(database, { createDirs });
   const key = Buffer.isBuffer(secretKey) ? secretKey : await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { Client } from '../client/client.js';
 import { ValidationError } from '../errors.js';
+import { checkLocation, isPostgresLocation } from '../storage/location.js';
 
 /** The one default database: `--database`, else $RUNLEDGER_DATABASE, else $DATABASE_URL, else ./runledger.db. */
 export const DATABASE_HELP = 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)';
@@ -20,15 +21,30 @@ export function database(cmd: Command, help = DATABASE_HELP): Command {
   return cmd.addOption(new Option('-d, --database <location>', help)).addOption(new Option('--db <file>').hideHelp()).addOption(new Option('--database-url <url>').hideHelp());
 }
 
-/** Where a command that opens the database opens it: the flags, then the environment (read here, at the edge). */
+/**
+ * Where a command that opens the database opens it: the flags, then the environment (read here, at
+ * the edge). A URL of another scheme than postgres:// is refused naming the flag or variable it came from.
+ */
 export function databaseOf(options: { database?: string; db?: string; databaseUrl?: string }): string {
+  const env = process.env;
   // an empty variable is an unset one
-  return options.database ?? options.db ?? options.databaseUrl ?? (process.env.RUNLEDGER_DATABASE || process.env.RUNLEDGER_DB || process.env.DATABASE_URL || 'runledger.db');
+  const [source, location] = (
+    [
+      ['--database', options.database],
+      ['--db', options.db],
+      ['--database-url', options.databaseUrl],
+      ['RUNLEDGER_DATABASE', env.RUNLEDGER_DATABASE || undefined],
+      ['RUNLEDGER_DB', env.RUNLEDGER_DB || undefined],
+      ['DATABASE_URL', env.DATABASE_URL || undefined],
+    ] as const
+  ).find(([, value]) => value !== undefined) ?? ['--database', 'runledger.db'];
+  checkLocation(location!, source);
+  return location!;
 }
 
 /** The database a read opens: it must exist already (a read never creates one). */
 export function existingDatabase(location: string): string {
-  if (!/^postgres(ql)?:\/\//.test(location) && location !== ':memory:' && !existsSync(location)) {
+  if (!isPostgresLocation(location) && location !== ':memory:' && !existsSync(location)) {
     throw new ValidationError('--database', `no database at ${location} (a read never creates one; \`runledger serve\` does)`);
   }
   return location;

@@ -72,6 +72,7 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the load balancer's (default: $RUNLEDGER_PUBLIC_URL, else this server's own on a loopback or specific host)")
+    .option('--create-dirs', "create the SQLite file's directory if it does not exist")
     .action(async (options) => {
       const port = whole('--port', options.port ?? envValue(process.env, 'PORT') ?? '8080', 0, 65_535);
       const location = databaseOf(options);
@@ -84,6 +85,7 @@ export function serverCommands(program: Command, out: Output): void {
       const tracer = await startTracing(process.env);
       const server = await startServer({
         database: location,
+        createDirs: options.createDirs,
         host: options.host,
         port,
         workers: options.workers,
@@ -120,6 +122,7 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
     .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
     .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the API's load balancer (default: $RUNLEDGER_PUBLIC_URL; without it such steps fail)")
+    .option('--create-dirs', "create the SQLite file's directory if it does not exist")
     .action(async (options) => {
       const workflows = options.workflows ? await workflowsOf(options.workflows) : [];
       const agents = options.agents ? await loadAgents(options.agents) : {};
@@ -127,7 +130,7 @@ export function serverCommands(program: Command, out: Output): void {
       const location = databaseOf(options);
       const { token: _token, allowedOrigins: _origins, ...env } = serverEnv();
       const tracer = await startTracing(process.env);
-      const app = await openApp({ database: location, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
+      const app = await openApp({ database: location, createDirs: options.createDirs, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
       out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`);
       await stopped;
       await app.close();

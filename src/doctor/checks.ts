@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadMigrations } from '../storage/migrations.js';
 import { openStore } from '../storage/open.js';
+import { explainConnectError } from '../storage/location.js';
 import type { QueueStats, Store } from '../storage/store.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
 import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
@@ -77,7 +78,7 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
   try {
     diagnosis = await store.storageDiagnose({ sampleMs: options.sampleMs ?? 2000 });
   } catch (error) {
-    add('store', 'fail', `unreachable or not a runledger database: ${message(error)}`);
+    add('store', 'fail', `unreachable or not a runledger database: ${explainConnectError(options.database, error)?.message.replace(/^database: /, '') ?? message(error)}`);
     return;
   }
   const latency = `${diagnosis.latencyMs.toFixed(1)} ms round trip (${store.dialect})`;
