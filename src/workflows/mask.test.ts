@@ -173,7 +173,9 @@ describe('masking what a URL parser makes of a secret', () => {
     expect(maskText('https and http are no secret', [secret])).toBe('https and http are no secret');
   });
 
-  it('masks no piece shorter than 4 characters on its own', () => {
+  it('masks no piece shorter than 4 characters on its own, and does not cut at the : of user:password', () => {
     expect(maskText('a/b and ab/cd in text', ['ab/cd/abcdef'])).toBe('a/b and ab/cd in text');
+    expect(maskText('admin approved', ['admin:password123'])).toBe('admin approved');
+    expect(maskText(new URL('https://Host.Example.com:443/').href, ['Host.Example.com:443'])).toBe('https://***/');
   });
 });

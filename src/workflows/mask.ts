@@ -90,12 +90,16 @@ const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '
 const PATH_SET = new Set(' "#<>?`{}');
 const QUERY_SET = new Set(' "#<>\'');
 const USERINFO_SET = new Set([...PATH_SET, ...'/:;=@[\\]^|']);
-/** Where the WHATWG URL parser cuts a URL of an http(s) scheme: the host ends at `/ \ ? #`, userinfo ends at `@`, a port starts at `:`. */
-const URL_DELIMITERS = /[/\\?#@:]/;
+/**
+ * Where the WHATWG URL parser cuts an http(s) URL into host, path, query and fragment. Not at `@` and
+ * `:`: `hostForm` reads userinfo and port off a piece as the parser does, and pieces of `user:pass`
+ * would mask every `user` in every output.
+ */
+const URL_DELIMITERS = /[/\\?#]/;
 
 /**
  * What a URL parser makes of `secret` when a template puts it in a URL: it drops tabs and newlines,
- * cuts the URL at `/ \ ? # @ :`, and of each piece lower-cases, percent-decodes and punycodes a host
+ * cuts the URL at `/ \ ? #`, and of each piece lower-cases, percent-decodes and punycodes a host
  * (`SK_Q7/8E` in `http://SK_Q7/8E.x` becomes host `sk_q7`) and percent-encodes a path, query or
  * userinfo. Each piece of MIN_FORM_LENGTH or more is masked in those forms: a piece of a secret is
  * masked like a derived string. The scheme of a secret that is a whole URL is no piece of it.
