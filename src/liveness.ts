@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { newId } from './ids.js';
-import { leaseHolderPrefix, type ProcessInfo, type ProcessesEnded } from './storage/processes.js';
+import { leaseHolderPrefix, type ProcessInfo, type ProcessesEnded, type ProcessSettings } from './storage/processes.js';
 import type { Store } from './storage/store.js';
 
 export interface LivenessOptions {
@@ -35,6 +35,8 @@ export class Liveness {
   private sweeping = false;
   /** Each process's last heartbeat seen, and since when (this process's monotonic clock). */
   private readonly seen = new Map<string, { heartbeatAt: number; since: number }>();
+  /** What this process runs steps with (`describe`), kept with its row when it registers again. */
+  private settings: ProcessSettings | null = null;
 
   constructor(
     private readonly store: Store,
@@ -51,7 +53,7 @@ export class Liveness {
   /** Registers the process, ends the leases of dead ones at once, then heartbeats and sweeps. Idempotent. */
   start(): Promise<void> {
     this.starting ??= (async () => {
-      await this.store.processRegister({ id: this.id, ...thisProcess() });
+      await this.register();
       await this.sweep();
       const { heartbeatMs, sweepMs } = this.options;
       // unref: liveness alone never keeps a process running
@@ -61,6 +63,13 @@ export class Liveness {
     return this.starting;
   }
 
+  /** Records the settings this process runs steps with on its row (see `settingDifferences`), starting it if need be. */
+  async describe(settings: ProcessSettings): Promise<void> {
+    this.settings = settings;
+    await this.start();
+    await this.register();
+  }
+
   /** Stops heartbeating and removes the row (call after this process's leases were released). */
   async stop(): Promise<void> {
     for (const timer of this.timers.splice(0)) clearInterval(timer);
@@ -68,6 +77,10 @@ export class Liveness {
     await this.starting.catch(() => {});
     this.starting = null;
     await this.store.processExpire({ processes: [{ id: this.id, heartbeatAt: null }] });
+  }
+
+  private register(): Promise<void> {
+    return this.store.processRegister({ id: this.id, ...thisProcess(), settings: this.settings });
   }
 
   private async heartbeat(): Promise<void> {

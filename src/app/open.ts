@@ -13,6 +13,9 @@ import type { Workflow } from '../runtime/workflow.js';
 import { handedOutBase } from '../public-url.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { prepareLocation } from '../storage/location.js';
+import type { ProcessSettings } from '../storage/processes.js';
+import { differenceWarning, processSettings, settingDifferences } from '../process-settings.js';
+import { packageVersion } from '../version.js';
 import { assemble, type App } from './assemble.js';
 
 export interface OpenAppOptions extends RunledgerOptions {
@@ -47,6 +50,8 @@ export interface OpenAppOptions extends RunledgerOptions {
   listeningUrl?: string;
   /** Create the SQLite file's directory when it does not exist (`--create-dirs`); otherwise that is an error, before anything is created. */
   createDirs?: boolean | undefined;
+  /** What this process is, as other processes on the database name it when its settings differ from theirs (default `app`). */
+  role?: 'serve' | 'worker' | 'app';
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;
 }
@@ -56,6 +61,13 @@ export interface OpenApp extends Omit<App, 'stop'> {
   engine: Engine;
   /** Prometheus metrics of this process (the server serves them on /metrics). */
   metrics: Metrics;
+  /**
+   * At start, one line per setting that changes what a step does (RUNLEDGER_HTTP_ALLOW, the public
+   * URL, the model, the secret key, the version) in which another live process with workers on
+   * this database differs from this one: a step runs with whichever process claims it. Empty
+   * without workers (such a process runs no step).
+   */
+  settingsWarnings: string[];
   close(): Promise<void>;
 }
 
@@ -76,7 +88,26 @@ export function dataDirFor(database: string): string {
  * await app.close();
  */
 export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
-  const { secretKey, dataDir, allow = [], workers = true, logger = pino(), chatProvider = offlineProvider(), agents, tools, defaultAgent, codeWorkflows, tracer, retention, publicUrl, listeningUrl, onDelta, createDirs, ...engineOptions } = options;
+  const {
+    secretKey,
+    dataDir,
+    allow = [],
+    workers = true,
+    logger = pino(),
+    chatProvider = offlineProvider(),
+    agents,
+    tools,
+    defaultAgent,
+    codeWorkflows,
+    tracer,
+    retention,
+    publicUrl,
+    listeningUrl,
+    onDelta,
+    createDirs,
+    role = 'app',
+    ...engineOptions
+  } = options;
   // checked before anything opens: a bad setting is named at start, not at the first callback step
   const handedOut = handedOutBase({ publicUrl, listeningUrl });
   const database = engineOptions.database ?? 'runledger.db';
@@ -103,10 +134,12 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
         ...(codeWorkflows ? { codeWorkflows } : {}),
       });
       const { stop, ...rest } = app;
+      const settingsWarnings = workers ? await compareSettings(engine, processSettings({ role, allow, publicUrl, chatModel: chatProvider.name, secretKey: key, version: packageVersion() })) : [];
       return {
         ...rest,
         engine,
         metrics,
+        settingsWarnings,
         close: async () => {
           await stop();
           metrics.close();
@@ -121,4 +154,11 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
     await engine.close();
     throw error;
   }
+}
+
+/** Records this process's settings on its row, then compares them with the other live processes'. */
+async function compareSettings(engine: Engine, settings: ProcessSettings): Promise<string[]> {
+  await engine.liveness.describe(settings);
+  const [listed, now] = await Promise.all([engine.store.processList(), engine.store.now()]);
+  return settingDifferences({ id: engine.liveness.id, settings }, listed, now).map(differenceWarning);
 }

@@ -86,6 +86,7 @@ export function serverCommands(program: Command, out: Output): void {
       const server = await startServer({
         database: location,
         createDirs: options.createDirs,
+        role: 'serve',
         host: options.host,
         port,
         workers: options.workers,
@@ -100,6 +101,7 @@ export function serverCommands(program: Command, out: Output): void {
       if (newKey && insideGitWorkTree(keyFile!)) {
         out.line(`warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`);
       }
+      for (const line of server.settingsWarnings) out.line(line);
       const url = server.url.replace('localhost', '127.0.0.1');
       const flags = url === DEFAULT_URL ? '' : ` --url ${url}`;
       if (options.sample) {
@@ -130,7 +132,8 @@ export function serverCommands(program: Command, out: Output): void {
       const location = databaseOf(options);
       const { token: _token, allowedOrigins: _origins, ...env } = serverEnv();
       const tracer = await startTracing(process.env);
-      const app = await openApp({ database: location, createDirs: options.createDirs, logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
+      const app = await openApp({ database: location, createDirs: options.createDirs, role: 'worker', logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
+      for (const line of app.settingsWarnings) out.line(line);
       out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`);
       await stopped;
       await app.close();

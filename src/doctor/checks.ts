@@ -12,6 +12,7 @@ import { resolveConfig } from '../config.js';
 import { loadSecretKey, Secrets } from '../workflows/secrets.js';
 import { RUN_EVENT } from '../runtime/events.js';
 import { checkPublicUrlSetting } from './public-url.js';
+import { checkProcessSettings } from './process-settings.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -123,6 +124,7 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
 
   await checkSecretKey(add, store, options);
   await checkPublicUrlSetting(add, store, options.publicUrl);
+  await checkProcessSettings(add, store);
 
   if (diagnosis.vacuum && !diagnosis.vacuum.autovacuum) {
     const { live, dead } = diagnosis.vacuum;

@@ -1,6 +1,6 @@
 import type { AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
-import type { ProcessesEnded, ProcessInfo } from './processes.js';
+import type { ProcessesEnded, ProcessInfo, ProcessRegistration } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
 import type { CompletedTask, CompletionItem, Lease, NewTask, Task, TaskState } from './tasks.js';
 
@@ -252,7 +252,7 @@ export interface Store {
   /** Latency, clock skew, migrations, and the database's commit rate over `sampleMs` (for `runledger doctor`). */
   storageDiagnose(p: { sampleMs: number }): Promise<StoreDiagnosis>;
   /** Records a process that holds leases, its heartbeat now (database clock); registering again renews it. */
-  processRegister(p: { id: string; host: string; pid: number; pidStart: string | null }): Promise<void>;
+  processRegister(p: ProcessRegistration): Promise<void>;
   /** Renews its heartbeat; false when its row is gone (another process ended it): register again. */
   processHeartbeat(p: { id: string }): Promise<boolean>;
   processList(): Promise<ProcessInfo[]>;

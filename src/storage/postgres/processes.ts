@@ -1,4 +1,4 @@
-import type { ProcessesEnded, ProcessInfo } from '../processes.js';
+import { parseSettings, type ProcessesEnded, type ProcessInfo, type ProcessRegistration } from '../processes.js';
 import { numberArray, prepared, textArray, type Db } from './connection.js';
 
 interface ProcessRow {
@@ -8,16 +8,17 @@ interface ProcessRow {
   pid_start: string | null;
   started_at: number;
   heartbeat_at: number;
+  settings: string | null;
 }
 
 const REGISTER = prepared(
   'process_register',
-  `INSERT INTO processes (id, host, pid, pid_start, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, rl_now_ms(), rl_now_ms())
-   ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+  `INSERT INTO processes (id, host, pid, pid_start, started_at, heartbeat_at, settings) VALUES ($1, $2, $3, $4, rl_now_ms(), rl_now_ms(), $5)
+   ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, settings = excluded.settings`,
 );
 
-export async function processRegister(db: Db, p: { id: string; host: string; pid: number; pidStart: string | null }): Promise<void> {
-  await db.rows(REGISTER, [p.id, p.host, p.pid, p.pidStart]);
+export async function processRegister(db: Db, p: ProcessRegistration): Promise<void> {
+  await db.rows(REGISTER, [p.id, p.host, p.pid, p.pidStart, p.settings ? JSON.stringify(p.settings) : null]);
 }
 
 const HEARTBEAT = prepared('process_heartbeat', 'UPDATE processes SET heartbeat_at = rl_now_ms() WHERE id = $1 RETURNING id');
@@ -34,6 +35,7 @@ export async function processList(db: Db): Promise<ProcessInfo[]> {
     pidStart: row.pid_start,
     startedAt: row.started_at,
     heartbeatAt: row.heartbeat_at,
+    settings: parseSettings(row.settings),
   }));
 }
 

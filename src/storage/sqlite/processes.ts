@@ -1,4 +1,4 @@
-import { leaseHolderPrefix, type ProcessesEnded, type ProcessInfo } from '../processes.js';
+import { leaseHolderPrefix, parseSettings, type ProcessesEnded, type ProcessInfo, type ProcessRegistration } from '../processes.js';
 import type { Statements } from './connection.js';
 
 interface ProcessRow {
@@ -8,13 +8,14 @@ interface ProcessRow {
   pid_start: string | null;
   started_at: number;
   heartbeat_at: number;
+  settings: string | null;
 }
 
-export function processRegister(s: Statements, now: number, p: { id: string; host: string; pid: number; pidStart: string | null }): void {
+export function processRegister(s: Statements, now: number, p: ProcessRegistration): void {
   s.get(
-    `INSERT INTO processes (id, host, pid, pid_start, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-  ).run(p.id, p.host, p.pid, p.pidStart, now, now);
+    `INSERT INTO processes (id, host, pid, pid_start, started_at, heartbeat_at, settings) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, settings = excluded.settings`,
+  ).run(p.id, p.host, p.pid, p.pidStart, now, now, p.settings ? JSON.stringify(p.settings) : null);
 }
 
 export function processHeartbeat(s: Statements, now: number, p: { id: string }): boolean {
@@ -29,6 +30,7 @@ export function processList(s: Statements): ProcessInfo[] {
     pidStart: row.pid_start,
     startedAt: row.started_at,
     heartbeatAt: row.heartbeat_at,
+    settings: parseSettings(row.settings),
   }));
 }
 
