@@ -84,8 +84,16 @@ export class Liveness {
   }
 
   private async heartbeat(): Promise<void> {
-    // ended by another process while this one was paused: it is alive after all
-    if (!(await this.store.processHeartbeat({ id: this.id }))) await this.store.processRegister({ id: this.id, ...thisProcess() });
+    try {
+      // ended by another process while this one was paused: it is alive after all
+      if (!(await this.store.processHeartbeat({ id: this.id }))) await this.store.processRegister({ id: this.id, ...thisProcess() });
+    } catch (error) {
+      // The database took no heartbeat from this process (SQLite: a write lock held elsewhere, reads
+      // still answered): none from the others either, so heartbeats seen before say nothing. Without
+      // this, a 6 s lock ended 10 live tasks' leases of a worker sharing the file. Watching starts again.
+      this.seen.clear();
+      throw error;
+    }
   }
 
   /**
