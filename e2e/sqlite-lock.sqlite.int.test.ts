@@ -1,5 +1,7 @@
+import Database from 'better-sqlite3';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqlitePath } from '../src/testing/databases.js';
 import { eventually } from '../src/testing/engine.js';
@@ -127,6 +129,43 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     // at least once: the step whose result met the lock ran again, with its same idempotency key
     console.log(`the held step was called ${service.held - 1} times for the run that met the lock`);
     expect(served.proc.exitCode, served.output()).toBeNull();
+  });
+
+  it('lets serve and a worker on the file ride out the lock: no live lease ended, every run finished', { timeout: 120_000 }, async () => {
+    // steps that take 3 s: leases are held all through the lock
+    const slow = createServer((_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 3000));
+    service = { server: slow, url: Promise.resolve(''), held: 0, release: () => {} };
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const database = createSqlitePath();
+    const env = { RUNLEDGER_POLL_MS: '100', RUNLEDGER_HTTP_ALLOW: '127.0.0.1' };
+    const served = await serve(database, [], env);
+    processes.push(served);
+    const worker = node(['bin/runledger.js', 'worker', '--database', database], env);
+    processes.push(worker);
+    await eventually(() => /worker \d+: stored workflows/.test(worker.output()), 20_000);
+    const post = (path: string, body: unknown) => fetch(`${served.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/slow`;
+    const workflow = await post('/workflows', { name: 'slow', steps: [{ id: 'call', type: 'http_request', config: { url, timeout_seconds: 30 } }] });
+    const ids: string[] = [];
+    for (let n = 0; n < 20; n++) ids.push((await post(`/workflows/${workflow.id}/execute`, { trigger_data: { n } })).execution_id);
+    await sleep(1000);
+    const holder = node(['-e', HOLDER, database, String(LOCK_MS)]);
+    processes.push(holder);
+    await eventually(() => holder.output().includes('released'), LOCK_MS + 10_000);
+    for (const id of ids) {
+      const record = await eventually(async () => {
+        const r = await fetch(`${served.url}/workflows/${workflow.id}/executions/${id}`).then((r) => r.json());
+        return r.status === 'success' || r.status === 'failed' ? r : undefined;
+      }, 30_000);
+      expect(record.status).toBe('success');
+    }
+    // nobody could beat while the lock was held: neither process took the other for dead for it
+    const db = new Database(database, { readonly: true });
+    const expired = db.prepare("SELECT count(*) AS n FROM events WHERE type = 'task.lease_expired'").get() as { n: number };
+    db.close();
+    expect(expired.n).toBe(0);
+    expect(served.proc.exitCode, served.output()).toBeNull();
+    expect(worker.proc.exitCode, worker.output()).toBeNull();
   });
 
   // Serve and a worker on one file (a supported setup) take turns on its write lock all the time:
