@@ -2,7 +2,7 @@ import { serve } from '@hono/node-server';
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { ValidationError } from '../errors.js';
+import { RunledgerError, ValidationError } from '../errors.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
@@ -22,6 +22,12 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Node checks the bounds above on a timer (30 s by default): each second keeps a bound within a second of its number. */
 const CHECK_EVERY_MS = 1_000;
+
+/** Another process listens on the host and port asked for (a server left running, most often). */
+export class AddressInUseError extends RunledgerError {
+  override readonly code = 'address_in_use';
+  override name = 'AddressInUseError';
+}
 
 export interface Listening {
   url: string;
@@ -54,7 +60,7 @@ export async function listen(
   const serverOptions = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, headersTimeout) };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port, serverOptions }, () => resolve(s));
-    s.once('error', reject);
+    s.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? new AddressInUseError(`port ${options.port} is in use on ${options.host} — is another runledger running? use --port <n> (or PORT)`) : error));
   });
   if (options.upgrade) server.on('upgrade', options.upgrade);
   const { port } = server.address() as AddressInfo;
