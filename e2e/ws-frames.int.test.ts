@@ -30,10 +30,14 @@ const MALFORMED: [string, number, Buffer][] = [
   ['a fragmented message over maxPayload in total', 1009, Buffer.concat([encodeFrame({ ...text('x'.repeat(200 * 1024)), fin: false }), encodeFrame({ opcode: OPCODE.continuation, payload: 'y'.repeat(100 * 1024) })])],
 ];
 
-/** Writes `request` on a fresh TCP connection, waits `afterMs`, then resets it (RST, not FIN): the client vanished. */
-async function resetAfter(url: string, request: string, afterMs: number): Promise<void> {
+const upgrade = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+
+/** Writes `request` on a fresh TCP connection, waits `afterMs`, then resets it (RST, not FIN): the client vanished. Resolves with what the server had answered by then. */
+async function resetAfter(url: string, request: string, afterMs: number): Promise<string> {
   const { hostname, port } = new URL(url);
   const socket = connect({ host: hostname, port: Number(port) });
+  let answer = '';
+  socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
   const connected = await new Promise<boolean>((resolve) => {
     socket.once('connect', () => resolve(true));
     socket.on('error', () => resolve(false));
@@ -42,6 +46,7 @@ async function resetAfter(url: string, request: string, afterMs: number): Promis
   socket.write(request);
   await new Promise((r) => setTimeout(r, afterMs));
   socket.resetAndDestroy();
+  return answer;
 }
 
 describe.each(backends)('one bad WebSocket frame or vanished client on $name', (backend) => {
@@ -80,20 +85,44 @@ describe.each(backends)('one bad WebSocket frame or vanished client on $name', (
     await stillServing();
   });
 
+  it('cuts off a bad peer that ignores the close frame and keeps its side open within seconds, not the 30 s ws would wait', async () => {
+    const { hostname, port } = new URL(server.url);
+    const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
+    socket.on('error', () => {});
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    socket.write(upgrade(`/channels/${CHANNEL}/ws`));
+    await eventually(() => answer.includes('\r\n\r\n'));
+    expect(answer.slice(0, 12)).toBe('HTTP/1.1 101');
+    socket.write(encodeFrame({ opcode: 0x3 }));
+    // only a write tells this peer its server let go: the kernel answers it with a reset once the server closed the socket
+    const started = Date.now();
+    while (!closed && Date.now() - started < 5_000) {
+      await new Promise((r) => setTimeout(r, 200));
+      if (!socket.destroyed) socket.write(encodeFrame(text('{}')));
+    }
+    expect(closed).toBe(true);
+    socket.destroy();
+    await stillServing();
+  });
+
   it('survives clients that reset (RST) mid-handshake, while refused, mid-wait, mid-stream', async () => {
-    const upgrade = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
     const run = await (await fetch(`${server.url}/workflows`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'held', steps: [{ id: 'log', type: 'log', config: { message: 'x' } }] }) })).json();
     // no workers: the execution stays queued, so a wait on it waits and its event stream stays open
     const execution = await (await fetch(`${server.url}/workflows/${run.id}/execute`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json();
-    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
-    const cases: [string, string, number][] = [
-      ['an accepted upgrade', upgrade(`/channels/${CHANNEL}/ws`), 0],
-      ['an upgrade refused 400', upgrade(`/channels/${CHANNEL}/ws?after=-1`), 0],
-      ['an upgrade refused 404', upgrade('/nowhere/ws'), 0],
-      ['half an upgrade request', upgrade(`/channels/${CHANNEL}/ws`).slice(0, 40), 0],
-      ['a long-poll wait', get(`/runs/${execution.execution_id}/wait?timeout=5s`), 20],
-      ['an SSE stream', get(`/runs/${execution.execution_id}/events/stream`), 20],
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    // the first line each answers given time (none yet: still waiting), so the resets below land where their label says
+    const cases: [string, string, number, string][] = [
+      ['an accepted upgrade', upgrade(`/channels/${CHANNEL}/ws`), 0, 'HTTP/1.1 101'],
+      ['an upgrade refused 400', upgrade(`/channels/${CHANNEL}/ws?after=-1`), 0, 'HTTP/1.1 400'],
+      ['an upgrade refused 404', upgrade('/nowhere/ws'), 0, 'HTTP/1.1 404'],
+      ['half an upgrade request', upgrade(`/channels/${CHANNEL}/ws`).slice(0, 40), 0, ''],
+      ['a long-poll wait', get(`/runs/${execution.execution_id}/wait?timeout=5s`), 20, ''],
+      ['an SSE stream', get(`/runs/${execution.execution_id}/events/stream`), 20, 'HTTP/1.1 200'],
     ];
+    for (const [label, request, , first] of cases) expect((await resetAfter(server.url, request, 300)).slice(0, 12), label).toBe(first);
     // each many times and at a few delays: the reset has to land while the server writes its answer
     for (let i = 0; i < 10; i++) {
       for (const [label, request, ms] of cases) {
