@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Agent } from '../agents/agent.js';
 import type { AgentRunDetail, AgentRunRecord } from '../agents/ledger.js';
 import type { Tool } from '../agents/tools.js';
+import { loadModule } from './load-module.js';
 import { client, remote } from './options.js';
 
 function runLine(r: AgentRunRecord): string {
@@ -69,8 +68,7 @@ export function agentCommands(program: Command, print: (line: string) => void): 
 
 /** The agents (`defineAgent`) and tools (`defineTool`) a module exports, directly or in arrays. */
 export async function loadAgents(path: string): Promise<{ agents: Agent[]; tools: Tool[] }> {
-  const module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
-  const values = [...new Set(Object.values(module).flatMap((value) => (Array.isArray(value) ? value : [value])))];
+  const values = [...new Set((await loadModule('--agents', path)).flatMap((value) => (Array.isArray(value) ? value : [value])))];
   const agents = values.filter((v): v is Agent => typeof v === 'object' && v !== null && ((v as Agent).kind === 'code' || (v as Agent).kind === 'http') && typeof (v as Agent).name === 'string');
   const tools = values.filter((v): v is Tool => typeof v === 'object' && v !== null && typeof (v as Tool).run === 'function' && typeof (v as Tool).risk === 'string' && typeof (v as Tool).timeoutMs === 'number');
   if (agents.length === 0 && tools.length === 0) throw new Error(`${path} exports no agent (defineAgent) and no tool (defineTool)`);

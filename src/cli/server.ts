@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { providerFromEnv } from '../chat/providers.js';
 import { createLogger } from '../observe/log.js';
@@ -16,6 +15,7 @@ import { parseAllowedOrigins } from '../server/origin.js';
 import { dataDirFor, openApp } from '../app/open.js';
 import { parseAllowlist } from '../workflows/actions/address.js';
 import { loadAgents } from './agent.js';
+import { loadModule } from './load-module.js';
 import { runDemo } from './demo.js';
 import { database, databaseOf, DEFAULT_URL, whole } from './options.js';
 import type { Output } from './output.js';
@@ -147,21 +147,16 @@ function publicUrlFlag(flag: string | undefined): { publicUrl?: string } {
   return flag === undefined ? {} : { publicUrl: checkPublicUrl(flag, '--public-url') };
 }
 
+/** The workflows a `--workflows` module (JavaScript or TypeScript) exports, directly or in arrays. */
 async function workflowsOf(module: string): Promise<Workflow[]> {
-  const found = exportedWorkflows(await import(pathToFileURL(resolve(module)).href));
+  const found = exportedWorkflows(await loadModule('--workflows', module));
   if (found.length === 0) throw new ValidationError('--workflows', `${module} exports no workflow`);
   return found;
 }
 
-function exportedWorkflows(module: Record<string, unknown>): Workflow[] {
+function exportedWorkflows(values: unknown[]): Workflow[] {
   const isWorkflow = (value: unknown): value is Workflow => typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
-  return [
-    ...new Set(
-      Object.values(module)
-        .flatMap((value) => (Array.isArray(value) ? value : [value]))
-        .filter(isWorkflow),
-    ),
-  ];
+  return [...new Set(values.flatMap((value) => (Array.isArray(value) ? value : [value])).filter(isWorkflow))];
 }
 
 function insideGitWorkTree(path: string): boolean {
