@@ -124,25 +124,4 @@ export class Turns {
   private locked(): boolean {
     return this.busySince !== null && Date.now() - this.lockedAt <= 2 * LONGEST_PAUSE_MS;
   }
-
-  /**
-   * Runs `fn` holding `lock`. In WAL mode a read needs no write lock; it finds the file busy only
-   * in a moment such as another process recovering the WAL index, and is tried again after a pause.
-   */
-  async read<T>(fn: () => T): Promise<T> {
-    let deadline = Number.POSITIVE_INFINITY;
-    for (let wait = FIRST_PAUSE_MS; ; wait = Math.min(wait * 2, LONGEST_PAUSE_MS)) {
-      const release = await this.lock.acquire();
-      try {
-        return fn();
-      } catch (error) {
-        if (!isBusy(error)) throw error;
-        if (deadline === Number.POSITIVE_INFINITY) deadline = Date.now() + this.deadlineMs;
-        if (Date.now() + wait > deadline) throw new StoreUnavailableError('busy', 1, { cause: error });
-      } finally {
-        release();
-      }
-      await pause(wait);
-    }
-  }
 }

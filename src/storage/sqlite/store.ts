@@ -5,7 +5,7 @@ import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups, parseWakeups } from '../wakeups.js';
 import { Checkpointer } from './checkpointer.js';
 import { Mutex } from './mutex.js';
-import { isBusy, Turns } from './busy.js';
+import { Turns } from './busy.js';
 import { openDatabase, Statements, type Db } from './connection.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
@@ -155,17 +155,14 @@ class SqliteStore implements Store {
       if (this.finished) throw new Error('this transaction has already finished');
       return fn(this.shared.statements);
     }
-    const { lock, statements, turns } = this.shared;
-    const release = await lock.acquire();
+    // WAL: a read needs no write lock. It finds the file busy only in a moment such as another
+    // process recovering the WAL index; should that outlast BUSY_TIMEOUT_MS, it answers busy (503).
+    const release = await this.shared.lock.acquire();
     try {
-      return fn(statements);
-    } catch (error) {
-      if (!isBusy(error)) throw error;
+      return fn(this.shared.statements);
     } finally {
       release();
     }
-    // busy (WAL: only in a moment such as another process recovering its index): tried again after pauses
-    return turns.read(() => fn(statements));
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
