@@ -49,6 +49,27 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
     client.ws.close();
   });
 
+  it('reads a client that posts faster than the store takes posts no faster: the rest waits unsent in its buffers, then every post is stored in order', async () => {
+    const { url, channels } = await serve();
+    const real = channels.post.bind(channels);
+    let open: () => void = () => {};
+    const held = new Promise<void>((resolve) => (open = resolve));
+    channels.post = async (...args) => {
+      await held;
+      return real(...args);
+    };
+    const client = watch(url, 'flood');
+    await client.open;
+    // 24 MB: more than loopback's socket buffers take, so what the server does not read stays with the client
+    for (let i = 0; i < 400; i++) client.ws.send(postFrame(`${i} ${'x'.repeat(60_000)}`));
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(client.ws.bufferedAmount).toBeGreaterThan(0);
+    open();
+    await eventually(() => client.frames.filter((f) => f.type === 'posted').length === 400, 30_000);
+    expect(client.frames.filter((f) => f.type === 'posted').map((f) => Number((f as unknown as { message: { content: string } }).message.content.split(' ')[0]))).toEqual(Array.from({ length: 400 }, (_, i) => i));
+    client.ws.close();
+  });
+
   it('closes a socket whose post fails beyond an error frame with 1011, never the process, and the next socket posts', async () => {
     const { url, channels } = await serve();
     const client = watch(url, 'general');

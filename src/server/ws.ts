@@ -11,6 +11,8 @@ import { errorResponse, HttpError } from './errors.js';
 import { checkUpgrade } from './origin.js';
 
 const PATH = /^\/channels\/([^/]+)\/ws$/;
+/** Posts of one socket read and waiting for the store; more wait unread in the client's buffers. */
+const MAX_QUEUED_POSTS = 16;
 
 export interface SocketOptions {
   channels: Channels;
@@ -118,7 +120,18 @@ export class ChannelSockets {
     const following = this.options.feed.follow(channelId, after, send);
     // one at a time, in the order sent: two messages typed quickly keep their order in the channel
     let posting = Promise.resolve();
-    ws.on('message', (data) => void (posting = posting.then(() => this.post(ws, channelId, data.toString())).catch(() => ws.close(1011, 'the post failed'))));
+    let queued = 0;
+    ws.on('message', (data) => {
+      // a client posting faster than the store takes posts is read no further: the rest waits in TCP buffers, not
+      // in our memory (unbounded, 2,000 frames of 60 KB behind a slow store held 243 MB)
+      if (++queued >= MAX_QUEUED_POSTS) ws.pause();
+      posting = posting
+        .then(() => this.post(ws, channelId, data.toString()))
+        .catch(() => ws.close(1011, 'the post failed'))
+        .finally(() => {
+          if (--queued < MAX_QUEUED_POSTS && ws.isPaused) ws.resume();
+        });
+    });
     // a frame that breaks RFC 6455 (too big, bad opcode, unmasked, bad UTF-8 …): `ws` has already sent
     // the close frame with its code (1009, 1002, 1007); the peer gets a second to read it, then is cut off
     ws.on('error', () => setTimeout(() => ws.terminate(), 1_000).unref());
