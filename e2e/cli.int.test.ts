@@ -82,7 +82,8 @@ export const approval = workflow('approval', async (ctx, input) => {
     const down = `http://127.0.0.1:${await freePort()}`;
     const unreachable = await run(['runs', 'list', '--url', down]);
     expect(unreachable).toMatchObject({ code: 1, stderr: expect.stringContaining(`cannot reach ${down} (ECONNREFUSED) — is \`runledger serve\` running?`) });
-    expect((await at('run', 'wf_x', '--data', '{nope')).stderr).toMatch(/^--data: not JSON: /);
+    expect((await at('run', 'wf_x', '--data', '{nope')).stderr).toMatch(/^hint: use runledger start\nhint: --data is now --input\n--data: not JSON: /);
+    expect((await at('start', 'wf_x', '--input', '{nope')).stderr).toMatch(/^--input: not JSON: /);
     expect((await at('runs', 'list', '--limit', '0')).stderr).toMatch(/^--limit: must be a whole number from 1/);
     expect((await at('tasks', 'list', '--state', 'zombie')).stderr).toMatch(/^--state: must be one of ready, running, completed, dead/);
     expect((await run(['serve', '--port', 'eighty', '--database', join(dir, 'never.db')])).stderr).toMatch(/^--port: must be a whole number from 0 to 65535/);
@@ -99,7 +100,11 @@ export const approval = workflow('approval', async (ctx, input) => {
     const sample = /sample workflow (wf_\w+)/.exec(server.output())![1]!;
     const executed = await at('run', sample, '--data', '{"name":"ada"}', '--wait');
     expect(executed.code).toBe(0);
-    expect(executed.stdout).toMatch(/output: \{"greet":\{"greeting":"Hello ADA!"\}/);
+    // the sample's output (over 100 characters) is located, not printed: --json has it
+    expect(executed.stdout).toMatch(
+      /\nexecution (ex_\w+) success in \d+ ms\n {2}greet {4}ok {2}\d+ ms\n {2}profile {2}ok {2}\d+ ms\n {2}record {3}ok {2}\d+ ms\noutput: \d+ B — runledger executions show ex_\w+ --url http:\/\/127\.0\.0\.1:\d+ --json, or --output out\.json\n$/,
+    );
+    expect(JSON.parse((await at('start', sample, '--input', '{"name":"ada"}', '--wait', '--json')).stdout).output).toMatchObject({ greet: { greeting: 'Hello ADA!' } });
     const listed = (await at('runs', 'list')).stdout.split('\n');
     expect(listed[0]).toMatch(/^ID\s+STATUS\s+CREATED\s+WORKFLOW\s+ERROR$/);
     expect(listed[1]).toMatch(/^ex_\w+\s+success\s+\S+\s+greet-and-log$/);
@@ -116,7 +121,7 @@ export const approval = workflow('approval', async (ctx, input) => {
     const file = join(dir, 'flow.json');
     writeFileSync(file, JSON.stringify({ name: 'cli-flow', steps: [{ id: 'only', type: 'log', config: { message: 'hi' } }] }));
     const created = await at('workflows', 'apply', file);
-    expect(created.stdout).toMatch(/^created wf_\w+ 'cli-flow' version 1 \(1 step\)\nrun it: {2}runledger run wf_\w+ --url http:\/\/127\.0\.0\.1:\d+ --data '\{\}' --wait\n$/);
+    expect(created.stdout).toMatch(/^created wf_\w+ 'cli-flow' version 1 \(1 step\)\nrun it: {2}runledger start cli-flow --url http:\/\/127\.0\.0\.1:\d+ --input '\{\}' --wait\n$/);
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^unchanged wf_\w+ 'cli-flow' version 1 \(1 step\)/);
     writeFileSync(
       file,
@@ -131,8 +136,8 @@ export const approval = workflow('approval', async (ctx, input) => {
     expect((await at('workflows', 'apply', file)).stdout).toMatch(/^updated wf_\w+ 'cli-flow' version 2 \(2 steps\)/);
     const byName = await at('run', 'cli-flow', '--wait');
     expect(byName.code, byName.stderr).toBe(0);
-    expect(byName.stdout).toMatch(/execution ex_\w+ success\noutput: \{"a":/);
-    expect((await at('run', 'no-such-flow')).stderr).toMatch(/^<workflow>: no stored workflow is named 'no-such-flow'/);
+    expect(byName.stdout).toMatch(/execution ex_\w+ success in \d+ ms\n {2}a {2}ok {2}\d+ ms\n {2}b {2}ok {2}\d+ ms\noutput: \{"a":/);
+    expect((await at('run', 'no-such-flow')).stderr).toMatch(/^hint: use runledger start\n<workflow>: no stored workflow is named 'no-such-flow'/);
   });
 
   it('starts, signals and cancels code runs; events --follow exits 0 on success and 1 on failure', async () => {
@@ -163,7 +168,7 @@ export const approval = workflow('approval', async (ctx, input) => {
     expect((await at('runs', 'start', 'nope')).stderr).toMatch(/no code workflow is named 'nope' \(registered: approval\)/);
   });
 
-  it('run --wait says when a retry is due, and prints the output at the end', async () => {
+  it('run --wait says when a retry is due, and sums up each step at the end; show prints no error for a step that finally succeeded', async () => {
     let calls = 0;
     const flaky = createHttpServer((_request, response) => {
       if (++calls === 1) return void response.writeHead(503).end('busy');
@@ -178,7 +183,14 @@ export const approval = workflow('approval', async (ctx, input) => {
       const waited = await at('run', id, '--wait');
       expect(waited.code, waited.stderr).toBe(0);
       expect(waited.stdout).toMatch(/ {2}call: retrying at \d\d:\d\d:\d\d \(in [01]s\) — .*503/);
-      expect(waited.stdout).toMatch(/ {2}call: running \(attempt 2\)\n {2}call: success \d+ ms\nexecution ex_\w+ success\noutput: \{"call":\{"status":200/);
+      expect(waited.stdout).toMatch(/ {2}call: running \(attempt 2\)\n {2}call: success \d+ ms\nexecution ex_\w+ success in [\d.]+ m?s\n {2}call {2}ok {2}\d+ ms {2}\(2 attempts\)\noutput: \d+ B — runledger executions show ex_\w+/);
+      // the first attempt's 503 is history: the attempts say it, the error column does not
+      const eid = /execution (ex_\w+) success/.exec(waited.stdout)![1]!;
+      const shown = (await at('executions', 'show', eid)).stdout;
+      expect(shown).toMatch(/\ncall +http_request +success +2 +\d+\n/);
+      expect(shown).not.toMatch(/503/);
+      expect((await at('runs', 'show', eid)).stdout).toMatch(/\ncall +success +2 +\d+\n/);
+      expect((await at('runs', 'show', eid)).stdout).not.toMatch(/503/);
     } finally {
       flaky.close();
     }

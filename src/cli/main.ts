@@ -9,6 +9,7 @@ import { opsCommands } from './ops.js';
 import { output, type Output } from './output.js';
 import { runCommands } from './runs.js';
 import { serverCommands } from './server.js';
+import { startCommands } from './start.js';
 import { taskCommands } from './tasks.js';
 import { triggerCommands } from './trigger.js';
 import { workflowCommands } from './workflows.js';
@@ -30,9 +31,13 @@ export function cliProgram(out: Output = stdout()): Command {
   const program = new Command('runledger')
     .description('Durable execution engine: event journal, durable workflows, task queue, HTTP API.')
     .version(packageVersion(), '-V, --version', 'print the version')
-    .addHelpText('after', '\nServer: --url (default $RUNLEDGER_URL or http://127.0.0.1:8080), --token ($RUNLEDGER_TOKEN).\nDatabase: --database (default $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db).');
+    .addHelpText(
+      'after',
+      '\nStart a run: runledger start <workflow> --input \'{"name":"ada"}\' --wait (a stored workflow by name or id, or a code workflow by name).\nServer: --url (default $RUNLEDGER_URL or http://127.0.0.1:8080), --token ($RUNLEDGER_TOKEN).\nDatabase: --database (default $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db).',
+    );
   const line = (text: string) => out.line(text);
   serverCommands(program, out);
+  startCommands(program, out);
   runCommands(program, out);
   taskCommands(program, out);
   workflowCommands(program, out);

@@ -22,6 +22,7 @@ const COLOURS: Record<string, number> = {
   running: 33,
   retrying: 33,
   sleeping: 36,
+  reused: 36,
   waiting: 36,
   pending: 36,
   ready: 36,

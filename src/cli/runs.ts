@@ -1,13 +1,17 @@
 import type { Command } from 'commander';
 import type { RunSummary } from '../client/client.js';
 import { ValidationError } from '../errors.js';
-import { currentStatus, isTerminal, RUN_STATUSES, type RunStatus } from '../runtime/view.js';
+import { currentStatus, RUN_STATUSES } from '../runtime/view.js';
 import { STORED_WORKFLOW } from '../workflows/interpreter.js';
-import { client, databaseOf, direct, existingDatabase, json, remote, urlFlags, whole } from './options.js';
+import { hint, inputOption, inputValue } from './hints.js';
+import { client, databaseOf, direct, existingDatabase, remote, urlFlags, whole } from './options.js';
 import type { Output } from './output.js';
 import { reader, withSource } from './read.js';
-import { readJournal, serverSource, type Source } from './source.js';
+import { readJournal, type Source } from './source.js';
+import { start, startFlags } from './start.js';
+import { isReused, writeOutput } from './summary.js';
 import { timelineLine } from './timeline.js';
+import { follow } from './wait.js';
 import { createEngine } from '../engine.js';
 import { runsNeedingPatch } from '../runtime/patches.js';
 import { runSummary } from '../server/routes/run-records.js';
@@ -18,9 +22,9 @@ export async function workflowLabel(source: Source, run: Pick<RunSummary, 'workf
   return (await source.workflowName(run.workflow_id)) ?? run.workflow_id;
 }
 
-/** `runledger runs list|show|start|signal|cancel` and `runledger events <run-id> [--follow]`. */
+/** `runledger runs list|show|signal|cancel` (and the old `runs start`) and `runledger events <run-id> [--follow]`. */
 export function runCommands(program: Command, out: Output): void {
-  const runs = program.command('runs').description('runs of every kind (code workflows, stored-workflow executions, agent sessions): list, show, start, signal, cancel');
+  const runs = program.command('runs').description('runs of every kind (code workflows, stored-workflow executions, agent sessions): list, show, signal, cancel (start one: runledger start)');
 
   reader(runs.command('list'))
     .description('runs, newest first within each kind')
@@ -52,44 +56,43 @@ export function runCommands(program: Command, out: Output): void {
 
   reader(runs.command('show <run-id>'))
     .description("one run: status, input, output, error and each step's status, attempts and time")
+    .option('--output <file>', 'write the output to this file (JSON)')
     .action(async (id: string, options) => {
       await withSource(options, async (source) => {
         const run = await source.run(id);
+        if (options.output !== undefined) writeOutput(options.output, run.output);
         if (options.json) return out.json(run);
         out.line(`${run.id}  ${out.status(run.status)}  ${await workflowLabel(source, run)}`);
         out.line(`input:  ${JSON.stringify(run.input)}`);
         if (run.status === 'success') out.line(`output: ${JSON.stringify(run.output)}`);
         if (run.error) out.line(`error:  ${run.error}`);
+        // an earlier attempt's error of a step that succeeded is history: the attempts column tells it
         out.table(
           ['STEP', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'],
-          run.steps.map((s) => [s.name, out.status(s.status), String(s.attempts), s.duration_ms === null ? '' : String(Math.round(s.duration_ms)), s.error ?? '']),
+          run.steps.map((s) => [
+            s.name,
+            out.status(isReused(s) && s.status === 'success' ? 'reused' : s.status),
+            String(s.attempts),
+            isReused(s) || s.duration_ms === null ? '' : String(Math.round(s.duration_ms)),
+            s.status === 'success' ? '' : (s.error ?? ''),
+          ]),
           'no steps yet',
         );
       });
     });
 
-  remote(runs.command('start <workflow>'))
-    .description('start a run of a code workflow the server registered (runledger serve --workflows <module>)')
-    .option('--input <json>', 'the run input', '{}')
-    .option('--id <id>', 'the run id: the same id again returns that run and starts nothing')
-    .option('--idempotency-key <key>', 'the same key again returns the first run')
-    .option('--wait', 'print the timeline until the run ends; exit 1 unless it succeeds')
-    .action(async (workflow: string, options) => {
-      const input = json('--input', options.input);
-      const c = client(options);
-      const started = await c.startRun(workflow, input, { ...(options.id ? { id: options.id } : {}), ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}) });
-      if (options.json && !options.wait) return out.json(started);
-      out.line(started.duplicate ? `run ${started.run_id} exists (${started.status}): nothing new started` : `run ${started.run_id} started`);
-      if (!options.wait) out.line(`follow it:  runledger events ${started.run_id}${urlFlags(options)} --follow`);
-      if (options.wait) await follow(serverSource(c), started.run_id, out);
+  startFlags(runs.command('start <workflow>', { hidden: true }))
+    .description('the old name of runledger start (code workflows)')
+    .action((workflow: string, options) => {
+      hint('use runledger start');
+      return start(workflow, options, out, 'code');
     });
 
-  remote(runs.command('signal <run-id> <name>'))
+  inputOption(remote(runs.command('signal <run-id> <name>')), 'the signal payload, JSON (default: null)', ['payload'])
     .description("send a signal to a run's waitForEvent(name)")
-    .option('--payload <json>', 'the signal payload', 'null')
     .option('--idempotency-key <key>', 'the same key again sends nothing')
     .action(async (id: string, name: string, options) => {
-      const sent = await client(options).signalRun(id, name, json('--payload', options.payload), options.idempotencyKey);
+      const sent = await client(options).signalRun(id, name, inputValue(options, ['payload'], 'null'), options.idempotencyKey);
       if (options.json) return out.json(sent);
       out.line(`signal '${name}' sent to ${id}`);
     });
@@ -118,22 +121,13 @@ export function runCommands(program: Command, out: Output): void {
         return;
       }
       await withSource(options, async (source) => {
-        if (options.follow) return void (await follow(source, id, out, options.json));
+        if (options.follow) return void (await follow(source, id, out, options));
         const events = [];
         for await (const e of source.timeline(id, false)) events.push(e);
         if (options.json) return out.json(events);
         for (const e of events) out.line(timelineLine(e));
       });
     });
-}
-
-/** Prints a run's timeline live until it ends; the exit code is 1 unless it succeeded. Returns its status. */
-export async function follow(source: Source, id: string, out: Output, asJson = false): Promise<RunStatus> {
-  for await (const e of source.timeline(id, true)) out.line(asJson ? JSON.stringify(e) : timelineLine(e));
-  const run = await source.run(id);
-  if (!asJson) out.line(`run ${id} ${out.status(run.status)}${run.status === 'success' ? ` → ${JSON.stringify(run.output)}` : run.error ? `: ${run.error}` : ''}`);
-  if (run.status !== 'success' && isTerminal(run.status)) process.exitCode = 1;
-  return run.status;
 }
 
 /** `runs list --needs-patch <id>`: from the database with `--database`, else from the server. */
