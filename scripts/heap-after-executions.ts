@@ -19,8 +19,8 @@ import { createApp } from '../dist/server/app.js';
  * snapshot beside the database. Writing a snapshot leaves the process larger (malloc keeps what it
  * used): `SNAPSHOTS=0` measures RSS without them. Not run by CI.
  *
- * Measured (2 cores, 20 in flight, 35 s idle, no snapshots): RSS 95 MB at start, 164 after 5,000, 163 after
- * 10,000, heapUsed 19.4 / 22.1 / 22.2 MB: no growth per execution. RSS is not the JS heap: SQLite's page
+ * Measured (2 cores, 20 in flight, 35 s idle, no snapshots, two runs): RSS 95–105 MB at start, 164–170 after
+ * 5,000, 130–163 after 10,000; heapUsed 19.5 / 22.2 / 22.3 MB: no growth per execution. RSS is not the JS heap: SQLite's page
  * cache (better-sqlite3 builds with cache_size -16000: 19 MB once the file outgrows it, 5 MB at -2000),
  * the WAL checkpointer's thread (~10 MB, a V8 isolate and a connection), 50 MB of mapped binary, and
  * what glibc keeps of freed memory. A snapshot written in process adds ~75 MB of RSS that stays.
