@@ -123,9 +123,11 @@ describe('the dashboard on SQLite', () => {
     await page.goto(`${server.url}/ui/runs/${id}`);
     await page.locator('dl.facts [data-status="sleeping"]').waitFor({ timeout: 20_000 });
     await page.locator('figure.gantt rect.bar-sleep').waitFor();
-    await page.getByRole('button', { name: 'Cancel run' }).click();
+    // one click only asks (e2e/ui-run.int.test.ts tests the dialog)
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    await page.getByRole('dialog', { name: 'Cancel this run?' }).getByRole('button', { name: 'Cancel run', exact: true }).click();
     await page.locator('dl.facts [data-status="cancelled"]').waitFor({ timeout: 20_000 });
-    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Cancel run…' }).count()).toBe(0);
     expect((await call(server, `/runs/${id}`)).status).toBe('cancelled');
   });
 
@@ -238,7 +240,7 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       await page.locator('[data-fact="state"]', { hasText: 'RENDERING_PROCESSING' }).waitFor({ timeout: 30_000 });
       await page.locator('tr[data-step="wait_word"][data-status="success"]').waitFor({ timeout: 30_000 });
       expect(await page.locator('dl.facts [data-status="running"]').count()).toBe(1);
-      expect(await page.locator('[data-fact="progress"]').textContent()).toMatch(/\b([1-9]|1[0-2])\/13 steps/);
+      expect(await page.locator('[data-fact="progress"]').textContent()).toMatch(/\b([1-9]|1[0-2])\/13 steps ran: .*\b\d+ running\b/);
       await page.locator('[data-fact="eta"]').waitFor();
       expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('running');
       expect(await page.locator('tr[data-step="normalize"]').evaluate((r) => [r.getAttribute('data-type'), r.getAttribute('data-status')])).toEqual(['poll', 'success']);
@@ -250,7 +252,11 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       expect((await fetch(`${mock.url}/v1/render/jobs/${job}/cancel`, { method: 'POST' })).status).toBe(200);
       await page.locator('dl.facts [data-status="partial_success"]').waitFor({ timeout: 30_000 });
       expect(await page.locator('[data-fact="state"]').textContent()).toBe('PARTIAL_COMPLETE');
-      expect(await page.locator('[data-fact="progress"]').textContent()).toContain('13/13 steps');
+      // what ran, counted from the steps the server reports: the failed branch's steps did run
+      const ended = await call(server, `/workflows/${wf.id}/executions/${first}`);
+      const leaves = ended.steps.filter((s: { type: string }) => s.type !== 'parallel');
+      const ran = leaves.filter((s: { status: string }) => ['success', 'failed', 'timed_out'].includes(s.status)).length;
+      expect(await page.locator('[data-fact="progress"]').textContent()).toContain(`${ran}/${leaves.length} steps ran`);
       expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('failed');
       expect(await page.locator('tr[data-step="render"] li[data-branch]').evaluateAll((items) => items.map((li) => `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`))).toEqual([
         'word success',

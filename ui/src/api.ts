@@ -141,11 +141,25 @@ export function subscribe(path: string, onBatch: (events: SseEvent[]) => void, o
 
 let document: Promise<Set<string>> | null = null;
 
-/** The API's paths (`/workflows/{id}/executions/{execution_id}/retry` …) from its OpenAPI document: actions are shown only when the server offers them. */
+type Operation = { requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> } };
+
+/**
+ * The API's operations (`POST /workflows/{id}/executions/{execution_id}/retry` …) and the fields of their JSON bodies
+ * (`POST /runs/{id}/cancel body.reason`) from its OpenAPI document: actions, and their fields, are shown only when the server offers them.
+ */
 export function offered(): Promise<Set<string>> {
   if (!document) {
-    document = api<{ paths: Record<string, Record<string, unknown>> }>('/openapi.json').then(
-      (d) => new Set(Object.entries(d.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`))),
+    document = api<{ paths: Record<string, Record<string, Operation>> }>('/openapi.json').then(
+      (d) =>
+        new Set(
+          Object.entries(d.paths).flatMap(([path, methods]) =>
+            Object.entries(methods).flatMap(([m, op]) => {
+              const operation = `${m.toUpperCase()} ${path}`;
+              const fields = Object.keys(op?.requestBody?.content?.['application/json']?.schema?.properties ?? {});
+              return [operation, ...fields.map((f) => `${operation} body.${f}`)];
+            }),
+          ),
+        ),
       () => {
         document = null;
         return new Set<string>();

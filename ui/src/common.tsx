@@ -37,7 +37,7 @@ export function Status({ status, as }: { status: string; as?: 'ledger' }) {
   );
 }
 
-export function Link({ to, children, ...rest }: { to: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' | undefined }) {
+export function Link({ to, children, ...rest }: { to: string; children: ComponentChildren; class?: string; title?: string; 'aria-current'?: 'page' | undefined; 'data-workflow-id'?: string }) {
   return (
     <a href={href(to)} {...rest}>
       {children}
@@ -94,6 +94,37 @@ export function duration(ms: number | null | undefined): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   if (ms < 3600_000) return `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
   return `${Math.floor(ms / 3600_000)} h ${Math.round((ms % 3600_000) / 60_000)} m`;
+}
+
+/** How far `at` (ms) is from now in words: 'in 4 min', 'in 12 s', '3 min ago'. */
+export function fromNow(at: number, now = Date.now()): string {
+  const ms = at - now;
+  const abs = Math.abs(ms);
+  const text = abs < 1000 ? 'now' : abs < 60_000 ? `${Math.round(abs / 1000)} s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min` : abs < 86_400_000 ? `${Math.round(abs / 3_600_000)} h` : `${Math.round(abs / 86_400_000)} d`;
+  if (text === 'now') return text;
+  return ms > 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** A moment ahead (a wake-up, a deadline) as a local time and how far it is: "14:35:12 (in 4 min)"; re-rendered by the page's clock. */
+export function When({ at }: { at: number }) {
+  const d = new Date(at);
+  const today = new Date().toDateString() === d.toDateString();
+  const text = today ? d.toLocaleTimeString() : d.toLocaleString();
+  return (
+    <time dateTime={d.toISOString()} title={d.toLocaleString()} class="nowrap" data-at={at}>
+      {text} ({fromNow(at)})
+    </time>
+  );
+}
+
+/** Re-renders every `ms` while `on`: for text that says how far a moment is. */
+export function useClock(ms: number, on: boolean): void {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    if (!on) return;
+    const timer = setInterval(() => setTick((t) => t + 1), ms);
+    return () => clearInterval(timer);
+  }, [ms, on]);
 }
 
 export function ago(iso: string | null | undefined): string {
@@ -184,10 +215,12 @@ export function parseJson(text: string, field: string): unknown {
   }
 }
 
-export function Page({ title, children, actions }: { title: ComponentChildren; children: ComponentChildren; actions?: ComponentChildren }) {
+/** The page: its heading, actions, and the tab's title (`tab`, else a string heading: `Runs · runledger`). */
+export function Page({ title, tab, children, actions }: { title: ComponentChildren; tab?: string; children: ComponentChildren; actions?: ComponentChildren }) {
+  const name = tab ?? (typeof title === 'string' ? title : null);
   useEffect(() => {
-    document.title = `${typeof title === 'string' ? title : 'runledger'} · runledger`;
-  }, [title]);
+    document.title = name ? `${name} · runledger` : 'runledger';
+  }, [name]);
   return (
     <section aria-labelledby="page-title">
       <header class="page-head">

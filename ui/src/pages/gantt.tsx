@@ -56,6 +56,8 @@ export function ganttRows(events: JournalEvent[]): Row[] {
       if (kind === 'poll') bar.label = bar.what = e.data.label ? `poll: ${e.data.label}` : 'poll';
       if (kind === 'sleep' && e.data.until) bar.label = `sleep until ${new Date(e.data.until).toLocaleTimeString()}`;
       if (kind === 'wait') bar.label = `wait for ${e.data.name ?? 'signal'}`;
+      // on the row of the step it undoes, after that step's bars
+      if (kind === 'compensation') bar.label = `compensation: undo ${e.data.name ?? row.label}`;
       // the backoff before this attempt ends now
       const last = row.bars.at(-1);
       if (last && last.outcome === 'retrying' && last.end === null) last.end = at;
@@ -100,6 +102,7 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
   const span = Math.max(1, end - first);
   const x = (t: number) => LABEL_W + ((t - first) / span) * (WIDTH - LABEL_W - 10);
   const height = rows.length * ROW_H + 24;
+  const compensated = rows.some((r) => r.bars.some((b) => b.kind === 'compensation'));
   return (
     <figure class="gantt">
       <svg viewBox={`0 0 ${WIDTH} ${height}`} role="img" aria-labelledby="gantt-title" preserveAspectRatio="xMinYMin meet">
@@ -120,10 +123,19 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
             {row.bars.map((bar, j) => {
               const to = bar.end ?? (ended ? lastEvent : now);
               const w = Math.max(2, x(to) - x(bar.start));
+              const title = `${row.label}: ${bar.label} — ${bar.outcome}, ${duration(to - bar.start)}${bar.end === null ? ' so far' : ''}`;
+              // a compensation is named on its bar (the row names the step it undoes), beside it when the bar is too short
               return (
-                <rect key={j} x={x(bar.start)} y={4} width={w} height={ROW_H - 8} rx={2} class={`bar bar-${bar.kind} bar-${bar.outcome}`}>
-                  <title>{`${row.label}: ${bar.label} — ${bar.outcome}, ${duration(to - bar.start)}${bar.end === null ? ' so far' : ''}`}</title>
-                </rect>
+                <g key={j}>
+                  <rect x={x(bar.start)} y={4} width={w} height={ROW_H - 8} rx={2} class={`bar bar-${bar.kind} bar-${bar.outcome}`}>
+                    <title>{title}</title>
+                  </rect>
+                  {bar.kind === 'compensation' ? (
+                    <text x={w >= 50 ? x(bar.start) + 4 : x(bar.start) + w + 4} y={ROW_H / 2 + 4} class={w >= 50 ? 'bar-text on-bar' : 'bar-text'}>
+                      {bar.outcome === 'failed' ? 'undo failed' : 'undo'}
+                    </text>
+                  ) : null}
+                </g>
               );
             })}
           </g>
@@ -132,6 +144,12 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
       <figcaption class="legend">
         <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span> <span class="key key-poll">poll</span>{' '}
         <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
+        {compensated ? (
+          <>
+            {' '}
+            <span class="key key-compensation">compensation (undo)</span>
+          </>
+        ) : null}
       </figcaption>
     </figure>
   );

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, isTerminal, normalStatus, parseJson } from '../common';
 import { navigate } from '../router';
@@ -17,7 +17,7 @@ function failedBranches(execution: Execution | null): string[] {
   return names;
 }
 
-type Open = 'signal' | 'retry' | 'rerun' | null;
+type Open = 'signal' | 'retry' | 'rerun' | 'cancel' | null;
 
 /**
  * What anyone may do to a run, where the server offers it (read from `/openapi.json`): cancel it,
@@ -52,7 +52,11 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
     setError(null);
     setOpen(open === which ? null : which);
   };
-  const cancel = () => act(() => (paths.has('POST /runs/{id}/cancel') ? api(`/runs/${encodeURIComponent(run.id)}/cancel`, { method: 'POST' }) : api(`${base}/cancel`, { method: 'POST' })));
+  const cancelRoute = paths.has('POST /runs/{id}/cancel') ? 'POST /runs/{id}/cancel' : 'POST /workflows/{id}/executions/{execution_id}/cancel';
+  const cancelPath = cancelRoute === 'POST /runs/{id}/cancel' ? `/runs/${encodeURIComponent(run.id)}/cancel` : `${base}/cancel`;
+  // the reason is asked for only where the server keeps it (its OpenAPI document says the cancel's body takes one)
+  const takesReason = paths.has(`${cancelRoute} body.reason`);
+  const cancel = (reason: string) => act(() => api(cancelPath, { method: 'POST', ...(takesReason && reason ? { body: { reason } } : {}) }));
   const canCancel = !ended && (paths.has('POST /runs/{id}/cancel') || (base !== null && paths.has('POST /workflows/{id}/executions/{execution_id}/cancel')));
   const canSignal = !ended && paths.has('POST /runs/{id}/signal');
   const canRetry = base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
@@ -62,8 +66,8 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
     <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
       <div class="actions">
         {canCancel ? (
-          <button type="button" class="danger" disabled={busy} onClick={cancel}>
-            Cancel run
+          <button type="button" class="danger" disabled={busy} aria-haspopup="dialog" onClick={toggle('cancel')}>
+            Cancel run…
           </button>
         ) : null}
         {canRetry ? (
@@ -85,8 +89,49 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
       {open === 'signal' && canSignal ? <SignalForm busy={busy} onSend={(body) => act(() => api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body }))} /> : null}
       {open === 'retry' && canRetry ? <RetryForm busy={busy} failed={failed} onRetry={(branches) => act(() => api(`${base}/retry`, { method: 'POST', body: { branches } }))} /> : null}
       {open === 'rerun' && canRerun && execution ? <RerunForm busy={busy} execution={execution} onRerun={(body) => act(() => api(`${base}/rerun`, { method: 'POST', body }))} /> : null}
-      <ErrorBox error={error} />
+      {open === 'cancel' && canCancel ? <CancelDialog runId={run.id} withReason={takesReason} busy={busy} error={error} onConfirm={cancel} onClose={() => setOpen(null)} /> : null}
+      {open !== 'cancel' ? <ErrorBox error={error} /> : null}
     </div>
+  );
+}
+
+/** Asks before cancelling (one stray click must not stop a run), with a reason where the server keeps one; a modal <dialog>, no window.confirm. */
+function CancelDialog({ runId, withReason, busy, error, onConfirm, onClose }: { runId: string; withReason: boolean; busy: boolean; error: unknown; onConfirm: (reason: string) => void; onClose: () => void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [reason, setReason] = useState('');
+  useEffect(() => {
+    if (!dialog.current?.open) dialog.current?.showModal();
+  }, []);
+  return (
+    <dialog ref={dialog} aria-labelledby="cancel-title" class="confirm" onClose={onClose}>
+      <form
+        method="dialog"
+        onSubmit={(e) => {
+          e.preventDefault();
+          onConfirm(reason.trim());
+        }}
+      >
+        <h2 id="cancel-title">Cancel this run?</h2>
+        <p>
+          <span class="mono">{runId}</span> stops: its running step is told to stop, no new step starts, and the compensations of the steps done run. This cannot be undone.
+        </p>
+        {withReason ? (
+          <label>
+            Reason (optional) <input name="reason" value={reason} maxLength={500} onInput={(e) => setReason(e.currentTarget.value)} />
+          </label>
+        ) : null}
+        <ErrorBox error={error} />
+        <div class="actions">
+          {/* first, so the dialog opens on it: Enter does not stop the run */}
+          <button type="button" onClick={() => dialog.current?.close()}>
+            Keep it running
+          </button>
+          <button type="submit" class="danger" disabled={busy}>
+            Cancel run
+          </button>
+        </div>
+      </form>
+    </dialog>
   );
 }
 

@@ -1,8 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, apiOptional, offered, subscribe } from '../api';
-import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, throttle, time, useLoad } from '../common';
+import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, throttle, time, useClock, useLoad, When } from '../common';
+import { StoredWorkflow, useWorkflowNames } from '../names';
 import { Gantt, type JournalEvent } from './gantt';
 import { RunActions } from './run-actions';
+import { pending, progressText, stepCounts } from './run-progress';
 import { Steps } from './run-steps';
 
 /** A step of `GET /runs/{id}` (a code run's call, or the interpreter's for an execution). */
@@ -26,6 +28,7 @@ export interface Run {
   id: string;
   workflow: string;
   workflow_id: string | null;
+  workflow_name?: string | null;
   kind?: string;
   status: string;
   error: string | null;
@@ -95,6 +98,9 @@ export function RunPage({ id }: { id: string }) {
   const { data, error, reload } = useLoad((signal) => loadRun(id, signal), [id]);
   const [events, setEvents] = useState<JournalEvent[]>([]);
   const [streamEnded, setStreamEnded] = useState(false);
+  const names = useWorkflowNames(data ? [data.run] : undefined);
+  const waitingFor = data && !isTerminal(data.run.status) ? pending(events) : null;
+  useClock(1000, waitingFor !== null);
 
   useEffect(() => {
     setEvents([]);
@@ -120,13 +126,13 @@ export function RunPage({ id }: { id: string }) {
 
   if (error && !data)
     return (
-      <Page title={`Run ${id}`}>
+      <Page title={`Run ${id}`} tab={id}>
         <ErrorBox error={error} />
       </Page>
     );
   if (!data)
     return (
-      <Page title={`Run ${id}`}>
+      <Page title={`Run ${id}`} tab={id}>
         <p aria-busy="true">Loading…</p>
       </Page>
     );
@@ -138,6 +144,7 @@ export function RunPage({ id }: { id: string }) {
   const children = events.filter((e) => e.type === 'child.started').map((e) => e.data.childId as string);
   const parent = (events.find((e) => e.type === 'run.started')?.data as any)?.parent as string | { runId?: string } | undefined;
   const parentId = typeof parent === 'string' ? parent : parent?.runId;
+  const counts = execution ? stepCounts(execution.steps) : null;
 
   return (
     <Page
@@ -146,6 +153,7 @@ export function RunPage({ id }: { id: string }) {
           Run <span class="mono">{run.id}</span>
         </>
       }
+      tab={run.workflow_id ? (names.has(run.workflow_id) ? `${run.id} · ${names.get(run.workflow_id)}` : run.id) : `${run.id} · ${run.workflow}`}
       actions={<RunActions run={run} execution={execution} paths={paths} onDone={reload} />}
     >
       <ErrorBox error={error} />
@@ -163,13 +171,7 @@ export function RunPage({ id }: { id: string }) {
         <div>
           <dt>Workflow</dt>
           <dd>
-            {run.workflow_id ? (
-              <Link to={`/workflows/${run.workflow_id}`} class="mono">
-                {run.workflow_id}
-              </Link>
-            ) : (
-              <span class="mono">{run.workflow}</span>
-            )}
+            {run.workflow_id ? <StoredWorkflow id={run.workflow_id} names={names} /> : <span class="mono">{run.workflow}</span>}
             {execution ? ` v${execution.workflow_version}` : ''}
           </dd>
         </div>
@@ -198,11 +200,32 @@ export function RunPage({ id }: { id: string }) {
             </dd>
           </div>
         ) : null}
-        {execution ? (
+        {counts ? (
           <div>
             <dt>Progress</dt>
             <dd data-fact="progress">
-              <progress max={execution.progress.total} value={execution.progress.done} aria-label="steps ended" /> {execution.progress.done}/{execution.progress.total} steps
+              <progress max={counts.total} value={counts.ran} aria-label="steps ran" /> {progressText(counts)}
+            </dd>
+          </div>
+        ) : null}
+        {waitingFor?.kind === 'sleep' ? (
+          <div>
+            <dt>Wakes up</dt>
+            <dd data-fact="wakes">
+              <When at={waitingFor.at} /> <span class="muted">from sleep {waitingFor.name}</span>
+            </dd>
+          </div>
+        ) : null}
+        {waitingFor?.kind === 'wait' ? (
+          <div>
+            <dt>Waits for</dt>
+            <dd data-fact="waits">
+              signal <span class="mono">{waitingFor.name}</span>
+              {waitingFor.at !== null ? (
+                <>
+                  , gives up at <When at={waitingFor.at} />
+                </>
+              ) : null}
             </dd>
           </div>
         ) : null}
@@ -297,6 +320,18 @@ export function RunPage({ id }: { id: string }) {
             <time dateTime={e.timestamp} class="muted">
               +{duration(Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))}
             </time>
+            {e.type === 'sleep.started' && typeof e.data?.until === 'number' ? (
+              <span class="muted">
+                {' '}
+                until <When at={e.data.until} />
+              </span>
+            ) : null}
+            {e.type === 'wait.started' && typeof e.data?.deadline === 'number' ? (
+              <span class="muted">
+                {' '}
+                deadline <When at={e.data.deadline} />
+              </span>
+            ) : null}
             <Json value={e.data} />
           </li>
         ))}

@@ -1,12 +1,14 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, subscribe } from '../api';
-import { duration, ErrorBox, Link, normalStatus, Page, RUN_STATUSES, RunLink, Status, throttle, Time, useLoad } from '../common';
+import { duration, ErrorBox, isTerminal, Link, normalStatus, Page, RUN_STATUSES, RunLink, Status, throttle, Time, useLoad } from '../common';
+import { StoredWorkflow, useWorkflowNames } from '../names';
 import { navigate, useLocation } from '../router';
 
 export interface RunSummary {
   id: string;
   workflow: string;
   workflow_id: string | null;
+  workflow_name?: string | null;
   agent?: string | null;
   kind?: string;
   status: string;
@@ -85,6 +87,7 @@ export function RunsPage() {
 
   const [idText, setIdText] = useState('');
   const rows = useMemo(() => data?.runs ?? [], [data]);
+  const names = useWorkflowNames(data?.runs);
 
   return (
     <Page
@@ -169,9 +172,7 @@ export function RunsPage() {
                 <td>{r.kind ?? '—'}</td>
                 <td>
                   {r.workflow_id ? (
-                    <Link to={`/workflows/${r.workflow_id}`} class="mono">
-                      {r.workflow_id}
-                    </Link>
+                    <StoredWorkflow id={r.workflow_id} names={names} />
                   ) : r.kind === 'session' ? (
                     <Link to={`/agents/${encodeURIComponent(r.id)}`} class="mono">
                       {r.agent ?? 'agent run'}
@@ -183,8 +184,8 @@ export function RunsPage() {
                 </td>
                 <td>
                   <Status status={r.status} />
-                  {r.progress ? (
-                    <div class="muted">
+                  {r.progress && !isTerminal(r.status) ? (
+                    <div class="muted" title="steps ended of all">
                       {r.progress.done}/{r.progress.total}
                     </div>
                   ) : null}
