@@ -86,7 +86,7 @@ export class Liveness {
   private async heartbeat(): Promise<void> {
     try {
       // ended by another process while this one was paused: it is alive after all
-      if (!(await this.store.processHeartbeat({ id: this.id }))) await this.store.processRegister({ id: this.id, ...thisProcess() });
+      if (!(await this.store.processHeartbeat({ id: this.id }))) await this.register();
     } catch (error) {
       // The database took no heartbeat from this process (SQLite: a write lock held elsewhere, reads
       // still answered): none from the others either, so heartbeats seen before say nothing. Without

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { doctor } from '../doctor/checks.js';
 import { backends } from '../testing/backends.js';
+import { eventually } from '../testing/engine.js';
 import { openApp, type OpenApp } from './open.js';
 
 const secretKey = randomBytes(32);
@@ -43,6 +44,15 @@ describe.each(backends)('processes sharing a database compare their settings ($n
     expect((await start(database, { role: 'serve', workers: false })).settingsWarnings).toEqual([]);
     const check = await settingsCheck(database);
     expect(check).toEqual({ name: 'process settings', status: 'ok', detail: 'the 2 live process(es) running steps have the same settings' });
+  }, 60_000);
+
+  it('a process ended by another while it was paused registers again with its settings', async () => {
+    const database = await backend.create();
+    const app = await start(database, { role: 'worker', allow: ['127.0.0.1'] });
+    const id = app.engine.liveness.id;
+    await app.engine.store.processExpire({ processes: [{ id, heartbeatAt: null }] });
+    const again = await eventually(async () => (await app.engine.store.processList()).find((p) => p.id === id), 5_000);
+    expect(again.settings?.values.RUNLEDGER_HTTP_ALLOW).toBe('127.0.0.1');
   }, 60_000);
 
   it('a process that stopped is no longer compared', async () => {
