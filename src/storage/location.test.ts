@@ -43,6 +43,11 @@ describe('explainConnectError', () => {
     expect(explain({ code: '3D000' })).toBe("database: postgres://ada:***@db.internal:6543/orders: database 'orders' does not exist — create it: createdb -h db.internal -p 6543 -U ada orders");
   });
 
+  it('leaves the user and database to the same defaults createdb uses when the URL names none', () => {
+    const error = Object.assign(new Error('raw'), { code: '3D000' });
+    expect(explainConnectError('postgres://db.internal', error)?.message).toBe('database: postgres://db.internal: database does not exist — create it: createdb -h db.internal -p 5432');
+  });
+
   it('asks whether PostgreSQL runs on a refused host:port, also when every address of a name refused', () => {
     expect(explain({ code: 'ECONNREFUSED' })).toBe('database: postgres://ada:***@db.internal:6543/orders: connection refused — is PostgreSQL running on db.internal:6543?');
     const aggregate = new AggregateError([Object.assign(new Error('::1'), { code: 'ECONNREFUSED' })], 'connect');

@@ -73,15 +73,16 @@ export function explainConnectError(location: string, error: unknown): DatabaseU
   } catch {}
   const host = url?.hostname || 'localhost';
   const port = url?.port || '5432';
-  const user = decodeURIComponent(url?.username || process.env.PGUSER || process.env.USER || 'postgres');
-  const db = decodeURIComponent(url?.pathname.slice(1) || user);
+  // without a user or database in the URL, createdb and the server fall back to the same defaults
+  const user = url?.username ? decodeURIComponent(url.username) : null;
+  const db = url?.pathname.slice(1) ? decodeURIComponent(url.pathname.slice(1)) : null;
   const code = errorCode(error);
   const text = error instanceof Error ? error.message : String(error);
   const say = (message: string) => new DatabaseUnavailableError(`database: ${message}`, { cause: error });
-  if (code === '3D000') return say(`${shown}: database '${db}' does not exist — create it: createdb -h ${host} -p ${port} -U ${user} ${db}`);
+  if (code === '3D000') return say(`${shown}: database ${db ? `'${db}' ` : ''}does not exist — create it: createdb -h ${host} -p ${port}${user ? ` -U ${user}` : ''}${db ? ` ${db}` : ''}`);
   if (code === 'ECONNREFUSED') return say(`${shown}: connection refused — is PostgreSQL running on ${host}:${port}?`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return say(`${shown}: no host named '${host}' — is the host in the URL right?`);
-  if (code === '28P01' || code === '28000') return say(`${shown}: authentication failed for user '${user}' — check the user and password in the URL (${text})`);
+  if (code === '28P01' || code === '28000') return say(`${shown}: authentication failed${user ? ` for user '${user}'` : ''} — check the user and password in the URL (${text})`);
   if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return say(`${shown}: ${text} — is PostgreSQL reachable on ${host}:${port}?`);
   return null;
 }
