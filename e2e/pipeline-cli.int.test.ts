@@ -37,6 +37,9 @@ describe('runledger run --wait on the document pipeline (the README walkthrough)
       expect(first.output).toContain('wait_powerpoint: Rendering PowerPoint…');
       expect(first.output).toMatch(/execution ex_\S+ success DELIVERED/);
       expect(first.output).not.toContain('ETA');
+      // the flagship demo's output (kilobytes of JSON) is located, not printed: no line runs on
+      expect(first.output).toMatch(/\n {2}deliver +ok +\d+ ms\noutput: [\d.]+ K?B — runledger executions show ex_\S+ --url \S+ --json, or --output out\.json\n$/);
+      expect(Math.max(...first.output.split('\n').map((l) => l.length))).toBeLessThan(200);
       const second = await run();
       expect(second.output).toMatch(/state INITIALIZED {2}ETA ~\d+ s/);
 
@@ -49,6 +52,10 @@ describe('runledger run --wait on the document pipeline (the README walkthrough)
       expect((await retry.exited).code, retry.output()).toBe(0);
       expect(retry.output()).toMatch(/execution ex_\S+ success DELIVERED/);
       expect(retry.output()).not.toContain('wait_word: Rendering');
+      // what the retry took from the partly failed execution says so, live and in the summary
+      expect(retry.output()).toMatch(/\n {2}create_session: reused\n/);
+      expect(retry.output()).toMatch(/\n {2}create_session +reused\n/);
+      expect(retry.output()).toMatch(/\n {4}wait_powerpoint +ok +[\d.]+ m?s/);
     } finally {
       server.proc.kill('SIGTERM');
       await server.exited;

@@ -27,8 +27,16 @@ describe('the summary after start --wait', () => {
       step({ step_id: 'render', type: 'parallel', duration_ms: 65_000 }),
       step({ step_id: 'word', parallel: 'render', branch: 'word', status: 'failed', error: 'Error: Image asset not found\n    at stack', duration_ms: 80 }),
       step({ step_id: 'note', status: 'skipped', duration_ms: null }),
+      step({ step_id: 'wait', type: 'poll', attempts: 1, duration_ms: 500 }),
     ]);
-    expect(lines).toEqual(['  fetch      ok       1.5 s  (3 attempts)', '  normalize  reused', '  render     ok       1m 05s', '    word     failed   80 ms  — Error: Image asset not found', '  note       skipped']);
+    expect(lines).toEqual([
+      '  fetch      ok       1.5 s  (3 attempts)',
+      '  normalize  reused',
+      '  render     ok       1m 05s',
+      '    word     failed   80 ms  — Error: Image asset not found',
+      '  note       skipped',
+      '  wait       ok       500 ms  (1 poll)',
+    ]);
   });
 
   it('tells a reused step from one that ran by its journaled input', () => {

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { ValidationError } from '../errors.js';
 import type { StepRecord } from '../workflows/record.js';
+import { plural } from './output.js';
 
 /* What `start --wait` prints when a run ends: a line per step and where the output is, not the output itself. */
 
@@ -48,7 +49,8 @@ export function stepLines(steps: StepRecord[], colour: (status: string) => strin
   return steps.map((s, i) => {
     const outcome = outcomes[i]!;
     const time = outcome === 'reused' || s.duration_ms === null ? '' : duration(s.duration_ms);
-    const attempts = s.attempts > 1 ? `  (${s.attempts} attempts)` : '';
+    // a poll step's attempts are its polls
+    const attempts = s.type === 'poll' && s.attempts > 0 ? `  (${plural(s.attempts, 'poll')})` : s.attempts > 1 ? `  (${s.attempts} attempts)` : '';
     const error = outcome !== 'ok' && outcome !== 'reused' && s.error ? `  — ${cut(s.error)}` : '';
     return `  ${name(s).padEnd(width)}  ${colour(outcome)}${' '.repeat(outcomeWidth - outcome.length)}  ${time}${attempts}${error}`.trimEnd();
   });
