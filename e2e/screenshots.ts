@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { SAMPLE_RUN } from '../src/cli/sample.js';
 import { createEngine } from '../src/engine.js';
 import { TerminalError } from '../src/errors.js';
 import { createSqlitePath } from '../src/testing/databases.js';
@@ -48,11 +49,12 @@ try {
   const sample = workflows[0].id;
   for (const name of ['Grace', 'Edsger', 'Barbara']) await call(server, `/workflows/${sample}/execute`, { trigger_data: { name } });
   await codeRun(server, 'broken');
-  const showcase = await codeRun(server, 'showcase', { order: 'A-1042' });
+  await codeRun(server, 'book');
   await codeRun(server, 'nap');
   await call(server, '/schedules', { name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Paris', target: { workflow: 'nap' } });
   await call(server, '/channels/support-7/messages', { sender_id: 'ada', role: 'user', content: 'Where is my order A-1042?' });
-  await eventually(async () => (await call(server, `/runs/${showcase}`)).status === 'success', 30_000);
+  // the run README's picture shows is the one `npm start` shows a newcomer first: the sample run
+  await eventually(async () => (await call(server, `/runs/${SAMPLE_RUN}`)).status === 'success', 30_000);
 
   // agent runs: one answered, one waiting for a person to approve a refund
   const agentEvent = (text: string, conversation: string) => call(server, '/agent/events', { conversation_id: conversation, user_id: 'ada', source: 'whatsapp_webhook', input_type: 'text', payload: { text } });
@@ -80,7 +82,7 @@ try {
     await page.screenshot({ path: `${OUT}/${name}.png`, fullPage: false });
   };
   await shot('/runs', 'runs', 'table.runs tbody tr[data-run]');
-  await shot(`/runs/${showcase}`, 'run', 'figure.gantt rect');
+  await shot(`/runs/${SAMPLE_RUN}`, 'run', 'figure.gantt rect');
   await shot(`/workflows/${sample}`, 'workflow', 'pre.code');
   await page.goto(`${server.url}/ui/workflows/new`);
   await page.getByLabel('Definition (JSON)').fill(
@@ -117,7 +119,7 @@ try {
   await page.screenshot({ path: `${OUT}/pipeline-partial.png` });
   await shot(`/runs/${retried}`, 'pipeline-retried', '[data-fact="rerun-of"]');
   await page.emulateMedia({ colorScheme: 'dark' });
-  await shot(`/runs/${showcase}`, 'run-dark', 'figure.gantt rect');
+  await shot(`/runs/${SAMPLE_RUN}`, 'run-dark', 'figure.gantt rect');
   // every other page once, for what it logs
   for (const path of ['/runs?kind=session', `/runs/${refund.run_id}`, `/runs/${answered.run_id}`, `/agents/${refund.run_id}`, `/workflows/${pipeline.id}`, `/workflows/${pipeline.id}/edit`, '/channels']) {
     await page.goto(`${server.url}/ui${path}`);

@@ -19,7 +19,7 @@ import { loadModule } from './load-module.js';
 import { runDemo } from './demo.js';
 import { database, databaseOf, DEFAULT_URL, whole } from './options.js';
 import type { Output } from './output.js';
-import { loadSample } from './sample.js';
+import { loadSample, SAMPLE_WORKFLOWS, startSampleRun } from './sample.js';
 
 /** The server and worker settings read from the environment (the only place they are read). */
 function serverEnv() {
@@ -90,7 +90,7 @@ export function serverCommands(program: Command, out: Output): void {
         host: options.host,
         port,
         workers: options.workers,
-        codeWorkflows,
+        codeWorkflows: options.sample && options.workers ? [...codeWorkflows, ...SAMPLE_WORKFLOWS] : codeWorkflows,
         logger: log(),
         ...(tracer ? { tracer } : {}),
         ...env,
@@ -109,6 +109,7 @@ export function serverCommands(program: Command, out: Output): void {
         // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
         await server.workflows.executions.execute(sample.id, { trigger_data: { name: 'Ada' }, idempotencyKey: 'runledger-sample' });
         out.line(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id}${flags} --data '{"name":"Ada"}' --wait`);
+        if (options.workers) out.line(`sample run (a retry, a sleep, a wait for a signal, a child run): ${server.url}/ui/runs/${await startSampleRun(server.engine)}`);
       }
       if (codeWorkflows.length > 0) out.line(`code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger runs start <name>${flags} --input '{}')`);
       out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
