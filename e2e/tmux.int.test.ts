@@ -97,9 +97,9 @@ describe('the README command-line walk in real terminals (tmux)', () => {
         ids.workflow = /created (wf_\w+)/.exec(printed)![1]!;
         const again = await command('cli', fill(line));
         expect(again.printed).toMatch(/^unchanged wf_\w+ 'hello' version 1 \(1 step\)/);
-      } else if (line.includes(' run ')) {
+      } else if (line.includes(' start ')) {
         expect(code, printed).toBe(0);
-        expect(printed).toMatch(/execution ex_\w+ pending\n {2}greet: success \d+ ms\nexecution ex_\w+ success\noutput: \{"greet":\{"greeting":"Hello ADA!"\}\}/);
+        expect(printed).toMatch(/execution ex_\w+ pending\n {2}greet: success \d+ ms\nexecution ex_\w+ success in \d+ ms\n {2}greet {2}ok {2}\d+ ms\noutput: \{"greet":\{"greeting":"Hello ADA!"\}\}/);
         ids.execution = /execution (ex_\w+)/.exec(printed)![1]!;
       } else if (line.includes('events')) {
         expect(code, printed).toBe(0);
