@@ -1,5 +1,5 @@
 import { RunledgerError, type Problem } from '../errors.js';
-import type { ExecutionRecord, ExecutionSummary } from '../workflows/executions.js';
+import type { ExecutionRecord, ExecutionStatus, ExecutionSummary } from '../workflows/executions.js';
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
@@ -73,9 +73,10 @@ export class Client {
   workflow = (id: string) => this.call<StoredWorkflow>('GET', `/workflows/${enc(id)}`);
   workflows = (page: { limit?: number; last_key?: string } = {}) => this.call<{ workflows: StoredWorkflow[]; count: number; last_key: string | null }>('GET', `/workflows${query(page)}`);
 
+  /** Starts an execution; the same `idempotencyKey` again starts nothing and answers the first one as it is now (`duplicate: true`). */
   execute(id: string, request: { trigger_data?: unknown; trigger_type?: string } = {}, options: { idempotencyKey?: string } = {}) {
     const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
-    return this.call<{ execution_id: string; workflow_id: string; status: 'pending' }>('POST', `/workflows/${enc(id)}/execute`, request, headers);
+    return this.call<{ execution_id: string; workflow_id: string; workflow_version: number; status: ExecutionStatus; duplicate: boolean }>('POST', `/workflows/${enc(id)}/execute`, request, headers);
   }
   executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
   execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);

@@ -11,6 +11,15 @@ import { projectStepStats, readStepStats } from './progress.js';
 import { record, STATUS, type ExecutionLink, type ExecutionRecord, type ExecutionStatus, type ExecutionSummary } from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
 
+/** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
+export interface Executed {
+  execution_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: ExecutionStatus;
+  duplicate: boolean;
+}
+
 export type { ExecutionLink, ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord, StepStatus } from './record.js';
 
 const INDEX = 'execution';
@@ -44,19 +53,24 @@ export class Executions {
   }
 
   /**
-   * Starts an execution of the workflow's current version. A repeated `idempotencyKey` returns the
-   * execution the first request started and starts nothing.
+   * Starts an execution of the workflow's current version. A repeated `idempotencyKey` starts
+   * nothing and answers the execution the first request started as it is now (`duplicate`): its
+   * status and the version it runs, which stays its own when the workflow was updated since.
    */
-  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<Executed> {
     const input = this.input(await this.definitions.get(workflowId), request);
     if (request.idempotencyKey === undefined) {
       const id = newId('ex');
       await this.begin(null, workflowId, input, id, request.traceparent);
-      return this.accepted(workflowId, id);
+      return { ...this.accepted(workflowId, id), workflow_version: input.version, duplicate: false };
     }
     const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
-    const { runId } = await this.engine.runtime.startKeyed({ ...keyed(workflowId, key), name: async () => named(newId('ex')), begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent) });
-    return this.accepted(workflowId, runId);
+    const { runId, duplicate } = await this.engine.runtime.startKeyed({ ...keyed(workflowId, key), name: async () => named(newId('ex')), begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent) });
+    if (!duplicate) return { ...this.accepted(workflowId, runId), workflow_version: input.version, duplicate: false };
+    // retention deletes a run and its keys together: only a race with it finds the key without the run
+    const view = await this.engine.runtime.view(runId).catch(() => undefined);
+    if (!view) throw new NotFoundError(`execution ${runId} of workflow ${workflowId}, started with this Idempotency-Key, was just deleted (retention): send the request again`);
+    return { execution_id: runId, workflow_id: workflowId, workflow_version: (view.input as ExecutionInput).version, status: STATUS[view.status], duplicate: true };
   }
 
   /**

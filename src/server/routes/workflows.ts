@@ -3,7 +3,16 @@ import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
 import { route } from '../route.js';
 import { parseTraceparent } from '../../observe/trace.js';
-import { executeRequest, executeResponse, executionPage, executionRecord, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
+import { executeRequest, executeResponse, executionPage, executionRecord, executionSummary, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
+
+/** The answer to an execute: a repeated Idempotency-Key answers the first execution as it is now, like every idempotent route (202 first, 200 and `duplicate` after). */
+const executed = z.object({
+  execution_id: z.string(),
+  workflow_id: z.string(),
+  workflow_version: z.int().describe('the version the execution runs (a repeat after an update still shows its own)'),
+  status: executionSummary.shape.status,
+  duplicate: z.boolean().describe('true: the Idempotency-Key started this execution before; nothing was started (200)'),
+});
 
 const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
 
@@ -69,15 +78,16 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'post',
       path: '/workflows/{id}/execute',
       tag: 'executions',
-      summary: 'Start an execution; `Idempotency-Key` makes a repeat return the first one',
+      summary: 'Start an execution: 202 with status pending; the same `Idempotency-Key` again starts nothing and is 200 with the first execution, its status now and `duplicate: true`',
       body: executeRequest.optional(),
       status: 202,
-      response: executeResponse,
+      response: executed,
       errors: [400, 404, 413],
-      handle: ({ params, body, headers }) => {
+      handle: async ({ params, body, headers }) => {
         const key = headers.get('idempotency-key');
         const traceparent = parseTraceparent(headers.get('traceparent'));
-        return executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
+        const answer = await executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
+        return answer.duplicate ? Response.json(answer, { status: 200 }) : answer;
       },
     }),
     route({
