@@ -1,5 +1,5 @@
 import { crashPoint } from '../crash.js';
-import { LeaseLostError } from '../errors.js';
+import { LeaseLostError, storeUnavailable } from '../errors.js';
 import type { EngineEvents } from '../observe/events.js';
 import type { CompletionItem, Lease, NewTask, Store, StoredEvent, StreamAppend, Task } from '../storage/store.js';
 import type { Journal } from './journal.js';
@@ -169,7 +169,8 @@ export class GroupCommit {
     try {
       await this.commit(batch);
     } catch (error) {
-      if (error instanceof CommitUnknown || batch.length === 1) {
+      // a busy database (SQLite: a write lock held elsewhere) fails them all alike: one by one, each would wait as long again
+      if (error instanceof CommitUnknown || batch.length === 1 || storeUnavailable(error)?.reason === 'busy') {
         const cause = error instanceof CommitUnknown ? error.cause : error;
         for (const p of batch) p.fail(cause);
       } else {
