@@ -13,7 +13,7 @@ export const BUSY_TIMEOUT_MS = 5;
  * How long a write waits, in pauses that leave the event loop free, for the write lock held by
  * another process before it is refused as busy (StoreUnavailableError: 503 with Retry-After).
  * Our own processes (serve and a worker on one file) hold it for one transaction at a time: the
- * longest wait measured between them under load was a quarter of this (docs/storage.md).
+ * longest wait measured between them under load was under a third of this (docs/storage.md).
  */
 export const BUSY_DEADLINE_MS = 2000;
 
