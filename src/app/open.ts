@@ -111,11 +111,14 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
   // checked before anything opens: a bad setting is named at start, not at the first callback step
   const handedOut = handedOutBase({ publicUrl, listeningUrl });
   const database = engineOptions.database ?? 'runledger.db';
-  // before the key file: its folder (the database's) would otherwise be made for a mistyped path
+  // before anything opens: the key file's folder (the database's) used to be made for a mistyped path
   prepareLocation(database, { createDirs });
-  const key = Buffer.isBuffer(secretKey) ? secretKey : await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database), ...(secretKey ? { env: secretKey } : {}) });
+  // a key given is checked before anything opens; a key file is read or made only once the
+  // database opened, so a start that cannot reach it leaves no new key file behind
+  const given = Buffer.isBuffer(secretKey) ? secretKey : secretKey ? await loadSecretKey({ dataDir: '', env: secretKey }) : null;
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {
+    const key = given ?? (await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database) }));
     const metrics = createMetrics(engine.events, engine.store);
     if (tracer) engine.useTracer(tracer);
     try {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +40,12 @@ describe('openStore: where a database may be opened', () => {
     expect(existsSync(missing)).toBe(false);
     await expect(openApp({ database: 'postgress://postgres@127.0.0.1/rl', workers: false })).rejects.toThrow("database: unknown scheme 'postgress://'");
     expect(existsSync('postgress:')).toBe(false);
+  });
+
+  it('openApp on a PostgreSQL server it cannot reach leaves no key file behind', async () => {
+    const dataDir = temp();
+    await expect(openApp({ database: `postgres://postgres@127.0.0.1:${await closedPort()}/rl`, dataDir, workers: false })).rejects.toThrow(/connection refused/);
+    expect(readdirSync(dataDir)).toEqual([]);
   });
 
   it('names a PostgreSQL database that does not exist and how to create it, without the password', async () => {
