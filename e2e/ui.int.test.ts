@@ -270,6 +270,12 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       const retry = new URL(page.url()).pathname.split('/').pop()!;
       await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 30_000 });
       await expect.poll(() => page.locator('[data-fact="state"]').textContent()).toBe('DELIVERED');
+      // the steps taken from the first execution did no work here: counted and shown as reused, not as run
+      const again = await call(server, `/workflows/${wf.id}/executions/${retry}`);
+      const reused = again.steps.filter((s: { type: string; input: { reused_from?: string } | null }) => s.type !== 'parallel' && s.input?.reused_from === first).length;
+      expect(reused).toBeGreaterThan(0);
+      await expect.poll(() => page.locator('[data-fact="progress"]').textContent()).toContain(`${reused} reused`);
+      expect(await page.locator('tr[data-step="render_word"] td').nth(2).textContent()).toBe('reused');
       expect(await page.locator('[data-fact="rerun-of"]').textContent()).toBe(`${first} (retry of branch powerpoint)`);
       // the Word branch was reused, not rendered again
       expect(mock.calls({ method: 'POST', path: '/v1/render/documents' })).toHaveLength(1);

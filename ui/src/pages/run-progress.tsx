@@ -12,17 +12,26 @@ export interface StepCounts {
   running: number;
   cancelled: number;
   skipped: number;
+  /** Taken from an earlier execution by a retry or rerun: they did no work here. */
+  reused: number;
   pending: number;
+}
+
+/** A retry or rerun journals a step it took from an earlier execution with `input: { reused_from }`. */
+export function reusedFrom(step: { input: unknown }): string | null {
+  const from = (step.input as { reused_from?: unknown } | null)?.reused_from;
+  return typeof from === 'string' ? from : null;
 }
 
 /** Counts the steps that do work (a parallel step is counted by its branches' steps, as the server's progress does). */
 export function stepCounts(steps: ExecutionStep[]): StepCounts {
-  const c: StepCounts = { total: 0, ran: 0, succeeded: 0, failed: 0, timedOut: 0, running: 0, cancelled: 0, skipped: 0, pending: 0 };
+  const c: StepCounts = { total: 0, ran: 0, succeeded: 0, failed: 0, timedOut: 0, running: 0, cancelled: 0, skipped: 0, reused: 0, pending: 0 };
   for (const s of steps) {
     if (s.type === 'parallel') continue;
     c.total++;
     const status = normalStatus(s.status);
-    if (status === 'success') c.succeeded++;
+    if (status === 'success' && reusedFrom(s) !== null) c.reused++;
+    else if (status === 'success') c.succeeded++;
     else if (status === 'failed') c.failed++;
     else if (status === 'timed_out') c.timedOut++;
     else if (status === 'running') c.running++;
@@ -43,6 +52,7 @@ export function progressText(c: StepCounts): string {
     [c.running, 'running'],
     [c.cancelled, 'cancelled'],
     [c.skipped, 'skipped'],
+    [c.reused, 'reused'],
     [c.pending, 'to go'],
   ];
   const detail = parts

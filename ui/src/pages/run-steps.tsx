@@ -1,5 +1,6 @@
 import { duration, Json, normalStatus, Status } from '../common';
 import type { Execution, ExecutionStep, Run, RunStep } from './run';
+import { reusedFrom } from './run-progress';
 
 interface Row {
   key: string;
@@ -90,7 +91,7 @@ export function Steps({ run, execution }: { run: Run; execution: Execution | nul
               ) : null}
             </td>
             <td>{s.attempts}</td>
-            <td>{duration(s.duration_ms)}</td>
+            <td>{reusedFrom(s) !== null && normalStatus(s.status) === 'success' ? <span title={`taken from ${reusedFrom(s)}: no work done here`}>reused</span> : duration(s.duration_ms)}</td>
             <td>
               {s.error ? (
                 <div class="step-error" role="note">
