@@ -79,6 +79,8 @@ try {
   const shot = async (path: string, name: string, ready: string) => {
     await page.goto(`${server.url}/ui${path}`);
     await page.locator(ready).first().waitFor();
+    // a stored workflow shows its id until its name is read (one read of /workflows per page load)
+    await page.waitForFunction(() => !document.querySelector('a[data-workflow-id]:not(.workflow-name)'));
     await page.screenshot({ path: `${OUT}/${name}.png`, fullPage: false });
   };
   await shot('/runs', 'runs', 'table.runs tbody tr[data-run]');
