@@ -118,7 +118,7 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     const { body: wf } = await call('POST', '/workflows', greet);
     const started = await call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 } });
     expect(started.status).toBe(202);
-    expect(started.body).toEqual({ execution_id: expect.stringMatching(/^ex_/), workflow_id: wf.id, status: 'pending' });
+    expect(started.body).toEqual({ execution_id: expect.stringMatching(/^ex_/), workflow_id: wf.id, workflow_version: 1, status: 'pending', duplicate: false });
     const record = await finished(wf.id, started.body.execution_id);
     expect(record).toMatchObject({ status: 'success', trigger_type: 'manual', trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 }, error: null, workflow_version: 1 });
     expect(record.steps.map((s: { status: string }) => s.status)).toEqual(['success', 'success', 'success']);
