@@ -27,7 +27,7 @@ export function runCommands(program: Command, out: Output): void {
   const runs = program.command('runs').description('runs of every kind (code workflows, stored-workflow executions, agent sessions): list, show, signal, cancel (start one: runledger start)');
 
   reader(runs.command('list'))
-    .description('runs, newest first within each kind')
+    .description('runs of every kind, newest first (by creation time; ties by id, descending)')
     .option('--status <status>', `${RUN_STATUSES.join(' | ')} (several: comma-separated)`)
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')

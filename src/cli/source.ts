@@ -4,9 +4,9 @@ import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
 import { watchEvents } from '../journal/wakeup.js';
 import { runStream } from '../runtime/history.js';
-import { readRunView, type RunView } from '../runtime/view.js';
-import { listRuns, runTail } from '../runtime/watch.js';
-import { runRecord, runSummary } from '../server/routes/run-records.js';
+import { currentStatus, readRunView, type RunStatus, type RunView } from '../runtime/view.js';
+import { listRecentRuns, runTail } from '../runtime/watch.js';
+import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/routes/run-records.js';
 import type { StoreStatus, StoredEvent, Task } from '../storage/store.js';
 import { Definitions } from '../workflows/definitions.js';
 
@@ -30,6 +30,7 @@ export interface Subscription {
  */
 export interface Source {
   status(): Promise<StoreStatus>;
+  /** Newest first (by creation time, ties by id descending); `workflow`: a code or stored workflow's name, a stored workflow's id, an agent's name. */
   runs(q: { status?: string[]; workflow?: string; limit: number }): Promise<RunSummary[]>;
   run(id: string): Promise<RunRecord>;
   /** A run's events; with `follow`, live until its last one. */
@@ -103,18 +104,26 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
   return {
     status: () => engine.store.status(),
     async runs(q) {
+      // the API's listing, read here: the same filters and order as GET /runs
+      const where = runWhere({
+        ...(q.status ? { status: q.status.map((s) => currentStatus(s) as RunStatus) } : {}),
+        ...(q.workflow !== undefined ? { workflow: await runWorkflow(engine.store, engine.journal, q.workflow) } : {}),
+      });
       const runs: RunView[] = [];
       let last: string | null = null;
-      const filter = (v: RunView) => (!q.status || q.status.includes(v.status)) && (q.workflow === undefined || v.workflow === q.workflow || runSummary(v).workflow_id === q.workflow);
       do {
-        const page = await listRuns(engine.store, { limit: Math.min(100, q.limit - runs.length), filter, ...(last ? { last_key: last } : {}) });
+        const page = await listRecentRuns(engine.store, { limit: Math.min(100, q.limit - runs.length), where, ...(last ? { last_key: last } : {}) });
         runs.push(...page.runs);
         last = page.last_key;
       } while (last !== null && runs.length < q.limit);
-      const live = await liveTags(engine.store);
-      return runs.map((v) => runSummary(v, live));
+      const [live, names] = await Promise.all([liveTags(engine.store), storedNames(engine.store, runs)]);
+      return runs.map((v) => runSummary(v, live, names));
     },
-    run: async (id) => runRecord(await engine.runtime.view(id), await liveTags(engine.store)),
+    async run(id) {
+      const view = await engine.runtime.view(id);
+      const [live, names] = await Promise.all([liveTags(engine.store), storedNames(engine.store, [view])]);
+      return runRecord(view, live, names);
+    },
     timeline: (id, follow) => databaseTimeline(engine, id, follow, options.pollMs),
     tasks: async (q) => (await engine.queue.list({ limit: q.limit, ...(q.queue ? { queue: q.queue } : {}), ...(q.state ? { state: q.state as Task['state'] } : {}) })).map(taskRecord),
     async taskEvents(id) {

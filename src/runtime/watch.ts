@@ -123,15 +123,17 @@ export interface RecentRunPage {
 }
 
 /**
- * Runs of every kind, newest first by the time they started (ids of different kinds do not sort
- * by time together), filtered in the database: every page is full unless it is the last, and
- * costs about one index range however many runs are stored. `last_key` is `<createdAt>~<id>`.
+ * Runs of every kind, newest first: by creation time descending, ties by id descending (ids of
+ * different kinds do not sort by time together) — the order of every run list (API, CLI,
+ * dashboard). Filtered in the database: every page is full unless it is the last, and costs about
+ * one index range however many runs are stored. `last_key` is `<createdAt>~<id>`; a run's id
+ * alone (what the older id-ordered listing gave) continues after that run.
  */
 export async function listRecentRuns(store: Store, q: RecentRunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
   const rows = await store.projectionListRecent({
     name: RUN_VIEW,
     limit: q.limit + 1,
-    ...(q.last_key !== undefined ? { before: runCursor(q.last_key) } : {}),
+    ...(q.last_key !== undefined ? { before: await runCursor(store, q.last_key) } : {}),
     ...(q.where ? { where: q.where } : {}),
     ...(q.createdAfter !== undefined ? { createdAfter: q.createdAfter } : {}),
     ...(q.createdBefore !== undefined ? { createdBefore: q.createdBefore } : {}),
@@ -141,8 +143,10 @@ export async function listRecentRuns(store: Store, q: RecentRunPage): Promise<{ 
   return { runs, count: runs.length, last_key: rows.length > q.limit && last ? `${last.createdAt}~${last.id}` : null };
 }
 
-function runCursor(key: string): { createdAt: number; key: string } {
+async function runCursor(store: Store, key: string): Promise<{ createdAt: number; key: string }> {
   const match = /^(\d{1,15})~(.+)$/.exec(key);
-  if (!match) throw new ValidationError('last_key', `'${key}' is not a last_key of this listing (<createdAt>~<id>)`);
-  return { createdAt: Number(match[1]), key: match[2]! };
+  if (match) return { createdAt: Number(match[1]), key: match[2]! };
+  const run = key.length <= 200 ? await readRunView(store, key) : undefined;
+  if (!run) throw new ValidationError('last_key', `'${key}' is not a last_key of this listing (<createdAt>~<id>)`);
+  return { createdAt: run.createdAt, key: run.id };
 }

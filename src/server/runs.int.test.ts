@@ -242,12 +242,14 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
       return seen;
     };
 
+    // newest first across kinds: by creation time, ties by id descending
     const all = await pages('limit=2');
-    expect(all.map((r) => r.id)).toEqual([...everyone].sort().reverse());
+    expect(all.map((r) => r.id)).toEqual([...everyone].reverse());
     expect(new Set(all.map((r) => r.id)).size).toBe(6);
     const first = await json('/runs?limit=2');
     expect(first.body.runs).toHaveLength(2);
-    expect(first.body.last_key).toBe(first.body.runs[1].id);
+    expect(first.body.last_key).toBe(`${Date.parse(first.body.runs[1].created_at)}~${first.body.runs[1].id}`);
+    expect((await pages('order=id&limit=2')).map((r) => r.id)).toEqual([...everyone].sort().reverse());
     expect((await json('/runs?limit=6')).body.last_key).toBeNull();
 
     expect((await pages('status=waiting&limit=1')).map((r) => r.id).sort()).toEqual([...held].sort());
@@ -255,7 +257,8 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await pages('status=waiting,succeeded')).length).toBe(6);
     expect((await pages('workflow=gated')).map((r) => r.id).sort()).toEqual([...held].sort());
     const stored = await pages(`workflow=${wf.id}`);
-    expect(stored).toEqual([expect.objectContaining({ id: execution_id, workflow: 'runledger.stored', workflow_id: wf.id, status: 'success', finished_at: expect.any(String) })]);
+    expect(stored).toEqual([expect.objectContaining({ id: execution_id, workflow: 'shout', workflow_id: wf.id, kind: 'execution', status: 'success', finished_at: expect.any(String) })]);
+    expect(await pages('workflow=shout')).toEqual(stored);
     expect((await pages('workflow=runledger.stored')).map((r) => r.id)).toEqual([execution_id]);
     expect((await pages(`created_after=${between}`)).map((r) => r.id).sort()).toEqual([...held, execution_id].sort());
     expect((await pages(`created_before=${between}`)).map((r) => r.id).sort()).toEqual([...done].sort());

@@ -15,6 +15,34 @@ export interface StoredWorkflow extends Definition {
 
 const VIEW = 'workflow';
 const stream = (id: string) => `workflow:${id}`;
+/** The stream of a name's claims: `nameFree` appends one for every create and rename, in the save's transaction. */
+const nameStream = (name: string) => `workflow-name:${createHash('sha256').update(name).digest('hex').slice(0, 32)}`;
+
+/**
+ * The id of the stored workflow named `name` now, or undefined: the last claim of the name, when
+ * that workflow still has it (a rename or delete since leaves the claim behind). One read of a
+ * stream and one of a view, however many workflows are stored.
+ *
+ * @example await storedWorkflowNamed(engine.store, engine.journal, 'hello') // 'wf_01J…'
+ */
+export async function storedWorkflowNamed(store: Store, journal: Journal, name: string): Promise<string | undefined> {
+  const [last] = await journal.readStream(nameStream(name), { backwards: true, limit: 1 });
+  const id = (last?.data as { id?: unknown } | undefined)?.id;
+  if (typeof id !== 'string') return undefined;
+  const view = (await store.projectionGet({ name: VIEW, key: id })) as StoredWorkflow | undefined;
+  return view?.name === name ? id : undefined;
+}
+
+/**
+ * The current names of the stored workflows `ids`, by id; a deleted workflow has none.
+ *
+ * @example (await storedWorkflowNames(engine.store, ['wf_01J…'])).get('wf_01J…') // 'hello'
+ */
+export async function storedWorkflowNames(store: Store, ids: Iterable<string>): Promise<Map<string, string>> {
+  const unique = [...new Set(ids)];
+  const views = await Promise.all(unique.map((id) => store.projectionGet({ name: VIEW, key: id }) as Promise<StoredWorkflow | undefined>));
+  return new Map(unique.flatMap((id, i) => (views[i] ? [[id, views[i].name] as const] : [])));
+}
 
 /**
  * Stored workflow definitions. Every save is an event in the workflow's stream (`workflow.saved`,
@@ -109,7 +137,7 @@ export class Definitions {
   /** A workflow's name is its handle (`runledger workflows apply` finds it by name): one workflow per name. */
   private async nameFree(tx: Store, name: string, id: string): Promise<void> {
     // first, the name's stream: a concurrent save of the same name waits here for this one to commit, then sees it
-    await this.journal.append(`workflow-name:${createHash('sha256').update(name).digest('hex').slice(0, 32)}`, [{ type: 'workflow.name_claimed', data: { id } }], { tx });
+    await this.journal.append(nameStream(name), [{ type: 'workflow.name_claimed', data: { id } }], { tx });
     for (let after: string | undefined; ; ) {
       const rows = await tx.projectionList({ name: VIEW, limit: 500, ...(after ? { after } : {}) });
       const taken = rows.find((row) => (row.value as StoredWorkflow).name === name && row.key !== id);

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { missingVersion } from '../../runtime/versions.js';
-import { isTerminal, RUN_STATUSES, type RunView } from '../../runtime/view.js';
-import type { StoredEvent } from '../../storage/store.js';
+import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/view.js';
+import type { Journal } from '../../journal/journal.js';
+import type { ProjectionMatch } from '../../storage/projections.js';
+import type { Store, StoredEvent } from '../../storage/store.js';
+import { storedWorkflowNamed, storedWorkflowNames } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 
 /* A run and its events as the API shows them: the response schemas and the records built from views. */
@@ -22,7 +25,7 @@ export const eventResponse = z.object({ position: z.int(), version: z.int(), typ
 
 export const runSummaryResponse = z.object({
   id: z.string(),
-  workflow: z.string(),
+  workflow: z.string().describe("the code workflow's name; an execution: the stored workflow's name (its id once it is deleted); a session: runledger.session"),
   workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
   agent: z.string().nullable().describe("an agent run's (a session's) agent"),
   kind: z.enum(RUN_KINDS),
@@ -81,12 +84,25 @@ export function agentName(view: RunView): string | null {
   return typeof input?.agent === 'string' ? input.agent : null;
 }
 
-/** `live`: the tags live workers have (see `liveTags`); without it, nobody is said to wait for a version. */
-export function runSummary(view: RunView, live?: Set<string>): RunSummary {
+/** The current names of the stored workflows `views` are executions of, for `runSummary` and `runRecord`: one read per workflow. */
+export function storedNames(store: Store, views: Iterable<RunView>): Promise<Map<string, string>> {
+  return storedWorkflowNames(
+    store,
+    [...views].flatMap((view) => workflowId(view) ?? []),
+  );
+}
+
+/**
+ * `live`: the tags live workers have (see `liveTags`); without it, nobody is said to wait for a version.
+ * `names`: stored workflows' names by id (`storedNames`): an execution's `workflow` is its workflow's
+ * name, not the interpreter's (`runledger.stored`), or the id when the name is not known.
+ */
+export function runSummary(view: RunView, live?: Set<string>, names?: ReadonlyMap<string, string>): RunSummary {
+  const stored = workflowId(view);
   return {
     id: view.id,
-    workflow: view.workflow,
-    workflow_id: workflowId(view),
+    workflow: stored === null ? view.workflow : (names?.get(stored) ?? stored),
+    workflow_id: stored,
     agent: agentName(view),
     kind: runKind(view.workflow),
     status: view.status,
@@ -99,9 +115,9 @@ export function runSummary(view: RunView, live?: Set<string>): RunSummary {
   };
 }
 
-export function runRecord(view: RunView, live?: Set<string>): RunRecord {
+export function runRecord(view: RunView, live?: Set<string>, names?: ReadonlyMap<string, string>): RunRecord {
   return {
-    ...runSummary(view, live),
+    ...runSummary(view, live, names),
     input: view.input,
     output: view.output,
     compensations: view.compensations,
@@ -123,4 +139,66 @@ export function runRecord(view: RunView, live?: Set<string>): RunRecord {
       error: s.error,
     })),
   };
+}
+
+/** A run listing's filters; `workflow` as `runWorkflow` resolved it. */
+export interface RunFilter {
+  status?: RunStatus[] | undefined;
+  kind?: RunKind[] | undefined;
+  workflow?: { name: string; ids: string[] } | undefined;
+  createdAfter?: number | undefined;
+  createdBefore?: number | undefined;
+}
+
+/**
+ * What `?workflow=` names: a code workflow or an agent by `value`, and the stored workflows whose id
+ * it is or whose name it is now (a name is unique among stored workflows: resolved here, once per
+ * request, so the listing filters on ids the run views hold).
+ */
+export async function runWorkflow(store: Store, journal: Journal, value: string): Promise<{ name: string; ids: string[] }> {
+  const named = await storedWorkflowNamed(store, journal, value);
+  return { name: value, ids: named === undefined || named === value ? [value] : [value, named] };
+}
+
+/** The filters of `q` as the store applies them (see `runMatches`, the same rules in code). */
+export function runWhere(q: RunFilter): ProjectionMatch[][] {
+  const where: ProjectionMatch[][] = [];
+  if (q.status) where.push([{ field: 'status', in: q.status }]);
+  if (q.workflow !== undefined) {
+    // a run of workflow N, or an execution of a stored workflow of `ids`, or a session of agent N — as
+    // groups that must all hold (the execution and session kinds exclude each other, so this is exact):
+    const [n, ids, stored, session] = [q.workflow.name, q.workflow.ids, STORED_WORKFLOW, SESSION_WORKFLOW];
+    where.push(
+      [{ field: 'workflow', in: [n, stored, session] }],
+      [
+        { field: 'workflow', in: [n, stored] },
+        { field: 'input.agent', in: [n] },
+      ],
+      [
+        { field: 'workflow', in: [n, session] },
+        { field: 'input.workflow_id', in: ids },
+      ],
+      [
+        { field: 'workflow', in: [n] },
+        { field: 'input.workflow_id', in: ids },
+        { field: 'input.agent', in: [n] },
+      ],
+    );
+  }
+  if (q.kind) {
+    where.push(q.kind.map((kind) => (kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] })));
+  }
+  return where;
+}
+
+export function runMatches(view: RunView, q: RunFilter): boolean {
+  if (q.status && !q.status.includes(view.status)) return false;
+  if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
+  if (q.workflow !== undefined) {
+    const stored = workflowId(view);
+    if (view.workflow !== q.workflow.name && !(stored !== null && q.workflow.ids.includes(stored)) && agentName(view) !== q.workflow.name) return false;
+  }
+  if (q.createdAfter !== undefined && !(view.createdAt > q.createdAfter)) return false;
+  if (q.createdBefore !== undefined && !(view.createdAt < q.createdBefore)) return false;
+  return true;
 }

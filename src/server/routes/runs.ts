@@ -5,16 +5,13 @@ import type { Journal } from '../../journal/journal.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/history.js';
 import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
-import type { ProjectionMatch } from '../../storage/projections.js';
 import type { CommittedRead, Cursor, Store } from '../../storage/store.js';
-import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
-import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { liveTags } from '../../runtime/versions.js';
 import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
-import { agentName, type EventRecord, eventRecord, eventResponse, RUN_KINDS, runKind, runRecord, runResponse, runSummary, runSummaryResponse, workflowId } from './run-records.js';
+import { type EventRecord, eventRecord, eventResponse, RUN_KINDS, type RunFilter, runMatches, runRecord, runResponse, runSummary, runSummaryResponse, runWhere, runWorkflow, storedNames, workflowId } from './run-records.js';
 
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
@@ -45,7 +42,7 @@ const runsQuery = z
       .pipe(z.array(z.enum(RUN_STATUSES)).min(1))
       .optional()
       .describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
-    workflow: z.string().min(1).max(200).optional().describe("a workflow's name, a stored workflow's id (wf_…), or an agent's name"),
+    workflow: z.string().min(1).max(200).optional().describe("a code workflow's name, a stored workflow's name or id (wf_…), or an agent's name"),
     kind: list
       .pipe(z.array(z.enum(RUN_KINDS)).min(1))
       .optional()
@@ -60,7 +57,10 @@ const runsQuery = z
       .optional(),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     last_key: z.string().min(1).max(200).optional(),
-    order: z.enum(['id', 'created']).default('id').describe('id: descending id (newest first within a kind); created: newest first across kinds, every page full, filtered in the database'),
+    order: z
+      .enum(['created', 'id'])
+      .default('created')
+      .describe("created (the default, every list's order): newest first by creation time, ties by id descending, every page full; id: the older order by descending id (newest first within a kind only), for old clients"),
   })
   .strict();
 
@@ -124,20 +124,25 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       method: 'get',
       path: '/runs',
       tag: 'runs',
-      summary: 'Runs of every kind, in descending id order (generated ids are time-ordered: newest first within each kind); a page may be short when filters skip runs, continue while last_key is set',
+      summary: 'Runs of every kind, newest first: by creation time descending, ties by id descending (`last_key` of a page continues after it; null on the last)',
       query: runsQuery,
       status: 200,
       response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }),
       errors: [400],
       handle: async ({ query }) => {
-        if (query.order === 'created') {
-          const page = await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(query), createdAfter: query.created_after, createdBefore: query.created_before });
-          const live = await liveTags(store);
-          return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
-        }
-        const page = await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => matches(view, query) } : {}) });
-        const live = await liveTags(store);
-        return { ...page, runs: page.runs.map((view) => runSummary(view, live)) };
+        const filter: RunFilter = {
+          status: query.status,
+          kind: query.kind,
+          workflow: query.workflow === undefined ? undefined : await runWorkflow(store, engine.journal, query.workflow),
+          createdAfter: query.created_after,
+          createdBefore: query.created_before,
+        };
+        const page =
+          query.order === 'created'
+            ? await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(filter), createdAfter: query.created_after, createdBefore: query.created_before })
+            : await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => runMatches(view, filter) } : {}) });
+        const [live, names] = await Promise.all([liveTags(store), storedNames(store, page.runs)]);
+        return { ...page, runs: page.runs.map((view) => runSummary(view, live, names)) };
       },
     }),
     route({
@@ -149,7 +154,11 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       response: runResponse,
       errors: [404],
       // big values (blob references in the view) whole, streamed when large
-      handle: async ({ params }) => jsonWithBlobs(runRecord(await runView(store, params.id!), await liveTags(store)), engine.runtime.blobs),
+      handle: async ({ params }) => {
+        const view = await runView(store, params.id!);
+        const [live, names] = await Promise.all([liveTags(store), storedNames(store, [view])]);
+        return jsonWithBlobs(runRecord(view, live, names), engine.runtime.blobs);
+      },
     }),
     route({
       method: 'get',
@@ -199,7 +208,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
         const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
-        if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view) }, engine.runtime.blobs);
+        if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view, undefined, await storedNames(store, [view])) }, engine.runtime.blobs);
         return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
       },
     }),
@@ -282,46 +291,6 @@ async function checkCursor(journal: Journal, cursor: string, path: string): Prom
   return trimmed;
 }
 
-type RunFilter = z.infer<typeof runsQuery>;
+type RunsQuery = z.infer<typeof runsQuery>;
 
-const filtered = (q: RunFilter) => q.status !== undefined || q.kind !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
-
-/** The filters of `q` as the store applies them (see `matches`, the same rules in code). */
-function runWhere(q: RunFilter): ProjectionMatch[][] {
-  const where: ProjectionMatch[][] = [];
-  if (q.status) where.push([{ field: 'status', in: q.status }]);
-  if (q.workflow !== undefined) {
-    // a run of workflow N, or an execution of stored workflow N, or a session of agent N — as groups
-    // that must all hold (the execution and session kinds exclude each other, so this is exact):
-    const [n, stored, session] = [q.workflow, STORED_WORKFLOW, SESSION_WORKFLOW];
-    where.push(
-      [{ field: 'workflow', in: [n, stored, session] }],
-      [
-        { field: 'workflow', in: [n, stored] },
-        { field: 'input.agent', in: [n] },
-      ],
-      [
-        { field: 'workflow', in: [n, session] },
-        { field: 'input.workflow_id', in: [n] },
-      ],
-      [
-        { field: 'workflow', in: [n] },
-        { field: 'input.workflow_id', in: [n] },
-        { field: 'input.agent', in: [n] },
-      ],
-    );
-  }
-  if (q.kind) {
-    where.push(q.kind.map((kind) => (kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] })));
-  }
-  return where;
-}
-
-function matches(view: RunView, q: RunFilter): boolean {
-  if (q.status && !q.status.includes(view.status)) return false;
-  if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
-  if (q.workflow !== undefined && view.workflow !== q.workflow && workflowId(view) !== q.workflow && agentName(view) !== q.workflow) return false;
-  if (q.created_after !== undefined && !(view.createdAt > q.created_after)) return false;
-  if (q.created_before !== undefined && !(view.createdAt < q.created_before)) return false;
-  return true;
-}
+const filtered = (q: RunsQuery) => q.status !== undefined || q.kind !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
