@@ -160,6 +160,7 @@ describe('the dashboard on SQLite', () => {
     // the run: its nodes, tool calls with their risk, the decision, its checkpoints and lifecycle
     await row.getByRole('link', { name: sent.run_id }).click();
     await page.getByRole('heading', { name: `Agent run ${sent.run_id}` }).waitFor();
+    expect(await page.title()).toBe(`${sent.run_id} · runledger`);
     // the heading shows before the run's tables are fetched
     await page.locator('table.tool-calls tbody tr').first().waitFor();
     await page.locator('table.agent-steps tbody tr').nth(2).waitFor();
@@ -216,6 +217,7 @@ describe('the dashboard on SQLite', () => {
     await page.getByRole('button', { name: 'Post' }).click();
     await page.locator('li[data-role="user"]', { hasText: 'hello from the dashboard' }).waitFor();
     await page.locator('li[data-role="ai"]', { hasText: 'You said' }).waitFor({ timeout: 20_000 });
+    expect(await page.title()).toBe('Channel support-1 · runledger');
     // the reply's tokens came over the socket as deltas before the stored message
     expect(Number(await page.locator('ol.chat').getAttribute('data-deltas'))).toBeGreaterThan(1);
   });

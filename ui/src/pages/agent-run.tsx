@@ -54,6 +54,7 @@ export function AgentRunPage({ id }: { id: string }) {
           {run ? 'Agent run' : 'Session'} <span class="mono">{id}</span>
         </>
       }
+      tab={id}
     >
       <ErrorBox error={error} />
       <dl class="facts">

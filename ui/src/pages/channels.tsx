@@ -152,6 +152,7 @@ export function ChannelPage({ id }: { id: string }) {
           Channel <span class="mono">{id}</span>
         </>
       }
+      tab={`Channel ${id}`}
       actions={
         <span class={`live ${state === 'live' ? 'on' : ''}`} role="status">
           {state}
