@@ -112,7 +112,9 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
     await page.goto(`${server.url}/ui/runs/${id}`);
     await page.locator('dl.facts [data-status="waiting"]').waitFor({ timeout: 15_000 });
     const cancel = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname.endsWith('/cancel'));
-    await page.getByRole('button', { name: 'Cancel run' }).click();
+    // the button asks first (issue 42): the cancel is sent from its dialog
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel run', exact: true }).click();
     expect((await (await cancel).allHeaders()).origin).toBe(server.url);
     await page.locator('dl.facts [data-status="cancelled"]').waitFor({ timeout: 15_000 });
     expect(seen).toEqual({ violations: [], console: [] });
