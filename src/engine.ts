@@ -106,8 +106,9 @@ export class Engine {
     return this.runtime.signal(runId, name, payload, options);
   }
 
-  cancel(runId: string): Promise<void> {
-    return this.runtime.cancel(runId);
+  /** Cancels a run; `reason` is journaled with the request (`run.cancel_requested`). */
+  cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
+    return this.runtime.cancel(runId, options.reason);
   }
 
   /** A run's status and steps. */

@@ -6,6 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineAgent } from '../agents/agent.js';
 import { sessions } from '../agents/service.js';
 import type { Engine } from '../engine.js';
+import { RUN_EVENT } from '../runtime/events.js';
+import { runStream } from '../runtime/history.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -107,5 +109,15 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     expect((await call('POST', '/runs/ses-cancel/cancel')).status).toBe(202);
     await status('ses-cancel', 'cancelled');
     expect((await call('GET', '/sessions/ses-cancel')).body).toMatchObject({ status: 'failed', last_event: 'SESSION_FAILED' });
+  });
+
+  it('journals the reason a cancel gives, and names a bad one', async () => {
+    await call('POST', '/runs', { workflow: 'approval', input: { user: 'di' }, id: 'cancel-why' });
+    await status('cancel-why', 'waiting');
+    expect((await call('POST', '/runs/cancel-why/cancel', { reason: '' })).body.error.problems[0].path).toBe('reason');
+    expect((await call('POST', '/runs/cancel-why/cancel', { reason: 'ordered twice' })).status).toBe(202);
+    await status('cancel-why', 'cancelled');
+    const events = await engine.journal.readStream(runStream('cancel-why'));
+    expect(events.find((e) => e.type === RUN_EVENT.runCancelRequested)?.data).toEqual({ reason: 'ordered twice' });
   });
 });

@@ -17,6 +17,8 @@ const startBody = z
   })
   .strict();
 
+const cancelBody = z.object({ reason: z.string().min(1).max(2000).optional().describe("why: journaled with the cancel request and shown in the run's journal") }).strict();
+
 const signalBody = z
   .object({
     name: z.string().min(1).max(200).describe('the name a `ctx.waitForEvent(name)` waits for'),
@@ -90,11 +92,12 @@ export function controlRoutes(engine: Engine): Route[] {
       path: '/runs/{id}/cancel',
       tag: 'runs',
       summary: 'Cancel a run of any kind (code run, execution, session): its running step is told to stop, compensations run; 409 when it has ended',
+      body: cancelBody.optional(),
       status: 202,
       response: z.object({ run_id: z.string(), status: z.literal('cancelling') }),
-      errors: [404, 409],
-      handle: async ({ params }) => {
-        await engine.cancel(params.id!);
+      errors: [400, 404, 409],
+      handle: async ({ params, body }) => {
+        await engine.cancel(params.id!, body?.reason ? { reason: body.reason } : {});
         return { run_id: params.id!, status: 'cancelling' as const };
       },
     }),
