@@ -1,5 +1,5 @@
 import { execFile, type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,6 +55,26 @@ afterAll(() => {
 describe('the packed tarball installed into an empty project', () => {
   it('npx runledger --help answers from the project, offline', async () => {
     expect(await ok('npx', ['runledger', '--help'], app, offline)).toMatch(/Usage: runledger/);
+  });
+
+  it('imports at run time only its dependencies and node built-ins (no devDependency)', () => {
+    const installed = join(app, 'node_modules', 'runledger');
+    const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const files = (readdirSync(join(installed, 'dist'), { recursive: true }) as string[]).filter((f) => f.endsWith('.js'));
+    const imported = new Set(files.flatMap((f) => [...readFileSync(join(installed, 'dist', f), 'utf8').matchAll(/(?:^import\s+|\bfrom\s+|\bimport\()['"]([@a-z][\w.@/-]*)['"]/gm)].map((m) => m[1]!)));
+    const outside = [...imported].filter(
+      (spec) =>
+        !spec.startsWith('node:') &&
+        !(
+          spec
+            .split('/')
+            .slice(0, spec.startsWith('@') ? 2 : 1)
+            .join('/') in dependencies
+        ) &&
+        !spec.startsWith('runledger/'),
+    );
+    expect(files.length).toBeGreaterThan(100);
+    expect(outside).toEqual([]);
   });
 
   it('imports runledger, runledger/client and runledger/testing with their types, and runs a workflow from code (app.mts through the installed tsx)', async () => {
