@@ -146,15 +146,15 @@ describe('the run pages of the dashboard', () => {
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
     expect((await call(server, `/runs/${id}`)).status).toBe('sleeping');
-    // the server's cancel takes no reason today (its OpenAPI document says so): the dialog asks for none rather than drop it
-    const takes = Object.keys((await call(server, '/openapi.json')).paths['/runs/{id}/cancel'].post.requestBody?.content?.['application/json']?.schema?.properties ?? {}).includes('reason');
+    // it opens on the safe choice: Enter does not stop the run; the reason typed is journaled with the cancel
     await page.getByRole('button', { name: 'Cancel run…' }).click();
     await dialog.waitFor();
-    expect(await dialog.getByLabel('Reason (optional)').count()).toBe(takes ? 1 : 0);
-    // it opens on the safe choice: Enter does not stop the run
-    if (!takes) expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Keep it running');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Keep it running');
+    await dialog.getByLabel('Reason (optional)').fill('customer asked');
     await dialog.getByRole('button', { name: 'Cancel run', exact: true }).click();
     await page.locator('dl.facts [data-status="cancelled"]').waitFor({ timeout: 20_000 });
     expect((await call(server, `/runs/${id}`)).status).toBe('cancelled');
+    const journal = await call(server, `/runs/${id}/events?types=run.cancel_requested`);
+    expect(journal.events.map((e: { data: unknown }) => e.data)).toEqual([{ reason: 'customer asked' }]);
   });
 });

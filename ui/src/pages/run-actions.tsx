@@ -122,8 +122,9 @@ function CancelDialog({ runId, withReason, busy, error, onConfirm, onClose }: { 
         ) : null}
         <ErrorBox error={error} />
         <div class="actions">
-          {/* first, so the dialog opens on it: Enter does not stop the run */}
-          <button type="button" onClick={() => dialog.current?.close()}>
+          {/* the dialog opens on it (autofocus, before the reason's input): Enter does not stop the run */}
+          {/* biome-ignore lint/a11y/noAutofocus: a modal dialog's safe choice is where focus belongs */}
+          <button type="button" autofocus onClick={() => dialog.current?.close()}>
             Keep it running
           </button>
           <button type="submit" class="danger" disabled={busy}>
