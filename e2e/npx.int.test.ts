@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -29,15 +29,18 @@ function run(cwd: string, command: string, args: string[], env: NodeJS.ProcessEn
 }
 
 describe('npx runledger in this repository', () => {
-  it('answers from the local build, offline, in under 5 s the first time npx sees the folder', async () => {
+  it('answers from the local build, offline, without rebuilding it, the first time npx sees the folder', async () => {
     const clone = freshClone();
     // what npm ci leaves behind: a build made from these sources (this builds only if they changed since the last build)
     await run(clone, process.execPath, ['scripts/prepare.mjs']);
     // an empty npm cache is a folder npx has never seen: it installs it as a link into that cache and runs its
     // prepare, which rebuilt everything (19-33 s measured in a fresh clone) before it answered
     const cache = mkdtempSync(join(tmpdir(), 'runledger-npm-cache-'));
+    const built = statSync(join(clone, 'dist/index.js')).mtimeMs;
     const { stdout, ms } = await run(clone, 'npx', ['runledger', '--version'], { npm_config_cache: cache, npm_config_offline: 'true', npm_config_update_notifier: 'false' });
     expect(stdout.trim()).toBe(JSON.parse(readFileSync('package.json', 'utf8')).version);
-    expect(ms).toBeLessThan(5_000);
+    expect(statSync(join(clone, 'dist/index.js')).mtimeMs).toBe(built);
+    // the cause is asserted above; this bound only catches another slow path (3.4-4 s measured on a loaded machine)
+    expect(ms).toBeLessThan(10_000);
   }, 300_000);
 });

@@ -67,8 +67,8 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--port <port>', 'port (default: $PORT or 8080)')
     .option('--host <host>', 'address to listen on; other than loopback needs RUNLEDGER_TOKEN', '127.0.0.1')
     .option('--sample', 'store the sample workflow if no workflow has its name')
-    .option('--workflows <module>', 'a JavaScript module whose exported code workflows POST /runs (runledger runs start) may start')
-    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .option('--workflows <module>', 'a JavaScript or TypeScript module whose exported code workflows POST /runs (runledger start) may start')
+    .option('--agents <module>', 'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)')
     .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
     .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the load balancer's (default: $RUNLEDGER_PUBLIC_URL, else this server's own on a loopback or specific host)")
@@ -108,10 +108,10 @@ export function serverCommands(program: Command, out: Output): void {
         const sample = await loadSample(server.workflows.definitions);
         // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
         await server.workflows.executions.execute(sample.id, { trigger_data: { name: 'Ada' }, idempotencyKey: 'runledger-sample' });
-        out.line(`sample workflow ${sample.id} '${sample.name}': try  npx runledger run ${sample.id}${flags} --data '{"name":"Ada"}' --wait`);
+        out.line(`sample workflow ${sample.id} '${sample.name}': try  npx runledger start ${sample.name}${flags} --input '{"name":"Ada"}' --wait`);
         if (options.workers) out.line(`sample run (a retry, a sleep, a wait for a signal, a child run): ${server.url}/ui/runs/${await startSampleRun(server.engine)}`);
       }
-      if (codeWorkflows.length > 0) out.line(`code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger runs start <name>${flags} --input '{}')`);
+      if (codeWorkflows.length > 0) out.line(`code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger start <name>${flags} --input '{}')`);
       out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
       out.line(`dashboard: ${server.url}/ui`);
       await stopped;
@@ -122,8 +122,8 @@ export function serverCommands(program: Command, out: Output): void {
 
   database(program.command('worker'))
     .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
-    .option('--workflows <module>', 'a JavaScript module whose exports are workflows (or arrays of them)')
-    .option('--agents <module>', 'a JavaScript module whose exports are agents (defineAgent) and tools (defineTool)')
+    .option('--workflows <module>', 'a JavaScript or TypeScript module whose exports are workflows (or arrays of them)')
+    .option('--agents <module>', 'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)')
     .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the API's load balancer (default: $RUNLEDGER_PUBLIC_URL; without it such steps fail)")
     .option('--create-dirs', "create the SQLite file's directory if it does not exist")
     .action(async (options) => {
