@@ -25,7 +25,11 @@ export function workflowCommands(program: Command, out: Output): void {
       const { id, ...body } = definition;
       const existing = id ?? (await findByName(c, definition.name));
       const before = existing ? await c.workflow(existing) : undefined;
-      const saved = existing ? await c.updateWorkflow(existing, body) : await c.createWorkflow(body);
+      // the server answers every problem of the file at once: each on its own line, not joined with '; '
+      const saved = await (existing ? c.updateWorkflow(existing, body) : c.createWorkflow(body)).catch((error: unknown) => {
+        if (!(error instanceof ApiError) || error.problems.length < 2) throw error;
+        throw new ApiError(error.status, error.code, `${file}: ${error.problems.length} problems\n${error.problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`, error.problems);
+      });
       if (options.json) return out.json(saved);
       const verb = !before ? 'created' : before.version === saved.version ? 'unchanged' : 'updated';
       out.line(`${verb} ${saved.id} '${saved.name}' version ${saved.version} (${plural(saved.steps.length, 'step')})`);

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
-import { parseDefinition, unknownSecrets, type Definition } from './schema.js';
+import { parseDefinition, type Definition } from './schema.js';
 
 /** A stored workflow as the API shows it: its definition, id and version. */
 export interface StoredWorkflow extends Definition {
@@ -124,14 +124,9 @@ export class Definitions {
     return rows.map((row) => row.value as StoredWorkflow);
   }
 
-  /** The definition, parsed, using only stored secrets: every problem at once. */
+  /** The definition, parsed, using only stored secrets: every problem at once (shape, templates, references, secrets). */
   private async check(input: unknown): Promise<Definition> {
-    const definition = parseDefinition(input);
-    if (this.secretNames) {
-      const problems = unknownSecrets(definition, new Set(await this.secretNames()));
-      if (problems.length > 0) throw ValidationError.of(problems);
-    }
-    return definition;
+    return parseDefinition(input, this.secretNames ? { secrets: new Set(await this.secretNames()) } : {});
   }
 
   /** A workflow's name is its handle (`runledger workflows apply` finds it by name): one workflow per name. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
-import { secretReferences, stepReferences, templateProblems, usesRoot } from './template/parse.js';
+import { unknownSecrets } from './secret-references.js';
+import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 import { secretInAuthority } from './template/url.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
@@ -204,15 +205,18 @@ function plainMessage(issue: z.core.$ZodIssue): string {
 
 /**
  * A workflow definition, checked: its shape (zod), then what a schema cannot say: unique step ids,
- * well-formed `{{ }}` templates, and `steps.<id>` references only to earlier steps. Every problem
- * is reported at once, each with its JSON path.
+ * well-formed `{{ }}` templates, `steps.<id>` references only to earlier steps and, given `secrets`
+ * (the stored secrets' names), `{{secrets.<name>}}` only of those. Every problem is reported at
+ * once, each with its JSON path: a shape problem in one step does not hide a template or a secret
+ * problem in another (as far as the steps can be read).
  *
- * @example parseDefinition({ name: 'hello', steps: [{ id: 'greet', type: 'log', config: { message: 'hi {{trigger.name}}' } }] })
+ * @example parseDefinition({ name: 'hello', steps: [{ id: 'greet', type: 'log', config: { message: 'hi {{trigger.name}}' } }] }, { secrets: new Set(['api_key']) })
  */
-export function parseDefinition(input: unknown): Definition {
+export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet<string> } = {}): Definition {
   const parsed = definitionSchema.safeParse(input);
-  // the shape's problems and the templates' and references' together: fixing one never reveals another
-  if (!parsed.success) throw ValidationError.of([...zodProblems(parsed.error), ...roughProblems(roughSteps(input))]);
+  const secrets = options.secrets ? unknownSecrets(input, options.secrets) : [];
+  // the shape's problems, the templates' and references' and the secrets' together: fixing one never reveals another
+  if (!parsed.success) throw ValidationError.of([...zodProblems(parsed.error), ...roughProblems(roughSteps(input)), ...secrets]);
   const definition = parsed.data;
   const problems: Problem[] = [];
   const seen = new Map<string, string>();
@@ -280,6 +284,7 @@ export function parseDefinition(input: unknown): Definition {
   definition.on_error?.forEach((rule, i) => {
     checkState(definition, rule.state, `on_error[${i}].state`, problems);
   });
+  problems.push(...secrets);
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }
@@ -362,31 +367,4 @@ function roughSteps(input: unknown): Array<{ id?: string; type?: unknown; config
     const s = (typeof step === 'object' && step !== null ? step : {}) as { id?: unknown; type?: unknown; config?: unknown };
     return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: s.config ?? null };
   });
-}
-
-/**
- * Every `{{secrets.<name>}}` of a definition that names no stored secret, each with its path.
- *
- * @example unknownSecrets(definition, new Set(['api_key'])) // [{ path: 'steps[0].config.headers.Authorization', message: "names no stored secret 'nope' (POST /secrets first)" }]
- */
-export function unknownSecrets(definition: Definition, known: ReadonlySet<string>): Problem[] {
-  const templated: [unknown, string][] = [];
-  const add = (step: StepDefinition, path: string) => {
-    if (step.type !== 'parallel') templated.push([step.config, `${path}.config`]);
-    if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
-    if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
-  };
-  definition.steps.forEach((step, i) => {
-    add(step, `steps[${i}]`);
-    if (step.type === 'parallel')
-      for (const [branch, steps] of Object.entries(step.config.branches))
-        steps.forEach((inner, j) => {
-          add(inner, `steps[${i}].config.branches.${branch}[${j}]`);
-        });
-  });
-  return templated.flatMap(([value, at]) =>
-    secretReferences(value, at)
-      .filter((ref) => !known.has(ref.name))
-      .map((ref) => ({ path: ref.path, message: `names no stored secret '${ref.name}' (store it first: POST /secrets)` })),
-  );
 }

@@ -16,15 +16,26 @@ const executed = z.object({
 
 const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
 
+/**
+ * A definition's body as the API takes it: any JSON reaches `definitions`, whose one check answers
+ * every problem at once (shape, templates, references, secrets; a schema check here would answer the
+ * shape's problems alone and hide the rest). The document shows the definition's schema.
+ */
+function definitionBody() {
+  const { $schema: _, ...document } = z.toJSONSchema(definitionSchema, { io: 'input', unrepresentable: 'any' });
+  return z.unknown().meta(document);
+}
+
 /** Stored workflows and their executions. */
 export function workflowRoutes({ definitions, executions }: WorkflowService) {
+  const definition = definitionBody();
   return [
     route({
       method: 'post',
       path: '/workflows',
       tag: 'workflows',
-      summary: 'Store a workflow definition (version 1)',
-      body: definitionSchema,
+      summary: 'Store a workflow definition (version 1); a 400 lists every problem of it at once',
+      body: definition,
       status: 201,
       response: workflowResponse,
       errors: [400, 413],
@@ -58,8 +69,8 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'put',
       path: '/workflows/{id}',
       tag: 'workflows',
-      summary: 'Replace a definition as a new version; running executions keep theirs',
-      body: definitionSchema,
+      summary: 'Replace a definition as a new version; running executions keep theirs; a 400 lists every problem of it at once',
+      body: definition,
       status: 200,
       response: workflowResponse,
       errors: [400, 404, 413],
