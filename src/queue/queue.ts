@@ -74,11 +74,12 @@ export class TaskQueue {
     return result!;
   }
 
-  /** Enqueues many tasks in one transaction (all or nothing); results are in input order. */
-  enqueueMany(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, options: { tx?: Store } = {}): Promise<EnqueueResult[]> {
-    if (!Array.isArray(items) || items.length === 0) throw new ValidationError('items', 'must be a non-empty array');
-    if (items.length > this.limits.maxBatch) throw new ValidationError('items', `has ${items.length} tasks, over the limit of ${this.limits.maxBatch}`);
-    return this.insert(queue, items, options.tx, 'items');
+  /** Enqueues many tasks in one transaction (all or nothing); results are in input order. `path` names the list in errors (default `items`). */
+  enqueueMany(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, options: { tx?: Store; path?: string } = {}): Promise<EnqueueResult[]> {
+    const path = options.path ?? 'items';
+    if (!Array.isArray(items) || items.length === 0) throw new ValidationError(path, 'must be a non-empty array');
+    if (items.length > this.limits.maxBatch) throw new ValidationError(path, `has ${items.length} tasks, over the limit of ${this.limits.maxBatch}`);
+    return this.insert(queue, items, options.tx, path);
   }
 
   get(id: string): Promise<Task> {

@@ -1,14 +1,13 @@
-import { backoffDelay, defaultBackoff } from '../backoff.js';
-import { crashPoint } from '../crash.js';
-import { describeError, LeaseLostError, storeUnavailable, TerminalError } from '../errors.js';
+import { defaultBackoff } from '../backoff.js';
+import { describeError, LeaseLostError, storeUnavailable } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import type { Store, Task, TaskClaim } from '../storage/store.js';
 import { LazyAbort } from './abort.js';
-import { taskEvent } from './lifecycle.js';
 import { PREFETCH_HOLD_MS, prefetchFor } from './prefetch.js';
 import { checkResult, type TaskContext, type TaskHandler, type WorkOptions } from './handler.js';
+import { completeAttempt, expireLeases, failAttempt, failureOfError, type Outcome } from './settle.js';
 
 type Running = { task: Task; abort: LazyAbort };
 
@@ -191,14 +190,7 @@ export class Worker {
 
   /** Ends the leases of crashed or stalled workers (of any queue): their tasks are ready again, or dead. */
   async expireLeases(): Promise<void> {
-    const expired = await this.store.transaction(async (tx) => {
-      const expired = await tx.taskExpire({ limit: 1000 });
-      if (expired.length === 0) return expired;
-      const events = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, workerId: t.workerId, claimedAt: t.claimedAt, error: t.lastError }));
-      await this.journal.appendMany(events, { tx, unread: true });
-      return expired;
-    });
-    for (const t of expired) if (t.state === 'dead') this.options.events?.emit('task:dead', { queue: t.queue, taskId: t.id, attempt: t.attempts, error: t.lastError ?? 'lease expired' });
+    await expireLeases(this.store, this.journal, this.options.events);
   }
 
   /**
@@ -294,7 +286,7 @@ export class Worker {
       this.startHeld();
       this.wakeup.wake();
     }
-    let outcome: 'completed' | 'failed' | 'dead' | 'lost' = 'lost';
+    let outcome: Outcome = 'lost';
     try {
       outcome = await this.settle(task, failure ? { error: failure.error } : { result });
     } finally {
@@ -316,12 +308,12 @@ export class Worker {
    * back instead of when the lease runs out. Measured before: a PostgreSQL restart left every task
    * being settled at that moment held for the whole 30 s lease.
    */
-  private async settle(task: Task, attempt: { result: unknown } | { error: unknown }): Promise<'completed' | 'failed' | 'dead' | 'lost'> {
+  private async settle(task: Task, attempt: { result: unknown } | { error: unknown }): Promise<Outcome> {
     const started = Date.now();
     for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
       try {
-        if ('error' in attempt) return await this.fail(task, attempt.error);
-        return (await this.complete(task, attempt.result)) ? 'completed' : 'lost';
+        if ('error' in attempt) return (await failAttempt(this.store, this.journal, task, this.id, failureOfError(task, attempt.error, describeError(attempt.error), this.options.backoff), this.options.events)).outcome;
+        return (await completeAttempt(this.journal, { id: task.id, leaseToken: task.leaseToken! }, attempt.result)) ? 'completed' : 'lost';
       } catch (error) {
         this.options.onError?.(error);
         // stopping: not for a whole lease; once this process is gone, liveness ends its leases in seconds
@@ -329,59 +321,6 @@ export class Worker {
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
-  }
-
-  /**
-   * Completes the task in the journal's group commit, with the completions and run writes of every
-   * other worker of this process: false when its lease was lost (nothing written).
-   */
-  private async complete(task: Task, result: unknown): Promise<boolean> {
-    const lease = { id: task.id, leaseToken: task.leaseToken! };
-    try {
-      await this.journal.group.submit({
-        // the store journals the completion (`task.completed`) with the task's row
-        completes: [{ ...lease, result }],
-        also: async () => crashPoint('task:beforeComplete'),
-      });
-      crashPoint('task:afterComplete');
-      return true;
-    } catch (error) {
-      if (error instanceof LeaseLostError) return false;
-      throw error;
-    }
-  }
-
-  private async fail(task: Task, error: unknown): Promise<'failed' | 'dead' | 'lost'> {
-    const terminal = error instanceof TerminalError || task.attempts >= task.maxAttempts;
-    // The database being away is not the task's fault: no backoff, back in its place (its own run-at) ahead of tasks due
-    // since. Before, at now + 100 ms: with ~500 runs queued at a PostgreSQL restart, its runs waited 21.6-26 s behind them.
-    const outage = !terminal && storeUnavailable(error) !== null;
-    const retryDelayMs = terminal ? null : outage ? 0 : backoffDelay(task.attempts, this.options.backoff);
-    const message = describeError(error);
-    try {
-      await this.store
-        .transaction(async (tx) => {
-          const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: message, retryDelayMs, keepPlace: outage });
-          const data = { ...this.attempt(task), error: message };
-          const event = terminal ? taskEvent('die', task.id, { ...data, reason: error instanceof TerminalError ? 'terminal error' : 'attempts used up' }) : taskEvent('retry', task.id, { ...data, retryAt: failed.runAt });
-          await this.journal.appendMany([event], { tx, unread: true });
-          return failed;
-        })
-        .then((failed) => {
-          const events = this.options.events;
-          if (terminal) events?.emit('task:dead', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message });
-          else events?.emit('task:retry', { queue: this.queue, taskId: task.id, attempt: task.attempts, error: message, retryAt: failed.runAt });
-        });
-      return terminal ? 'dead' : 'failed';
-    } catch (failure) {
-      if (failure instanceof LeaseLostError) return 'lost';
-      throw failure;
-    }
-  }
-
-  /** What the event that ends an attempt says of it: which, who ran it, since when (the claim, database clock). */
-  private attempt(task: Task): { attempt: number; workerId: string; claimedAt: number | null } {
-    return { attempt: task.attempts, workerId: this.id, claimedAt: task.claimedAt };
   }
 
   /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
