@@ -29,8 +29,9 @@ export async function checkPublicUrlSetting(add: Add, store: Store, publicUrl: s
     }
     return;
   }
-  const waiting = await callbackWorkflows(store);
-  const agents = await reportWaits(store);
+  const journal = new Journal(store, resolveConfig());
+  const waiting = await callbackWorkflows(store, journal);
+  const agents = await reportWaits(journal);
   const users = [...(waiting.length > 0 ? [`${waiting.length} stored workflow(s) with a wait_for_callback step (${waiting.slice(0, 3).join(', ')}${waiting.length > 3 ? ', …' : ''})`] : []), ...(agents ? ['sessions of HTTP agents'] : [])];
   if (users.length === 0) {
     add(name, 'ok', `${PUBLIC_URL_SETTING} unset; nothing stored hands out a URL (no wait_for_callback step, no HTTP agent session)`);
@@ -43,8 +44,8 @@ export async function checkPublicUrlSetting(add: Add, store: Store, publicUrl: s
   );
 }
 
-async function callbackWorkflows(store: Store): Promise<string[]> {
-  const definitions = new Definitions(store, new Journal(store, resolveConfig()));
+async function callbackWorkflows(store: Store, journal: Journal): Promise<string[]> {
+  const definitions = new Definitions(store, journal);
   const found: string[] = [];
   for (let after: string | undefined; ; ) {
     const page = await definitions.list({ limit: 500, ...(after ? { after } : {}) });
@@ -61,9 +62,9 @@ function waitsForCallback(step: StepDefinition): boolean {
 }
 
 /** Whether a run waited for an HTTP agent's report: only HTTP agents' sessions wait for one. */
-async function reportWaits(store: Store): Promise<boolean> {
+async function reportWaits(journal: Journal): Promise<boolean> {
   for (let from = 0, seen = 0; seen < MAX_WAITS; ) {
-    const page = await store.eventReadAll({ fromPosition: from, limit: 1000, streamPrefix: 'run:', types: [RUN_EVENT.waitStarted] });
+    const page = await journal.readAll({ fromPosition: from, limit: 1000, streamPrefix: 'run:', types: [RUN_EVENT.waitStarted] });
     if (page.some((e) => (e.data as { name?: string }).name === REPORT_SIGNAL)) return true;
     if (page.length < 1000) return false;
     seen += page.length;
