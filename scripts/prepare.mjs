@@ -43,9 +43,10 @@ function readdirSafe(path) {
 const before = inputsHash();
 const built = OUTPUTS.every((output) => existsSync(join(root, output))) && existsSync(stamp) && readFileSync(stamp, 'utf8') === before;
 if (built && !process.argv.includes('--force')) {
-  console.log('runledger: dist/ is up to date with src/ and ui/ (npm run build to build anyway)');
+  // stderr: `npm pack --json` prints its JSON on stdout, after this script's output
+  console.error('runledger: dist/ is up to date with src/ and ui/ (npm run build to build anyway)');
 } else {
-  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 2, 2] });
   mkdirSync(dirname(stamp), { recursive: true });
   writeFileSync(stamp, before);
 }
