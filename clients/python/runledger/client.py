@@ -98,14 +98,13 @@ class Client:
 
     def complete(self, task_id: str, lease_token: str, result: Any = None) -> Task:
         """Marks the task completed with `result`; LeaseLost (and nothing written) when the token is stale."""
-        body: dict[str, Any] = {"lease_token": lease_token}
-        if result is not None:
-            body["result"] = result
+        # result is always sent (null for None): "no result" and null are one thing to the server
+        body: dict[str, Any] = {"lease_token": lease_token, "result": result}
         task: Task = self.request("POST", f"/tasks/{_segment(task_id)}/complete", body)["task"]
         return task
 
     def fail(self, task_id: str, lease_token: str, error: str, *, retryable: bool = True, retry_after: Duration | None = None) -> Task:
-        """Records a failed attempt: the task is pending again with its next run_at, or dead (not retryable, attempts used up)."""
+        """Records a failed attempt: the task is ready again with its next run_at, or dead (not retryable, attempts used up)."""
         body: dict[str, Any] = {"lease_token": lease_token, "error": error[:10_000], "retryable": retryable}
         if retry_after is not None:
             body["retry_after"] = wire(retry_after, "retry_after")

@@ -154,7 +154,7 @@ class Worker:
 
     def _handle(self, queue: str, task: Task) -> None:
         task_id, token = str(task["id"]), str(task["lease_token"])
-        ctx = TaskContext(task_id, queue, int(task.get("attempt", task.get("attempts", 1))), f"{queue}/{task_id}", task, token, self.client, self.lease)
+        ctx = TaskContext(task_id, queue, int(task.get("attempts", task.get("attempt", 1))), f"{queue}/{task_id}", task, token, self.client, self.lease)
         try:
             try:
                 result = self.handlers[queue](task.get("payload"), ctx)

@@ -81,13 +81,13 @@ class FakeQueueServer:
             if parts[2] == "complete":
                 task.update(state="completed", result=body.get("result"), lease_token=None)
             else:
-                dead = body.get("retryable") is False or task["attempt"] >= task["max_attempts"]
-                task.update(state="dead" if dead else "pending", last_error=body["error"], lease_token=None)
+                dead = body.get("retryable") is False or task["attempts"] >= task["max_attempts"]
+                task.update(state="dead" if dead else "ready", last_error=body["error"], lease_token=None)
             self.lock.notify_all()
             return 200, {"task": self.public(task)}
 
     def add(self, queue: str, item: dict[str, Any]) -> dict[str, Any]:
-        task = {"id": f"t{len(self.tasks) + 1:04d}", "queue": queue, "state": "pending", "payload": item.get("payload"), "attempt": 0, "max_attempts": item.get("max_attempts", 3), "lease_token": None, "expires": 0.0, "result": None, "last_error": None}
+        task = {"id": f"t{len(self.tasks) + 1:04d}", "queue": queue, "state": "ready", "payload": item.get("payload"), "attempts": 0, "max_attempts": item.get("max_attempts", 3), "lease_token": None, "expires": 0.0, "result": None, "last_error": None}
         self.tasks[task["id"]] = task
         self.lock.notify_all()
         return self.public(task)
@@ -95,13 +95,13 @@ class FakeQueueServer:
     def claim(self, queue: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         deadline = time.time() + _seconds(body.get("wait", 0))
         while True:
-            ready = [t for t in self.tasks.values() if t["queue"] == queue and (t["state"] == "pending" or (t["state"] == "running" and t["expires"] < time.time()))]
+            ready = [t for t in self.tasks.values() if t["queue"] == queue and (t["state"] == "ready" or (t["state"] == "running" and t["expires"] < time.time()))]
             if ready or time.time() >= deadline:
                 break
             self.lock.wait(min(0.05, deadline - time.time()))
         claimed = []
         for task in ready[: body.get("max", 1)]:
-            task.update(state="running", attempt=task["attempt"] + 1, lease_token=uuid.uuid4().hex, expires=time.time() + self.lease_s)
+            task.update(state="running", attempts=task["attempts"] + 1, lease_token=uuid.uuid4().hex, expires=time.time() + self.lease_s)
             claimed.append({**self.public(task), "lease_token": task["lease_token"], "lease_expires_at": _iso(task["expires"])})
         return claimed
 

@@ -43,7 +43,7 @@ class Outcomes(unittest.TestCase):
             fails = sorted((r["path"], r["body"]["retryable"]) for r in fake.calls("/fail"))
             self.assertEqual(fails, [("/tasks/t0002/fail", True), ("/tasks/t0003/fail", False)])
             self.assertIn("RuntimeError: flaky upstream", fake.tasks["t0002"]["last_error"])
-            self.assertEqual([t["state"] for t in fake.tasks.values()], ["completed", "pending", "dead"])
+            self.assertEqual([t["state"] for t in fake.tasks.values()], ["completed", "ready", "dead"])
 
     def test_a_lost_lease_drops_the_task_without_reporting(self) -> None:
         with FakeQueueServer() as fake:
