@@ -16,6 +16,8 @@ import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.j
 import type { Metrics } from '../observe/metrics.js';
 import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
+import { RemoteLedger } from '../agents/remote.js';
+import { agentProtocolRoutes } from './routes/agent-protocol.js';
 import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
@@ -23,6 +25,7 @@ import { controlRoutes } from './routes/control.js';
 import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
+import { queueRoutes } from './routes/queues.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -75,6 +78,8 @@ export function createApp(options: AppOptions): Hono {
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
+    ...(options.sessions ? agentProtocolRoutes(new RemoteLedger(options.engine, options.sessions)) : []),
+    ...queueRoutes(options.engine, app),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

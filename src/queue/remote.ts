@@ -1,0 +1,152 @@
+import { defaultBackoff, type Backoff } from '../backoff.js';
+import { LeaseLostError, ValidationError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Journal } from '../journal/journal.js';
+import { Wakeup } from '../journal/wakeup.js';
+import { checkJson } from '../json.js';
+import type { EngineEvents } from '../observe/events.js';
+import type { Store, Task } from '../storage/store.js';
+import { completeAttempt, expireLeases, failAttempt, failureOf } from './settle.js';
+
+export interface RemoteOptions {
+  /** The lease of a claim that names none. */
+  leaseMs: number;
+  /** The fallback poll of a waiting claim when no wake-up arrives. */
+  pollMs: number;
+  maxResultBytes: number;
+  backoff?: Backoff;
+  events?: EngineEvents;
+}
+
+export interface RemoteClaim {
+  queue: string;
+  /** The remote worker's name; its leases are held as `remote:<worker>`. */
+  worker: string;
+  max: number;
+  /** How long to wait for a task when none is ready (ms); 0: answer at once. */
+  waitMs: number;
+  leaseMs?: number;
+  /** The client went away: stop waiting, and give back what was claimed for it. */
+  signal?: AbortSignal;
+}
+
+/** A lease held by a remote worker: the token it got with its claim. */
+export interface RemoteLease {
+  id: string;
+  leaseToken: string;
+}
+
+/** Prefixes a remote worker's name: no name it chooses can look like a process's lease holder (see Liveness). */
+export const REMOTE_WORKER_PREFIX = 'remote:';
+
+/**
+ * Claimers of a queue that live in another process and speak to this one (the HTTP task
+ * protocol): no new semantics. A claim is `taskClaim` with a fresh lease token, the attempt ends
+ * through `settle.ts` as an in-process worker's does, and a token that no longer holds the task's
+ * lease (expired and claimed again, completed, unknown) is a `LeaseLostError` with nothing
+ * written. A remote worker has no process row: its lease ends by time, through the same expiry
+ * sweep, which claims here run too (at most once per poll), so a vanished worker's task is
+ * claimable again once its lease runs out even where no in-process worker sweeps.
+ *
+ * @example
+ * const remote = new RemoteWorkers(engine.store, engine.journal, { leaseMs: 30_000, pollMs: 1000, maxResultBytes: 1 << 20 });
+ * const [task] = await remote.claim({ queue: 'email', worker: 'py-1', max: 1, waitMs: 10_000 });
+ * await remote.complete({ id: task.id, leaseToken: task.leaseToken! }, { sent: true });
+ */
+export class RemoteWorkers {
+  private sweeping: Promise<unknown> | null = null;
+  private sweptAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    private readonly options: RemoteOptions,
+  ) {}
+
+  /** Up to `max` ready tasks of `queue`, each leased to `worker`; waits up to `waitMs` for one, woken by the queue's notifications. */
+  async claim(c: RemoteClaim): Promise<Task[]> {
+    if (c.waitMs <= 0) return this.claimOnce(c);
+    const wakeup = new Wakeup();
+    // listening before the first claim: a task enqueued between that claim and the wait still wakes it
+    const unlisten = await this.store.listen('tasks', (queue) => {
+      if (queue === '' || queue === c.queue) wakeup.wake();
+    });
+    const gone = () => wakeup.wake();
+    c.signal?.addEventListener('abort', gone);
+    try {
+      const deadline = performance.now() + c.waitMs;
+      for (;;) {
+        const tasks = await this.claimOnce(c);
+        if (tasks.length > 0 || c.signal?.aborted) return tasks;
+        const left = deadline - performance.now();
+        if (left <= 0) return tasks;
+        const dueIn = await this.store.taskDueIn({ queue: c.queue });
+        await wakeup.wait(Math.min(left, this.options.pollMs, dueIn === null ? Number.POSITIVE_INFINITY : Math.max(1, dueIn)));
+      }
+    } finally {
+      c.signal?.removeEventListener('abort', gone);
+      await unlisten();
+    }
+  }
+
+  /** Extends the lease by `leaseMs` (default: the claim's default) from now; the task as it is now. */
+  async heartbeat(lease: RemoteLease, leaseMs = this.options.leaseMs): Promise<Task> {
+    const renewed = await this.store.taskHeartbeat({ leases: [lease], leaseMs });
+    if (renewed.length === 0) await this.lost(lease);
+    return this.store.taskGet({ id: lease.id });
+  }
+
+  /** Completes the task with `result`, journaled as an in-process completion is (`task.completed`). */
+  async complete(lease: RemoteLease, result: unknown): Promise<Task> {
+    checkJson('result', result ?? null, this.options.maxResultBytes);
+    if (!(await completeAttempt(this.journal, { id: lease.id, leaseToken: lease.leaseToken }, result ?? null))) await this.lost(lease);
+    const task = await this.store.taskGet({ id: lease.id });
+    this.options.events?.emit('task:complete', { queue: task.queue, taskId: task.id, attempt: task.attempts, durationMs: Math.max(0, task.updatedAt - (task.claimedAt ?? task.updatedAt)) });
+    return task;
+  }
+
+  /**
+   * Fails the attempt: ready again after the queue's backoff (or `retryAfterMs`), or dead when not
+   * `retryable` or its attempts are used up, journaled as an in-process failure is.
+   */
+  async fail(lease: RemoteLease, failure: { error: string; retryable: boolean; retryAfterMs?: number }): Promise<Task> {
+    if (typeof failure.error !== 'string' || failure.error.length > 10_000) throw new ValidationError('error', 'must be a string of at most 10,000 characters');
+    const task = await this.store.taskGet({ id: lease.id });
+    if (task.state !== 'running' || task.leaseToken !== lease.leaseToken) return this.lost(lease);
+    const policy = failureOf(task, { message: failure.error, terminal: !failure.retryable, ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }) }, this.options.backoff ?? defaultBackoff);
+    const { outcome, task: failed } = await failAttempt(this.store, this.journal, task, task.workerId ?? '', policy, this.options.events);
+    if (outcome === 'lost' || !failed) return this.lost(lease);
+    return failed;
+  }
+
+  private async claimOnce(c: RemoteClaim): Promise<Task[]> {
+    await this.sweep();
+    const workerId = `${REMOTE_WORKER_PREFIX}${c.worker}`;
+    const { value: tasks } = await this.journal.group.submit({
+      statement: (store) => store.taskClaim({ queue: c.queue, limit: c.max, leaseMs: c.leaseMs ?? this.options.leaseMs, workerId, leaseToken: newId('lease') }),
+    });
+    if (c.signal?.aborted && tasks.length > 0) {
+      // nobody will read the answer: ready again at once, the attempt not counted, rather than held for a whole lease
+      await this.store.taskRelease({ leases: tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })) });
+      return [];
+    }
+    const events = this.options.events;
+    if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: c.queue, taskId: t.id, attempt: t.attempts, workerId });
+    return tasks;
+  }
+
+  /** Expires leases whose time ran out, at most once per poll interval of this process (claims at once share one sweep). */
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return void (await this.sweeping);
+    if (performance.now() - this.sweptAt < this.options.pollMs) return;
+    this.sweptAt = performance.now();
+    this.sweeping = expireLeases(this.store, this.journal, this.options.events).finally(() => (this.sweeping = null));
+    await this.sweeping;
+  }
+
+  /** 404 when the task does not exist, else 409: the token does not hold its lease. */
+  private async lost(lease: RemoteLease): Promise<never> {
+    await this.store.taskGet({ id: lease.id });
+    throw new LeaseLostError(`task ${lease.id}: lease_token does not hold its lease (expired and claimed again, or settled)`);
+  }
+}
