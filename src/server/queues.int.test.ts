@@ -31,7 +31,11 @@ describe.each(backends)('the task protocol on $name', (backend) => {
   it('enqueues one task (201), answers a repeated idempotency key with the first (200, nothing written), and a batch in order', async () => {
     const q = fresh();
     const first = await call(`/queues/${q}/tasks`, { payload: { to: 'a@b.c' }, idempotency_key: 'welcome-1', priority: 5, max_attempts: 3 });
-    expect(first).toMatchObject({ status: 201, protocol: '1', body: { created: true, task: { queue: q, state: 'ready', payload: { to: 'a@b.c' }, attempts: 0, max_attempts: 3, priority: 5, idempotency_key: 'welcome-1', ordering_key: null, last_error: null } } });
+    expect(first).toMatchObject({
+      status: 201,
+      protocol: '1',
+      body: { created: true, task: { queue: q, state: 'ready', payload: { to: 'a@b.c' }, attempts: 0, max_attempts: 3, priority: 5, idempotency_key: 'welcome-1', ordering_key: null, last_error: null } },
+    });
     const again = await call(`/queues/${q}/tasks`, { payload: { to: 'other' }, idempotency_key: 'welcome-1' });
     expect(again).toMatchObject({ status: 200, body: { created: false, task: { id: first.body.task.id, payload: { to: 'a@b.c' } } } });
     expect(await types(first.body.task.id)).toEqual(['task.enqueued']);
