@@ -39,7 +39,9 @@ if (process.argv[1]?.endsWith('session-child.ts')) {
   const remote = defineAgent('remote', { url: agentUrl!, maxWait: '1m' });
 
   const engine = await createEngine({ database: database!, pollMs: 100, leaseMs: 1000 });
-  const service = sessions(engine, { agents: [slow, remote], allow: ['127.0.0.1'] });
+  // the parent reports for the HTTP agent through its own service: the report_url handed out is never called,
+  // but an HTTP agent is invoked only with an absolute one
+  const service = sessions(engine, { agents: [slow, remote], allow: ['127.0.0.1'], reportBaseUrl: agentUrl! });
   if (point) armCrashPoint(point as CrashPointName, Number(after ?? 0));
   for (const [session_id, agent, input] of SESSIONS) await service.create({ agent, input, session_id });
   for (const [id] of SESSIONS) {
