@@ -24,7 +24,7 @@ describe.each(backends)('the task protocol on $name', (backend) => {
 
   beforeAll(async () => {
     location = await backend.create();
-    server = await startServer({ database: location, port: 0, workers: false, pollMs: 250, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
+    server = await startServer({ database: location, port: 0, workers: false, pollMs: 1000, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
   });
   afterAll(() => server.close());
 
@@ -75,8 +75,8 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     const { task } = await enqueue(q, { payload: 'wake' });
     const [got] = await waiting;
     expect(got.id).toBe(task.id);
-    // woken by the queue's notification, not by a poll (250 ms here)
-    expect(performance.now() - enqueuedAt).toBeLessThan(200);
+    // woken by the queue's notification, not by the poll (1 s)
+    expect(performance.now() - enqueuedAt).toBeLessThan(400);
   });
 
   it('a claim whose client went away stops waiting and holds nothing', async () => {
