@@ -40,7 +40,7 @@ export function AgentRunPage({ id }: { id: string }) {
   useAgentFeed(reload, [id]);
   if (!data)
     return (
-      <Page title={`Agent run ${id}`}>
+      <Page title={`Agent run ${id}`} tab={id}>
         <ErrorBox error={error} />
         {!error ? <p aria-busy="true">Loading…</p> : null}
       </Page>
