@@ -1,5 +1,5 @@
 import { newId } from '../ids.js';
-import type { Journal } from '../journal/journal.js';
+import type { Journal, Projection } from '../journal/journal.js';
 import type { AgentEventChange, AgentEventRow, AgentRunChange } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
 import { CONVERSATION_VIEW, conversationStream, readConversation, type ConversationView } from './conversation.js';
@@ -7,6 +7,7 @@ import { WrittenViews } from '../journal/kept.js';
 import { approvalSignal, type Decision, type ToolCallInput } from './ledger-context.js';
 import { agentEventTransitions, agentRunTransitions, approvalTransitions, canMove, sources, toolCallTransitions, type AgentRunStatus } from './ledger-lifecycle.js';
 import { RUN_EVENT } from '../runtime/events.js';
+import { asRunEvent, REMOTE_EVENT } from './remote-events.js';
 
 /** What `agent.event.received` carries: the event's row, as the intake decided it. */
 export type ReceivedEvent = Pick<AgentEventRow, 'id' | 'conversation_id' | 'user_id' | 'source' | 'input_type' | 'payload' | 'idempotency_key' | 'agent' | 'run_id' | 'decision'>;
@@ -89,7 +90,7 @@ export function projectLedger(journal: Journal): void {
     }
   });
 
-  journal.project([RUN_EVENT.nodeStarted, RUN_EVENT.nodeCompleted, RUN_EVENT.nodeFailed], async (event, tx) => {
+  const nodes: Projection = async (event, tx) => {
     const id = event.streamId.slice('run:'.length);
     const d = event.data as { seq: number; name: string; attempt: number; input?: unknown; output?: unknown; skipped?: boolean; latency_ms?: number; error?: string; retryAt?: number | null };
     const at = event.timestamp;
@@ -116,9 +117,10 @@ export function projectLedger(journal: Journal): void {
     } else {
       await tx.agentEventUpdate({ run_id: id, change: { last_error: d.error ?? null }, at });
     }
-  });
+  };
+  journal.project([RUN_EVENT.nodeStarted, RUN_EVENT.nodeCompleted, RUN_EVENT.nodeFailed], nodes);
 
-  journal.project([RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed], async (event, tx) => {
+  const toolSteps: Projection = async (event, tx) => {
     const d = event.data as { seq: number; name: string; attempt: number; input?: ToolCallInput & { approval_timeout_ms?: number }; output?: unknown; error?: string; errorName?: string };
     const request = d.name.startsWith('tool.request:');
     if (!request && !d.name.startsWith('tool:')) return;
@@ -147,9 +149,10 @@ export function projectLedger(journal: Journal): void {
       return;
     }
     await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { status: d.errorName === 'TimeoutError' ? 'timeout' : 'error', error: d.error ?? null, ended_at: at }, at });
-  });
+  };
+  journal.project([RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed], toolSteps);
 
-  journal.project([RUN_EVENT.waitStarted, RUN_EVENT.waitCompleted, RUN_EVENT.waitTimedOut, RUN_EVENT.signalSent], async (event, tx) => {
+  const approvals: Projection = async (event, tx) => {
     const d = event.data as { name: string; payload?: Decision & { key?: string } };
     if (!d.name.startsWith('approval:')) return;
     const id = event.streamId.slice('run:'.length);
@@ -177,6 +180,18 @@ export function projectLedger(journal: Journal): void {
       await tx.agentToolCallUpdate({ external_idempotency_key: call.external_idempotency_key, change: { approval_status: 'expired', error: 'approval expired', decided_at: at }, at, approval_status: 'pending' });
     }
     await moveRun(tx, id, 'running', at);
+  };
+  journal.project([RUN_EVENT.waitStarted, RUN_EVENT.waitCompleted, RUN_EVENT.waitTimedOut, RUN_EVENT.signalSent], approvals);
+
+  // an HTTP agent's nodes, tool calls and decisions (remote-events.ts): the same rows by the same code
+  journal.project([REMOTE_EVENT.nodeStarted, REMOTE_EVENT.nodeCompleted, REMOTE_EVENT.nodeFailed], (event, tx) => nodes(asRunEvent(event), tx));
+  journal.project([REMOTE_EVENT.stepStarted, REMOTE_EVENT.stepCompleted, REMOTE_EVENT.stepFailed], (event, tx) => toolSteps(asRunEvent(event), tx));
+  journal.project([REMOTE_EVENT.signalSent, REMOTE_EVENT.waitTimedOut], (event, tx) => approvals(asRunEvent(event), tx));
+  // a checkpoint an HTTP agent takes inside a node (in-process agents checkpoint when a node ends)
+  journal.project(REMOTE_EVENT.checkpoint, async (event, tx) => {
+    const id = asRunEvent(event).streamId.slice('run:'.length);
+    const d = event.data as { node: string; seq: number; state: unknown };
+    await tx.agentCheckpointPut({ checkpoint: { id: newId('ckpt'), run_id: id, node: d.node, seq: d.seq, state: d.state ?? null, created_at: event.timestamp } });
   });
 }
 

@@ -8,6 +8,7 @@ import type { Store } from '../storage/store.js';
 import { conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
 import type { ReceivedEvent } from './ledger-projection.js';
+import { REMOTE_EVENT, remoteStream } from './remote-events.js';
 import type { SessionService } from './service.js';
 
 /** An inbound agent event, as a webhook delivers it. */
@@ -173,7 +174,12 @@ export class AgentLedger {
     const key = before.external_idempotency_key;
     const payload: Decision & { key: string } = { decision, by, reason, key };
     // the signal's fixed key lets one decision in; the projection records it on the call
-    await this.engine.signal(before.run_id, approvalSignal(key), payload, { idempotencyKey: approvalSignal(key) });
+    if (await this.remote(before.run_id)) {
+      // an HTTP agent long-polls the call itself: a signal would wake the session's run for nothing
+      await this.engine.journal.append(remoteStream(before.run_id), [{ type: REMOTE_EVENT.signalSent, data: { name: approvalSignal(key), payload } }], { idempotencyKey: `${before.run_id}:${approvalSignal(key)}` });
+    } else {
+      await this.engine.signal(before.run_id, approvalSignal(key), payload, { idempotencyKey: approvalSignal(key) });
+    }
     return this.same(await this.call(id), decision, false);
   }
 
@@ -183,6 +189,12 @@ export class AgentLedger {
       throw new ConflictError(`tool call ${call.id} was already ${call.approval_status}${who}; it cannot be ${decision}`);
     }
     return { tool_call: callRecord(call), duplicate };
+  }
+
+  /** Whether run `id` is a session of an HTTP agent (its calls are written through remote.ts). */
+  private async remote(id: string): Promise<boolean> {
+    const run = await this.engine.store.agentRunGet({ id });
+    return run !== undefined && this.sessions.agent(run.agent)?.kind === 'http';
   }
 
   private async call(id: string): Promise<AgentToolCallRow> {
@@ -255,6 +267,7 @@ function runRecord(row: AgentRunRow): AgentRunRecord {
   return iso(row, ['started_at', 'ended_at', 'created_at', 'updated_at']) as AgentRunRecord;
 }
 
-function callRecord(row: AgentToolCallRow): AgentToolCallRecord {
+/** A tool call row with its times as ISO strings, as the API answers it. */
+export function callRecord(row: AgentToolCallRow): AgentToolCallRecord {
   return iso(row, ['started_at', 'ended_at', 'approval_expires_at', 'decided_at', 'created_at', 'updated_at']) as AgentToolCallRecord;
 }

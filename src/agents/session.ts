@@ -8,6 +8,7 @@ import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
 import { gatherEvents, type GatheredEvent } from './conversation.js';
 import { ledgerContext } from './ledger-context.js';
+import { issueLeaseToken } from './remote.js';
 import type { Tool } from './tools.js';
 import { isEnded, type SessionEventType } from './lifecycle.js';
 import { readSession, sessionStream } from './view.js';
@@ -153,7 +154,10 @@ function recordStep(ctx: WorkflowContext, o: SessionWorkflowOptions, id: string,
 async function invoke(agent: Agent | undefined, session: SessionInput, step: StepContext, o: SessionWorkflowOptions): Promise<Outcome> {
   if (!agent) return failed(`NotFoundError: agent '${session.agent}' is not registered in this process`);
   if (agent.kind === 'code') return { ok: true };
-  const body = { session_id: session.session_id, agent: agent.name, input: session.input, report_url: o.reportUrl(session.session_id) };
+  const report_url = o.reportUrl(session.session_id);
+  // journaled before the call: an agent's writes are fenced by the newest invocation's token (remote.ts)
+  const lease_token = await issueLeaseToken(o.journal, session.session_id, step.attempt);
+  const body = { session_id: session.session_id, agent: agent.name, input: session.input, report_url, session_url: report_url.replace(/\/report$/, ''), lease_token };
   try {
     const response = await httpRequest({ method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds }, { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow });
     if (response.status >= 200 && response.status < 300) return { ok: true };

@@ -174,7 +174,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect(await ended(id)).toMatchObject({ status: 'success', events_count: 6 });
     expect(await types(id)).toEqual(HAPPY);
     expect(invocations).toHaveLength(1);
-    expect(invocations[0]!.body).toEqual({ session_id: id, agent: 'remote', input: { question: 42 }, report_url: `http://api/sessions/${id}/report` });
+    expect(invocations[0]!.body).toEqual({ session_id: id, agent: 'remote', input: { question: 42 }, report_url: `http://api/sessions/${id}/report`, session_url: `http://api/sessions/${id}`, lease_token: expect.stringMatching(/^lt_/) });
     expect(invocations[0]!.headers.authorization).toBe('Bearer agent-token');
     expect(invocations[0]!.headers['idempotency-key']).toEqual(expect.stringContaining(id));
     expect(reportAnswers).toEqual([202]);
