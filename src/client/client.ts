@@ -6,8 +6,11 @@ import type { StoredWorkflow } from '../workflows/definitions.js';
 import type { AgentEventInput, AgentEventRecord, AgentRunDetail, AgentRunRecord, AgentToolCallRecord, IntakeResult } from '../agents/ledger.js';
 import type { RunRecord, RunSummary } from '../server/routes/run-records.js';
 import type { StoreStatus } from '../storage/store.js';
+import type { Duration } from '../duration.js';
+import type { TaskRecord as ProtocolTask } from '../server/task-record.js';
 
 export type { RunRecord, RunSummary };
+export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
 export class ApiError extends RunledgerError {
@@ -159,6 +162,31 @@ export class Client {
 
   dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+  /** Enqueues a task on `queue` (task protocol: docs/protocol.md); a repeated `idempotencyKey` answers the first task, `created: false`. */
+  enqueueTask = (queue: string, payload: unknown, options: EnqueueTaskOptions = {}) => this.call<Enqueued>('POST', `/queues/${enc(queue)}/tasks`, { payload, ...newTask(options) }, PROTOCOL);
+  /** Enqueues up to 1000 tasks at once, all or nothing; answers in order. */
+  enqueueTasks = (queue: string, items: Array<EnqueueTaskOptions & { payload: unknown }>) => this.call<{ tasks: Enqueued[] }>('POST', `/queues/${enc(queue)}/tasks`, { tasks: items.map(({ payload, ...o }) => ({ payload, ...newTask(o) })) }, PROTOCOL);
+  /**
+   * Claims up to `max` ready tasks of `queue` for `worker`, each with the lease token its
+   * heartbeat, completion or failure must carry; waits up to `wait` (≤ 60 s) for one.
+   *
+   * @example const [task] = await client.claimTasks('email', { worker: 'mailer-1', wait: '20s' });
+   */
+  async claimTasks(queue: string, c: { worker: string; max?: number; wait?: Duration; lease?: Duration }, signal?: AbortSignal): Promise<ClaimedTask[]> {
+    return (await this.call<{ tasks: ClaimedTask[] }>('POST', `/queues/${enc(queue)}/claim`, c, PROTOCOL, signal)).tasks;
+  }
+  /** Extends a claimed task's lease; ApiError 409 `lease_lost` when the token no longer holds it (stop working on it). */
+  heartbeatTask = (id: string, leaseToken: string, lease?: Duration) => this.call<{ lease_expires_at: string }>('POST', `/tasks/${enc(id)}/heartbeat`, { lease_token: leaseToken, ...(lease === undefined ? {} : { lease }) }, PROTOCOL);
+  completeTask = (id: string, leaseToken: string, result?: unknown) => this.call<{ task: ProtocolTask }>('POST', `/tasks/${enc(id)}/complete`, { lease_token: leaseToken, result: result ?? null }, PROTOCOL);
+  /** Fails the attempt: retried after the queue's backoff (or `retryAfter`), dead when not `retryable` (default true) or out of attempts. */
+  failTask = (id: string, leaseToken: string, f: { error: string; retryable?: boolean; retryAfter?: Duration }) =>
+    this.call<{ task: ProtocolTask }>(
+      'POST',
+      `/tasks/${enc(id)}/fail`,
+      { lease_token: leaseToken, error: f.error, ...(f.retryable === undefined ? {} : { retryable: f.retryable }), ...(f.retryAfter === undefined ? {} : { retry_after: f.retryAfter }) },
+      PROTOCOL,
+    );
+
   /** Operator actions (`/operator/…`): each journaled with `by` and `reason`. */
   operator = <T = Record<string, unknown>>(action: 'pause' | 'resume' | 'runs/cancel' | 'runs/retry' | 'tasks/redrive', body: Record<string, unknown>) => this.call<T>('POST', `/operator/${action}`, body);
   pauses = () => this.call<{ pauses: Array<{ kind: string; name: string; paused_by: string; reason: string; paused_at: string }> }>('GET', '/operator/pauses');
@@ -175,9 +203,10 @@ export class Client {
     }
   }
 
-  private async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  private async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<T> {
     const response = await this.fetch(path, {
       method,
+      ...(signal ? { signal } : {}),
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}), ...headers },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
@@ -197,6 +226,36 @@ export class Client {
 }
 
 const enc = encodeURIComponent;
+
+/** The task protocol's major version this client speaks (docs/protocol.md). */
+const PROTOCOL = { 'runledger-protocol': '1' };
+
+export interface EnqueueTaskOptions {
+  idempotencyKey?: string;
+  orderingKey?: string;
+  priority?: number;
+  /** Not before now + delay; or `runAt`, not both. */
+  delay?: Duration;
+  runAt?: Date | string;
+  maxAttempts?: number;
+}
+
+export interface Enqueued {
+  task: ProtocolTask;
+  created: boolean;
+}
+
+/** A task as the task protocol answers it, and one just claimed with its lease. */
+export type { ProtocolTask };
+export interface ClaimedTask extends ProtocolTask {
+  lease_token: string;
+  lease_expires_at: string;
+}
+
+function newTask(o: EnqueueTaskOptions): Record<string, unknown> {
+  const fields = { idempotency_key: o.idempotencyKey, ordering_key: o.orderingKey, priority: o.priority, delay: o.delay, run_at: o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt, max_attempts: o.maxAttempts };
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+}
 
 function query(params: Record<string, string | number | undefined>): string {
   const entries = Object.entries(params).filter(([, v]) => v !== undefined) as [string, string | number][];
