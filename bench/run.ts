@@ -56,6 +56,7 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     if (status.tasks.completed !== 3 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
       throw new Error(`after the drains, expected ${3 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`);
     }
+    await step('http_worker_drain_per_s', async () => (await import('./http-drain.js')).httpDrain(engine, database, SIZES.tasks));
     const latency = await enqueueLatency(engine, 'latency', SIZES.latencyTasks, SIZES.latencyIntervalMs);
     Object.assign(m, {
       latency_p50_ms: latency.p50,
