@@ -7,7 +7,7 @@ import { serve, type Served } from './child.js';
 /** `python3 …args` to its end with `env`; resolves with its exit code and everything it printed. */
 function python(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((done, fail) => {
-    const proc = spawn('python3', args, { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('python3', args, { env: { ...process.env, PYTHONPATH: resolve('clients/python'), PYTHONDONTWRITEBYTECODE: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     proc.stdout.on('data', (chunk) => (output += chunk));
     proc.stderr.on('data', (chunk) => (output += chunk));

@@ -32,11 +32,11 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 
 class Client:
     """
-    Talks to a runledger server. One keep-alive connection per thread: urllib's connection per request
-    costs a TCP handshake each, which halves a worker's drain rate on loopback.
+    Talks to a runledger server. One keep-alive connection per thread: a connection per request (as
+    urllib opens) took 0.79 ms per empty claim on loopback against 0.59 ms kept alive (2,000 each).
 
-        client = Client("http://127.0.0.1:8080")
-        client.enqueue("email", {"to": "ada@example.com"}, idempotency_key="welcome-ada")
+        with Client("http://127.0.0.1:8080") as client:
+            client.enqueue("email", {"to": "ada@example.com"}, idempotency_key="welcome-ada")
     """
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
@@ -51,6 +51,8 @@ class Client:
         self._port = parts.port
         self._base = parts.path.rstrip("/")
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: set[http.client.HTTPConnection] = set()
 
     def enqueue(
         self,
@@ -125,12 +127,27 @@ class Client:
             return answer
         raise _error(status, answer, raw)
 
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Closes this thread's connection (others close when their thread ends)."""
+        """Closes the connections of every thread; a later request opens a new one."""
+        with self._lock:
+            conns, self._conns = self._conns, set()
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+            with self._lock:
+                self._conns.discard(conn)
 
     def connection(self) -> http.client.HTTPConnection:
         """This thread's keep-alive connection (opened if needed), for `cancel` from another thread."""
@@ -154,19 +171,19 @@ class Client:
                 response = conn.getresponse()
                 raw = response.read()
             except _STALE:
-                self.close()
+                self._drop()
                 if getattr(conn, _CANCELLED, False):
                     raise Cancelled() from None
                 if reused and attempt == 1:
                     continue
                 raise
             except BaseException:
-                self.close()
+                self._drop()
                 if getattr(conn, _CANCELLED, False):
                     raise Cancelled() from None
                 raise
             if response.getheader("connection", "").lower() == "close":
-                self.close()
+                self._drop()
             return response.status, raw
         raise AssertionError("unreachable")
 
@@ -176,6 +193,8 @@ class Client:
             kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
             conn = kind(self._host, self._port, timeout=timeout)
             self._local.conn = conn
+            with self._lock:
+                self._conns.add(conn)
             conn.timeout = timeout
             return conn, False
         conn.timeout = timeout

@@ -9,6 +9,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from runledger import Client
+
 Answer = tuple[int, Any]
 
 
@@ -22,6 +24,7 @@ class FakeQueueServer:
         self.peers: set[tuple[str, int]] = set()
         self.override: Callable[[str, str, Any], Answer | None] | None = None
         self.lock = threading.Condition()
+        self.clients: list[Client] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +57,15 @@ class FakeQueueServer:
         self.thread.start()
         return self
 
+    def client(self, url: str | None = None, **options: Any) -> Client:
+        """A client of this server, closed with it."""
+        client = Client(url or self.url, **options)
+        self.clients.append(client)
+        return client
+
     def __exit__(self, *exc: Any) -> None:
+        for client in self.clients:
+            client.close()
         self.server.shutdown()
         self.server.server_close()
 

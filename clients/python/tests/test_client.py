@@ -18,7 +18,7 @@ from runledger import ApiError, Client, LeaseLost, to_ms  # noqa: E402
 class RequestShapes(unittest.TestCase):
     def test_enqueue_sends_the_protocol_header_json_and_only_the_fields_given(self) -> None:
         with FakeQueueServer() as fake:
-            task, created = Client(fake.url).enqueue("email", {"to": "ada"}, idempotency_key="k1", ordering_key="acct-1", priority=5, delay="2s", max_attempts=4)
+            task, created = fake.client().enqueue("email", {"to": "ada"}, idempotency_key="k1", ordering_key="acct-1", priority=5, delay="2s", max_attempts=4)
             self.assertTrue(created)
             self.assertEqual(task["payload"], {"to": "ada"})
             [request] = fake.requests
@@ -30,7 +30,7 @@ class RequestShapes(unittest.TestCase):
 
     def test_a_token_goes_as_a_bearer_and_names_are_escaped_in_the_path(self) -> None:
         with FakeQueueServer() as fake:
-            Client(fake.url + "/", token="s3cret").enqueue("mail/high priority", None, run_at=datetime(2030, 1, 2, tzinfo=timezone.utc))
+            fake.client(fake.url + "/", token="s3cret").enqueue("mail/high priority", None, run_at=datetime(2030, 1, 2, tzinfo=timezone.utc))
             [request] = fake.requests
             self.assertEqual(request["headers"]["authorization"], "Bearer s3cret")
             self.assertEqual(request["path"], "/queues/mail%2Fhigh%20priority/tasks")
@@ -39,20 +39,20 @@ class RequestShapes(unittest.TestCase):
     def test_delay_and_run_at_together_are_refused_before_anything_is_sent(self) -> None:
         with FakeQueueServer() as fake:
             with self.assertRaisesRegex(ValueError, "delay"):
-                Client(fake.url).enqueue("q", 1, delay="1s", run_at="2030-01-01T00:00:00Z")
+                fake.client().enqueue("q", 1, delay="1s", run_at="2030-01-01T00:00:00Z")
             with self.assertRaisesRegex(ValueError, "delay"):
-                Client(fake.url).enqueue("q", 1, delay="soon")
+                fake.client().enqueue("q", 1, delay="soon")
             self.assertEqual(fake.requests, [])
 
     def test_enqueue_many_sends_one_batch_and_answers_in_order(self) -> None:
         with FakeQueueServer() as fake:
-            answers = Client(fake.url).enqueue_many("q", [{"payload": 1}, {"payload": 2, "idempotency_key": "two", "delay": timedelta(seconds=3)}])
+            answers = fake.client().enqueue_many("q", [{"payload": 1}, {"payload": 2, "idempotency_key": "two", "delay": timedelta(seconds=3)}])
             self.assertEqual([(t["payload"], created) for t, created in answers], [(1, True), (2, True)])
             self.assertEqual(fake.requests[0]["body"], {"tasks": [{"payload": 1}, {"payload": 2, "idempotency_key": "two", "delay": 3000}]})
 
     def test_claim_heartbeat_complete_and_fail_carry_the_lease_token(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue_many("q", [{"payload": "a"}, {"payload": "b"}])
             first, second = client.claim("q", worker="w1", max=5, wait="100ms", lease="30s")
             self.assertEqual(fake.calls("/claim")[0]["body"], {"worker": "w1", "max": 5, "wait": "100ms", "lease": "30s"})
@@ -64,7 +64,7 @@ class RequestShapes(unittest.TestCase):
 
     def test_one_keep_alive_connection_serves_a_thread_s_requests(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             for n in range(20):
                 client.enqueue("q", n)
             self.assertEqual(len(fake.peers), 1)
@@ -73,7 +73,7 @@ class RequestShapes(unittest.TestCase):
 class ErrorMapping(unittest.TestCase):
     def test_a_stale_token_is_lease_lost(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue("q", 1)
             [task] = client.claim("q", worker="w")
             with self.assertRaises(LeaseLost) as caught:
@@ -85,7 +85,7 @@ class ErrorMapping(unittest.TestCase):
         with FakeQueueServer() as fake:
             fake.override = lambda *_: (400, {"error": {"code": "validation", "message": "bad input", "problems": [{"path": "worker", "message": "required"}]}})
             with self.assertRaises(ApiError) as caught:
-                Client(fake.url).claim("q", worker="")
+                fake.client().claim("q", worker="")
             self.assertNotIsInstance(caught.exception, LeaseLost)
             self.assertEqual(caught.exception.problems, [{"path": "worker", "message": "required"}])
             self.assertIn("worker: required", str(caught.exception))
@@ -94,18 +94,18 @@ class ErrorMapping(unittest.TestCase):
         with FakeQueueServer() as fake:
             fake.override = lambda *_: (409, {"error": {"code": "conflict", "message": "no"}})
             with self.assertRaises(ApiError) as conflict:
-                Client(fake.url).enqueue("q", 1)
+                fake.client().enqueue("q", 1)
             self.assertNotIsInstance(conflict.exception, LeaseLost)
             fake.override = lambda *_: (502, b"<html>bad gateway</html>")
             with self.assertRaises(ApiError) as gateway:
-                Client(fake.url).enqueue("q", 1)
+                fake.client().enqueue("q", 1)
             self.assertEqual((gateway.exception.status, gateway.exception.code), (502, "http_error"))
             self.assertIn("bad gateway", gateway.exception.message)
 
     def test_unknown_task_is_404(self) -> None:
         with FakeQueueServer() as fake:
             with self.assertRaises(ApiError) as caught:
-                Client(fake.url).heartbeat("nope", "t")
+                fake.client().heartbeat("nope", "t")
             self.assertEqual(caught.exception.status, 404)
 
 

@@ -22,7 +22,7 @@ from runledger import Client, TaskContext, TerminalError, Worker  # noqa: E402
 class Outcomes(unittest.TestCase):
     def test_return_values_complete_exceptions_fail_and_terminal_errors_go_dead(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue_many("q", [{"payload": {"n": 1}}, {"payload": {"n": 2, "raise": "retry"}}, {"payload": {"n": 3, "raise": "terminal"}}])
             worker = Worker(client, "w1", concurrency=2)
             seen: list[tuple[int, str, int]] = []
@@ -47,7 +47,7 @@ class Outcomes(unittest.TestCase):
 
     def test_a_lost_lease_drops_the_task_without_reporting(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue("q", "x")
             worker = Worker(client, "w1")
 
@@ -65,7 +65,7 @@ class Outcomes(unittest.TestCase):
 class Leases(unittest.TestCase):
     def test_every_held_task_of_a_batch_keeps_its_lease_while_the_others_run(self) -> None:
         with FakeQueueServer(lease_s=0.6) as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue_many("q", [{"payload": n} for n in range(4)])
             worker = Worker(client, "w1", concurrency=1, lease="600ms")
 
@@ -81,7 +81,7 @@ class Leases(unittest.TestCase):
 
     def test_the_lease_length_is_learned_from_the_claim_when_not_given(self) -> None:
         with FakeQueueServer(lease_s=0.6) as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue("q", 1)
             worker = Worker(client, "w1")
 
@@ -97,7 +97,7 @@ class Leases(unittest.TestCase):
 class Stopping(unittest.TestCase):
     def test_stop_ends_a_waiting_claim_at_once(self) -> None:
         with FakeQueueServer() as fake:
-            worker = Worker(Client(fake.url), "w1", wait="30s")
+            worker = Worker(fake.client(), "w1", wait="30s")
             worker.task("q")(lambda payload, ctx: None)
             runner = threading.Thread(target=worker.run)
             runner.start()
@@ -111,7 +111,7 @@ class Stopping(unittest.TestCase):
 
     def test_sigterm_lets_the_running_handler_finish_and_report(self) -> None:
         with FakeQueueServer() as fake:
-            client = Client(fake.url)
+            client = fake.client()
             client.enqueue("q", "slow")
             worker = Worker(client, "w1", wait="30s")
             running = threading.Event()
