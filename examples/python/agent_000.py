@@ -4,10 +4,15 @@ invocation; the agent records AGENT_ENTRYPOINT_STARTED, AGENT_BACKGROUND_TASK_ST
 and tool calls, then AGENT_BACKGROUND_TASK_COMPLETED (or _FAILED), which ends the session.
 
     python3 examples/python/agent_000.py 8090     # then register an HTTP agent with url http://127.0.0.1:8090/
+
+The port is argv[1], else $AGENT_PORT, else 8090 (0: a free one; the line it prints names it). When the
+server asks for a bearer token, set $RUNLEDGER_TOKEN. The refund is a high-risk tool call: it waits until
+a person approves it (POST /agent/tool-calls/{id}/approve, or `runledger agent approve`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +38,7 @@ def handle(run: AgentRun) -> None:
 
 
 if __name__ == "__main__":
-    server = serve_agent(handle, port=int(sys.argv[1]) if len(sys.argv) > 1 else 8090)
+    port = int(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("AGENT_PORT", "8090"))
+    server = serve_agent(handle, port=port, token=os.environ.get("RUNLEDGER_TOKEN") or None)
     print(f"agent_000 listening on 127.0.0.1:{server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -16,5 +16,6 @@ from .client import PROTOCOL, Client, Task
 from .duration import Duration, to_ms
 from .errors import ApiError, LeaseLost, TerminalError
 from .worker import TaskContext, Worker
+from .agent import AgentRun, ToolBlocked, serve_agent
 
-__all__ = ["PROTOCOL", "ApiError", "Client", "Duration", "LeaseLost", "Task", "TaskContext", "TerminalError", "Worker", "to_ms"]
+__all__ = ["PROTOCOL", "AgentRun", "ApiError", "Client", "Duration", "LeaseLost", "Task", "TaskContext", "TerminalError", "ToolBlocked", "Worker", "serve_agent", "to_ms"]
