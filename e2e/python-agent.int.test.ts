@@ -147,8 +147,16 @@ describe.each(backends)('a Python ledger agent against runledger serve on $name'
       await call('POST', `${server.url}/sessions/ses-py-2/checkpoints`, { lease_token: token, state: { late: true }, node: 'act' }),
       await call('POST', `${server.url}/sessions/ses-py-2/lifecycle`, { lease_token: token, status: 'AGENT_BACKGROUND_TASK_COMPLETED' }),
     ];
-    expect(stale.map((a) => a.status)).toEqual([409, 409, 409]);
+    // its token still names the newest invocation, but the session has ended: 409 conflict; a token of none is 409 lease_lost
+    stale.push(await call('POST', `${server.url}/sessions/ses-py-2/progress`, { lease_token: 'lt_made_up', percent: 99 }));
+    expect(stale.map((a) => [a.status, a.body.error.code])).toEqual([
+      [409, 'conflict'],
+      [409, 'conflict'],
+      [409, 'conflict'],
+      [409, 'lease_lost'],
+    ]);
     expect((await call('GET', `${server.url}/agent/runs/ses-py-2`)).body).toEqual(before);
     expect((await call('GET', `${server.url}/sessions/ses-py-2`)).body).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
+    expect((await call('GET', `${server.url}/sessions/ses-py-2/progress`)).body).toMatchObject({ percent: 50, label: 'classified' });
   });
 });
