@@ -160,6 +160,26 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     expect((await call('/tasks/task_nope/complete', { lease_token: 'lease_x' })).status).toBe(404);
   });
 
+  it('settles through another server on the same database what one server handed out; a stale token there is 409 too', async () => {
+    const other = await startServer({ database: location, port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
+    try {
+      const q = fresh();
+      await enqueue(q, { tasks: [{ payload: 'done elsewhere' }, { payload: 'failed elsewhere' }] });
+      const [a, b] = await claim(q, { worker: 'w', max: 2 });
+      const there = async (path: string, body: unknown) => (await fetch(`${other.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
+      expect((await there(`/tasks/${a.id}/complete`, { lease_token: 'lease_made_up' })).error.code).toBe('lease_lost');
+      expect((await there(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 7 })).task).toMatchObject({ id: a.id, state: 'completed', result: 7, attempts: 1, payload: a.payload });
+      expect((await there(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'e', retryable: false })).task).toMatchObject({ id: b.id, state: 'dead', last_error: 'e' });
+      // and back on the server that handed them out: settled, whatever it remembers of the claims
+      expect((await call(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 8 })).body.error.code).toBe('lease_lost');
+      expect((await call(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'again' })).body.error.code).toBe('lease_lost');
+      expect(await types(a.id)).toEqual(['task.enqueued', 'task.completed']);
+      expect(await types(b.id)).toEqual(['task.enqueued', 'task.dead']);
+    } finally {
+      await other.close();
+    }
+  });
+
   it.each([
     ['claim', { max: 1 }, {}, 'worker'],
     ['claim', { worker: 'w', max: 0 }, {}, 'max'],
