@@ -147,9 +147,12 @@ describe.each(backends)('a Python ledger agent against runledger serve on $name'
       await call('POST', `${server.url}/sessions/ses-py-2/checkpoints`, { lease_token: token, state: { late: true }, node: 'act' }),
       await call('POST', `${server.url}/sessions/ses-py-2/lifecycle`, { lease_token: token, status: 'AGENT_BACKGROUND_TASK_COMPLETED' }),
     ];
+    // a field this server does not know is ignored (docs/protocol.md, versioning): the answer is about the write, not a 400
+    stale.push(await call('POST', `${server.url}/sessions/ses-py-2/progress`, { lease_token: token, percent: 99, sent_by: 'a newer SDK' }));
     // its token still names the newest invocation, but the session has ended: 409 conflict; a token of none is 409 lease_lost
     stale.push(await call('POST', `${server.url}/sessions/ses-py-2/progress`, { lease_token: 'lt_made_up', percent: 99 }));
     expect(stale.map((a) => [a.status, a.body.error.code])).toEqual([
+      [409, 'conflict'],
       [409, 'conflict'],
       [409, 'conflict'],
       [409, 'conflict'],

@@ -29,6 +29,8 @@ const toolCall = z.object({
 });
 const progress = z.object({ percent: z.number().nullable(), label: z.string().nullable() });
 
+// Bodies are not .strict(): a field this server does not know is ignored, so a client of a later minor still works (docs/protocol.md, versioning).
+
 /** The protocol major these routes speak (docs/protocol.md): every answer says it; a request may name it. */
 const PROTOCOL = '1';
 
@@ -44,7 +46,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/nodes',
       tag: 'agent protocol',
       summary: 'Start a node of the session (nodes do not nest): 201 with its seq and attempt',
-      body: z.object({ lease_token: token, name: nodeName, input: z.unknown().optional() }).strict(),
+      body: z.object({ lease_token: token, name: nodeName, input: z.unknown().optional() }),
       status: 201,
       response: node,
       errors: [400, 404, 409],
@@ -55,7 +57,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/nodes/{seq}/end',
       tag: 'agent protocol',
       summary: 'End an open node with its output (its checkpoint) or an error',
-      body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional() }).strict(),
+      body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional() }),
       status: 200,
       response: node,
       errors: [400, 404, 409],
@@ -66,7 +68,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/checkpoints',
       tag: 'agent protocol',
       summary: 'A checkpoint of state in the open node (or in `node`)',
-      body: z.object({ lease_token: token, state: z.unknown(), node: nodeName.optional() }).strict(),
+      body: z.object({ lease_token: token, state: z.unknown(), node: nodeName.optional() }),
       status: 201,
       response: z.object({ node: z.string(), seq: z.int() }),
       errors: [400, 404, 409],
@@ -77,7 +79,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/tool-calls',
       tag: 'agent protocol',
       summary: 'A tool call: `started`, or `blocked` while it waits for a person (default for risk high); poll it with GET …?wait=30s',
-      body: z.object({ lease_token: token, tool: nodeName, risk: z.enum(['low', 'medium', 'high']), input: z.unknown().optional(), approval: z.boolean().optional(), approval_timeout: duration.optional() }).strict(),
+      body: z.object({ lease_token: token, tool: nodeName, risk: z.enum(['low', 'medium', 'high']), input: z.unknown().optional(), approval: z.boolean().optional(), approval_timeout: duration.optional() }),
       status: 201,
       response: toolCall,
       errors: [400, 404, 409],
@@ -88,7 +90,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/tool-calls/{call}/result',
       tag: 'agent protocol',
       summary: "A tool call's result (output) or failure (error; timed_out: true for a timeout); 409 while it waits for approval or once rejected",
-      body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional(), timed_out: z.boolean().optional() }).strict(),
+      body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional(), timed_out: z.boolean().optional() }),
       status: 200,
       response: toolCall,
       errors: [400, 404, 409],
@@ -114,7 +116,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/lifecycle',
       tag: 'agent protocol',
       summary: "A lifecycle event of the agent's own (brief 000); AGENT_BACKGROUND_TASK_COMPLETED or …_FAILED is the session's report",
-      body: z.object({ lease_token: token, status: z.enum(AGENT_STATUSES), error_message: z.string().max(2000).nullable().optional() }).strict(),
+      body: z.object({ lease_token: token, status: z.enum(AGENT_STATUSES), error_message: z.string().max(2000).nullable().optional() }),
       status: 200,
       response: z.object({ session_id: z.string(), status: z.string(), duplicate: z.boolean() }),
       errors: [400, 404, 409],
@@ -125,7 +127,7 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/progress',
       tag: 'agent protocol',
       summary: "The agent's progress: a percentage and/or a label",
-      body: z.object({ lease_token: token, percent: z.number().min(0).max(100).optional(), label: z.string().max(200).optional() }).strict(),
+      body: z.object({ lease_token: token, percent: z.number().min(0).max(100).optional(), label: z.string().max(200).optional() }),
       status: 200,
       response: progress,
       errors: [400, 404, 409],
