@@ -46,6 +46,12 @@ export interface QueueLimits {
 
 const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
+/** A ValidationError naming `queue` unless it is a queue's name. */
+export function checkQueueName(queue: unknown): string {
+  if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
+  return queue;
+}
+
 /**
  * The task queue: enqueue (one, many, or inside a caller's transaction), inspect, redrive, work.
  * Every state change of a task is an event in its stream `task:<id>`.
@@ -149,7 +155,7 @@ export class TaskQueue {
   }
 
   private checked(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, path: string): NewTask[] {
-    if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
+    checkQueueName(queue);
     return items.map((item, i) => {
       const at = (field: string) => (path ? `${path}[${i}].${field}` : field);
       checkJson(at('payload'), item.payload ?? null, this.limits.maxPayloadBytes);

@@ -6,6 +6,7 @@ import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
 import type { EngineEvents } from '../observe/events.js';
 import type { Store, Task } from '../storage/store.js';
+import { checkQueueName } from './queue.js';
 import { completeAttempt, expireLeases, failAttempt, failureOf } from './settle.js';
 
 export interface RemoteOptions {
@@ -72,6 +73,7 @@ export class RemoteWorkers {
 
   /** Up to `max` ready tasks of `queue`, each leased to `worker`; waits up to `waitMs` for one, woken by the queue's notifications. */
   async claim(c: RemoteClaim): Promise<Task[]> {
+    checkQueueName(c.queue);
     if (c.waitMs <= 0) return this.claimOnce(c);
     const wakeup = new Wakeup();
     // listening before the first claim: a task enqueued between that claim and the wait still wakes it

@@ -210,6 +210,7 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     expect((await call(`/tasks/${t.id}/complete`, { lease_token: 'lease_unknown' })).body.error.code).toBe('lease_lost');
     expect(await types(t.id)).toEqual(['task.enqueued']);
     expect((await call(`/queues/${q}/claim`, { worker: 'w' }, { 'runledger-protocol': '1' })).status).toBe(200);
+    expect((await call('/queues/bad%20queue!/claim', { worker: 'w' })).body.error.problems[0].path).toBe('queue');
   });
 
   it('leaves a journal the checker finds sound: tasks settled remotely move only along the task lifecycle, claims = attempts', async () => {
