@@ -178,6 +178,14 @@ export class Client {
   /** Extends a claimed task's lease; ApiError 409 `lease_lost` when the token no longer holds it (stop working on it). */
   heartbeatTask = (id: string, leaseToken: string, lease?: Duration) => this.call<{ lease_expires_at: string }>('POST', `/tasks/${enc(id)}/heartbeat`, { lease_token: leaseToken, ...(lease === undefined ? {} : { lease }) }, PROTOCOL);
   completeTask = (id: string, leaseToken: string, result?: unknown) => this.call<{ task: ProtocolTask }>('POST', `/tasks/${enc(id)}/complete`, { lease_token: leaseToken, result: result ?? null }, PROTOCOL);
+  /** Completes many claimed tasks in one request, each fenced on its own: every item's task, or its error (`lease_lost`, `not_found`). */
+  completeTasks = (items: Array<{ id: string; leaseToken: string; result?: unknown }>) =>
+    this.call<{ results: Array<{ id: string; task: ProtocolTask } | { id: string; error: { code: string; message: string } }> }>(
+      'POST',
+      '/tasks/complete',
+      { completions: items.map((i) => ({ id: i.id, lease_token: i.leaseToken, result: i.result ?? null })) },
+      PROTOCOL,
+    );
   /** Fails the attempt: retried after the queue's backoff (or `retryAfter`), dead when not `retryable` (default true) or out of attempts. */
   failTask = (id: string, leaseToken: string, f: { error: string; retryable?: boolean; retryAfter?: Duration }) =>
     this.call<{ task: ProtocolTask }>(

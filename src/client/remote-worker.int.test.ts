@@ -32,6 +32,10 @@ describe.each(backends)('a remote task worker over the client on $name', (backen
     expect(error).toMatchObject({ status: 409, code: 'lease_lost' });
     const [again] = await client.claimTasks('c1', { worker: 'ts', wait: '2s' });
     expect((await client.completeTask(again!.id, again!.lease_token, { ok: true })).task).toMatchObject({ state: 'completed', attempts: 2, result: { ok: true } });
+    await client.enqueueTasks('c2', [{ payload: 'x' }, { payload: 'y' }]);
+    const two = await client.claimTasks('c2', { worker: 'ts', max: 2 });
+    const { results } = await client.completeTasks([...two.map((t) => ({ id: t.id, leaseToken: t.lease_token, result: t.payload })), { id: two[0]!.id, leaseToken: 'lease_stale' }]);
+    expect(results.map((r) => ('task' in r ? r.task.result : r.error.code))).toEqual(['x', 'y', 'lease_lost']);
   });
 
   it('RemoteWorker drains a queue: each task completed once, a flaky one retried, a not-retryable one dead', async () => {

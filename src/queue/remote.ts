@@ -1,5 +1,5 @@
 import { defaultBackoff, type Backoff } from '../backoff.js';
-import { LeaseLostError, ValidationError } from '../errors.js';
+import { LeaseLostError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -118,6 +118,25 @@ export class RemoteWorkers {
     const task = held ? { ...held, state: 'completed' as const, result: result ?? null, leaseToken: null, leaseExpiresAt: null, updatedAt: now } : await this.store.taskGet({ id: lease.id });
     this.options.events?.emit('task:complete', { queue: task.queue, taskId: task.id, attempt: task.attempts, durationMs: Math.max(0, task.updatedAt - (task.claimedAt ?? task.updatedAt)) });
     return task;
+  }
+
+  /**
+   * Completes many tasks in one go (their writes share the journal's group commit), each fenced on
+   * its own: a lost or unknown one is answered as its error and writes nothing, the others complete.
+   */
+  async completeMany(items: Array<RemoteLease & { result?: unknown }>, path = 'completions'): Promise<Array<{ task: Task } | { error: LeaseLostError | NotFoundError }>> {
+    for (const [i, item] of items.entries()) checkJson(`${path}[${i}].result`, item.result ?? null, this.options.maxResultBytes);
+    return Promise.all(
+      items.map((item) =>
+        this.complete(item, item.result).then(
+          (task) => ({ task }),
+          (error: unknown) => {
+            if (error instanceof LeaseLostError || error instanceof NotFoundError) return { error };
+            throw error;
+          },
+        ),
+      ),
+    );
   }
 
   /**

@@ -160,6 +160,30 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     expect((await call('/tasks/task_nope/complete', { lease_token: 'lease_x' })).status).toBe(404);
   });
 
+  it('completes a batch in one request, each task fenced on its own: a stale or unknown one is its error and the others complete', async () => {
+    const q = fresh();
+    await enqueue(q, { tasks: [{ payload: 1 }, { payload: 2 }, { payload: 3 }] });
+    const got = await claim(q, { worker: 'batch', max: 3 });
+    const completions = [
+      { id: got[0].id, lease_token: got[0].lease_token, result: 'one' },
+      { id: got[1].id, lease_token: 'lease_stale' },
+      { id: 'task_unknown', lease_token: got[0].lease_token },
+      { id: got[2].id, lease_token: got[2].lease_token },
+    ];
+    const answer = await call('/tasks/complete', { completions });
+    expect(answer).toMatchObject({ status: 200, protocol: '1' });
+    expect(answer.body.results.map((r: any) => [r.id, r.task?.state ?? r.error.code])).toEqual([
+      [got[0].id, 'completed'],
+      [got[1].id, 'lease_lost'],
+      ['task_unknown', 'not_found'],
+      [got[2].id, 'completed'],
+    ]);
+    expect(answer.body.results[0].task.result).toBe('one');
+    expect(await types(got[1].id)).toEqual(['task.enqueued']);
+    expect(await types(got[2].id)).toEqual(['task.enqueued', 'task.completed']);
+    expect((await call('/tasks/complete', { completions: [] })).body.error.problems[0].path).toBe('completions');
+  });
+
   it('settles through another server on the same database what one server handed out; a stale token there is 409 too', async () => {
     const other = await startServer({ database: location, port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
     try {

@@ -76,6 +76,12 @@ const claimBody = z.object({
 const token = z.string().min(1).max(200);
 const heartbeatBody = z.object({ lease_token: token, lease: duration(1000, 3_600_000, 'from 1s to 1h').optional() });
 const completeBody = z.object({ lease_token: token, result: z.unknown().optional() });
+const completeManyBody = z.object({
+  completions: z
+    .array(z.object({ id: z.string().min(1).max(200), lease_token: token, result: z.unknown().optional() }))
+    .min(1)
+    .max(1000),
+});
 const failBody = z.object({ lease_token: token, error: z.string().max(10_000), retryable: z.boolean().default(true), retry_after: duration(0, 365 * DAY, 'from 0 to 365 days').optional() });
 
 const enqueued = z.object({ task: taskRecordSchema, created: z.boolean() });
@@ -154,6 +160,20 @@ export function queueRoutes(engine: Engine, app: Hono) {
       response: z.object({ task: taskRecordSchema }),
       errors: [400, 404, 409, 413],
       handle: async ({ params, body }) => ({ task: taskRecord(await remote.complete({ id: params.id!, leaseToken: body.lease_token }, body.result)) }),
+    }),
+    route({
+      method: 'post',
+      path: '/tasks/complete',
+      tag: 'tasks',
+      summary: 'Complete up to 1000 claimed tasks in one request (added in protocol 1): each fenced on its own, answered in order with its task or its error (lease_lost, not_found), the others complete',
+      body: completeManyBody,
+      status: 200,
+      response: z.object({ results: z.array(z.union([z.object({ id: z.string(), task: taskRecordSchema }), z.object({ id: z.string(), error: z.object({ code: z.string(), message: z.string() }) })])) }),
+      errors: [400, 413],
+      handle: async ({ body }) => {
+        const outcomes = await remote.completeMany(body.completions.map((c) => ({ id: c.id, leaseToken: c.lease_token, result: c.result })));
+        return { results: outcomes.map((o, i) => ('task' in o ? { id: body.completions[i]!.id, task: taskRecord(o.task) } : { id: body.completions[i]!.id, error: { code: o.error.code, message: o.error.message } })) };
+      },
     }),
     route({
       method: 'post',
