@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from '../src/testing/engine.js';
@@ -57,4 +58,13 @@ export async function serve(database: string, args: string[] = [], env: NodeJS.P
     throw new Error(`runledger serve did not start:\n${server.output()}`);
   });
   return { ...server, url };
+}
+
+/** A port nothing listens on (taken, then let go): a process started on it has a URL known before it starts. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

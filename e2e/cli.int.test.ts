@@ -2,13 +2,12 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
-import { cli, serve, type Served } from './child.js';
+import { cli, serve, type Served, freePort } from './child.js';
 
 interface Answer {
   code: number;
@@ -23,15 +22,6 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Promise
       done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
-}
-
-/** A port nothing listens on (taken, then let go). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 describe('the CLI against a server, and against the database', () => {

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -8,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { testAdminUrl } from '../src/testing/databases.js';
 import { eventually } from '../src/testing/engine.js';
-import { cli, serve, type Cli } from './child.js';
+import { cli, serve, type Cli, freePort } from './child.js';
 
 // The collisions of a newcomer following the README (issue 42, points 4 and 5), with real
 // processes of the compiled CLI (`npx tsc -p tsconfig.build.json` first).
@@ -26,14 +25,6 @@ function run(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<
       done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 const temp = () => mkdtempSync(join(tmpdir(), 'rl-collide-'));

@@ -7,16 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
-import { cli, type Cli } from './child.js';
-
-/** A port nothing listens on (taken, then let go): `serve` gets it, so the public URL is known before it starts. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
+import { cli, type Cli, freePort } from './child.js';
 
 /** The service the workflow registers its callback with: it keeps each registration and answers 202. */
 async function renderService(): Promise<{ url: string; registrations: { callback_url: string }[]; server: Server }> {

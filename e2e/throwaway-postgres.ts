@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './child.js';
 
 const BIN = '/usr/lib/postgresql/15/bin';
 
@@ -16,14 +16,6 @@ export interface ThrowawayPostgres {
   start(): void;
   /** Stops it (if running) and removes its directory. */
   remove(): void;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** initdb refuses to run as root: as root, the cluster is run as the `postgres` user. */

@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../src/testing/engine.js';
+import { freePort } from './child.js';
 
 /**
  * The README's command-line walk, typed into real terminals: tmux runs a shell per terminal, the
@@ -18,14 +18,6 @@ const target = (window: string) => `walk:${WINDOWS[window]}`;
 const screen = (window: string) => tmux('capture-pane', '-p', '-J', '-S', '-500', '-t', target(window));
 const type = (window: string, line: string) => tmux('send-keys', '-t', target(window), '-l', line);
 const enter = (window: string) => tmux('send-keys', '-t', target(window), 'Enter');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** The README's lines of the command-line walk, comments cut off. */
 function readmeWalk(): string[] {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadMigrations } from '../storage/migrations.js';
 import { openStore } from '../storage/open.js';
-import { explainConnectError } from '../storage/location.js';
+import { explainConnectError, maskedUrl } from '../storage/location.js';
 import type { QueueStats, Store } from '../storage/store.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
 import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
@@ -54,7 +54,7 @@ const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 export async function doctor(options: DoctorOptions): Promise<DoctorReport> {
   const checks: Check[] = [];
   const add = (name: string, status: CheckStatus, detail: string) => checks.push({ name, status, detail });
-  const report = () => ({ ok: checks.every((c) => c.status !== 'fail'), database: masked(options.database), checks });
+  const report = () => ({ ok: checks.every((c) => c.status !== 'fail'), database: maskedUrl(options.database), checks });
   if (!isPostgres(options.database) && options.database !== ':memory:' && !existsSync(options.database)) {
     add('store', 'fail', `no database file at ${options.database}`);
     return report();
@@ -210,16 +210,6 @@ const names = (queues: QueueStats[], field: 'dead' | 'expiredLeases') =>
     .map((q) => `${q.queue} ${q[field]}`)
     .join(', ');
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-function masked(location: string): string {
-  try {
-    const url = new URL(location);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return location;
-  }
-}
 
 /** The report as people read it: one line per check, then the verdict. */
 export function formatReport(report: DoctorReport): string {
