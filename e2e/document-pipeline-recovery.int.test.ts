@@ -1,0 +1,49 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startMockServices, type MockServices } from '../src/mock-services/index.js';
+import { backends } from '../src/testing/backends.js';
+import { pipelineForTests } from './pipeline.js';
+import { pipelineHarness, type PipelineHarness } from './pipeline-harness.js';
+
+describe.each(backends)('the document pipeline recovering from failures (brief 004 §6.1, §8.2) against the mock services on $name', (backend) => {
+  let mock: MockServices;
+  let h: PipelineHarness;
+  const trigger = () => ({ services: mock.url, content: '# Results\nRevenue grew 12 %.', title: 'Q3' });
+
+  beforeAll(async () => {
+    mock = await startMockServices({ speed: 20, seed: 12 });
+  });
+  afterAll(() => mock.close());
+  beforeEach(async () => {
+    mock.reset();
+    h = await pipelineHarness(backend, mock);
+  });
+  afterEach(() => h.close());
+
+  it('§6.1 both formats fail: failed in FAILED_RENDERING, both marked failed, the session kept; a retry of both renders each once more and delivers', async () => {
+    mock.setFaults([
+      { endpoint: 'POST /v1/render/documents', job: 'fail', error: 'Font not embeddable' },
+      { endpoint: 'POST /v1/render/presentations', job: 'fail', error: 'Image asset not found' },
+    ]);
+    const wid = await h.save(pipelineForTests());
+    const eid = await h.execute(wid, trigger());
+    const failed = await h.finished(wid, eid);
+    expect(failed).toMatchObject({ status: 'failed', state: 'FAILED_RENDERING' });
+    expect(failed.steps.find((s: any) => s.step_id === 'render').branches).toEqual({
+      word: { status: 'failed', error: expect.stringContaining('Font not embeddable') },
+      powerpoint: { status: 'failed', error: expect.stringContaining('Image asset not found') },
+    });
+    // FAILED_RENDERING is retryable: nothing is compensated, the layout stays for the retry
+    expect(h.count('DELETE', '/v1/intake/sessions/{id}')).toBe(0);
+
+    const retry = await h.call('POST', `/workflows/${wid}/executions/${eid}/retry`, {});
+    expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    expect(retry.body.branches).toEqual(['word', 'powerpoint']);
+    const done = await h.finished(wid, retry.body.execution_id);
+    expect(done).toMatchObject({ status: 'success', state: 'DELIVERED', rerun_of: { execution_id: eid, branches: ['word', 'powerpoint'] } });
+    expect(h.count('POST', '/v1/render/documents')).toBe(2);
+    expect(h.count('POST', '/v1/render/presentations')).toBe(2);
+    expect(h.count('POST', '/v1/layout/proposals')).toBe(1);
+    expect(h.count('POST', '/v1/intake/sessions')).toBe(1);
+    expect(done.steps.at(-1).output).toEqual({ session_id: expect.stringMatching(/^sess-/), word: expect.stringContaining('/content'), powerpoint: expect.stringContaining('/content') });
+  });
+});
