@@ -108,13 +108,21 @@ export class SessionService {
     return toRecord(await this.view(id));
   }
 
-  /** The session's lifecycle events, oldest first; `status` keeps those of one type. */
-  async events(id: string, options: { status?: string } = {}): Promise<SessionEvent[]> {
-    const { status } = options;
+  /**
+   * The session's lifecycle events, oldest first (`order: 'desc'`, newest first: the brief's polling
+   * query); `status` keeps those of one type, `limit` the first N in that order. A session has a
+   * handful of events (six on the happy path), so it is read whole and not paged.
+   */
+  async events(id: string, options: { status?: string; order?: 'asc' | 'desc'; limit?: number } = {}): Promise<SessionEvent[]> {
+    const { status, order = 'asc', limit } = options;
     if (status !== undefined && !isSessionEventType(status)) throw new ValidationError('status', `must be one of ${SESSION_EVENT_TYPES.join(', ')} (got ${JSON.stringify(status)})`);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) throw new ValidationError('limit', `must be an integer from 1 to 500 (got ${JSON.stringify(limit)})`);
     await this.view(id);
-    const events = await this.engine.journal.readStream(sessionStream(id), { limit: 1000 });
-    return events.filter((e) => status === undefined || e.type === status).map(toSessionEvent);
+    const events = await this.engine.journal.readStream(sessionStream(id), { limit: 1000, backwards: order === 'desc' });
+    return events
+      .filter((e) => status === undefined || e.type === status)
+      .slice(0, limit)
+      .map(toSessionEvent);
   }
 
   /**

@@ -284,6 +284,29 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect((await call('GET', '/sessions/ses_nope')).status).toBe(404);
   });
 
+  it("answers the brief's polling query: order=desc&limit=N is the newest N, newest first; the default stays oldest first", async () => {
+    const id = await start('sample-agent');
+    await ended(id);
+    const newest = await call('GET', `/sessions/${id}/events?order=desc&limit=2`);
+    expect(newest.status).toBe(200);
+    expect(newest.body).toMatchObject({ session_id: id, count: 2 });
+    expect(newest.body.events.map((e: { type: string }) => e.type)).toEqual(['AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_STARTED']);
+    expect((await call('GET', `/sessions/${id}/events?order=desc&limit=20`)).body.events.map((e: { type: string }) => e.type)).toEqual([...HAPPY].reverse());
+    expect((await call('GET', `/sessions/${id}/events?limit=1`)).body.events.map((e: { type: string }) => e.type)).toEqual(['SESSION_INITIATED']);
+    expect(await types(id)).toEqual(HAPPY);
+    expect((await call('GET', `/sessions/${id}/events?order=desc&status=AGENT_INVOCATION_STARTED`)).body).toMatchObject({ count: 1, events: [{ type: 'AGENT_INVOCATION_STARTED' }] });
+    for (const [query, field] of [
+      ['limit=0', 'query.limit'],
+      ['limit=501', 'query.limit'],
+      ['order=newest', 'query.order'],
+    ]) {
+      const bad = await call('GET', `/sessions/${id}/events?${query}`);
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.problems[0].path).toBe(field);
+    }
+    await expect(service.events(id, { limit: 0 })).rejects.toThrow(ValidationError);
+  });
+
   it('starts sessions for rules idempotently by key, by input.session_id, and only when the caller commits', async () => {
     expect(service.has('sample-agent')).toBe(true);
     expect(service.has('nope')).toBe(false);

@@ -66,13 +66,20 @@ export function sessionRoutes(service: SessionService): Route[] {
       method: 'get',
       path: '/sessions/{id}/events',
       tag: 'sessions',
-      summary: "A session's lifecycle events, oldest first; `status` keeps one event type",
-      query: z.object({ status: eventType.optional() }).strict(),
+      summary: "A session's lifecycle events, oldest first (`order=desc`: newest first, the brief's polling query); `status` keeps one event type, `limit` the first N in that order",
+      query: z
+        .object({
+          status: eventType.optional(),
+          order: z.enum(['asc', 'desc']).default('asc'),
+          limit: z.coerce.number().int().min(1).max(500).optional(),
+        })
+        .strict(),
       status: 200,
       response: z.object({ session_id: z.string(), events: z.array(event), count: z.int() }),
       errors: [400, 404],
       handle: async ({ params, query }) => {
-        const events = await service.events(params.id!, query.status === undefined ? {} : { status: query.status });
+        const { status, order, limit } = query;
+        const events = await service.events(params.id!, { order, ...(status !== undefined ? { status } : {}), ...(limit !== undefined ? { limit } : {}) });
         return { session_id: params.id!, events, count: events.length };
       },
     }),
