@@ -3,7 +3,7 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
-import type { AgentCheckpointRow, AgentEventRow, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../storage/ledger.js';
+import type { AgentCheckpointRow, AgentEventRow, AgentEventStatus, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
 import { conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
@@ -55,6 +55,7 @@ export interface Page<T> {
 
 /** Concurrent arrivals in one conversation race for its stream's version; the losers read again and retry. */
 const INTAKE_ATTEMPTS = 100;
+const EVENT_STATUSES: AgentEventStatus[] = ['pending', 'processing', 'done', 'failed'];
 const RUN_STATUSES = ['pending', 'running', 'waiting', 'sleeping', 'success', 'failed'];
 
 /** An event's arrival as the intake decided it, between naming its run and starting it. */
@@ -117,6 +118,17 @@ export class AgentLedger {
     const row = await this.engine.store.agentEventGet({ id });
     if (!row) throw new NotFoundError(`agent event ${id} not found`);
     return eventRecord(row);
+  }
+
+  /** Inbound events, newest first (received time, then id), filtered; the cursor is the previous page's last event id. */
+  async events(q: { status?: AgentEventStatus; conversation_id?: string; user_id?: string; source?: string; limit?: number; cursor?: string } = {}): Promise<Page<AgentEventRecord>> {
+    if (q.status !== undefined && !EVENT_STATUSES.includes(q.status)) throw new ValidationError('status', `must be one of ${EVENT_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`);
+    // the page starts after the cursor's place in the order, so a cursor must be an event that exists
+    if (q.cursor !== undefined && !(await this.engine.store.agentEventGet({ id: q.cursor }))) throw new ValidationError('cursor', `'${q.cursor}' is not the next_cursor of a previous page (the id of an agent event)`);
+    const limit = q.limit ?? 50;
+    const { cursor, ...filters } = q;
+    const rows = await this.engine.store.agentEventPage({ ...filters, limit, ...(cursor !== undefined ? { after: cursor } : {}) });
+    return { items: rows.map(eventRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
   }
 
   /** Runs, newest first (`order: 'asc'`: oldest first), filtered. */

@@ -1,13 +1,17 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import type { Agent } from '../agents/agent.js';
-import type { AgentRunDetail, AgentRunRecord } from '../agents/ledger.js';
+import type { AgentEventRecord, AgentRunDetail, AgentRunRecord } from '../agents/ledger.js';
 import type { Tool } from '../agents/tools.js';
 import { loadModule } from './load-module.js';
 import { client, remote } from './options.js';
 
 function runLine(r: AgentRunRecord): string {
   return `${r.id}  ${r.status.padEnd(8)}  ${r.created_at}  ${r.agent}  conversation=${r.conversation_id ?? '-'}${r.failure_reason ? `  ${r.failure_reason}` : ''}`;
+}
+
+function eventLine(e: AgentEventRecord): string {
+  return `${e.id}  ${e.status.padEnd(10)}  ${e.created_at}  ${e.source}  conversation=${e.conversation_id}  user=${e.user_id}  attempts=${e.attempt_count}  run=${e.run_id}${e.last_error ? `  ${e.last_error}` : ''}`;
 }
 
 /** A run as `runledger agent show` prints it: the run, then its steps, tool calls and checkpoints in order. */
@@ -37,6 +41,21 @@ export function agentCommands(program: Command, print: (line: string) => void): 
       const page = options.conversation ? await c.conversationRuns(options.conversation, { limit }) : await c.agentRuns({ limit, ...(options.user ? { user_id: options.user } : {}), ...(options.status ? { status: options.status } : {}) });
       const runs = options.conversation && (options.user || options.status) ? page.runs.filter((r) => (!options.user || r.user_id === options.user) && (!options.status || r.status === options.status)) : page.runs;
       for (const r of runs) print(runLine(r));
+    });
+  remote(agent.command('events'))
+    .description('inbound events, newest first')
+    .option('--status <status>', 'pending | processing | done | failed')
+    .option('--conversation <id>')
+    .option('--user <id>')
+    .option('--source <source>')
+    .option('--limit <n>', 'at most this many', '20')
+    .option('--cursor <event-id>', 'the page after this event (the next_cursor a page printed)')
+    .action(async (options) => {
+      const filters = { status: options.status, conversation_id: options.conversation, user_id: options.user, source: options.source, cursor: options.cursor };
+      const page = await client(options).agentEvents({ limit: Number(options.limit), ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined)) });
+      if (options.json) return print(JSON.stringify(page, null, 2));
+      for (const e of page.events) print(eventLine(e));
+      if (page.next_cursor) print(`next: --cursor ${page.next_cursor}`);
     });
   remote(agent.command('show <run-id>'))
     .description('one run with its events, steps, tool calls and checkpoints')

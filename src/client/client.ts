@@ -11,6 +11,8 @@ import type { TaskRecord as ProtocolTask } from '../server/task-record.js';
 
 export type { RunRecord, RunSummary };
 export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
+export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from '../agents/contracts.js';
+export type { AgentRunDetail } from '../agents/ledger.js';
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
 export class ApiError extends RunledgerError {
@@ -139,6 +141,7 @@ export class Client {
 
   sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
   agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
+  agentEvents = (q: { status?: string; conversation_id?: string; user_id?: string; source?: string; limit?: number; cursor?: string } = {}) => this.call<{ events: AgentEventRecord[]; next_cursor: string | null }>('GET', `/agent/events${query(q)}`);
   agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
   agentRun = (id: string) => this.call<AgentRunDetail>('GET', `/agent/runs/${enc(id)}`);
   conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/conversations/${enc(id)}/runs${query(q)}`);

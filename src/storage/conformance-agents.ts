@@ -84,6 +84,33 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       ]);
     });
 
+    it('lists events newest first (received time, then id), by each filter and together, with an event id cursor', async () => {
+      const s = h.store();
+      for (const [id, at, status, conversation, user, source] of [
+        ['e1', 1000, 'done', 'c1', 'u1', 'whatsapp_webhook'],
+        ['e2', 2000, 'failed', 'c2', 'u1', 'email'],
+        ['e3', 2000, 'failed', 'c1', 'u2', 'whatsapp_webhook'],
+        ['e4', 3000, 'pending', 'c1', 'u1', 'email'],
+        ['e0', 4000, 'failed', 'c1', 'u1', 'whatsapp_webhook'],
+      ] as const) {
+        await s.agentEventPut({ event: event(id, { created_at: at, status, conversation_id: conversation, user_id: user, source }) });
+      }
+      const ids = async (p: Omit<Parameters<Store['agentEventPage']>[0], 'limit'>, limit = 10) => (await s.agentEventPage({ limit, ...p })).map((e) => e.id);
+      // e2 and e3 arrived in the same millisecond: the later id first
+      expect(await ids({})).toEqual(['e0', 'e4', 'e3', 'e2', 'e1']);
+      expect(await ids({}, 2)).toEqual(['e0', 'e4']);
+      expect(await ids({ after: 'e4' }, 2)).toEqual(['e3', 'e2']);
+      expect(await ids({ after: 'e3' }, 2)).toEqual(['e2', 'e1']);
+      expect(await ids({ after: 'e1' })).toEqual([]);
+      expect(await ids({ status: 'failed' })).toEqual(['e0', 'e3', 'e2']);
+      expect(await ids({ conversation_id: 'c2' })).toEqual(['e2']);
+      expect(await ids({ user_id: 'u2' })).toEqual(['e3']);
+      expect(await ids({ source: 'email' })).toEqual(['e4', 'e2']);
+      expect(await ids({ status: 'failed', conversation_id: 'c1', user_id: 'u1', source: 'whatsapp_webhook' })).toEqual(['e0']);
+      expect(await ids({ status: 'failed', after: 'e3' })).toEqual(['e2']);
+      expect((await s.agentEventPage({ limit: 1, user_id: 'u2' }))[0]).toEqual(event('e3', { created_at: 2000, status: 'failed', conversation_id: 'c1', user_id: 'u2', source: 'whatsapp_webhook' }));
+    });
+
     it('moves a run or its events only along an edge (`from`): the rest of an event change applies to all', async () => {
       const s = h.store();
       await s.agentRunPut({ run: run('m1', { status: 'pending' }) });

@@ -116,6 +116,17 @@ export interface AgentRunListParams {
   order?: 'asc' | 'desc';
 }
 
+/** Inbound events newest first (received time, then id, both descending), filtered. */
+export interface AgentEventListParams {
+  status?: AgentEventStatus;
+  conversation_id?: string;
+  user_id?: string;
+  source?: string;
+  limit: number;
+  /** The id of the last event of the previous page: the page starts after it in that order. */
+  after?: string;
+}
+
 /** The columns an update may set, per table: the SQL of both backends is built from these names only. */
 export const CHANGEABLE = {
   agent_events: ['status', 'attempt_count', 'available_at', 'last_error'],

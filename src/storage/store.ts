@@ -1,4 +1,4 @@
-import type { AgentCheckpointRow, AgentEventChange, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
+import type { AgentCheckpointRow, AgentEventChange, AgentEventListParams, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 import type { ProcessesEnded, ProcessInfo, ProcessRegistration } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
@@ -194,6 +194,8 @@ export interface Store {
   agentEventGet(p: { id?: string; idempotency_key?: string }): Promise<AgentEventRow | undefined>;
   /** The events a run handles, oldest first. */
   agentEventList(p: { run_id: string }): Promise<AgentEventRow[]>;
+  /** Inbound events newest first (received time, then id), filtered; `after`: an event id, the previous page's last. */
+  agentEventPage(p: AgentEventListParams): Promise<AgentEventRow[]>;
   /**
    * Changes every event of the run; `attempt_count` only grows; with `from`, the change's `status`
    * only where an event's status is one of them (a lifecycle edge). Returns how many rows changed.

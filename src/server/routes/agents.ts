@@ -20,6 +20,8 @@ const intakeBody = z
 
 const intakeResult = z.object({ event_id: z.string(), run_id: z.string(), duplicate: z.boolean(), decision: z.enum(['queued', 'coalesced']) });
 
+const eventStatus = z.enum(['pending', 'processing', 'done', 'failed']);
+
 const event = z.object({
   id: z.string(),
   conversation_id: z.string(),
@@ -31,7 +33,7 @@ const event = z.object({
   agent: z.string(),
   run_id: z.string(),
   decision: z.enum(['queued', 'coalesced']),
-  status: z.enum(['pending', 'processing', 'done', 'failed']),
+  status: eventStatus,
   attempt_count: z.int(),
   available_at: time,
   last_error: z.string().nullable(),
@@ -109,6 +111,13 @@ const approvalsPage = {
     .regex(/^tc_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be the next_cursor of a previous page (tc_ and 26 characters)')
     .optional(),
 };
+const eventsPage = {
+  ...page,
+  cursor: z
+    .string()
+    .regex(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be the next_cursor of a previous page (evt_ and 26 characters)')
+    .optional(),
+};
 const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 const decisionBody = z.object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() }).strict();
 const decided = z.object({ tool_call: toolCall, duplicate: z.boolean() });
@@ -150,6 +159,20 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       handle: async ({ body }) => {
         const result = await ledger.intake(body);
         return result.duplicate ? Response.json(result, { status: 200 }) : result;
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agent/events',
+      tag: 'agents',
+      summary: 'Inbound events, newest first (received time, then id), by status, conversation, user and source',
+      query: z.object({ status: eventStatus.optional(), conversation_id: id.optional(), user_id: id.optional(), source: id.optional(), ...eventsPage }).strict(),
+      status: 200,
+      response: z.object({ events: z.array(event), next_cursor: z.string().nullable() }),
+      errors: [400],
+      handle: async ({ query }) => {
+        const { items, next_cursor } = await ledger.events(query);
+        return { events: items, next_cursor };
       },
     }),
     route({

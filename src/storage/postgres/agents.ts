@@ -1,4 +1,4 @@
-import type { AgentCheckpointRow, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
+import type { AgentCheckpointRow, AgentEventListParams, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
 import { changeColumns, fromRow, JSON_COLUMNS, type CHANGEABLE } from '../ledger.js';
 import { asParsed } from '../rows.js';
 import { textArray, type Db } from './connection.js';
@@ -48,6 +48,18 @@ export async function agentEventGet(db: Db, p: { id?: string; idempotency_key?: 
 
 export async function agentEventList(db: Db, p: { run_id: string }): Promise<AgentEventRow[]> {
   return (await db.rows('SELECT * FROM agent_events WHERE run_id = $1 ORDER BY created_at, id', [p.run_id])).map(read<AgentEventRow>('agent_events'));
+}
+
+export async function agentEventPage(db: Db, p: AgentEventListParams): Promise<AgentEventRow[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  for (const c of ['status', 'conversation_id', 'user_id', 'source'] as const) {
+    if (p[c] !== undefined) params.push(p[c]), where.push(`${c} = $${params.length}`);
+  }
+  if (p.after !== undefined) params.push(p.after), where.push(`(created_at, id) < (SELECT created_at, id FROM agent_events WHERE id = $${params.length})`);
+  params.push(p.limit);
+  const sql = `SELECT * FROM agent_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`;
+  return (await db.rows(sql, params)).map(read<AgentEventRow>('agent_events'));
 }
 
 export function agentEventUpdate(db: Db, p: { run_id: string; change: object; at: number; from?: string[] }): Promise<number> {

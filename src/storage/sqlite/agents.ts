@@ -1,4 +1,4 @@
-import type { AgentCheckpointRow, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
+import type { AgentCheckpointRow, AgentEventListParams, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
 import { changeColumns, fromRow, JSON_COLUMNS, type CHANGEABLE } from '../ledger.js';
 import { fromText } from '../rows.js';
 import type { Statements } from './connection.js';
@@ -44,6 +44,20 @@ export function agentEventGet(s: Statements, p: { id?: string; idempotency_key?:
 
 export function agentEventList(s: Statements, p: { run_id: string }): AgentEventRow[] {
   return s.get('SELECT * FROM agent_events WHERE run_id = ? ORDER BY created_at, id').all(p.run_id).map(read<AgentEventRow>('agent_events'));
+}
+
+export function agentEventPage(s: Statements, p: AgentEventListParams): AgentEventRow[] {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  for (const c of ['status', 'conversation_id', 'user_id', 'source'] as const) {
+    if (p[c] !== undefined) where.push(`${c} = ?`), params.push(p[c]);
+  }
+  if (p.after !== undefined) where.push('(created_at, id) < (SELECT created_at, id FROM agent_events WHERE id = ?)'), params.push(p.after);
+  const sql = `SELECT * FROM agent_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
+  return s
+    .get(sql)
+    .all(...params, p.limit)
+    .map(read<AgentEventRow>('agent_events'));
 }
 
 export function agentEventUpdate(s: Statements, p: { run_id: string; change: object; at: number; from?: string[] }): number {
