@@ -58,7 +58,7 @@ export async function waitFor(c: Client, workflowId: string, executionId: string
     if (options.output !== undefined) writeOutput(options.output, run.output);
     return out.json({ ...record, output: run.output });
   }
-  const took = record.finished_at ? ` in ${duration(Date.parse(record.finished_at) - Date.parse(record.started_at))}` : '';
+  const took = record.finished_at ? ` in ${duration(Date.parse(record.finished_at) - Date.parse(record.started_at ?? record.created_at))}` : '';
   out.line(`execution ${record.execution_id} ${out.status(record.status)}${record.state ? ` ${record.state}` : ''}${took}${record.error ? `: ${record.error}` : ''}`);
   for (const line of stepLines(record.steps, out.status)) out.line(line);
   // a run that made no output has no output line, unless --output asked for a file all the same

@@ -61,7 +61,7 @@ export function workflowCommands(program: Command, out: Output): void {
       if (options.json) return out.json(found);
       out.table(
         ['ID', 'STATUS', 'STARTED', 'TRIGGER', 'ERROR'],
-        found.map((e) => [e.execution_id, out.status(e.status), e.started_at, e.trigger_type, e.error ?? '']),
+        found.map((e) => [e.execution_id, out.status(e.status), e.started_at ?? 'queued', e.trigger_type, e.error ?? '']),
         'no executions yet',
       );
     });

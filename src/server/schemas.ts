@@ -32,7 +32,8 @@ export const executionSummary = z.object({
   workflow_version: z.int(),
   status: executionStatus,
   trigger_type: z.string(),
-  started_at: time,
+  created_at: time.describe('when the execution was requested'),
+  started_at: time.nullable().describe('when its first step started: null while it is queued'),
   finished_at: time.nullable(),
   error: z.string().nullable(),
 });

@@ -147,6 +147,7 @@ export class Executions {
         workflow_version: r.workflow_version,
         status: r.status,
         trigger_type: r.trigger_type,
+        created_at: r.created_at,
         started_at: r.started_at,
         finished_at: r.finished_at,
         error: r.error,

@@ -30,7 +30,10 @@ export interface ExecutionSummary {
   workflow_version: number;
   status: ExecutionStatus;
   trigger_type: string;
-  started_at: string;
+  /** When the execution was requested (triggered). */
+  created_at: string;
+  /** When its first step started: null while it is queued (the 002 brief's `started_at: str | None`). */
+  started_at: string | null;
   finished_at: string | null;
   error: string | null;
 }
@@ -126,10 +129,17 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
     rerun_of: input.rerun_of ?? null,
     reruns: extra.reruns ?? [],
     steps,
-    started_at: iso(view.createdAt)!,
+    created_at: iso(view.createdAt)!,
+    started_at: firstStart(view),
     finished_at: terminal ? iso(view.updatedAt) : null,
     error: view.error,
   };
+}
+
+/** The execution really started when its first step did (a callback's request counts); before that it was only queued. */
+function firstStart(view: RunView): string | null {
+  const starts = view.steps.map((s) => s.startedAt).filter((t): t is number => typeof t === 'number');
+  return starts.length > 0 ? iso(Math.min(...starts)) : null;
 }
 
 function stepStatus(ran: StepView, terminal: boolean, runStatus: RunStatus): StepStatus {

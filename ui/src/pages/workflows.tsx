@@ -132,7 +132,7 @@ export function WorkflowPage({ id }: { id: string }) {
                 <Status status={e.status} />
               </td>
               <td>v{e.workflow_version}</td>
-              <td>{time(e.started_at)}</td>
+              <td>{e.started_at ? time(e.started_at) : 'queued'}</td>
             </tr>
           ))}
         </tbody>
