@@ -22,6 +22,7 @@ export { InterpolationError } from './workflows/template/parse.js';
 export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
 export { defineTool, ToolError, ToolTimeoutError, ToolBlockedError, type Tool, type ToolContext, type ToolDefinition } from './agents/tools.js';
 export type { AgentLedger, AgentEventInput, IntakeResult, AgentRunDetail } from './agents/ledger.js';
+export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from './agents/contracts.js';
 export type { Channels, PostResult, HistoryPage } from './chat/channels.js';
 export type { Message, PostInput } from './chat/message.js';
 export type { EngineEventMap, EngineEventName, RunKind, RunOutcome } from './observe/events.js';

@@ -142,6 +142,7 @@ export class Client {
   sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
   agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
   agentEvents = (q: { status?: string; conversation_id?: string; user_id?: string; source?: string; limit?: number; cursor?: string } = {}) => this.call<{ events: AgentEventRecord[]; next_cursor: string | null }>('GET', `/agent/events${query(q)}`);
+  redriveAgentEvent = (id: string, body: { by?: string; reason?: string } = {}) => this.call<{ event: AgentEventRecord; run_id: string; retry_of: string }>('POST', `/agent/events/${enc(id)}/redrive`, body);
   agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
   agentRun = (id: string) => this.call<AgentRunDetail>('GET', `/agent/runs/${enc(id)}`);
   conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/conversations/${enc(id)}/runs${query(q)}`);
