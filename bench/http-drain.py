@@ -1,5 +1,5 @@
-"""One Python worker process draining a queue over the task protocol: `python3 bench/http-drain.py <url> <queue> <count> [concurrency]`.
-Claims 100 at a time; prints {"completed", "seconds", "per_s"} once `count` tasks are completed."""
+"""One Python worker process draining a queue over the task protocol: `python3 bench/http-drain.py <url> <queue> <count> [concurrency] [linger]`.
+Claims 100 at a time and completes them together (the Worker's batching, linger "10ms" unless given); prints {"completed", "seconds", "per_s"} once `count` tasks are completed."""
 
 import json
 import os
@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python
 from runledger import Client, Worker  # noqa: E402
 
 url, queue, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-worker = Worker(Client(url), "bench", concurrency=int(sys.argv[4]) if len(sys.argv) > 4 else 8, batch=100)
+worker = Worker(Client(url), "bench", concurrency=int(sys.argv[4]) if len(sys.argv) > 4 else 8, batch=100, linger=sys.argv[5] if len(sys.argv) > 5 else "10ms")
 worker.task(queue)(lambda payload, ctx: None)
 start = time.perf_counter()
 completed = 0

@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -25,6 +26,17 @@ PROTOCOL = "1"
 
 Task = dict[str, Any]
 """A task as the server sends it: id, queue, state, payload, attempt, max_attempts, run_at, … (docs/protocol.md)."""
+
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One task's outcome in `Client.complete_many`: its `task` when completed, else its `error` (LeaseLost, or a 404 ApiError)."""
+
+    id: str
+    task: Task | None = None
+    error: ApiError | None = None
+
 
 # A reused keep-alive connection the server closed while idle fails before any answer; only then is a request sent again.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest)
@@ -104,6 +116,19 @@ class Client:
         body: dict[str, Any] = {"lease_token": lease_token, "result": result}
         task: Task = self.request("POST", f"/tasks/{_segment(task_id)}/complete", body)["task"]
         return task
+
+    def complete_many(self, completions: Iterable[tuple[str, str, Any]]) -> list[Completion]:
+        """
+        Completes up to 1000 `(task_id, lease_token, result)` in one request, each fenced on its own: a stale
+        token is that task's LeaseLost (nothing written for it) and the others complete. Answers in order.
+        """
+        items = [{"id": task_id, "lease_token": token, "result": result} for task_id, token, result in completions]
+        if not items:
+            return []
+        if len(items) > 1000:
+            raise ValueError(f"completions: at most 1000 per request (got {len(items)})")
+        answer = self.request("POST", "/tasks/complete", {"completions": items})
+        return [_completion(entry) for entry in answer["results"]]
 
     def fail(self, task_id: str, lease_token: str, error: str, *, retryable: bool = True, retry_after: Duration | None = None) -> Task:
         """Records a failed attempt: the task is ready again with its next run_at, or dead (not retryable, attempts used up)."""
@@ -244,6 +269,17 @@ def _parse(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return None
+
+
+def _completion(entry: dict[str, Any]) -> Completion:
+    error = entry.get("error")
+    if not isinstance(error, dict):
+        return Completion(str(entry["id"]), task=entry["task"])
+    code = str(error.get("code", "http_error"))
+    # the status the one-task route answers with the same code, so callers test errors alike either way
+    status = {"lease_lost": 409, "not_found": 404}.get(code, 500)
+    kind = LeaseLost if code == "lease_lost" else ApiError
+    return Completion(str(entry["id"]), error=kind(status, code, str(error.get("message", ""))))
 
 
 def _error(status: int, answer: Any, raw: bytes) -> ApiError:

@@ -61,11 +61,16 @@ class Heartbeats:
             self._thread = None
 
     def _beat(self) -> None:
+        last = time.monotonic()
         while self._running:
-            self._wake.wait(self._interval)
+            self._wake.wait(max(0.0, last + self._interval - time.monotonic()))
             self._wake.clear()
             if not self._running:
                 return
+            # a wake-up for a shorter interval (learned from a claim) waits out that interval, not beats at once
+            if time.monotonic() < last + self._interval:
+                continue
+            last = time.monotonic()
             with self._lock:
                 held = list(self._held.items())
             for task_id, token in held:

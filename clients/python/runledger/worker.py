@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .client import Cancelled, Client, Task
+from .completer import Completer
 from .duration import Duration, to_ms
 from .errors import ApiError, LeaseLost, TerminalError
 from .heartbeats import Heartbeats
@@ -59,15 +60,23 @@ class Worker:
             return {"sent": mailer.send(payload["to"], key=ctx.idempotency_key)}
 
         worker.run()  # until SIGTERM/SIGINT or worker.stop(); running handlers finish first
+
+    Results go back together (POST /tasks/complete): when `batch` of them wait, when the claim's tasks are
+    all done, or `linger` after the oldest finished; so a claim of 100 costs about 2 requests, not 101.
+    Failures are reported one by one, at once.
     """
 
-    def __init__(self, client: Client, name: str | None = None, *, concurrency: int = 1, batch: int = 100, wait: Duration = "30s", lease: Duration | None = None) -> None:
+    def __init__(
+        self, client: Client, name: str | None = None, *, concurrency: int = 1, batch: int = 100, wait: Duration = "30s", lease: Duration | None = None, linger: Duration = "10ms"
+    ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency: must be >= 1 (got {concurrency})")
         if not 1 <= batch <= 1000:
             raise ValueError(f"batch: must be 1-1000 (got {batch})")
         if to_ms(wait, "wait") > 60_000:
             raise ValueError(f"wait: must be at most 60s (got {wait!r})")
+        if to_ms(linger, "linger") > 60_000:
+            raise ValueError(f"linger: must be at most 60s (got {linger!r})")
         self.client = client
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.concurrency = concurrency
@@ -80,6 +89,7 @@ class Worker:
         self._claiming: dict[int, Any] = {}
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="runledger-task")
         self._heartbeats = Heartbeats(client, None if lease is None else to_ms(lease, "lease"), lease)
+        self._completer = Completer(client, self._heartbeats, batch, to_ms(linger, "linger") / 1000)
 
     def task(self, queue: str) -> Callable[[H], H]:
         """Registers the decorated `handler(payload, ctx)` for `queue`; its return value is the task's result."""
@@ -98,6 +108,7 @@ class Worker:
             raise ValueError("handlers: register one with @worker.task(queue) before run()")
         restore = self._install_signals()
         self._heartbeats.start()
+        self._completer.start()
         try:
             loops = [threading.Thread(target=self._loop, args=(queue,), name=f"runledger-claim-{queue}") for queue in self.handlers]
             for loop in loops:
@@ -105,16 +116,19 @@ class Worker:
             for loop in loops:
                 loop.join()
         finally:
-            self._heartbeats.stop()
             self._pool.shutdown(wait=True)
+            self._completer.stop()
+            self._heartbeats.stop()
             restore()
 
     def run_once(self, wait: Duration | None = None) -> int:
         """One claim of up to `batch` tasks per queue, handled to their end; returns how many were handled."""
         self._heartbeats.start()
+        self._completer.start()
         try:
             return sum(self._claim_and_run(queue, wait) for queue in self.handlers)
         finally:
+            self._completer.stop()
             self._heartbeats.stop()
 
     def stop(self) -> None:
@@ -150,24 +164,27 @@ class Worker:
             self._heartbeats.hold(task)
         for done in [self._pool.submit(self._handle, queue, task) for task in tasks]:
             done.result()
+        self._completer.flush()
         return len(tasks)
 
     def _handle(self, queue: str, task: Task) -> None:
         task_id, token = str(task["id"]), str(task["lease_token"])
         ctx = TaskContext(task_id, queue, int(task.get("attempts", task.get("attempt", 1))), f"{queue}/{task_id}", task, token, self.client, self.lease)
         try:
-            try:
-                result = self.handlers[queue](task.get("payload"), ctx)
-            except TerminalError as error:
-                self.client.fail(task_id, token, _describe(error), retryable=False)
-            except Exception as error:
-                self.client.fail(task_id, token, _describe(error), retryable=True)
-            else:
-                self.client.complete(task_id, token, result)
+            result = self.handlers[queue](task.get("payload"), ctx)
+        except Exception as error:
+            self._fail(task_id, token, error)
+        else:
+            # the completer releases the task's heartbeat once its completion is sent
+            self._completer.add(task_id, token, result)
+
+    def _fail(self, task_id: str, token: str, error: Exception) -> None:
+        try:
+            self.client.fail(task_id, token, _describe(error), retryable=not isinstance(error, TerminalError))
         except LeaseLost:
             log.info("task %s: lease lost, another worker has it", task_id)
-        except (ApiError, OSError) as error:
-            log.warning("task %s: could not report its outcome (it runs again after its lease): %s", task_id, error)
+        except (ApiError, OSError) as failed:
+            log.warning("task %s: could not report its failure (it runs again after its lease): %s", task_id, failed)
         finally:
             self._heartbeats.release(task_id)
 

@@ -25,6 +25,7 @@ class FakeQueueServer:
         self.override: Callable[[str, str, Any], Answer | None] | None = None
         self.lock = threading.Condition()
         self.clients: list[Client] = []
+        self.batch_complete = True  # False: a server from before POST /tasks/complete (it answers 404)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,6 +82,8 @@ class FakeQueueServer:
                 return (201, {"tasks": made}) if "tasks" in body else (201, made[0])
             if parts[0] == "queues" and parts[2] == "claim":
                 return 200, {"tasks": self.claim(parts[1], body)}
+            if parts == ["tasks", "complete"] and self.batch_complete:
+                return 200, {"results": [self.complete_one(item) for item in body["completions"]]}
             task = self.tasks.get(parts[1])
             if task is None:
                 return 404, {"error": {"code": "not_found", "message": f"task {parts[1]} not found"}}
@@ -96,6 +99,17 @@ class FakeQueueServer:
                 task.update(state="dead" if dead else "ready", last_error=body["error"], lease_token=None)
             self.lock.notify_all()
             return 200, {"task": self.public(task)}
+
+    def complete_one(self, item: dict[str, Any]) -> dict[str, Any]:
+        # called holding the lock: one item of POST /tasks/complete, fenced on its own
+        task = self.tasks.get(item["id"])
+        if task is None:
+            return {"id": item["id"], "error": {"code": "not_found", "message": f"task {item['id']} not found"}}
+        if task["state"] != "running" or task["lease_token"] != item["lease_token"] or task["expires"] < time.time():
+            return {"id": item["id"], "error": {"code": "lease_lost", "message": "the lease is not held"}}
+        task.update(state="completed", result=item.get("result"), lease_token=None)
+        self.lock.notify_all()
+        return {"id": item["id"], "task": self.public(task)}
 
     def add(self, queue: str, item: dict[str, Any]) -> dict[str, Any]:
         task = {"id": f"t{len(self.tasks) + 1:04d}", "queue": queue, "state": "ready", "payload": item.get("payload"), "attempts": 0, "max_attempts": item.get("max_attempts", 3), "lease_token": None, "expires": 0.0, "result": None, "last_error": None}

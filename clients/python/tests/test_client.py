@@ -62,6 +62,31 @@ class RequestShapes(unittest.TestCase):
             self.assertEqual(client.fail(second["id"], second["lease_token"], "boom", retryable=False, retry_after="5s")["state"], "dead")
             self.assertEqual(fake.calls("/fail")[0]["body"], {"lease_token": second["lease_token"], "error": "boom", "retryable": False, "retry_after": "5s"})
 
+    def test_complete_many_sends_one_request_and_answers_each_task_on_its_own(self) -> None:
+        with FakeQueueServer() as fake:
+            client = fake.client()
+            client.enqueue_many("q", [{"payload": "a"}, {"payload": "b"}])
+            first, second = client.claim("q", worker="w1", max=2)
+            outcomes = client.complete_many([(first["id"], first["lease_token"], {"n": 1}), (second["id"], "stale-token", None), ("t9999", "x", 3)])
+            [request] = fake.calls("/tasks/complete")
+            self.assertEqual(request["body"], {"completions": [{"id": first["id"], "lease_token": first["lease_token"], "result": {"n": 1}}, {"id": second["id"], "lease_token": "stale-token", "result": None}, {"id": "t9999", "lease_token": "x", "result": 3}]})
+            self.assertEqual([o.id for o in outcomes], [first["id"], second["id"], "t9999"])
+            assert outcomes[0].task is not None
+            self.assertEqual((outcomes[0].task["state"], outcomes[0].task["result"], outcomes[0].error), ("completed", {"n": 1}, None))
+            self.assertIsInstance(outcomes[1].error, LeaseLost)
+            self.assertEqual((outcomes[1].task, outcomes[1].error and outcomes[1].error.status), (None, 409))
+            self.assertNotIsInstance(outcomes[2].error, LeaseLost)
+            self.assertEqual(outcomes[2].error and (outcomes[2].error.status, outcomes[2].error.code), (404, "not_found"))
+            self.assertEqual([t["state"] for t in fake.tasks.values()], ["completed", "running"])
+
+    def test_complete_many_sends_nothing_for_none_and_refuses_more_than_1000(self) -> None:
+        with FakeQueueServer() as fake:
+            client = fake.client()
+            self.assertEqual(client.complete_many([]), [])
+            with self.assertRaisesRegex(ValueError, "completions: at most 1000"):
+                client.complete_many([(f"t{n}", "x", None) for n in range(1001)])
+            self.assertEqual(fake.requests, [])
+
     def test_one_keep_alive_connection_serves_a_thread_s_requests(self) -> None:
         with FakeQueueServer() as fake:
             client = fake.client()

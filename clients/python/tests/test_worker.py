@@ -39,27 +39,30 @@ class Outcomes(unittest.TestCase):
             self.assertEqual(worker.run_once(), 3)
             self.assertEqual(sorted(seen), [(1, "q/t0001", 1), (2, "q/t0002", 1), (3, "q/t0003", 1)])
             self.assertEqual(fake.calls("/claim")[0]["body"], {"worker": "w1", "max": 100})
-            self.assertEqual([r["body"]["result"] for r in fake.calls("/complete")], [{"doubled": 2}])
+            [sent] = fake.calls("/complete")
+            self.assertEqual(sent["path"], "/tasks/complete")
+            self.assertEqual([(c["id"], c["result"]) for c in sent["body"]["completions"]], [("t0001", {"doubled": 2})])
             fails = sorted((r["path"], r["body"]["retryable"]) for r in fake.calls("/fail"))
             self.assertEqual(fails, [("/tasks/t0002/fail", True), ("/tasks/t0003/fail", False)])
             self.assertIn("RuntimeError: flaky upstream", fake.tasks["t0002"]["last_error"])
             self.assertEqual([t["state"] for t in fake.tasks.values()], ["completed", "ready", "dead"])
 
-    def test_a_lost_lease_drops_the_task_without_reporting(self) -> None:
+    def test_a_lost_lease_drops_that_task_and_the_rest_of_the_batch_completes(self) -> None:
         with FakeQueueServer() as fake:
             client = fake.client()
-            client.enqueue("q", "x")
+            client.enqueue_many("q", [{"payload": "stolen"}, {"payload": "kept"}])
             worker = Worker(client, "w1")
 
             @worker.task("q")
             def handle(payload: Any, ctx: TaskContext) -> Any:
-                fake.tasks[ctx.task_id]["lease_token"] = "taken-by-another-worker"
+                if payload == "stolen":
+                    fake.tasks[ctx.task_id]["lease_token"] = "taken-by-another-worker"
                 return "done"
 
-            self.assertEqual(worker.run_once(), 1)
+            self.assertEqual(worker.run_once(), 2)
             self.assertEqual(len(fake.calls("/complete")), 1)
             self.assertEqual(fake.calls("/fail"), [])
-            self.assertEqual(fake.tasks["t0001"]["state"], "running")
+            self.assertEqual([(t["state"], t["result"]) for t in fake.tasks.values()], [("running", None), ("completed", "done")])
 
 
 class Leases(unittest.TestCase):

@@ -146,12 +146,15 @@ class Workers(unittest.TestCase):
         env = {**os.environ, "PYTHONPATH": str(CLIENT_ROOT), "RUNLEDGER_URL": URL, "QUEUE": queue, "OUTBOX": str(outbox), "LEASE": "2s", "PYTHONUNBUFFERED": "1"}
         example = str(REPO / "examples" / "python" / "worker.py")
 
-        first = subprocess.Popen([sys.executable, example], env=env, stdout=subprocess.PIPE, text=True)
+        # the first worker holds its completions (linger 60s) so that kill -9 finds the first five finished, their batch unsent
+        holding = f"import runpy, runledger; runledger.Worker.__init__.__kwdefaults__['linger'] = '60s'; runpy.run_path({example!r}, run_name='__main__')"
+        first = subprocess.Popen([sys.executable, "-c", holding], env=env, stdout=subprocess.PIPE, text=True)
         assert first.stdout is not None
         until(lambda: f"working on {slow_key} attempt 1" in first.stdout.readline(), 30, "the first worker to start the slow task")
         first.send_signal(signal.SIGKILL)
         first.wait()
         self.assertEqual(len(outbox.read_text().splitlines()), 5, "the tasks before the slow one were sent once")
+        self.assertEqual([t["state"] for t in tasks_of(client, queue)], ["running"] * 20, "the batch of five completions died unsent with the worker")
 
         second = subprocess.Popen([sys.executable, example], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
@@ -161,14 +164,13 @@ class Workers(unittest.TestCase):
             output, _ = second.communicate(timeout=15)
         self.assertEqual(second.returncode, 0, output)
         worked = sorted(line.split(" ")[2] for line in output.splitlines() if line.startswith("working on "))
-        unsent_at_kill = sorted(f"{queue}/{t['id']}" for t, _ in enqueued[5:])
-        self.assertEqual(worked, unsent_at_kill, "the second worker ran the slow task and the unstarted ones, nothing the first had finished")
+        self.assertEqual(worked, sorted(f"{queue}/{t['id']}" for t, _ in enqueued), "the second worker ran every task: none was completed")
         self.assertIn(f"working on {slow_key} attempt 2", output)
 
         sent = [line.split(" ")[0] for line in outbox.read_text().splitlines()]
         self.assertEqual(sorted(sent), sorted(f"{queue}/{t['id']}" for t, _ in enqueued), "each email sent exactly once")
         attempts = {t["id"]: t["attempts"] for t in tasks_of(client, queue)}
-        self.assertEqual(attempts[enqueued[5][0]["id"]], 2)
+        self.assertEqual([attempts[t["id"]] for t, _ in enqueued[:6]], [2] * 6, "the unsent five and the slow task ran twice, the email once")
 
 
 if __name__ == "__main__":
