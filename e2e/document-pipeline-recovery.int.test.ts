@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startMockServices, type MockServices } from '../src/mock-services/index.js';
 import { backends } from '../src/testing/backends.js';
+import { eventually } from '../src/testing/engine.js';
 import { pipelineForTests } from './pipeline.js';
 import { pipelineHarness, type PipelineHarness } from './pipeline-harness.js';
 
@@ -45,5 +46,36 @@ describe.each(backends)('the document pipeline recovering from failures (brief 0
     expect(h.count('POST', '/v1/layout/proposals')).toBe(1);
     expect(h.count('POST', '/v1/intake/sessions')).toBe(1);
     expect(done.steps.at(-1).output).toEqual({ session_id: expect.stringMatching(/^sess-/), word: expect.stringContaining('/content'), powerpoint: expect.stringContaining('/content') });
+  });
+
+  const compensations = async (eid: string) => (await h.call('GET', `/runs/${eid}/events?types=compensation.completed&limit=100`)).body.events.map((e: any) => e.data);
+  const cancelWhen = async (wid: string, eid: string, ready: (record: any) => boolean) => {
+    await eventually(async () => ready(await h.record(wid, eid)), 20_000);
+    expect((await h.call('POST', `/workflows/${wid}/executions/${eid}/cancel`)).status).toBe(202);
+    return h.finished(wid, eid);
+  };
+  const step = (record: any, id: string) => record.steps.find((s: any) => s.step_id === id);
+
+  it('§8.2 cancelled after the Word artifact was made: the session is kept, its compensation journaled as skipped with the reason', async () => {
+    mock.setFaults([{ endpoint: 'POST /v1/render/presentations', job: 'hang', times: 'always' }]);
+    const wid = await h.save(pipelineForTests());
+    const eid = await h.execute(wid, trigger());
+    const done = await cancelWhen(wid, eid, (r) => step(r, 'wait_word').status === 'success');
+    expect(done).toMatchObject({ status: 'cancelled', state: 'CANCELLED' });
+    expect(h.count('DELETE', '/v1/intake/sessions/{id}')).toBe(0);
+    const artifact = step(done, 'wait_word').output.body.artifact_id;
+    expect(await compensations(eid)).toContainEqual(expect.objectContaining({ name: 'create_session', skipped: expect.stringMatching(new RegExp(`^unless: .* is "${artifact}"$`)) }));
+  });
+
+  it('§8.2 cancelled before any artifact: the session is deleted, nothing skipped', async () => {
+    mock.setFaults([{ endpoint: 'POST /v1/render/*', job: 'hang', times: 'always' }]);
+    const wid = await h.save(pipelineForTests());
+    const eid = await h.execute(wid, trigger());
+    const done = await cancelWhen(wid, eid, (r) => step(r, 'wait_word').status === 'running' && step(r, 'wait_powerpoint').status === 'running');
+    expect(done).toMatchObject({ status: 'cancelled', state: 'CANCELLED' });
+    expect(h.count('DELETE', '/v1/intake/sessions/{id}')).toBe(1);
+    const session = (await compensations(eid)).find((c: any) => c.name === 'create_session');
+    expect(session).toBeDefined();
+    expect(session.skipped).toBeUndefined();
   });
 });

@@ -158,6 +158,8 @@ describe.each(backends)('the document pipeline (brief 004 §14) as a stored work
     mock.setFaults([{ endpoint: 'POST /v1/layout/proposals', callback_copies: 2 }]);
     const base = pipelineForTests();
     const steps = base.steps.slice(0, 3);
+    // the session's compensation reads the render steps (unless an artifact exists), which this cut leaves out
+    delete steps[0].compensate.unless;
     steps.push({
       id: 'layout_callback',
       type: 'wait_for_callback',

@@ -39,8 +39,10 @@ export async function runCompensations(host: CompensationHost, compensations: re
     for (let attempt = 1; ; attempt++) {
       await host.write([{ type: RUN_EVENT.compensationStarted, data: { seq: c.seq, name: c.name, attempt } }]);
       try {
-        await c.undo(c.output, { idempotencyKey: key, attempt, signal: host.signal });
-        await host.write([{ type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, attempt } }]);
+        const result = await c.undo(c.output, { idempotencyKey: key, attempt, signal: host.signal });
+        // an undo that decided there was nothing to undo says why ({ skipped: reason }): the journal keeps the reason
+        const skipped = (result as { skipped?: unknown } | null)?.skipped;
+        await host.write([{ type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, attempt, ...(typeof skipped === 'string' ? { skipped } : {}) } }]);
         break;
       } catch (error) {
         if (error instanceof LeaseLostError) throw error;

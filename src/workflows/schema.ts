@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
 import { unknownSecrets } from './secret-references.js';
+import { guardProblems } from './steps/guard.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 import { secretInAuthority } from './template/url.js';
 
@@ -24,6 +25,9 @@ const httpConfig = z
   .strict();
 
 const transformConfig = z.union([z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(), z.object({ mapping: z.record(z.string(), z.unknown()) }).strict()], {
+/** A compensation's condition: templates only, so it always reads the execution (a constant would be a config that never changes). */
+const guardTemplate = z.string().regex(/\{\{[\s\S]*\}\}/, 'must be a template such as "{{ steps.a.output.id }}"');
+
   error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
 });
 
@@ -92,8 +96,8 @@ const stepBase = {
   state_after: stateName.optional(),
   /** Failure states by error class; the first rule that matches wins. */
   on_error: z.array(errorRuleSchema).max(20).optional(),
-  /** Undoes the step (an http_request) when a later step fails or the execution is cancelled; 404, 409 and 410 count as done. */
-  compensate: httpConfig.optional(),
+  /** Undoes the step (an http_request) when a later step fails or the execution is cancelled; 404, 409 and 410 count as done. `when` / `unless`: templates read as it would run (see steps/guard.ts). */
+  compensate: httpConfig.extend({ when: guardTemplate.optional(), unless: guardTemplate.optional() }).optional(),
 };
 
 const leafSchemas = [
@@ -225,7 +229,11 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
     const { config } = step;
     // a parallel step's config is its branches: their steps are checked one by one
     const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
-    if (step.compensate) templated.push([step.compensate, `${path}.compensate`]);
+    if (step.compensate) {
+      const { when, unless, ...request } = step.compensate;
+      templated.push([request, `${path}.compensate`]);
+      problems.push(...guardProblems({ when, unless }, `${path}.compensate`, definition));
+    }
     if (step.type === 'poll' && step.cancel) templated.push([step.cancel, `${path}.cancel`]);
     for (const [request, at] of requests(step, path)) {
       const problem = urlProblem(request.url);

@@ -9,6 +9,7 @@ import { render, type Scope } from '../template/render.js';
 import type { ExecutionInput, InterpreterOptions } from '../interpreter.js';
 import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
+import { skipReason } from './guard.js';
 import { runParallel } from './parallel.js';
 
 /** One execution of a stored workflow as its steps see it: the outputs so far (shared by parallel branches: ids are unique). */
@@ -165,12 +166,19 @@ function compensation(run: StoredRun, step: StepDefinition): { compensate?: (out
   return {
     compensate: async (output, stepCtx) => {
       // a failure in a retryable state keeps what the execution made, for a rerun or retry to reuse
-      if (run.state !== null && run.input.states?.retryable?.includes(run.state)) return { kept: run.state };
+      if (run.state !== null && run.input.states?.retryable?.includes(run.state)) return { skipped: `kept: ${run.state} is retryable` };
+      const { when, unless, ...request } = config;
       const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } } };
       const derived = new Set<string>();
-      const request = render(config, scope, derived) as HttpRequestConfig;
-      for (const text of derived) run.hidden.add(text);
-      return cleanup(request, stepCtx, run.options.allow);
+      const hide = () => {
+        for (const text of derived) run.hidden.add(text);
+      };
+      const skipped = skipReason({ when, unless }, scope, derived);
+      hide();
+      if (skipped !== null) return { skipped: maskText(skipped, run.hidden) };
+      const rendered = render(request, scope, derived) as HttpRequestConfig;
+      hide();
+      return cleanup(rendered, stepCtx, run.options.allow);
     },
   };
 }
