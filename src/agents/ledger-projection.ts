@@ -36,6 +36,10 @@ export function projectLedger(journal: Journal): void {
     const e = event.data as ReceivedEvent;
     await tx.agentEventPut({ event: { ...e, status: 'pending', attempt_count: 0, available_at: event.timestamp, last_error: null, created_at: event.timestamp, updated_at: event.timestamp } });
   });
+  journal.project('agent.event.redriven', async (event, tx) => {
+    const d = event.data as { event_id: string; run_id: string; retry_of: string };
+    await tx.agentEventRedrive({ id: d.event_id, run_id: d.run_id, retry_of: d.retry_of, at: event.timestamp });
+  });
   const conversations = new WrittenViews<ConversationView>();
   journal.project(['agent.event.queued', 'agent.event.coalesced', 'agent.run.started', 'agent.run.ended'], async (event, tx) => {
     const conversationId = event.streamId.slice('agent-conversation:'.length);
@@ -67,6 +71,7 @@ export function projectLedger(journal: Journal): void {
       started_at: null,
       ended_at: null,
       failure_reason: null,
+      retry_of: null,
       created_at: event.timestamp,
       updated_at: event.timestamp,
     };

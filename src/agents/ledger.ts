@@ -5,6 +5,7 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import type { AgentCheckpointRow, AgentEventRow, AgentEventStatus, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
+import { keyStream } from '../runtime/keyed.js';
 import { conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
 import type { ReceivedEvent } from './ledger-projection.js';
@@ -129,6 +130,62 @@ export class AgentLedger {
     const { cursor, ...filters } = q;
     const rows = await this.engine.store.agentEventPage({ ...filters, limit, ...(cursor !== undefined ? { after: cursor } : {}) });
     return { items: rows.map(eventRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
+  }
+
+  /**
+   * A failed event again: a new run handles it with a fresh attempt count, in its conversation's
+   * order (behind the runs already queued there); the old run and its rows stay, and the new run's
+   * `retry_of` names it. Journaled on the event's key stream with who and why. An event that is not
+   * failed is a ConflictError.
+   */
+  async redrive(id: string, body: { by?: string; reason?: string | null } = {}): Promise<{ event: AgentEventRecord; run_id: string; retry_of: string }> {
+    const actor = this.actor(body);
+    const { run_id, retry_of } = await this.engine.store.transaction(async (tx) => {
+      const before = await tx.agentEventGet({ id });
+      if (!before) throw new NotFoundError(`agent event ${id} not found`);
+      if (before.status !== 'failed') throw new ConflictError(`agent event ${id} is ${before.status}; only a failed event can be redriven`);
+      const stream = keyStream('agent-event', before.idempotency_key);
+      const [last] = await this.engine.journal.readStream(stream, { backwards: true, limit: 1, tx });
+      const run_id = newId('ses');
+      const input = { event_id: id, conversation_id: before.conversation_id, user_id: before.user_id, source: before.source, input_type: before.input_type, payload: before.payload };
+      await this.sessions.startForEvent(tx, { id: run_id, agent: before.agent, input, conversation_id: before.conversation_id, user_id: before.user_id, event_id: id, input_class: before.input_type });
+      // a concurrent redrive of the same event appended first: this one loses (409) and starts nothing
+      await this.engine.journal.append(stream, [{ type: 'agent.event.redriven', data: { event_id: id, run_id, retry_of: before.run_id, ...actor } }], { tx, expectedVersion: last?.version ?? 0 });
+      return { run_id, retry_of: before.run_id };
+    });
+    return { event: await this.event(id), run_id, retry_of };
+  }
+
+  /** Redrives every failed event the filter matches, oldest first (so their new runs queue in arrival order). */
+  async redriveAll(filter: { status: 'failed'; conversation_id?: string; source?: string }, body: { by?: string; reason?: string | null } = {}): Promise<{ redriven: number }> {
+    if (filter.status !== 'failed') throw new ValidationError('status', `must be failed (only a failed event can be redriven; got ${JSON.stringify(filter.status)})`);
+    this.actor(body);
+    const ids: string[] = [];
+    for (let cursor: string | undefined; ; ) {
+      const page = await this.events({ ...filter, limit: 500, ...(cursor ? { cursor } : {}) });
+      ids.push(...page.items.map((e) => e.id));
+      if (!page.next_cursor) break;
+      cursor = page.next_cursor;
+    }
+    let redriven = 0;
+    for (const id of ids.reverse()) {
+      try {
+        await this.redrive(id, body);
+        redriven++;
+      } catch (error) {
+        // redriven meanwhile by someone else: not this call's
+        if (!(error instanceof ConflictError)) throw error;
+      }
+    }
+    return { redriven };
+  }
+
+  private actor(body: { by?: string; reason?: string | null }): { by: string; reason: string | null } {
+    const given = body ?? {};
+    const by = given.by === undefined ? 'api' : (checkName('by', given.by, 200) as string);
+    const reason = given.reason ?? null;
+    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000)) throw new ValidationError('reason', 'must be a string of at most 2000 characters');
+    return { by, reason };
   }
 
   /** Runs, newest first (`order: 'asc'`: oldest first), filtered. */

@@ -57,6 +57,14 @@ export function agentCommands(program: Command, print: (line: string) => void): 
       for (const e of page.events) print(eventLine(e));
       if (page.next_cursor) print(`next: --cursor ${page.next_cursor}`);
     });
+  remote(agent.command('redrive <event-id>'))
+    .description('a failed event again: a new run handles it, linked to the old one')
+    .option('--by <name>', 'who redrives (default: this user)')
+    .option('--reason <text>')
+    .action(async (id: string, options) => {
+      const { event, run_id, retry_of } = await client(options).redriveAgentEvent(id, { by: options.by ?? userInfo().username, ...(options.reason ? { reason: options.reason } : {}) });
+      print(`${event.id} ${event.status}: run ${run_id} (retry of ${retry_of})`);
+    });
   remote(agent.command('show <run-id>'))
     .description('one run with its events, steps, tool calls and checkpoints')
     .action(async (id: string, options) => {

@@ -24,6 +24,7 @@ const LISTS: [path: string, field: string][] = [
   ['/rules', 'last_key'],
   ['/schedules', 'last_key'],
   ['/agent/runs', 'cursor'],
+  ['/agent/events', 'cursor'],
   ['/conversations/c1/runs', 'cursor'],
   ['/agent/approvals', 'cursor'],
   ['/channels', 'after'],

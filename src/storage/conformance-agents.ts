@@ -34,6 +34,7 @@ const run = (id: string, over: Partial<AgentRunRow> = {}): AgentRunRow => ({
   started_at: null,
   ended_at: null,
   failure_reason: null,
+  retry_of: null,
   created_at: 1000,
   updated_at: 1000,
   ...over,
@@ -109,6 +110,23 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect(await ids({ status: 'failed', conversation_id: 'c1', user_id: 'u1', source: 'whatsapp_webhook' })).toEqual(['e0']);
       expect(await ids({ status: 'failed', after: 'e3' })).toEqual(['e2']);
       expect((await s.agentEventPage({ limit: 1, user_id: 'u2' }))[0]).toEqual(event('e3', { created_at: 2000, status: 'failed', conversation_id: 'c1', user_id: 'u2', source: 'whatsapp_webhook' }));
+    });
+
+    it('redrives only a failed event: pending, a fresh attempt count, its new run, which names the old one', async () => {
+      const s = h.store();
+      await s.agentRunPut({ run: run('old', { status: 'failed' }) });
+      await s.agentEventPut({ event: event('f1', { run_id: 'old', status: 'failed', attempt_count: 3, last_error: 'Error: down', available_at: 1500 }) });
+      await s.agentEventPut({ event: event('d1', { run_id: 'old', status: 'done', attempt_count: 1 }) });
+      await s.agentRunPut({ run: run('new') });
+      expect(await s.agentEventRedrive({ id: 'd1', run_id: 'new', retry_of: 'old', at: 5000 })).toBe(false);
+      expect(await s.agentRunGet({ id: 'new' })).toMatchObject({ retry_of: null, updated_at: 1000 });
+      expect(await s.agentEventRedrive({ id: 'f1', run_id: 'new', retry_of: 'old', at: 5000 })).toBe(true);
+      expect(await s.agentEventGet({ id: 'f1' })).toEqual(event('f1', { run_id: 'new', status: 'pending', attempt_count: 0, last_error: null, available_at: 5000, updated_at: 5000 }));
+      expect(await s.agentEventGet({ id: 'd1' })).toMatchObject({ run_id: 'old', status: 'done' });
+      expect(await s.agentRunGet({ id: 'new' })).toMatchObject({ retry_of: 'old', updated_at: 5000 });
+      expect(await s.agentRunGet({ id: 'old' })).toEqual(run('old', { status: 'failed' }));
+      expect(await s.agentEventRedrive({ id: 'f1', run_id: 'other', retry_of: 'new', at: 6000 })).toBe(false);
+      expect(await s.agentEventRedrive({ id: 'missing', run_id: 'other', retry_of: 'new', at: 6000 })).toBe(false);
     });
 
     it('moves a run or its events only along an edge (`from`): the rest of an event change applies to all', async () => {

@@ -45,6 +45,8 @@ export interface AgentRunRow {
   started_at: number | null;
   ended_at: number | null;
   failure_reason: string | null;
+  /** A redriven event's run: the run of the event's previous attempts (whose rows stay). */
+  retry_of: string | null;
   created_at: number;
   updated_at: number;
 }

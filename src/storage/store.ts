@@ -197,6 +197,11 @@ export interface Store {
   /** Inbound events newest first (received time, then id), filtered; `after`: an event id, the previous page's last. */
   agentEventPage(p: AgentEventListParams): Promise<AgentEventRow[]>;
   /**
+   * A failed event back to `pending` with a fresh attempt count, handled by run `run_id` from now on;
+   * that run's row links to `retry_of`. false (nothing changed): the event is not failed.
+   */
+  agentEventRedrive(p: { id: string; run_id: string; retry_of: string; at: number }): Promise<boolean>;
+  /**
    * Changes every event of the run; `attempt_count` only grows; with `from`, the change's `status`
    * only where an event's status is one of them (a lifecycle edge). Returns how many rows changed.
    */

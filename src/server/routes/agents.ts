@@ -55,6 +55,7 @@ const run = z.object({
   started_at: time.nullable(),
   ended_at: time.nullable(),
   failure_reason: z.string().nullable(),
+  retry_of: z.string().nullable().describe('a redriven event’s run: the run of its earlier attempts'),
   created_at: time,
   updated_at: time,
 });
@@ -120,6 +121,7 @@ const eventsPage = {
 };
 const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
 const decisionBody = z.object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() }).strict();
+const redriveBody = z.object({ by: z.string().min(1).max(200).optional().describe('who redrives (default: api)'), reason: z.string().max(2000).nullable().optional() }).strict();
 const decided = z.object({ tool_call: toolCall, duplicate: z.boolean() });
 
 /** The agent run ledger: intake of inbound events, runs with their steps, tool calls and checkpoints, and approvals. */
@@ -184,6 +186,31 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       response: event,
       errors: [404],
       handle: ({ params }) => ledger.event(params.id!),
+    }),
+    route({
+      method: 'post',
+      path: '/agent/events/redrive',
+      tag: 'agents',
+      summary: 'Redrive every failed event the filter matches, oldest first: `{ redriven: n }`',
+      body: redriveBody.extend({ status: z.literal('failed'), conversation_id: id.optional(), source: id.optional() }),
+      status: 200,
+      response: z.object({ redriven: z.int() }),
+      errors: [400],
+      handle: ({ body }) => {
+        const { by, reason, ...filter } = body;
+        return ledger.redriveAll(filter, { ...(by !== undefined ? { by } : {}), ...(reason !== undefined ? { reason } : {}) });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/agent/events/{id}/redrive',
+      tag: 'agents',
+      summary: "A failed event again: pending with a fresh attempt count, handled by a new run (its `retry_of` names the old one, whose rows stay), in its conversation's order; 409 for an event that is not failed",
+      body: redriveBody.optional(),
+      status: 200,
+      response: z.object({ event, run_id: z.string(), retry_of: z.string() }),
+      errors: [400, 404, 409],
+      handle: ({ params, body }) => ledger.redrive(params.id!, body ?? {}),
     }),
     route({
       method: 'get',

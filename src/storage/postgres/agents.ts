@@ -62,6 +62,12 @@ export async function agentEventPage(db: Db, p: AgentEventListParams): Promise<A
   return (await db.rows(sql, params)).map(read<AgentEventRow>('agent_events'));
 }
 
+export async function agentEventRedrive(db: Db, p: { id: string; run_id: string; retry_of: string; at: number }): Promise<boolean> {
+  const moved = await db.rows("UPDATE agent_events SET status = 'pending', attempt_count = 0, run_id = $1, available_at = $2, last_error = NULL, updated_at = $2 WHERE id = $3 AND status = 'failed' RETURNING 1", [p.run_id, p.at, p.id]);
+  if (moved.length > 0) await db.rows('UPDATE agent_runs SET retry_of = $1, updated_at = $2 WHERE id = $3', [p.retry_of, p.at, p.run_id]);
+  return moved.length > 0;
+}
+
 export function agentEventUpdate(db: Db, p: { run_id: string; change: object; at: number; from?: string[] }): Promise<number> {
   return update(db, 'agent_events', p.change, p.at, 'run_id = $1', [p.run_id], p.from);
 }

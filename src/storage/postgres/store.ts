@@ -306,6 +306,7 @@ class PostgresStore implements Store {
   agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
   agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);
   agentEventPage: Store['agentEventPage'] = (p) => agents.agentEventPage(this.db, p);
+  agentEventRedrive: Store['agentEventRedrive'] = (p) => agents.agentEventRedrive(this.db, p);
   agentEventUpdate: Store['agentEventUpdate'] = (p) => agents.agentEventUpdate(this.db, p);
   agentRunPut: Store['agentRunPut'] = (p) => agents.agentRunPut(this.db, p);
   agentRunGet: Store['agentRunGet'] = (p) => agents.agentRunGet(this.db, p);

@@ -60,6 +60,12 @@ export function agentEventPage(s: Statements, p: AgentEventListParams): AgentEve
     .map(read<AgentEventRow>('agent_events'));
 }
 
+export function agentEventRedrive(s: Statements, p: { id: string; run_id: string; retry_of: string; at: number }): boolean {
+  const moved = s.get("UPDATE agent_events SET status = 'pending', attempt_count = 0, run_id = ?, available_at = ?, last_error = NULL, updated_at = ? WHERE id = ? AND status = 'failed'").run(p.run_id, p.at, p.at, p.id).changes > 0;
+  if (moved) s.get('UPDATE agent_runs SET retry_of = ?, updated_at = ? WHERE id = ?').run(p.retry_of, p.at, p.run_id);
+  return moved;
+}
+
 export function agentEventUpdate(s: Statements, p: { run_id: string; change: object; at: number; from?: string[] }): number {
   return update(s, 'agent_events', p.change, p.at, 'run_id = ?', [p.run_id], p.from);
 }

@@ -350,6 +350,7 @@ class SqliteStore implements Store {
   agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
   agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));
   agentEventPage: Store['agentEventPage'] = (p) => this.read((s) => agents.agentEventPage(s, p));
+  agentEventRedrive: Store['agentEventRedrive'] = (p) => this.run((s) => agents.agentEventRedrive(s, p));
   agentEventUpdate: Store['agentEventUpdate'] = (p) => this.run((s) => agents.agentEventUpdate(s, p));
   agentRunPut: Store['agentRunPut'] = (p) => this.run((s) => agents.agentRunPut(s, p));
   agentRunGet: Store['agentRunGet'] = (p) => this.read((s) => agents.agentRunGet(s, p));
