@@ -78,4 +78,20 @@ describe.each(backends)('the document pipeline recovering from failures (brief 0
     expect(session).toBeDefined();
     expect(session.skipped).toBeUndefined();
   });
+
+  it('a cancel with a reason: journaled in run.cancel_requested and shown as the record\'s cancel_reason; a bad reason is a 400 naming it', async () => {
+    mock.setFaults([{ endpoint: 'POST /v1/render/*', job: 'hang', times: 'always' }]);
+    const wid = await h.save(pipelineForTests());
+    const eid = await h.execute(wid, trigger());
+    await eventually(async () => step(await h.record(wid, eid), 'wait_word').status === 'running', 20_000);
+    const bad = await h.call('POST', `/workflows/${wid}/executions/${eid}/cancel`, { reason: 42 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('reason');
+    expect((await h.record(wid, eid)).cancel_reason).toBeNull();
+    expect((await h.call('POST', `/workflows/${wid}/executions/${eid}/cancel`, { reason: 'customer withdrew the order' })).status).toBe(202);
+    const done = await h.finished(wid, eid);
+    expect(done).toMatchObject({ status: 'cancelled', state: 'CANCELLED', cancel_reason: 'customer withdrew the order' });
+    const requested = (await h.call('GET', `/runs/${eid}/events?types=run.cancel_requested&limit=10`)).body.events.map((e: any) => e.data);
+    expect(requested).toEqual([{ reason: 'customer withdrew the order' }]);
+  });
 });

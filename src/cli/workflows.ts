@@ -72,7 +72,7 @@ export function workflowCommands(program: Command, out: Output): void {
         const [e, run] = await Promise.all([c.execution(workflowId, executionId), c.run(executionId)]);
         if (options.output !== undefined) writeOutput(options.output, run.output);
         if (options.json) return out.json({ ...e, output: run.output });
-        out.line(`${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}`);
+        out.line(`${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}${e.cancel_reason ? `\ncancelled: ${e.cancel_reason}` : ''}`);
         // a reused step did no work in this execution; an earlier attempt's error of a step that succeeded is history
         out.table(
           ['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'],
@@ -120,13 +120,15 @@ export function workflowCommands(program: Command, out: Output): void {
         if (options.wait) await waitFor(c, workflowId, started.execution_id, out, options);
       }),
     );
-  executionCommand(executions, 'cancel', 'cancel a running execution').action(
-    execution(async (c, workflowId, executionId, options) => {
-      const answer = await c.cancel(workflowId, executionId);
-      if (options.json) return out.json(answer);
-      out.line(`execution ${executionId}: cancelling`);
-    }),
-  );
+  executionCommand(executions, 'cancel', 'cancel a running execution')
+    .option('--reason <text>', 'why: journaled, and shown by executions show')
+    .action(
+      execution(async (c, workflowId, executionId, options) => {
+        const answer = await c.cancel(workflowId, executionId, options.reason === undefined ? undefined : String(options.reason));
+        if (options.json) return out.json(answer);
+        out.line(`execution ${executionId}: cancelling`);
+      }),
+    );
 }
 
 /**

@@ -85,7 +85,7 @@ export class Client {
   }
   executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
   execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
-  cancel = (id: string, executionId: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`);
+  cancel = (id: string, executionId: string, reason?: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`, reason === undefined ? {} : { reason });
   /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
   retry = (id: string, executionId: string, branches?: string[]) => this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
   /** A new execution reusing the recorded outputs of the steps before `from_step`. */

@@ -47,6 +47,7 @@ export const executionRecord = executionSummary.extend({
   eta_seconds: z.number().nullable().describe("from the median durations of this workflow's steps; null until there is history"),
   rerun_of: executionLink.nullable(),
   reruns: z.array(executionLink),
+  cancel_reason: z.string().nullable().optional().describe("why it was cancelled, as the first cancel request said ('cancelled' when it gave none)"),
   steps: z.array(
     z.object({
       step_id: z.string(),

@@ -7,6 +7,7 @@ import type { Workflow } from '../runtime/workflow.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
+import { cancelReasons } from './cancel-reason.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import { record, STATUS, type ExecutionLink, type ExecutionRecord, type ExecutionStatus, type ExecutionSummary } from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
@@ -44,6 +45,7 @@ export class Executions {
     private readonly definitions: Definitions,
     private readonly interpreter: Workflow<ExecutionInput>,
   ) {
+    private readonly reasons = cancelReasons(engine),
     projectStepStats(engine.journal);
     engine.journal.project('execution.rerun', async (event, tx) => {
       const key = event.streamId.slice('execution-links:'.length);
@@ -158,8 +160,8 @@ export class Executions {
 
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
-    const [stats, reruns] = await Promise.all([readStepStats(this.engine.store, workflowId), this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>]);
-    return record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] });
+    const [stats, reruns, reason] = await Promise.all([readStepStats(this.engine.store, workflowId), this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>, this.reasons.get(executionId)]);
+    return { ...record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] }), cancel_reason: reason };
   }
 
   /**
@@ -202,11 +204,11 @@ export class Executions {
     return this.accepted(input.workflow_id, id);
   }
 
-  /** Cancels a running execution; a finished one → ConflictError. */
-  async cancel(workflowId: string, executionId: string): Promise<void> {
+  /** Cancels a running execution, journaling `reason` (shown as its `cancel_reason`); a finished one → ConflictError. */
+  async cancel(workflowId: string, executionId: string, reason?: string): Promise<void> {
     const view = await this.view(workflowId, executionId);
     if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
-    await this.engine.cancel(executionId);
+    await this.engine.cancel(executionId, reason === undefined ? {} : { reason });
   }
 
   private async view(workflowId: string, executionId: string): Promise<RunView> {

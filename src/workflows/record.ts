@@ -59,6 +59,8 @@ export interface ExecutionRecord extends ExecutionSummary {
   rerun_of: ExecutionLink | null;
   reruns: ExecutionLink[];
   steps: StepRecord[];
+  /** Why it was cancelled, as the first cancel request said ('cancelled' when it gave none; null: never asked); read apart from the run's view. */
+  cancel_reason?: string | null;
 }
 
 export const STATUS: Record<RunStatus, ExecutionStatus> = {

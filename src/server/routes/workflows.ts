@@ -14,6 +14,9 @@ const executed = z.object({
   duplicate: z.boolean().describe('true: the Idempotency-Key started this execution before; nothing was started (200)'),
 });
 
+/** A cancel's body: why, in words a person reads in the record and the CLI. */
+const cancelRequest = z.object({ reason: z.string().min(1).max(500).optional() }).strict();
+
 const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
 
 /**
@@ -126,12 +129,13 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'post',
       path: '/workflows/{id}/executions/{execution_id}/cancel',
       tag: 'executions',
-      summary: 'Cancel a running execution (409 when finished)',
+      summary: 'Cancel a running execution (409 when finished); `reason` is journaled and shown as its `cancel_reason`',
+      body: cancelRequest.optional(),
       status: 202,
       response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }),
-      errors: [404, 409],
-      handle: async ({ params }) => {
-        await executions.cancel(params.id!, params.execution_id!);
+      errors: [400, 404, 409],
+      handle: async ({ params, body }) => {
+        await executions.cancel(params.id!, params.execution_id!, body?.reason);
         return { execution_id: params.execution_id!, status: 'cancelling' };
       },
     }),
