@@ -4,7 +4,7 @@ import { RUN_QUEUE } from '../runtime/runtime.js';
 import { runStream } from '../runtime/history.js';
 import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/view.js';
 import { taskStream } from '../queue/lifecycle.js';
-import type { Store, StoredEvent } from '../storage/store.js';
+import type { Store } from '../storage/store.js';
 import type { RetentionPolicy } from './policy.js';
 import { TERMINAL_RUN_EVENTS } from '../runtime/events.js';
 
@@ -21,6 +21,8 @@ export interface Pruned {
 export interface SweepOptions {
   /** Records that finished before this (ms, database clock) go. */
   before: number;
+  /** The database clock when the sweep began (ms). */
+  now: number;
   /** Records per transaction: small, so writers wait at most one short transaction. */
   batchSize: number;
   /** Pause between batches, for the writers. */
@@ -42,6 +44,18 @@ export interface RetentionKind {
 // biome-ignore lint/suspicious/noConfusingVoidType: a hook that counts nothing returns nothing (Promise<void>)
 export type RunPruneHook = (tx: Store, run: RunView) => Promise<{ events?: number; other?: number } | void>;
 
+/**
+ * A feature's own ages for some of its runs (a stored workflow's `ttl`), overriding the policy's
+ * `runs` age for them in both directions: the `runs` sweep keeps such a run until it is past its own
+ * age, and deletes the ones `expired` names though the policy would keep them longer.
+ */
+export interface RunAges {
+  /** The run's own age in ms, or undefined: the policy's. */
+  ageOf(tx: Store, run: RunView): Promise<number | undefined>;
+  /** Ids of runs that may have ended more than their own age before `now`; the sweep checks each with `ageOf` again. */
+  expired(tx: Store, now: number): Promise<string[]>;
+}
+
 const TERMINAL_EVENTS = [...TERMINAL_RUN_EVENTS];
 /** Marks a rollback of a dry run's transaction. */
 class DryRun extends Error {}
@@ -60,10 +74,11 @@ class DryRun extends Error {}
 export class Retention {
   private readonly kinds = new Map<string, RetentionKind>();
   private readonly hooks: RunPruneHook[] = [];
+  private readonly ages: RunAges[] = [];
   private timer: { stop(): Promise<void> } | null = null;
 
   constructor(private readonly engine: Pick<Engine, 'store' | 'journal' | 'events'>) {
-    this.register(runsKind(this.hooks));
+    this.register(runsKind(this.hooks, this.ages));
     this.register(tasksKind());
   }
 
@@ -75,6 +90,11 @@ export class Retention {
   /** Runs `hook` for each run deleted, in its transaction. */
   onRunPruned(hook: RunPruneHook): void {
     this.hooks.push(hook);
+  }
+
+  /** Gives some runs their own age (see RunAges); applied by every `runs` sweep. */
+  withRunAges(ages: RunAges): void {
+    this.ages.push(ages);
   }
 
   get kindNames(): string[] {
@@ -90,7 +110,7 @@ export class Retention {
     for (const [name, age] of Object.entries(policy)) {
       const kind = this.kinds.get(name);
       if (!kind) throw new Error(`retention: no kind '${name}' (kinds: ${this.kindNames.join(', ')})`);
-      const sweep = (s: Store) => kind.sweep(s, { journal: this.engine.journal, before: now - age, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
+      const sweep = (s: Store) => kind.sweep(s, { journal: this.engine.journal, before: now - age, now, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
       // a dry run deletes in one transaction that is then rolled back, so each batch sees the ones before it gone
       const pruned = dryRun ? await rollback(store, sweep) : await sweep(store);
       out.push(pruned);
@@ -159,22 +179,42 @@ const pause = (options: SweepOptions) => (options.dryRun || options.pauseMs <= 0
  * follow time closely enough: the sweep stops at the first terminal event not old enough, and a
  * run it passes over (still referenced) is looked at again by the next sweep.
  */
-function runsKind(hooks: RunPruneHook[]): RetentionKind {
+function runsKind(hooks: RunPruneHook[], ages: RunAges[]): RetentionKind {
+  /** True when the run has an age of its own and is younger than it (or, `own`, has none: not this pass's). */
+  const keep = async (tx: Store, run: RunView, options: SweepOptions, own: boolean): Promise<boolean> => {
+    for (const source of ages) {
+      const age = await source.ageOf(tx, run);
+      if (age !== undefined) return run.updatedAt >= options.now - age;
+    }
+    return own;
+  };
   return {
     name: 'runs',
     async sweep(store, options) {
       const total: Pruned = { kind: 'runs', runs: 0, events: 0, tasks: 0, other: 0 };
+      const add = (batch: Omit<Pruned, 'kind'>) => {
+        total.runs += batch.runs;
+        total.events += batch.events;
+        total.tasks += batch.tasks;
+        total.other += batch.other;
+      };
+      // runs past an age of their own that is shorter than the policy's: the terminal-event scan below stops before them
+      for (const source of ages) {
+        const ids = await source.expired(store, options.now);
+        for (let i = 0; i < ids.length && !options.signal?.aborted; i += options.batchSize) {
+          add(await store.transaction((tx) => deleteRuns(tx, options.journal, ids.slice(i, i + options.batchSize), hooks, (t, run) => keep(t, run, options, true))));
+          if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
+          await pause(options);
+        }
+      }
       let from = 1;
       for (;;) {
         if (options.signal?.aborted) break;
         const ends = await options.journal.readAll({ types: TERMINAL_EVENTS, fromPosition: from, limit: options.batchSize, tx: store });
         const old = ends.filter((e) => e.timestamp < options.before && e.streamId.startsWith('run:'));
         if (old.length > 0) {
-          const batch = await store.transaction((tx) => deleteRuns(tx, options.journal, old, hooks));
-          total.runs += batch.runs;
-          total.events += batch.events;
-          total.tasks += batch.tasks;
-          total.other += batch.other;
+          const ids = old.map((e) => e.streamId.slice('run:'.length));
+          add(await store.transaction((tx) => deleteRuns(tx, options.journal, ids, hooks, (t, run) => keep(t, run, options, false))));
           if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
         }
         if (ends.length < options.batchSize || ends.some((e) => e.timestamp >= options.before)) break;
@@ -186,12 +226,11 @@ function runsKind(hooks: RunPruneHook[]): RetentionKind {
   };
 }
 
-async function deleteRuns(tx: Store, journal: Journal, ends: StoredEvent[], hooks: RunPruneHook[]): Promise<Omit<Pruned, 'kind'>> {
+async function deleteRuns(tx: Store, journal: Journal, ids: string[], hooks: RunPruneHook[], keep: (tx: Store, run: RunView) => Promise<boolean>): Promise<Omit<Pruned, 'kind'>> {
   const candidates: RunView[] = [];
-  for (const end of ends) {
-    const id = end.streamId.slice('run:'.length);
+  for (const id of ids) {
     const view = (await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
-    if (!view || !isTerminal(view.status)) continue;
+    if (!view || !isTerminal(view.status) || (await keep(tx, view))) continue;
     const [started] = await journal.readStream(runStream(id), { limit: 1, tx });
     const parent = (started?.data as { parent?: { runId: string } | null } | undefined)?.parent;
     if (parent) {

@@ -23,9 +23,10 @@ export interface Executed {
 
 export type { ExecutionLink, ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord, StepStatus } from './record.js';
 
-const INDEX = 'execution';
+/** The projection that lists a workflow's executions, keyed `<workflow id>:<execution id>` (ids sort by time). */
+export const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
-const WORKFLOW_VIEW = 'workflow';
+export const WORKFLOW_VIEW = 'workflow';
 /** An execution's key: the stream `execution-key:<workflow>:<key>`, whose `execution.keyed` event names it. */
 const keyed = (workflowId: string, key: string) => ({ scope: `execution-key:${workflowId}`, key, runOf: (e: StoredEvent) => (e.data as { execution_id: string }).execution_id });
 const named = (id: string) => ({ runId: id, event: { type: 'execution.keyed', data: { execution_id: id } } });

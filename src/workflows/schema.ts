@@ -4,6 +4,7 @@ import { unknownSecrets } from './secret-references.js';
 import { guardProblems } from './steps/guard.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 import { secretInAuthority } from './template/url.js';
+import { ttlSchema } from './ttl.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
 export const retrySchema = z
@@ -146,6 +147,7 @@ export const definitionSchema = z
       .positive()
       .max(30 * 24 * 3600)
       .optional(),
+    ttl: ttlSchema.optional(),
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),

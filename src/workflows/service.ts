@@ -3,6 +3,7 @@ import type { LogLine } from './actions/index.js';
 import { Callbacks } from './callbacks.js';
 import { Definitions } from './definitions.js';
 import { Executions, pruneExecution } from './executions.js';
+import { executionAges } from './expiry.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
 
@@ -41,5 +42,6 @@ export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions)
   const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}), callbackUrl: (execution, step) => callbacks.url(execution, step) });
   engine.register(interpreter);
   engine.retention.onRunPruned(pruneExecution);
+  engine.retention.withRunAges(executionAges());
   return { definitions, secrets, callbacks, executions: new Executions(engine, definitions, interpreter) };
 }
