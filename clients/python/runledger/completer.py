@@ -51,12 +51,12 @@ class Completer:
             self._added += 1
             self._cond.notify_all()
 
-    def flush(self) -> None:
-        """Sends what waits now and returns once it is sent (or its sending failed)."""
+    def flush(self, wait: bool = True) -> None:
+        """Sends what waits now; with `wait`, returns once it is sent (or its sending failed)."""
         with self._cond:
             target = self._flush_to = self._added
             self._cond.notify_all()
-            while self._done < target and self._thread is not None:
+            while wait and self._done < target and self._thread is not None:
                 self._cond.wait()
         if self._thread is None:
             self._send_all_now()

@@ -142,14 +142,15 @@ class Worker:
     def _loop(self, queue: str) -> None:
         while not self._stopping.is_set():
             try:
-                self._claim_and_run(queue, self.wait)
+                # the next claim goes while this one's completions are sent: their heartbeats keep the leases meanwhile
+                self._claim_and_run(queue, self.wait, settle=False)
             except Cancelled:
                 return
             except (ApiError, OSError) as error:
                 log.warning("claim on %s failed: %s", queue, error)
                 self._stopping.wait(1.0)
 
-    def _claim_and_run(self, queue: str, wait: Duration | None) -> int:
+    def _claim_and_run(self, queue: str, wait: Duration | None, settle: bool = True) -> int:
         ident = threading.get_ident()
         with self._lock:
             if self._stopping.is_set():
@@ -164,7 +165,7 @@ class Worker:
             self._heartbeats.hold(task)
         for done in [self._pool.submit(self._handle, queue, task) for task in tasks]:
             done.result()
-        self._completer.flush()
+        self._completer.flush(wait=settle)
         return len(tasks)
 
     def _handle(self, queue: str, task: Task) -> None:

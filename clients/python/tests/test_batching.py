@@ -63,6 +63,30 @@ class ClaimBatches(unittest.TestCase):
             self.assertEqual([r["path"] for r in fake.calls("/complete")], ["/tasks/complete", "/tasks/t0001/complete", "/tasks/t0002/complete", "/tasks/t0003/complete"])
             self.assertEqual([t["result"] for t in fake.tasks.values()], [0, 1, 2])
 
+    def test_a_running_worker_claims_again_while_the_last_claim_s_completions_are_sent(self) -> None:
+        with FakeQueueServer() as fake:
+            claims_seen_when_first_complete_answered: list[int] = []
+
+            def slow_complete(method: str, path: str, body: Any) -> None:
+                if path == "/tasks/complete" and not claims_seen_when_first_complete_answered:
+                    time.sleep(0.5)
+                    claims_seen_when_first_complete_answered.append(len(fake.calls("/claim")))
+
+            client = fake.client()
+            client.enqueue_many("q", [{"payload": n} for n in range(2)])
+            fake.override = slow_complete
+            worker = Worker(client, "w1", batch=1, wait="100ms")
+            worker.task("q")(lambda payload, ctx: payload)
+            runner = threading.Thread(target=worker.run)
+            runner.start()
+            deadline = time.monotonic() + 5
+            while {t["state"] for t in fake.tasks.values()} != {"completed"} and time.monotonic() < deadline:
+                time.sleep(0.01)
+            worker.stop()
+            runner.join(5)
+            self.assertEqual([t["state"] for t in fake.tasks.values()], ["completed", "completed"])
+            self.assertGreaterEqual(claims_seen_when_first_complete_answered[0], 2, "the second claim did not wait for the first claim's completions")
+
     def test_a_linger_over_60s_is_refused_naming_it(self) -> None:
         with FakeQueueServer() as fake:
             with self.assertRaisesRegex(ValueError, "linger: must be at most 60s"):
