@@ -113,7 +113,11 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     down.add('c-op');
     const sent = await send('c-op', 'op');
     await settled(sent.event_id, 'failed');
-    const session = await engine.run(sent.run_id);
+    // the event is failed as the session journals its failure; the session's workflow run ends just after
+    const session = await eventually(async () => {
+      const r = await engine.run(sent.run_id);
+      return r.status === 'running' || r.status === 'pending' ? undefined : r;
+    }, 20_000);
     expect([session.status, session.output]).toEqual(['success', expect.objectContaining({ ended_with: 'AGENT_BACKGROUND_TASK_FAILED' })]);
     const before = { event: await event(sent.event_id), run: (await call('GET', `/agent/runs/${sent.run_id}`)).body, stream: await engine.journal.readStream(`session:${sent.run_id}`) };
     const retried = await engine.operator.retryRuns({}, { by: 'ops', reason: 'upstream is back' });

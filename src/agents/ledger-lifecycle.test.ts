@@ -6,7 +6,7 @@ const DRAWN = {
   run: ['null->pending', 'pending->running', 'running->waiting', 'running->sleeping', 'waiting->running', 'sleeping->running', 'running->success', 'pending->failed', 'running->failed', 'waiting->failed', 'sleeping->failed'],
   toolCall: ['null->blocked', 'null->started', 'blocked->started', 'error->started', 'timeout->started', 'started->ok', 'started->error', 'started->timeout'],
   approval: ['null->pending', 'pending->approved', 'pending->rejected', 'pending->expired'],
-  event: ['null->pending', 'pending->processing', 'processing->pending', 'processing->done', 'pending->failed', 'processing->failed'],
+  event: ['null->pending', 'pending->processing', 'processing->pending', 'processing->done', 'pending->failed', 'processing->failed', 'failed->pending'],
 };
 
 const tables = [
@@ -48,5 +48,8 @@ describe('agent ledger lifecycles', () => {
     expect(walk(approvalTransitions, [null, 'pending', 'rejected'])).toBe(true);
     expect(canMove(toolCallTransitions, 'ok', 'started')).toBe(false);
     expect(walk(agentEventTransitions, [null, 'pending', 'processing', 'pending', 'processing', 'failed'])).toBe(true);
+    // redriven: pending again, then a fresh run's attempts
+    expect(walk(agentEventTransitions, [null, 'pending', 'processing', 'failed', 'pending', 'processing', 'done'])).toBe(true);
+    expect(agentEventTransitions.backOff.from).toEqual(['processing']);
   });
 });

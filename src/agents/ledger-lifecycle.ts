@@ -50,6 +50,8 @@ export const agentEventTransitions = {
   backOff: { from: ['processing'], to: 'pending' },
   finish: { from: ['processing'], to: 'done' },
   fail: { from: ['pending', 'processing'], to: 'failed' },
+  /** POST /agent/events/{id}/redrive: a fresh attempt count and a new run (agentEventRedrive; never a projection of a run's events). */
+  redrive: { from: ['failed'], to: 'pending' },
 } as const satisfies Record<string, { from: ReadonlyArray<AgentEventStatus | null>; to: AgentEventStatus }>;
 
 type Table = Record<string, { from: ReadonlyArray<string | null>; to: string }>;

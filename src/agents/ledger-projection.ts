@@ -118,7 +118,8 @@ export function projectLedger(journal: Journal): void {
     if (!(await tx.agentStepUpdate({ run_id: id, seq: d.seq, attempt: d.attempt, change: { status: 'error', error: d.error ?? null }, at }))) return;
     if (d.retryAt) {
       await moveRun(tx, id, 'sleeping', at);
-      await moveEvents(tx, id, 'pending', at, { available_at: d.retryAt, last_error: d.error ?? null });
+      // only the back-off edge: a failed event is pending again by a redrive alone
+      await moveEvents(tx, id, 'pending', at, { available_at: d.retryAt, last_error: d.error ?? null }, agentEventTransitions.backOff.from);
     } else {
       await tx.agentEventUpdate({ run_id: id, change: { last_error: d.error ?? null }, at });
     }
@@ -233,6 +234,6 @@ async function moveRun(tx: Store, id: string, to: AgentRunStatus, at: number, ch
 }
 
 /** Moves the run's events to `to` where their lifecycle has that edge; the rest of `change` applies to all. */
-async function moveEvents(tx: Store, runId: string, to: AgentEventRow['status'], at: number, change: AgentEventChange = {}): Promise<void> {
-  await tx.agentEventUpdate({ run_id: runId, change: { ...change, status: to }, at, from: sources(agentEventTransitions, to) });
+async function moveEvents(tx: Store, runId: string, to: AgentEventRow['status'], at: number, change: AgentEventChange = {}, from: readonly string[] = sources(agentEventTransitions, to)): Promise<void> {
+  await tx.agentEventUpdate({ run_id: runId, change: { ...change, status: to }, at, from: [...from] });
 }
