@@ -45,8 +45,8 @@ export class Executions {
     private readonly engine: Engine,
     private readonly definitions: Definitions,
     private readonly interpreter: Workflow<ExecutionInput>,
-  ) {
     private readonly reasons = cancelReasons(engine),
+  ) {
     projectStepStats(engine.journal);
     engine.journal.project('execution.rerun', async (event, tx) => {
       const key = event.streamId.slice('execution-links:'.length);
