@@ -25,10 +25,10 @@ const httpConfig = z
   })
   .strict();
 
-const transformConfig = z.union([z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(), z.object({ mapping: z.record(z.string(), z.unknown()) }).strict()], {
 /** A compensation's condition: templates only, so it always reads the execution (a constant would be a config that never changes). */
 const guardTemplate = z.string().regex(/\{\{[\s\S]*\}\}/, 'must be a template such as "{{ steps.a.output.id }}"');
 
+const transformConfig = z.union([z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(), z.object({ mapping: z.record(z.string(), z.unknown()) }).strict()], {
   error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
 });
 
