@@ -79,7 +79,7 @@ describe.each(backends)('the document pipeline recovering from failures (brief 0
     expect(session.skipped).toBeUndefined();
   });
 
-  it('a cancel with a reason: journaled in run.cancel_requested and shown as the record\'s cancel_reason; a bad reason is a 400 naming it', async () => {
+  it("a cancel with a reason: journaled in run.cancel_requested and shown as the record's cancel_reason; a bad reason is a 400 naming it", async () => {
     mock.setFaults([{ endpoint: 'POST /v1/render/*', job: 'hang', times: 'always' }]);
     const wid = await h.save(pipelineForTests());
     const eid = await h.execute(wid, trigger());
@@ -93,5 +93,25 @@ describe.each(backends)('the document pipeline recovering from failures (brief 0
     expect(done).toMatchObject({ status: 'cancelled', state: 'CANCELLED', cancel_reason: 'customer withdrew the order' });
     const requested = (await h.call('GET', `/runs/${eid}/events?types=run.cancel_requested&limit=10`)).body.events.map((e: any) => e.data);
     expect(requested).toEqual([{ reason: 'customer withdrew the order' }]);
+  });
+
+  it('§7.2 a layout poll that timed out, rerun with a longer timeout: the rerun polls for up to 10 min, says so in rerun_of, and delivers', async () => {
+    const wid = await h.save(pipelineForTests({ layoutMaxWait: 0.05 }));
+    const eid = await h.execute(wid, trigger());
+    const failed = await h.finished(wid, eid);
+    expect(failed).toMatchObject({ status: 'failed', state: 'FAILED_LAYOUT_GENERATION' });
+    expect(step(failed, 'layout_wait').status).toBe('timed_out');
+
+    const bad = await h.call('POST', `/workflows/${wid}/executions/${eid}/rerun`, { from_step: 'layout', timeouts: { nowhere: '10m', layout_wait: 'soon', render: '1m', wait_word: '2d' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.problems.map((p: any) => p.path)).toEqual(['timeouts.nowhere', 'timeouts.layout_wait', 'timeouts.render', 'timeouts.wait_word']);
+
+    const rerun = await h.call('POST', `/workflows/${wid}/executions/${eid}/rerun`, { from_step: 'layout', timeouts: { layout_wait: '10m' } });
+    expect(rerun.status, JSON.stringify(rerun.body)).toBe(202);
+    const done = await h.finished(wid, rerun.body.execution_id);
+    expect(done).toMatchObject({ status: 'success', state: 'DELIVERED', rerun_of: { execution_id: eid, from_step: 'layout', timeouts_seconds: { layout_wait: 600 } } });
+    const started = (await h.call('GET', `/runs/${rerun.body.execution_id}/events?types=run.started&limit=1`)).body.events[0].data;
+    expect(started.input.steps.find((s: any) => s.id === 'layout_wait').config.max_wait_seconds).toBe(600);
+    expect(h.count('POST', '/v1/layout/proposals')).toBe(2);
   });
 });

@@ -1,4 +1,4 @@
-import type { Command, OptionValues } from 'commander';
+import { type Command, InvalidArgumentError, type OptionValues } from 'commander';
 import { readFileSync } from 'node:fs';
 import { ApiError, type Client } from '../client/client.js';
 import { ValidationError } from '../errors.js';
@@ -109,12 +109,18 @@ export function workflowCommands(program: Command, out: Output): void {
     );
   inputOption(executionCommand(executions, 'rerun', 'run an execution again as a new one (its trigger data unless --input); --from reuses the recorded outputs of the steps before that step'), 'other trigger data, a JSON object', ['data'])
     .option('--from <step>', 'the first step to run again (default: the first step)')
+    .option('--timeout <step=duration>', 'a longer timeout for a step of the rerun, e.g. layout_wait=10m (a poll: how long it polls); repeatable', collectTimeout, {})
     .option('--wait', 'follow the new execution until it ends (exit code 1 unless it succeeds)')
     .option('--output <file>', 'with --wait: write the output to this file (JSON)')
     .action(
       execution(async (c, workflowId, executionId, options) => {
         const data = inputValue(options, ['data']) as Record<string, unknown> | undefined;
-        const started = await c.rerun(workflowId, executionId, { ...(options.from ? { from_step: options.from } : {}), ...(data !== undefined ? { trigger_data: data } : {}) });
+        const timeouts = options.timeout as Record<string, string>;
+        const started = await c.rerun(workflowId, executionId, {
+          ...(options.from ? { from_step: options.from } : {}),
+          ...(data !== undefined ? { trigger_data: data } : {}),
+          ...(Object.keys(timeouts).length > 0 ? { timeouts } : {}),
+        });
         if (options.json && !options.wait) return out.json(started);
         if (!options.json) out.line(`execution ${started.execution_id} reruns ${executionId}${options.from ? ` from ${options.from}` : ''}`);
         if (options.wait) await waitFor(c, workflowId, started.execution_id, out, options);
@@ -135,6 +141,13 @@ export function workflowCommands(program: Command, out: Output): void {
  * `executions <verb> <execution-id>`: an execution id is unique across workflows, so its workflow is
  * read from its run. The old form `<workflow-id> <execution-id>` keeps working (not in the help).
  */
+/** `--timeout layout_wait=10m`, repeated: the server checks the step and the duration (400 naming `timeouts.<id>`). */
+function collectTimeout(value: string, previous: Record<string, string>): Record<string, string> {
+  const at = value.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError(`expected <step>=<duration>, such as layout_wait=10m (got '${value}')`);
+  return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
+}
+
 function executionCommand(executions: Command, verb: string, description: string): Command {
   return remote(executions.command(verb))
     .description(description)

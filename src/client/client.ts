@@ -89,7 +89,8 @@ export class Client {
   /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
   retry = (id: string, executionId: string, branches?: string[]) => this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
   /** A new execution reusing the recorded outputs of the steps before `from_step`. */
-  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
+  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown>; timeouts?: Record<string, string | number> } = {}) =>
+    this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');

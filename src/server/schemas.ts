@@ -24,7 +24,7 @@ export const executeResponse = z.object({ execution_id: z.string(), workflow_id:
 
 const executionStatus = z.enum(['pending', 'running', 'success', 'partial_success', 'failed', 'cancelled']);
 const stepStatus = z.enum(['pending', 'running', 'success', 'failed', 'skipped', 'timed_out', 'cancelled']);
-const executionLink = z.object({ execution_id: z.string(), from_step: z.string().optional(), branches: z.array(z.string()).optional() });
+const executionLink = z.object({ execution_id: z.string(), from_step: z.string().optional(), branches: z.array(z.string()).optional(), timeouts_seconds: z.record(z.string(), z.number()).optional() });
 
 export const executionSummary = z.object({
   workflow_id: z.string(),
@@ -108,6 +108,7 @@ export const rerunRequest = z
   .object({
     from_step: z.string().min(1).max(64).optional(),
     trigger_data: z.record(z.string(), z.unknown()).optional(),
+    timeouts: z.record(z.string(), z.unknown()).optional().describe('step id → a longer timeout for this rerun ("10m", "90s", "2h" or seconds): a poll\'s max_wait_seconds, another step\'s timeout_seconds'),
   })
   .strict();
 

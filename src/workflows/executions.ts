@@ -11,6 +11,7 @@ import { cancelReasons } from './cancel-reason.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import { record, STATUS, type ExecutionLink, type ExecutionRecord, type ExecutionStatus, type ExecutionSummary } from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
+import { rerunTimeouts } from './timeouts.js';
 
 /** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
 export interface Executed {
@@ -170,7 +171,11 @@ export class Executions {
    * (they are not run again) and runs the rest, with the original's trigger data or `trigger_data`.
    * Both executions show the link (`rerun_of`, `reruns`).
    */
-  async rerun(workflowId: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown> } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async rerun(
+    workflowId: string,
+    executionId: string,
+    request: { from_step?: string; trigger_data?: Record<string, unknown>; timeouts?: Record<string, unknown> } = {},
+  ): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const view = await this.view(workflowId, executionId);
     const input = view.input as ExecutionInput;
     // without from_step: from the first step, reusing nothing
@@ -178,7 +183,10 @@ export class Executions {
     const reuse = reuseForRerun(record(view), input, from);
     const trigger = request.trigger_data ?? input.trigger_data;
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
-    return this.continueFrom(view, { ...input, trigger_data: trigger }, reuse, { execution_id: executionId, from_step: from });
+    // longer timeouts (brief 004 §7.2) change this execution's steps; its rerun_of says which
+    const timed = request.timeouts && Object.keys(request.timeouts).length > 0 ? rerunTimeouts(input.steps, request.timeouts) : null;
+    const link = { execution_id: executionId, from_step: from, ...(timed ? { timeouts_seconds: timed.seconds } : {}) };
+    return this.continueFrom(view, { ...input, trigger_data: trigger, ...(timed ? { steps: timed.steps } : {}) }, reuse, link);
   }
 
   /**

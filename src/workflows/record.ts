@@ -43,6 +43,8 @@ export interface ExecutionLink {
   execution_id: string;
   from_step?: string;
   branches?: string[];
+  /** A rerun's step timeouts in seconds, overriding the definition's (a poll's max_wait_seconds, another step's timeout_seconds). */
+  timeouts_seconds?: Record<string, number>;
 }
 
 export interface ExecutionRecord extends ExecutionSummary {
