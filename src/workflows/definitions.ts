@@ -102,6 +102,22 @@ export class Definitions {
     });
   }
 
+  /**
+   * The id of the stored workflow `idOrName` names: every route takes a name wherever it takes an id.
+   * An unknown `wf_` value comes back as it is, so the caller answers the 404 it always did (and an
+   * execution of a deleted workflow stays reachable by its id).
+   *
+   * @example await definitions.resolve('hello') // 'wf_01J…'
+   */
+  async resolve(idOrName: string): Promise<string> {
+    const isId = idOrName.startsWith('wf_');
+    if (isId && (await this.store.projectionGet({ name: VIEW, key: idOrName }))) return idOrName;
+    const named = await storedWorkflowNamed(this.store, this.journal, idOrName);
+    if (named !== undefined) return named;
+    if (isId) return idOrName;
+    throw new NotFoundError(`workflow ${idOrName} not found`);
+  }
+
   get(id: string): Promise<StoredWorkflow> {
     return this.getIn(this.store, id);
   }
@@ -118,9 +134,13 @@ export class Definitions {
       });
   }
 
-  /** Oldest first; `after` is the last id of the previous page. */
-  async list(options: { limit?: number; after?: string } = {}): Promise<StoredWorkflow[]> {
-    const rows = await this.store.projectionList({ name: VIEW, limit: options.limit ?? 100, ...(options.after ? { after: options.after } : {}) });
+  /**
+   * By id: oldest first after `after`, or with `newestFirst` (the API's one list order; ids are ULIDs,
+   * so id descending is creation order) before `before`. The cursor is the last id of the previous page.
+   */
+  async list(options: { limit?: number; after?: string; before?: string; newestFirst?: boolean } = {}): Promise<StoredWorkflow[]> {
+    const bounds = { ...(options.after ? { after: options.after } : {}), ...(options.before ? { before: options.before } : {}) };
+    const rows = await this.store.projectionList({ name: VIEW, limit: options.limit ?? 100, ...bounds, ...(options.newestFirst ? { backwards: true } : {}) });
     return rows.map((row) => row.value as StoredWorkflow);
   }
 

@@ -19,7 +19,7 @@ export function historyRoutes(engine: Engine, definitions: Definitions): Route[]
       summary: "A stored workflow's saved versions, oldest first, each with its definition",
       status: 200,
       errors: [404],
-      handle: async ({ params }) => ({ versions: await definitions.versions(params.id!) }),
+      handle: async ({ params }) => ({ versions: await definitions.versions(await definitions.resolve(params.id!)) }),
     }),
     route({
       method: 'get',

@@ -48,12 +48,12 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'get',
       path: '/workflows',
       tag: 'workflows',
-      summary: 'List stored workflows, oldest first',
+      summary: 'List stored workflows, newest first (by creation; `last_key` continues after a page)',
       query: listQuery,
       status: 200,
       response: z.object({ workflows: z.array(workflowResponse), count: z.int(), last_key: z.string().nullable() }),
       handle: async ({ query }) => {
-        const page = await definitions.list({ limit: query.limit + 1, ...(query.last_key ? { after: query.last_key } : {}) });
+        const page = await definitions.list({ limit: query.limit + 1, newestFirst: true, ...(query.last_key ? { before: query.last_key } : {}) });
         const workflows = page.slice(0, query.limit);
         return { workflows, count: workflows.length, last_key: page.length > query.limit ? (workflows.at(-1)?.id ?? null) : null };
       },
@@ -66,7 +66,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 200,
       response: workflowResponse,
       errors: [404],
-      handle: ({ params }) => definitions.get(params.id!),
+      handle: async ({ params }) => definitions.get(await definitions.resolve(params.id!)),
     }),
     route({
       method: 'put',
@@ -77,7 +77,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 200,
       response: workflowResponse,
       errors: [400, 404, 413],
-      handle: ({ params, body }) => definitions.update(params.id!, body),
+      handle: async ({ params, body }) => definitions.update(await definitions.resolve(params.id!), body),
     }),
     route({
       method: 'delete',
@@ -86,7 +86,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       summary: 'Delete a workflow',
       status: 204,
       errors: [404],
-      handle: ({ params }) => definitions.delete(params.id!),
+      handle: async ({ params }) => definitions.delete(await definitions.resolve(params.id!)),
     }),
     route({
       method: 'post',
@@ -100,7 +100,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       handle: async ({ params, body, headers }) => {
         const key = headers.get('idempotency-key');
         const traceparent = parseTraceparent(headers.get('traceparent'));
-        const answer = await executions.execute(params.id!, { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
+        const answer = await executions.execute(await definitions.resolve(params.id!), { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
         return answer.duplicate ? Response.json(answer, { status: 200 }) : answer;
       },
     }),
@@ -113,7 +113,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 200,
       response: executionPage,
       errors: [400],
-      handle: ({ params, query }) => executions.list(params.id!, query),
+      handle: async ({ params, query }) => executions.list(await definitions.resolve(params.id!), query),
     }),
     route({
       method: 'get',
@@ -123,7 +123,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 200,
       response: executionRecord,
       errors: [404],
-      handle: ({ params }) => executions.get(params.id!, params.execution_id!),
+      handle: async ({ params }) => executions.get(await definitions.resolve(params.id!), params.execution_id!),
     }),
     route({
       method: 'post',
@@ -135,7 +135,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }),
       errors: [400, 404, 409],
       handle: async ({ params, body }) => {
-        await executions.cancel(params.id!, params.execution_id!, body?.reason);
+        await executions.cancel(await definitions.resolve(params.id!), params.execution_id!, body?.reason);
         return { execution_id: params.execution_id!, status: 'cancelling' };
       },
     }),
@@ -148,7 +148,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 202,
       response: executeResponse.extend({ branches: z.array(z.string()) }),
       errors: [400, 404, 409],
-      handle: ({ params, body }) => executions.retry(params.id!, params.execution_id!, body ?? {}),
+      handle: async ({ params, body }) => executions.retry(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
     }),
     route({
       method: 'post',
@@ -159,7 +159,7 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 202,
       response: executeResponse,
       errors: [400, 404, 413],
-      handle: ({ params, body }) => executions.rerun(params.id!, params.execution_id!, body ?? {}),
+      handle: async ({ params, body }) => executions.rerun(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
     }),
   ];
 }
