@@ -37,7 +37,7 @@ export function workflowCommands(program: Command, out: Output): void {
       if (verb === 'created') out.line(`run it:  runledger start ${/^[\w.-]+$/.test(saved.name) ? saved.name : saved.id}${urlFlags(options)} --input '{}' --wait`);
     });
   remote(workflows.command('list'))
-    .description('stored workflows, oldest first')
+    .description('stored workflows, newest first')
     .action(async (options) => {
       const found = (await client(options).workflows({ limit: 100 })).workflows;
       if (options.json) return out.json(found);

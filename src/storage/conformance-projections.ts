@@ -69,6 +69,8 @@ export function projectionConformance(h: { store: () => Store }): void {
       expect(await keys({ prefix: 'wf_b:', limit: 2, backwards: true })).toEqual(['wf_b:ex_03', 'wf_b:ex_02']);
       expect(await keys({ prefix: 'wf_b:', before: 'wf_b:ex_02', limit: 10, backwards: true })).toEqual(['wf_b:ex_01']);
       expect(await keys({ prefix: 'wf_b:', after: 'wf_b:ex_01', limit: 10 })).toEqual(['wf_b:ex_02', 'wf_b:ex_03']);
+      // the newest-first pages of a whole view (GET /workflows, /rules, /schedules): no prefix, descending from a cursor
+      expect(await keys({ before: 'wf_b:ex_01', limit: 2, backwards: true })).toEqual(['wf_a:ex_01', 'Z']);
       expect((await h.store().projectionList({ name: 'exec', prefix: 'wf_a:', limit: 1 }))[0]?.value).toEqual({ key: 'wf_a:ex_01' });
     });
     it('lists rows newest first by createdAt, filtered in the database, page by page', async () => {

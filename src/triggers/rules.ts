@@ -117,10 +117,10 @@ export class Rules {
     return publicRule(rule);
   }
 
-  /** Oldest first; `last_key` of a page continues after it, null on the last page. */
+  /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
   async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ rules: Rule[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 100;
-    const rows = await this.store.projectionList({ name: RULE_VIEW, limit: limit + 1, ...(options.last_key ? { after: options.last_key } : {}) });
+    const rows = await this.store.projectionList({ name: RULE_VIEW, limit: limit + 1, backwards: true, ...(options.last_key ? { before: options.last_key } : {}) });
     const rules = rows.slice(0, limit).map((r) => publicRule(r.value as StoredRule));
     return { rules, count: rules.length, last_key: rows.length > limit ? (rules.at(-1)?.id ?? null) : null };
   }

@@ -178,10 +178,10 @@ export class Schedules {
     return this.view(schedule, Date.now());
   }
 
-  /** Oldest first; `last_key` of a page continues after it, null on the last page. */
+  /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
   async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ schedules: ScheduleView[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 100;
-    const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: limit + 1, ...(options.last_key ? { after: options.last_key } : {}) });
+    const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: limit + 1, backwards: true, ...(options.last_key ? { before: options.last_key } : {}) });
     const now = Date.now();
     const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(r.value as Schedule, now)));
     return { schedules, count: schedules.length, last_key: rows.length > limit ? (schedules.at(-1)?.id ?? null) : null };
