@@ -109,13 +109,13 @@ export function workflowCommands(program: Command, out: Output): void {
     );
   inputOption(executionCommand(executions, 'rerun', 'run an execution again as a new one (its trigger data unless --input); --from reuses the recorded outputs of the steps before that step'), 'other trigger data, a JSON object', ['data'])
     .option('--from <step>', 'the first step to run again (default: the first step)')
-    .option('--timeout <step=duration>', 'a longer timeout for a step of the rerun, e.g. layout_wait=10m (a poll: how long it polls); repeatable', collectTimeout, {})
+    .option('--timeout <step=duration>', 'a longer timeout for a step of the rerun, e.g. layout_wait=10m (a poll: how long it polls); repeatable', collectTimeout)
     .option('--wait', 'follow the new execution until it ends (exit code 1 unless it succeeds)')
     .option('--output <file>', 'with --wait: write the output to this file (JSON)')
     .action(
       execution(async (c, workflowId, executionId, options) => {
         const data = inputValue(options, ['data']) as Record<string, unknown> | undefined;
-        const timeouts = options.timeout as Record<string, string>;
+        const timeouts = (options.timeout ?? {}) as Record<string, string>;
         const started = await c.rerun(workflowId, executionId, {
           ...(options.from ? { from_step: options.from } : {}),
           ...(data !== undefined ? { trigger_data: data } : {}),
@@ -142,7 +142,7 @@ export function workflowCommands(program: Command, out: Output): void {
  * read from its run. The old form `<workflow-id> <execution-id>` keeps working (not in the help).
  */
 /** `--timeout layout_wait=10m`, repeated: the server checks the step and the duration (400 naming `timeouts.<id>`). */
-function collectTimeout(value: string, previous: Record<string, string>): Record<string, string> {
+function collectTimeout(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const at = value.indexOf('=');
   if (at <= 0) throw new InvalidArgumentError(`expected <step>=<duration>, such as layout_wait=10m (got '${value}')`);
   return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
