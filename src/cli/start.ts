@@ -82,6 +82,7 @@ async function noSuchWorkflow(c: Client, ref: string, error: unknown): Promise<u
   const problem = error instanceof ApiError && error.status === 400 ? error.problems.find((p) => p.path === 'workflow') : undefined;
   if (!problem || !/^no code workflow is named/.test(problem.message)) return error;
   const code = /registered: (.+)\)$/.exec(problem.message)?.[1] ?? 'none (runledger serve --workflows <module>)';
-  const stored = (await c.workflows({ limit: 100 })).workflows.map((w) => w.name);
+  // by name, as the code workflows are: a list of names to choose from, not the newest first
+  const stored = (await c.workflows({ limit: 100 })).workflows.map((w) => w.name).sort();
   return new ValidationError('<workflow>', `no workflow is named '${ref}': stored workflows: ${stored.length ? stored.join(', ') : 'none (runledger workflows apply <file>)'}; code workflows: ${code}`);
 }
