@@ -54,7 +54,8 @@ export class ExecutionLoad {
       while (next < first + count && this.ctx.msLeft() > 0 && !enough()) {
         const n = next++;
         const answer = await this.api.send('POST', `/workflows/${this.workflowId}/execute`, { trigger_data: { n } }, { 'Idempotency-Key': `chaos-${n}` }, this.ctx.deadline);
-        if (answer && answer.status === 202) this.accepted.set(n, answer.body.execution_id);
+        // a retry whose first try went in (the answer lost to a kill) is 200 duplicate: the same execution, accepted
+        if (answer && (answer.status === 202 || (answer.status === 200 && answer.body.duplicate === true))) this.accepted.set(n, answer.body.execution_id);
         else this.refused.push(`${n}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`);
         if (pauseMs > 0) await sleep(pauseMs);
       }
