@@ -12,7 +12,10 @@ export default class CiReporter implements Reporter {
 
   onTestCaseResult(test: TestCase): void {
     const diagnostic = test.diagnostic();
-    if (diagnostic?.flaky) this.flaky.push(`${test.module.relativeModuleId} > ${test.fullName} (passed on try ${diagnostic.retryCount + 1})`);
+    if (diagnostic?.flaky)
+      this.flaky.push(
+        `${test.module.relativeModuleId} > ${test.fullName} (passed on try ${diagnostic.retryCount + 1})`,
+      );
   }
 
   onTestRunEnd(_modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>): void {

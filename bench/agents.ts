@@ -22,7 +22,15 @@ export async function benchAgents(database: string, sizes: AgentSizes): Promise<
   try {
     const noop = defineAgent('noop', { ledger: {}, background: async () => {} });
     const ledger = new AgentLedger(engine, sessions(engine, { agents: [noop] }), { defaultAgent: 'noop' });
-    const post = (i: number) => ledger.intake({ conversation_id: `bench-c${i % sizes.conversations}`, user_id: 'bench', source: 'bench', input_type: 'text', payload: { i }, idempotency_key: `bench-${i}` });
+    const post = (i: number) =>
+      ledger.intake({
+        conversation_id: `bench-c${i % sizes.conversations}`,
+        user_id: 'bench',
+        source: 'bench',
+        input_type: 'text',
+        payload: { i },
+        idempotency_key: `bench-${i}`,
+      });
     let next = 0;
     const started = performance.now();
     const runs: string[] = [];
@@ -46,7 +54,10 @@ export async function benchAgents(database: string, sizes: AgentSizes): Promise<
       waits.push(run.started_at! - event!.created_at);
     }
     waits.sort((a, b) => a - b);
-    return { agent_events_per_s: sizes.events / elapsed, agent_intake_to_start_p99_ms: waits[Math.min(waits.length - 1, Math.ceil(waits.length * 0.99) - 1)]! };
+    return {
+      agent_events_per_s: sizes.events / elapsed,
+      agent_intake_to_start_p99_ms: waits[Math.min(waits.length - 1, Math.ceil(waits.length * 0.99) - 1)]!,
+    };
   } finally {
     await engine.close();
   }

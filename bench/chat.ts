@@ -23,14 +23,22 @@ export interface ChatSizes {
  * posted over HTTP at `ratePerS`; sustained ingest over HTTP; and, on PostgreSQL, the queries the
  * server runs while the sockets are connected and nothing happens (workers off, so only delivery).
  */
-export async function benchChat(database: string, sizes: ChatSizes, log: (line: string) => void): Promise<Record<string, number>> {
+export async function benchChat(
+  database: string,
+  sizes: ChatSizes,
+  log: (line: string) => void,
+): Promise<Record<string, number>> {
   const server = await serve(database);
   try {
     const m: Record<string, number> = {};
     const channels = Array.from({ length: sizes.channels }, (_, i) => `bench-${i}`);
     const sentAt = new Map<string, number>();
     const samples: number[] = [];
-    const sockets = await Promise.all(channels.flatMap((c) => Array.from({ length: sizes.clientsPerChannel }, () => connect(server, c, sentAt, samples))));
+    const sockets = await Promise.all(
+      channels.flatMap((c) =>
+        Array.from({ length: sizes.clientsPerChannel }, () => connect(server, c, sentAt, samples)),
+      ),
+    );
     if (database.startsWith('postgres')) {
       m.ws_idle_queries_per_s = await idleQueries(database, sizes.idleSeconds);
       log(`idle with ${sockets.length} sockets: ${m.ws_idle_queries_per_s} queries/s`);
@@ -53,11 +61,15 @@ export async function benchChat(database: string, sizes: ChatSizes, log: (line: 
     m.ws_latency_p50_ms = samples[Math.floor(samples.length * 0.5)]!;
     m.ws_latency_p99_ms = samples[Math.floor(samples.length * 0.99)]!;
     m.ws_rate_per_s = sizes.ratePerS;
-    log(`${total} posts at ${sizes.ratePerS}/s to ${sockets.length} sockets: p50 ${m.ws_latency_p50_ms.toFixed(2)} ms, p99 ${m.ws_latency_p99_ms.toFixed(2)} ms`);
+    log(
+      `${total} posts at ${sizes.ratePerS}/s to ${sockets.length} sockets: p50 ${m.ws_latency_p50_ms.toFixed(2)} ms, p99 ${m.ws_latency_p99_ms.toFixed(2)} ms`,
+    );
     for (const ws of sockets) ws.terminate();
     m.ingest_per_s = await ingest(server, channels, sizes.ingestSeconds, sizes.ingestConcurrency);
     Object.assign(m, await httpFloor(sizes.ratePerS, total));
-    log(`floor: the same posts to a bare node:http echo at the same rate: p50 ${m.http_floor_p50_ms!.toFixed(2)} ms, p99 ${m.http_floor_p99_ms!.toFixed(2)} ms`);
+    log(
+      `floor: the same posts to a bare node:http echo at the same rate: p50 ${m.http_floor_p50_ms!.toFixed(2)} ms, p99 ${m.http_floor_p99_ms!.toFixed(2)} ms`,
+    );
     return m;
   } finally {
     server.proc.kill('SIGTERM');
@@ -74,7 +86,10 @@ interface Served {
 async function serve(database: string): Promise<Served> {
   const flag = database.startsWith('postgres') ? '--database-url' : '--db';
   const env = { ...process.env, RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-bench-')) };
-  const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--no-workers', '--port', '0', flag, database], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['bin/runledger.js', 'serve', '--no-workers', '--port', '0', flag, database], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(20)) {
@@ -96,7 +111,10 @@ function connect(server: Served, channel: string, sentAt: Map<string, number>, s
 }
 
 async function post(server: Served, channel: string, content: string): Promise<void> {
-  const res = await send(`${server.url}/channels/${channel}/messages`, JSON.stringify({ sender_id: 'bench', role: 'system', content }));
+  const res = await send(
+    `${server.url}/channels/${channel}/messages`,
+    JSON.stringify({ sender_id: 'bench', role: 'system', content }),
+  );
   if (res.status !== 201) throw new Error(`post answered ${res.status}: ${res.body}`);
 }
 
@@ -108,15 +126,27 @@ async function post(server: Served, channel: string, content: string): Promise<v
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 function send(url: string, body: string, retried = false): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        agent,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+        res.on('error', reject);
+      },
+    );
     // a kept-alive socket the server closed as it was reused (its idle timeout): sent again once, on a new one
-    req.on('error', (error: NodeJS.ErrnoException) => (req.reusedSocket && error.code === 'ECONNRESET' && !retried ? send(url, body, true).then(resolve, reject) : reject(error)));
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      req.reusedSocket && error.code === 'ECONNRESET' && !retried
+        ? send(url, body, true).then(resolve, reject)
+        : reject(error),
+    );
     req.end(body);
   });
 }
@@ -127,7 +157,8 @@ async function ingest(server: Served, channels: string[], seconds: number, concu
   const start = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
-      while (performance.now() < until) await post(server, channels[(w + count++) % channels.length]!, `i${w}-${count}`);
+      while (performance.now() < until)
+        await post(server, channels[(w + count++) % channels.length]!, `i${w}-${count}`);
     }),
   );
   return count / ((performance.now() - start) / 1000);
@@ -140,7 +171,10 @@ const ECHO = `require('node:http').createServer((q, s) => { q.resume(); q.on('en
  * process: what this machine's HTTP stack costs before runledger does anything (the floor under
  * ws_latency_*).
  */
-async function httpFloor(ratePerS: number, count: number): Promise<{ http_floor_p50_ms: number; http_floor_p99_ms: number }> {
+async function httpFloor(
+  ratePerS: number,
+  count: number,
+): Promise<{ http_floor_p50_ms: number; http_floor_p99_ms: number }> {
   const proc = spawn(process.execPath, ['-e', ECHO], { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
@@ -157,14 +191,24 @@ async function httpFloor(ratePerS: number, count: number): Promise<{ http_floor_
   await Promise.all(posts);
   proc.kill();
   samples.sort((a, b) => a - b);
-  return { http_floor_p50_ms: samples[Math.floor(samples.length * 0.5)]!, http_floor_p99_ms: samples[Math.floor(samples.length * 0.99)]! };
+  return {
+    http_floor_p50_ms: samples[Math.floor(samples.length * 0.5)]!,
+    http_floor_p99_ms: samples[Math.floor(samples.length * 0.99)]!,
+  };
 }
 
 /** Transactions the database saw per second while nothing happened, minus this measurement's own. */
 async function idleQueries(database: string, seconds: number): Promise<number> {
   const client = new pg.Client({ connectionString: database });
   await client.connect();
-  const read = async () => Number((await client.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n);
+  const read = async () =>
+    Number(
+      (
+        await client.query(
+          'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+        )
+      ).rows[0].n,
+    );
   try {
     await sleep(1500);
     await client.query('SELECT pg_stat_clear_snapshot()');

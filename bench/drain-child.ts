@@ -5,7 +5,8 @@
 import { createEngine } from '../dist/engine.js';
 
 const [database, queue, concurrency] = process.argv.slice(2);
-if (!database || !queue || !process.send) throw new Error('usage: node --import tsx bench/drain-child.ts <database> <queue> (with an IPC channel)');
+if (!database || !queue || !process.send)
+  throw new Error('usage: node --import tsx bench/drain-child.ts <database> <queue> (with an IPC channel)');
 const send = process.send.bind(process);
 
 const engine = await createEngine({ database });

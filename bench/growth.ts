@@ -16,7 +16,12 @@ export interface GrowthSizes {
 
 export const GROWTH_SIZES: GrowthSizes = { events: 1_000_000, executions: 500, inFlight: 10 };
 
-async function measure(backend: Backend, history: number, sizes: GrowthSizes, log: (line: string) => void): Promise<number> {
+async function measure(
+  backend: Backend,
+  history: number,
+  sizes: GrowthSizes,
+  log: (line: string) => void,
+): Promise<number> {
   return withDatabase(backend, async (database) => {
     const loading = performance.now();
     await preloadJournal(database, history);
@@ -30,7 +35,11 @@ async function measure(backend: Backend, history: number, sizes: GrowthSizes, lo
   });
 }
 
-export async function benchGrowth(backend: Backend, sizes: GrowthSizes, log: (line: string) => void): Promise<Record<string, number>> {
+export async function benchGrowth(
+  backend: Backend,
+  sizes: GrowthSizes,
+  log: (line: string) => void,
+): Promise<Record<string, number>> {
   const empty = await measure(backend, 0, sizes, log);
   log(`stored executions/s on an empty journal: ${empty.toFixed(1)}`);
   const grown = await measure(backend, sizes.events, sizes, log);
@@ -39,7 +48,14 @@ export async function benchGrowth(backend: Backend, sizes: GrowthSizes, log: (li
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { only: { type: 'string' }, events: { type: 'string' }, executions: { type: 'string' }, 'in-flight': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      events: { type: 'string' },
+      executions: { type: 'string' },
+      'in-flight': { type: 'string' },
+    },
+  });
   const sizes: GrowthSizes = {
     events: Number(values.events ?? GROWTH_SIZES.events),
     executions: Number(values.executions ?? GROWTH_SIZES.executions),

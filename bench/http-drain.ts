@@ -13,7 +13,13 @@ import { bulkEnqueue, drain } from './queue.js';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Tasks per second the Python worker completed, from its first claim to its last completion. */
-export async function httpDrain(engine: Engine, database: string, count: number, concurrency = 8, linger = '10ms'): Promise<number> {
+export async function httpDrain(
+  engine: Engine,
+  database: string,
+  count: number,
+  concurrency = 8,
+  linger = '10ms',
+): Promise<number> {
   await bulkEnqueue(engine, 'http1', count, 5_000);
   const server = spawn(process.execPath, ['bin/runledger.js', 'serve', '--port', '0', '--database', database], {
     cwd: ROOT,
@@ -36,11 +42,17 @@ export async function httpDrain(engine: Engine, database: string, count: number,
       server.stderr.on('data', read);
     });
     const report = await new Promise<string>((resolve, reject) => {
-      const worker = spawn('python3', [join(ROOT, 'bench/http-drain.py'), url, 'http1', String(count), String(concurrency), linger], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const worker = spawn(
+        'python3',
+        [join(ROOT, 'bench/http-drain.py'), url, 'http1', String(count), String(concurrency), linger],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       let out = '';
       worker.stdout.on('data', (chunk) => (out += chunk));
       worker.on('error', reject);
-      worker.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`bench/http-drain.py exited with ${code}`))));
+      worker.on('exit', (code) =>
+        code === 0 ? resolve(out) : reject(new Error(`bench/http-drain.py exited with ${code}`)),
+      );
     });
     console.error(`  http-drain.py: ${report.trim()}`);
     return (JSON.parse(report) as { per_s: number }).per_s;
@@ -60,7 +72,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       await bulkEnqueue(engine, 'drain1', tasks, 5_000);
       const inProcess = await drain(database, 'drain1', tasks, 1);
       const http = await httpDrain(engine, database, tasks, concurrency, linger);
-      console.log(`${backend} drain_per_s: ${Math.round(inProcess)}  http_worker_drain_per_s: ${Math.round(http)} (python concurrency ${concurrency}, linger ${linger}, ${Math.round((100 * http) / inProcess)}% of drain_per_s)`);
+      console.log(
+        `${backend} drain_per_s: ${Math.round(inProcess)}  http_worker_drain_per_s: ${Math.round(http)} (python concurrency ${concurrency}, linger ${linger}, ${Math.round((100 * http) / inProcess)}% of drain_per_s)`,
+      );
     } finally {
       await engine.close();
     }

@@ -16,7 +16,12 @@ const WARMUP = 10;
  * one every `intervalMs` to an idle worker in this process, which only the notification wakes (its
  * fallback poll is 1 s). The first few tasks warm connections and statements and are not counted.
  */
-export async function enqueueLatency(engine: Engine, queue: string, count: number, intervalMs: number): Promise<Latency> {
+export async function enqueueLatency(
+  engine: Engine,
+  queue: string,
+  count: number,
+  intervalMs: number,
+): Promise<Latency> {
   const samples: number[] = [];
   const startedAt = new Map<string, number>();
   const committedAt = new Map<string, number>();

@@ -12,9 +12,17 @@ import { assemble, type App } from '../dist/app/assemble.js';
  * service with its consumers (trigger routing, schedules, AI replies), with the sample stored
  * workflow (three steps) saved.
  */
-export async function startProduct(database: string): Promise<{ engine: Engine; services: App; workflowId: string; close: () => Promise<void> }> {
+export async function startProduct(
+  database: string,
+): Promise<{ engine: Engine; services: App; workflowId: string; close: () => Promise<void> }> {
   const engine = await createEngine({ database });
-  const services = await assemble(engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: true });
+  const services = await assemble(engine, {
+    secretKey: randomBytes(32),
+    allow: [],
+    logger: pino({ level: 'silent' }),
+    chatProvider: offlineProvider(),
+    workers: true,
+  });
   const wf = await services.workflows.definitions.create(SAMPLE);
   return {
     engine,
@@ -88,9 +96,15 @@ export async function preloadJournal(database: string, count: number): Promise<v
 }
 
 /** Executions of the sample workflow through the product, `inFlight` at a time; returns executions per second. */
-export async function storedThroughput(product: { engine: Engine; services: App; workflowId: string }, executions: number, inFlight: number): Promise<number> {
+export async function storedThroughput(
+  product: { engine: Engine; services: App; workflowId: string },
+  executions: number,
+  inFlight: number,
+): Promise<number> {
   const run = async (i: number) => {
-    const { execution_id } = await product.services.workflows.executions.execute(product.workflowId, { trigger_data: { name: `user-${i}`, tags: ['a', 'b'] } });
+    const { execution_id } = await product.services.workflows.executions.execute(product.workflowId, {
+      trigger_data: { name: `user-${i}`, tags: ['a', 'b'] },
+    });
     await product.engine.runtime.handle(execution_id).result({ pollMs: 50 });
   };
   for (let i = 0; i < Math.min(5, executions); i++) await run(-i);

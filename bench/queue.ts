@@ -21,14 +21,27 @@ const TIMEOUT_MS = 120_000;
  * ready tasks of `queue`: from "start" (sent to all once all are connected) to the report that
  * brings their completed counts to `count`.
  */
-export async function drain(database: string, queue: string, count: number, processes: number, concurrency = 10): Promise<number> {
-  const children = Array.from({ length: processes }, () => spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue, String(concurrency)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+export async function drain(
+  database: string,
+  queue: string,
+  count: number,
+  processes: number,
+  concurrency = 10,
+): Promise<number> {
+  const children = Array.from({ length: processes }, () =>
+    spawn(process.execPath, ['--import', 'tsx', CHILD, database, queue, String(concurrency)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
   const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
   try {
     await Promise.all(children.map((child) => nextMessage(child, (m) => m === 'ready')));
     const counts = new Array<number>(processes).fill(0);
     const drained = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`drain of ${queue}: ${sum(counts)} of ${count} completed after ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`drain of ${queue}: ${sum(counts)} of ${count} completed after ${TIMEOUT_MS} ms`)),
+        TIMEOUT_MS,
+      );
       children.forEach((child, i) => {
         child.on('message', (m: { completed?: number }) => {
           if (typeof m?.completed !== 'number') return;
@@ -39,7 +52,8 @@ export async function drain(database: string, queue: string, count: number, proc
           }
         });
       });
-      for (const child of children) child.once('exit', (code) => reject(new Error(`drain child exited early (code ${code})`)));
+      for (const child of children)
+        child.once('exit', (code) => reject(new Error(`drain child exited early (code ${code})`)));
     });
     const start = performance.now();
     for (const child of children) child.send('start');

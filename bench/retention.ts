@@ -10,18 +10,27 @@ import { createEngine, type Engine } from '../dist/engine.js';
 import type { StreamAppend } from '../dist/storage/store.js';
 import { withDatabase, type Backend } from './databases.js';
 
-const { values } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, only: { type: 'string' }, rounds: { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '1000000' },
+    only: { type: 'string' },
+    rounds: { type: 'string', default: '20' },
+  },
+});
 const EVENTS_PER_RUN = 50;
 const total = Number(values.events);
 const rounds = Number(values.rounds);
 const runsPerRound = Math.max(1, Math.round(total / rounds / EVENTS_PER_RUN));
 
 async function size(engine: Engine, database: string): Promise<number> {
-  if (engine.store.dialect === 'sqlite') return statSync(database).size + (statSync(`${database}-wal`, { throwIfNoEntry: false })?.size ?? 0);
+  if (engine.store.dialect === 'sqlite')
+    return statSync(database).size + (statSync(`${database}-wal`, { throwIfNoEntry: false })?.size ?? 0);
   const client = new pg.Client({ connectionString: database });
   await client.connect();
   try {
-    const { rows } = await client.query<{ bytes: string }>(`SELECT sum(pg_total_relation_size(c.oid))::bigint AS bytes FROM pg_class c WHERE c.relname IN ('events', 'streams', 'projections', 'tasks', 'append_keys')`);
+    const { rows } = await client.query<{ bytes: string }>(
+      `SELECT sum(pg_total_relation_size(c.oid))::bigint AS bytes FROM pg_class c WHERE c.relname IN ('events', 'streams', 'projections', 'tasks', 'append_keys')`,
+    );
     return Number(rows[0]!.bytes);
   } finally {
     await client.end();
@@ -42,10 +51,20 @@ async function bench(backend: Backend, database: string): Promise<void> {
       for (let at = 0; at < runsPerRound; at += 20) {
         const appends: StreamAppend[] = [];
         for (let i = at; i < Math.min(runsPerRound, at + 20); i++) {
-          const values = Array.from({ length: EVENTS_PER_RUN - 2 }, (_, seq) => ({ type: 'value.recorded', data: { seq: seq + 1, name: 'random', value: seq } }));
+          const values = Array.from({ length: EVENTS_PER_RUN - 2 }, (_, seq) => ({
+            type: 'value.recorded',
+            data: { seq: seq + 1, name: 'random', value: seq },
+          }));
           appends.push({
             streamId: `run:bench-${round}-${i}`,
-            events: [{ type: 'run.started', data: { workflow: 'bench', input: null, orderingKey: null, deadline: null, parent: null } }, ...values, { type: 'run.completed', data: { output: null } }],
+            events: [
+              {
+                type: 'run.started',
+                data: { workflow: 'bench', input: null, orderingKey: null, deadline: null, parent: null },
+              },
+              ...values,
+              { type: 'run.completed', data: { output: null } },
+            ],
           });
           written += EVENTS_PER_RUN;
         }
@@ -58,10 +77,13 @@ async function bench(backend: Backend, database: string): Promise<void> {
       appendMs += t1 - t0;
       pruneMs += t2 - t1;
       sizes.push(await size(engine, database));
-      console.error(`  ${backend} round ${round + 1}/${rounds}: ${written} events written, ${(sizes.at(-1)! / 1e6).toFixed(1)} MB`);
+      console.error(
+        `  ${backend} round ${round + 1}/${rounds}: ${written} events written, ${(sizes.at(-1)! / 1e6).toFixed(1)} MB`,
+      );
     }
     const audits = rounds * Math.ceil(runsPerRound / 20);
-    for (const deadline = Date.now() + 30_000; seen < audits && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const deadline = Date.now() + 30_000; seen < audits && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 50));
     const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
     console.log(
       `${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen} of ${audits}`,

@@ -27,12 +27,37 @@ import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 import { benchWake, type WakeSizes } from './wake.js';
 import { benchLongSteps, LONG_STEPS } from './long-steps.js';
 
-const SIZES = { appends: 5_000, appenders: 8, batchAppends: 200, batchSize: 100, tasks: 20_000, enqueueChunk: 5_000, latencyTasks: 300, latencyIntervalMs: 20 };
-const WORKFLOW_SIZES: WorkflowSizes = { runs: 1_000, inFlight: 10, budgetMs: 60_000, sequentialRuns: 50, warmup: 5, wideInFlight: 100 };
+const SIZES = {
+  appends: 5_000,
+  appenders: 8,
+  batchAppends: 200,
+  batchSize: 100,
+  tasks: 20_000,
+  enqueueChunk: 5_000,
+  latencyTasks: 300,
+  latencyIntervalMs: 20,
+};
+const WORKFLOW_SIZES: WorkflowSizes = {
+  runs: 1_000,
+  inFlight: 10,
+  budgetMs: 60_000,
+  sequentialRuns: 50,
+  warmup: 5,
+  wideInFlight: 100,
+};
 const STORED_EXECUTIONS = 500;
 const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16 };
 const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
-const CHAT_SIZES: ChatSizes = { channels: 10, clientsPerChannel: 10, ratePerS: 1000, seconds: 5, warmup: 200, ingestSeconds: 5, ingestConcurrency: 16, idleSeconds: 5 };
+const CHAT_SIZES: ChatSizes = {
+  channels: 10,
+  clientsPerChannel: 10,
+  ratePerS: 1000,
+  seconds: 5,
+  warmup: 200,
+  ingestSeconds: 5,
+  ingestConcurrency: 16,
+  idleSeconds: 5,
+};
 
 async function benchBackend(backend: Backend, database: string): Promise<Record<string, number>> {
   const engine = await createEngine({ database });
@@ -41,7 +66,9 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     const step = async (name: string, run: () => Promise<number>) => {
       const started = performance.now();
       m[name] = await run();
-      console.error(`  ${backend} ${name}: ${Math.round(m[name]!)} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+      console.error(
+        `  ${backend} ${name}: ${Math.round(m[name]!)} (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      );
     };
     await step('append_per_s', () => appendSequential(engine, SIZES.appends));
     await step('append_concurrent_per_s', () => appendConcurrent(engine, SIZES.appends, SIZES.appenders));
@@ -54,9 +81,13 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     await step('drain_c50_per_s', () => drain(database, 'drain3', SIZES.tasks, 1, 50));
     const status = await engine.store.status();
     if (status.tasks.completed !== 3 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
-      throw new Error(`after the drains, expected ${3 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`);
+      throw new Error(
+        `after the drains, expected ${3 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`,
+      );
     }
-    await step('http_worker_drain_per_s', async () => (await import('./http-drain.js')).httpDrain(engine, database, SIZES.tasks));
+    await step('http_worker_drain_per_s', async () =>
+      (await import('./http-drain.js')).httpDrain(engine, database, SIZES.tasks),
+    );
     const latency = await enqueueLatency(engine, 'latency', SIZES.latencyTasks, SIZES.latencyIntervalMs);
     Object.assign(m, {
       latency_p50_ms: latency.p50,
@@ -72,15 +103,34 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
 }
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'growth-events': { type: 'string' } } });
-const growthSizes = { ...GROWTH_SIZES, ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}) };
-if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'postgres') throw new Error('--only must be sqlite or postgres');
+const growthSizes = {
+  ...GROWTH_SIZES,
+  ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}),
+};
+if (values.only !== undefined && values.only !== 'sqlite' && values.only !== 'postgres')
+  throw new Error('--only must be sqlite or postgres');
 const backends: Backend[] = values.only ? [values.only] : ['sqlite', 'postgres'];
 
 /** Per backend, the runs each concurrent workflow measurement finished: fewer than `runs` when its budget ran out. */
 const workflowRuns: Record<string, { wf10: number; wf1: number; wf10_100: number }> = {};
 const cpu = cpus();
-const sizes = { ...SIZES, workflows: { ...WORKFLOW_SIZES, used: workflowRuns }, storedExecutions: STORED_EXECUTIONS, chat: CHAT_SIZES, agents: AGENT_SIZES, growth: growthSizes, wake: WAKE_SIZES, longSteps: LONG_STEPS };
-const meta: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpu_model: cpu[0]?.model ?? 'unknown', cpu_count: cpu.length, sizes };
+const sizes = {
+  ...SIZES,
+  workflows: { ...WORKFLOW_SIZES, used: workflowRuns },
+  storedExecutions: STORED_EXECUTIONS,
+  chat: CHAT_SIZES,
+  agents: AGENT_SIZES,
+  growth: growthSizes,
+  wake: WAKE_SIZES,
+  longSteps: LONG_STEPS,
+};
+const meta: Record<string, unknown> = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpu_model: cpu[0]?.model ?? 'unknown',
+  cpu_count: cpu.length,
+  sizes,
+};
 if (backends.includes('postgres')) meta.postgres_version = await postgresVersion();
 meta.machine = machineReference();
 console.error(`  machine: ${JSON.stringify(meta.machine)}`);
@@ -88,11 +138,15 @@ console.error(`  machine: ${JSON.stringify(meta.machine)}`);
 const results: Results = {};
 for (const backend of backends) {
   const queue = await withDatabase(backend, (database) => benchBackend(backend, database));
-  const workflows = await withDatabase(backend, (database) => benchWorkflows(database, WORKFLOW_SIZES, (line) => console.error(`  ${backend} ${line}`)));
+  const workflows = await withDatabase(backend, (database) =>
+    benchWorkflows(database, WORKFLOW_SIZES, (line) => console.error(`  ${backend} ${line}`)),
+  );
   workflowRuns[backend] = workflows.runs;
   const stored = await withDatabase(backend, (database) => benchStored(database, STORED_EXECUTIONS, 10));
   console.error(`  ${backend} stored_exec_per_s: ${Math.round(stored.stored_exec_per_s!)}`);
-  const chat = await withDatabase(backend, (database) => benchChat(database, CHAT_SIZES, (line) => console.error(`  ${backend} ${line}`)));
+  const chat = await withDatabase(backend, (database) =>
+    benchChat(database, CHAT_SIZES, (line) => console.error(`  ${backend} ${line}`)),
+  );
   const agents = await withDatabase(backend, (database) => benchAgents(database, AGENT_SIZES));
   console.error(`  ${backend} agent_events_per_s: ${Math.round(agents.agent_events_per_s!)}`);
   const growth = await benchGrowth(backend, growthSizes, (line) => console.error(`  ${backend} ${line}`));
@@ -100,9 +154,13 @@ for (const backend of backends) {
     wake_10k_history_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, true)),
     wake_10k_history_nocache_ms: await withDatabase(backend, (database) => benchWake(database, WAKE_SIZES, false)),
   };
-  console.error(`  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`);
+  console.error(
+    `  ${backend} wake_10k_history_ms: ${wake.wake_10k_history_ms.toFixed(1)} (no cache: ${wake.wake_10k_history_nocache_ms.toFixed(1)})`,
+  );
   const longSteps = await withDatabase(backend, (database) => benchLongSteps(database));
-  console.error(`  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_first_steps_ms.toFixed(2)} ms per step at its start, ${longSteps.long_run_last_steps_ms.toFixed(2)} at its end`);
+  console.error(
+    `  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_first_steps_ms.toFixed(2)} ms per step at its start, ${longSteps.long_run_last_steps_ms.toFixed(2)} at its end`,
+  );
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -135,7 +193,11 @@ writeFileSync(out, `${JSON.stringify({ ...results, meta }, null, 2)}\n`);
 console.log(formatTable(results, backends));
 for (const [backend, used] of Object.entries(workflowRuns)) {
   if (used.wf10 < WORKFLOW_SIZES.runs || used.wf1 < WORKFLOW_SIZES.runs || used.wf10_100 < WORKFLOW_SIZES.runs) {
-    console.log(`${backend}: the ${WORKFLOW_SIZES.budgetMs / 1000} s budget ran out: ${used.wf10} 10-step, ${used.wf10_100} 10-step (${WORKFLOW_SIZES.wideInFlight} in flight) and ${used.wf1} 1-step runs measured, not ${WORKFLOW_SIZES.runs}`);
+    console.log(
+      `${backend}: the ${WORKFLOW_SIZES.budgetMs / 1000} s budget ran out: ${used.wf10} 10-step, ${used.wf10_100} 10-step (${WORKFLOW_SIZES.wideInFlight} in flight) and ${used.wf1} 1-step runs measured, not ${WORKFLOW_SIZES.runs}`,
+    );
   }
 }
-console.log(`\n${meta.date} · Node ${meta.node} · ${cpu.length} × ${meta.cpu_model} · written to bench/results/latest.json`);
+console.log(
+  `\n${meta.date} · Node ${meta.node} · ${cpu.length} × ${meta.cpu_model} · written to bench/results/latest.json`,
+);

@@ -90,7 +90,10 @@ async function drain(database: string, tasks: number, inFlight: number): Promise
     return await counted(async () => {
       let completed = 0;
       await new Promise<void>((resolve) => {
-        engine.work('drain', async () => null, { concurrency: inFlight, onSettled: (_t, outcome) => outcome === 'completed' && ++completed === tasks && resolve() });
+        engine.work('drain', async () => null, {
+          concurrency: inFlight,
+          onSettled: (_t, outcome) => outcome === 'completed' && ++completed === tasks && resolve(),
+        });
       });
     });
   } finally {
@@ -121,7 +124,11 @@ export async function countStatements(runs = 100, inFlight = 10): Promise<Statem
     round_trips_per_wf10_run: a.roundTrips / runs,
     round_trips_per_wf1_run: b.roundTrips / runs,
     round_trips_per_task: d.roundTrips / tasks,
-    top: { wf10: a.top.map(([k, n]) => [k, n / runs]), wf1: b.top.map(([k, n]) => [k, n / runs]), task: d.top.map(([k, n]) => [k, n / tasks]) },
+    top: {
+      wf10: a.top.map(([k, n]) => [k, n / runs]),
+      wf1: b.top.map(([k, n]) => [k, n / runs]),
+      task: d.top.map(([k, n]) => [k, n / tasks]),
+    },
   };
 }
 
@@ -135,6 +142,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
   for (const [k, n] of c.top.wf10) console.log(`  ${n.toFixed(2)}/run  ${k}`);
   console.log('1-step:');
   for (const [k, n] of c.top.wf1) console.log(`  ${n.toFixed(2)}/run  ${k}`);
-  console.log(`drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task in ${c.round_trips_per_task.toFixed(3)} round trips`);
+  console.log(
+    `drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task in ${c.round_trips_per_task.toFixed(3)} round trips`,
+  );
   for (const [k, n] of c.top.task) console.log(`  ${n.toFixed(3)}/task  ${k}`);
 }

@@ -28,12 +28,21 @@ export async function benchWake(database: string, sizes: WakeSizes, cache: boole
   const n = sizes.events;
   try {
     await setup.start(long, { n }, { id: 'long-1' });
-    const values = Array.from({ length: n }, (_, i) => ({ type: 'value.recorded', data: { seq: i + 1, name: 'now', value: i } }));
-    for (let at = 0; at < n; at += 50_000) await setup.journal.append(runStream('long-1'), values.slice(at, at + 50_000));
+    const values = Array.from({ length: n }, (_, i) => ({
+      type: 'value.recorded',
+      data: { seq: i + 1, name: 'now', value: i },
+    }));
+    for (let at = 0; at < n; at += 50_000)
+      await setup.journal.append(runStream('long-1'), values.slice(at, at + 50_000));
   } finally {
     await setup.close();
   }
-  const engine = await createEngine({ database, workflows: [long], pollMs: 20, ...(cache ? {} : { replayCacheRuns: 0 }) });
+  const engine = await createEngine({
+    database,
+    workflows: [long],
+    pollMs: 20,
+    ...(cache ? {} : { replayCacheRuns: 0 }),
+  });
   try {
     const stepStarted = async (k: number, after: number) => {
       for (;;) {

@@ -44,7 +44,11 @@ export interface WorkflowResults {
  * `database`: the 1-step and the 10-step workflow one run at a time, whose p50 difference is the
  * marginal cost of a step without queueing in it; then both with `inFlight` runs at a time.
  */
-export async function benchWorkflows(database: string, sizes: WorkflowSizes, log: (line: string) => void): Promise<WorkflowResults> {
+export async function benchWorkflows(
+  database: string,
+  sizes: WorkflowSizes,
+  log: (line: string) => void,
+): Promise<WorkflowResults> {
   const engine = await createEngine({ database, workflows: [TEN.wf, ONE.wf] });
   try {
     const timed = async <T>(name: string, measure: () => Promise<T>): Promise<T> => {
@@ -114,7 +118,12 @@ async function sequential(engine: Engine, bench: Bench, prefix: string, count: n
  * `sizes.inFlight` loops, each starting a run when its last one ended, until `sizes.runs` were
  * started or the budget ran out; runs per second from the first start to the last result.
  */
-async function concurrent(engine: Engine, bench: Bench, prefix: string, sizes: WorkflowSizes): Promise<{ perSecond: number; latencies: number[] }> {
+async function concurrent(
+  engine: Engine,
+  bench: Bench,
+  prefix: string,
+  sizes: WorkflowSizes,
+): Promise<{ perSecond: number; latencies: number[] }> {
   const latencies: number[] = [];
   let next = 0;
   const start = performance.now();

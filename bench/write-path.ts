@@ -7,7 +7,9 @@ import { createEngine, type Engine } from '../dist/engine.js';
 import { workflow, type Workflow } from '../dist/runtime/workflow.js';
 import { withDatabase, type Backend } from './databases.js';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, runs: { type: 'string' }, tasks: { type: 'string' }, skip: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, runs: { type: 'string' }, tasks: { type: 'string' }, skip: { type: 'string' } },
+});
 /** `--skip workflows` or `--skip queue`: measure only the other half. */
 const skip = new Set((values.skip ?? '').split(','));
 const RUNS = Number(values.runs ?? 200);
@@ -23,7 +25,13 @@ const steps = (n: number): Workflow<null, number> =>
 const TEN = steps(10);
 const ONE = steps(1);
 
-async function runs(engine: Engine, wf: Workflow<null, number>, prefix: string, count: number, inFlight: number): Promise<number> {
+async function runs(
+  engine: Engine,
+  wf: Workflow<null, number>,
+  prefix: string,
+  count: number,
+  inFlight: number,
+): Promise<number> {
   let next = 0;
   const start = performance.now();
   await Promise.all(
@@ -58,7 +66,10 @@ async function queue(database: string, concurrency: number): Promise<{ enqueue: 
     let done!: () => void;
     const drained = new Promise<void>((resolve) => (done = resolve));
     start = performance.now();
-    engine.work('q', async () => null, { concurrency, onSettled: (_t, outcome) => outcome === 'completed' && ++completed === TASKS && done() });
+    engine.work('q', async () => null, {
+      concurrency,
+      onSettled: (_t, outcome) => outcome === 'completed' && ++completed === TASKS && done(),
+    });
     await drained;
     return { enqueue, drain: TASKS / ((performance.now() - start) / 1000) };
   } finally {

@@ -30,8 +30,12 @@ describe.each(backends)('the chaos journal checker on $name', (backend) => {
     const broken = await createEngine({ database, workers: false });
     try {
       const [task] = await broken.queue.list({ queue: 'other', limit: 1 });
-      await broken.journal.append(`task:${task!.id}`, [{ type: 'task.completed', data: { attempt: 1, state: 'completed' } }]);
-      await broken.journal.append('run:ok-1', [{ type: 'step.completed', data: { seq: 1, name: 'a', attempt: 1, output: 2 } }]);
+      await broken.journal.append(`task:${task!.id}`, [
+        { type: 'task.completed', data: { attempt: 1, state: 'completed' } },
+      ]);
+      await broken.journal.append('run:ok-1', [
+        { type: 'step.completed', data: { seq: 1, name: 'a', attempt: 1, output: 2 } },
+      ]);
       await broken.journal.append('run:ghost', [{ type: 'step.started', data: { seq: 0, name: 'a', attempt: 2 } }]);
       await broken.journal.append('session:s-1', [{ type: 'AGENT_INVOCATION_STARTED', data: {} }]);
       await broken.journal.append('channel:c-1', [

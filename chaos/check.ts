@@ -22,7 +22,11 @@ const TERMINAL_EVENTS = new Set(TERMINAL_RUN_EVENTS);
 /** Requests from outside a run that may still arrive after it ended (they change nothing then). */
 const AFTER_THE_END = new Set<string>([RUN_EVENT.signalSent, RUN_EVENT.runCancelRequested]);
 /** The view statuses each terminal event may leave (the `polish` branch renames `succeeded` → `success`). */
-const TERMINAL_STATUS: Record<string, string[]> = { [RUN_EVENT.runCompleted]: ['succeeded', 'success'], [RUN_EVENT.runFailed]: ['failed'], [RUN_EVENT.runCancelled]: ['cancelled'] };
+const TERMINAL_STATUS: Record<string, string[]> = {
+  [RUN_EVENT.runCompleted]: ['succeeded', 'success'],
+  [RUN_EVENT.runFailed]: ['failed'],
+  [RUN_EVENT.runCancelled]: ['cancelled'],
+};
 
 /**
  * The journal checker, run over a database after every chaos scenario (all processes stopped):
@@ -76,8 +80,12 @@ async function checkVersions(store: Store, streams: Map<string, StoredEvent[]>, 
   for (const [streamId, list] of streams) {
     const byVersion = [...list].sort((a, b) => a.version - b.version);
     byVersion.forEach((e, i) => {
-      if (e.version !== i + 1) problems.push(`${streamId}: version ${e.version} where ${i + 1} was due (versions ${byVersion.map((x) => x.version).join(',')})`);
-      if (i > 0 && e.position < byVersion[i - 1]!.position) problems.push(`${streamId}: version ${e.version} has an earlier position than version ${e.version - 1}`);
+      if (e.version !== i + 1)
+        problems.push(
+          `${streamId}: version ${e.version} where ${i + 1} was due (versions ${byVersion.map((x) => x.version).join(',')})`,
+        );
+      if (i > 0 && e.position < byVersion[i - 1]!.position)
+        problems.push(`${streamId}: version ${e.version} has an earlier position than version ${e.version - 1}`);
     });
   }
   const listed = new Map<string, number>();
@@ -91,9 +99,11 @@ async function checkVersions(store: Store, streams: Map<string, StoredEvent[]>, 
     // a task's stream has no row: its version is its newest event's (`isTaskStream`)
     if (isTaskStream(streamId)) {
       if (listed.has(streamId)) problems.push(`${streamId}: a task's stream in the streams table`);
-    } else if (listed.get(streamId) !== list.length) problems.push(`${streamId}: holds ${list.length} events, the streams table says version ${listed.get(streamId)}`);
+    } else if (listed.get(streamId) !== list.length)
+      problems.push(`${streamId}: holds ${list.length} events, the streams table says version ${listed.get(streamId)}`);
   }
-  for (const [streamId, version] of listed) if (!streams.has(streamId)) problems.push(`${streamId}: in the streams table at version ${version} with no events`);
+  for (const [streamId, version] of listed)
+    if (!streams.has(streamId)) problems.push(`${streamId}: in the streams table at version ${version} with no events`);
 }
 
 async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, problems: string[]): Promise<number> {
@@ -106,9 +116,11 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
   }
   const ids = new Set(rows.map((t) => t.id));
   for (const streamId of streams.keys()) {
-    if (streamId.startsWith('task:') && !ids.has(streamId.slice('task:'.length))) problems.push(`${streamId}: events of a task with no row`);
+    if (streamId.startsWith('task:') && !ids.has(streamId.slice('task:'.length)))
+      problems.push(`${streamId}: events of a task with no row`);
   }
-  const edge = (from: TaskState | null, type: string) => Object.entries(taskTransitions).find(([, t]) => t.from === from && t.event === type);
+  const edge = (from: TaskState | null, type: string) =>
+    Object.entries(taskTransitions).find(([, t]) => t.from === from && t.event === type);
   for (const task of rows) {
     const list = streams.get(`task:${task.id}`) ?? [];
     let state: TaskState | null = null;
@@ -122,7 +134,10 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
         problems.push(`task:${task.id} v${event.version}: ${event.type} is not a transition from ${state ?? '(none)'}`);
         break;
       }
-      if (to !== taken[1].to) problems.push(`task:${task.id} v${event.version}: ${event.type} says state ${to}, the transition leads to ${taken[1].to}`);
+      if (to !== taken[1].to)
+        problems.push(
+          `task:${task.id} v${event.version}: ${event.type} says state ${to}, the transition leads to ${taken[1].to}`,
+        );
       state = taken[1].to;
       if (taken[0] === 'redrive') attempts = 0;
     }
@@ -131,8 +146,12 @@ async function checkTasks(store: Store, streams: Map<string, StoredEvent[]>, pro
       state = 'running';
       attempts += 1;
     }
-    if (state !== task.state) problems.push(`task:${task.id}: its events end in ${state ?? '(none)'}, its row is ${task.state}`);
-    if (attempts !== task.attempts) problems.push(`task:${task.id}: ${attempts} attempts journaled since its last redrive, its row counts ${task.attempts}`);
+    if (state !== task.state)
+      problems.push(`task:${task.id}: its events end in ${state ?? '(none)'}, its row is ${task.state}`);
+    if (attempts !== task.attempts)
+      problems.push(
+        `task:${task.id}: ${attempts} attempts journaled since its last redrive, its row counts ${task.attempts}`,
+      );
   }
   return rows.length;
 }
@@ -145,7 +164,8 @@ async function checkRun(store: Store, id: string, list: StoredEvent[], problems:
   for (const e of list) {
     if (!RUN_EVENT_TYPES.includes(e.type)) problems.push(`${at(e)}: ${e.type} is not a run event`);
     if (e.type === RUN_EVENT.runStarted && e !== list[0]) problems.push(`${at(e)}: a second run.started`);
-    if (terminal && !AFTER_THE_END.has(e.type)) problems.push(`${at(e)}: ${e.type} after ${terminal.type} (v${terminal.version})`);
+    if (terminal && !AFTER_THE_END.has(e.type))
+      problems.push(`${at(e)}: ${e.type} after ${terminal.type} (v${terminal.version})`);
     if (TERMINAL_EVENTS.has(e.type)) terminal ??= e;
     const seq = (e.data as { seq?: unknown }).seq;
     if (/^(step|sleep|wait)\./.test(e.type) && typeof seq === 'number') calls.set(seq, [...(calls.get(seq) ?? []), e]);
@@ -153,15 +173,18 @@ async function checkRun(store: Store, id: string, list: StoredEvent[], problems:
   for (const [seq, events] of calls) problems.push(...callProblems(`run:${id} seq ${seq}`, events));
   const view = (await readRunView(store, id)) as { status: string } | undefined;
   if (!view) problems.push(`run:${id}: no view`);
-  else if (terminal && !TERMINAL_STATUS[terminal.type]!.includes(view.status)) problems.push(`run:${id}: ended with ${terminal.type}, its view says ${view.status}`);
-  else if (!terminal && Object.values(TERMINAL_STATUS).flat().includes(view.status)) problems.push(`run:${id}: view says ${view.status} with no terminal event`);
+  else if (terminal && !TERMINAL_STATUS[terminal.type]!.includes(view.status))
+    problems.push(`run:${id}: ended with ${terminal.type}, its view says ${view.status}`);
+  else if (!terminal && Object.values(TERMINAL_STATUS).flat().includes(view.status))
+    problems.push(`run:${id}: view says ${view.status} with no terminal event`);
 }
 
 /** The events of one `ctx` call: a step's attempts in order, each ended at most once, nothing after its end; a sleep or wait begun once and ended at most once. */
 export function callProblems(where: string, events: StoredEvent[]): string[] {
   const problems: string[] = [];
   const kind = events[0]!.type.split('.')[0];
-  if (events.some((e) => e.type.split('.')[0] !== kind)) return [`${where}: mixes ${[...new Set(events.map((e) => e.type))].join(', ')}`];
+  if (events.some((e) => e.type.split('.')[0] !== kind))
+    return [`${where}: mixes ${[...new Set(events.map((e) => e.type))].join(', ')}`];
   if (kind === 'step') {
     let attempt = 0;
     let open = false;
@@ -170,11 +193,15 @@ export function callProblems(where: string, events: StoredEvent[]): string[] {
       const data = e.data as { attempt?: number; retryAt?: number | null };
       if (ended) problems.push(`${where} v${e.version}: ${e.type} after the step ${ended}`);
       if (e.type === RUN_EVENT.stepStarted) {
-        if (data.attempt !== attempt + 1) problems.push(`${where} v${e.version}: attempt ${data.attempt} started after attempt ${attempt}`);
+        if (data.attempt !== attempt + 1)
+          problems.push(`${where} v${e.version}: attempt ${data.attempt} started after attempt ${attempt}`);
         attempt = data.attempt ?? attempt + 1;
         open = true;
       } else {
-        if (!open || data.attempt !== attempt) problems.push(`${where} v${e.version}: ${e.type} of attempt ${data.attempt} while attempt ${attempt} is ${open ? 'running' : 'not running'}`);
+        if (!open || data.attempt !== attempt)
+          problems.push(
+            `${where} v${e.version}: ${e.type} of attempt ${data.attempt} while attempt ${attempt} is ${open ? 'running' : 'not running'}`,
+          );
         open = false;
         if (e.type === RUN_EVENT.stepCompleted) ended = 'completed';
         if (e.type === RUN_EVENT.stepFailed && data.retryAt === null) ended = 'failed for good';
@@ -184,7 +211,8 @@ export function callProblems(where: string, events: StoredEvent[]): string[] {
   }
   const [first, ...rest] = events;
   if (first!.type !== `${kind}.started`) problems.push(`${where}: opens with ${first!.type}`);
-  if (rest.length > 1 || rest.some((e) => e.type === `${kind}.started`)) problems.push(`${where}: ${events.map((e) => e.type).join(', ')}`);
+  if (rest.length > 1 || rest.some((e) => e.type === `${kind}.started`))
+    problems.push(`${where}: ${events.map((e) => e.type).join(', ')}`);
   return problems;
 }
 
@@ -205,10 +233,14 @@ function checkChannel(streamId: string, list: StoredEvent[], problems: string[])
   for (const e of list) {
     if (e.type !== MESSAGE_POSTED) problems.push(`${streamId} v${e.version}: ${e.type} in a channel`);
     const data = e.data as { event_id: string; metadata?: { reply_to?: string } };
-    if (seen.has(data.event_id)) problems.push(`${streamId} v${e.version}: event_id ${data.event_id} again (first at v${seen.get(data.event_id)})`);
+    if (seen.has(data.event_id))
+      problems.push(
+        `${streamId} v${e.version}: event_id ${data.event_id} again (first at v${seen.get(data.event_id)})`,
+      );
     seen.set(data.event_id, e.version);
     const replyTo = data.event_id.startsWith(REPLY_PREFIX) ? data.metadata?.reply_to : undefined;
     if (replyTo !== undefined) replies.set(replyTo, (replies.get(replyTo) ?? 0) + 1);
   }
-  for (const [messageId, count] of replies) if (count > 1) problems.push(`${streamId}: ${count} replies to message ${messageId}`);
+  for (const [messageId, count] of replies)
+    if (count > 1) problems.push(`${streamId}: ${count} replies to message ${messageId}`);
 }

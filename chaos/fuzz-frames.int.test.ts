@@ -15,8 +15,16 @@ describe('the WebSocket frame fuzzer', () => {
     server = undefined;
   });
 
-  it('finds nothing wrong with the server, sends the same frames for one seed, and reports the internal errors of a server whose posts fail', { timeout: 60_000 }, async () => {
-    server = await startServer({ database: createSqlitePath(), port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-frames-')), logger: pino({ level: 'silent' }) });
+  it('finds nothing wrong with the server, sends the same frames for one seed, and reports the internal errors of a server whose posts fail', {
+    timeout: 60_000,
+  }, async () => {
+    server = await startServer({
+      database: createSqlitePath(),
+      port: 0,
+      workers: false,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-frames-')),
+      logger: pino({ level: 'silent' }),
+    });
     const first = await fuzzFrames(server.url, { random: seeded(7), connections: 60 });
     expect(first.failures).toEqual([]);
     expect(first.connections).toBe(60);
@@ -32,6 +40,8 @@ describe('the WebSocket frame fuzzer', () => {
     const broken = await fuzzFrames(server.url, { random: seeded(7), connections: 60 });
     server.channels.post = real;
     expect(broken.failures.filter((f) => /^answered 500 over the socket/.test(f.problem)).length).toBeGreaterThan(0);
-    expect(broken.failures.map((f) => f.problem)).toContain('a well-behaved client on the channel stopped receiving new messages');
+    expect(broken.failures.map((f) => f.problem)).toContain(
+      'a well-behaved client on the channel stopped receiving new messages',
+    );
   });
 });

@@ -49,7 +49,15 @@ export async function fuzzFrames(baseUrl: string, options: FrameFuzzOptions): Pr
   const base = baseUrl.replace(/\/$/, '');
   const headers = options.headers ?? {};
   const report: FrameFuzzReport = { connections: 0, frames: 0, outcomes: {}, failures: [] };
-  const fail = (input: string, problem: string, status = 0, body = '') => report.failures.push({ method: 'WebSocket frames', path: `/channels/${CHANNEL}/ws`, input: input.slice(0, 300), status, problem, body: body.slice(0, 500) });
+  const fail = (input: string, problem: string, status = 0, body = '') =>
+    report.failures.push({
+      method: 'WebSocket frames',
+      path: `/channels/${CHANNEL}/ws`,
+      input: input.slice(0, 300),
+      status,
+      problem,
+      body: body.slice(0, 500),
+    });
   const watcher = await wellBehaved(base, headers);
   try {
     const total = options.connections ?? 200;
@@ -77,9 +85,11 @@ export async function fuzzFrames(baseUrl: string, options: FrameFuzzOptions): Pr
         fail(input, `/healthz answered ${health} afterwards`, health);
         if (health === 0) break;
       }
-      if (i % 20 === 19 && !(await watcher.stillReceives(`canary-${i}`))) fail(input, 'a well-behaved client on the channel stopped receiving new messages');
+      if (i % 20 === 19 && !(await watcher.stillReceives(`canary-${i}`)))
+        fail(input, 'a well-behaved client on the channel stopped receiving new messages');
     }
-    if (!(await watcher.stillReceives('canary-end'))) fail('(after all connections)', 'a well-behaved client on the channel stopped receiving new messages');
+    if (!(await watcher.stillReceives('canary-end')))
+      fail('(after all connections)', 'a well-behaved client on the channel stopped receiving new messages');
   } finally {
     watcher.close();
   }
@@ -113,15 +123,27 @@ async function sendPlan(raw: RawWebSocket, plan: Planned[], random: Random, n: n
     const ponged = raw.frames.some((f) => f.opcode === OPCODE.pong && f.payload.toString() === marker);
     if (end.closeCode !== null) kind = String(end.closeCode);
     else if (end.ended) kind = 'dropped';
-    else if (ponged && answers().filter((a) => a.type === 'posted' || a.type === 'error').length >= expected) kind = 'open';
+    else if (ponged && answers().filter((a) => a.type === 'posted' || a.type === 'error').length >= expected)
+      kind = 'open';
     if (kind !== 'silent' || Date.now() - started > ANSWER_MS) break;
   }
   for (const answer of answers()) {
     const error = answer.error as { code?: string; message?: string } | undefined;
-    if (answer.type === 'error' && (error?.code === 'internal' || error?.code === undefined)) problems.push({ text: 'answered 500 over the socket (an error frame with code internal)', status: 500, body: JSON.stringify(answer) });
+    if (answer.type === 'error' && (error?.code === 'internal' || error?.code === undefined))
+      problems.push({
+        text: 'answered 500 over the socket (an error frame with code internal)',
+        status: 500,
+        body: JSON.stringify(answer),
+      });
   }
-  if (kind === '1011') problems.push({ text: 'answered 500 over the socket (close 1011: the server failed)', status: 500, body: '' });
-  if (kind === 'silent') problems.push({ text: `neither closed the connection nor answered a ping within ${ANSWER_MS} ms`, status: 0, body: '' });
+  if (kind === '1011')
+    problems.push({ text: 'answered 500 over the socket (close 1011: the server failed)', status: 500, body: '' });
+  if (kind === 'silent')
+    problems.push({
+      text: `neither closed the connection nor answered a ping within ${ANSWER_MS} ms`,
+      status: 0,
+      body: '',
+    });
   if (kind === 'open') raw.send(encodeFrame({ opcode: OPCODE.close, payload: closePayload(1000) }));
   await raw.end(kind === 'open' ? 1_000 : 0);
   raw.socket.destroy();
@@ -171,9 +193,18 @@ function randomLength(r: Random): number {
 
 /** Any header at all: opcode 0–15, any RSV bits, FIN or not, masked or not. */
 function randomFrame(r: Random): Planned {
-  const spec = { opcode: r.int(0, 15), rsv: r.next() < 0.3 ? r.int(1, 7) : 0, fin: r.next() < 0.8, mask: r.next() < 0.85 };
-  const payload = r.next() < 0.5 ? randomBytes(r, randomLength(r)) : Buffer.from(JSON.stringify({ type: 'post', n: r.int(0, 1e6) }));
-  return { bytes: encodeFrame({ ...spec, payload }), label: `op=${spec.opcode} rsv=${spec.rsv} fin=${spec.fin} mask=${spec.mask} len=${payload.length}` };
+  const spec = {
+    opcode: r.int(0, 15),
+    rsv: r.next() < 0.3 ? r.int(1, 7) : 0,
+    fin: r.next() < 0.8,
+    mask: r.next() < 0.85,
+  };
+  const payload =
+    r.next() < 0.5 ? randomBytes(r, randomLength(r)) : Buffer.from(JSON.stringify({ type: 'post', n: r.int(0, 1e6) }));
+  return {
+    bytes: encodeFrame({ ...spec, payload }),
+    label: `op=${spec.opcode} rsv=${spec.rsv} fin=${spec.fin} mask=${spec.mask} len=${payload.length}`,
+  };
 }
 
 /** Field values: valid ones, and the kinds of garbage the REST fuzzer sends, as JSON text. */
@@ -210,13 +241,26 @@ function garbage(r: Random): string {
 /** A well-framed text frame of JSON: mostly `post` with some fields valid and some garbage. */
 function postFrame(r: Random): Planned {
   const field = (valid: string) => (r.next() < 0.5 ? valid : garbage(r));
-  const fields = [`"sender_id":${field('"fuzz"')}`, `"role":${field('"user"')}`, `"content":${field(`"hello ${r.int(0, 1e6)}"`)}`];
+  const fields = [
+    `"sender_id":${field('"fuzz"')}`,
+    `"role":${field('"user"')}`,
+    `"content":${field(`"hello ${r.int(0, 1e6)}"`)}`,
+  ];
   if (r.next() < 0.5) fields.push(`"metadata":${field('{"k":"v"}')}`);
   if (r.next() < 0.5) fields.push(`"event_id":${field(`"e-${r.int(0, 50)}"`)}`);
   if (r.next() < 0.3) fields.push(`"content_type":${field('"text"')}`);
   const roll = r.next();
-  const text = roll < 0.8 ? `{"type":"post","message":{${fields.join(',')}}}` : roll < 0.9 ? `{"type":${garbage(r)}}` : `{"type":"post","message":${garbage(r)}}`;
-  return { bytes: encodeFrame({ opcode: OPCODE.text, payload: text }), label: `post ${text.length > 120 ? `${text.slice(0, 120)}…(${text.length})` : text}`, answered: Buffer.byteLength(text) <= 256 * 1024 };
+  const text =
+    roll < 0.8
+      ? `{"type":"post","message":{${fields.join(',')}}}`
+      : roll < 0.9
+        ? `{"type":${garbage(r)}}`
+        : `{"type":"post","message":${garbage(r)}}`;
+  return {
+    bytes: encodeFrame({ opcode: OPCODE.text, payload: text }),
+    label: `post ${text.length > 120 ? `${text.slice(0, 120)}…(${text.length})` : text}`,
+    answered: Buffer.byteLength(text) <= 256 * 1024,
+  };
 }
 
 /** Ping, pong or close, sometimes over 125 bytes, fragmented, or with a code no one may send. */
@@ -224,20 +268,36 @@ function controlFrame(r: Random): Planned {
   const opcode = [OPCODE.ping, OPCODE.pong, OPCODE.close][r.int(0, 2)]!;
   const fin = r.next() < 0.85;
   let payload = randomBytes(r, r.next() < 0.8 ? r.int(0, 125) : r.int(126, 300));
-  if (opcode === OPCODE.close && r.next() < 0.8) payload = closePayload(r.int(0, 5_000), r.next() < 0.7 ? 'bye' : randomBytes(r, r.int(1, 20)));
-  return { bytes: encodeFrame({ opcode, fin, payload }), label: `control op=${opcode} fin=${fin} len=${payload.length}${opcode === OPCODE.close && payload.length >= 2 ? ` code=${payload.readUInt16BE(0)}` : ''}` };
+  if (opcode === OPCODE.close && r.next() < 0.8)
+    payload = closePayload(r.int(0, 5_000), r.next() < 0.7 ? 'bye' : randomBytes(r, r.int(1, 20)));
+  return {
+    bytes: encodeFrame({ opcode, fin, payload }),
+    label: `control op=${opcode} fin=${fin} len=${payload.length}${opcode === OPCODE.close && payload.length >= 2 ? ` code=${payload.readUInt16BE(0)}` : ''}`,
+  };
 }
 
 /** A message in pieces, in a right or a wrong order. */
 function fragments(r: Random): Planned[] {
   const first = r.next() < 0.8 ? OPCODE.text : r.int(0, 2);
-  const pieces: Planned[] = [{ bytes: encodeFrame({ opcode: first, fin: false, payload: '{"type":"po' }), label: `fragment op=${first} fin=false` }];
+  const pieces: Planned[] = [
+    {
+      bytes: encodeFrame({ opcode: first, fin: false, payload: '{"type":"po' }),
+      label: `fragment op=${first} fin=false`,
+    },
+  ];
   const middle = r.int(0, 3);
   for (let i = 0; i < middle; i++) {
     const opcode = r.next() < 0.8 ? OPCODE.continuation : [OPCODE.text, OPCODE.ping][r.int(0, 1)]!;
-    pieces.push({ bytes: encodeFrame({ opcode, fin: false, payload: r.next() < 0.5 ? 'st"' : randomBytes(r, r.int(0, 40)) }), label: `fragment op=${opcode} fin=false` });
+    pieces.push({
+      bytes: encodeFrame({ opcode, fin: false, payload: r.next() < 0.5 ? 'st"' : randomBytes(r, r.int(0, 40)) }),
+      label: `fragment op=${opcode} fin=false`,
+    });
   }
-  if (r.next() < 0.7) pieces.push({ bytes: encodeFrame({ opcode: OPCODE.continuation, fin: true, payload: ',"message":{}}' }), label: 'fragment op=0 fin=true' });
+  if (r.next() < 0.7)
+    pieces.push({
+      bytes: encodeFrame({ opcode: OPCODE.continuation, fin: true, payload: ',"message":{}}' }),
+      label: 'fragment op=0 fin=true',
+    });
   return pieces;
 }
 
@@ -245,7 +305,10 @@ function fragments(r: Random): Planned[] {
 function oversize(r: Random): Planned {
   if (r.next() < 0.5) {
     const length = r.int(256 * 1024 + 1, 400 * 1024);
-    return { bytes: encodeFrame({ opcode: OPCODE.text, payload: Buffer.alloc(length, 0x78) }), label: `text of ${length} bytes` };
+    return {
+      bytes: encodeFrame({ opcode: OPCODE.text, payload: Buffer.alloc(length, 0x78) }),
+      label: `text of ${length} bytes`,
+    };
   }
   const length = r.next() < 0.5 ? 2 ** 53 - 1 : r.int(256 * 1024 + 1, 2 ** 31);
   return { bytes: encodeFrame({ opcode: r.int(1, 2), length }), label: `header alone claiming ${length} bytes` };
@@ -273,9 +336,14 @@ async function wellBehaved(base: string, headers: Record<string, string>) {
   return {
     async stillReceives(content: string): Promise<boolean> {
       if (ws.readyState !== ws.OPEN) return false;
-      const res = await fetch(`${base}/channels/${CHANNEL}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ sender_id: 'canary', role: 'user', content }) }).catch(() => null);
+      const res = await fetch(`${base}/channels/${CHANNEL}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ sender_id: 'canary', role: 'user', content }),
+      }).catch(() => null);
       if (!res || res.status >= 300) return false;
-      for (const until = Date.now() + 5_000; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) if (contents.has(content)) return true;
+      for (const until = Date.now() + 5_000; Date.now() < until; await new Promise((r) => setTimeout(r, 20)))
+        if (contents.has(content)) return true;
       return false;
     },
     close: () => ws.terminate(),

@@ -155,15 +155,38 @@ export const SAMPLES: Record<string, unknown> = {
     name: 'fuzz',
     steps: [
       { id: 'map', type: 'transform', config: { mapping: { k: 'v', nested: { a: 'b' } } } },
-      { id: 'call', type: 'http_request', config: { method: 'POST', url: 'https://example.com/x', headers: { 'x-k': 'v' }, body: { k: 'v' } } },
+      {
+        id: 'call',
+        type: 'http_request',
+        config: { method: 'POST', url: 'https://example.com/x', headers: { 'x-k': 'v' }, body: { k: 'v' } },
+      },
     ],
   },
-  'PUT /workflows/{id}': { name: 'fuzz-2', steps: [{ id: 'log', type: 'log', config: { message: 'hi {{trigger.k}}' } }] },
+  'PUT /workflows/{id}': {
+    name: 'fuzz-2',
+    steps: [{ id: 'log', type: 'log', config: { message: 'hi {{trigger.k}}' } }],
+  },
   'POST /workflows/{id}/execute': { trigger_data: { k: 'v', nested: { a: 'b' } }, trigger_type: 'manual' },
   'POST /events': { source: 'fuzz', 'detail-type': 'fuzzed', detail: { k: 'v', nested: { a: 'b' } }, resources: ['r'] },
-  'POST /rules': { name: 'fuzz-rule', pattern: { source: ['fuzz'], detail: { k: ['v'] } }, target: { workflow: 'fuzz' }, input: { k: '$.detail.k' } },
-  'POST /schedules': { name: 'fuzz-schedule', cron: '0 0 1 1 *', timezone: 'UTC', target: { workflow: 'fuzz' }, input: { k: 'v' } },
-  'POST /channels/{channel_id}/messages': { sender_id: 'fuzz', role: 'user', content: 'hello', metadata: { k: 'v', nested: { a: 'b' } } },
+  'POST /rules': {
+    name: 'fuzz-rule',
+    pattern: { source: ['fuzz'], detail: { k: ['v'] } },
+    target: { workflow: 'fuzz' },
+    input: { k: '$.detail.k' },
+  },
+  'POST /schedules': {
+    name: 'fuzz-schedule',
+    cron: '0 0 1 1 *',
+    timezone: 'UTC',
+    target: { workflow: 'fuzz' },
+    input: { k: 'v' },
+  },
+  'POST /channels/{channel_id}/messages': {
+    sender_id: 'fuzz',
+    role: 'user',
+    content: 'hello',
+    metadata: { k: 'v', nested: { a: 'b' } },
+  },
   'POST /secrets': { name: 'fuzz_secret', value: 'value' },
   'POST /sessions': { agent: 'sample-agent', input: { k: 'v' } },
   'POST /sessions/{id}/report': { status: 'COMPLETED', error_message: null },
@@ -184,8 +207,19 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
   const send = options.fetch ?? ((request: Request) => fetch(request));
   const base = baseUrl.replace(/\/$/, '');
   const report: FuzzReport = { requests: 0, failures: [], statuses: {} };
-  const document = (await (await send(new Request(`${base}/openapi.json`, { headers: options.headers ?? {} }))).json()) as {
-    paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: JsonSchema }[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } }>>;
+  const document = (await (
+    await send(new Request(`${base}/openapi.json`, { headers: options.headers ?? {} }))
+  ).json()) as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          parameters?: { name: string; in: string; schema: JsonSchema }[];
+          requestBody?: { content: Record<string, { schema: JsonSchema }> };
+        }
+      >
+    >;
   };
   const allowed = new Set(options.allowStatuses ?? []);
   let state = '';
@@ -193,26 +227,43 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
   const run = async (c: Case): Promise<void> => {
     const url = `${base}${c.path}`;
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)),
+      REQUEST_TIMEOUT_MS,
+    );
     let status = 0;
     let body = '';
     try {
       const response = await send(
         new Request(url, {
           method: c.method,
-          headers: { ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers, ...c.headers },
+          headers: {
+            ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...options.headers,
+            ...c.headers,
+          },
           ...(c.body !== undefined ? { body: c.body } : {}),
           signal: controller.signal,
         }),
       );
       status = response.status;
       // a stream (SSE) that was accepted never ends: its status is what counts
-      body = response.headers.get('content-type')?.includes('text/event-stream') ? '' : (await response.text()).slice(0, 500);
+      body = response.headers.get('content-type')?.includes('text/event-stream')
+        ? ''
+        : (await response.text()).slice(0, 500);
       controller.abort();
     } catch (error) {
       controller.abort();
-      const reason = controller.signal.reason instanceof Error ? controller.signal.reason.message : (error as Error).message;
-      report.failures.push({ method: c.method, path: c.path.slice(0, 200), input: c.input, status: 0, problem: `request failed: ${reason}`, body: '' });
+      const reason =
+        controller.signal.reason instanceof Error ? controller.signal.reason.message : (error as Error).message;
+      report.failures.push({
+        method: c.method,
+        path: c.path.slice(0, 200),
+        input: c.input,
+        status: 0,
+        problem: `request failed: ${reason}`,
+        body: '',
+      });
       return;
     } finally {
       clearTimeout(timer);
@@ -221,7 +272,8 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
     const group = `${Math.floor(status / 100)}xx`;
     report.statuses[group] = (report.statuses[group] ?? 0) + 1;
     options.onRequest?.(c.method, c.path, status);
-    const fail = (problem: string) => report.failures.push({ method: c.method, path: c.path.slice(0, 200), input: c.input, status, problem, body });
+    const fail = (problem: string) =>
+      report.failures.push({ method: c.method, path: c.path.slice(0, 200), input: c.input, status, problem, body });
     if (status >= 500 && !allowed.has(status)) fail(`answered ${status}`);
     const health = await send(new Request(`${base}/healthz`)).then(
       (r) => r.status,
@@ -230,7 +282,8 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
     if (health !== 200 && !allowed.has(health)) fail(`/healthz answered ${health} afterwards`);
     if (options.fingerprint) {
       const now = await options.fingerprint();
-      if (status >= 400 && status < 500 && now !== state) fail(`a rejected request changed the stored state (${state} → ${now})`);
+      if (status >= 400 && status < 500 && now !== state)
+        fail(`a rejected request changed the stored state (${state} → ${now})`);
       state = now;
     }
   };
@@ -251,7 +304,18 @@ export async function fuzz(baseUrl: string, options: FuzzOptions = {}): Promise<
   return report;
 }
 
-function operations(document: { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: JsonSchema }[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } }>> }): Operation[] {
+function operations(document: {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: { name: string; in: string; schema: JsonSchema }[];
+        requestBody?: { content: Record<string, { schema: JsonSchema }> };
+      }
+    >
+  >;
+}): Operation[] {
   const out: Operation[] = [];
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, op] of Object.entries(methods)) {
@@ -275,14 +339,27 @@ type Ids = Record<string, string>;
  * Creates a workflow, an execution of it, an event, a rule, a schedule, a channel message and a
  * secret through the API (whatever of it this server offers), and returns their ids for the paths.
  */
-async function fixtures(send: (request: Request) => Promise<Response>, base: string, headers: Record<string, string>): Promise<Ids> {
+async function fixtures(
+  send: (request: Request) => Promise<Response>,
+  base: string,
+  headers: Record<string, string>,
+): Promise<Ids> {
   const ids: Ids = { 'channels.channel_id': 'fuzz-channel', 'secrets.name': 'fuzz_secret' };
   const post = async (path: string, body: unknown): Promise<Record<string, unknown> | null> => {
-    const response = await send(new Request(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }));
+    const response = await send(
+      new Request(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      }),
+    );
     const text = await response.text();
     return response.ok && text !== '' ? (JSON.parse(text) as Record<string, unknown>) : null;
   };
-  const workflow = await post('/workflows', { name: 'fuzz-fixture', steps: [{ id: 'log', type: 'log', config: { message: 'fixture' } }] });
+  const workflow = await post('/workflows', {
+    name: 'fuzz-fixture',
+    steps: [{ id: 'log', type: 'log', config: { message: 'fixture' } }],
+  });
   if (workflow) {
     ids['workflows.id'] = String(workflow.id);
     const execution = await post(`/workflows/${workflow.id}/execute`, { trigger_data: { k: 'v' } });
@@ -290,9 +367,16 @@ async function fixtures(send: (request: Request) => Promise<Response>, base: str
   }
   const event = await post('/events', SAMPLES['POST /events']);
   if (event) ids['events.id'] = String(event.id);
-  const rule = await post('/rules', { ...(SAMPLES['POST /rules'] as object), name: 'fuzz-fixture-rule', target: { workflow: ids['workflows.id'] ?? 'fuzz' } });
+  const rule = await post('/rules', {
+    ...(SAMPLES['POST /rules'] as object),
+    name: 'fuzz-fixture-rule',
+    target: { workflow: ids['workflows.id'] ?? 'fuzz' },
+  });
   if (rule) ids['rules.id'] = String(rule.id);
-  const schedule = await post('/schedules', { ...(SAMPLES['POST /schedules'] as object), target: { workflow: ids['workflows.id'] ?? 'fuzz' } });
+  const schedule = await post('/schedules', {
+    ...(SAMPLES['POST /schedules'] as object),
+    target: { workflow: ids['workflows.id'] ?? 'fuzz' },
+  });
   if (schedule) ids['schedules.id'] = String(schedule.id);
   await post('/channels/fuzz-channel/messages', SAMPLES['POST /channels/{channel_id}/messages']);
   await post('/secrets', SAMPLES['POST /secrets']);
@@ -308,7 +392,10 @@ const filler =
   (operation: Operation, ids: Ids) =>
   (values: Record<string, string> = {}, fuzzedQuery?: string): string => {
     const segment = operation.path.split('/')[1] ?? '';
-    const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? encodeURIComponent(ids[`${segment}.${name}`] ?? 'fuzz_missing_1'));
+    const path = operation.path.replace(
+      /\{(\w+)\}/g,
+      (_, name: string) => values[name] ?? encodeURIComponent(ids[`${segment}.${name}`] ?? 'fuzz_missing_1'),
+    );
     const longPoll = operation.query.some((q) => q.name === 'timeout') && fuzzedQuery !== 'timeout';
     return longPoll ? `${path}?timeout=100&` : `${path}?`;
   };
@@ -322,11 +409,23 @@ function casesFor(operation: Operation, ids: Ids, samples: Record<string, unknow
   const sampleText = sample === undefined ? undefined : JSON.stringify(sample);
   // path params
   for (const param of operation.params) {
-    for (const [value, label] of BAD_PATH_VALUES) cases.push({ method, path: fill({ [param]: value }), input: `path ${param}: ${label}`, ...(sampleText !== undefined ? { body: sampleText } : {}) });
+    for (const [value, label] of BAD_PATH_VALUES)
+      cases.push({
+        method,
+        path: fill({ [param]: value }),
+        input: `path ${param}: ${label}`,
+        ...(sampleText !== undefined ? { body: sampleText } : {}),
+      });
   }
   // query values
   for (const { name } of operation.query) {
-    for (const [value, label] of BAD_QUERY_VALUES) cases.push({ method, path: `${fill({}, name)}${encodeName(name)}=${value}`, input: `query ${name}: ${label}`, ...(sampleText !== undefined ? { body: sampleText } : {}) });
+    for (const [value, label] of BAD_QUERY_VALUES)
+      cases.push({
+        method,
+        path: `${fill({}, name)}${encodeName(name)}=${value}`,
+        input: `query ${name}: ${label}`,
+        ...(sampleText !== undefined ? { body: sampleText } : {}),
+      });
   }
   if (operation.query.length > 0 || method === 'GET') {
     cases.push({ method, path: `${fill()}unknown%00=1&%zz=%zz`, input: 'query: unknown and malformed names' });
@@ -338,15 +437,32 @@ function casesFor(operation: Operation, ids: Ids, samples: Record<string, unknow
     ['last-event-id', 'garbage-%00', 'garbage Last-Event-ID'],
     ['last-event-id', '999999999999999999999', 'huge Last-Event-ID'],
   ] as const) {
-    cases.push({ method, path: fill(), input: `header ${label}`, headers: { [name]: value }, ...(sampleText !== undefined ? { body: sampleText } : {}) });
+    cases.push({
+      method,
+      path: fill(),
+      input: `header ${label}`,
+      headers: { [name]: value },
+      ...(sampleText !== undefined ? { body: sampleText } : {}),
+    });
   }
   // bodies
   if (operation.body && sample !== undefined) {
     for (const [body, label] of BAD_BODIES) cases.push({ method, path: fill(), input: `body: ${label}`, body });
-    cases.push({ method, path: fill(), input: 'body: wrong content-type', body: sampleText!, headers: { 'content-type': 'text/plain' } });
+    cases.push({
+      method,
+      path: fill(),
+      input: 'body: wrong content-type',
+      body: sampleText!,
+      headers: { 'content-type': 'text/plain' },
+    });
     for (const field of fieldsOf(sample)) {
       for (const [value, label] of BAD_FIELD_VALUES) {
-        cases.push({ method, path: fill(), input: `body ${field.join('.')}: ${label}`, body: replaceAt(sample, field, value) });
+        cases.push({
+          method,
+          path: fill(),
+          input: `body ${field.join('.')}: ${label}`,
+          body: replaceAt(sample, field, value),
+        });
       }
     }
   }
@@ -401,7 +517,11 @@ function sampleOf(schema: JsonSchema, depth = 0): unknown {
 }
 
 /** Paths of the fields of `value`, five levels down: every key of objects and the first item of arrays. */
-function fieldsOf(value: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+function fieldsOf(
+  value: unknown,
+  prefix: (string | number)[] = [],
+  out: (string | number)[][] = [],
+): (string | number)[][] {
   if (prefix.length >= 5) return out;
   if (Array.isArray(value)) {
     if (value.length > 0) {
@@ -443,7 +563,14 @@ export async function fuzzWebSocket(baseUrl: string, headers: Record<string, str
     const status = await upgradeStatus(url.hostname, Number(url.port || 80), path, headers);
     if (status === 101) continue;
     if (status >= 400 && status < 500) continue;
-    failures.push({ method: 'GET (upgrade)', path: path.slice(0, 200), input, status, problem: status === 0 ? 'no HTTP answer to the upgrade' : `answered ${status}`, body: '' });
+    failures.push({
+      method: 'GET (upgrade)',
+      path: path.slice(0, 200),
+      input,
+      status,
+      problem: status === 0 ? 'no HTTP answer to the upgrade' : `answered ${status}`,
+      body: '',
+    });
   }
   return failures;
 }
@@ -476,6 +603,8 @@ function upgradeStatus(host: string, port: number, path: string, headers: Record
     const extra = Object.entries(headers)
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`);
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`,
+    );
   });
 }

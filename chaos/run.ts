@@ -29,9 +29,12 @@ async function main(argv: string[]): Promise<number> {
   const only = option(argv, '--only');
   const seed = Number(option(argv, '--seed') ?? 1);
   const runs = scenarios.flatMap((s) => s.backends.map((backend) => ({ s, backend })));
-  const chosen = only === undefined ? runs : runs.filter(({ s, backend }) => only === s.name || only === `${s.name}:${backend}`);
+  const chosen =
+    only === undefined ? runs : runs.filter(({ s, backend }) => only === s.name || only === `${s.name}:${backend}`);
   if (chosen.length === 0) {
-    console.error(`no scenario '${only}'; there are: ${runs.map(({ s, backend }) => `${s.name}:${backend}`).join(' ')}`);
+    console.error(
+      `no scenario '${only}'; there are: ${runs.map(({ s, backend }) => `${s.name}:${backend}`).join(' ')}`,
+    );
     return 2;
   }
   const started = Date.now();
@@ -52,18 +55,31 @@ async function main(argv: string[]): Promise<number> {
   }
   for (const { s, backend } of chosen) {
     const label = `${s.name}:${backend}`;
-    const ctx = new ScenarioContext(s.name, backend, short, seedFor(seed, label), short ? SCENARIO_LIMIT_MS / 2 : SCENARIO_LIMIT_MS, (line) => console.log(`  [${label}] ${line}`));
+    const ctx = new ScenarioContext(
+      s.name,
+      backend,
+      short,
+      seedFor(seed, label),
+      short ? SCENARIO_LIMIT_MS / 2 : SCENARIO_LIMIT_MS,
+      (line) => console.log(`  [${label}] ${line}`),
+    );
     current = ctx;
     console.log(`▶ ${label}${short ? ' (short)' : ''}`);
     const t0 = Date.now();
     let figures: Figures;
     let brokeOff = false;
     try {
-      figures = await bounded(s.run(ctx), ctx.deadline - Date.now() + GRACE_MS, `${label} still running ${GRACE_MS / 1000}s past its limit`);
+      figures = await bounded(
+        s.run(ctx),
+        ctx.deadline - Date.now() + GRACE_MS,
+        `${label} still running ${GRACE_MS / 1000}s past its limit`,
+      );
     } catch (error) {
       figures = emptyFigures();
       brokeOff = true;
-      figures.notes.push(`the scenario broke off: ${error instanceof Error ? error.stack?.split('\n').slice(0, 4).join(' | ') : String(error)}`);
+      figures.notes.push(
+        `the scenario broke off: ${error instanceof Error ? error.stack?.split('\n').slice(0, 4).join(' | ') : String(error)}`,
+      );
     }
     for (const child of ctx.children) await child.kill();
     figures.crashed += ctx.crashes.length;
@@ -72,7 +88,10 @@ async function main(argv: string[]): Promise<number> {
       try {
         const report = await checkJournal(database);
         figures.journal += report.problems.length;
-        figures.notes.push(`journal: ${report.events} events, ${report.runs} runs, ${report.tasks} tasks, ${report.problems.length} problems`, ...report.problems.slice(0, 5));
+        figures.notes.push(
+          `journal: ${report.events} events, ${report.runs} runs, ${report.tasks} tasks, ${report.problems.length} problems`,
+          ...report.problems.slice(0, 5),
+        );
       } catch (error) {
         figures.journal += 1;
         figures.notes.push(`journal checker could not read ${database}: ${String(error)}`);
@@ -82,24 +101,80 @@ async function main(argv: string[]): Promise<number> {
     if (brokeOff) broken.unshift('broke off');
     if (broken.length > 0) figures.notes.push(`logs and files kept in ${ctx.dir}`);
     await ctx.cleanup(broken.length > 0);
-    const outcome: Outcome = { scenario: s.name, backend, passed: broken.length === 0, seconds: Math.round((Date.now() - t0) / 1000), figures, failures: broken };
+    const outcome: Outcome = {
+      scenario: s.name,
+      backend,
+      passed: broken.length === 0,
+      seconds: Math.round((Date.now() - t0) / 1000),
+      figures,
+      failures: broken,
+    };
     outcomes.push(outcome);
-    console.log(`${outcome.passed ? 'PASS' : 'FAIL'} ${label.padEnd(28)} ${figuresLine(figures)} (${outcome.seconds}s)${broken.length ? `  ← ${broken.join(', ')}` : ''}`);
+    console.log(
+      `${outcome.passed ? 'PASS' : 'FAIL'} ${label.padEnd(28)} ${figuresLine(figures)} (${outcome.seconds}s)${broken.length ? `  ← ${broken.join(', ')}` : ''}`,
+    );
     for (const note of figures.notes) console.log(`     ${note}`);
   }
   printTable(outcomes);
   const passed = outcomes.filter((o) => o.passed).length;
   mkdirSync(join(ROOT, 'chaos/results'), { recursive: true });
-  writeFileSync(join(ROOT, 'chaos/results/latest.json'), JSON.stringify({ seed, short, startedAt: new Date(started).toISOString(), seconds: Math.round((Date.now() - started) / 1000), passed, failed: outcomes.length - passed, outcomes }, null, 2));
-  console.log(`chaos: ${passed} passed, ${outcomes.length - passed} failed (${Math.round((Date.now() - started) / 1000)}s)`);
+  writeFileSync(
+    join(ROOT, 'chaos/results/latest.json'),
+    JSON.stringify(
+      {
+        seed,
+        short,
+        startedAt: new Date(started).toISOString(),
+        seconds: Math.round((Date.now() - started) / 1000),
+        passed,
+        failed: outcomes.length - passed,
+        outcomes,
+      },
+      null,
+      2,
+    ),
+  );
+  console.log(
+    `chaos: ${passed} passed, ${outcomes.length - passed} failed (${Math.round((Date.now() - started) / 1000)}s)`,
+  );
   return passed === outcomes.length ? 0 : 1;
 }
 
 function printTable(outcomes: Outcome[]): void {
-  const head = ['scenario', 'backend', 'lost', 'dup', 'same-key', 'stuck', 'failed', '5xx', 'leaked', 'crashed', 'recovery', 'journal', 'secs', 'result'];
+  const head = [
+    'scenario',
+    'backend',
+    'lost',
+    'dup',
+    'same-key',
+    'stuck',
+    'failed',
+    '5xx',
+    'leaked',
+    'crashed',
+    'recovery',
+    'journal',
+    'secs',
+    'result',
+  ];
   const rows = outcomes.map((o) => {
     const f = o.figures;
-    return [o.scenario, o.backend, f.lost, f.duplicated, f.sameKeyRepeats, f.stuck, f.failed, f.http5xx, f.leaked, f.crashed, f.recoverySeconds === null ? '-' : `${f.recoverySeconds}s`, f.journal, o.seconds, o.passed ? 'pass' : 'FAIL'].map(String);
+    return [
+      o.scenario,
+      o.backend,
+      f.lost,
+      f.duplicated,
+      f.sameKeyRepeats,
+      f.stuck,
+      f.failed,
+      f.http5xx,
+      f.leaked,
+      f.crashed,
+      f.recoverySeconds === null ? '-' : `${f.recoverySeconds}s`,
+      f.journal,
+      o.seconds,
+      o.passed ? 'pass' : 'FAIL',
+    ].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;

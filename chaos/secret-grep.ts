@@ -111,14 +111,21 @@ function urlHost(piece: string): string {
  */
 export function findLeaks(haystacks: Haystack[], secrets: string[]): Leak[] {
   const leaks: Leak[] = [];
-  const needles = secrets.flatMap((secret, index) => secretVariants(secret).map((variant) => ({ ...variant, index, bytes: Buffer.from(variant.text, 'utf8') })));
+  const needles = secrets.flatMap((secret, index) =>
+    secretVariants(secret).map((variant) => ({ ...variant, index, bytes: Buffer.from(variant.text, 'utf8') })),
+  );
   for (const haystack of haystacks) {
     const buffer = typeof haystack.content === 'string' ? Buffer.from(haystack.content, 'utf8') : haystack.content;
     for (const needle of needles) {
       for (let at = buffer.indexOf(needle.bytes); at !== -1; at = buffer.indexOf(needle.bytes, at + 1)) {
         const before = buffer.subarray(Math.max(0, at - 40), at).toString('utf8');
         const after = buffer.subarray(at + needle.bytes.length, at + needle.bytes.length + 40).toString('utf8');
-        leaks.push({ where: haystack.where, secret: needle.index, form: needle.form, context: `${before}<LEAK>${after}`.replace(/[^\x20-\x7e\u00a0-\uffff]/g, '.') });
+        leaks.push({
+          where: haystack.where,
+          secret: needle.index,
+          form: needle.form,
+          context: `${before}<LEAK>${after}`.replace(/[^\x20-\x7e\u00a0-\uffff]/g, '.'),
+        });
       }
     }
   }
@@ -155,7 +162,11 @@ export function grepSecrets(sources: LeakSources, secrets: string[]): Leak[] {
     }
   }
   if (sources.postgres !== undefined) {
-    const dump = execFileSync(sources.pgDump ?? 'pg_dump', ['--no-owner', '--no-privileges', '--dbname', sources.postgres], { maxBuffer: 1024 * 1024 * 1024 });
+    const dump = execFileSync(
+      sources.pgDump ?? 'pg_dump',
+      ['--no-owner', '--no-privileges', '--dbname', sources.postgres],
+      { maxBuffer: 1024 * 1024 * 1024 },
+    );
     haystacks.push({ where: 'pg_dump', content: dump });
   }
   if (sources.logs !== undefined) haystacks.push({ where: 'logs', content: sources.logs });

@@ -48,7 +48,10 @@ describe.each(backends)('cancellation of runs mid-step on $name', (backend) => {
       await worker.kill();
       worker = null;
 
-      expect({ A: await tally(engine, phaseA), B: await tally(engine, phaseB) }).toEqual({ A: { cancelled: PER_PHASE }, B: { cancelled: PER_PHASE } });
+      expect({ A: await tally(engine, phaseA), B: await tally(engine, phaseB) }).toEqual({
+        A: { cancelled: PER_PHASE },
+        B: { cancelled: PER_PHASE },
+      });
 
       const compensated = logLines(readFileSync(log, 'utf8')).filter(([, what]) => what === 'compensated');
       let reRun = 0;
@@ -67,7 +70,9 @@ describe.each(backends)('cancellation of runs mid-step on $name', (backend) => {
         expect(runs.length, id).toBeLessThanOrEqual(started);
         reRun += runs.length - 1;
       }
-      console.log(`${backend.name}: ${2 * PER_PHASE} runs cancelled, ${reRun} compensations run again after the kill; phase A ended ${phaseAEndedInMs} ms after its cancellations`);
+      console.log(
+        `${backend.name}: ${2 * PER_PHASE} runs cancelled, ${reRun} compensations run again after the kill; phase A ended ${phaseAEndedInMs} ms after its cancellations`,
+      );
       // the running step's signal fires on cancellation: the runs do not wait out their 30 s step
       expect(phaseAEndedInMs).toBeLessThan(10_000);
     } finally {

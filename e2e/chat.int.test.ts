@@ -10,7 +10,8 @@ import { watch } from '../src/testing/socket.js';
 import { cli, node, serve, type Served } from './child.js';
 
 /** The reply worker script `e2e/reply-child.ts` as a real process. */
-const replyWorker = (database: string, log: string, crash?: 'crash') => node(['--import', 'tsx', 'e2e/reply-child.ts', database, log, ...(crash ? [crash] : [])]);
+const replyWorker = (database: string, log: string, crash?: 'crash') =>
+  node(['--import', 'tsx', 'e2e/reply-child.ts', database, log, ...(crash ? [crash] : [])]);
 
 describe.each(backends)('chat AI replies on $name', (backend: Backend) => {
   it('stores exactly one reply when the worker is killed between the model call and the write', async () => {
@@ -61,11 +62,19 @@ describe('chat across server processes on PostgreSQL', () => {
     const [a, b] = servers.map((s) => s.url) as [string, string];
     const onA = watch(a, 'lobby');
     await onA.open;
-    const posted = await fetch(`${b}/channels/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'system', content: 'hello from B' }) });
+    const posted = await fetch(`${b}/channels/lobby/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender_id: 'u1', role: 'system', content: 'hello from B' }),
+    });
     expect(posted.status).toBe(201);
     await eventually(() => onA.messages.length === 1);
     expect(onA.messages[0]).toMatchObject({ seq: 1, content: 'hello from B' });
-    const asked = await fetch(`${b}/channels/lobby/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'anyone?' }) });
+    const asked = await fetch(`${b}/channels/lobby/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'anyone?' }),
+    });
     expect(asked.status).toBe(201);
     // one AI reply, from whichever server's worker holds the subscription
     await eventually(() => onA.messages.length === 3, 20_000);
@@ -106,7 +115,11 @@ describe('chat with the AI worker in another process on one SQLite file', () => 
       await eventually(() => /worker \d+:/.test(worker.output()), 20_000);
       const socket = watch(url, 'split');
       await socket.open;
-      const posted = await fetch(`${url}/channels/split/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'who answers?' }) });
+      const posted = await fetch(`${url}/channels/split/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'who answers?' }),
+      });
       expect(posted.status).toBe(201);
       await eventually(() => socket.messages.length === 2, 20_000);
       expect(socket.messages.map((m) => [m.seq, m.role])).toEqual([

@@ -39,7 +39,9 @@ export function node(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   proc.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => proc.on('exit', (code, signal) => done({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    proc.on('exit', (code, signal) => done({ code, signal })),
+  );
   return { proc, output: () => output, exited };
 }
 
@@ -52,7 +54,10 @@ export interface Served extends Cli {
  * directory for its key file; resolves once it listens.
  */
 export async function serve(database: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Served> {
-  const server = cli(['serve', '--port', '0', '--database', database, ...args], { RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')), ...env });
+  const server = cli(['serve', '--port', '0', '--database', database, ...args], {
+    RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')),
+    ...env,
+  });
   const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000).catch(() => {
     server.proc.kill('SIGKILL');
     throw new Error(`runledger serve did not start:\n${server.output()}`);

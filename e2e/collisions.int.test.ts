@@ -21,8 +21,16 @@ interface Answer {
 /** `runledger …args` in `cwd` to its end (never throws on a non-zero exit). */
 function run(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Answer> {
   return new Promise((done) => {
-    execFile(process.execPath, [resolve('bin/runledger.js'), ...args], { cwd, encoding: 'utf8', timeout: 30_000, env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '', RUNLEDGER_DATA_DIR: cwd, ...env } }, (error, stdout, stderr) =>
-      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [resolve('bin/runledger.js'), ...args],
+      {
+        cwd,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '', RUNLEDGER_DATA_DIR: cwd, ...env },
+      },
+      (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -46,7 +54,9 @@ describe('a second server on a port in use', () => {
     const second = await run(['serve', '--port', String(port), '--database', join(dir, 'b.db')], dir);
     expect(second.code).toBe(1);
     expect(second.stdout).toBe('');
-    expect(second.stderr).toBe(`port ${port} is in use on 127.0.0.1 — is another runledger running? use --port <n> (or PORT)\n`);
+    expect(second.stderr).toBe(
+      `port ${port} is in use on 127.0.0.1 — is another runledger running? use --port <n> (or PORT)\n`,
+    );
   }, 60_000);
 });
 
@@ -63,7 +73,9 @@ describe.each(backends)('processes on one database with different settings ($nam
     const other = cli(['worker', '--database', database], { ...key, RUNLEDGER_HTTP_ALLOW: '' });
     running.push(other);
     await eventually(() => /worker \d+: stored workflows/.test(other.output()), 20_000);
-    expect(other.output()).toContain(`warning: process ${server.proc.pid}@${hostname()} (serve) has RUNLEDGER_HTTP_ALLOW=127.0.0.1 and this one has none: steps may run with either; give every process the same settings\n`);
+    expect(other.output()).toContain(
+      `warning: process ${server.proc.pid}@${hostname()} (serve) has RUNLEDGER_HTTP_ALLOW=127.0.0.1 and this one has none: steps may run with either; give every process the same settings\n`,
+    );
     const doctor = await run(['doctor', '--database', database, '--sample', '50'], temp(), key);
     const at = (p: Cli) => `${p.proc.pid}@${hostname()}`;
     expect(doctor.stdout).toContain(
@@ -74,14 +86,23 @@ describe.each(backends)('processes on one database with different settings ($nam
 
 describe('a mistyped database', () => {
   it.each([
-    ['postgress://postgres@127.0.0.1/app', "--database: unknown scheme 'postgress://' — use a file path (SQLite) or postgres://user@host:5432/db"],
-    ['mysql://root@127.0.0.1/app', "--database: unknown scheme 'mysql://' — use a file path (SQLite) or postgres://user@host:5432/db"],
+    [
+      'postgress://postgres@127.0.0.1/app',
+      "--database: unknown scheme 'postgress://' — use a file path (SQLite) or postgres://user@host:5432/db",
+    ],
+    [
+      'mysql://root@127.0.0.1/app',
+      "--database: unknown scheme 'mysql://' — use a file path (SQLite) or postgres://user@host:5432/db",
+    ],
   ])(
     '%s is refused in one line, exit 1, and nothing is created',
     async (location, line) => {
       const dir = temp();
       for (const command of ['serve', 'worker']) {
-        const answer = await run([command, '--database', location, ...(command === 'serve' ? ['--port', '0'] : [])], dir);
+        const answer = await run(
+          [command, '--database', location, ...(command === 'serve' ? ['--port', '0'] : [])],
+          dir,
+        );
         expect(answer.code).toBe(1);
         expect(answer.stderr).toBe(`${line}\n`);
       }
@@ -97,9 +118,13 @@ describe('a mistyped database', () => {
     const missing = join(dir, 'nonexistent', 'dir');
     const answer = await run(['worker', '--database', join(missing, 'x.db')], dir);
     expect(answer.code).toBe(1);
-    expect(answer.stderr).toBe(`database: the directory ${missing} does not exist: create it first, or pass --create-dirs (createDirs: true)\n`);
+    expect(answer.stderr).toBe(
+      `database: the directory ${missing} does not exist: create it first, or pass --create-dirs (createDirs: true)\n`,
+    );
     expect(existsSync(join(dir, 'nonexistent'))).toBe(false);
-    const created = cli(['serve', '--port', '0', '--create-dirs', '--database', join(missing, 'x.db')], { RUNLEDGER_DATA_DIR: dir });
+    const created = cli(['serve', '--port', '0', '--create-dirs', '--database', join(missing, 'x.db')], {
+      RUNLEDGER_DATA_DIR: dir,
+    });
     running.push(created);
     await eventually(() => /serving/.test(created.output()), 20_000);
     expect(existsSync(join(missing, 'x.db'))).toBe(true);
@@ -113,10 +138,17 @@ describe('a mistyped database', () => {
     const masked = url.toString().replace(':pw@', ':***@');
     const missing = await run(['worker', '--database', url.toString()], temp());
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe(`database: ${masked}: database '${name}' does not exist — create it: createdb -h ${url.hostname} -p ${url.port || 5432} -U ${url.username} ${name}\n`);
+    expect(missing.stderr).toBe(
+      `database: ${masked}: database '${name}' does not exist — create it: createdb -h ${url.hostname} -p ${url.port || 5432} -U ${url.username} ${name}\n`,
+    );
     const port = await freePort();
-    const refused = await run(['serve', '--port', '0', '--database', `postgres://postgres:pw@127.0.0.1:${port}/app`], temp());
+    const refused = await run(
+      ['serve', '--port', '0', '--database', `postgres://postgres:pw@127.0.0.1:${port}/app`],
+      temp(),
+    );
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toBe(`database: postgres://postgres:***@127.0.0.1:${port}/app: connection refused — is PostgreSQL running on 127.0.0.1:${port}?\n`);
+    expect(refused.stderr).toBe(
+      `database: postgres://postgres:***@127.0.0.1:${port}/app: connection refused — is PostgreSQL running on 127.0.0.1:${port}?\n`,
+    );
   }, 60_000);
 });

@@ -38,36 +38,39 @@ describe.each(backends)('crashes on $name', (backend) => {
     expect(finished.code, finished.stderr).toBe(0);
   });
 
-  it.each([['task:beforeComplete'], ['task:afterComplete']])('a worker killed at %s loses no task and completes none twice', async (point) => {
-    const database = await backend.create();
-    const setup = await createEngine({ database });
-    const ids = (
-      await setup.queue.enqueueMany(
-        'jobs',
-        Array.from({ length: 200 }, (_, n) => ({ payload: { n } })),
-      )
-    ).map((r) => r.task.id);
-    await setup.close();
+  it.each([['task:beforeComplete'], ['task:afterComplete']])(
+    'a worker killed at %s loses no task and completes none twice',
+    async (point) => {
+      const database = await backend.create();
+      const setup = await createEngine({ database });
+      const ids = (
+        await setup.queue.enqueueMany(
+          'jobs',
+          Array.from({ length: 200 }, (_, n) => ({ payload: { n } })),
+        )
+      ).map((r) => r.task.id);
+      await setup.close();
 
-    const killed = await child('drain', database, point, '3');
-    expect(killed.signal, killed.stderr).toBe('SIGKILL');
-    integrityCheck(backend.name, database);
-    const recovered = await child('drain', database);
-    expect(recovered.code, recovered.stderr).toBe(0);
+      const killed = await child('drain', database, point, '3');
+      expect(killed.signal, killed.stderr).toBe('SIGKILL');
+      integrityCheck(backend.name, database);
+      const recovered = await child('drain', database);
+      expect(recovered.code, recovered.stderr).toBe(0);
 
-    const engine = await createEngine({ database });
-    try {
-      const tasks = await engine.queue.list({ queue: 'jobs', limit: 1000 });
-      expect(tasks.map((t) => t.state)).toEqual(ids.map(() => 'completed'));
-      for (const task of tasks) expect(task.result).toEqual({ double: (task.payload as { n: number }).n * 2 });
-      const completions = await engine.journal.readAll({ types: ['task.completed'], limit: 10_000 });
-      expect(completions).toHaveLength(200);
-      expect(new Set(completions.map((e) => e.streamId)).size).toBe(200);
-      // killed before the commit, the batch in hand was never completed: its leases had to expire
-      const expired = await engine.journal.readAll({ types: ['task.lease_expired'], limit: 10_000 });
-      if (point === 'task:beforeComplete') expect(expired.length).toBeGreaterThan(0);
-    } finally {
-      await engine.close();
-    }
-  });
+      const engine = await createEngine({ database });
+      try {
+        const tasks = await engine.queue.list({ queue: 'jobs', limit: 1000 });
+        expect(tasks.map((t) => t.state)).toEqual(ids.map(() => 'completed'));
+        for (const task of tasks) expect(task.result).toEqual({ double: (task.payload as { n: number }).n * 2 });
+        const completions = await engine.journal.readAll({ types: ['task.completed'], limit: 10_000 });
+        expect(completions).toHaveLength(200);
+        expect(new Set(completions.map((e) => e.streamId)).size).toBe(200);
+        // killed before the commit, the batch in hand was never completed: its leases had to expire
+        const expired = await engine.journal.readAll({ types: ['task.lease_expired'], limit: 10_000 });
+        if (point === 'task:beforeComplete') expect(expired.length).toBeGreaterThan(0);
+      } finally {
+        await engine.close();
+      }
+    },
+  );
 });

@@ -67,8 +67,16 @@ describe.each(backends)('a page of another origin against a server without a tok
   let browser: Browser;
 
   beforeAll(async () => {
-    server = await startServer({ database: await backend.create(), port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-cross-site-')), logger: pino({ level: 'silent' }), pollMs: 100 });
-    attacker = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(attackerPage(server.url)));
+    server = await startServer({
+      database: await backend.create(),
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-cross-site-')),
+      logger: pino({ level: 'silent' }),
+      pollMs: 100,
+    });
+    attacker = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end(attackerPage(server.url)),
+    );
     await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
     attackerPort = (attacker.address() as AddressInfo).port;
     browser = await launchBrowser();
@@ -81,32 +89,50 @@ describe.each(backends)('a page of another origin against a server without a tok
   });
 
   // localhost is another site than 127.0.0.1; another port of 127.0.0.1 is the same site, another origin
-  it.each([['localhost'], ['127.0.0.1']])('from http://%s:<another port>: no secret written, nothing paused, no message read or posted', async (host) => {
-    await server.workflows.secrets.set('api_key', 'original');
-    const channel = `from-${host.replace(/\./g, '-')}`;
-    await server.channels.post(channel, { sender_id: 'ada', role: 'system', content: 'private history' });
-    const page = await browser.newPage();
-    let seen: unknown;
-    try {
-      await page.goto(`http://${host}:${attackerPort}/?channel=${channel}`);
-      seen = await page.waitForFunction(() => (window as unknown as { done?: unknown }).done, undefined, { timeout: 20_000 }).then((handle) => handle.jsonValue());
-    } finally {
-      await page.close();
-    }
-    // each attempt writes where the others do not: any one that got through shows here
-    expect(await server.workflows.secrets.values()).toEqual({ api_key: 'original' });
-    expect(await server.engine.operator.pauses()).toEqual([]);
-    expect((await server.channels.history(channel)).messages.map((m) => m.content)).toEqual(['private history']);
-    // what the page saw: opaque answers, a failed preflight, and a socket that never opened (it read no history)
-    expect(seen).toEqual({ 'text/plain fetch': 'opaque', 'json fetch': 'threw TypeError', pause: 'opaque', form: 'submitted', websocket: { opened: false, frames: [] } });
-  });
+  it.each([['localhost'], ['127.0.0.1']])(
+    'from http://%s:<another port>: no secret written, nothing paused, no message read or posted',
+    async (host) => {
+      await server.workflows.secrets.set('api_key', 'original');
+      const channel = `from-${host.replace(/\./g, '-')}`;
+      await server.channels.post(channel, { sender_id: 'ada', role: 'system', content: 'private history' });
+      const page = await browser.newPage();
+      let seen: unknown;
+      try {
+        await page.goto(`http://${host}:${attackerPort}/?channel=${channel}`);
+        seen = await page
+          .waitForFunction(() => (window as unknown as { done?: unknown }).done, undefined, { timeout: 20_000 })
+          .then((handle) => handle.jsonValue());
+      } finally {
+        await page.close();
+      }
+      // each attempt writes where the others do not: any one that got through shows here
+      expect(await server.workflows.secrets.values()).toEqual({ api_key: 'original' });
+      expect(await server.engine.operator.pauses()).toEqual([]);
+      expect((await server.channels.history(channel)).messages.map((m) => m.content)).toEqual(['private history']);
+      // what the page saw: opaque answers, a failed preflight, and a socket that never opened (it read no history)
+      expect(seen).toEqual({
+        'text/plain fetch': 'opaque',
+        'json fetch': 'threw TypeError',
+        pause: 'opaque',
+        form: 'submitted',
+        websocket: { opened: false, frames: [] },
+      });
+    },
+  );
 });
 
 describe('the origins a server allows besides its own', () => {
   it('lets a listed origin act and answer under its host name, refuses the rest, and a bad entry stops serve naming the variable', async () => {
-    const server = await serve(createSqlitePath(), [], { RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com, http://localhost:5173' });
+    const server = await serve(createSqlitePath(), [], {
+      RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com, http://localhost:5173',
+    });
     try {
-      const post = (headers: Record<string, string>) => fetch(`${server.url}/secrets`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ name: 'k', value: 'v' }) });
+      const post = (headers: Record<string, string>) =>
+        fetch(`${server.url}/secrets`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ name: 'k', value: 'v' }),
+        });
       expect((await post({ origin: 'https://ops.example.com' })).status).toBe(201);
       expect((await post({ origin: 'http://localhost:5173' })).status).toBe(201);
       expect((await post({ origin: 'https://evil.example' })).status).toBe(403);
@@ -123,15 +149,31 @@ describe('the origins a server allows besides its own', () => {
       server.proc.kill('SIGTERM');
       await server.exited;
     }
-    const bad = cli(['serve', '--port', '0', '--database', createSqlitePath()], { RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui', RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')) });
+    const bad = cli(['serve', '--port', '0', '--database', createSqlitePath()], {
+      RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui',
+      RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-serve-')),
+    });
     expect((await bad.exited).code).not.toBe(0);
-    expect(bad.output()).toContain("RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui' is not an origin: write scheme://host[:port] with no path");
+    expect(bad.output()).toContain(
+      "RUNLEDGER_ALLOWED_ORIGINS: 'https://ops.example.com/ui' is not an origin: write scheme://host[:port] with no path",
+    );
   });
 
   it("counts the public URL's origin as allowed: a page served under it may act, and its host is answered", async () => {
-    const server = await startServer({ database: createSqlitePath(), port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-cross-site-')), logger: pino({ level: 'silent' }), publicUrl: 'https://runledger.example.com/api' });
+    const server = await startServer({
+      database: createSqlitePath(),
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-cross-site-')),
+      logger: pino({ level: 'silent' }),
+      publicUrl: 'https://runledger.example.com/api',
+    });
     try {
-      const post = (origin: string) => fetch(`${server.url}/secrets`, { method: 'POST', headers: { 'content-type': 'application/json', origin }, body: JSON.stringify({ name: 'k', value: 'v' }) });
+      const post = (origin: string) =>
+        fetch(`${server.url}/secrets`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin },
+          body: JSON.stringify({ name: 'k', value: 'v' }),
+        });
       expect((await post('https://runledger.example.com')).status).toBe(201);
       expect((await post('https://other.example.com')).status).toBe(403);
       const status = await new Promise<number>((resolve, reject) => {

@@ -14,7 +14,10 @@ import { storedWorkflows } from '../src/workflows/service.js';
 /** Runs `runledger …` as a real process; resolves with its exit code and output. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, ['bin/runledger.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '', ...env } });
+    const proc = spawn(process.execPath, ['bin/runledger.js', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '', ...env },
+    });
     let out = '';
     proc.stdout.on('data', (chunk) => (out += chunk));
     proc.stderr.on('data', (chunk) => (out += chunk));
@@ -53,27 +56,62 @@ describe.each(backends)('runledger doctor and prune on $name', (backend) => {
       await client.connect();
       const { rows } = await client.query<{ on: boolean }>("SELECT current_setting('autovacuum') = 'on' AS on");
       await client.end();
-      expect(healthy.out).toMatch(rows[0]!.on ? /ok +vacuum +autovacuum is on \(\d+ dead rows/ : /WARN +vacuum +PostgreSQL's autovacuum is off: .* \(\d+ dead, \d+ live now\)/);
+      expect(healthy.out).toMatch(
+        rows[0]!.on
+          ? /ok +vacuum +autovacuum is on \(\d+ dead rows/
+          : /WARN +vacuum +PostgreSQL's autovacuum is off: .* \(\d+ dead, \d+ live now\)/,
+      );
     }
     expect(healthy.out).not.toContain('s3cr3t-value');
 
     // break it: a run that says it runs with no task to run it, a blocked subscription, a dead letter, and the wrong key
     const broken = await createEngine({ database, workers: false });
     try {
-      await broken.journal.append('run:lost-1', [{ type: 'run.started', data: { workflow: 'quick', input: null, orderingKey: null, deadline: null, parent: null } }]);
+      await broken.journal.append('run:lost-1', [
+        {
+          type: 'run.started',
+          data: { workflow: 'quick', input: null, orderingKey: null, deadline: null, parent: null },
+        },
+      ]);
       const view = (await broken.store.projectionGet({ name: RUN_VIEW, key: 'lost-1' })) as Record<string, unknown>;
-      await broken.store.projectionPut({ name: RUN_VIEW, key: 'lost-1', value: { ...view, status: 'running', updatedAt: Date.now() - 3_600_000 } });
-      await broken.store.subscriptionEnsure({ name: 'billing', streamPrefix: null, types: null, ordered: true, from: 'beginning' });
+      await broken.store.projectionPut({
+        name: RUN_VIEW,
+        key: 'lost-1',
+        value: { ...view, status: 'running', updatedAt: Date.now() - 3_600_000 },
+      });
+      await broken.store.subscriptionEnsure({
+        name: 'billing',
+        streamPrefix: null,
+        types: null,
+        ordered: true,
+        from: 'beginning',
+      });
       await broken.store.subscriptionBlock({ name: 'billing', blockedReason: 'event 1 failed 5 times' });
       const [claimed] = await broken.store.transaction(async (tx) => {
-        await tx.taskEnqueue({ tasks: [{ id: 'task_doomed', queue: 'mail', payload: {}, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 1 }] });
+        await tx.taskEnqueue({
+          tasks: [
+            {
+              id: 'task_doomed',
+              queue: 'mail',
+              payload: {},
+              idempotencyKey: null,
+              orderingKey: null,
+              runAt: null,
+              priority: 0,
+              maxAttempts: 1,
+            },
+          ],
+        });
         return tx.taskClaim({ queue: 'mail', limit: 1, leaseMs: 60_000, workerId: 'w', leaseToken: 'l' });
       });
       await broken.store.taskFail({ id: claimed!.id, leaseToken: 'l', error: 'bounced', retryDelayMs: null });
     } finally {
       await broken.close();
     }
-    const bad = await cli(['doctor', '--database', database, '--sample', '200'], { ...env, RUNLEDGER_SECRET_KEY: randomBytes(32).toString('hex') });
+    const bad = await cli(['doctor', '--database', database, '--sample', '200'], {
+      ...env,
+      RUNLEDGER_SECRET_KEY: randomBytes(32).toString('hex'),
+    });
     expect(bad.code, bad.out).toBe(1);
     expect(bad.out).toMatch(/FAIL +runs +1 run\(s\) say they run or sleep but no task will run them: lost-1/);
     expect(bad.out).toMatch(/FAIL +subscriptions +blocked: billing/);
@@ -103,7 +141,10 @@ describe.each(backends)('runledger doctor and prune on $name', (backend) => {
   }, 90_000);
 
   it('fails on a store it cannot reach', async () => {
-    const database = backend.name === 'sqlite' ? join(mkdtempSync(join(tmpdir(), 'runledger-doctor-')), 'missing.db') : 'postgres://postgres@127.0.0.1:1/nowhere';
+    const database =
+      backend.name === 'sqlite'
+        ? join(mkdtempSync(join(tmpdir(), 'runledger-doctor-')), 'missing.db')
+        : 'postgres://postgres@127.0.0.1:1/nowhere';
     const result = await cli(['doctor', '--database', database, '--sample', '100']);
     expect(result.code, result.out).toBe(1);
     expect(result.out).toMatch(/FAIL +store +(no database file at .*missing\.db|unreachable)/);

@@ -22,16 +22,29 @@ const RUNNERS: Record<string, (file: string) => string[]> = {
 
 /** What an example prints, where it says more than "it ran": the second run shows the idempotency doing its job. */
 const EXPECTED: Record<string, [RegExp, RegExp]> = {
-  'quick-start.ts': [/order-1 placed\nemail task: \{ sent: true \}/, /order-1 was placed before: nothing written\nemail task: \{ sent: true \}/],
+  'quick-start.ts': [
+    /order-1 placed\nemail task: \{ sent: true \}/,
+    /order-1 was placed before: nothing written\nemail task: \{ sent: true \}/,
+  ],
   'durable-workflow.ts': [/\{ account: 'acct-ada', approved: true \}/, /\{ account: 'acct-ada', approved: true \}/],
-  'start-without-workers.ts': [/started invoice-o-7 pending\n\{ id: 'INV-o-7', total: 42 \}/, /started invoice-o-7 success/],
-  'stored-workflow.ts': [/success \{ greeting: 'Hello ADA!', items: \[ 'latte', 'latte' \] \}/, /success \{ greeting: 'Hello ADA!'/],
+  'start-without-workers.ts': [
+    /started invoice-o-7 pending\n\{ id: 'INV-o-7', total: 42 \}/,
+    /started invoice-o-7 success/,
+  ],
+  'stored-workflow.ts': [
+    /success \{ greeting: 'Hello ADA!', items: \[ 'latte', 'latte' \] \}/,
+    /success \{ greeting: 'Hello ADA!'/,
+  ],
 };
 
 function run(command: string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((done) => {
-    execFile(command[0]!, command.slice(1), { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '' } }, (error, stdout, stderr) =>
-      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+    execFile(
+      command[0]!,
+      command.slice(1),
+      { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, RUNLEDGER_DATABASE: '', DATABASE_URL: '' } },
+      (error, stdout, stderr) =>
+        done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
     );
   });
 }

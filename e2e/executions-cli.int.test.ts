@@ -38,7 +38,11 @@ describe('runledger executions cancel --reason and rerun --timeout (brief 004 §
       expect(rerun.exit, rerun.output).toBe(0);
       expect(rerun.output).toMatch(/execution ex_\S+ success DELIVERED/);
       const rid = /execution (ex_\S+) reruns/.exec(rerun.output)![1]!;
-      expect((await record(rid)).rerun_of).toEqual({ execution_id: eid, from_step: 'layout', timeouts_seconds: { layout_wait: 600 } });
+      expect((await record(rid)).rerun_of).toEqual({
+        execution_id: eid,
+        from_step: 'layout',
+        timeouts_seconds: { layout_wait: 600 },
+      });
 
       mock.setFaults([{ endpoint: 'POST /v1/render/*', job: 'hang', times: 'always' }]);
       const patient = join(mkdtempSync(join(tmpdir(), 'rl-cli-')), 'pipeline.json');
@@ -46,7 +50,13 @@ describe('runledger executions cancel --reason and rerun --timeout (brief 004 §
       const pid = /created (wf_\S+)/.exec((await run('workflows', 'apply', patient)).output)![1]!;
       const started = await run('run', pid, '--data', data);
       const hanging = /(ex_\S+)/.exec(started.output)![1]!;
-      await eventually(async () => (await record(hanging)).steps.some((s: { step_id: string; status: string }) => s.step_id === 'wait_word' && s.status === 'running'), 20_000);
+      await eventually(
+        async () =>
+          (await record(hanging)).steps.some(
+            (s: { step_id: string; status: string }) => s.step_id === 'wait_word' && s.status === 'running',
+          ),
+        20_000,
+      );
       const cancel = await run('executions', 'cancel', hanging, '--reason', 'customer withdrew the order');
       expect(cancel.exit, cancel.output).toBe(0);
       await eventually(async () => (await record(hanging)).status === 'cancelled', 20_000);

@@ -10,7 +10,14 @@ import { faultWorkflows } from './fault-workflows.js';
 
 const [database, log, concurrency] = process.argv.slice(2);
 const workflows = Object.values(faultWorkflows(log!));
-const engine = await createEngine({ database: database!, workflows, pollMs: 100, leaseMs: 1000, workers: concurrency === undefined });
-if (concurrency !== undefined) engine.work(RUN_QUEUE, engine.runtime.execute, { leaseMs: 1000, concurrency: Number(concurrency) });
+const engine = await createEngine({
+  database: database!,
+  workflows,
+  pollMs: 100,
+  leaseMs: 1000,
+  workers: concurrency === undefined,
+});
+if (concurrency !== undefined)
+  engine.work(RUN_QUEUE, engine.runtime.execute, { leaseMs: 1000, concurrency: Number(concurrency) });
 process.once('SIGTERM', () => void engine.close());
 process.stdout.write('ready\n');

@@ -12,13 +12,20 @@ export async function tally(engine: Engine, ids: string[]): Promise<Record<strin
 }
 
 /** Polls until every run of `ids` satisfies `done`; a timeout names the statuses the runs were left in. */
-export async function waitForRuns(engine: Engine, ids: string[], done: (view: RunView) => boolean, what: string, timeoutMs: number): Promise<void> {
+export async function waitForRuns(
+  engine: Engine,
+  ids: string[],
+  done: (view: RunView) => boolean,
+  what: string,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let all = true;
     for (const id of ids) if (!done(await engine.run(id))) all = false;
     if (all) return;
-    if (Date.now() > deadline) throw new Error(`runs not ${what} within ${timeoutMs} ms: ${JSON.stringify(await tally(engine, ids))}`);
+    if (Date.now() > deadline)
+      throw new Error(`runs not ${what} within ${timeoutMs} ms: ${JSON.stringify(await tally(engine, ids))}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -11,7 +11,12 @@ export interface WorkerProcess {
 }
 
 /** Starts `e2e/fault-child.ts` (or another worker script that prints `ready`): a worker process for the fault workflows on `database`. */
-export function startWorker(database: string, log: string, concurrency?: number, script = 'e2e/fault-child.ts'): WorkerProcess {
+export function startWorker(
+  database: string,
+  log: string,
+  concurrency?: number,
+  script = 'e2e/fault-child.ts',
+): WorkerProcess {
   const args = ['--import', 'tsx', script, database, log, ...(concurrency === undefined ? [] : [String(concurrency)])];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -26,7 +31,9 @@ export function startWorker(database: string, log: string, concurrency?: number,
       stdout += chunk;
       if (stdout.includes('ready\n')) resolve();
     });
-    void exited.then((exit) => reject(new Error(`worker ${proc.pid} exited before it was ready (${exit.code ?? exit.signal}): ${exit.stderr}`)));
+    void exited.then((exit) =>
+      reject(new Error(`worker ${proc.pid} exited before it was ready (${exit.code ?? exit.signal}): ${exit.stderr}`)),
+    );
   });
   ready.catch(() => {});
   return {

@@ -16,11 +16,17 @@ const COUNTS = `SELECT (SELECT count(*) FROM events) || ':' || (SELECT count(*) 
 async function counter(database: string): Promise<{ counts: () => Promise<string>; close: () => Promise<void> }> {
   if (!database.startsWith('postgres')) {
     const db = new Database(database, { readonly: true });
-    return { counts: async () => String((db.prepare(COUNTS).get() as { counts: string }).counts), close: async () => void db.close() };
+    return {
+      counts: async () => String((db.prepare(COUNTS).get() as { counts: string }).counts),
+      close: async () => void db.close(),
+    };
   }
   const client = new pg.Client({ connectionString: database });
   await client.connect();
-  return { counts: async () => String((await client.query<{ counts: string }>(COUNTS)).rows[0]!.counts), close: () => client.end() };
+  return {
+    counts: async () => String((await client.query<{ counts: string }>(COUNTS)).rows[0]!.counts),
+    close: () => client.end(),
+  };
 }
 
 describe.each(backends)('bad-input fuzzer on $name', (backend) => {
@@ -30,14 +36,24 @@ describe.each(backends)('bad-input fuzzer on $name', (backend) => {
     server = undefined;
   });
 
-  it('answers every malformed, deep, huge, NUL, surrogate, traversal and bad-escape input to every route with a 4xx, storing nothing', { timeout: 120_000 }, async () => {
+  it('answers every malformed, deep, huge, NUL, surrogate, traversal and bad-escape input to every route with a 4xx, storing nothing', {
+    timeout: 120_000,
+  }, async () => {
     const database = await backend.create();
     // no workers: nothing but the fuzzer's own requests may change what is stored
-    server = await startServer({ database, port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-fuzz-')), logger: pino({ level: 'silent' }) });
+    server = await startServer({
+      database,
+      port: 0,
+      workers: false,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-fuzz-')),
+      logger: pino({ level: 'silent' }),
+    });
     const stored = await counter(database);
     const started = Date.now();
     const report = await fuzz(server.url, { fingerprint: stored.counts }).finally(() => stored.close());
-    console.log(`fuzz on ${backend.name}: ${report.requests} requests in ${Date.now() - started} ms, ${JSON.stringify(report.statuses)}`);
+    console.log(
+      `fuzz on ${backend.name}: ${report.requests} requests in ${Date.now() - started} ms, ${JSON.stringify(report.statuses)}`,
+    );
     expect(report.failures).toEqual([]);
     expect(report.requests).toBeGreaterThan(1000);
     expect(report.statuses['4xx']).toBeGreaterThan(report.requests * 0.8);

@@ -19,17 +19,34 @@ const children: ChildProcess[] = [];
 const offline = { npm_config_offline: 'true', npm_config_update_notifier: 'false', RUNLEDGER_LOG_LEVEL: 'warn' };
 
 /** `command …args` in `cwd` to its end; its stdout, or an error with all it printed. */
-function ok(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<string> {
+function ok(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 60_000,
+): Promise<string> {
   return new Promise((done, fail) => {
-    execFile(command, args, { cwd, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-      error ? fail(new Error(`${command} ${args.join(' ')} exited ${error.code}:\n${stdout}${stderr}`)) : done(stdout),
+    execFile(
+      command,
+      args,
+      { cwd, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, ...env } },
+      (error, stdout, stderr) =>
+        error
+          ? fail(new Error(`${command} ${args.join(' ')} exited ${error.code}:\n${stdout}${stderr}`))
+          : done(stdout),
     );
   });
 }
 
 /** `npx runledger …args` in the project, as a long-running process (in its own group, so npm and node stop together). */
 function npxRunledger(args: string[], env: NodeJS.ProcessEnv = {}): { proc: ChildProcess; output(): string } {
-  const proc = spawn('npx', ['runledger', ...args], { cwd: app, detached: true, env: { ...process.env, ...offline, RUNLEDGER_DATA_DIR: mkdtempSync(join(work, 'data-')), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('npx', ['runledger', ...args], {
+    cwd: app,
+    detached: true,
+    env: { ...process.env, ...offline, RUNLEDGER_DATA_DIR: mkdtempSync(join(work, 'data-')), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(proc);
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
@@ -38,7 +55,10 @@ function npxRunledger(args: string[], env: NodeJS.ProcessEnv = {}): { proc: Chil
 }
 
 beforeAll(async () => {
-  const pack = JSON.parse(await ok('npm', ['pack', '--json', '--pack-destination', work], repo, {}, 240_000)) as { filename: string; files: { path: string }[] }[];
+  const pack = JSON.parse(await ok('npm', ['pack', '--json', '--pack-destination', work], repo, {}, 240_000)) as {
+    filename: string;
+    files: { path: string }[];
+  }[];
   const tarball = join(work, pack[0]!.filename);
   const packed = pack[0]!.files.map((f) => f.path);
   expect(packed).toContain('dist/ui/index.html');
@@ -49,7 +69,8 @@ beforeAll(async () => {
 }, 420_000);
 
 afterAll(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
 });
 
 describe('the packed tarball installed into an empty project', () => {
@@ -59,9 +80,21 @@ describe('the packed tarball installed into an empty project', () => {
 
   it('imports at run time only its dependencies and node built-ins (no devDependency)', () => {
     const installed = join(app, 'node_modules', 'runledger');
-    const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    const files = (readdirSync(join(installed, 'dist'), { recursive: true }) as string[]).filter((f) => f.endsWith('.js'));
-    const imported = new Set(files.flatMap((f) => [...readFileSync(join(installed, 'dist', f), 'utf8').matchAll(/(?:^import\s+|\bfrom\s+|\bimport\()['"]([@a-z][\w.@/-]*)['"]/gm)].map((m) => m[1]!)));
+    const { dependencies } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    const files = (readdirSync(join(installed, 'dist'), { recursive: true }) as string[]).filter((f) =>
+      f.endsWith('.js'),
+    );
+    const imported = new Set(
+      files.flatMap((f) =>
+        [
+          ...readFileSync(join(installed, 'dist', f), 'utf8').matchAll(
+            /(?:^import\s+|\bfrom\s+|\bimport\()['"]([@a-z][\w.@/-]*)['"]/gm,
+          ),
+        ].map((m) => m[1]!),
+      ),
+    );
     const outside = [...imported].filter(
       (spec) =>
         !spec.startsWith('node:') &&
@@ -93,12 +126,26 @@ console.log(JSON.stringify({ result, client: typeof new Client({ url: 'http://12
     );
     writeFileSync(
       join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, typeRoots: [join(repo, 'node_modules/@types')], types: ['node'] }, files: ['app.mts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          strict: true,
+          noEmit: true,
+          typeRoots: [join(repo, 'node_modules/@types')],
+          types: ['node'],
+        },
+        files: ['app.mts'],
+      }),
     );
     await ok(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app);
     for (const backend of backends) {
       const output = await ok(process.execPath, ['--import', 'tsx', 'app.mts', await backend.create()], app, offline);
-      expect(JSON.parse(output.trim().split('\n').pop()!), `${backend.name}: ${output}`).toEqual({ result: 42, client: 'function' });
+      expect(JSON.parse(output.trim().split('\n').pop()!), `${backend.name}: ${output}`).toEqual({
+        result: 42,
+        client: 'function',
+      });
     }
   }, 120_000);
 
@@ -116,8 +163,18 @@ export const greet = workflow('greet', async (ctx, input: Greeting) => {
 });
 `,
       );
-      const database = backend.name === 'sqlite' ? join(mkdtempSync(join(work, 'db-')), 'runledger.db') : await backend.create();
-      const server = npxRunledger(['serve', '--port', '0', '--no-workers', '--workflows', './flows.ts', '--database', database]);
+      const database =
+        backend.name === 'sqlite' ? join(mkdtempSync(join(work, 'db-')), 'runledger.db') : await backend.create();
+      const server = npxRunledger([
+        'serve',
+        '--port',
+        '0',
+        '--no-workers',
+        '--workflows',
+        './flows.ts',
+        '--database',
+        database,
+      ]);
       const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 30_000).catch(() => {
         throw new Error(`serve did not start:\n${server.output()}`);
       });
@@ -132,7 +189,12 @@ export const greet = workflow('greet', async (ctx, input: Greeting) => {
       expect(asset, page).toBeDefined();
       expect((await fetch(new URL(asset!, url))).status).toBe(200);
       const answer = join(work, `out-${backend.name}.json`);
-      await ok('npx', ['runledger', 'start', 'greet', '--input', '{"name":"ada"}', '--wait', '--output', answer, '--url', url], app, offline);
+      await ok(
+        'npx',
+        ['runledger', 'start', 'greet', '--input', '{"name":"ada"}', '--wait', '--output', answer, '--url', url],
+        app,
+        offline,
+      );
       expect(JSON.parse(readFileSync(answer, 'utf8'))).toEqual({ greeting: 'Hello ADA' });
       for (const p of [server.proc, worker.proc]) process.kill(-p.pid!, 'SIGTERM');
       await eventually(() => /stopped/.test(worker.output()) && /stopped/.test(server.output()), 20_000);

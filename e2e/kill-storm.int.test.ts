@@ -36,7 +36,8 @@ describe.each(backends)('a kill storm on $name', (backend) => {
         // the 1–2 s count from when the worker is up: a start-up takes about as long under load
         await worker.ready;
         const exit = await Promise.race([worker.exited, sleep(1000 + Math.random() * 1000, null)]);
-        if (exit) unexpectedExits.push(`worker ${worker.pid} exited on its own (${exit.code ?? exit.signal}): ${exit.stderr}`);
+        if (exit)
+          unexpectedExits.push(`worker ${worker.pid} exited on its own (${exit.code ?? exit.signal}): ${exit.stderr}`);
         await worker.kill();
         worker = null;
         kills += 1;
@@ -44,11 +45,17 @@ describe.each(backends)('a kill storm on $name', (backend) => {
       expect(unexpectedExits).toEqual([]);
       // a run's pass is a task of RUN_QUEUE: a dead one leaves its run unfinished for good
       const dead = await engine.queue.dead({ queue: RUN_QUEUE, limit: 1000 });
-      expect(dead.map((t) => `${(t.payload as { runId: string }).runId}: ${t.lastError} (attempt ${t.attempts} of ${t.maxAttempts})`)).toEqual([]);
+      expect(
+        dead.map(
+          (t) =>
+            `${(t.payload as { runId: string }).runId}: ${t.lastError} (attempt ${t.attempts} of ${t.maxAttempts})`,
+        ),
+      ).toEqual([]);
       expect(await tally(engine, ids)).toEqual({ success: runs });
 
       const executions = new Map<string, number>();
-      for (const [runId, step] of logLines(readFileSync(log, 'utf8'))) executions.set(`${runId} ${step}`, (executions.get(`${runId} ${step}`) ?? 0) + 1);
+      for (const [runId, step] of logLines(readFileSync(log, 'utf8')))
+        executions.set(`${runId} ${step}`, (executions.get(`${runId} ${step}`) ?? 0) + 1);
       let reExecuted = 0;
       for (const [n, id] of ids.entries()) {
         expect(await engine.run(id)).toMatchObject({ status: 'success', output: n + 15 });
@@ -62,14 +69,18 @@ describe.each(backends)('a kill storm on $name', (backend) => {
           // a kill before a step's completion is journaled runs it again; a journaled completion never runs again
           const executed = executions.get(`${id} add-${i}`) ?? 0;
           expect(executed, `${id} add-${i}`).toBeGreaterThanOrEqual(1);
-          expect(executed, `${id} add-${i}`).toBeLessThanOrEqual(ofStep.filter((e) => e.type === 'step.started').length);
+          expect(executed, `${id} add-${i}`).toBeLessThanOrEqual(
+            ofStep.filter((e) => e.type === 'step.started').length,
+          );
           expect(ofStep.at(-1)?.type, `${id} add-${i}`).toBe('step.completed');
           reExecuted += executed - 1;
         }
       }
       const passes = await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 });
       const claims = Math.max(...passes.map((t) => t.attempts));
-      console.log(`${backend.name}: ${kills} kills, ${runs * 5} steps, ${reExecuted} re-executed; a run's pass was claimed up to ${claims} times`);
+      console.log(
+        `${backend.name}: ${kills} kills, ${runs * 5} steps, ${reExecuted} re-executed; a run's pass was claimed up to ${claims} times`,
+      );
     } finally {
       await worker?.kill();
       await engine.close();

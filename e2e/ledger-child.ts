@@ -13,11 +13,18 @@ import { createEngine } from '../src/engine.js';
 /** The agents and tools of the tests; the parent process defines the same ones to take events for them. */
 export function ledgerAgents(log: string): { agents: Agent[]; tools: Tool[] } {
   const line = (text: string) => appendFileSync(log, `${text}\n`);
-  const effect = defineTool('effect', { risk: 'low', timeout: '5s', run: async (_input, { idempotencyKey }) => (line(`effect ${idempotencyKey}`), { ok: true }) });
+  const effect = defineTool('effect', {
+    risk: 'low',
+    timeout: '5s',
+    run: async (_input, { idempotencyKey }) => (line(`effect ${idempotencyKey}`), { ok: true }),
+  });
   // one node: its start and end show the order the runs of a conversation ran in
   const ordered = defineAgent('ordered', {
     ledger: {},
-    background: async (input: { conversation_id: string; events: Array<{ event_id: string; payload: { seq: number; ms: number } }> }, ctx) => {
+    background: async (
+      input: { conversation_id: string; events: Array<{ event_id: string; payload: { seq: number; ms: number } }> },
+      ctx,
+    ) => {
       await ctx.node('work', async () => {
         const { seq, ms } = input.events[0]!.payload;
         line(`start ${input.conversation_id} ${seq} ${ctx.sessionId} ${process.pid}`);

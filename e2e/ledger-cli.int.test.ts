@@ -40,16 +40,27 @@ async function request(url: string, init?: RequestInit): Promise<Response> {
 }
 
 describe.each(backends)('the agent ledger through runledger serve and the CLI on $name', (backend) => {
-  it('walks the README: intake → run → blocked refund → approve → done; and runs an agent of a --agents module', { timeout: 120_000 }, async () => {
+  it('walks the README: intake → run → blocked refund → approve → done; and runs an agent of a --agents module', {
+    timeout: 120_000,
+  }, async () => {
     const database = await backend.create();
     const server = await serve(database, ['--agents', agentsModule()]);
-    const agent = (...args: string[]) => execFileSync(process.execPath, ['bin/runledger.js', 'agent', ...args, '--url', server.url], { encoding: 'utf8' });
+    const agent = (...args: string[]) =>
+      execFileSync(process.execPath, ['bin/runledger.js', 'agent', ...args, '--url', server.url], { encoding: 'utf8' });
     const post = async (body: Record<string, unknown>) => {
-      const res = await request(`${server.url}/agent/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'u-7', source: 'whatsapp_webhook', input_type: 'text', ...body }) });
+      const res = await request(`${server.url}/agent/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'u-7', source: 'whatsapp_webhook', input_type: 'text', ...body }),
+      });
       return { status: res.status, body: await res.json() };
     };
     try {
-      const event = { conversation_id: 'c-42', payload: { text: 'I want a refund for order 1234' }, idempotency_key: 'wamid.1' };
+      const event = {
+        conversation_id: 'c-42',
+        payload: { text: 'I want a refund for order 1234' },
+        idempotency_key: 'wamid.1',
+      };
       const first = await post(event);
       expect(first.status).toBe(202);
       expect(await post(event)).toEqual({ status: 200, body: { ...first.body, duplicate: true } });
@@ -59,7 +70,11 @@ describe.each(backends)('the agent ledger through runledger serve and the CLI on
         const lines = agent('approvals').split('\n').filter(Boolean);
         return lines.length === 1 ? lines[0]! : undefined;
       }, 30_000);
-      expect(pending).toMatch(new RegExp(`^tc_\\w+  issue_refund \\(high\\)  run=${runId}  input=\\{.*"order_id":"1234".*\\}  pending until `));
+      expect(pending).toMatch(
+        new RegExp(
+          `^tc_\\w+  issue_refund \\(high\\)  run=${runId}  input=\\{.*"order_id":"1234".*\\}  pending until `,
+        ),
+      );
       const waiting = agent('show', runId);
       expect(waiting).toMatch(new RegExp(`^${runId}  waiting`));
       expect(waiting).toContain('issue_refund (high)  blocked  approval=pending');
@@ -75,7 +90,9 @@ describe.each(backends)('the agent ledger through runledger serve and the CLI on
       } finally {
         await engine.close();
       }
-      expect(agent('approve', toolCall, '--by', 'ana', '--reason', 'within policy')).toBe(`${toolCall} issue_refund: approved by ana\n`);
+      expect(agent('approve', toolCall, '--by', 'ana', '--reason', 'within policy')).toBe(
+        `${toolCall} issue_refund: approved by ana\n`,
+      );
       const done = await eventually(() => {
         const shown = agent('show', runId);
         return shown.startsWith(`${runId}  success`) ? shown : undefined;
@@ -93,7 +110,9 @@ describe.each(backends)('the agent ledger through runledger serve and the CLI on
         return r.status === 'success' ? r : undefined;
       }, 30_000);
       expect(run.checkpoints[0].state).toEqual({ loud: 'HELLO' });
-      expect(run.tool_calls.map((c: { tool_name: string; status: string }) => [c.tool_name, c.status])).toEqual([['shout', 'ok']]);
+      expect(run.tool_calls.map((c: { tool_name: string; status: string }) => [c.tool_name, c.status])).toEqual([
+        ['shout', 'ok'],
+      ]);
     } catch (error) {
       throw new Error(`${(error as Error).message}\n--- runledger serve:\n${server.output().slice(-4000)}`);
     } finally {

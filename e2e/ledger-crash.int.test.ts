@@ -34,7 +34,9 @@ async function openLedger(database: string, log: string): Promise<{ engine: Engi
 }
 
 describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => {
-  it('runs each conversation in arrival order, one run at a time, through three workers killed at random: none lost, none run twice to completion', { timeout: 300_000 }, async () => {
+  it('runs each conversation in arrival order, one run at a time, through three workers killed at random: none lost, none run twice to completion', {
+    timeout: 300_000,
+  }, async () => {
     const { conversations, events } = SIZE[backend.name];
     const database = await backend.create();
     const { log, lines } = setup(database);
@@ -60,7 +62,15 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
       for (let seq = 0; seq < events; seq++) {
         for (let c = 0; c < conversations; c++) {
           const conversation_id = `conv-${c}`;
-          const event = { conversation_id, user_id: 'u-1', source: 'test', input_type: 'text', payload: { seq, ms: 5 + Math.floor(Math.random() * 30) }, idempotency_key: `${conversation_id}-${seq}`, agent: 'ordered' };
+          const event = {
+            conversation_id,
+            user_id: 'u-1',
+            source: 'test',
+            input_type: 'text',
+            payload: { seq, ms: 5 + Math.floor(Math.random() * 30) },
+            idempotency_key: `${conversation_id}-${seq}`,
+            agent: 'ordered',
+          };
           const sent = await ledger.intake(event);
           // a webhook retried meanwhile changes nothing
           if (seq % 3 === 0) expect(await ledger.intake(event)).toEqual({ ...sent, duplicate: true });
@@ -68,7 +78,10 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
         }
       }
       const total = conversations * events;
-      await eventually(async () => (await engine.store.agentRunList({ status: 'success', limit: total + 1 })).length === total, 240_000);
+      await eventually(
+        async () => (await engine.store.agentRunList({ status: 'success', limit: total + 1 })).length === total,
+        240_000,
+      );
       stop = true;
       await killer;
       for (const w of workers) {
@@ -94,7 +107,8 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
           expect(run.checkpoints.map((k) => k.state)).toEqual([seq]);
           // the ledger's success is the session's lifecycle event, written a step before the run's end: a
           // worker killed between the two leaves the run to end once its lease has run out
-          const ended = async () => (await engine.journal.readStream(`run:${runId}`)).some((e) => e.type === 'run.completed');
+          const ended = async () =>
+            (await engine.journal.readStream(`run:${runId}`)).some((e) => e.type === 'run.completed');
           await eventually(ended, 30_000);
           const stream = await engine.journal.readStream(`run:${runId}`);
           expect(stream.filter((e) => e.type === 'run.completed')).toHaveLength(1);
@@ -111,7 +125,9 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
           expect(Date.parse(run.started_at!)).toBeGreaterThanOrEqual(Date.parse(listed[seq - 1]!.ended_at!));
         }
       }
-      console.log(`ledger storm on ${backend.name}: ${total} runs, ${kills} kills, ${logged.filter((l) => l.startsWith('start ')).length - total} node re-runs`);
+      console.log(
+        `ledger storm on ${backend.name}: ${total} runs, ${kills} kills, ${logged.filter((l) => l.startsWith('start ')).length - total} node re-runs`,
+      );
     } finally {
       stop = true;
       for (const w of workers) await w.kill();
@@ -119,14 +135,23 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
     }
   });
 
-  it('resumes a run killed mid-node after its last checkpoint: the checkpointed node and its tool call do not run again', { timeout: 120_000 }, async () => {
+  it('resumes a run killed mid-node after its last checkpoint: the checkpointed node and its tool call do not run again', {
+    timeout: 120_000,
+  }, async () => {
     const database = await backend.create();
     const { log, lines } = setup(database);
     const { engine, ledger } = await openLedger(database, log);
     let worker = startWorker(database, log, undefined, 'e2e/ledger-child.ts');
     try {
       await worker.ready;
-      const { run_id } = await ledger.intake({ conversation_id: 'c-1', user_id: 'u-1', source: 'test', input_type: 'text', payload: { ms: 3000 }, agent: 'steps' });
+      const { run_id } = await ledger.intake({
+        conversation_id: 'c-1',
+        user_id: 'u-1',
+        source: 'test',
+        input_type: 'text',
+        payload: { ms: 3000 },
+        agent: 'steps',
+      });
       await eventually(() => lines().includes(`node b ${run_id}`), 30_000);
       expect((await worker.kill()).signal).toBe('SIGKILL');
       expect((await ledger.run(run_id)).checkpoints.map((k) => k.node)).toEqual(['a']);
@@ -137,7 +162,13 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
         return run.status === 'success' ? run : undefined;
       }, 60_000);
       const mine = lines().filter((l) => l.endsWith(run_id) || l.startsWith(`effect ${run_id}`));
-      expect(mine).toEqual([`node a ${run_id}`, `effect ${run_id}:a:effect#1`, `node b ${run_id}`, `node b ${run_id}`, `node c ${run_id}`]);
+      expect(mine).toEqual([
+        `node a ${run_id}`,
+        `effect ${run_id}:a:effect#1`,
+        `node b ${run_id}`,
+        `node b ${run_id}`,
+        `node c ${run_id}`,
+      ]);
       expect(done.steps.map((s) => [s.node, s.attempt, s.status])).toEqual([
         ['a', 1, 'ok'],
         ['b', 1, 'ok'],
@@ -150,7 +181,11 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
       ]);
       expect(done.tool_calls.map((c) => [c.tool_name, c.status, c.attempts])).toEqual([['effect', 'ok', 1]]);
       const stream = await engine.journal.readStream(`run:${run_id}`);
-      expect(stream.filter((e) => e.type === 'node.started').map((e) => (e.data as { name: string }).name)).toEqual(['a', 'b', 'c']);
+      expect(stream.filter((e) => e.type === 'node.started').map((e) => (e.data as { name: string }).name)).toEqual([
+        'a',
+        'b',
+        'c',
+      ]);
     } finally {
       await worker.kill();
       await engine.close();

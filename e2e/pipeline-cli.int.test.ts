@@ -23,7 +23,15 @@ describe('runledger run --wait on the document pipeline (the README walkthrough)
       await apply.exited;
       const wid = /created (wf_\S+)/.exec(apply.output())![1]!;
       const run = async () => {
-        const c = cli(['run', wid, '--data', JSON.stringify({ services: mock.url, content: '# A\nText' }), '--wait', '--url', server.url]);
+        const c = cli([
+          'run',
+          wid,
+          '--data',
+          JSON.stringify({ services: mock.url, content: '# A\nText' }),
+          '--wait',
+          '--url',
+          server.url,
+        ]);
         return { exit: await c.exited, output: c.output() };
       };
       const first = await run();
@@ -32,13 +40,26 @@ describe('runledger run --wait on the document pipeline (the README walkthrough)
         .split('\n')
         .filter((l) => l.startsWith('state '))
         .map((l) => l.split(/\s+/)[1]);
-      expect(states).toEqual(['INITIALIZED', 'SUBMITTED', 'CONTENT_NORMALIZED', 'LAYOUT_QUEUED', 'LAYOUT_PROCESSING', 'LAYOUT_COMPLETE', 'RENDERING_QUEUED', 'RENDERING_PROCESSING', 'RENDERING_COMPLETE', 'DELIVERED']);
+      expect(states).toEqual([
+        'INITIALIZED',
+        'SUBMITTED',
+        'CONTENT_NORMALIZED',
+        'LAYOUT_QUEUED',
+        'LAYOUT_PROCESSING',
+        'LAYOUT_COMPLETE',
+        'RENDERING_QUEUED',
+        'RENDERING_PROCESSING',
+        'RENDERING_COMPLETE',
+        'DELIVERED',
+      ]);
       expect(first.output).toContain('layout_wait: Generating layout…');
       expect(first.output).toContain('wait_powerpoint: Rendering PowerPoint…');
       expect(first.output).toMatch(/execution ex_\S+ success DELIVERED/);
       expect(first.output).not.toContain('ETA');
       // the flagship demo's output (kilobytes of JSON) is located, not printed: no line runs on
-      expect(first.output).toMatch(/\n {2}deliver +ok +\d+ ms\noutput: [\d.]+ K?B — runledger executions show ex_\S+ --url \S+ --json, or --output out\.json\n$/);
+      expect(first.output).toMatch(
+        /\n {2}deliver +ok +\d+ ms\noutput: [\d.]+ K?B — runledger executions show ex_\S+ --url \S+ --json, or --output out\.json\n$/,
+      );
       expect(Math.max(...first.output.split('\n').map((l) => l.length))).toBeLessThan(200);
       const second = await run();
       expect(second.output).toMatch(/state INITIALIZED {2}ETA ~\d+ s/);

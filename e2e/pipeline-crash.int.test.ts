@@ -24,13 +24,24 @@ describe.each(backends)('the document pipeline survives SIGKILL of runledger ser
   it('resumes polling after a restart and never submits the layout again', async () => {
     const database = await backend.create();
     const dataDir = mkdtempSync(join(tmpdir(), 'rl-pipeline-'));
-    const env = { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' };
+    const env = {
+      RUNLEDGER_HTTP_ALLOW: '127.0.0.1',
+      RUNLEDGER_DATA_DIR: dataDir,
+      RUNLEDGER_LEASE_MS: '1500',
+      RUNLEDGER_POLL_MS: '100',
+    };
     const first = await serve(database, [], env);
     let second: Awaited<ReturnType<typeof serve>> | null = null;
     try {
       const wf = await json(`${first.url}/workflows`, { method: 'POST', body: JSON.stringify(pipelineForTests()) });
-      const { execution_id: eid } = await json(`${first.url}/workflows/${wf.id}/execute`, { method: 'POST', body: JSON.stringify({ trigger_data: { services: mock.url, content: '# A\nText' } }) });
-      const polled = async (url: string) => (await json(`${url}/runs/${eid}/events?types=poll.attempted&limit=1000`)).events.filter((e: any) => e.data.name === 'layout_wait').length;
+      const { execution_id: eid } = await json(`${first.url}/workflows/${wf.id}/execute`, {
+        method: 'POST',
+        body: JSON.stringify({ trigger_data: { services: mock.url, content: '# A\nText' } }),
+      });
+      const polled = async (url: string) =>
+        (await json(`${url}/runs/${eid}/events?types=poll.attempted&limit=1000`)).events.filter(
+          (e: any) => e.data.name === 'layout_wait',
+        ).length;
       await eventually(async () => (await polled(first.url)) >= 1, 30_000);
       first.proc.kill('SIGKILL');
       expect((await first.exited).signal).toBe('SIGKILL');
@@ -52,7 +63,9 @@ describe.each(backends)('the document pipeline survives SIGKILL of runledger ser
       expect(mock.calls({ method: 'POST', path: '/v1/layout/proposals' })).toHaveLength(1);
       expect(mock.calls({ method: 'POST', path: '/v1/intake/sessions' })).toHaveLength(1);
       expect(mock.calls({ method: 'POST', path: '/v1/intake/sessions/{id}/submit' })).toHaveLength(1);
-      const waits = (await json(`${second.url}/runs/${eid}/events?types=poll.started,poll.completed&limit=1000`)).events.filter((e: any) => e.data.name === 'layout_wait');
+      const waits = (
+        await json(`${second.url}/runs/${eid}/events?types=poll.started,poll.completed&limit=1000`)
+      ).events.filter((e: any) => e.data.name === 'layout_wait');
       expect(waits.map((e: any) => e.type)).toEqual(['poll.started', 'poll.completed']);
     } finally {
       first.proc.kill('SIGKILL');

@@ -25,11 +25,21 @@ export async function pipelineHarness(backend: Backend, mock: MockServices): Pro
   const t = await testEngine(backend, { pollMs: 100 });
   let handler: Hono | null = null;
   const server = await listen({ fetch: (request) => handler!.fetch(request) }, { host: '127.0.0.1', port: 0 });
-  const workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'], callbackBaseUrl: server.url });
+  const workflows = storedWorkflows(t.engine, {
+    secretKey: randomBytes(32),
+    allow: ['127.0.0.1'],
+    callbackBaseUrl: server.url,
+  });
   const app = createApp({ engine: t.engine, workflows });
   handler = app;
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await app.fetch(new Request(`http://api${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }));
+    const res = await app.fetch(
+      new Request(`http://api${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
+    );
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };

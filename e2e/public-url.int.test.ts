@@ -27,13 +27,26 @@ async function renderService(): Promise<{ url: string; registrations: { callback
 const awaitRender = (service: string) => ({
   name: 'await-render',
   steps: [
-    { id: 'await_render', type: 'wait_for_callback', timeout_seconds: 120, config: { request: { method: 'POST', url: `${service}/register`, body: { callback_url: '{{callback.url}}' } } } },
-    { id: 'deliver', type: 'transform', config: { mapping: { artifact: '{{steps.await_render.output.artifact_id}}' } } },
+    {
+      id: 'await_render',
+      type: 'wait_for_callback',
+      timeout_seconds: 120,
+      config: { request: { method: 'POST', url: `${service}/register`, body: { callback_url: '{{callback.url}}' } } },
+    },
+    {
+      id: 'deliver',
+      type: 'transform',
+      config: { mapping: { artifact: '{{steps.await_render.output.artifact_id}}' } },
+    },
   ],
 });
 
 async function api(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -53,7 +66,13 @@ describe.each(backends)('callback URLs across serve --no-workers and a worker on
   async function deployment(publicUrl: (port: number) => string | undefined) {
     const database = await backend.create();
     const port = await freePort();
-    const shared = { RUNLEDGER_SECRET_KEY: randomBytes(32).toString('hex'), RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-public-url-')), RUNLEDGER_POLL_MS: '100', RUNLEDGER_PUBLIC_URL: publicUrl(port) ?? '', RUNLEDGER_LOG_LEVEL: 'warn' };
+    const shared = {
+      RUNLEDGER_SECRET_KEY: randomBytes(32).toString('hex'),
+      RUNLEDGER_DATA_DIR: mkdtempSync(join(tmpdir(), 'rl-public-url-')),
+      RUNLEDGER_POLL_MS: '100',
+      RUNLEDGER_PUBLIC_URL: publicUrl(port) ?? '',
+      RUNLEDGER_LOG_LEVEL: 'warn',
+    };
     const server = cli(['serve', '--no-workers', '--port', String(port), '--database', database], shared);
     procs.push(server);
     const url = await eventually(() => /serving (http:\/\/\S+)/.exec(server.output())?.[1], 20_000).catch(() => {
@@ -71,7 +90,12 @@ describe.each(backends)('callback URLs across serve --no-workers and a worker on
     const started = await api(url, 'POST', `/workflows/${saved.body.id}/execute`, { trigger_data: {} });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const record = () => api(url, 'GET', `/workflows/${saved.body.id}/executions/${started.body.execution_id}`);
-    const ended = () => eventually(async () => ((await record()).body.status.match(/^(success|failed|cancelled)$/) ? (await record()).body : undefined), 30_000);
+    const ended = () =>
+      eventually(
+        async () =>
+          (await record()).body.status.match(/^(success|failed|cancelled)$/) ? (await record()).body : undefined,
+        30_000,
+      );
     return { url, worker, service, executionId: started.body.execution_id as string, ended };
   }
 
@@ -81,10 +105,20 @@ describe.each(backends)('callback URLs across serve --no-workers and a worker on
       throw new Error(`no registration:\n${worker.output()}`);
     });
     const handed = service.registrations[0]!.callback_url;
-    expect(handed).toMatch(new RegExp(`^${url.replace('localhost', '127.0.0.1')}/callbacks/${executionId}\\.await_render\\.[A-Za-z0-9_-]+$`));
-    const answer = await fetch(handed, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ artifact_id: 'art-7' }) });
+    expect(handed).toMatch(
+      new RegExp(`^${url.replace('localhost', '127.0.0.1')}/callbacks/${executionId}\\.await_render\\.[A-Za-z0-9_-]+$`),
+    );
+    const answer = await fetch(handed, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ artifact_id: 'art-7' }),
+    });
     expect(answer.status).toBe(200);
-    expect(await answer.json()).toMatchObject({ execution_id: executionId, step_id: 'await_render', status: 'completed' });
+    expect(await answer.json()).toMatchObject({
+      execution_id: executionId,
+      step_id: 'await_render',
+      status: 'completed',
+    });
     const done = await ended();
     expect(done.status, JSON.stringify(done)).toBe('success');
     expect(done.steps.at(-1).output).toEqual({ artifact: 'art-7' });
@@ -94,8 +128,14 @@ describe.each(backends)('callback URLs across serve --no-workers and a worker on
     const { service, ended } = await deployment(() => undefined);
     const done = await ended();
     expect(done.status).toBe('failed');
-    expect(done.error).toMatch(/wait_for_callback step await_render needs a URL other machines can call.*set RUNLEDGER_PUBLIC_URL/);
-    expect(done.steps[0]).toMatchObject({ step_id: 'await_render', status: 'failed', error: expect.stringContaining('RUNLEDGER_PUBLIC_URL') });
+    expect(done.error).toMatch(
+      /wait_for_callback step await_render needs a URL other machines can call.*set RUNLEDGER_PUBLIC_URL/,
+    );
+    expect(done.steps[0]).toMatchObject({
+      step_id: 'await_render',
+      status: 'failed',
+      error: expect.stringContaining('RUNLEDGER_PUBLIC_URL'),
+    });
     expect(service.registrations).toEqual([]);
   });
 });

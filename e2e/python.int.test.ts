@@ -7,7 +7,10 @@ import { serve, type Served } from './child.js';
 /** `python3 …args` to its end with `env`; resolves with its exit code and everything it printed. */
 function python(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((done, fail) => {
-    const proc = spawn('python3', args, { env: { ...process.env, PYTHONPATH: resolve('clients/python'), PYTHONDONTWRITEBYTECODE: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('python3', args, {
+      env: { ...process.env, PYTHONPATH: resolve('clients/python'), PYTHONDONTWRITEBYTECODE: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     proc.stdout.on('data', (chunk) => (output += chunk));
     proc.stderr.on('data', (chunk) => (output += chunk));
@@ -27,7 +30,9 @@ describe.each(backends)('the Python SDK against runledger serve on $name', (back
   it('passes its integration suite', { timeout: 180_000 }, async () => {
     const served = await serve(await backend.create(), [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
     servers.push(served);
-    const run = await python(['-m', 'unittest', 'discover', '-v', '-s', resolve('clients/python/tests/integration')], { RUNLEDGER_URL: served.url });
+    const run = await python(['-m', 'unittest', 'discover', '-v', '-s', resolve('clients/python/tests/integration')], {
+      RUNLEDGER_URL: served.url,
+    });
     expect(run.code, `${run.output}\n--- server ---\n${served.output()}`).toBe(0);
     expect(run.output).toMatch(/Ran 7 tests/);
     expect(run.output).toMatch(/^OK$/m); // "OK (skipped=…)" would not match
@@ -35,7 +40,9 @@ describe.each(backends)('the Python SDK against runledger serve on $name', (back
   });
 
   it('fails when the server is not there (RUNLEDGER_URL unset): nothing is skipped', { timeout: 60_000 }, async () => {
-    const run = await python(['-m', 'unittest', 'discover', '-s', resolve('clients/python/tests/integration')], { RUNLEDGER_URL: '' });
+    const run = await python(['-m', 'unittest', 'discover', '-s', resolve('clients/python/tests/integration')], {
+      RUNLEDGER_URL: '',
+    });
     expect(run.code, run.output).not.toBe(0);
     expect(run.output).toMatch(/RUNLEDGER_URL: set it/);
   });

@@ -53,7 +53,12 @@ export function shellCommands(block: string): string[] {
   return commands;
 }
 
-export async function poll<T>(what: string, check: () => T | undefined | false, timeoutMs: number, context: () => string = () => ''): Promise<T> {
+export async function poll<T>(
+  what: string,
+  check: () => T | undefined | false,
+  timeoutMs: number,
+  context: () => string = () => '',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = check();
@@ -80,7 +85,15 @@ export class Terminals {
 
   /** A newcomer's shell: a clean environment (no RUNLEDGER_* or DATABASE_URL from the test's own), history long enough for a server's log. */
   open(name: string): void {
-    const shell = ['env', '-i', ...Object.entries(this.env).map(([k, v]) => `${k}=${v}`), 'PS1=walk$ ', 'bash', '--norc', '--noprofile'];
+    const shell = [
+      'env',
+      '-i',
+      ...Object.entries(this.env).map(([k, v]) => `${k}=${v}`),
+      'PS1=walk$ ',
+      'bash',
+      '--norc',
+      '--noprofile',
+    ];
     if (this.index.size === 0) {
       this.tmux('new-session', '-d', '-s', 'walk', '-x', '250', '-y', '50', '-c', this.dir, 'sleep', '3600');
       this.tmux('set-option', '-g', 'history-limit', '200000');

@@ -30,17 +30,25 @@ function freshClone(): string {
   const clone = join(mkdtempSync(join(tmpdir(), 'runledger-walk-')), 'runledger');
   execFileSync('git', ['clone', '--quiet', repo, clone]);
   mkdirSync(join(clone, 'node_modules'));
-  for (const entry of readdirSync(join(repo, 'node_modules'))) if (entry !== '.cache') symlinkSync(join(repo, 'node_modules', entry), join(clone, 'node_modules', entry));
+  for (const entry of readdirSync(join(repo, 'node_modules')))
+    if (entry !== '.cache') symlinkSync(join(repo, 'node_modules', entry), join(clone, 'node_modules', entry));
   const stamp = join('node_modules', '.cache', 'runledger');
   if (existsSync(join(repo, stamp))) {
     cpSync(join(repo, stamp), join(clone, stamp), { recursive: true });
     cpSync(join(repo, 'dist'), join(clone, 'dist'), { recursive: true });
   }
   try {
-    execFileSync(process.execPath, ['scripts/prepare.mjs'], { cwd: clone, encoding: 'utf8', stdio: 'pipe', timeout: 240_000 });
+    execFileSync(process.execPath, ['scripts/prepare.mjs'], {
+      cwd: clone,
+      encoding: 'utf8',
+      stdio: 'pipe',
+      timeout: 240_000,
+    });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`a fresh clone of this repository's HEAD does not build (npm ci would fail the same way):\n${`${stdout ?? ''}${stderr ?? ''}`.slice(-3000)}`);
+    throw new Error(
+      `a fresh clone of this repository's HEAD does not build (npm ci would fail the same way):\n${`${stdout ?? ''}${stderr ?? ''}`.slice(-3000)}`,
+    );
   }
   return clone;
 }
@@ -63,11 +71,13 @@ async function waitPort(port: number, open: boolean, timeoutMs = 30_000): Promis
 // README_WALK_FILE=<file> follows another README: how the walk was seen to fail on one that collides (the Quick
 // start's server not stopped before the Stored workflows' server: that section's execution fails)
 const readme = readFileSync(process.env.README_WALK_FILE ?? join(repo, 'README.md'), 'utf8');
-const section = (heading: string) => readme.slice(readme.indexOf(`\n## ${heading}`), readme.indexOf('\n## ', readme.indexOf(`\n## ${heading}`) + 1));
+const section = (heading: string) =>
+  readme.slice(readme.indexOf(`\n## ${heading}`), readme.indexOf('\n## ', readme.indexOf(`\n## ${heading}`) + 1));
 const commands = (heading: string) => sectionBlocks(readme, heading).flatMap(shellCommands);
 /** Ids the README writes as `wf_01…` and so on, taken from the answers before them as a person would. */
 const ids: Record<string, string> = {};
-const fill = (line: string) => line.replace(/\b(wf|ex|evt|ses|tc|rule)_01…/g, (placeholder, kind: string) => ids[kind] ?? placeholder);
+const fill = (line: string) =>
+  line.replace(/\b(wf|ex|evt|ses|tc|rule)_01…/g, (placeholder, kind: string) => ids[kind] ?? placeholder);
 const take = (kind: string, text: string, pattern: RegExp) => {
   const id = pattern.exec(text)?.[1];
   if (!id) throw new Error(`no ${kind}_ id in:\n${text}`);
@@ -79,9 +89,17 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
   let t: Terminals;
 
   beforeAll(async () => {
-    for (const port of PORTS) if (await listening(port)) throw new Error(`port ${port} is in use before the walk: the README's lines need it`);
+    for (const port of PORTS)
+      if (await listening(port)) throw new Error(`port ${port} is in use before the walk: the README's lines need it`);
     clone = freshClone();
-    t = new Terminals(clone, { HOME: process.env.HOME ?? '/root', PATH: process.env.PATH ?? '', TERM: 'xterm-256color', LANG: 'C.UTF-8', npm_config_update_notifier: 'false', npm_config_fund: 'false' });
+    t = new Terminals(clone, {
+      HOME: process.env.HOME ?? '/root',
+      PATH: process.env.PATH ?? '',
+      TERM: 'xterm-256color',
+      LANG: 'C.UTF-8',
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+    });
     t.open('one');
     t.open('two');
   }, 300_000);
@@ -106,7 +124,11 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
   }
 
   /** Types each command of `lines` in `window`; `check` asserts what the README promises of it (default: exit code 0). */
-  async function follow(window: string, lines: string[], check: (line: string, printed: string, code: number) => Promise<void> | void = () => undefined) {
+  async function follow(
+    window: string,
+    lines: string[],
+    check: (line: string, printed: string, code: number) => Promise<void> | void = () => undefined,
+  ) {
     for (const raw of lines) {
       const line = fill(raw);
       const { printed, code } = await t.run(window, line, 60_000);
@@ -119,11 +141,22 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
 
   it('Quick start, stored workflows, the command line, watching runs, agents, slow services, chat, any language: no collisions', async () => {
     // every section with shell lines is followed below, or skipped here with its reason
-    const followed = ['Quick start', 'Stored workflows', 'The command line', 'Watching runs', 'The agent run ledger', 'Orchestrating', 'Chat channels', 'From any language'];
+    const followed = [
+      'Quick start',
+      'Stored workflows',
+      'The command line',
+      'Watching runs',
+      'The agent run ledger',
+      'Orchestrating',
+      'Chat channels',
+      'From any language',
+    ];
     // In your project: a tarball installed into an empty project from `git clone <this repository>` (a placeholder);
     // e2e/install.int.test.ts does exactly that, on both backends
     const skipped = ['In your project'];
-    const withShell = [...readme.matchAll(/\n## ([^\n]+)/g)].map((m) => m[1]!).filter((h) => sectionBlocks(readme, h).length > 0);
+    const withShell = [...readme.matchAll(/\n## ([^\n]+)/g)]
+      .map((m) => m[1]!)
+      .filter((h) => sectionBlocks(readme, h).length > 0);
     for (const heading of withShell)
       expect(
         [...followed, ...skipped].some((h) => heading.startsWith(h)),
@@ -194,7 +227,12 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
     await new Promise((r) => setTimeout(r, 1_500));
     // npx dies of the SIGINT (130; node alone exits 0, as tmux.int.test.ts sees): what counts is no error on the way out
     expect((await t.interrupt('two', watching)).printed).not.toMatch(/Error|disconnected/);
-    serverWindow = await stopIfTold('Watching runs', 'stop the `serve --port 8081` above first: Ctrl-C', serverWindow, server);
+    serverWindow = await stopIfTold(
+      'Watching runs',
+      'stop the `serve --port 8081` above first: Ctrl-C',
+      serverWindow,
+      server,
+    );
 
     // Watching runs, with `npm start` running in terminal 1
     server = t.launch(serverWindow, 'npm start');
@@ -207,7 +245,10 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
     take('wf', t.since(serverWindow, server), /sample workflow (wf_\w+) 'greet-and-log'/); // "the sample greet-and-log's id, which npm start prints"
     const stream = (line: string) => line.startsWith('curl -N');
     const watchingRuns = commands('Watching runs');
-    for (const part of [watchingRuns.slice(0, watchingRuns.findIndex(stream)), watchingRuns.slice(watchingRuns.findIndex(stream) + 1)]) {
+    for (const part of [
+      watchingRuns.slice(0, watchingRuns.findIndex(stream)),
+      watchingRuns.slice(watchingRuns.findIndex(stream) + 1),
+    ]) {
       await follow('two', part, (line, printed) => {
         if (line.includes('runledger trigger')) {
           expect(printed).toMatch(/session evt_\w+ started/);
@@ -291,7 +332,8 @@ describe('the README, top to bottom, in terminals on a fresh clone (tmux)', () =
       if (line.includes('/complete')) expect(printed).toMatch(/complete/);
     });
 
-    for (const window of t.names()) expect(t.screen(window), `terminal ${window}`).not.toMatch(/EADDRINUSE|is in use on|warning: process \S+ has/);
+    for (const window of t.names())
+      expect(t.screen(window), `terminal ${window}`).not.toMatch(/EADDRINUSE|is in use on|warning: process \S+ has/);
     // the README leaves the last servers running in terminal 2's background: stop them as a person would
     expect((await t.run('two', 'kill %1 %2')).code).toBe(0);
     for (const port of [8080, 9090]) await waitPort(port, false);

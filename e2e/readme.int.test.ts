@@ -10,7 +10,12 @@ const run = promisify(execFile);
 /** Runs `source` (a README example with its imports pointed at src/) in a fresh Node process in `dir`; returns its stdout. */
 async function runExample(source: string, dir: string): Promise<string> {
   const file = join(dir, `example-${Math.random().toString(36).slice(2)}.mts`);
-  writeFileSync(file, source.replace("from 'runledger'", `from '${resolve('src/index.ts')}'`).replace("'runledger.db'", `'${join(dir, 'example.db')}'`));
+  writeFileSync(
+    file,
+    source
+      .replace("from 'runledger'", `from '${resolve('src/index.ts')}'`)
+      .replace("'runledger.db'", `'${join(dir, 'example.db')}'`),
+  );
   const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { timeout: 20_000 });
   return stdout;
 }
@@ -27,11 +32,16 @@ describe('README', () => {
   it('its example runs as written, and again: the idempotency key does its job', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'runledger-readme-'));
     expect(await runExample(block('Example')!, dir)).toBe('order-1 placed\nemail task: { sent: true }\n');
-    expect(await runExample(block('Example')!, dir)).toBe('order-1 was placed before: nothing written\nemail task: { sent: true }\n');
+    expect(await runExample(block('Example')!, dir)).toBe(
+      'order-1 was placed before: nothing written\nemail task: { sent: true }\n',
+    );
   });
 
   it('its workflow example runs as written, and again', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'runledger-readme-'));
-    for (let i = 0; i < 2; i++) expect((await runExample(block('A durable workflow')!, dir)).trim()).toBe("{ account: 'acct-ada', approved: true }");
+    for (let i = 0; i < 2; i++)
+      expect((await runExample(block('A durable workflow')!, dir)).trim()).toBe(
+        "{ account: 'acct-ada', approved: true }",
+      );
   });
 });

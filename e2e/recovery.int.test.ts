@@ -69,7 +69,11 @@ export const hold = workflow('hold', async (ctx, input) => ctx.step('work', asyn
     return { module, starts };
   }
 
-  const worker = (module: string, database: string, hold: boolean): Cli => cli(['worker', '--workflows', module, '--database', database], { RECOVERY_HOLD: hold ? '1' : '0', RUNLEDGER_DATA_DIR: dirname(module) });
+  const worker = (module: string, database: string, hold: boolean): Cli =>
+    cli(['worker', '--workflows', module, '--database', database], {
+      RECOVERY_HOLD: hold ? '1' : '0',
+      RUNLEDGER_DATA_DIR: dirname(module),
+    });
   const ready = (w: Cli) => eventually(() => /worker \d+: stored workflows/.test(w.output()), 20_000);
 
   it.each(['SIGKILL', 'SIGSTOP'] as const)(
@@ -98,8 +102,14 @@ export const hold = workflow('hold', async (ctx, input) => ctx.step('work', asyn
         const readyAt = Date.now();
         await channels.post('general', { sender_id: 'u1', role: 'user', content: 'still there?' });
         const [replied] = await Promise.all([
-          eventually(async () => (await channels.history('general', { after: 0 })).messages.some((m) => m.role === 'ai') && Date.now(), 30_000),
-          Promise.all(Array.from({ length: RUNS }, (_, n) => engine.runtime.handle(`rec-${n}`).result({ pollMs: 100 }))),
+          eventually(
+            async () =>
+              (await channels.history('general', { after: 0 })).messages.some((m) => m.role === 'ai') && Date.now(),
+            30_000,
+          ),
+          Promise.all(
+            Array.from({ length: RUNS }, (_, n) => engine.runtime.handle(`rec-${n}`).result({ pollMs: 100 })),
+          ),
         ]);
         const resumed = Math.max(
           ...starts()

@@ -24,12 +24,24 @@ describe.each(backends)('a run whose worker keeps dying on $name', (backend) => 
       await engine.start(hold, { ms: 3000 }, { id: 'h-1' });
       for (let kill = 1; kill <= KILLS; kill++) {
         worker = startWorker(database, log);
-        await waitForRuns(engine, ['h-1'], (run) => run.steps[1]?.status === 'running' && run.steps[1].attempts === kill, `holding (attempt ${kill})`, 15_000);
+        await waitForRuns(
+          engine,
+          ['h-1'],
+          (run) => run.steps[1]?.status === 'running' && run.steps[1].attempts === kill,
+          `holding (attempt ${kill})`,
+          15_000,
+        );
         await worker.kill();
       }
       worker = startWorker(database, log);
       // a run's pass is retried, never dead-lettered (PASS_TASK, src/runtime/runtime.ts): a sixth worker takes the run over
-      const takenOver = await waitForRuns(engine, ['h-1'], (run) => run.steps[1]?.attempts === KILLS + 1, 'taken over', 10_000).then(
+      const takenOver = await waitForRuns(
+        engine,
+        ['h-1'],
+        (run) => run.steps[1]?.attempts === KILLS + 1,
+        'taken over',
+        10_000,
+      ).then(
         () => true,
         () => false,
       );
@@ -37,7 +49,10 @@ describe.each(backends)('a run whose worker keeps dying on $name', (backend) => 
       expect(dead.map((t) => `${t.attempts} of ${t.maxAttempts} attempts: ${t.lastError}`)).toEqual([]);
       expect(takenOver).toBe(true);
       await waitForRuns(engine, ['h-1'], (run) => run.status === 'success', 'success', 10_000);
-      expect(await engine.run('h-1')).toMatchObject({ output: 'held 3000 ms', steps: [{ attempts: 1 }, { attempts: KILLS + 1, status: 'success' }] });
+      expect(await engine.run('h-1')).toMatchObject({
+        output: 'held 3000 ms',
+        steps: [{ attempts: 1 }, { attempts: KILLS + 1, status: 'success' }],
+      });
     } finally {
       await worker?.kill();
       await engine.close();

@@ -47,8 +47,17 @@ async function freeze(w: Cli, database: string): Promise<void> {
 /** Signals round `i` and waits until its step is done and the pass that ran it has let go of the run. */
 async function round(engine: Engine, i: number): Promise<void> {
   await engine.signal('relay-1', 'next', i + 1);
-  await eventually(async () => (await engine.run('relay-1')).steps.some((s) => s.name === `round-${i}` && s.status === 'success'), 15_000);
-  await eventually(async () => !(await engine.queue.list({ queue: RUN_QUEUE, state: 'running', limit: 100 })).some((t) => t.orderingKey === 'relay-1'), 15_000);
+  await eventually(
+    async () => (await engine.run('relay-1')).steps.some((s) => s.name === `round-${i}` && s.status === 'success'),
+    15_000,
+  );
+  await eventually(
+    async () =>
+      !(await engine.queue.list({ queue: RUN_QUEUE, state: 'running', limit: 100 })).some(
+        (t) => t.orderingKey === 'relay-1',
+      ),
+    15_000,
+  );
 }
 
 describe.each(backends)('the replay cache across worker processes on $name', (backend) => {

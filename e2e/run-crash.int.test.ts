@@ -24,7 +24,8 @@ describe.each(backends)('runs surviving SIGKILL on $name', (backend) => {
     const engine = await createEngine({ database });
     try {
       const executions = new Map<string, number>();
-      for (const line of readFileSync(log, 'utf8').trim().split('\n')) executions.set(line, (executions.get(line) ?? 0) + 1);
+      for (const line of readFileSync(log, 'utf8').trim().split('\n'))
+        executions.set(line, (executions.get(line) ?? 0) + 1);
       let reExecuted = 0;
       for (let n = 0; n < RUNS; n++) {
         const view = await engine.run(`r-${n}`);

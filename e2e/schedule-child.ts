@@ -18,7 +18,10 @@ const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
 const service = triggers(engine, {
   starter: createRunStarter({ engine, workflows, codeWorkflows: [tick] }),
   routingEnabled: false,
-  scheduler: { reloadMs: Number(reloadMs ?? 30_000), onFire: (f) => console.log(`slot ${f.schedule_id} ${f.slot} ${f.outcome}`) },
+  scheduler: {
+    reloadMs: Number(reloadMs ?? 30_000),
+    onFire: (f) => console.log(`slot ${f.schedule_id} ${f.slot} ${f.outcome}`),
+  },
   onError: (error) => console.error(`error ${error instanceof Error ? error.stack : String(error)}`),
 });
 await service.start();

@@ -18,7 +18,9 @@ interface Child {
 
 /** `e2e/schedule-child.ts` as a real process; resolves once its scheduler runs. */
 async function child(database: string, reloadMs: number): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/schedule-child.ts', database, String(reloadMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/schedule-child.ts', database, String(reloadMs)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   proc.stdout!.on('data', (chunk) => (output += chunk));
   proc.stderr!.on('data', (chunk) => (output += chunk));
@@ -47,15 +49,30 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
     const reloadMs = backend.name === 'sqlite' ? 300 : 30_000;
     children.push(...(await Promise.all([1, 2, 3].map(() => child(database, reloadMs)))));
     engine = await createEngine({ database, workflows: [tick], workers: false });
-    const service = triggers(engine, { starter: createRunStarter({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), codeWorkflows: [tick] }), schedulerEnabled: false, routingEnabled: false });
-    const created = await service.schedules.create({ cron: '*/1 * * * * *', target: { workflow: 'tick' }, overlap: 'allow' });
+    const service = triggers(engine, {
+      starter: createRunStarter({
+        engine,
+        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
+        codeWorkflows: [tick],
+      }),
+      schedulerEnabled: false,
+      routingEnabled: false,
+    });
+    const created = await service.schedules.create({
+      cron: '*/1 * * * * *',
+      target: { workflow: 'tick' },
+      overlap: 'allow',
+    });
     await sleep(5500);
     await Promise.all(children.map(async (c) => (c.proc.kill('SIGTERM'), await c.exited)));
     const outputs = children.map((c) => c.output());
     for (const out of outputs) expect(out, out).toContain('stopped');
     expect(outputs.join('')).not.toContain('error');
 
-    const fired = (await engine.journal.readStream(`schedule-slot:${created.id}`, { limit: 1000 })).map((e) => ({ type: e.type, ...(e.data as { slot: string; run_id: string }) }));
+    const fired = (await engine.journal.readStream(`schedule-slot:${created.id}`, { limit: 1000 })).map((e) => ({
+      type: e.type,
+      ...(e.data as { slot: string; run_id: string }),
+    }));
     const seconds = fired.map((f) => Date.parse(f.slot) / 1000);
     expect(fired.every((f) => f.type === 'schedule.fired')).toBe(true);
     expect(new Set(seconds).size).toBe(seconds.length);
@@ -66,7 +83,9 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
     for (const f of fired) expect((await engine.run(f.run_id)).status).not.toBe('failed');
 
     // every slot was reached by several processes, and exactly one of them recorded it
-    const reports = outputs.flatMap((out) => [...out.matchAll(/^slot (\S+) (\S+) (\w+)$/gm)].map((m) => ({ slot: m[2]!, outcome: m[3]! })));
+    const reports = outputs.flatMap((out) =>
+      [...out.matchAll(/^slot (\S+) (\S+) (\w+)$/gm)].map((m) => ({ slot: m[2]!, outcome: m[3]! })),
+    );
     for (const f of fired) {
       const forSlot = reports.filter((r) => r.slot === f.slot);
       expect(
@@ -77,6 +96,8 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
     }
     const contended = fired.filter((f) => reports.filter((r) => r.slot === f.slot).length >= 2).length;
     expect(contended).toBeGreaterThanOrEqual(fired.length - 1);
-    console.log(`${backend.name}: ${fired.length} slots, ${reports.length} slot reports from 3 processes, ${contended} slots reached by ≥ 2 of them`);
+    console.log(
+      `${backend.name}: ${fired.length} slots, ${reports.length} slot reports from 3 processes, ${contended} slots reached by ≥ 2 of them`,
+    );
   }, 60_000);
 });

@@ -13,7 +13,13 @@ import { eventually } from '../src/testing/engine.js';
 const PLANTED = 'sk-e2e-planted-5f0c9a';
 
 /** `runledger serve` with the settings of these tests; `dataDir` (its key file) outlives a restart. */
-const serveHere = (database: string, dataDir: string) => serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
+const serveHere = (database: string, dataDir: string) =>
+  serve(database, [], {
+    RUNLEDGER_HTTP_ALLOW: '127.0.0.1',
+    RUNLEDGER_DATA_DIR: dataDir,
+    RUNLEDGER_LEASE_MS: '1500',
+    RUNLEDGER_POLL_MS: '100',
+  });
 
 /** The service a workflow calls: `/orders` answers 503 twice then 200; `/hold` answers only when released. */
 class Target {
@@ -27,7 +33,10 @@ class Target {
     req.on('end', () => {
       this.seen.push({ path: req.url!, headers: req.headers, body });
       if (req.url === '/orders' && this.failures-- > 0) return void res.writeHead(503).end('busy');
-      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: ['a', 'b'], path: req.url }));
+      const answer = () =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ items: ['a', 'b'], path: req.url }));
       if (req.url === '/hold' && this.holding) this.held.push(answer);
       else answer();
     });
@@ -53,12 +62,32 @@ const definition = (hold: boolean) => ({
       id: 'step_1',
       type: 'http_request',
       retry: { max_attempts: 4, backoff_seconds: 0.05, backoff_rate: 1 },
-      config: { method: 'POST', url: '{{secrets.api_url}}/orders', headers: { Authorization: 'Bearer {{secrets.api_key}}' }, body: { message: '{{trigger.text}}' }, timeout_seconds: 10 },
+      config: {
+        method: 'POST',
+        url: '{{secrets.api_url}}/orders',
+        headers: { Authorization: 'Bearer {{secrets.api_key}}' },
+        body: { message: '{{trigger.text}}' },
+        timeout_seconds: 10,
+      },
     },
     ...(hold ? [{ id: 'hold', type: 'http_request', config: { url: '{{secrets.api_url}}/hold' } }] : []),
-    { id: 'step_2', type: 'transform', config: { template: 'Hello {{trigger.name | upper}}!', output_key: 'greeting' } },
-    { id: 'step_3', type: 'transform', config: { mapping: { full_name: '{{trigger.first}} {{trigger.last}}', items: '{{steps.step_1.output.body.items}}' } } },
-    { id: 'step_4', type: 'log', config: { message: 'Processed {{trigger.id | default("n/a")}} for {{secrets.api_key}}', level: 'info' } },
+    {
+      id: 'step_2',
+      type: 'transform',
+      config: { template: 'Hello {{trigger.name | upper}}!', output_key: 'greeting' },
+    },
+    {
+      id: 'step_3',
+      type: 'transform',
+      config: {
+        mapping: { full_name: '{{trigger.first}} {{trigger.last}}', items: '{{steps.step_1.output.body.items}}' },
+      },
+    },
+    {
+      id: 'step_4',
+      type: 'log',
+      config: { message: 'Processed {{trigger.id | default("n/a")}} for {{secrets.api_key}}', level: 'info' },
+    },
   ],
 });
 
@@ -102,7 +131,16 @@ describe.each(backends)('runledger serve on $name', (backend) => {
     });
     expect(record.status, JSON.stringify(record, null, 2)).toBe('success');
     const [s1, s2, s3, s4] = record.steps;
-    expect(s1).toMatchObject({ status: 'success', attempts: 3, input: { method: 'POST', url: '***/orders', headers: { Authorization: 'Bearer ***' }, body: { message: 'two lattes' } } });
+    expect(s1).toMatchObject({
+      status: 'success',
+      attempts: 3,
+      input: {
+        method: 'POST',
+        url: '***/orders',
+        headers: { Authorization: 'Bearer ***' },
+        body: { message: 'two lattes' },
+      },
+    });
     expect(s1!.output).toMatchObject({ status: 200, body: { items: ['a', 'b'] } });
     expect(s2!.output).toEqual({ greeting: 'Hello ADA!' });
     expect(s3!.output).toEqual({ full_name: 'Ada Lovelace', items: ['a', 'b'] });
@@ -148,7 +186,8 @@ describe.each(backends)('runledger serve on $name', (backend) => {
 
 /** Everything the database holds, as text: the SQLite file and its WAL, or a dump of the PostgreSQL database. */
 function stored(database: string): string {
-  if (database.startsWith('postgres')) return execFileSync('pg_dump', ['--data-only', database], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (database.startsWith('postgres'))
+    return execFileSync('pg_dump', ['--data-only', database], { encoding: 'utf8', maxBuffer: 64 << 20 });
   return [database, `${database}-wal`]
     .filter(existsSync)
     .map((file) => readFileSync(file).toString('latin1'))
@@ -162,7 +201,8 @@ describe('the Quick start: runledger serve --sample, then the CLI', () => {
     const output = () => server.output();
     try {
       const id = /sample workflow (wf_\w+)/.exec(output())![1]!;
-      const cli = (...args: string[]) => execFileSync(process.execPath, ['bin/runledger.js', ...args, '--url', server.url], { encoding: 'utf8' });
+      const cli = (...args: string[]) =>
+        execFileSync(process.execPath, ['bin/runledger.js', ...args, '--url', server.url], { encoding: 'utf8' });
       const printed = cli('run', id, '--data', '{"name":"ada"}', '--wait');
       expect(printed).toMatch(/greet: success/);
       expect(printed).toMatch(/record: success/);

@@ -14,11 +14,20 @@ import { eventually } from '../src/testing/engine.js';
 import { runScript, type Exit } from './child.js';
 import { SESSIONS } from './session-child.js';
 
-const HAPPY: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
+const HAPPY: SessionEventType[] = [
+  'SESSION_INITIATED',
+  'AGENT_INVOCATION_STARTED',
+  'AGENT_INVOCATION_SUCCEEDED',
+  'AGENT_ENTRYPOINT_STARTED',
+  'AGENT_BACKGROUND_TASK_STARTED',
+  'AGENT_BACKGROUND_TASK_COMPLETED',
+];
 
 /** A session-child process the test can kill itself, at a moment it chooses. */
 function startChild(...args: string[]): { exit: Promise<Exit>; kill: () => void } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/session-child.ts', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/session-child.ts', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   proc.stderr.on('data', (chunk) => (stderr += chunk));
   const exit = new Promise<Exit>((resolve, reject) => {
@@ -60,7 +69,11 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
         const { session_id } = JSON.parse(text) as { session_id: string };
         invocations.push({ session_id, key: req.headers['idempotency-key'] as string | undefined });
         res.writeHead(202).end();
-        reports.push(suspended(engine!, session_id).then((waiting) => (waiting ? service.report(session_id, { status: 'COMPLETED' }) : null)));
+        reports.push(
+          suspended(engine!, session_id).then((waiting) =>
+            waiting ? service.report(session_id, { status: 'COMPLETED' }) : null,
+          ),
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -76,7 +89,10 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
       expect((await first.exit).signal).toBe('SIGKILL');
       // 2. killed right after a lifecycle event is written, before its step's completion is
       const afterRecord = [];
-      for (const after of ['0', '2']) afterRecord.push(await runScript('e2e/session-child.ts', database, log, agentUrl, 'session:afterRecord', after));
+      for (const after of ['0', '2'])
+        afterRecord.push(
+          await runScript('e2e/session-child.ts', database, log, agentUrl, 'session:afterRecord', after),
+        );
       for (const killed of afterRecord) expect(killed.signal, killed.stderr).toBe('SIGKILL');
       // 3. a last process takes over and finishes
       const last = await runScript('e2e/session-child.ts', database, log, agentUrl);
@@ -121,7 +137,9 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
       expect(rerunRecords).toBeGreaterThanOrEqual(afterRecord.length);
       expect(new Set(invocations.map((i) => i.key)).size).toBe(1);
       expect(invocations.every((i) => i.session_id === 's-http')).toBe(true);
-      console.log(`${backend.name}: ${lines().length} agent phase runs, ${rerunRecords} record steps re-run, ${invocations.length} HTTP invocation(s)`);
+      console.log(
+        `${backend.name}: ${lines().length} agent phase runs, ${rerunRecords} record steps re-run, ${invocations.length} HTTP invocation(s)`,
+      );
     } finally {
       server.closeAllConnections();
       server.close();

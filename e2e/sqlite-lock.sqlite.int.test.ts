@@ -39,7 +39,9 @@ function target(): { server: Server; url: Promise<string>; held: number; release
       for (const answer of waiting.splice(0)) answer();
     },
   };
-  t.url = new Promise((resolve) => t.server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(t.server.address() as AddressInfo).port}`)));
+  t.url = new Promise((resolve) =>
+    t.server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(t.server.address() as AddressInfo).port}`)),
+  );
   return t;
 }
 
@@ -53,16 +55,27 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     service?.server.close();
   });
 
-  it('answers health and reads at once, writes 503 with Retry-After, and resumes the run and the write after the release', { timeout: 90_000 }, async () => {
+  it('answers health and reads at once, writes 503 with Retry-After, and resumes the run and the write after the release', {
+    timeout: 90_000,
+  }, async () => {
     service = target();
     const database = createSqlitePath();
     const served: Served = await serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_POLL_MS: '100' });
     processes.push(served);
     const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const started = performance.now();
-      const response = await fetch(`${served.url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const response = await fetch(`${served.url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
       const text = await response.text();
-      return { status: response.status, retryAfter: response.headers.get('retry-after'), body: text === '' ? null : JSON.parse(text), ms: performance.now() - started };
+      return {
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        body: text === '' ? null : JSON.parse(text),
+        ms: performance.now() - started,
+      };
     };
     const definition = {
       name: 'through-lock',
@@ -73,7 +86,8 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     };
     const workflow = await call('POST', '/workflows', definition);
     expect(workflow.status).toBe(201);
-    const execute = (key: string) => call('POST', `/workflows/${workflow.body.id}/execute`, { trigger_data: { key } }, { 'idempotency-key': key });
+    const execute = (key: string) =>
+      call('POST', `/workflows/${workflow.body.id}/execute`, { trigger_data: { key } }, { 'idempotency-key': key });
     const first = await execute('before-lock');
     expect(first.status).toBe(202);
     await eventually(() => service!.held === 1);
@@ -97,7 +111,9 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     const refused = await write;
     const releasedBeforeAnswer = holder.output().includes('released');
     const slowest = Math.max(...probes.map((p) => p.ms));
-    console.log(`lock held ${LOCK_MS} ms: ${probes.length} probes, slowest ${slowest.toFixed(1)} ms; write answered ${refused.status} in ${refused.ms.toFixed(0)} ms`);
+    console.log(
+      `lock held ${LOCK_MS} ms: ${probes.length} probes, slowest ${slowest.toFixed(1)} ms; write answered ${refused.status} in ${refused.ms.toFixed(0)} ms`,
+    );
 
     expect(probes.length).toBeGreaterThan(10);
     for (const p of probes) {
@@ -125,15 +141,21 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     ]);
     expect((await eventually(() => finished(retried.body.execution_id), 20_000)).status).toBe('success');
     const listed = await call('GET', `/workflows/${workflow.body.id}/executions`);
-    expect(listed.body.executions.map((e: { execution_id: string }) => e.execution_id).sort()).toEqual([first.body.execution_id, retried.body.execution_id].sort());
+    expect(listed.body.executions.map((e: { execution_id: string }) => e.execution_id).sort()).toEqual(
+      [first.body.execution_id, retried.body.execution_id].sort(),
+    );
     // at least once: the step whose result met the lock ran again, with its same idempotency key
     console.log(`the held step was called ${service.held - 1} times for the run that met the lock`);
     expect(served.proc.exitCode, served.output()).toBeNull();
   });
 
-  it('lets serve and a worker on the file ride out the lock: no live lease ended, every run finished', { timeout: 120_000 }, async () => {
+  it('lets serve and a worker on the file ride out the lock: no live lease ended, every run finished', {
+    timeout: 120_000,
+  }, async () => {
     // steps that take 3 s: leases are held all through the lock
-    const slow = createServer((_req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 3000));
+    const slow = createServer((_req, res) =>
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 3000),
+    );
     service = { server: slow, url: Promise.resolve(''), held: 0, release: () => {} };
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
     const database = createSqlitePath();
@@ -143,11 +165,20 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     const worker = node(['bin/runledger.js', 'worker', '--database', database], env);
     processes.push(worker);
     await eventually(() => /worker \d+: stored workflows/.test(worker.output()), 20_000);
-    const post = (path: string, body: unknown) => fetch(`${served.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+    const post = (path: string, body: unknown) =>
+      fetch(`${served.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then((r) => r.json());
     const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/slow`;
-    const workflow = await post('/workflows', { name: 'slow', steps: [{ id: 'call', type: 'http_request', config: { url, timeout_seconds: 30 } }] });
+    const workflow = await post('/workflows', {
+      name: 'slow',
+      steps: [{ id: 'call', type: 'http_request', config: { url, timeout_seconds: 30 } }],
+    });
     const ids: string[] = [];
-    for (let n = 0; n < 20; n++) ids.push((await post(`/workflows/${workflow.id}/execute`, { trigger_data: { n } })).execution_id);
+    for (let n = 0; n < 20; n++)
+      ids.push((await post(`/workflows/${workflow.id}/execute`, { trigger_data: { n } })).execution_id);
     await sleep(1000);
     const holder = node(['-e', HOLDER, database, String(LOCK_MS)]);
     processes.push(holder);
@@ -161,7 +192,9 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     }
     // nobody could beat while the lock was held: neither process took the other for dead for it
     const db = new Database(database, { readonly: true });
-    const expired = db.prepare("SELECT count(*) AS n FROM events WHERE type = 'task.lease_expired'").get() as { n: number };
+    const expired = db.prepare("SELECT count(*) AS n FROM events WHERE type = 'task.lease_expired'").get() as {
+      n: number;
+    };
     db.close();
     expect(expired.n).toBe(0);
     expect(served.proc.exitCode, served.output()).toBeNull();
@@ -179,27 +212,40 @@ describe('runledger serve while another process holds the SQLite write lock', ()
     await eventually(() => /worker \d+: stored workflows/.test(worker.output()), 20_000);
     const post = async (path: string, body: unknown) => {
       const started = performance.now();
-      const response = await fetch(`${served.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const response = await fetch(`${served.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: response.status, body: await response.json(), ms: performance.now() - started };
     };
-    const steps = Array.from({ length: 5 }, (_, i) => ({ id: `s${i}`, type: 'transform', config: { mapping: { n: '{{trigger.n}}', i } } }));
+    const steps = Array.from({ length: 5 }, (_, i) => ({
+      id: `s${i}`,
+      type: 'transform',
+      config: { mapping: { n: '{{trigger.n}}', i } },
+    }));
     const workflow = (await post('/workflows', { name: 'shared-file', steps })).body;
     const answers: Array<{ status: number; body: { execution_id: string }; ms: number }> = [];
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 20 }, async (_, lane) => {
-        for (let n = lane; n < 400; n += 20) answers.push(await post(`/workflows/${workflow.id}/execute`, { trigger_data: { n } }));
+        for (let n = lane; n < 400; n += 20)
+          answers.push(await post(`/workflows/${workflow.id}/execute`, { trigger_data: { n } }));
       }),
     );
     const statuses = new Map<number, number>();
     for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-    console.log(`400 executions posted in ${(performance.now() - started).toFixed(0)} ms, slowest answer ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms; statuses ${JSON.stringify([...statuses])}`);
+    console.log(
+      `400 executions posted in ${(performance.now() - started).toFixed(0)} ms, slowest answer ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms; statuses ${JSON.stringify([...statuses])}`,
+    );
     expect(answers.filter((a) => a.status !== 202)).toEqual([]);
     const ids = new Set(answers.map((a) => a.body.execution_id));
     const list = async () => {
       const all: Array<{ execution_id: string; status: string }> = [];
       for (let key: string | null = null; ; ) {
-        const page: { executions: typeof all; last_key: string | null } = await fetch(`${served.url}/workflows/${workflow.id}/executions?limit=100${key ? `&last_key=${key}` : ''}`).then((r) => r.json());
+        const page: { executions: typeof all; last_key: string | null } = await fetch(
+          `${served.url}/workflows/${workflow.id}/executions?limit=100${key ? `&last_key=${key}` : ''}`,
+        ).then((r) => r.json());
         all.push(...page.executions);
         key = page.last_key;
         if (!key) return all;

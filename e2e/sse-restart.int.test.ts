@@ -8,7 +8,13 @@ import { backends } from '../src/testing/backends.js';
 import { serve, type Served } from './child.js';
 
 /** `runledger serve`; `dataDir` (its key file) outlives a restart. */
-const serveHere = (database: string, dataDir: string) => serve(database, [], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1', RUNLEDGER_DATA_DIR: dataDir, RUNLEDGER_LEASE_MS: '1500', RUNLEDGER_POLL_MS: '100' });
+const serveHere = (database: string, dataDir: string) =>
+  serve(database, [], {
+    RUNLEDGER_HTTP_ALLOW: '127.0.0.1',
+    RUNLEDGER_DATA_DIR: dataDir,
+    RUNLEDGER_LEASE_MS: '1500',
+    RUNLEDGER_POLL_MS: '100',
+  });
 
 interface Frame {
   id: string;
@@ -38,7 +44,11 @@ async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<Frame> 
   }
 }
 
-const transform = (id: string) => ({ id, type: 'transform', config: { template: `{{trigger.word}} ${id}`, output_key: 'text' } });
+const transform = (id: string) => ({
+  id,
+  type: 'transform',
+  config: { template: `{{trigger.word}} ${id}`, output_key: 'text' },
+});
 
 describe.each(backends)('SSE across a server restart on $name', (backend) => {
   let target: Server;
@@ -72,13 +82,24 @@ describe.each(backends)('SSE across a server restart on $name', (backend) => {
     const first = await serveHere(database, dataDir);
     servers.push(first);
     const post = async (url: string, body: unknown) => {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(res.status, await res.clone().text()).toBeLessThan(300);
       return (await res.json()) as Record<string, string>;
     };
     const wf = await post(`${first.url}/workflows`, {
       name: 'sse-restart',
-      steps: [transform('t1'), transform('t2'), transform('t3'), { id: 'hold', type: 'http_request', config: { url: `${targetUrl}/hold` } }, transform('t4'), transform('t5')],
+      steps: [
+        transform('t1'),
+        transform('t2'),
+        transform('t3'),
+        { id: 'hold', type: 'http_request', config: { url: `${targetUrl}/hold` } },
+        transform('t4'),
+        transform('t5'),
+      ],
     });
     const { execution_id } = await post(`${first.url}/workflows/${wf.id}/execute`, { trigger_data: { word: 'hi' } });
 
@@ -97,7 +118,9 @@ describe.each(backends)('SSE across a server restart on $name', (backend) => {
     servers.push(second);
     holding = false;
     for (const answer of held.splice(0)) answer();
-    const after = await fetch(`${second.url}/runs/${execution_id}/events/stream`, { headers: { 'Last-Event-ID': seen.at(-1)!.id } });
+    const after = await fetch(`${second.url}/runs/${execution_id}/events/stream`, {
+      headers: { 'Last-Event-ID': seen.at(-1)!.id },
+    });
     expect(after.status).toBe(200);
     for await (const frame of frames(after.body!)) seen.push(frame);
 
@@ -105,7 +128,9 @@ describe.each(backends)('SSE across a server restart on $name', (backend) => {
     const journal = ((await res.json()) as { events: Array<{ version: number; type: string }> }).events;
     expect(partway).toBeLessThan(journal.length);
     expect(journal.at(-1)!.type).toBe('run.completed');
-    expect(seen.map((f) => ({ version: Number(f.id), type: f.event }))).toEqual(journal.map((e) => ({ version: e.version, type: e.type })));
+    expect(seen.map((f) => ({ version: Number(f.id), type: f.event }))).toEqual(
+      journal.map((e) => ({ version: e.version, type: e.type })),
+    );
     expect(seen.map((f) => f.data.version)).toEqual(journal.map((_, i) => i + 1));
   }, 60_000);
 });

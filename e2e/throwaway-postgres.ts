@@ -21,7 +21,11 @@ export interface ThrowawayPostgres {
 /** initdb refuses to run as root: as root, the cluster is run as the `postgres` user. */
 function run(command: string, args: string[]): void {
   const asRoot = process.getuid?.() === 0;
-  execFileSync(asRoot ? 'runuser' : join(BIN, command), asRoot ? ['-u', 'postgres', '--', join(BIN, command), ...args] : args, { stdio: 'pipe' });
+  execFileSync(
+    asRoot ? 'runuser' : join(BIN, command),
+    asRoot ? ['-u', 'postgres', '--', join(BIN, command), ...args] : args,
+    { stdio: 'pipe' },
+  );
 }
 
 /**

@@ -66,18 +66,57 @@ describe('the README command-line walk in real terminals (tmux)', () => {
     expect(serveLine).toMatch(/ serve --port \d+$/);
     expect(exportLine).toMatch(/^export RUNLEDGER_URL=/);
 
-    tmux('new-session', '-d', '-s', 'walk', '-n', 'server', '-x', '220', '-y', '50', '-c', dir, 'env', 'RUNLEDGER_URL=', 'RUNLEDGER_DATABASE=', 'DATABASE_URL=', 'bash', '--norc', '--noprofile');
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      'walk',
+      '-n',
+      'server',
+      '-x',
+      '220',
+      '-y',
+      '50',
+      '-c',
+      dir,
+      'env',
+      'RUNLEDGER_URL=',
+      'RUNLEDGER_DATABASE=',
+      'DATABASE_URL=',
+      'bash',
+      '--norc',
+      '--noprofile',
+    );
     // windows by index: tmux renames a window after the command running in it
-    tmux('new-window', '-t', 'walk', '-n', 'cli', '-c', dir, 'env', 'RUNLEDGER_URL=', 'RUNLEDGER_DATABASE=', 'DATABASE_URL=', 'bash', '--norc', '--noprofile');
+    tmux(
+      'new-window',
+      '-t',
+      'walk',
+      '-n',
+      'cli',
+      '-c',
+      dir,
+      'env',
+      'RUNLEDGER_URL=',
+      'RUNLEDGER_DATABASE=',
+      'DATABASE_URL=',
+      'bash',
+      '--norc',
+      '--noprofile',
+    );
     type('server', `${serveLine}; echo "__server_exit=$?"`);
     enter('server');
-    await eventually(() => new RegExp(`serving http://127\\.0\\.0\\.1:${port} on .*runledger\\.db`).test(screen('server')), 20_000).catch((error) => {
+    await eventually(
+      () => new RegExp(`serving http://127\\.0\\.0\\.1:${port} on .*runledger\\.db`).test(screen('server')),
+      20_000,
+    ).catch((error) => {
       throw new Error(`${error.message}; the server's terminal:\n${screen('server')}`);
     });
 
     expect((await command('cli', exportLine!)).code).toBe(0);
     const ids: Record<string, string> = {};
-    const fill = (line: string) => line.replace('wf_01…', ids.workflow ?? 'wf_01…').replace('ex_01…', ids.execution ?? 'ex_01…');
+    const fill = (line: string) =>
+      line.replace('wf_01…', ids.workflow ?? 'wf_01…').replace('ex_01…', ids.execution ?? 'ex_01…');
     const watchLine = rest.find((l) => l.includes('channel watch'))!;
     for (const line of rest.filter((l) => l !== watchLine)) {
       const { printed, code } = await command('cli', fill(line));
@@ -91,11 +130,15 @@ describe('the README command-line walk in real terminals (tmux)', () => {
         expect(again.printed).toMatch(/^unchanged wf_\w+ 'hello' version 1 \(1 step\)/);
       } else if (line.includes(' start ')) {
         expect(code, printed).toBe(0);
-        expect(printed).toMatch(/execution ex_\w+ pending\n {2}greet: success \d+ ms\nexecution ex_\w+ success in \d+ ms\n {2}greet {2}ok {2}\d+ ms\noutput: \{"greet":\{"greeting":"Hello ADA!"\}\}/);
+        expect(printed).toMatch(
+          /execution ex_\w+ pending\n {2}greet: success \d+ ms\nexecution ex_\w+ success in \d+ ms\n {2}greet {2}ok {2}\d+ ms\noutput: \{"greet":\{"greeting":"Hello ADA!"\}\}/,
+        );
         ids.execution = /execution (ex_\w+)/.exec(printed)![1]!;
       } else if (line.includes('events')) {
         expect(code, printed).toBe(0);
-        expect(printed).toMatch(/run\.started\s+runledger\.stored wf_\w+ v1\n.*step\.started\s+greet \(attempt 1\)\n.*step\.completed\s+greet → \{"greeting":"Hello ADA!"\}\n.*run\.completed/);
+        expect(printed).toMatch(
+          /run\.started\s+runledger\.stored wf_\w+ v1\n.*step\.started\s+greet \(attempt 1\)\n.*step\.completed\s+greet → \{"greeting":"Hello ADA!"\}\n.*run\.completed/,
+        );
         expect(printed).toMatch(/run ex_\w+ success → /);
       } else if (line.includes('runs list')) {
         expect(code, printed).toBe(0);
@@ -105,7 +148,10 @@ describe('the README command-line walk in real terminals (tmux)', () => {
       }
     }
     // a failed run: events --follow exits 1
-    const failing = await command('cli', `echo '{"name":"broken","steps":[{"id":"bad","type":"log","config":{"message":"{{trigger.missing}}"}}]}' > broken.json && ${bin} workflows apply broken.json`);
+    const failing = await command(
+      'cli',
+      `echo '{"name":"broken","steps":[{"id":"bad","type":"log","config":{"message":"{{trigger.missing}}"}}]}' > broken.json && ${bin} workflows apply broken.json`,
+    );
     const broken = /created (wf_\w+)/.exec(failing.printed)![1]!;
     const ran = await command('cli', `${bin} run ${broken} --wait`);
     expect(ran.code).toBe(1);
@@ -116,7 +162,15 @@ describe('the README command-line walk in real terminals (tmux)', () => {
     type('cli', `${watchLine}; echo "__watch_exit=$?"`);
     enter('cli');
     await new Promise((r) => setTimeout(r, 1_000));
-    execFileSync(process.execPath, ['bin/runledger.js', 'channel', 'post', 'general', 'hello from the walk', '--url', `http://127.0.0.1:${port}`]);
+    execFileSync(process.execPath, [
+      'bin/runledger.js',
+      'channel',
+      'post',
+      'general',
+      'hello from the walk',
+      '--url',
+      `http://127.0.0.1:${port}`,
+    ]);
     await eventually(() => /#1\s+user\s+cli: hello from the walk/.test(screen('cli')), 10_000);
     tmux('send-keys', '-t', target('cli'), 'C-c');
     await eventually(() => /__watch_exit=0/.test(screen('cli')), 10_000);

@@ -10,7 +10,11 @@ describe('runledger trigger, out of the box (the README walkthrough)', () => {
     const server = await serve(database);
     const url = server.url;
     try {
-      const printed = execFileSync(process.execPath, ['bin/runledger.js', 'trigger', '--source', 'manual-trigger', '--detail-type', 'execute-agent', '--url', url], { encoding: 'utf8' });
+      const printed = execFileSync(
+        process.execPath,
+        ['bin/runledger.js', 'trigger', '--source', 'manual-trigger', '--detail-type', 'execute-agent', '--url', url],
+        { encoding: 'utf8' },
+      );
       const eventId = /event (\S+) stored/.exec(printed)?.[1];
       expect(printed, printed).toMatch(new RegExp(`rule manual-agent \\(rule_\\w+\\) → session ${eventId} started`));
       const session = await eventually(async () => {
@@ -19,8 +23,30 @@ describe('runledger trigger, out of the box (the README walkthrough)', () => {
       }, 20_000);
       expect(session).toMatchObject({ session_id: eventId, agent: 'sample-agent', status: 'success' });
       const { events } = await (await fetch(`${url}/sessions/${eventId}/events`)).json();
-      expect(events.map((e: { type: string }) => e.type)).toEqual(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED']);
-      const again = execFileSync(process.execPath, ['bin/runledger.js', 'trigger', '--source', 'manual-trigger', '--detail-type', 'execute-agent', '--id', eventId!, '--url', url], { encoding: 'utf8' });
+      expect(events.map((e: { type: string }) => e.type)).toEqual([
+        'SESSION_INITIATED',
+        'AGENT_INVOCATION_STARTED',
+        'AGENT_INVOCATION_SUCCEEDED',
+        'AGENT_ENTRYPOINT_STARTED',
+        'AGENT_BACKGROUND_TASK_STARTED',
+        'AGENT_BACKGROUND_TASK_COMPLETED',
+      ]);
+      const again = execFileSync(
+        process.execPath,
+        [
+          'bin/runledger.js',
+          'trigger',
+          '--source',
+          'manual-trigger',
+          '--detail-type',
+          'execute-agent',
+          '--id',
+          eventId!,
+          '--url',
+          url,
+        ],
+        { encoding: 'utf8' },
+      );
       expect(again).toMatch(/was stored before: nothing new started/);
       const runs = await (await fetch(`${url}/runs?workflow=runledger.session`)).json();
       expect(runs.runs).toHaveLength(1);

@@ -34,7 +34,11 @@ async function watchPage(page: Page): Promise<Seen> {
   const seen: Seen = { violations: [], console: [] };
   await page.exposeFunction('__cspViolation', (text: string) => seen.violations.push(text));
   await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { __cspViolation(text: string): void }).__cspViolation(`${e.effectiveDirective} blocked ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));
+    document.addEventListener('securitypolicyviolation', (e) =>
+      (window as unknown as { __cspViolation(text: string): void }).__cspViolation(
+        `${e.effectiveDirective} blocked ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`,
+      ),
+    );
   });
   page.on('console', (message) => message.type() === 'error' && seen.console.push(message.text()));
   page.on('pageerror', (error) => seen.console.push(error.message));
@@ -46,14 +50,26 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
   let browser: Browser;
   let framer: HttpServer;
   const call = async (path: string, body?: unknown) => {
-    const res = await fetch(server.url + path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(
+      server.url + path,
+      body === undefined
+        ? {}
+        : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+    );
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
 
   beforeAll(async () => {
     if (!uiDir()) throw new Error('dist/ui is missing: npm run build:ui');
-    server = await startServer({ database: createSqlitePath(), port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-ui-headers-')), logger: pino({ level: 'silent' }), pollMs: 100, codeWorkflows: [gated] });
+    server = await startServer({
+      database: createSqlitePath(),
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-ui-headers-')),
+      logger: pino({ level: 'silent' }),
+      pollMs: 100,
+      codeWorkflows: [gated],
+    });
     browser = await launchBrowser();
   }, 60_000);
 
@@ -64,13 +80,25 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
   });
 
   it('renders every page, the live ones included, with no CSP violation and no console error', async () => {
-    const stored = await call('/workflows', { name: 'csp-check', steps: [{ id: 'hello', type: 'log', config: { message: 'hi {{trigger.name}}' } }] });
+    const stored = await call('/workflows', {
+      name: 'csp-check',
+      steps: [{ id: 'hello', type: 'log', config: { message: 'hi {{trigger.name}}' } }],
+    });
     const execution = await call(`/workflows/${stored.id}/execute`, { trigger_data: { name: 'Ada' } });
     const waiting = (await server.engine.start(gated, {})).id;
     await call('/rules', { name: 'csp-rule', pattern: { source: ['csp'] }, target: { workflow: 'gated' } });
     await call('/channels/csp-1/messages', { sender_id: 'u1', role: 'user', content: 'hello' });
-    const agent = await call('/agent/events', { conversation_id: 'csp-conv', user_id: 'u1', source: 'csp', input_type: 'text', payload: { text: 'where is order 1042?' } });
-    await eventually(async () => ['success', 'failed'].includes((await call(`/agent/runs/${agent.run_id}`)).status), 20_000);
+    const agent = await call('/agent/events', {
+      conversation_id: 'csp-conv',
+      user_id: 'u1',
+      source: 'csp',
+      input_type: 'text',
+      payload: { text: 'where is order 1042?' },
+    });
+    await eventually(
+      async () => ['success', 'failed'].includes((await call(`/agent/runs/${agent.run_id}`)).status),
+      20_000,
+    );
 
     const pages: Array<[string, string]> = [
       ['/ui/', `table.runs tr[data-run="${execution.execution_id}"]`],
@@ -101,7 +129,9 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
       expect(seen, path).toEqual({ violations: [], console: [] });
     }
     // the channel page went live over its WebSocket: CSP 3's 'self' covers ws: of the same host
-    expect(sockets.map((url) => url.replace(/\?.*/, ''))).toEqual([`${server.url.replace('http:', 'ws:')}/channels/csp-1/ws`]);
+    expect(sockets.map((url) => url.replace(/\?.*/, ''))).toEqual([
+      `${server.url.replace('http:', 'ws:')}/channels/csp-1/ws`,
+    ]);
     await page.close();
   }, 120_000);
 
@@ -122,7 +152,11 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
   });
 
   it('cannot be framed by a page of another origin', async () => {
-    framer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>decoy</title><iframe id="f" src="${server.url}/ui/runs"></iframe>`));
+    framer = createServer((_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(`<!doctype html><title>decoy</title><iframe id="f" src="${server.url}/ui/runs"></iframe>`),
+    );
     await new Promise<void>((done) => framer.listen(0, '127.0.0.1', done));
     const origin = `http://127.0.0.1:${(framer.address() as AddressInfo).port}`;
     const page = await browser.newPage();
@@ -131,7 +165,16 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
     const framed = page.waitForEvent('framenavigated', (frame) => frame !== page.mainFrame());
     await page.goto(origin);
     const frame = await framed;
-    await page.locator('#f').evaluate((f: HTMLIFrameElement) => new Promise((done) => (f.contentDocument === null || f.contentDocument.readyState === 'complete' ? done(null) : f.addEventListener('load', done))));
+    await page
+      .locator('#f')
+      .evaluate(
+        (f: HTMLIFrameElement) =>
+          new Promise((done) =>
+            f.contentDocument === null || f.contentDocument.readyState === 'complete'
+              ? done(null)
+              : f.addEventListener('load', done),
+          ),
+      );
     // the dashboard never ran inside: no app, no title of its own, and Chromium says why
     expect(await frame.locator('#app').count()).toBe(0);
     expect(frame.url()).not.toBe(`${server.url}/ui/runs`);

@@ -13,16 +13,36 @@ import { uiWorkflowsModule } from './ui-workflows.js';
  */
 
 async function call(server: Served, path: string, init: { method?: string; body?: unknown } = {}): Promise<any> {
-  const res = await fetch(server.url + path, { method: init.method ?? 'GET', headers: { 'content-type': 'application/json' }, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
+  const res = await fetch(server.url + path, {
+    method: init.method ?? 'GET',
+    headers: { 'content-type': 'application/json' },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : null;
 }
 
 async function startCodeRun(server: Served, name: string): Promise<string> {
-  await call(server, '/rules', { method: 'POST', body: { name: `start-${name}`, pattern: { source: ['ui-run-test'], 'detail-type': [name] }, target: { workflow: name } } }).catch(() => undefined);
-  const event = await call(server, '/events', { method: 'POST', body: { source: 'ui-run-test', 'detail-type': name, detail: {} } });
-  return eventually(async () => (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as string | undefined, 15_000);
+  await call(server, '/rules', {
+    method: 'POST',
+    body: {
+      name: `start-${name}`,
+      pattern: { source: ['ui-run-test'], 'detail-type': [name] },
+      target: { workflow: name },
+    },
+  }).catch(() => undefined);
+  const event = await call(server, '/events', {
+    method: 'POST',
+    body: { source: 'ui-run-test', 'detail-type': name, detail: {} },
+  });
+  return eventually(
+    async () =>
+      (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as
+        | string
+        | undefined,
+    15_000,
+  );
 }
 
 describe('the run pages of the dashboard', () => {
@@ -31,7 +51,10 @@ describe('the run pages of the dashboard', () => {
   let page: Page;
 
   beforeAll(async () => {
-    server = await serve(createSqlitePath(), ['--sample', '--workflows', uiWorkflowsModule()], { RUNLEDGER_POLL_MS: '100', RUNLEDGER_LEASE_MS: '2000' });
+    server = await serve(createSqlitePath(), ['--sample', '--workflows', uiWorkflowsModule()], {
+      RUNLEDGER_POLL_MS: '100',
+      RUNLEDGER_LEASE_MS: '2000',
+    });
     browser = await launchBrowser();
     page = await browser.newPage();
   }, 60_000);
@@ -48,12 +71,20 @@ describe('the run pages of the dashboard', () => {
     const row = page.locator('tr[data-run="run_sample-order"]');
     await row.waitFor();
     // newest first: the sample run, under its child run once that has started
-    expect((await page.locator('table.runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')))).slice(0, 2)).toContain('run_sample-order');
+    expect(
+      (
+        await page
+          .locator('table.runs tbody tr[data-run]')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')))
+      ).slice(0, 2),
+    ).toContain('run_sample-order');
     await row.getByRole('link', { name: 'run_sample-order' }).click();
     await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 30_000 });
     expect(await page.title()).toBe('run_sample-order · sample-order · runledger');
     await page.locator('ol.journal li[data-type="run.completed"]').waitFor();
-    const bars = await page.locator('figure.gantt rect.bar').evaluateAll((rects) => rects.map((r) => r.getAttribute('class')));
+    const bars = await page
+      .locator('figure.gantt rect.bar')
+      .evaluateAll((rects) => rects.map((r) => r.getAttribute('class')));
     // the first attempt failed, its backoff, the retry succeeded
     expect(bars).toContain('bar bar-step bar-failed');
     expect(bars).toContain('bar bar-backoff bar-retrying');
@@ -65,13 +96,19 @@ describe('the run pages of the dashboard', () => {
     await page.locator('h2', { hasText: 'Child runs' }).waitFor();
     const run = await call(server, '/runs/run_sample-order');
     expect(run.output).toEqual({ order: 'A-1042', tracking: 'TRK-A-1042', approved_by: 'ops@example.com', boxes: 3 });
-    expect(run.steps.find((s: { name: string }) => s.name === 'fetch-order')).toMatchObject({ status: 'success', attempts: 2 });
+    expect(run.steps.find((s: { name: string }) => s.name === 'fetch-order')).toMatchObject({
+      status: 'success',
+      attempts: 2,
+    });
   });
 
   it('names stored workflows on the run list and the run page, their id in the tooltip', async () => {
     const { workflows } = await call(server, '/workflows');
     const sample = workflows.find((w: { name: string }) => w.name === 'greet-and-log');
-    const { execution_id: id } = await call(server, `/workflows/${sample.id}/execute`, { method: 'POST', body: { trigger_data: { name: 'Named' } } });
+    const { execution_id: id } = await call(server, `/workflows/${sample.id}/execute`, {
+      method: 'POST',
+      body: { trigger_data: { name: 'Named' } },
+    });
     await page.goto(`${server.url}/ui/runs`);
     const cell = page.locator(`tr[data-run="${id}"] a[data-workflow-id]`);
     await expect.poll(() => cell.textContent()).toBe('greet-and-log');
@@ -97,11 +134,18 @@ describe('the run pages of the dashboard', () => {
         ],
       },
     });
-    const { execution_id: id } = await call(server, `/workflows/${wf.id}/execute`, { method: 'POST', body: { trigger_data: {} } });
+    const { execution_id: id } = await call(server, `/workflows/${wf.id}/execute`, {
+      method: 'POST',
+      body: { trigger_data: {} },
+    });
     await page.goto(`${server.url}/ui/runs/${id}`);
     await page.locator('dl.facts [data-status="failed"]').waitFor({ timeout: 20_000 });
-    await expect.poll(() => page.locator('[data-fact="progress"]').textContent()).toBe(' 3/5 steps ran: 2 succeeded, 1 failed, 2 skipped');
-    expect(await page.locator('[data-fact="progress"] progress').evaluate((p: HTMLProgressElement) => [p.value, p.max])).toEqual([3, 5]);
+    await expect
+      .poll(() => page.locator('[data-fact="progress"]').textContent())
+      .toBe(' 3/5 steps ran: 2 succeeded, 1 failed, 2 skipped');
+    expect(
+      await page.locator('[data-fact="progress"] progress').evaluate((p: HTMLProgressElement) => [p.value, p.max]),
+    ).toEqual([3, 5]);
   });
 
   it('labels the compensation of a step on the timeline', async () => {
@@ -119,12 +163,18 @@ describe('the run pages of the dashboard', () => {
     const id = await startCodeRun(server, 'nap');
     await page.goto(`${server.url}/ui/runs/${id}`);
     await page.locator('dl.facts [data-status="sleeping"]').waitFor({ timeout: 20_000 });
-    const until = (await call(server, `/runs/${id}/events`)).events.find((e: { type: string }) => e.type === 'sleep.started').data.until as number;
+    const until = (await call(server, `/runs/${id}/events`)).events.find(
+      (e: { type: string }) => e.type === 'sleep.started',
+    ).data.until as number;
     const wakes = page.locator('[data-fact="wakes"]');
     await wakes.waitFor();
     const local = await page.evaluate((at) => new Date(at).toLocaleTimeString(), until);
-    expect(await wakes.textContent()).toMatch(new RegExp(`^${local.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(in (59|60) min\\) from sleep nap$`));
-    expect(await page.locator('ol.journal li[data-type="sleep.started"] time[data-at]').textContent()).toContain('(in ');
+    expect(await wakes.textContent()).toMatch(
+      new RegExp(`^${local.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(in (59|60) min\\) from sleep nap$`),
+    );
+    expect(await page.locator('ol.journal li[data-type="sleep.started"] time[data-at]').textContent()).toContain(
+      '(in ',
+    );
     expect(await page.locator('dl.facts').textContent()).not.toContain(String(until));
     await call(server, `/runs/${id}/cancel`, { method: 'POST' });
   });

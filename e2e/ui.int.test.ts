@@ -20,7 +20,11 @@ import { uiWorkflowsModule } from './ui-workflows.js';
 
 const FAST = { RUNLEDGER_POLL_MS: '100', RUNLEDGER_LEASE_MS: '2000' };
 
-async function call(server: Served, path: string, init: { method?: string; body?: unknown; token?: string } = {}): Promise<any> {
+async function call(
+  server: Served,
+  path: string,
+  init: { method?: string; body?: unknown; token?: string } = {},
+): Promise<any> {
   const res = await fetch(server.url + path, {
     method: init.method ?? 'GET',
     headers: { 'content-type': 'application/json', ...(init.token ? { authorization: `Bearer ${init.token}` } : {}) },
@@ -33,9 +37,25 @@ async function call(server: Served, path: string, init: { method?: string; body?
 
 /** Starts code workflow `name` through a rule and an event (the API's way to start one); resolves with the run id. */
 async function startCodeRun(server: Served, name: string): Promise<string> {
-  await call(server, '/rules', { method: 'POST', body: { name: `start-${name}`, pattern: { source: ['ui-test'], 'detail-type': [name] }, target: { workflow: name } } }).catch(() => undefined);
-  const event = await call(server, '/events', { method: 'POST', body: { source: 'ui-test', 'detail-type': name, detail: { n: Math.random() } } });
-  return eventually(async () => (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as string | undefined, 15_000);
+  await call(server, '/rules', {
+    method: 'POST',
+    body: {
+      name: `start-${name}`,
+      pattern: { source: ['ui-test'], 'detail-type': [name] },
+      target: { workflow: name },
+    },
+  }).catch(() => undefined);
+  const event = await call(server, '/events', {
+    method: 'POST',
+    body: { source: 'ui-test', 'detail-type': name, detail: { n: Math.random() } },
+  });
+  return eventually(
+    async () =>
+      (await call(server, `/events/${event.id}`)).matches.find((m: { run_id: string | null }) => m.run_id)?.run_id as
+        | string
+        | undefined,
+    15_000,
+  );
 }
 
 describe('the dashboard on SQLite', () => {
@@ -75,13 +95,24 @@ describe('the dashboard on SQLite', () => {
     await page.locator('table.runs tbody tr[data-run^="ex_"]').first().waitFor();
     await page.locator('.live.on').waitFor();
     const workflows = await call(server, '/workflows');
-    const started = await call(server, `/workflows/${workflows.workflows[0].id}/execute`, { method: 'POST', body: { trigger_data: { name: 'Live' } } });
+    const started = await call(server, `/workflows/${workflows.workflows[0].id}/execute`, {
+      method: 'POST',
+      body: { trigger_data: { name: 'Live' } },
+    });
     await page.locator(`tr[data-run="${started.execution_id}"][data-status="success"]`).waitFor({ timeout: 20_000 });
     // filters go in the URL, so the filtered list can be shared
     await page.getByLabel('Kind').selectOption('execution');
     await page.getByLabel('Status').selectOption('success');
     await page.waitForURL(/kind=execution&status=success|status=success&kind=execution/);
-    await expect.poll(() => page.locator('table.runs tbody tr[data-run]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-run')!.slice(0, 3)} ${r.getAttribute('data-status')}`))).toEqual(['ex_ success', 'ex_ success']);
+    await expect
+      .poll(() =>
+        page
+          .locator('table.runs tbody tr[data-run]')
+          .evaluateAll((rows) =>
+            rows.map((r) => `${r.getAttribute('data-run')!.slice(0, 3)} ${r.getAttribute('data-status')}`),
+          ),
+      )
+      .toEqual(['ex_ success', 'ex_ success']);
   });
 
   it('executes a workflow from its form and follows the new run to success live', async () => {
@@ -102,10 +133,14 @@ describe('the dashboard on SQLite', () => {
 
   it('shows every validation error of a definition at its path', async () => {
     await page.goto(`${server.url}/ui/workflows/new`);
-    await page.getByLabel('Definition (JSON)').fill(JSON.stringify({ name: '', steps: [{ id: 'a', type: 'teleport', config: {} }] }));
+    await page
+      .getByLabel('Definition (JSON)')
+      .fill(JSON.stringify({ name: '', steps: [{ id: 'a', type: 'teleport', config: {} }] }));
     await page.getByRole('button', { name: 'Create' }).click();
     await page.locator('ul.problems li').first().waitFor();
-    const paths = await page.locator('ul.problems li').evaluateAll((items) => items.map((li) => li.getAttribute('data-path')));
+    const paths = await page
+      .locator('ul.problems li')
+      .evaluateAll((items) => items.map((li) => li.getAttribute('data-path')));
     expect(paths).toContain('name');
     expect(paths.some((p) => p?.startsWith('steps[0]') || p?.startsWith('steps.0'))).toBe(true);
   });
@@ -114,7 +149,9 @@ describe('the dashboard on SQLite', () => {
     const id = await startCodeRun(server, 'broken');
     await page.goto(`${server.url}/ui/runs/${id}`);
     await page.locator('dl.facts [data-status="failed"]').waitFor({ timeout: 20_000 });
-    await expect.poll(() => page.locator('tr[data-step="charge"] .step-error').textContent()).toContain('card declined: insufficient funds');
+    await expect
+      .poll(() => page.locator('tr[data-step="charge"] .step-error').textContent())
+      .toContain('card declined: insufficient funds');
     await page.locator('figure.gantt rect.bar-failed').first().waitFor();
   });
 
@@ -125,7 +162,10 @@ describe('the dashboard on SQLite', () => {
     await page.locator('figure.gantt rect.bar-sleep').waitFor();
     // one click only asks (e2e/ui-run.int.test.ts tests the dialog)
     await page.getByRole('button', { name: 'Cancel run…' }).click();
-    await page.getByRole('dialog', { name: 'Cancel this run?' }).getByRole('button', { name: 'Cancel run', exact: true }).click();
+    await page
+      .getByRole('dialog', { name: 'Cancel this run?' })
+      .getByRole('button', { name: 'Cancel run', exact: true })
+      .click();
     await page.locator('dl.facts [data-status="cancelled"]').waitFor({ timeout: 20_000 });
     expect(await page.getByRole('button', { name: 'Cancel run…' }).count()).toBe(0);
     expect((await call(server, `/runs/${id}`)).status).toBe('cancelled');
@@ -146,7 +186,16 @@ describe('the dashboard on SQLite', () => {
     await page.goto(`${server.url}/ui/agents`);
     await page.locator('.live.on').waitFor();
     // the sample agent blocks issue_refund (high risk) for a person's approval when the text asks for a refund
-    const sent = await call(server, '/agent/events', { method: 'POST', body: { conversation_id: 'ui-conv-1', user_id: 'u-ada', source: 'ui-test', input_type: 'text', payload: { text: 'Please refund order 1042' } } });
+    const sent = await call(server, '/agent/events', {
+      method: 'POST',
+      body: {
+        conversation_id: 'ui-conv-1',
+        user_id: 'u-ada',
+        source: 'ui-test',
+        input_type: 'text',
+        payload: { text: 'Please refund order 1042' },
+      },
+    });
     const row = page.locator(`table.agent-runs tr[data-run="${sent.run_id}"]`);
     const approval = page.locator('ul.approvals li[data-tool="issue_refund"]', { hasText: sent.run_id });
     await approval.waitFor({ timeout: 20_000 });
@@ -155,7 +204,9 @@ describe('the dashboard on SQLite', () => {
     await row.locator('[data-status="waiting"]').waitFor();
     await approval.getByRole('button', { name: /^Approve issue_refund/ }).click();
     await approval.waitFor({ state: 'detached' });
-    await page.locator(`table.agent-runs tr[data-run="${sent.run_id}"][data-status="success"]`).waitFor({ timeout: 20_000 });
+    await page
+      .locator(`table.agent-runs tr[data-run="${sent.run_id}"][data-status="success"]`)
+      .waitFor({ timeout: 20_000 });
 
     // the run: its nodes, tool calls with their risk, the decision, its checkpoints and lifecycle
     await row.getByRole('link', { name: sent.run_id }).click();
@@ -164,27 +215,43 @@ describe('the dashboard on SQLite', () => {
     // the heading shows before the run's tables are fetched
     await page.locator('table.tool-calls tbody tr').first().waitFor();
     await page.locator('table.agent-steps tbody tr').nth(2).waitFor();
-    expect(await page.locator('table.agent-steps tbody tr').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-status')}`))).toEqual(['classify ok', 'act ok', 'reply ok']);
+    expect(
+      await page
+        .locator('table.agent-steps tbody tr')
+        .evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-status')}`)),
+    ).toEqual(['classify ok', 'act ok', 'reply ok']);
     const tools = await page
       .locator('table.tool-calls tbody tr')
-      .evaluateAll((rows) => rows.map((r) => [r.getAttribute('data-tool'), r.querySelector('.risk')?.textContent, r.getAttribute('data-status'), r.querySelector('[data-approval]')?.getAttribute('data-approval')]));
+      .evaluateAll((rows) =>
+        rows.map((r) => [
+          r.getAttribute('data-tool'),
+          r.querySelector('.risk')?.textContent,
+          r.getAttribute('data-status'),
+          r.querySelector('[data-approval]')?.getAttribute('data-approval'),
+        ]),
+      );
     expect(tools).toEqual([
       ['lookup_order', 'low', 'ok', 'none'],
       ['issue_refund', 'high', 'ok', 'approved'],
     ]);
     expect(await page.locator('table.tool-calls tr[data-tool="issue_refund"]').textContent()).toContain('by dashboard');
-    expect(await page.locator('ol.checkpoints li').evaluateAll((items) => items.map((li) => li.getAttribute('data-node')))).toEqual(['classify', 'act', 'reply']);
+    expect(
+      await page.locator('ol.checkpoints li').evaluateAll((items) => items.map((li) => li.getAttribute('data-node'))),
+    ).toEqual(['classify', 'act', 'reply']);
     await page.locator('ol.lifecycle li[data-type="SESSION_INITIATED"]').waitFor();
     expect((await call(server, `/agent/runs/${sent.run_id}`)).status).toBe('success');
   });
 
   it('still lists a session the agent ledger has no run for, with its lifecycle', async () => {
-    const oldSession = (await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } })).session_id;
+    const oldSession = (
+      await call(server, '/sessions', { method: 'POST', body: { agent: 'sample-agent', input: { task: 'summarize' } } })
+    ).session_id;
     await eventually(async () => (await call(server, `/sessions/${oldSession}`)).status === 'success', 20_000);
     // as in a database from before the agent ledger: no ledger row for the session
     const db = new Database(database, { timeout: 10_000 });
     db.transaction(() => {
-      for (const table of ['agent_checkpoints', 'agent_tool_calls', 'agent_steps']) db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(oldSession);
+      for (const table of ['agent_checkpoints', 'agent_tool_calls', 'agent_steps'])
+        db.prepare(`DELETE FROM ${table} WHERE run_id = ?`).run(oldSession);
       expect(db.prepare('DELETE FROM agent_runs WHERE id = ?').run(oldSession).changes).toBe(1);
     })();
     db.close();
@@ -202,11 +269,14 @@ describe('the dashboard on SQLite', () => {
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
     // through the menu to Overview, opened with Enter
-    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Overview'; i++) await page.keyboard.press('Tab');
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Overview'; i++)
+      await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/ui\/overview$/);
     await page.locator('.tiles').waitFor();
-    await expect.poll(() => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`)).toBe('H1 Overview');
+    await expect
+      .poll(() => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`))
+      .toBe('H1 Overview');
     expect(await page.getByRole('link', { name: 'Overview' }).getAttribute('aria-current')).toBe('page');
   });
 
@@ -234,7 +304,9 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       mock.setFaults([{ endpoint: 'POST /v1/render/presentations', job: 'hang' }]);
       const page = await browser.newPage();
       await page.goto(`${server.url}/ui/workflows/${wf.id}`);
-      await page.getByLabel('Trigger data (JSON)').fill(JSON.stringify({ services: mock.url, content: '# Q3\nRevenue grew.' }));
+      await page
+        .getByLabel('Trigger data (JSON)')
+        .fill(JSON.stringify({ services: mock.url, content: '# Q3\nRevenue grew.' }));
       await page.getByRole('button', { name: 'Execute' }).click();
       await page.waitForURL(/\/ui\/runs\/ex_\w+$/);
       const first = new URL(page.url()).pathname.split('/').pop()!;
@@ -242,28 +314,43 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       await page.locator('[data-fact="state"]', { hasText: 'RENDERING_PROCESSING' }).waitFor({ timeout: 30_000 });
       await page.locator('tr[data-step="wait_word"][data-status="success"]').waitFor({ timeout: 30_000 });
       expect(await page.locator('dl.facts [data-status="running"]').count()).toBe(1);
-      expect(await page.locator('[data-fact="progress"]').textContent()).toMatch(/\b([1-9]|1[0-2])\/13 steps ran: .*\b\d+ running\b/);
+      expect(await page.locator('[data-fact="progress"]').textContent()).toMatch(
+        /\b([1-9]|1[0-2])\/13 steps ran: .*\b\d+ running\b/,
+      );
       await page.locator('[data-fact="eta"]').waitFor();
       expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('running');
-      expect(await page.locator('tr[data-step="normalize"]').evaluate((r) => [r.getAttribute('data-type'), r.getAttribute('data-status')])).toEqual(['poll', 'success']);
+      expect(
+        await page
+          .locator('tr[data-step="normalize"]')
+          .evaluate((r) => [r.getAttribute('data-type'), r.getAttribute('data-status')]),
+      ).toEqual(['poll', 'success']);
       await page.locator('figure.gantt rect.bar-poll.bar-running').first().waitFor();
 
       // the job is cancelled: the poll sees it, the PowerPoint branch fails, the run ends partly done
       const record = await call(server, `/workflows/${wf.id}/executions/${first}`);
-      const job = record.steps.find((s: { step_id: string }) => s.step_id === 'render_powerpoint').output.body.render_job_id;
+      const job = record.steps.find((s: { step_id: string }) => s.step_id === 'render_powerpoint').output.body
+        .render_job_id;
       expect((await fetch(`${mock.url}/v1/render/jobs/${job}/cancel`, { method: 'POST' })).status).toBe(200);
       await page.locator('dl.facts [data-status="partial_success"]').waitFor({ timeout: 30_000 });
       expect(await page.locator('[data-fact="state"]').textContent()).toBe('PARTIAL_COMPLETE');
       // what ran, counted from the steps the server reports: the failed branch's steps did run
       const ended = await call(server, `/workflows/${wf.id}/executions/${first}`);
       const leaves = ended.steps.filter((s: { type: string }) => s.type !== 'parallel');
-      const ran = leaves.filter((s: { status: string }) => ['success', 'failed', 'timed_out'].includes(s.status)).length;
+      const ran = leaves.filter((s: { status: string }) =>
+        ['success', 'failed', 'timed_out'].includes(s.status),
+      ).length;
       expect(await page.locator('[data-fact="progress"]').textContent()).toContain(`${ran}/${leaves.length} steps ran`);
       expect(await page.locator('tr[data-step="wait_powerpoint"]').getAttribute('data-status')).toBe('failed');
-      expect(await page.locator('tr[data-step="render"] li[data-branch]').evaluateAll((items) => items.map((li) => `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`))).toEqual([
-        'word success',
-        'powerpoint failed',
-      ]);
+      expect(
+        await page
+          .locator('tr[data-step="render"] li[data-branch]')
+          .evaluateAll((items) =>
+            items.map(
+              (li) =>
+                `${li.getAttribute('data-branch')} ${li.querySelector('[data-status]')!.getAttribute('data-status')}`,
+            ),
+          ),
+      ).toEqual(['word success', 'powerpoint failed']);
 
       await page.getByRole('button', { name: 'Retry failed branches…' }).click();
       expect(await page.getByRole('checkbox', { name: 'powerpoint' }).isChecked()).toBe(true);
@@ -274,7 +361,10 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       await expect.poll(() => page.locator('[data-fact="state"]').textContent()).toBe('DELIVERED');
       // the steps taken from the first execution did no work here: counted and shown as reused, not as run
       const again = await call(server, `/workflows/${wf.id}/executions/${retry}`);
-      const reused = again.steps.filter((s: { type: string; input: { reused_from?: string } | null }) => s.type !== 'parallel' && s.input?.reused_from === first).length;
+      const reused = again.steps.filter(
+        (s: { type: string; input: { reused_from?: string } | null }) =>
+          s.type !== 'parallel' && s.input?.reused_from === first,
+      ).length;
       expect(reused).toBeGreaterThan(0);
       await expect.poll(() => page.locator('[data-fact="progress"]').textContent()).toContain(`${reused} reused`);
       expect(await page.locator('tr[data-step="render_word"] td').nth(2).textContent()).toBe('reused');
@@ -339,8 +429,19 @@ describe('the dashboard with 10,000 runs stored', () => {
           return {
             streamId: runStream(id),
             events: [
-              { type: 'run.started', data: { workflow: 'seeded', input: { i: batch * 500 + i }, orderingKey: null, deadline: null, parent: null } },
-              ok ? { type: 'run.completed', data: { output: i } } : { type: 'run.failed', data: { error: 'seeded failure' } },
+              {
+                type: 'run.started',
+                data: {
+                  workflow: 'seeded',
+                  input: { i: batch * 500 + i },
+                  orderingKey: null,
+                  deadline: null,
+                  parent: null,
+                },
+              },
+              ok
+                ? { type: 'run.completed', data: { output: i } }
+                : { type: 'run.failed', data: { error: 'seeded failure' } },
             ],
           };
         });
@@ -368,7 +469,9 @@ describe('the dashboard with 10,000 runs stored', () => {
       await page.locator('table.runs tbody tr[data-status="failed"]').nth(49).waitFor();
       const filterMs = Date.now() - filtered;
       expect(await page.locator('table.runs tbody tr[data-run]').count()).toBe(50);
-      console.log(`run list with 10,000 runs stored: first page painted in ${paintMs} ms, filtered by status in ${filterMs} ms`);
+      console.log(
+        `run list with 10,000 runs stored: first page painted in ${paintMs} ms, filtered by status in ${filterMs} ms`,
+      );
     } finally {
       await browser.close();
       server.proc.kill('SIGTERM');

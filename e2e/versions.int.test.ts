@@ -21,7 +21,8 @@ async function stop(worker: Cli): Promise<void> {
   await worker.exited;
 }
 
-const statuses = async (engine: Engine, ids: string[]) => Promise.all(ids.map(async (id) => (await engine.run(id)).status));
+const statuses = async (engine: Engine, ids: string[]) =>
+  Promise.all(ids.map(async (id) => (await engine.run(id)).status));
 
 describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend) => {
   it('runs new runs on v2, leaves v1 runs waiting (visibly) until a v1 worker is back, and both finish on their own code', async () => {
@@ -44,7 +45,10 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
       workers.push(v2Worker);
       const fresh = ['new-1', 'new-2'];
       for (const [i, id] of fresh.entries()) await engine.start(orderV2, { n: i + 1 }, { id });
-      for (const id of fresh) expect(await (await engine.runtime.handle(id)).result()).toMatchObject({ shipped: `v2:${(fresh.indexOf(id) + 1) * 10}:${fresh.indexOf(id) % 2 === 1}` });
+      for (const id of fresh)
+        expect(await (await engine.runtime.handle(id)).result()).toMatchObject({
+          shipped: `v2:${(fresh.indexOf(id) + 1) * 10}:${fresh.indexOf(id) % 2 === 1}`,
+        });
 
       // the v1 runs' timers are due by now; no worker has v1, so they wait, said so in the API and the list
       await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -54,7 +58,8 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
       const listed = await get('/runs?workflow=order&limit=10');
       const byId = new Map<string, any>(listed.runs.map((r: any) => [r.id, r]));
       for (const id of old) expect(byId.get(id)?.waiting_for_version).toBe(orderV1.version);
-      for (const id of fresh) expect(byId.get(id)).toMatchObject({ status: 'success', version: orderV2.version, waiting_for_version: null });
+      for (const id of fresh)
+        expect(byId.get(id)).toMatchObject({ status: 'success', version: orderV2.version, waiting_for_version: null });
       for (const id of old) {
         const types = (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
         expect(types, id).toEqual(['run.started', 'step.started', 'step.completed', 'sleep.started']);
@@ -63,7 +68,11 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
       // a worker with v1 comes back (a rollback, or an old worker kept for draining): the v1 runs end on v1's code
       const drainer = await deploy(database, 'v1');
       workers.push(drainer);
-      for (const [i, id] of old.entries()) expect(await engine.runtime.handle(id).result()).toEqual({ shipped: `v1:${(i + 1) * 10}`, pid: drainer.proc.pid });
+      for (const [i, id] of old.entries())
+        expect(await engine.runtime.handle(id).result()).toEqual({
+          shipped: `v1:${(i + 1) * 10}`,
+          pid: drainer.proc.pid,
+        });
       expect((await get('/runs/old-1')).waiting_for_version).toBeNull();
       for (const id of [...old, ...fresh]) {
         const types = (await engine.journal.readStream(`run:${id}`)).map((e) => e.type);
@@ -72,8 +81,16 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
           id,
         ).toEqual([]);
       }
-      expect((await engine.journal.readStream('run:old-2')).filter((e) => e.type === 'step.started').map((e) => (e.data as { name: string }).name)).toEqual(['charge', 'ship']);
-      expect((await engine.journal.readStream('run:new-2')).filter((e) => e.type === 'step.started').map((e) => (e.data as { name: string }).name)).toEqual(['charge', 'fraud-check', 'ship']);
+      expect(
+        (await engine.journal.readStream('run:old-2'))
+          .filter((e) => e.type === 'step.started')
+          .map((e) => (e.data as { name: string }).name),
+      ).toEqual(['charge', 'ship']);
+      expect(
+        (await engine.journal.readStream('run:new-2'))
+          .filter((e) => e.type === 'step.started')
+          .map((e) => (e.data as { name: string }).name),
+      ).toEqual(['charge', 'fraud-check', 'ship']);
     } finally {
       for (const w of workers) if (w.proc.exitCode === null && w.proc.signalCode === null) await stop(w);
       await engine.close();

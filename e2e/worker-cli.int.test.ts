@@ -21,7 +21,11 @@ export const double = workflow('double', async (ctx, input) => ctx.step('double'
     const engine = await createEngine({ database, workflows: [double], workers: false });
     try {
       const run = await engine.start(double, { n: 21 }, { id: 'cli-1' });
-      const proc = spawn(process.execPath, ['bin/runledger.js', 'worker', '--workflows', module, '--database', database], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(
+        process.execPath,
+        ['bin/runledger.js', 'worker', '--workflows', module, '--database', database],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let output = '';
       proc.stdout.on('data', (chunk) => (output += chunk));
       proc.stderr.on('data', (chunk) => (output += chunk));

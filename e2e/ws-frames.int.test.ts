@@ -19,18 +19,38 @@ const MALFORMED: [string, number, Buffer][] = [
   ['RSV2 and RSV3 set', 1002, encodeFrame({ ...text('{}'), rsv: 0b011 })],
   ['an unmasked client frame', 1002, encodeFrame({ ...text('{}'), mask: false })],
   ['invalid UTF-8 in a text frame', 1007, encodeFrame(text(Buffer.from([0x7b, 0xc3, 0x28, 0x7d])))],
-  ['a ping of 126 bytes (control frames carry ≤ 125)', 1002, encodeFrame({ opcode: OPCODE.ping, payload: Buffer.alloc(126, 1) })],
+  [
+    'a ping of 126 bytes (control frames carry ≤ 125)',
+    1002,
+    encodeFrame({ opcode: OPCODE.ping, payload: Buffer.alloc(126, 1) }),
+  ],
   ['a fragmented ping (FIN clear)', 1002, encodeFrame({ opcode: OPCODE.ping, fin: false, payload: 'p' })],
   ['close code 999', 1002, encodeFrame({ opcode: OPCODE.close, payload: closePayload(999) })],
   ['close code 1005 (reserved, never sent)', 1002, encodeFrame({ opcode: OPCODE.close, payload: closePayload(1005) })],
   ['a close frame of one byte', 1002, encodeFrame({ opcode: OPCODE.close, payload: Buffer.from([3]) })],
-  ['invalid UTF-8 in a close reason', 1007, encodeFrame({ opcode: OPCODE.close, payload: closePayload(1000, Buffer.from([0xff, 0xfe])) })],
+  [
+    'invalid UTF-8 in a close reason',
+    1007,
+    encodeFrame({ opcode: OPCODE.close, payload: closePayload(1000, Buffer.from([0xff, 0xfe])) }),
+  ],
   ['a continuation with no message to continue', 1002, encodeFrame({ opcode: OPCODE.continuation, payload: 'x' })],
-  ['a new text frame inside a fragmented message', 1002, Buffer.concat([encodeFrame({ ...text('{"a"'), fin: false }), encodeFrame(text('{}'))])],
-  ['a fragmented message over maxPayload in total', 1009, Buffer.concat([encodeFrame({ ...text('x'.repeat(200 * 1024)), fin: false }), encodeFrame({ opcode: OPCODE.continuation, payload: 'y'.repeat(100 * 1024) })])],
+  [
+    'a new text frame inside a fragmented message',
+    1002,
+    Buffer.concat([encodeFrame({ ...text('{"a"'), fin: false }), encodeFrame(text('{}'))]),
+  ],
+  [
+    'a fragmented message over maxPayload in total',
+    1009,
+    Buffer.concat([
+      encodeFrame({ ...text('x'.repeat(200 * 1024)), fin: false }),
+      encodeFrame({ opcode: OPCODE.continuation, payload: 'y'.repeat(100 * 1024) }),
+    ]),
+  ],
 ];
 
-const upgrade = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+const upgrade = (path: string) =>
+  `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
 
 /** Writes `request` on a fresh TCP connection, waits `afterMs`, then resets it (RST, not FIN): the client vanished. Resolves with what the server had answered by then. */
 async function resetAfter(url: string, request: string, afterMs: number): Promise<string> {
@@ -71,19 +91,26 @@ describe.each(backends)('one bad WebSocket frame or vanished client on $name', (
   const stillServing = async () => {
     expect(server.proc.exitCode, server.output().slice(-2000)).toBeNull();
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
-    const res = await fetch(`${server.url}/channels/${CHANNEL}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u', role: 'user', content: `after ${posted}` }) });
+    const res = await fetch(`${server.url}/channels/${CHANNEL}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender_id: 'u', role: 'user', content: `after ${posted}` }),
+    });
     expect(res.status).toBe(201);
     posted++;
     await eventually(() => good.messages.length === posted, 5_000);
     expect(good.ws.readyState).toBe(good.ws.OPEN);
   };
 
-  it.each(MALFORMED)('%s: disconnects that client with close code %i, and only that client', async (_label, code, bytes) => {
-    const raw = await rawWebSocket(server.url, `/channels/${CHANNEL}/ws`);
-    raw.send(bytes);
-    expect(await raw.end(5_000)).toEqual({ closeCode: code, ended: true });
-    await stillServing();
-  });
+  it.each(MALFORMED)(
+    '%s: disconnects that client with close code %i, and only that client',
+    async (_label, code, bytes) => {
+      const raw = await rawWebSocket(server.url, `/channels/${CHANNEL}/ws`);
+      raw.send(bytes);
+      expect(await raw.end(5_000)).toEqual({ closeCode: code, ended: true });
+      await stillServing();
+    },
+  );
 
   it('cuts off a bad peer that ignores the close frame and keeps its side open within seconds, not the 30 s ws would wait', async () => {
     const { hostname, port } = new URL(server.url);
@@ -109,9 +136,21 @@ describe.each(backends)('one bad WebSocket frame or vanished client on $name', (
   });
 
   it('survives clients that reset (RST) mid-handshake, while refused, mid-wait, mid-stream', async () => {
-    const run = await (await fetch(`${server.url}/workflows`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'held', steps: [{ id: 'log', type: 'log', config: { message: 'x' } }] }) })).json();
+    const run = await (
+      await fetch(`${server.url}/workflows`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'held', steps: [{ id: 'log', type: 'log', config: { message: 'x' } }] }),
+      })
+    ).json();
     // no workers: the execution stays queued, so a wait on it waits and its event stream stays open
-    const execution = await (await fetch(`${server.url}/workflows/${run.id}/execute`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json();
+    const execution = await (
+      await fetch(`${server.url}/workflows/${run.id}/execute`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      })
+    ).json();
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
     // the first line each answers given time (none yet: still waiting), so the resets below land where their label says
     const cases: [string, string, number, string][] = [
@@ -122,13 +161,17 @@ describe.each(backends)('one bad WebSocket frame or vanished client on $name', (
       ['a long-poll wait', get(`/runs/${execution.execution_id}/wait?timeout=5s`), 20, ''],
       ['an SSE stream', get(`/runs/${execution.execution_id}/events/stream`), 20, 'HTTP/1.1 200'],
     ];
-    for (const [label, request, , first] of cases) expect((await resetAfter(server.url, request, 300)).slice(0, 12), label).toBe(first);
+    for (const [label, request, , first] of cases)
+      expect((await resetAfter(server.url, request, 300)).slice(0, 12), label).toBe(first);
     // each many times and at a few delays: the reset has to land while the server writes its answer
     for (let i = 0; i < 10; i++) {
       for (const [label, request, ms] of cases) {
         await resetAfter(server.url, request, ms + (i % 3));
         await new Promise((r) => setTimeout(r, 20));
-        expect(server.proc.exitCode, `${label}, reset after ${ms + (i % 3)} ms, killed the server:\n${server.output().slice(-1500)}`).toBeNull();
+        expect(
+          server.proc.exitCode,
+          `${label}, reset after ${ms + (i % 3)} ms, killed the server:\n${server.output().slice(-1500)}`,
+        ).toBeNull();
       }
     }
     await stillServing();

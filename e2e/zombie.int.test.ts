@@ -9,7 +9,9 @@ import { eventually } from '../src/testing/engine.js';
 import { slow } from './zombie-workflow.js';
 
 function worker(database: string, log: string): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'e2e/zombie-child.ts', database, log], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, ['--import', 'tsx', 'e2e/zombie-child.ts', database, log], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 describe.each(backends)('a worker stopped past its lease on $name', (backend) => {

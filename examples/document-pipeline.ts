@@ -13,7 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startMockServices } from '../src/mock-services/index.js';
-import { CancelledError, createEngine, partialSuccess, StepTimedOutError, TerminalError, workflow, type StepContext, type WorkflowContext } from '../src/index.js';
+import {
+  CancelledError,
+  createEngine,
+  partialSuccess,
+  StepTimedOutError,
+  TerminalError,
+  workflow,
+  type StepContext,
+  type WorkflowContext,
+} from '../src/index.js';
 
 export interface PipelineInput {
   /** The mock services' URL (`runledger mock-services`). */
@@ -28,12 +37,17 @@ async function call(ctx: StepContext, method: string, url: string, body?: unknow
   const response = await fetch(url, {
     method,
     signal: ctx.signal,
-    headers: { 'idempotency-key': ctx.idempotencyKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      'idempotency-key': ctx.idempotencyKey,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
-  if (response.status >= 500 || response.status === 429 || response.status === 408) throw Object.assign(new Error(`${method} ${url}: ${response.status}`), { status: response.status });
-  if (response.status >= 400) throw Object.assign(new TerminalError(`${method} ${url}: ${response.status} ${text}`), { status: response.status });
+  if (response.status >= 500 || response.status === 429 || response.status === 408)
+    throw Object.assign(new Error(`${method} ${url}: ${response.status}`), { status: response.status });
+  if (response.status >= 400)
+    throw Object.assign(new TerminalError(`${method} ${url}: ${response.status} ${text}`), { status: response.status });
   return text === '' ? null : JSON.parse(text);
 }
 
@@ -47,11 +61,22 @@ async function cleanup(ctx: StepContext, method: string, url: string): Promise<v
 }
 
 const retry = { maxAttempts: 4, backoff: { base: '1s', factor: 2 } };
-const ended = (s: any): string | false => (s.status === 'failed' || s.status === 'cancelled') && `${s.status}: ${s.error ?? ''}`;
+const ended = (s: any): string | false =>
+  (s.status === 'failed' || s.status === 'cancelled') && `${s.status}: ${s.error ?? ''}`;
 
 /** Renders one format: submit, poll (cancelled when the run is), fetch the artifact. */
-async function render(ctx: WorkflowContext, services: string, kind: 'documents' | 'presentations', proposalId: string, label: string) {
-  const job = await ctx.step('submit', (c) => call(c, 'POST', `${services}/v1/render/${kind}`, { proposal_id: proposalId }), { retry });
+async function render(
+  ctx: WorkflowContext,
+  services: string,
+  kind: 'documents' | 'presentations',
+  proposalId: string,
+  label: string,
+) {
+  const job = await ctx.step(
+    'submit',
+    (c) => call(c, 'POST', `${services}/v1/render/${kind}`, { proposal_id: proposalId }),
+    { retry },
+  );
   await ctx.setState('RENDERING_PROCESSING');
   const done = await ctx.poll('job', (c) => call(c, 'GET', `${services}/v1/render/jobs/${job.render_job_id}`), {
     label,
@@ -73,13 +98,22 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
   let keep = false; // a layout or rendering failure keeps the session for a retry
   try {
     await ctx.setState('INITIALIZED');
-    const session = await ctx.step('create_session', (c) => call(c, 'POST', `${api}/v1/intake/sessions`, { title: input.title ?? 'Quarterly report' }), {
-      retry,
-      label: 'Creating the intake session…',
-      compensate: async (s, c) => (keep ? undefined : cleanup(c, 'DELETE', `${api}/v1/intake/sessions/${s.session_id}`)),
-    });
+    const session = await ctx.step(
+      'create_session',
+      (c) => call(c, 'POST', `${api}/v1/intake/sessions`, { title: input.title ?? 'Quarterly report' }),
+      {
+        retry,
+        label: 'Creating the intake session…',
+        compensate: async (s, c) =>
+          keep ? undefined : cleanup(c, 'DELETE', `${api}/v1/intake/sessions/${s.session_id}`),
+      },
+    );
     try {
-      await ctx.step('submit', (c) => call(c, 'POST', `${api}/v1/intake/sessions/${session.session_id}/submit`, { content: input.content }), { retry });
+      await ctx.step(
+        'submit',
+        (c) => call(c, 'POST', `${api}/v1/intake/sessions/${session.session_id}/submit`, { content: input.content }),
+        { retry },
+      );
       await ctx.setState('SUBMITTED');
       await ctx.poll('normalize', (c) => call(c, 'GET', `${api}/v1/intake/sessions/${session.session_id}`), {
         label: 'Normalizing the content…',
@@ -97,7 +131,12 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
 
     let proposal: { proposal_id: string };
     try {
-      proposal = await ctx.step('layout', (c) => call(c, 'POST', `${api}/v1/layout/proposals`, { session_id: session.session_id, mode: input.mode ?? 'ai' }), { retry });
+      proposal = await ctx.step(
+        'layout',
+        (c) =>
+          call(c, 'POST', `${api}/v1/layout/proposals`, { session_id: session.session_id, mode: input.mode ?? 'ai' }),
+        { retry },
+      );
       await ctx.setState('LAYOUT_QUEUED');
       await ctx.setState('LAYOUT_PROCESSING');
       await ctx.poll('layout_wait', (c) => call(c, 'GET', `${api}/v1/layout/proposals/${proposal.proposal_id}`), {
@@ -108,7 +147,9 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
         maxWait: '60s',
         cancel: (c) => cleanup(c, 'POST', `${api}/v1/layout/proposals/${proposal.proposal_id}/cancel`),
       });
-      await ctx.step('layout_spec', (c) => call(c, 'GET', `${api}/v1/layout/proposals/${proposal.proposal_id}/spec`), { retry });
+      await ctx.step('layout_spec', (c) => call(c, 'GET', `${api}/v1/layout/proposals/${proposal.proposal_id}/spec`), {
+        retry,
+      });
     } catch (error) {
       // a timed-out poll is a StepTimedOutError: the layout can be retried (rule_only), so the session stays
       if (!(error instanceof CancelledError)) {
@@ -124,8 +165,12 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
       word: (c) => render(c, api, 'documents', proposal.proposal_id, 'Rendering Word document…'),
       powerpoint: (c) => render(c, api, 'presentations', proposal.proposal_id, 'Rendering PowerPoint…'),
     });
-    for (const branch of [word, powerpoint]) if (branch.status === 'failed' && branch.error instanceof CancelledError) throw branch.error;
-    const artifacts = { word: word.status === 'success' ? word.output.download_url : null, powerpoint: powerpoint.status === 'success' ? powerpoint.output.download_url : null };
+    for (const branch of [word, powerpoint])
+      if (branch.status === 'failed' && branch.error instanceof CancelledError) throw branch.error;
+    const artifacts = {
+      word: word.status === 'success' ? word.output.download_url : null,
+      powerpoint: powerpoint.status === 'success' ? powerpoint.output.download_url : null,
+    };
     if (word.status === 'failed' && powerpoint.status === 'failed') {
       keep = true;
       await ctx.setState('FAILED_RENDERING');
@@ -146,9 +191,17 @@ export const documentPipeline = workflow('document-pipeline', async (ctx, input:
 
 /** Runs the pipeline once on a temp SQLite file, printing its states and labels as they change. */
 async function main(services: string): Promise<void> {
-  const engine = await createEngine({ database: join(mkdtempSync(join(tmpdir(), 'pipeline-')), 'runledger.db'), workflows: [documentPipeline], pollMs: 100 });
+  const engine = await createEngine({
+    database: join(mkdtempSync(join(tmpdir(), 'pipeline-')), 'runledger.db'),
+    workflows: [documentPipeline],
+    pollMs: 100,
+  });
   try {
-    const run = await engine.start(documentPipeline, { services, content: 'Revenue grew 12 %. Costs fell.', mode: 'ai' });
+    const run = await engine.start(documentPipeline, {
+      services,
+      content: 'Revenue grew 12 %. Costs fell.',
+      mode: 'ai',
+    });
     let shown = '';
     const watch = setInterval(async () => {
       const view = await engine.run(run.id);

@@ -1,10 +1,14 @@
 import { createEngine, workflow } from 'runledger';
 
 const onboard = workflow('onboard', async (ctx, input: { user: string }) => {
-  const account = await ctx.step('create-account', async ({ idempotencyKey }) => ({ id: `acct-${input.user}`, key: idempotencyKey }), {
-    retry: { maxAttempts: 5, backoff: { base: '200ms', factor: 2, max: '30s' } },
-    compensate: async (acct) => console.log('closing', acct.id), // runs if a later step fails or the run is cancelled
-  });
+  const account = await ctx.step(
+    'create-account',
+    async ({ idempotencyKey }) => ({ id: `acct-${input.user}`, key: idempotencyKey }),
+    {
+      retry: { maxAttempts: 5, backoff: { base: '200ms', factor: 2, max: '30s' } },
+      compensate: async (acct) => console.log('closing', acct.id), // runs if a later step fails or the run is cancelled
+    },
+  );
   await ctx.sleep('cool-down', '100ms'); // durable: survives restarts, holds no worker
   const approval = await ctx.waitForEvent<{ ok: boolean }>('approval', { timeout: '1h' });
   return { account: account.id, approved: approval?.ok ?? false };

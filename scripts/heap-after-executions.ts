@@ -38,11 +38,31 @@ if (!gc) throw new Error('run with node --expose-gc');
 
 const dir = mkdtempSync(join(tmpdir(), 'runledger-heap-'));
 const database = join(dir, 'heap.db');
-const app = await openApp({ database, secretKey: randomBytes(32), workers: true, logger: pino({ level: 'info' }, { write: () => undefined }) });
-const http = createApp({ engine: app.engine, workflows: app.workflows, channels: app.channels, triggers: app.triggers, sessions: app.sessions, ledger: app.ledger, metrics: app.metrics, uiDir: null });
+const app = await openApp({
+  database,
+  secretKey: randomBytes(32),
+  workers: true,
+  logger: pino({ level: 'info' }, { write: () => undefined }),
+});
+const http = createApp({
+  engine: app.engine,
+  workflows: app.workflows,
+  channels: app.channels,
+  triggers: app.triggers,
+  sessions: app.sessions,
+  ledger: app.ledger,
+  metrics: app.metrics,
+  uiDir: null,
+});
 
 async function call(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await http.fetch(new Request(`http://127.0.0.1${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }));
+  const res = await http.fetch(
+    new Request(`http://127.0.0.1${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }),
+  );
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
   return JSON.parse(text) as Record<string, unknown>;
@@ -57,7 +77,16 @@ async function measure(done: number): Promise<void> {
   const m = process.memoryUsage();
   const status = procStatus();
   const snapshot = snapshots ? writeHeapSnapshot(join(dir, `after-${done}.heapsnapshot`)) : '';
-  rows.push({ executions: done, rss_mb: mb(m.rss), ...status, heap_total_mb: mb(m.heapTotal), heap_used_mb: mb(m.heapUsed), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers), snapshot });
+  rows.push({
+    executions: done,
+    rss_mb: mb(m.rss),
+    ...status,
+    heap_total_mb: mb(m.heapTotal),
+    heap_used_mb: mb(m.heapUsed),
+    external_mb: mb(m.external),
+    array_buffers_mb: mb(m.arrayBuffers),
+    snapshot,
+  });
   console.log(JSON.stringify(rows.at(-1)));
 }
 
@@ -82,7 +111,9 @@ for (const target of [Math.floor(executions / 2), executions]) {
     Array.from({ length: inFlight }, async () => {
       while (next < target) {
         const i = next++;
-        const { execution_id } = await call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: `user-${i}`, tags: ['a', 'b'] } });
+        const { execution_id } = await call('POST', `/workflows/${wf.id}/execute`, {
+          trigger_data: { name: `user-${i}`, tags: ['a', 'b'] },
+        });
         await app.engine.runtime.handle(execution_id as string).result({ pollMs: 50 });
       }
     }),
@@ -93,7 +124,11 @@ const seconds = (performance.now() - started) / 1000;
 
 // the engine's connection keeps SQLite's default page cache unless told otherwise: read what a fresh connection gets
 const db = new Database(database, { readonly: true });
-const sqlite = { cache_size: db.pragma('cache_size', { simple: true }), page_size: db.pragma('page_size', { simple: true }), page_count: db.pragma('page_count', { simple: true }) };
+const sqlite = {
+  cache_size: db.pragma('cache_size', { simple: true }),
+  page_size: db.pragma('page_size', { simple: true }),
+  page_count: db.pragma('page_count', { simple: true }),
+};
 db.close();
 await app.close();
 const result = { executions, inFlight, seconds: Math.round(seconds), dir, sqlite, rows };

@@ -32,8 +32,14 @@ function load(path: string): Heap {
   const { meta } = raw.snapshot;
   const nf = meta.node_fields.length;
   const ef = meta.edge_fields.length;
-  const [nType, nName, nSelf, nEdges] = ['type', 'name', 'self_size', 'edge_count'].map((f) => meta.node_fields.indexOf(f)) as [number, number, number, number];
-  const [eType, eName, eTo] = ['type', 'name_or_index', 'to_node'].map((f) => meta.edge_fields.indexOf(f)) as [number, number, number];
+  const [nType, nName, nSelf, nEdges] = ['type', 'name', 'self_size', 'edge_count'].map((f) =>
+    meta.node_fields.indexOf(f),
+  ) as [number, number, number, number];
+  const [eType, eName, eTo] = ['type', 'name_or_index', 'to_node'].map((f) => meta.edge_fields.indexOf(f)) as [
+    number,
+    number,
+    number,
+  ];
   const nodeTypes = meta.node_types[0];
   const edgeTypes = meta.edge_types[0];
   const weak = edgeTypes.indexOf('weak');
@@ -47,7 +53,8 @@ function load(path: string): Heap {
   const self = new Float64Array(count);
   for (let n = 0; n < count; n++) self[n] = raw.nodes[n * nf + nSelf]!;
   const targets = (n: number, visit: (to: number, edge: number) => void) => {
-    for (let e = first[n]!; e < first[n + 1]!; e += ef) if (raw.edges[e + eType] !== weak) visit(raw.edges[e + eTo]! / nf, e);
+    for (let e = first[n]!; e < first[n + 1]!; e += ef)
+      if (raw.edges[e + eType] !== weak) visit(raw.edges[e + eTo]! / nf, e);
   };
   // postorder from the root (node 0), iteratively
   const order = new Int32Array(count).fill(-1);
@@ -114,7 +121,16 @@ function load(path: string): Heap {
       queue.push(to);
     });
   }
-  return { count, name: (n) => raw.strings[raw.nodes[n * nf + nName]!]!, type: (n) => nodeTypes[raw.nodes[n * nf + nType]!]!, self, retained, idom, parent, edgeName };
+  return {
+    count,
+    name: (n) => raw.strings[raw.nodes[n * nf + nName]!]!,
+    type: (n) => nodeTypes[raw.nodes[n * nf + nType]!]!,
+    self,
+    retained,
+    idom,
+    parent,
+    edgeName,
+  };
 }
 
 const kb = (bytes: number) => `${Math.round(bytes / 1024).toLocaleString('en')} KB`;
@@ -134,7 +150,9 @@ function chain(heap: Heap, n: number): string {
 function top(heap: Heap, limit: number): void {
   // the biggest dominators that are not synthetic roots, skipping those inside one already listed
   // the program's own objects: code, contexts and strings are the runtime's, listed by byConstructor
-  const candidates = [...Array(heap.count).keys()].filter((n) => heap.type(n) === 'object' && !heap.name(n).startsWith('system /')).sort((a, b) => heap.retained[b]! - heap.retained[a]!);
+  const candidates = [...Array(heap.count).keys()]
+    .filter((n) => heap.type(n) === 'object' && !heap.name(n).startsWith('system /'))
+    .sort((a, b) => heap.retained[b]! - heap.retained[a]!);
   const listed = new Set<number>();
   for (const n of candidates) {
     let inside = false;
@@ -167,11 +185,20 @@ console.log(`${firstPath}: ${a.count.toLocaleString('en')} nodes, ${kb(total)}\n
 top(a, limit);
 if (secondPath) {
   const b = load(secondPath);
-  console.log(`\n${secondPath}: ${b.count.toLocaleString('en')} nodes, ${kb(b.self.reduce((sum, size) => sum + size, 0))}\n\nTop retainers:`);
+  console.log(
+    `\n${secondPath}: ${b.count.toLocaleString('en')} nodes, ${kb(b.self.reduce((sum, size) => sum + size, 0))}\n\nTop retainers:`,
+  );
   top(b, limit);
   const before = byConstructor(a);
   const after = byConstructor(b);
-  const grown = [...after].map(([key, { count, self }]) => ({ key, count: count - (before.get(key)?.count ?? 0), self: self - (before.get(key)?.self ?? 0) })).sort((x, y) => y.self - x.self);
+  const grown = [...after]
+    .map(([key, { count, self }]) => ({
+      key,
+      count: count - (before.get(key)?.count ?? 0),
+      self: self - (before.get(key)?.self ?? 0),
+    }))
+    .sort((x, y) => y.self - x.self);
   console.log('\nGrowth by constructor (count, self size), first to second:');
-  for (const g of grown.slice(0, limit)) console.log(`${kb(g.self).padStart(10)}  ${String(g.count).padStart(8)}  ${g.key}`);
+  for (const g of grown.slice(0, limit))
+    console.log(`${kb(g.self).padStart(10)}  ${String(g.count).padStart(8)}  ${g.key}`);
 }

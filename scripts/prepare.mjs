@@ -41,7 +41,10 @@ function readdirSafe(path) {
 }
 
 const before = inputsHash();
-const built = OUTPUTS.every((output) => existsSync(join(root, output))) && existsSync(stamp) && readFileSync(stamp, 'utf8') === before;
+const built =
+  OUTPUTS.every((output) => existsSync(join(root, output))) &&
+  existsSync(stamp) &&
+  readFileSync(stamp, 'utf8') === before;
 if (built && !process.argv.includes('--force')) {
   // stderr: `npm pack --json` prints its JSON on stdout, after this script's output
   console.error('runledger: dist/ is up to date with src/ and ui/ (npm run build to build anyway)');

@@ -24,7 +24,9 @@ describe('resolveConfig', () => {
     expect(() => resolveConfig({ leaseMs: 0 })).toThrow('leaseMs: must be a whole number ≥ 1 (got 0)');
     expect(() => resolveConfig({ runConcurrency: 2.5 })).toThrow(/^runConcurrency:/);
     expect(() => resolveConfig({ database: '' })).toThrow(/^database:/);
-    expect(() => resolveConfig({ replayCacheRuns: -1 })).toThrow('replayCacheRuns: must be a whole number ≥ 0 (got -1)');
+    expect(() => resolveConfig({ replayCacheRuns: -1 })).toThrow(
+      'replayCacheRuns: must be a whole number ≥ 0 (got -1)',
+    );
     expect(resolveConfig({ replayCacheRuns: 0 }).replayCacheRuns).toBe(0);
     expect(() => resolveConfig({ blobThresholdBytes: 0 })).toThrow(/^blobThresholdBytes:/);
   });

@@ -46,11 +46,24 @@ export function resolveConfig(options: RunledgerOptions = {}): Config {
     maxValueBytes: options.maxValueBytes ?? 256 * 1024 * 1024,
     replayCacheRuns: options.replayCacheRuns ?? 500,
   };
-  if (typeof config.database !== 'string' || config.database === '') throw new ValidationError('database', 'must be a file path or a postgres:// URL');
-  for (const key of ['maxPayloadBytes', 'maxEventBytes', 'maxEventsPerAppend', 'defaultMaxAttempts', 'pollMs', 'leaseMs', 'runConcurrency', 'blobThresholdBytes', 'maxValueBytes'] as const) {
+  if (typeof config.database !== 'string' || config.database === '')
+    throw new ValidationError('database', 'must be a file path or a postgres:// URL');
+  for (const key of [
+    'maxPayloadBytes',
+    'maxEventBytes',
+    'maxEventsPerAppend',
+    'defaultMaxAttempts',
+    'pollMs',
+    'leaseMs',
+    'runConcurrency',
+    'blobThresholdBytes',
+    'maxValueBytes',
+  ] as const) {
     const value = config[key];
-    if (!Number.isInteger(value) || value < 1) throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
+    if (!Number.isInteger(value) || value < 1)
+      throw new ValidationError(key, `must be a whole number ≥ 1 (got ${value})`);
   }
-  if (!Number.isInteger(config.replayCacheRuns) || config.replayCacheRuns < 0) throw new ValidationError('replayCacheRuns', `must be a whole number ≥ 0 (got ${config.replayCacheRuns})`);
+  if (!Number.isInteger(config.replayCacheRuns) || config.replayCacheRuns < 0)
+    throw new ValidationError('replayCacheRuns', `must be a whole number ≥ 0 (got ${config.replayCacheRuns})`);
   return Object.freeze(config);
 }

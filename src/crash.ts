@@ -3,7 +3,14 @@
  * before the reply). Inert unless a test process arms one; then reaching it kills the process
  * with SIGKILL on the spot, the way a power cut or an OOM kill would.
  */
-export type CrashPointName = 'journal:beforeCommit' | 'journal:afterCommit' | 'task:beforeComplete' | 'task:afterComplete' | 'subscription:beforeAdvance' | 'reply:afterGenerate' | 'session:afterRecord';
+export type CrashPointName =
+  | 'journal:beforeCommit'
+  | 'journal:afterCommit'
+  | 'task:beforeComplete'
+  | 'task:afterComplete'
+  | 'subscription:beforeAdvance'
+  | 'reply:afterGenerate'
+  | 'session:afterRecord';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

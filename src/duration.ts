@@ -16,6 +16,10 @@ export function toMs(duration: Duration, path = 'duration'): number {
     throw new ValidationError(path, `must be ≥ 0 ms (got ${duration})`);
   }
   const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(String(duration).trim());
-  if (!match) throw new ValidationError(path, `must be a number of ms or a string like '200ms', '10s', '5m', '1h', '2d' (got '${duration}')`);
+  if (!match)
+    throw new ValidationError(
+      path,
+      `must be a number of ms or a string like '200ms', '10s', '5m', '1h', '2d' (got '${duration}')`,
+    );
   return Math.round(Number(match[1]) * UNITS[match[2]!]!);
 }

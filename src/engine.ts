@@ -72,7 +72,12 @@ export class Engine {
     if (workflows.length === 0 || !this.runWorkers || this.runWorker) return;
     // a pass that throws met the infrastructure (the database went away): try again soon
     const backoff = { baseMs: 100, factor: 2, maxMs: 10_000, jitter: 0.2 };
-    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, { leaseMs: this.config.leaseMs, concurrency: this.config.runConcurrency, backoff, tags: () => this.runtime.tags() });
+    this.runWorker = this.work(RUN_QUEUE, this.runtime.execute, {
+      leaseMs: this.config.leaseMs,
+      concurrency: this.config.runConcurrency,
+      backoff,
+      tags: () => this.runtime.tags(),
+    });
     this.stopAdvertising = advertise(
       this.store,
       this.runWorker.id,
@@ -102,7 +107,12 @@ export class Engine {
   }
 
   /** Sends a signal to a run's `waitForEvent(name)`. */
-  signal(runId: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
+  signal(
+    runId: string,
+    name: string,
+    payload: unknown,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<{ duplicate: boolean }> {
     return this.runtime.signal(runId, name, payload, options);
   }
 
@@ -120,7 +130,13 @@ export class Engine {
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
     void this.liveness.start().catch(() => {});
     const onError = (error: unknown) => this.events.emit('engine:error', { what: `worker ${queue}`, error });
-    const worker = this.queue.work(queue, handler, { pollMs: this.config.pollMs, workerId: this.liveness.leaseHolder('worker'), events: this.events, onError, ...options });
+    const worker = this.queue.work(queue, handler, {
+      pollMs: this.config.pollMs,
+      workerId: this.liveness.leaseHolder('worker'),
+      events: this.events,
+      onError,
+      ...options,
+    });
     this.workers.add(worker);
     return worker;
   }
@@ -129,7 +145,19 @@ export class Engine {
   async subscribe(name: string, options: SubscribeOptions, handler: EventHandler): Promise<Subscriber> {
     void this.liveness.start().catch(() => {});
     const onError = (error: unknown) => this.events.emit('engine:error', { what: `subscription ${name}`, error });
-    const subscriber = new Subscriber(this.store, name, { pollMs: this.config.pollMs, leaseMs: this.config.leaseMs, owner: this.liveness.leaseHolder('owner'), events: this.events, onError, ...options }, handler);
+    const subscriber = new Subscriber(
+      this.store,
+      name,
+      {
+        pollMs: this.config.pollMs,
+        leaseMs: this.config.leaseMs,
+        owner: this.liveness.leaseHolder('owner'),
+        events: this.events,
+        onError,
+        ...options,
+      },
+      handler,
+    );
     await subscriber.start();
     this.subscribers.add(subscriber);
     return subscriber;
@@ -167,7 +195,9 @@ export class Engine {
  * Opens the store and starts this process's run workers (unless `workers: false`, for a process
  * that only starts and inspects runs). A SQLite file's directory must exist, unless `createDirs: true`.
  */
-export async function createEngine(options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean; createDirs?: boolean } = {}): Promise<Engine> {
+export async function createEngine(
+  options: RunledgerOptions & { workflows?: Workflow[]; workers?: boolean; createDirs?: boolean } = {},
+): Promise<Engine> {
   const { workflows, workers, createDirs, ...rest } = options;
   const config = resolveConfig(rest);
   const engine = new Engine(config, await openStore(config.database, { createDirs }), workflows, workers ?? true);

@@ -36,7 +36,11 @@ export class ValidationError extends RunledgerError {
     message: string,
     problems?: Problem[],
   ) {
-    super(problems && problems.length > 1 ? problems.map((p) => `${p.path}: ${p.message}`).join('; ') : `${path}: ${message}`);
+    super(
+      problems && problems.length > 1
+        ? problems.map((p) => `${p.path}: ${p.message}`).join('; ')
+        : `${path}: ${message}`,
+    );
     this.problems = problems ?? [{ path, message }];
   }
 
@@ -140,9 +144,20 @@ const REASON_TEXT: Record<StoreUnavailableError['reason'], string> = {
 };
 
 // Node socket errors seen by a PostgreSQL client when the server is down or the network drops.
-const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EAI_AGAIN']);
+const NET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'EAI_AGAIN',
+]);
 // pg's own messages for a connection that broke or never came, which carry no code.
-const PG_MESSAGES = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly)/;
+const PG_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly)/;
 
 /**
  * A StoreUnavailableError for `error` when it (or one of an AggregateError's `errors`: a connect to
@@ -168,7 +183,13 @@ export function storeUnavailable(error: unknown): StoreUnavailableError | null {
   return null;
 }
 
-function unavailableReason({ code, message }: { code?: unknown; message?: unknown }): StoreUnavailableError['reason'] | null {
+function unavailableReason({
+  code,
+  message,
+}: {
+  code?: unknown;
+  message?: unknown;
+}): StoreUnavailableError['reason'] | null {
   if (typeof code === 'string') {
     if (NET_CODES.has(code)) return 'unreachable';
     if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return 'unreachable';

@@ -1,7 +1,32 @@
 export { createEngine, type Engine } from './engine.js';
 export { resolveConfig, type Config, type RunledgerOptions } from './config.js';
-export { RunledgerError, NotFoundError, ValidationError, ConflictError, LeaseLostError, TerminalError, NonDeterminismError, CancelledError, TimeoutError, RetryAfterError, StoreUnavailableError, StepTimedOutError, type Problem } from './errors.js';
-export { workflow, partialSuccess, type Workflow, type WorkflowContext, type StepContext, type StepOptions, type RetryPolicy, type PollOptions, type BranchResult, type WorkflowOptions } from './runtime/workflow.js';
+export {
+  RunledgerError,
+  NotFoundError,
+  ValidationError,
+  ConflictError,
+  LeaseLostError,
+  TerminalError,
+  NonDeterminismError,
+  CancelledError,
+  TimeoutError,
+  RetryAfterError,
+  StoreUnavailableError,
+  StepTimedOutError,
+  type Problem,
+} from './errors.js';
+export {
+  workflow,
+  partialSuccess,
+  type Workflow,
+  type WorkflowContext,
+  type StepContext,
+  type StepOptions,
+  type RetryPolicy,
+  type PollOptions,
+  type BranchResult,
+  type WorkflowOptions,
+} from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
 export type { RunView, RunStatus, StepView } from './runtime/view.js';
 export type { Duration } from './duration.js';
@@ -12,7 +37,17 @@ export type { TaskQueue, EnqueueOptions, EnqueueResult } from './queue/queue.js'
 export type { Worker } from './queue/worker.js';
 export type { TaskHandler, TaskContext, WorkOptions } from './queue/handler.js';
 export type { Backoff } from './backoff.js';
-export type { Store, StoredEvent, NewEvent, EventMetadata, Task, TaskState, Subscription, ParkedEvent, Cursor } from './storage/store.js';
+export type {
+  Store,
+  StoredEvent,
+  NewEvent,
+  EventMetadata,
+  Task,
+  TaskState,
+  Subscription,
+  ParkedEvent,
+  Cursor,
+} from './storage/store.js';
 export { storedWorkflows, type WorkflowService, type WorkflowServiceOptions } from './workflows/service.js';
 export { parseDefinition, type Definition, type StepDefinition } from './workflows/schema.js';
 export type { StoredWorkflow } from './workflows/definitions.js';
@@ -20,7 +55,15 @@ export type { ExecutionRecord, ExecutionSummary, ExecutionStatus, StepRecord } f
 export { loadSecretKey, type SecretInfo } from './workflows/secrets.js';
 export { InterpolationError } from './workflows/template/parse.js';
 export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
-export { defineTool, ToolError, ToolTimeoutError, ToolBlockedError, type Tool, type ToolContext, type ToolDefinition } from './agents/tools.js';
+export {
+  defineTool,
+  ToolError,
+  ToolTimeoutError,
+  ToolBlockedError,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+} from './agents/tools.js';
 export type { AgentLedger, AgentEventInput, IntakeResult, AgentRunDetail } from './agents/ledger.js';
 export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from './agents/contracts.js';
 export type { Channels, PostResult, HistoryPage } from './chat/channels.js';

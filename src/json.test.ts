@@ -35,10 +35,14 @@ describe('checkText', () => {
 
 describe('checkStorable and checkJson', () => {
   it('names the field holding U+0000 or a lone surrogate, in a value or a key', () => {
-    expect(problem(() => checkJson('trigger_data', { a: [1, { b: 'x\u0000' }] }, 1e6)).path).toBe('trigger_data.a[1].b');
+    expect(problem(() => checkJson('trigger_data', { a: [1, { b: 'x\u0000' }] }, 1e6)).path).toBe(
+      'trigger_data.a[1].b',
+    );
     const key = problem(() => checkJson('detail', { 'bad key': { 'k\ud800': 1 } }, 1e6));
     expect(key.path).toBe('detail["bad key"]');
-    expect(key.message).toBe('detail["bad key"]: has a key "k\\ud800" that must be well-formed Unicode (it has an unpaired surrogate at index 1)');
+    expect(key.message).toBe(
+      'detail["bad key"]: has a key "k\\ud800" that must be well-formed Unicode (it has an unpaired surrogate at index 1)',
+    );
     expect(problem(() => checkStorable('data', 'top\u0000')).path).toBe('data');
   });
 
@@ -54,12 +58,17 @@ describe('checkStorable and checkJson', () => {
 
   it('agrees with the walk where the serialized text alone cannot tell', () => {
     // a backslash-u or many brackets inside strings send it to the walk, which accepts them
-    for (const value of [{ path: 'C:\\users\\u1' }, { s: '['.repeat(300) }, { k: 'é😀', n: [[[1]]] }]) expect(checkJson('payload', value, 1e6)).toBeGreaterThan(0);
-    expect(problem(() => checkJson('payload', { long: 'x'.repeat(300), bad: 'a\u0000' }, 1e6)).path).toBe('payload.bad');
+    for (const value of [{ path: 'C:\\users\\u1' }, { s: '['.repeat(300) }, { k: 'é😀', n: [[[1]]] }])
+      expect(checkJson('payload', value, 1e6)).toBeGreaterThan(0);
+    expect(problem(() => checkJson('payload', { long: 'x'.repeat(300), bad: 'a\u0000' }, 1e6)).path).toBe(
+      'payload.bad',
+    );
   });
 
   it('still checks size and serializability', () => {
-    expect(problem(() => checkJson('payload', { s: 'x'.repeat(100) }, 50)).message).toMatch(/over the limit of 50 bytes/);
+    expect(problem(() => checkJson('payload', { s: 'x'.repeat(100) }, 50)).message).toMatch(
+      /over the limit of 50 bytes/,
+    );
     expect(problem(() => checkJson('payload', 10n, 50)).message).toMatch(/not JSON-serializable/);
   });
 });
@@ -78,6 +87,8 @@ describe('checkJson of a cycle', () => {
   it('says it is not serializable rather than too deep', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
     cyclic.self = cyclic;
-    expect(problem(() => checkJson('payload', cyclic, 1e6)).message).toMatch(/^payload: is not JSON-serializable \(Converting circular structure/);
+    expect(problem(() => checkJson('payload', cyclic, 1e6)).message).toMatch(
+      /^payload: is not JSON-serializable \(Converting circular structure/,
+    );
   });
 });

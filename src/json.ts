@@ -25,13 +25,17 @@ export function checkJson(path: string, value: unknown, maxBytes: number): numbe
   } catch (error) {
     // a stack overflow is nesting: say where and what the limit is
     if (error instanceof RangeError) checkStorable(path, value);
-    throw new ValidationError(path, `is not JSON-serializable (${error instanceof Error ? error.message : String(error)})`);
+    throw new ValidationError(
+      path,
+      `is not JSON-serializable (${error instanceof Error ? error.message : String(error)})`,
+    );
   }
   if (text === undefined) throw new ValidationError(path, `is not JSON-serializable (${typeof value})`);
   // after JSON.stringify, which names a cycle or a BigInt (the walk would report a cycle as too deep)
   if (!surelyStorable(text)) checkStorable(path, value);
   const bytes = Buffer.byteLength(text);
-  if (bytes > maxBytes) throw new ValidationError(path, `is ${formatBytes(bytes)}, over the limit of ${formatBytes(maxBytes)}`);
+  if (bytes > maxBytes)
+    throw new ValidationError(path, `is ${formatBytes(bytes)}, over the limit of ${formatBytes(maxBytes)}`);
   return bytes;
 }
 
@@ -67,9 +71,11 @@ export function checkStorable(path: string, value: unknown, maxDepth = MAX_JSON_
       continue;
     }
     if (typeof item.value !== 'object' || item.value === null) continue;
-    if (item.depth >= maxDepth) throw new ValidationError(item.path, `nests deeper than the limit of ${maxDepth} levels`);
+    if (item.depth >= maxDepth)
+      throw new ValidationError(item.path, `nests deeper than the limit of ${maxDepth} levels`);
     if (Array.isArray(item.value)) {
-      for (let i = item.value.length - 1; i >= 0; i--) stack.push({ value: item.value[i], path: `${item.path}[${i}]`, depth: item.depth + 1 });
+      for (let i = item.value.length - 1; i >= 0; i--)
+        stack.push({ value: item.value[i], path: `${item.path}[${i}]`, depth: item.depth + 1 });
       continue;
     }
     if (ArrayBuffer.isView(item.value) || item.value instanceof Date) continue;
@@ -95,7 +101,8 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 export function checkText(path: string, text: string): string {
   const found = UNSTORABLE.exec(text);
   if (found === null) return text;
-  if (found[0] === '\u0000') throw new ValidationError(path, `must not contain the character U+0000 (at index ${found.index})`);
+  if (found[0] === '\u0000')
+    throw new ValidationError(path, `must not contain the character U+0000 (at index ${found.index})`);
   throw new ValidationError(path, `must be well-formed Unicode (it has an unpaired surrogate at index ${found.index})`);
 }
 
@@ -118,12 +125,16 @@ function checkKey(path: string, key: string): void {
     checkText(path, key);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw new ValidationError(path, `has a key ${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)} that ${error.problems[0]!.message}`);
+    throw new ValidationError(
+      path,
+      `has a key ${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)} that ${error.problems[0]!.message}`,
+    );
   }
 }
 
 /** `base` extended by one key: `.name`, or `["first name"]` when the key is not a plain name. */
 function fieldPath(base: string, key: string): string {
-  if (!/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key)) return `${base}[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)}]`;
+  if (!/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key))
+    return `${base}[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)}]`;
   return base === '' ? key : `${base}.${key}`;
 }

@@ -30,10 +30,30 @@ describe.each(backends)('process liveness on $name', (backend) => {
   });
 
   const holdLease = async (processId: string, taskId: string) => {
-    await store.taskEnqueue({ tasks: [{ id: taskId, queue: 'q', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 5 }] });
-    await store.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: `${leaseHolderPrefix(processId)}w`, leaseToken: `L-${taskId}` });
+    await store.taskEnqueue({
+      tasks: [
+        {
+          id: taskId,
+          queue: 'q',
+          payload: null,
+          idempotencyKey: null,
+          orderingKey: null,
+          runAt: null,
+          priority: 0,
+          maxAttempts: 5,
+        },
+      ],
+    });
+    await store.taskClaim({
+      queue: 'q',
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: `${leaseHolderPrefix(processId)}w`,
+      leaseToken: `L-${taskId}`,
+    });
   };
-  const leaseEnded = async (taskId: string) => ((await store.taskGet({ id: taskId })).leaseExpiresAt ?? 0) <= (await store.now());
+  const leaseEnded = async (taskId: string) =>
+    ((await store.taskGet({ id: taskId })).leaseExpiresAt ?? 0) <= (await store.now());
 
   it('ends the leases of a process that stops heartbeating, never of one that keeps on', async () => {
     await store.processRegister({ id: 'proc_beating', host: 'another-machine', pid: 1, pidStart: null });
@@ -68,7 +88,10 @@ describe.each(backends)('process liveness on $name', (backend) => {
     await holdLease('proc_other', 't-other');
     let down = false;
     const flaky = Object.create(store) as Store;
-    flaky.processList = () => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })) : store.processList());
+    flaky.processList = () =>
+      down
+        ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))
+        : store.processList();
     // swept by hand: the timers stay out of the way
     const watcher = new Liveness(flaky, { heartbeatMs: 60_000, sweepMs: 60_000, staleMs: 300 });
     try {

@@ -57,7 +57,9 @@ export class Liveness {
       await this.sweep();
       const { heartbeatMs, sweepMs } = this.options;
       // unref: liveness alone never keeps a process running
-      this.timers.push(setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), heartbeatMs).unref());
+      this.timers.push(
+        setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), heartbeatMs).unref(),
+      );
       this.timers.push(setInterval(() => void this.sweep().catch((e) => this.options.onError?.(e)), sweepMs).unref());
     })();
     return this.starting;
@@ -126,8 +128,10 @@ export class Liveness {
         // engines of this very process share its event loop: when this one sweeps, they are not stalled
         if (p.id === this.id || (p.host === here.host && p.pid === here.pid && p.pidStart === here.pidStart)) continue;
         const last = this.seen.get(p.id);
-        if (!last || last.heartbeatAt !== p.heartbeatAt) this.seen.set(p.id, { heartbeatAt: p.heartbeatAt, since: answered });
-        const stale = last !== undefined && last.heartbeatAt === p.heartbeatAt && asked - last.since >= this.options.staleMs;
+        if (!last || last.heartbeatAt !== p.heartbeatAt)
+          this.seen.set(p.id, { heartbeatAt: p.heartbeatAt, since: answered });
+        const stale =
+          last !== undefined && last.heartbeatAt === p.heartbeatAt && asked - last.since >= this.options.staleMs;
         if (stale || (p.host === here.host && !alive(p))) dead.push({ id: p.id, heartbeatAt: p.heartbeatAt });
       }
       for (const id of this.seen.keys()) if (!listed.some((p) => p.id === id)) this.seen.delete(id);
@@ -146,7 +150,11 @@ export class Liveness {
  * the last one mean nothing now). The pid's start time tells a reused pid from the one recorded.
  */
 function thisProcess(): { host: string; pid: number; pidStart: string | null } {
-  return { host: `${hostname()}#${read('/proc/sys/kernel/random/boot_id') ?? ''}`, pid: process.pid, pidStart: startTime(process.pid) };
+  return {
+    host: `${hostname()}#${read('/proc/sys/kernel/random/boot_id') ?? ''}`,
+    pid: process.pid,
+    pidStart: startTime(process.pid),
+  };
 }
 
 function alive(p: ProcessInfo): boolean {

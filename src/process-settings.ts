@@ -20,8 +20,18 @@ export const SETTING = {
  *
  * @example processSettings({ role: 'worker', allow: ['127.0.0.1'], chatModel: 'offline', secretKey: key, version: '0.1.0' })
  */
-export function processSettings(p: { role: string; allow: readonly string[]; publicUrl?: string | undefined; chatModel: string; secretKey: Buffer; version: string }): ProcessSettings {
-  const keyId = createHash('sha256').update(createHash('sha256').update(p.secretKey).digest()).digest('hex').slice(0, 12);
+export function processSettings(p: {
+  role: string;
+  allow: readonly string[];
+  publicUrl?: string | undefined;
+  chatModel: string;
+  secretKey: Buffer;
+  version: string;
+}): ProcessSettings {
+  const keyId = createHash('sha256')
+    .update(createHash('sha256').update(p.secretKey).digest())
+    .digest('hex')
+    .slice(0, 12);
   return {
     role: p.role,
     values: {
@@ -48,7 +58,11 @@ export interface SettingDifference {
  * them) differ from `mine`. Processes that recorded none (they run no steps, or predate the
  * record) and those whose heartbeat is older than `LIVE_WITHIN_MS` at `now` are left out.
  */
-export function settingDifferences(mine: { id: string; settings: ProcessSettings }, listed: readonly ProcessInfo[], now: number): SettingDifference[] {
+export function settingDifferences(
+  mine: { id: string; settings: ProcessSettings },
+  listed: readonly ProcessInfo[],
+  now: number,
+): SettingDifference[] {
   const found: SettingDifference[] = [];
   for (const other of listed) {
     if (other.id === mine.id || !other.settings || now - other.heartbeatAt > LIVE_WITHIN_MS) continue;
@@ -66,7 +80,10 @@ export function settingDifferences(mine: { id: string; settings: ProcessSettings
  * What the live processes that recorded settings disagree on, for a process that is none of them
  * (`runledger doctor`): each setting with more than one value, and who holds which.
  */
-export function settingDisagreements(listed: readonly ProcessInfo[], now: number): Array<{ setting: string; holders: Array<{ value: string; processes: string[] }> }> {
+export function settingDisagreements(
+  listed: readonly ProcessInfo[],
+  now: number,
+): Array<{ setting: string; holders: Array<{ value: string; processes: string[] }> }> {
   const live = listed.filter((p) => p.settings && now - p.heartbeatAt <= LIVE_WITHIN_MS);
   const names = new Set(live.flatMap((p) => Object.keys(p.settings!.values)));
   const found: Array<{ setting: string; holders: Array<{ value: string; processes: string[] }> }> = [];
@@ -76,7 +93,8 @@ export function settingDisagreements(listed: readonly ProcessInfo[], now: number
       const value = p.settings!.values[setting] ?? '';
       byValue.set(value, [...(byValue.get(value) ?? []), processName(p)]);
     }
-    if (byValue.size > 1) found.push({ setting, holders: [...byValue].map(([value, processes]) => ({ value, processes })) });
+    if (byValue.size > 1)
+      found.push({ setting, holders: [...byValue].map(([value, processes]) => ({ value, processes })) });
   }
   return found;
 }

@@ -17,13 +17,27 @@ export function checkPublicUrl(value: string, field = PUBLIC_URL_SETTING): strin
   try {
     url = new URL(value);
   } catch {
-    throw new ValidationError(field, `must be an absolute http(s) URL such as https://runledger.example.com (got ${JSON.stringify(value)})`);
+    throw new ValidationError(
+      field,
+      `must be an absolute http(s) URL such as https://runledger.example.com (got ${JSON.stringify(value)})`,
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ValidationError(field, `must be an http or https URL (got ${JSON.stringify(value)})`);
-  if (url.search || value.includes('?')) throw new ValidationError(field, `must have no query string (got ${JSON.stringify(value)})`);
-  if (url.hash || value.includes('#')) throw new ValidationError(field, `must have no fragment (got ${JSON.stringify(value)})`);
-  if (url.username || url.password) throw new ValidationError(field, 'must not carry credentials: every callback URL handed to a service would hold them');
-  if (WILDCARD.test(url.hostname)) throw new ValidationError(field, `names the wildcard address ${url.hostname}, which no other machine can reach: give the address of this API or its load balancer`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ValidationError(field, `must be an http or https URL (got ${JSON.stringify(value)})`);
+  if (url.search || value.includes('?'))
+    throw new ValidationError(field, `must have no query string (got ${JSON.stringify(value)})`);
+  if (url.hash || value.includes('#'))
+    throw new ValidationError(field, `must have no fragment (got ${JSON.stringify(value)})`);
+  if (url.username || url.password)
+    throw new ValidationError(
+      field,
+      'must not carry credentials: every callback URL handed to a service would hold them',
+    );
+  if (WILDCARD.test(url.hostname))
+    throw new ValidationError(
+      field,
+      `names the wildcard address ${url.hostname}, which no other machine can reach: give the address of this API or its load balancer`,
+    );
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
@@ -36,7 +50,10 @@ export function checkPublicUrl(value: string, field = PUBLIC_URL_SETTING): strin
  *
  * @example handedOutBase({ listeningUrl: 'http://0.0.0.0:8080' }) // undefined
  */
-export function handedOutBase(p: { publicUrl?: string | undefined; listeningUrl?: string | undefined }): string | undefined {
+export function handedOutBase(p: {
+  publicUrl?: string | undefined;
+  listeningUrl?: string | undefined;
+}): string | undefined {
   if (p.publicUrl !== undefined) return checkPublicUrl(p.publicUrl);
   if (p.listeningUrl === undefined) return undefined;
   return WILDCARD.test(new URL(p.listeningUrl).hostname) ? undefined : p.listeningUrl.replace(/\/+$/, '');

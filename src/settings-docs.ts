@@ -35,7 +35,9 @@ export function configurationMarkdown(program: Command): string {
       const name = [...path, sub.name()];
       for (const option of sub.options) {
         const fallback = option.defaultValue === undefined || option.negate ? '' : `\`${String(option.defaultValue)}\``;
-        lines.push(`| \`${name.join(' ')}\` | \`${cell(option.flags)}\` | ${fallback} | ${cell(option.description ?? '')} |`);
+        lines.push(
+          `| \`${name.join(' ')}\` | \`${cell(option.flags)}\` | ${fallback} | ${cell(option.description ?? '')} |`,
+        );
       }
       walk(sub, name);
     }

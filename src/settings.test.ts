@@ -22,7 +22,8 @@ describe('configuration', () => {
     const documented = documentedVariables();
     const read = new Set<string>();
     for (const file of sources(new URL('.', import.meta.url).pathname)) {
-      for (const match of readFileSync(file, 'utf8').matchAll(/\benv(?:\.|\[['"])([A-Z][A-Z0-9_]+)/g)) read.add(match[1]!);
+      for (const match of readFileSync(file, 'utf8').matchAll(/\benv(?:\.|\[['"])([A-Z][A-Z0-9_]+)/g))
+        read.add(match[1]!);
     }
     expect(read.size).toBeGreaterThan(10);
     expect([...read].filter((name) => !documented.has(name))).toEqual([]);
@@ -30,7 +31,9 @@ describe('configuration', () => {
 
   it('reads a setting, then its aliases in order, and treats empty as unset', () => {
     expect(envValue({ DATABASE_URL: 'postgres://a', RUNLEDGER_DB: 'b.db' }, 'RUNLEDGER_DATABASE')).toBe('b.db');
-    expect(envValue({ RUNLEDGER_DATABASE: '', DATABASE_URL: 'postgres://a' }, 'RUNLEDGER_DATABASE')).toBe('postgres://a');
+    expect(envValue({ RUNLEDGER_DATABASE: '', DATABASE_URL: 'postgres://a' }, 'RUNLEDGER_DATABASE')).toBe(
+      'postgres://a',
+    );
     expect(envValue({}, 'PORT')).toBeUndefined();
     expect(() => envValue({}, 'NOPE')).toThrow(/not a declared setting/);
   });

@@ -8,6 +8,7 @@ let cached: string | undefined;
  * @example packageVersion() // '0.1.0'
  */
 export function packageVersion(): string {
-  cached ??= (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  cached ??= (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version;
   return cached;
 }

@@ -87,4 +87,5 @@ export function chunks(n, size = CHUNK) {
 }
 
 // installed version of a package (read from node_modules, unaffected by "exports")
-export const versionOf = (pkg) => JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;
+export const versionOf = (pkg) =>
+  JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;

@@ -14,12 +14,16 @@ await withFreshDb('graphile', async (url) => {
   await utils.migrate();
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
-  const remaining = async (task) => Number((await probe.query(`select count(*) from graphile_worker.jobs where task_identifier = $1`, [task])).rows[0].count);
+  const remaining = async (task) =>
+    Number(
+      (await probe.query(`select count(*) from graphile_worker.jobs where task_identifier = $1`, [task])).rows[0].count,
+    );
   let runner;
   try {
     // 1. bulk enqueue: WorkerUtils.addJobs() with 5,000 job specs per call
     let t = now();
-    for (const n of chunks(SIZE)) await utils.addJobs(Array.from({ length: n }, () => ({ identifier: 'noop', payload: {} })));
+    for (const n of chunks(SIZE))
+      await utils.addJobs(Array.from({ length: n }, () => ({ identifier: 'noop', payload: {} })));
     const bulk_enqueue_per_s = SIZE / ((now() - t) / 1000);
 
     // 2. drain + 3. latency share one runner: concurrency 10, default LISTEN/NOTIFY.

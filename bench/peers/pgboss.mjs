@@ -12,7 +12,10 @@ await withFreshDb('pgboss', async (url) => {
   await boss.start();
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
-  const completed = async (q) => Number((await probe.query(`select count(*) from pgboss.job where name = $1 and state = 'completed'`, [q])).rows[0].count);
+  const completed = async (q) =>
+    Number(
+      (await probe.query(`select count(*) from pgboss.job where name = $1 and state = 'completed'`, [q])).rows[0].count,
+    );
   try {
     // 1. bulk enqueue: boss.insert() with 5,000 jobs per call
     const q = 'drain';

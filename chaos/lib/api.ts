@@ -46,7 +46,8 @@ export class Api {
     this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
     if (!this.firstBody.has(res.status)) this.firstBody.set(res.status, `${method} ${path}: ${text.slice(0, 300)}`);
     if (res.status === 503 && !res.headers.get('retry-after')) this.withoutRetryAfter += 1;
-    if (res.status >= 500 && this.samples.length < 5) this.samples.push(`${res.status} ${method} ${path}: ${text.slice(0, 300)}`);
+    if (res.status >= 500 && this.samples.length < 5)
+      this.samples.push(`${res.status} ${method} ${path}: ${text.slice(0, 300)}`);
     let parsed: unknown = text;
     try {
       parsed = JSON.parse(text);
@@ -57,7 +58,13 @@ export class Api {
   }
 
   /** `once` again and again (after network errors and 5xx) until an answer below 500; null when `deadline` passed. */
-  async send(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, deadline = Date.now() + 60_000): Promise<Answer | null> {
+  async send(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    deadline = Date.now() + 60_000,
+  ): Promise<Answer | null> {
     for (let pause = 100; Date.now() < deadline; pause = Math.min(pause * 2, 2000)) {
       try {
         const answer = await this.once(method, path, body, headers);

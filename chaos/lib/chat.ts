@@ -43,12 +43,20 @@ export class ChatLoad {
   }
 
   async postOne(channel: string, eventId: string, content: string): Promise<boolean> {
-    const answer = await this.api.send('POST', `/channels/${channel}/messages`, { event_id: eventId, sender_id: 'chaos', role: 'user', content }, {}, this.ctx.deadline);
+    const answer = await this.api.send(
+      'POST',
+      `/channels/${channel}/messages`,
+      { event_id: eventId, sender_id: 'chaos', role: 'user', content },
+      {},
+      this.ctx.deadline,
+    );
     if (answer && (answer.status === 201 || answer.status === 200)) {
       this.accepted.set(eventId, channel);
       return true;
     }
-    this.refused.push(`${eventId}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`);
+    this.refused.push(
+      `${eventId}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`,
+    );
     return false;
   }
 
@@ -56,7 +64,8 @@ export class ChatLoad {
   async replied(channel: string, eventId: string, since: number, limitMs: number): Promise<number | null> {
     while (Date.now() - since < limitMs) {
       const answer = await this.api.once('GET', `/channels/${channel}/messages?limit=50`).catch(() => null);
-      if (answer?.status === 200 && (answer.body.messages as Message[]).some((m) => m.event_id === `reply:${eventId}`)) return Math.round((Date.now() - since) / 100) / 10;
+      if (answer?.status === 200 && (answer.body.messages as Message[]).some((m) => m.event_id === `reply:${eventId}`))
+        return Math.round((Date.now() - since) / 100) / 10;
       await sleep(200);
     }
     return null;
@@ -87,7 +96,8 @@ export class ChatLoad {
       const replies = new Map<string, number>();
       for (const m of messages) {
         if (m.role === 'user') stored.set(m.event_id, (stored.get(m.event_id) ?? 0) + 1);
-        if (m.event_id.startsWith('reply:')) replies.set(m.event_id.slice('reply:'.length), (replies.get(m.event_id.slice('reply:'.length)) ?? 0) + 1);
+        if (m.event_id.startsWith('reply:'))
+          replies.set(m.event_id.slice('reply:'.length), (replies.get(m.event_id.slice('reply:'.length)) ?? 0) + 1);
       }
       let lost = 0;
       let duplicated = 0;

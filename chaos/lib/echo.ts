@@ -30,7 +30,12 @@ export class Echo {
         } catch {
           effect = body;
         }
-        const receipt = { effect, key: header(req.headers['idempotency-key']), authorization: header(req.headers.authorization), at: Date.now() };
+        const receipt = {
+          effect,
+          key: header(req.headers['idempotency-key']),
+          authorization: header(req.headers.authorization),
+          at: Date.now(),
+        };
         this.receipts.push(receipt);
         setTimeout(() => {
           res.writeHead(200, { 'content-type': 'application/json' });

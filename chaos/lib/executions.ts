@@ -30,18 +30,33 @@ export class ExecutionLoad {
 
   async setup(): Promise<void> {
     const secret = await this.api.send('POST', '/secrets', { name: 'chaos_token', value: this.secret });
-    if (secret?.status !== 201) throw new Error(`storing the secret: ${secret?.status} ${JSON.stringify(secret?.body)}`);
+    if (secret?.status !== 201)
+      throw new Error(`storing the secret: ${secret?.status} ${JSON.stringify(secret?.body)}`);
     const definition = {
       name: `chaos-effects-${this.ctx.backend}`,
       steps: [
         { id: 'prepare', type: 'transform', config: { template: 'ex-{{trigger.n}}', output_key: 'tag' } },
-        { id: 'charge', type: 'http_request', config: { method: 'POST', url: `${this.echo.url}/effect`, headers: { Authorization: 'Bearer {{secrets.chaos_token}}' }, body: { effect: '{{trigger.n}}:charge' } } },
-        { id: 'notify', type: 'http_request', config: { method: 'POST', url: `${this.echo.url}/effect`, body: { effect: '{{trigger.n}}:notify' } } },
+        {
+          id: 'charge',
+          type: 'http_request',
+          config: {
+            method: 'POST',
+            url: `${this.echo.url}/effect`,
+            headers: { Authorization: 'Bearer {{secrets.chaos_token}}' },
+            body: { effect: '{{trigger.n}}:charge' },
+          },
+        },
+        {
+          id: 'notify',
+          type: 'http_request',
+          config: { method: 'POST', url: `${this.echo.url}/effect`, body: { effect: '{{trigger.n}}:notify' } },
+        },
         { id: 'done', type: 'log', config: { message: 'done {{steps.prepare.output.tag}}' } },
       ],
     };
     const created = await this.api.send('POST', '/workflows', definition);
-    if (created?.status !== 201) throw new Error(`storing the workflow: ${created?.status} ${JSON.stringify(created?.body)}`);
+    if (created?.status !== 201)
+      throw new Error(`storing the workflow: ${created?.status} ${JSON.stringify(created?.body)}`);
     this.workflowId = created.body.id;
   }
 
@@ -53,10 +68,20 @@ export class ExecutionLoad {
     const lane = async () => {
       while (next < first + count && this.ctx.msLeft() > 0 && !enough()) {
         const n = next++;
-        const answer = await this.api.send('POST', `/workflows/${this.workflowId}/execute`, { trigger_data: { n } }, { 'Idempotency-Key': `chaos-${n}` }, this.ctx.deadline);
+        const answer = await this.api.send(
+          'POST',
+          `/workflows/${this.workflowId}/execute`,
+          { trigger_data: { n } },
+          { 'Idempotency-Key': `chaos-${n}` },
+          this.ctx.deadline,
+        );
         // a retry whose first try went in (the answer lost to a kill) is 200 duplicate: the same execution, accepted
-        if (answer && (answer.status === 202 || (answer.status === 200 && answer.body.duplicate === true))) this.accepted.set(n, answer.body.execution_id);
-        else this.refused.push(`${n}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`);
+        if (answer && (answer.status === 202 || (answer.status === 200 && answer.body.duplicate === true)))
+          this.accepted.set(n, answer.body.execution_id);
+        else
+          this.refused.push(
+            `${n}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`,
+          );
         if (pauseMs > 0) await sleep(pauseMs);
       }
     };
@@ -66,7 +91,9 @@ export class ExecutionLoad {
   /** The accepted executions' figures (see `runFigures`); an effect sent without the secret counts as lost. */
   async figures(watcher: Watcher, deadline: number): Promise<RunFigures & { note: string }> {
     const f = await runFigures(watcher, this.echo, this.accepted, (n) => EFFECTS.map((e) => `${n}:${e}`), deadline);
-    const unauthorised = this.echo.receipts.filter((r) => r.effect.endsWith(':charge') && r.authorization !== `Bearer ${this.secret}`).length;
+    const unauthorised = this.echo.receipts.filter(
+      (r) => r.effect.endsWith(':charge') && r.authorization !== `Bearer ${this.secret}`,
+    ).length;
     f.lost += unauthorised;
     const note = `executions ${this.accepted.size} accepted, ${this.refused.length} refused${this.refused.length ? ` (${this.refused[0]})` : ''}; effects ${f.effects} received${unauthorised ? `, ${unauthorised} without the secret` : ''}`;
     return { ...f, note };

@@ -25,7 +25,16 @@ export interface Figures {
 }
 
 /** Figures that must be zero. */
-export const MUST_BE_ZERO = ['lost', 'duplicated', 'stuck', 'failed', 'http5xx', 'leaked', 'crashed', 'journal'] as const;
+export const MUST_BE_ZERO = [
+  'lost',
+  'duplicated',
+  'stuck',
+  'failed',
+  'http5xx',
+  'leaked',
+  'crashed',
+  'journal',
+] as const;
 
 /** The issue's target: a crashed process's work resumes within a few seconds. */
 export const RECOVERY_LIMIT_SECONDS = 5;
@@ -34,13 +43,26 @@ export const RECOVERY_LIMIT_SECONDS = 5;
 export const SCENARIO_LIMIT_MS = 180_000;
 
 export function emptyFigures(): Figures {
-  return { lost: 0, duplicated: 0, sameKeyRepeats: 0, stuck: 0, failed: 0, http5xx: 0, leaked: 0, crashed: 0, recoverySeconds: null, journal: 0, notes: [] };
+  return {
+    lost: 0,
+    duplicated: 0,
+    sameKeyRepeats: 0,
+    stuck: 0,
+    failed: 0,
+    http5xx: 0,
+    leaked: 0,
+    crashed: 0,
+    recoverySeconds: null,
+    journal: 0,
+    notes: [],
+  };
 }
 
 /** Why these figures fail the scenario (empty: they pass). */
 export function failures(f: Figures): string[] {
   const out: string[] = MUST_BE_ZERO.filter((k) => f[k] !== 0).map((k) => `${k}=${f[k]}`);
-  if (f.recoverySeconds !== null && f.recoverySeconds > RECOVERY_LIMIT_SECONDS) out.push(`recovery ${f.recoverySeconds}s > ${RECOVERY_LIMIT_SECONDS}s`);
+  if (f.recoverySeconds !== null && f.recoverySeconds > RECOVERY_LIMIT_SECONDS)
+    out.push(`recovery ${f.recoverySeconds}s > ${RECOVERY_LIMIT_SECONDS}s`);
   return out;
 }
 

@@ -16,11 +16,19 @@ describe('the leaked figure', () => {
     const dir = mkdtempSync(join(tmpdir(), 'chaos-leaks-'));
     dirs.push(dir);
     writeFileSync(join(dir, 'serve.log'), `{"msg":"${secret.toUpperCase()}"} GET /x?q=${encodeURIComponent(secret)}\n`);
-    writeFileSync(join(dir, 'app.db-wal'), Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(`Basic ${Buffer.from(`user:${secret}`).toString('base64')}`)]));
+    writeFileSync(
+      join(dir, 'app.db-wal'),
+      Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(`Basic ${Buffer.from(`user:${secret}`).toString('base64')}`)]),
+    );
     writeFileSync(join(dir, 'worker.log'), 'Authorization: Bearer ***\n');
     const found = countLeaks(secret, { dir, databases: [], texts: [JSON.stringify({ echoed: secret })] });
     expect(found.count).toBe(4);
-    expect(found.places.map((p) => p.split(' ')[0]).sort()).toEqual(['app.db-wal', 'response', 'serve.log', 'serve.log']);
+    expect(found.places.map((p) => p.split(' ')[0]).sort()).toEqual([
+      'app.db-wal',
+      'response',
+      'serve.log',
+      'serve.log',
+    ]);
     expect(found.places.join('\n')).not.toContain('sécret');
   });
 });

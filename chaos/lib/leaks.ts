@@ -10,7 +10,10 @@ const PG_DUMP = '/usr/lib/postgresql/15/bin/pg_dump';
  * the scenario's logs and files (a SQLite database with its WAL), a `pg_dump` of a PostgreSQL
  * database, and `texts` (API answers).
  */
-export function countLeaks(secret: string, where: { dir: string; databases: string[]; texts?: string[] }): { count: number; places: string[] } {
+export function countLeaks(
+  secret: string,
+  where: { dir: string; databases: string[]; texts?: string[] },
+): { count: number; places: string[] } {
   const files: Haystack[] = readdirSync(where.dir)
     .filter((file) => /\.(log|db|db-wal|db-shm)$/.test(file))
     .map((file) => ({ where: file, content: readFileSync(join(where.dir, file)) }));

@@ -18,7 +18,15 @@ import { Watcher } from './watch.js';
  */
 export async function underMixedLoad(
   ctx: ScenarioContext,
-  o: { database: string; through?: string; env?: NodeJS.ProcessEnv; executions: number; messages: number; worker?: boolean; fault: (m: { watcher: Watcher; api: Api; figures: Figures; load: ExecutionLoad }) => Promise<void> },
+  o: {
+    database: string;
+    through?: string;
+    env?: NodeJS.ProcessEnv;
+    executions: number;
+    messages: number;
+    worker?: boolean;
+    fault: (m: { watcher: Watcher; api: Api; figures: Figures; load: ExecutionLoad }) => Promise<void>;
+  },
 ): Promise<Figures> {
   const port = await freePort();
   // the short form's fewer runs are slower (each effect answers in 0.3–0.8 s) and arrive more
@@ -55,7 +63,13 @@ export async function underMixedLoad(
     f.failed += runs.failed + expired;
     f.http5xx += api.fiveXX();
     f.leaked += leaks.count;
-    f.notes.push(runs.note, messages.note, `leases ended under a live process: ${expired}${worker ? ' (serve and a worker)' : ''}`, `http ${api.summary()}; ${api.networkErrors} network errors`, ...api.samples);
+    f.notes.push(
+      runs.note,
+      messages.note,
+      `leases ended under a live process: ${expired}${worker ? ' (serve and a worker)' : ''}`,
+      `http ${api.summary()}; ${api.networkErrors} network errors`,
+      ...api.samples,
+    );
     return f;
   } finally {
     await server.stop();

@@ -2,7 +2,9 @@ import type { Echo } from './echo.js';
 import type { Figures } from './figures.js';
 import type { Watcher } from './watch.js';
 
-export type RunFigures = Pick<Figures, 'lost' | 'duplicated' | 'sameKeyRepeats' | 'stuck' | 'failed'> & { effects: number };
+export type RunFigures = Pick<Figures, 'lost' | 'duplicated' | 'sameKeyRepeats' | 'stuck' | 'failed'> & {
+  effects: number;
+};
 
 /**
  * Waits (until `deadline`) for the accepted runs (trigger number → run id) to end, then counts:
@@ -10,7 +12,13 @@ export type RunFigures = Pick<Figures, 'lost' | 'duplicated' | 'sameKeyRepeats' 
  * (an effect received under two keys, or one trigger number started as two runs), same-key
  * repeats, stuck (not ended), failed.
  */
-export async function runFigures(watcher: Watcher, echo: Echo, accepted: Map<number, string>, effectsOf: (n: number) => string[], deadline: number): Promise<RunFigures> {
+export async function runFigures(
+  watcher: Watcher,
+  echo: Echo,
+  accepted: Map<number, string>,
+  effectsOf: (n: number) => string[],
+  deadline: number,
+): Promise<RunFigures> {
   const statuses = await watcher.settle(accepted.values(), deadline);
   const f: RunFigures = { lost: 0, duplicated: 0, sameKeyRepeats: 0, stuck: 0, failed: 0, effects: 0 };
   const expected: string[] = [];

@@ -53,8 +53,18 @@ export function freePort(): Promise<number> {
   });
 }
 
-function launch(ctx: ScenarioContext, label: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<Child> {
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/runledger.js'), ...args], { cwd: ctx.dir, env: { ...process.env, ...baseEnv(ctx), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function launch(
+  ctx: ScenarioContext,
+  label: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+): Promise<Child> {
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/runledger.js'), ...args], {
+    cwd: ctx.dir,
+    env: { ...process.env, ...baseEnv(ctx), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logFile = join(ctx.dir, `${label}.log`);
   let output = '';
   const keep = (chunk: Buffer) => {
@@ -67,7 +77,10 @@ function launch(ctx: ScenarioContext, label: string, args: string[], env: NodeJS
   const exited = new Promise<Exit>((resolveExit) =>
     proc.on('exit', (code, signal) => {
       done = true;
-      if (!child.told) ctx.crashes.push(`${label} ${proc.pid} exited by itself (${code ?? signal}): ${headline(output)} (see ${logFile})`);
+      if (!child.told)
+        ctx.crashes.push(
+          `${label} ${proc.pid} exited by itself (${code ?? signal}): ${headline(output)} (see ${logFile})`,
+        );
       resolveExit({ code, signal });
     }),
   );
@@ -118,13 +131,25 @@ function headline(output: string): string {
 }
 
 /** `runledger serve` on `port`; resolves once it listens. */
-export function startServe(ctx: ScenarioContext, o: ChildOptions & { port: number; label?: string; args?: string[] }): Promise<Child> {
+export function startServe(
+  ctx: ScenarioContext,
+  o: ChildOptions & { port: number; label?: string; args?: string[] },
+): Promise<Child> {
   const flag = o.database.startsWith('postgres') ? '--database-url' : '--db';
-  return launch(ctx, o.label ?? 'serve', ['serve', '--port', String(o.port), flag, o.database, ...(o.args ?? [])], o.env ?? {}, /serving http:\/\//);
+  return launch(
+    ctx,
+    o.label ?? 'serve',
+    ['serve', '--port', String(o.port), flag, o.database, ...(o.args ?? [])],
+    o.env ?? {},
+    /serving http:\/\//,
+  );
 }
 
 /** `runledger worker` (with the code workflows of `workflows`, a module path); resolves once it works. */
-export function startWorker(ctx: ScenarioContext, o: ChildOptions & { workflows?: string; label?: string }): Promise<Child> {
+export function startWorker(
+  ctx: ScenarioContext,
+  o: ChildOptions & { workflows?: string; label?: string },
+): Promise<Child> {
   const args = ['worker', '--database', o.database, ...(o.workflows ? ['--workflows', o.workflows] : [])];
   return launch(ctx, o.label ?? 'worker', args, o.env ?? {}, /worker \d+: /);
 }

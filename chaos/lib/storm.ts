@@ -17,7 +17,17 @@ export interface StormResult {
  * recovery is measured on the side, without holding up the next kill: the time until the runs
  * that were in flight moved again (up to `recoveryLimitMs`), or `measure(killedAt)` when given.
  */
-export async function killStorm(ctx: ScenarioContext, o: { target: Supervised; watcher: Watcher; kills: number; gapMs: [number, number]; recoveryLimitMs: number; measure?: (killedAt: number) => Promise<number | null> }): Promise<StormResult> {
+export async function killStorm(
+  ctx: ScenarioContext,
+  o: {
+    target: Supervised;
+    watcher: Watcher;
+    kills: number;
+    gapMs: [number, number];
+    recoveryLimitMs: number;
+    measure?: (killedAt: number) => Promise<number | null>;
+  },
+): Promise<StormResult> {
   const result: StormResult = { kills: 0, recoveries: [], timedOut: 0 };
   const tracking: Array<Promise<void>> = [];
   for (let i = 1; i <= o.kills; i++) {
@@ -44,7 +54,9 @@ export async function killStorm(ctx: ScenarioContext, o: { target: Supervised; w
           if (r.timedOut) unmoved = ` (not moved: ${await describe(o.watcher, r.unmoved)})`;
         }
         if (seconds !== null) result.recoveries.push(seconds);
-        ctx.log(`kill ${i}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? (unmoved ? 'no recovery' : 'nothing to recover') : `moving again after ${seconds}s`}${unmoved}`);
+        ctx.log(
+          `kill ${i}: ${snapshot ? `${snapshot.size} runs in flight, ` : ''}${seconds === null ? (unmoved ? 'no recovery' : 'nothing to recover') : `moving again after ${seconds}s`}${unmoved}`,
+        );
       })(),
     );
   }

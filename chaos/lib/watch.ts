@@ -67,7 +67,11 @@ export class Watcher {
     return this.retry(async () => {
       const running = new Set<string>();
       for (let after: string | undefined; ; ) {
-        const page = await this.store.projectionList({ name: RUN_VIEW, limit: 1000, ...(after === undefined ? {} : { after }) });
+        const page = await this.store.projectionList({
+          name: RUN_VIEW,
+          limit: 1000,
+          ...(after === undefined ? {} : { after }),
+        });
         for (const row of page) if (counted((row.value as { status: RunStatus }).status)) running.add(row.key);
         if (page.length < 1000) break;
         after = page.at(-1)!.key;
@@ -86,7 +90,11 @@ export class Watcher {
     return this.retry(async () => {
       let count = 0;
       for (let after: string | undefined; ; ) {
-        const page = await this.store.projectionList({ name: RUN_VIEW, limit: 1000, ...(after === undefined ? {} : { after }) });
+        const page = await this.store.projectionList({
+          name: RUN_VIEW,
+          limit: 1000,
+          ...(after === undefined ? {} : { after }),
+        });
         count += page.filter((row) => (row.value as { status: RunStatus }).status === 'pending').length;
         if (page.length < 1000) return count;
         after = page.at(-1)!.key;
@@ -98,7 +106,9 @@ export class Watcher {
   async unmoved(snapshot: Snapshot): Promise<string[]> {
     const still: string[] = [];
     for (const [id, version] of snapshot) {
-      const next = await this.retry(() => this.store.eventReadStream({ streamId: `run:${id}`, fromVersion: version + 1, limit: 1 }));
+      const next = await this.retry(() =>
+        this.store.eventReadStream({ streamId: `run:${id}`, fromVersion: version + 1, limit: 1 }),
+      );
       if (next.length > 0) continue;
       const status = await this.status(id);
       if (status === undefined || !isTerminal(status)) still.push(id);
@@ -110,7 +120,11 @@ export class Watcher {
    * Seconds from `since` until every run of the snapshot moved again; null when none was in flight
    * or `limitMs` passed first (then `timedOut`, and `unmoved` names the runs that had not moved).
    */
-  async recovery(snapshot: Snapshot, since: number, limitMs: number): Promise<{ seconds: number | null; timedOut: boolean; unmoved: string[] }> {
+  async recovery(
+    snapshot: Snapshot,
+    since: number,
+    limitMs: number,
+  ): Promise<{ seconds: number | null; timedOut: boolean; unmoved: string[] }> {
     if (snapshot.size === 0) return { seconds: null, timedOut: false, unmoved: [] };
     let unmoved = [...snapshot.keys()];
     while (Date.now() - since < limitMs) {

@@ -14,7 +14,11 @@ const SLEEP_MS = 3000;
 /** A timer that fires this much after its time is late (the fallback poll is 1 s; a busy machine adds some). */
 const LATE_MS = 10_000;
 
-const skewed = (offset: string): NodeJS.ProcessEnv => ({ LD_PRELOAD: FAKETIME_LIB, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+const skewed = (offset: string): NodeJS.ProcessEnv => ({
+  LD_PRELOAD: FAKETIME_LIB,
+  FAKETIME: offset,
+  FAKETIME_DONT_FAKE_MONOTONIC: '1',
+});
 
 /**
  * Two `runledger worker`s whose clocks (libfaketime) are 10 minutes ahead and 10 minutes behind
@@ -34,15 +38,25 @@ export const clockSkew: Scenario = {
     const watcher = await Watcher.open(database);
     const workers: Child[] = [];
     try {
-      workers.push(await startWorker(ctx, { database, workflows: code.module, env: skewed(`+${SKEW}`), label: 'worker-ahead' }));
-      workers.push(await startWorker(ctx, { database, workflows: code.module, env: skewed(`-${SKEW}`), label: 'worker-behind' }));
+      workers.push(
+        await startWorker(ctx, { database, workflows: code.module, env: skewed(`+${SKEW}`), label: 'worker-ahead' }),
+      );
+      workers.push(
+        await startWorker(ctx, { database, workflows: code.module, env: skewed(`-${SKEW}`), label: 'worker-behind' }),
+      );
       const accepted = new Map<number, string>();
       for (let n = 0; n < ctx.size(60, 20); n++) {
         const run = await code.engine.start(code.timers, { n, echo: echo.url, sleepMs: SLEEP_MS }, { id: `skew-${n}` });
         accepted.set(n, run.id);
         await sleep(ctx.random.int(20, 150));
       }
-      const outcome = await runFigures(watcher, echo, accepted, (n) => [`${n}:before`, `${n}:after`], Math.min(ctx.deadline, Date.now() + ctx.size(60_000, 25_000)));
+      const outcome = await runFigures(
+        watcher,
+        echo,
+        accepted,
+        (n) => [`${n}:before`, `${n}:after`],
+        Math.min(ctx.deadline, Date.now() + ctx.size(60_000, 25_000)),
+      );
       for (const w of workers) await w.stop();
       const first = (effect: string) => echo.receipts.find((r) => r.effect === effect)?.at;
       let early = 0;

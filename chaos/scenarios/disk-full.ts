@@ -31,19 +31,28 @@ export const diskFull: Scenario = {
         const before = new Map(api.statuses);
         const filled = fillDisk(disk);
         await sleep(ctx.size(10_000, 5000));
-        const during = [...api.statuses].map(([s, n]) => [s, n - (before.get(s) ?? 0)] as const).filter(([, n]) => n > 0);
+        const during = [...api.statuses]
+          .map(([s, n]) => [s, n - (before.get(s) ?? 0)] as const)
+          .filter(([, n]) => n > 0);
         filled.free();
         const r = await watcher.recovery(snapshot, Date.now(), RECOVERY_WAIT_MS);
         figures.recoverySeconds = r.timedOut ? RECOVERY_WAIT_MS / 1000 : r.seconds;
         const answers = during.map(([s, n]) => `${s}×${n}`).join(' ');
         const refusals = during.filter(([s]) => s >= 400).map(([s]) => `${s}: ${api.firstBody.get(s)}`);
-        figures.notes.push(`disk full (${Math.round(filled.bytes / 1024)} KiB filler) for ${ctx.size(10, 5)}s with ${snapshot.size} runs in flight; answers meanwhile: ${answers || 'none'}`, ...refusals);
-        ctx.log(`disk full, then freed: ${answers}; ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`);
+        figures.notes.push(
+          `disk full (${Math.round(filled.bytes / 1024)} KiB filler) for ${ctx.size(10, 5)}s with ${snapshot.size} runs in flight; answers meanwhile: ${answers || 'none'}`,
+          ...refusals,
+        );
+        ctx.log(
+          `disk full, then freed: ${answers}; ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`,
+        );
       },
     });
     const db = new Database(database, { readonly: true });
     try {
-      const integrity = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((row) => row.integrity_check);
+      const integrity = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map(
+        (row) => row.integrity_check,
+      );
       if (integrity.join() !== 'ok') {
         f.journal += 1;
         f.notes.push(`PRAGMA integrity_check: ${integrity.slice(0, 5).join('; ')}`);

@@ -25,10 +25,17 @@ export const fuzzServer: Scenario = {
     const server = await startServe(ctx, { database, port, args: ['--no-workers'] });
     const counts = await storedCounts(database);
     try {
-      const report = await fuzz(`http://127.0.0.1:${port}`, { fingerprint: counts.read, ...(ctx.short ? { maxCasesPerRoute: 12 } : {}) });
+      const report = await fuzz(`http://127.0.0.1:${port}`, {
+        fingerprint: counts.read,
+        ...(ctx.short ? { maxCasesPerRoute: 12 } : {}),
+      });
       // after the request fuzzer: its fingerprint would count the posts that frames store
       const framesStarted = Date.now();
-      const frames = await fuzzFrames(`http://127.0.0.1:${port}`, { random: ctx.random, connections: ctx.size(1_500, 150), deadline: ctx.deadline - 20_000 });
+      const frames = await fuzzFrames(`http://127.0.0.1:${port}`, {
+        random: ctx.random,
+        connections: ctx.size(1_500, 150),
+        deadline: ctx.deadline - 20_000,
+      });
       report.failures.push(...frames.failures);
       const f = emptyFigures();
       const fiveXX = report.failures.filter((x) => /^answered 5/.test(x.problem));
@@ -38,12 +45,15 @@ export const fuzzServer: Scenario = {
         `${report.requests} requests: ${Object.entries(report.statuses)
           .map(([s, n]) => `${s}×${n}`)
           .join(' ')}`,
-        `${frames.connections} WebSocket connections, ${frames.frames} frames in ${((Date.now() - framesStarted) / 1000).toFixed(1)} s, ended by: ${Object.entries(frames.outcomes)
+        `${frames.connections} WebSocket connections, ${frames.frames} frames in ${((Date.now() - framesStarted) / 1000).toFixed(1)} s, ended by: ${Object.entries(
+          frames.outcomes,
+        )
           .sort(([, a], [, b]) => b - a)
           .map(([s, n]) => `${s}×${n}`)
           .join(' ')}`,
       );
-      for (const x of report.failures.slice(0, 5)) f.notes.push(`${x.method} ${x.path.slice(0, 80)} (${x.input}): ${x.problem} ${x.body.slice(0, 160)}`);
+      for (const x of report.failures.slice(0, 5))
+        f.notes.push(`${x.method} ${x.path.slice(0, 80)} (${x.input}): ${x.problem} ${x.body.slice(0, 160)}`);
       return f;
     } finally {
       await counts.close();

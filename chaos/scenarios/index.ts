@@ -11,4 +11,16 @@ import { sigstopWorker } from './sigstop-worker.js';
 import { pgRestartFast, pgStopImmediate } from './pg-restart.js';
 
 /** Every scenario, in the order `npm run chaos` runs them. */
-export const scenarios: Scenario[] = [killExecutions, killCodeRuns, killChat, killSessions, pgRestartFast, pgStopImmediate, pgProxy, sigstopWorker, diskFull, clockSkew, fuzzServer];
+export const scenarios: Scenario[] = [
+  killExecutions,
+  killCodeRuns,
+  killChat,
+  killSessions,
+  pgRestartFast,
+  pgStopImmediate,
+  pgProxy,
+  sigstopWorker,
+  diskFull,
+  clockSkew,
+  fuzzServer,
+];

@@ -32,14 +32,31 @@ export const killChat: Scenario = {
         await chat.postOne('chaos-probe', id, `probe ${probes}`);
         return chat.replied('chaos-probe', id, killedAt, RECOVERY_WAIT_MS);
       };
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS, measure });
+      const storm = await killStorm(ctx, {
+        target: server,
+        watcher,
+        kills: ctx.size(5, 2),
+        gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]),
+        recoveryLimitMs: RECOVERY_WAIT_MS,
+        measure,
+      });
       await posting;
       const outcome = await chat.figures(ctx.deadline);
       const f = emptyFigures();
-      Object.assign(f, { lost: outcome.lost, duplicated: outcome.duplicated, stuck: outcome.stuck, failed: chat.refused.length });
+      Object.assign(f, {
+        lost: outcome.lost,
+        duplicated: outcome.duplicated,
+        stuck: outcome.stuck,
+        failed: chat.refused.length,
+      });
       f.http5xx = api.fiveXX();
       f.recoverySeconds = recoverySeconds(storm, RECOVERY_WAIT_MS);
-      f.notes.push(`${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`, outcome.note, `http ${api.summary()}`, ...api.samples);
+      f.notes.push(
+        `${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`,
+        outcome.note,
+        `http ${api.summary()}`,
+        ...api.samples,
+      );
       return f;
     } finally {
       await server.stop();

@@ -31,14 +31,29 @@ export const killCodeRuns: Scenario = {
           await sleep(50);
         }
       })();
-      const storm = await killStorm(ctx, { target: worker, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, {
+        target: worker,
+        watcher,
+        kills: ctx.size(5, 2),
+        gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]),
+        recoveryLimitMs: RECOVERY_WAIT_MS,
+      });
       await starting;
-      const outcome = await runFigures(watcher, echo, accepted, (n) => [1, 2, 3].map((i) => `${n}:s${i}`), ctx.deadline);
+      const outcome = await runFigures(
+        watcher,
+        echo,
+        accepted,
+        (n) => [1, 2, 3].map((i) => `${n}:s${i}`),
+        ctx.deadline,
+      );
       const f = emptyFigures();
       const { effects, ...figures } = outcome;
       Object.assign(f, figures);
       f.recoverySeconds = recoverySeconds(storm, RECOVERY_WAIT_MS);
-      f.notes.push(`${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`, `runs ${accepted.size} started; effects ${effects} received`);
+      f.notes.push(
+        `${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`,
+        `runs ${accepted.size} started; effects ${effects} received`,
+      );
       return f;
     } finally {
       await worker.stop();

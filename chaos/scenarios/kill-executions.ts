@@ -27,18 +27,42 @@ export const killExecutions: Scenario = {
       await load.setup();
       const count = ctx.size(500, 80);
       const submitting = load.submit(count, 4, 200);
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, {
+        target: server,
+        watcher,
+        kills: ctx.size(5, 2),
+        gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]),
+        recoveryLimitMs: RECOVERY_WAIT_MS,
+      });
       await submitting;
       const outcome = await load.figures(watcher, ctx.deadline);
-      const records = await Promise.all([...load.accepted].slice(0, 20).map(([, id]) => api.send('GET', `/workflows/${load.workflowId}/executions/${id}`)));
+      const records = await Promise.all(
+        [...load.accepted]
+          .slice(0, 20)
+          .map(([, id]) => api.send('GET', `/workflows/${load.workflowId}/executions/${id}`)),
+      );
       await server.stop();
-      const leaks = countLeaks(load.secret, { dir: ctx.dir, databases: [database], texts: records.map((r) => JSON.stringify(r?.body)) });
+      const leaks = countLeaks(load.secret, {
+        dir: ctx.dir,
+        databases: [database],
+        texts: records.map((r) => JSON.stringify(r?.body)),
+      });
       const f = emptyFigures();
-      Object.assign(f, { lost: outcome.lost, duplicated: outcome.duplicated, sameKeyRepeats: outcome.sameKeyRepeats, stuck: outcome.stuck, failed: outcome.failed + load.refused.length });
+      Object.assign(f, {
+        lost: outcome.lost,
+        duplicated: outcome.duplicated,
+        sameKeyRepeats: outcome.sameKeyRepeats,
+        stuck: outcome.stuck,
+        failed: outcome.failed + load.refused.length,
+      });
       f.http5xx = api.fiveXX();
       f.leaked = leaks.count;
       f.recoverySeconds = recoverySeconds(storm, RECOVERY_WAIT_MS);
-      f.notes.push(`${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`, outcome.note, `http ${api.summary()}`);
+      f.notes.push(
+        `${storm.kills} kills, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`,
+        outcome.note,
+        `http ${api.summary()}`,
+      );
       if (leaks.count) f.notes.push(`secret found in ${leaks.places.join(', ')}`);
       if (api.samples.length) f.notes.push(...api.samples);
       return f;

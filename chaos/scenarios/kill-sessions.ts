@@ -30,13 +30,28 @@ export const killSessions: Scenario = {
       const starting = (async () => {
         for (let n = 0; n < count && ctx.msLeft() > 0; n++) {
           const id = `s-${n}`;
-          const answer = await api.send('POST', '/sessions', { agent: 'sample-agent', session_id: id, input: { n } }, {}, ctx.deadline);
+          const answer = await api.send(
+            'POST',
+            '/sessions',
+            { agent: 'sample-agent', session_id: id, input: { n } },
+            {},
+            ctx.deadline,
+          );
           if (answer?.status === 202) accepted.add(id);
-          else refused.push(`${id}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`);
+          else
+            refused.push(
+              `${id}: ${answer ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}` : 'no answer in time'}`,
+            );
           await sleep(100);
         }
       })();
-      const storm = await killStorm(ctx, { target: server, watcher, kills: ctx.size(5, 2), gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]), recoveryLimitMs: RECOVERY_WAIT_MS });
+      const storm = await killStorm(ctx, {
+        target: server,
+        watcher,
+        kills: ctx.size(5, 2),
+        gapMs: ctx.size<[number, number]>([2000, 5000], [1000, 2500]),
+        recoveryLimitMs: RECOVERY_WAIT_MS,
+      });
       await starting;
       const f = emptyFigures();
       const runs = await watcher.settle(accepted, ctx.deadline);

@@ -31,13 +31,18 @@ export const pgProxy: Scenario = {
         for (const fault of faults) {
           await sleep(ctx.random.int(1500, 3500));
           const snapshot = await watcher.inFlight();
-          const what = fault === 'drop' ? `dropped ${proxy.dropAll()} connections` : (await proxy.stall(5000), 'stalled 5s');
+          const what =
+            fault === 'drop' ? `dropped ${proxy.dropAll()} connections` : (await proxy.stall(5000), 'stalled 5s');
           const r = await watcher.recovery(snapshot, Date.now(), RECOVERY_WAIT_MS);
           recoveries.push(r.timedOut ? RECOVERY_WAIT_MS / 1000 : r.seconds);
-          ctx.log(`${what}: ${snapshot.size} runs in flight, ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`);
+          ctx.log(
+            `${what}: ${snapshot.size} runs in flight, ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`,
+          );
         }
         figures.recoverySeconds = slowest(recoveries);
-        figures.notes.push(`${faults.join(', ')}: recoveries ${recoveries.map((r) => r ?? '-').join('/')}s (-: no run in flight)`);
+        figures.notes.push(
+          `${faults.join(', ')}: recoveries ${recoveries.map((r) => r ?? '-').join('/')}s (-: no run in flight)`,
+        );
       },
     });
   },

@@ -51,14 +51,18 @@ function pgOutage(name: string, mode: 'fast' | 'immediate'): Scenario {
             tracking.push(
               watcher.recovery(snapshot, up, RECOVERY_WAIT_MS).then((r) => {
                 const seen = `${snapshot.size} runs running, ${queued} queued (a backlog of ${backlog} submitted in ${submitted}s)`;
-                ctx.log(`outage ${i} (${mode}): down ${round((up - down) / 1000)}s, ${seen}, ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`);
+                ctx.log(
+                  `outage ${i} (${mode}): down ${round((up - down) / 1000)}s, ${seen}, ${r.timedOut ? 'not moving again' : `moving again ${r.seconds ?? '-'}s after`}`,
+                );
                 return r.timedOut ? RECOVERY_WAIT_MS / 1000 : r.seconds;
               }),
             );
           }
           const recoveries = await Promise.all(tracking);
           figures.recoverySeconds = slowest(recoveries);
-          figures.notes.push(`2 outages (${mode}), each with a backlog of ${backlog} executions; recoveries ${recoveries.map((r) => r ?? '-').join('/')}s after the database was back (-: no run running)`);
+          figures.notes.push(
+            `2 outages (${mode}), each with a backlog of ${backlog} executions; recoveries ${recoveries.map((r) => r ?? '-').join('/')}s after the database was back (-: no run running)`,
+          );
         },
       });
     },

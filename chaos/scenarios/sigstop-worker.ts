@@ -45,7 +45,8 @@ export const sigstopWorker: Scenario = {
       const takeover = await watcher.recovery(held, stoppedAt, LEASE_MS + 30_000);
       const outcome = await load.figures(watcher, Math.min(ctx.deadline, Date.now() + 60_000));
       // B completes a run's task after the run's last event: wait for that too, so what follows is A's alone
-      while ((await watcher.store.taskList({ state: 'running', limit: 1 })).length > 0 && ctx.msLeft() > 0) await sleep(100);
+      while ((await watcher.store.taskList({ state: 'running', limit: 1 })).length > 0 && ctx.msLeft() > 0)
+        await sleep(100);
       const head = await watcher.store.eventHead();
       a.proc.kill('SIGCONT');
       ctx.log(`worker A resumed; waiting ${(ECHO_MS * 2) / 1000}s for what it tries to write`);
@@ -53,7 +54,13 @@ export const sigstopWorker: Scenario = {
       const stale = (await watcher.store.eventReadCommitted({ after: head, limit: 100 })).events;
       for (const child of children.reverse()) await child.stop();
       const f = emptyFigures();
-      Object.assign(f, { lost: outcome.lost, duplicated: outcome.duplicated + stale.length, sameKeyRepeats: outcome.sameKeyRepeats, stuck: outcome.stuck, failed: outcome.failed + load.refused.length });
+      Object.assign(f, {
+        lost: outcome.lost,
+        duplicated: outcome.duplicated + stale.length,
+        sameKeyRepeats: outcome.sameKeyRepeats,
+        stuck: outcome.stuck,
+        failed: outcome.failed + load.refused.length,
+      });
       f.http5xx = api.fiveXX();
       f.recoverySeconds = takeover.seconds === null ? null : round(Math.max(0, takeover.seconds - LEASE_MS / 1000));
       f.notes.push(

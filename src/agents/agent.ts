@@ -20,7 +20,11 @@ export interface AgentContext {
    * completed are not made again. With `when: false` the node is recorded `skipped` and not run.
    * Only for agents defined with `ledger`.
    */
-  node<T>(name: string, fn: (node: NodeContext) => Promise<T>, options?: { input?: unknown; when?: boolean }): Promise<T>;
+  node<T>(
+    name: string,
+    fn: (node: NodeContext) => Promise<T>,
+    options?: { input?: unknown; when?: boolean },
+  ): Promise<T>;
   /**
    * Calls a registered tool (`defineTool`), recorded in `agent_tool_calls`. A call that needs
    * approval waits (holding no worker) for `POST /agent/tool-calls/{id}/approve`; rejected or
@@ -120,31 +124,63 @@ const MAX_CODE_WAIT_MS = 2 ** 31 - 1;
  * });
  * const remote = defineAgent('remote', { url: 'https://agents.example.com/invoke', maxWait: '1h' });
  */
-export function defineAgent<I = any>(name: string, definition: AgentFunction<I> | CodeAgentDefinition<I> | HttpAgentDefinition): Agent {
+export function defineAgent<I = any>(
+  name: string,
+  definition: AgentFunction<I> | CodeAgentDefinition<I> | HttpAgentDefinition,
+): Agent {
   if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) {
-    throw new ValidationError('name', `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`);
+    throw new ValidationError(
+      'name',
+      `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`,
+    );
   }
-  if (typeof definition === 'function') return Object.freeze({ kind: 'code', name, maxWaitMs: DEFAULT_MAX_WAIT_MS, entrypoint: null, background: definition as AgentFunction, ledger: null });
-  if (typeof definition !== 'object' || definition === null) throw new ValidationError('definition', 'must be a function, { entrypoint?, background } or { url }');
+  if (typeof definition === 'function')
+    return Object.freeze({
+      kind: 'code',
+      name,
+      maxWaitMs: DEFAULT_MAX_WAIT_MS,
+      entrypoint: null,
+      background: definition as AgentFunction,
+      ledger: null,
+    });
+  if (typeof definition !== 'object' || definition === null)
+    throw new ValidationError('definition', 'must be a function, { entrypoint?, background } or { url }');
   const maxWaitMs = definition.maxWait === undefined ? DEFAULT_MAX_WAIT_MS : toMs(definition.maxWait, 'maxWait');
   if ('url' in definition) return httpAgent(name, definition, maxWaitMs);
   const { entrypoint, background } = definition;
   if (typeof background !== 'function') throw new ValidationError('background', 'must be a function');
-  if (entrypoint !== undefined && typeof entrypoint !== 'function') throw new ValidationError('entrypoint', 'must be a function');
-  if (maxWaitMs > MAX_CODE_WAIT_MS) throw new ValidationError('maxWait', `must be at most ${MAX_CODE_WAIT_MS} ms for a TypeScript agent`);
+  if (entrypoint !== undefined && typeof entrypoint !== 'function')
+    throw new ValidationError('entrypoint', 'must be a function');
+  if (maxWaitMs > MAX_CODE_WAIT_MS)
+    throw new ValidationError('maxWait', `must be at most ${MAX_CODE_WAIT_MS} ms for a TypeScript agent`);
   const ledger = definition.ledger === undefined ? null : ledgerOptions(definition.ledger);
-  return Object.freeze({ kind: 'code', name, maxWaitMs, entrypoint: (entrypoint as AgentFunction | undefined) ?? null, background: background as AgentFunction, ledger });
+  return Object.freeze({
+    kind: 'code',
+    name,
+    maxWaitMs,
+    entrypoint: (entrypoint as AgentFunction | undefined) ?? null,
+    background: background as AgentFunction,
+    ledger,
+  });
 }
 
 function ledgerOptions(o: LedgerOptions): Required<LedgerOptions> {
   if (typeof o !== 'object' || o === null) throw new ValidationError('ledger', 'must be an object');
   const arrival = o.arrival ?? 'queue';
-  if (arrival !== 'queue' && arrival !== 'coalesce') throw new ValidationError('ledger.arrival', `must be 'queue' or 'coalesce' (got ${JSON.stringify(arrival)})`);
+  if (arrival !== 'queue' && arrival !== 'coalesce')
+    throw new ValidationError('ledger.arrival', `must be 'queue' or 'coalesce' (got ${JSON.stringify(arrival)})`);
   const approval = o.approval ?? ['high'];
-  if (!Array.isArray(approval) || approval.some((r) => !['low', 'medium', 'high'].includes(r))) throw new ValidationError('ledger.approval', "must be a list of 'low', 'medium', 'high'");
+  if (!Array.isArray(approval) || approval.some((r) => !['low', 'medium', 'high'].includes(r)))
+    throw new ValidationError('ledger.approval', "must be a list of 'low', 'medium', 'high'");
   const graphVersion = o.graphVersion ?? 'v1';
-  if (typeof graphVersion !== 'string' || graphVersion.length === 0 || graphVersion.length > 100) throw new ValidationError('ledger.graphVersion', 'must be 1 to 100 characters');
-  return Object.freeze({ arrival, retry: o.retry ?? { maxAttempts: 3, backoff: { base: '1s', factor: 2, max: '1m' } }, approval, graphVersion });
+  if (typeof graphVersion !== 'string' || graphVersion.length === 0 || graphVersion.length > 100)
+    throw new ValidationError('ledger.graphVersion', 'must be 1 to 100 characters');
+  return Object.freeze({
+    arrival,
+    retry: o.retry ?? { maxAttempts: 3, backoff: { base: '1s', factor: 2, max: '1m' } },
+    approval,
+    graphVersion,
+  });
 }
 
 function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: number): HttpAgent {
@@ -154,7 +190,8 @@ function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: num
   } catch {
     throw new ValidationError('url', `must be an absolute URL (got ${JSON.stringify(definition.url)})`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ValidationError('url', `must be http: or https: (got ${url.protocol})`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ValidationError('url', `must be http: or https: (got ${url.protocol})`);
   const headers = definition.headers ?? {};
   for (const [header, value] of Object.entries(headers)) {
     if (typeof value !== 'string') throw new ValidationError(`headers.${header}`, 'must be a string');

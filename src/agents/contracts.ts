@@ -1,4 +1,10 @@
-import type { AgentCheckpointRecord, AgentEventRecord, AgentRunRecord, AgentStepRecord, AgentToolCallRecord } from './ledger.js';
+import type {
+  AgentCheckpointRecord,
+  AgentEventRecord,
+  AgentRunRecord,
+  AgentStepRecord,
+  AgentToolCallRecord,
+} from './ledger.js';
 
 // The 003 brief's contract names ("Contratos TypeScript") for the records the ledger's API answers;
 // aliases, so the ledger keeps one definition of each shape and these can never drift from it.

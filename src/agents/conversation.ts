@@ -21,7 +21,12 @@ export interface ConversationView {
 }
 
 export async function readConversation(store: Store, conversationId: string): Promise<ConversationView> {
-  return ((await store.projectionGet({ name: CONVERSATION_VIEW, key: conversationId })) as ConversationView | undefined) ?? { version: 0, waiting: {} };
+  return (
+    ((await store.projectionGet({ name: CONVERSATION_VIEW, key: conversationId })) as ConversationView | undefined) ?? {
+      version: 0,
+      waiting: {},
+    }
+  );
 }
 
 /** An inbound event as a run's input shows it. */
@@ -38,10 +43,24 @@ export interface GatheredEvent {
  * conversation's stream, so no intake joins after it) and returns the events it handles, oldest
  * first. Idempotent: run again after a crash, it appends nothing and returns the same events.
  */
-export async function gatherEvents(store: Store, journal: Journal, p: { runId: string; conversationId: string; agent: string }): Promise<GatheredEvent[]> {
+export async function gatherEvents(
+  store: Store,
+  journal: Journal,
+  p: { runId: string; conversationId: string; agent: string },
+): Promise<GatheredEvent[]> {
   return store.transaction(async (tx) => {
-    await journal.append(conversationStream(p.conversationId), [{ type: 'agent.run.started', data: { run_id: p.runId, agent: p.agent } }], { tx, idempotencyKey: `agent-run-started:${p.runId}` });
+    await journal.append(
+      conversationStream(p.conversationId),
+      [{ type: 'agent.run.started', data: { run_id: p.runId, agent: p.agent } }],
+      { tx, idempotencyKey: `agent-run-started:${p.runId}` },
+    );
     const events = await tx.agentEventList({ run_id: p.runId });
-    return events.map((e) => ({ event_id: e.id, source: e.source, input_type: e.input_type, payload: e.payload, created_at: new Date(e.created_at).toISOString() }));
+    return events.map((e) => ({
+      event_id: e.id,
+      source: e.source,
+      input_type: e.input_type,
+      payload: e.payload,
+      created_at: new Date(e.created_at).toISOString(),
+    }));
   });
 }

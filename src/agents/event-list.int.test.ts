@@ -37,7 +37,9 @@ describe.each(backends)('GET /agent/events on $name', (backend) => {
         });
       },
     });
-    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [echo], tools: [] }), { defaultAgent: 'echo' });
+    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [echo], tools: [] }), {
+      defaultAgent: 'echo',
+    });
     app = mount(new Hono(), agentRoutes(ledger));
     close = t.close;
   });
@@ -52,14 +54,24 @@ describe.each(backends)('GET /agent/events on $name', (backend) => {
       [3, 'c-c', 'u-1', 'whatsapp_webhook', false],
       [4, 'c-a', 'u-2', 'whatsapp_webhook', true],
     ] as const) {
-      const res = await call('POST', '/agent/events', { conversation_id: conversation, user_id: user, source, input_type: 'text', payload: { i, fail } });
+      const res = await call('POST', '/agent/events', {
+        conversation_id: conversation,
+        user_id: user,
+        source,
+        input_type: 'text',
+        payload: { i, fail },
+      });
       expect(res.status).toBe(202);
       sent.push({ id: res.body.event_id, conversation, user, source, fail });
     }
-    await eventually(async () => (await list('')).events.every((e) => e.status === 'done' || e.status === 'failed'), 20_000);
+    await eventually(
+      async () => (await list('')).events.every((e) => e.status === 'done' || e.status === 'failed'),
+      20_000,
+    );
     const newestFirst = sent.map((e) => e.id).reverse();
     const ids = async (query: string) => (await list(query)).events.map((e) => e.id);
-    const expected = (keep: (e: (typeof sent)[number]) => boolean) => newestFirst.filter((id) => keep(sent.find((e) => e.id === id)!));
+    const expected = (keep: (e: (typeof sent)[number]) => boolean) =>
+      newestFirst.filter((id) => keep(sent.find((e) => e.id === id)!));
 
     expect(await ids('')).toEqual(newestFirst);
     expect(await ids('?status=failed')).toEqual(expected((e) => e.fail));
@@ -68,7 +80,14 @@ describe.each(backends)('GET /agent/events on $name', (backend) => {
     expect(await ids('?user_id=u-2')).toEqual(expected((e) => e.user === 'u-2'));
     expect(await ids('?source=email')).toEqual(expected((e) => e.source === 'email'));
     expect(await ids('?status=failed&conversation_id=c-a&source=whatsapp_webhook&user_id=u-2')).toEqual([sent[4]!.id]);
-    expect((await list('?status=failed')).events[0]).toMatchObject({ id: sent[4]!.id, status: 'failed', attempt_count: 1, last_error: expect.stringContaining('asked to fail'), conversation_id: 'c-a', source: 'whatsapp_webhook' });
+    expect((await list('?status=failed')).events[0]).toMatchObject({
+      id: sent[4]!.id,
+      status: 'failed',
+      attempt_count: 1,
+      last_error: expect.stringContaining('asked to fail'),
+      conversation_id: 'c-a',
+      source: 'whatsapp_webhook',
+    });
 
     // page by page, two at a time: the same order, each event once
     const paged: string[] = [];
@@ -87,7 +106,8 @@ describe.each(backends)('GET /agent/events on $name', (backend) => {
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.body)).toContain('cursor');
     }
-    for (const query of ['?limit=0', '?limit=501', '?status=lost', '?colour=red']) expect((await call('GET', `/agent/events${query}`)).status).toBe(400);
+    for (const query of ['?limit=0', '?limit=501', '?status=lost', '?colour=red'])
+      expect((await call('GET', `/agent/events${query}`)).status).toBe(400);
     expect((await list('?limit=500')).events).toHaveLength(5);
   });
 });

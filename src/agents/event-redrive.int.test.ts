@@ -25,12 +25,19 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
   const send = async (conversation: string, text: string, source = 'whatsapp_webhook') => {
-    const res = await call('POST', '/agent/events', { conversation_id: conversation, user_id: 'u-1', source, input_type: 'text', payload: { text } });
+    const res = await call('POST', '/agent/events', {
+      conversation_id: conversation,
+      user_id: 'u-1',
+      source,
+      input_type: 'text',
+      payload: { text },
+    });
     expect(res.status).toBe(202);
     return res.body as { event_id: string; run_id: string };
   };
   const event = async (id: string) => (await call('GET', `/agent/events/${id}`)).body;
-  const settled = (id: string, status: 'done' | 'failed') => eventually(async () => ((await event(id)).status === status ? event(id) : undefined), 20_000);
+  const settled = (id: string, status: 'done' | 'failed') =>
+    eventually(async () => ((await event(id)).status === status ? event(id) : undefined), 20_000);
 
   beforeEach(async () => {
     down = new Set();
@@ -47,7 +54,9 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
         });
       },
     });
-    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [fragile], tools: [] }), { defaultAgent: 'fragile' });
+    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [fragile], tools: [] }), {
+      defaultAgent: 'fragile',
+    });
     app = mount(new Hono(), agentRoutes(ledger));
     close = t.close;
   });
@@ -57,14 +66,29 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     down.add('c-1');
     const first = await send('c-1', 'one');
     const failed = await settled(first.event_id, 'failed');
-    expect(failed).toMatchObject({ attempt_count: 1, run_id: first.run_id, last_error: expect.stringContaining('upstream of c-1 is down') });
+    expect(failed).toMatchObject({
+      attempt_count: 1,
+      run_id: first.run_id,
+      last_error: expect.stringContaining('upstream of c-1 is down'),
+    });
     const oldRun = (await call('GET', `/agent/runs/${first.run_id}`)).body;
-    expect(oldRun).toMatchObject({ status: 'failed', retry_of: null, steps: [expect.objectContaining({ node: 'call', status: 'error' })] });
+    expect(oldRun).toMatchObject({
+      status: 'failed',
+      retry_of: null,
+      steps: [expect.objectContaining({ node: 'call', status: 'error' })],
+    });
 
     down.delete('c-1');
-    const redriven = await call('POST', `/agent/events/${first.event_id}/redrive`, { by: 'ana', reason: 'upstream is back' });
+    const redriven = await call('POST', `/agent/events/${first.event_id}/redrive`, {
+      by: 'ana',
+      reason: 'upstream is back',
+    });
     expect(redriven.status).toBe(200);
-    expect(redriven.body).toMatchObject({ run_id: expect.stringMatching(/^ses_/), retry_of: first.run_id, event: { id: first.event_id, attempt_count: 0, last_error: null } });
+    expect(redriven.body).toMatchObject({
+      run_id: expect.stringMatching(/^ses_/),
+      retry_of: first.run_id,
+      event: { id: first.event_id, attempt_count: 0, last_error: null },
+    });
     const newRunId = redriven.body.run_id as string;
     expect(newRunId).not.toBe(first.run_id);
     // again at once: it is no longer failed
@@ -76,10 +100,21 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     expect(done).toMatchObject({ run_id: newRunId, attempt_count: 1, last_error: null });
     expect(handled).toEqual(['one']);
     const newRun = (await call('GET', `/agent/runs/${newRunId}`)).body;
-    expect(newRun).toMatchObject({ status: 'success', retry_of: first.run_id, event_id: first.event_id, conversation_id: 'c-1', events: [expect.objectContaining({ id: first.event_id })] });
+    expect(newRun).toMatchObject({
+      status: 'success',
+      retry_of: first.run_id,
+      event_id: first.event_id,
+      conversation_id: 'c-1',
+      events: [expect.objectContaining({ id: first.event_id })],
+    });
     expect(newRun.steps.map((s: { node: string; status: string }) => [s.node, s.status])).toEqual([['call', 'ok']]);
     // the old attempt's rows stay as they were
-    expect((await call('GET', `/agent/runs/${first.run_id}`)).body).toMatchObject({ status: 'failed', event_id: first.event_id, steps: oldRun.steps, failure_reason: oldRun.failure_reason });
+    expect((await call('GET', `/agent/runs/${first.run_id}`)).body).toMatchObject({
+      status: 'failed',
+      event_id: first.event_id,
+      steps: oldRun.steps,
+      failure_reason: oldRun.failure_reason,
+    });
 
     expect((await call('POST', `/agent/events/${first.event_id}/redrive`)).status).toBe(409);
     expect((await call('POST', '/agent/events/evt_01J00000000000000000000000/redrive')).status).toBe(404);
@@ -100,7 +135,10 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     await settled(c.event_id, 'done');
     await settled(a.event_id, 'done');
     expect(handled).toEqual(['b', 'a', 'c']);
-    const runs = (await call('GET', '/conversations/c-2/runs')).body.runs.map((r: { id: string; status: string }) => [r.id, r.status]);
+    const runs = (await call('GET', '/conversations/c-2/runs')).body.runs.map((r: { id: string; status: string }) => [
+      r.id,
+      r.status,
+    ]);
     expect(runs).toEqual([
       [a.run_id, 'failed'],
       [b.run_id, 'success'],
@@ -118,8 +156,15 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
       const r = await engine.run(sent.run_id);
       return r.status === 'running' || r.status === 'pending' ? undefined : r;
     }, 20_000);
-    expect([session.status, session.output]).toEqual(['success', expect.objectContaining({ ended_with: 'AGENT_BACKGROUND_TASK_FAILED' })]);
-    const before = { event: await event(sent.event_id), run: (await call('GET', `/agent/runs/${sent.run_id}`)).body, stream: await engine.journal.readStream(`session:${sent.run_id}`) };
+    expect([session.status, session.output]).toEqual([
+      'success',
+      expect.objectContaining({ ended_with: 'AGENT_BACKGROUND_TASK_FAILED' }),
+    ]);
+    const before = {
+      event: await event(sent.event_id),
+      run: (await call('GET', `/agent/runs/${sent.run_id}`)).body,
+      stream: await engine.journal.readStream(`session:${sent.run_id}`),
+    };
     const retried = await engine.operator.retryRuns({}, { by: 'ops', reason: 'upstream is back' });
     expect([retried.ids, retried.started]).toEqual([[], {}]);
     expect(await event(sent.event_id)).toEqual(before.event);
@@ -142,12 +187,25 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
 
     expect((await call('POST', '/agent/events/redrive', { status: 'done' })).status).toBe(400);
     expect((await call('POST', '/agent/events/redrive', { status: 'failed', colour: 'red' })).status).toBe(400);
-    expect(await call('POST', '/agent/events/redrive', { status: 'failed', conversation_id: 'c-x', source: 'email', by: 'ops' })).toEqual({ status: 200, body: { redriven: 1 } });
+    expect(
+      await call('POST', '/agent/events/redrive', {
+        status: 'failed',
+        conversation_id: 'c-x',
+        source: 'email',
+        by: 'ops',
+      }),
+    ).toEqual({ status: 200, body: { redriven: 1 } });
     await settled(x1.event_id, 'done');
     expect((await event(x2.event_id)).status).toBe('failed');
-    expect(await call('POST', '/agent/events/redrive', { status: 'failed' })).toEqual({ status: 200, body: { redriven: 2 } });
+    expect(await call('POST', '/agent/events/redrive', { status: 'failed' })).toEqual({
+      status: 200,
+      body: { redriven: 2 },
+    });
     for (const e of [x2, y1]) await settled(e.event_id, 'done');
-    expect(await call('POST', '/agent/events/redrive', { status: 'failed' })).toEqual({ status: 200, body: { redriven: 0 } });
+    expect(await call('POST', '/agent/events/redrive', { status: 'failed' })).toEqual({
+      status: 200,
+      body: { redriven: 0 },
+    });
     expect(handled.sort()).toEqual(['x1', 'x2', 'y1', 'z1']);
   });
 });

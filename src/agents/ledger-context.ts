@@ -37,7 +37,16 @@ const PASS_STOPS = new Set(['CancelledError', 'LeaseLostError', 'PassAborted', '
  * is a durable wait. A tool call's external idempotency key is `<run>:<node>:<tool>#<n>` (the n-th
  * call of that tool in that node): the same in every attempt of the node and after any crash.
  */
-export function ledgerContext(ctx: WorkflowContext, o: { sessionId: string; agent: CodeAgent; tools: ReadonlyMap<string, Tool>; signal: AbortSignal; maxPayloadBytes: number }): AgentContext {
+export function ledgerContext(
+  ctx: WorkflowContext,
+  o: {
+    sessionId: string;
+    agent: CodeAgent;
+    tools: ReadonlyMap<string, Tool>;
+    signal: AbortSignal;
+    maxPayloadBytes: number;
+  },
+): AgentContext {
   const ledger = o.agent.ledger!;
   let current: string | null = null;
   let counts = new Map<string, number>();
@@ -49,9 +58,17 @@ export function ledgerContext(ctx: WorkflowContext, o: { sessionId: string; agen
     idempotencyKey: `${o.sessionId}:background`,
     attempt: 1,
 
-    async node<T>(name: string, fn: (node: { attempt: number }) => Promise<T>, options: { input?: unknown; when?: boolean } = {}): Promise<T> {
-      if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw new TerminalError(`node name must be 1 to 100 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`);
-      if (current !== null) throw new TerminalError(`node '${name}' was called inside node '${current}': nodes do not nest`);
+    async node<T>(
+      name: string,
+      fn: (node: { attempt: number }) => Promise<T>,
+      options: { input?: unknown; when?: boolean } = {},
+    ): Promise<T> {
+      if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name))
+        throw new TerminalError(
+          `node name must be 1 to 100 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`,
+        );
+      if (current !== null)
+        throw new TerminalError(`node '${name}' was called inside node '${current}': nodes do not nest`);
       const input = options.input !== undefined ? options.input : previous;
       const output = await ctx.node(
         name,
@@ -72,7 +89,10 @@ export function ledgerContext(ctx: WorkflowContext, o: { sessionId: string; agen
 
     async tool<O>(name: string, input: unknown): Promise<O> {
       const tool = o.tools.get(name);
-      if (!tool) throw new TerminalError(`no tool is named ${JSON.stringify(name)} (there are: ${[...o.tools.keys()].sort().join(', ') || 'none'})`);
+      if (!tool)
+        throw new TerminalError(
+          `no tool is named ${JSON.stringify(name)} (there are: ${[...o.tools.keys()].sort().join(', ') || 'none'})`,
+        );
       try {
         checkJson(`tool ${name}: input`, input ?? null, o.maxPayloadBytes);
       } catch (error) {
@@ -81,23 +101,48 @@ export function ledgerContext(ctx: WorkflowContext, o: { sessionId: string; agen
       const n = (counts.get(name) ?? 0) + 1;
       counts.set(name, n);
       const key = `${o.sessionId}:${current ?? '-'}:${name}#${n}`;
-      const call: ToolCallInput = { ledger: 'tool', key, tool: name, risk: tool.risk, node: current, input: input ?? null };
+      const call: ToolCallInput = {
+        ledger: 'tool',
+        key,
+        tool: name,
+        risk: tool.risk,
+        node: current,
+        input: input ?? null,
+      };
       if (tool.approval ?? ledger.approval.includes(tool.risk)) {
-        await ctx.step(`tool.request:${name}`, async () => null, { input: { ...call, approval_timeout_ms: tool.approvalTimeoutMs }, retry: { maxAttempts: 1 } });
+        await ctx.step(`tool.request:${name}`, async () => null, {
+          input: { ...call, approval_timeout_ms: tool.approvalTimeoutMs },
+          retry: { maxAttempts: 1 },
+        });
         const decision = await ctx.waitForEvent<Decision>(approvalSignal(key), { timeout: tool.approvalTimeoutMs });
-        if (decision === null) throw new ToolBlockedError(name, `the approval of ${name} expired after ${tool.approvalTimeoutMs} ms`, 'expired');
-        if (decision.decision !== 'approved') throw new ToolBlockedError(name, `${name} was rejected by ${decision.by}${decision.reason ? `: ${decision.reason}` : ''}`, 'rejected');
+        if (decision === null)
+          throw new ToolBlockedError(
+            name,
+            `the approval of ${name} expired after ${tool.approvalTimeoutMs} ms`,
+            'expired',
+          );
+        if (decision.decision !== 'approved')
+          throw new ToolBlockedError(
+            name,
+            `${name} was rejected by ${decision.by}${decision.reason ? `: ${decision.reason}` : ''}`,
+            'rejected',
+          );
       }
       try {
-        return (await ctx.step(`tool:${name}`, (step) => tool.run(input ?? null, { idempotencyKey: key, signal: step.signal, attempt: step.attempt }), {
-          input: call,
-          timeout: tool.timeoutMs,
-          retry: tool.retry,
-        })) as O;
+        return (await ctx.step(
+          `tool:${name}`,
+          (step) => tool.run(input ?? null, { idempotencyKey: key, signal: step.signal, attempt: step.attempt }),
+          {
+            input: call,
+            timeout: tool.timeoutMs,
+            retry: tool.retry,
+          },
+        )) as O;
       } catch (error) {
         const e = error instanceof Error ? error : new Error(String(error));
         if (PASS_STOPS.has(e.name)) throw error;
-        if (e.name === 'TimeoutError') throw new ToolTimeoutError(name, `${name} did not finish within ${tool.timeoutMs} ms`);
+        if (e.name === 'TimeoutError')
+          throw new ToolTimeoutError(name, `${name} did not finish within ${tool.timeoutMs} ms`);
         throw new ToolError(name, `${name} failed: ${e.name}: ${e.message}`);
       }
     },

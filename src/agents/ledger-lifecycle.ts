@@ -63,7 +63,9 @@ export function canMove(table: Table, from: string | null, to: string): boolean 
 
 /** The states `table` has an edge from to `to` (for a conditional update: `WHERE status = ANY(…)`). */
 export function sources(table: Table, to: string): string[] {
-  return Object.values(table).flatMap((t) => (t.to === to ? t.from.filter((from): from is string => from !== null) : []));
+  return Object.values(table).flatMap((t) =>
+    t.to === to ? t.from.filter((from): from is string => from !== null) : [],
+  );
 }
 
 export function isRunEnded(status: string): boolean {

@@ -24,7 +24,8 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
-  const send = (event: Record<string, unknown>) => call('POST', '/agent/events', { user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', ...event });
+  const send = (event: Record<string, unknown>) =>
+    call('POST', '/agent/events', { user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', ...event });
   const run = async (id: string) => (await call('GET', `/agent/runs/${id}`)).body;
   const ended = (id: string, timeoutMs = 20_000) =>
     eventually(async () => {
@@ -43,9 +44,23 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     effects = [];
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    const effect = defineTool('effect', { risk: 'low', timeout: '5s', run: async (input: { n: number }, { idempotencyKey }) => (effects.push(idempotencyKey), { done: input.n }) });
-    const slow = defineTool('slow', { risk: 'medium', timeout: '150ms', run: () => new Promise((resolve) => setTimeout(resolve, 5000)) });
-    const guarded = defineTool('guarded', { risk: 'low', approval: true, approvalTimeout: '300ms', timeout: '1s', run: async () => effects.push('guarded') });
+    const effect = defineTool('effect', {
+      risk: 'low',
+      timeout: '5s',
+      run: async (input: { n: number }, { idempotencyKey }) => (effects.push(idempotencyKey), { done: input.n }),
+    });
+    const slow = defineTool('slow', {
+      risk: 'medium',
+      timeout: '150ms',
+      run: () => new Promise((resolve) => setTimeout(resolve, 5000)),
+    });
+    const guarded = defineTool('guarded', {
+      risk: 'low',
+      approval: true,
+      approvalTimeout: '300ms',
+      timeout: '1s',
+      run: async () => effects.push('guarded'),
+    });
     const counter = defineAgent('counter', {
       ledger: {},
       background: async (input: { events: Array<{ payload: { n: number } }> }, ctx) => {
@@ -92,40 +107,103 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
   afterEach(() => close());
 
   it('takes a webhook delivered twice, and 20 times at once, as one event and one run with one set of tool effects', async () => {
-    const first = await send({ conversation_id: 'c-dup', idempotency_key: 'wamid.1', agent: 'counter', payload: { n: 1 } });
+    const first = await send({
+      conversation_id: 'c-dup',
+      idempotency_key: 'wamid.1',
+      agent: 'counter',
+      payload: { n: 1 },
+    });
     expect(first.status).toBe(202);
-    expect(first.body).toEqual({ event_id: expect.stringMatching(/^evt_/), run_id: expect.stringMatching(/^ses_/), duplicate: false, decision: 'queued' });
-    const again = await send({ conversation_id: 'c-dup', idempotency_key: 'wamid.1', agent: 'counter', payload: { n: 1 } });
+    expect(first.body).toEqual({
+      event_id: expect.stringMatching(/^evt_/),
+      run_id: expect.stringMatching(/^ses_/),
+      duplicate: false,
+      decision: 'queued',
+    });
+    const again = await send({
+      conversation_id: 'c-dup',
+      idempotency_key: 'wamid.1',
+      agent: 'counter',
+      payload: { n: 1 },
+    });
     expect(again).toEqual({ status: 200, body: { ...first.body, duplicate: true } });
 
-    const burst = await Promise.all(Array.from({ length: 20 }, () => send({ conversation_id: 'c-burst', idempotency_key: 'wamid.2', agent: 'counter', payload: { n: 2 } })));
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        send({ conversation_id: 'c-burst', idempotency_key: 'wamid.2', agent: 'counter', payload: { n: 2 } }),
+      ),
+    );
     expect(burst.filter((r) => r.status === 202)).toHaveLength(1);
     expect(burst.filter((r) => r.status === 200)).toHaveLength(19);
     expect(new Set(burst.map((r) => `${r.body.event_id} ${r.body.run_id}`)).size).toBe(1);
     // without a key, the key is a hash of (source, conversation, payload): key order in the payload does not matter
-    const unkeyed = await Promise.all([send({ conversation_id: 'c-hash', agent: 'counter', payload: { n: 3, m: 'x' } }), send({ conversation_id: 'c-hash', agent: 'counter', payload: { m: 'x', n: 3 } })]);
+    const unkeyed = await Promise.all([
+      send({ conversation_id: 'c-hash', agent: 'counter', payload: { n: 3, m: 'x' } }),
+      send({ conversation_id: 'c-hash', agent: 'counter', payload: { m: 'x', n: 3 } }),
+    ]);
     expect(unkeyed.map((r) => r.status).sort()).toEqual([200, 202]);
     expect(unkeyed[0]!.body.run_id).toBe(unkeyed[1]!.body.run_id);
 
-    for (const id of [first.body.run_id, burst[0]!.body.run_id, unkeyed[0]!.body.run_id]) expect((await ended(id)).status).toBe('success');
-    for (const conversation of ['c-dup', 'c-burst', 'c-hash']) expect((await call('GET', `/conversations/${conversation}/runs`)).body.runs).toHaveLength(1);
-    expect(effects.sort()).toEqual([`${first.body.run_id}:work:effect#1`, `${burst[0]!.body.run_id}:work:effect#1`, `${unkeyed[0]!.body.run_id}:work:effect#1`].sort());
+    for (const id of [first.body.run_id, burst[0]!.body.run_id, unkeyed[0]!.body.run_id])
+      expect((await ended(id)).status).toBe('success');
+    for (const conversation of ['c-dup', 'c-burst', 'c-hash'])
+      expect((await call('GET', `/conversations/${conversation}/runs`)).body.runs).toHaveLength(1);
+    expect(effects.sort()).toEqual(
+      [
+        `${first.body.run_id}:work:effect#1`,
+        `${burst[0]!.body.run_id}:work:effect#1`,
+        `${unkeyed[0]!.body.run_id}:work:effect#1`,
+      ].sort(),
+    );
     const event = (await call('GET', `/agent/events/${first.body.event_id}`)).body;
-    expect(event).toMatchObject({ id: first.body.event_id, idempotency_key: 'wamid.1', status: 'done', attempt_count: 1, run_id: first.body.run_id, decision: 'queued', conversation_id: 'c-dup' });
+    expect(event).toMatchObject({
+      id: first.body.event_id,
+      idempotency_key: 'wamid.1',
+      status: 'done',
+      attempt_count: 1,
+      run_id: first.body.run_id,
+      decision: 'queued',
+      conversation_id: 'c-dup',
+    });
     expect(Date.parse(event.available_at)).toBeLessThanOrEqual(Date.parse(event.updated_at));
   });
 
   it('runs the sample agent: nodes classify → act → reply, a blocked refund, approval, done; GET /sessions/{id} is the same run', async () => {
-    const { body: sent } = await send({ conversation_id: 'c-refund', payload: { text: 'I want a refund for order 1234' } });
+    const { body: sent } = await send({
+      conversation_id: 'c-refund',
+      payload: { text: 'I want a refund for order 1234' },
+    });
     await waiting(sent.run_id);
     const pending = (await call('GET', '/agent/approvals?status=pending')).body.tool_calls;
     expect(pending).toHaveLength(1);
-    expect(pending[0]).toMatchObject({ run_id: sent.run_id, tool_name: 'issue_refund', risk_level: 'high', status: 'blocked', approval_status: 'pending', input: { order_id: '1234', amount: 42 } });
-    const approved = await call('POST', `/agent/tool-calls/${pending[0].id}/approve`, { by: 'ana', reason: 'customer is right' });
+    expect(pending[0]).toMatchObject({
+      run_id: sent.run_id,
+      tool_name: 'issue_refund',
+      risk_level: 'high',
+      status: 'blocked',
+      approval_status: 'pending',
+      input: { order_id: '1234', amount: 42 },
+    });
+    const approved = await call('POST', `/agent/tool-calls/${pending[0].id}/approve`, {
+      by: 'ana',
+      reason: 'customer is right',
+    });
     expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ duplicate: false, tool_call: { approval_status: 'approved', approval_by: 'ana' } });
+    expect(approved.body).toMatchObject({
+      duplicate: false,
+      tool_call: { approval_status: 'approved', approval_by: 'ana' },
+    });
     const done = await ended(sent.run_id);
-    expect(done).toMatchObject({ status: 'success', conversation_id: 'c-refund', user_id: 'u-1', agent: 'sample-agent', input_class: 'text', graph_version: 'v1', event_id: sent.event_id, failure_reason: null });
+    expect(done).toMatchObject({
+      status: 'success',
+      conversation_id: 'c-refund',
+      user_id: 'u-1',
+      agent: 'sample-agent',
+      input_class: 'text',
+      graph_version: 'v1',
+      event_id: sent.event_id,
+      failure_reason: null,
+    });
     expect(done.steps.map((s: any) => [s.node, s.status])).toEqual([
       ['classify', 'ok'],
       ['act', 'ok'],
@@ -142,9 +220,16 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     ]);
     expect(done.tool_calls[1].external_idempotency_key).toBe(`${sent.run_id}:act:issue_refund#1`);
     expect(done.tool_calls[1].output).toMatchObject({ refund_id: expect.stringMatching(/^rf_/), amount: 42 });
-    expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({ session_id: sent.run_id, status: 'success', agent: 'sample-agent' });
+    expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({
+      session_id: sent.run_id,
+      status: 'success',
+      agent: 'sample-agent',
+    });
     // the same decision again is harmless, a different one is a conflict
-    expect(await call('POST', `/agent/tool-calls/${pending[0].id}/approve`, { by: 'bob' })).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await call('POST', `/agent/tool-calls/${pending[0].id}/approve`, { by: 'bob' })).toMatchObject({
+      status: 200,
+      body: { duplicate: true },
+    });
     expect((await call('POST', `/agent/tool-calls/${pending[0].id}/reject`, { by: 'bob' })).status).toBe(409);
     expect((await call('POST', `/agent/tool-calls/${done.tool_calls[0].id}/approve`, { by: 'bob' })).status).toBe(409);
     expect((await call('POST', '/agent/tool-calls/tc_nope/approve', { by: 'bob' })).status).toBe(404);
@@ -155,10 +240,20 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     const { body: sent } = await send({ conversation_id: 'c-reject', payload: { text: 'refund please' } });
     await waiting(sent.run_id);
     const [call1] = (await call('GET', '/agent/approvals')).body.tool_calls;
-    expect((await call('POST', `/agent/tool-calls/${call1.id}/reject`, { by: 'ana', reason: 'outside the refund window' })).status).toBe(200);
+    expect(
+      (await call('POST', `/agent/tool-calls/${call1.id}/reject`, { by: 'ana', reason: 'outside the refund window' }))
+        .status,
+    ).toBe(200);
     const done = await ended(sent.run_id);
     expect(done.status).toBe('success');
-    expect(done.tool_calls[1]).toMatchObject({ tool_name: 'issue_refund', status: 'blocked', approval_status: 'rejected', approval_by: 'ana', error: 'rejected by ana: outside the refund window', started_at: null });
+    expect(done.tool_calls[1]).toMatchObject({
+      tool_name: 'issue_refund',
+      status: 'blocked',
+      approval_status: 'rejected',
+      approval_by: 'ana',
+      error: 'rejected by ana: outside the refund window',
+      started_at: null,
+    });
     expect(done.checkpoints[1].state.blocked).toBe('issue_refund was rejected by ana: outside the refund window');
     expect(done.checkpoints[2].state.text).toContain('was not approved');
     const late = await call('POST', `/agent/tool-calls/${call1.id}/approve`, { by: 'bob' });
@@ -185,7 +280,10 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     expect(effects).toEqual([]);
     const guarded = done.tool_calls[1];
     expect((await call('POST', `/agent/tool-calls/${guarded.id}/approve`, { by: 'ana' })).status).toBe(409);
-    expect((await call('GET', `/agent/events/${sent.event_id}`)).body).toMatchObject({ status: 'failed', last_error: done.failure_reason });
+    expect((await call('GET', `/agent/events/${sent.event_id}`)).body).toMatchObject({
+      status: 'failed',
+      last_error: done.failure_reason,
+    });
   });
 
   it('retries a failing node with growing available_at, then fails the event and the run with the reason', async () => {
@@ -193,27 +291,35 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     const seen = new Set<string>();
     const done = await eventually(async () => {
       const event = (await call('GET', `/agent/events/${sent.event_id}`)).body;
-      if (event.status === 'pending' && event.attempt_count > 0) seen.add(`${event.attempt_count} ${event.available_at}`);
+      if (event.status === 'pending' && event.attempt_count > 0)
+        seen.add(`${event.attempt_count} ${event.available_at}`);
       return event.status === 'failed' ? event : undefined;
     }, 20_000);
     expect(done).toMatchObject({ status: 'failed', attempt_count: 3, last_error: 'Error: upstream 503 on attempt 3' });
     const r = await run(sent.run_id);
     expect(r).toMatchObject({ status: 'failed', failure_reason: 'Error: upstream 503 on attempt 3' });
-    expect(r.steps.map((s: any) => [s.attempt, s.status, s.error])).toEqual([1, 2, 3].map((n) => [n, 'error', `Error: upstream 503 on attempt ${n}`]));
+    expect(r.steps.map((s: any) => [s.attempt, s.status, s.error])).toEqual(
+      [1, 2, 3].map((n) => [n, 'error', `Error: upstream 503 on attempt ${n}`]),
+    );
     // the journal's failures carry the backoff the event's available_at showed: it grows
-    const failures = (await engine.journal.readStream(`run:${sent.run_id}`)).filter((e) => e.type === 'node.failed').map((e) => ({ at: e.timestamp, ...(e.data as { retryAt: number | null }) }));
+    const failures = (await engine.journal.readStream(`run:${sent.run_id}`))
+      .filter((e) => e.type === 'node.failed')
+      .map((e) => ({ at: e.timestamp, ...(e.data as { retryAt: number | null }) }));
     expect(failures.map((f) => f.retryAt === null)).toEqual([false, false, true]);
     const delays = failures.slice(0, 2).map((f) => f.retryAt! - f.at);
     expect(delays[1]!).toBeGreaterThan(delays[0]!);
     expect(failures[1]!.retryAt!).toBeGreaterThan(failures[0]!.retryAt!);
-    for (const s of seen) expect([1, 2].map((n) => `${n} ${new Date(failures[n - 1]!.retryAt!).toISOString()}`)).toContain(s);
+    for (const s of seen)
+      expect([1, 2].map((n) => `${n} ${new Date(failures[n - 1]!.retryAt!).toISOString()}`)).toContain(s);
   });
 
   it('coalesces the events that arrive while the conversation is busy into its waiting run, journaling each decision', async () => {
-    const first = (await send({ conversation_id: 'c-co', agent: 'batching', payload: { text: 'one', sleep_ms: 1500 } })).body;
+    const first = (await send({ conversation_id: 'c-co', agent: 'batching', payload: { text: 'one', sleep_ms: 1500 } }))
+      .body;
     await eventually(async () => (await run(first.run_id)).status === 'running');
     const later = [];
-    for (const text of ['two', 'three', 'four']) later.push((await send({ conversation_id: 'c-co', agent: 'batching', payload: { text } })).body);
+    for (const text of ['two', 'three', 'four'])
+      later.push((await send({ conversation_id: 'c-co', agent: 'batching', payload: { text } })).body);
     expect([first, ...later].map((r) => r.decision)).toEqual(['queued', 'queued', 'coalesced', 'coalesced']);
     expect(new Set(later.map((r) => r.run_id)).size).toBe(1);
     const second = await ended(later[0]!.run_id);
@@ -223,9 +329,18 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     expect(runs.map((r: any) => r.id)).toEqual([first.run_id, later[0]!.run_id]);
     expect(Date.parse(runs[1].started_at)).toBeGreaterThanOrEqual(Date.parse(runs[0].ended_at));
     const decisions = (await engine.journal.readStream('agent-conversation:c-co')).map((e) => e.type);
-    expect(decisions).toEqual(['agent.event.queued', 'agent.run.started', 'agent.event.queued', 'agent.event.coalesced', 'agent.event.coalesced', 'agent.run.started']);
+    expect(decisions).toEqual([
+      'agent.event.queued',
+      'agent.run.started',
+      'agent.event.queued',
+      'agent.event.coalesced',
+      'agent.event.coalesced',
+      'agent.run.started',
+    ]);
     // after the run started, a new event starts a new run
-    expect((await send({ conversation_id: 'c-co', agent: 'batching', payload: { text: 'five' } })).body.decision).toBe('queued');
+    expect((await send({ conversation_id: 'c-co', agent: 'batching', payload: { text: 'five' } })).body.decision).toBe(
+      'queued',
+    );
   });
 
   it('lists runs newest first with filters and a cursor, and answers bad input with the field and the limit', async () => {
@@ -235,11 +350,19 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
       ['c-b', 'u-2'],
       ['c-a', 'u-2'],
     ] as const)
-      ids.push((await send({ conversation_id: conversation, user_id: user, agent: 'counter', payload: { n: ids.length } })).body.run_id);
+      ids.push(
+        (await send({ conversation_id: conversation, user_id: user, agent: 'counter', payload: { n: ids.length } }))
+          .body.run_id,
+      );
     const all = (await call('GET', '/agent/runs?limit=2')).body;
     expect(all.runs.map((r: any) => r.id)).toEqual([ids[2], ids[1]]);
-    expect((await call('GET', `/agent/runs?limit=2&cursor=${all.next_cursor}`)).body).toMatchObject({ runs: [{ id: ids[0] }], next_cursor: null });
-    expect((await call('GET', '/agent/runs?conversation_id=c-a&user_id=u-2')).body.runs.map((r: any) => r.id)).toEqual([ids[2]]);
+    expect((await call('GET', `/agent/runs?limit=2&cursor=${all.next_cursor}`)).body).toMatchObject({
+      runs: [{ id: ids[0] }],
+      next_cursor: null,
+    });
+    expect((await call('GET', '/agent/runs?conversation_id=c-a&user_id=u-2')).body.runs.map((r: any) => r.id)).toEqual([
+      ids[2],
+    ]);
     for (const id of ids) await ended(id);
     expect((await call('GET', '/agent/runs?status=success')).body.runs).toHaveLength(3);
     const bad = await call('POST', '/agent/events', { user_id: 'u', source: 's', input_type: 't', payload: {} });

@@ -3,7 +3,15 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
-import type { AgentCheckpointRow, AgentEventRow, AgentEventStatus, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../storage/ledger.js';
+import type {
+  AgentCheckpointRow,
+  AgentEventRow,
+  AgentEventStatus,
+  AgentRunRow,
+  AgentStepRow,
+  AgentToolCallRow,
+  ApprovalStatus,
+} from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
 import { keyStream } from '../runtime/keyed.js';
 import { conversationStream, readConversation } from './conversation.js';
@@ -39,7 +47,10 @@ type Iso<T, K extends keyof T> = Omit<T, K> & { [P in K]: T[P] extends number ? 
 export type AgentEventRecord = Iso<AgentEventRow, 'available_at' | 'created_at' | 'updated_at'>;
 export type AgentRunRecord = Iso<AgentRunRow, 'started_at' | 'ended_at' | 'created_at' | 'updated_at'>;
 export type AgentStepRecord = Iso<AgentStepRow, 'created_at' | 'updated_at'>;
-export type AgentToolCallRecord = Iso<AgentToolCallRow, 'started_at' | 'ended_at' | 'approval_expires_at' | 'decided_at' | 'created_at' | 'updated_at'>;
+export type AgentToolCallRecord = Iso<
+  AgentToolCallRow,
+  'started_at' | 'ended_at' | 'approval_expires_at' | 'decided_at' | 'created_at' | 'updated_at'
+>;
 export type AgentCheckpointRecord = Iso<AgentCheckpointRow, 'created_at'>;
 
 export interface AgentRunDetail extends AgentRunRecord {
@@ -122,13 +133,34 @@ export class AgentLedger {
   }
 
   /** Inbound events, newest first (received time, then id), filtered; the cursor is the previous page's last event id. */
-  async events(q: { status?: AgentEventStatus; conversation_id?: string; user_id?: string; source?: string; limit?: number; cursor?: string } = {}): Promise<Page<AgentEventRecord>> {
-    if (q.status !== undefined && !EVENT_STATUSES.includes(q.status)) throw new ValidationError('status', `must be one of ${EVENT_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`);
+  async events(
+    q: {
+      status?: AgentEventStatus;
+      conversation_id?: string;
+      user_id?: string;
+      source?: string;
+      limit?: number;
+      cursor?: string;
+    } = {},
+  ): Promise<Page<AgentEventRecord>> {
+    if (q.status !== undefined && !EVENT_STATUSES.includes(q.status))
+      throw new ValidationError(
+        'status',
+        `must be one of ${EVENT_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`,
+      );
     // the page starts after the cursor's place in the order, so a cursor must be an event that exists
-    if (q.cursor !== undefined && !(await this.engine.store.agentEventGet({ id: q.cursor }))) throw new ValidationError('cursor', `'${q.cursor}' is not the next_cursor of a previous page (the id of an agent event)`);
+    if (q.cursor !== undefined && !(await this.engine.store.agentEventGet({ id: q.cursor })))
+      throw new ValidationError(
+        'cursor',
+        `'${q.cursor}' is not the next_cursor of a previous page (the id of an agent event)`,
+      );
     const limit = q.limit ?? 50;
     const { cursor, ...filters } = q;
-    const rows = await this.engine.store.agentEventPage({ ...filters, limit, ...(cursor !== undefined ? { after: cursor } : {}) });
+    const rows = await this.engine.store.agentEventPage({
+      ...filters,
+      limit,
+      ...(cursor !== undefined ? { after: cursor } : {}),
+    });
     return { items: rows.map(eventRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
   }
 
@@ -138,27 +170,57 @@ export class AgentLedger {
    * `retry_of` names it. Journaled on the event's key stream with who and why. An event that is not
    * failed is a ConflictError.
    */
-  async redrive(id: string, body: { by?: string; reason?: string | null } = {}): Promise<{ event: AgentEventRecord; run_id: string; retry_of: string }> {
+  async redrive(
+    id: string,
+    body: { by?: string; reason?: string | null } = {},
+  ): Promise<{ event: AgentEventRecord; run_id: string; retry_of: string }> {
     const actor = this.actor(body);
     const { run_id, retry_of } = await this.engine.store.transaction(async (tx) => {
       const before = await tx.agentEventGet({ id });
       if (!before) throw new NotFoundError(`agent event ${id} not found`);
-      if (before.status !== 'failed') throw new ConflictError(`agent event ${id} is ${before.status}; only a failed event can be redriven`);
+      if (before.status !== 'failed')
+        throw new ConflictError(`agent event ${id} is ${before.status}; only a failed event can be redriven`);
       const stream = keyStream('agent-event', before.idempotency_key);
       const [last] = await this.engine.journal.readStream(stream, { backwards: true, limit: 1, tx });
       const run_id = newId('ses');
-      const input = { event_id: id, conversation_id: before.conversation_id, user_id: before.user_id, source: before.source, input_type: before.input_type, payload: before.payload };
-      await this.sessions.startForEvent(tx, { id: run_id, agent: before.agent, input, conversation_id: before.conversation_id, user_id: before.user_id, event_id: id, input_class: before.input_type });
+      const input = {
+        event_id: id,
+        conversation_id: before.conversation_id,
+        user_id: before.user_id,
+        source: before.source,
+        input_type: before.input_type,
+        payload: before.payload,
+      };
+      await this.sessions.startForEvent(tx, {
+        id: run_id,
+        agent: before.agent,
+        input,
+        conversation_id: before.conversation_id,
+        user_id: before.user_id,
+        event_id: id,
+        input_class: before.input_type,
+      });
       // a concurrent redrive of the same event appended first: this one loses (409) and starts nothing
-      await this.engine.journal.append(stream, [{ type: 'agent.event.redriven', data: { event_id: id, run_id, retry_of: before.run_id, ...actor } }], { tx, expectedVersion: last?.version ?? 0 });
+      await this.engine.journal.append(
+        stream,
+        [{ type: 'agent.event.redriven', data: { event_id: id, run_id, retry_of: before.run_id, ...actor } }],
+        { tx, expectedVersion: last?.version ?? 0 },
+      );
       return { run_id, retry_of: before.run_id };
     });
     return { event: await this.event(id), run_id, retry_of };
   }
 
   /** Redrives every failed event the filter matches, oldest first (so their new runs queue in arrival order). */
-  async redriveAll(filter: { status: 'failed'; conversation_id?: string; source?: string }, body: { by?: string; reason?: string | null } = {}): Promise<{ redriven: number }> {
-    if (filter.status !== 'failed') throw new ValidationError('status', `must be failed (only a failed event can be redriven; got ${JSON.stringify(filter.status)})`);
+  async redriveAll(
+    filter: { status: 'failed'; conversation_id?: string; source?: string },
+    body: { by?: string; reason?: string | null } = {},
+  ): Promise<{ redriven: number }> {
+    if (filter.status !== 'failed')
+      throw new ValidationError(
+        'status',
+        `must be failed (only a failed event can be redriven; got ${JSON.stringify(filter.status)})`,
+      );
     this.actor(body);
     const ids: string[] = [];
     for (let cursor: string | undefined; ; ) {
@@ -184,13 +246,27 @@ export class AgentLedger {
     const given = body ?? {};
     const by = given.by === undefined ? 'api' : (checkName('by', given.by, 200) as string);
     const reason = given.reason ?? null;
-    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000)) throw new ValidationError('reason', 'must be a string of at most 2000 characters');
+    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000))
+      throw new ValidationError('reason', 'must be a string of at most 2000 characters');
     return { by, reason };
   }
 
   /** Runs, newest first (`order: 'asc'`: oldest first), filtered. */
-  async runs(q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string; order?: 'asc' | 'desc' } = {}): Promise<Page<AgentRunRecord>> {
-    if (q.status !== undefined && !RUN_STATUSES.includes(q.status)) throw new ValidationError('status', `must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`);
+  async runs(
+    q: {
+      conversation_id?: string;
+      user_id?: string;
+      status?: string;
+      limit?: number;
+      cursor?: string;
+      order?: 'asc' | 'desc';
+    } = {},
+  ): Promise<Page<AgentRunRecord>> {
+    if (q.status !== undefined && !RUN_STATUSES.includes(q.status))
+      throw new ValidationError(
+        'status',
+        `must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`,
+      );
     const limit = q.limit ?? 50;
     const rows = await this.engine.store.agentRunList({
       limit,
@@ -208,7 +284,12 @@ export class AgentLedger {
     const store = this.engine.store;
     const row = await store.agentRunGet({ id });
     if (!row) throw new NotFoundError(`agent run ${id} not found`);
-    const [events, steps, calls, checkpoints] = await Promise.all([store.agentEventList({ run_id: id }), store.agentStepList({ run_id: id }), store.agentToolCallList({ run_id: id, limit: 10_000 }), store.agentCheckpointList({ run_id: id })]);
+    const [events, steps, calls, checkpoints] = await Promise.all([
+      store.agentEventList({ run_id: id }),
+      store.agentStepList({ run_id: id }),
+      store.agentToolCallList({ run_id: id, limit: 10_000 }),
+      store.agentCheckpointList({ run_id: id }),
+    ]);
     return {
       ...runRecord(row),
       events: events.map(eventRecord),
@@ -219,9 +300,15 @@ export class AgentLedger {
   }
 
   /** Tool calls by approval status (`pending`: waiting for a person), oldest first. */
-  async approvals(q: { status?: ApprovalStatus; limit?: number; cursor?: string } = {}): Promise<Page<AgentToolCallRecord>> {
+  async approvals(
+    q: { status?: ApprovalStatus; limit?: number; cursor?: string } = {},
+  ): Promise<Page<AgentToolCallRecord>> {
     const limit = q.limit ?? 50;
-    const rows = await this.engine.store.agentToolCallList({ approval_status: q.status ?? 'pending', limit, ...(q.cursor !== undefined ? { after: q.cursor } : {}) });
+    const rows = await this.engine.store.agentToolCallList({
+      approval_status: q.status ?? 'pending',
+      limit,
+      ...(q.cursor !== undefined ? { after: q.cursor } : {}),
+    });
     return { items: rows.map(callRecord), next_cursor: rows.length === limit ? rows.at(-1)!.id : null };
   }
 
@@ -233,29 +320,45 @@ export class AgentLedger {
    * A person's decision on a tool call waiting for approval. Repeating the decision is harmless
    * (`duplicate: true`); a different one, or any once the approval expired, is a ConflictError.
    */
-  async decide(id: string, decision: 'approved' | 'rejected', body: { by: string; reason?: string | null }): Promise<{ tool_call: AgentToolCallRecord; duplicate: boolean }> {
+  async decide(
+    id: string,
+    decision: 'approved' | 'rejected',
+    body: { by: string; reason?: string | null },
+  ): Promise<{ tool_call: AgentToolCallRecord; duplicate: boolean }> {
     const by = checkName('by', body?.by, 200);
     const reason = body.reason ?? null;
-    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000)) throw new ValidationError('reason', 'must be a string of at most 2000 characters');
+    if (reason !== null && (typeof reason !== 'string' || reason.length > 2000))
+      throw new ValidationError('reason', 'must be a string of at most 2000 characters');
     const before = await this.call(id);
-    if (before.approval_status === null) throw new ConflictError(`tool call ${id} (${before.tool_name}, ${before.risk_level} risk) needs no approval`);
+    if (before.approval_status === null)
+      throw new ConflictError(`tool call ${id} (${before.tool_name}, ${before.risk_level} risk) needs no approval`);
     if (before.approval_status !== 'pending') return this.same(before, decision, true);
     const key = before.external_idempotency_key;
     const payload: Decision & { key: string } = { decision, by, reason, key };
     // the signal's fixed key lets one decision in; the projection records it on the call
     if (await this.remote(before.run_id)) {
       // an HTTP agent long-polls the call itself: a signal would wake the session's run for nothing
-      await this.engine.journal.append(remoteStream(before.run_id), [{ type: REMOTE_EVENT.signalSent, data: { name: approvalSignal(key), payload } }], { idempotencyKey: `${before.run_id}:${approvalSignal(key)}` });
+      await this.engine.journal.append(
+        remoteStream(before.run_id),
+        [{ type: REMOTE_EVENT.signalSent, data: { name: approvalSignal(key), payload } }],
+        { idempotencyKey: `${before.run_id}:${approvalSignal(key)}` },
+      );
     } else {
       await this.engine.signal(before.run_id, approvalSignal(key), payload, { idempotencyKey: approvalSignal(key) });
     }
     return this.same(await this.call(id), decision, false);
   }
 
-  private same(call: AgentToolCallRow, decision: 'approved' | 'rejected', duplicate: boolean): { tool_call: AgentToolCallRecord; duplicate: boolean } {
+  private same(
+    call: AgentToolCallRow,
+    decision: 'approved' | 'rejected',
+    duplicate: boolean,
+  ): { tool_call: AgentToolCallRecord; duplicate: boolean } {
     if (call.approval_status !== decision) {
       const who = call.approval_by ? ` by ${call.approval_by}` : '';
-      throw new ConflictError(`tool call ${call.id} was already ${call.approval_status}${who}; it cannot be ${decision}`);
+      throw new ConflictError(
+        `tool call ${call.id} was already ${call.approval_status}${who}; it cannot be ${decision}`,
+      );
     }
     return { tool_call: callRecord(call), duplicate };
   }
@@ -276,7 +379,11 @@ export class AgentLedger {
     const given = (b ?? {}) as Partial<AgentEventInput>;
     const text = (path: keyof AgentEventInput, max = 200) => checkName(path, given[path], max) as string;
     const agent = given.agent === undefined ? this.options.defaultAgent : text('agent', 100);
-    if (!this.sessions.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.sessions.names().join(', ')})`);
+    if (!this.sessions.has(agent))
+      throw new ValidationError(
+        'agent',
+        `no agent is named ${JSON.stringify(agent)} (there are: ${this.sessions.names().join(', ')})`,
+      );
     if (given.payload === undefined) throw new ValidationError('payload', 'is required');
     checkJson('payload', given.payload, this.engine.config.maxPayloadBytes);
     const source = text('source');
@@ -287,7 +394,15 @@ export class AgentLedger {
             .update(canonical([source, conversation_id, given.payload]))
             .digest('hex')}`
         : text('idempotency_key');
-    return { conversation_id, user_id: text('user_id'), source, input_type: text('input_type'), payload: given.payload, idempotency_key, agent };
+    return {
+      conversation_id,
+      user_id: text('user_id'),
+      source,
+      input_type: text('input_type'),
+      payload: given.payload,
+      idempotency_key,
+      agent,
+    };
   }
 
   /** How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or joining a waiting one. */
@@ -299,24 +414,63 @@ export class AgentLedger {
     const event_id = newId('evt');
     const run_id = joined ?? newId('ses');
     const decision = joined ? 'coalesced' : 'queued';
-    const received: ReceivedEvent = { id: event_id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload, idempotency_key: e.idempotency_key, agent: e.agent, run_id, decision };
+    const received: ReceivedEvent = {
+      id: event_id,
+      conversation_id: e.conversation_id,
+      user_id: e.user_id,
+      source: e.source,
+      input_type: e.input_type,
+      payload: e.payload,
+      idempotency_key: e.idempotency_key,
+      agent: e.agent,
+      run_id,
+      decision,
+    };
     return { received, policy, conversationVersion: view.version, joined: joined !== undefined };
   }
 
   /** After the key is taken (its event received): the conversation's turn and, unless it joined one, the event's run. */
   private async accept(tx: Store, a: Arrival): Promise<void> {
     const e = a.received;
-    await this.engine.journal.append(conversationStream(e.conversation_id), [{ type: `agent.event.${e.decision}`, data: { event_id: e.id, run_id: e.run_id, agent: e.agent, policy: a.policy } }], { tx, expectedVersion: a.conversationVersion });
+    await this.engine.journal.append(
+      conversationStream(e.conversation_id),
+      [
+        {
+          type: `agent.event.${e.decision}`,
+          data: { event_id: e.id, run_id: e.run_id, agent: e.agent, policy: a.policy },
+        },
+      ],
+      { tx, expectedVersion: a.conversationVersion },
+    );
     if (!a.joined) {
-      const input = { event_id: e.id, conversation_id: e.conversation_id, user_id: e.user_id, source: e.source, input_type: e.input_type, payload: e.payload };
-      await this.sessions.startForEvent(tx, { id: e.run_id, agent: e.agent, input, conversation_id: e.conversation_id, user_id: e.user_id, event_id: e.id, input_class: e.input_type });
+      const input = {
+        event_id: e.id,
+        conversation_id: e.conversation_id,
+        user_id: e.user_id,
+        source: e.source,
+        input_type: e.input_type,
+        payload: e.payload,
+      };
+      await this.sessions.startForEvent(tx, {
+        id: e.run_id,
+        agent: e.agent,
+        input,
+        conversation_id: e.conversation_id,
+        user_id: e.user_id,
+        event_id: e.id,
+        input_class: e.input_type,
+      });
     }
   }
 }
 
 /** JSON with object keys sorted: the same payload hashes the same whatever its key order. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
 }
 
 function iso<T extends object>(row: T, keys: Array<keyof T>): Record<string, unknown> {
@@ -338,5 +492,12 @@ function runRecord(row: AgentRunRow): AgentRunRecord {
 
 /** A tool call row with its times as ISO strings, as the API answers it. */
 export function callRecord(row: AgentToolCallRow): AgentToolCallRecord {
-  return iso(row, ['started_at', 'ended_at', 'approval_expires_at', 'decided_at', 'created_at', 'updated_at']) as AgentToolCallRecord;
+  return iso(row, [
+    'started_at',
+    'ended_at',
+    'approval_expires_at',
+    'decided_at',
+    'created_at',
+    'updated_at',
+  ]) as AgentToolCallRecord;
 }

@@ -35,12 +35,29 @@ describe('session lifecycle', () => {
 
   it('ends a session with exactly one ending event, after which nothing is allowed', () => {
     const ending = SESSION_EVENT_TYPES.filter((type) => isEnded(statusAfter(type)));
-    expect(ending.sort()).toEqual(['AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_FAILED', 'AGENT_ENTRYPOINT_FAILED', 'AGENT_INVOCATION_FAILED', 'SESSION_FAILED', 'SESSION_TIMED_OUT'].sort());
-    for (const end of ending) for (const type of SESSION_EVENT_TYPES) expect(allowedAfter(end, type), `${end} → ${type}`).toBe(false);
+    expect(ending.sort()).toEqual(
+      [
+        'AGENT_BACKGROUND_TASK_COMPLETED',
+        'AGENT_BACKGROUND_TASK_FAILED',
+        'AGENT_ENTRYPOINT_FAILED',
+        'AGENT_INVOCATION_FAILED',
+        'SESSION_FAILED',
+        'SESSION_TIMED_OUT',
+      ].sort(),
+    );
+    for (const end of ending)
+      for (const type of SESSION_EVENT_TYPES) expect(allowedAfter(end, type), `${end} → ${type}`).toBe(false);
   });
 
   it('walks the paths of the brief, with their statuses', () => {
-    const happy: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
+    const happy: SessionEventType[] = [
+      'SESSION_INITIATED',
+      'AGENT_INVOCATION_STARTED',
+      'AGENT_INVOCATION_SUCCEEDED',
+      'AGENT_ENTRYPOINT_STARTED',
+      'AGENT_BACKGROUND_TASK_STARTED',
+      'AGENT_BACKGROUND_TASK_COMPLETED',
+    ];
     expect(walk(happy)).toBe(true);
     expect(happy.map(statusAfter)).toEqual(['pending', 'running', 'running', 'running', 'running', 'success']);
     expect(walk(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_FAILED'])).toBe(true);

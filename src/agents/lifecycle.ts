@@ -38,7 +38,13 @@ export type SessionEventType = (typeof SESSION_EVENT_TYPES)[number];
  */
 export type SessionStatus = 'pending' | 'running' | 'success' | 'failed';
 
-const BEFORE_THE_END: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED'];
+const BEFORE_THE_END: SessionEventType[] = [
+  'SESSION_INITIATED',
+  'AGENT_INVOCATION_STARTED',
+  'AGENT_INVOCATION_SUCCEEDED',
+  'AGENT_ENTRYPOINT_STARTED',
+  'AGENT_BACKGROUND_TASK_STARTED',
+];
 
 /** Each event type: the status it leaves the session in, and the events it may directly follow (null: the first). */
 const LIFECYCLE: Record<SessionEventType, { status: SessionStatus; after: Array<SessionEventType | null> }> = {

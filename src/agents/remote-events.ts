@@ -34,5 +34,9 @@ export function remoteStream(sessionId: string): string {
 
 /** A mirrored remote event as the run event it mirrors, in the run's stream, for the ledger projection. */
 export function asRunEvent(event: StoredEvent): StoredEvent {
-  return { ...event, type: event.type.slice(MIRROR.length), streamId: `run:${event.streamId.slice(REMOTE_PREFIX.length)}` };
+  return {
+    ...event,
+    type: event.type.slice(MIRROR.length),
+    streamId: `run:${event.streamId.slice(REMOTE_PREFIX.length)}`,
+  };
 }

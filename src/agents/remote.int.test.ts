@@ -34,7 +34,11 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     if (body !== undefined) init.body = JSON.stringify(body);
     const res = await app.fetch(new Request(url.startsWith('http') ? url : `http://api${url}`, init));
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null, protocol: res.headers.get('runledger-protocol') };
+    return {
+      status: res.status,
+      body: text ? JSON.parse(text) : null,
+      protocol: res.headers.get('runledger-protocol'),
+    };
   };
   const invoked = async (): Promise<Invocation> => {
     const { session_id } = (await call('POST', '/sessions', { agent: 'remote', input: { order: 7 } })).body;
@@ -62,9 +66,17 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     const agentUrl = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}/invoke`;
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    const service = sessions(engine, { agents: [defineAgent('remote', { url: agentUrl, maxWait: '1h' })], allow: ['127.0.0.1'], reportBaseUrl: 'http://api/' });
+    const service = sessions(engine, {
+      agents: [defineAgent('remote', { url: agentUrl, maxWait: '1h' })],
+      allow: ['127.0.0.1'],
+      reportBaseUrl: 'http://api/',
+    });
     const ledger = new AgentLedger(engine, service, { defaultAgent: 'remote' });
-    app = mount(new Hono(), [...sessionRoutes(service), ...agentRoutes(ledger), ...agentProtocolRoutes(new RemoteLedger(engine, service))]);
+    app = mount(new Hono(), [
+      ...sessionRoutes(service),
+      ...agentRoutes(ledger),
+      ...agentProtocolRoutes(new RemoteLedger(engine, service)),
+    ]);
     close = async () => {
       agentServer.closeAllConnections();
       agentServer.close();
@@ -79,40 +91,75 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     const lease_token = inv.lease_token;
     const at = (path: string) => `${inv.session_url}${path}`;
 
-    const lifecycle = await call('POST', at('/lifecycle'), { lease_token, status: 'AGENT_ENTRYPOINT_STARTED' }, { 'runledger-protocol': '1' });
+    const lifecycle = await call(
+      'POST',
+      at('/lifecycle'),
+      { lease_token, status: 'AGENT_ENTRYPOINT_STARTED' },
+      { 'runledger-protocol': '1' },
+    );
     expect(lifecycle.status, JSON.stringify(lifecycle.body)).toBe(200);
     expect(lifecycle.protocol).toBe('1');
 
     const classify = await call('POST', at('/nodes'), { lease_token, name: 'classify', input: { text: 'refund #7' } });
     expect(classify.status, JSON.stringify(classify.body)).toBe(201);
     expect(classify.body).toEqual({ seq: 1, name: 'classify', attempt: 1, status: 'started' });
-    const lookup = await call('POST', at('/tool-calls'), { lease_token, tool: 'lookup_order', risk: 'low', input: { order: 7 } });
-    expect(lookup.body).toMatchObject({ status: 'started', approval_status: null, node: 'classify', external_idempotency_key: `${inv.session_id}:classify:lookup_order#1` });
-    expect((await call('POST', at(`/tool-calls/${lookup.body.id}/result`), { lease_token, output: { total: 40 } })).body).toMatchObject({ status: 'ok', output: { total: 40 } });
+    const lookup = await call('POST', at('/tool-calls'), {
+      lease_token,
+      tool: 'lookup_order',
+      risk: 'low',
+      input: { order: 7 },
+    });
+    expect(lookup.body).toMatchObject({
+      status: 'started',
+      approval_status: null,
+      node: 'classify',
+      external_idempotency_key: `${inv.session_id}:classify:lookup_order#1`,
+    });
+    expect(
+      (await call('POST', at(`/tool-calls/${lookup.body.id}/result`), { lease_token, output: { total: 40 } })).body,
+    ).toMatchObject({ status: 'ok', output: { total: 40 } });
     expect((await call('POST', at('/progress'), { lease_token, percent: 50, label: 'classified' })).status).toBe(200);
-    expect((await call('POST', at(`/nodes/${classify.body.seq}/end`), { lease_token, output: { intent: 'refund' } })).body).toMatchObject({ status: 'ok' });
+    expect(
+      (await call('POST', at(`/nodes/${classify.body.seq}/end`), { lease_token, output: { intent: 'refund' } })).body,
+    ).toMatchObject({ status: 'ok' });
 
     const act = await call('POST', at('/nodes'), { lease_token, name: 'act' });
     expect(act.body.seq).toBe(3);
     // the refund's request takes seq 5, after the checkpoint's 4
     expect((await call('POST', at('/checkpoints'), { lease_token, state: { refund: 'asked' } })).status).toBe(201);
-    const refund = await call('POST', at('/tool-calls'), { lease_token, tool: 'issue_refund', risk: 'high', input: { order: 7, amount: 40 } });
+    const refund = await call('POST', at('/tool-calls'), {
+      lease_token,
+      tool: 'issue_refund',
+      risk: 'high',
+      input: { order: 7, amount: 40 },
+    });
     expect(refund.body).toMatchObject({ status: 'blocked', approval_status: 'pending' });
-    expect((await call('POST', at(`/tool-calls/${refund.body.id}/result`), { lease_token, output: {} })).status).toBe(409);
+    expect((await call('POST', at(`/tool-calls/${refund.body.id}/result`), { lease_token, output: {} })).status).toBe(
+      409,
+    );
     // the agent long-polls; a person approves through the approvals API meanwhile
     const started = Date.now();
     const polled = call('GET', at(`/tool-calls/${refund.body.id}?wait=20s`));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await call('GET', '/agent/approvals')).body.tool_calls.map((c: { id: string }) => c.id)).toEqual([refund.body.id]);
+    expect((await call('GET', '/agent/approvals')).body.tool_calls.map((c: { id: string }) => c.id)).toEqual([
+      refund.body.id,
+    ]);
     expect((await call('POST', `/agent/tool-calls/${refund.body.id}/approve`, { by: 'ana' })).status).toBe(200);
     const decided = await polled;
     expect(decided.body).toMatchObject({ approval_status: 'approved', approval_by: 'ana' });
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect((await call('POST', at(`/tool-calls/${refund.body.id}/result`), { lease_token, output: { refund_id: 'rf_1' } })).body).toMatchObject({ status: 'ok', output: { refund_id: 'rf_1' } });
-    expect((await call('POST', at(`/nodes/${act.body.seq}/end`), { lease_token, output: { done: true } })).status).toBe(200);
+    expect(
+      (await call('POST', at(`/tool-calls/${refund.body.id}/result`), { lease_token, output: { refund_id: 'rf_1' } }))
+        .body,
+    ).toMatchObject({ status: 'ok', output: { refund_id: 'rf_1' } });
+    expect((await call('POST', at(`/nodes/${act.body.seq}/end`), { lease_token, output: { done: true } })).status).toBe(
+      200,
+    );
 
     await suspended(inv.session_id);
-    expect((await call('POST', at('/lifecycle'), { lease_token, status: 'AGENT_BACKGROUND_TASK_COMPLETED' })).body).toEqual({ session_id: inv.session_id, status: 'success', duplicate: false });
+    expect(
+      (await call('POST', at('/lifecycle'), { lease_token, status: 'AGENT_BACKGROUND_TASK_COMPLETED' })).body,
+    ).toEqual({ session_id: inv.session_id, status: 'success', duplicate: false });
     await eventually(async () => (await call('GET', `/sessions/${inv.session_id}`)).body.status === 'success');
 
     const run = (await call('GET', `/agent/runs/${inv.session_id}`)).body;
@@ -122,7 +169,16 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
       ['act', 3, 'ok'],
     ]);
     expect(run.steps[0].input_snapshot).toEqual({ text: 'refund #7' });
-    expect(run.tool_calls.map((c: { tool_name: string; risk_level: string; status: string; approval_status: string | null }) => [c.tool_name, c.risk_level, c.status, c.approval_status])).toEqual([
+    expect(
+      run.tool_calls.map(
+        (c: { tool_name: string; risk_level: string; status: string; approval_status: string | null }) => [
+          c.tool_name,
+          c.risk_level,
+          c.status,
+          c.approval_status,
+        ],
+      ),
+    ).toEqual([
       ['lookup_order', 'low', 'ok', null],
       ['issue_refund', 'high', 'ok', 'approved'],
     ]);
@@ -149,7 +205,10 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe('lease_lost');
     expect(stale.protocol).toBe(null);
-    expect((await call('POST', `${inv.session_url}/tool-calls`, { lease_token: inv.lease_token, tool: 'x', risk: 'low' })).status).toBe(409);
+    expect(
+      (await call('POST', `${inv.session_url}/tool-calls`, { lease_token: inv.lease_token, tool: 'x', risk: 'low' }))
+        .status,
+    ).toBe(409);
     expect(await engine.journal.readStream(remoteStream(inv.session_id))).toHaveLength(before.length);
     expect((await call('GET', `/agent/runs/${inv.session_id}`)).body).toMatchObject({ steps: [], tool_calls: [] });
     expect((await call('POST', `${inv.session_url}/nodes`, { lease_token: newer, name: 'classify' })).status).toBe(201);
@@ -169,7 +228,9 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     expect(await problem('/lifecycle', { lease_token, status: 'DONE' })).toContain('status');
     expect(await problem('/checkpoints', { lease_token, state: {} })).toContain('node');
     expect(await problem('/nodes/abc/end', { lease_token })).toContain('seq');
-    expect(await problem('/nodes', { lease_token, name: 'classify' }, { 'runledger-protocol': '2' })).toContain('runledger-protocol');
+    expect(await problem('/nodes', { lease_token, name: 'classify' }, { 'runledger-protocol': '2' })).toContain(
+      'runledger-protocol',
+    );
     expect((await call('GET', `${inv.session_url}/tool-calls/tc_x?wait=2m`)).status).toBe(400);
     expect((await call('GET', `/agent/runs/${inv.session_id}`)).body.steps).toEqual([]);
   });

@@ -36,36 +36,65 @@ export class RemoteLedger {
     this.json('input', body.input);
     return this.write(id, body.lease_token, (s) => {
       const open = [...s.nodes.values()].find((n) => n.ended === null);
-      if (open) throw new ConflictError(`node '${open.name}' (seq ${open.seq}) is still open: nodes do not nest; end it first`);
+      if (open)
+        throw new ConflictError(`node '${open.name}' (seq ${open.seq}) is still open: nodes do not nest; end it first`);
       const seq = s.seq + 1;
       const attempt = [...s.nodes.values()].filter((n) => n.name === name).length + 1;
       const node = { seq, name, attempt };
-      return { events: [{ type: REMOTE_EVENT.nodeStarted, data: { ...node, input: body.input ?? null } }], result: { ...node, status: 'started' as const } };
+      return {
+        events: [{ type: REMOTE_EVENT.nodeStarted, data: { ...node, input: body.input ?? null } }],
+        result: { ...node, status: 'started' as const },
+      };
     });
   }
 
   /** Ends open node `seq`: with `output` (its checkpoint), or failed with `error`. */
-  async nodeEnd(id: string, seq: number, body: { lease_token: string; output?: unknown; error?: string }): Promise<NodeRecord> {
+  async nodeEnd(
+    id: string,
+    seq: number,
+    body: { lease_token: string; output?: unknown; error?: string },
+  ): Promise<NodeRecord> {
     this.json('output', body.output);
-    if (body.error !== undefined && body.output !== undefined) throw new ValidationError('error', 'a node ends with output or with error, not both');
+    if (body.error !== undefined && body.output !== undefined)
+      throw new ValidationError('error', 'a node ends with output or with error, not both');
     return this.write<NodeRecord>(id, body.lease_token, (s, now) => {
       const node = s.nodes.get(seq);
       if (!node) throw new NotFoundError(`session ${id} has no node ${seq}`);
-      if (node.ended !== null) throw new ConflictError(`node '${node.name}' (seq ${seq}) has already ended (${node.ended})`);
+      if (node.ended !== null)
+        throw new ConflictError(`node '${node.name}' (seq ${seq}) has already ended (${node.ended})`);
       const base = { seq, name: node.name, attempt: node.attempt, latency_ms: Math.max(0, now - node.at) };
-      if (body.error !== undefined) return { events: [{ type: REMOTE_EVENT.nodeFailed, data: { ...base, error: body.error, retryAt: null } }], result: { seq, name: node.name, attempt: node.attempt, status: 'error' } };
-      return { events: [{ type: REMOTE_EVENT.nodeCompleted, data: { ...base, output: body.output ?? null } }], result: { seq, name: node.name, attempt: node.attempt, status: 'ok' } };
+      if (body.error !== undefined)
+        return {
+          events: [{ type: REMOTE_EVENT.nodeFailed, data: { ...base, error: body.error, retryAt: null } }],
+          result: { seq, name: node.name, attempt: node.attempt, status: 'error' },
+        };
+      return {
+        events: [{ type: REMOTE_EVENT.nodeCompleted, data: { ...base, output: body.output ?? null } }],
+        result: { seq, name: node.name, attempt: node.attempt, status: 'ok' },
+      };
     });
   }
 
   /** A checkpoint of `state` in the open node (or in `node`, a node of the session, when none is open). */
-  async checkpoint(id: string, body: { lease_token: string; state: unknown; node?: string }): Promise<{ node: string; seq: number }> {
+  async checkpoint(
+    id: string,
+    body: { lease_token: string; state: unknown; node?: string },
+  ): Promise<{ node: string; seq: number }> {
     if (body.state === undefined) throw new ValidationError('state', 'is required');
     this.json('state', body.state);
     return this.write(id, body.lease_token, (s) => {
       const nodes = [...s.nodes.values()];
-      const node = body.node !== undefined ? nodes.filter((n) => n.name === body.node).at(-1) : nodes.find((n) => n.ended === null);
-      if (!node) throw new ValidationError('node', body.node === undefined ? 'is required when no node is open' : `no node of session ${id} is named ${JSON.stringify(body.node)}`);
+      const node =
+        body.node !== undefined
+          ? nodes.filter((n) => n.name === body.node).at(-1)
+          : nodes.find((n) => n.ended === null);
+      if (!node)
+        throw new ValidationError(
+          'node',
+          body.node === undefined
+            ? 'is required when no node is open'
+            : `no node of session ${id} is named ${JSON.stringify(body.node)}`,
+        );
       // a position of its own: a checkpoint's seq is unique in the run (the node's end takes the node's)
       const at = { node: node.name, seq: s.seq + 1 };
       return { events: [{ type: REMOTE_EVENT.checkpoint, data: { ...at, state: body.state } }], result: at };
@@ -77,39 +106,83 @@ export class RemoteLedger {
    * `blocked`: the agent long-polls `toolCall(…, wait)` for the decision and, once approved, runs
    * the tool and sends its result. Any other is recorded `started`.
    */
-  async toolCallStart(id: string, body: { lease_token: string; tool: string; risk: RiskLevel; input?: unknown; approval?: boolean; approval_timeout?: Duration }): Promise<AgentToolCallRow> {
+  async toolCallStart(
+    id: string,
+    body: {
+      lease_token: string;
+      tool: string;
+      risk: RiskLevel;
+      input?: unknown;
+      approval?: boolean;
+      approval_timeout?: Duration;
+    },
+  ): Promise<AgentToolCallRow> {
     const tool = checkNodeName(body.tool, 'tool');
-    if (!['low', 'medium', 'high'].includes(body.risk)) throw new ValidationError('risk', `must be low, medium or high (got ${JSON.stringify(body.risk)})`);
+    if (!['low', 'medium', 'high'].includes(body.risk))
+      throw new ValidationError('risk', `must be low, medium or high (got ${JSON.stringify(body.risk)})`);
     this.json('input', body.input);
     const approval = body.approval ?? body.risk === 'high';
-    const timeoutMs = body.approval_timeout === undefined ? 24 * 3600_000 : toMs(body.approval_timeout, 'approval_timeout');
+    const timeoutMs =
+      body.approval_timeout === undefined ? 24 * 3600_000 : toMs(body.approval_timeout, 'approval_timeout');
     const key = await this.write(id, body.lease_token, (s) => {
       const node = [...s.nodes.values()].find((n) => n.ended === null)?.name ?? null;
       const n = (s.tools.get(`${node ?? '-'}:${tool}`) ?? 0) + 1;
-      const call: ToolCallInput = { ledger: 'tool', key: `${id}:${node ?? '-'}:${tool}#${n}`, tool, risk: body.risk, node, input: body.input ?? null };
+      const call: ToolCallInput = {
+        ledger: 'tool',
+        key: `${id}:${node ?? '-'}:${tool}#${n}`,
+        tool,
+        risk: body.risk,
+        node,
+        input: body.input ?? null,
+      };
       const seq = s.seq + 1;
-      const data = approval ? { seq, name: `tool.request:${tool}`, attempt: 1, input: { ...call, approval_timeout_ms: timeoutMs } } : { seq, name: `tool:${tool}`, attempt: 1, input: call };
+      const data = approval
+        ? { seq, name: `tool.request:${tool}`, attempt: 1, input: { ...call, approval_timeout_ms: timeoutMs } }
+        : { seq, name: `tool:${tool}`, attempt: 1, input: call };
       return { events: [{ type: REMOTE_EVENT.stepStarted, data }], result: call.key };
     });
     return (await this.engine.store.agentToolCallGet({ external_idempotency_key: key }))!;
   }
 
   /** The result of a started (or approved) call: `output`, or `error` (`timed_out`: the tool ran past its time). */
-  async toolCallEnd(id: string, callId: string, body: { lease_token: string; output?: unknown; error?: string; timed_out?: boolean }): Promise<AgentToolCallRow> {
+  async toolCallEnd(
+    id: string,
+    callId: string,
+    body: { lease_token: string; output?: unknown; error?: string; timed_out?: boolean },
+  ): Promise<AgentToolCallRow> {
     this.json('output', body.output);
-    if (body.error !== undefined && body.output !== undefined) throw new ValidationError('error', 'a call ends with output or with error, not both');
+    if (body.error !== undefined && body.output !== undefined)
+      throw new ValidationError('error', 'a call ends with output or with error, not both');
     await this.write(id, body.lease_token, async (s) => {
       const call = await this.call(id, callId);
-      if (call.approval_status === 'pending') throw new ConflictError(`tool call ${callId} (${call.tool_name}) waits for approval: poll it until it is decided`);
-      if (call.approval_status === 'rejected' || call.approval_status === 'expired') throw new ConflictError(`tool call ${callId} (${call.tool_name}) was ${call.approval_status}: it must not run`);
-      if (call.status !== 'started' && call.status !== 'blocked') throw new ConflictError(`tool call ${callId} (${call.tool_name}) has already ended (${call.status})`);
+      if (call.approval_status === 'pending')
+        throw new ConflictError(
+          `tool call ${callId} (${call.tool_name}) waits for approval: poll it until it is decided`,
+        );
+      if (call.approval_status === 'rejected' || call.approval_status === 'expired')
+        throw new ConflictError(`tool call ${callId} (${call.tool_name}) was ${call.approval_status}: it must not run`);
+      if (call.status !== 'started' && call.status !== 'blocked')
+        throw new ConflictError(`tool call ${callId} (${call.tool_name}) has already ended (${call.status})`);
       const name = `tool:${call.tool_name}`;
-      const input: ToolCallInput = { ledger: 'tool', key: call.external_idempotency_key, tool: call.tool_name, risk: call.risk_level, node: call.node, input: call.input };
+      const input: ToolCallInput = {
+        ledger: 'tool',
+        key: call.external_idempotency_key,
+        tool: call.tool_name,
+        risk: call.risk_level,
+        node: call.node,
+        input: call.input,
+      };
       // an approved call starts when its result comes: the agent ran it after the decision
       const seq = call.seq ?? s.seq + 1;
-      const events: NewEvent[] = call.seq === null ? [{ type: REMOTE_EVENT.stepStarted, data: { seq, name, attempt: 1, input } }] : [];
-      if (body.error !== undefined) events.push({ type: REMOTE_EVENT.stepFailed, data: { seq, name, attempt: 1, error: body.error, errorName: body.timed_out ? 'TimeoutError' : 'Error' } });
-      else events.push({ type: REMOTE_EVENT.stepCompleted, data: { seq, name, attempt: 1, output: body.output ?? null } });
+      const events: NewEvent[] =
+        call.seq === null ? [{ type: REMOTE_EVENT.stepStarted, data: { seq, name, attempt: 1, input } }] : [];
+      if (body.error !== undefined)
+        events.push({
+          type: REMOTE_EVENT.stepFailed,
+          data: { seq, name, attempt: 1, error: body.error, errorName: body.timed_out ? 'TimeoutError' : 'Error' },
+        });
+      else
+        events.push({ type: REMOTE_EVENT.stepCompleted, data: { seq, name, attempt: 1, output: body.output ?? null } });
       return { events, result: null };
     });
     return this.call(id, callId);
@@ -129,9 +202,15 @@ export class RemoteLedger {
     try {
       for (;;) {
         let call = await this.call(id, callId);
-        if (call.approval_status === 'pending' && call.approval_expires_at !== null && call.approval_expires_at <= (await this.engine.store.now())) {
+        if (
+          call.approval_status === 'pending' &&
+          call.approval_expires_at !== null &&
+          call.approval_expires_at <= (await this.engine.store.now())
+        ) {
           const name = approvalSignal(call.external_idempotency_key);
-          await this.engine.journal.append(stream, [{ type: REMOTE_EVENT.waitTimedOut, data: { name } }], { idempotencyKey: `${id}:${name}:expired` });
+          await this.engine.journal.append(stream, [{ type: REMOTE_EVENT.waitTimedOut, data: { name } }], {
+            idempotencyKey: `${id}:${name}:expired`,
+          });
           call = await this.call(id, callId);
         }
         const remaining = deadline - Date.now();
@@ -150,29 +229,56 @@ export class RemoteLedger {
    * AGENT_BACKGROUND_TASK_STARTED when the agent acknowledges its invocation; the agent's are
    * journaled beside them with its own time, and an ending one is the session's report.
    */
-  async lifecycle(id: string, body: { lease_token: string; status: AgentLifecycleStatus; error_message?: string | null }): Promise<{ session_id: string; status: string; duplicate: boolean }> {
-    if (!AGENT_STATUSES.includes(body.status)) throw new ValidationError('status', `must be one of ${AGENT_STATUSES.join(', ')} (got ${JSON.stringify(body.status)})`);
-    await this.write(id, body.lease_token, () => ({ events: [{ type: REMOTE_EVENT.lifecycle, data: { status: body.status, error_message: body.error_message ?? null } }], result: null }));
+  async lifecycle(
+    id: string,
+    body: { lease_token: string; status: AgentLifecycleStatus; error_message?: string | null },
+  ): Promise<{ session_id: string; status: string; duplicate: boolean }> {
+    if (!AGENT_STATUSES.includes(body.status))
+      throw new ValidationError(
+        'status',
+        `must be one of ${AGENT_STATUSES.join(', ')} (got ${JSON.stringify(body.status)})`,
+      );
+    await this.write(id, body.lease_token, () => ({
+      events: [
+        { type: REMOTE_EVENT.lifecycle, data: { status: body.status, error_message: body.error_message ?? null } },
+      ],
+      result: null,
+    }));
     if (body.status === 'AGENT_ENTRYPOINT_STARTED' || body.status === 'AGENT_BACKGROUND_TASK_STARTED') {
       const session = await this.sessions.get(id);
       return { session_id: id, status: session.status, duplicate: false };
     }
     const ok = body.status === 'AGENT_BACKGROUND_TASK_COMPLETED';
-    const report = await this.sessions.report(id, { status: ok ? 'success' : 'failed', error_message: ok ? null : (body.error_message ?? `${body.status}`) });
+    const report = await this.sessions.report(id, {
+      status: ok ? 'success' : 'failed',
+      error_message: ok ? null : (body.error_message ?? `${body.status}`),
+    });
     return { session_id: id, status: report.status, duplicate: report.duplicate };
   }
 
-  async progress(id: string, body: { lease_token: string; percent?: number; label?: string }): Promise<{ percent: number | null; label: string | null }> {
-    if (body.percent === undefined && body.label === undefined) throw new ValidationError('percent', 'percent or label is required');
+  async progress(
+    id: string,
+    body: { lease_token: string; percent?: number; label?: string },
+  ): Promise<{ percent: number | null; label: string | null }> {
+    if (body.percent === undefined && body.label === undefined)
+      throw new ValidationError('percent', 'percent or label is required');
     const progress = { percent: body.percent ?? null, label: body.label ?? null };
-    return this.write(id, body.lease_token, () => ({ events: [{ type: REMOTE_EVENT.progress, data: progress }], result: progress }));
+    return this.write(id, body.lease_token, () => ({
+      events: [{ type: REMOTE_EVENT.progress, data: progress }],
+      result: progress,
+    }));
   }
 
   /** The session's newest progress, or null. */
   async lastProgress(id: string): Promise<{ percent: number | null; label: string | null; at: string } | null> {
     const events = await this.engine.journal.readStream(remoteStream(id), { limit: 100_000 });
     const last = events.filter((e) => e.type === REMOTE_EVENT.progress).at(-1);
-    return last ? { ...(last.data as { percent: number | null; label: string | null }), at: new Date(last.timestamp).toISOString() } : null;
+    return last
+      ? {
+          ...(last.data as { percent: number | null; label: string | null }),
+          at: new Date(last.timestamp).toISOString(),
+        }
+      : null;
   }
 
   /**
@@ -181,15 +287,24 @@ export class RemoteLedger {
    * write that raced a newer invocation (or another write) reads again: a superseded token then
    * gets LeaseLostError and nothing is written.
    */
-  private async write<T>(id: string, token: string, build: (s: RemoteState, now: number) => Built<T> | Promise<Built<T>>): Promise<T> {
-    if (typeof token !== 'string' || token.length === 0) throw new ValidationError('lease_token', 'is required (the lease_token of the invocation)');
+  private async write<T>(
+    id: string,
+    token: string,
+    build: (s: RemoteState, now: number) => Built<T> | Promise<Built<T>>,
+  ): Promise<T> {
+    if (typeof token !== 'string' || token.length === 0)
+      throw new ValidationError('lease_token', 'is required (the lease_token of the invocation)');
     for (let attempt = 1; ; attempt++) {
       const session = await readSession(this.engine.store, id);
       if (!session) throw new NotFoundError(`session ${id} not found`);
       const events = await this.engine.journal.readStream(remoteStream(id), { limit: 100_000 });
       const state = remoteState(events);
-      if (state.token !== token) throw new LeaseLostError(`lease_token does not hold session ${id}: ${state.token === null ? 'it was never invoked over HTTP' : 'a newer invocation superseded it'}`);
-      if (isEnded(session.status)) throw new ConflictError(`session ${id} has already ended (${session.status}): nothing more is written to it`);
+      if (state.token !== token)
+        throw new LeaseLostError(
+          `lease_token does not hold session ${id}: ${state.token === null ? 'it was never invoked over HTTP' : 'a newer invocation superseded it'}`,
+        );
+      if (isEnded(session.status))
+        throw new ConflictError(`session ${id} has already ended (${session.status}): nothing more is written to it`);
       const { events: next, result } = await build(state, await this.engine.store.now());
       try {
         await this.engine.journal.append(remoteStream(id), next, { expectedVersion: events.at(-1)?.version ?? 0 });
@@ -211,7 +326,13 @@ export class RemoteLedger {
   }
 }
 
-export const AGENT_STATUSES = ['AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_FAILED', 'AGENT_ENTRYPOINT_FAILED'] as const;
+export const AGENT_STATUSES = [
+  'AGENT_ENTRYPOINT_STARTED',
+  'AGENT_BACKGROUND_TASK_STARTED',
+  'AGENT_BACKGROUND_TASK_COMPLETED',
+  'AGENT_BACKGROUND_TASK_FAILED',
+  'AGENT_ENTRYPOINT_FAILED',
+] as const;
 export type AgentLifecycleStatus = (typeof AGENT_STATUSES)[number];
 
 export interface NodeRecord {
@@ -242,8 +363,10 @@ function remoteState(events: StoredEvent[]): RemoteState {
     const d = e.data as { token?: string; seq?: number; name?: string; attempt?: number; input?: ToolCallInput };
     if (e.type === REMOTE_EVENT.invoked) s.token = d.token!;
     if (typeof d.seq === 'number') s.seq = Math.max(s.seq, d.seq);
-    if (e.type === REMOTE_EVENT.nodeStarted) s.nodes.set(d.seq!, { seq: d.seq!, name: d.name!, attempt: d.attempt!, at: e.timestamp, ended: null });
-    if (e.type === REMOTE_EVENT.nodeCompleted || e.type === REMOTE_EVENT.nodeFailed) s.nodes.get(d.seq!)!.ended = e.type === REMOTE_EVENT.nodeCompleted ? 'ok' : 'error';
+    if (e.type === REMOTE_EVENT.nodeStarted)
+      s.nodes.set(d.seq!, { seq: d.seq!, name: d.name!, attempt: d.attempt!, at: e.timestamp, ended: null });
+    if (e.type === REMOTE_EVENT.nodeCompleted || e.type === REMOTE_EVENT.nodeFailed)
+      s.nodes.get(d.seq!)!.ended = e.type === REMOTE_EVENT.nodeCompleted ? 'ok' : 'error';
     if (e.type === REMOTE_EVENT.stepStarted && d.input?.ledger === 'tool') count(s, d.input);
   }
   return s;
@@ -269,6 +392,10 @@ export async function issueLeaseToken(journal: Journal, id: string, attempt: num
 
 function checkNodeName(name: unknown, path: string): string {
   checkName(path, name, 100);
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name as string)) throw new ValidationError(path, `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name as string))
+    throw new ValidationError(
+      path,
+      `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`,
+    );
   return name as string;
 }

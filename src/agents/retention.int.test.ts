@@ -21,11 +21,24 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     const engine: Engine = made.engine;
     const service = sessions(engine, { agents: [] });
     const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
-    const send = (conversation_id: string, idempotency_key: string) => ledger.intake({ conversation_id, idempotency_key, user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', payload: { text: 'refund order 1234 please' } });
+    const send = (conversation_id: string, idempotency_key: string) =>
+      ledger.intake({
+        conversation_id,
+        idempotency_key,
+        user_id: 'u-1',
+        source: 'whatsapp_webhook',
+        input_type: 'text',
+        payload: { text: 'refund order 1234 please' },
+      });
     const status = async (id: string) => (await engine.store.agentRunGet({ id }))?.status;
-    const pending = async (runId: string) => (await ledger.approvals({ status: 'pending' })).items.find((c) => c.run_id === runId);
+    const pending = async (runId: string) =>
+      (await ledger.approvals({ status: 'pending' })).items.find((c) => c.run_id === runId);
     // no pass of the run left to run (its last one commits its task after the run ended): retention skips a busy run
-    const idle = (id: string) => eventually(async () => (await engine.store.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: [id] })).length === 0, 20_000);
+    const idle = (id: string) =>
+      eventually(
+        async () => (await engine.store.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: [id] })).length === 0,
+        20_000,
+      );
 
     const done = await send('c-done', 'wamid.done');
     const call = await eventually(() => pending(done.run_id), 20_000);
@@ -53,7 +66,8 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     await expect(service.get(id)).rejects.toThrow(/not found/);
     expect(await engine.store.projectionGet({ name: SESSION_VIEW, key: id })).toBeUndefined();
     expect(await engine.store.projectionGet({ name: RUN_KEYS, key: id })).toBeUndefined();
-    for (const stream of [`run:${id}`, `session:${id}`, 'agent-event:wamid.done']) expect(await engine.journal.readStream(stream)).toEqual([]);
+    for (const stream of [`run:${id}`, `session:${id}`, 'agent-event:wamid.done'])
+      expect(await engine.journal.readStream(stream)).toEqual([]);
     expect(await engine.store.agentRunGet({ id })).toBeUndefined();
     expect(await engine.store.agentEventGet({ id: done.event_id })).toBeUndefined();
     expect(await engine.store.agentEventGet({ idempotency_key: 'wamid.done' })).toBeUndefined();
@@ -62,10 +76,14 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     expect(await engine.store.agentToolCallList({ run_id: id, limit: 100 })).toEqual([]);
     expect(await engine.store.agentCheckpointList({ run_id: id })).toEqual([]);
     expect(await engine.store.agentToolCallGet({ id: call.id })).toBeUndefined();
-    expect((await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 })).filter((t) => t.orderingKey === id)).toEqual([]);
+    expect((await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 })).filter((t) => t.orderingKey === id)).toEqual(
+      [],
+    );
     // no event names the run any more but the streams its conversation's runs share: the conversation's arrivals and its ordering key's turns
     const mentions = (await engine.journal.readAll({ limit: 100_000 })).filter((e) => JSON.stringify(e).includes(id));
-    expect(new Set(mentions.map((e) => e.streamId))).toEqual(new Set(['agent-conversation:c-done', 'ordering:conversation:c-done']));
+    expect(new Set(mentions.map((e) => e.streamId))).toEqual(
+      new Set(['agent-conversation:c-done', 'ordering:conversation:c-done']),
+    );
 
     // the run waiting for approval stays whole, and still finishes
     expect(await status(kept.run_id)).toBe('waiting');

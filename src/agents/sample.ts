@@ -17,7 +17,11 @@ interface Order {
 export const lookupOrder = defineTool('lookup_order', {
   risk: 'low',
   timeout: '5s',
-  run: async (input: { order_id: string }): Promise<Order> => ({ order_id: input.order_id, status: 'delivered', amount: 42 }),
+  run: async (input: { order_id: string }): Promise<Order> => ({
+    order_id: input.order_id,
+    status: 'delivered',
+    amount: 42,
+  }),
 });
 
 /** A high-risk tool: it waits for a person's approval, then "refunds" (the refund id is derived from the call's external idempotency key, as a payment API would dedupe on it). */
@@ -67,7 +71,9 @@ export const sampleAgent = defineAgent('sample-agent', {
   ledger: { arrival: 'queue' },
   background: async (input: unknown, ctx) => {
     const given = (typeof input === 'object' && input !== null ? input : {}) as SampleInput;
-    const payloads: SamplePayload[] = (given.events ?? []).map((e) => (typeof e?.payload === 'object' && e.payload !== null ? e.payload : {}));
+    const payloads: SamplePayload[] = (given.events ?? []).map((e) =>
+      typeof e?.payload === 'object' && e.payload !== null ? e.payload : {},
+    );
     const text = payloads
       .map((p) => (typeof p.text === 'string' ? p.text : ''))
       .filter(Boolean)
@@ -78,7 +84,8 @@ export const sampleAgent = defineAgent('sample-agent', {
 
     const classified = await ctx.node('classify', async ({ attempt }) => {
       await pause(sleepMs, ctx.signal);
-      if (attempt <= failTimes) throw new ClientError(`ThrottlingException - classify attempt ${attempt} failed (fail_times: ${failTimes})`);
+      if (attempt <= failTimes)
+        throw new ClientError(`ThrottlingException - classify attempt ${attempt} failed (fail_times: ${failTimes})`);
       return { intent: /refund/i.test(text) ? 'refund' : 'question', messages: payloads.length };
     });
     const acted = await ctx.node('act', async () => {
@@ -93,10 +100,12 @@ export const sampleAgent = defineAgent('sample-agent', {
     });
     await ctx.node('reply', async () => {
       if (acted.refund) return { text: `Refunded ${acted.order.amount} for order ${acted.order.order_id}.` };
-      if ('blocked' in acted) return { text: `A refund for order ${acted.order.order_id} was not approved (${acted.blocked}).` };
+      if ('blocked' in acted)
+        return { text: `A refund for order ${acted.order.order_id} was not approved (${acted.blocked}).` };
       return { text: `Order ${acted.order.order_id} is ${acted.order.status}.` };
     });
-    if (given.fail === true || given.detail?.fail === true) throw new ClientError('ThrottlingException - Rate exceeded');
+    if (given.fail === true || given.detail?.fail === true)
+      throw new ClientError('ThrottlingException - Rate exceeded');
   },
   maxWait: '2h',
 });

@@ -17,7 +17,16 @@ import { pruneSession } from './retention.js';
 import { sampleAgent, sampleTools } from './sample.js';
 import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
-import { projectSessions, readSession, sessionStream, toRecord, toSessionEvent, type SessionEvent, type SessionRecord, type SessionView } from './view.js';
+import {
+  projectSessions,
+  readSession,
+  sessionStream,
+  toRecord,
+  toSessionEvent,
+  type SessionEvent,
+  type SessionRecord,
+  type SessionView,
+} from './view.js';
 import { RUN_EVENT } from '../runtime/events.js';
 
 export interface SessionsOptions {
@@ -68,7 +77,8 @@ export class SessionService {
    * starts nothing. With `tx`, the session starts in that transaction.
    */
   async start(p: { agent: string; input: unknown; key: string; tx?: Store }): Promise<{ run_id: string }> {
-    const given = typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
+    const given =
+      typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
     if (typeof given === 'string') {
       const id = checkSessionId(given, 'input.session_id');
       await this.open(id, p.agent, p.input ?? null, p.tx);
@@ -92,15 +102,31 @@ export class SessionService {
    * `idempotencyKey` as `start` derives it from its key, else a new `ses_…` id. An existing
    * session of the same agent is returned as it is; of another agent, a ConflictError.
    */
-  async create(p: { agent: string; input?: unknown; session_id?: string; idempotencyKey?: string }): Promise<SessionRecord> {
-    const id = p.session_id !== undefined ? checkSessionId(p.session_id, 'session_id') : p.idempotencyKey !== undefined ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null) : newId('ses');
+  async create(p: {
+    agent: string;
+    input?: unknown;
+    session_id?: string;
+    idempotencyKey?: string;
+  }): Promise<SessionRecord> {
+    const id =
+      p.session_id !== undefined
+        ? checkSessionId(p.session_id, 'session_id')
+        : p.idempotencyKey !== undefined
+          ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null)
+          : newId('ses');
     // an existing session of the same agent is returned as it is; of another agent, a ConflictError
     return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.engine.store, id))!);
   }
 
   /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
   private async keyed(key: string, agent: string, input: unknown, tx?: Store): Promise<string> {
-    const { runId } = await this.engine.runtime.startKeyed({ scope: 'session-key', key, ...(tx ? { tx } : {}), name: async () => ({ runId: keyedId(key) }), begin: async (t, id) => void (await this.open(id, agent, input, t)) });
+    const { runId } = await this.engine.runtime.startKeyed({
+      scope: 'session-key',
+      key,
+      ...(tx ? { tx } : {}),
+      name: async () => ({ runId: keyedId(key) }),
+      begin: async (t, id) => void (await this.open(id, agent, input, t)),
+    });
     return runId;
   }
 
@@ -113,12 +139,23 @@ export class SessionService {
    * query); `status` keeps those of one type, `limit` the first N in that order. A session has a
    * handful of events (six on the happy path), so it is read whole and not paged.
    */
-  async events(id: string, options: { status?: string; order?: 'asc' | 'desc'; limit?: number } = {}): Promise<SessionEvent[]> {
+  async events(
+    id: string,
+    options: { status?: string; order?: 'asc' | 'desc'; limit?: number } = {},
+  ): Promise<SessionEvent[]> {
     const { status, order = 'asc', limit } = options;
-    if (status !== undefined && !isSessionEventType(status)) throw new ValidationError('status', `must be one of ${SESSION_EVENT_TYPES.join(', ')} (got ${JSON.stringify(status)})`);
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) throw new ValidationError('limit', `must be an integer from 1 to 500 (got ${JSON.stringify(limit)})`);
+    if (status !== undefined && !isSessionEventType(status))
+      throw new ValidationError(
+        'status',
+        `must be one of ${SESSION_EVENT_TYPES.join(', ')} (got ${JSON.stringify(status)})`,
+      );
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500))
+      throw new ValidationError('limit', `must be an integer from 1 to 500 (got ${JSON.stringify(limit)})`);
     await this.view(id);
-    const events = await this.engine.journal.readStream(sessionStream(id), { limit: 1000, backwards: order === 'desc' });
+    const events = await this.engine.journal.readStream(sessionStream(id), {
+      limit: 1000,
+      backwards: order === 'desc',
+    });
     return events
       .filter((e) => status === undefined || e.type === status)
       .slice(0, limit)
@@ -135,10 +172,14 @@ export class SessionService {
     const report = checkReport(body);
     return retrying(async () => {
       const session = await this.view(id);
-      if (this.agents.get(session.agent)?.kind === 'code') throw new ConflictError(`session ${id} runs the TypeScript agent '${session.agent}', which reports by returning`);
+      if (this.agents.get(session.agent)?.kind === 'code')
+        throw new ConflictError(
+          `session ${id} runs the TypeScript agent '${session.agent}', which reports by returning`,
+        );
       const first = await this.firstReport(id);
       if (first) return accepted(id, first, report, true);
-      if (isEnded(session.status)) throw new ConflictError(`session ${id} has already ended: ${session.last_event} (${session.status})`);
+      if (isEnded(session.status))
+        throw new ConflictError(`session ${id} has already ended: ${session.last_event} (${session.status})`);
       await this.engine.signal(id, REPORT_SIGNAL, report, { idempotencyKey: 'report' });
       // the signal's fixed key lets one report in: if another won a race, this one conflicts
       return accepted(id, (await this.firstReport(id)) ?? report, report, false);
@@ -153,7 +194,9 @@ export class SessionService {
 
   private async firstReport(id: string): Promise<SessionReport | undefined> {
     const events = await this.engine.journal.readStream(runStream(id), { limit: 100_000 });
-    const sent = events.find((e) => e.type === RUN_EVENT.signalSent && (e.data as { name: string }).name === REPORT_SIGNAL);
+    const sent = events.find(
+      (e) => e.type === RUN_EVENT.signalSent && (e.data as { name: string }).name === REPORT_SIGNAL,
+    );
     const report = (sent?.data as { payload: SessionReport } | undefined)?.payload;
     // a report journaled before 0.2 says COMPLETED or FAILED
     return report && { ...report, status: currentStatus(report.status) as SessionReport['status'] };
@@ -164,7 +207,18 @@ export class SessionService {
    * whose run takes its conversation's turn (ordering key `conversation:<id>`), so the runs of one
    * conversation run one at a time, in arrival order, in any process.
    */
-  async startForEvent(tx: Store, p: { id: string; agent: string; input: unknown; conversation_id: string; user_id: string; event_id: string; input_class: string }): Promise<void> {
+  async startForEvent(
+    tx: Store,
+    p: {
+      id: string;
+      agent: string;
+      input: unknown;
+      conversation_id: string;
+      user_id: string;
+      event_id: string;
+      input_class: string;
+    },
+  ): Promise<void> {
     const { id, agent, input, ...ledger } = p;
     // the intake's new id: no session has it yet, so none is read first
     this.check(agent, input);
@@ -192,26 +246,52 @@ export class SessionService {
   }
 
   private check(agent: string, input: unknown): void {
-    if (typeof agent !== 'string' || !this.agents.has(agent)) throw new ValidationError('agent', `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`);
+    if (typeof agent !== 'string' || !this.agents.has(agent))
+      throw new ValidationError(
+        'agent',
+        `no agent is named ${JSON.stringify(agent)} (there are: ${this.names().join(', ')})`,
+      );
     checkJson('input', input, this.engine.config.maxPayloadBytes);
   }
 
   /** SESSION_INITIATED and the session's run, in transaction `t`. */
-  private async initiate(t: Store, id: string, agent: string, input: unknown, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string }): Promise<void> {
+  private async initiate(
+    t: Store,
+    id: string,
+    agent: string,
+    input: unknown,
+    event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string },
+  ): Promise<void> {
     const run = await readRunView(t, id);
-    if (run && run.workflow !== SESSION_WORKFLOW) throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
+    if (run && run.workflow !== SESSION_WORKFLOW)
+      throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
     const ledger = this.ledgerData(agent, event);
-    await this.engine.journal.append(sessionStream(id), [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }], { tx: t, expectedVersion: 0 });
-    const start = event ? { session_id: id, agent, input, conversation_id: event.conversation_id } : { session_id: id, agent, input };
+    await this.engine.journal.append(
+      sessionStream(id),
+      [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }],
+      { tx: t, expectedVersion: 0 },
+    );
+    const start = event
+      ? { session_id: id, agent, input, conversation_id: event.conversation_id }
+      : { session_id: id, agent, input };
     await this.engine.start(this.workflow, start, { id, tx: t, ...(event ? { orderingKey: event.orderingKey } : {}) });
   }
 
   /** What SESSION_INITIATED carries for the ledger's `agent_runs` row. */
-  private ledgerData(agent: string, event?: { conversation_id: string; user_id: string; event_id: string; input_class: string }) {
+  private ledgerData(
+    agent: string,
+    event?: { conversation_id: string; user_id: string; event_id: string; input_class: string },
+  ) {
     const found = this.agents.get(agent);
     const graph_version = found?.kind === 'code' && found.ledger ? found.ledger.graphVersion : 'v1';
     if (!event) return { graph_version };
-    return { graph_version, conversation_id: event.conversation_id, user_id: event.user_id, event_id: event.event_id, input_class: event.input_class };
+    return {
+      graph_version,
+      conversation_id: event.conversation_id,
+      user_id: event.user_id,
+      event_id: event.event_id,
+      input_class: event.input_class,
+    };
   }
 }
 
@@ -229,7 +309,8 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
   const agents = new Map<string, Agent>([[sampleAgent.name, sampleAgent]]);
   const given = new Set<string>();
   (options.agents ?? []).forEach((agent, i) => {
-    if (agent?.kind !== 'code' && agent?.kind !== 'http') throw new ValidationError(`agents[${i}]`, 'must be made with defineAgent()');
+    if (agent?.kind !== 'code' && agent?.kind !== 'http')
+      throw new ValidationError(`agents[${i}]`, 'must be made with defineAgent()');
     if (given.has(agent.name)) throw new ValidationError(`agents[${i}]`, `two agents are named '${agent.name}'`);
     given.add(agent.name);
     agents.set(agent.name, agent);
@@ -237,7 +318,8 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
   const tools = new Map<string, Tool>(sampleTools.map((t) => [t.name, t]));
   const givenTools = new Set<string>();
   (options.tools ?? []).forEach((tool, i) => {
-    if (typeof tool?.run !== 'function' || typeof tool.name !== 'string') throw new ValidationError(`tools[${i}]`, 'must be made with defineTool()');
+    if (typeof tool?.run !== 'function' || typeof tool.name !== 'string')
+      throw new ValidationError(`tools[${i}]`, 'must be made with defineTool()');
     if (givenTools.has(tool.name)) throw new ValidationError(`tools[${i}]`, `two tools are named '${tool.name}'`);
     givenTools.add(tool.name);
     tools.set(tool.name, tool);
@@ -248,7 +330,8 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
     journal: engine.journal,
     agents,
     allow: options.allow ?? [],
-    reportUrl: (id) => publicUrlFor(base, `/sessions/${encodeURIComponent(id)}/report`, `the report_url of session ${id}`),
+    reportUrl: (id) =>
+      publicUrlFor(base, `/sessions/${encodeURIComponent(id)}/report`, `the report_url of session ${id}`),
     tools,
     maxPayloadBytes: engine.config.maxPayloadBytes,
   });
@@ -265,7 +348,10 @@ function keyedId(key: string): string {
 
 function checkSessionId(id: unknown, path: string): string {
   if (typeof id !== 'string' || !SESSION_ID.test(id)) {
-    throw new ValidationError(path, `must be 1 to 200 letters, digits, '.', '_', ':' or '-', starting with a letter or digit (got ${JSON.stringify(id)})`);
+    throw new ValidationError(
+      path,
+      `must be 1 to 200 letters, digits, '.', '_', ':' or '-', starting with a letter or digit (got ${JSON.stringify(id)})`,
+    );
   }
   return id;
 }
@@ -273,19 +359,24 @@ function checkSessionId(id: unknown, path: string): string {
 function checkReport(body: { status: string; error_message?: string | null }): SessionReport {
   const { status, error_message: error } = (body ?? {}) as { status?: unknown; error_message?: unknown };
   const spelled = typeof status === 'string' ? currentStatus(status) : status;
-  if (spelled !== 'success' && spelled !== 'failed') throw new ValidationError('status', `must be success or failed (got ${JSON.stringify(status)})`);
-  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > 2000)) throw new ValidationError('error_message', 'must be a string of at most 2000 characters');
+  if (spelled !== 'success' && spelled !== 'failed')
+    throw new ValidationError('status', `must be success or failed (got ${JSON.stringify(status)})`);
+  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > 2000))
+    throw new ValidationError('error_message', 'must be a string of at most 2000 characters');
   return { status: spelled, error_message: (error as string | null | undefined) ?? null };
 }
 
 function same(view: SessionView, agent: string): SessionRecord {
-  if (view.agent !== agent) throw new ConflictError(`session ${view.session_id} exists for agent '${view.agent}', not '${agent}'`);
+  if (view.agent !== agent)
+    throw new ConflictError(`session ${view.session_id} exists for agent '${view.agent}', not '${agent}'`);
   return toRecord(view);
 }
 
 function accepted(id: string, first: SessionReport, report: SessionReport, duplicate: boolean): ReportResult {
   if (first.status !== report.status || first.error_message !== report.error_message) {
-    throw new ConflictError(`session ${id} already has a report (${first.status}${first.error_message ? `: ${first.error_message}` : ''})`);
+    throw new ConflictError(
+      `session ${id} already has a report (${first.status}${first.error_message ? `: ${first.error_message}` : ''})`,
+    );
   }
   return { session_id: id, status: first.status, duplicate };
 }

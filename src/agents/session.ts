@@ -1,8 +1,21 @@
 import { crashPoint } from '../crash.js';
-import { ConflictError, describeError, NonDeterminismError, TerminalError, TimeoutError, ValidationError } from '../errors.js';
+import {
+  ConflictError,
+  describeError,
+  NonDeterminismError,
+  TerminalError,
+  TimeoutError,
+  ValidationError,
+} from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
-import { workflow, type StepContext, type StepOptions, type Workflow, type WorkflowContext } from '../runtime/workflow.js';
+import {
+  workflow,
+  type StepContext,
+  type StepOptions,
+  type Workflow,
+  type WorkflowContext,
+} from '../runtime/workflow.js';
 import { StoreClock } from '../runtime/clock.js';
 import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
@@ -60,7 +73,9 @@ export interface SessionWorkflowOptions {
 }
 
 /** Writing a lifecycle event waits out a database outage: 1000 tries, backing off to 30 s. */
-const RECORD: StepOptions<Recorded> = { retry: { maxAttempts: 1000, backoff: { base: '200ms', factor: 2, max: '30s' } } };
+const RECORD: StepOptions<Recorded> = {
+  retry: { maxAttempts: 1000, backoff: { base: '200ms', factor: 2, max: '30s' } },
+};
 /** An agent's own failures are outcomes, not step failures: a step fails only when its pass stops. */
 const ONCE = { retry: { maxAttempts: 1 } };
 const MAX_ERROR_CHARS = 2000;
@@ -71,7 +86,9 @@ const MAX_ERROR_CHARS = 2000;
  * agent work (the invocation, the entrypoint, the background task) is a step between two of them,
  * so a crash re-runs at most the piece that was running and never writes an event twice.
  */
-export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
+export function sessionWorkflow(
+  o: SessionWorkflowOptions,
+): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
   const clock = new StoreClock(o.store);
   return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, input: SessionInput) => {
     let session = input;
@@ -81,14 +98,22 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
     const done = (last: Recorded) => ({ session_id: id, ended_with: last.type });
     if (session.conversation_id !== undefined) {
       const conversationId = session.conversation_id;
-      const events = await ctx.step('gather', () => gatherEvents(o.store, o.journal, { runId: id, conversationId, agent: name }), { retry: RECORD.retry } as StepOptions<GatheredEvent[]>);
+      const events = await ctx.step(
+        'gather',
+        () => gatherEvents(o.store, o.journal, { runId: id, conversationId, agent: name }),
+        { retry: RECORD.retry } as StepOptions<GatheredEvent[]>,
+      );
       session = { ...session, input: { ...(session.input as object), events } };
     }
 
     const started = await record('invocation', 'AGENT_INVOCATION_STARTED');
     if (started.type === null) return done(started);
     const invoked = await ctx.step('invoke', (step) => invoke(agent, session, step, o), ONCE);
-    const outcome = await record('invoked', invoked.ok ? 'AGENT_INVOCATION_SUCCEEDED' : 'AGENT_INVOCATION_FAILED', invoked.ok ? undefined : invoked.error_message);
+    const outcome = await record(
+      'invoked',
+      invoked.ok ? 'AGENT_INVOCATION_SUCCEEDED' : 'AGENT_INVOCATION_FAILED',
+      invoked.ok ? undefined : invoked.error_message,
+    );
     if (outcome.type !== 'AGENT_INVOCATION_SUCCEEDED') return done(outcome);
     // another process recorded the success: this one cannot go on without the agent
     if (!agent) throw new TerminalError(`agent '${name}' is not registered in this process`);
@@ -102,22 +127,51 @@ export function sessionWorkflow(o: SessionWorkflowOptions): Workflow<SessionInpu
     if (agent.kind === 'code') return done(await runCode(ctx, agent, session, deadline, record, o));
     const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
     if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return done(background);
-    const report = await ctx.waitForEvent<SessionReport>(REPORT_SIGNAL, { timeout: Math.max(0, deadline - Date.now()) });
+    const report = await ctx.waitForEvent<SessionReport>(REPORT_SIGNAL, {
+      timeout: Math.max(0, deadline - Date.now()),
+    });
     if (report === null) return done(await record('finished', 'SESSION_TIMED_OUT', timedOut(agent).error_message));
-    if (report.status === 'success' || (report.status as string) === 'COMPLETED') return done(await record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED'));
-    return done(await record('finished', 'AGENT_BACKGROUND_TASK_FAILED', report.error_message ?? `AgentError: agent '${name}' reported failed`));
+    if (report.status === 'success' || (report.status as string) === 'COMPLETED')
+      return done(await record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED'));
+    return done(
+      await record(
+        'finished',
+        'AGENT_BACKGROUND_TASK_FAILED',
+        report.error_message ?? `AgentError: agent '${name}' reported failed`,
+      ),
+    );
   });
 }
 
-async function runCode(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>, o: SessionWorkflowOptions): Promise<Recorded> {
+async function runCode(
+  ctx: WorkflowContext,
+  agent: CodeAgent,
+  session: SessionInput,
+  deadline: number,
+  record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>,
+  o: SessionWorkflowOptions,
+): Promise<Recorded> {
   const entrypoint = agent.entrypoint;
-  const entered: Outcome = entrypoint ? await ctx.step('entrypoint', (step) => runPhase(entrypoint, agent, session, deadline, step), ONCE) : { ok: true };
-  if (!entered.ok) return record('entered', entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED', entered.error_message);
+  const entered: Outcome = entrypoint
+    ? await ctx.step('entrypoint', (step) => runPhase(entrypoint, agent, session, deadline, step), ONCE)
+    : { ok: true };
+  if (!entered.ok)
+    return record(
+      'entered',
+      entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED',
+      entered.error_message,
+    );
   const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
   if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return background;
-  const finished = agent.ledger ? await runLedger(ctx, agent, session, deadline, o) : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
+  const finished = agent.ledger
+    ? await runLedger(ctx, agent, session, deadline, o)
+    : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
   if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
-  return record('finished', finished.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_BACKGROUND_TASK_FAILED', finished.error_message);
+  return record(
+    'finished',
+    finished.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_BACKGROUND_TASK_FAILED',
+    finished.error_message,
+  );
 }
 
 /**
@@ -126,13 +180,25 @@ async function runCode(ctx: WorkflowContext, agent: CodeAgent, session: SessionI
  * by the lifecycle means the session has ended; were it still going, the step fails for good, so
  * the run fails and SESSION_FAILED ends the session rather than leaving it running.
  */
-function recordStep(ctx: WorkflowContext, o: SessionWorkflowOptions, id: string, slot: Slot, type: SessionEventType, error?: string): Promise<Recorded> {
+function recordStep(
+  ctx: WorkflowContext,
+  o: SessionWorkflowOptions,
+  id: string,
+  slot: Slot,
+  type: SessionEventType,
+  error?: string,
+): Promise<Recorded> {
   return ctx.step(
     `record:${slot}`,
     async () => {
-      const data = error === undefined ? {} : { error_message: error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error };
+      const data =
+        error === undefined
+          ? {}
+          : { error_message: error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error };
       try {
-        const appended = await o.journal.append(sessionStream(id), [{ type, data }], { idempotencyKey: `session:${id}:${slot}` });
+        const appended = await o.journal.append(sessionStream(id), [{ type, data }], {
+          idempotencyKey: `session:${id}:${slot}`,
+        });
         if (!appended.duplicate) crashPoint('session:afterRecord');
         const event = appended.events[0]!;
         return { type: event.type as SessionEventType, timestamp: event.timestamp };
@@ -151,15 +217,30 @@ function recordStep(ctx: WorkflowContext, o: SessionWorkflowOptions, id: string,
 }
 
 /** The invocation: for a code agent, its call starting; for an HTTP agent, its acknowledgement (any 2xx). */
-async function invoke(agent: Agent | undefined, session: SessionInput, step: StepContext, o: SessionWorkflowOptions): Promise<Outcome> {
+async function invoke(
+  agent: Agent | undefined,
+  session: SessionInput,
+  step: StepContext,
+  o: SessionWorkflowOptions,
+): Promise<Outcome> {
   if (!agent) return failed(`NotFoundError: agent '${session.agent}' is not registered in this process`);
   if (agent.kind === 'code') return { ok: true };
   const report_url = o.reportUrl(session.session_id);
   // journaled before the call: an agent's writes are fenced by the newest invocation's token (remote.ts)
   const lease_token = await issueLeaseToken(o.journal, session.session_id, step.attempt);
-  const body = { session_id: session.session_id, agent: agent.name, input: session.input, report_url, session_url: report_url.replace(/\/report$/, ''), lease_token };
+  const body = {
+    session_id: session.session_id,
+    agent: agent.name,
+    input: session.input,
+    report_url,
+    session_url: report_url.replace(/\/report$/, ''),
+    lease_token,
+  };
   try {
-    const response = await httpRequest({ method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds }, { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow });
+    const response = await httpRequest(
+      { method: 'POST', url: agent.url, headers: agent.headers, body, timeout_seconds: agent.timeoutSeconds },
+      { idempotencyKey: step.idempotencyKey, signal: step.signal, allow: o.allow },
+    );
     if (response.status >= 200 && response.status < 300) return { ok: true };
     return failed(`InvocationError: POST ${agent.url} answered ${response.status}, not 2xx`);
   } catch (error) {
@@ -173,7 +254,13 @@ async function invoke(agent: Agent | undefined, session: SessionInput, step: Ste
  * then fires). When the step's own signal fires (this process lost the run), the pass stops and
  * nothing is recorded: the next owner runs the phase again.
  */
-async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInput, deadline: number, step: StepContext): Promise<Outcome> {
+async function runPhase(
+  fn: AgentFunction,
+  agent: CodeAgent,
+  session: SessionInput,
+  deadline: number,
+  step: StepContext,
+): Promise<Outcome> {
   const remaining = deadline - Date.now();
   if (remaining <= 0) return timedOut(agent);
   const controller = new AbortController();
@@ -187,7 +274,14 @@ async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInp
       resolve(outcome);
     }, remaining);
   });
-  const context: AgentContext = { sessionId: session.session_id, signal: controller.signal, idempotencyKey: step.idempotencyKey, attempt: step.attempt, node: notLedger(agent), tool: notLedger(agent) };
+  const context: AgentContext = {
+    sessionId: session.session_id,
+    signal: controller.signal,
+    idempotencyKey: step.idempotencyKey,
+    attempt: step.attempt,
+    node: notLedger(agent),
+    tool: notLedger(agent),
+  };
   const ran = (async () => fn(session.input, context))().then(
     (): Outcome => ({ ok: true }),
     (error: unknown): Outcome => {
@@ -209,7 +303,13 @@ async function runPhase(fn: AgentFunction, agent: CodeAgent, session: SessionInp
  * (the run waits for an approval or a backoff) the timer stops with it, and the next pass times the
  * rest of the wait.
  */
-async function runLedger(ctx: WorkflowContext, agent: CodeAgent, session: SessionInput, deadline: number, o: SessionWorkflowOptions): Promise<Outcome> {
+async function runLedger(
+  ctx: WorkflowContext,
+  agent: CodeAgent,
+  session: SessionInput,
+  deadline: number,
+  o: SessionWorkflowOptions,
+): Promise<Outcome> {
   const remaining = deadline - Date.now();
   if (remaining <= 0) return timedOut(agent);
   const controller = new AbortController();
@@ -226,7 +326,13 @@ async function runLedger(ctx: WorkflowContext, agent: CodeAgent, session: Sessio
       resolve(outcome);
     }, remaining);
   });
-  const context: AgentContext = ledgerContext(ctx, { sessionId: session.session_id, agent, tools: o.tools, signal: controller.signal, maxPayloadBytes: o.maxPayloadBytes });
+  const context: AgentContext = ledgerContext(ctx, {
+    sessionId: session.session_id,
+    agent,
+    tools: o.tools,
+    signal: controller.signal,
+    maxPayloadBytes: o.maxPayloadBytes,
+  });
   const ran = (async () => agent.background(session.input, context))().then(
     (): Outcome => ({ ok: true }),
     (error: unknown): Outcome => {
@@ -250,12 +356,18 @@ function failed(error_message: string): Outcome {
 /** `ctx.node` and `ctx.tool` of an agent defined without `ledger`. */
 function notLedger(agent: CodeAgent): () => never {
   return () => {
-    throw new TerminalError(`agent '${agent.name}' is not a ledger agent: define it with { ledger: {} } to use ctx.node and ctx.tool`);
+    throw new TerminalError(
+      `agent '${agent.name}' is not a ledger agent: define it with { ledger: {} } to use ctx.node and ctx.tool`,
+    );
   };
 }
 
 function timedOut(agent: Agent): { ok: false; error_message: string; timed_out: true } {
-  return { ok: false, error_message: `TimeoutError: agent '${agent.name}' did not finish within its maximum wait of ${formatMs(agent.maxWaitMs)}`, timed_out: true };
+  return {
+    ok: false,
+    error_message: `TimeoutError: agent '${agent.name}' did not finish within its maximum wait of ${formatMs(agent.maxWaitMs)}`,
+    timed_out: true,
+  };
 }
 
 function formatMs(ms: number): string {

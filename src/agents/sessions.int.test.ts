@@ -15,7 +15,14 @@ import type { SessionEventType } from './lifecycle.js';
 import { ClientError } from './sample.js';
 import { sessions, type SessionService } from './service.js';
 
-const HAPPY: SessionEventType[] = ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_BACKGROUND_TASK_STARTED', 'AGENT_BACKGROUND_TASK_COMPLETED'];
+const HAPPY: SessionEventType[] = [
+  'SESSION_INITIATED',
+  'AGENT_INVOCATION_STARTED',
+  'AGENT_INVOCATION_SUCCEEDED',
+  'AGENT_ENTRYPOINT_STARTED',
+  'AGENT_BACKGROUND_TASK_STARTED',
+  'AGENT_BACKGROUND_TASK_COMPLETED',
+];
 const THROTTLED = 'ClientError: ThrottlingException - Rate exceeded';
 
 interface Invocation {
@@ -52,7 +59,12 @@ describe.each(backends)('agent sessions on $name', (backend) => {
       const { body } = await call('GET', `/sessions/${id}`);
       return body.status === 'success' || body.status === 'failed' ? body : undefined;
     }, timeoutMs);
-  const events = async (id: string) => (await call('GET', `/sessions/${id}/events`)).body.events as Array<{ type: SessionEventType; timestamp: string; error_message?: string }>;
+  const events = async (id: string) =>
+    (await call('GET', `/sessions/${id}/events`)).body.events as Array<{
+      type: SessionEventType;
+      timestamp: string;
+      error_message?: string;
+    }>;
   const types = async (id: string) => (await events(id)).map((e) => e.type);
   const report = (id: string, body: unknown) => call('POST', `/sessions/${id}/report`, body);
   /**
@@ -80,12 +92,24 @@ describe.each(backends)('agent sessions on $name', (backend) => {
       req.on('end', () => {
         const invocation: Invocation = { path: req.url ?? '', headers: req.headers, body: JSON.parse(text) };
         invocations.push(invocation);
-        if (invocation.path === '/500') return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"agent runtime unavailable"}');
+        if (invocation.path === '/500')
+          return void res
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end('{"message":"agent runtime unavailable"}');
         res.writeHead(202, { 'content-type': 'application/json' }).end('{"accepted":true}');
-        const outcome = invocation.path === '/ack' ? { status: 'success' } : invocation.path === '/ack-fail' ? { status: 'failed', error_message: 'NoCredentialsError: Unable to locate credentials' } : null;
+        const outcome =
+          invocation.path === '/ack'
+            ? { status: 'success' }
+            : invocation.path === '/ack-fail'
+              ? { status: 'failed', error_message: 'NoCredentialsError: Unable to locate credentials' }
+              : null;
         if (!outcome) return;
         void suspended(invocation.body.session_id).then(() => {
-          const request = new Request(invocation.body.report_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(outcome) });
+          const request = new Request(invocation.body.report_url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(outcome),
+          });
           return Promise.resolve(app.fetch(request)).then((answer) => reportAnswers.push(answer.status));
         });
       });
@@ -112,7 +136,11 @@ describe.each(backends)('agent sessions on $name', (backend) => {
           ),
         maxWait: 300,
       }),
-      defineAgent('remote', { url: `${agentUrl}/ack`, maxWait: '10s', headers: { authorization: 'Bearer agent-token' } }),
+      defineAgent('remote', {
+        url: `${agentUrl}/ack`,
+        maxWait: '10s',
+        headers: { authorization: 'Bearer agent-token' },
+      }),
       defineAgent('remote-fails', { url: `${agentUrl}/ack-fail` }),
       defineAgent('remote-500', { url: `${agentUrl}/500` }),
       defineAgent('remote-silent', { url: `${agentUrl}/silent`, maxWait: 400 }),
@@ -131,10 +159,23 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   it('runs sample-agent: 202 pending at once, then the six lifecycle events in order, success', async () => {
     const started = await call('POST', '/sessions', { agent: 'sample-agent', input: { topic: 'ledgers' } });
     expect(started.status).toBe(202);
-    expect(started.body).toMatchObject({ session_id: expect.stringMatching(/^ses_/), agent: 'sample-agent', status: 'pending', input: { topic: 'ledgers' }, error_message: null, events_count: 1 });
+    expect(started.body).toMatchObject({
+      session_id: expect.stringMatching(/^ses_/),
+      agent: 'sample-agent',
+      status: 'pending',
+      input: { topic: 'ledgers' },
+      error_message: null,
+      events_count: 1,
+    });
     const id = started.body.session_id;
     const session = await ended(id);
-    expect(session).toMatchObject({ session_id: id, status: 'success', error_message: null, events_count: 6, last_event: 'AGENT_BACKGROUND_TASK_COMPLETED' });
+    expect(session).toMatchObject({
+      session_id: id,
+      status: 'success',
+      error_message: null,
+      events_count: 6,
+      last_event: 'AGENT_BACKGROUND_TASK_COMPLETED',
+    });
     expect(Date.parse(session.updated_at)).toBeGreaterThanOrEqual(Date.parse(session.created_at));
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual(HAPPY);
@@ -146,12 +187,18 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     // the background task is the 200 ms of work between its start and its completion
     expect(times[5]! - times[4]!).toBeGreaterThanOrEqual(180);
-    expect(await eventually(async () => ((await engine.run(id)).status === 'success' ? engine.run(id) : undefined))).toMatchObject({ workflow: 'runledger.session' });
+    expect(
+      await eventually(async () => ((await engine.run(id)).status === 'success' ? engine.run(id) : undefined)),
+    ).toMatchObject({ workflow: 'runledger.session' });
   });
 
   it('fails on a background task that throws, with its error type and message', async () => {
     const id = await start('sample-agent', { fail: true });
-    expect(await ended(id)).toMatchObject({ status: 'failed', error_message: THROTTLED, last_event: 'AGENT_BACKGROUND_TASK_FAILED' });
+    expect(await ended(id)).toMatchObject({
+      status: 'failed',
+      error_message: THROTTLED,
+      last_event: 'AGENT_BACKGROUND_TASK_FAILED',
+    });
     const fromEvent = await start('sample-agent', { session_id: 'evt-1', detail: { fail: true } });
     expect(await ended(fromEvent)).toMatchObject({ status: 'failed', error_message: THROTTLED });
     const journal = await events(id);
@@ -164,7 +211,13 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const id = await start('throttled');
     expect(await ended(id)).toMatchObject({ status: 'failed', error_message: THROTTLED, events_count: 5 });
     const journal = await events(id);
-    expect(journal.map((e) => e.type)).toEqual(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED', 'AGENT_ENTRYPOINT_FAILED']);
+    expect(journal.map((e) => e.type)).toEqual([
+      'SESSION_INITIATED',
+      'AGENT_INVOCATION_STARTED',
+      'AGENT_INVOCATION_SUCCEEDED',
+      'AGENT_ENTRYPOINT_STARTED',
+      'AGENT_ENTRYPOINT_FAILED',
+    ]);
     expect(journal.at(-1)).toMatchObject({ type: 'AGENT_ENTRYPOINT_FAILED', error_message: THROTTLED });
     expect(backgroundRuns).toEqual([]);
   });
@@ -174,13 +227,23 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect(await ended(id)).toMatchObject({ status: 'success', events_count: 6 });
     expect(await types(id)).toEqual(HAPPY);
     expect(invocations).toHaveLength(1);
-    expect(invocations[0]!.body).toEqual({ session_id: id, agent: 'remote', input: { question: 42 }, report_url: `http://api/sessions/${id}/report`, session_url: `http://api/sessions/${id}`, lease_token: expect.stringMatching(/^lt_/) });
+    expect(invocations[0]!.body).toEqual({
+      session_id: id,
+      agent: 'remote',
+      input: { question: 42 },
+      report_url: `http://api/sessions/${id}/report`,
+      session_url: `http://api/sessions/${id}`,
+      lease_token: expect.stringMatching(/^lt_/),
+    });
     expect(invocations[0]!.headers.authorization).toBe('Bearer agent-token');
     expect(invocations[0]!.headers['idempotency-key']).toEqual(expect.stringContaining(id));
     expect(reportAnswers).toEqual([202]);
 
     const failing = await start('remote-fails');
-    expect(await ended(failing)).toMatchObject({ status: 'failed', error_message: 'NoCredentialsError: Unable to locate credentials' });
+    expect(await ended(failing)).toMatchObject({
+      status: 'failed',
+      error_message: 'NoCredentialsError: Unable to locate credentials',
+    });
     expect(await types(failing)).toEqual([...HAPPY.slice(0, 5), 'AGENT_BACKGROUND_TASK_FAILED']);
   });
 
@@ -188,9 +251,15 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const id = await start('remote-500');
     const session = await ended(id);
     expect(session).toMatchObject({ status: 'failed', events_count: 3 });
-    expect(session.error_message).toMatch(/^InvocationError: .*failed: 500 Internal Server Error.*agent runtime unavailable/);
+    expect(session.error_message).toMatch(
+      /^InvocationError: .*failed: 500 Internal Server Error.*agent runtime unavailable/,
+    );
     const journal = await events(id);
-    expect(journal.map((e) => e.type)).toEqual(['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_FAILED']);
+    expect(journal.map((e) => e.type)).toEqual([
+      'SESSION_INITIATED',
+      'AGENT_INVOCATION_STARTED',
+      'AGENT_INVOCATION_FAILED',
+    ]);
     expect(journal[2]!.error_message).toBe(session.error_message);
     expect(invocations).toHaveLength(1);
   });
@@ -199,7 +268,9 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const id = await start('remote-silent');
     const session = await ended(id);
     expect(session).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
-    expect(session.error_message).toBe("TimeoutError: agent 'remote-silent' did not finish within its maximum wait of 400 ms");
+    expect(session.error_message).toBe(
+      "TimeoutError: agent 'remote-silent' did not finish within its maximum wait of 400 ms",
+    );
     const journal = await events(id);
     expect(journal.map((e) => e.type)).toEqual([...HAPPY.slice(0, 5), 'SESSION_TIMED_OUT']);
     const waited = Date.parse(journal[5]!.timestamp) - Date.parse(journal[2]!.timestamp);
@@ -212,7 +283,11 @@ describe.each(backends)('agent sessions on $name', (backend) => {
 
   it('times out a TypeScript agent that never settles, firing its signal', async () => {
     const id = await start('stuck');
-    expect(await ended(id)).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT', error_message: expect.stringMatching(/^TimeoutError: agent 'stuck'/) });
+    expect(await ended(id)).toMatchObject({
+      status: 'failed',
+      last_event: 'SESSION_TIMED_OUT',
+      error_message: expect.stringMatching(/^TimeoutError: agent 'stuck'/),
+    });
     expect(await types(id)).toEqual([...HAPPY.slice(0, 5), 'SESSION_TIMED_OUT']);
     expect(aborted).toHaveLength(1);
     expect((aborted[0] as Error).name).toBe('TimeoutError');
@@ -224,20 +299,23 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   it.each([
     ['ahead', 600_000],
     ['behind', -600_000],
-  ])('times the maximum wait of a session on the database clock with this process 10 minutes %s', async (_label, skew) => {
-    const wall = Date.now.bind(Date);
-    vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
-    try {
-      expect(await ended(await start('remote'))).toMatchObject({ status: 'success' });
-      const silent = await start('remote-silent');
-      expect(await ended(silent)).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
-      const journal = await events(silent);
-      expect(Date.parse(journal[5]!.timestamp) - Date.parse(journal[2]!.timestamp)).toBeGreaterThanOrEqual(380);
-      expect(await ended(await start('stuck'))).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
-    } finally {
-      vi.restoreAllMocks();
-    }
-  });
+  ])(
+    'times the maximum wait of a session on the database clock with this process 10 minutes %s',
+    async (_label, skew) => {
+      const wall = Date.now.bind(Date);
+      vi.spyOn(Date, 'now').mockImplementation(() => wall() + skew);
+      try {
+        expect(await ended(await start('remote'))).toMatchObject({ status: 'success' });
+        const silent = await start('remote-silent');
+        expect(await ended(silent)).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
+        const journal = await events(silent);
+        expect(Date.parse(journal[5]!.timestamp) - Date.parse(journal[2]!.timestamp)).toBeGreaterThanOrEqual(380);
+        expect(await ended(await start('stuck'))).toMatchObject({ status: 'failed', last_event: 'SESSION_TIMED_OUT' });
+      } finally {
+        vi.restoreAllMocks();
+      }
+    },
+  );
 
   it('takes the first report: a repeat is idempotent, a different one or one to an unknown or TypeScript session is refused', async () => {
     const id = await start('remote-slow');
@@ -245,11 +323,18 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const first = await report(id, { status: 'success' });
     expect(first).toEqual({ status: 202, body: { session_id: id, status: 'success', duplicate: false } });
     // COMPLETED, the spelling before 0.2, is the same report
-    expect((await report(id, { status: 'COMPLETED' })).body).toEqual({ session_id: id, status: 'success', duplicate: true });
+    expect((await report(id, { status: 'COMPLETED' })).body).toEqual({
+      session_id: id,
+      status: 'success',
+      duplicate: true,
+    });
     expect((await report(id, { status: 'FAILED', error_message: 'Error: changed my mind' })).status).toBe(409);
     expect(await ended(id)).toMatchObject({ status: 'success', events_count: 6 });
     // after the end: the agent retrying the same report still gets its answer; anything else is 409
-    expect(await report(id, { status: 'COMPLETED' })).toEqual({ status: 202, body: { session_id: id, status: 'success', duplicate: true } });
+    expect(await report(id, { status: 'COMPLETED' })).toEqual({
+      status: 202,
+      body: { session_id: id, status: 'success', duplicate: true },
+    });
     expect((await report(id, { status: 'FAILED' })).status).toBe(409);
     expect(await types(id)).toEqual(HAPPY);
 
@@ -263,7 +348,10 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     // two different reports racing: exactly one is taken
     const raced = await start('remote-slow');
     await suspended(raced);
-    const answers = await Promise.all([report(raced, { status: 'COMPLETED' }), report(raced, { status: 'FAILED', error_message: 'ClientError: boom' })]);
+    const answers = await Promise.all([
+      report(raced, { status: 'COMPLETED' }),
+      report(raced, { status: 'FAILED', error_message: 'ClientError: boom' }),
+    ]);
     expect(answers.map((a) => a.status).sort()).toEqual([202, 409]);
     const winner = answers.find((a) => a.status === 202)!.body.status;
     expect((await ended(raced)).status).toBe(winner);
@@ -275,7 +363,10 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const filtered = await call('GET', `/sessions/${id}/events?status=AGENT_INVOCATION_STARTED`);
     expect(filtered.status).toBe(200);
     expect(filtered.body).toMatchObject({ session_id: id, count: 1, events: [{ type: 'AGENT_INVOCATION_STARTED' }] });
-    expect((await call('GET', `/sessions/${id}/events?status=AGENT_BACKGROUND_TASK_FAILED`)).body).toMatchObject({ count: 0, events: [] });
+    expect((await call('GET', `/sessions/${id}/events?status=AGENT_BACKGROUND_TASK_FAILED`)).body).toMatchObject({
+      count: 0,
+      events: [],
+    });
     const bad = await call('GET', `/sessions/${id}/events?status=RUNNING`);
     expect(bad.status).toBe(400);
     expect(bad.body.error.problems[0].path).toBe('query.status');
@@ -290,11 +381,22 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const newest = await call('GET', `/sessions/${id}/events?order=desc&limit=2`);
     expect(newest.status).toBe(200);
     expect(newest.body).toMatchObject({ session_id: id, count: 2 });
-    expect(newest.body.events.map((e: { type: string }) => e.type)).toEqual(['AGENT_BACKGROUND_TASK_COMPLETED', 'AGENT_BACKGROUND_TASK_STARTED']);
-    expect((await call('GET', `/sessions/${id}/events?order=desc&limit=20`)).body.events.map((e: { type: string }) => e.type)).toEqual([...HAPPY].reverse());
-    expect((await call('GET', `/sessions/${id}/events?limit=1`)).body.events.map((e: { type: string }) => e.type)).toEqual(['SESSION_INITIATED']);
+    expect(newest.body.events.map((e: { type: string }) => e.type)).toEqual([
+      'AGENT_BACKGROUND_TASK_COMPLETED',
+      'AGENT_BACKGROUND_TASK_STARTED',
+    ]);
+    expect(
+      (await call('GET', `/sessions/${id}/events?order=desc&limit=20`)).body.events.map(
+        (e: { type: string }) => e.type,
+      ),
+    ).toEqual([...HAPPY].reverse());
+    expect(
+      (await call('GET', `/sessions/${id}/events?limit=1`)).body.events.map((e: { type: string }) => e.type),
+    ).toEqual(['SESSION_INITIATED']);
     expect(await types(id)).toEqual(HAPPY);
-    expect((await call('GET', `/sessions/${id}/events?order=desc&status=AGENT_INVOCATION_STARTED`)).body).toMatchObject({ count: 1, events: [{ type: 'AGENT_INVOCATION_STARTED' }] });
+    expect((await call('GET', `/sessions/${id}/events?order=desc&status=AGENT_INVOCATION_STARTED`)).body).toMatchObject(
+      { count: 1, events: [{ type: 'AGENT_INVOCATION_STARTED' }] },
+    );
     for (const [query, field] of [
       ['limit=0', 'query.limit'],
       ['limit=501', 'query.limit'],
@@ -310,16 +412,22 @@ describe.each(backends)('agent sessions on $name', (backend) => {
   it('starts sessions for rules idempotently by key, by input.session_id, and only when the caller commits', async () => {
     expect(service.has('sample-agent')).toBe(true);
     expect(service.has('nope')).toBe(false);
-    const racing = await Promise.all([1, 2, 3].map(() => service.start({ agent: 'sample-agent', input: { n: 1 }, key: 'rule-1:event-7' })));
+    const racing = await Promise.all(
+      [1, 2, 3].map(() => service.start({ agent: 'sample-agent', input: { n: 1 }, key: 'rule-1:event-7' })),
+    );
     const id = racing[0]!.run_id;
     expect(id).toMatch(/^ses_[0-9a-f]{32}$/);
     expect(racing.every((r) => r.run_id === id)).toBe(true);
     expect(await ended(id)).toMatchObject({ status: 'success', input: { n: 1 } });
     expect(await types(id)).toEqual(HAPPY);
 
-    expect(await service.start({ agent: 'sample-agent', input: { session_id: 'evt-abc-123' }, key: 'ignored' })).toEqual({ run_id: 'evt-abc-123' });
+    expect(
+      await service.start({ agent: 'sample-agent', input: { session_id: 'evt-abc-123' }, key: 'ignored' }),
+    ).toEqual({ run_id: 'evt-abc-123' });
     expect((await ended('evt-abc-123')).status).toBe('success');
-    await expect(service.start({ agent: 'remote', input: { session_id: 'evt-abc-123' }, key: 'k' })).rejects.toThrow(ConflictError);
+    await expect(service.start({ agent: 'remote', input: { session_id: 'evt-abc-123' }, key: 'k' })).rejects.toThrow(
+      ConflictError,
+    );
     await expect(service.start({ agent: 'nope', input: {}, key: 'k' })).rejects.toThrow(ValidationError);
 
     const rolledBack = await engine.store
@@ -339,12 +447,16 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     expect([first.status, again.status]).toEqual([202, 202]);
     expect(again.body.session_id).toBe('order-9');
     expect((await call('POST', '/sessions', { agent: 'remote', session_id: 'order-9' })).status).toBe(409);
-    const keyed = await Promise.all([1, 2].map(() => call('POST', '/sessions', { agent: 'sample-agent' }, { 'idempotency-key': 'abc' })));
+    const keyed = await Promise.all(
+      [1, 2].map(() => call('POST', '/sessions', { agent: 'sample-agent' }, { 'idempotency-key': 'abc' })),
+    );
     expect(keyed[0]!.body.session_id).toBe(keyed[1]!.body.session_id);
     const unknown = await call('POST', '/sessions', { agent: 'nope' });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.problems[0].path).toBe('agent');
-    expect((await call('POST', '/sessions', { agent: 'sample-agent', session_id: 'bad id/..' })).body.error.problems[0].path).toBe('session_id');
+    expect(
+      (await call('POST', '/sessions', { agent: 'sample-agent', session_id: 'bad id/..' })).body.error.problems[0].path,
+    ).toBe('session_id');
     const plain = workflow('plain', async () => null);
     engine.register(plain);
     await engine.start(plain, {}, { id: 'plain-run' });
@@ -354,8 +466,16 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     await ended('order-9');
     expect(await types('order-9')).toEqual(HAPPY);
     const paths = openapi(sessionRoutes(service), 'test').paths as Record<string, Record<string, unknown>>;
-    expect(Object.keys(paths).sort()).toEqual(['/healthz', '/sessions', '/sessions/{id}', '/sessions/{id}/events', '/sessions/{id}/report']);
-    expect(paths['/sessions/{id}/events']!.get).toMatchObject({ parameters: expect.arrayContaining([expect.objectContaining({ name: 'status', in: 'query' })]) });
+    expect(Object.keys(paths).sort()).toEqual([
+      '/healthz',
+      '/sessions',
+      '/sessions/{id}',
+      '/sessions/{id}/events',
+      '/sessions/{id}/report',
+    ]);
+    expect(paths['/sessions/{id}/events']!.get).toMatchObject({
+      parameters: expect.arrayContaining([expect.objectContaining({ name: 'status', in: 'query' })]),
+    });
   });
 
   it('retries a report while the store is briefly unreachable', async () => {
@@ -384,13 +504,21 @@ describe.each(backends)('agent sessions on $name', (backend) => {
     const id = await start('remote-slow');
     await suspended(id);
     await engine.cancel(id);
-    expect(await ended(id)).toMatchObject({ status: 'failed', last_event: 'SESSION_FAILED', error_message: expect.stringMatching(/^CancelledError: /) });
+    expect(await ended(id)).toMatchObject({
+      status: 'failed',
+      last_event: 'SESSION_FAILED',
+      error_message: expect.stringMatching(/^CancelledError: /),
+    });
     expect(await types(id)).toEqual([...HAPPY.slice(0, 5), 'SESSION_FAILED']);
     expect((await report(id, { status: 'COMPLETED' })).status).toBe(409);
 
-    await expect(engine.journal.append(`session:${id}`, [{ type: 'AGENT_BACKGROUND_TASK_COMPLETED', data: {} }])).rejects.toThrow(ConflictError);
+    await expect(
+      engine.journal.append(`session:${id}`, [{ type: 'AGENT_BACKGROUND_TASK_COMPLETED', data: {} }]),
+    ).rejects.toThrow(ConflictError);
     // the slot's key returns the event first written in it, as a re-run step sees it
-    const again = await engine.journal.append(`session:${id}`, [{ type: 'AGENT_BACKGROUND_TASK_STARTED', data: {} }], { idempotencyKey: `session:${id}:entered` });
+    const again = await engine.journal.append(`session:${id}`, [{ type: 'AGENT_BACKGROUND_TASK_STARTED', data: {} }], {
+      idempotencyKey: `session:${id}:entered`,
+    });
     expect(again).toMatchObject({ duplicate: true, events: [{ type: 'AGENT_BACKGROUND_TASK_STARTED', version: 5 }] });
     expect((await call('GET', `/sessions/${id}`)).body).toMatchObject({ status: 'failed', events_count: 6 });
   });

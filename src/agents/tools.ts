@@ -52,14 +52,30 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 3600_000;
  */
 export function defineTool<I = any, O = any>(name: string, definition: ToolDefinition<I, O>): Tool {
   if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) {
-    throw new ValidationError('name', `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`);
+    throw new ValidationError(
+      'name',
+      `must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (got ${JSON.stringify(name)})`,
+    );
   }
-  if (!RISKS.includes(definition?.risk)) throw new ValidationError('risk', `must be one of ${RISKS.join(', ')} (got ${JSON.stringify(definition?.risk)})`);
+  if (!RISKS.includes(definition?.risk))
+    throw new ValidationError('risk', `must be one of ${RISKS.join(', ')} (got ${JSON.stringify(definition?.risk)})`);
   if (typeof definition.run !== 'function') throw new ValidationError('run', 'must be a function');
   const timeoutMs = toMs(definition.timeout, 'timeout');
-  const approvalTimeoutMs = definition.approvalTimeout === undefined ? DEFAULT_APPROVAL_TIMEOUT_MS : toMs(definition.approvalTimeout, 'approvalTimeout');
-  if (definition.approval !== undefined && typeof definition.approval !== 'boolean') throw new ValidationError('approval', 'must be true or false');
-  return Object.freeze({ name, risk: definition.risk, timeoutMs, approvalTimeoutMs, approval: definition.approval ?? null, retry: definition.retry ?? { maxAttempts: 1 }, run: definition.run as Tool['run'] });
+  const approvalTimeoutMs =
+    definition.approvalTimeout === undefined
+      ? DEFAULT_APPROVAL_TIMEOUT_MS
+      : toMs(definition.approvalTimeout, 'approvalTimeout');
+  if (definition.approval !== undefined && typeof definition.approval !== 'boolean')
+    throw new ValidationError('approval', 'must be true or false');
+  return Object.freeze({
+    name,
+    risk: definition.risk,
+    timeoutMs,
+    approvalTimeoutMs,
+    approval: definition.approval ?? null,
+    retry: definition.retry ?? { maxAttempts: 1 },
+    run: definition.run as Tool['run'],
+  });
 }
 
 /** A tool call failed: the tool threw, or (subclasses) timed out or was not allowed to run. */

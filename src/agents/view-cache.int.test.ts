@@ -31,7 +31,11 @@ describe.each(backends)('kept session and conversation views on $name', (backend
     await record(there, 'AGENT_INVOCATION_STARTED');
     // kept here at version 1, the session is at 2: a kept view would refuse this as following SESSION_INITIATED
     await record(here, 'AGENT_INVOCATION_SUCCEEDED');
-    expect(await readSession(here.store, 's1')).toMatchObject({ status: 'running', events_count: 3, last_event: 'AGENT_INVOCATION_SUCCEEDED' });
+    expect(await readSession(here.store, 's1')).toMatchObject({
+      status: 'running',
+      events_count: 3,
+      last_event: 'AGENT_INVOCATION_SUCCEEDED',
+    });
     await expect(
       here.store.transaction(async (tx) => {
         await here.journal.append(sessionStream('s1'), [{ type: 'AGENT_ENTRYPOINT_STARTED', data: {} }], { tx });
@@ -41,19 +45,32 @@ describe.each(backends)('kept session and conversation views on $name', (backend
     // version 4 is another process's now: a view kept of the rolled-back append (ENTRYPOINT_STARTED at 4) would let this follow it
     await record(there, 'SESSION_FAILED');
     await expect(record(here, 'AGENT_ENTRYPOINT_FAILED')).rejects.toThrow(ConflictError);
-    expect(await readSession(here.store, 's1')).toMatchObject({ status: 'failed', events_count: 4, last_event: 'SESSION_FAILED' });
+    expect(await readSession(here.store, 's1')).toMatchObject({
+      status: 'failed',
+      events_count: 4,
+      last_event: 'SESSION_FAILED',
+    });
   });
 
   it("reads a conversation's view again after another process's event", async () => {
-    const arrive = (p: Process, type: string, run_id: string, agent: string) => p.journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);
+    const arrive = (p: Process, type: string, run_id: string, agent: string) =>
+      p.journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);
     await arrive(here, 'agent.event.queued', 'r1', 'a');
     await arrive(there, 'agent.run.ended', 'r1', 'a');
     // kept here at version 1 (r1 waiting): a kept view would still list it
     await arrive(here, 'agent.event.queued', 'r2', 'b');
     expect(await readConversation(here.store, 'c1')).toEqual({ version: 3, waiting: { b: 'r2' } });
     await here.store.transaction(async (tx) => {
-      await here.journal.append(conversationStream('c1'), [{ type: 'agent.event.queued', data: { run_id: 'r3', agent: 'c' } }], { tx });
-      await here.journal.append(conversationStream('c1'), [{ type: 'agent.run.ended', data: { run_id: 'r2', agent: 'b' } }], { tx });
+      await here.journal.append(
+        conversationStream('c1'),
+        [{ type: 'agent.event.queued', data: { run_id: 'r3', agent: 'c' } }],
+        { tx },
+      );
+      await here.journal.append(
+        conversationStream('c1'),
+        [{ type: 'agent.run.ended', data: { run_id: 'r2', agent: 'b' } }],
+        { tx },
+      );
     });
     await arrive(here, 'agent.event.coalesced', 'r3', 'c');
     expect(await readConversation(there.store, 'c1')).toEqual({ version: 6, waiting: { c: 'r3' } });

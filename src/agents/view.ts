@@ -3,7 +3,15 @@ import type { Journal } from '../journal/journal.js';
 import { WrittenViews } from '../journal/kept.js';
 import { currentStatus } from '../runtime/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
-import { allowedAfter, isEnded, isSessionEventType, SESSION_EVENT_TYPES, statusAfter, type SessionEventType, type SessionStatus } from './lifecycle.js';
+import {
+  allowedAfter,
+  isEnded,
+  isSessionEventType,
+  SESSION_EVENT_TYPES,
+  statusAfter,
+  type SessionEventType,
+  type SessionStatus,
+} from './lifecycle.js';
 import { RUN_EVENT } from '../runtime/events.js';
 
 /** The projection that holds each session's summary, keyed by session id. */
@@ -100,7 +108,10 @@ function projectRunEnds(journal: Journal): void {
     if (!view || isEnded(view.status)) return;
     const error = (event.data as { error?: unknown } | null)?.error;
     const error_message = typeof error === 'string' ? error : `CancelledError: the run of session ${id} was cancelled`;
-    await journal.append(sessionStream(id), [{ type: 'SESSION_FAILED', data: { error_message } }], { tx, idempotencyKey: `session:${id}:failed` });
+    await journal.append(sessionStream(id), [{ type: 'SESSION_FAILED', data: { error_message } }], {
+      tx,
+      idempotencyKey: `session:${id}:failed`,
+    });
   });
 }
 
@@ -117,7 +128,11 @@ export function toRecord(view: SessionView): SessionRecord {
 
 export function toSessionEvent(event: StoredEvent): SessionEvent {
   const error = (event.data as { error_message?: unknown } | null)?.error_message;
-  return { type: event.type as SessionEventType, timestamp: iso(event.timestamp), ...(typeof error === 'string' ? { error_message: error } : {}) };
+  return {
+    type: event.type as SessionEventType,
+    timestamp: iso(event.timestamp),
+    ...(typeof error === 'string' ? { error_message: error } : {}),
+  };
 }
 
 function iso(ms: number): string {

@@ -70,21 +70,45 @@ export const MANUAL_AGENT_RULE = {
  */
 export async function assemble(engine: Engine, options: AssembleOptions): Promise<App> {
   const { logger } = options;
-  const workflows = storedWorkflows(engine, { secretKey: options.secretKey, allow: options.allow, log: ({ level, message, ...ids }) => logger[level](ids, message), ...(options.publicUrl ? { callbackBaseUrl: options.publicUrl } : {}) });
+  const workflows = storedWorkflows(engine, {
+    secretKey: options.secretKey,
+    allow: options.allow,
+    log: ({ level, message, ...ids }) => logger[level](ids, message),
+    ...(options.publicUrl ? { callbackBaseUrl: options.publicUrl } : {}),
+  });
   engine.register(...(options.codeWorkflows ?? []));
   const channels = new Channels(engine.store, engine.journal);
   engine.retention.register(chatRetention());
-  const agentSessions = sessions(engine, { agents: options.agents ?? [], tools: options.tools ?? [], allow: options.allow, ...(options.publicUrl ? { reportBaseUrl: options.publicUrl } : {}) });
+  const agentSessions = sessions(engine, {
+    agents: options.agents ?? [],
+    tools: options.tools ?? [],
+    allow: options.allow,
+    ...(options.publicUrl ? { reportBaseUrl: options.publicUrl } : {}),
+  });
   const ledger = new AgentLedger(engine, agentSessions, { defaultAgent: options.defaultAgent ?? 'sample-agent' });
-  const starter = createRunStarter({ engine, workflows, agents: agentSessions, codeWorkflows: options.codeWorkflows ?? [] });
+  const starter = createRunStarter({
+    engine,
+    workflows,
+    agents: agentSessions,
+    codeWorkflows: options.codeWorkflows ?? [],
+  });
   // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them
   const onError = (what: string) => (error: unknown) => engine.events.emit('engine:error', { what, error });
   const stopLogging = logEvents(engine.events, logger, knownSecrets(workflows.secrets));
-  const triggerService = triggers(engine, { starter, routingEnabled: options.workers, schedulerEnabled: options.workers, onError: onError('trigger failed') });
+  const triggerService = triggers(engine, {
+    starter,
+    routingEnabled: options.workers,
+    schedulerEnabled: options.workers,
+    onError: onError('trigger failed'),
+  });
   await ensureRule(triggerService);
   await triggerService.start();
   if (options.workers && options.retention) engine.retention.start(options.retention);
-  if (options.workers) await startReplyWorker(engine, channels, options.chatProvider, { onError: onError('chat reply failed'), ...(options.onDelta ? { onDelta: options.onDelta } : {}) });
+  if (options.workers)
+    await startReplyWorker(engine, channels, options.chatProvider, {
+      onError: onError('chat reply failed'),
+      ...(options.onDelta ? { onDelta: options.onDelta } : {}),
+    });
   return {
     workflows,
     channels,

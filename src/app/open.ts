@@ -115,7 +115,11 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
   prepareLocation(database, { createDirs });
   // a key given is checked before anything opens; a key file is read or made only once the
   // database opened, so a start that cannot reach it leaves no new key file behind
-  const given = Buffer.isBuffer(secretKey) ? secretKey : secretKey ? await loadSecretKey({ dataDir: '', env: secretKey }) : null;
+  const given = Buffer.isBuffer(secretKey)
+    ? secretKey
+    : secretKey
+      ? await loadSecretKey({ dataDir: '', env: secretKey })
+      : null;
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {
     const key = given ?? (await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database) }));
@@ -137,7 +141,19 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
         ...(codeWorkflows ? { codeWorkflows } : {}),
       });
       const { stop, ...rest } = app;
-      const settingsWarnings = workers ? await compareSettings(engine, processSettings({ role, allow, publicUrl, chatModel: chatProvider.name, secretKey: key, version: packageVersion() })) : [];
+      const settingsWarnings = workers
+        ? await compareSettings(
+            engine,
+            processSettings({
+              role,
+              allow,
+              publicUrl,
+              chatModel: chatProvider.name,
+              secretKey: key,
+              version: packageVersion(),
+            }),
+          )
+        : [];
       return {
         ...rest,
         engine,

@@ -21,7 +21,10 @@ const start = async (database: string, options: { role: 'serve' | 'worker'; allo
   return app;
 };
 
-const settingsCheck = async (database: string) => (await doctor({ database, dataDir: mkdtempSync(join(tmpdir(), 'rl-doctor-')), sampleMs: 10 })).checks.find((c) => c.name === 'process settings');
+const settingsCheck = async (database: string) =>
+  (await doctor({ database, dataDir: mkdtempSync(join(tmpdir(), 'rl-doctor-')), sampleMs: 10 })).checks.find(
+    (c) => c.name === 'process settings',
+  );
 
 describe.each(backends)('processes sharing a database compare their settings ($name)', (backend) => {
   it('a process started with another allowlist than a live one warns, naming both; doctor reports it', async () => {
@@ -34,7 +37,9 @@ describe.each(backends)('processes sharing a database compare their settings ($n
     ]);
     const check = await settingsCheck(database);
     expect(check?.status).toBe('warn');
-    expect(check?.detail).toMatch(/\(serve\) has RUNLEDGER_HTTP_ALLOW=127\.0\.0\.1; .*\(worker\) has no RUNLEDGER_HTTP_ALLOW: steps may run with either/);
+    expect(check?.detail).toMatch(
+      /\(serve\) has RUNLEDGER_HTTP_ALLOW=127\.0\.0\.1; .*\(worker\) has no RUNLEDGER_HTTP_ALLOW: steps may run with either/,
+    );
   }, 60_000);
 
   it('the same settings give no warning, nor does a process that runs no steps', async () => {
@@ -43,7 +48,11 @@ describe.each(backends)('processes sharing a database compare their settings ($n
     expect((await start(database, { role: 'worker', allow: ['127.0.0.1'] })).settingsWarnings).toEqual([]);
     expect((await start(database, { role: 'serve', workers: false })).settingsWarnings).toEqual([]);
     const check = await settingsCheck(database);
-    expect(check).toEqual({ name: 'process settings', status: 'ok', detail: 'the 2 live process(es) running steps have the same settings' });
+    expect(check).toEqual({
+      name: 'process settings',
+      status: 'ok',
+      detail: 'the 2 live process(es) running steps have the same settings',
+    });
   }, 60_000);
 
   it('a process ended by another while it was paused registers again with its settings', async () => {

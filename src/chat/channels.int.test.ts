@@ -6,7 +6,12 @@ import { testEngine } from '../testing/engine.js';
 import { Channels } from './channels.js';
 import type { PostInput } from './message.js';
 
-const user = (content: string, extra: Partial<PostInput> = {}): PostInput => ({ sender_id: 'u1', role: 'user', content, ...extra });
+const user = (content: string, extra: Partial<PostInput> = {}): PostInput => ({
+  sender_id: 'u1',
+  role: 'user',
+  content,
+  ...extra,
+});
 
 describe.each(backends)('channels on $name', (backend) => {
   let engine: Engine;
@@ -26,9 +31,20 @@ describe.each(backends)('channels on $name', (backend) => {
 
   it('stores messages as the channel stream, numbered 1…n, and reads them back', async () => {
     const before = Date.now();
-    const { message, created } = await channels.post('general', user('hello', { content_type: 'markdown', metadata: { lang: 'en' } }));
+    const { message, created } = await channels.post(
+      'general',
+      user('hello', { content_type: 'markdown', metadata: { lang: 'en' } }),
+    );
     expect(created).toBe(true);
-    expect(message).toMatchObject({ channel_id: 'general', seq: 1, sender_id: 'u1', role: 'user', content: 'hello', content_type: 'markdown', metadata: { lang: 'en' } });
+    expect(message).toMatchObject({
+      channel_id: 'general',
+      seq: 1,
+      sender_id: 'u1',
+      role: 'user',
+      content: 'hello',
+      content_type: 'markdown',
+      metadata: { lang: 'en' },
+    });
     expect(message.event_id).toMatch(/^evt_[0-9A-Z]{26}$/);
     expect(message.message_id).toMatch(/^msg_[0-9A-Z]{26}$/);
     expect(message.ts).toBeGreaterThanOrEqual(before - 5_000);
@@ -81,7 +97,11 @@ describe.each(backends)('channels on $name', (backend) => {
   it('writes one message when posts of one event_id race, from two processes', async () => {
     const process2 = await second();
     const other = new Channels(process2.store, process2.journal);
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? channels : other).post('race', user(`attempt ${i}`, { event_id: 'same' }))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 === 0 ? channels : other).post('race', user(`attempt ${i}`, { event_id: 'same' })),
+      ),
+    );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.message.message_id)).size).toBe(1);
     expect(new Set(results.map((r) => r.message.content)).size).toBe(1);
@@ -127,7 +147,8 @@ describe.each(backends)('channels on $name', (backend) => {
       Array.from({ length: writers }, async (_, w) => {
         const via = w % 2 === 0 ? channels : other;
         for (let i = w; i < perChannel; i += writers) {
-          for (const id of channelIds) await via.post(id, user(`w${w} #${i}`, { sender_id: `writer-${w}`, metadata: { writer: w, i } }));
+          for (const id of channelIds)
+            await via.post(id, user(`w${w} #${i}`, { sender_id: `writer-${w}`, metadata: { writer: w, i } }));
         }
       }),
     );
@@ -141,7 +162,9 @@ describe.each(backends)('channels on $name', (backend) => {
       }
     }
     const { channels: listed, next_cursor } = await channels.list({ limit: 500 });
-    expect(listed.map((c) => [c.channel_id, c.last_seq, c.message_count])).toEqual(channelIds.map((id) => [id, perChannel, perChannel]));
+    expect(listed.map((c) => [c.channel_id, c.last_seq, c.message_count])).toEqual(
+      channelIds.map((id) => [id, perChannel, perChannel]),
+    );
     expect(next_cursor).toBeNull();
   });
 
@@ -155,7 +178,13 @@ describe.each(backends)('channels on $name', (backend) => {
       ['alpha', 1],
       ['beta', 3],
     ]);
-    expect(first.channels[1]).toEqual({ channel_id: 'beta', last_seq: 3, message_count: 3, last_ts: last.ts, updated_at: last.created_at_iso });
+    expect(first.channels[1]).toEqual({
+      channel_id: 'beta',
+      last_seq: 3,
+      message_count: 3,
+      last_ts: last.ts,
+      updated_at: last.created_at_iso,
+    });
     expect(first.next_cursor).toBe('beta');
     const rest = await channels.list({ limit: 2, after: 'beta' });
     expect(rest.channels.map((c) => [c.channel_id, c.last_seq])).toEqual([['gamma', 2]]);

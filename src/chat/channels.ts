@@ -2,7 +2,18 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store, StreamInfo } from '../storage/store.js';
-import { channelOf, channelStream, checkChannelId, checkPost, MESSAGE_POSTED, postKey, toMessage, type Message, type MessageData, type PostInput } from './message.js';
+import {
+  channelOf,
+  channelStream,
+  checkChannelId,
+  checkPost,
+  MESSAGE_POSTED,
+  postKey,
+  toMessage,
+  type Message,
+  type MessageData,
+  type PostInput,
+} from './message.js';
 
 export interface ChannelSummary {
   channel_id: string;
@@ -96,7 +107,12 @@ export class Channels {
     }
     const before = query.before === undefined ? undefined : whole('before', query.before, 1);
     if (before === 1) return { messages: [], next_cursor: null };
-    const events = await this.journal.readStream(streamId, { backwards: true, limit, ...(before === undefined ? {} : { fromVersion: before - 1 }), ...tx });
+    const events = await this.journal.readStream(streamId, {
+      backwards: true,
+      limit,
+      ...(before === undefined ? {} : { fromVersion: before - 1 }),
+      ...tx,
+    });
     const messages = events.map(toMessage).reverse();
     const oldest = messages[0]?.seq;
     return { messages, next_cursor: oldest !== undefined && oldest > 1 ? oldest : null };
@@ -106,22 +122,35 @@ export class Channels {
   async get(channelId: string, seq: number, options: InTransaction = {}): Promise<Message> {
     const channel = checkChannelId(channelId);
     const version = whole('seq', seq, 1);
-    const [event] = await this.journal.readStream(channelStream(channel), { fromVersion: version, limit: 1, ...(options.tx ? { tx: options.tx } : {}) });
+    const [event] = await this.journal.readStream(channelStream(channel), {
+      fromVersion: version,
+      limit: 1,
+      ...(options.tx ? { tx: options.tx } : {}),
+    });
     if (!event || event.version !== version) throw new NotFoundError(`channel ${channel} has no message ${version}`);
     return toMessage(event);
   }
 
   /** One channel's summary, or undefined when nothing was posted to it. */
   async channel(channelId: string): Promise<ChannelSummary | undefined> {
-    const [last] = await this.journal.readStream(channelStream(checkChannelId(channelId)), { backwards: true, limit: 1 });
+    const [last] = await this.journal.readStream(channelStream(checkChannelId(channelId)), {
+      backwards: true,
+      limit: 1,
+    });
     return last ? summary({ streamId: last.streamId, version: last.version, updatedAt: last.timestamp }) : undefined;
   }
 
   /** Channels in id order (bytewise); `next_cursor` is the `after` of the next page, null on the last. */
-  async list(query: { limit?: number; after?: string } = {}): Promise<{ channels: ChannelSummary[]; next_cursor: string | null }> {
+  async list(
+    query: { limit?: number; after?: string } = {},
+  ): Promise<{ channels: ChannelSummary[]; next_cursor: string | null }> {
     const limit = whole('limit', query.limit ?? 50, 1, 500);
     const after = query.after === undefined ? undefined : channelStream(checkChannelId(query.after, 'after'));
-    const rows = await this.store.streamList({ prefix: channelStream(''), limit: limit + 1, ...(after === undefined ? {} : { after }) });
+    const rows = await this.store.streamList({
+      prefix: channelStream(''),
+      limit: limit + 1,
+      ...(after === undefined ? {} : { after }),
+    });
     const channels = rows.slice(0, limit).map(summary);
     return { channels, next_cursor: rows.length > limit ? (channels.at(-1)?.channel_id ?? null) : null };
   }
@@ -130,12 +159,23 @@ export class Channels {
 /** A channel's stream holds only its messages, so its version is both the last seq and the count. */
 function summary(stream: StreamInfo): ChannelSummary {
   const channel_id = channelOf(stream.streamId)!;
-  return { channel_id, last_seq: stream.version, message_count: stream.version, last_ts: stream.updatedAt, updated_at: new Date(stream.updatedAt).toISOString() };
+  return {
+    channel_id,
+    last_seq: stream.version,
+    message_count: stream.version,
+    last_ts: stream.updatedAt,
+    updated_at: new Date(stream.updatedAt).toISOString(),
+  };
 }
 
 function whole(path: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ValidationError(path, max === Number.MAX_SAFE_INTEGER ? `must be a whole number ≥ ${min}` : `must be a whole number from ${min} to ${max}`);
+    throw new ValidationError(
+      path,
+      max === Number.MAX_SAFE_INTEGER
+        ? `must be a whole number ≥ ${min}`
+        : `must be a whole number from ${min} to ${max}`,
+    );
   }
   return value;
 }

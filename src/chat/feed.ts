@@ -77,7 +77,8 @@ export class ChannelFeed {
     setImmediate(() => {
       const channel = this.channels.get(channelId);
       if (!channel) return;
-      if (version !== undefined && !channel.reading && [...channel.followers].every((f) => f.delivered >= version)) return;
+      if (version !== undefined && !channel.reading && [...channel.followers].every((f) => f.delivered >= version))
+        return;
       this.wake(channelId);
     });
   }

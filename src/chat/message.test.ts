@@ -18,7 +18,14 @@ function rejection(fn: () => unknown): { path: string; message: string } {
 describe('checkPost', () => {
   it('fills in the defaults and keeps metadata as plain JSON', () => {
     const checked = checkPost({ ...valid, metadata: { at: new Date(0), skip: undefined } });
-    expect(checked).toEqual({ event_id: undefined, sender_id: 'u1', role: 'user', content: 'hello', content_type: 'text', metadata: { at: '1970-01-01T00:00:00.000Z' } });
+    expect(checked).toEqual({
+      event_id: undefined,
+      sender_id: 'u1',
+      role: 'user',
+      content: 'hello',
+      content_type: 'text',
+      metadata: { at: '1970-01-01T00:00:00.000Z' },
+    });
   });
 
   it.each([
@@ -51,7 +58,10 @@ describe('checkPost', () => {
     expect(checkPost({ ...valid, content: 'x'.repeat(64 * 1024) }).content).toHaveLength(64 * 1024);
     // 32 769 characters, but 65 538 bytes
     const error = rejection(() => checkPost({ ...valid, content: 'é'.repeat(32 * 1024 + 1) }));
-    expect(error).toEqual({ path: 'content', message: 'content: is 64 KiB (65538 bytes), over the limit of 64 KiB (65536 bytes)' });
+    expect(error).toEqual({
+      path: 'content',
+      message: 'content: is 64 KiB (65538 bytes), over the limit of 64 KiB (65536 bytes)',
+    });
   });
 
   it('lets an AI reply use the reply: prefix', () => {

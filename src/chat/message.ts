@@ -60,16 +60,20 @@ export interface PostInput {
 }
 
 /** Checks a post; returns it with defaults filled in and metadata as it will be stored (plain JSON). */
-export function checkPost(input: unknown): Omit<MessageData, 'message_id' | 'event_id'> & { event_id: string | undefined } {
+export function checkPost(
+  input: unknown,
+): Omit<MessageData, 'message_id' | 'event_id'> & { event_id: string | undefined } {
   if (!isObject(input)) throw new ValidationError('message', 'must be an object');
   const role = oneOf('role', input.role, ROLES);
-  const event_id = input.event_id === undefined ? undefined : text('event_id', input.event_id, MESSAGE_LIMITS.eventIdChars);
+  const event_id =
+    input.event_id === undefined ? undefined : text('event_id', input.event_id, MESSAGE_LIMITS.eventIdChars);
   if (event_id?.startsWith(REPLY_PREFIX) && role !== 'ai') {
     throw new ValidationError('event_id', `the prefix "${REPLY_PREFIX}" is reserved for AI replies (role ai)`);
   }
   const sender_id = text('sender_id', input.sender_id, MESSAGE_LIMITS.senderIdChars);
   const content = checkContent(input.content);
-  const content_type = input.content_type === undefined ? 'text' : oneOf('content_type', input.content_type, CONTENT_TYPES);
+  const content_type =
+    input.content_type === undefined ? 'text' : oneOf('content_type', input.content_type, CONTENT_TYPES);
   return { event_id, sender_id, role, content, content_type, metadata: checkMetadata(input.metadata) };
 }
 
@@ -81,10 +85,14 @@ export function checkChannelId(channelId: unknown, path = 'channel_id'): string 
 }
 
 function checkContent(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new ValidationError('content', 'must be a non-empty string');
+  if (typeof value !== 'string' || value.trim() === '')
+    throw new ValidationError('content', 'must be a non-empty string');
   const bytes = Buffer.byteLength(value);
   if (bytes > MESSAGE_LIMITS.contentBytes) {
-    throw new ValidationError('content', `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MESSAGE_LIMITS.contentBytes)}`);
+    throw new ValidationError(
+      'content',
+      `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MESSAGE_LIMITS.contentBytes)}`,
+    );
   }
   storable('content', value);
   return value;

@@ -13,12 +13,19 @@ interface Received {
 }
 
 /** A chat-completions server on 127.0.0.1 that records each request and answers with `respond`. */
-async function fakeModel(respond: (res: ServerResponse) => void | Promise<void>): Promise<{ url: string; received: Received[]; server: Server }> {
+async function fakeModel(
+  respond: (res: ServerResponse) => void | Promise<void>,
+): Promise<{ url: string; received: Received[]; server: Server }> {
   const received: Received[] = [];
   const server = createServer(async (req: IncomingMessage, res) => {
     let text = '';
     for await (const chunk of req) text += String(chunk);
-    received.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, body: JSON.parse(text) });
+    received.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      authorization: req.headers.authorization,
+      body: JSON.parse(text),
+    });
     await respond(res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -41,7 +48,10 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 async function run(url: string, apiKey?: string): Promise<{ text: string; deltas: string[] }> {
   const deltas: string[] = [];
   const provider = openAiCompatibleProvider({ url, model: 'tiny-1', ...(apiKey ? { apiKey } : {}) });
-  const text = await provider.generate(question, { signal: new AbortController().signal, onDelta: (d) => deltas.push(d) });
+  const text = await provider.generate(question, {
+    signal: new AbortController().signal,
+    onDelta: (d) => deltas.push(d),
+  });
   return { text, deltas };
 }
 
@@ -69,13 +79,24 @@ describe('the OpenAI-compatible provider', () => {
     const { text, deltas } = await run(url, 'sk-test-123');
     expect(text).toBe('Hello, wörld');
     expect(deltas).toEqual(['Hel', 'lo, ', 'wörld']);
-    expect(received).toEqual([{ method: 'POST', url: '/v1/chat/completions', authorization: 'Bearer sk-test-123', body: { model: 'tiny-1', messages: question, stream: true } }]);
+    expect(received).toEqual([
+      {
+        method: 'POST',
+        url: '/v1/chat/completions',
+        authorization: 'Bearer sk-test-123',
+        body: { model: 'tiny-1', messages: question, stream: true },
+      },
+    ]);
   });
 
   it('sends no Authorization header without an API key, and reads a server that does not stream', async () => {
     const { url, received } = await fakeModel((res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'whole answer' }, finish_reason: 'stop' }] }));
+      res.end(
+        JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: 'whole answer' }, finish_reason: 'stop' }],
+        }),
+      );
     });
     expect(await run(url)).toEqual({ text: 'whole answer', deltas: ['whole answer'] });
     expect(received[0]?.authorization).toBeUndefined();
@@ -89,7 +110,9 @@ describe('the OpenAI-compatible provider', () => {
     const error = await failure(url);
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(TerminalError);
-    expect((error as Error).message).toMatch(/^the model answered 500 Internal Server Error: \{"error":\{"message":"the model is overloaded"\}\}/);
+    expect((error as Error).message).toMatch(
+      /^the model answered 500 Internal Server Error: \{"error":\{"message":"the model is overloaded"\}\}/,
+    );
     expect((error as Error).message).not.toContain('TAIL');
   });
 
@@ -126,7 +149,11 @@ describe('the OpenAI-compatible provider', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`${chunk('ok')}data: [DONE]\n\n`);
     });
-    const provider = providerFromEnv({ RUNLEDGER_LLM_URL: url, RUNLEDGER_LLM_MODEL: 'env-model', RUNLEDGER_LLM_API_KEY: 'sk-env' });
+    const provider = providerFromEnv({
+      RUNLEDGER_LLM_URL: url,
+      RUNLEDGER_LLM_MODEL: 'env-model',
+      RUNLEDGER_LLM_API_KEY: 'sk-env',
+    });
     expect(await provider.generate(question, { signal: new AbortController().signal, onDelta: () => {} })).toBe('ok');
     expect(received[0]).toMatchObject({ authorization: 'Bearer sk-env', body: { model: 'env-model' } });
   });

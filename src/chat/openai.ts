@@ -77,7 +77,10 @@ function parse(data: string): Chunk {
   } catch {
     throw new Error(`the model sent a chunk that is not JSON: ${data.slice(0, EXCERPT_CHARS)}`);
   }
-  if (chunk.error) throw new Error(`the model reported an error: ${String(chunk.error.message ?? JSON.stringify(chunk.error)).slice(0, EXCERPT_CHARS)}`);
+  if (chunk.error)
+    throw new Error(
+      `the model reported an error: ${String(chunk.error.message ?? JSON.stringify(chunk.error)).slice(0, EXCERPT_CHARS)}`,
+    );
   return chunk;
 }
 

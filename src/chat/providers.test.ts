@@ -22,10 +22,15 @@ describe('the offline provider', () => {
   });
 
   it('quotes at most 200 characters and stops when aborted', async () => {
-    const reply = await offlineProvider().generate([{ role: 'user', content: 'y'.repeat(5000) }], { signal, onDelta: () => {} });
+    const reply = await offlineProvider().generate([{ role: 'user', content: 'y'.repeat(5000) }], {
+      signal,
+      onDelta: () => {},
+    });
     expect(reply).toBe(`You said: "${'y'.repeat(200)}…" (offline model; 1 messages of context)`);
     const aborted = AbortSignal.abort(new Error('timed out'));
-    await expect(offlineProvider().generate([{ role: 'user', content: 'x' }], { signal: aborted, onDelta: () => {} })).rejects.toThrow('timed out');
+    await expect(
+      offlineProvider().generate([{ role: 'user', content: 'x' }], { signal: aborted, onDelta: () => {} }),
+    ).rejects.toThrow('timed out');
   });
 });
 
@@ -33,7 +38,9 @@ describe('providerFromEnv', () => {
   it('is offline without a URL, and an OpenAI-compatible provider with one', () => {
     expect(providerFromEnv({}).name).toBe('offline');
     expect(providerFromEnv({ RUNLEDGER_LLM_URL: '  ' }).name).toBe('offline');
-    expect(providerFromEnv({ RUNLEDGER_LLM_URL: 'http://127.0.0.1:1/v1', RUNLEDGER_LLM_MODEL: 'm1' }).name).toBe('openai-compatible:m1');
+    expect(providerFromEnv({ RUNLEDGER_LLM_URL: 'http://127.0.0.1:1/v1', RUNLEDGER_LLM_MODEL: 'm1' }).name).toBe(
+      'openai-compatible:m1',
+    );
   });
 
   it.each([
@@ -57,7 +64,12 @@ describe('sseData', () => {
   };
 
   it('splits events on blank lines whatever the line ending, across chunk boundaries', async () => {
-    expect(await collect('data: a\n\nda', 'ta: b\r', '\n\r\ndata:c\r\rdata: [DONE]\n\n')).toEqual(['a', 'b', 'c', '[DONE]']);
+    expect(await collect('data: a\n\nda', 'ta: b\r', '\n\r\ndata:c\r\rdata: [DONE]\n\n')).toEqual([
+      'a',
+      'b',
+      'c',
+      '[DONE]',
+    ]);
   });
 
   it('joins the data lines of one event, ignores comments and other fields, and keeps multi-byte characters whole', async () => {

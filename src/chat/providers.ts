@@ -66,7 +66,8 @@ export function providerFromEnv(env: Record<string, string | undefined>): ChatPr
   } catch {
     throw new ValidationError('RUNLEDGER_LLM_URL', `"${url}" is not a URL`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ValidationError('RUNLEDGER_LLM_URL', 'must be an http or https URL');
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new ValidationError('RUNLEDGER_LLM_URL', 'must be an http or https URL');
   const model = env.RUNLEDGER_LLM_MODEL?.trim();
   if (!model) throw new ValidationError('RUNLEDGER_LLM_MODEL', 'must be set when RUNLEDGER_LLM_URL is');
   const apiKey = env.RUNLEDGER_LLM_API_KEY?.trim();

@@ -8,10 +8,16 @@ import type { Message } from './message.js';
 import { offlineProvider, type ChatProvider } from './providers.js';
 import { REPLY_SUBSCRIPTION, startReplyWorker, type ReplyDelta, type ReplyOptions } from './reply.js';
 
-const fast: ReplyOptions = { maxAttempts: 5, backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 }, from: 'beginning' };
+const fast: ReplyOptions = {
+  maxAttempts: 5,
+  backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 },
+  from: 'beginning',
+};
 
 /** The offline model, recording what it was asked; `fail(question, call)` makes a call throw before answering. */
-function countingProvider(fail: (content: string, call: number) => boolean = () => false): ChatProvider & { calls: number; asked: string[] } {
+function countingProvider(
+  fail: (content: string, call: number) => boolean = () => false,
+): ChatProvider & { calls: number; asked: string[] } {
   const offline = offlineProvider();
   const provider = {
     name: 'counting',
@@ -38,9 +44,12 @@ describe.each(backends)('AI replies on $name', (backend) => {
   });
   afterEach(() => close());
 
-  const ask = (channelId: string, content: string, eventId?: string) => channels.post(channelId, { sender_id: 'u1', role: 'user', content, ...(eventId ? { event_id: eventId } : {}) });
-  const replies = async (channelId: string) => (await channels.history(channelId, { limit: 500 })).messages.filter((m) => m.role === 'ai');
-  const oneReply = (channelId: string) => eventually(async () => ((await replies(channelId)).length > 0 ? replies(channelId) : undefined));
+  const ask = (channelId: string, content: string, eventId?: string) =>
+    channels.post(channelId, { sender_id: 'u1', role: 'user', content, ...(eventId ? { event_id: eventId } : {}) });
+  const replies = async (channelId: string) =>
+    (await channels.history(channelId, { limit: 500 })).messages.filter((m) => m.role === 'ai');
+  const oneReply = (channelId: string) =>
+    eventually(async () => ((await replies(channelId)).length > 0 ? replies(channelId) : undefined));
 
   /** Moves the subscription's cursor back to the start, as an operator would, while no worker holds it. */
   const resetCursor = async (name: string) => {
@@ -52,7 +61,10 @@ describe.each(backends)('AI replies on $name', (backend) => {
 
   it('answers a user message once, with a derived event_id, streaming deltas; ai and system messages get no answer', async () => {
     const deltas: ReplyDelta[] = [];
-    const worker = await startReplyWorker(engine, channels, offlineProvider(), { ...fast, onDelta: (d) => deltas.push(d) });
+    const worker = await startReplyWorker(engine, channels, offlineProvider(), {
+      ...fast,
+      onDelta: (d) => deltas.push(d),
+    });
     const { message: question } = await ask('support', 'hello there', 'q-1');
     const [reply] = await oneReply('support');
     expect(reply).toMatchObject({
@@ -65,7 +77,15 @@ describe.each(backends)('AI replies on $name', (backend) => {
       metadata: { reply_to: question.message_id, reply_to_seq: 1, provider: 'offline' },
     });
     expect(deltas.map((d) => d.delta).join('')).toBe(reply!.content);
-    expect(deltas.every((d) => d.channel_id === 'support' && d.reply_to === question.message_id && d.event_id === 'reply:q-1' && d.attempt === 1)).toBe(true);
+    expect(
+      deltas.every(
+        (d) =>
+          d.channel_id === 'support' &&
+          d.reply_to === question.message_id &&
+          d.event_id === 'reply:q-1' &&
+          d.attempt === 1,
+      ),
+    ).toBe(true);
     await channels.post('support', { sender_id: 'ops', role: 'system', content: 'agent joined' });
     await channels.post('support', { sender_id: 'bot', role: 'ai', content: 'unprompted' });
     await ask('support', 'second question');
@@ -114,7 +134,8 @@ describe.each(backends)('AI replies on $name', (backend) => {
     const provider = countingProvider();
     await ask('again', 'ping', 'q-1');
     // the reply lands beyond the window the worker looks in before asking the model again
-    for (let i = 0; i < 101; i++) await channels.post('again', { sender_id: 'ops', role: 'system', content: `note ${i}` });
+    for (let i = 0; i < 101; i++)
+      await channels.post('again', { sender_id: 'ops', role: 'system', content: `note ${i}` });
     let worker: Subscriber = await startReplyWorker(engine, channels, provider, fast);
     await eventually(async () => (await replies('again')).length === 1);
     await worker.idle();
@@ -147,7 +168,10 @@ describe.each(backends)('AI replies on $name', (backend) => {
   it('retries a failing model with backoff and stores one reply', async () => {
     const provider = countingProvider((_content, call) => call <= 3);
     const attempts: number[] = [];
-    const worker = await startReplyWorker(engine, channels, provider, { ...fast, onDelta: (d) => attempts.push(d.attempt) });
+    const worker = await startReplyWorker(engine, channels, provider, {
+      ...fast,
+      onDelta: (d) => attempts.push(d.attempt),
+    });
     await ask('flaky', 'are you there?');
     const [reply] = await oneReply('flaky');
     await worker.idle();
@@ -172,14 +196,19 @@ describe.each(backends)('AI replies on $name', (backend) => {
     expect(parked?.event.version).toBe(doomed.seq);
 
     await ask('up', 'fine');
-    expect((await oneReply('up')).map((m: Message) => m.content)).toEqual(['You said: "fine" (offline model; 1 messages of context)']);
+    expect((await oneReply('up')).map((m: Message) => m.content)).toEqual([
+      'You said: "fine" (offline model; 1 messages of context)',
+    ]);
     await worker.idle();
     expect(await replies('down')).toEqual([]);
 
     broken = false;
     await engine.retryParked(REPLY_SUBSCRIPTION, parked!.position);
     const [reply] = await oneReply('down');
-    expect(reply).toMatchObject({ event_id: `reply:${doomed.event_id}`, content: 'You said: "doomed" (offline model; 1 messages of context)' });
+    expect(reply).toMatchObject({
+      event_id: `reply:${doomed.event_id}`,
+      content: 'You said: "doomed" (offline model; 1 messages of context)',
+    });
     await eventually(async () => (await engine.parked(REPLY_SUBSCRIPTION))[0]?.status === 'resolved');
     await worker.idle();
     expect(await replies('down')).toHaveLength(1);
@@ -198,7 +227,8 @@ describe.each(backends)('AI replies on $name', (backend) => {
   it('aborts a model that does not answer in time and counts it as a failed attempt', async () => {
     const hanging: ChatProvider = {
       name: 'hanging',
-      generate: (_messages, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      generate: (_messages, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
     };
     await startReplyWorker(engine, channels, hanging, { ...fast, maxAttempts: 2, timeoutMs: 50 });
     await ask('slow', 'anyone?');

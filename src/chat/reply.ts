@@ -5,7 +5,15 @@ import { crashPoint } from '../crash.js';
 import type { EventHandler, SubscribeOptions, Subscriber } from '../journal/subscription.js';
 import type { StoredEvent } from '../storage/store.js';
 import type { Channels } from './channels.js';
-import { CHANNEL_STREAM_PREFIX, MESSAGE_LIMITS, MESSAGE_POSTED, replyEventId, toMessage, type Message, type PostInput } from './message.js';
+import {
+  CHANNEL_STREAM_PREFIX,
+  MESSAGE_LIMITS,
+  MESSAGE_POSTED,
+  replyEventId,
+  toMessage,
+  type Message,
+  type PostInput,
+} from './message.js';
 import type { ChatProvider, ContextMessage } from './providers.js';
 
 /** A piece of an AI reply being generated: transient, for live delivery; only the final message is stored. */
@@ -57,7 +65,12 @@ const ALREADY_REPLIED_WINDOW = 100;
  * const channels = new Channels(engine.store, engine.journal);
  * await startReplyWorker(engine, channels, providerFromEnv(process.env), { onDelta: (d) => socket.send(JSON.stringify(d)) });
  */
-export function startReplyWorker(engine: Engine, channels: Channels, provider: ChatProvider, options: ReplyOptions = {}): Promise<Subscriber> {
+export function startReplyWorker(
+  engine: Engine,
+  channels: Channels,
+  provider: ChatProvider,
+  options: ReplyOptions = {},
+): Promise<Subscriber> {
   const { prepare, handler } = replyHandler(channels, provider, options);
   return engine.subscribe(
     options.name ?? REPLY_SUBSCRIPTION,
@@ -81,7 +94,11 @@ export function startReplyWorker(engine: Engine, channels: Channels, provider: C
  * and `handler` stores the reply in the transaction that advances the cursor. A crash between
  * the two asks the model again on redelivery; the derived `event_id` still stores one reply.
  */
-export function replyHandler(channels: Channels, provider: ChatProvider, options: ReplyOptions = {}): { prepare: NonNullable<SubscribeOptions['prepare']>; handler: EventHandler } {
+export function replyHandler(
+  channels: Channels,
+  provider: ChatProvider,
+  options: ReplyOptions = {},
+): { prepare: NonNullable<SubscribeOptions['prepare']>; handler: EventHandler } {
   const contextSize = options.contextSize ?? 20;
   const timeoutMs = options.timeoutMs ?? 60_000;
   const prepare = async (event: StoredEvent, { attempt }: { attempt: number }): Promise<PostInput | null> => {
@@ -93,7 +110,13 @@ export function replyHandler(channels: Channels, provider: ChatProvider, options
     const { messages } = await channels.history(question.channel_id, { before: question.seq + 1, limit: contextSize });
     const onDelta = (delta: string) => {
       try {
-        options.onDelta?.({ channel_id: question.channel_id, reply_to: question.message_id, event_id: eventId, attempt, delta });
+        options.onDelta?.({
+          channel_id: question.channel_id,
+          reply_to: question.message_id,
+          event_id: eventId,
+          attempt,
+          delta,
+        });
       } catch {
         // live delivery is best effort: a failing listener must not fail the reply
       }
@@ -108,7 +131,12 @@ export function replyHandler(channels: Channels, provider: ChatProvider, options
       role: 'ai',
       content,
       content_type: 'markdown',
-      metadata: { reply_to: question.message_id, reply_to_seq: question.seq, provider: provider.name, ...(truncated ? { truncated: true } : {}) },
+      metadata: {
+        reply_to: question.message_id,
+        reply_to_seq: question.seq,
+        provider: provider.name,
+        ...(truncated ? { truncated: true } : {}),
+      },
     };
   };
   const handler: EventHandler = async (event, { tx, prepared }) => {
@@ -116,9 +144,17 @@ export function replyHandler(channels: Channels, provider: ChatProvider, options
   };
   return { prepare, handler };
 }
-async function generate(provider: ChatProvider, context: ContextMessage[], onDelta: (delta: string) => void, timeoutMs: number): Promise<string> {
+async function generate(
+  provider: ChatProvider,
+  context: ContextMessage[],
+  onDelta: (delta: string) => void,
+  timeoutMs: number,
+): Promise<string> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new TimeoutError(`${provider.name} did not answer within ${timeoutMs} ms`)), timeoutMs);
+  const timer = setTimeout(
+    () => controller.abort(new TimeoutError(`${provider.name} did not answer within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
   try {
     return await provider.generate(context, { signal: controller.signal, onDelta });
   } finally {

@@ -13,14 +13,20 @@ export function chatRetention(): RetentionKind {
       const total: Pruned = { kind: 'chat', runs: 0, events: 0, tasks: 0, other: 0 };
       let after: string | undefined;
       for (;;) {
-        const streams = await store.streamList({ prefix: CHANNEL_STREAM_PREFIX, limit: options.batchSize, ...(after === undefined ? {} : { after }) });
+        const streams = await store.streamList({
+          prefix: CHANNEL_STREAM_PREFIX,
+          limit: options.batchSize,
+          ...(after === undefined ? {} : { after }),
+        });
         for (const stream of streams) {
           for (;;) {
             if (options.signal?.aborted) return total;
             const oldest = await options.journal.readStream(stream.streamId, { limit: options.batchSize, tx: store });
             const old = oldest.filter((e) => e.timestamp < options.before && e.version < stream.version);
             if (old.length === 0) break;
-            const { events } = await store.transaction((tx) => tx.eventDeleteBefore({ streamId: stream.streamId, beforeVersion: old.at(-1)!.version + 1 }));
+            const { events } = await store.transaction((tx) =>
+              tx.eventDeleteBefore({ streamId: stream.streamId, beforeVersion: old.at(-1)!.version + 1 }),
+            );
             total.events += events;
             total.other += events;
             if (!options.dryRun) await store.storageVacuum({ after: 'batch' });

@@ -13,12 +13,21 @@ export function channelCommands(program: Command, out: Output): void {
   const channel = program.command('channel').description('chat channels on a running server: watch, post');
 
   remote(channel.command('watch <channel-id>'))
-    .description('print the messages after --after, then each new one (and AI replies as they are written) until Ctrl-C; --json: one message per line')
+    .description(
+      'print the messages after --after, then each new one (and AI replies as they are written) until Ctrl-C; --json: one message per line',
+    )
     .option('--after <seq>', 'start after this seq', '0')
     .action(async (channelId: string, options) => {
       const after = whole('--after', options.after, 0);
       const c = client(options);
-      process.exitCode = await watch(c.channelSocket, channelId, after, out, options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL), Boolean(options.json));
+      process.exitCode = await watch(
+        c.channelSocket,
+        channelId,
+        after,
+        out,
+        options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL),
+        Boolean(options.json),
+      );
     });
 
   remote(channel.command('post <channel-id> <text>'))
@@ -27,7 +36,12 @@ export function channelCommands(program: Command, out: Output): void {
     .option('--sender <id>', 'sender_id', 'cli')
     .option('--event-id <id>', 'idempotency key: the same id again posts nothing new')
     .action(async (channelId: string, text: string, options) => {
-      const body = { sender_id: options.sender, role: options.role, content: text, ...(options.eventId ? { event_id: options.eventId } : {}) };
+      const body = {
+        sender_id: options.sender,
+        role: options.role,
+        content: text,
+        ...(options.eventId ? { event_id: options.eventId } : {}),
+      };
       const message = await client(options).postMessage(channelId, body);
       if (options.json) return out.json(message);
       out.line(`#${message.seq} in ${channelId} (event_id ${message.event_id}; posting it again changes nothing)`);
@@ -39,7 +53,14 @@ export function channelCommands(program: Command, out: Output): void {
  * Reconnects from the last seq it printed — nothing missed, nothing twice — backing off while the
  * server is away. One SIGINT listener for the whole watch, removed when it ends.
  */
-export async function watch(socketUrl: (channel: string, after: number) => string, channelId: string, after: number, out: Output, url = 'the server', asJson = false): Promise<number> {
+export async function watch(
+  socketUrl: (channel: string, after: number) => string,
+  channelId: string,
+  after: number,
+  out: Output,
+  url = 'the server',
+  asJson = false,
+): Promise<number> {
   let stopped = false;
   let current: WebSocket | null = null;
   let wakeSleep: (() => void) | null = null;
@@ -52,44 +73,48 @@ export async function watch(socketUrl: (channel: string, after: number) => strin
   try {
     let streaming = false;
     for (let failures = 0; !stopped; ) {
-      const closed = await new Promise<{ code: number; reason: string; refused?: number; opened: boolean }>((resolve) => {
-        const ws = new WebSocket(socketUrl(channelId, after));
-        current = ws;
-        let refused: number | undefined;
-        let opened = false;
-        ws.on('open', () => {
-          opened = true;
-          if (failures > 0) out.line(`(connected again, after #${after})`);
-          failures = 0;
-        });
-        ws.on('unexpected-response', (_req, res) => {
-          refused = res.statusCode;
-          res.resume();
-          ws.terminate();
-        });
-        ws.on('message', (data) => {
-          const frame = JSON.parse(data.toString());
-          if (asJson) {
-            // one message per line, for scripts; typing deltas are not messages
-            if (frame.type === 'message') {
-              after = (frame.message as Message).seq;
-              out.line(JSON.stringify(frame.message));
+      const closed = await new Promise<{ code: number; reason: string; refused?: number; opened: boolean }>(
+        (resolve) => {
+          const ws = new WebSocket(socketUrl(channelId, after));
+          current = ws;
+          let refused: number | undefined;
+          let opened = false;
+          ws.on('open', () => {
+            opened = true;
+            if (failures > 0) out.line(`(connected again, after #${after})`);
+            failures = 0;
+          });
+          ws.on('unexpected-response', (_req, res) => {
+            refused = res.statusCode;
+            res.resume();
+            ws.terminate();
+          });
+          ws.on('message', (data) => {
+            const frame = JSON.parse(data.toString());
+            if (asJson) {
+              // one message per line, for scripts; typing deltas are not messages
+              if (frame.type === 'message') {
+                after = (frame.message as Message).seq;
+                out.line(JSON.stringify(frame.message));
+              }
+            } else if (frame.type === 'delta') {
+              if (!streaming) process.stdout.write(`       ai (typing) `);
+              streaming = true;
+              process.stdout.write(frame.delta);
+            } else if (frame.type === 'message') {
+              if (streaming) process.stdout.write('\n');
+              streaming = false;
+              const m = frame.message as Message;
+              after = m.seq;
+              out.line(`#${String(m.seq).padEnd(5)} ${m.role.padEnd(6)} ${m.sender_id}: ${m.content}`);
             }
-          } else if (frame.type === 'delta') {
-            if (!streaming) process.stdout.write(`       ai (typing) `);
-            streaming = true;
-            process.stdout.write(frame.delta);
-          } else if (frame.type === 'message') {
-            if (streaming) process.stdout.write('\n');
-            streaming = false;
-            const m = frame.message as Message;
-            after = m.seq;
-            out.line(`#${String(m.seq).padEnd(5)} ${m.role.padEnd(6)} ${m.sender_id}: ${m.content}`);
-          }
-        });
-        ws.on('error', () => {});
-        ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), opened, ...(refused !== undefined ? { refused } : {}) }));
-      });
+          });
+          ws.on('error', () => {});
+          ws.on('close', (code, reason) =>
+            resolve({ code, reason: reason.toString(), opened, ...(refused !== undefined ? { refused } : {}) }),
+          );
+        },
+      );
       current = null;
       if (stopped) break;
       if (closed.refused === 401 || closed.refused === 403) {

@@ -5,12 +5,19 @@ import { formatTask } from './format.js';
 
 /** A sample workflow: two steps, a durable timer and a signal, with a compensation. */
 export const onboard = workflow('onboard', async (ctx, input: { user: string }) => {
-  const account = await ctx.step('create-account', async ({ idempotencyKey }) => ({ id: `acct-${input.user}`, idempotencyKey }), {
-    compensate: async () => undefined,
-  });
+  const account = await ctx.step(
+    'create-account',
+    async ({ idempotencyKey }) => ({ id: `acct-${input.user}`, idempotencyKey }),
+    {
+      compensate: async () => undefined,
+    },
+  );
   await ctx.sleep('cool-down', '300ms');
   const approval = await ctx.waitForEvent<{ ok: boolean }>('approval', { timeout: '10s' });
-  const email = await ctx.step('send-welcome', async () => ({ to: `${input.user}@example.com`, approved: approval?.ok ?? false }));
+  const email = await ctx.step('send-welcome', async () => ({
+    to: `${input.user}@example.com`,
+    approved: approval?.ok ?? false,
+  }));
   return { account: account.id, email };
 });
 
@@ -29,7 +36,11 @@ export async function runDemo(database: string, print: (line: string) => void): 
   }
 }
 
-async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (line: string) => void, database: string): Promise<void> {
+async function tour(
+  engine: Awaited<ReturnType<typeof createEngine>>,
+  print: (line: string) => void,
+  database: string,
+): Promise<void> {
   const started = Date.now();
   const runId = `demo-${started.toString(36)}`;
   await engine.subscribe(`${runId}-watch`, { streamPrefix: 'task:', from: 'end' }, async (event) => {
@@ -40,7 +51,11 @@ async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (li
   });
 
   let flaky = 0;
-  engine.work('greet', async (payload: { to: string; n: number }) => ({ greeting: `Hello ${payload.to} #${payload.n}` }), { concurrency: 4 });
+  engine.work(
+    'greet',
+    async (payload: { to: string; n: number }) => ({ greeting: `Hello ${payload.to} #${payload.n}` }),
+    { concurrency: 4 },
+  );
   engine.work(
     'flaky',
     async () => {
@@ -72,10 +87,15 @@ async function tour(engine: Awaited<ReturnType<typeof createEngine>>, print: (li
   await new Promise((resolve) => setTimeout(resolve, 300));
   const status = await engine.store.status();
   print('');
-  print(`done in ${Date.now() - started} ms on ${status.dialect} (${status.location}): ${status.events} events, tasks ${JSON.stringify(status.tasks)}`);
+  print(
+    `done in ${Date.now() - started} ms on ${status.dialect} (${status.location}): ${status.events} events, tasks ${JSON.stringify(status.tasks)}`,
+  );
   print(`dead letters (redrive with \`runledger tasks redrive <id> --database ${database}\`):`);
   for (const task of await engine.queue.dead({ limit: 5 })) print(`  ${formatTask(task)}`);
   const view = await engine.run(run.id);
-  print(`workflow run ${run.id}: ${view.status} → ${JSON.stringify(output)} (timeline: \`runledger events ${run.id} --database ${database}\`)`);
-  for (const step of view.steps) print(`  ${step.name.padEnd(16)} ${step.status}  attempts ${step.attempts}  ${step.durationMs} ms`);
+  print(
+    `workflow run ${run.id}: ${view.status} → ${JSON.stringify(output)} (timeline: \`runledger events ${run.id} --database ${database}\`)`,
+  );
+  for (const step of view.steps)
+    print(`  ${step.name.padEnd(16)} ${step.status}  attempts ${step.attempts}  ${step.durationMs} ms`);
 }

@@ -31,7 +31,11 @@ function registerTsx(): Promise<void> {
  *
  * @example const values = await loadModule('--workflows', './flows.ts');
  */
-export async function loadModule(flag: string, path: string, debug = envValue(process.env, 'RUNLEDGER_LOG_LEVEL') === 'debug'): Promise<unknown[]> {
+export async function loadModule(
+  flag: string,
+  path: string,
+  debug = envValue(process.env, 'RUNLEDGER_LOG_LEVEL') === 'debug',
+): Promise<unknown[]> {
   const file = resolve(path);
   if (!existsSync(file)) throw new ValidationError(`${flag} ${path}`, `no such file: ${file}`);
   if (TYPESCRIPT.has(extname(file))) await registerTsx();
@@ -39,12 +43,18 @@ export async function loadModule(flag: string, path: string, debug = envValue(pr
   try {
     module = await import(pathToFileURL(file).href);
   } catch (error) {
-    const failure = new ValidationError(`${flag} ${path}`, `${describeFailure(error, file)}${debug && error instanceof Error ? `\n${error.stack}` : ''}`);
+    const failure = new ValidationError(
+      `${flag} ${path}`,
+      `${describeFailure(error, file)}${debug && error instanceof Error ? `\n${error.stack}` : ''}`,
+    );
     failure.cause = error;
     throw failure;
   }
   // a CommonJS module's exports arrive as `default`; an ES module's default export, spread, adds nothing a caller looks for
-  const cjsExports = module.default !== null && typeof module.default === 'object' && !Array.isArray(module.default) ? Object.values(module.default) : [];
+  const cjsExports =
+    module.default !== null && typeof module.default === 'object' && !Array.isArray(module.default)
+      ? Object.values(module.default)
+      : [];
   return [...Object.values(module), ...cjsExports];
 }
 

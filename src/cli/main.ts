@@ -15,7 +15,8 @@ import { triggerCommands } from './trigger.js';
 import { workflowCommands } from './workflows.js';
 
 /** The command line's output: colours on a terminal, plain when piped or with NO_COLOR. */
-const stdout = (): Output => output((text) => process.stdout.write(text), Boolean(process.stdout.isTTY) && !process.env.NO_COLOR);
+const stdout = (): Output =>
+  output((text) => process.stdout.write(text), Boolean(process.stdout.isTTY) && !process.env.NO_COLOR);
 
 /**
  * The `runledger` command line. `serve`, `worker` and `demo` open the database (`--database`,

@@ -12,7 +12,12 @@ interface Operations {
   pause(kind: PauseKind, name: string, who: Actor): Promise<boolean>;
   resume(kind: PauseKind, name: string, who: Actor): Promise<boolean>;
   pauses(): Promise<Array<{ kind: string; name: string; by: string; reason: string; at: string }>>;
-  bulk(action: 'cancel' | 'retry' | 'redrive', filter: RunFilter | TaskFilter, who: Actor, dryRun: boolean): Promise<BulkResult & { started?: Record<string, string> }>;
+  bulk(
+    action: 'cancel' | 'retry' | 'redrive',
+    filter: RunFilter | TaskFilter,
+    who: Actor,
+    dryRun: boolean,
+  ): Promise<BulkResult & { started?: Record<string, string> }>;
   close(): Promise<void>;
 }
 
@@ -23,9 +28,20 @@ async function operations(options: Record<string, any>): Promise<Operations> {
     return {
       pause: async (kind, name, who) => (await op.pause(kind, name, who)).paused,
       resume: async (kind, name, who) => (await op.resume(kind, name, who)).resumed,
-      pauses: async () => (await op.pauses()).map((p) => ({ kind: p.kind, name: p.name, by: p.pausedBy, reason: p.reason, at: new Date(p.createdAt).toISOString() })),
+      pauses: async () =>
+        (await op.pauses()).map((p) => ({
+          kind: p.kind,
+          name: p.name,
+          by: p.pausedBy,
+          reason: p.reason,
+          at: new Date(p.createdAt).toISOString(),
+        })),
       bulk: (action, filter, who, dryRun) =>
-        action === 'cancel' ? op.cancelRuns(filter as RunFilter, who, { dryRun }) : action === 'retry' ? op.retryRuns(filter as RunFilter, who, { dryRun }) : op.redriveTasks(filter as TaskFilter, who, { dryRun }),
+        action === 'cancel'
+          ? op.cancelRuns(filter as RunFilter, who, { dryRun })
+          : action === 'retry'
+            ? op.retryRuns(filter as RunFilter, who, { dryRun })
+            : op.redriveTasks(filter as TaskFilter, who, { dryRun }),
       close: () => engine.close(),
     };
   }
@@ -33,14 +49,42 @@ async function operations(options: Record<string, any>): Promise<Operations> {
   const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   return {
     pause: async (kind, name, who) => (await c.operator<{ paused: boolean }>('pause', { kind, name, ...who })).paused,
-    resume: async (kind, name, who) => (await c.operator<{ resumed: boolean }>('resume', { kind, name, ...who })).resumed,
-    pauses: async () => (await c.pauses()).pauses.map((p) => ({ kind: p.kind, name: p.name, by: p.paused_by, reason: p.reason, at: p.paused_at })),
+    resume: async (kind, name, who) =>
+      (await c.operator<{ resumed: boolean }>('resume', { kind, name, ...who })).resumed,
+    pauses: async () =>
+      (await c.pauses()).pauses.map((p) => ({
+        kind: p.kind,
+        name: p.name,
+        by: p.paused_by,
+        reason: p.reason,
+        at: p.paused_at,
+      })),
     async bulk(action, filter, who, dryRun) {
       const f = filter as RunFilter & TaskFilter;
-      const body = action === 'redrive' ? { queue: f.queue, dead_after: iso(f.updatedAfter), dead_before: iso(f.updatedBefore) } : { status: f.status, workflow: f.workflow, created_after: iso(f.createdAfter), created_before: iso(f.createdBefore) };
+      const body =
+        action === 'redrive'
+          ? { queue: f.queue, dead_after: iso(f.updatedAfter), dead_before: iso(f.updatedBefore) }
+          : {
+              status: f.status,
+              workflow: f.workflow,
+              created_after: iso(f.createdAfter),
+              created_before: iso(f.createdBefore),
+            };
       const path = action === 'redrive' ? 'tasks/redrive' : action === 'cancel' ? 'runs/cancel' : 'runs/retry';
-      const r = await c.operator<{ action: string; ids: string[]; skipped: Array<{ id: string; why: string }>; dry_run: boolean; started?: Record<string, string> }>(path, { ...JSON.parse(JSON.stringify(body)), ...who, dry_run: dryRun });
-      return { action: r.action, ids: r.ids, skipped: r.skipped, dryRun: r.dry_run, ...(r.started ? { started: r.started } : {}) };
+      const r = await c.operator<{
+        action: string;
+        ids: string[];
+        skipped: Array<{ id: string; why: string }>;
+        dry_run: boolean;
+        started?: Record<string, string>;
+      }>(path, { ...JSON.parse(JSON.stringify(body)), ...who, dry_run: dryRun });
+      return {
+        action: r.action,
+        ids: r.ids,
+        skipped: r.skipped,
+        dryRun: r.dry_run,
+        ...(r.started ? { started: r.started } : {}),
+      };
     },
     close: async () => {},
   };
@@ -59,7 +103,8 @@ function time(flag: string, value: string | undefined): number | undefined {
 }
 
 function kindOf(value: string): PauseKind {
-  if (value !== 'workflow' && value !== 'queue') throw new ValidationError('kind', `must be 'workflow' or 'queue' (got '${value}')`);
+  if (value !== 'workflow' && value !== 'queue')
+    throw new ValidationError('kind', `must be 'workflow' or 'queue' (got '${value}')`);
   return value;
 }
 
@@ -73,7 +118,10 @@ async function using<T>(options: Record<string, any>, fn: (ops: Operations) => P
 }
 
 /** Through the server (`--url`), or the database itself with `--database`. */
-const target = (cmd: Command) => database(remote(cmd), 'act on this database directly instead of through a server').option('--by <who>', 'who acts, journaled (default: the login name)').option('--reason <why>', 'why, journaled (required)');
+const target = (cmd: Command) =>
+  database(remote(cmd), 'act on this database directly instead of through a server')
+    .option('--by <who>', 'who acts, journaled (default: the login name)')
+    .option('--reason <why>', 'why, journaled (required)');
 
 /**
  * `runledger pause|resume workflow|queue <name>`, `runledger pauses`, and `runledger bulk
@@ -82,13 +130,23 @@ const target = (cmd: Command) => database(remote(cmd), 'act on this database dir
 export function operatorCommands(program: Command, print: (line: string) => void): void {
   for (const verb of ['pause', 'resume'] as const) {
     target(program.command(`${verb} <kind> <name>`))
-      .description(verb === 'pause' ? 'pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)' : 'resume a paused workflow or queue')
+      .description(
+        verb === 'pause'
+          ? 'pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)'
+          : 'resume a paused workflow or queue',
+      )
       .action(async (kind: string, name: string, options) => {
         const who = actor(options);
         await using(options, async (ops) => {
-          const done = verb === 'pause' ? await ops.pause(kindOf(kind), name, who) : await ops.resume(kindOf(kind), name, who);
-          if (options.json) return print(JSON.stringify({ kind, name, [verb === 'pause' ? 'paused' : 'resumed']: done }));
-          print(done ? `${kind} ${name} ${verb === 'pause' ? 'paused' : 'resumed'}` : `${kind} ${name} was ${verb === 'pause' ? 'already paused' : 'not paused'}`);
+          const done =
+            verb === 'pause' ? await ops.pause(kindOf(kind), name, who) : await ops.resume(kindOf(kind), name, who);
+          if (options.json)
+            return print(JSON.stringify({ kind, name, [verb === 'pause' ? 'paused' : 'resumed']: done }));
+          print(
+            done
+              ? `${kind} ${name} ${verb === 'pause' ? 'paused' : 'resumed'}`
+              : `${kind} ${name} was ${verb === 'pause' ? 'already paused' : 'not paused'}`,
+          );
         });
       });
   }
@@ -103,7 +161,9 @@ export function operatorCommands(program: Command, print: (line: string) => void
       });
     });
 
-  const bulk = program.command('bulk').description('act on every run or dead task a filter matches (journaled with who and why)');
+  const bulk = program
+    .command('bulk')
+    .description('act on every run or dead task a filter matches (journaled with who and why)');
   const report = (result: BulkResult & { started?: Record<string, string> }, json: boolean) => {
     if (json) return print(JSON.stringify(result));
     for (const id of result.ids) print(result.started?.[id] ? `${id} → ${result.started[id]}` : id);
@@ -112,7 +172,11 @@ export function operatorCommands(program: Command, print: (line: string) => void
   };
   for (const verb of ['cancel', 'retry'] as const) {
     target(bulk.command(verb))
-      .description(verb === 'cancel' ? 'cancel the runs that match and have not ended' : 'start again the failed or cancelled runs that match')
+      .description(
+        verb === 'cancel'
+          ? 'cancel the runs that match and have not ended'
+          : 'start again the failed or cancelled runs that match',
+      )
       .option('--status <status>', 'one run status or several, comma-separated')
       .option('--workflow <name>', "the workflow's name")
       .option('--created-after <time>', 'ISO 8601')
@@ -132,7 +196,9 @@ export function operatorCommands(program: Command, print: (line: string) => void
           ...(options.createdAfter ? { createdAfter: time('--created-after', options.createdAfter)! } : {}),
           ...(options.createdBefore ? { createdBefore: time('--created-before', options.createdBefore)! } : {}),
         };
-        await using(options, async (ops) => report(await ops.bulk(verb, filter, who, Boolean(options.dryRun)), Boolean(options.json)));
+        await using(options, async (ops) =>
+          report(await ops.bulk(verb, filter, who, Boolean(options.dryRun)), Boolean(options.json)),
+        );
       });
   }
   target(bulk.command('redrive'))
@@ -148,6 +214,8 @@ export function operatorCommands(program: Command, print: (line: string) => void
         ...(options.deadAfter ? { updatedAfter: time('--dead-after', options.deadAfter)! } : {}),
         ...(options.deadBefore ? { updatedBefore: time('--dead-before', options.deadBefore)! } : {}),
       };
-      await using(options, async (ops) => report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun)), Boolean(options.json)));
+      await using(options, async (ops) =>
+        report(await ops.bulk('redrive', filter, who, Boolean(options.dryRun)), Boolean(options.json)),
+      );
     });
 }

@@ -5,12 +5,16 @@ import { ValidationError } from '../errors.js';
 import { checkLocation, isPostgresLocation } from '../storage/location.js';
 
 /** The one default database: `--database`, else $RUNLEDGER_DATABASE, else $DATABASE_URL, else ./runledger.db. */
-export const DATABASE_HELP = 'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)';
+export const DATABASE_HELP =
+  'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)';
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 /** Adds the options of a command that talks to a running server (`runledger serve`). */
 export function remote(cmd: Command): Command {
-  return cmd.option('--url <url>', `the server (default: $RUNLEDGER_URL or ${DEFAULT_URL})`).option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)').option('--json', 'print JSON (for scripts)');
+  return cmd
+    .option('--url <url>', `the server (default: $RUNLEDGER_URL or ${DEFAULT_URL})`)
+    .option('--token <token>', 'bearer token (default: $RUNLEDGER_TOKEN)')
+    .option('--json', 'print JSON (for scripts)');
 }
 
 /**
@@ -18,7 +22,10 @@ export function remote(cmd: Command): Command {
  * (`-d`, `--db`, `--database-url`).
  */
 export function database(cmd: Command, help = DATABASE_HELP): Command {
-  return cmd.addOption(new Option('-d, --database <location>', help)).addOption(new Option('--db <file>').hideHelp()).addOption(new Option('--database-url <url>').hideHelp());
+  return cmd
+    .addOption(new Option('-d, --database <location>', help))
+    .addOption(new Option('--db <file>').hideHelp())
+    .addOption(new Option('--database-url <url>').hideHelp());
 }
 
 /**
@@ -45,7 +52,10 @@ export function databaseOf(options: { database?: string; db?: string; databaseUr
 /** The database a read opens: it must exist already (a read never creates one). */
 export function existingDatabase(location: string): string {
   if (!isPostgresLocation(location) && location !== ':memory:' && !existsSync(location)) {
-    throw new ValidationError('--database', `no database at ${location} (a read never creates one; \`runledger serve\` does)`);
+    throw new ValidationError(
+      '--database',
+      `no database at ${location} (a read never creates one; \`runledger serve\` does)`,
+    );
   }
   return location;
 }
@@ -57,7 +67,10 @@ export function direct(options: { database?: string; db?: string; databaseUrl?: 
 
 /** The client the options name. */
 export function client(options: { url?: string; token?: string }): Client {
-  return new Client({ url: options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL), token: options.token ?? (process.env.RUNLEDGER_TOKEN || undefined) });
+  return new Client({
+    url: options.url ?? (process.env.RUNLEDGER_URL || DEFAULT_URL),
+    token: options.token ?? (process.env.RUNLEDGER_TOKEN || undefined),
+  });
 }
 
 /** A whole number in [min, max], named by its flag when it is not. */
@@ -80,7 +93,8 @@ export function json(flag: string, text: string): unknown {
 
 /** One of `allowed`, named by its flag when it is not. */
 export function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new ValidationError(flag, `must be one of ${allowed.join(', ')} (got '${value}')`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new ValidationError(flag, `must be one of ${allowed.join(', ')} (got '${value}')`);
   return value as T;
 }
 

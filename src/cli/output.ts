@@ -53,7 +53,8 @@ export function output(write: (text: string) => void, colour: boolean): Output {
       if (rows.length === 0) return line(empty);
       const all = [header, ...rows];
       const width = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').replace(ANSI, '').length)));
-      const pad = (cell: string, i: number) => (i === header.length - 1 ? cell : cell + ' '.repeat(width[i]! - cell.replace(ANSI, '').length));
+      const pad = (cell: string, i: number) =>
+        i === header.length - 1 ? cell : cell + ' '.repeat(width[i]! - cell.replace(ANSI, '').length);
       line(
         header
           .map((h, i) => pad(colour ? `\x1b[1m${h}\x1b[0m` : h, i))

@@ -9,7 +9,9 @@ export function reader(cmd: Command): Command {
 
 /** The Source the options name, closed after `fn`. */
 export async function withSource<T>(options: Record<string, any>, fn: (source: Source) => Promise<T>): Promise<T> {
-  const source = direct(options) ? await databaseSource(existingDatabase(databaseOf(options))) : serverSource(client(options));
+  const source = direct(options)
+    ? await databaseSource(existingDatabase(databaseOf(options)))
+    : serverSource(client(options));
   try {
     return await fn(source);
   } finally {

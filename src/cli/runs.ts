@@ -17,21 +17,31 @@ import { runsNeedingPatch } from '../runtime/patches.js';
 import { runSummary } from '../server/routes/run-records.js';
 
 /** The name a person knows a run's workflow by: a stored workflow's name rather than `runledger.stored`. */
-export async function workflowLabel(source: Source, run: Pick<RunSummary, 'workflow' | 'workflow_id'>): Promise<string> {
+export async function workflowLabel(
+  source: Source,
+  run: Pick<RunSummary, 'workflow' | 'workflow_id'>,
+): Promise<string> {
   if (run.workflow !== STORED_WORKFLOW || !run.workflow_id) return run.workflow;
   return (await source.workflowName(run.workflow_id)) ?? run.workflow_id;
 }
 
 /** `runledger runs list|show|signal|cancel` (and the old `runs start`) and `runledger events <run-id> [--follow]`. */
 export function runCommands(program: Command, out: Output): void {
-  const runs = program.command('runs').description('runs of every kind (code workflows, stored-workflow executions, agent sessions): list, show, signal, cancel (start one: runledger start)');
+  const runs = program
+    .command('runs')
+    .description(
+      'runs of every kind (code workflows, stored-workflow executions, agent sessions): list, show, signal, cancel (start one: runledger start)',
+    );
 
   reader(runs.command('list'))
     .description('runs of every kind, newest first (by creation time; ties by id, descending)')
     .option('--status <status>', `${RUN_STATUSES.join(' | ')} (several: comma-separated)`)
     .option('--workflow <name>', "a workflow's name, or a stored workflow's id")
     .option('--limit <n>', 'at most this many', '20')
-    .option('--needs-patch <change-id>', 'only runs that may still take the old branch of ctx.patched(change-id): none listed means deprecatePatch is safe')
+    .option(
+      '--needs-patch <change-id>',
+      'only runs that may still take the old branch of ctx.patched(change-id): none listed means deprecatePatch is safe',
+    )
     .action(async (options) => {
       const limit = whole('--limit', options.limit, 1, 10_000);
       if (options.needsPatch !== undefined) return needingPatch(options, out);
@@ -42,15 +52,32 @@ export function runCommands(program: Command, out: Output): void {
               .split(',')
               .map((s) => currentStatus(s.trim()));
       const unknown = status?.find((s) => !(RUN_STATUSES as readonly string[]).includes(s));
-      if (unknown !== undefined) throw new ValidationError('--status', `'${unknown}' is not a run status (${RUN_STATUSES.join(', ')})`);
+      if (unknown !== undefined)
+        throw new ValidationError('--status', `'${unknown}' is not a run status (${RUN_STATUSES.join(', ')})`);
       await withSource(options, async (source) => {
-        const found = await source.runs({ limit, ...(status ? { status } : {}), ...(options.workflow ? { workflow: options.workflow } : {}) });
+        const found = await source.runs({
+          limit,
+          ...(status ? { status } : {}),
+          ...(options.workflow ? { workflow: options.workflow } : {}),
+        });
         if (options.json) return out.json(found);
         // a run whose version no live worker has says so: it waits for a deploy of that version
         const rows = await Promise.all(
-          found.map(async (r) => [r.id, r.waiting_for_version ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})` : out.status(r.status), r.created_at, await workflowLabel(source, r), r.error ?? '']),
+          found.map(async (r) => [
+            r.id,
+            r.waiting_for_version
+              ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})`
+              : out.status(r.status),
+            r.created_at,
+            await workflowLabel(source, r),
+            r.error ?? '',
+          ]),
         );
-        out.table(['ID', 'STATUS', 'CREATED', 'WORKFLOW', 'ERROR'], rows, status || options.workflow ? 'no runs match' : 'no runs yet');
+        out.table(
+          ['ID', 'STATUS', 'CREATED', 'WORKFLOW', 'ERROR'],
+          rows,
+          status || options.workflow ? 'no runs match' : 'no runs yet',
+        );
       });
     });
 
@@ -92,7 +119,12 @@ export function runCommands(program: Command, out: Output): void {
     .description("send a signal to a run's waitForEvent(name)")
     .option('--idempotency-key <key>', 'the same key again sends nothing')
     .action(async (id: string, name: string, options) => {
-      const sent = await client(options).signalRun(id, name, inputValue(options, ['payload'], 'null'), options.idempotencyKey);
+      const sent = await client(options).signalRun(
+        id,
+        name,
+        inputValue(options, ['payload'], 'null'),
+        options.idempotencyKey,
+      );
       if (options.json) return out.json(sent);
       out.line(`signal '${name}' sent to ${id}`);
     });
@@ -106,17 +138,30 @@ export function runCommands(program: Command, out: Output): void {
     });
 
   reader(program.command('events [run-id]'))
-    .description("a run's timeline (time, type, detail); --follow keeps printing until the run ends and exits 1 unless it succeeded. Without a run id: the raw journal, from --database")
+    .description(
+      "a run's timeline (time, type, detail); --follow keeps printing until the run ends and exits 1 unless it succeeded. Without a run id: the raw journal, from --database",
+    )
     .option('--follow', 'keep printing until the run ends')
     .option('--stream <id>', 'without a run id: one stream only')
     .option('--prefix <prefix>', 'without a run id: streams starting with this')
     .option('--limit <n>', 'without a run id: at most this many', '100')
     .action(async (id: string | undefined, options) => {
       if (id === undefined) {
-        if (!direct(options)) throw new ValidationError('--database', 'the raw journal (no run id) is read from the database: add --database <location>, or give a run id');
-        const events = await readJournal(existingDatabase(databaseOf(options)), { limit: whole('--limit', options.limit, 1, 100_000), ...(options.stream ? { stream: options.stream } : {}), ...(options.prefix ? { prefix: options.prefix } : {}) });
+        if (!direct(options))
+          throw new ValidationError(
+            '--database',
+            'the raw journal (no run id) is read from the database: add --database <location>, or give a run id',
+          );
+        const events = await readJournal(existingDatabase(databaseOf(options)), {
+          limit: whole('--limit', options.limit, 1, 100_000),
+          ...(options.stream ? { stream: options.stream } : {}),
+          ...(options.prefix ? { prefix: options.prefix } : {}),
+        });
         if (options.json) return out.json(events);
-        for (const e of events) out.line(`${new Date(e.timestamp).toISOString()}  #${e.position}  ${e.streamId}@${e.version}  ${e.type}  ${JSON.stringify(e.data)}`);
+        for (const e of events)
+          out.line(
+            `${new Date(e.timestamp).toISOString()}  #${e.position}  ${e.streamId}@${e.version}  ${e.type}  ${JSON.stringify(e.data)}`,
+          );
         if (events.length === 0) out.line('no events');
         return;
       }

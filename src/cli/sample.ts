@@ -7,9 +7,27 @@ export const SAMPLE = {
   name: 'greet-and-log',
   description: 'Greets the trigger name, builds a profile from it and logs the result.',
   steps: [
-    { id: 'greet', type: 'transform', config: { template: 'Hello {{trigger.name | default("stranger") | upper}}!', output_key: 'greeting' } },
-    { id: 'profile', type: 'transform', config: { mapping: { greeting: '{{steps.greet.output.greeting}}', tags: '{{trigger.tags | default("none")}}', execution: '{{execution.id}}' } } },
-    { id: 'record', type: 'log', config: { message: '{{steps.greet.output.greeting}} (execution {{execution.id}})', level: 'info' } },
+    {
+      id: 'greet',
+      type: 'transform',
+      config: { template: 'Hello {{trigger.name | default("stranger") | upper}}!', output_key: 'greeting' },
+    },
+    {
+      id: 'profile',
+      type: 'transform',
+      config: {
+        mapping: {
+          greeting: '{{steps.greet.output.greeting}}',
+          tags: '{{trigger.tags | default("none")}}',
+          execution: '{{execution.id}}',
+        },
+      },
+    },
+    {
+      id: 'record',
+      type: 'log',
+      config: { message: '{{steps.greet.output.greeting}} (execution {{execution.id}})', level: 'info' },
+    },
   ],
 };
 
@@ -58,7 +76,18 @@ const sampleOrder = workflow('sample-order', async (ctx, input: { order: string 
   await ctx.step('ask-approval', async () => {
     // a person would answer from the dashboard or `runs signal`; the sample answers 1.5 s later. Not durable on
     // purpose: after a crash meanwhile the wait below gives up at its timeout and the run goes on
-    setTimeout(() => void approver.engine?.signal(ctx.runId, 'approval', { by: 'ops@example.com', approved: true }, { idempotencyKey: 'sample-approval' }).catch(() => undefined), 1500).unref();
+    setTimeout(
+      () =>
+        void approver.engine
+          ?.signal(
+            ctx.runId,
+            'approval',
+            { by: 'ops@example.com', approved: true },
+            { idempotencyKey: 'sample-approval' },
+          )
+          .catch(() => undefined),
+      1500,
+    ).unref();
     return { asked: 'ops@example.com' };
   });
   const approval = await ctx.waitForEvent<{ by: string }>('approval', { timeout: '30s' });

@@ -47,7 +47,8 @@ function serverEnv() {
 
 /** Made on first use: nothing happens at import time. */
 let logger: Logger | undefined;
-const log = (): Logger => (logger ??= createLogger(envValue(process.env, 'RUNLEDGER_LOG_LEVEL'), Boolean(process.stdout.isTTY)));
+const log = (): Logger =>
+  (logger ??= createLogger(envValue(process.env, 'RUNLEDGER_LOG_LEVEL'), Boolean(process.stdout.isTTY)));
 
 function untilSignal(): Promise<unknown> {
   return new Promise((stop) => {
@@ -59,7 +60,9 @@ function untilSignal(): Promise<unknown> {
 /** `runledger serve`, `worker` and `demo`: the commands that open the database and do the work. */
 export function serverCommands(program: Command, out: Output): void {
   database(program.command('demo'))
-    .description('run a demo on the database: tasks with retries and a dead letter, watched live through a subscription')
+    .description(
+      'run a demo on the database: tasks with retries and a dead letter, watched live through a subscription',
+    )
     .action((options) => runDemo(databaseOf(options), (line) => out.line(line)));
 
   database(program.command('serve'))
@@ -67,11 +70,23 @@ export function serverCommands(program: Command, out: Output): void {
     .option('--port <port>', 'port (default: $PORT or 8080)')
     .option('--host <host>', 'address to listen on; other than loopback needs RUNLEDGER_TOKEN', '127.0.0.1')
     .option('--sample', 'store the sample workflow if no workflow has its name')
-    .option('--workflows <module>', 'a JavaScript or TypeScript module whose exported code workflows POST /runs (runledger start) may start')
-    .option('--agents <module>', 'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)')
-    .option('--default-agent <name>', 'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)')
+    .option(
+      '--workflows <module>',
+      'a JavaScript or TypeScript module whose exported code workflows POST /runs (runledger start) may start',
+    )
+    .option(
+      '--agents <module>',
+      'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)',
+    )
+    .option(
+      '--default-agent <name>',
+      'the agent of an inbound event (POST /agent/events) that names none (default: sample-agent)',
+    )
     .option('--no-workers', 'serve the API only: executions and AI replies run in other processes (runledger worker)')
-    .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the load balancer's (default: $RUNLEDGER_PUBLIC_URL, else this server's own on a loopback or specific host)")
+    .option(
+      '--public-url <url>',
+      "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the load balancer's (default: $RUNLEDGER_PUBLIC_URL, else this server's own on a loopback or specific host)",
+    )
     .option('--create-dirs', "create the SQLite file's directory if it does not exist")
     .action(async (options) => {
       const port = whole('--port', options.port ?? envValue(process.env, 'PORT') ?? '8080', 0, 65_535);
@@ -99,7 +114,9 @@ export function serverCommands(program: Command, out: Output): void {
         ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}),
       });
       if (newKey && insideGitWorkTree(keyFile!)) {
-        out.line(`warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`);
+        out.line(
+          `warning: created the secrets key ${keyFile} inside a git work tree: keep it out of commits (.gitignore), or set RUNLEDGER_SECRET_KEY`,
+        );
       }
       for (const line of server.settingsWarnings) out.line(line);
       const url = server.url.replace('localhost', '127.0.0.1');
@@ -107,11 +124,22 @@ export function serverCommands(program: Command, out: Output): void {
       if (options.sample) {
         const sample = await loadSample(server.workflows.definitions);
         // one execution of it (once per database: the key makes a restart return the same one), so the dashboard has a run to show
-        await server.workflows.executions.execute(sample.id, { trigger_data: { name: 'Ada' }, idempotencyKey: 'runledger-sample' });
-        out.line(`sample workflow ${sample.id} '${sample.name}': try  npx runledger start ${sample.name}${flags} --input '{"name":"Ada"}' --wait`);
-        if (options.workers) out.line(`sample run (a retry, a sleep, a wait for a signal, a child run): ${server.url}/ui/runs/${await startSampleRun(server.engine)}`);
+        await server.workflows.executions.execute(sample.id, {
+          trigger_data: { name: 'Ada' },
+          idempotencyKey: 'runledger-sample',
+        });
+        out.line(
+          `sample workflow ${sample.id} '${sample.name}': try  npx runledger start ${sample.name}${flags} --input '{"name":"Ada"}' --wait`,
+        );
+        if (options.workers)
+          out.line(
+            `sample run (a retry, a sleep, a wait for a signal, a child run): ${server.url}/ui/runs/${await startSampleRun(server.engine)}`,
+          );
       }
-      if (codeWorkflows.length > 0) out.line(`code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger start <name>${flags} --input '{}')`);
+      if (codeWorkflows.length > 0)
+        out.line(
+          `code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger start <name>${flags} --input '{}')`,
+        );
       out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
       out.line(`dashboard: ${server.url}/ui`);
       await stopped;
@@ -121,10 +149,18 @@ export function serverCommands(program: Command, out: Output): void {
     });
 
   database(program.command('worker'))
-    .description('run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)')
+    .description(
+      'run executions of stored workflows, and the code workflows a module exports, until SIGTERM or SIGINT (running steps finish first)',
+    )
     .option('--workflows <module>', 'a JavaScript or TypeScript module whose exports are workflows (or arrays of them)')
-    .option('--agents <module>', 'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)')
-    .option('--public-url <url>', "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the API's load balancer (default: $RUNLEDGER_PUBLIC_URL; without it such steps fail)")
+    .option(
+      '--agents <module>',
+      'a JavaScript or TypeScript module whose exports are agents (defineAgent) and tools (defineTool)',
+    )
+    .option(
+      '--public-url <url>',
+      "the address services call back at (wait_for_callback URLs, HTTP agents' report_url): the API's load balancer (default: $RUNLEDGER_PUBLIC_URL; without it such steps fail)",
+    )
     .option('--create-dirs', "create the SQLite file's directory if it does not exist")
     .action(async (options) => {
       const workflows = options.workflows ? await workflowsOf(options.workflows) : [];
@@ -133,9 +169,22 @@ export function serverCommands(program: Command, out: Output): void {
       const location = databaseOf(options);
       const { token: _token, allowedOrigins: _origins, ...env } = serverEnv();
       const tracer = await startTracing(process.env);
-      const app = await openApp({ database: location, createDirs: options.createDirs, role: 'worker', logger: log(), workers: true, codeWorkflows: workflows, tracer, ...env, ...publicUrlFlag(options.publicUrl), ...agents });
+      const app = await openApp({
+        database: location,
+        createDirs: options.createDirs,
+        role: 'worker',
+        logger: log(),
+        workers: true,
+        codeWorkflows: workflows,
+        tracer,
+        ...env,
+        ...publicUrlFlag(options.publicUrl),
+        ...agents,
+      });
       for (const line of app.settingsWarnings) out.line(line);
-      out.line(`worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`);
+      out.line(
+        `worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`,
+      );
       await stopped;
       await app.close();
       await tracer?.close();
@@ -156,7 +205,11 @@ async function workflowsOf(module: string): Promise<Workflow[]> {
 }
 
 function exportedWorkflows(values: unknown[]): Workflow[] {
-  const isWorkflow = (value: unknown): value is Workflow => typeof value === 'object' && value !== null && typeof (value as Workflow).name === 'string' && typeof (value as Workflow).run === 'function';
+  const isWorkflow = (value: unknown): value is Workflow =>
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Workflow).name === 'string' &&
+    typeof (value as Workflow).run === 'function';
   return [...new Set(values.flatMap((value) => (Array.isArray(value) ? value : [value])).filter(isWorkflow))];
 }
 

@@ -59,7 +59,12 @@ export function serverSource(c: Client): Source {
       const runs: RunSummary[] = [];
       let last: string | null | undefined;
       do {
-        const page = await c.runs({ limit: Math.min(100, q.limit - runs.length), ...(q.status ? { status: q.status.join(',') } : {}), ...(q.workflow ? { workflow: q.workflow } : {}), ...(last ? { last_key: last } : {}) });
+        const page = await c.runs({
+          limit: Math.min(100, q.limit - runs.length),
+          ...(q.status ? { status: q.status.join(',') } : {}),
+          ...(q.workflow ? { workflow: q.workflow } : {}),
+          ...(last ? { last_key: last } : {}),
+        });
         runs.push(...page.runs);
         last = page.last_key;
       } while (last && runs.length < q.limit);
@@ -78,10 +83,23 @@ export function serverSource(c: Client): Source {
         after = page.next_after;
       }
     },
-    tasks: async (q) => (await c.tasks({ limit: q.limit, ...(q.queue ? { queue: q.queue } : {}), ...(q.state ? { state: q.state } : {}) })).tasks,
+    tasks: async (q) =>
+      (
+        await c.tasks({
+          limit: q.limit,
+          ...(q.queue ? { queue: q.queue } : {}),
+          ...(q.state ? { state: q.state } : {}),
+        })
+      ).tasks,
     taskEvents: async (id) => (await c.taskEvents(id)).events.map(event),
     redrive: (id) => c.redrive(id),
-    subscriptions: async () => (await c.subscriptions()).subscriptions.map((s) => ({ name: s.name, cursor: s.cursor, blocked_reason: s.blocked_reason ?? null, parked: s.parked ?? 0 })),
+    subscriptions: async () =>
+      (await c.subscriptions()).subscriptions.map((s) => ({
+        name: s.name,
+        cursor: s.cursor,
+        blocked_reason: s.blocked_reason ?? null,
+        parked: s.parked ?? 0,
+      })),
     workflowName(id) {
       if (!names.has(id))
         names.set(
@@ -112,7 +130,11 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
       const runs: RunView[] = [];
       let last: string | null = null;
       do {
-        const page = await listRecentRuns(engine.store, { limit: Math.min(100, q.limit - runs.length), where, ...(last ? { last_key: last } : {}) });
+        const page = await listRecentRuns(engine.store, {
+          limit: Math.min(100, q.limit - runs.length),
+          where,
+          ...(last ? { last_key: last } : {}),
+        });
         runs.push(...page.runs);
         last = page.last_key;
       } while (last !== null && runs.length < q.limit);
@@ -125,7 +147,14 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
       return runRecord(view, live, names);
     },
     timeline: (id, follow) => databaseTimeline(engine, id, follow, options.pollMs),
-    tasks: async (q) => (await engine.queue.list({ limit: q.limit, ...(q.queue ? { queue: q.queue } : {}), ...(q.state ? { state: q.state as Task['state'] } : {}) })).map(taskRecord),
+    tasks: async (q) =>
+      (
+        await engine.queue.list({
+          limit: q.limit,
+          ...(q.queue ? { queue: q.queue } : {}),
+          ...(q.state ? { state: q.state as Task['state'] } : {}),
+        })
+      ).map(taskRecord),
     async taskEvents(id) {
       const events = await engine.queue.history(id);
       if (events.length === 0) throw new NotFoundError(`task ${id} not found`);
@@ -137,7 +166,14 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
     },
     async subscriptions() {
       const subs = await engine.store.subscriptionList();
-      return Promise.all(subs.map(async (s) => ({ name: s.name, cursor: s.cursor, blocked_reason: s.blockedReason, parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length })));
+      return Promise.all(
+        subs.map(async (s) => ({
+          name: s.name,
+          cursor: s.cursor,
+          blocked_reason: s.blockedReason,
+          parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length,
+        })),
+      );
     },
     workflowName: (id) =>
       definitions.get(id).then(
@@ -153,7 +189,12 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
  * notifications; another process's writes to a SQLite file send none here, so it also looks
  * every `pollMs` (default: 500 ms on SQLite, 5 s on PostgreSQL).
  */
-async function* databaseTimeline(engine: Engine, id: string, follow: boolean, pollMs?: number): AsyncGenerator<TimelineEvent> {
+async function* databaseTimeline(
+  engine: Engine,
+  id: string,
+  follow: boolean,
+  pollMs?: number,
+): AsyncGenerator<TimelineEvent> {
   const store = engine.store;
   if (!(await readRunView(store, id))) throw new NotFoundError(`run ${id} not found`);
   const watch = follow ? await watchEvents(store, (s) => s === runStream(id)) : null;
@@ -191,7 +232,10 @@ function taskRecord(t: Task): TaskRecord {
 }
 
 /** The raw journal from the database, oldest first: one stream, the streams of a prefix, or all. */
-export async function readJournal(location: string, q: { stream?: string; prefix?: string; limit: number }): Promise<StoredEvent[]> {
+export async function readJournal(
+  location: string,
+  q: { stream?: string; prefix?: string; limit: number },
+): Promise<StoredEvent[]> {
   const engine = await createEngine({ database: location, workers: false });
   try {
     if (q.stream) return await engine.journal.readStream(q.stream, { limit: q.limit });

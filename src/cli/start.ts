@@ -13,17 +13,24 @@ export type Kind = 'stored' | 'code';
 
 /** The flags of `start` (and of the old `run` and `runs start`, which keep working with a hint). */
 export function startFlags(cmd: Command): Command {
-  return inputOption(remote(cmd), "the input, JSON (default: {}); a stored workflow's is its trigger data, an object", ['data'])
+  return inputOption(remote(cmd), "the input, JSON (default: {}); a stored workflow's is its trigger data, an object", [
+    'data',
+  ])
     .option('--id <id>', "a code workflow's run id: the same id again returns that run and starts nothing")
     .option('--idempotency-key <key>', 'the same key again returns the first run and starts nothing')
-    .option('--wait', 'follow the run until it ends, then print a line per step and where the output is (exit code 1 unless it succeeds)')
+    .option(
+      '--wait',
+      'follow the run until it ends, then print a line per step and where the output is (exit code 1 unless it succeeds)',
+    )
     .option('--output <file>', 'with --wait: write the output to this file (JSON)');
 }
 
 /** `runledger start <workflow>`, and the old `run <workflow>` (stored workflows) with a hint. */
 export function startCommands(program: Command, out: Output): void {
   startFlags(program.command('start <workflow>'))
-    .description('start a run: of a stored workflow (its name or id) or of a code workflow the server registered (its name); --wait follows it')
+    .description(
+      'start a run: of a stored workflow (its name or id) or of a code workflow the server registered (its name); --wait follows it',
+    )
     .action((workflow: string, options) => start(workflow, options, out));
   startFlags(program.command('run <workflow>', { hidden: true }))
     .description('the old name of start (stored workflows)')
@@ -43,26 +50,55 @@ export async function start(ref: string, options: OptionValues, out: Output, onl
   const c = client(options);
   const stored = only === 'code' ? undefined : await storedWorkflow(c, ref);
   if (stored !== undefined) return execute(c, stored, input, options, out);
-  if (only === 'stored') throw new ValidationError('<workflow>', `no stored workflow is named '${ref}' (runledger workflows list)`);
+  if (only === 'stored')
+    throw new ValidationError('<workflow>', `no stored workflow is named '${ref}' (runledger workflows list)`);
   let started: Awaited<ReturnType<Client['startRun']>>;
   try {
-    started = await c.startRun(ref, input, { ...(options.id ? { id: options.id } : {}), ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}) });
+    started = await c.startRun(ref, input, {
+      ...(options.id ? { id: options.id } : {}),
+      ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
+    });
   } catch (error) {
     throw only === undefined ? await noSuchWorkflow(c, ref, error) : error;
   }
   if (options.json && !options.wait) return out.json(started);
-  out.line(started.duplicate ? `run ${started.run_id} exists (${started.status}): nothing new started` : `run ${started.run_id} started`);
+  out.line(
+    started.duplicate
+      ? `run ${started.run_id} exists (${started.status}): nothing new started`
+      : `run ${started.run_id} started`,
+  );
   if (!options.wait) return out.line(`follow it:  runledger events ${started.run_id}${urlFlags(options)} --follow`);
   await follow(serverSource(c), started.run_id, out, options);
 }
 
-async function execute(c: Client, workflowId: string, input: unknown, options: OptionValues, out: Output): Promise<void> {
-  if (options.id !== undefined) throw new ValidationError('--id', "a stored workflow's execution is named by the server: use --idempotency-key to make a repeat start nothing");
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new ValidationError('--input', "a stored workflow's input (its trigger data) must be a JSON object");
-  const started: { execution_id: string; status: string; duplicate?: boolean } = await c.execute(workflowId, { trigger_data: input }, options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {});
+async function execute(
+  c: Client,
+  workflowId: string,
+  input: unknown,
+  options: OptionValues,
+  out: Output,
+): Promise<void> {
+  if (options.id !== undefined)
+    throw new ValidationError(
+      '--id',
+      "a stored workflow's execution is named by the server: use --idempotency-key to make a repeat start nothing",
+    );
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new ValidationError('--input', "a stored workflow's input (its trigger data) must be a JSON object");
+  const started: { execution_id: string; status: string; duplicate?: boolean } = await c.execute(
+    workflowId,
+    { trigger_data: input },
+    options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {},
+  );
   if (options.json && !options.wait) return out.json(started);
-  if (!options.json) out.line(`execution ${started.execution_id} ${started.duplicate ? `exists (${out.status(started.status)}): nothing new started` : out.status(started.status)}`);
-  if (!options.wait) return options.json ? undefined : out.line(`follow it:  runledger events ${started.execution_id}${urlFlags(options)} --follow`);
+  if (!options.json)
+    out.line(
+      `execution ${started.execution_id} ${started.duplicate ? `exists (${out.status(started.status)}): nothing new started` : out.status(started.status)}`,
+    );
+  if (!options.wait)
+    return options.json
+      ? undefined
+      : out.line(`follow it:  runledger events ${started.execution_id}${urlFlags(options)} --follow`);
   await waitFor(c, workflowId, started.execution_id, out, options);
 }
 
@@ -79,10 +115,14 @@ async function storedWorkflow(c: Client, ref: string): Promise<string | undefine
 
 /** The server's "no code workflow is named" turned into one error naming every workflow there is; any other error as it was. */
 async function noSuchWorkflow(c: Client, ref: string, error: unknown): Promise<unknown> {
-  const problem = error instanceof ApiError && error.status === 400 ? error.problems.find((p) => p.path === 'workflow') : undefined;
+  const problem =
+    error instanceof ApiError && error.status === 400 ? error.problems.find((p) => p.path === 'workflow') : undefined;
   if (!problem || !/^no code workflow is named/.test(problem.message)) return error;
   const code = /registered: (.+)\)$/.exec(problem.message)?.[1] ?? 'none (runledger serve --workflows <module>)';
   // by name, as the code workflows are: a list of names to choose from, not the newest first
   const stored = (await c.workflows({ limit: 100 })).workflows.map((w) => w.name).sort();
-  return new ValidationError('<workflow>', `no workflow is named '${ref}': stored workflows: ${stored.length ? stored.join(', ') : 'none (runledger workflows apply <file>)'}; code workflows: ${code}`);
+  return new ValidationError(
+    '<workflow>',
+    `no workflow is named '${ref}': stored workflows: ${stored.length ? stored.join(', ') : 'none (runledger workflows apply <file>)'}; code workflows: ${code}`,
+  );
 }

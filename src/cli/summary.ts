@@ -50,7 +50,12 @@ export function stepLines(steps: StepRecord[], colour: (status: string) => strin
     const outcome = outcomes[i]!;
     const time = outcome === 'reused' || s.duration_ms === null ? '' : duration(s.duration_ms);
     // a poll step's attempts are its polls
-    const attempts = s.type === 'poll' && s.attempts > 0 ? `  (${plural(s.attempts, 'poll')})` : s.attempts > 1 ? `  (${s.attempts} attempts)` : '';
+    const attempts =
+      s.type === 'poll' && s.attempts > 0
+        ? `  (${plural(s.attempts, 'poll')})`
+        : s.attempts > 1
+          ? `  (${s.attempts} attempts)`
+          : '';
     const error = outcome !== 'ok' && outcome !== 'reused' && s.error ? `  — ${cut(s.error)}` : '';
     return `  ${name(s).padEnd(width)}  ${colour(outcome)}${' '.repeat(outcomeWidth - outcome.length)}  ${time}${attempts}${error}`.trimEnd();
   });
@@ -82,7 +87,10 @@ export function writeOutput(file: string, output: unknown): number {
   try {
     writeFileSync(file, text);
   } catch (error) {
-    throw new ValidationError('--output', `cannot write ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new ValidationError(
+      '--output',
+      `cannot write ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   return Buffer.byteLength(text);
 }

@@ -16,7 +16,9 @@ export function taskCommands(program: Command, out: Output): void {
         const status = await source.status();
         if (options.json) return out.json(status);
         out.line(`${status.dialect} ${status.location}, schema version ${status.schemaVersion}`);
-        out.line(`${plural(status.events, 'event')} in ${plural(status.streams, 'stream')}, ${plural(status.subscriptions, 'subscription')}`);
+        out.line(
+          `${plural(status.events, 'event')} in ${plural(status.streams, 'stream')}, ${plural(status.subscriptions, 'subscription')}`,
+        );
         out.line(
           `tasks: ${Object.entries(status.tasks)
             .map(([state, n]) => `${n} ${out.status(state)}`)
@@ -34,7 +36,11 @@ export function taskCommands(program: Command, out: Output): void {
         withSource(options, async (source) => {
           const limit = whole('--limit', options.limit, 1, 500);
           const state = fixed ?? (options.state === undefined ? undefined : oneOf('--state', options.state, STATES));
-          const found = await source.tasks({ limit, ...(options.queue ? { queue: options.queue } : {}), ...(state ? { state } : {}) });
+          const found = await source.tasks({
+            limit,
+            ...(options.queue ? { queue: options.queue } : {}),
+            ...(state ? { state } : {}),
+          });
           if (options.json) return out.json(found);
           out.table(
             ['ID', 'QUEUE', 'STATE', 'ATTEMPTS', 'LAST ERROR'],
@@ -60,7 +66,11 @@ export function taskCommands(program: Command, out: Output): void {
         withSource(options, async (source) => {
           const result = await source.redrive(id);
           if (options.json) return out.json(result);
-          out.line(result.redriven ? `redriven ${id}: ${out.status(result.state)}` : `${id} is not dead (${out.status(result.state)}): unchanged`);
+          out.line(
+            result.redriven
+              ? `redriven ${id}: ${out.status(result.state)}`
+              : `${id} is not dead (${out.status(result.state)}): unchanged`,
+          );
         }),
       );
   redrive(tasks.command('redrive <task-id>'));
@@ -77,7 +87,12 @@ export function taskCommands(program: Command, out: Output): void {
         if (options.json) return out.json(subs);
         out.table(
           ['NAME', 'CURSOR', 'STATE', 'PARKED'],
-          subs.map((s) => [s.name, s.cursor || '(start)', s.blocked_reason ? `blocked: ${s.blocked_reason}` : 'flowing', String(s.parked)]),
+          subs.map((s) => [
+            s.name,
+            s.cursor || '(start)',
+            s.blocked_reason ? `blocked: ${s.blocked_reason}` : 'flowing',
+            String(s.parked),
+          ]),
           'no subscriptions',
         );
       }),

@@ -24,8 +24,16 @@ export function triggerCommands(program: Command, print: (line: string) => void)
       const detail = json('--detail', options.detail);
       const waitMs = whole('--wait', options.wait, 0, 600_000);
       const c = client(options);
-      const stored = await c.sendEvent({ source: options.source, 'detail-type': options.detailType, detail, ...(options.id ? { id: options.id } : {}) });
-      if (!options.json) print(stored.duplicate ? `event ${stored.id} was stored before: nothing new started` : `event ${stored.id} stored`);
+      const stored = await c.sendEvent({
+        source: options.source,
+        'detail-type': options.detailType,
+        detail,
+        ...(options.id ? { id: options.id } : {}),
+      });
+      if (!options.json)
+        print(
+          stored.duplicate ? `event ${stored.id} was stored before: nothing new started` : `event ${stored.id} stored`,
+        );
       const deadline = Date.now() + waitMs;
       let event: EventView = stored;
       while (!event.routed && Date.now() < deadline) {
@@ -34,12 +42,18 @@ export function triggerCommands(program: Command, print: (line: string) => void)
       }
       if (options.json) return print(JSON.stringify({ ...event, duplicate: stored.duplicate }, null, 2));
       if (!event.routed) {
-        print(`not routed within ${options.wait} ms (is a server with the routing subscription running?): see GET /events/${stored.id}`);
+        print(
+          `not routed within ${options.wait} ms (is a server with the routing subscription running?): see GET /events/${stored.id}`,
+        );
         return;
       }
       if (event.matches.length === 0) print('no rule matched');
       for (const m of event.matches) {
-        print(m.run_id ? `rule ${m.rule_name} (${m.rule_id}) → ${m.kind} ${m.run_id} started` : `rule ${m.rule_name} (${m.rule_id}) matched but could not start: ${m.error}`);
+        print(
+          m.run_id
+            ? `rule ${m.rule_name} (${m.rule_id}) → ${m.kind} ${m.run_id} started`
+            : `rule ${m.rule_name} (${m.rule_id}) matched but could not start: ${m.error}`,
+        );
       }
     });
 }

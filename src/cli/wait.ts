@@ -20,7 +20,13 @@ export interface WaitOptions {
  * Then a summary: its outcome, a line per step, and where its output is (the whole output only with
  * `--json` or `--output`). Exit code 1 unless it succeeded.
  */
-export async function waitFor(c: Client, workflowId: string, executionId: string, out: Output, options: WaitOptions = {}): Promise<void> {
+export async function waitFor(
+  c: Client,
+  workflowId: string,
+  executionId: string,
+  out: Output,
+  options: WaitOptions = {},
+): Promise<void> {
   const startedAt = new Map<string, number>();
   const reused = new Set<string>();
   let state: string | null = null;
@@ -31,14 +37,19 @@ export async function waitFor(c: Client, workflowId: string, executionId: string
     if (event.type === RUN_EVENT.stepStarted || event.type === RUN_EVENT.pollStarted) startedAt.set(name, at);
     // a step a retry or rerun reuses did no work: its duration would say nothing
     if (event.type === RUN_EVENT.stepStarted && event.data.input && 'reused_from' in event.data.input) reused.add(name);
-    if (event.type === RUN_EVENT.stepStarted && attempt > 1) out.line(`  ${name}: ${out.status('running')} (attempt ${attempt})`);
-    else if ((event.type === RUN_EVENT.stepStarted || event.type === RUN_EVENT.pollStarted) && event.data.label) out.line(`  ${name}: ${event.data.label}`);
+    if (event.type === RUN_EVENT.stepStarted && attempt > 1)
+      out.line(`  ${name}: ${out.status('running')} (attempt ${attempt})`);
+    else if ((event.type === RUN_EVENT.stepStarted || event.type === RUN_EVENT.pollStarted) && event.data.label)
+      out.line(`  ${name}: ${event.data.label}`);
     if (event.type === RUN_EVENT.stepCompleted && reused.has(name)) out.line(`  ${name}: reused`);
     else if (event.type === RUN_EVENT.stepCompleted || event.type === RUN_EVENT.pollCompleted) {
       const polls = event.type === RUN_EVENT.pollCompleted ? ` (${plural(attempt, 'poll')})` : '';
       out.line(`  ${name}: ${out.status('success')} ${at - (startedAt.get(name) ?? at)} ms${polls}`);
     }
-    if (event.type === RUN_EVENT.stepFailed) out.line(`  ${name}: ${retryAt === null ? out.status('failed') : `${out.status('retrying')} at ${dueAt(retryAt)}`} — ${error}`);
+    if (event.type === RUN_EVENT.stepFailed)
+      out.line(
+        `  ${name}: ${retryAt === null ? out.status('failed') : `${out.status('retrying')} at ${dueAt(retryAt)}`} — ${error}`,
+      );
     if (event.type === RUN_EVENT.pollAttempted && error) out.line(`  ${name}: ${out.status('retrying')} — ${error}`);
     if (event.type === RUN_EVENT.pollFailed) out.line(`  ${name}: ${out.status('failed')} — ${error}`);
     if (event.type === RUN_EVENT.pollTimedOut) out.line(`  ${name}: ${out.status('timed_out')}`);
@@ -58,8 +69,12 @@ export async function waitFor(c: Client, workflowId: string, executionId: string
     if (options.output !== undefined) writeOutput(options.output, run.output);
     return out.json({ ...record, output: run.output });
   }
-  const took = record.finished_at ? ` in ${duration(Date.parse(record.finished_at) - Date.parse(record.started_at ?? record.created_at))}` : '';
-  out.line(`execution ${record.execution_id} ${out.status(record.status)}${record.state ? ` ${record.state}` : ''}${took}${record.error ? `: ${record.error}` : ''}`);
+  const took = record.finished_at
+    ? ` in ${duration(Date.parse(record.finished_at) - Date.parse(record.started_at ?? record.created_at))}`
+    : '';
+  out.line(
+    `execution ${record.execution_id} ${out.status(record.status)}${record.state ? ` ${record.state}` : ''}${took}${record.error ? `: ${record.error}` : ''}`,
+  );
   for (const line of stepLines(record.steps, out.status)) out.line(line);
   // a run that made no output has no output line, unless --output asked for a file all the same
   const value = (run.output ?? null) === null && options.output === undefined ? undefined : run.output;
@@ -81,7 +96,10 @@ export async function follow(source: Source, id: string, out: Output, options: W
     return run.status;
   }
   const inline = success && options.output === undefined ? inlineOutput(run.output) : undefined;
-  out.line(`run ${id} ${out.status(run.status)}${inline !== undefined ? ` → ${inline}` : run.error ? `: ${run.error}` : ''}`);
-  if (inline === undefined && (success || options.output !== undefined)) out.line(outputLine(run.output ?? null, `runledger runs show ${id}${urlFlags(options)}`, options.output)!);
+  out.line(
+    `run ${id} ${out.status(run.status)}${inline !== undefined ? ` → ${inline}` : run.error ? `: ${run.error}` : ''}`,
+  );
+  if (inline === undefined && (success || options.output !== undefined))
+    out.line(outputLine(run.output ?? null, `runledger runs show ${id}${urlFlags(options)}`, options.output)!);
   return run.status;
 }

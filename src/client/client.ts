@@ -3,7 +3,14 @@ import type { ExecutionRecord, ExecutionStatus, ExecutionSummary } from '../work
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
-import type { AgentEventInput, AgentEventRecord, AgentRunDetail, AgentRunRecord, AgentToolCallRecord, IntakeResult } from '../agents/ledger.js';
+import type {
+  AgentEventInput,
+  AgentEventRecord,
+  AgentRunDetail,
+  AgentRunRecord,
+  AgentToolCallRecord,
+  IntakeResult,
+} from '../agents/ledger.js';
 import type { RunRecord, RunSummary } from '../server/routes/run-records.js';
 import type { StoreStatus } from '../storage/store.js';
 import type { Duration } from '../duration.js';
@@ -73,34 +80,75 @@ export class Client {
   }
 
   createWorkflow = (definition: unknown) => this.call<StoredWorkflow>('POST', '/workflows', definition);
-  updateWorkflow = (id: string, definition: unknown) => this.call<StoredWorkflow>('PUT', `/workflows/${enc(id)}`, definition);
+  updateWorkflow = (id: string, definition: unknown) =>
+    this.call<StoredWorkflow>('PUT', `/workflows/${enc(id)}`, definition);
   deleteWorkflow = (id: string) => this.call<null>('DELETE', `/workflows/${enc(id)}`);
   workflow = (id: string) => this.call<StoredWorkflow>('GET', `/workflows/${enc(id)}`);
-  workflows = (page: { limit?: number; last_key?: string } = {}) => this.call<{ workflows: StoredWorkflow[]; count: number; last_key: string | null }>('GET', `/workflows${query(page)}`);
+  workflows = (page: { limit?: number; last_key?: string } = {}) =>
+    this.call<{ workflows: StoredWorkflow[]; count: number; last_key: string | null }>(
+      'GET',
+      `/workflows${query(page)}`,
+    );
 
   /** Starts an execution; the same `idempotencyKey` again starts nothing and answers the first one as it is now (`duplicate: true`). */
-  execute(id: string, request: { trigger_data?: unknown; trigger_type?: string } = {}, options: { idempotencyKey?: string } = {}) {
+  execute(
+    id: string,
+    request: { trigger_data?: unknown; trigger_type?: string } = {},
+    options: { idempotencyKey?: string } = {},
+  ) {
     const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
-    return this.call<{ execution_id: string; workflow_id: string; workflow_version: number; status: ExecutionStatus; duplicate: boolean }>('POST', `/workflows/${enc(id)}/execute`, request, headers);
+    return this.call<{
+      execution_id: string;
+      workflow_id: string;
+      workflow_version: number;
+      status: ExecutionStatus;
+      duplicate: boolean;
+    }>('POST', `/workflows/${enc(id)}/execute`, request, headers);
   }
-  executions = (id: string, page: { limit?: number; last_key?: string } = {}) => this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>('GET', `/workflows/${enc(id)}/executions${query(page)}`);
-  execution = (id: string, executionId: string) => this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
-  cancel = (id: string, executionId: string, reason?: string) => this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`, reason === undefined ? {} : { reason });
+  executions = (id: string, page: { limit?: number; last_key?: string } = {}) =>
+    this.call<{ executions: ExecutionSummary[]; count: number; last_key: string | null }>(
+      'GET',
+      `/workflows/${enc(id)}/executions${query(page)}`,
+    );
+  execution = (id: string, executionId: string) =>
+    this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
+  cancel = (id: string, executionId: string, reason?: string) =>
+    this.call<{ execution_id: string }>(
+      'POST',
+      `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`,
+      reason === undefined ? {} : { reason },
+    );
   /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
-  retry = (id: string, executionId: string, branches?: string[]) => this.call<{ execution_id: string; branches: string[] }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`, branches ? { branches } : {});
+  retry = (id: string, executionId: string, branches?: string[]) =>
+    this.call<{ execution_id: string; branches: string[] }>(
+      'POST',
+      `/workflows/${enc(id)}/executions/${enc(executionId)}/retry`,
+      branches ? { branches } : {},
+    );
   /** A new execution reusing the recorded outputs of the steps before `from_step`. */
-  rerun = (id: string, executionId: string, request: { from_step?: string; trigger_data?: Record<string, unknown>; timeouts?: Record<string, string | number> } = {}) =>
+  rerun = (
+    id: string,
+    executionId: string,
+    request: {
+      from_step?: string;
+      trigger_data?: Record<string, unknown>;
+      timeouts?: Record<string, string | number>;
+    } = {},
+  ) =>
     this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
 
-  sendEvent = (envelope: Record<string, unknown>) => this.call<EventView & { duplicate: boolean }>('POST', '/events', envelope);
+  sendEvent = (envelope: Record<string, unknown>) =>
+    this.call<EventView & { duplicate: boolean }>('POST', '/events', envelope);
   event = (id: string) => this.call<EventView>('GET', `/events/${enc(id)}`);
 
-  postMessage = (channel: string, body: PostInput) => this.call<Message>('POST', `/channels/${enc(channel)}/messages`, body);
+  postMessage = (channel: string, body: PostInput) =>
+    this.call<Message>('POST', `/channels/${enc(channel)}/messages`, body);
   /** The WebSocket URL of a channel, with the token as a query parameter when there is one. */
-  channelSocket = (channel: string, after: number) => `${this.url.replace(/^http/, 'ws')}/channels/${enc(channel)}/ws?after=${after}${this.options.token ? `&token=${enc(this.options.token)}` : ''}`;
+  channelSocket = (channel: string, after: number) =>
+    `${this.url.replace(/^http/, 'ws')}/channels/${enc(channel)}/ws?after=${after}${this.options.token ? `&token=${enc(this.options.token)}` : ''}`;
 
   /**
    * A run's events as they are journaled (the server's SSE stream), from after `after` to the run's
@@ -110,11 +158,19 @@ export class Client {
     let last = after;
     for (let retries = 0; ; ) {
       const response = await this.fetch(`/runs/${enc(runId)}/events/stream`, {
-        headers: { accept: 'text/event-stream', 'last-event-id': String(last), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
+        headers: {
+          accept: 'text/event-stream',
+          'last-event-id': String(last),
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        },
       });
       if (!response.ok || !response.body) {
         const error = (await response.json().catch(() => ({}))).error ?? {};
-        throw new ApiError(response.status, error.code ?? 'http', `GET /runs/${runId}/events/stream: ${response.status} ${error.message ?? ''}`);
+        throw new ApiError(
+          response.status,
+          error.code ?? 'http',
+          `GET /runs/${runId}/events/stream: ${response.status} ${error.message ?? ''}`,
+        );
       }
       let buffer = '';
       try {
@@ -142,50 +198,122 @@ export class Client {
 
   sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
   agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
-  agentEvents = (q: { status?: string; conversation_id?: string; user_id?: string; source?: string; limit?: number; cursor?: string } = {}) => this.call<{ events: AgentEventRecord[]; next_cursor: string | null }>('GET', `/agent/events${query(q)}`);
-  redriveAgentEvent = (id: string, body: { by?: string; reason?: string } = {}) => this.call<{ event: AgentEventRecord; run_id: string; retry_of: string }>('POST', `/agent/events/${enc(id)}/redrive`, body);
-  agentRuns = (q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
+  agentEvents = (
+    q: {
+      status?: string;
+      conversation_id?: string;
+      user_id?: string;
+      source?: string;
+      limit?: number;
+      cursor?: string;
+    } = {},
+  ) => this.call<{ events: AgentEventRecord[]; next_cursor: string | null }>('GET', `/agent/events${query(q)}`);
+  redriveAgentEvent = (id: string, body: { by?: string; reason?: string } = {}) =>
+    this.call<{ event: AgentEventRecord; run_id: string; retry_of: string }>(
+      'POST',
+      `/agent/events/${enc(id)}/redrive`,
+      body,
+    );
+  agentRuns = (
+    q: { conversation_id?: string; user_id?: string; status?: string; limit?: number; cursor?: string } = {},
+  ) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/agent/runs${query(q)}`);
   agentRun = (id: string) => this.call<AgentRunDetail>('GET', `/agent/runs/${enc(id)}`);
-  conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) => this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>('GET', `/conversations/${enc(id)}/runs${query(q)}`);
-  approvals = (q: { status?: string; limit?: number; cursor?: string } = {}) => this.call<{ tool_calls: AgentToolCallRecord[]; next_cursor: string | null }>('GET', `/agent/approvals${query(q)}`);
-  decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) => this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>('POST', `/agent/tool-calls/${enc(id)}/${decision}`, body);
+  conversationRuns = (id: string, q: { limit?: number; cursor?: string } = {}) =>
+    this.call<{ runs: AgentRunRecord[]; next_cursor: string | null }>(
+      'GET',
+      `/conversations/${enc(id)}/runs${query(q)}`,
+    );
+  approvals = (q: { status?: string; limit?: number; cursor?: string } = {}) =>
+    this.call<{ tool_calls: AgentToolCallRecord[]; next_cursor: string | null }>('GET', `/agent/approvals${query(q)}`);
+  decide = (id: string, decision: 'approve' | 'reject', body: { by: string; reason?: string }) =>
+    this.call<{ tool_call: AgentToolCallRecord; duplicate: boolean }>(
+      'POST',
+      `/agent/tool-calls/${enc(id)}/${decision}`,
+      body,
+    );
   status = () => this.call<StoreStatus>('GET', '/status');
-  runs = (q: { status?: string; workflow?: string; limit?: number; last_key?: string } = {}) => this.call<{ runs: RunSummary[]; count: number; last_key: string | null }>('GET', `/runs${query(q)}`);
+  runs = (q: { status?: string; workflow?: string; limit?: number; last_key?: string } = {}) =>
+    this.call<{ runs: RunSummary[]; count: number; last_key: string | null }>('GET', `/runs${query(q)}`);
   run = (id: string) => this.call<RunRecord>('GET', `/runs/${enc(id)}`);
-  runEvents = (id: string, q: { after?: number; limit?: number } = {}) => this.call<{ events: RunEvent[]; next_after: number | null }>('GET', `/runs/${enc(id)}/events${query(q)}`);
+  runEvents = (id: string, q: { after?: number; limit?: number } = {}) =>
+    this.call<{ events: RunEvent[]; next_after: number | null }>('GET', `/runs/${enc(id)}/events${query(q)}`);
   /** Starts a run of a code workflow registered with the server; the same `id` or `idempotencyKey` again returns that run. */
   startRun(workflow: string, input: unknown, options: { id?: string; idempotencyKey?: string } = {}) {
     const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
-    return this.call<{ run_id: string; workflow: string; status: string; duplicate: boolean }>('POST', '/runs', { workflow, input, ...(options.id ? { id: options.id } : {}) }, headers);
+    return this.call<{ run_id: string; workflow: string; status: string; duplicate: boolean }>(
+      'POST',
+      '/runs',
+      { workflow, input, ...(options.id ? { id: options.id } : {}) },
+      headers,
+    );
   }
-  signalRun = (id: string, name: string, payload: unknown, idempotencyKey?: string) => this.call<{ run_id: string; name: string }>('POST', `/runs/${enc(id)}/signal`, { name, payload, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
+  signalRun = (id: string, name: string, payload: unknown, idempotencyKey?: string) =>
+    this.call<{ run_id: string; name: string }>('POST', `/runs/${enc(id)}/signal`, {
+      name,
+      payload,
+      ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
+    });
   /** Cancels a run of any kind (code run, execution, session). */
   cancelRun = (id: string) => this.call<{ run_id: string; status: 'cancelling' }>('POST', `/runs/${enc(id)}/cancel`);
-  tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) => this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
+  tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) =>
+    this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
   taskEvents = (id: string) => this.call<{ events: RunEvent[] }>('GET', `/tasks/${enc(id)}/events`);
-  subscriptions = () => this.call<{ subscriptions: Array<{ name: string; cursor: string; blocked_reason?: string | null; parked?: number } & Record<string, unknown>> }>('GET', '/subscriptions');
+  subscriptions = () =>
+    this.call<{
+      subscriptions: Array<
+        { name: string; cursor: string; blocked_reason?: string | null; parked?: number } & Record<string, unknown>
+      >;
+    }>('GET', '/subscriptions');
 
-  dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) => this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
-  redrive = (id: string) => this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+  dead = (page: { limit?: number; last_key?: string; queue?: string } = {}) =>
+    this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
+  redrive = (id: string) =>
+    this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
   /** Enqueues a task on `queue` (task protocol: docs/protocol.md); a repeated `idempotencyKey` answers the first task, `created: false`. */
-  enqueueTask = (queue: string, payload: unknown, options: EnqueueTaskOptions = {}) => this.call<Enqueued>('POST', `/queues/${enc(queue)}/tasks`, { payload, ...newTask(options) }, PROTOCOL);
+  enqueueTask = (queue: string, payload: unknown, options: EnqueueTaskOptions = {}) =>
+    this.call<Enqueued>('POST', `/queues/${enc(queue)}/tasks`, { payload, ...newTask(options) }, PROTOCOL);
   /** Enqueues up to 1000 tasks at once, all or nothing; answers in order. */
-  enqueueTasks = (queue: string, items: Array<EnqueueTaskOptions & { payload: unknown }>) => this.call<{ tasks: Enqueued[] }>('POST', `/queues/${enc(queue)}/tasks`, { tasks: items.map(({ payload, ...o }) => ({ payload, ...newTask(o) })) }, PROTOCOL);
+  enqueueTasks = (queue: string, items: Array<EnqueueTaskOptions & { payload: unknown }>) =>
+    this.call<{ tasks: Enqueued[] }>(
+      'POST',
+      `/queues/${enc(queue)}/tasks`,
+      { tasks: items.map(({ payload, ...o }) => ({ payload, ...newTask(o) })) },
+      PROTOCOL,
+    );
   /**
    * Claims up to `max` ready tasks of `queue` for `worker`, each with the lease token its
    * heartbeat, completion or failure must carry; waits up to `wait` (≤ 60 s) for one.
    *
    * @example const [task] = await client.claimTasks('email', { worker: 'mailer-1', wait: '20s' });
    */
-  async claimTasks(queue: string, c: { worker: string; max?: number; wait?: Duration; lease?: Duration }, signal?: AbortSignal): Promise<ClaimedTask[]> {
-    return (await this.call<{ tasks: ClaimedTask[] }>('POST', `/queues/${enc(queue)}/claim`, c, PROTOCOL, signal)).tasks;
+  async claimTasks(
+    queue: string,
+    c: { worker: string; max?: number; wait?: Duration; lease?: Duration },
+    signal?: AbortSignal,
+  ): Promise<ClaimedTask[]> {
+    return (await this.call<{ tasks: ClaimedTask[] }>('POST', `/queues/${enc(queue)}/claim`, c, PROTOCOL, signal))
+      .tasks;
   }
   /** Extends a claimed task's lease; ApiError 409 `lease_lost` when the token no longer holds it (stop working on it). */
-  heartbeatTask = (id: string, leaseToken: string, lease?: Duration) => this.call<{ lease_expires_at: string }>('POST', `/tasks/${enc(id)}/heartbeat`, { lease_token: leaseToken, ...(lease === undefined ? {} : { lease }) }, PROTOCOL);
-  completeTask = (id: string, leaseToken: string, result?: unknown) => this.call<{ task: ProtocolTask }>('POST', `/tasks/${enc(id)}/complete`, { lease_token: leaseToken, result: result ?? null }, PROTOCOL);
+  heartbeatTask = (id: string, leaseToken: string, lease?: Duration) =>
+    this.call<{ lease_expires_at: string }>(
+      'POST',
+      `/tasks/${enc(id)}/heartbeat`,
+      { lease_token: leaseToken, ...(lease === undefined ? {} : { lease }) },
+      PROTOCOL,
+    );
+  completeTask = (id: string, leaseToken: string, result?: unknown) =>
+    this.call<{ task: ProtocolTask }>(
+      'POST',
+      `/tasks/${enc(id)}/complete`,
+      { lease_token: leaseToken, result: result ?? null },
+      PROTOCOL,
+    );
   /** Completes many claimed tasks in one request, each fenced on its own: every item's task, or its error (`lease_lost`, `not_found`). */
   completeTasks = (items: Array<{ id: string; leaseToken: string; result?: unknown }>) =>
-    this.call<{ results: Array<{ id: string; task: ProtocolTask } | { id: string; error: { code: string; message: string } }> }>(
+    this.call<{
+      results: Array<{ id: string; task: ProtocolTask } | { id: string; error: { code: string; message: string } }>;
+    }>(
       'POST',
       '/tasks/complete',
       { completions: items.map((i) => ({ id: i.id, lease_token: i.leaseToken, result: i.result ?? null })) },
@@ -196,14 +324,27 @@ export class Client {
     this.call<{ task: ProtocolTask }>(
       'POST',
       `/tasks/${enc(id)}/fail`,
-      { lease_token: leaseToken, error: f.error, ...(f.retryable === undefined ? {} : { retryable: f.retryable }), ...(f.retryAfter === undefined ? {} : { retry_after: f.retryAfter }) },
+      {
+        lease_token: leaseToken,
+        error: f.error,
+        ...(f.retryable === undefined ? {} : { retryable: f.retryable }),
+        ...(f.retryAfter === undefined ? {} : { retry_after: f.retryAfter }),
+      },
       PROTOCOL,
     );
 
   /** Operator actions (`/operator/…`): each journaled with `by` and `reason`. */
-  operator = <T = Record<string, unknown>>(action: 'pause' | 'resume' | 'runs/cancel' | 'runs/retry' | 'tasks/redrive', body: Record<string, unknown>) => this.call<T>('POST', `/operator/${action}`, body);
-  pauses = () => this.call<{ pauses: Array<{ kind: string; name: string; paused_by: string; reason: string; paused_at: string }> }>('GET', '/operator/pauses');
-  runsNeedingPatch = (id: string, q: { workflow?: string } = {}) => this.call<{ runs: RunSummary[] }>('GET', `/operator/patches/${enc(id)}/runs${query(q)}`);
+  operator = <T = Record<string, unknown>>(
+    action: 'pause' | 'resume' | 'runs/cancel' | 'runs/retry' | 'tasks/redrive',
+    body: Record<string, unknown>,
+  ) => this.call<T>('POST', `/operator/${action}`, body);
+  pauses = () =>
+    this.call<{ pauses: Array<{ kind: string; name: string; paused_by: string; reason: string; paused_at: string }> }>(
+      'GET',
+      '/operator/pauses',
+    );
+  runsNeedingPatch = (id: string, q: { workflow?: string } = {}) =>
+    this.call<{ runs: RunSummary[] }>('GET', `/operator/patches/${enc(id)}/runs${query(q)}`);
 
   /** fetch, with "cannot reach" instead of undici's bare `fetch failed`. */
   private async fetch(path: string, init: RequestInit): Promise<Response> {
@@ -212,15 +353,27 @@ export class Client {
     } catch (error) {
       if (init.signal?.aborted) throw error;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new UnreachableError(`cannot reach ${this.url}${cause?.code ? ` (${cause.code})` : ''} — is \`runledger serve\` running? (--url, $RUNLEDGER_URL)`);
+      throw new UnreachableError(
+        `cannot reach ${this.url}${cause?.code ? ` (${cause.code})` : ''} — is \`runledger serve\` running? (--url, $RUNLEDGER_URL)`,
+      );
     }
   }
 
-  private async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<T> {
+  private async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<T> {
     const response = await this.fetch(path, {
       method,
       ...(signal ? { signal } : {}),
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}), ...headers },
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        ...headers,
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await response.text();
@@ -228,11 +381,20 @@ export class Client {
     try {
       json = text === '' ? null : JSON.parse(text);
     } catch {
-      throw new ApiError(response.status, 'http', `${method} ${path}: ${response.status}, not JSON — is ${this.url} a runledger server? (${text.slice(0, 80)})`);
+      throw new ApiError(
+        response.status,
+        'http',
+        `${method} ${path}: ${response.status}, not JSON — is ${this.url} a runledger server? (${text.slice(0, 80)})`,
+      );
     }
     if (!response.ok) {
       const error = json?.error ?? {};
-      throw new ApiError(response.status, error.code ?? 'http', `${method} ${path}: ${response.status} ${error.message ?? text}`, error.problems);
+      throw new ApiError(
+        response.status,
+        error.code ?? 'http',
+        `${method} ${path}: ${response.status} ${error.message ?? text}`,
+        error.problems,
+      );
     }
     return json as T;
   }
@@ -266,7 +428,14 @@ export interface ClaimedTask extends ProtocolTask {
 }
 
 function newTask(o: EnqueueTaskOptions): Record<string, unknown> {
-  const fields = { idempotency_key: o.idempotencyKey, ordering_key: o.orderingKey, priority: o.priority, delay: o.delay, run_at: o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt, max_attempts: o.maxAttempts };
+  const fields = {
+    idempotency_key: o.idempotencyKey,
+    ordering_key: o.orderingKey,
+    priority: o.priority,
+    delay: o.delay,
+    run_at: o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt,
+    max_attempts: o.maxAttempts,
+  };
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }
 

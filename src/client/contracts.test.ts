@@ -1,6 +1,20 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import type { AgentCheckpoint as RootCheckpoint, AgentEvent as RootEvent, AgentRun as RootRun, AgentStep as RootStep, AgentToolCall as RootToolCall } from '../index.js';
-import type { AgentCheckpoint, AgentEvent, AgentRun, AgentRunDetail, AgentStep, AgentToolCall, Client } from './client.js';
+import type {
+  AgentCheckpoint as RootCheckpoint,
+  AgentEvent as RootEvent,
+  AgentRun as RootRun,
+  AgentStep as RootStep,
+  AgentToolCall as RootToolCall,
+} from '../index.js';
+import type {
+  AgentCheckpoint,
+  AgentEvent,
+  AgentRun,
+  AgentRunDetail,
+  AgentStep,
+  AgentToolCall,
+  Client,
+} from './client.js';
 
 type Answer<K extends keyof Client> = Client[K] extends (...args: never[]) => Promise<infer R> ? R : never;
 

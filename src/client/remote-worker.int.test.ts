@@ -12,7 +12,13 @@ describe.each(backends)('a remote task worker over the client on $name', (backen
   let server: Server;
   let client: Client;
   beforeAll(async () => {
-    server = await startServer({ database: await backend.create(), port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-remote-')), logger: pino({ level: 'silent' }) });
+    server = await startServer({
+      database: await backend.create(),
+      port: 0,
+      workers: false,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-remote-')),
+      logger: pino({ level: 'silent' }),
+    });
     client = new Client({ url: server.url });
   });
   afterAll(() => server.close());
@@ -25,16 +31,27 @@ describe.each(backends)('a remote task worker over the client on $name', (backen
     expect(later.tasks[0]!.task.payload).toBe('later');
     const [task] = await client.claimTasks('c1', { worker: 'ts', max: 5, wait: '1s' });
     expect(task).toMatchObject({ id: one.task.id, attempts: 1 });
-    expect(Date.parse((await client.heartbeatTask(task!.id, task!.lease_token, '1m')).lease_expires_at)).toBeGreaterThan(Date.now() + 50_000);
-    expect((await client.failTask(task!.id, task!.lease_token, { error: 'once', retryAfter: 0 })).task.state).toBe('ready');
+    expect(
+      Date.parse((await client.heartbeatTask(task!.id, task!.lease_token, '1m')).lease_expires_at),
+    ).toBeGreaterThan(Date.now() + 50_000);
+    expect((await client.failTask(task!.id, task!.lease_token, { error: 'once', retryAfter: 0 })).task.state).toBe(
+      'ready',
+    );
     const error = await client.completeTask(task!.id, task!.lease_token, 'late').catch((e) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ status: 409, code: 'lease_lost' });
     const [again] = await client.claimTasks('c1', { worker: 'ts', wait: '2s' });
-    expect((await client.completeTask(again!.id, again!.lease_token, { ok: true })).task).toMatchObject({ state: 'completed', attempts: 2, result: { ok: true } });
+    expect((await client.completeTask(again!.id, again!.lease_token, { ok: true })).task).toMatchObject({
+      state: 'completed',
+      attempts: 2,
+      result: { ok: true },
+    });
     await client.enqueueTasks('c2', [{ payload: 'x' }, { payload: 'y' }]);
     const two = await client.claimTasks('c2', { worker: 'ts', max: 2 });
-    const { results } = await client.completeTasks([...two.map((t) => ({ id: t.id, leaseToken: t.lease_token, result: t.payload })), { id: two[0]!.id, leaseToken: 'lease_stale' }]);
+    const { results } = await client.completeTasks([
+      ...two.map((t) => ({ id: t.id, leaseToken: t.lease_token, result: t.payload })),
+      { id: two[0]!.id, leaseToken: 'lease_stale' },
+    ]);
     expect(results.map((r) => ('task' in r ? r.task.result : r.error.code))).toEqual(['x', 'y', 'lease_lost']);
   });
 
@@ -58,13 +75,22 @@ describe.each(backends)('a remote task worker over the client on $name', (backen
     );
     worker.start();
     try {
-      await eventually(async () => (await client.tasks({ queue: 'drain', state: 'completed', limit: 500 })).count === 201, 20_000);
+      await eventually(
+        async () => (await client.tasks({ queue: 'drain', state: 'completed', limit: 500 })).count === 201,
+        20_000,
+      );
     } finally {
       await worker.stop();
     }
     expect(seen.size).toBe(200);
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
-    expect((await client.taskEvents(flaky.id)).events.map((e) => e.type)).toEqual(['task.enqueued', 'task.failed', 'task.completed']);
-    expect((await client.dead({ queue: 'drain' })).tasks.map((t) => [t.id, t.last_error])).toEqual([[bad.id, 'no such address']]);
+    expect((await client.taskEvents(flaky.id)).events.map((e) => e.type)).toEqual([
+      'task.enqueued',
+      'task.failed',
+      'task.completed',
+    ]);
+    expect((await client.dead({ queue: 'drain' })).tasks.map((t) => [t.id, t.last_error])).toEqual([
+      [bad.id, 'no such address'],
+    ]);
   });
 });

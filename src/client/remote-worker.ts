@@ -14,7 +14,8 @@ export interface RemoteWorkerOptions {
 }
 
 /** Thrown by a handler: the task is not retried (`retryable: false`), it goes to the dead-letter queue. */
-const notRetryable = (error: unknown): boolean => (error as { retryable?: unknown })?.retryable === false || (error as Error)?.name === 'TerminalError';
+const notRetryable = (error: unknown): boolean =>
+  (error as { retryable?: unknown })?.retryable === false || (error as Error)?.name === 'TerminalError';
 
 /**
  * A task worker in another process than the server, over the task protocol: claims with a
@@ -54,7 +55,11 @@ export class RemoteWorker {
 
   private async run(): Promise<void> {
     const concurrency = this.options.concurrency ?? 10;
-    const claim = { worker: this.options.worker ?? `node-${process.pid}`, wait: this.options.wait ?? '20s', lease: this.leaseMs };
+    const claim = {
+      worker: this.options.worker ?? `node-${process.pid}`,
+      wait: this.options.wait ?? '20s',
+      lease: this.leaseMs,
+    };
     while (!this.stopping.signal.aborted) {
       if (this.running.size >= concurrency) {
         await Promise.race(this.running);
@@ -62,7 +67,11 @@ export class RemoteWorker {
       }
       let tasks: ClaimedTask[] = [];
       try {
-        tasks = await this.client.claimTasks(this.queue, { ...claim, max: concurrency - this.running.size }, this.stopping.signal);
+        tasks = await this.client.claimTasks(
+          this.queue,
+          { ...claim, max: concurrency - this.running.size },
+          this.stopping.signal,
+        );
       } catch (error) {
         if (this.stopping.signal.aborted) break;
         this.options.onError?.(error);
@@ -92,7 +101,11 @@ export class RemoteWorker {
       }
       clearInterval(beat);
       if ('result' in outcome) await this.client.completeTask(task.id, task.lease_token, outcome.result);
-      else await this.client.failTask(task.id, task.lease_token, { error: String((outcome.error as Error)?.message ?? outcome.error), retryable: !notRetryable(outcome.error) });
+      else
+        await this.client.failTask(task.id, task.lease_token, {
+          error: String((outcome.error as Error)?.message ?? outcome.error),
+          retryable: !notRetryable(outcome.error),
+        });
     } catch (error) {
       this.options.onError?.(error);
     } finally {

@@ -54,7 +54,11 @@ const isPostgres = (location: string) => /^postgres(ql)?:\/\//.test(location);
 export async function doctor(options: DoctorOptions): Promise<DoctorReport> {
   const checks: Check[] = [];
   const add = (name: string, status: CheckStatus, detail: string) => checks.push({ name, status, detail });
-  const report = () => ({ ok: checks.every((c) => c.status !== 'fail'), database: maskedUrl(options.database), checks });
+  const report = () => ({
+    ok: checks.every((c) => c.status !== 'fail'),
+    database: maskedUrl(options.database),
+    checks,
+  });
   if (!isPostgres(options.database) && options.database !== ':memory:' && !existsSync(options.database)) {
     add('store', 'fail', `no database file at ${options.database}`);
     return report();
@@ -74,21 +78,39 @@ export async function doctor(options: DoctorOptions): Promise<DoctorReport> {
   return report();
 }
 
-async function run(checks: Check[], add: (name: string, status: CheckStatus, detail: string) => void, store: Store, options: DoctorOptions): Promise<void> {
+async function run(
+  checks: Check[],
+  add: (name: string, status: CheckStatus, detail: string) => void,
+  store: Store,
+  options: DoctorOptions,
+): Promise<void> {
   let diagnosis: Awaited<ReturnType<Store['storageDiagnose']>>;
   try {
     diagnosis = await store.storageDiagnose({ sampleMs: options.sampleMs ?? 2000 });
   } catch (error) {
-    add('store', 'fail', `unreachable or not a runledger database: ${explainConnectError(options.database, error)?.message.replace(/^database: /, '') ?? message(error)}`);
+    add(
+      'store',
+      'fail',
+      `unreachable or not a runledger database: ${explainConnectError(options.database, error)?.message.replace(/^database: /, '') ?? message(error)}`,
+    );
     return;
   }
   const latency = `${diagnosis.latencyMs.toFixed(1)} ms round trip (${store.dialect})`;
-  add('store', diagnosis.latencyMs > 100 ? 'warn' : 'ok', diagnosis.latencyMs > 100 ? `slow: ${latency}` : `reachable, ${latency}`);
+  add(
+    'store',
+    diagnosis.latencyMs > 100 ? 'warn' : 'ok',
+    diagnosis.latencyMs > 100 ? `slow: ${latency}` : `reachable, ${latency}`,
+  );
 
   const shipped = loadMigrations(store.dialect).map((m) => m.version);
   const pending = shipped.filter((v) => !diagnosis.migrations.includes(v));
   const unknown = diagnosis.migrations.filter((v) => !shipped.includes(v));
-  if (pending.length > 0) add('migrations', 'warn', `${diagnosis.migrations.length} applied; pending: ${pending.join(', ')} (applied on the next start)`);
+  if (pending.length > 0)
+    add(
+      'migrations',
+      'warn',
+      `${diagnosis.migrations.length} applied; pending: ${pending.join(', ')} (applied on the next start)`,
+    );
   else if (unknown.length > 0) add('migrations', 'warn', `applied by a newer runledger: ${unknown.join(', ')}`);
   else add('migrations', 'ok', `all ${shipped.length} applied (latest ${Math.max(...shipped)})`);
   if (pending.includes(1)) return;
@@ -96,20 +118,36 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
   if (store.dialect === 'postgres') {
     const skew = Math.round(diagnosis.clockSkewMs);
     const status = Math.abs(skew) > 5000 ? 'fail' : Math.abs(skew) > 500 ? 'warn' : 'ok';
-    add('clock', status, `database clock ${skew >= 0 ? 'ahead of' : 'behind'} this machine by ${Math.abs(skew)} ms${status === 'ok' ? '' : ": timers and retries use this machine's clock, leases the database's"}`);
+    add(
+      'clock',
+      status,
+      `database clock ${skew >= 0 ? 'ahead of' : 'behind'} this machine by ${Math.abs(skew)} ms${status === 'ok' ? '' : ": timers and retries use this machine's clock, leases the database's"}`,
+    );
   }
 
   const queues = await store.taskStats();
   const expired = sum(queues, 'expiredLeases');
-  add('leases', expired > 0 ? 'warn' : 'ok', expired > 0 ? `${expired} running task(s) with an expired lease (${names(queues, 'expiredLeases')}): their workers died; a running worker frees them within its poll` : 'no expired lease');
+  add(
+    'leases',
+    expired > 0 ? 'warn' : 'ok',
+    expired > 0
+      ? `${expired} running task(s) with an expired lease (${names(queues, 'expiredLeases')}): their workers died; a running worker frees them within its poll`
+      : 'no expired lease',
+  );
   const stuck = await stuckRuns(store, options.maxRuns ?? 10_000);
   add(
     'runs',
     stuck.length > 0 ? 'fail' : 'ok',
-    stuck.length > 0 ? `${stuck.length} run(s) say they run or sleep but no task will run them: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', …' : ''}` : 'every running or sleeping run has its next pass queued',
+    stuck.length > 0
+      ? `${stuck.length} run(s) say they run or sleep but no task will run them: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', …' : ''}`
+      : 'every running or sleeping run has its next pass queued',
   );
   const dead = sum(queues, 'dead');
-  add('dead letters', dead > 0 ? 'warn' : 'ok', dead > 0 ? `${dead} dead task(s) (${names(queues, 'dead')}): GET /dlq, runledger tasks list --state dead` : 'none');
+  add(
+    'dead letters',
+    dead > 0 ? 'warn' : 'ok',
+    dead > 0 ? `${dead} dead task(s) (${names(queues, 'dead')}): GET /dlq, runledger tasks list --state dead` : 'none',
+  );
   const backlog = queues.filter((q) => q.due > 0).map((q) => `${q.queue} ${q.due}`);
   if (backlog.length > 0) add('queues', 'ok', `due now: ${backlog.join(', ')}`);
 
@@ -117,9 +155,21 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
   const blocked = subscriptions.filter((s) => s.blocked).map((s) => s.name);
   const lagging = subscriptions.filter((s) => s.behind > 10_000).map((s) => `${s.name} (${s.behind} behind)`);
   const parked = subscriptions.filter((s) => s.parked > 0).map((s) => `${s.name} ${s.parked}`);
-  if (blocked.length > 0) add('subscriptions', 'fail', `blocked: ${blocked.join(', ')} (runledger subscriptions; retry or skip the parked event)`);
+  if (blocked.length > 0)
+    add(
+      'subscriptions',
+      'fail',
+      `blocked: ${blocked.join(', ')} (runledger subscriptions; retry or skip the parked event)`,
+    );
   else if (lagging.length > 0) add('subscriptions', 'warn', `lagging: ${lagging.join(', ')}`);
-  else add('subscriptions', 'ok', subscriptions.length === 0 ? 'none' : `${subscriptions.length} flowing, at most ${Math.max(...subscriptions.map((s) => s.behind))} positions behind`);
+  else
+    add(
+      'subscriptions',
+      'ok',
+      subscriptions.length === 0
+        ? 'none'
+        : `${subscriptions.length} flowing, at most ${Math.max(...subscriptions.map((s) => s.behind))} positions behind`,
+    );
   add('parked events', parked.length > 0 ? 'warn' : 'ok', parked.length > 0 ? parked.join(', ') : 'none');
 
   await checkSecretKey(add, store, options);
@@ -133,11 +183,16 @@ async function run(checks: Check[], add: (name: string, status: CheckStatus, det
       'warn',
       `PostgreSQL's autovacuum is off: every step and task leaves dead rows in tasks, projections and streams (${dead} dead, ${live} live now) and throughput falls as they pile up (measured: 106 → 43 executions/s within 100 s; steady at 127/s with a VACUUM every 10 s). Turn it on (autovacuum = on), or VACUUM those tables every few seconds`,
     );
-  } else if (diagnosis.vacuum) add('vacuum', 'ok', `autovacuum is on (${diagnosis.vacuum.dead} dead rows in tasks, projections and streams)`);
+  } else if (diagnosis.vacuum)
+    add('vacuum', 'ok', `autovacuum is on (${diagnosis.vacuum.dead} dead rows in tasks, projections and streams)`);
 
   if (diagnosis.commitsPerSecond !== null) {
     const rate = diagnosis.commitsPerSecond;
-    add('idle query rate', rate > 200 ? 'warn' : 'ok', `${rate.toFixed(1)} ${diagnosis.commitsSource === 'pg_stat_statements' ? 'statements' : 'commits'}/s over ${((options.sampleMs ?? 2000) / 1000).toFixed(1)} s (from ${diagnosis.commitsSource})`);
+    add(
+      'idle query rate',
+      rate > 200 ? 'warn' : 'ok',
+      `${rate.toFixed(1)} ${diagnosis.commitsSource === 'pg_stat_statements' ? 'statements' : 'commits'}/s over ${((options.sampleMs ?? 2000) / 1000).toFixed(1)} s (from ${diagnosis.commitsSource})`,
+    );
   } else if (diagnosis.autoVacuum !== null) {
     add(
       'space',
@@ -155,7 +210,12 @@ async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
   const live: RunView[] = [];
   let before: string | undefined;
   for (let seen = 0; seen < maxRuns; ) {
-    const page = await store.projectionList({ name: RUN_VIEW, limit: 500, backwards: true, ...(before ? { before } : {}) });
+    const page = await store.projectionList({
+      name: RUN_VIEW,
+      limit: 500,
+      backwards: true,
+      ...(before ? { before } : {}),
+    });
     for (const row of page) {
       const view = row.value as RunView;
       if ((view.status === 'running' || view.status === 'sleeping') && now - view.updatedAt > 60_000) live.push(view);
@@ -170,22 +230,40 @@ async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
   const journal = new Journal(store, resolveConfig());
   for (const view of live.filter((v) => !active.has(v.id))) {
     const [last] = await journal.readStream(runStream(view.id), { backwards: true, limit: 1 });
-    if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted) stuck.push(view.id);
+    if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted)
+      stuck.push(view.id);
   }
   return stuck;
 }
 
-async function checkSecretKey(add: (name: string, status: CheckStatus, detail: string) => void, store: Store, options: DoctorOptions): Promise<void> {
+async function checkSecretKey(
+  add: (name: string, status: CheckStatus, detail: string) => void,
+  store: Store,
+  options: DoctorOptions,
+): Promise<void> {
   const file = join(options.dataDir, 'secret.key');
   const stored = await store.projectionList({ name: 'secret', limit: 1 });
   if (options.secretKey === undefined && !existsSync(file)) {
-    if (stored.length > 0) add('secret key', 'fail', `secrets are stored but there is no key: set RUNLEDGER_SECRET_KEY or put the key file at ${file}`);
-    else add('secret key', 'warn', `no key yet (RUNLEDGER_SECRET_KEY unset, no ${file}): the first start creates one; keep it with the backups`);
+    if (stored.length > 0)
+      add(
+        'secret key',
+        'fail',
+        `secrets are stored but there is no key: set RUNLEDGER_SECRET_KEY or put the key file at ${file}`,
+      );
+    else
+      add(
+        'secret key',
+        'warn',
+        `no key yet (RUNLEDGER_SECRET_KEY unset, no ${file}): the first start creates one; keep it with the backups`,
+      );
     return;
   }
   let key: Buffer;
   try {
-    key = await loadSecretKey({ dataDir: options.dataDir, ...(options.secretKey !== undefined ? { env: options.secretKey } : {}) });
+    key = await loadSecretKey({
+      dataDir: options.dataDir,
+      ...(options.secretKey !== undefined ? { env: options.secretKey } : {}),
+    });
   } catch (error) {
     add('secret key', 'fail', message(error));
     return;
@@ -215,9 +293,16 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
 export function formatReport(report: DoctorReport): string {
   const mark: Record<CheckStatus, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' };
   const width = Math.max(...report.checks.map((c) => c.name.length));
-  const lines = [`runledger doctor: ${report.database}`, ...report.checks.map((c) => `  ${mark[c.status]}  ${c.name.padEnd(width)}  ${c.detail}`)];
+  const lines = [
+    `runledger doctor: ${report.database}`,
+    ...report.checks.map((c) => `  ${mark[c.status]}  ${c.name.padEnd(width)}  ${c.detail}`),
+  ];
   const failed = report.checks.filter((c) => c.status === 'fail').length;
   const warned = report.checks.filter((c) => c.status === 'warn').length;
-  lines.push(failed > 0 ? `unhealthy: ${failed} check(s) failed${warned ? `, ${warned} warning(s)` : ''}` : `healthy${warned ? ` (${warned} warning(s))` : ''}`);
+  lines.push(
+    failed > 0
+      ? `unhealthy: ${failed} check(s) failed${warned ? `, ${warned} warning(s)` : ''}`
+      : `healthy${warned ? ` (${warned} warning(s))` : ''}`,
+  );
   return lines.join('\n');
 }

@@ -15,9 +15,21 @@ export async function checkProcessSettings(add: Add, store: Store): Promise<void
   const differing = settingDisagreements(listed, now);
   if (differing.length === 0) {
     const live = listed.filter((p) => p.settings && now - p.heartbeatAt <= LIVE_WITHIN_MS).length;
-    add(name, 'ok', live === 0 ? 'no live process running steps has recorded its settings' : `the ${live} live process(es) running steps have the same settings`);
+    add(
+      name,
+      'ok',
+      live === 0
+        ? 'no live process running steps has recorded its settings'
+        : `the ${live} live process(es) running steps have the same settings`,
+    );
     return;
   }
-  const lines = differing.map(({ setting, holders }) => holders.map((h) => `${h.processes.join(', ')} ${h.processes.length > 1 ? 'have' : 'has'} ${shownSetting(setting, h.value)}`).join('; '));
+  const lines = differing.map(({ setting, holders }) =>
+    holders
+      .map(
+        (h) => `${h.processes.join(', ')} ${h.processes.length > 1 ? 'have' : 'has'} ${shownSetting(setting, h.value)}`,
+      )
+      .join('; '),
+  );
   add(name, 'warn', `${lines.join('; ')}: steps may run with either; give every process the same settings`);
 }

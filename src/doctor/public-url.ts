@@ -25,16 +25,31 @@ export async function checkPublicUrlSetting(add: Add, store: Store, publicUrl: s
     try {
       add(name, 'ok', `${PUBLIC_URL_SETTING}=${checkPublicUrl(publicUrl)}: callback URLs and report_url start with it`);
     } catch (error) {
-      add(name, 'fail', `${error instanceof Error ? error.message : String(error)}: wait_for_callback steps and HTTP agents fail until it is fixed`);
+      add(
+        name,
+        'fail',
+        `${error instanceof Error ? error.message : String(error)}: wait_for_callback steps and HTTP agents fail until it is fixed`,
+      );
     }
     return;
   }
   const journal = new Journal(store, resolveConfig());
   const waiting = await callbackWorkflows(store, journal);
   const agents = await reportWaits(journal);
-  const users = [...(waiting.length > 0 ? [`${waiting.length} stored workflow(s) with a wait_for_callback step (${waiting.slice(0, 3).join(', ')}${waiting.length > 3 ? ', …' : ''})`] : []), ...(agents ? ['sessions of HTTP agents'] : [])];
+  const users = [
+    ...(waiting.length > 0
+      ? [
+          `${waiting.length} stored workflow(s) with a wait_for_callback step (${waiting.slice(0, 3).join(', ')}${waiting.length > 3 ? ', …' : ''})`,
+        ]
+      : []),
+    ...(agents ? ['sessions of HTTP agents'] : []),
+  ];
   if (users.length === 0) {
-    add(name, 'ok', `${PUBLIC_URL_SETTING} unset; nothing stored hands out a URL (no wait_for_callback step, no HTTP agent session)`);
+    add(
+      name,
+      'ok',
+      `${PUBLIC_URL_SETTING} unset; nothing stored hands out a URL (no wait_for_callback step, no HTTP agent session)`,
+    );
     return;
   }
   add(
@@ -64,7 +79,12 @@ function waitsForCallback(step: StepDefinition): boolean {
 /** Whether a run waited for an HTTP agent's report: only HTTP agents' sessions wait for one. */
 async function reportWaits(journal: Journal): Promise<boolean> {
   for (let from = 0, seen = 0; seen < MAX_WAITS; ) {
-    const page = await journal.readAll({ fromPosition: from, limit: 1000, streamPrefix: 'run:', types: [RUN_EVENT.waitStarted] });
+    const page = await journal.readAll({
+      fromPosition: from,
+      limit: 1000,
+      streamPrefix: 'run:',
+      types: [RUN_EVENT.waitStarted],
+    });
     if (page.some((e) => (e.data as { name?: string }).name === REPORT_SIGNAL)) return true;
     if (page.length < 1000) return false;
     seen += page.length;

@@ -29,17 +29,24 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
 
   /** Kills every session of this database that sits in an open transaction (the batch's), and waits until it is gone. */
   async function killBatchConnection(): Promise<void> {
-    const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'");
+    const { rows } = await admin.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'",
+    );
     expect(rows.length).toBeGreaterThan(0);
     for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
     for (;;) {
-      const alive = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])', [rows.map((r) => r.pid)]);
+      const alive = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])', [
+        rows.map((r) => r.pid),
+      ]);
       if (alive.rowCount === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }
 
-  async function outcomes(killerAt: number, count: number): Promise<Array<{ stream: string; done: boolean; stored: number }>> {
+  async function outcomes(
+    killerAt: number,
+    count: number,
+  ): Promise<Array<{ stream: string; done: boolean; stored: number }>> {
     const writes = Array.from({ length: count }, (_, i) =>
       journal.group.submit({
         appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }],
@@ -77,22 +84,50 @@ describe('group commit on postgres, its connection killed mid-batch', () => {
   });
 
   it('at the commit itself: whether it took effect is unknown, so every caller of the batch is told it failed', async () => {
-    const writes = Array.from({ length: 4 }, (_, i) => journal.group.submit({ appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }], ...(i === 3 ? { also: () => killBatchConnection() } : {}) }));
+    const writes = Array.from({ length: 4 }, (_, i) =>
+      journal.group.submit({
+        appends: [{ streamId: `run:${i}`, events: [{ type: 'x', data: i }] }],
+        ...(i === 3 ? { also: () => killBatchConnection() } : {}),
+      }),
+    );
     const settled = await Promise.allSettled(writes);
-    const results = await Promise.all(settled.map(async (s, i) => ({ done: s.status === 'fulfilled', stored: (await store.eventReadStream({ streamId: `run:${i}` })).length })));
+    const results = await Promise.all(
+      settled.map(async (s, i) => ({
+        done: s.status === 'fulfilled',
+        stored: (await store.eventReadStream({ streamId: `run:${i}` })).length,
+      })),
+    );
     for (const r of results) expect(r.stored).toBe(r.done ? 1 : 0);
     expect(results.every((r) => !r.done)).toBe(true);
   });
 
   it('goes on committing on a fresh connection afterwards', async () => {
     await outcomes(0, 3);
-    const after = await journal.group.submit({ appends: [{ streamId: 'run:after', events: [{ type: 'x', data: 1 }] }] });
+    const after = await journal.group.submit({
+      appends: [{ streamId: 'run:after', events: [{ type: 'x', data: 1 }] }],
+    });
     expect(after.events).toHaveLength(1);
   });
 
   it('commits a batch that claims tasks durably: a claim shares its transaction with completions and run steps', async () => {
-    await store.taskEnqueue({ tasks: [{ id: 't1', queue: 'q', payload: null, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 3 }] });
-    const setting = (tx: Store) => (tx as unknown as { db: { rows: (sql: string) => Promise<Array<{ s: string }>> } }).db.rows("SELECT current_setting('synchronous_commit') AS s");
+    await store.taskEnqueue({
+      tasks: [
+        {
+          id: 't1',
+          queue: 'q',
+          payload: null,
+          idempotencyKey: null,
+          orderingKey: null,
+          runAt: null,
+          priority: 0,
+          maxAttempts: 3,
+        },
+      ],
+    });
+    const setting = (tx: Store) =>
+      (tx as unknown as { db: { rows: (sql: string) => Promise<Array<{ s: string }>> } }).db.rows(
+        "SELECT current_setting('synchronous_commit') AS s",
+      );
     const { value } = await journal.group.submit({
       appends: [{ streamId: 'run:durable', events: [{ type: 'x', data: null }] }],
       prepare: async (tx) => {

@@ -152,7 +152,10 @@ export class GroupCommit {
    * added commits (drain at concurrency 10: ~10–15% slower when writes were counted).
    */
   private take(): Pending[] {
-    const most = Math.min(this.maxEvents / 2, Math.max(SHARED, Math.ceil(this.waiting / (this.open() - this.inFlight))));
+    const most = Math.min(
+      this.maxEvents / 2,
+      Math.max(SHARED, Math.ceil(this.waiting / (this.open() - this.inFlight))),
+    );
     let events = 0;
     let n = 0;
     for (const p of this.queued) {
@@ -189,7 +192,15 @@ export class GroupCommit {
    */
   private async commit(batch: Pending[], fenced = false): Promise<void> {
     const alone = batch.length === 1 ? batch[0]!.write : null;
-    if (alone?.statement && !alone.leases && !alone.completes && !alone.appends && !alone.enqueue && !alone.prepare && !alone.also) {
+    if (
+      alone?.statement &&
+      !alone.leases &&
+      !alone.completes &&
+      !alone.appends &&
+      !alone.enqueue &&
+      !alone.prepare &&
+      !alone.also
+    ) {
       // alone, a failure is its caller's (settle), whether or not it took effect, as for a failed COMMIT
       const value = await alone.statement(this.store);
       this.events?.emit('store:batch', { writes: 1, events: 0 });
@@ -197,7 +208,10 @@ export class GroupCommit {
       return;
     }
     // the lease check and completions travel with a statement that follows them: an append or a claim
-    const hold = !fenced && batch.some((p) => p.write.leases?.length || p.write.completes?.length) && batch.some((p) => p.write.appends?.length || p.write.enqueue?.length || p.write.prepare || p.write.statement);
+    const hold =
+      !fenced &&
+      batch.some((p) => p.write.leases?.length || p.write.completes?.length) &&
+      batch.some((p) => p.write.appends?.length || p.write.enqueue?.length || p.write.prepare || p.write.statement);
     let finished = false;
     let outcome: { lost: Set<Pending>; results: Map<Pending, GroupResult<unknown>>; events: number };
     try {
@@ -229,7 +243,11 @@ export class GroupCommit {
         const results = new Map<Pending, GroupResult<unknown>>();
         for (const p of live) {
           const streams = new Set(appendsOf(p).map((a) => a.streamId));
-          results.set(p, { events: [...streams].flatMap((stream) => byStream.get(stream) ?? []), tasks: enqueued.get(p) ?? [], value: values.get(p) });
+          results.set(p, {
+            events: [...streams].flatMap((stream) => byStream.get(stream) ?? []),
+            tasks: enqueued.get(p) ?? [],
+            value: values.get(p),
+          });
         }
         finished = true;
         return { lost, results, events: appended.length };

@@ -13,7 +13,11 @@ describe.each(backends)('journal on $name', (backend) => {
   it('updates projections in the same transaction as the append', async () => {
     engine.journal.project('deposited', async (event, tx) => {
       const current = ((await tx.projectionGet({ name: 'balance', key: event.streamId })) as number | undefined) ?? 0;
-      await tx.projectionPut({ name: 'balance', key: event.streamId, value: current + (event.data as { amount: number }).amount });
+      await tx.projectionPut({
+        name: 'balance',
+        key: event.streamId,
+        value: current + (event.data as { amount: number }).amount,
+      });
     });
     await engine.journal.append('acct-1', [
       { type: 'deposited', data: { amount: 5 } },
@@ -41,9 +45,13 @@ describe.each(backends)('journal on $name', (backend) => {
   });
 
   it('answers bad input with a ValidationError naming the field, and writes nothing', async () => {
-    await expect(engine.journal.append('', [{ type: 'x', data: {} }])).rejects.toThrow(new ValidationError('streamId', 'must be a non-empty string'));
+    await expect(engine.journal.append('', [{ type: 'x', data: {} }])).rejects.toThrow(
+      new ValidationError('streamId', 'must be a non-empty string'),
+    );
     await expect(engine.journal.append('s', [])).rejects.toThrow(/^events: must be a non-empty array/);
-    await expect(engine.journal.append('a\u001eb', [{ type: 'x', data: {} }])).rejects.toThrow('streamId: must not contain control characters');
+    await expect(engine.journal.append('a\u001eb', [{ type: 'x', data: {} }])).rejects.toThrow(
+      'streamId: must not contain control characters',
+    );
     await expect(engine.journal.append('s', [{ type: '', data: {} }])).rejects.toThrow(/^events\[0\]\.type/);
     await expect(
       engine.journal.append('s', [
@@ -52,8 +60,12 @@ describe.each(backends)('journal on $name', (backend) => {
       ]),
     ).rejects.toThrow(/^events\[1\]\.data: is not JSON-serializable/);
     const big = 'x'.repeat(1024 * 1024 + 1);
-    await expect(engine.journal.append('s', [{ type: 'x', data: big }])).rejects.toThrow('events[0].data: is 1 MiB (1048579 bytes), over the limit of 1 MiB (1048576 bytes)');
-    await expect(engine.journal.append('s', [{ type: 'x', data: {} }], { expectedVersion: -1 })).rejects.toThrow(/^expectedVersion/);
+    await expect(engine.journal.append('s', [{ type: 'x', data: big }])).rejects.toThrow(
+      'events[0].data: is 1 MiB (1048579 bytes), over the limit of 1 MiB (1048576 bytes)',
+    );
+    await expect(engine.journal.append('s', [{ type: 'x', data: {} }], { expectedVersion: -1 })).rejects.toThrow(
+      /^expectedVersion/,
+    );
     expect(await engine.journal.readAll()).toEqual([]);
   });
 

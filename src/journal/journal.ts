@@ -1,7 +1,16 @@
 import { crashPoint } from '../crash.js';
 import { ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
-import type { AppendResult, CommittedRead, Cursor, EventAppendParams, NewEvent, Store, StoredEvent, StreamAppend } from '../storage/store.js';
+import type {
+  AppendResult,
+  CommittedRead,
+  Cursor,
+  EventAppendParams,
+  NewEvent,
+  Store,
+  StoredEvent,
+  StreamAppend,
+} from '../storage/store.js';
 import type { EngineEvents } from '../observe/events.js';
 import { GroupCommit } from './group-commit.js';
 
@@ -72,12 +81,19 @@ export class Journal {
   }
 
   /** Appends to several streams at once: all or nothing. */
-  async appendMany(appends: StreamAppend[], options: Omit<AppendOptions, 'expectedVersion'> = {}): Promise<AppendResult> {
+  async appendMany(
+    appends: StreamAppend[],
+    options: Omit<AppendOptions, 'expectedVersion'> = {},
+  ): Promise<AppendResult> {
     this.validate(appends);
-    const projected = appends.some((a) => a.events.some((e) => this.projections.has(e.type) || this.batchProjections.some((b) => b.types.has(e.type))));
+    const projected = appends.some((a) =>
+      a.events.some((e) => this.projections.has(e.type) || this.batchProjections.some((b) => b.types.has(e.type))),
+    );
     const params = {
       appends,
-      ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }),
+      ...(options.idempotencyKey === undefined
+        ? {}
+        : { idempotencyKey: checkName('idempotencyKey', options.idempotencyKey) }),
       ...(options.unread && !projected ? { unread: true } : {}),
     };
     if (!projected && !options.tx) return this.store.eventAppend(params);
@@ -96,13 +112,18 @@ export class Journal {
   }
 
   /** One stream's events in version order (`backwards`: newest first); with `tx`, read inside that transaction. */
-  readStream(streamId: string, options: { fromVersion?: number; limit?: number; backwards?: boolean; tx?: Store } = {}): Promise<StoredEvent[]> {
+  readStream(
+    streamId: string,
+    options: { fromVersion?: number; limit?: number; backwards?: boolean; tx?: Store } = {},
+  ): Promise<StoredEvent[]> {
     const { tx, ...rest } = options;
     return (tx ?? this.store).eventReadStream({ streamId, ...rest });
   }
 
   /** Events in global position order, for browsing and batch jobs; consumers that must not skip one use `readCommitted`. */
-  readAll(options: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[]; tx?: Store } = {}): Promise<StoredEvent[]> {
+  readAll(
+    options: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[]; tx?: Store } = {},
+  ): Promise<StoredEvent[]> {
     const { tx, ...rest } = options;
     return (tx ?? this.store).eventReadAll(rest);
   }
@@ -135,8 +156,10 @@ export class Journal {
       checkName(`${at}streamId`, append.streamId);
       // wake-ups carry the stream id with a control character after it
       // biome-ignore lint/suspicious/noControlCharactersInRegex: refuses control characters in stream ids
-      if (/[\u0000-\u001f]/.test(append.streamId)) throw new ValidationError(`${at}streamId`, 'must not contain control characters');
-      if (!Array.isArray(append.events) || append.events.length === 0) throw new ValidationError(`${at}events`, 'must be a non-empty array');
+      if (/[\u0000-\u001f]/.test(append.streamId))
+        throw new ValidationError(`${at}streamId`, 'must not contain control characters');
+      if (!Array.isArray(append.events) || append.events.length === 0)
+        throw new ValidationError(`${at}events`, 'must be a non-empty array');
       const expected = append.expectedVersion;
       if (expected !== undefined && !(Number.isSafeInteger(expected) && expected >= 0)) {
         throw new ValidationError(`${at}expectedVersion`, 'must be a whole number ≥ 0');
@@ -144,12 +167,16 @@ export class Journal {
       append.events.forEach((event, j) => {
         checkName(`${at}events[${j}].type`, event.type);
         checkJson(`${at}events[${j}].data`, event.data ?? null, this.limits.maxEventBytes);
-        if (event.metadata !== undefined) checkJson(`${at}events[${j}].metadata`, event.metadata, this.limits.maxEventBytes);
+        if (event.metadata !== undefined)
+          checkJson(`${at}events[${j}].metadata`, event.metadata, this.limits.maxEventBytes);
       });
       count += append.events.length;
     });
     if (count > this.limits.maxEventsPerAppend) {
-      throw new ValidationError('events', `has ${count} events, over the limit of ${this.limits.maxEventsPerAppend} per append`);
+      throw new ValidationError(
+        'events',
+        `has ${count} events, over the limit of ${this.limits.maxEventsPerAppend} per append`,
+      );
     }
   }
 }

@@ -22,7 +22,8 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
     const proxy = new Proxy(store, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target);
-        if (prop === 'transaction') return (fn: Parameters<Store['transaction']>[0]) => (counts.transactions++, target.transaction(fn));
+        if (prop === 'transaction')
+          return (fn: Parameters<Store['transaction']>[0]) => (counts.transactions++, target.transaction(fn));
         if (prop === 'eventReadCommitted') {
           return async (p: Parameters<Store['eventReadCommitted']>[0]) => {
             const read = await target.eventReadCommitted(p);
@@ -62,7 +63,12 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
   ])('moves its cursor past events %s does not match, with no transaction per event', async (_what, options) => {
     const { store, counts } = counted(engine.store);
     const seen: string[] = [];
-    const sub = new Subscriber(store, 'routing', { pollMs: 50, ...options }, async (event) => void seen.push(event.streamId));
+    const sub = new Subscriber(
+      store,
+      'routing',
+      { pollMs: 50, ...options },
+      async (event) => void seen.push(event.streamId),
+    );
     await sub.start();
     try {
       const last = await noise(6);
@@ -91,10 +97,19 @@ describe.each(backends)('a subscription as the journal grows, on $name', (backen
       ['skip', 'a', 'skip', 'skip', 'poison', 'skip', 'b'].map((type) => ({ type, data: {} })),
     );
     const seen: string[] = [];
-    const sub = await engine.subscribe('strict', { ordered: true, maxAttempts: 2, backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 }, filter: (event) => event.type !== 'skip' }, async (event) => {
-      if (event.type === 'poison') throw new Error('nope');
-      seen.push(event.type);
-    });
+    const sub = await engine.subscribe(
+      'strict',
+      {
+        ordered: true,
+        maxAttempts: 2,
+        backoff: { baseMs: 5, factor: 1, maxMs: 5, jitter: 0 },
+        filter: (event) => event.type !== 'skip',
+      },
+      async (event) => {
+        if (event.type === 'poison') throw new Error('nope');
+        seen.push(event.type);
+      },
+    );
     await eventually(async () => (await engine.store.subscriptionGet({ name: 'strict' })).blockedReason ?? undefined);
     await sub.idle();
     expect(seen).toEqual(['a']);

@@ -36,7 +36,11 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     expect(cursor).not.toBe('');
     await sub.stop();
     const again: string[] = [];
-    const resumed = await engine.subscribe('copy', { streamPrefix: 'chan:' }, async (event) => void again.push(event.type));
+    const resumed = await engine.subscribe(
+      'copy',
+      { streamPrefix: 'chan:' },
+      async (event) => void again.push(event.type),
+    );
     await append('chan:a', 'm4');
     await eventually(() => again.length === 1);
     await resumed.idle();
@@ -84,7 +88,9 @@ describe.each(backends)('subscriptions on $name', (backend) => {
       if (event.type === 'poison') throw new Error('nope');
       seen.push(event.type);
     });
-    const blocked = await eventually(async () => (await engine.store.subscriptionGet({ name: 'strict' })).blockedReason ?? undefined);
+    const blocked = await eventually(
+      async () => (await engine.store.subscriptionGet({ name: 'strict' })).blockedReason ?? undefined,
+    );
     expect(blocked).toMatch(/\(poison\) failed 3 times: Error: nope/);
     await sub.idle();
     expect(seen).toEqual(['a']);
@@ -202,7 +208,8 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     const seen: number[] = [];
     const sub = await engine.subscribe('outage', fastRetry, async (_event, { attempt }) => {
       // what a PostgreSQL client throws while the server restarts, more times than maxAttempts
-      if (++calls <= fastRetry.maxAttempts + 2) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      if (++calls <= fastRetry.maxAttempts + 2)
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
       seen.push(attempt);
     });
     await eventually(() => seen.length === 1);

@@ -46,7 +46,10 @@ export interface SubscribeOptions {
   events?: EngineEvents;
 }
 
-type Resolved = Required<Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare' | 'events' | 'owner'>> & SubscribeOptions;
+type Resolved = Required<
+  Omit<SubscribeOptions, 'streamPrefix' | 'types' | 'onError' | 'filter' | 'prepare' | 'events' | 'owner'>
+> &
+  SubscribeOptions;
 
 const defaults: Resolved = {
   ordered: false,
@@ -91,7 +94,13 @@ export class Subscriber {
   async start(): Promise<void> {
     if (this.running) return;
     const { streamPrefix, types, ordered, from } = this.options;
-    await this.store.subscriptionEnsure({ name: this.name, streamPrefix: streamPrefix ?? null, types: types ?? null, ordered, from });
+    await this.store.subscriptionEnsure({
+      name: this.name,
+      streamPrefix: streamPrefix ?? null,
+      types: types ?? null,
+      ordered,
+      from,
+    });
     const unlisten = await this.store.listen('events', () => this.wakeup.wake());
     this.running = true;
     this.loop = this.run().finally(unlisten);
@@ -188,7 +197,11 @@ export class Subscriber {
     const result = await this.attempt(event, advance);
     if (result.outcome !== 'failed') return result.outcome;
     const park = { subscription: this.name, event, error: result.error, attempts: this.options.maxAttempts };
-    this.options.events?.emit('subscription:parked', { subscription: this.name, position: event.position, error: result.error });
+    this.options.events?.emit('subscription:parked', {
+      subscription: this.name,
+      position: event.position,
+      error: result.error,
+    });
     if (this.options.ordered) {
       const reason = `event ${event.position} (${event.type}) failed ${this.options.maxAttempts} times: ${result.error}`;
       await this.store.transaction(async (tx) => {
@@ -205,7 +218,10 @@ export class Subscriber {
     return 'done';
   }
 
-  private async attempt(event: StoredEvent, commit: (tx: Store) => Promise<unknown>): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
+  private async attempt(
+    event: StoredEvent,
+    commit: (tx: Store) => Promise<unknown>,
+  ): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
     const { prepare } = this.options;
     let outagePauseMs = 50;
     for (let attempt = 1; ; attempt++) {
@@ -228,7 +244,8 @@ export class Subscriber {
           if (!(await this.pause(outagePauseMs))) return { outcome: 'stopped' };
           continue;
         }
-        if (attempt >= this.options.maxAttempts || error instanceof TerminalError) return { outcome: 'failed', error: describeError(error) };
+        if (attempt >= this.options.maxAttempts || error instanceof TerminalError)
+          return { outcome: 'failed', error: describeError(error) };
         if (!(await this.pause(backoffDelay(attempt, this.options.backoff)))) return { outcome: 'stopped' };
       }
     }
@@ -247,7 +264,13 @@ export class Subscriber {
     for (const parked of retries) {
       const key = { subscription: this.name, position: parked.position };
       const result = await this.attempt(parked.event, (tx) => tx.parkedSetStatus({ ...key, status: 'resolved' }));
-      if (result.outcome === 'failed') await this.store.parkedAdd({ ...key, event: parked.event, error: result.error, attempts: this.options.maxAttempts });
+      if (result.outcome === 'failed')
+        await this.store.parkedAdd({
+          ...key,
+          event: parked.event,
+          error: result.error,
+          attempts: this.options.maxAttempts,
+        });
       else if (result.outcome !== 'done') break;
     }
     return retries.length > 0;
@@ -264,7 +287,9 @@ export class Subscriber {
       after = read.cursor;
     }
     if (next && filter && !filter(next.event)) next = undefined;
-    const parked = next && (await this.store.parkedList({ subscription: this.name })).find((p) => p.position === next.event.position);
+    const parked =
+      next &&
+      (await this.store.parkedList({ subscription: this.name })).find((p) => p.position === next.event.position);
     if (next && parked?.status === 'skipped') {
       await this.store.transaction(async (tx) => {
         await tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor: next.cursor });
@@ -274,7 +299,8 @@ export class Subscriber {
     }
     if (!next || parked?.status === 'retry') {
       await this.store.transaction(async (tx) => {
-        if (parked) await tx.parkedSetStatus({ subscription: this.name, position: parked.position, status: 'resolved' });
+        if (parked)
+          await tx.parkedSetStatus({ subscription: this.name, position: parked.position, status: 'resolved' });
         await tx.subscriptionBlock({ name: this.name, blockedReason: null });
       });
       return true;

@@ -37,7 +37,10 @@ export class Wakeup {
  *
  * @example const w = await watchEvents(store, (s) => s === 'run:r1'); await w.wakeup.wait(5000); await w.stop();
  */
-export async function watchEvents(store: Store, match: (streamId: string) => boolean): Promise<{ wakeup: Wakeup; stop: () => Promise<void> }> {
+export async function watchEvents(
+  store: Store,
+  match: (streamId: string) => boolean,
+): Promise<{ wakeup: Wakeup; stop: () => Promise<void> }> {
   const wakeup = new Wakeup();
   const unlisten = await store.listen('events', (payload) => {
     if (payload === '' || match(payload)) wakeup.wake();

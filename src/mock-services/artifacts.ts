@@ -29,7 +29,10 @@ export function artifactRoutes(world: World): MockRoute[] {
         return {
           status: 200,
           bytes: artifactBytes(artifact.render_job_id, artifact.format, artifact.pages),
-          headers: { 'content-type': artifact.content_type, 'content-disposition': `attachment; filename="${artifact.filename}"` },
+          headers: {
+            'content-type': artifact.content_type,
+            'content-disposition': `attachment; filename="${artifact.filename}"`,
+          },
         };
       },
     },

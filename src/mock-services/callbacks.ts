@@ -34,7 +34,15 @@ export class Callbacks {
   /** Sends `body` to `url`; `copies` > 1 sends it that many times, each its own delivery. */
   send(url: string, body: unknown, copies = 1): void {
     for (let i = 1; i < copies; i++) this.send(url, body);
-    const delivery: CallbackDelivery = { url, body, attempts: 0, status: null, delivered: false, error: null, at: new Date().toISOString() };
+    const delivery: CallbackDelivery = {
+      url,
+      body,
+      attempts: 0,
+      status: null,
+      delivered: false,
+      error: null,
+      at: new Date().toISOString(),
+    };
     this.deliveries.push(delivery);
     const owner = `callback:${++this.counter}`;
     const generation = this.generation;
@@ -44,7 +52,12 @@ export class Callbacks {
       this.inflight.add(abort);
       const timer = setTimeout(() => abort.abort(), ATTEMPT_TIMEOUT_MS);
       try {
-        const answer = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: abort.signal });
+        const answer = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: abort.signal,
+        });
         await answer.arrayBuffer();
         delivery.status = answer.status;
         delivery.delivered = answer.ok;
@@ -57,7 +70,8 @@ export class Callbacks {
         this.inflight.delete(abort);
       }
       const wait = RETRY_MS[delivery.attempts - 1];
-      if (!delivery.delivered && wait !== undefined && generation === this.generation) this.clock.after(owner, wait, () => void attempt());
+      if (!delivery.delivered && wait !== undefined && generation === this.generation)
+        this.clock.after(owner, wait, () => void attempt());
     };
     void attempt();
   }
@@ -79,14 +93,22 @@ export class Callbacks {
 export function callbackUrl(body: Record<string, unknown>): string | null {
   const value = body.callback_url;
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > 2000) throw reject(422, 'invalid_field', 'callback_url must be a URL of at most 2000 characters', 'callback_url');
+  if (typeof value !== 'string' || value.length > 2000)
+    throw reject(422, 'invalid_field', 'callback_url must be a URL of at most 2000 characters', 'callback_url');
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     throw reject(422, 'invalid_field', 'callback_url must be an absolute http(s) URL', 'callback_url');
   }
-  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
-  if (!/^https?:$/.test(url.protocol) || !loopback) throw reject(422, 'invalid_field', 'callback_url must be an http(s) URL on a loopback host (127.0.0.1, localhost, [::1])', 'callback_url');
+  const loopback =
+    url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  if (!/^https?:$/.test(url.protocol) || !loopback)
+    throw reject(
+      422,
+      'invalid_field',
+      'callback_url must be an http(s) URL on a loopback host (127.0.0.1, localhost, [::1])',
+      'callback_url',
+    );
   return value;
 }

@@ -32,13 +32,28 @@ export class CallLog {
   private entries: MockCall[] = [];
 
   start(entry: Pick<MockCall, 'method' | 'path' | 'idempotency_key' | 'body'>): MockCall {
-    const call: MockCall = { seq: this.entries.length + 1, at: new Date().toISOString(), ...entry, status: null, fault: null, replayed: false, dropped: false, ms: null };
+    const call: MockCall = {
+      seq: this.entries.length + 1,
+      at: new Date().toISOString(),
+      ...entry,
+      status: null,
+      fault: null,
+      replayed: false,
+      dropped: false,
+      ms: null,
+    };
     this.entries.push(call);
     return call;
   }
 
   list(filter: CallFilter = {}): MockCall[] {
-    return this.entries.filter((c) => (!filter.method || c.method === filter.method.toUpperCase()) && (!filter.path || matchPath(filter.path, c.path) !== undefined)).map((c) => ({ ...c }));
+    return this.entries
+      .filter(
+        (c) =>
+          (!filter.method || c.method === filter.method.toUpperCase()) &&
+          (!filter.path || matchPath(filter.path, c.path) !== undefined),
+      )
+      .map((c) => ({ ...c }));
   }
 
   clear(): void {

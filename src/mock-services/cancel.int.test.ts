@@ -29,7 +29,10 @@ describe('cancel and delete (brief §8, §9.3)', () => {
     const cancelled = await send(mock.url, 'POST', `${path}/cancel`);
     expect(cancelled).toMatchObject({ status: 200, body: { status: 'cancelled', artifact_id: null } });
     expect(cancelled.body.finished_at).not.toBeNull();
-    expect(await send(mock.url, 'POST', `${path}/cancel`)).toMatchObject({ status: 200, body: { status: 'cancelled', finished_at: cancelled.body.finished_at } });
+    expect(await send(mock.url, 'POST', `${path}/cancel`)).toMatchObject({
+      status: 200,
+      body: { status: 'cancelled', finished_at: cancelled.body.finished_at },
+    });
   });
 
   it('stops a job that has just started: it never completes', async () => {
@@ -46,12 +49,18 @@ describe('cancel and delete (brief §8, §9.3)', () => {
 
   it('answers 200 to cancelling an ended job or proposal, and leaves it as it is', async () => {
     const { proposal_id } = await completeProposal(mock.url);
-    expect(await send(mock.url, 'POST', `/v1/layout/proposals/${proposal_id}/cancel`)).toMatchObject({ status: 200, body: { status: 'complete', progress: 100 } });
+    expect(await send(mock.url, 'POST', `/v1/layout/proposals/${proposal_id}/cancel`)).toMatchObject({
+      status: 200,
+      body: { status: 'complete', progress: 100 },
+    });
     expect((await send(mock.url, 'GET', `/v1/layout/proposals/${proposal_id}/spec`)).status).toBe(200);
     mock.addFaults([{ endpoint: 'POST /v1/render/documents', job: 'fail', error: 'boom' }]);
     const job = await send(mock.url, 'POST', '/v1/render/documents', { proposal_id });
     await waitForStatus(mock.url, `/v1/render/jobs/${job.body.render_job_id}`, ['failed']);
-    expect(await send(mock.url, 'POST', `/v1/render/jobs/${job.body.render_job_id}/cancel`)).toMatchObject({ status: 200, body: { status: 'failed', error: 'boom' } });
+    expect(await send(mock.url, 'POST', `/v1/render/jobs/${job.body.render_job_id}/cancel`)).toMatchObject({
+      status: 200,
+      body: { status: 'failed', error: 'boom' },
+    });
   });
 
   it('cancels a proposal being generated', async () => {
@@ -60,8 +69,13 @@ describe('cancel and delete (brief §8, §9.3)', () => {
     const proposal = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id });
     await waitForStatus(mock.url, `/v1/layout/proposals/${proposal.body.proposal_id}`, ['processing']);
     expect((await send(mock.url, 'GET', `/v1/layout/proposals/${proposal.body.proposal_id}/spec`)).status).toBe(409);
-    expect((await send(mock.url, 'POST', `/v1/layout/proposals/${proposal.body.proposal_id}/cancel`)).body.status).toBe('cancelled');
-    expect(await send(mock.url, 'GET', `/v1/layout/proposals/${proposal.body.proposal_id}/spec`)).toMatchObject({ status: 409, body: { error: { code: 'proposal_not_complete' } } });
+    expect((await send(mock.url, 'POST', `/v1/layout/proposals/${proposal.body.proposal_id}/cancel`)).body.status).toBe(
+      'cancelled',
+    );
+    expect(await send(mock.url, 'GET', `/v1/layout/proposals/${proposal.body.proposal_id}/spec`)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'proposal_not_complete' } },
+    });
   });
 
   it('cancels a normalizing session; a ready one stays ready', async () => {
@@ -71,10 +85,16 @@ describe('cancel and delete (brief §8, §9.3)', () => {
       await send(url, 'POST', `/v1/intake/sessions/${sid}/submit`);
       expect((await send(url, 'POST', `/v1/intake/sessions/${sid}/cancel`)).body.status).toBe('cancelled');
       await pause(500); // normalization is ≤ 1.8 s of service time, 360 ms at speed 5
-      expect((await send(url, 'GET', `/v1/intake/sessions/${sid}`)).body).toMatchObject({ status: 'cancelled', cip: null });
+      expect((await send(url, 'GET', `/v1/intake/sessions/${sid}`)).body).toMatchObject({
+        status: 'cancelled',
+        cip: null,
+      });
     });
     const { session_id } = await completeProposal(mock.url);
-    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${session_id}/cancel`)).toMatchObject({ status: 200, body: { status: 'ready' } });
+    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${session_id}/cancel`)).toMatchObject({
+      status: 200,
+      body: { status: 'ready' },
+    });
   });
 
   it('deletes a session once: 204, then 404', async () => {
@@ -91,7 +111,11 @@ describe('cancel and delete (brief §8, §9.3)', () => {
   });
 
   it('answers 404 to cancelling what does not exist', async () => {
-    for (const path of ['/v1/intake/sessions/sess-x/cancel', '/v1/layout/proposals/lsp-x/cancel', '/v1/render/jobs/job-x/cancel']) {
+    for (const path of [
+      '/v1/intake/sessions/sess-x/cancel',
+      '/v1/layout/proposals/lsp-x/cancel',
+      '/v1/render/jobs/job-x/cancel',
+    ]) {
       expect((await send(mock.url, 'POST', path)).status, path).toBe(404);
     }
   });

@@ -21,7 +21,11 @@ async function receiver(statuses: number[] = []) {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, close: () => new Promise((resolve) => server.close(resolve)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    got,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
 }
 
 const until = async (check: () => boolean, ms = 10_000) => {
@@ -39,7 +43,17 @@ describe('call log', () => {
     await send(mock.url, 'GET', '/_faults');
     const { body } = await send(mock.url, 'GET', '/_calls');
     expect(body.calls).toMatchObject([
-      { seq: 1, method: 'POST', path: '/v1/intake/sessions', idempotency_key: 'k9', body: { content: 'x' }, status: 201, fault: null, replayed: false, dropped: false },
+      {
+        seq: 1,
+        method: 'POST',
+        path: '/v1/intake/sessions',
+        idempotency_key: 'k9',
+        body: { content: 'x' },
+        status: 201,
+        fault: null,
+        replayed: false,
+        dropped: false,
+      },
       { seq: 2, method: 'GET', path: '/v1/render/jobs/job-1', idempotency_key: null, status: 404 },
     ]);
     expect(Date.parse(body.calls[0].at)).toBeGreaterThan(Date.now() - 60_000);
@@ -80,7 +94,13 @@ describe('seed and reset', () => {
     expect(mock.calls()).toEqual([]);
     expect((await send(mock.url, 'GET', `/v1/intake/sessions/${first.session_id}`)).status).toBe(404);
     expect(await ids(mock.url)).toEqual(first);
-    const keyed = await send(mock.url, 'POST', '/v1/intake/sessions', { content: 'other body' }, { 'idempotency-key': 'key' });
+    const keyed = await send(
+      mock.url,
+      'POST',
+      '/v1/intake/sessions',
+      { content: 'other body' },
+      { 'idempotency-key': 'key' },
+    );
     expect(keyed.status).toBe(201);
   });
 
@@ -100,7 +120,9 @@ describe('callbacks (brief §4.3)', () => {
       const final = (await send(mock.url, 'GET', `/v1/render/jobs/${job.body.render_job_id}`)).body;
       expect(hook.got[0]).toEqual(final);
       expect(final.status).toBe('complete');
-      expect(mock.callbacks()).toMatchObject([{ url: hook.url, attempts: 1, status: 200, delivered: true, error: null }]);
+      expect(mock.callbacks()).toMatchObject([
+        { url: hook.url, attempts: 1, status: 200, delivered: true, error: null },
+      ]);
     } finally {
       await hook.close();
     }

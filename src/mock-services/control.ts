@@ -14,8 +14,18 @@ export interface ControlParts {
 /** The knobs of a test or a person: fault rules, the call log, callbacks sent, reset. Never logged, never faulted. */
 export function controlRoutes(parts: ControlParts): MockRoute[] {
   return [
-    { method: 'GET', path: '/', summary: 'this list of endpoints', handle: () => json(200, { endpoints: parts.endpoints() }) },
-    { method: 'GET', path: '/_faults', summary: 'the active fault rules, with remaining uses', handle: () => json(200, { faults: parts.faults.list() }) },
+    {
+      method: 'GET',
+      path: '/',
+      summary: 'this list of endpoints',
+      handle: () => json(200, { endpoints: parts.endpoints() }),
+    },
+    {
+      method: 'GET',
+      path: '/_faults',
+      summary: 'the active fault rules, with remaining uses',
+      handle: () => json(200, { faults: parts.faults.list() }),
+    },
     {
       method: 'POST',
       path: '/_faults',
@@ -45,7 +55,13 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
       method: 'GET',
       path: '/_calls',
       summary: 'the call log, oldest first (?method=POST&path=/v1/render/jobs/{id} to filter)',
-      handle: (request) => json(200, { calls: parts.calls.list({ method: request.query.get('method') ?? undefined, path: request.query.get('path') ?? undefined }) }),
+      handle: (request) =>
+        json(200, {
+          calls: parts.calls.list({
+            method: request.query.get('method') ?? undefined,
+            path: request.query.get('path') ?? undefined,
+          }),
+        }),
     },
     {
       method: 'DELETE',
@@ -56,7 +72,12 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
         return { status: 204 };
       },
     },
-    { method: 'GET', path: '/_callbacks', summary: 'the callbacks sent and how their attempts went', handle: () => json(200, { callbacks: parts.callbacks.list() }) },
+    {
+      method: 'GET',
+      path: '/_callbacks',
+      summary: 'the callbacks sent and how their attempts went',
+      handle: () => json(200, { callbacks: parts.callbacks.list() }),
+    },
     {
       method: 'POST',
       path: '/_reset',

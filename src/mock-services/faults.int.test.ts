@@ -9,7 +9,11 @@ afterEach(() => mock.close());
 
 describe('fault rules', () => {
   it('answers a status N times, then lets requests through', async () => {
-    const added = await send(mock.url, 'POST', '/_faults', { endpoint: 'POST /v1/intake/sessions', status: 503, times: 2 });
+    const added = await send(mock.url, 'POST', '/_faults', {
+      endpoint: 'POST /v1/intake/sessions',
+      status: 503,
+      times: 2,
+    });
     expect(added).toMatchObject({ status: 201, body: { faults: [{ id: 'fault-1', remaining: 2, used: 0 }] } });
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await send(mock.url, 'POST', '/v1/intake/sessions', {})).status);
@@ -21,8 +25,17 @@ describe('fault rules', () => {
   it('answers 422 once with the given body, the service untouched', async () => {
     const draft = await send(mock.url, 'POST', '/v1/intake/sessions', { content: 'fine' });
     const path = `/v1/intake/sessions/${draft.body.session_id}/submit`;
-    mock.addFaults([{ endpoint: 'POST /v1/intake/sessions/{id}/submit', status: 422, body: { error: { code: 'content_invalid', message: 'no text' } } }]);
-    expect(await send(mock.url, 'POST', path)).toMatchObject({ status: 422, body: { error: { code: 'content_invalid', message: 'no text' } } });
+    mock.addFaults([
+      {
+        endpoint: 'POST /v1/intake/sessions/{id}/submit',
+        status: 422,
+        body: { error: { code: 'content_invalid', message: 'no text' } },
+      },
+    ]);
+    expect(await send(mock.url, 'POST', path)).toMatchObject({
+      status: 422,
+      body: { error: { code: 'content_invalid', message: 'no text' } },
+    });
     expect((await send(mock.url, 'GET', `/v1/intake/sessions/${draft.body.session_id}`)).body.status).toBe('draft');
     expect((await send(mock.url, 'POST', path)).status).toBe(202);
   });
@@ -59,20 +72,28 @@ describe('fault rules', () => {
     const ppt = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id });
     expect(ppt.status).toBe(202);
     const seen: string[] = [];
-    const failed = await waitForStatus(mock.url, `/v1/render/jobs/${ppt.body.render_job_id}`, ['complete', 'failed'], { seen });
+    const failed = await waitForStatus(mock.url, `/v1/render/jobs/${ppt.body.render_job_id}`, ['complete', 'failed'], {
+      seen,
+    });
     expect(failed).toMatchObject({ status: 'failed', error: 'Image asset not found', artifact_id: null });
     expect(seen.at(-1)).toBe('failed');
-    expect((await waitForStatus(mock.url, `/v1/render/jobs/${word.body.render_job_id}`, ['complete', 'failed'])).status).toBe('complete');
+    expect(
+      (await waitForStatus(mock.url, `/v1/render/jobs/${word.body.render_job_id}`, ['complete', 'failed'])).status,
+    ).toBe('complete');
     // the retry of the PowerPoint with the same LSP succeeds
     const retry = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id });
-    expect((await waitForStatus(mock.url, `/v1/render/jobs/${retry.body.render_job_id}`, ['complete', 'failed'])).status).toBe('complete');
+    expect(
+      (await waitForStatus(mock.url, `/v1/render/jobs/${retry.body.render_job_id}`, ['complete', 'failed'])).status,
+    ).toBe('complete');
   });
 
   it('fails a normalization', async () => {
     mock.addFaults([{ endpoint: 'POST /v1/intake/sessions/{id}/submit', job: 'fail', error: 'unreadable' }]);
     const draft = await send(mock.url, 'POST', '/v1/intake/sessions', { content: 'x' });
     await send(mock.url, 'POST', `/v1/intake/sessions/${draft.body.session_id}/submit`);
-    expect(await waitForStatus(mock.url, `/v1/intake/sessions/${draft.body.session_id}`, ['ready', 'failed'])).toMatchObject({ status: 'failed', error: 'unreadable', cip: null });
+    expect(
+      await waitForStatus(mock.url, `/v1/intake/sessions/${draft.body.session_id}`, ['ready', 'failed']),
+    ).toMatchObject({ status: 'failed', error: 'unreadable', cip: null });
   });
 
   it('leaves a job processing for ever, only when the body matches (the AI mode hangs, rule_only works)', async () => {
@@ -81,10 +102,15 @@ describe('fault rules', () => {
     const ai = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id, mode: 'ai' });
     const rule = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id, mode: 'rule_only' });
     await waitForStatus(mock.url, `/v1/layout/proposals/${ai.body.proposal_id}`, ['processing']);
-    expect((await waitForStatus(mock.url, `/v1/layout/proposals/${rule.body.proposal_id}`, ['complete'])).status).toBe('complete');
+    expect((await waitForStatus(mock.url, `/v1/layout/proposals/${rule.body.proposal_id}`, ['complete'])).status).toBe(
+      'complete',
+    );
     // rule_only takes ~1.5 s and ai ~3.5 s of service time: give the ai proposal 3× that
     await new Promise((resolve) => setTimeout(resolve, (3 * 4000) / 20));
-    expect((await send(mock.url, 'GET', `/v1/layout/proposals/${ai.body.proposal_id}`)).body).toMatchObject({ status: 'processing', finished_at: null });
+    expect((await send(mock.url, 'GET', `/v1/layout/proposals/${ai.body.proposal_id}`)).body).toMatchObject({
+      status: 'processing',
+      finished_at: null,
+    });
     expect(mock.faults()).toMatchObject([{ remaining: null, used: 1 }]);
   });
 
@@ -94,7 +120,9 @@ describe('fault rules', () => {
       { endpoint: 'GET /v1/artifacts/{id}', status: 502 },
     ]);
     expect((await send(mock.url, 'GET', '/v1/artifacts/a')).status).toBe(500);
-    expect((await send(mock.url, 'PUT', '/_faults', [{ endpoint: 'GET /v1/artifacts/*', status: 504 }])).body.faults).toMatchObject([{ id: 'fault-3' }]);
+    expect(
+      (await send(mock.url, 'PUT', '/_faults', [{ endpoint: 'GET /v1/artifacts/*', status: 504 }])).body.faults,
+    ).toMatchObject([{ id: 'fault-3' }]);
     expect((await send(mock.url, 'GET', '/v1/artifacts/a')).status).toBe(504);
     mock.addFaults([{ endpoint: 'GET /v1/artifacts/{id}', status: 503, times: 5 }]);
     expect((await send(mock.url, 'DELETE', '/_faults')).body.faults).toEqual([]);

@@ -62,7 +62,11 @@ describe('Faults', () => {
     expect(faults.take('POST', '/v1/layout/proposals', { mode: 'rule_only' })?.status).toBe(500);
     expect(faults.take('POST', '/v1/layout/proposals', { mode: 'ai' })?.id).toBe('fault-1');
     expect(faults.take('POST', '/v1/layout/proposals/lsp-1', { mode: 'ai' })).toBeUndefined();
-    expect(faults.take('POST', '/v1/layout/proposals', { mode: 'ai' })).toMatchObject({ id: 'fault-1', remaining: 0, used: 2 });
+    expect(faults.take('POST', '/v1/layout/proposals', { mode: 'ai' })).toMatchObject({
+      id: 'fault-1',
+      remaining: 0,
+      used: 2,
+    });
     expect(faults.take('POST', '/v1/layout/proposals', { mode: 'ai' })).toBeUndefined();
   });
 });

@@ -45,36 +45,94 @@ export interface ActiveFault extends FaultRule {
   used: number;
 }
 
-const KEYS = new Set(['endpoint', 'match', 'times', 'status', 'retry_after', 'body', 'delay_ms', 'drop', 'job', 'error', 'callback_copies']);
+const KEYS = new Set([
+  'endpoint',
+  'match',
+  'times',
+  'status',
+  'retry_after',
+  'body',
+  'delay_ms',
+  'drop',
+  'job',
+  'error',
+  'callback_copies',
+]);
 
 /** Checks one rule; a bad one is a 422 naming the field (`rules[2].status`). */
 export function parseRule(value: unknown, at: string): FaultRule {
-  const bad = (field: string, message: string) => reject(422, 'invalid_fault', `${at}.${field}: ${message}`, `${at}.${field}`);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw reject(422, 'invalid_fault', `${at} must be an object`, at);
+  const bad = (field: string, message: string) =>
+    reject(422, 'invalid_fault', `${at}.${field}: ${message}`, `${at}.${field}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw reject(422, 'invalid_fault', `${at} must be an object`, at);
   const rule = value as Record<string, unknown>;
-  for (const key of Object.keys(rule)) if (!KEYS.has(key)) throw bad(key, `unknown field (allowed: ${[...KEYS].join(', ')})`);
-  if (typeof rule.endpoint !== 'string' || !/^(\*|GET|POST|PUT|DELETE) \/\S*$/.test(rule.endpoint)) throw bad('endpoint', 'must be "METHOD /path", e.g. "POST /v1/layout/proposals" or "GET /v1/render/jobs/{id}"');
-  if (rule.match !== undefined && (typeof rule.match !== 'object' || rule.match === null || Array.isArray(rule.match))) throw bad('match', 'must be an object of body fields');
-  if (rule.times !== undefined && rule.times !== 'always' && !(Number.isInteger(rule.times) && (rule.times as number) >= 1 && (rule.times as number) <= 1_000_000)) throw bad('times', 'must be an integer from 1 to 1000000, or "always"');
-  if (rule.status !== undefined && !(Number.isInteger(rule.status) && (rule.status as number) >= 400 && (rule.status as number) <= 599)) throw bad('status', 'must be an integer from 400 to 599');
-  if (rule.retry_after !== undefined && !(Number.isInteger(rule.retry_after) && (rule.retry_after as number) >= 0 && (rule.retry_after as number) <= 3600)) throw bad('retry_after', 'must be an integer number of seconds from 0 to 3600');
+  for (const key of Object.keys(rule))
+    if (!KEYS.has(key)) throw bad(key, `unknown field (allowed: ${[...KEYS].join(', ')})`);
+  if (typeof rule.endpoint !== 'string' || !/^(\*|GET|POST|PUT|DELETE) \/\S*$/.test(rule.endpoint))
+    throw bad('endpoint', 'must be "METHOD /path", e.g. "POST /v1/layout/proposals" or "GET /v1/render/jobs/{id}"');
+  if (rule.match !== undefined && (typeof rule.match !== 'object' || rule.match === null || Array.isArray(rule.match)))
+    throw bad('match', 'must be an object of body fields');
+  if (
+    rule.times !== undefined &&
+    rule.times !== 'always' &&
+    !(Number.isInteger(rule.times) && (rule.times as number) >= 1 && (rule.times as number) <= 1_000_000)
+  )
+    throw bad('times', 'must be an integer from 1 to 1000000, or "always"');
+  if (
+    rule.status !== undefined &&
+    !(Number.isInteger(rule.status) && (rule.status as number) >= 400 && (rule.status as number) <= 599)
+  )
+    throw bad('status', 'must be an integer from 400 to 599');
+  if (
+    rule.retry_after !== undefined &&
+    !(Number.isInteger(rule.retry_after) && (rule.retry_after as number) >= 0 && (rule.retry_after as number) <= 3600)
+  )
+    throw bad('retry_after', 'must be an integer number of seconds from 0 to 3600');
   if (rule.retry_after !== undefined && rule.status === undefined) throw bad('retry_after', 'needs a status');
   if (rule.body !== undefined && rule.status === undefined) throw bad('body', 'needs a status');
-  if (rule.delay_ms !== undefined && !(Number.isInteger(rule.delay_ms) && (rule.delay_ms as number) >= 0 && (rule.delay_ms as number) <= 600_000)) throw bad('delay_ms', 'must be an integer from 0 to 600000');
+  if (
+    rule.delay_ms !== undefined &&
+    !(Number.isInteger(rule.delay_ms) && (rule.delay_ms as number) >= 0 && (rule.delay_ms as number) <= 600_000)
+  )
+    throw bad('delay_ms', 'must be an integer from 0 to 600000');
   if (rule.drop !== undefined && typeof rule.drop !== 'boolean') throw bad('drop', 'must be a boolean');
-  if (rule.job !== undefined && rule.job !== 'fail' && rule.job !== 'hang') throw bad('job', 'must be "fail" or "hang"');
-  if (rule.job !== undefined && !rule.endpoint.startsWith('POST ')) throw bad('job', 'applies to a POST that starts work');
-  if (rule.error !== undefined && (typeof rule.error !== 'string' || rule.job !== 'fail')) throw bad('error', 'must be a string, with job "fail"');
-  if (rule.callback_copies !== undefined && !(Number.isInteger(rule.callback_copies) && (rule.callback_copies as number) >= 2 && (rule.callback_copies as number) <= 10)) throw bad('callback_copies', 'must be an integer from 2 to 10');
-  if (rule.callback_copies !== undefined && !rule.endpoint.startsWith('POST ')) throw bad('callback_copies', 'applies to a POST that starts work');
-  if (rule.status !== undefined && (rule.drop || rule.job || rule.callback_copies)) throw bad('status', 'a status answer does no work: it cannot be combined with drop, job or callback_copies');
-  if (rule.status === undefined && rule.delay_ms === undefined && !rule.drop && rule.job === undefined && rule.callback_copies === undefined) throw bad('status', 'a rule needs an effect: status, delay_ms, drop, job or callback_copies');
+  if (rule.job !== undefined && rule.job !== 'fail' && rule.job !== 'hang')
+    throw bad('job', 'must be "fail" or "hang"');
+  if (rule.job !== undefined && !rule.endpoint.startsWith('POST '))
+    throw bad('job', 'applies to a POST that starts work');
+  if (rule.error !== undefined && (typeof rule.error !== 'string' || rule.job !== 'fail'))
+    throw bad('error', 'must be a string, with job "fail"');
+  if (
+    rule.callback_copies !== undefined &&
+    !(
+      Number.isInteger(rule.callback_copies) &&
+      (rule.callback_copies as number) >= 2 &&
+      (rule.callback_copies as number) <= 10
+    )
+  )
+    throw bad('callback_copies', 'must be an integer from 2 to 10');
+  if (rule.callback_copies !== undefined && !rule.endpoint.startsWith('POST '))
+    throw bad('callback_copies', 'applies to a POST that starts work');
+  if (rule.status !== undefined && (rule.drop || rule.job || rule.callback_copies))
+    throw bad('status', 'a status answer does no work: it cannot be combined with drop, job or callback_copies');
+  if (
+    rule.status === undefined &&
+    rule.delay_ms === undefined &&
+    !rule.drop &&
+    rule.job === undefined &&
+    rule.callback_copies === undefined
+  )
+    throw bad('status', 'a rule needs an effect: status, delay_ms, drop, job or callback_copies');
   return rule as unknown as FaultRule;
 }
 
 /** Accepts one rule, an array of rules, or `{ rules: [...] }`. */
 export function parseRules(body: unknown): FaultRule[] {
-  const list = Array.isArray(body) ? body : typeof body === 'object' && body !== null && Array.isArray((body as { rules?: unknown }).rules) ? (body as { rules: unknown[] }).rules : [body];
+  const list = Array.isArray(body)
+    ? body
+    : typeof body === 'object' && body !== null && Array.isArray((body as { rules?: unknown }).rules)
+      ? (body as { rules: unknown[] }).rules
+      : [body];
   if (list.length > 1000) throw reject(422, 'invalid_fault', 'at most 1000 rules', 'rules');
   return list.map((rule, i) => parseRule(rule, `rules[${i}]`));
 }
@@ -85,7 +143,12 @@ export class Faults {
   private counter = 0;
 
   add(rules: FaultRule[]): ActiveFault[] {
-    const added = rules.map((rule) => ({ ...rule, id: `fault-${++this.counter}`, remaining: rule.times === 'always' ? null : (rule.times ?? 1), used: 0 }));
+    const added = rules.map((rule) => ({
+      ...rule,
+      id: `fault-${++this.counter}`,
+      remaining: rule.times === 'always' ? null : (rule.times ?? 1),
+      used: 0,
+    }));
     this.rules.push(...added);
     return added;
   }
@@ -116,5 +179,7 @@ function applies(rule: FaultRule, method: string, path: string, body: unknown): 
   if (!matchPath(rule.endpoint.slice(space + 1), path)) return false;
   if (!rule.match) return true;
   if (typeof body !== 'object' || body === null) return false;
-  return Object.entries(rule.match).every(([field, value]) => JSON.stringify((body as Record<string, unknown>)[field]) === JSON.stringify(value));
+  return Object.entries(rule.match).every(
+    ([field, value]) => JSON.stringify((body as Record<string, unknown>)[field]) === JSON.stringify(value),
+  );
 }

@@ -41,12 +41,17 @@ export class Rejection extends Error {
   }
 }
 
-export const reject = (status: number, code: string, message: string, field?: string) => new Rejection(fail(status, code, message, field));
+export const reject = (status: number, code: string, message: string, field?: string) =>
+  new Rejection(fail(status, code, message, field));
 
 export const json = (status: number, body: unknown): MockResponse => ({ status, body });
 
 /** A 201/202 answer with a `Location` header: where to GET (poll) what was created. */
-export const created = (status: number, location: string, body: unknown): MockResponse => ({ status, body, headers: { location } });
+export const created = (status: number, location: string, body: unknown): MockResponse => ({
+  status,
+  body,
+  headers: { location },
+});
 
 /** The params of `path` if it matches `pattern` (`{x}` and `*` match one segment), else undefined. */
 export function matchPath(pattern: string, path: string): Record<string, string> | undefined {
@@ -70,7 +75,8 @@ export function matchPath(pattern: string, path: string): Record<string, string>
 export function objectBody(request: MockRequest): Record<string, unknown> {
   const body = request.body;
   if (body === undefined) return {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw reject(400, 'invalid_body', 'the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw reject(400, 'invalid_body', 'the body must be a JSON object');
   return body as Record<string, unknown>;
 }
 

@@ -48,7 +48,9 @@ describe('Idempotency-Key', () => {
 
   it('creates one resource when requests with one key arrive together', async () => {
     const { session_id } = await completeProposal(mock.url);
-    const answers = await Promise.all(Array.from({ length: 5 }, () => send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('together'))));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('together'))),
+    );
     expect(new Set(answers.map((a) => a.body.proposal_id)).size).toBe(1);
     expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202, 202]);
     expect(mock.calls({ method: 'POST', path: '/v1/layout/proposals' }).filter((c) => !c.replayed)).toHaveLength(2); // completeProposal's and one of these
@@ -63,7 +65,8 @@ describe('Idempotency-Key', () => {
     const { session_id } = await completeProposal(mock.url);
     mock.addFaults([{ endpoint: 'POST /v1/layout/proposals', status: 503, times: 2 }]);
     const answers = [];
-    for (let i = 0; i < 3; i++) answers.push(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('lay')));
+    for (let i = 0; i < 3; i++)
+      answers.push(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('lay')));
     expect(answers.map((a) => a.status)).toEqual([503, 503, 202]);
     const replay = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('lay'));
     expect(replay.body.proposal_id).toBe(answers[2]!.body.proposal_id);
@@ -72,7 +75,14 @@ describe('Idempotency-Key', () => {
   it('returns the first resource to a client that gave up waiting and retried (delay after the work)', async () => {
     const { session_id } = await completeProposal(mock.url);
     mock.addFaults([{ endpoint: 'POST /v1/layout/proposals', delay_ms: 2000 }]);
-    await expect(fetch(`${mock.url}/v1/layout/proposals`, { method: 'POST', headers: key('slow'), body: JSON.stringify({ session_id }), signal: AbortSignal.timeout(200) })).rejects.toThrow();
+    await expect(
+      fetch(`${mock.url}/v1/layout/proposals`, {
+        method: 'POST',
+        headers: key('slow'),
+        body: JSON.stringify({ session_id }),
+        signal: AbortSignal.timeout(200),
+      }),
+    ).rejects.toThrow();
     const retry = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id }, key('slow'));
     expect(retry.status).toBe(202);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
@@ -81,6 +91,9 @@ describe('Idempotency-Key', () => {
   });
 
   it('rejects a key longer than 255 characters', async () => {
-    expect(await send(mock.url, 'POST', '/v1/intake/sessions', {}, key('x'.repeat(256)))).toMatchObject({ status: 400, body: { error: { code: 'invalid_idempotency_key' } } });
+    expect(await send(mock.url, 'POST', '/v1/intake/sessions', {}, key('x'.repeat(256)))).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_idempotency_key' } },
+    });
   });
 });

@@ -15,22 +15,38 @@ export class IdempotencyKeys {
   private saved = new Map<string, { fingerprint: string; response: MockResponse }>();
   private busy = new Map<string, Promise<void>>();
 
-  async run(scope: string, key: string, body: unknown, handle: () => Promise<MockResponse>): Promise<{ response: MockResponse; replayed: boolean }> {
+  async run(
+    scope: string,
+    key: string,
+    body: unknown,
+    handle: () => Promise<MockResponse>,
+  ): Promise<{ response: MockResponse; replayed: boolean }> {
     const id = `${scope} ${key}`;
     while (this.busy.has(id)) await this.busy.get(id);
     const fingerprint = canonical(body);
     const first = this.saved.get(id);
     if (first) {
       if (first.fingerprint !== fingerprint) {
-        return { response: fail(422, 'idempotency_key_reused', `Idempotency-Key ${key} was used with a different body on ${scope}`), replayed: false };
+        return {
+          response: fail(
+            422,
+            'idempotency_key_reused',
+            `Idempotency-Key ${key} was used with a different body on ${scope}`,
+          ),
+          replayed: false,
+        };
       }
-      return { response: { ...first.response, headers: { ...first.response.headers, 'idempotent-replayed': 'true' } }, replayed: true };
+      return {
+        response: { ...first.response, headers: { ...first.response.headers, 'idempotent-replayed': 'true' } },
+        replayed: true,
+      };
     }
     let done!: () => void;
     this.busy.set(id, new Promise((resolve) => (done = resolve)));
     try {
       const response = await handle();
-      if (response.status >= 200 && response.status < 300) this.saved.set(id, { fingerprint, response: structuredClone(response) });
+      if (response.status >= 200 && response.status < 300)
+        this.saved.set(id, { fingerprint, response: structuredClone(response) });
       return { response, replayed: false };
     } finally {
       this.busy.delete(id);

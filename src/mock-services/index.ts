@@ -88,7 +88,8 @@ export interface MockServices {
  */
 export async function startMockServices(options: MockServicesOptions = {}): Promise<MockServices> {
   const speed = options.speed ?? 1;
-  if (!(Number.isFinite(speed) && speed > 0 && speed <= 10_000)) throw new Error(`speed must be a number above 0 and at most 10000, got ${options.speed}`);
+  if (!(Number.isFinite(speed) && speed > 0 && speed <= 10_000))
+    throw new Error(`speed must be a number above 0 and at most 10000, got ${options.speed}`);
   const seed = options.seed ?? randomInt(0, 2 ** 31);
   if (!Number.isSafeInteger(seed)) throw new Error(`seed must be an integer, got ${options.seed}`);
   const world = createWorld(seed, speed);
@@ -120,7 +121,10 @@ export async function startMockServices(options: MockServicesOptions = {}): Prom
   };
   const server = createServer((req, res) => {
     serveRequest(pipeline, req, res).catch((error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'internal', message: String(error) } }));
+      if (!res.headersSent)
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { code: 'internal', message: String(error) } }));
     });
   });
   const host = options.host ?? '127.0.0.1';

@@ -57,15 +57,32 @@ function readContent(body: Record<string, unknown>): string | undefined {
   const value = body.content;
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') {
-    if (value.length > MAX_CONTENT) throw reject(422, 'content_invalid', `content must be at most ${MAX_CONTENT} characters`, 'content');
+    if (value.length > MAX_CONTENT)
+      throw reject(422, 'content_invalid', `content must be at most ${MAX_CONTENT} characters`, 'content');
     return value;
   }
-  if (!Array.isArray(value) || value.length > 500) throw reject(422, 'content_invalid', 'content must be a string or a list of at most 500 { heading?, text } sections', 'content');
+  if (!Array.isArray(value) || value.length > 500)
+    throw reject(
+      422,
+      'content_invalid',
+      'content must be a string or a list of at most 500 { heading?, text } sections',
+      'content',
+    );
   return value
     .map((section, i) => {
       const s = section as { heading?: unknown; text?: unknown };
-      if (typeof s !== 'object' || s === null || typeof s.text !== 'string' || (s.heading !== undefined && typeof s.heading !== 'string')) {
-        throw reject(422, 'content_invalid', `content[${i}] must be { heading?: string, text: string }`, `content[${i}]`);
+      if (
+        typeof s !== 'object' ||
+        s === null ||
+        typeof s.text !== 'string' ||
+        (s.heading !== undefined && typeof s.heading !== 'string')
+      ) {
+        throw reject(
+          422,
+          'content_invalid',
+          `content[${i}] must be { heading?: string, text: string }`,
+          `content[${i}]`,
+        );
       }
       return s.heading ? `# ${s.heading}\n${s.text}` : s.text;
     })
@@ -83,7 +100,12 @@ function normalize(world: World, session: Session): Cip {
       const text = (heading === null ? block : rest.join('\n')).trim();
       return { heading, text, words: text.split(/\s+/).filter(Boolean).length };
     });
-  return { cip_id: world.random.fork(session.id).id('cip'), title: session.title ?? sections[0]?.heading ?? 'Untitled', sections, word_count: sections.reduce((n, s) => n + s.words, 0) };
+  return {
+    cip_id: world.random.fork(session.id).id('cip'),
+    title: session.title ?? sections[0]?.heading ?? 'Untitled',
+    sections,
+    word_count: sections.reduce((n, s) => n + s.words, 0),
+  };
 }
 
 function find(world: World, request: MockRequest): Session {
@@ -92,7 +114,12 @@ function find(world: World, request: MockRequest): Session {
   return session;
 }
 
-function finish(world: World, session: Session, status: 'ready' | 'failed' | 'cancelled', error: string | null = null): void {
+function finish(
+  world: World,
+  session: Session,
+  status: 'ready' | 'failed' | 'cancelled',
+  error: string | null = null,
+): void {
   session.status = status;
   session.error = error;
   session.updated_at = now();
@@ -106,7 +133,8 @@ function submit(world: World, session: Session, fault: JobFault | undefined): vo
   session.callbackCopies = fault?.callbackCopies ?? 1;
   if (fault?.kind === 'hang') return;
   world.clock.after(session.id, world.random.vary(NORMALIZE_MS), () => {
-    if (fault?.kind === 'fail') return finish(world, session, 'failed', fault.error ?? 'normalization failed (injected fault)');
+    if (fault?.kind === 'fail')
+      return finish(world, session, 'failed', fault.error ?? 'normalization failed (injected fault)');
     session.cip = normalize(world, session);
     finish(world, session, 'ready');
   });
@@ -144,15 +172,22 @@ export function intakeRoutes(world: World): MockRoute[] {
     {
       method: 'POST',
       path: '/v1/intake/sessions/{session_id}/submit',
-      summary: 'submit a draft for normalization (optional content, title) → 202 normalizing; 422 without content; 409 if not a draft',
+      summary:
+        'submit a draft for normalization (optional content, title) → 202 normalizing; 422 without content; 409 if not a draft',
       handle(request) {
         const session = find(world, request);
         const body = objectBody(request);
         const content = readContent(body);
         const title = optionalString(body, 'title', 500);
-        if (session.status !== 'draft') throw reject(409, 'session_not_draft', `session ${session.id} is ${session.status}: only a draft can be submitted`);
+        if (session.status !== 'draft')
+          throw reject(
+            409,
+            'session_not_draft',
+            `session ${session.id} is ${session.status}: only a draft can be submitted`,
+          );
         const text = content ?? session.content;
-        if (!text?.trim()) throw reject(422, 'content_invalid', 'content is empty: give it on create or submit', 'content');
+        if (!text?.trim())
+          throw reject(422, 'content_invalid', 'content is empty: give it on create or submit', 'content');
         session.content = text;
         if (title !== undefined) session.title = title;
         submit(world, session, request.jobFault);

@@ -26,7 +26,19 @@ export interface Job {
 
 export function newJob(world: World, prefix: string, callbackUrl: string | null): Job {
   const at = now();
-  return { id: world.random.id(prefix), status: 'queued', error: null, created_at: at, updated_at: at, started_at: null, finished_at: null, callback_url: callbackUrl, processingRealMs: 0, processingSince: null, callbackCopies: 1 };
+  return {
+    id: world.random.id(prefix),
+    status: 'queued',
+    error: null,
+    created_at: at,
+    updated_at: at,
+    started_at: null,
+    finished_at: null,
+    callback_url: callbackUrl,
+    processingRealMs: 0,
+    processingSince: null,
+    callbackCopies: 1,
+  };
 }
 
 /** 0–100: how far the processing is (never 100 before it is complete). */
@@ -42,7 +54,14 @@ export function progress(job: Job): number {
  * runs first, e.g. to make the artifact) — or `failed` / still processing for ever, as `fault` says.
  * Times are service milliseconds, varied ±20 % by the seed and scaled by speed.
  */
-export function runJob(world: World, job: Job, times: { queuedMs: number; processingMs: number }, fault: JobFault | undefined, succeed: () => void, view: () => unknown): void {
+export function runJob(
+  world: World,
+  job: Job,
+  times: { queuedMs: number; processingMs: number },
+  fault: JobFault | undefined,
+  succeed: () => void,
+  view: () => unknown,
+): void {
   const queued = world.random.vary(times.queuedMs);
   const processing = world.random.vary(times.processingMs);
   job.callbackCopies = fault?.callbackCopies ?? 1;

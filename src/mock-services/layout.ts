@@ -67,18 +67,29 @@ export function layoutRoutes(world: World): MockRoute[] {
     {
       method: 'POST',
       path: '/v1/layout/proposals',
-      summary: 'propose a layout for a ready session { session_id, mode?: ai | rule_only, intent?, callback_url? } → 202 queued',
+      summary:
+        'propose a layout for a ready session { session_id, mode?: ai | rule_only, intent?, callback_url? } → 202 queued',
       handle(request) {
         const body = objectBody(request);
-        if (typeof body.session_id !== 'string') throw reject(422, 'invalid_field', 'session_id is required: the id of a ready session', 'session_id');
+        if (typeof body.session_id !== 'string')
+          throw reject(422, 'invalid_field', 'session_id is required: the id of a ready session', 'session_id');
         const mode = body.mode ?? 'ai';
-        if (mode !== 'ai' && mode !== 'rule_only') throw reject(422, 'invalid_field', 'mode must be "ai" or "rule_only"', 'mode');
+        if (mode !== 'ai' && mode !== 'rule_only')
+          throw reject(422, 'invalid_field', 'mode must be "ai" or "rule_only"', 'mode');
         const intent = optionalString(body, 'intent', 2000) ?? null;
         const callback = callbackUrl(body);
         const session = world.sessions.get(body.session_id);
         if (!session) throw reject(422, 'session_not_found', `no session ${body.session_id}`, 'session_id');
-        if (session.status !== 'ready' || !session.cip) throw reject(409, 'session_not_ready', `session ${session.id} is ${session.status}, not ready`, 'session_id');
-        const proposal: Proposal = { ...newJob(world, 'lsp', callback), session_id: session.id, mode, intent, cip: session.cip, spec: null };
+        if (session.status !== 'ready' || !session.cip)
+          throw reject(409, 'session_not_ready', `session ${session.id} is ${session.status}, not ready`, 'session_id');
+        const proposal: Proposal = {
+          ...newJob(world, 'lsp', callback),
+          session_id: session.id,
+          mode,
+          intent,
+          cip: session.cip,
+          spec: null,
+        };
         world.proposals.set(proposal.id, proposal);
         runJob(
           world,
@@ -103,7 +114,12 @@ export function layoutRoutes(world: World): MockRoute[] {
       summary: "a complete proposal's layout specification (LSP JSON); 409 before it is complete",
       handle(request) {
         const proposal = find(world, request);
-        if (proposal.status !== 'complete') throw reject(409, 'proposal_not_complete', `proposal ${proposal.id} is ${proposal.status}: the spec exists once it is complete`);
+        if (proposal.status !== 'complete')
+          throw reject(
+            409,
+            'proposal_not_complete',
+            `proposal ${proposal.id} is ${proposal.status}: the spec exists once it is complete`,
+          );
         return json(200, proposal.spec);
       },
     },

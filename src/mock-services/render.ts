@@ -52,13 +52,26 @@ export function jobView(job: RenderJob) {
 function readLsp(world: World, body: Record<string, unknown>): { proposal_id: string | null; pages: number } {
   if (body.lsp !== undefined) {
     const lsp = body.lsp as { pages?: unknown; proposal_id?: unknown };
-    if (typeof lsp !== 'object' || lsp === null || !Array.isArray(lsp.pages)) throw reject(422, 'lsp_invalid', 'lsp must be a layout specification with a pages list', 'lsp.pages');
+    if (typeof lsp !== 'object' || lsp === null || !Array.isArray(lsp.pages))
+      throw reject(422, 'lsp_invalid', 'lsp must be a layout specification with a pages list', 'lsp.pages');
     return { proposal_id: typeof lsp.proposal_id === 'string' ? lsp.proposal_id : null, pages: lsp.pages.length };
   }
-  if (typeof body.proposal_id !== 'string') throw reject(422, 'invalid_field', 'give lsp (the layout specification) or proposal_id (a complete proposal)', 'proposal_id');
+  if (typeof body.proposal_id !== 'string')
+    throw reject(
+      422,
+      'invalid_field',
+      'give lsp (the layout specification) or proposal_id (a complete proposal)',
+      'proposal_id',
+    );
   const proposal = world.proposals.get(body.proposal_id);
   if (!proposal) throw reject(422, 'proposal_not_found', `no proposal ${body.proposal_id}`, 'proposal_id');
-  if (proposal.status !== 'complete') throw reject(409, 'proposal_not_complete', `proposal ${proposal.id} is ${proposal.status}, not complete`, 'proposal_id');
+  if (proposal.status !== 'complete')
+    throw reject(
+      409,
+      'proposal_not_complete',
+      `proposal ${proposal.id} is ${proposal.status}, not complete`,
+      'proposal_id',
+    );
   return { proposal_id: proposal.id, pages: (proposal.spec as { pages: unknown[] }).pages.length };
 }
 
@@ -81,7 +94,9 @@ function create(world: World, request: MockRequest, format: RenderFormat) {
     world.artifacts.set(artifact.artifact_id, artifact);
     job.artifact_id = artifact.artifact_id;
   };
-  runJob(world, job, { queuedMs: RENDER_MS.queuedMs, processingMs: RENDER_MS[format] }, request.jobFault, succeed, () => jobView(job));
+  runJob(world, job, { queuedMs: RENDER_MS.queuedMs, processingMs: RENDER_MS[format] }, request.jobFault, succeed, () =>
+    jobView(job),
+  );
   return created(202, `/v1/render/jobs/${job.id}`, jobView(job));
 }
 
@@ -114,7 +129,8 @@ export function renderRoutes(world: World): MockRoute[] {
     {
       method: 'GET',
       path: '/v1/render/jobs/{render_job_id}',
-      summary: 'a render job: status queued | processing | complete | failed | cancelled, progress, artifact_id once complete',
+      summary:
+        'a render job: status queued | processing | complete | failed | cancelled, progress, artifact_id once complete',
       handle: (request) => json(200, jobView(find(world, request))),
     },
     {

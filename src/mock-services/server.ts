@@ -36,8 +36,21 @@ export async function serveRequest(pipeline: Pipeline, req: IncomingMessage, res
   }
   const control = path === '/' || path.startsWith('/_');
   const found = find(control ? pipeline.control : pipeline.services, method, path);
-  if (!found.route) return send(res, found.allowed.length ? fail(405, 'method_not_allowed', `${path} answers ${found.allowed.join(', ')}`) : fail(404, 'not_found', `no endpoint ${method} ${path}`));
-  const request: MockRequest = { method, path, params: found.params, query: url.searchParams, headers: req.headers, body };
+  if (!found.route)
+    return send(
+      res,
+      found.allowed.length
+        ? fail(405, 'method_not_allowed', `${path} answers ${found.allowed.join(', ')}`)
+        : fail(404, 'not_found', `no endpoint ${method} ${path}`),
+    );
+  const request: MockRequest = {
+    method,
+    path,
+    params: found.params,
+    query: url.searchParams,
+    headers: req.headers,
+    body,
+  };
   if (control) return send(res, await invoke(found.route, request));
 
   const key = headerValue(req.headers['idempotency-key']);
@@ -56,13 +69,24 @@ export async function serveRequest(pipeline: Pipeline, req: IncomingMessage, res
   call.fault = fault?.id ?? null;
   if (fault?.status !== undefined) {
     if (fault.delay_ms) await pipeline.wait(fault.delay_ms);
-    const headers: Record<string, string> = fault.retry_after !== undefined ? { 'retry-after': String(fault.retry_after) } : {};
-    return finish({ status: fault.status, headers, body: fault.body ?? { error: { code: 'injected_fault', message: `${fault.status} injected by ${fault.id}` } } });
+    const headers: Record<string, string> =
+      fault.retry_after !== undefined ? { 'retry-after': String(fault.retry_after) } : {};
+    return finish({
+      status: fault.status,
+      headers,
+      body: fault.body ?? { error: { code: 'injected_fault', message: `${fault.status} injected by ${fault.id}` } },
+    });
   }
-  if (fault?.job || fault?.callback_copies) request.jobFault = { ...(fault.job ? { kind: fault.job } : {}), ...(fault.error ? { error: fault.error } : {}), ...(fault.callback_copies ? { callbackCopies: fault.callback_copies } : {}) };
+  if (fault?.job || fault?.callback_copies)
+    request.jobFault = {
+      ...(fault.job ? { kind: fault.job } : {}),
+      ...(fault.error ? { error: fault.error } : {}),
+      ...(fault.callback_copies ? { callbackCopies: fault.callback_copies } : {}),
+    };
 
   let response: MockResponse;
-  if (key !== null && key.length > 255) response = fail(400, 'invalid_idempotency_key', 'Idempotency-Key must be at most 255 characters');
+  if (key !== null && key.length > 255)
+    response = fail(400, 'invalid_idempotency_key', 'Idempotency-Key must be at most 255 characters');
   else if (key !== null && method === 'POST') {
     const result = await pipeline.keys.run(`${method} ${path}`, key, body, () => invoke(found.route!, request));
     response = result.response;
@@ -82,7 +106,11 @@ async function invoke(route: MockRoute, request: MockRequest): Promise<MockRespo
   }
 }
 
-function find(routes: MockRoute[], method: string, path: string): { route?: MockRoute; params: Record<string, string>; allowed: string[] } {
+function find(
+  routes: MockRoute[],
+  method: string,
+  path: string,
+): { route?: MockRoute; params: Record<string, string>; allowed: string[] } {
   const allowed: string[] = [];
   for (const route of routes) {
     const params = matchPath(route.path, path);
@@ -113,7 +141,9 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
 function send(res: ServerResponse, response: MockResponse): void {
   if (res.destroyed) return;
   if (response.bytes) {
-    res.writeHead(response.status, { 'content-length': String(response.bytes.length), ...response.headers }).end(response.bytes);
+    res
+      .writeHead(response.status, { 'content-length': String(response.bytes.length), ...response.headers })
+      .end(response.bytes);
     return;
   }
   if (response.body === undefined) {
@@ -121,5 +151,11 @@ function send(res: ServerResponse, response: MockResponse): void {
     return;
   }
   const text = JSON.stringify(response.body);
-  res.writeHead(response.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...response.headers }).end(text);
+  res
+    .writeHead(response.status, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(text)),
+      ...response.headers,
+    })
+    .end(text);
 }

@@ -20,9 +20,19 @@ function inOrder(seen: string[], expected: string[]) {
 
 describe('the happy path of brief §10.1', () => {
   it('walks a session, a proposal, a Word and a PowerPoint job to their artifacts', async () => {
-    const created = await send(mock.url, 'POST', '/v1/intake/sessions', { title: 'Q3 report', intent: 'board deck', content: [{ heading: 'Intro', text: 'Sales grew.' }, { text: 'Costs fell a lot.' }] });
+    const created = await send(mock.url, 'POST', '/v1/intake/sessions', {
+      title: 'Q3 report',
+      intent: 'board deck',
+      content: [{ heading: 'Intro', text: 'Sales grew.' }, { text: 'Costs fell a lot.' }],
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ session_id: expect.stringMatching(/^sess-[0-9a-f]{8}$/), status: 'draft', title: 'Q3 report', intent: 'board deck', cip: null });
+    expect(created.body).toMatchObject({
+      session_id: expect.stringMatching(/^sess-[0-9a-f]{8}$/),
+      status: 'draft',
+      title: 'Q3 report',
+      intent: 'board deck',
+      cip: null,
+    });
     const sid = created.body.session_id;
     expect(created.headers.get('location')).toBe(`/v1/intake/sessions/${sid}`);
 
@@ -30,7 +40,9 @@ describe('the happy path of brief §10.1', () => {
     expect(submitted.status).toBe(202);
     expect(submitted.body.status).toBe('normalizing');
     const seenSession: string[] = [];
-    const ready = await waitForStatus(mock.url, `/v1/intake/sessions/${sid}`, ['ready', 'failed'], { seen: seenSession });
+    const ready = await waitForStatus(mock.url, `/v1/intake/sessions/${sid}`, ['ready', 'failed'], {
+      seen: seenSession,
+    });
     inOrder(seenSession, ['normalizing', 'ready']);
     expect(ready.cip).toMatchObject({
       cip_id: expect.stringMatching(/^cip-/),
@@ -45,11 +57,18 @@ describe('the happy path of brief §10.1', () => {
 
     const proposed = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: sid });
     expect(proposed.status).toBe(202);
-    expect(proposed.body).toMatchObject({ proposal_id: expect.stringMatching(/^lsp-/), status: 'queued', mode: 'ai', progress: 0 });
+    expect(proposed.body).toMatchObject({
+      proposal_id: expect.stringMatching(/^lsp-/),
+      status: 'queued',
+      mode: 'ai',
+      progress: 0,
+    });
     const pid = proposed.body.proposal_id;
     expect(proposed.headers.get('location')).toBe(`/v1/layout/proposals/${pid}`);
     const seenLayout: string[] = [];
-    const layout = await waitForStatus(mock.url, `/v1/layout/proposals/${pid}`, ['complete', 'failed'], { seen: seenLayout });
+    const layout = await waitForStatus(mock.url, `/v1/layout/proposals/${pid}`, ['complete', 'failed'], {
+      seen: seenLayout,
+    });
     inOrder(seenLayout, ['queued', 'processing', 'complete']);
     expect(layout).toMatchObject({ progress: 100, error: null });
     const spec = await send(mock.url, 'GET', `/v1/layout/proposals/${pid}/spec`);
@@ -68,7 +87,13 @@ describe('the happy path of brief §10.1', () => {
     const word = await send(mock.url, 'POST', '/v1/render/documents', { lsp: spec.body });
     const ppt = await send(mock.url, 'POST', '/v1/render/presentations', { proposal_id: pid });
     expect([word.status, ppt.status]).toEqual([202, 202]);
-    expect(word.body).toMatchObject({ render_job_id: expect.stringMatching(/^job-/), status: 'queued', format: 'docx', proposal_id: pid, artifact_id: null });
+    expect(word.body).toMatchObject({
+      render_job_id: expect.stringMatching(/^job-/),
+      status: 'queued',
+      format: 'docx',
+      proposal_id: pid,
+      artifact_id: null,
+    });
     expect(ppt.body).toMatchObject({ status: 'queued', format: 'pptx' });
     expect(ppt.headers.get('location')).toBe(`/v1/render/jobs/${ppt.body.render_job_id}`);
     for (const [job, format, type] of [
@@ -76,12 +101,19 @@ describe('the happy path of brief §10.1', () => {
       [ppt.body, 'pptx', 'presentationml'],
     ] as const) {
       const seen: string[] = [];
-      const done = await waitForStatus(mock.url, `/v1/render/jobs/${job.render_job_id}`, ['complete', 'failed'], { seen });
+      const done = await waitForStatus(mock.url, `/v1/render/jobs/${job.render_job_id}`, ['complete', 'failed'], {
+        seen,
+      });
       inOrder(seen, ['queued', 'processing', 'complete']);
       expect(done.artifact_id).toMatch(/^art-/);
       const artifact = await send(mock.url, 'GET', `/v1/artifacts/${done.artifact_id}`);
       expect(artifact.status).toBe(200);
-      expect(artifact.body).toMatchObject({ render_job_id: job.render_job_id, format, content_type: expect.stringContaining(type), download_url: `${mock.url}/v1/artifacts/${done.artifact_id}/content` });
+      expect(artifact.body).toMatchObject({
+        render_job_id: job.render_job_id,
+        format,
+        content_type: expect.stringContaining(type),
+        download_url: `${mock.url}/v1/artifacts/${done.artifact_id}/content`,
+      });
       const file = await fetch(artifact.body.download_url);
       expect(file.headers.get('content-type')).toContain(type);
       const bytes = await file.text();
@@ -118,20 +150,49 @@ describe('bad requests', () => {
   it('answers 4xx naming the field, and changes nothing', async () => {
     const empty = await send(mock.url, 'POST', '/v1/intake/sessions', {});
     const sid = empty.body.session_id;
-    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`, { content: '   ' })).toMatchObject({ status: 422, body: { error: { code: 'content_invalid', field: 'content' } } });
+    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`, { content: '   ' })).toMatchObject({
+      status: 422,
+      body: { error: { code: 'content_invalid', field: 'content' } },
+    });
     expect((await send(mock.url, 'GET', `/v1/intake/sessions/${sid}`)).body.status).toBe('draft');
-    expect(await send(mock.url, 'POST', '/v1/intake/sessions', { content: [{ heading: 1 }] })).toMatchObject({ status: 422, body: { error: { field: 'content[0]' } } });
-    expect(await send(mock.url, 'POST', '/v1/intake/sessions', { title: 5 })).toMatchObject({ status: 422, body: { error: { field: 'title' } } });
-    expect(await send(mock.url, 'POST', '/v1/intake/sessions', [1])).toMatchObject({ status: 400, body: { error: { code: 'invalid_body' } } });
+    expect(await send(mock.url, 'POST', '/v1/intake/sessions', { content: [{ heading: 1 }] })).toMatchObject({
+      status: 422,
+      body: { error: { field: 'content[0]' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/intake/sessions', { title: 5 })).toMatchObject({
+      status: 422,
+      body: { error: { field: 'title' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/intake/sessions', [1])).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_body' } },
+    });
     const raw = await fetch(`${mock.url}/v1/intake/sessions`, { method: 'POST', body: '{nope' });
     expect(raw.status).toBe(400);
-    expect(await send(mock.url, 'POST', '/v1/intake/sessions', { callback_url: 'http://example.com/hook' })).toMatchObject({ status: 422, body: { error: { field: 'callback_url' } } });
+    expect(
+      await send(mock.url, 'POST', '/v1/intake/sessions', { callback_url: 'http://example.com/hook' }),
+    ).toMatchObject({ status: 422, body: { error: { field: 'callback_url' } } });
 
-    expect(await send(mock.url, 'POST', '/v1/layout/proposals', {})).toMatchObject({ status: 422, body: { error: { field: 'session_id' } } });
-    expect(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: 'sess-nope' })).toMatchObject({ status: 422, body: { error: { code: 'session_not_found' } } });
-    expect(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: sid })).toMatchObject({ status: 409, body: { error: { code: 'session_not_ready' } } });
-    expect(await send(mock.url, 'POST', '/v1/render/documents', {})).toMatchObject({ status: 422, body: { error: { field: 'proposal_id' } } });
-    expect(await send(mock.url, 'POST', '/v1/render/documents', { lsp: { pages: 'x' } })).toMatchObject({ status: 422, body: { error: { field: 'lsp.pages' } } });
+    expect(await send(mock.url, 'POST', '/v1/layout/proposals', {})).toMatchObject({
+      status: 422,
+      body: { error: { field: 'session_id' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: 'sess-nope' })).toMatchObject({
+      status: 422,
+      body: { error: { code: 'session_not_found' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/layout/proposals', { session_id: sid })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'session_not_ready' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/render/documents', {})).toMatchObject({
+      status: 422,
+      body: { error: { field: 'proposal_id' } },
+    });
+    expect(await send(mock.url, 'POST', '/v1/render/documents', { lsp: { pages: 'x' } })).toMatchObject({
+      status: 422,
+      body: { error: { field: 'lsp.pages' } },
+    });
     expect(mock.calls({ path: '/v1/render/documents' }).map((c) => c.status)).toEqual([422, 422]);
   });
 
@@ -139,14 +200,28 @@ describe('bad requests', () => {
     const created = await send(mock.url, 'POST', '/v1/intake/sessions', { content: 'hello' });
     const sid = created.body.session_id;
     expect((await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`)).status).toBe(202);
-    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`)).toMatchObject({ status: 409, body: { error: { code: 'session_not_draft' } } });
+    expect(await send(mock.url, 'POST', `/v1/intake/sessions/${sid}/submit`)).toMatchObject({
+      status: 409,
+      body: { error: { code: 'session_not_draft' } },
+    });
   });
 
   it('answers 404 for unknown ids and paths, 405 for a wrong method', async () => {
-    for (const path of ['/v1/intake/sessions/sess-x', '/v1/layout/proposals/lsp-x', '/v1/layout/proposals/lsp-x/spec', '/v1/render/jobs/job-x', '/v1/artifacts/art-x', '/v1/artifacts/art-x/content', '/v2/nothing']) {
+    for (const path of [
+      '/v1/intake/sessions/sess-x',
+      '/v1/layout/proposals/lsp-x',
+      '/v1/layout/proposals/lsp-x/spec',
+      '/v1/render/jobs/job-x',
+      '/v1/artifacts/art-x',
+      '/v1/artifacts/art-x/content',
+      '/v2/nothing',
+    ]) {
       expect((await send(mock.url, 'GET', path)).status, path).toBe(404);
     }
-    expect(await send(mock.url, 'PUT', '/v1/render/jobs/job-x')).toMatchObject({ status: 405, body: { error: { message: '/v1/render/jobs/job-x answers GET' } } });
+    expect(await send(mock.url, 'PUT', '/v1/render/jobs/job-x')).toMatchObject({
+      status: 405,
+      body: { error: { message: '/v1/render/jobs/job-x answers GET' } },
+    });
   });
 
   it('lists its endpoints at /', async () => {

@@ -59,19 +59,28 @@ describe.each(backends)('engine events on $name', (backend) => {
     await expect(run.result()).rejects.toThrow('no');
     const { task } = await engine.queue.enqueue('mail', { to: 'a@b.c' });
     await engine.journal.append('order:1', [{ type: 'order.placed', data: {} }]);
-    await eventually(() => seen.some((e) => e.name === 'task:dead') && seen.some((e) => e.name === 'subscription:parked'));
-    const of = <K extends EngineEventName>(name: K) => seen.filter((e) => e.name === name).map((e) => e.payload as EngineEventMap[K]);
+    await eventually(
+      () => seen.some((e) => e.name === 'task:dead') && seen.some((e) => e.name === 'subscription:parked'),
+    );
+    const of = <K extends EngineEventName>(name: K) =>
+      seen.filter((e) => e.name === name).map((e) => e.payload as EngineEventMap[K]);
 
     expect(of('run:start')).toEqual([{ runId: 'flaky-1', workflow: 'flaky', kind: 'code' }]);
-    expect(of('run:end')).toEqual([expect.objectContaining({ runId: 'flaky-1', workflow: 'flaky', kind: 'code', outcome: 'failed' })]);
+    expect(of('run:end')).toEqual([
+      expect.objectContaining({ runId: 'flaky-1', workflow: 'flaky', kind: 'code', outcome: 'failed' }),
+    ]);
     expect(of('step:fail').map((e) => [e.step, e.attempt, e.willRetry])).toEqual([
       ['wobbly', 1, true],
       ['doomed', 1, false],
     ]);
     expect(of('step:complete').map((e) => [e.step, e.attempt])).toEqual([['wobbly', 2]]);
     expect(of('task:claim').some((e) => e.taskId === task.id && e.queue === 'mail')).toBe(true);
-    expect(of('task:dead')).toEqual([expect.objectContaining({ queue: 'mail', taskId: task.id, error: expect.stringContaining('bounced') })]);
-    expect(of('subscription:parked')).toEqual([expect.objectContaining({ subscription: 'picky', error: expect.stringContaining('cannot handle') })]);
+    expect(of('task:dead')).toEqual([
+      expect.objectContaining({ queue: 'mail', taskId: task.id, error: expect.stringContaining('bounced') }),
+    ]);
+    expect(of('subscription:parked')).toEqual([
+      expect.objectContaining({ subscription: 'picky', error: expect.stringContaining('cannot handle') }),
+    ]);
     expect(of('store:transaction').length).toBeGreaterThan(0);
     expect(of('run:pass').length).toBeGreaterThanOrEqual(2);
   });

@@ -7,11 +7,40 @@ export interface EngineEventMap {
   /** The first pass of a run began executing it (a pass that crashed before writing may report it again). */
   'run:start': { runId: string; workflow: string; kind: RunKind; traceId?: string };
   /** A run reached its end state, written by this process. */
-  'run:end': { runId: string; workflow: string; kind: RunKind; outcome: RunOutcome; durationMs: number; traceId?: string };
+  'run:end': {
+    runId: string;
+    workflow: string;
+    kind: RunKind;
+    outcome: RunOutcome;
+    durationMs: number;
+    traceId?: string;
+  };
   /** One pass of a run in this process ended (completed, failed, or suspended to wait). */
-  'run:pass': { runId: string; workflow: string; kind: RunKind; durationMs: number; outcome: RunOutcome | 'suspended' | 'aborted' };
-  'step:complete': { runId: string; workflow: string; step: string; attempt: number; durationMs: number; traceId?: string };
-  'step:fail': { runId: string; workflow: string; step: string; attempt: number; durationMs: number; error: string; willRetry: boolean; traceId?: string };
+  'run:pass': {
+    runId: string;
+    workflow: string;
+    kind: RunKind;
+    durationMs: number;
+    outcome: RunOutcome | 'suspended' | 'aborted';
+  };
+  'step:complete': {
+    runId: string;
+    workflow: string;
+    step: string;
+    attempt: number;
+    durationMs: number;
+    traceId?: string;
+  };
+  'step:fail': {
+    runId: string;
+    workflow: string;
+    step: string;
+    attempt: number;
+    durationMs: number;
+    error: string;
+    willRetry: boolean;
+    traceId?: string;
+  };
   'task:claim': { queue: string; taskId: string; attempt: number; workerId: string };
   'task:complete': { queue: string; taskId: string; attempt: number; durationMs: number };
   'task:retry': { queue: string; taskId: string; attempt: number; error: string; retryAt: number };

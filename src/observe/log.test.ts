@@ -12,14 +12,32 @@ describe('logs', () => {
     const { lines, out } = capture();
     const events = new EngineEvents();
     const stop = logEvents(events, createLogger('info', false, out), () => ['hunter2']);
-    events.emit('step:fail', { runId: 'run_1', workflow: 'w', step: 'charge', attempt: 2, durationMs: 5, error: 'card hunter2 refused', willRetry: true, traceId: 'a'.repeat(32) });
+    events.emit('step:fail', {
+      runId: 'run_1',
+      workflow: 'w',
+      step: 'charge',
+      attempt: 2,
+      durationMs: 5,
+      error: 'card hunter2 refused',
+      willRetry: true,
+      traceId: 'a'.repeat(32),
+    });
     events.emit('task:claim', { queue: 'q', taskId: 't1', attempt: 1, workerId: 'w1' });
     events.emit('task:dead', { queue: 'q', taskId: 't1', attempt: 5, error: 'gone' });
     stop();
     events.emit('run:start', { runId: 'run_2', workflow: 'w', kind: 'code' });
     const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(records).toHaveLength(2);
-    expect(records[0]).toMatchObject({ level: 30, msg: 'step:fail', run_id: 'run_1', step: 'charge', attempt: 2, trace_id: 'a'.repeat(32), error: 'card *** refused', will_retry: true });
+    expect(records[0]).toMatchObject({
+      level: 30,
+      msg: 'step:fail',
+      run_id: 'run_1',
+      step: 'charge',
+      attempt: 2,
+      trace_id: 'a'.repeat(32),
+      error: 'card *** refused',
+      will_retry: true,
+    });
     expect(lines.join('')).not.toContain('hunter2');
     expect(records[1]).toMatchObject({ level: 40, msg: 'task:dead', task_id: 't1', queue: 'q' });
   });

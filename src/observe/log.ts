@@ -10,11 +10,18 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
  *
  * @example const logger = createLogger(process.env.RUNLEDGER_LOG_LEVEL, process.stdout.isTTY);
  */
-export function createLogger(level: string | undefined, pretty: boolean, out: { write(line: string): unknown } = process.stdout): Logger {
+export function createLogger(
+  level: string | undefined,
+  pretty: boolean,
+  out: { write(line: string): unknown } = process.stdout,
+): Logger {
   const chosen = (level ?? 'info').toLowerCase();
-  if (!LEVELS.includes(chosen)) throw new Error(`RUNLEDGER_LOG_LEVEL must be one of ${LEVELS.join(', ')} (got ${level})`);
+  if (!LEVELS.includes(chosen))
+    throw new Error(`RUNLEDGER_LOG_LEVEL must be one of ${LEVELS.join(', ')} (got ${level})`);
   const options = { level: chosen as LevelWithSilent, base: { pid: process.pid } };
-  return pretty ? pino(options, { write: (line: string) => out.write(prettyLine(line)) }) : pino(options, { write: (line: string) => out.write(line) });
+  return pretty
+    ? pino(options, { write: (line: string) => out.write(prettyLine(line)) })
+    : pino(options, { write: (line: string) => out.write(line) });
 }
 
 const NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
@@ -70,14 +77,19 @@ function fields(payload: Record<string, unknown>): Record<string, unknown> {
  *
  * @example const stop = logEvents(engine.events, logger, () => knownSecretValues);
  */
-export function logEvents(events: EngineEvents, logger: Logger, secrets: () => Iterable<string> = () => []): () => void {
+export function logEvents(
+  events: EngineEvents,
+  logger: Logger,
+  secrets: () => Iterable<string> = () => [],
+): () => void {
   const offs = (Object.keys(LOGGED) as EngineEventName[]).map((name) =>
     events.on(name, (payload: EngineEventMap[typeof name]) => {
       const level = LOGGED[name];
       if (!logger.isLevelEnabled(level)) return;
       const hidden = [...secrets()];
       const record = fields(payload as Record<string, unknown>);
-      if (hidden.length > 0) for (const [k, v] of Object.entries(record)) if (typeof v === 'string') record[k] = maskText(v, hidden);
+      if (hidden.length > 0)
+        for (const [k, v] of Object.entries(record)) if (typeof v === 'string') record[k] = maskText(v, hidden);
       logger[level](record, name);
     }),
   );

@@ -70,10 +70,20 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     const handles = await Promise.all(ids.map((id, n) => engine.start(hello, { n }, { id })));
     await Promise.all(handles.map((h) => h.result()));
     const wf = await app.fetch(
-      new Request('http://api/workflows', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'wf', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] }) }),
+      new Request('http://api/workflows', {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'wf', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] }),
+      }),
     );
     const { id: workflowId } = (await wf.json()) as { id: string };
-    const ex = await app.fetch(new Request(`http://api/workflows/${workflowId}/execute`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' }));
+    const ex = await app.fetch(
+      new Request(`http://api/workflows/${workflowId}/execute`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{}',
+      }),
+    );
     const { execution_id } = (await ex.json()) as { execution_id: string };
     let bounces = 0;
     engine.work(
@@ -88,7 +98,10 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     await engine.queue.enqueue('later', {}, { runAt: Date.now() - 3000 });
     await engine.journal.append('order:1', [{ type: 'placed', data: {} }]);
     await eventually(async () => (await engine.run(execution_id)).status === 'success');
-    await eventually(async () => (await engine.queue.dead({ queue: 'mail' })).length === 1 && (await engine.parked('audit')).length === 1);
+    await eventually(
+      async () =>
+        (await engine.queue.dead({ queue: 'mail' })).length === 1 && (await engine.parked('audit')).length === 1,
+    );
     await eventually(async () => (await engine.queue.get(retried.id)).state === 'completed');
     await app.fetch(new Request(`http://api/workflows/${workflowId}/executions/${execution_id}`, { headers: auth }));
 
@@ -100,11 +113,15 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     for (const family of FAMILIES) expect(text, family).toContain(`\n${family}`);
     expect(text).toContain('runledger_runs_started_total{kind="code",workflow="hello"} 50');
     expect(text).toContain('runledger_runs_finished_total{kind="code",workflow="hello",outcome="success"} 50');
-    expect(text).toContain('runledger_runs_finished_total{kind="execution",workflow="runledger.stored",outcome="success"} 1');
+    expect(text).toContain(
+      'runledger_runs_finished_total{kind="execution",workflow="runledger.stored",outcome="success"} 1',
+    );
     expect(text).toContain('runledger_task_retries_total{queue="retry"} 1');
     expect(text).toContain('runledger_tasks_dead_total{queue="mail"} 1');
     expect(text).toMatch(/runledger_queue_tasks\{queue="later",state="ready"\} 1/);
-    expect(Number(/runledger_queue_oldest_ready_age_seconds\{queue="later"\} ([\d.]+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(
+      Number(/runledger_queue_oldest_ready_age_seconds\{queue="later"\} ([\d.]+)/.exec(text)?.[1]),
+    ).toBeGreaterThanOrEqual(2);
     expect(text).toContain('runledger_subscription_parked_events{subscription="audit"} 1');
     expect(text).toContain('route="/workflows/{id}/executions/{execution_id}"');
     // every run's pass wrote through a group commit: at least one write each, its end among them

@@ -29,29 +29,150 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
   const registers = [registry];
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
 
-  const runsStarted = new Counter({ name: 'runledger_runs_started_total', help: 'Runs whose first pass began in this process', labelNames: ['kind', 'workflow'], registers });
-  const runsFinished = new Counter({ name: 'runledger_runs_finished_total', help: 'Runs that ended in this process', labelNames: ['kind', 'workflow', 'outcome'], registers });
-  const runDuration = new Histogram({ name: 'runledger_run_duration_seconds', help: 'From start to end of a run', labelNames: ['kind', 'workflow', 'outcome'], buckets: SECONDS, registers });
-  const passDuration = new Histogram({ name: 'runledger_run_pass_duration_seconds', help: 'One pass of a run, by how it ended', labelNames: ['kind', 'outcome'], buckets: SECONDS, registers });
-  const stepDuration = new Histogram({ name: 'runledger_step_duration_seconds', help: 'One attempt of a step', labelNames: ['workflow', 'outcome'], buckets: SECONDS, registers });
-  const stepAttempts = new Histogram({ name: 'runledger_step_attempts', help: 'The attempt a step succeeded or failed for good on', labelNames: ['workflow', 'outcome'], buckets: [1, 2, 3, 5, 10, 20], registers });
-  const claims = new Counter({ name: 'runledger_tasks_claimed_total', help: 'Tasks claimed by this process', labelNames: ['queue'], registers });
-  const completed = new Counter({ name: 'runledger_tasks_completed_total', help: 'Tasks completed by this process', labelNames: ['queue'], registers });
-  const retries = new Counter({ name: 'runledger_task_retries_total', help: 'Failed attempts scheduled to retry', labelNames: ['queue'], registers });
-  const dead = new Counter({ name: 'runledger_tasks_dead_total', help: 'Tasks sent to the dead letters', labelNames: ['queue'], registers });
-  const leasesLost = new Counter({ name: 'runledger_leases_lost_total', help: 'Leases this process lost to another', labelNames: ['what'], registers });
-  const parkedTotal = new Counter({ name: 'runledger_subscription_parked_total', help: 'Events parked by this process', labelNames: ['subscription'], registers });
-  const httpDuration = new Histogram({ name: 'runledger_http_request_duration_seconds', help: 'HTTP requests by route template', labelNames: ['method', 'route', 'status'], buckets: SECONDS, registers });
-  const txDuration = new Histogram({ name: 'runledger_store_transaction_duration_seconds', help: 'Store transactions', labelNames: ['outcome'], buckets: [0.0005, 0.001, 0.0025, ...SECONDS], registers });
-  const batchWrites = new Histogram({ name: 'runledger_store_batch_writes', help: 'Writes (of runs and tasks) one group commit carried', buckets: BATCH, registers });
-  const batchEvents = new Histogram({ name: 'runledger_store_batch_events', help: 'Events one group commit appended', buckets: BATCH, registers });
-  const errors = new Counter({ name: 'runledger_background_errors_total', help: 'Failures of background loops (workers, subscriptions, retention), retried', labelNames: ['what'], registers });
-  const pruned = new Counter({ name: 'runledger_retention_deleted_total', help: 'Records retention deleted', labelNames: ['kind', 'record'], registers });
-  const depth = new Gauge({ name: 'runledger_queue_tasks', help: 'Tasks per queue and state (ready = due now, scheduled = due later)', labelNames: ['queue', 'state'], registers });
-  const oldest = new Gauge({ name: 'runledger_queue_oldest_ready_age_seconds', help: 'How long the oldest due task has waited', labelNames: ['queue'], registers });
-  const expired = new Gauge({ name: 'runledger_queue_expired_leases', help: 'Running tasks whose lease ran out (their worker died)', labelNames: ['queue'], registers });
-  const lag = new Gauge({ name: 'runledger_subscription_lag_positions', help: 'Journal positions between a subscription and the head', labelNames: ['subscription'], registers });
-  const parked = new Gauge({ name: 'runledger_subscription_parked_events', help: 'Events parked and not yet retried or skipped', labelNames: ['subscription'], registers });
+  const runsStarted = new Counter({
+    name: 'runledger_runs_started_total',
+    help: 'Runs whose first pass began in this process',
+    labelNames: ['kind', 'workflow'],
+    registers,
+  });
+  const runsFinished = new Counter({
+    name: 'runledger_runs_finished_total',
+    help: 'Runs that ended in this process',
+    labelNames: ['kind', 'workflow', 'outcome'],
+    registers,
+  });
+  const runDuration = new Histogram({
+    name: 'runledger_run_duration_seconds',
+    help: 'From start to end of a run',
+    labelNames: ['kind', 'workflow', 'outcome'],
+    buckets: SECONDS,
+    registers,
+  });
+  const passDuration = new Histogram({
+    name: 'runledger_run_pass_duration_seconds',
+    help: 'One pass of a run, by how it ended',
+    labelNames: ['kind', 'outcome'],
+    buckets: SECONDS,
+    registers,
+  });
+  const stepDuration = new Histogram({
+    name: 'runledger_step_duration_seconds',
+    help: 'One attempt of a step',
+    labelNames: ['workflow', 'outcome'],
+    buckets: SECONDS,
+    registers,
+  });
+  const stepAttempts = new Histogram({
+    name: 'runledger_step_attempts',
+    help: 'The attempt a step succeeded or failed for good on',
+    labelNames: ['workflow', 'outcome'],
+    buckets: [1, 2, 3, 5, 10, 20],
+    registers,
+  });
+  const claims = new Counter({
+    name: 'runledger_tasks_claimed_total',
+    help: 'Tasks claimed by this process',
+    labelNames: ['queue'],
+    registers,
+  });
+  const completed = new Counter({
+    name: 'runledger_tasks_completed_total',
+    help: 'Tasks completed by this process',
+    labelNames: ['queue'],
+    registers,
+  });
+  const retries = new Counter({
+    name: 'runledger_task_retries_total',
+    help: 'Failed attempts scheduled to retry',
+    labelNames: ['queue'],
+    registers,
+  });
+  const dead = new Counter({
+    name: 'runledger_tasks_dead_total',
+    help: 'Tasks sent to the dead letters',
+    labelNames: ['queue'],
+    registers,
+  });
+  const leasesLost = new Counter({
+    name: 'runledger_leases_lost_total',
+    help: 'Leases this process lost to another',
+    labelNames: ['what'],
+    registers,
+  });
+  const parkedTotal = new Counter({
+    name: 'runledger_subscription_parked_total',
+    help: 'Events parked by this process',
+    labelNames: ['subscription'],
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: 'runledger_http_request_duration_seconds',
+    help: 'HTTP requests by route template',
+    labelNames: ['method', 'route', 'status'],
+    buckets: SECONDS,
+    registers,
+  });
+  const txDuration = new Histogram({
+    name: 'runledger_store_transaction_duration_seconds',
+    help: 'Store transactions',
+    labelNames: ['outcome'],
+    buckets: [0.0005, 0.001, 0.0025, ...SECONDS],
+    registers,
+  });
+  const batchWrites = new Histogram({
+    name: 'runledger_store_batch_writes',
+    help: 'Writes (of runs and tasks) one group commit carried',
+    buckets: BATCH,
+    registers,
+  });
+  const batchEvents = new Histogram({
+    name: 'runledger_store_batch_events',
+    help: 'Events one group commit appended',
+    buckets: BATCH,
+    registers,
+  });
+  const errors = new Counter({
+    name: 'runledger_background_errors_total',
+    help: 'Failures of background loops (workers, subscriptions, retention), retried',
+    labelNames: ['what'],
+    registers,
+  });
+  const pruned = new Counter({
+    name: 'runledger_retention_deleted_total',
+    help: 'Records retention deleted',
+    labelNames: ['kind', 'record'],
+    registers,
+  });
+  const depth = new Gauge({
+    name: 'runledger_queue_tasks',
+    help: 'Tasks per queue and state (ready = due now, scheduled = due later)',
+    labelNames: ['queue', 'state'],
+    registers,
+  });
+  const oldest = new Gauge({
+    name: 'runledger_queue_oldest_ready_age_seconds',
+    help: 'How long the oldest due task has waited',
+    labelNames: ['queue'],
+    registers,
+  });
+  const expired = new Gauge({
+    name: 'runledger_queue_expired_leases',
+    help: 'Running tasks whose lease ran out (their worker died)',
+    labelNames: ['queue'],
+    registers,
+  });
+  const lag = new Gauge({
+    name: 'runledger_subscription_lag_positions',
+    help: 'Journal positions between a subscription and the head',
+    labelNames: ['subscription'],
+    registers,
+  });
+  const parked = new Gauge({
+    name: 'runledger_subscription_parked_events',
+    help: 'Events parked and not yet retried or skipped',
+    labelNames: ['subscription'],
+    registers,
+  });
 
   const s = (ms: number) => ms / 1000;
   const offs = [
@@ -75,7 +196,9 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
     events.on('task:dead', (e) => dead.inc({ queue: e.queue })),
     events.on('lease:lost', (e) => leasesLost.inc({ what: e.what })),
     events.on('subscription:parked', (e) => parkedTotal.inc({ subscription: e.subscription })),
-    events.on('http:request', (e) => httpDuration.observe({ method: e.method, route: e.route, status: String(e.status) }, s(e.durationMs))),
+    events.on('http:request', (e) =>
+      httpDuration.observe({ method: e.method, route: e.route, status: String(e.status) }, s(e.durationMs)),
+    ),
     events.on('engine:error', (e) => errors.inc({ what: e.what })),
     events.on('retention:pruned', (e) => {
       if (e.dryRun) return;
@@ -83,7 +206,9 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
       pruned.inc({ kind: e.kind, record: 'task' }, e.tasks);
       pruned.inc({ kind: e.kind, record: 'event' }, e.events);
     }),
-    events.on('store:transaction', (e) => txDuration.observe({ outcome: e.ok ? 'commit' : 'rollback' }, s(e.durationMs))),
+    events.on('store:transaction', (e) =>
+      txDuration.observe({ outcome: e.ok ? 'commit' : 'rollback' }, s(e.durationMs)),
+    ),
     events.on('store:batch', (e) => {
       batchWrites.observe(e.writes);
       batchEvents.observe(e.events);
@@ -94,7 +219,11 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
     registry,
     contentType: registry.contentType,
     async text() {
-      const [queues, subscriptions, now] = await Promise.all([store.taskStats(), store.subscriptionStats(), store.now()]);
+      const [queues, subscriptions, now] = await Promise.all([
+        store.taskStats(),
+        store.subscriptionStats(),
+        store.now(),
+      ]);
       for (const gauge of [depth, oldest, expired, lag, parked]) gauge.reset();
       for (const q of queues) {
         depth.set({ queue: q.queue, state: 'ready' }, q.due);

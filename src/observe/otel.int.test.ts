@@ -44,7 +44,9 @@ async function receiver(): Promise<{ url: string; spans: ReceivedSpan[]; server:
 describe('tracing off', () => {
   it('is null without the OTLP environment, so nothing is loaded', async () => {
     expect(await startTracing({})).toBeNull();
-    expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' })).toBeNull();
+    expect(
+      await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' }),
+    ).toBeNull();
   });
 });
 
@@ -68,14 +70,34 @@ describe.each(backends)('traces on $name', (backend) => {
 
     const made = await testEngine(backend, { pollMs: 100 });
     closers.push(made.close);
-    const tracer = (await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: 'runledger-test' }))!;
+    const tracer = (await startTracing({
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_SERVICE_NAME: 'runledger-test',
+    }))!;
     closers.push(() => tracer.close());
     made.engine.useTracer(tracer);
     const workflows = storedWorkflows(made.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
     const app = createApp({ engine: made.engine, workflows });
 
-    const definition = { name: 'traced', steps: [{ id: 'call', type: 'http_request', config: { method: 'GET', url: `http://127.0.0.1:${(downstream.address() as AddressInfo).port}/thing` } }] };
-    const wf = (await (await app.fetch(new Request('http://api/workflows', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(definition) }))).json()) as { id: string };
+    const definition = {
+      name: 'traced',
+      steps: [
+        {
+          id: 'call',
+          type: 'http_request',
+          config: { method: 'GET', url: `http://127.0.0.1:${(downstream.address() as AddressInfo).port}/thing` },
+        },
+      ],
+    };
+    const wf = (await (
+      await app.fetch(
+        new Request('http://api/workflows', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(definition),
+        }),
+      )
+    ).json()) as { id: string };
     const callerTrace = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
     const res = await app.fetch(
@@ -90,7 +112,9 @@ describe.each(backends)('traces on $name', (backend) => {
     await eventually(async () => (await workflows.executions.get(wf.id, execution_id)).status === 'success');
     // the traceparent is stored with the run: another process or a restart continues the trace
     const [started] = await made.engine.journal.readStream(`run:${execution_id}`, { limit: 1 });
-    expect((started!.data as { traceparent: string }).traceparent).toMatch(new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-01$`));
+    expect((started!.data as { traceparent: string }).traceparent).toMatch(
+      new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-01$`),
+    );
 
     await tracer.flush();
     const spans = await eventually(() => {
@@ -111,14 +135,26 @@ describe.each(backends)('traces on $name', (backend) => {
     const made = await testEngine(backend, { pollMs: 100 });
     closers.push(made.close);
     const workflows = storedWorkflows(made.engine, { secretKey: randomBytes(32) });
-    const service = triggers(made.engine, { starter: createRunStarter({ engine: made.engine, workflows }), schedulerEnabled: false });
+    const service = triggers(made.engine, {
+      starter: createRunStarter({ engine: made.engine, workflows }),
+      schedulerEnabled: false,
+    });
     await service.start();
     closers.push(() => service.stop());
     const app = createApp({ engine: made.engine, workflows, triggers: service });
-    const wf = await workflows.definitions.create({ name: 'on-event', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] });
+    const wf = await workflows.definitions.create({
+      name: 'on-event',
+      steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }],
+    });
     await service.rules.create({ name: 'all', pattern: { source: ['shop'] }, target: { workflow: wf.id } });
     const caller = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
-    const res = await app.fetch(new Request('http://api/events', { method: 'POST', headers: { 'content-type': 'application/json', traceparent: caller }, body: JSON.stringify({ source: 'shop', 'detail-type': 'paid' }) }));
+    const res = await app.fetch(
+      new Request('http://api/events', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: caller },
+        body: JSON.stringify({ source: 'shop', 'detail-type': 'paid' }),
+      }),
+    );
     expect(res.status).toBe(202);
     const { id } = (await res.json()) as { id: string };
     const runId = await eventually(async () => (await service.events.get(id)).matches[0]?.run_id ?? undefined);

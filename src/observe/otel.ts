@@ -15,9 +15,15 @@ export async function startTracing(env: Record<string, string | undefined>): Pro
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!traces && !base) return null;
-  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none') return null;
+  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none')
+    return null;
   const url = traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`;
-  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-trace-base'), import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources')]);
+  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+  ]);
   const provider = new sdk.BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || 'runledger' }),
     spanProcessors: [new sdk.BatchSpanProcessor(new OTLPTraceExporter({ url }))],
@@ -28,12 +34,21 @@ export async function startTracing(env: Record<string, string | undefined>): Pro
   const parentContext = (traceparent: string | null | undefined) => {
     const match = traceparent ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent) : null;
     if (!match) return api.ROOT_CONTEXT;
-    return api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: match[1]!, spanId: match[2]!, traceFlags: Number.parseInt(match[3]!, 16), isRemote: true });
+    return api.trace.setSpanContext(api.ROOT_CONTEXT, {
+      traceId: match[1]!,
+      spanId: match[2]!,
+      traceFlags: Number.parseInt(match[3]!, 16),
+      isRemote: true,
+    });
   };
 
   return {
     start(name, options = {}): Span {
-      const span = tracer.startSpan(name, { kind: kinds[options.kind ?? 'internal'], ...(options.attributes ? { attributes: options.attributes } : {}) }, parentContext(options.parent));
+      const span = tracer.startSpan(
+        name,
+        { kind: kinds[options.kind ?? 'internal'], ...(options.attributes ? { attributes: options.attributes } : {}) },
+        parentContext(options.parent),
+      );
       const context = span.spanContext();
       return {
         traceparent: `00-${context.traceId}-${context.spanId}-0${(context.traceFlags & 1).toString(16)}`,

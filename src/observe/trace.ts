@@ -16,7 +16,14 @@ export interface Span {
 export type SpanAttributes = Record<string, string | number | boolean>;
 
 export interface Tracer {
-  start(name: string, options?: { parent?: string | null | undefined; kind?: 'server' | 'client' | 'internal'; attributes?: SpanAttributes }): Span;
+  start(
+    name: string,
+    options?: {
+      parent?: string | null | undefined;
+      kind?: 'server' | 'client' | 'internal';
+      attributes?: SpanAttributes;
+    },
+  ): Span;
   /** Exports what has ended so far. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -7,7 +7,9 @@ describe('task lifecycle', () => {
   const allowed = new Set(Object.values(taskTransitions).map((t) => `${t.from}->${t.to}`));
 
   it('allows exactly the drawn edges', () => {
-    expect([...allowed].sort()).toEqual(['dead->ready', 'null->ready', 'ready->running', 'running->completed', 'running->dead', 'running->ready'].sort());
+    expect([...allowed].sort()).toEqual(
+      ['dead->ready', 'null->ready', 'ready->running', 'running->completed', 'running->dead', 'running->ready'].sort(),
+    );
     for (const from of states) {
       for (const to of states) {
         if (to === null) continue;

@@ -25,10 +25,16 @@ export const taskTransitions = {
 
 export type TaskTransition = keyof typeof taskTransitions;
 /** The transitions the journal records. */
-export type JournaledTransition = { [K in TaskTransition]: (typeof taskTransitions)[K]['event'] extends string ? K : never }[TaskTransition];
+export type JournaledTransition = {
+  [K in TaskTransition]: (typeof taskTransitions)[K]['event'] extends string ? K : never;
+}[TaskTransition];
 
 /** The journal append for one transition of one task. */
-export function taskEvent(transition: JournaledTransition, id: string, data: Record<string, unknown>): { streamId: string; events: NewEvent[] } {
+export function taskEvent(
+  transition: JournaledTransition,
+  id: string,
+  data: Record<string, unknown>,
+): { streamId: string; events: NewEvent[] } {
   const t = taskTransitions[transition];
   return { streamId: taskStream(id), events: [{ type: t.event, data: { ...data, state: t.to } }] };
 }

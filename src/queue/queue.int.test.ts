@@ -30,7 +30,12 @@ describe.each(backends)('task queue on $name', (backend) => {
       [1, 'task.enqueued'],
       [2, 'task.completed'],
     ]);
-    expect(history[1]?.data).toEqual({ attempt: 1, workerId: done.workerId, claimedAt: done.claimedAt, state: 'completed' });
+    expect(history[1]?.data).toEqual({
+      attempt: 1,
+      workerId: done.workerId,
+      claimedAt: done.claimedAt,
+      state: 'completed',
+    });
     expect(done.workerId).toMatch(/worker_/);
     expect(done.claimedAt).toBeGreaterThanOrEqual(done.createdAt);
   });
@@ -44,11 +49,15 @@ describe.each(backends)('task queue on $name', (backend) => {
   });
 
   it('rejects bad input naming the field and the limit, and writes nothing', async () => {
-    await expect(engine.queue.enqueue('email', 'x'.repeat(1024 * 1024))).rejects.toThrow('payload: is 1 MiB (1048578 bytes), over the limit of 1 MiB (1048576 bytes)');
+    await expect(engine.queue.enqueue('email', 'x'.repeat(1024 * 1024))).rejects.toThrow(
+      'payload: is 1 MiB (1048578 bytes), over the limit of 1 MiB (1048576 bytes)',
+    );
     await expect(engine.queue.enqueue('email', { n: 10n })).rejects.toThrow(/^payload: is not JSON-serializable/);
     await expect(engine.queue.enqueue('bad queue!', {})).rejects.toThrow(ValidationError);
     await expect(engine.queue.enqueue('email', {}, { maxAttempts: 0 })).rejects.toThrow(/^maxAttempts/);
-    await expect(engine.queue.enqueueMany('email', [{ payload: 1 }, { payload: () => 1 }])).rejects.toThrow(/^items\[1\]\.payload/);
+    await expect(engine.queue.enqueueMany('email', [{ payload: 1 }, { payload: () => 1 }])).rejects.toThrow(
+      /^items\[1\]\.payload/,
+    );
     expect(await engine.queue.list()).toEqual([]);
     expect(await engine.journal.readAll()).toEqual([]);
     await expect(engine.queue.get('task_nope')).rejects.toThrow(NotFoundError);
@@ -68,7 +77,12 @@ describe.each(backends)('task queue on $name', (backend) => {
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
     const history = await engine.queue.history(task.id);
     expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.failed', 'task.failed', 'task.completed']);
-    expect(history[1]?.data).toMatchObject({ attempt: 1, error: 'Error: boom 1', state: 'ready', workerId: expect.stringMatching(/worker_/) });
+    expect(history[1]?.data).toMatchObject({
+      attempt: 1,
+      error: 'Error: boom 1',
+      state: 'ready',
+      workerId: expect.stringMatching(/worker_/),
+    });
     expect(history.slice(1).map((e) => (e.data as { attempt: number }).attempt)).toEqual([1, 2, 3]);
     const starts = history.slice(1).map((e) => (e.data as { claimedAt: number }).claimedAt);
     expect(starts).toEqual([...starts].sort((a, b) => a - b));
@@ -89,7 +103,10 @@ describe.each(backends)('task queue on $name', (backend) => {
     await eventually(async () => (await engine.queue.get(task.id)).state === 'dead');
     const [dead] = await engine.queue.dead({ queue: 'doomed' });
     expect(dead).toMatchObject({ id: task.id, attempts: 2, lastError: 'Error: still broken' });
-    expect((await engine.queue.history(task.id)).at(-1)).toMatchObject({ type: 'task.dead', data: { reason: 'attempts used up', attempt: 2 } });
+    expect((await engine.queue.history(task.id)).at(-1)).toMatchObject({
+      type: 'task.dead',
+      data: { reason: 'attempts used up', attempt: 2 },
+    });
     healthy = true;
     expect((await engine.queue.redrive(task.id)).redriven).toBe(true);
     expect((await engine.queue.redrive(task.id)).redriven).toBe(false);
@@ -131,14 +148,20 @@ describe.each(backends)('task queue on $name', (backend) => {
     await sleep(50);
     const first = await engine.queue.enqueue('eager', { n: 1 });
     expect(first.task).toMatchObject({ state: 'running', attempts: 1, workerId: worker.id });
-    expect(await engine.queue.get(first.task.id)).toMatchObject({ state: 'running', workerId: worker.id, leaseToken: first.task.leaseToken });
+    expect(await engine.queue.get(first.task.id)).toMatchObject({
+      state: 'running',
+      workerId: worker.id,
+      leaseToken: first.task.leaseToken,
+    });
     await eventually(async () => (started.length === 1 ? true : undefined));
     // the worker's one slot is taken, and a task of an ordering key waits for the claim: both ready
     const second = await engine.queue.enqueue('eager', { n: 2 });
     const keyed = await engine.queue.enqueue('eager', { n: 3 }, { orderingKey: 'k' });
     expect([second.task.state, keyed.task.state]).toEqual(['ready', 'ready']);
     finish();
-    await eventually(async () => ((await engine.queue.list({ queue: 'eager', state: 'completed' })).length === 3 ? true : undefined));
+    await eventually(async () =>
+      (await engine.queue.list({ queue: 'eager', state: 'completed' })).length === 3 ? true : undefined,
+    );
     expect(started).toEqual([first.task.id, second.task.id, keyed.task.id]);
     expect(await types(first.task.id)).toEqual(['task.enqueued', 'task.completed']);
     // a stopped worker takes nothing
@@ -148,7 +171,10 @@ describe.each(backends)('task queue on $name', (backend) => {
 
   it('claims only when a task may be claimable: a freed slot sends no claim, and a scheduled task still starts on time', async () => {
     const started = new Map<string, number>();
-    const worker = engine.work('quiet', async (_payload, { task }) => void started.set(task.id, Date.now()), { concurrency: 2, pollMs: 60_000 });
+    const worker = engine.work('quiet', async (_payload, { task }) => void started.set(task.id, Date.now()), {
+      concurrency: 2,
+      pollMs: 60_000,
+    });
     // once a task has come and gone, the worker is idle (its first claim may still be out before)
     const { task: first } = await engine.queue.enqueue('quiet', {});
     await eventually(async () => ((await engine.queue.get(first.id)).state === 'completed' ? true : undefined));
@@ -191,12 +217,20 @@ describe.each(backends)('task queue on $name', (backend) => {
 
   it('re-delivers the task of a worker whose lease expired, and fences the old lease', async () => {
     const { task } = await engine.queue.enqueue('jobs', { n: 1 });
-    const [stale] = await engine.store.taskClaim({ queue: 'jobs', limit: 1, leaseMs: 100, workerId: 'crashed', leaseToken: 'old' });
+    const [stale] = await engine.store.taskClaim({
+      queue: 'jobs',
+      limit: 1,
+      leaseMs: 100,
+      workerId: 'crashed',
+      leaseToken: 'old',
+    });
     expect(stale?.id).toBe(task.id);
     engine.work('jobs', async (_p, { attempt }) => ({ attempt }), { pollMs: 50 });
     await eventually(async () => (await engine.queue.get(task.id)).state === 'completed');
     expect((await engine.queue.get(task.id)).result).toEqual({ attempt: 2 });
-    expect(await engine.store.taskComplete({ items: [{ id: task.id, leaseToken: 'old', result: 'late' }] })).toEqual([]);
+    expect(await engine.store.taskComplete({ items: [{ id: task.id, leaseToken: 'old', result: 'late' }] })).toEqual(
+      [],
+    );
     const history = await engine.queue.history(task.id);
     expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.lease_expired', 'task.completed']);
     expect(history[1]?.data).toMatchObject({ attempt: 1, workerId: 'crashed', claimedAt: stale!.claimedAt });
@@ -260,10 +294,15 @@ describe.each(backends)('task queue on $name', (backend) => {
   it('aborts the handler signal when the lease is lost', async () => {
     const { task } = await engine.queue.enqueue('slow', {});
     let aborted: unknown;
-    engine.work('slow', (_p, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason)))), {
-      leaseMs: 300,
-      pollMs: 50,
-    });
+    engine.work(
+      'slow',
+      (_p, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason)))),
+      {
+        leaseMs: 300,
+        pollMs: 50,
+      },
+    );
     await eventually(async () => (await engine.queue.get(task.id)).state === 'running');
     await engine.store.transaction(async (tx) => {
       const [t] = await tx.taskList({ queue: 'slow', limit: 1 });
@@ -287,10 +326,14 @@ describe.each(backends)('task queue on $name', (backend) => {
       { concurrency: 1, prefetch: 1, pollMs: 20 },
     );
     // one running, one held: both claimed, only one started
-    await eventually(async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 2);
+    await eventually(
+      async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 2,
+    );
     expect(started).toEqual([1]);
     const stopping = worker.stop();
-    await eventually(async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 1);
+    await eventually(
+      async () => (await engine.store.taskList({ queue: 'held', state: 'running', limit: 10 })).length === 1,
+    );
     release();
     await stopping;
     expect(started).toEqual([1]);

@@ -48,7 +48,8 @@ const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** A ValidationError naming `queue` unless it is a queue's name. */
 export function checkQueueName(queue: unknown): string {
-  if (typeof queue !== 'string' || !QUEUE_NAME.test(queue)) throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
+  if (typeof queue !== 'string' || !QUEUE_NAME.test(queue))
+    throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
   return queue;
 }
 
@@ -74,17 +75,26 @@ export class TaskQueue {
    * Enqueues one task. In a caller's transaction, `taker` (see `reserve`) claims it as it is inserted
    * and gets it once the transaction commits: the caller knows what else the key holds.
    */
-  async enqueue(queue: string, payload: unknown, options: EnqueueOptions & { tx?: Store; taker?: Taker } = {}): Promise<EnqueueResult> {
+  async enqueue(
+    queue: string,
+    payload: unknown,
+    options: EnqueueOptions & { tx?: Store; taker?: Taker } = {},
+  ): Promise<EnqueueResult> {
     const { tx, taker, ...rest } = options;
     const [result] = await this.insert(queue, [{ payload, ...rest }], tx, '', taker);
     return result!;
   }
 
   /** Enqueues many tasks in one transaction (all or nothing); results are in input order. `path` names the list in errors (default `items`). */
-  enqueueMany(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, options: { tx?: Store; path?: string } = {}): Promise<EnqueueResult[]> {
+  enqueueMany(
+    queue: string,
+    items: Array<EnqueueOptions & { payload: unknown }>,
+    options: { tx?: Store; path?: string } = {},
+  ): Promise<EnqueueResult[]> {
     const path = options.path ?? 'items';
     if (!Array.isArray(items) || items.length === 0) throw new ValidationError(path, 'must be a non-empty array');
-    if (items.length > this.limits.maxBatch) throw new ValidationError(path, `has ${items.length} tasks, over the limit of ${this.limits.maxBatch}`);
+    if (items.length > this.limits.maxBatch)
+      throw new ValidationError(path, `has ${items.length} tasks, over the limit of ${this.limits.maxBatch}`);
     return this.insert(queue, items, options.tx, path);
   }
 
@@ -117,7 +127,10 @@ export class TaskQueue {
 
   /** Starts a worker for `queue`. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
-    const worker = new Worker(this.store, this.journal, queue, handler, { maxResultBytes: this.limits.maxPayloadBytes, ...options });
+    const worker = new Worker(this.store, this.journal, queue, handler, {
+      maxResultBytes: this.limits.maxPayloadBytes,
+      ...options,
+    });
     worker.start();
     let workers = this.workers.get(queue);
     if (!workers) this.workers.set(queue, (workers = new Set()));
@@ -160,11 +173,14 @@ export class TaskQueue {
       const at = (field: string) => (path ? `${path}[${i}].${field}` : field);
       checkJson(at('payload'), item.payload ?? null, this.limits.maxPayloadBytes);
       const maxAttempts = item.maxAttempts ?? this.limits.defaultMaxAttempts;
-      if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) throw new ValidationError(at('maxAttempts'), 'must be a whole number from 1 to 1000');
+      if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)
+        throw new ValidationError(at('maxAttempts'), 'must be a whole number from 1 to 1000');
       const priority = item.priority ?? 0;
-      if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new ValidationError(at('priority'), 'must be a whole number from -1000000 to 1000000');
+      if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)
+        throw new ValidationError(at('priority'), 'must be a whole number from -1000000 to 1000000');
       const runAt = item.runAt === undefined ? null : item.runAt instanceof Date ? item.runAt.getTime() : item.runAt;
-      if (runAt !== null && !Number.isFinite(runAt)) throw new ValidationError(at('runAt'), 'must be a valid date or ms timestamp');
+      if (runAt !== null && !Number.isFinite(runAt))
+        throw new ValidationError(at('runAt'), 'must be a valid date or ms timestamp');
       return {
         id: newId('task'),
         queue,
@@ -179,7 +195,13 @@ export class TaskQueue {
     });
   }
 
-  private async insert(queue: string, items: Array<EnqueueOptions & { payload: unknown }>, tx: Store | undefined, path: string, given?: Taker): Promise<EnqueueResult[]> {
+  private async insert(
+    queue: string,
+    items: Array<EnqueueOptions & { payload: unknown }>,
+    tx: Store | undefined,
+    path: string,
+    given?: Taker,
+  ): Promise<EnqueueResult[]> {
     const tasks = this.checked(queue, items, path);
     if (tx) {
       let results: EnqueueResult[];
@@ -199,10 +221,15 @@ export class TaskQueue {
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an
     // ordering key waits for its turn, one with a run-at for its time: the claim decides
     const task = tasks[0]!;
-    const taker = tasks.length === 1 && task.orderingKey === null && task.runAt === null ? this.reserve(queue, task.tag ?? null) : null;
+    const taker =
+      tasks.length === 1 && task.orderingKey === null && task.runAt === null
+        ? this.reserve(queue, task.tag ?? null)
+        : null;
     let results: EnqueueResult[] | undefined;
     try {
-      results = await this.journal.group.statement((store) => store.taskEnqueue({ tasks: taker ? [{ ...task, claim: taker.claim }] : tasks }));
+      results = await this.journal.group.statement((store) =>
+        store.taskEnqueue({ tasks: taker ? [{ ...task, claim: taker.claim }] : tasks }),
+      );
       return results;
     } finally {
       taker?.settle(results?.[0]);

@@ -90,7 +90,9 @@ export class RemoteWorkers {
         const left = deadline - performance.now();
         if (left <= 0) return tasks;
         const dueIn = await this.store.taskDueIn({ queue: c.queue });
-        await wakeup.wait(Math.min(left, this.options.pollMs, dueIn === null ? Number.POSITIVE_INFINITY : Math.max(1, dueIn)));
+        await wakeup.wait(
+          Math.min(left, this.options.pollMs, dueIn === null ? Number.POSITIVE_INFINITY : Math.max(1, dueIn)),
+        );
       }
     } finally {
       c.signal?.removeEventListener('abort', gone);
@@ -110,13 +112,28 @@ export class RemoteWorkers {
   /** Completes the task with `result`, journaled as an in-process completion is (`task.completed`). */
   async complete(lease: RemoteLease, result: unknown): Promise<Task> {
     checkJson('result', result ?? null, this.options.maxResultBytes);
-    if (!(await completeAttempt(this.journal, { id: lease.id, leaseToken: lease.leaseToken }, result ?? null))) await this.lost(lease);
+    if (!(await completeAttempt(this.journal, { id: lease.id, leaseToken: lease.leaseToken }, result ?? null)))
+      await this.lost(lease);
     const held = this.held(lease);
     this.claimed.delete(lease.id);
     const now = Date.now();
     // as the row now is, but for updated_at: this process's clock, not the database's
-    const task = held ? { ...held, state: 'completed' as const, result: result ?? null, leaseToken: null, leaseExpiresAt: null, updatedAt: now } : await this.store.taskGet({ id: lease.id });
-    this.options.events?.emit('task:complete', { queue: task.queue, taskId: task.id, attempt: task.attempts, durationMs: Math.max(0, task.updatedAt - (task.claimedAt ?? task.updatedAt)) });
+    const task = held
+      ? {
+          ...held,
+          state: 'completed' as const,
+          result: result ?? null,
+          leaseToken: null,
+          leaseExpiresAt: null,
+          updatedAt: now,
+        }
+      : await this.store.taskGet({ id: lease.id });
+    this.options.events?.emit('task:complete', {
+      queue: task.queue,
+      taskId: task.id,
+      attempt: task.attempts,
+      durationMs: Math.max(0, task.updatedAt - (task.claimedAt ?? task.updatedAt)),
+    });
     return task;
   }
 
@@ -124,8 +141,12 @@ export class RemoteWorkers {
    * Completes many tasks in one go (their writes share the journal's group commit), each fenced on
    * its own: a lost or unknown one is answered as its error and writes nothing, the others complete.
    */
-  async completeMany(items: Array<RemoteLease & { result?: unknown }>, path = 'completions'): Promise<Array<{ task: Task } | { error: LeaseLostError | NotFoundError }>> {
-    for (const [i, item] of items.entries()) checkJson(`${path}[${i}].result`, item.result ?? null, this.options.maxResultBytes);
+  async completeMany(
+    items: Array<RemoteLease & { result?: unknown }>,
+    path = 'completions',
+  ): Promise<Array<{ task: Task } | { error: LeaseLostError | NotFoundError }>> {
+    for (const [i, item] of items.entries())
+      checkJson(`${path}[${i}].result`, item.result ?? null, this.options.maxResultBytes);
     return Promise.all(
       items.map((item) =>
         this.complete(item, item.result).then(
@@ -144,12 +165,28 @@ export class RemoteWorkers {
    * `retryable` or its attempts are used up, journaled as an in-process failure is.
    */
   async fail(lease: RemoteLease, failure: { error: string; retryable: boolean; retryAfterMs?: number }): Promise<Task> {
-    if (typeof failure.error !== 'string' || failure.error.length > 10_000) throw new ValidationError('error', 'must be a string of at most 10,000 characters');
+    if (typeof failure.error !== 'string' || failure.error.length > 10_000)
+      throw new ValidationError('error', 'must be a string of at most 10,000 characters');
     const task = this.held(lease) ?? (await this.store.taskGet({ id: lease.id }));
     if (task.state !== 'running' || task.leaseToken !== lease.leaseToken) return this.lost(lease);
     this.claimed.delete(lease.id);
-    const policy = failureOf(task, { message: failure.error, terminal: !failure.retryable, ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }) }, this.options.backoff ?? defaultBackoff);
-    const { outcome, task: failed } = await failAttempt(this.store, this.journal, task, task.workerId ?? '', policy, this.options.events);
+    const policy = failureOf(
+      task,
+      {
+        message: failure.error,
+        terminal: !failure.retryable,
+        ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }),
+      },
+      this.options.backoff ?? defaultBackoff,
+    );
+    const { outcome, task: failed } = await failAttempt(
+      this.store,
+      this.journal,
+      task,
+      task.workerId ?? '',
+      policy,
+      this.options.events,
+    );
     if (outcome === 'lost' || !failed) return this.lost(lease);
     return failed;
   }
@@ -158,7 +195,14 @@ export class RemoteWorkers {
     await this.sweep();
     const workerId = `${REMOTE_WORKER_PREFIX}${c.worker}`;
     const { value: tasks } = await this.journal.group.submit({
-      statement: (store) => store.taskClaim({ queue: c.queue, limit: c.max, leaseMs: c.leaseMs ?? this.options.leaseMs, workerId, leaseToken: newId('lease') }),
+      statement: (store) =>
+        store.taskClaim({
+          queue: c.queue,
+          limit: c.max,
+          leaseMs: c.leaseMs ?? this.options.leaseMs,
+          workerId,
+          leaseToken: newId('lease'),
+        }),
     });
     if (c.signal?.aborted && tasks.length > 0) {
       // nobody will read the answer: ready again at once, the attempt not counted, rather than held for a whole lease
@@ -168,7 +212,8 @@ export class RemoteWorkers {
     const until = performance.now() + (c.leaseMs ?? this.options.leaseMs);
     for (const task of tasks) this.claimed.set(task.id, { task, until });
     const events = this.options.events;
-    if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: c.queue, taskId: t.id, attempt: t.attempts, workerId });
+    if (events?.has('task:claim'))
+      for (const t of tasks) events.emit('task:claim', { queue: c.queue, taskId: t.id, attempt: t.attempts, workerId });
     return tasks;
   }
 
@@ -192,6 +237,8 @@ export class RemoteWorkers {
   /** 404 when the task does not exist, else 409: the token does not hold its lease. */
   private async lost(lease: RemoteLease): Promise<never> {
     await this.store.taskGet({ id: lease.id });
-    throw new LeaseLostError(`task ${lease.id}: lease_token does not hold its lease (expired and claimed again, or settled)`);
+    throw new LeaseLostError(
+      `task ${lease.id}: lease_token does not hold its lease (expired and claimed again, or settled)`,
+    );
   }
 }

@@ -29,7 +29,11 @@ export interface Failure {
  * the database being away is not the task's fault (no backoff, back in its place); else backoff
  * with jitter, or `retryAfterMs` when the worker named one.
  */
-export function failureOf(task: Task, error: { message: string; terminal: boolean; outage?: boolean; retryAfterMs?: number }, backoff: Backoff): Failure {
+export function failureOf(
+  task: Task,
+  error: { message: string; terminal: boolean; outage?: boolean; retryAfterMs?: number },
+  backoff: Backoff,
+): Failure {
   const dies = error.terminal ? 'terminal error' : task.attempts >= task.maxAttempts ? 'attempts used up' : null;
   // Before, at now + 100 ms: with ~500 runs queued at a PostgreSQL restart, its runs waited 21.6-26 s behind tasks due since.
   const outage = dies === null && error.outage === true;
@@ -39,7 +43,11 @@ export function failureOf(task: Task, error: { message: string; terminal: boolea
 
 /** `failureOf` for an error a handler threw. */
 export function failureOfError(task: Task, error: unknown, message: string, backoff: Backoff): Failure {
-  return failureOf(task, { message, terminal: error instanceof TerminalError, outage: storeUnavailable(error) !== null }, backoff);
+  return failureOf(
+    task,
+    { message, terminal: error instanceof TerminalError, outage: storeUnavailable(error) !== null },
+    backoff,
+  );
 }
 
 /**
@@ -48,7 +56,10 @@ export function failureOfError(task: Task, error: unknown, message: string, back
  */
 export async function completeAttempt(journal: Journal, lease: Lease, result: unknown): Promise<boolean> {
   try {
-    await journal.group.submit({ completes: [{ ...lease, result }], also: async () => crashPoint('task:beforeComplete') });
+    await journal.group.submit({
+      completes: [{ ...lease, result }],
+      also: async () => crashPoint('task:beforeComplete'),
+    });
     crashPoint('task:afterComplete');
     return true;
   } catch (error) {
@@ -62,12 +73,27 @@ export async function completeAttempt(journal: Journal, lease: Lease, result: un
  * with its retry time, or `task.dead`, in one transaction with the row; the `task:retry` or
  * `task:dead` observe event after. `lost`, and nothing written, when the lease was not held.
  */
-export async function failAttempt(store: Store, journal: Journal, task: Task, workerId: string, failure: Failure, events?: EngineEvents): Promise<{ outcome: Exclude<Outcome, 'completed'>; task?: Task }> {
+export async function failAttempt(
+  store: Store,
+  journal: Journal,
+  task: Task,
+  workerId: string,
+  failure: Failure,
+  events?: EngineEvents,
+): Promise<{ outcome: Exclude<Outcome, 'completed'>; task?: Task }> {
   const attempt = { attempt: task.attempts, workerId, claimedAt: task.claimedAt, error: failure.message };
   try {
     const failed = await store.transaction(async (tx) => {
-      const failed = await tx.taskFail({ id: task.id, leaseToken: task.leaseToken!, error: failure.message, retryDelayMs: failure.dies ? null : failure.retryDelayMs, keepPlace: failure.keepPlace ?? false });
-      const event = failure.dies ? taskEvent('die', task.id, { ...attempt, reason: failure.dies }) : taskEvent('retry', task.id, { ...attempt, retryAt: failed.runAt });
+      const failed = await tx.taskFail({
+        id: task.id,
+        leaseToken: task.leaseToken!,
+        error: failure.message,
+        retryDelayMs: failure.dies ? null : failure.retryDelayMs,
+        keepPlace: failure.keepPlace ?? false,
+      });
+      const event = failure.dies
+        ? taskEvent('die', task.id, { ...attempt, reason: failure.dies })
+        : taskEvent('retry', task.id, { ...attempt, retryAt: failed.runAt });
       await journal.appendMany([event], { tx, unread: true });
       return failed;
     });
@@ -86,10 +112,24 @@ export async function expireLeases(store: Store, journal: Journal, events?: Engi
   const expired = await store.transaction(async (tx) => {
     const expired = await tx.taskExpire({ limit: 1000 });
     if (expired.length === 0) return expired;
-    const appends = expired.map((t) => taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, { attempt: t.attempts, workerId: t.workerId, claimedAt: t.claimedAt, error: t.lastError }));
+    const appends = expired.map((t) =>
+      taskEvent(t.state === 'dead' ? 'expireDead' : 'expire', t.id, {
+        attempt: t.attempts,
+        workerId: t.workerId,
+        claimedAt: t.claimedAt,
+        error: t.lastError,
+      }),
+    );
     await journal.appendMany(appends, { tx, unread: true });
     return expired;
   });
-  for (const t of expired) if (t.state === 'dead') events?.emit('task:dead', { queue: t.queue, taskId: t.id, attempt: t.attempts, error: t.lastError ?? 'lease expired' });
+  for (const t of expired)
+    if (t.state === 'dead')
+      events?.emit('task:dead', {
+        queue: t.queue,
+        taskId: t.id,
+        attempt: t.attempts,
+        error: t.lastError ?? 'lease expired',
+      });
   return expired;
 }

@@ -28,7 +28,8 @@ const CLAIMS_IN_FLIGHT = 2;
  */
 export class Worker {
   readonly id: string;
-  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> & WorkOptions;
+  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> &
+    WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();
   /** Claimed, not started yet (prefetched), oldest first, with when each was claimed (performance.now()). */
@@ -70,7 +71,15 @@ export class Worker {
     private readonly handler: TaskHandler,
     options: WorkOptions,
   ) {
-    this.options = { concurrency: 10, leaseMs: 30_000, backoff: defaultBackoff, pollMs: 1000, maxResultBytes: 1 << 20, prefetch: 16 * (options.concurrency ?? 10), ...options };
+    this.options = {
+      concurrency: 10,
+      leaseMs: 30_000,
+      backoff: defaultBackoff,
+      pollMs: 1000,
+      maxResultBytes: 1 << 20,
+      prefetch: 16 * (options.concurrency ?? 10),
+      ...options,
+    };
     this.id = options.workerId ?? newId('worker');
   }
 
@@ -78,7 +87,10 @@ export class Worker {
     if (this.active) return;
     this.active = true;
     this.loop = this.run().catch((error) => this.options.onError?.(error));
-    this.heartbeatTimer = setInterval(() => void this.heartbeat().catch((e) => this.options.onError?.(e)), this.options.leaseMs / 3);
+    this.heartbeatTimer = setInterval(
+      () => void this.heartbeat().catch((e) => this.options.onError?.(e)),
+      this.options.leaseMs / 3,
+    );
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
@@ -92,7 +104,13 @@ export class Worker {
    * `adopt` or `forgo`.
    */
   reserve(tag: string | null): TaskClaim | null {
-    if (!this.active || this.backlog || this.held.length > 0 || this.running.size + this.asked + this.reserved >= this.options.concurrency) return null;
+    if (
+      !this.active ||
+      this.backlog ||
+      this.held.length > 0 ||
+      this.running.size + this.asked + this.reserved >= this.options.concurrency
+    )
+      return null;
     if (tag !== null && this.options.tags && !this.options.tags().includes(tag)) return null;
     this.reserved += 1;
     return { workerId: this.id, leaseToken: newId('lease'), leaseMs: this.options.leaseMs };
@@ -105,7 +123,12 @@ export class Worker {
       return;
     }
     this.reserved -= 1;
-    this.options.events?.emit('task:claim', { queue: this.queue, taskId: task.id, attempt: task.attempts, workerId: this.id });
+    this.options.events?.emit('task:claim', {
+      queue: this.queue,
+      taskId: task.id,
+      attempt: task.attempts,
+      workerId: this.id,
+    });
     // first: its slot was kept for it (see `startHeld`), so it starts now, whatever was claimed meanwhile
     this.held.unshift({ task, at: performance.now() });
     if (this.active) this.startHeld();
@@ -147,10 +170,17 @@ export class Worker {
     try {
       while (this.active) {
         this.startHeld();
-        const prefetch = this.slotsStuck ? 0 : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
+        const prefetch = this.slotsStuck
+          ? 0
+          : prefetchFor(this.options.concurrency, this.options.prefetch, this.handlerMs);
         const most = this.options.concurrency + prefetch;
         const want = most - this.running.size - this.held.length - this.asked - this.reserved;
-        if (want > 0 && (this.look || this.backlog) && this.held.length <= prefetch / 2 && this.claims.length < (this.backlog ? CLAIMS_IN_FLIGHT : 1)) {
+        if (
+          want > 0 &&
+          (this.look || this.backlog) &&
+          this.held.length <= prefetch / 2 &&
+          this.claims.length < (this.backlog ? CLAIMS_IN_FLIGHT : 1)
+        ) {
           this.claims.push(this.claim(Math.min(want, Math.ceil(most / CLAIMS_IN_FLIGHT))));
           // after a turn, the group commit has taken this claim: the next goes in a batch (and lane) of its own
           await new Promise((resolve) => setImmediate(resolve));
@@ -180,7 +210,11 @@ export class Worker {
   private async idleWait(): Promise<number> {
     let wait = this.options.pollMs;
     try {
-      const dueIn = await this.store.taskDueIn({ queue: this.queue, lookbackMs: Math.ceil(performance.now() - this.shortClaimAt) + 5, ...this.tags() });
+      const dueIn = await this.store.taskDueIn({
+        queue: this.queue,
+        lookbackMs: Math.ceil(performance.now() - this.shortClaimAt) + 5,
+        ...this.tags(),
+      });
       if (dueIn !== null) wait = Math.min(wait, Math.max(1, dueIn));
     } catch (error) {
       this.options.onError?.(error);
@@ -206,7 +240,15 @@ export class Worker {
     let tasks: Task[];
     try {
       ({ value: tasks } = await this.journal.group.submit({
-        statement: (store) => store.taskClaim({ queue: this.queue, limit, leaseMs: this.options.leaseMs, workerId: this.id, leaseToken, ...this.tags() }),
+        statement: (store) =>
+          store.taskClaim({
+            queue: this.queue,
+            limit,
+            leaseMs: this.options.leaseMs,
+            workerId: this.id,
+            leaseToken,
+            ...this.tags(),
+          }),
       }));
     } catch (error) {
       this.options.onError?.(error);
@@ -220,7 +262,9 @@ export class Worker {
     if (!this.backlog) this.shortClaimAt = sent;
     if (!this.backlog && this.wakes === wakes) this.look = false;
     const events = this.options.events;
-    if (events?.has('task:claim')) for (const t of tasks) events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
+    if (events?.has('task:claim'))
+      for (const t of tasks)
+        events.emit('task:claim', { queue: this.queue, taskId: t.id, attempt: t.attempts, workerId: this.id });
     const at = performance.now();
     for (const task of tasks) this.held.push({ task, at });
     this.startHeld();
@@ -229,7 +273,8 @@ export class Worker {
 
   /** Starts held tasks in the free slots, in claim order; a slot `reserve`d for a task being enqueued is not free. */
   private startHeld(): void {
-    while (this.held.length > 0 && this.running.size + this.reserved < this.options.concurrency) void this.execute(this.held.shift()!.task);
+    while (this.held.length > 0 && this.running.size + this.reserved < this.options.concurrency)
+      void this.execute(this.held.shift()!.task);
   }
 
   /** Gives back held tasks nobody started in time: when handlers turned slow, another worker may be free. */
@@ -248,7 +293,8 @@ export class Worker {
   }
 
   private async release(held: Array<{ task: Task }>): Promise<void> {
-    if (held.length > 0) await this.store.taskRelease({ leases: held.map(({ task }) => ({ id: task.id, leaseToken: task.leaseToken! })) });
+    if (held.length > 0)
+      await this.store.taskRelease({ leases: held.map(({ task }) => ({ id: task.id, leaseToken: task.leaseToken! })) });
   }
 
   private tags(): { tags?: string[] } {
@@ -296,7 +342,13 @@ export class Worker {
     // a retry soon (an outage's is due at once), or a slot kept till now: look again now rather than at the next poll
     if (outcome === 'failed' || cut) this.lookAgain();
     const events = this.options.events;
-    if (outcome === 'completed') events?.emit('task:complete', { queue: this.queue, taskId: task.id, attempt: task.attempts, durationMs: performance.now() - started });
+    if (outcome === 'completed')
+      events?.emit('task:complete', {
+        queue: this.queue,
+        taskId: task.id,
+        attempt: task.attempts,
+        durationMs: performance.now() - started,
+      });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
   }
@@ -312,12 +364,25 @@ export class Worker {
     const started = Date.now();
     for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
       try {
-        if ('error' in attempt) return (await failAttempt(this.store, this.journal, task, this.id, failureOfError(task, attempt.error, describeError(attempt.error), this.options.backoff), this.options.events)).outcome;
-        return (await completeAttempt(this.journal, { id: task.id, leaseToken: task.leaseToken! }, attempt.result)) ? 'completed' : 'lost';
+        if ('error' in attempt)
+          return (
+            await failAttempt(
+              this.store,
+              this.journal,
+              task,
+              this.id,
+              failureOfError(task, attempt.error, describeError(attempt.error), this.options.backoff),
+              this.options.events,
+            )
+          ).outcome;
+        return (await completeAttempt(this.journal, { id: task.id, leaseToken: task.leaseToken! }, attempt.result))
+          ? 'completed'
+          : 'lost';
       } catch (error) {
         this.options.onError?.(error);
         // stopping: not for a whole lease; once this process is gone, liveness ends its leases in seconds
-        if (!storeUnavailable(error) || !this.active || Date.now() - started + pause > this.options.leaseMs) return 'lost';
+        if (!storeUnavailable(error) || !this.active || Date.now() - started + pause > this.options.leaseMs)
+          return 'lost';
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
@@ -325,13 +390,23 @@ export class Worker {
 
   /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
   private async heartbeat(): Promise<void> {
-    const tasks = [...this.held.map(({ task }) => task), ...[...this.running.values()].map(({ task }) => task), ...this.settling.values()];
+    const tasks = [
+      ...this.held.map(({ task }) => task),
+      ...[...this.running.values()].map(({ task }) => task),
+      ...this.settling.values(),
+    ];
     if (tasks.length === 0) return;
-    const renewed = new Set(await this.store.taskHeartbeat({ leases: tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken! })), leaseMs: this.options.leaseMs }));
+    const renewed = new Set(
+      await this.store.taskHeartbeat({
+        leases: tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken! })),
+        leaseMs: this.options.leaseMs,
+      }),
+    );
     // only what was asked about: a task claimed meanwhile was not
     const asked = new Set(tasks.map((task) => task.id));
     const lost = (id: string) => asked.has(id) && !renewed.has(id);
-    for (const { task, abort } of this.running.values()) if (lost(task.id)) abort.abort(new LeaseLostError(`task ${task.id}: lease lost`));
+    for (const { task, abort } of this.running.values())
+      if (lost(task.id)) abort.abort(new LeaseLostError(`task ${task.id}: lease lost`));
     for (let i = this.held.length - 1; i >= 0; i--) if (lost(this.held[i]!.task.id)) this.held.splice(i, 1);
   }
 }

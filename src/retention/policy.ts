@@ -20,8 +20,10 @@ export function parseRetention(text: string | undefined, known: readonly string[
     .map((p) => p.trim())
     .filter(Boolean)) {
     const [kind, age, extra] = part.split(':').map((p) => p.trim());
-    if (!kind || !age || extra !== undefined) throw new ValidationError('RUNLEDGER_RETENTION', `'${part}' is not kind:age (e.g. runs:30d)`);
-    if (!known.includes(kind)) throw new ValidationError('RUNLEDGER_RETENTION', `'${kind}' is not a kind (one of ${known.join(', ')})`);
+    if (!kind || !age || extra !== undefined)
+      throw new ValidationError('RUNLEDGER_RETENTION', `'${part}' is not kind:age (e.g. runs:30d)`);
+    if (!known.includes(kind))
+      throw new ValidationError('RUNLEDGER_RETENTION', `'${kind}' is not a kind (one of ${known.join(', ')})`);
     if (kind in policy) throw new ValidationError('RUNLEDGER_RETENTION', `names '${kind}' twice`);
     policy[kind] = toMs(age, `RUNLEDGER_RETENTION.${kind}`);
   }

@@ -47,15 +47,28 @@ describe.each(backends)('retention on $name', (backend) => {
     for (const id of ['q1', 'q2', 'q3']) await (await engine.start(quick, {}, { id })).result();
     await engine.start(waiter, {}, { id: 'w1' });
     await engine.start(parent, {}, { id: 'p1' });
-    const wf = await service.definitions.create({ name: 'wf', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] });
+    const wf = await service.definitions.create({
+      name: 'wf',
+      steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id, {});
     const status = async (id: string) => (await engine.run(id).catch(() => undefined))?.status;
-    await eventually(async () => (await status(execution_id)) === 'success' && (await status('kid-1')) === 'success' && (await status('p1')) === 'waiting');
+    await eventually(
+      async () =>
+        (await status(execution_id)) === 'success' &&
+        (await status('kid-1')) === 'success' &&
+        (await status('p1')) === 'waiting',
+    );
     await eventually(async () => (await status('w1')) === 'waiting');
     // a run's last pass commits its task after the run ended; until then retention leaves the run alone
-    const settled = () => eventually(async () => (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0));
+    const settled = () =>
+      eventually(async () =>
+        (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0),
+      );
     await settled();
-    const passTasks = (await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 })).filter((t) => t.orderingKey === 'q1');
+    const passTasks = (await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 })).filter(
+      (t) => t.orderingKey === 'q1',
+    );
     expect(passTasks.length).toBeGreaterThan(0);
     const eventsBefore = (await engine.store.status()).events;
 
@@ -80,7 +93,10 @@ describe.each(backends)('retention on $name', (backend) => {
     expect((await engine.run('p1')).status).toBe('waiting');
     expect((await engine.run('kid-1')).status).toBe('success');
     const [record] = await engine.journal.readStream('retention');
-    expect(record).toMatchObject({ type: 'retention.pruned', data: { kind: 'runs', runs: 4, tasks: pruned!.tasks, events: pruned!.events } });
+    expect(record).toMatchObject({
+      type: 'retention.pruned',
+      data: { kind: 'runs', runs: 4, tasks: pruned!.tasks, events: pruned!.events },
+    });
     expect(pruned!.events).toBeGreaterThan(4 * 3);
 
     // once the parent ends, the child goes with it; the waiting run still stays
@@ -123,10 +139,16 @@ describe.each(backends)('retention on $name', (backend) => {
     const done = await engine.queue.enqueue('mail', {});
     const dead = await engine.queue.enqueue('mail', { fail: true }, { maxAttempts: 1 });
     const later = await engine.queue.enqueue('mail', {}, { runAt: Date.now() + 3_600_000 });
-    await eventually(async () => (await engine.queue.get(done.task.id)).state === 'completed' && (await engine.queue.get(dead.task.id)).state === 'dead');
+    await eventually(
+      async () =>
+        (await engine.queue.get(done.task.id)).state === 'completed' &&
+        (await engine.queue.get(dead.task.id)).state === 'dead',
+    );
     expect(await engine.retention.prune({ tasks: 3_600_000 })).toEqual([expect.objectContaining({ tasks: 0 })]);
     // "older than 0 ms" is strictly older: not while the clock still reads the millisecond they finished in
-    const finished = Math.max(...(await Promise.all([done, dead].map(async (t) => (await engine.queue.get(t.task.id)).updatedAt))));
+    const finished = Math.max(
+      ...(await Promise.all([done, dead].map(async (t) => (await engine.queue.get(t.task.id)).updatedAt))),
+    );
     await eventually(() => Date.now() > finished);
     const [pruned] = await engine.retention.prune({ tasks: 0 }, { pauseMs: 0 });
     expect(pruned!.tasks).toBe(2);
@@ -138,7 +160,11 @@ describe.each(backends)('retention on $name', (backend) => {
   it('keeps the database bounded under a steady load of 100,000 events, and subscribers read on across the gaps', async () => {
     const engine = await open();
     const seen: number[] = [];
-    const subscriber = await engine.subscribe('audit', { streamPrefix: 'audit:', batchSize: 500 }, async (event) => void seen.push(event.data as number));
+    const subscriber = await engine.subscribe(
+      'audit',
+      { streamPrefix: 'audit:', batchSize: 500 },
+      async (event) => void seen.push(event.data as number),
+    );
     const runsPerRound = 200;
     const eventsPerRun = 50;
     const sizes: number[] = [];
@@ -148,8 +174,21 @@ describe.each(backends)('retention on $name', (backend) => {
         const appends: StreamAppend[] = [];
         for (let i = 0; i < 20; i++) {
           const id = `load-${round}-${at + i}`;
-          const values = Array.from({ length: eventsPerRun - 2 }, (_, seq) => ({ type: 'value.recorded', data: { seq: seq + 1, name: 'random', value: seq } }));
-          appends.push({ streamId: `run:${id}`, events: [{ type: 'run.started', data: { workflow: 'quick', input: null, orderingKey: null, deadline: null, parent: null } }, ...values, { type: 'run.completed', data: { output: null } }] });
+          const values = Array.from({ length: eventsPerRun - 2 }, (_, seq) => ({
+            type: 'value.recorded',
+            data: { seq: seq + 1, name: 'random', value: seq },
+          }));
+          appends.push({
+            streamId: `run:${id}`,
+            events: [
+              {
+                type: 'run.started',
+                data: { workflow: 'quick', input: null, orderingKey: null, deadline: null, parent: null },
+              },
+              ...values,
+              { type: 'run.completed', data: { output: null } },
+            ],
+          });
         }
         appends.push({ streamId: `audit:${round}`, events: [{ type: 'audit', data: n++ }] });
         await engine.journal.appendMany(appends);

@@ -102,7 +102,10 @@ export class Retention {
   }
 
   /** One sweep of every kind the policy names; returns what each deleted. */
-  async prune(policy: RetentionPolicy, options: { dryRun?: boolean; batchSize?: number; pauseMs?: number; signal?: AbortSignal } = {}): Promise<Pruned[]> {
+  async prune(
+    policy: RetentionPolicy,
+    options: { dryRun?: boolean; batchSize?: number; pauseMs?: number; signal?: AbortSignal } = {},
+  ): Promise<Pruned[]> {
     const { store, journal, events } = this.engine;
     const now = await store.now();
     const dryRun = options.dryRun ?? false;
@@ -110,14 +113,32 @@ export class Retention {
     for (const [name, age] of Object.entries(policy)) {
       const kind = this.kinds.get(name);
       if (!kind) throw new Error(`retention: no kind '${name}' (kinds: ${this.kindNames.join(', ')})`);
-      const sweep = (s: Store) => kind.sweep(s, { journal: this.engine.journal, before: now - age, now, batchSize: options.batchSize ?? 200, pauseMs: options.pauseMs ?? 20, dryRun, ...(options.signal ? { signal: options.signal } : {}) });
+      const sweep = (s: Store) =>
+        kind.sweep(s, {
+          journal: this.engine.journal,
+          before: now - age,
+          now,
+          batchSize: options.batchSize ?? 200,
+          pauseMs: options.pauseMs ?? 20,
+          dryRun,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
       // a dry run deletes in one transaction that is then rolled back, so each batch sees the ones before it gone
       const pruned = dryRun ? await rollback(store, sweep) : await sweep(store);
       out.push(pruned);
-      if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) await store.storageVacuum({ after: 'sweep' });
-      events.emit('retention:pruned', { kind: name, runs: pruned.runs, events: pruned.events, tasks: pruned.tasks, dryRun });
+      if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0)
+        await store.storageVacuum({ after: 'sweep' });
+      events.emit('retention:pruned', {
+        kind: name,
+        runs: pruned.runs,
+        events: pruned.events,
+        tasks: pruned.tasks,
+        dryRun,
+      });
       if (!dryRun && pruned.runs + pruned.events + pruned.tasks + pruned.other > 0) {
-        await journal.append('retention', [{ type: 'retention.pruned', data: { ...pruned, olderThanMs: age, before: now - age } }]);
+        await journal.append('retention', [
+          { type: 'retention.pruned', data: { ...pruned, olderThanMs: age, before: now - age } },
+        ]);
       }
     }
     return out;
@@ -172,7 +193,10 @@ async function rollback<T>(store: Store, fn: (tx: Store) => Promise<T>): Promise
   return result;
 }
 
-const pause = (options: SweepOptions) => (options.dryRun || options.pauseMs <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, options.pauseMs)));
+const pause = (options: SweepOptions) =>
+  options.dryRun || options.pauseMs <= 0
+    ? Promise.resolve()
+    : new Promise((resolve) => setTimeout(resolve, options.pauseMs));
 
 /**
  * Finished runs, found by their terminal event in position order (an index serves it). Positions
@@ -202,7 +226,13 @@ function runsKind(hooks: RunPruneHook[], ages: RunAges[]): RetentionKind {
       for (const source of ages) {
         const ids = await source.expired(store, options.now);
         for (let i = 0; i < ids.length && !options.signal?.aborted; i += options.batchSize) {
-          add(await store.transaction((tx) => deleteRuns(tx, options.journal, ids.slice(i, i + options.batchSize), hooks, (t, run) => keep(t, run, options, true))));
+          add(
+            await store.transaction((tx) =>
+              deleteRuns(tx, options.journal, ids.slice(i, i + options.batchSize), hooks, (t, run) =>
+                keep(t, run, options, true),
+              ),
+            ),
+          );
           if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
           await pause(options);
         }
@@ -210,11 +240,20 @@ function runsKind(hooks: RunPruneHook[], ages: RunAges[]): RetentionKind {
       let from = 1;
       for (;;) {
         if (options.signal?.aborted) break;
-        const ends = await options.journal.readAll({ types: TERMINAL_EVENTS, fromPosition: from, limit: options.batchSize, tx: store });
+        const ends = await options.journal.readAll({
+          types: TERMINAL_EVENTS,
+          fromPosition: from,
+          limit: options.batchSize,
+          tx: store,
+        });
         const old = ends.filter((e) => e.timestamp < options.before && e.streamId.startsWith('run:'));
         if (old.length > 0) {
           const ids = old.map((e) => e.streamId.slice('run:'.length));
-          add(await store.transaction((tx) => deleteRuns(tx, options.journal, ids, hooks, (t, run) => keep(t, run, options, false))));
+          add(
+            await store.transaction((tx) =>
+              deleteRuns(tx, options.journal, ids, hooks, (t, run) => keep(t, run, options, false)),
+            ),
+          );
           if (!options.dryRun) await store.storageVacuum({ after: 'batch' });
         }
         if (ends.length < options.batchSize || ends.some((e) => e.timestamp >= options.before)) break;
@@ -226,7 +265,13 @@ function runsKind(hooks: RunPruneHook[], ages: RunAges[]): RetentionKind {
   };
 }
 
-async function deleteRuns(tx: Store, journal: Journal, ids: string[], hooks: RunPruneHook[], keep: (tx: Store, run: RunView) => Promise<boolean>): Promise<Omit<Pruned, 'kind'>> {
+async function deleteRuns(
+  tx: Store,
+  journal: Journal,
+  ids: string[],
+  hooks: RunPruneHook[],
+  keep: (tx: Store, run: RunView) => Promise<boolean>,
+): Promise<Omit<Pruned, 'kind'>> {
   const candidates: RunView[] = [];
   for (const id of ids) {
     const view = (await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
@@ -246,11 +291,19 @@ async function deleteRuns(tx: Store, journal: Journal, ids: string[], hooks: Run
   if (runs.length === 0) return { runs: 0, events: 0, tasks: 0, other: 0 };
   const tasks: string[] = [];
   for (;;) {
-    const page = await tx.taskDelete({ states: ['completed', 'dead'], updatedBefore: Number.MAX_SAFE_INTEGER, limit: 1000, queue: RUN_QUEUE, orderingKeys: runs.map((v) => v.id) });
+    const page = await tx.taskDelete({
+      states: ['completed', 'dead'],
+      updatedBefore: Number.MAX_SAFE_INTEGER,
+      limit: 1000,
+      queue: RUN_QUEUE,
+      orderingKeys: runs.map((v) => v.id),
+    });
     tasks.push(...page);
     if (page.length < 1000) break;
   }
-  let { events } = await tx.streamDelete({ streamIds: [...runs.map((v) => runStream(v.id)), ...tasks.map(taskStream)] });
+  let { events } = await tx.streamDelete({
+    streamIds: [...runs.map((v) => runStream(v.id)), ...tasks.map(taskStream)],
+  });
   let other = 0;
   for (const run of runs) {
     await tx.projectionDelete({ name: RUN_VIEW, key: run.id });
@@ -278,7 +331,12 @@ function tasksKind(): RetentionKind {
         for (;;) {
           if (options.signal?.aborted) return total;
           const batch = await store.transaction(async (tx) => {
-            const ids = await tx.taskDelete({ ...selection, states: [...selection.states], updatedBefore: options.before, limit: options.batchSize });
+            const ids = await tx.taskDelete({
+              ...selection,
+              states: [...selection.states],
+              updatedBefore: options.before,
+              limit: options.batchSize,
+            });
             const { events } = await tx.streamDelete({ streamIds: ids.map(taskStream) });
             return { tasks: ids.length, events };
           });

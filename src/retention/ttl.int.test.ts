@@ -35,10 +35,16 @@ describe.each(backends)("a workflow's ttl on $name", (backend) => {
     const fresh = await run(short.id);
     const kept = await run(long.id);
     const other = await run(plain.id);
-    await eventually(async () => (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0));
+    await eventually(async () =>
+      (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0),
+    );
     // `old` ended two hours ago: the database clock cannot be moved, so its view's times are
     const view = (await engine.store.projectionGet({ name: RUN_VIEW, key: old })) as RunView;
-    await engine.store.projectionPut({ name: RUN_VIEW, key: old, value: { ...view, createdAt: view.createdAt - 2 * HOUR, updatedAt: view.updatedAt - 2 * HOUR } });
+    await engine.store.projectionPut({
+      name: RUN_VIEW,
+      key: old,
+      value: { ...view, createdAt: view.createdAt - 2 * HOUR, updatedAt: view.updatedAt - 2 * HOUR },
+    });
 
     const dry = await engine.retention.prune({ runs: 30 * 24 * HOUR }, { dryRun: true, pauseMs: 0 });
     expect(dry).toEqual([expect.objectContaining({ kind: 'runs', runs: 1 })]);
@@ -66,10 +72,16 @@ describe.each(backends)("a workflow's ttl on $name", (backend) => {
     const made = await testEngine(backend);
     close = made.close;
     const service = storedWorkflows(made.engine, { secretKey: randomBytes(32) });
-    await expect(service.definitions.create({ name: 'bad', ttl: '30m', steps })).rejects.toMatchObject({ problems: [{ path: 'ttl' }] });
-    await expect(service.definitions.create({ name: 'bad', ttl: '11y', steps })).rejects.toMatchObject({ problems: [{ path: 'ttl', message: 'must be from 1h to 10y' }] });
+    await expect(service.definitions.create({ name: 'bad', ttl: '30m', steps })).rejects.toMatchObject({
+      problems: [{ path: 'ttl' }],
+    });
+    await expect(service.definitions.create({ name: 'bad', ttl: '11y', steps })).rejects.toMatchObject({
+      problems: [{ path: 'ttl', message: 'must be from 1h to 10y' }],
+    });
     const wf = await service.definitions.create({ name: 'good', ttl: '30d', steps });
     expect((await service.definitions.get(wf.id)).ttl).toBe('30d');
-    await expect(service.definitions.update(wf.id, { name: 'good', ttl: '0h', steps })).rejects.toMatchObject({ problems: [{ path: 'ttl' }] });
+    await expect(service.definitions.update(wf.id, { name: 'good', ttl: '0h', steps })).rejects.toMatchObject({
+      problems: [{ path: 'ttl' }],
+    });
   });
 });

@@ -87,7 +87,11 @@ describe.each(backends)('values of any size on $name', (backend) => {
       const run = await engine.start(flow, {}, { id: 'fifty-1' });
       expect(await run.result({ pollMs: 100 })).toBe(digest);
       const ran = Date.now() - started;
-      const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
+      const app = createApp({
+        engine,
+        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
+        uiDir: null,
+      });
       const res = await app.fetch(new Request('http://local/runs/fifty-1'));
       // read as a stream, hashing the output's bytes as they come, without keeping the body
       const hash = createHash('sha256');
@@ -103,7 +107,9 @@ describe.each(backends)('values of any size on $name', (backend) => {
       expect(isBlobRef((step.data as { output: unknown }).output)).toBe(true);
       peak = Math.max(peak, process.resourceUsage().maxRSS * 1024);
       const mb = (n: number) => Math.round(n / 1e6);
-      console.log(`[${backend.name}] 50 MB step output: run ${ran} ms; rss ${mb(base)} MB with the output made, peak ${mb(peak)} MB (+${mb(peak - base)} MB; high-water before ${mb(highBefore)} MB); API body ${bytes} bytes streamed`);
+      console.log(
+        `[${backend.name}] 50 MB step output: run ${ran} ms; rss ${mb(base)} MB with the output made, peak ${mb(peak)} MB (+${mb(peak - base)} MB; high-water before ${mb(highBefore)} MB); API body ${bytes} bytes streamed`,
+      );
     } finally {
       clearInterval(sampler);
     }

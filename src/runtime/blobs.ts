@@ -27,7 +27,12 @@ export interface BlobLimits {
 const VALUE_FIELDS = ['input', 'output', 'payload'] as const;
 
 export function isBlobRef(value: unknown): value is BlobRef {
-  return typeof value === 'object' && value !== null && typeof (value as BlobRef).$blob === 'string' && Array.isArray((value as BlobRef).chunks);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as BlobRef).$blob === 'string' &&
+    Array.isArray((value as BlobRef).chunks)
+  );
 }
 
 export class Blobs {
@@ -54,7 +59,11 @@ export class Blobs {
     }
     // one chunk at a time: the driver copies each parameter, and 50 copies of 1 MiB are not 50 MB at once
     for (const chunk of chunks) await tx.blobPut({ owner, chunks: [chunk] });
-    const ref: BlobRef = { $blob: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, size: bytes.length, chunks: chunks.map((c) => c.hash) };
+    const ref: BlobRef = {
+      $blob: `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+      size: bytes.length,
+      chunks: chunks.map((c) => c.hash),
+    };
     return ref;
   }
 
@@ -131,7 +140,15 @@ export function blobBytes(events: StoredEvent[]): number {
 }
 
 /** A run's view with its input, output and step values whole. */
-export async function resolveView<V extends { input: unknown; output: unknown; steps: Array<{ input: unknown; output: unknown }> }>(blobs: Blobs, view: V): Promise<V> {
-  const steps = await Promise.all(view.steps.map(async (s) => (isBlobRef(s.input) || isBlobRef(s.output) ? { ...s, input: await blobs.resolve(s.input), output: await blobs.resolve(s.output) } : s)));
+export async function resolveView<
+  V extends { input: unknown; output: unknown; steps: Array<{ input: unknown; output: unknown }> },
+>(blobs: Blobs, view: V): Promise<V> {
+  const steps = await Promise.all(
+    view.steps.map(async (s) =>
+      isBlobRef(s.input) || isBlobRef(s.output)
+        ? { ...s, input: await blobs.resolve(s.input), output: await blobs.resolve(s.output) }
+        : s,
+    ),
+  );
   return { ...view, input: await blobs.resolve(view.input), output: await blobs.resolve(view.output), steps };
 }

@@ -15,7 +15,12 @@ export const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_00
  */
 export function retryDelay(error: unknown, attempt: number, policy: RetryPolicy | undefined): number | null {
   if (error instanceof TerminalError || attempt >= (policy?.maxAttempts ?? DEFAULT_RETRY.maxAttempts)) return null;
-  const backoff = { baseMs: toMs(policy?.backoff?.base ?? DEFAULT_RETRY.base), factor: policy?.backoff?.factor ?? DEFAULT_RETRY.factor, maxMs: toMs(policy?.backoff?.max ?? DEFAULT_RETRY.max), jitter: 0.2 };
+  const backoff = {
+    baseMs: toMs(policy?.backoff?.base ?? DEFAULT_RETRY.base),
+    factor: policy?.backoff?.factor ?? DEFAULT_RETRY.factor,
+    maxMs: toMs(policy?.backoff?.max ?? DEFAULT_RETRY.max),
+    jitter: 0.2,
+  };
   return Math.max(backoffDelay(attempt, backoff), error instanceof RetryAfterError ? error.retryAfterMs : 0);
 }
 
@@ -41,7 +46,12 @@ export function failureData(error: unknown): FailureData {
 /** The error a call failed with for good, as workflow code saw it the first time (its name, message and status). */
 export function rebuild(failure: FailureData): Error {
   const message = failure.error.replace(/^[^:]*: /, '');
-  const error = failure.errorName === 'TerminalError' ? new TerminalError(message) : failure.errorName === 'StepTimedOutError' ? new StepTimedOutError(message) : new Error(message);
+  const error =
+    failure.errorName === 'TerminalError'
+      ? new TerminalError(message)
+      : failure.errorName === 'StepTimedOutError'
+        ? new StepTimedOutError(message)
+        : new Error(message);
   error.name = failure.errorName;
   if (failure.status !== undefined) Object.assign(error, { status: failure.status });
   return error;
@@ -62,7 +72,12 @@ export function checkOutput(name: string, output: unknown, maxBytes: number): vo
  * most steps never look, and an AbortController with its listener was 3% of a 10-step run's time
  * on SQLite (measured); the try ends on those causes whether or not it looked.
  */
-export async function runAttempt<T>(stop: AbortSignal, fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: Duration): Promise<T> {
+export async function runAttempt<T>(
+  stop: AbortSignal,
+  fn: (ctx: StepContext) => Promise<T>,
+  ctx: { idempotencyKey: string; attempt: number; traceparent?: string },
+  timeout?: Duration,
+): Promise<T> {
   const signal = new LazyAbort();
   let fail!: (reason: unknown) => void;
   const aborted = new Promise<never>((_, reject) => (fail = reject));
@@ -74,7 +89,10 @@ export async function runAttempt<T>(stop: AbortSignal, fn: (ctx: StepContext) =>
   stop.addEventListener('abort', onStop);
   // a pass stopped while this step's start was being written: no 'abort' event comes any more
   if (stop.aborted) onStop();
-  const timer = timeout === undefined ? null : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
+  const timer =
+    timeout === undefined
+      ? null
+      : setTimeout(() => abort(new TimeoutError(`step timed out after ${toMs(timeout)} ms`)), toMs(timeout));
   try {
     return await Promise.race([
       fn({

@@ -5,7 +5,10 @@ import { workflow } from './workflow.js';
 
 // a step that runs until its pass stops: only a cancellation the pass notices ends it
 const patient = workflow('patient', async (ctx) => {
-  await ctx.step('wait', () => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped'))));
+  await ctx.step(
+    'wait',
+    () => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped'))),
+  );
   return 'done';
 });
 

@@ -59,7 +59,10 @@ describe.each(backends)('timers of a process whose clock is off, on $name', (bac
       const wf = timers(times);
       ({ engine, close } = await testEngine(backend, { workflows: [wf], pollMs: 100 }));
       const run = await engine.start(wf, {}, { id: 'skewed', timeout: '60s' });
-      const outcome = await Promise.race([run.result(), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 15_000))]);
+      const outcome = await Promise.race([
+        run.result(),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 15_000)),
+      ]);
       expect(outcome).toBe('woke');
       expect(times.flaky2! - times.flaky1!).toBeGreaterThanOrEqual(RETRY_MS * 0.8);
       expect(times.after! - times.flaky2!).toBeGreaterThanOrEqual(SLEEP_MS);

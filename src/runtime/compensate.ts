@@ -29,7 +29,10 @@ export interface CompensationHost {
  * up to DEFAULT_RETRY.maxAttempts tries each, with a short backoff, journaled as
  * `compensation.started` / `.completed` / `.failed`. A lost lease stops it (the next owner goes on).
  */
-export async function runCompensations(host: CompensationHost, compensations: readonly Compensation[]): Promise<{ ran: number; failed: number }> {
+export async function runCompensations(
+  host: CompensationHost,
+  compensations: readonly Compensation[],
+): Promise<{ ran: number; failed: number }> {
   let ran = 0;
   let failed = 0;
   for (const c of [...compensations].reverse()) {
@@ -42,16 +45,28 @@ export async function runCompensations(host: CompensationHost, compensations: re
         const result = await c.undo(c.output, { idempotencyKey: key, attempt, signal: host.signal });
         // an undo that decided there was nothing to undo says why ({ skipped: reason }): the journal keeps the reason
         const skipped = (result as { skipped?: unknown } | null)?.skipped;
-        await host.write([{ type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, attempt, ...(typeof skipped === 'string' ? { skipped } : {}) } }]);
+        await host.write([
+          {
+            type: RUN_EVENT.compensationCompleted,
+            data: { seq: c.seq, name: c.name, attempt, ...(typeof skipped === 'string' ? { skipped } : {}) },
+          },
+        ]);
         break;
       } catch (error) {
         if (error instanceof LeaseLostError) throw error;
         if (attempt >= DEFAULT_RETRY.maxAttempts) {
           failed += 1;
-          await host.write([{ type: RUN_EVENT.compensationFailed, data: { seq: c.seq, name: c.name, attempt, error: describeError(error) } }]);
+          await host.write([
+            {
+              type: RUN_EVENT.compensationFailed,
+              data: { seq: c.seq, name: c.name, attempt, error: describeError(error) },
+            },
+          ]);
           break;
         }
-        await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })));
+        await new Promise((resolve) =>
+          setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 })),
+        );
       }
     }
   }

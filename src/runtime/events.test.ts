@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { keyEventTable, orderingEventTable, RUN_EVENT, RUN_EVENT_TYPES, runEventTable, TERMINAL_RUN_EVENTS } from './events.js';
+import {
+  keyEventTable,
+  orderingEventTable,
+  RUN_EVENT,
+  RUN_EVENT_TYPES,
+  runEventTable,
+  TERMINAL_RUN_EVENTS,
+} from './events.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -15,7 +22,11 @@ function sources(dir: string): string[] {
 
 describe('run events', () => {
   it('names each type once, with a unique type per name', () => {
-    const types = [...Object.values(runEventTable), ...Object.values(orderingEventTable), ...Object.values(keyEventTable)].map((e) => e.type);
+    const types = [
+      ...Object.values(runEventTable),
+      ...Object.values(orderingEventTable),
+      ...Object.values(keyEventTable),
+    ].map((e) => e.type);
     expect(new Set(types).size).toBe(types.length);
     expect(RUN_EVENT.runCompleted).toBe('run.completed');
     expect(RUN_EVENT_TYPES).toContain('poll.timed_out');
@@ -24,7 +35,11 @@ describe('run events', () => {
   });
 
   it('is the only source file that spells a run event type as a string', () => {
-    const types = [...Object.values(runEventTable), ...Object.values(orderingEventTable), ...Object.values(keyEventTable)].map((e) => e.type);
+    const types = [
+      ...Object.values(runEventTable),
+      ...Object.values(orderingEventTable),
+      ...Object.values(keyEventTable),
+    ].map((e) => e.type);
     const quoted = new RegExp(`['"\`](${types.map((t) => t.replace('.', '\\.')).join('|')})['"\`]`);
     const offenders = [...sources('src'), ...sources('chaos')]
       .filter((file) => !file.endsWith(join('runtime', 'events.ts')))

@@ -5,15 +5,40 @@
  * `'run.started'`); a test checks that no other source file spells one as a string.
  */
 export const runEventTable = {
-  runStarted: { type: 'run.started', kind: 'run', terminal: false, view: 'creates the view: running, its workflow, version and input' },
-  runCancelRequested: { type: 'run.cancel_requested', kind: 'run', terminal: false, view: 'none: the next pass cancels the run' },
-  runCompleted: { type: 'run.completed', kind: 'run', terminal: true, view: 'success (partial_success when partial), its output' },
+  runStarted: {
+    type: 'run.started',
+    kind: 'run',
+    terminal: false,
+    view: 'creates the view: running, its workflow, version and input',
+  },
+  runCancelRequested: {
+    type: 'run.cancel_requested',
+    kind: 'run',
+    terminal: false,
+    view: 'none: the next pass cancels the run',
+  },
+  runCompleted: {
+    type: 'run.completed',
+    kind: 'run',
+    terminal: true,
+    view: 'success (partial_success when partial), its output',
+  },
   runFailed: { type: 'run.failed', kind: 'run', terminal: true, view: 'failed, its error and compensations' },
   runCancelled: { type: 'run.cancelled', kind: 'run', terminal: true, view: 'cancelled, its compensations' },
-  runContinued: { type: 'run.continued', kind: 'run', terminal: false, view: 'a new generation: running, its input, no steps' },
+  runContinued: {
+    type: 'run.continued',
+    kind: 'run',
+    terminal: false,
+    view: 'a new generation: running, its input, no steps',
+  },
   stepStarted: { type: 'step.started', kind: 'step', terminal: false, view: 'the step running, its attempt' },
   stepCompleted: { type: 'step.completed', kind: 'step', terminal: false, view: 'the step success, its output' },
-  stepFailed: { type: 'step.failed', kind: 'step', terminal: false, view: 'the step retrying, or failed when no retry is due' },
+  stepFailed: {
+    type: 'step.failed',
+    kind: 'step',
+    terminal: false,
+    view: 'the step retrying, or failed when no retry is due',
+  },
   sleepStarted: { type: 'sleep.started', kind: 'sleep', terminal: false, view: 'sleeping' },
   sleepCompleted: { type: 'sleep.completed', kind: 'sleep', terminal: false, view: 'running' },
   waitStarted: { type: 'wait.started', kind: 'wait', terminal: false, view: 'waiting' },
@@ -25,14 +50,24 @@ export const runEventTable = {
   childFailed: { type: 'child.failed', kind: 'child', terminal: false, view: 'none' },
   valueRecorded: { type: 'value.recorded', kind: 'value', terminal: false, view: 'none' },
   nodeStarted: { type: 'node.started', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
-  nodeCompleted: { type: 'node.completed', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
+  nodeCompleted: {
+    type: 'node.completed',
+    kind: 'node',
+    terminal: false,
+    view: 'none (the agent ledger projects nodes)',
+  },
   nodeFailed: { type: 'node.failed', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
   compensationStarted: { type: 'compensation.started', kind: 'compensation', terminal: false, view: 'none' },
   compensationCompleted: { type: 'compensation.completed', kind: 'compensation', terminal: false, view: 'none' },
   compensationFailed: { type: 'compensation.failed', kind: 'compensation', terminal: false, view: 'none' },
   patchRecorded: { type: 'patch.recorded', kind: 'patch', terminal: false, view: 'the patch decision' },
   pollStarted: { type: 'poll.started', kind: 'poll', terminal: false, view: 'the poll step running' },
-  pollAttempted: { type: 'poll.attempted', kind: 'poll', terminal: false, view: 'the poll step attempts, last answer or error' },
+  pollAttempted: {
+    type: 'poll.attempted',
+    kind: 'poll',
+    terminal: false,
+    view: 'the poll step attempts, last answer or error',
+  },
   pollCompleted: { type: 'poll.completed', kind: 'poll', terminal: false, view: 'the poll step success' },
   pollFailed: { type: 'poll.failed', kind: 'poll', terminal: false, view: 'the poll step failed' },
   pollTimedOut: { type: 'poll.timed_out', kind: 'poll', terminal: false, view: 'the poll step timed_out' },
@@ -55,7 +90,11 @@ export type RunEventName = keyof Table;
 export type RunEventType = Table[RunEventName]['type'];
 
 /** Each event's type by its name in the tables: `RUN_EVENT.runCompleted === 'run.completed'`. */
-export const RUN_EVENT = Object.freeze(Object.fromEntries(Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type]))) as { readonly [K in RunEventName]: Table[K]['type'] };
+export const RUN_EVENT = Object.freeze(
+  Object.fromEntries(
+    Object.entries({ ...runEventTable, ...orderingEventTable, ...keyEventTable }).map(([name, e]) => [name, e.type]),
+  ),
+) as { readonly [K in RunEventName]: Table[K]['type'] };
 
 /** Every event type a run's stream holds. */
 export const RUN_EVENT_TYPES: string[] = Object.values(runEventTable).map((e) => e.type);

@@ -18,7 +18,12 @@ export interface Generation {
 
 /** Where a pass of run `id` starts reading. */
 export async function generationOf(store: Store, id: string): Promise<Generation> {
-  return ((await store.projectionGet({ name: RUN_GENERATION, key: id })) as Generation | undefined) ?? { generation: 0, from: 1 };
+  return (
+    ((await store.projectionGet({ name: RUN_GENERATION, key: id })) as Generation | undefined) ?? {
+      generation: 0,
+      from: 1,
+    }
+  );
 }
 
 /**
@@ -33,8 +38,11 @@ export async function carryOver(tx: Store, journal: Journal, id: string, from: n
   while (start > 0 && events[start]!.type !== RUN_EVENT.runContinued) start -= 1;
   const next = events[start]!;
   const ended = new History(events.slice(0, start));
-  const carried: NewEvent[] = ended.signals.filter((s) => !ended.consumed.has(s.version)).map((s) => ({ type: RUN_EVENT.signalSent, data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
-  if (ended.cancelRequested) carried.push({ type: RUN_EVENT.runCancelRequested, data: { reason: 'cancelled before the run continued as new' } });
+  const carried: NewEvent[] = ended.signals
+    .filter((s) => !ended.consumed.has(s.version))
+    .map((s) => ({ type: RUN_EVENT.signalSent, data: { name: s.name, payload: s.payload, carriedFrom: s.version } }));
+  if (ended.cancelRequested)
+    carried.push({ type: RUN_EVENT.runCancelRequested, data: { reason: 'cancelled before the run continued as new' } });
   if (carried.length > 0) await journal.append(runStream(id), carried, { tx });
   const generation: Generation = { generation: (next.data as { generation: number }).generation, from: next.version };
   await tx.projectionPut({ name: RUN_GENERATION, key: id, value: generation });

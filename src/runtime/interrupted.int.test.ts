@@ -8,7 +8,10 @@ import { backends, type Backend } from '../testing/backends.js';
 import { workflow } from './workflow.js';
 
 /** What each driver throws when the database goes from under a statement: pg's for a connection that ended, better-sqlite3's for a lock another process holds. */
-const lostConnection = (backend: Backend['name']): Error => (backend === 'postgres' ? new Error('Connection terminated unexpectedly') : new Database.SqliteError('database is locked', 'SQLITE_BUSY'));
+const lostConnection = (backend: Backend['name']): Error =>
+  backend === 'postgres'
+    ? new Error('Connection terminated unexpectedly')
+    : new Database.SqliteError('database is locked', 'SQLITE_BUSY');
 
 /**
  * The store, every call of which fails as its driver does while `down` is set: the database gone for a moment. Its
@@ -22,7 +25,8 @@ function blipStore(store: Store, fault: () => Error): Store & { down: boolean } 
       if (key === 'down') return state.down;
       const value = Reflect.get(target, key);
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => (state.down && !spared.has(key) ? Promise.reject(fault()) : value.apply(target, args));
+      return (...args: unknown[]) =>
+        state.down && !spared.has(key) ? Promise.reject(fault()) : value.apply(target, args);
     },
     set(target, key, value, receiver) {
       if (key !== 'down') return Reflect.set(target, key, value, receiver);
@@ -59,7 +63,9 @@ describe.each(backends)('a run the database interrupted on $name', (backend) => 
         return 'done';
       }),
     );
-    const backlog = workflow('backlog', async (ctx, n: number) => ctx.step('work', async () => (passes.push(`backlog-${n}`), n)));
+    const backlog = workflow('backlog', async (ctx, n: number) =>
+      ctx.step('work', async () => (passes.push(`backlog-${n}`), n)),
+    );
     // one pass at a time, and no poll: only the interrupted pass's failure makes the worker claim again
     const engine = new Engine(resolveConfig({ database, runConcurrency: 1, pollMs: 60_000 }), store, [interrupted]);
     // another process, with no run worker, starts the newer runs

@@ -33,10 +33,17 @@ describe.each(backends)('keyed starts on $name', (backend) => {
       // each losing begin rolled back with its transaction: one run, one key event
       expect(await engine.journal.readStream(keyStream('test', 'k-1'))).toHaveLength(1);
       expect(begun).toBeGreaterThanOrEqual(1);
-      const view = await eventually(async () => ((await engine.run(runId!)).status === 'success' ? engine.run(runId!) : undefined));
+      const view = await eventually(async () =>
+        (await engine.run(runId!)).status === 'success' ? engine.run(runId!) : undefined,
+      );
       expect([1, 2, 3, 4, 5, 6]).toContain(view.output);
       // another scope, the same key: another run
-      const elsewhere = await engine.runtime.startKeyed({ scope: 'other', key: 'k-1', name: async () => ({ runId: newId('run') }), begin: async (tx, id) => void (await engine.runtime.start(echo, { n: 0 }, { id, tx })) });
+      const elsewhere = await engine.runtime.startKeyed({
+        scope: 'other',
+        key: 'k-1',
+        name: async () => ({ runId: newId('run') }),
+        begin: async (tx, id) => void (await engine.runtime.start(echo, { n: 0 }, { id, tx })),
+      });
       expect(elsewhere.runId).not.toBe(runId);
     } finally {
       await close();
@@ -48,7 +55,13 @@ describe.each(backends)('keyed starts on $name', (backend) => {
     try {
       const attempt = (fail: boolean) =>
         engine.store.transaction(async (tx) => {
-          const keyed = await engine.runtime.startKeyed({ scope: 'tx', key: 'k', tx, name: async () => ({ runId: 'run_keyed_tx' }), begin: async (t, id) => void (await engine.runtime.start(echo, { n: 1 }, { id, tx: t })) });
+          const keyed = await engine.runtime.startKeyed({
+            scope: 'tx',
+            key: 'k',
+            tx,
+            name: async () => ({ runId: 'run_keyed_tx' }),
+            begin: async (t, id) => void (await engine.runtime.start(echo, { n: 1 }, { id, tx: t })),
+          });
           if (fail) throw new Error('the caller rolls back');
           return keyed;
         });
@@ -66,7 +79,11 @@ describe.each(backends)('keyed starts on $name', (backend) => {
         }),
       ).rejects.toThrow('begin failed');
       expect(await engine.journal.readStream(keyStream('tx', 'k'))).toEqual([]);
-      expect(await attempt(false)).toEqual({ runId: 'run_keyed_tx', duplicate: false, data: { run_id: 'run_keyed_tx' } });
+      expect(await attempt(false)).toEqual({
+        runId: 'run_keyed_tx',
+        duplicate: false,
+        data: { run_id: 'run_keyed_tx' },
+      });
       expect(await engine.store.projectionGet({ name: RUN_KEYS, key: 'run_keyed_tx' })).toEqual([keyStream('tx', 'k')]);
     } finally {
       await close();
@@ -76,7 +93,13 @@ describe.each(backends)('keyed starts on $name', (backend) => {
   it('retention deletes the key stream with its run: the key is free again', async () => {
     const { engine, close } = await testEngine(backend, { workflows: [echo] });
     try {
-      const start = () => engine.runtime.startKeyed({ scope: 'ret', key: 'k', name: async () => ({ runId: newId('run') }), begin: async (tx, id) => void (await engine.runtime.start(echo, { n: 1 }, { id, tx })) });
+      const start = () =>
+        engine.runtime.startKeyed({
+          scope: 'ret',
+          key: 'k',
+          name: async () => ({ runId: newId('run') }),
+          begin: async (tx, id) => void (await engine.runtime.start(echo, { n: 1 }, { id, tx })),
+        });
       const first = await start();
       await engine.runtime.handle(first.runId).result();
       // the run's end must be older than the cut-off (now, to the millisecond)

@@ -33,7 +33,10 @@ const switcher = workflow('switcher', async (ctx, input: { gen: number }) => {
   return ctx.waitForEvent<string>('late');
 });
 
-const finalV2 = workflow('mover', { version: '2' }, async (_ctx, input: { from: string }) => ({ from: input.from, on: 'v2' }));
+const finalV2 = workflow('mover', { version: '2' }, async (_ctx, input: { from: string }) => ({
+  from: input.from,
+  on: 'v2',
+}));
 const moverV1 = workflow('mover', { version: '1' }, async (ctx) => {
   await ctx.step('v1-work', async () => 1);
   return ctx.continueAsNew({ from: 'v1' }, { workflow: finalV2 });
@@ -87,27 +90,40 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     // the view shows the last generation's steps only
     expect(view.steps.map((s) => s.name)).toEqual(['note-0']);
     const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
-    expect(await (await app.fetch(new Request('http://local/runs/count-1'))).json()).toMatchObject({ id: 'count-1', status: 'success', generation: 3, output: { total: 55, gen: 3 } });
+    expect(await (await app.fetch(new Request('http://local/runs/count-1'))).json()).toMatchObject({
+      id: 'count-1',
+      status: 'success',
+      generation: 3,
+      output: { total: 55, gen: 3 },
+    });
     const { generation, from } = await generationOf(engine.store, 'count-1');
     expect(generation).toBe(3);
     const events = await engine.journal.readStream('run:count-1');
-    expect(events.filter((e) => e.type === 'run.continued').map((e) => (e.data as { generation: number }).generation)).toEqual([1, 2, 3]);
+    expect(
+      events.filter((e) => e.type === 'run.continued').map((e) => (e.data as { generation: number }).generation),
+    ).toEqual([1, 2, 3]);
     expect(events[from - 1]!.type).toBe('run.continued');
     // every signal taken exactly once: 10 sent, carried ones counted in the generation that took them
     const taken = events.filter((e) => e.type === 'wait.completed');
     expect(taken).toHaveLength(10);
-    expect(events.some((e) => e.type === 'signal.sent' && (e.data as { carriedFrom?: number }).carriedFrom !== undefined)).toBe(true);
+    expect(
+      events.some((e) => e.type === 'signal.sent' && (e.data as { carriedFrom?: number }).carriedFrom !== undefined),
+    ).toBe(true);
   });
 
   it('keeps a signal sent while the pass that continues as new was running', async () => {
     const { engine } = await engineWith(switcher);
     const run = await engine.start(switcher, { gen: 0 }, { id: 'switch-1' });
-    await eventually(async () => (await engine.run('switch-1')).steps.some((s) => s.name === 'block' && s.status === 'running'));
+    await eventually(async () =>
+      (await engine.run('switch-1')).steps.some((s) => s.name === 'block' && s.status === 'running'),
+    );
     // sent after the pass read its history, before it writes the switch
     await engine.signal('switch-1', 'late', 'kept');
     releaseSwitch();
     expect(await run.result()).toBe('kept');
-    const carried = (await engine.journal.readStream('run:switch-1')).filter((e) => e.type === 'signal.sent').map((e) => e.data);
+    const carried = (await engine.journal.readStream('run:switch-1'))
+      .filter((e) => e.type === 'signal.sent')
+      .map((e) => e.data);
     expect(carried).toEqual([
       { name: 'late', payload: 'kept' },
       { name: 'late', payload: 'kept', carriedFrom: expect.any(Number) },
@@ -129,10 +145,15 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     const tagged2 = workflow('tagged', { version: '2' }, async (ctx) => ctx.waitForEvent<string>('again'));
     const { engine } = await engineWith(waiter, tagged2);
     const run = await engine.start(waiter, {}, { id: 'tag-1' });
-    const passTags = async () => (await engine.queue.list({ queue: RUN_QUEUE })).filter((t) => (t.payload as { runId: string }).runId === 'tag-1').map((t) => t.tag);
+    const passTags = async () =>
+      (await engine.queue.list({ queue: RUN_QUEUE }))
+        .filter((t) => (t.payload as { runId: string }).runId === 'tag-1')
+        .map((t) => t.tag);
     await eventually(async () => (await engine.run('tag-1')).status === 'waiting');
     await engine.signal('tag-1', 'go', null);
-    await eventually(async () => (await engine.run('tag-1')).version === '2' && (await engine.run('tag-1')).status === 'waiting');
+    await eventually(
+      async () => (await engine.run('tag-1')).version === '2' && (await engine.run('tag-1')).status === 'waiting',
+    );
     await engine.signal('tag-1', 'again', 'done');
     expect(await run.result()).toBe('done');
     expect(await passTags()).toEqual(['tagged@1', 'tagged@1', 'tagged@2', 'tagged@2']);
@@ -159,7 +180,12 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     await eventually(() => waiting(1));
     cache.put('stale-1', stale.from, stale.history, 1);
     await engine.signal('stale-1', 'go', 'second');
-    await eventually(async () => (await engine.journal.readStream('run:stale-1')).some((e) => e.type === 'wait.completed' && (e.data as { name?: string }).name === 'go' && e.version > 5) && cache.size > 0);
+    await eventually(
+      async () =>
+        (await engine.journal.readStream('run:stale-1')).some(
+          (e) => e.type === 'wait.completed' && (e.data as { name?: string }).name === 'go' && e.version > 5,
+        ) && cache.size > 0,
+    );
     // the pass kept what it read as generation 1's history, from its start
     const kept = cache.take('stale-1')!;
     expect(kept.from).toBe((await generationOf(engine.store, 'stale-1')).from);
@@ -178,7 +204,8 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
   it('patched: runs past the change keep the old branch, new ones take the new; --needs-patch says which need it; deprecatePatch stops, never fails, a run that needs it', async () => {
     const database = await backend.create();
     const deploy = (code: Workflow) => createEngine({ database, workflows: [code], pollMs: 50, leaseMs: 2000 });
-    const waiting = async (engine: Engine, ...ids: string[]) => eventually(async () => (await Promise.all(ids.map((id) => engine.run(id)))).every((v) => v.status === 'waiting'));
+    const waiting = async (engine: Engine, ...ids: string[]) =>
+      eventually(async () => (await Promise.all(ids.map((id) => engine.run(id)))).every((v) => v.status === 'waiting'));
 
     let engine = await deploy(before);
     close = () => engine.close();
@@ -207,10 +234,16 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     await engine.signal('new-2', 'go', null);
     expect(await fresh.result()).toBe('shipped:checked');
     await engine.signal('old-2', 'go', null);
-    const refused = await eventually(async () => (await engine.queue.list({ queue: RUN_QUEUE, limit: 100 })).find((t) => t.orderingKey === 'old-2' && t.lastError?.includes('old branch')));
+    const refused = await eventually(async () =>
+      (await engine.queue.list({ queue: RUN_QUEUE, limit: 100 })).find(
+        (t) => t.orderingKey === 'old-2' && t.lastError?.includes('old branch'),
+      ),
+    );
     expect(refused.lastError).toContain("change 'fraud-check'");
     expect((await engine.run('old-2')).status).toBe('waiting');
-    const started = (await engine.journal.readStream('run:old-2')).filter((e) => e.type === 'step.started').map((e) => (e.data as { name: string }).name);
+    const started = (await engine.journal.readStream('run:old-2'))
+      .filter((e) => e.type === 'step.started')
+      .map((e) => (e.data as { name: string }).name);
     expect(started).toEqual(['charge']);
     await engine.close();
 

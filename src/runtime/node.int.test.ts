@@ -47,7 +47,9 @@ describe.each(backends)('nodes (ctx.node) on $name', (backend) => {
     expect(await run.result()).toEqual({ a: 1, b: 11, c: null });
     expect(counts).toEqual({ a: 1, inner: 1, once: 1, flaky: 3, c: 0 });
     const events = (await engine.journal.readStream('run:nodes-1')).filter((e) => e.type.startsWith('node.'));
-    expect(events.map((e) => [e.type, (e.data as { name: string }).name, (e.data as { attempt: number }).attempt])).toEqual([
+    expect(
+      events.map((e) => [e.type, (e.data as { name: string }).name, (e.data as { attempt: number }).attempt]),
+    ).toEqual([
       ['node.started', 'a', 1],
       ['node.completed', 'a', 1],
       ['node.started', 'b', 1],
@@ -58,7 +60,9 @@ describe.each(backends)('nodes (ctx.node) on $name', (backend) => {
       ['node.completed', 'b', 3],
       ['node.completed', 'c', 0],
     ]);
-    const failed = events.filter((e) => e.type === 'node.failed').map((e) => e.data as { retryAt: number; error: string });
+    const failed = events
+      .filter((e) => e.type === 'node.failed')
+      .map((e) => e.data as { retryAt: number; error: string });
     expect(failed.map((f) => f.error)).toEqual(['Error: attempt 1 failed', 'Error: attempt 2 failed']);
     expect(failed.every((f) => typeof f.retryAt === 'number')).toBe(true);
     expect(events[2]!.data).toMatchObject({ input: { a: 1 } });

@@ -22,7 +22,8 @@ describe.each(backends)('operator actions on $name', (backend) => {
     close = made.close;
     return made.engine;
   };
-  const stepNames = async (engine: Engine, id: string) => (await engine.run(id)).steps.map((s) => `${s.name}:${s.status}`);
+  const stepNames = async (engine: Engine, id: string) =>
+    (await engine.run(id)).steps.map((s) => `${s.name}:${s.status}`);
 
   it('pauses a workflow: the running step finishes, no new step starts, new runs wait; resume runs them on', async () => {
     let release!: () => void;
@@ -46,9 +47,13 @@ describe.each(backends)('operator actions on $name', (backend) => {
     expect(await stepNames(engine, 'p-1')).toEqual(['one:success']);
     expect(await stepNames(engine, 'p-2')).toEqual([]);
     expect((await engine.run('p-2')).status).toBe('pending');
-    expect(await engine.operator.pauses()).toMatchObject([{ kind: 'workflow', name: 'three', pausedBy: 'alice', reason: 'bad deploy of the mailer' }]);
+    expect(await engine.operator.pauses()).toMatchObject([
+      { kind: 'workflow', name: 'three', pausedBy: 'alice', reason: 'bad deploy of the mailer' },
+    ]);
 
-    expect(await engine.operator.resume('workflow', 'three', { by: 'alice', reason: 'fixed' })).toEqual({ resumed: true });
+    expect(await engine.operator.resume('workflow', 'three', { by: 'alice', reason: 'fixed' })).toEqual({
+      resumed: true,
+    });
     expect(await run.result()).toBe(3);
     expect(await engine.runtime.handle('p-2').result()).toBe(3);
     expect(await stepNames(engine, 'p-1')).toEqual(['one:success', 'two:success', 'three:success']);
@@ -85,15 +90,23 @@ describe.each(backends)('operator actions on $name', (backend) => {
     for (const id of ['w-1', 'w-2', 'w-3']) await engine.start(waiter, {}, { id });
     await engine.start(other, {}, { id: 'o-1' });
     for (const [i, id] of ['f-1', 'f-2'].entries()) await engine.start(flaky, { n: i + 1 }, { id });
-    await eventually(async () => (await Promise.all(['w-1', 'w-2', 'w-3', 'o-1'].map((id) => engine.run(id)))).every((v) => v.status === 'waiting'));
-    await eventually(async () => (await Promise.all(['f-1', 'f-2'].map((id) => engine.run(id)))).every((v) => v.status === 'failed'));
+    await eventually(async () =>
+      (await Promise.all(['w-1', 'w-2', 'w-3', 'o-1'].map((id) => engine.run(id)))).every(
+        (v) => v.status === 'waiting',
+      ),
+    );
+    await eventually(async () =>
+      (await Promise.all(['f-1', 'f-2'].map((id) => engine.run(id)))).every((v) => v.status === 'failed'),
+    );
 
     const dry = await engine.operator.cancelRuns({ workflow: 'waiter', status: ['waiting'] }, ops, { dryRun: true });
     expect(dry.ids.sort()).toEqual(['w-1', 'w-2', 'w-3']);
     expect((await engine.run('w-1')).status).toBe('waiting');
     const cancelled = await engine.operator.cancelRuns({ workflow: 'waiter', status: ['waiting'] }, ops);
     expect(cancelled.ids.sort()).toEqual(['w-1', 'w-2', 'w-3']);
-    await eventually(async () => (await Promise.all(['w-1', 'w-2', 'w-3'].map((id) => engine.run(id)))).every((v) => v.status === 'cancelled'));
+    await eventually(async () =>
+      (await Promise.all(['w-1', 'w-2', 'w-3'].map((id) => engine.run(id)))).every((v) => v.status === 'cancelled'),
+    );
     expect((await engine.run('o-1')).status).toBe('waiting');
     const cancelEvent = (await engine.journal.readStream('run:w-1')).find((e) => e.type === 'run.cancel_requested');
     expect(cancelEvent?.data).toEqual({ reason: 'cancelled by alice: bad deploy of the mailer' });
@@ -104,7 +117,12 @@ describe.each(backends)('operator actions on $name', (backend) => {
     expect(await engine.runtime.handle(retried.started['f-1']!).result()).toBe(2);
     expect(await engine.runtime.handle(retried.started['f-2']!).result()).toBe(4);
     const [restarted] = await engine.journal.readStream(`run:${retried.started['f-2']}`, { limit: 1 });
-    expect(restarted!.data).toMatchObject({ workflow: 'flaky', input: { n: 2 }, retryOf: 'f-2', retriedBy: { by: 'bob', reason: 'service is back' } });
+    expect(restarted!.data).toMatchObject({
+      workflow: 'flaky',
+      input: { n: 2 },
+      retryOf: 'f-2',
+      retriedBy: { by: 'bob', reason: 'service is back' },
+    });
 
     let healthy = false;
     engine.work(
@@ -134,15 +152,28 @@ describe.each(backends)('operator actions on $name', (backend) => {
   it('answers over HTTP, and refuses an action without who or why, naming the field', async () => {
     const engine = await engineWith();
     const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
-    const post = (path: string, body: unknown) => app.fetch(new Request(`http://local${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
-    expect(await (await post('/operator/pause', { kind: 'queue', name: 'mail', ...ops })).json()).toEqual({ paused: true });
-    expect(await (await app.fetch(new Request('http://local/operator/pauses'))).json()).toMatchObject({ pauses: [{ kind: 'queue', name: 'mail', paused_by: 'alice' }] });
+    const post = (path: string, body: unknown) =>
+      app.fetch(
+        new Request(`http://local${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      );
+    expect(await (await post('/operator/pause', { kind: 'queue', name: 'mail', ...ops })).json()).toEqual({
+      paused: true,
+    });
+    expect(await (await app.fetch(new Request('http://local/operator/pauses'))).json()).toMatchObject({
+      pauses: [{ kind: 'queue', name: 'mail', paused_by: 'alice' }],
+    });
     const bad = await post('/operator/runs/cancel', { by: 'alice', status: ['waiting'] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain('reason');
     const dry = await post('/operator/runs/cancel', { status: ['waiting'], dry_run: true, ...ops });
     expect(await dry.json()).toEqual({ action: 'runs.cancelled', ids: [], skipped: [], dry_run: true });
-    const actions = (await (await app.fetch(new Request('http://local/operator/actions'))).json()) as { actions: Array<{ action: string }> };
+    const actions = (await (await app.fetch(new Request('http://local/operator/actions'))).json()) as {
+      actions: Array<{ action: string }>;
+    };
     expect(actions.actions.map((a) => a.action)).toEqual(['queue.paused']);
   });
 });

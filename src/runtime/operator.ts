@@ -102,20 +102,47 @@ export class Operator {
         result.skipped.push({ id: run.id, why: 'it ended meanwhile' });
       }
     }
-    if (!result.dryRun) await this.record(this.store, { action: result.action, filter, ...who, ids: result.ids, count: result.ids.length });
+    if (!result.dryRun)
+      await this.record(this.store, {
+        action: result.action,
+        filter,
+        ...who,
+        ids: result.ids,
+        count: result.ids.length,
+      });
     return result;
   }
 
   /** Starts each failed or cancelled run the filter matches again: a new run of the same version and input, linked to it. */
-  async retryRuns(filter: RunFilter, actor: Actor, options: { dryRun?: boolean } = {}): Promise<BulkResult & { started: Record<string, string> }> {
+  async retryRuns(
+    filter: RunFilter,
+    actor: Actor,
+    options: { dryRun?: boolean } = {},
+  ): Promise<BulkResult & { started: Record<string, string> }> {
     const who = checkActor(actor);
-    const runs = (await this.matchingRuns({ ...filter, status: filter.status ?? ['failed', 'cancelled'] })).filter((r) => r.status === 'failed' || r.status === 'cancelled');
-    const result = { action: 'runs.retried', ids: [] as string[], skipped: [] as BulkResult['skipped'], dryRun: options.dryRun ?? false, started: {} as Record<string, string> };
+    const runs = (await this.matchingRuns({ ...filter, status: filter.status ?? ['failed', 'cancelled'] })).filter(
+      (r) => r.status === 'failed' || r.status === 'cancelled',
+    );
+    const result = {
+      action: 'runs.retried',
+      ids: [] as string[],
+      skipped: [] as BulkResult['skipped'],
+      dryRun: options.dryRun ?? false,
+      started: {} as Record<string, string>,
+    };
     for (const run of runs) {
       result.ids.push(run.id);
       if (!result.dryRun) result.started[run.id] = await this.runtime.restart(run.id, who);
     }
-    if (!result.dryRun) await this.record(this.store, { action: result.action, filter, ...who, ids: result.ids, started: result.started, count: result.ids.length });
+    if (!result.dryRun)
+      await this.record(this.store, {
+        action: result.action,
+        filter,
+        ...who,
+        ids: result.ids,
+        started: result.started,
+        count: result.ids.length,
+      });
     return result;
   }
 
@@ -133,7 +160,14 @@ export class Operator {
       if (redriven) result.ids.push(task.id);
       else result.skipped.push({ id: task.id, why: 'it is no longer dead' });
     }
-    if (!result.dryRun) await this.record(this.store, { action: result.action, filter, ...who, ids: result.ids, count: result.ids.length });
+    if (!result.dryRun)
+      await this.record(this.store, {
+        action: result.action,
+        filter,
+        ...who,
+        ids: result.ids,
+        count: result.ids.length,
+      });
     return result;
   }
 
@@ -159,7 +193,11 @@ export class Operator {
         ...(before ? { before } : {}),
       });
       for (const row of rows) runs.push(row.value as RunView);
-      if (runs.length > BULK_LIMIT) throw new ValidationError('filter', `matches more than ${BULK_LIMIT} runs: narrow it (status, workflow, created_after, created_before)`);
+      if (runs.length > BULK_LIMIT)
+        throw new ValidationError(
+          'filter',
+          `matches more than ${BULK_LIMIT} runs: narrow it (status, workflow, created_after, created_before)`,
+        );
       if (rows.length < 500) return runs;
       const last = rows.at(-1)!;
       before = { createdAt: (last.value as RunView).createdAt, key: last.key };
@@ -170,13 +208,22 @@ export class Operator {
     const tasks: Task[] = [];
     let afterId: string | undefined;
     for (;;) {
-      const page = await this.store.taskList({ state: 'dead', limit: 500, ...(filter.queue ? { queue: filter.queue } : {}), ...(afterId ? { afterId } : {}) });
+      const page = await this.store.taskList({
+        state: 'dead',
+        limit: 500,
+        ...(filter.queue ? { queue: filter.queue } : {}),
+        ...(afterId ? { afterId } : {}),
+      });
       for (const t of page) {
         if (filter.updatedAfter !== undefined && !(t.updatedAt > filter.updatedAfter)) continue;
         if (filter.updatedBefore !== undefined && !(t.updatedAt < filter.updatedBefore)) continue;
         tasks.push(t);
       }
-      if (tasks.length > BULK_LIMIT) throw new ValidationError('filter', `matches more than ${BULK_LIMIT} dead tasks: narrow it (queue, dead_after, dead_before)`);
+      if (tasks.length > BULK_LIMIT)
+        throw new ValidationError(
+          'filter',
+          `matches more than ${BULK_LIMIT} dead tasks: narrow it (queue, dead_after, dead_before)`,
+        );
       if (page.length < 500) return tasks;
       afterId = page.at(-1)!.id;
     }
@@ -191,7 +238,8 @@ export class Operator {
 }
 
 function checkKind(kind: string): void {
-  if (kind !== 'workflow' && kind !== 'queue') throw new ValidationError('kind', `must be 'workflow' or 'queue' (got ${JSON.stringify(kind)})`);
+  if (kind !== 'workflow' && kind !== 'queue')
+    throw new ValidationError('kind', `must be 'workflow' or 'queue' (got ${JSON.stringify(kind)})`);
 }
 
 function checkActor(actor: Actor): Actor {

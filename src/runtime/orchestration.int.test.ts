@@ -23,7 +23,14 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
 
   it('polls with durable waits until the condition holds, journaling each request and its timer', async () => {
     let polls = 0;
-    const job = workflow('job', async (ctx) => ctx.poll('status', async () => ({ status: ++polls < 3 ? 'processing' : 'complete', n: polls }), { ...quick, until: (a) => a.status === 'complete', maxWait: '10s', label: 'Waiting for the job…' }));
+    const job = workflow('job', async (ctx) =>
+      ctx.poll('status', async () => ({ status: ++polls < 3 ? 'processing' : 'complete', n: polls }), {
+        ...quick,
+        until: (a) => a.status === 'complete',
+        maxWait: '10s',
+        label: 'Waiting for the job…',
+      }),
+    );
     const engine = await engineWith(job);
     const run = await engine.start(job, {}, { id: 'poll-1' });
     expect(await run.result()).toEqual({ status: 'complete', n: 3 });
@@ -39,14 +46,25 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     expect(second!.nextAt - first!.nextAt).toBeGreaterThanOrEqual(30);
     expect(polls).toBe(3);
     const view = await engine.run('poll-1');
-    expect(view.steps[0]).toMatchObject({ name: 'status', kind: 'poll', status: 'success', attempts: 3, label: 'Waiting for the job…' });
+    expect(view.steps[0]).toMatchObject({
+      name: 'status',
+      kind: 'poll',
+      status: 'success',
+      attempts: 3,
+      label: 'Waiting for the job…',
+    });
   });
 
   it('ends a poll whose maximum wait passed with a StepTimedOutError the code can route on, and calls its cancel', async () => {
     const cancels: string[] = [];
     const slow = workflow('slow', async (ctx) => {
       try {
-        await ctx.poll('layout', async () => ({ status: 'processing' }), { ...quick, until: (a) => a.status === 'complete', maxWait: '120ms', cancel: async ({ idempotencyKey }) => void cancels.push(idempotencyKey) });
+        await ctx.poll('layout', async () => ({ status: 'processing' }), {
+          ...quick,
+          until: (a) => a.status === 'complete',
+          maxWait: '120ms',
+          cancel: async ({ idempotencyKey }) => void cancels.push(idempotencyKey),
+        });
         return 'done';
       } catch (error) {
         if (!(error instanceof StepTimedOutError)) throw error;
@@ -58,7 +76,11 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     const run = await engine.start(slow, {}, { id: 'slow-1' });
     await expect(run.result()).rejects.toThrow('layout timed out');
     const view = await engine.run('slow-1');
-    expect(view).toMatchObject({ status: 'failed', state: 'FAILED_LAYOUT_GENERATION', compensations: { ran: 1, failed: 0 } });
+    expect(view).toMatchObject({
+      status: 'failed',
+      state: 'FAILED_LAYOUT_GENERATION',
+      compensations: { ran: 1, failed: 0 },
+    });
     expect(view.steps[0]).toMatchObject({ kind: 'poll', status: 'timed_out' });
     expect(cancels).toEqual(['slow-1:layout:cancel#1:compensate']);
     const journal = await events(engine, 'slow-1');
@@ -77,7 +99,12 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
           if (calls <= 2) throw new Error('503 Service Unavailable');
           return { status: calls < 4 ? 'processing' : 'failed', error: 'Image asset not found' };
         },
-        { ...quick, until: (a) => a.status === 'complete', failWhen: (a) => a.status === 'failed' && `job failed: ${a.error}`, retry: { maxAttempts: 3, backoff: { base: '10ms' } } },
+        {
+          ...quick,
+          until: (a) => a.status === 'complete',
+          failWhen: (a) => a.status === 'failed' && `job failed: ${a.error}`,
+          retry: { maxAttempts: 3, backoff: { base: '10ms' } },
+        },
       ),
     );
     const engine = await engineWith(flaky);
@@ -92,7 +119,13 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     const order: string[] = [];
     const pipeline = workflow('pipeline', async (ctx) => {
       await ctx.step('create', async () => 'sess-1', { compensate: async () => void order.push('delete session') });
-      return ctx.poll('render', async () => ({ status: 'processing' }), { initialDelay: '10ms', interval: '1h', until: () => false, maxWait: '2h', cancel: async () => void order.push('cancel render') });
+      return ctx.poll('render', async () => ({ status: 'processing' }), {
+        initialDelay: '10ms',
+        interval: '1h',
+        until: () => false,
+        maxWait: '2h',
+        cancel: async () => void order.push('cancel render'),
+      });
     });
     const engine = await engineWith(pipeline);
     await engine.start(pipeline, {}, { id: 'cancel-1' });
@@ -120,7 +153,11 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
         },
       });
       const failed = Object.values(results).some((r) => r.status === 'failed');
-      const summary = { word: results.word.status, ppt: results.ppt.status, out: results.word.status === 'success' ? results.word.output : null };
+      const summary = {
+        word: results.word.status,
+        ppt: results.ppt.status,
+        out: results.word.status === 'success' ? results.word.output : null,
+      };
       if (failed) {
         await ctx.setState('PARTIAL_COMPLETE');
         return partialSuccess(summary);
@@ -132,7 +169,12 @@ describe.each(backends)('poll, parallel, states on $name', (backend) => {
     expect(await run.result()).toEqual({ word: 'success', ppt: 'failed', out: 'job-w:done' });
     const view = await engine.run('par-1');
     expect(view).toMatchObject({ status: 'partial_success', state: 'PARTIAL_COMPLETE' });
-    expect(view.steps.map((s) => `${s.seq} ${s.name} ${s.status}`)).toEqual(['1.ppt.1 submit success', '1.ppt.2 fetch failed', '1.word.1 submit success', '1.word.3 fetch success']);
+    expect(view.steps.map((s) => `${s.seq} ${s.name} ${s.status}`)).toEqual([
+      '1.ppt.1 submit success',
+      '1.ppt.2 fetch failed',
+      '1.word.1 submit success',
+      '1.word.3 fetch success',
+    ]);
     expect(ran.sort()).toEqual(['ppt', 'word']);
   });
 });
@@ -149,12 +191,20 @@ describe('replay of the new calls after a crash at every write', () => {
           return x + (await c.step('two', async () => 2));
         },
         b: async (c) => {
-          const y = await c.poll('status', async () => ({ done: ++n % 2 === 0 }), { initialDelay: '1ms', interval: '2ms', until: (a) => a.done, maxWait: '5s' });
+          const y = await c.poll('status', async () => ({ done: ++n % 2 === 0 }), {
+            initialDelay: '1ms',
+            interval: '2ms',
+            until: (a) => a.done,
+            maxWait: '5s',
+          });
           return (await c.step('three', async () => 3)) + (y.done ? 10 : 0);
         },
       });
       await ctx.setState('DONE');
-      return { a: results.a.status === 'success' ? results.a.output : null, b: results.b.status === 'success' ? results.b.output : null };
+      return {
+        a: results.a.status === 'success' ? results.a.output : null,
+        b: results.b.status === 'success' ? results.b.output : null,
+      };
     });
     const report = await checkCrashRecovery(wf, {});
     expect(report.output).toEqual({ a: 3, b: 13 });

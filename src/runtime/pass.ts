@@ -1,5 +1,12 @@
 import { toMs, type Duration } from '../duration.js';
-import { CancelledError, describeError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../errors.js';
+import {
+  CancelledError,
+  describeError,
+  LeaseLostError,
+  NonDeterminismError,
+  TimeoutError,
+  ValidationError,
+} from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../storage/store.js';
 import { runAttempt, Suspension } from './calls.js';
@@ -15,7 +22,11 @@ import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext 
 import { runCompensations, type Compensation } from './compensate.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
 
-export type Outcome = { kind: 'completed'; output: unknown } | { kind: 'continued'; input: unknown; workflow: Workflow | null } | { kind: 'failed'; error: unknown } | { kind: 'suspended'; wakeAt: number | null };
+export type Outcome =
+  | { kind: 'completed'; output: unknown }
+  | { kind: 'continued'; input: unknown; workflow: Workflow | null }
+  | { kind: 'failed'; error: unknown }
+  | { kind: 'suspended'; wakeAt: number | null };
 
 export interface PassOptions {
   store: Store;
@@ -152,7 +163,8 @@ export class Pass {
 
   /** The context whose calls take their positions from `next`: the run's own order, or a branch's. */
   private at(next: () => Seq): WorkflowContext {
-    const call = <T>(kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>) => this.call(next(), kind, name, work);
+    const call = <T>(kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>) =>
+      this.call(next(), kind, name, work);
     const context: WorkflowContext = {
       runId: this.runId,
       step: (name, fn, options = {}) => call('step', name, (seq) => runStep(this.host, seq, name, fn, options)),
@@ -168,7 +180,8 @@ export class Pass {
         const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
         return call('wait', name, (seq) => runWait(this.waitHost, seq, name, timeoutMs)) as Promise<T | null>;
       },
-      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) => call('child', workflow.name, (seq) => runChild(this.waitHost, seq, workflow, input, options.id)) as Promise<O>,
+      child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) =>
+        call('child', workflow.name, (seq) => runChild(this.waitHost, seq, workflow, input, options.id)) as Promise<O>,
       poll: <T>(name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>) => {
         const schedule = pollSchedule(name, options as PollOptions<unknown>);
         return call('poll', name, (seq) => runPoll(this.host, seq, name, fn, options, schedule));
@@ -178,15 +191,20 @@ export class Pass {
       // not counted in flight: a node whose call waits (an approval, a retry) lets the pass suspend
       node: (name, fn, options = {}) => {
         // a node's completion moves the run's own numbering past its calls: branches number theirs apart
-        if (next !== this.root) return Promise.reject(new ValidationError(`node(${name})`, 'a node cannot run inside a parallel branch'));
+        if (next !== this.root)
+          return Promise.reject(new ValidationError(`node(${name})`, 'a node cannot run inside a parallel branch'));
         return this.call(next(), 'node', name, (seq) => runNode(this.host, seq, name, fn, options), false);
       },
       signal: this.ended.signal,
       patched: (id) => this.patches.patched(id),
       deprecatePatch: (id) => this.patches.deprecatePatch(id),
       continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
-      now: () => call('value', 'now', (seq) => recordValue(this.waitHost, seq, 'now', () => this.o.clock.now())) as Promise<number>,
-      random: () => call('value', 'random', (seq) => recordValue(this.waitHost, seq, 'random', Math.random)) as Promise<number>,
+      now: () =>
+        call('value', 'now', (seq) =>
+          recordValue(this.waitHost, seq, 'now', () => this.o.clock.now()),
+        ) as Promise<number>,
+      random: () =>
+        call('value', 'random', (seq) => recordValue(this.waitHost, seq, 'random', Math.random)) as Promise<number>,
     };
     return context;
   }
@@ -195,9 +213,15 @@ export class Pass {
    * Branch `b` of the parallel call at `seq` numbers its calls `<seq>.<b>.1`, `.2` … and every
    * branch runs to its end, so each one's outcome (and what it left to compensate) is known.
    */
-  private async runParallel(seq: Seq, name: string, branches: Record<string, (ctx: WorkflowContext) => Promise<unknown>>): Promise<Record<string, BranchResult<unknown>>> {
+  private async runParallel(
+    seq: Seq,
+    name: string,
+    branches: Record<string, (ctx: WorkflowContext) => Promise<unknown>>,
+  ): Promise<Record<string, BranchResult<unknown>>> {
     const names = Object.keys(branches);
-    for (const b of names) if (!BRANCH_NAME.test(b)) throw new ValidationError(`parallel(${name}).${b}`, 'a branch name is 1–64 letters, digits, _ or -');
+    for (const b of names)
+      if (!BRANCH_NAME.test(b))
+        throw new ValidationError(`parallel(${name}).${b}`, 'a branch name is 1–64 letters, digits, _ or -');
     const settled = await Promise.allSettled(
       names.map((b) => {
         let n = 0;
@@ -206,7 +230,10 @@ export class Pass {
     );
     const results: Record<string, BranchResult<unknown>> = {};
     settled.forEach((r, i) => {
-      results[names[i]!] = r.status === 'fulfilled' ? { status: 'success', output: r.value } : { status: 'failed', error: r.reason instanceof Error ? r.reason : new Error(String(r.reason)) };
+      results[names[i]!] =
+        r.status === 'fulfilled'
+          ? { status: 'success', output: r.value }
+          : { status: 'failed', error: r.reason instanceof Error ? r.reason : new Error(String(r.reason)) };
     });
     return results;
   }
@@ -238,7 +265,8 @@ export class Pass {
       write: (events) => this.write(events),
       defer: (event) => this.writer.defer(event),
       attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
-      observe: (name, attempt) => observeStep(this.o.observe, this.runId, this.o.history.workflow, name, attempt, this.o.traceparent),
+      observe: (name, attempt) =>
+        observeStep(this.o.observe, this.runId, this.o.history.workflow, name, attempt, this.o.traceparent),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
       stopped: () => this.cancelled || this.expired !== null,
@@ -251,7 +279,8 @@ export class Pass {
         if (undo) this.compensations.push({ seq, name, output, undo });
       },
       leftRunning: (seq, name, cancel) => {
-        if (!this.compensations.some((c) => c.seq === seq)) this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
+        if (!this.compensations.some((c) => c.seq === seq))
+          this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
       },
     };
     return this.madeHost;
@@ -259,7 +288,15 @@ export class Pass {
 
   /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
   compensate(): Promise<{ ran: number; failed: number }> {
-    return runCompensations({ runId: this.runId, done: this.o.history.compensated, write: (events) => this.write(events), signal: this.lost.signal }, this.compensations);
+    return runCompensations(
+      {
+        runId: this.runId,
+        done: this.o.history.compensated,
+        write: (events) => this.write(events),
+        signal: this.lost.signal,
+      },
+      this.compensations,
+    );
   }
 
   /** Journals `events` for the run (see RunWriter), doing `also` in the same transaction. */
@@ -281,7 +318,9 @@ export class Pass {
   private call<T>(seq: Seq, kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>, counted = true): Promise<T> {
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
-      const error = new NonDeterminismError(`run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`);
+      const error = new NonDeterminismError(
+        `run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`,
+      );
       this.fail(error);
       return Promise.reject(error);
     }
@@ -305,7 +344,10 @@ export class Pass {
   /** The pass ends with the run continuing as new; the runtime writes the switch (see Runtime.continued). */
   private continueAsNew(input: unknown, workflow: Workflow | null): Promise<never> {
     if (this.inFlight > 0) {
-      const error = new ValidationError('continueAsNew', `called while ${this.inFlight} other ctx call(s) are in flight: await them first`);
+      const error = new ValidationError(
+        'continueAsNew',
+        `called while ${this.inFlight} other ctx call(s) are in flight: await them first`,
+      );
       this.fail(error);
       return Promise.reject(error);
     }

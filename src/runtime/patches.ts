@@ -33,7 +33,10 @@ export class Patches {
     if (known !== undefined) return known;
     const patched = this.host.history.reached <= this.host.position();
     this.decided.set(id, patched);
-    this.host.defer({ type: RUN_EVENT.patchRecorded, data: { id, patched, seq: this.host.position(), workflow: this.host.history.workflow } });
+    this.host.defer({
+      type: RUN_EVENT.patchRecorded,
+      data: { id, patched, seq: this.host.position(), workflow: this.host.history.workflow },
+    });
     return patched;
   }
 
@@ -41,7 +44,9 @@ export class Patches {
     checkName('deprecatePatch(id)', id, 200);
     // decided as patched() would: runs that start on this code count as patched (for --needs-patch)
     if (!this.patched(id)) {
-      this.host.stop(`run took the old branch of change '${id}', which this code no longer has: deploy code with ctx.patched('${id}') again (runledger runs list --needs-patch ${id})`);
+      this.host.stop(
+        `run took the old branch of change '${id}', which this code no longer has: deploy code with ctx.patched('${id}') again (runledger runs list --needs-patch ${id})`,
+      );
     }
   }
 }
@@ -59,10 +64,15 @@ export interface PatchSeen {
 export function projectPatches(journal: Journal): void {
   journal.project(RUN_EVENT.patchRecorded, async (event, tx) => {
     const data = event.data as { id: string; patched: boolean; workflow?: string };
-    const seen = ((await tx.projectionGet({ name: PATCHES, key: data.id })) as PatchSeen | undefined) ?? { firstPatchedAt: null, workflows: [] };
-    const workflows = data.workflow && !seen.workflows.includes(data.workflow) ? [...seen.workflows, data.workflow] : seen.workflows;
+    const seen = ((await tx.projectionGet({ name: PATCHES, key: data.id })) as PatchSeen | undefined) ?? {
+      firstPatchedAt: null,
+      workflows: [],
+    };
+    const workflows =
+      data.workflow && !seen.workflows.includes(data.workflow) ? [...seen.workflows, data.workflow] : seen.workflows;
     const firstPatchedAt = seen.firstPatchedAt ?? (data.patched ? event.timestamp : null);
-    if (workflows !== seen.workflows || firstPatchedAt !== seen.firstPatchedAt) await tx.projectionPut({ name: PATCHES, key: data.id, value: { firstPatchedAt, workflows } });
+    if (workflows !== seen.workflows || firstPatchedAt !== seen.firstPatchedAt)
+      await tx.projectionPut({ name: PATCHES, key: data.id, value: { firstPatchedAt, workflows } });
   });
 }
 
@@ -74,19 +84,35 @@ const LIVE = ['pending', 'running', 'sleeping', 'waiting'];
  * started before any run took the new one (they may be past the point on old code). Empty: the
  * old branch can go.
  */
-export async function runsNeedingPatch(store: Store, id: string, options: { workflow?: string; limit?: number } = {}): Promise<RunView[]> {
-  const seen = ((await store.projectionGet({ name: PATCHES, key: id })) as PatchSeen | undefined) ?? { firstPatchedAt: null, workflows: [] };
+export async function runsNeedingPatch(
+  store: Store,
+  id: string,
+  options: { workflow?: string; limit?: number } = {},
+): Promise<RunView[]> {
+  const seen = ((await store.projectionGet({ name: PATCHES, key: id })) as PatchSeen | undefined) ?? {
+    firstPatchedAt: null,
+    workflows: [],
+  };
   const workflows = options.workflow !== undefined ? [options.workflow] : seen.workflows;
   if (workflows.length === 0) return [];
   const limit = options.limit ?? 1000;
   const needing: RunView[] = [];
   let before: { createdAt: number; key: string } | undefined;
   for (;;) {
-    const rows = await store.projectionListRecent({ name: RUN_VIEW, limit: 200, where: [[{ field: 'status', in: LIVE }], [{ field: 'workflow', in: workflows }]], ...(before ? { before } : {}) });
+    const rows = await store.projectionListRecent({
+      name: RUN_VIEW,
+      limit: 200,
+      where: [[{ field: 'status', in: LIVE }], [{ field: 'workflow', in: workflows }]],
+      ...(before ? { before } : {}),
+    });
     for (const row of rows) {
       const view = row.value as RunView;
       const decided = view.patches?.[id];
-      if (decided === false || (decided === undefined && (seen.firstPatchedAt === null || view.createdAt < seen.firstPatchedAt))) needing.push(view);
+      if (
+        decided === false ||
+        (decided === undefined && (seen.firstPatchedAt === null || view.createdAt < seen.firstPatchedAt))
+      )
+        needing.push(view);
       if (needing.length >= limit) return needing;
     }
     if (rows.length < 200) return needing;

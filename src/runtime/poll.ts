@@ -15,7 +15,11 @@ export interface PollHost {
   /** The database clock (see StoreClock): a poll's schedule is on it. */
   now(): number;
   /** One try of `fn`; its signal fires on `timeout`, cancellation or a lost lease. */
-  attempt<T>(fn: (ctx: StepContext) => Promise<T>, ctx: { idempotencyKey: string; attempt: number; traceparent?: string }, timeout?: PollOptions<T>['timeout']): Promise<T>;
+  attempt<T>(
+    fn: (ctx: StepContext) => Promise<T>,
+    ctx: { idempotencyKey: string; attempt: number; traceparent?: string },
+    timeout?: PollOptions<T>['timeout'],
+  ): Promise<T>;
   /** Throws when the run was cancelled or passed its deadline: no new work starts. */
   checkLive(): void;
   /** The run was cancelled or passed its deadline. */
@@ -44,7 +48,8 @@ export function pollSchedule(name: string, options: PollOptions<unknown>): PollS
     maxInterval: toMs(options.maxInterval ?? 5000, at('maxInterval')),
     maxWait: toMs(options.maxWait ?? 60_000, at('maxWait')),
   };
-  if (!(Number.isFinite(schedule.factor) && schedule.factor >= 1 && schedule.factor <= 10)) throw new ValidationError(at('factor'), `must be a number from 1 to 10 (got ${options.factor})`);
+  if (!(Number.isFinite(schedule.factor) && schedule.factor >= 1 && schedule.factor <= 10))
+    throw new ValidationError(at('factor'), `must be a number from 1 to 10 (got ${options.factor})`);
   if (schedule.interval <= 0) throw new ValidationError(at('interval'), 'must be more than 0');
   if (typeof options.until !== 'function') throw new ValidationError(at('until'), 'must be a function');
   return schedule;
@@ -67,7 +72,14 @@ interface Attempted {
  * one is due: the durable timer), then `poll.completed`, `poll.failed` or `poll.timed_out`. A crash
  * during a request repeats that request (a GET); a crash during a wait resumes the same wait.
  */
-export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: PollOptions<T>, schedule: PollSchedule): Promise<T> {
+export async function runPoll<T>(
+  host: PollHost,
+  seq: Seq,
+  name: string,
+  fn: (ctx: StepContext) => Promise<T>,
+  options: PollOptions<T>,
+  schedule: PollSchedule,
+): Promise<T> {
   const h = host.history;
   const completed = h.find(seq, RUN_EVENT.pollCompleted);
   if (completed) {
@@ -88,10 +100,19 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
   const now = host.now();
   const begun = started ?? { deadline: now + schedule.maxWait, nextAt: now + schedule.initialDelay };
   if (!started) {
-    const data = { seq, name, deadline: begun.deadline, nextAt: begun.nextAt, ...(options.label ? { label: options.label } : {}), ...(options.input === undefined ? {} : { input: options.input }) };
+    const data = {
+      seq,
+      name,
+      deadline: begun.deadline,
+      nextAt: begun.nextAt,
+      ...(options.label ? { label: options.label } : {}),
+      ...(options.input === undefined ? {} : { input: options.input }),
+    };
     await host.write([{ type: RUN_EVENT.pollStarted, data }]);
   }
-  const tries = (h.entries.get(seq)?.events ?? []).filter((e) => e.type === RUN_EVENT.pollAttempted).map((e) => e.data as Attempted);
+  const tries = (h.entries.get(seq)?.events ?? [])
+    .filter((e) => e.type === RUN_EVENT.pollAttempted)
+    .map((e) => e.data as Attempted);
   const dueAt = tries.at(-1)?.nextAt ?? begun.nextAt;
   if (host.now() < dueAt) throw new Suspension(dueAt);
 
@@ -135,11 +156,29 @@ export async function runPoll<T>(host: PollHost, seq: Seq, name: string, fn: (ct
     host.remember(seq, name, answer, options.compensate);
     return answer;
   }
-  return waitOrTimeOut(host, seq, name, begun.deadline, pollDelay(schedule, attempt), { output: answer ?? null }, end, options);
+  return waitOrTimeOut(
+    host,
+    seq,
+    name,
+    begun.deadline,
+    pollDelay(schedule, attempt),
+    { output: answer ?? null },
+    end,
+    options,
+  );
 }
 
 /** Journals the request that did not end the poll and the wait after it, or the timeout when the maximum wait is over. */
-async function waitOrTimeOut<T>(host: PollHost, seq: Seq, name: string, deadline: number, delay: number, what: object, end: (type: string, data: object) => Promise<void>, options: PollOptions<T>): Promise<never> {
+async function waitOrTimeOut<T>(
+  host: PollHost,
+  seq: Seq,
+  name: string,
+  deadline: number,
+  delay: number,
+  what: object,
+  end: (type: string, data: object) => Promise<void>,
+  options: PollOptions<T>,
+): Promise<never> {
   const now = host.now();
   if (now >= deadline) {
     await end(RUN_EVENT.pollTimedOut, what);

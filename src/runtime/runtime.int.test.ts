@@ -20,7 +20,11 @@ describe.each(backends)('durable runs on $name', (backend) => {
     return made.engine;
   };
   /** An engine that polls once a minute (only wake-ups move its runs), its run worker idle after one run of `quick`. */
-  const quietEngine = async (quick: Workflow<null, number>, others: Workflow[] = [], options: { runConcurrency?: number } = {}): Promise<Engine> => {
+  const quietEngine = async (
+    quick: Workflow<null, number>,
+    others: Workflow[] = [],
+    options: { runConcurrency?: number } = {},
+  ): Promise<Engine> => {
     const made = await testEngine(backend, { workflows: [quick, ...others], pollMs: 60_000, ...options });
     close = made.close;
     expect(await (await made.engine.start(quick, null, { id: 'quick-0' })).result()).toBe(1);
@@ -44,7 +48,9 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(pass).toMatchObject({ state: 'running', attempts: 1 });
     open();
     expect(await run.result()).toBe('ok');
-    const history = await eventually(async () => ((await engine.queue.get(pass!.id)).state === 'completed' ? engine.queue.history(pass!.id) : undefined));
+    const history = await eventually(async () =>
+      (await engine.queue.get(pass!.id)).state === 'completed' ? engine.queue.history(pass!.id) : undefined,
+    );
     expect(history.map((e) => e.type)).toEqual(['task.enqueued', 'task.completed']);
     // a run that exists already starts nothing, and the worker's reserved slot is free again
     await engine.start(held, null, { id: 'held-1' });
@@ -53,7 +59,12 @@ describe.each(backends)('durable runs on $name', (backend) => {
 
   it('runs the pass its start claimed here without reading the journal; a cancel right after the start still reaches it', async () => {
     const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
-    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))));
+    const slow = workflow('slow', async (ctx) =>
+      ctx.step(
+        'wait',
+        ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      ),
+    );
     // no poll for a minute: only a wake-up can bring the cancel to the pass, whose step never ends on its own
     const engine = await quietEngine(quick, [slow]);
     const reads = vi.spyOn(engine.store, 'eventReadStream');
@@ -89,7 +100,10 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const calls: string[] = [];
     const greet = workflow('greet', async (ctx, input: { name: string }) => {
       const upper = await ctx.step('upper', async () => (calls.push('upper'), input.name.toUpperCase()));
-      const [a, b] = await Promise.all([ctx.step('a', async () => (calls.push('a'), 1)), ctx.step('b', async () => (calls.push('b'), 2))]);
+      const [a, b] = await Promise.all([
+        ctx.step('a', async () => (calls.push('a'), 1)),
+        ctx.step('b', async () => (calls.push('b'), 2)),
+      ]);
       return { greeting: `Hello ${upper}`, sum: a + b };
     });
     const engine = await engineWith(greet);
@@ -97,7 +111,12 @@ describe.each(backends)('durable runs on $name', (backend) => {
     expect(await run.result()).toEqual({ greeting: 'Hello ADA', sum: 3 });
     expect(calls.sort()).toEqual(['a', 'b', 'upper']);
     const view = await engine.run('greet-1');
-    expect(view).toMatchObject({ status: 'success', workflow: 'greet', input: { name: 'ada' }, output: { greeting: 'Hello ADA', sum: 3 } });
+    expect(view).toMatchObject({
+      status: 'success',
+      workflow: 'greet',
+      input: { name: 'ada' },
+      output: { greeting: 'Hello ADA', sum: 3 },
+    });
     expect(view.steps.map((s) => [s.name, s.status, s.attempts])).toEqual([
       ['upper', 'success', 1],
       ['a', 'success', 1],
@@ -132,7 +151,10 @@ describe.each(backends)('durable runs on $name', (backend) => {
     let runs = 0;
     const once = workflow('once', async (ctx) => ctx.step('count', async () => ++runs));
     const engine = await engineWith(once);
-    const [first, second] = await Promise.all([engine.start(once, {}, { id: 'same' }), engine.start(once, {}, { id: 'same' })]);
+    const [first, second] = await Promise.all([
+      engine.start(once, {}, { id: 'same' }),
+      engine.start(once, {}, { id: 'same' }),
+    ]);
     expect(await first.result()).toBe(1);
     expect(await second.result()).toBe(1);
     expect((await engine.start(once, {}, { id: 'same' })).id).toBe('same');
@@ -148,7 +170,10 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const ids = Array.from({ length: 20 }, (_, i) => `together-${i}`);
     const handles = await Promise.all(ids.map((id) => engine.start(one, null, { id })));
     expect(Math.max(...batches)).toBeGreaterThanOrEqual(20);
-    const again = await Promise.all([...ids.slice(0, 5).map((id) => engine.start(one, null, { id: `${id}-b` })), engine.start(one, 'second', { id: 'exists' })]);
+    const again = await Promise.all([
+      ...ids.slice(0, 5).map((id) => engine.start(one, null, { id: `${id}-b` })),
+      engine.start(one, 'second', { id: 'exists' }),
+    ]);
     expect(again.map((h) => h.id)).toEqual([...ids.slice(0, 5).map((id) => `${id}-b`), 'exists']);
     for (const handle of [...handles, ...again]) expect(await handle.result()).toBe(1);
     const started = (await engine.journal.readStream('run:exists')).filter((e) => e.type === 'run.started');
@@ -251,7 +276,13 @@ describe.each(backends)('durable runs on $name', (backend) => {
 
   it('fires the running step signal on cancel', async () => {
     let aborted: unknown = null;
-    const slow = workflow('slow', async (ctx) => ctx.step('wait', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason))))));
+    const slow = workflow('slow', async (ctx) =>
+      ctx.step(
+        'wait',
+        ({ signal }) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject((aborted = signal.reason)))),
+      ),
+    );
     const engine = await engineWith(slow);
     const run = await engine.start(slow, {}, { id: 'slow-1' });
     await eventually(async () => (await engine.run('slow-1')).steps[0]?.status === 'running');
@@ -271,7 +302,9 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const run = await engine.start(drift, {}, { id: 'drift-1' });
     await eventually(async () => (await engine.run('drift-1')).status === 'sleeping');
     version = 2;
-    await expect(run.result()).rejects.toThrow("NonDeterminismError: run drift-1: call 1 is step 'new-name' in the code but step 'old-name' in the journal");
+    await expect(run.result()).rejects.toThrow(
+      "NonDeterminismError: run drift-1: call 1 is step 'new-name' in the code but step 'old-name' in the journal",
+    );
   });
 
   it('fails a step whose output is over the largest value, naming the step and the limit', async () => {
@@ -279,11 +312,18 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const made = await testEngine(backend, { workflows: [big], pollMs: 100, maxEventBytes: 1000, maxValueBytes: 1000 });
     close = made.close;
     const run = await made.engine.start(big, {}, { id: 'big-1' });
-    await expect(run.result()).rejects.toThrow('TerminalError: step fetch: output: is 2 KiB (2002 bytes), over the limit of 1000 bytes');
+    await expect(run.result()).rejects.toThrow(
+      'TerminalError: step fetch: output: is 2 KiB (2002 bytes), over the limit of 1000 bytes',
+    );
   });
 
   it('times out an attempt through its signal', async () => {
-    const stuck = workflow('stuck', async (ctx) => ctx.step('hang', () => new Promise(() => {}), { timeout: '50ms', retry: { maxAttempts: 2, backoff: { base: '10ms' } } }));
+    const stuck = workflow('stuck', async (ctx) =>
+      ctx.step('hang', () => new Promise(() => {}), {
+        timeout: '50ms',
+        retry: { maxAttempts: 2, backoff: { base: '10ms' } },
+      }),
+    );
     const engine = await engineWith(stuck);
     const run = await engine.start(stuck, {}, { id: 'stuck-1' });
     await expect(run.result()).rejects.toThrow('TimeoutError: step timed out after 50 ms');
@@ -306,8 +346,22 @@ describe.each(backends)('durable runs on $name', (backend) => {
     const run = await engine.start(parent, 3, { id: 'parent-1' });
     expect(await run.result()).toEqual({ sum: 25, failure: 'child broke' });
     expect(await engine.run('parent-1:square#1')).toMatchObject({ status: 'success', output: 9 });
-    expect(await types(engine, 'parent-1:square#2')).toEqual(['run.started', 'step.started', 'step.completed', 'run.completed']);
-    expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(expect.arrayContaining(['child.started', 'child.started', 'child.completed', 'child.completed', 'child.started', 'child.failed']));
+    expect(await types(engine, 'parent-1:square#2')).toEqual([
+      'run.started',
+      'step.started',
+      'step.completed',
+      'run.completed',
+    ]);
+    expect((await types(engine, 'parent-1')).filter((t) => t.startsWith('child.'))).toEqual(
+      expect.arrayContaining([
+        'child.started',
+        'child.started',
+        'child.completed',
+        'child.completed',
+        'child.started',
+        'child.failed',
+      ]),
+    );
   });
 
   it('runs the runs of one ordering key one at a time, in start order', async () => {
@@ -320,10 +374,18 @@ describe.each(backends)('durable runs on $name', (backend) => {
     });
     const engine = await engineWith(turn);
     const runs = [];
-    for (const name of ['a', 'b', 'c']) runs.push(await engine.start(turn, name, { id: `turn-${name}`, orderingKey: 'customer-1' }));
+    for (const name of ['a', 'b', 'c'])
+      runs.push(await engine.start(turn, name, { id: `turn-${name}`, orderingKey: 'customer-1' }));
     const other = await engine.start(turn, 'x', { id: 'turn-x', orderingKey: 'customer-2' });
     expect(await Promise.all([...runs, other].map((r) => r.result()))).toEqual(['a', 'b', 'c', 'x']);
-    expect(log.filter((line) => !line.startsWith('x'))).toEqual(['a:begin', 'a:end', 'b:begin', 'b:end', 'c:begin', 'c:end']);
+    expect(log.filter((line) => !line.startsWith('x'))).toEqual([
+      'a:begin',
+      'a:end',
+      'b:begin',
+      'b:end',
+      'c:begin',
+      'c:end',
+    ]);
     expect((await engine.run('turn-c')).status).toBe('success');
   });
 
@@ -355,7 +417,11 @@ describe.each(backends)('durable runs on $name', (backend) => {
     let reason: unknown = null;
     const late = workflow('late', async (ctx) => {
       await ctx.step('reserve', async () => 'r', { compensate: async () => void undone.push('released') });
-      await ctx.step('hang', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason)))));
+      await ctx.step(
+        'hang',
+        ({ signal }) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason)))),
+      );
     });
     const engine = await engineWith(late);
     const run = await engine.start(late, {}, { id: 'late-1', timeout: '1s' });

@@ -1,4 +1,11 @@
-import { CancelledError, ConflictError, describeError, NonDeterminismError, NotFoundError, ValidationError } from '../errors.js';
+import {
+  CancelledError,
+  ConflictError,
+  describeError,
+  NonDeterminismError,
+  NotFoundError,
+  ValidationError,
+} from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -68,17 +75,35 @@ export class Runtime {
     private readonly journal: Journal,
     private readonly queue: TaskQueue,
     workflows: Workflow[],
-    private readonly options: { leaseMs: number; maxEventBytes: number; pollMs: number; observe?: Observe; blobThresholdBytes?: number; maxValueBytes?: number; replayCacheRuns?: number },
+    private readonly options: {
+      leaseMs: number;
+      maxEventBytes: number;
+      pollMs: number;
+      observe?: Observe;
+      blobThresholdBytes?: number;
+      maxValueBytes?: number;
+      replayCacheRuns?: number;
+    },
   ) {
     this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 1_000_000 });
     this.paused = new PausedWorkflows(store, options.pollMs);
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
-    this.blobs = new Blobs(store, { thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)) });
+    this.blobs = new Blobs(store, {
+      thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)),
+    });
     this.clock = new StoreClock(store);
     for (const wf of workflows) this.register(wf);
     this.views = projectRunViews(journal);
     projectPatches(journal);
-    this.starts = new Starts({ store, journal, queue, blobs: this.blobs, cache: this.cache, begun: this.begun, registered: (tag) => this.workflows.has(tag) });
+    this.starts = new Starts({
+      store,
+      journal,
+      queue,
+      blobs: this.blobs,
+      cache: this.cache,
+      begun: this.begun,
+      registered: (tag) => this.workflows.has(tag),
+    });
   }
 
   /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
@@ -94,7 +119,8 @@ export class Runtime {
   /** Makes `wf` runnable by this process's passes; versions of one workflow may be registered side by side. */
   register(wf: Workflow): void {
     const tag = versionTag(wf.name, wf.version);
-    if (this.workflows.has(tag)) throw new ValidationError('workflows', `two workflows are named '${wf.name}' with version '${wf.version}'`);
+    if (this.workflows.has(tag))
+      throw new ValidationError('workflows', `two workflows are named '${wf.name}' with version '${wf.version}'`);
     this.workflows.set(tag, wf);
   }
 
@@ -154,13 +180,25 @@ export class Runtime {
   }
 
   /** Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`. */
-  async signal(id: string, name: string, payload: unknown, options: { idempotencyKey?: string } = {}): Promise<{ duplicate: boolean }> {
+  async signal(
+    id: string,
+    name: string,
+    payload: unknown,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<{ duplicate: boolean }> {
     checkName('name', name);
     await this.stored(id);
     return this.store.transaction(async (tx) => {
-      const key = options.idempotencyKey === undefined ? undefined : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
+      const key =
+        options.idempotencyKey === undefined
+          ? undefined
+          : `signal:${id}:${checkName('idempotencyKey', options.idempotencyKey)}`;
       const stored = await this.blobs.offload(tx, id, payload ?? null);
-      const appended = await this.journal.append(runStream(id), [{ type: RUN_EVENT.signalSent, data: { name, payload: stored } }], { tx, ...(key ? { idempotencyKey: key } : {}) });
+      const appended = await this.journal.append(
+        runStream(id),
+        [{ type: RUN_EVENT.signalSent, data: { name, payload: stored } }],
+        { tx, ...(key ? { idempotencyKey: key } : {}) },
+      );
       if (!appended.duplicate) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
@@ -186,7 +224,16 @@ export class Runtime {
     const from = started.data as { workflow: string; version?: string; input: unknown };
     const next = newId('run');
     await this.store.transaction(async (tx) => {
-      const data = { workflow: from.workflow, ...(from.version ? { version: from.version } : {}), input: from.input, orderingKey: null, deadline: null, parent: null, retryOf: id, retriedBy: actor };
+      const data = {
+        workflow: from.workflow,
+        ...(from.version ? { version: from.version } : {}),
+        input: from.input,
+        orderingKey: null,
+        deadline: null,
+        parent: null,
+        retryOf: id,
+        retriedBy: actor,
+      };
       await this.journal.append(runStream(next), [{ type: RUN_EVENT.runStarted, data }], { tx, expectedVersion: 0 });
       await this.blobs.adopt(tx, next, from.input);
       await this.enqueuePass(tx, next, null, from.version ? versionTag(from.workflow, from.version) : undefined);
@@ -227,11 +274,19 @@ export class Runtime {
   private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<boolean> {
     const { from, history } = await this.history(id, ctx.task);
     if (history.terminal || history.version === 0) return false;
-    if (history.orderingKey !== null && !history.cancelRequested && !(await hasTurn(this.store, history.orderingKey, id))) return false;
+    if (
+      history.orderingKey !== null &&
+      !history.cancelRequested &&
+      !(await hasTurn(this.store, history.orderingKey, id))
+    )
+      return false;
     const wf = this.workflowOf(history);
     if (!wf) {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
-      if (history.codeVersion !== null) await this.store.transaction((tx) => this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)));
+      if (history.codeVersion !== null)
+        await this.store.transaction((tx) =>
+          this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)),
+        );
       else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
       return false;
     }
@@ -263,9 +318,13 @@ export class Runtime {
       const outcome = await pass.execute(wf);
       // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
       // its weight: an event each, and one per KiB of big values it holds whole
-      if (outcome.kind === 'suspended') this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
+      if (outcome.kind === 'suspended')
+        this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
       if (outcome.kind === 'continued') {
-        await pass.write([{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }], (tx) => this.continued(tx, id, from, outcome.workflow));
+        await pass.write(
+          [{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }],
+          (tx) => this.continued(tx, id, from, outcome.workflow),
+        );
         return false;
       }
       if (outcome.kind === 'suspended') {
@@ -275,7 +334,9 @@ export class Runtime {
         return false;
       }
       if (outcome.kind === 'completed') {
-        const data = isPartial(outcome.output) ? { output: outcome.output.output ?? null, partial: true } : { output: outcome.output ?? null };
+        const data = isPartial(outcome.output)
+          ? { output: outcome.output.output ?? null, partial: true }
+          : { output: outcome.output ?? null };
         await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
         result = 'success';
         return true;
@@ -284,7 +345,11 @@ export class Runtime {
       if (outcome.error instanceof PassAborted) throw outcome.error.cause;
       const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
       if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
-      else await pass.write([{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }], end);
+      else
+        await pass.write(
+          [{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }],
+          end,
+        );
       result = pass.isCancelled ? 'cancelled' : 'failed';
       return true;
     } finally {
@@ -303,7 +368,10 @@ export class Runtime {
     const cached = this.cache.take(id);
     if (cached && cached.current === task) return cached;
     let from = cached ? cached.from : (await generationOf(this.store, id)).from;
-    let stored = await this.journal.readStream(runStream(id), { fromVersion: cached ? cached.history.version + 1 : from, limit: 1_000_000 });
+    let stored = await this.journal.readStream(runStream(id), {
+      fromVersion: cached ? cached.history.version + 1 : from,
+      limit: 1_000_000,
+    });
     let history = cached?.history ?? new History([]);
     let next = stored.length - 1;
     while (next >= 0 && stored[next]!.type !== RUN_EVENT.runContinued) next -= 1;
@@ -318,14 +386,27 @@ export class Runtime {
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
   private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
     const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
-    return { generation: history.generation + 1, workflow: wf.name, version: wf.version, input, orderingKey: history.orderingKey, deadline: history.deadline, parent: history.parent, ...(traceparent ? { traceparent } : {}) };
+    return {
+      generation: history.generation + 1,
+      workflow: wf.name,
+      version: wf.version,
+      input,
+      orderingKey: history.orderingKey,
+      deadline: history.deadline,
+      parent: history.parent,
+      ...(traceparent ? { traceparent } : {}),
+    };
   }
 
   /** In the transaction of `run.continued`: carries signals over, moves the run's start, checks its new version, and queues its next pass. */
   private async continued(tx: Store, id: string, from: number, next: Workflow | null): Promise<void> {
     await carryOver(tx, this.journal, id, from);
     if (next) {
-      if (!this.workflows.has(versionTag(next.name, next.version))) throw new ValidationError('continueAsNew.workflow', `'${next.name}' (version '${next.version}') is not registered with this engine`);
+      if (!this.workflows.has(versionTag(next.name, next.version)))
+        throw new ValidationError(
+          'continueAsNew.workflow',
+          `'${next.name}' (version '${next.version}') is not registered with this engine`,
+        );
     }
     await this.wake(tx, id, await tx.now());
   }
@@ -339,7 +420,11 @@ export class Runtime {
   /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it: the version its view names (its start's or, after `continueAsNew`, its generation's). */
   private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<EnqueueResult> {
     const tag = knownTag ?? (await runTag(tx, id));
-    return this.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...passTask(id, tag ?? null), ...(at === null ? {} : { runAt: at }) });
+    return this.queue.enqueue(
+      RUN_QUEUE,
+      { runId: id },
+      { tx, ...passTask(id, tag ?? null), ...(at === null ? {} : { runAt: at }) },
+    );
   }
 
   /** The code a pass runs: the run's own version; a run from before versions takes the one version registered. */
@@ -354,7 +439,10 @@ export class Runtime {
     // nor is the run's start (version 1): the view read below exists, so it was written before
     let woken: number | undefined;
     const unlisten = await this.store.listen('events', (stream, version) => {
-      if (stream === '' || (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))) {
+      if (
+        stream === '' ||
+        (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))
+      ) {
         woken = stream === '' ? undefined : version;
         wakeup.wake();
       }
@@ -371,7 +459,8 @@ export class Runtime {
         const kept = woken === undefined ? undefined : this.views.committed(id, woken);
         woken = undefined;
         const view = kept ?? (await this.stored(id));
-        if (view.status === 'success' || view.status === 'partial_success') return (await this.blobs.resolve(view.output)) as O;
+        if (view.status === 'success' || view.status === 'partial_success')
+          return (await this.blobs.resolve(view.output)) as O;
         if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
         if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
         await wakeup.wait(pollMs);

@@ -68,14 +68,32 @@ export class Starts {
     const deadline = timeoutMs === null ? null : (await store.now()) + timeoutMs;
     const taker = queue.reserve(RUN_QUEUE, tag);
     try {
-      const prepare = async (tx: Store) => ({ appends: [await this.append(tx, wf, input, options, orderingKey, deadline)], value: null });
+      const prepare = async (tx: Store) => ({
+        appends: [await this.append(tx, wf, input, options, orderingKey, deadline)],
+        value: null,
+      });
       const also = async (tx: Store) => {
-        const pass = orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id)) ? await this.enqueuePass(tx, options.id, tag, taker) : null;
+        const pass =
+          orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id))
+            ? await this.enqueuePass(tx, options.id, tag, taker)
+            : null;
         await options.also?.(tx);
         return pass;
       };
       const written = await journal.group.submit<EnqueueResult | null>(
-        orderingKey === null ? { prepare, enqueue: [queue.newTask(RUN_QUEUE, { runId: options.id }, { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) })], ...(options.also ? { also } : {}) } : { prepare, also },
+        orderingKey === null
+          ? {
+              prepare,
+              enqueue: [
+                queue.newTask(
+                  RUN_QUEUE,
+                  { runId: options.id },
+                  { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) },
+                ),
+              ],
+              ...(options.also ? { also } : {}),
+            }
+          : { prepare, also },
       );
       const pass = orderingKey === null ? written.tasks[0]! : written.value;
       taker?.settle(pass ?? undefined);
@@ -93,7 +111,9 @@ export class Starts {
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
     const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
-    const [started] = (await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })).events;
+    const [started] = (
+      await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })
+    ).events;
     const admitted = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id));
     const pass = admitted ? await this.enqueuePass(tx, options.id, tag, this.host.queue.reserve(RUN_QUEUE, tag)) : null;
     await options.also?.(tx);
@@ -102,7 +122,11 @@ export class Starts {
 
   private checked(wf: Workflow, options: Start): { tag: string; orderingKey: string | null; timeoutMs: number | null } {
     const tag = versionTag(wf.name, wf.version);
-    if (!this.host.registered(tag)) throw new ValidationError('workflow', `'${wf.name}' (version '${wf.version}') is not registered with this engine`);
+    if (!this.host.registered(tag))
+      throw new ValidationError(
+        'workflow',
+        `'${wf.name}' (version '${wf.version}') is not registered with this engine`,
+      );
     return {
       tag,
       orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200),
@@ -111,7 +135,14 @@ export class Starts {
   }
 
   /** The run's first event, at version 1 of its new stream (its input offloaded in `tx` if big). */
-  private async append(tx: Store, wf: Workflow, input: unknown, options: Start, orderingKey: string | null, deadline: number | null): Promise<StreamAppend> {
+  private async append(
+    tx: Store,
+    wf: Workflow,
+    input: unknown,
+    options: Start,
+    orderingKey: string | null,
+    deadline: number | null,
+  ): Promise<StreamAppend> {
     const data = {
       workflow: wf.name,
       version: wf.version,
@@ -136,6 +167,12 @@ export class Starts {
   private keep(id: string, started: StoredEvent, pass: EnqueueResult | null): void {
     if (blobBytes([started]) > 0) return;
     const current = pass && this.host.begun.has(pass.task) ? pass.task : undefined;
-    this.host.cache.put(id, 1, new History([{ ...started, data: JSON.parse(JSON.stringify(started.data)) }]), 1, current);
+    this.host.cache.put(
+      id,
+      1,
+      new History([{ ...started, data: JSON.parse(JSON.stringify(started.data)) }]),
+      1,
+      current,
+    );
   }
 }

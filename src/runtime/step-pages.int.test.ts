@@ -37,7 +37,8 @@ describe.each(backends)('step pages on $name', (backend) => {
     close = made.close;
     return made.engine;
   };
-  const stored = async (engine: Engine, id: string) => (await engine.store.projectionGet({ name: RUN_VIEW, key: id })) as RunView;
+  const stored = async (engine: Engine, id: string) =>
+    (await engine.store.projectionGet({ name: RUN_VIEW, key: id })) as RunView;
 
   it('keeps at most 50 ended steps in the view and shows every step, in order, on read', async () => {
     const engine = await open();
@@ -58,7 +59,11 @@ describe.each(backends)('step pages on $name', (backend) => {
     await (await engine.start(branches, null, { id: 'par' })).result();
     expect((await stored(engine, 'par')).stepPages).toBeGreaterThan(0);
     const names = (await engine.run('par')).steps.map((s) => s.name);
-    const expected = [...Array.from({ length: 40 }, (_, i) => `a${i}`), ...Array.from({ length: 40 }, (_, i) => `b${i}`), ...Array.from({ length: 30 }, (_, i) => `after${i}`)];
+    const expected = [
+      ...Array.from({ length: 40 }, (_, i) => `a${i}`),
+      ...Array.from({ length: 40 }, (_, i) => `b${i}`),
+      ...Array.from({ length: 30 }, (_, i) => `after${i}`),
+    ];
     expect(names).toEqual(expected);
   });
 
@@ -74,7 +79,9 @@ describe.each(backends)('step pages on $name', (backend) => {
     await (await engine.start(many, 60, { id: 'old' })).result();
     expect(await engine.store.projectionList({ name: RUN_STEPS, limit: 10 })).toHaveLength(1);
     // a run's last pass commits its task after the run ended; until then retention leaves the run alone
-    await eventually(async () => (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0));
+    await eventually(async () =>
+      (await engine.store.taskStats()).every((q) => q.queue !== RUN_QUEUE || q.running + q.ready === 0),
+    );
     const [pruned] = await engine.retention.prune({ runs: 0 }, { pauseMs: 0 });
     expect(pruned!.runs).toBe(2);
     expect(await engine.store.projectionList({ name: RUN_STEPS, limit: 10 })).toEqual([]);

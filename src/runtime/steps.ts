@@ -24,22 +24,43 @@ export interface StepHost extends PollHost {
   failuresAfter: number;
 }
 
-export async function runStep<T>(host: StepHost, seq: Seq, name: string, fn: (ctx: StepContext) => Promise<T>, options: StepOptions<T>): Promise<T> {
+export async function runStep<T>(
+  host: StepHost,
+  seq: Seq,
+  name: string,
+  fn: (ctx: StepContext) => Promise<T>,
+  options: StepOptions<T>,
+): Promise<T> {
   const h = host.history;
   const completed = h.find(seq, RUN_EVENT.stepCompleted);
   if (completed) return remember(host, seq, name, (completed.data as { output: T }).output, options);
-  const failures = h.entries.get(seq)?.events.filter((e) => e.type === RUN_EVENT.stepFailed && e.version > host.failuresAfter) ?? [];
+  const failures =
+    h.entries.get(seq)?.events.filter((e) => e.type === RUN_EVENT.stepFailed && e.version > host.failuresAfter) ?? [];
   const lastFailure = failures.at(-1)?.data as (FailureData & { retryAt: number | null }) | undefined;
   if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
   host.checkLive();
   if (lastFailure?.retryAt && lastFailure.retryAt > host.now()) throw new Suspension(lastFailure.retryAt);
 
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
-  const started = { seq, name, attempt, ...(options.input === undefined ? {} : { input: options.input }), ...(options.label ? { label: options.label } : {}) };
+  const started = {
+    seq,
+    name,
+    attempt,
+    ...(options.input === undefined ? {} : { input: options.input }),
+    ...(options.label ? { label: options.label } : {}),
+  };
   await host.write([{ type: RUN_EVENT.stepStarted, data: started }]);
   const seen = host.observe(name, attempt);
   try {
-    const output = await host.attempt(fn, { idempotencyKey: `${host.runId}:${name}#${seq}`, attempt, ...(seen.traceparent ? { traceparent: seen.traceparent } : {}) }, options.timeout);
+    const output = await host.attempt(
+      fn,
+      {
+        idempotencyKey: `${host.runId}:${name}#${seq}`,
+        attempt,
+        ...(seen.traceparent ? { traceparent: seen.traceparent } : {}),
+      },
+      options.timeout,
+    );
     checkOutput(name, output, host.maxEventBytes);
     seen.end(null, false);
     // Journaled with the run's next write, before anything after this step can happen: the next
@@ -72,9 +93,17 @@ export async function runStep<T>(host: StepHost, seq: Seq, name: string, fn: (ct
  * after the node's own, the same in every attempt, so a call that completed in an earlier attempt
  * returns its result and one that failed runs again.
  */
-export async function runNode<T>(host: StepHost, seq: Seq, name: string, fn: (node: NodeContext) => Promise<T>, options: NodeOptions): Promise<T> {
+export async function runNode<T>(
+  host: StepHost,
+  seq: Seq,
+  name: string,
+  fn: (node: NodeContext) => Promise<T>,
+  options: NodeOptions,
+): Promise<T> {
   const events = host.history.entries.get(seq)?.events ?? [];
-  const completed = events.find((e) => e.type === RUN_EVENT.nodeCompleted)?.data as { output: T; end: number } | undefined;
+  const completed = events.find((e) => e.type === RUN_EVENT.nodeCompleted)?.data as
+    | { output: T; end: number }
+    | undefined;
   if (completed) {
     host.moveTo(completed.end);
     return completed.output;
@@ -87,7 +116,10 @@ export async function runNode<T>(host: StepHost, seq: Seq, name: string, fn: (no
   }
   host.checkLive();
   if (options.skip) {
-    host.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 } });
+    host.defer({
+      type: RUN_EVENT.nodeCompleted,
+      data: { seq, name, attempt: 0, end: seq, output: null, skipped: true, latency_ms: 0 },
+    });
     return null as T;
   }
   const starts = events.filter((e) => e.type === RUN_EVENT.nodeStarted);
@@ -95,7 +127,13 @@ export async function runNode<T>(host: StepHost, seq: Seq, name: string, fn: (no
   if (!resumed && lastFailure?.retryAt && lastFailure.retryAt > host.now()) throw new Suspension(lastFailure.retryAt);
   const attempt = resumed ? (resumed.data as { attempt: number }).attempt : starts.length + 1;
   const startedAt = resumed ? resumed.timestamp : host.now();
-  if (!resumed) await host.write([{ type: RUN_EVENT.nodeStarted, data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input } }]);
+  if (!resumed)
+    await host.write([
+      {
+        type: RUN_EVENT.nodeStarted,
+        data: options.input === undefined ? { seq, name, attempt } : { seq, name, attempt, input: options.input },
+      },
+    ]);
   const outer = host.failuresAfter;
   host.failuresAfter = resumed ? resumed.version : Number.POSITIVE_INFINITY;
   let output: T;
@@ -107,13 +145,21 @@ export async function runNode<T>(host: StepHost, seq: Seq, name: string, fn: (no
     if (error instanceof LeaseLostError || error instanceof NonDeterminismError || host.cancelled()) throw error;
     const delay = retryDelay(error, attempt, options.retry);
     const retryAt = delay === null ? null : host.now() + delay;
-    await host.write([{ type: RUN_EVENT.nodeFailed, data: { seq, name, attempt, end: host.position(), ...failureData(error), retryAt } }]);
+    await host.write([
+      {
+        type: RUN_EVENT.nodeFailed,
+        data: { seq, name, attempt, end: host.position(), ...failureData(error), retryAt },
+      },
+    ]);
     if (retryAt === null) throw error;
     throw new Suspension(retryAt);
   }
   host.failuresAfter = outer;
   // like a step's completion, journaled with the run's next write: the next node's start, a wait, the run's end
-  host.defer({ type: RUN_EVENT.nodeCompleted, data: { seq, name, attempt, end: host.position(), output: output ?? null, latency_ms: host.now() - startedAt } });
+  host.defer({
+    type: RUN_EVENT.nodeCompleted,
+    data: { seq, name, attempt, end: host.position(), output: output ?? null, latency_ms: host.now() - startedAt },
+  });
   return output;
 }
 

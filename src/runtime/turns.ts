@@ -24,9 +24,17 @@ function turnsOf(journal: Journal): WrittenViews<Turn> {
 }
 
 /** Appends `type` to the key's stream (which locks it) and returns the key's turns as that append found them. */
-async function lineUp(journal: Journal, tx: Store, key: string, type: string, runId: string): Promise<{ turn: Turn | undefined; version: number }> {
+async function lineUp(
+  journal: Journal,
+  tx: Store,
+  key: string,
+  type: string,
+  runId: string,
+): Promise<{ turn: Turn | undefined; version: number }> {
   const [event] = (await journal.append(`ordering:${key}`, [{ type, data: { runId } }], { tx })).events;
-  const turn = turnsOf(journal).take(tx, key, event!.version - 1) ?? ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
+  const turn =
+    turnsOf(journal).take(tx, key, event!.version - 1) ??
+    ((await tx.projectionGet({ name: TURNS, key })) as Turn | undefined);
   return { turn, version: event!.version };
 }
 

@@ -9,8 +9,16 @@ describe.each(backends)('workers advertising their versions on $name', (backend)
     try {
       const now = await store.now();
       // a worker killed an hour and more ago, and one killed a moment ago
-      await store.projectionPut({ name: RUN_WORKERS, key: 'long-dead', value: { tags: ['old@1'], expiresAt: now - 4_000_000, createdAt: now - 5_000_000 } });
-      await store.projectionPut({ name: RUN_WORKERS, key: 'just-dead', value: { tags: ['gone@1'], expiresAt: now - 1, createdAt: now - 100 } });
+      await store.projectionPut({
+        name: RUN_WORKERS,
+        key: 'long-dead',
+        value: { tags: ['old@1'], expiresAt: now - 4_000_000, createdAt: now - 5_000_000 },
+      });
+      await store.projectionPut({
+        name: RUN_WORKERS,
+        key: 'just-dead',
+        value: { tags: ['gone@1'], expiresAt: now - 1, createdAt: now - 100 },
+      });
       const errors: unknown[] = [];
       const stop = advertise(
         store,

@@ -75,7 +75,8 @@ const MODULE_NAMESPACE = /^(?:__vite_ssr_import_\d+__|__vi_import_\d+__|import_[
 const VERSION = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 export function checkVersion(version: string): string {
-  if (typeof version !== 'string' || !VERSION.test(version)) throw new ValidationError('version', `must be 1–64 letters, digits, _ . : or - (got ${JSON.stringify(version)})`);
+  if (typeof version !== 'string' || !VERSION.test(version))
+    throw new ValidationError('version', `must be 1–64 letters, digits, _ . : or - (got ${JSON.stringify(version)})`);
   return version;
 }
 
@@ -99,14 +100,21 @@ interface Presence {
  * Says which versions this process runs, for `liveTags`: renewed every `everyMs`, expiring after
  * three missed renewals, removed when the worker stops.
  */
-export function advertise(store: Store, workerId: string, tags: () => string[], everyMs: number, onError: (error: unknown) => void): () => Promise<void> {
+export function advertise(
+  store: Store,
+  workerId: string,
+  tags: () => string[],
+  everyMs: number,
+  onError: (error: unknown) => void,
+): () => Promise<void> {
   const put = async () => {
     const now = await store.now();
     const value: Presence = { tags: tags(), expiresAt: now + 3 * everyMs, createdAt: now };
     await store.projectionPut({ name: RUN_WORKERS, key: workerId, value });
     // the rows of workers that died without removing theirs, an hour after they expired
     for (const row of await store.projectionList({ name: RUN_WORKERS, limit: 500 })) {
-      if ((row.value as Presence).expiresAt < now - 3_600_000) await store.projectionDelete({ name: RUN_WORKERS, key: row.key });
+      if ((row.value as Presence).expiresAt < now - 3_600_000)
+        await store.projectionDelete({ name: RUN_WORKERS, key: row.key });
     }
   };
   let renewing: Promise<void> = Promise.resolve();
@@ -128,7 +136,11 @@ export async function liveTags(store: Store): Promise<Set<string>> {
   const live = new Set<string>();
   let after: string | undefined;
   for (;;) {
-    const rows = await store.projectionList({ name: RUN_WORKERS, limit: 500, ...(after === undefined ? {} : { after }) });
+    const rows = await store.projectionList({
+      name: RUN_WORKERS,
+      limit: 500,
+      ...(after === undefined ? {} : { after }),
+    });
     for (const row of rows) {
       const presence = row.value as Presence;
       if (presence.expiresAt > now) for (const tag of presence.tags) live.add(tag);
@@ -142,7 +154,10 @@ export async function liveTags(store: Store): Promise<Set<string>> {
  * The version a run waits for: its own, when no live worker has it and the run has not ended (its
  * next pass will not run until one does). Null for a run that some worker can run, or that ended.
  */
-export function missingVersion(run: { workflow: string; version?: string | null; status: string }, live: Set<string>): string | null {
+export function missingVersion(
+  run: { workflow: string; version?: string | null; status: string },
+  live: Set<string>,
+): string | null {
   if (!run.version || ['success', 'partial_success', 'failed', 'cancelled'].includes(run.status)) return null;
   return live.has(versionTag(run.workflow, run.version)) ? null : run.version;
 }

@@ -40,7 +40,10 @@ describe.each(backends)('kept run views on $name', (backend) => {
   });
 
   it("reads the view again after another process's append", async () => {
-    await here.journal.append('run:r1', [{ type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } }, started(1, 'here')]);
+    await here.journal.append('run:r1', [
+      { type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } },
+      started(1, 'here'),
+    ]);
     await there.journal.append('run:r1', [started(2, 'there')]);
     await here.journal.append('run:r1', [started(3, 'here again')]);
     expect(await names()).toEqual(['here', 'there', 'here again']);
@@ -52,7 +55,10 @@ describe.each(backends)('kept run views on $name', (backend) => {
   });
 
   it('gives the status and a copy of the output of the view committed here at exactly the version asked for, nothing of a rollback or of another process', async () => {
-    await here.journal.append('run:r1', [{ type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } }, started(1, 'here')]);
+    await here.journal.append('run:r1', [
+      { type: RUN_EVENT.runStarted, data: { workflow: 'w', input: null } },
+      started(1, 'here'),
+    ]);
     const stored = (await readRunView(here.store, 'r1'))!;
     expect(views.committed('r1', 2)).toEqual({ status: stored.status, output: null, error: null });
     expect(views.committed('r1', 1)).toBeUndefined();
@@ -65,7 +71,10 @@ describe.each(backends)('kept run views on $name', (backend) => {
     expect(views.committed('r1', 3)).toBeUndefined();
     await there.journal.append('run:r1', [started(2, 'there')]);
     expect(views.committed('r1', 3)).toBeUndefined();
-    await here.journal.append('run:r1', [started(3, 'here again'), { type: RUN_EVENT.runCompleted, data: { output: { n: 1 } } }]);
+    await here.journal.append('run:r1', [
+      started(3, 'here again'),
+      { type: RUN_EVENT.runCompleted, data: { output: { n: 1 } } },
+    ]);
     const copy = views.committed('r1', 5)!;
     expect(copy).toEqual({ status: 'success', output: { n: 1 }, error: null });
     (copy.output as { n: number }).n = 2;

@@ -3,8 +3,18 @@ import { currentStatus, runView, type RunView } from './view.js';
 
 describe('the status vocabulary', () => {
   it("reads the spellings of earlier versions in today's words, and leaves today's alone", () => {
-    expect(['succeeded', 'ok', 'error', 'INITIATED', 'BUSY', 'COMPLETED', 'FAILED'].map(currentStatus)).toEqual(['success', 'success', 'failed', 'pending', 'running', 'success', 'failed']);
-    expect(['pending', 'running', 'sleeping', 'waiting', 'success', 'failed', 'cancelled', 'retrying'].map(currentStatus)).toEqual(['pending', 'running', 'sleeping', 'waiting', 'success', 'failed', 'cancelled', 'retrying']);
+    expect(['succeeded', 'ok', 'error', 'INITIATED', 'BUSY', 'COMPLETED', 'FAILED'].map(currentStatus)).toEqual([
+      'success',
+      'success',
+      'failed',
+      'pending',
+      'running',
+      'success',
+      'failed',
+    ]);
+    expect(
+      ['pending', 'running', 'sleeping', 'waiting', 'success', 'failed', 'cancelled', 'retrying'].map(currentStatus),
+    ).toEqual(['pending', 'running', 'sleeping', 'waiting', 'success', 'failed', 'cancelled', 'retrying']);
     expect(currentStatus('nonsense')).toBe('nonsense');
   });
 

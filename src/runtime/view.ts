@@ -6,17 +6,41 @@ import { RUN_EVENT } from './events.js';
 import { versionTag } from './versions.js';
 
 /** A run's status; the one vocabulary of the API, the CLI and the dashboard (docs/glossary.md). */
-export type RunStatus = 'pending' | 'running' | 'sleeping' | 'waiting' | 'success' | 'partial_success' | 'failed' | 'cancelled';
+export type RunStatus =
+  | 'pending'
+  | 'running'
+  | 'sleeping'
+  | 'waiting'
+  | 'success'
+  | 'partial_success'
+  | 'failed'
+  | 'cancelled';
 /** `timed_out`: a poll whose maximum wait passed. */
 export type StepStatus = 'running' | 'retrying' | 'success' | 'failed' | 'timed_out';
 
-export const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'success', 'partial_success', 'failed', 'cancelled'] as const satisfies readonly RunStatus[];
+export const RUN_STATUSES = [
+  'pending',
+  'running',
+  'sleeping',
+  'waiting',
+  'success',
+  'partial_success',
+  'failed',
+  'cancelled',
+] as const satisfies readonly RunStatus[];
 
 /**
  * Spellings of earlier versions, still accepted as filters (and found in views stored by them)
  * for one version: `succeeded` (runs), `ok` / `error` (steps), and the session statuses.
  */
-const OLD_SPELLINGS: Record<string, RunStatus> = { succeeded: 'success', ok: 'success', error: 'failed', completed: 'success', initiated: 'pending', busy: 'running' };
+const OLD_SPELLINGS: Record<string, RunStatus> = {
+  succeeded: 'success',
+  ok: 'success',
+  error: 'failed',
+  completed: 'success',
+  initiated: 'pending',
+  busy: 'running',
+};
 
 /** A status filter as a caller spelled it, in today's vocabulary (`succeeded` → `success`); anything else unchanged. */
 export function currentStatus(status: string): string {
@@ -133,13 +157,15 @@ export function projectRunViews(journal: Journal): CommittedViews {
         if (cached) read.set(id, cached);
         else unread.add(id);
       }
-      for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : []) read.set(row.key, runView(row.value));
+      for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : [])
+        read.set(row.key, runView(row.value));
       const changed = new Map<string, RunView>();
       const versions = new Map<string, number>();
       const dropped: string[] = [];
       for (const event of events) {
         const id = idOf(event);
-        const view = event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
+        const view =
+          event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
         if (!view) continue;
         // a new generation starts with no steps: its predecessor's pages go
         if (event.type === RUN_EVENT.runContinued) dropped.push(...pageKeys(id, view.stepPages ?? 0));
@@ -190,7 +216,9 @@ export async function readRunView(store: Store, id: string): Promise<RunView | u
   const view = runView(await store.projectionGet({ name: RUN_VIEW, key: id }));
   if (!view?.stepPages) return view;
   const pages = await store.projectionGetMany({ name: RUN_STEPS, keys: pageKeys(id, view.stepPages) });
-  view.steps = [...pages.flatMap((row) => row.value as StepView[]), ...view.steps].sort((x, y) => compareSeq(x.seq, y.seq));
+  view.steps = [...pages.flatMap((row) => row.value as StepView[]), ...view.steps].sort((x, y) =>
+    compareSeq(x.seq, y.seq),
+  );
   delete view.stepPages;
   return view;
 }
@@ -235,7 +263,19 @@ export function runView(value: unknown): RunView | undefined {
 
 function newView(id: string, event: StoredEvent): RunView {
   const data = event.data as { workflow: string; input: unknown; version?: string };
-  return { id, workflow: data.workflow, version: data.version ?? null, status: 'pending', input: data.input, output: null, error: null, compensations: null, steps: [], createdAt: event.timestamp, updatedAt: event.timestamp };
+  return {
+    id,
+    workflow: data.workflow,
+    version: data.version ?? null,
+    status: 'pending',
+    input: data.input,
+    output: null,
+    error: null,
+    compensations: null,
+    steps: [],
+    createdAt: event.timestamp,
+    updatedAt: event.timestamp,
+  };
 }
 
 function apply(view: RunView, event: StoredEvent): void {
@@ -250,7 +290,14 @@ function apply(view: RunView, event: StoredEvent): void {
   };
   const begin = (attempt: number, kind?: 'poll') => {
     const existing = step();
-    if (existing) Object.assign(existing, { status: 'running', attempts: attempt, finishedAt: null, durationMs: null, input: data.input ?? existing.input });
+    if (existing)
+      Object.assign(existing, {
+        status: 'running',
+        attempts: attempt,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? existing.input,
+      });
     else {
       const label = typeof data.label === 'string' ? { label: data.label } : {};
       view.steps.push({
@@ -269,14 +316,26 @@ function apply(view: RunView, event: StoredEvent): void {
       });
       // parallel steps can start in any order; the view lists them in the code's call order
       const last = view.steps.length - 1;
-      if (last > 0 && compareSeq(view.steps[last - 1]!.seq, data.seq) > 0) view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
+      if (last > 0 && compareSeq(view.steps[last - 1]!.seq, data.seq) > 0)
+        view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
     }
     view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
     view.status = 'running';
   };
   switch (event.type) {
     case RUN_EVENT.runContinued:
-      Object.assign(view, { status: 'running', workflow: data.workflow, version: data.version ?? null, input: data.input, steps: [], stepPages: 0, generation: data.generation, patches: {}, current: null, state: view.state ?? null });
+      Object.assign(view, {
+        status: 'running',
+        workflow: data.workflow,
+        version: data.version ?? null,
+        input: data.input,
+        steps: [],
+        stepPages: 0,
+        generation: data.generation,
+        patches: {},
+        current: null,
+        state: view.state ?? null,
+      });
       return;
     case RUN_EVENT.patchRecorded:
       view.patches = { ...view.patches, [data.id]: data.patched };
@@ -296,13 +355,31 @@ function apply(view: RunView, event: StoredEvent): void {
       begin(0, 'poll');
       return;
     case RUN_EVENT.pollAttempted:
-      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? null });
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error: data.error ?? null,
+        });
       return;
     case RUN_EVENT.pollCompleted:
     case RUN_EVENT.pollFailed:
     case RUN_EVENT.pollTimedOut:
-      finish(step(), event.type === RUN_EVENT.pollCompleted ? 'success' : event.type === RUN_EVENT.pollFailed ? 'failed' : 'timed_out');
-      if (step()) Object.assign(step()!, { attempts: data.attempt, output: data.output ?? step()!.output, error: data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null) });
+      finish(
+        step(),
+        event.type === RUN_EVENT.pollCompleted
+          ? 'success'
+          : event.type === RUN_EVENT.pollFailed
+            ? 'failed'
+            : 'timed_out',
+      );
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error:
+            data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null),
+        });
       return;
     case RUN_EVENT.stateChanged:
       view.state = data.name;
@@ -322,7 +399,12 @@ function apply(view: RunView, event: StoredEvent): void {
       Object.assign(view, { status: data.partial ? 'partial_success' : 'success', output: data.output, current: null });
       return;
     case RUN_EVENT.runFailed:
-      Object.assign(view, { status: 'failed', error: data.error, compensations: data.compensations ?? null, current: null });
+      Object.assign(view, {
+        status: 'failed',
+        error: data.error,
+        compensations: data.compensations ?? null,
+        current: null,
+      });
       return;
     case RUN_EVENT.runCancelled:
       Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });

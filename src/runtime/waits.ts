@@ -44,13 +44,17 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, timeoutMs:
   if (h.find(seq, RUN_EVENT.waitTimedOut)) return null;
   host.checkLive();
   // chosen before any await, so parallel waits for one name take signals in call order
-  const signal = h.signals.find((s) => s.name === name && !h.consumed.has(s.version) && !host.claimedSignals.has(s.version));
+  const signal = h.signals.find(
+    (s) => s.name === name && !h.consumed.has(s.version) && !host.claimedSignals.has(s.version),
+  );
   if (signal) host.claimedSignals.add(signal.version);
   const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
   const deadline = started ? started.deadline : timeoutMs === null ? null : host.now() + timeoutMs;
   if (!started) await host.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline } }]);
   if (signal) {
-    await host.write([{ type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } }]);
+    await host.write([
+      { type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } },
+    ]);
     return signal.payload;
   }
   if (deadline !== null && host.now() >= deadline) {
@@ -60,7 +64,13 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, timeoutMs:
   throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
 }
 
-export async function runChild(host: WaitHost, seq: Seq, workflow: Workflow, input: unknown, id: string | undefined): Promise<unknown> {
+export async function runChild(
+  host: WaitHost,
+  seq: Seq,
+  workflow: Workflow,
+  input: unknown,
+  id: string | undefined,
+): Promise<unknown> {
   const h = host.history;
   const completed = h.find(seq, RUN_EVENT.childCompleted);
   if (completed) return (completed.data as { output: unknown }).output;
@@ -71,11 +81,15 @@ export async function runChild(host: WaitHost, seq: Seq, workflow: Workflow, inp
   const childId = started?.childId ?? id ?? `${host.runId}:${workflow.name}#${seq}`;
   if (!started) {
     const parent = { runId: host.runId, seq };
-    await host.write([{ type: RUN_EVENT.childStarted, data: { seq, name: workflow.name, childId } }], (tx) => host.children.start(tx, workflow, input, childId, parent));
+    await host.write([{ type: RUN_EVENT.childStarted, data: { seq, name: workflow.name, childId } }], (tx) =>
+      host.children.start(tx, workflow, input, childId, parent),
+    );
   }
   const view = await host.children.view(childId);
   if (view?.status === 'success' || view?.status === 'partial_success') {
-    await host.write([{ type: RUN_EVENT.childCompleted, data: { seq, name: workflow.name, childId, output: view.output } }]);
+    await host.write([
+      { type: RUN_EVENT.childCompleted, data: { seq, name: workflow.name, childId, output: view.output } },
+    ]);
     return view.output;
   }
   if (view?.status === 'failed' || view?.status === 'cancelled') {
@@ -104,6 +118,10 @@ export async function recordValue(host: WaitHost, seq: Seq, kind: string, make: 
 
 /** A business state's name: what `setState` accepts. */
 export function checkState(state: string): string {
-  if (typeof state !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(state)) throw new ValidationError('state', `must be 1–64 letters, digits or _, starting with a letter (got ${JSON.stringify(state)})`);
+  if (typeof state !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(state))
+    throw new ValidationError(
+      'state',
+      `must be 1–64 letters, digits or _, starting with a letter (got ${JSON.stringify(state)})`,
+    );
   return state;
 }

@@ -29,7 +29,12 @@ async function existing(store: Store, id: string): Promise<RunView> {
  * A run's events after version `after`, page by page, ending with its terminal event: `end` says
  * the run has ended and everything up to its end was returned.
  */
-export function runTail(store: Store, journal: Journal, runId: string, after: number): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
+export function runTail(
+  store: Store,
+  journal: Journal,
+  runId: string,
+  after: number,
+): { next(): Promise<{ events: StoredEvent[]; end: boolean }> } {
   const streamId = runStream(runId);
   const read = () => journal.readStream(streamId, { fromVersion: after + 1, limit: PAGE });
   return {
@@ -54,7 +59,11 @@ export function runTail(store: Store, journal: Journal, runId: string, after: nu
  * until the journal's wake-up for the run's stream and reads the view once per wake-up (or per
  * `pollMs`, the fallback for a lost wake-up); other runs' events do not wake it.
  */
-export async function waitForRun(store: Store, id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
+export async function waitForRun(
+  store: Store,
+  id: string,
+  options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal },
+): Promise<RunView> {
   const deadline = Date.now() + options.timeoutMs;
   const streamId = runStream(id);
   const watch = await watchEvents(store, (s) => s === streamId);
@@ -88,7 +97,10 @@ export interface RunPage {
  * A `last_key` is a generated run id or the id of a run that exists (ids can be chosen: `'garbage'`
  * could be one); anything else is a ValidationError, not a page that silently starts somewhere.
  */
-export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
+export async function listRuns(
+  store: Store,
+  q: RunPage,
+): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
   if (q.last_key !== undefined && !GENERATED_ID.test(q.last_key) && !(await readRunView(store, q.last_key))) {
     throw new ValidationError('last_key', `'${q.last_key}' is not the last_key of a previous page (the id of a run)`);
   }
@@ -97,7 +109,12 @@ export async function listRuns(store: Store, q: RunPage): Promise<{ runs: RunVie
   const page = (last_key: string | null) => ({ runs, count: runs.length, last_key });
   let last = q.last_key;
   for (let scanned = 0; ; ) {
-    const rows = await store.projectionList({ name: RUN_VIEW, limit: size, backwards: true, ...(last !== undefined ? { before: last } : {}) });
+    const rows = await store.projectionList({
+      name: RUN_VIEW,
+      limit: size,
+      backwards: true,
+      ...(last !== undefined ? { before: last } : {}),
+    });
     for (const row of rows) {
       const view = runView(row.value)!;
       if (!q.filter || q.filter(view)) {
@@ -129,7 +146,10 @@ export interface RecentRunPage {
  * one index range however many runs are stored. `last_key` is `<createdAt>~<id>`; a run's id
  * alone (what the older id-ordered listing gave) continues after that run.
  */
-export async function listRecentRuns(store: Store, q: RecentRunPage): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
+export async function listRecentRuns(
+  store: Store,
+  q: RecentRunPage,
+): Promise<{ runs: RunView[]; count: number; last_key: string | null }> {
   const rows = await store.projectionListRecent({
     name: RUN_VIEW,
     limit: q.limit + 1,

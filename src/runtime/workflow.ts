@@ -124,7 +124,10 @@ export interface WorkflowContext {
    * const { word, ppt } = await ctx.parallel('render', { word: (c) => render(c, 'docx'), ppt: (c) => render(c, 'pptx') });
    * if (word.status === 'failed') …
    */
-  parallel<B extends Record<string, (ctx: WorkflowContext) => Promise<unknown>>>(name: string, branches: B): Promise<{ [K in keyof B]: BranchResult<Awaited<ReturnType<B[K]>>> }>;
+  parallel<B extends Record<string, (ctx: WorkflowContext) => Promise<unknown>>>(
+    name: string,
+    branches: B,
+  ): Promise<{ [K in keyof B]: BranchResult<Awaited<ReturnType<B[K]>>> }>;
   /**
    * Records the business state the run entered (`LAYOUT_QUEUED`); the run's view shows it beside its
    * status. Allowed after cancellation too, so a workflow can record `CANCELLED`.
@@ -214,8 +217,16 @@ export interface WorkflowOptions {
  * const billing = workflow('billing', { version: '2' }, async (ctx, input: { account: string }) => { … });
  */
 export function workflow<I, O>(name: string, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
-export function workflow<I, O>(name: string, options: WorkflowOptions, run: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O>;
-export function workflow<I, O>(name: string, second: WorkflowOptions | ((ctx: WorkflowContext, input: I) => Promise<O>), third?: (ctx: WorkflowContext, input: I) => Promise<O>): Workflow<I, O> {
+export function workflow<I, O>(
+  name: string,
+  options: WorkflowOptions,
+  run: (ctx: WorkflowContext, input: I) => Promise<O>,
+): Workflow<I, O>;
+export function workflow<I, O>(
+  name: string,
+  second: WorkflowOptions | ((ctx: WorkflowContext, input: I) => Promise<O>),
+  third?: (ctx: WorkflowContext, input: I) => Promise<O>,
+): Workflow<I, O> {
   const run = typeof second === 'function' ? second : third;
   if (typeof run !== 'function') throw new ValidationError('run', `workflow '${name}' needs a function`);
   const options = typeof second === 'function' ? {} : second;

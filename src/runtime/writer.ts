@@ -71,10 +71,21 @@ export class RunWriter {
             : undefined;
           const streamId = runStream(this.o.runId);
           const blobs = this.o.blobs;
-          const carried = blobs ? { prepare: async (tx: Store) => ({ appends: [{ streamId, events: await blobs.offloadEvents(tx, this.o.runId, events) }], value: undefined }) } : { appends: [{ streamId, events }] };
-          const written = await this.o.journal.group.submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, ...carried, ...(also ? { also } : {}) }).catch((error) => {
-            throw error instanceof LeaseLostError ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`) : error;
-          });
+          const carried = blobs
+            ? {
+                prepare: async (tx: Store) => ({
+                  appends: [{ streamId, events: await blobs.offloadEvents(tx, this.o.runId, events) }],
+                  value: undefined,
+                }),
+              }
+            : { appends: [{ streamId, events }] };
+          const written = await this.o.journal.group
+            .submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, ...carried, ...(also ? { also } : {}) })
+            .catch((error) => {
+              throw error instanceof LeaseLostError
+                ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`)
+                : error;
+            });
           const last = written.events.at(-1);
           if (last && !events.some((e) => isTerminalEvent(e.type))) this.wrote.add(last.version);
         }

@@ -14,7 +14,17 @@ const greet = {
   name: 'greet',
   steps: [
     { id: 'hello', type: 'transform', config: { template: 'Hello {{trigger.name | upper}}!', output_key: 'greeting' } },
-    { id: 'shape', type: 'transform', config: { mapping: { greeting: '{{steps.hello.output.greeting}}', count: '{{trigger.items | length}}', first: '{{trigger.items[0]}}' } } },
+    {
+      id: 'shape',
+      type: 'transform',
+      config: {
+        mapping: {
+          greeting: '{{steps.hello.output.greeting}}',
+          count: '{{trigger.items | length}}',
+          first: '{{trigger.items[0]}}',
+        },
+      },
+    },
     { id: 'note', type: 'log', config: { message: 'done {{trigger.id | default("n/a")}}', level: 'info' } },
   ],
 };
@@ -50,7 +60,11 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     const t = await testEngine(backend, { pollMs: 100 });
     logged = [];
     engine = t.engine;
-    const workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'], log: (line) => logged.push(line) });
+    const workflows = storedWorkflows(t.engine, {
+      secretKey: randomBytes(32),
+      allow: ['127.0.0.1'],
+      log: (line) => logged.push(line),
+    });
     app = createApp({ engine: t.engine, workflows });
     close = async () => {
       slow.closeAllConnections();
@@ -66,7 +80,13 @@ describe.each(backends)('HTTP API on $name', (backend) => {
       ['GET', '/nowhere'],
       ['POST', '/workflows'],
     ] as const) {
-      const res = await app.fetch(new Request(`http://api${path}`, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{"name":"<script>"}' } : {}) }));
+      const res = await app.fetch(
+        new Request(`http://api${path}`, {
+          method,
+          headers: { 'content-type': 'application/json' },
+          ...(method === 'POST' ? { body: '{"name":"<script>"}' } : {}),
+        }),
+      );
       expect([method, path, res.headers.get('x-content-type-options')]).toEqual([method, path, 'nosniff']);
     }
   });
@@ -80,7 +100,11 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     expect((await call('GET', `/workflows/${id}`)).body.steps).toHaveLength(3);
     const updated = await call('PUT', `/workflows/${id}`, { ...greet, steps: greet.steps.slice(0, 1) });
     expect(updated.body).toMatchObject({ id, version: 2 });
-    expect((await call('GET', '/workflows')).body).toMatchObject({ count: 1, last_key: null, workflows: [{ id, version: 2 }] });
+    expect((await call('GET', '/workflows')).body).toMatchObject({
+      count: 1,
+      last_key: null,
+      workflows: [{ id, version: 2 }],
+    });
     expect((await call('DELETE', `/workflows/${id}`)).status).toBe(204);
     expect((await call('GET', `/workflows/${id}`)).status).toBe(404);
     expect((await call('GET', '/workflows/wf_nope')).body.error.code).toBe('not_found');
@@ -97,7 +121,12 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     };
     const first = await call('POST', '/workflows', bad);
     expect(first.status).toBe(400);
-    expect(first.body.error.problems).toEqual(expect.arrayContaining([{ path: 'steps[0].config.url', message: 'required' }, expect.objectContaining({ path: 'steps[1].type' })]));
+    expect(first.body.error.problems).toEqual(
+      expect.arrayContaining([
+        { path: 'steps[0].config.url', message: 'required' },
+        expect.objectContaining({ path: 'steps[1].type' }),
+      ]),
+    );
     const references = await call('POST', '/workflows', {
       name: 'refs',
       steps: [
@@ -107,7 +136,9 @@ describe.each(backends)('HTTP API on $name', (backend) => {
       ],
     });
     expect(references.status).toBe(400);
-    const paths = references.body.error.problems.map((p: { path: string; message: string }) => `${p.path}: ${p.message}`);
+    const paths = references.body.error.problems.map(
+      (p: { path: string; message: string }) => `${p.path}: ${p.message}`,
+    );
     expect(paths.join('\n')).toMatch(/steps\[0\]\.config: refers to steps\.b, which runs later/);
     expect(paths.join('\n')).toMatch(/steps\[2\]\.id: duplicates the id of steps\[1\]/);
     expect(paths.join('\n')).toMatch(/steps\[2\]\.config\.message/);
@@ -116,43 +147,96 @@ describe.each(backends)('HTTP API on $name', (backend) => {
 
   it('executes a workflow: 202 at once, then every step with its status, input and output', async () => {
     const { body: wf } = await call('POST', '/workflows', greet);
-    const started = await call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 } });
+    const started = await call('POST', `/workflows/${wf.id}/execute`, {
+      trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 },
+    });
     expect(started.status).toBe(202);
-    expect(started.body).toEqual({ execution_id: expect.stringMatching(/^ex_/), workflow_id: wf.id, workflow_version: 1, status: 'pending', duplicate: false });
+    expect(started.body).toEqual({
+      execution_id: expect.stringMatching(/^ex_/),
+      workflow_id: wf.id,
+      workflow_version: 1,
+      status: 'pending',
+      duplicate: false,
+    });
     const record = await finished(wf.id, started.body.execution_id);
-    expect(record).toMatchObject({ status: 'success', trigger_type: 'manual', trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 }, error: null, workflow_version: 1 });
+    expect(record).toMatchObject({
+      status: 'success',
+      trigger_type: 'manual',
+      trigger_data: { name: 'ada', items: ['x', 'y'], id: 7 },
+      error: null,
+      workflow_version: 1,
+    });
     expect(record.steps.map((s: { status: string }) => s.status)).toEqual(['success', 'success', 'success']);
-    expect(record.steps[0]).toMatchObject({ step_id: 'hello', input: { template: 'Hello ADA!', output_key: 'greeting' }, output: { greeting: 'Hello ADA!' } });
+    expect(record.steps[0]).toMatchObject({
+      step_id: 'hello',
+      input: { template: 'Hello ADA!', output_key: 'greeting' },
+      output: { greeting: 'Hello ADA!' },
+    });
     expect(record.steps[1].output).toEqual({ greeting: 'Hello ADA!', count: 2, first: 'x' });
     expect(record.steps[2].output).toEqual({ message: 'done 7', level: 'info' });
     expect(record.steps[0].duration_ms).toBeGreaterThanOrEqual(0);
-    expect(logged).toEqual([{ level: 'info', message: 'done 7', execution_id: started.body.execution_id, workflow_id: wf.id, step_id: 'note' }]);
+    expect(logged).toEqual([
+      {
+        level: 'info',
+        message: 'done 7',
+        execution_id: started.body.execution_id,
+        workflow_id: wf.id,
+        step_id: 'note',
+      },
+    ]);
   });
 
   it('keeps a running execution on the version it started with when the workflow is updated', async () => {
     const v1 = {
       name: 'versioned',
       steps: [
-        { id: 'wait', type: 'http_request', retry: { max_attempts: 1 }, config: { url: slowUrl, timeout_seconds: 0.5 } },
+        {
+          id: 'wait',
+          type: 'http_request',
+          retry: { max_attempts: 1 },
+          config: { url: slowUrl, timeout_seconds: 0.5 },
+        },
         { id: 'after', type: 'log', config: { message: 'v1' } },
       ],
     };
     const { body: wf } = await call('POST', '/workflows', v1);
     const { body: started } = await call('POST', `/workflows/${wf.id}/execute`, {});
-    await eventually(async () => (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status === 'running');
-    expect((await call('PUT', `/workflows/${wf.id}`, { name: 'versioned', steps: [{ id: 'only', type: 'log', config: { message: 'v2' } }] })).body.version).toBe(2);
+    await eventually(
+      async () =>
+        (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status ===
+        'running',
+    );
+    expect(
+      (
+        await call('PUT', `/workflows/${wf.id}`, {
+          name: 'versioned',
+          steps: [{ id: 'only', type: 'log', config: { message: 'v2' } }],
+        })
+      ).body.version,
+    ).toBe(2);
     const record = await finished(wf.id, started.execution_id);
     expect(record).toMatchObject({ workflow_version: 1, status: 'failed' });
-    expect(record.steps.map((s: { step_id: string; status: string }) => `${s.step_id} ${s.status}`)).toEqual(['wait failed', 'after skipped']);
+    expect(record.steps.map((s: { step_id: string; status: string }) => `${s.step_id} ${s.status}`)).toEqual([
+      'wait failed',
+      'after skipped',
+    ]);
     expect(record.steps[0].error).toMatch(/timed out/);
     const { body: next } = await call('POST', `/workflows/${wf.id}/execute`, {});
-    expect(await finished(wf.id, next.execution_id)).toMatchObject({ workflow_version: 2, status: 'success', steps: [{ step_id: 'only', output: { message: 'v2', level: 'info' } }] });
+    expect(await finished(wf.id, next.execution_id)).toMatchObject({
+      workflow_version: 2,
+      status: 'success',
+      steps: [{ step_id: 'only', output: { message: 'v2', level: 'info' } }],
+    });
   });
 
   it('returns the same execution for a repeated Idempotency-Key, even when requests race', async () => {
     const { body: wf } = await call('POST', '/workflows', greet);
     const headers = { 'idempotency-key': 'order-42' };
-    const racing = await Promise.all([1, 2, 3].map(() => call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'x', items: [] } }, headers)));
+    const racing = await Promise.all(
+      [1, 2, 3].map(() =>
+        call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'x', items: [] } }, headers),
+      ),
+    );
     expect(new Set(racing.map((r) => r.body.execution_id)).size).toBe(1);
     const other = await call('POST', `/workflows/${wf.id}/execute`, { trigger_data: { name: 'x', items: [] } });
     expect(other.body.execution_id).not.toBe(racing[0]!.body.execution_id);
@@ -166,7 +250,11 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     const { body: one } = await call('POST', '/workflows', { name: 'one', steps: [ONE_STEP] });
     const started = await call('POST', `/workflows/${one.id}/execute`);
     expect(started.status).toBe(202);
-    expect(await finished(one.id, started.body.execution_id)).toMatchObject({ status: 'success', trigger_data: {}, steps: [{ step_id: 'note', status: 'success' }] });
+    expect(await finished(one.id, started.body.execution_id)).toMatchObject({
+      status: 'success',
+      trigger_data: {},
+      steps: [{ step_id: 'note', status: 'success' }],
+    });
     const { body: off } = await call('POST', '/workflows', { name: 'off', enabled: false, steps: [ONE_STEP] });
     expect((await call('POST', `/workflows/${off.id}/execute`, {})).status).toBe(400);
     expect((await call('POST', '/workflows/wf_missing/execute', {})).status).toBe(404);
@@ -181,7 +269,9 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     expect(first.body.last_key).toBe(ids[1]);
     const second = await call('GET', `/workflows/${wf.id}/executions?limit=2&last_key=${first.body.last_key}`);
     expect(second.body).toMatchObject({ count: 1, last_key: null, executions: [{ execution_id: ids[0] }] });
-    expect((await call('GET', `/workflows/${wf.id}/executions?limit=0`)).body.error.problems[0].path).toBe('query.limit');
+    expect((await call('GET', `/workflows/${wf.id}/executions?limit=0`)).body.error.problems[0].path).toBe(
+      'query.limit',
+    );
   });
 
   it('fails a step whose template names a missing path, skips the rest, and says which expression', async () => {
@@ -202,9 +292,16 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   });
 
   it('cancels a running execution (202), then answers 409', async () => {
-    const { body: wf } = await call('POST', '/workflows', { name: 'slow', steps: [{ id: 'wait', type: 'http_request', config: { url: slowUrl } }] });
+    const { body: wf } = await call('POST', '/workflows', {
+      name: 'slow',
+      steps: [{ id: 'wait', type: 'http_request', config: { url: slowUrl } }],
+    });
     const { body: started } = await call('POST', `/workflows/${wf.id}/execute`, {});
-    await eventually(async () => (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status === 'running');
+    await eventually(
+      async () =>
+        (await call('GET', `/workflows/${wf.id}/executions/${started.execution_id}`)).body.steps[0].status ===
+        'running',
+    );
     expect((await call('POST', `/workflows/${wf.id}/executions/${started.execution_id}/cancel`)).status).toBe(202);
     expect((await finished(wf.id, started.execution_id)).status).toBe('cancelled');
     expect((await call('POST', `/workflows/${wf.id}/executions/${started.execution_id}/cancel`)).status).toBe(409);
@@ -230,7 +327,11 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   });
 
   it('refuses bodies over 1 MiB with 413 and malformed JSON with 400', async () => {
-    const huge = await call('POST', '/workflows', JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), steps: [ONE_STEP] }));
+    const huge = await call(
+      'POST',
+      '/workflows',
+      JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), steps: [ONE_STEP] }),
+    );
     expect(huge.status).toBe(413);
     expect(huge.body.error.message).toMatch(/1 MiB/);
     const broken = await call('POST', '/workflows', '{"name": ');
@@ -249,7 +350,13 @@ describe.each(backends)('HTTP API on $name', (backend) => {
       const { body } = await call('GET', '/dlq');
       return body.count === 1 ? body.tasks[0] : undefined;
     });
-    expect(dead).toMatchObject({ id, queue: 'emails', attempts: 1, last_error: 'TerminalError: mailbox gone', payload: { to: 'a@b.c' } });
+    expect(dead).toMatchObject({
+      id,
+      queue: 'emails',
+      attempts: 1,
+      last_error: 'TerminalError: mailbox gone',
+      payload: { to: 'a@b.c' },
+    });
     fail = false;
     const first = await call('POST', `/dlq/${id}/redrive`);
     expect(first.body).toMatchObject({ id, redriven: true });
@@ -262,7 +369,16 @@ describe.each(backends)('HTTP API on $name', (backend) => {
   it('publishes an OpenAPI 3.1 document of every route', async () => {
     const { body } = await call('GET', '/openapi.json');
     expect(body.openapi).toBe('3.1.0');
-    expect(Object.keys(body.paths)).toEqual(expect.arrayContaining(['/workflows', '/workflows/{id}/execute', '/workflows/{id}/executions/{execution_id}', '/dlq', '/secrets', '/healthz']));
+    expect(Object.keys(body.paths)).toEqual(
+      expect.arrayContaining([
+        '/workflows',
+        '/workflows/{id}/execute',
+        '/workflows/{id}/executions/{execution_id}',
+        '/dlq',
+        '/secrets',
+        '/healthz',
+      ]),
+    );
     expect(body.paths['/workflows'].post.requestBody.content['application/json'].schema.properties.steps).toBeDefined();
   });
 });
@@ -271,11 +387,19 @@ describe('HTTP API auth', () => {
   it('needs the bearer token on every route but /healthz', async () => {
     const t = await testEngine(backends[0]!);
     try {
-      const app = createApp({ engine: t.engine, workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }), token: 's3cret' });
+      const app = createApp({
+        engine: t.engine,
+        workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }),
+        token: 's3cret',
+      });
       expect((await app.fetch(new Request('http://api/healthz'))).status).toBe(200);
       expect((await app.fetch(new Request('http://api/workflows'))).status).toBe(401);
-      expect((await app.fetch(new Request('http://api/workflows', { headers: { authorization: 'Bearer nope' } }))).status).toBe(401);
-      expect((await app.fetch(new Request('http://api/workflows', { headers: { authorization: 'Bearer s3cret' } }))).status).toBe(200);
+      expect(
+        (await app.fetch(new Request('http://api/workflows', { headers: { authorization: 'Bearer nope' } }))).status,
+      ).toBe(401);
+      expect(
+        (await app.fetch(new Request('http://api/workflows', { headers: { authorization: 'Bearer s3cret' } }))).status,
+      ).toBe(200);
     } finally {
       await t.close();
     }

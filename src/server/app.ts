@@ -89,11 +89,24 @@ export function createApp(options: AppOptions): Hono {
     await next();
     c.res.headers.set('x-content-type-options', 'nosniff');
   });
-  const allowed = allowedMethods([...routes, { method: 'get', path: '/healthz' }, { method: 'get', path: '/openapi.json' }]);
+  const allowed = allowedMethods([
+    ...routes,
+    { method: 'get', path: '/healthz' },
+    { method: 'get', path: '/openapi.json' },
+  ]);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
     if (allow.length > 0) {
-      return c.json({ error: { code: 'method_not_allowed', message: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow.join(', ')})` } }, 405, { allow: allow.join(', ') });
+      return c.json(
+        {
+          error: {
+            code: 'method_not_allowed',
+            message: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow.join(', ')})`,
+          },
+        },
+        405,
+        { allow: allow.join(', ') },
+      );
     }
     return c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404);
   });
@@ -101,13 +114,20 @@ export function createApp(options: AppOptions): Hono {
   // token authenticates every request but /healthz and /callbacks, and no page of another origin has it
   if (options.token === undefined) app.use('*', sameOrigin(options.allowedOrigins ?? []));
   // a read of the journal's head (one index probe), not status(): its counts grow with history and health checks poll
-  app.get('/healthz', async (c) => (await options.engine.journal.head(), c.json({ status: 'ok', store: options.engine.store.dialect })));
+  app.get(
+    '/healthz',
+    async (c) => (await options.engine.journal.head(), c.json({ status: 'ok', store: options.engine.store.dialect })),
+  );
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
   if (options.token !== undefined) app.use('*', bearer(options.token));
   app.get('/openapi.json', (c) => c.json(document));
   const metrics = options.metrics;
-  if (metrics) app.get('/metrics', async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }));
+  if (metrics)
+    app.get(
+      '/metrics',
+      async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }),
+    );
   mount(app, routes);
   return app;
 }
@@ -161,7 +181,10 @@ function parse(schema: NonNullable<Route['body']>, value: unknown, prefix: strin
 
 /** The methods some route answers on a path (for a 405's `Allow`); none when no route has the path. */
 function allowedMethods(routes: Array<Pick<Route, 'method' | 'path'>>): (path: string) => string[] {
-  const patterns = routes.map((r) => ({ method: r.method.toUpperCase(), pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`) }));
+  const patterns = routes.map((r) => ({
+    method: r.method.toUpperCase(),
+    pattern: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`),
+  }));
   return (path) => {
     const methods = new Set(patterns.filter((p) => p.pattern.test(path)).map((p) => p.method));
     if (methods.has('GET')) methods.add('HEAD');
@@ -176,7 +199,8 @@ function sameOrigin(allowedOrigins: readonly string[]) {
   return async (c: Context, next: () => Promise<void>) => {
     const source = sourceOf(c.req.raw);
     checkHost(source.host, allowedOrigins);
-    if (STATE_CHANGING.has(c.req.method) && !isCallback(c.req.path)) checkSameOrigin(source, allowedOrigins, c.req.method);
+    if (STATE_CHANGING.has(c.req.method) && !isCallback(c.req.path))
+      checkSameOrigin(source, allowedOrigins, c.req.method);
     return next();
   };
 }
@@ -186,7 +210,12 @@ function bearer(token: string) {
   return async (c: Context, next: () => Promise<void>) => {
     if (c.req.path === '/healthz' || isCallback(c.req.path)) return next();
     const given = Buffer.from(c.req.header('authorization') ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw new HttpError(
+        401,
+        'unauthorized',
+        'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)',
+      );
     return next();
   };
 }

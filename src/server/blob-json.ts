@@ -17,14 +17,18 @@ export async function jsonWithBlobs(value: unknown, blobs: Blobs): Promise<unkno
   });
   if (refs.length === 0) return value;
   if (refs.reduce((n, r) => n + r.size, 0) < STREAM_FROM_BYTES) {
-    return new Response(await replaceAsync(text, async (i) => JSON.stringify(await blobs.resolve(refs[i]!))), { headers: { 'content-type': 'application/json' } });
+    return new Response(await replaceAsync(text, async (i) => JSON.stringify(await blobs.resolve(refs[i]!))), {
+      headers: { 'content-type': 'application/json' },
+    });
   }
   const parts = text.split(/"\\u0000blob#(\d+)\\u0000"/);
   const encoder = new TextEncoder();
   async function* pieces(): AsyncGenerator<Uint8Array> {
     for (let i = 0; i < parts.length; i++) {
       if (i % 2 === 0) yield encoder.encode(parts[i]!);
-      else for await (const chunk of blobs.chunks(refs[Number(parts[i])]!)) yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      else
+        for await (const chunk of blobs.chunks(refs[Number(parts[i])]!))
+          yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     }
   }
   const source = pieces();

@@ -21,7 +21,10 @@ export const MAX_BODY_DEPTH = 64;
  * else 415, unless `anyType`: the types a page of another origin can send without asking first
  * (text/plain, forms) are the ones refused, so a web page cannot post JSON to the API.
  */
-export async function readJson(request: Request, options: { limit?: number; anyType?: boolean } = {}): Promise<unknown> {
+export async function readJson(
+  request: Request,
+  options: { limit?: number; anyType?: boolean } = {},
+): Promise<unknown> {
   const limit = options.limit ?? MAX_BODY_BYTES;
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > limit) throw tooLarge(`is ${formatBytes(declared)}`, limit);
@@ -47,7 +50,11 @@ const JSON_TYPE = /^application\/([\w.!#$&^+-]+\+)?json$/;
 function checkJsonType(header: string | null): void {
   const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
   if (JSON_TYPE.test(type)) return;
-  throw new HttpError(415, 'unsupported_media_type', `content-type: ${header === null ? 'missing' : `'${header}' is not JSON`}; a request body is accepted as application/json (or application/*+json, with parameters such as charset)`);
+  throw new HttpError(
+    415,
+    'unsupported_media_type',
+    `content-type: ${header === null ? 'missing' : `'${header}' is not JSON`}; a request body is accepted as application/json (or application/*+json, with parameters such as charset)`,
+  );
 }
 
 async function readCapped(request: Request, limit: number): Promise<string> {
@@ -73,7 +80,8 @@ export function checkBody(value: unknown): void {
   try {
     checkStorable('', value, MAX_BODY_DEPTH);
   } catch (error) {
-    if (error instanceof ValidationError && error.path === '') throw new ValidationError('(body)', error.problems[0]!.message);
+    if (error instanceof ValidationError && error.path === '')
+      throw new ValidationError('(body)', error.problems[0]!.message);
     throw error;
   }
 }

@@ -37,10 +37,21 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
   });
 
   const start = async (options: Parameters<typeof startServer>[0] = {}) => {
-    const server = await startServer({ database: await backend.create(), port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-chat-')), logger: silent, pollMs: 100, ...options });
+    const server = await startServer({
+      database: await backend.create(),
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-chat-')),
+      logger: silent,
+      pollMs: 100,
+      ...options,
+    });
     servers.push(server);
     const post = async (channel: string, body: unknown) => {
-      const res = await fetch(`${server.url}/channels/${channel}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${server.url}/channels/${channel}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json() };
     };
     const get = async (path: string) => (await fetch(server.url + path)).json();
@@ -56,14 +67,23 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     const { post, get } = await start({ workers: false });
     const first = await post('general', { event_id: 'e-1', sender_id: 'u1', role: 'user', content: 'hello' });
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ channel_id: 'general', seq: 1, event_id: 'e-1', role: 'user', content: 'hello', content_type: 'text' });
+    expect(first.body).toMatchObject({
+      channel_id: 'general',
+      seq: 1,
+      event_id: 'e-1',
+      role: 'user',
+      content: 'hello',
+      content_type: 'text',
+    });
     const again = await post('general', { event_id: 'e-1', sender_id: 'u1', role: 'user', content: 'changed' });
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     const bad = await post('general', { sender_id: 'u1', role: 'robot', content: 'x' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.problems[0].path).toBe('role');
-    expect((await post('general', { sender_id: 'u1', role: 'user', content: 'x'.repeat(70_000) })).body.error.message).toMatch(/content.*64/);
+    expect(
+      (await post('general', { sender_id: 'u1', role: 'user', content: 'x'.repeat(70_000) })).body.error.message,
+    ).toMatch(/content.*64/);
     expect((await post('bad channel!', { sender_id: 'u1', role: 'user', content: 'x' })).status).toBe(400);
     for (let i = 2; i <= 5; i++) await post('general', { sender_id: 'u1', role: 'user', content: `m${i}` });
     const page = await get('/channels/general/messages?limit=2');
@@ -77,7 +97,11 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     const { post, get, client } = await start();
     const watcher = client('support');
     await watcher.open;
-    const [a, b] = await Promise.all([1, 2].map(() => post('support', { event_id: 'dup-1', sender_id: 'u1', role: 'user', content: 'where is my order?' })));
+    const [a, b] = await Promise.all(
+      [1, 2].map(() =>
+        post('support', { event_id: 'dup-1', sender_id: 'u1', role: 'user', content: 'where is my order?' }),
+      ),
+    );
     expect([a!.status, b!.status].sort()).toEqual([200, 201]);
     await eventually(() => watcher.messages.length === 2);
     const history = await get('/channels/support/messages');
@@ -99,7 +123,11 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     await Promise.all(watchers.map((w) => w.open));
     const writer = async (w: number) => {
       for (let i = 0; i < 25; i++) {
-        await Promise.all(channels.map((c) => server.channels.post(c, { sender_id: `writer-${w}`, role: 'user', content: `w${w}-${i}` })));
+        await Promise.all(
+          channels.map((c) =>
+            server.channels.post(c, { sender_id: `writer-${w}`, role: 'user', content: `w${w}-${i}` }),
+          ),
+        );
       }
     };
     await Promise.all([0, 1, 2, 3].map(writer));
@@ -108,7 +136,9 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
       const history = await get(`/channels/${c}/messages?after=0&limit=500`);
       expect(history.messages.map((m: Message) => m.seq)).toEqual(expected);
       for (const w of [0, 1, 2, 3]) {
-        const own = history.messages.filter((m: Message) => m.sender_id === `writer-${w}`).map((m: Message) => m.content);
+        const own = history.messages
+          .filter((m: Message) => m.sender_id === `writer-${w}`)
+          .map((m: Message) => m.content);
         expect(own).toEqual(Array.from({ length: 25 }, (_, n) => `w${w}-${n}`));
       }
       await eventually(() => watchers[i]!.messages.length >= 100);
@@ -141,11 +171,15 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
       return parked.length === 1 ? parked[0] : undefined;
     }, 20_000);
     expect(parked).toMatchObject({ status: 'parked', error: 'Error: model unavailable', stream_id: 'channel:a' });
-    expect((await get('/subscriptions')).subscriptions).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'chat.ai-reply', parked: 1 })]));
+    expect((await get('/subscriptions')).subscriptions).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'chat.ai-reply', parked: 1 })]),
+    );
     state.failing = false;
     await post('b', { sender_id: 'u', role: 'user', content: 'second' });
     await eventually(async () => (await get('/channels/b/messages')).messages.length === 2);
-    const retried = await fetch(`${servers[0]!.url}/subscriptions/chat.ai-reply/parked/${parked.position}/retry`, { method: 'POST' });
+    const retried = await fetch(`${servers[0]!.url}/subscriptions/chat.ai-reply/parked/${parked.position}/retry`, {
+      method: 'POST',
+    });
     expect(retried.status).toBe(202);
     await eventually(async () => (await get('/channels/a/messages')).messages.length === 2);
     const calls = state.calls;
@@ -159,16 +193,29 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
     const { client, get } = await start({ workers: false });
     const c = client('sock');
     await c.open;
-    const frame = JSON.stringify({ type: 'post', message: { event_id: 'ws-1', sender_id: 'u', role: 'user', content: 'via socket' } });
+    const frame = JSON.stringify({
+      type: 'post',
+      message: { event_id: 'ws-1', sender_id: 'u', role: 'user', content: 'via socket' },
+    });
     c.ws.send(frame);
     c.ws.send(frame);
-    for (let i = 1; i <= 5; i++) c.ws.send(JSON.stringify({ type: 'post', message: { sender_id: 'u', role: 'user', content: `quick ${i}` } }));
+    for (let i = 1; i <= 5; i++)
+      c.ws.send(JSON.stringify({ type: 'post', message: { sender_id: 'u', role: 'user', content: `quick ${i}` } }));
     c.ws.send('{"type":"post","message":{"sender_id":"u","role":"nope","content":"x"}}');
     await eventually(() => c.frames.filter((f) => f.type !== 'message').length === 8);
-    expect(c.frames.filter((f) => f.type === 'posted').map((f) => (f as unknown as { created: boolean }).created)).toEqual([true, false, true, true, true, true, true]);
+    expect(
+      c.frames.filter((f) => f.type === 'posted').map((f) => (f as unknown as { created: boolean }).created),
+    ).toEqual([true, false, true, true, true, true, true]);
     expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ error: { code: 'validation' } });
     // in the order they were sent over the socket
-    expect((await get('/channels/sock/messages')).messages.map((m: Message) => m.content)).toEqual(['via socket', 'quick 1', 'quick 2', 'quick 3', 'quick 4', 'quick 5']);
+    expect((await get('/channels/sock/messages')).messages.map((m: Message) => m.content)).toEqual([
+      'via socket',
+      'quick 1',
+      'quick 2',
+      'quick 3',
+      'quick 4',
+      'quick 5',
+    ]);
     await eventually(() => c.messages.length === 6);
     expect(c.seqs()).toEqual([1, 2, 3, 4, 5, 6]);
   });

@@ -39,7 +39,14 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     const t = await testEngine(backend, { workflows: [approval], pollMs: 100 });
     engine = t.engine;
     service = storedWorkflows(engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
-    const agents = sessions(engine, { agents: [defineAgent('forever', { background: (_i, { signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))) })] });
+    const agents = sessions(engine, {
+      agents: [
+        defineAgent('forever', {
+          background: (_i, { signal }) =>
+            new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+        }),
+      ],
+    });
     app = mount(new Hono(), [...controlRoutes(engine), ...workflowRoutes(service), ...sessionRoutes(agents)]);
     close = async () => {
       silent.closeAllConnections();
@@ -50,24 +57,48 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
   afterEach(() => close());
 
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await app.fetch(new Request(`http://api${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }));
+    const res = await app.fetch(
+      new Request(`http://api${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      }),
+    );
     return { status: res.status, body: await res.json() };
   };
   const status = (id: string, wanted: string) => eventually(async () => (await engine.run(id)).status === wanted);
 
   it('starts a code workflow, signals it and sees it end; a repeated id or Idempotency-Key starts nothing', async () => {
     const started = await call('POST', '/runs', { workflow: 'approval', input: { user: 'ada' }, id: 'approve-ada' });
-    expect(started).toEqual({ status: 202, body: { run_id: 'approve-ada', workflow: 'approval', status: 'pending', duplicate: false } });
-    expect((await call('POST', '/runs', { workflow: 'approval', input: { user: 'other' }, id: 'approve-ada' })).body).toMatchObject({ run_id: 'approve-ada', duplicate: true });
+    expect(started).toEqual({
+      status: 202,
+      body: { run_id: 'approve-ada', workflow: 'approval', status: 'pending', duplicate: false },
+    });
+    expect(
+      (await call('POST', '/runs', { workflow: 'approval', input: { user: 'other' }, id: 'approve-ada' })).body,
+    ).toMatchObject({ run_id: 'approve-ada', duplicate: true });
 
-    const keyed = await call('POST', '/runs', { workflow: 'approval', input: { user: 'bob' } }, { 'idempotency-key': 'bob-1' });
-    const again = await call('POST', '/runs', { workflow: 'approval', input: { user: 'bob' } }, { 'idempotency-key': 'bob-1' });
+    const keyed = await call(
+      'POST',
+      '/runs',
+      { workflow: 'approval', input: { user: 'bob' } },
+      { 'idempotency-key': 'bob-1' },
+    );
+    const again = await call(
+      'POST',
+      '/runs',
+      { workflow: 'approval', input: { user: 'bob' } },
+      { 'idempotency-key': 'bob-1' },
+    );
     expect(again.body).toEqual({ ...keyed.body, duplicate: true, status: again.body.status });
     expect(keyed.body.run_id).toMatch(/^run_/);
 
     await status('approve-ada', 'waiting');
     const signal = { name: 'decision', payload: { ok: true }, idempotency_key: 'd-1' };
-    expect(await call('POST', '/runs/approve-ada/signal', signal)).toEqual({ status: 202, body: { run_id: 'approve-ada', name: 'decision' } });
+    expect(await call('POST', '/runs/approve-ada/signal', signal)).toEqual({
+      status: 202,
+      body: { run_id: 'approve-ada', name: 'decision' },
+    });
     await status('approve-ada', 'success');
     expect((await engine.run('approve-ada')).output).toEqual({ user: 'ada', ok: true });
     // the run has ended: nothing waits for a signal, and there is nothing to cancel
@@ -78,11 +109,19 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
   it('answers a bad start with the field: unknown or built-in workflow, a stray field, an id of another workflow', async () => {
     const unknown = await call('POST', '/runs', { workflow: 'nope' });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error.problems[0]).toMatchObject({ path: 'workflow', message: expect.stringMatching(/no code workflow is named 'nope' \(registered: approval\)/) });
-    expect((await call('POST', '/runs', { workflow: 'runledger.stored' })).body.error.message).toMatch(/POST \/workflows\/\{id\}\/execute/);
+    expect(unknown.body.error.problems[0]).toMatchObject({
+      path: 'workflow',
+      message: expect.stringMatching(/no code workflow is named 'nope' \(registered: approval\)/),
+    });
+    expect((await call('POST', '/runs', { workflow: 'runledger.stored' })).body.error.message).toMatch(
+      /POST \/workflows\/\{id\}\/execute/,
+    );
     expect((await call('POST', '/runs', { workflow: 'approval', inptu: {} })).status).toBe(400);
     expect((await call('POST', '/runs', {})).body.error.problems[0].path).toBe('workflow');
-    const wf = await service.definitions.create({ name: 'one', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] });
+    const wf = await service.definitions.create({
+      name: 'one',
+      steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id);
     expect((await call('POST', '/runs', { workflow: 'approval', id: execution_id })).status).toBe(409);
     expect((await call('POST', '/runs/nope/cancel')).status).toBe(404);
@@ -93,10 +132,16 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
   it('cancels a run of every kind: a code run, a stored execution, an agent session', async () => {
     await call('POST', '/runs', { workflow: 'approval', input: { user: 'cy' }, id: 'cancel-me' });
     await status('cancel-me', 'waiting');
-    expect(await call('POST', '/runs/cancel-me/cancel')).toEqual({ status: 202, body: { run_id: 'cancel-me', status: 'cancelling' } });
+    expect(await call('POST', '/runs/cancel-me/cancel')).toEqual({
+      status: 202,
+      body: { run_id: 'cancel-me', status: 'cancelling' },
+    });
     await status('cancel-me', 'cancelled');
 
-    const wf = await service.definitions.create({ name: 'slow', steps: [{ id: 'hold', type: 'http_request', config: { method: 'GET', url: silentUrl } }] });
+    const wf = await service.definitions.create({
+      name: 'slow',
+      steps: [{ id: 'hold', type: 'http_request', config: { method: 'GET', url: silentUrl } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id);
     await eventually(async () => (await engine.run(execution_id)).steps[0]?.status === 'running');
     expect((await call('POST', `/runs/${execution_id}/cancel`)).status).toBe(202);
@@ -108,7 +153,10 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     await status('ses-cancel', 'running');
     expect((await call('POST', '/runs/ses-cancel/cancel')).status).toBe(202);
     await status('ses-cancel', 'cancelled');
-    expect((await call('GET', '/sessions/ses-cancel')).body).toMatchObject({ status: 'failed', last_event: 'SESSION_FAILED' });
+    expect((await call('GET', '/sessions/ses-cancel')).body).toMatchObject({
+      status: 'failed',
+      last_event: 'SESSION_FAILED',
+    });
   });
 
   it('journals the reason a cancel gives, and names a bad one', async () => {

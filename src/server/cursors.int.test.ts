@@ -43,7 +43,9 @@ describe.each(backends)('list cursors on $name', (backend) => {
   let close: () => Promise<void>;
   const ids: Record<string, string> = {};
   const get = async (path: string) => {
-    const res = await app.fetch(new Request(`http://api${path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!)}`));
+    const res = await app.fetch(
+      new Request(`http://api${path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!)}`),
+    );
     // a live feed does not end: its status is the answer
     if (!res.headers.get('content-type')?.includes('json')) {
       await res.body?.cancel();
@@ -55,14 +57,23 @@ describe.each(backends)('list cursors on $name', (backend) => {
   beforeAll(async () => {
     const t = await testEngine(backend, { workflows: [quick] });
     engine = t.engine;
-    services = await assemble(engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    services = await assemble(engine, {
+      secretKey: randomBytes(32),
+      allow: [],
+      logger: pino({ level: 'silent' }),
+      chatProvider: offlineProvider(),
+      workers: false,
+    });
     app = createApp({ engine, ...services, uiDir: null });
     close = async () => {
       await services.stop();
       await t.close();
     };
     ids.run = (await engine.start(quick, {})).id;
-    const wf = await services.workflows.definitions.create({ name: 'one', steps: [{ id: 'note', type: 'log', config: { message: 'hi' } }] });
+    const wf = await services.workflows.definitions.create({
+      name: 'one',
+      steps: [{ id: 'note', type: 'log', config: { message: 'hi' } }],
+    });
     ids.wf = wf.id;
     ids.ex = (await services.workflows.executions.execute(wf.id, {})).execution_id;
     await services.channels.post('c1', { sender_id: 'u1', role: 'user', content: 'hello' });
@@ -73,7 +84,10 @@ describe.each(backends)('list cursors on $name', (backend) => {
     const listed = await get(path);
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     const garbage = await get(`${path}${path.includes('?') ? '&' : '?'}${field}=garbage`);
-    expect([garbage.status, garbage.body?.error?.problems?.[0]?.path]).toEqual([400, expect.stringMatching(new RegExp(`^(query\\.)?${field}$`))]);
+    expect([garbage.status, garbage.body?.error?.problems?.[0]?.path]).toEqual([
+      400,
+      expect.stringMatching(new RegExp(`^(query\\.)?${field}$`)),
+    ]);
   });
 
   it('still pages /runs by the last_key it gave, for generated and chosen run ids alike', async () => {

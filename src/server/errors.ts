@@ -34,12 +34,27 @@ export interface ErrorBody {
  * driver text; other unknown errors are 500 with their message.
  */
 export function errorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
-  if (error instanceof HttpError) return { status: error.status, body: { error: { code: error.code, message: error.message } }, headers: {} };
-  if (error instanceof ValidationError) return { status: 400, body: { error: { code: error.code, message: error.message, problems: error.problems } }, headers: {} };
+  if (error instanceof HttpError)
+    return { status: error.status, body: { error: { code: error.code, message: error.message } }, headers: {} };
+  if (error instanceof ValidationError)
+    return {
+      status: 400,
+      body: { error: { code: error.code, message: error.message, problems: error.problems } },
+      headers: {},
+    };
   const unavailable = storeUnavailable(error);
   if (unavailable) {
-    return { status: STATUS[unavailable.code]!, body: { error: { code: unavailable.code, message: unavailable.message } }, headers: { 'retry-after': String(unavailable.retryAfterSeconds) } };
+    return {
+      status: STATUS[unavailable.code]!,
+      body: { error: { code: unavailable.code, message: unavailable.message } },
+      headers: { 'retry-after': String(unavailable.retryAfterSeconds) },
+    };
   }
-  if (error instanceof RunledgerError) return { status: STATUS[error.code] ?? 500, body: { error: { code: error.code, message: error.message } }, headers: {} };
+  if (error instanceof RunledgerError)
+    return {
+      status: STATUS[error.code] ?? 500,
+      body: { error: { code: error.code, message: error.message } },
+      headers: {},
+    };
   return { status: 500, body: { error: { code: 'internal', message: describeError(error) } }, headers: {} };
 }

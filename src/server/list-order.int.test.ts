@@ -16,7 +16,12 @@ describe.each(backends)('list order of workflows, rules and schedules on $name',
   let app: Hono;
   let close: () => Promise<void>;
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await app.fetch(new Request(`http://api${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) }));
+    const res = await app.fetch(
+      new Request(`http://api${path}`, {
+        method,
+        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      }),
+    );
     return { status: res.status, body: res.status === 204 ? null : await res.json() };
   };
   /** Every page of a list, following `last_key`: the ids in the order the pages gave them. */
@@ -35,7 +40,13 @@ describe.each(backends)('list order of workflows, rules and schedules on $name',
 
   beforeAll(async () => {
     const t = await testEngine(backend, { workflows: [] });
-    services = await assemble(t.engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    services = await assemble(t.engine, {
+      secretKey: randomBytes(32),
+      allow: [],
+      logger: pino({ level: 'silent' }),
+      chatProvider: offlineProvider(),
+      workers: false,
+    });
     app = createApp({ engine: t.engine, ...services, uiDir: null });
     close = async () => {
       await services.stop();

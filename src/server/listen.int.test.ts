@@ -26,21 +26,37 @@ describe('request timeouts: a slow client is cut off, a long answer is not', () 
 
   beforeAll(async () => {
     const database = createSqlitePath();
-    server = await startServer({ database, port: 0, dataDir: mkdtempSync(join(tmpdir(), 'rl-listen-')), logger: pino({ level: 'silent' }), pollMs: 100, codeWorkflows: [gated], headersTimeoutMs: BOUND_MS, requestTimeoutMs: BOUND_MS });
+    server = await startServer({
+      database,
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-listen-')),
+      logger: pino({ level: 'silent' }),
+      pollMs: 100,
+      codeWorkflows: [gated],
+      headersTimeoutMs: BOUND_MS,
+      requestTimeoutMs: BOUND_MS,
+    });
   });
   afterAll(() => server?.close());
 
-  it.each(['/callbacks/cb_nope', '/workflows'])('answers 408 and closes a body trickled one byte a second to %s', async (path) => {
-    const body = '{"name":"slow","steps":[]}';
-    const { answer, closedAfterMs } = await slowClient(server.url, postHead(server.url, path, body.length), body);
-    expect(closedAfterMs, 'the connection was still open after 8 s').not.toBeNull();
-    expect(closedAfterMs!).toBeLessThan(CUT_WITHIN_MS);
-    expect(closedAfterMs!).toBeGreaterThanOrEqual(BOUND_MS - 50);
-    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
-  });
+  it.each(['/callbacks/cb_nope', '/workflows'])(
+    'answers 408 and closes a body trickled one byte a second to %s',
+    async (path) => {
+      const body = '{"name":"slow","steps":[]}';
+      const { answer, closedAfterMs } = await slowClient(server.url, postHead(server.url, path, body.length), body);
+      expect(closedAfterMs, 'the connection was still open after 8 s').not.toBeNull();
+      expect(closedAfterMs!).toBeLessThan(CUT_WITHIN_MS);
+      expect(closedAfterMs!).toBeGreaterThanOrEqual(BOUND_MS - 50);
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    },
+  );
 
   it('answers 408 and closes headers trickled one byte a second', async () => {
-    const { answer, closedAfterMs } = await slowClient(server.url, 'GET /healthz HTTP/1.1\r\n', `Host: ${new URL(server.url).host}\r\n\r\n`);
+    const { answer, closedAfterMs } = await slowClient(
+      server.url,
+      'GET /healthz HTTP/1.1\r\n',
+      `Host: ${new URL(server.url).host}\r\n\r\n`,
+    );
     expect(closedAfterMs, 'the connection was still open after 8 s').not.toBeNull();
     expect(closedAfterMs!).toBeLessThan(CUT_WITHIN_MS);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
@@ -70,7 +86,11 @@ describe('request timeouts: a slow client is cut off, a long answer is not', () 
     expect(waitedMs).toBeGreaterThanOrEqual(4_900);
 
     // 5 s after they opened, the stream and the socket still carry what happens now
-    await fetch(`${server.url}/channels/slow-bound/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'still there?' }) });
+    await fetch(`${server.url}/channels/slow-bound/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender_id: 'u1', role: 'user', content: 'still there?' }),
+    });
     await server.engine.signal(id, 'go', { ok: true });
     await reading;
     expect(streamed).toMatch(/event: wait\.started/);
@@ -97,7 +117,14 @@ describe('request timeouts: a slow client is cut off, a long answer is not', () 
   }, 10_000);
 
   it('refuses a headers bound longer than the request bound, naming the field', async () => {
-    await expect(listen({ fetch: () => new Response() }, { host: '127.0.0.1', port: 0, headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 })).rejects.toThrow(/headersTimeoutMs/);
-    await expect(listen({ fetch: () => new Response() }, { host: '127.0.0.1', port: 0, requestTimeoutMs: 0 })).rejects.toThrow(/requestTimeoutMs/);
+    await expect(
+      listen(
+        { fetch: () => new Response() },
+        { host: '127.0.0.1', port: 0, headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 },
+      ),
+    ).rejects.toThrow(/headersTimeoutMs/);
+    await expect(
+      listen({ fetch: () => new Response() }, { host: '127.0.0.1', port: 0, requestTimeoutMs: 0 }),
+    ).rejects.toThrow(/requestTimeoutMs/);
   });
 });

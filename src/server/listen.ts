@@ -41,10 +41,18 @@ export interface Listening {
  */
 export async function listen(
   app: { fetch: (request: Request) => Response | Promise<Response> },
-  options: { host: string; port: number; token?: string | undefined; upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void } & RequestTimeouts,
+  options: {
+    host: string;
+    port: number;
+    token?: string | undefined;
+    upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  } & RequestTimeouts,
 ): Promise<Listening> {
   if (!LOOPBACK.test(options.host) && !options.token) {
-    throw new ValidationError('host', `refusing to listen on ${options.host} without a token: set RUNLEDGER_TOKEN, or listen on 127.0.0.1`);
+    throw new ValidationError(
+      'host',
+      `refusing to listen on ${options.host} without a token: set RUNLEDGER_TOKEN, or listen on 127.0.0.1`,
+    );
   }
   const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
   const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
@@ -52,15 +60,31 @@ export async function listen(
     ['headersTimeoutMs', headersTimeout],
     ['requestTimeoutMs', requestTimeout],
   ] as const) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new ValidationError(field, `must be a whole number of milliseconds, at least 1 (got ${value})`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new ValidationError(field, `must be a whole number of milliseconds, at least 1 (got ${value})`);
   }
   if (headersTimeout > requestTimeout)
-    throw new ValidationError('headersTimeoutMs', `must not be longer than requestTimeoutMs (RUNLEDGER_HEADERS_TIMEOUT_MS ${headersTimeout} > RUNLEDGER_REQUEST_TIMEOUT_MS ${requestTimeout}), which includes the headers`);
+    throw new ValidationError(
+      'headersTimeoutMs',
+      `must not be longer than requestTimeoutMs (RUNLEDGER_HEADERS_TIMEOUT_MS ${headersTimeout} > RUNLEDGER_REQUEST_TIMEOUT_MS ${requestTimeout}), which includes the headers`,
+    );
   // an idle kept-alive socket is not bound by headersTimeout (its clock starts at a request's first byte), only by keepAliveTimeout: Node's 5 s stays
-  const serverOptions = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, headersTimeout) };
+  const serverOptions = {
+    headersTimeout,
+    requestTimeout,
+    connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, headersTimeout),
+  };
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port, serverOptions }, () => resolve(s));
-    s.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? new AddressInUseError(`port ${options.port} is in use on ${options.host} — is another runledger running? use --port <n> (or PORT)`) : error));
+    s.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new AddressInUseError(
+              `port ${options.port} is in use on ${options.host} — is another runledger running? use --port <n> (or PORT)`,
+            )
+          : error,
+      ),
+    );
   });
   if (options.upgrade) server.on('upgrade', options.upgrade);
   const { port } = server.address() as AddressInfo;

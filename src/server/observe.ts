@@ -12,15 +12,23 @@ export function observeRequests(observe: Observe) {
     const events: EngineEvents = observe.events;
     const tracer = observe.tracer;
     const started = performance.now();
-    const span = tracer?.start(`${c.req.method} request`, { kind: 'server', parent: parseTraceparent(c.req.header('traceparent')), attributes: { 'http.request.method': c.req.method } });
+    const span = tracer?.start(`${c.req.method} request`, {
+      kind: 'server',
+      parent: parseTraceparent(c.req.header('traceparent')),
+      attributes: { 'http.request.method': c.req.method },
+    });
     if (span) c.set(TRACEPARENT_KEY as never, span.traceparent as never);
     let status = 500;
     try {
       await next();
       status = c.res.status;
     } finally {
-      const route = status === 404 && c.req.routePath === '/*' ? 'unmatched' : c.req.routePath.replace(/:(\w+)/g, '{$1}');
-      span?.end(status >= 500 ? `status ${status}` : undefined, { 'http.route': route, 'http.response.status_code': status });
+      const route =
+        status === 404 && c.req.routePath === '/*' ? 'unmatched' : c.req.routePath.replace(/:(\w+)/g, '{$1}');
+      span?.end(status >= 500 ? `status ${status}` : undefined, {
+        'http.route': route,
+        'http.response.status_code': status,
+      });
       events.emit('http:request', { method: c.req.method, route, status, durationMs: performance.now() - started });
     }
   };

@@ -31,7 +31,13 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
 
   /** As a browser at 127.0.0.1:8080 would send it, with `headers` on top. */
   const send = async (method: string, path: string, headers: Record<string, string>, body?: string, on = app) => {
-    const res = await on.fetch(new Request(`http://127.0.0.1:8080${path}`, { method, headers: { host: '127.0.0.1:8080', ...headers }, ...(body !== undefined ? { body } : {}) }));
+    const res = await on.fetch(
+      new Request(`http://127.0.0.1:8080${path}`, {
+        method,
+        headers: { host: '127.0.0.1:8080', ...headers },
+        ...(body !== undefined ? { body } : {}),
+      }),
+    );
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
@@ -41,23 +47,58 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
     const plain = await send('POST', '/secrets', { 'content-type': 'text/plain;charset=UTF-8' }, SECRET);
     expect(plain).toEqual({
       status: 415,
-      body: { error: { code: 'unsupported_media_type', message: "content-type: 'text/plain;charset=UTF-8' is not JSON; a request body is accepted as application/json (or application/*+json, with parameters such as charset)" } },
+      body: {
+        error: {
+          code: 'unsupported_media_type',
+          message:
+            "content-type: 'text/plain;charset=UTF-8' is not JSON; a request body is accepted as application/json (or application/*+json, with parameters such as charset)",
+        },
+      },
     });
     const form = await send('POST', '/secrets', { 'content-type': 'application/x-www-form-urlencoded' }, SECRET);
     expect(form.status).toBe(415);
-    const untyped = await app.fetch(new Request('http://127.0.0.1:8080/secrets', { method: 'POST', headers: { host: '127.0.0.1:8080' }, body: new Blob([SECRET]) }));
+    const untyped = await app.fetch(
+      new Request('http://127.0.0.1:8080/secrets', {
+        method: 'POST',
+        headers: { host: '127.0.0.1:8080' },
+        body: new Blob([SECRET]),
+      }),
+    );
     expect(untyped.status).toBe(415);
-    expect(((await untyped.json()) as { error: { message: string } }).error.message).toMatch(/^content-type: missing; /);
+    expect(((await untyped.json()) as { error: { message: string } }).error.message).toMatch(
+      /^content-type: missing; /,
+    );
     expect(await stored()).toBe('original');
 
-    expect((await send('POST', '/secrets', { 'content-type': 'application/json; charset=utf-8' }, SECRET)).status).toBe(201);
-    expect((await send('POST', '/secrets', { 'content-type': 'Application/Merge-Patch+JSON' }, JSON.stringify({ name: 'api_key', value: 'v3' }))).status).toBe(201);
+    expect((await send('POST', '/secrets', { 'content-type': 'application/json; charset=utf-8' }, SECRET)).status).toBe(
+      201,
+    );
+    expect(
+      (
+        await send(
+          'POST',
+          '/secrets',
+          { 'content-type': 'Application/Merge-Patch+JSON' },
+          JSON.stringify({ name: 'api_key', value: 'v3' }),
+        )
+      ).status,
+    ).toBe(201);
     expect(await stored()).toBe('v3');
   });
 
   it('needs no content type for an empty body', async () => {
-    const wf = await send('POST', '/workflows', { 'content-type': 'application/json' }, JSON.stringify({ name: 'w', steps: [{ id: 'n', type: 'log', config: { message: 'hi' } }] }));
-    const run = await send('POST', `/workflows/${wf.body.id}/execute`, { 'content-type': 'application/json' }, JSON.stringify({ trigger_data: {} }));
+    const wf = await send(
+      'POST',
+      '/workflows',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ name: 'w', steps: [{ id: 'n', type: 'log', config: { message: 'hi' } }] }),
+    );
+    const run = await send(
+      'POST',
+      `/workflows/${wf.body.id}/execute`,
+      { 'content-type': 'application/json' },
+      JSON.stringify({ trigger_data: {} }),
+    );
     const rerun = await send('POST', `/workflows/${wf.body.id}/executions/${run.body.execution_id}/rerun`, {});
     expect(rerun).toMatchObject({ status: 202, body: { workflow_id: wf.body.id } });
   });
@@ -69,7 +110,12 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
       ['DELETE', '/secrets/api_key'],
       ['PATCH', '/secrets'],
     ] as const) {
-      const refused = await send(method, path, { 'content-type': 'application/json', origin: 'https://evil.example' }, method === 'DELETE' ? undefined : SECRET);
+      const refused = await send(
+        method,
+        path,
+        { 'content-type': 'application/json', origin: 'https://evil.example' },
+        method === 'DELETE' ? undefined : SECRET,
+      );
       expect(refused).toEqual({
         status: 403,
         body: {
@@ -81,44 +127,104 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
       });
     }
     // another port on loopback is another origin (and the same site)
-    expect((await send('POST', '/secrets', { 'content-type': 'application/json', origin: 'http://127.0.0.1:3000', 'sec-fetch-site': 'same-site' }, SECRET)).status).toBe(403);
+    expect(
+      (
+        await send(
+          'POST',
+          '/secrets',
+          { 'content-type': 'application/json', origin: 'http://127.0.0.1:3000', 'sec-fetch-site': 'same-site' },
+          SECRET,
+        )
+      ).status,
+    ).toBe(403);
     expect(await stored()).toBe('original');
     expect((await send('GET', '/secrets', { origin: 'https://evil.example' })).status).toBe(200);
     expect((await send('POST', '/secrets', { 'content-type': 'application/json' }, SECRET)).status).toBe(201);
   });
 
   it('refuses Sec-Fetch-Site: cross-site without an Origin', async () => {
-    const refused = await send('POST', '/secrets', { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, SECRET);
+    const refused = await send(
+      'POST',
+      '/secrets',
+      { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' },
+      SECRET,
+    );
     expect(refused.status).toBe(403);
     expect(refused.body.error.message).toContain('Sec-Fetch-Site: cross-site');
     expect(await stored()).toBe('original');
   });
 
   it('takes a state change from its own origin, from an allowed one, and from any origin with the token', async () => {
-    expect((await send('POST', '/secrets', { 'content-type': 'application/json', origin: 'http://127.0.0.1:8080', 'sec-fetch-site': 'same-origin' }, JSON.stringify({ name: 'api_key', value: 'own' }))).status).toBe(201);
+    expect(
+      (
+        await send(
+          'POST',
+          '/secrets',
+          { 'content-type': 'application/json', origin: 'http://127.0.0.1:8080', 'sec-fetch-site': 'same-origin' },
+          JSON.stringify({ name: 'api_key', value: 'own' }),
+        )
+      ).status,
+    ).toBe(201);
     expect(await stored()).toBe('own');
-    expect((await send('POST', '/secrets', { 'content-type': 'application/json', origin: 'https://ops.example.com', 'sec-fetch-site': 'cross-site' }, JSON.stringify({ name: 'api_key', value: 'ops' }))).status).toBe(201);
+    expect(
+      (
+        await send(
+          'POST',
+          '/secrets',
+          { 'content-type': 'application/json', origin: 'https://ops.example.com', 'sec-fetch-site': 'cross-site' },
+          JSON.stringify({ name: 'api_key', value: 'ops' }),
+        )
+      ).status,
+    ).toBe(201);
     expect(await stored()).toBe('ops');
-    const authorized = { 'content-type': 'application/json', origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site', authorization: 'Bearer tok' };
-    expect((await send('POST', '/secrets', authorized, JSON.stringify({ name: 'api_key', value: 'token' }), withToken)).status).toBe(201);
+    const authorized = {
+      'content-type': 'application/json',
+      origin: 'https://elsewhere.example',
+      'sec-fetch-site': 'cross-site',
+      authorization: 'Bearer tok',
+    };
+    expect(
+      (await send('POST', '/secrets', authorized, JSON.stringify({ name: 'api_key', value: 'token' }), withToken))
+        .status,
+    ).toBe(201);
     expect(await stored()).toBe('token');
-    expect((await send('POST', '/secrets', { ...authorized, authorization: 'Bearer nope' }, SECRET, withToken)).status).toBe(401);
+    expect(
+      (await send('POST', '/secrets', { ...authorized, authorization: 'Bearer nope' }, SECRET, withToken)).status,
+    ).toBe(401);
   });
 
   it('answers a foreign Host only when a token is required: a rebound DNS name reads nothing', async () => {
     for (const method of ['GET', 'POST']) {
-      const refused = await send(method, '/secrets', { host: 'evil.example:8080', 'content-type': 'application/json', origin: 'http://evil.example:8080' }, method === 'POST' ? SECRET : undefined);
+      const refused = await send(
+        method,
+        '/secrets',
+        { host: 'evil.example:8080', 'content-type': 'application/json', origin: 'http://evil.example:8080' },
+        method === 'POST' ? SECRET : undefined,
+      );
       expect(refused.status).toBe(421);
-      expect(refused.body.error).toMatchObject({ code: 'host_refused', message: expect.stringMatching(/^Host 'evil\.example:8080' is not a name of this server: .* add its origin to RUNLEDGER_ALLOWED_ORIGINS$/) });
+      expect(refused.body.error).toMatchObject({
+        code: 'host_refused',
+        message: expect.stringMatching(
+          /^Host 'evil\.example:8080' is not a name of this server: .* add its origin to RUNLEDGER_ALLOWED_ORIGINS$/,
+        ),
+      });
     }
     expect(await stored()).toBe('original');
     expect((await send('GET', '/secrets', { host: 'localhost:8080' })).status).toBe(200);
     expect((await send('GET', '/secrets', { host: 'ops.example.com' })).status).toBe(200);
-    expect((await send('GET', '/secrets', { host: 'evil.example:8080', authorization: 'Bearer tok' }, undefined, withToken)).status).toBe(200);
+    expect(
+      (await send('GET', '/secrets', { host: 'evil.example:8080', authorization: 'Bearer tok' }, undefined, withToken))
+        .status,
+    ).toBe(200);
   });
 
   it('leaves /callbacks to its own token: another origin and another content type reach the route', async () => {
-    const answer = await send('POST', '/callbacks/cb_unknown', { 'content-type': 'text/plain', origin: 'https://service.example', 'sec-fetch-site': 'cross-site' }, '{"ok":true}');
+    const answer = await send(
+      'POST',
+      '/callbacks/cb_unknown',
+      { 'content-type': 'text/plain', origin: 'https://service.example', 'sec-fetch-site': 'cross-site' },
+      '{"ok":true}',
+    );
     expect(answer.status).toBe(404);
   });
 });
@@ -166,8 +272,16 @@ describe.each(backends)('what a web page may open as a WebSocket on $name', (bac
     const own = url.replace('localhost', '127.0.0.1');
     const refused = await upgrade(`${url}/channels/lobby/ws`, { origin: 'https://evil.example' });
     expect(refused.status).toBe(403);
-    expect(JSON.parse(refused.body).error).toEqual({ code: 'cross_site_refused', message: expect.stringMatching(/^WebSocket upgrade from origin 'https:\/\/evil\.example' refused: .* RUNLEDGER_ALLOWED_ORIGINS/) });
-    expect((await upgrade(`${url}/channels/lobby/ws`, { origin: 'http://localhost:3000', 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect(JSON.parse(refused.body).error).toEqual({
+      code: 'cross_site_refused',
+      message: expect.stringMatching(
+        /^WebSocket upgrade from origin 'https:\/\/evil\.example' refused: .* RUNLEDGER_ALLOWED_ORIGINS/,
+      ),
+    });
+    expect(
+      (await upgrade(`${url}/channels/lobby/ws`, { origin: 'http://localhost:3000', 'sec-fetch-site': 'same-site' }))
+        .status,
+    ).toBe(403);
     expect((await upgrade(`${url}/channels/lobby/ws`, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     const rebound = await upgrade(`${url}/channels/lobby/ws`, { host: 'evil.example', origin: 'http://evil.example' });
     expect(rebound.status).toBe(421);
@@ -177,6 +291,13 @@ describe.each(backends)('what a web page may open as a WebSocket on $name', (bac
     expect((await upgrade(`${url}/channels/lobby/ws`, { origin: 'https://ops.example.com' })).status).toBe(101);
     expect((await upgrade(`${url}/channels/lobby/ws`, {})).status).toBe(101);
     const withToken = await serve('tok');
-    expect((await upgrade(`${withToken}/channels/lobby/ws?token=tok`, { origin: 'https://evil.example', host: 'evil.example' })).status).toBe(101);
+    expect(
+      (
+        await upgrade(`${withToken}/channels/lobby/ws?token=tok`, {
+          origin: 'https://evil.example',
+          host: 'evil.example',
+        })
+      ).status,
+    ).toBe(101);
   });
 });

@@ -14,15 +14,32 @@ function refusal(check: () => void): { status: number; code: string; message: st
   }
 }
 
-const from = (source: Partial<RequestSource>): RequestSource => ({ scheme: 'http:', host: '127.0.0.1:8080', origin: undefined, fetchSite: undefined, ...source });
+const from = (source: Partial<RequestSource>): RequestSource => ({
+  scheme: 'http:',
+  host: '127.0.0.1:8080',
+  origin: undefined,
+  fetchSite: undefined,
+  ...source,
+});
 
 describe('RUNLEDGER_ALLOWED_ORIGINS', () => {
   it('reads comma-separated origins, normalised as browsers send them', () => {
     expect(parseAllowedOrigins(undefined)).toEqual([]);
-    expect(parseAllowedOrigins(' https://OPS.example.com , http://localhost:5173/,https://a.example:443')).toEqual(['https://ops.example.com', 'http://localhost:5173', 'https://a.example']);
+    expect(parseAllowedOrigins(' https://OPS.example.com , http://localhost:5173/,https://a.example:443')).toEqual([
+      'https://ops.example.com',
+      'http://localhost:5173',
+      'https://a.example',
+    ]);
   });
 
-  it.each([['https://ops.example.com/ui'], ['ops.example.com'], ['*'], ['ftp://files.example'], ['https://ops.example.com?x=1'], ['https://user@ops.example.com']])('refuses %s, naming the variable', (entry) => {
+  it.each([
+    ['https://ops.example.com/ui'],
+    ['ops.example.com'],
+    ['*'],
+    ['ftp://files.example'],
+    ['https://ops.example.com?x=1'],
+    ['https://user@ops.example.com'],
+  ])('refuses %s, naming the variable', (entry) => {
     const error = (() => {
       try {
         parseAllowedOrigins(`https://fine.example,${entry}`);
@@ -31,17 +48,34 @@ describe('RUNLEDGER_ALLOWED_ORIGINS', () => {
       }
     })();
     expect(error).toBeInstanceOf(ValidationError);
-    expect((error as Error).message).toBe(`RUNLEDGER_ALLOWED_ORIGINS: '${entry}' is not an origin: write scheme://host[:port] with no path, e.g. https://ops.example.com`);
+    expect((error as Error).message).toBe(
+      `RUNLEDGER_ALLOWED_ORIGINS: '${entry}' is not an origin: write scheme://host[:port] with no path, e.g. https://ops.example.com`,
+    );
   });
 });
 
 describe('the Host a server without a token answers', () => {
-  it.each([['localhost:8080'], ['LOCALHOST'], ['127.0.0.1:8080'], ['127.3.2.1'], ['[::1]:8080'], ['ops.example.com']])('answers %s', (host) => {
-    expect(refusal(() => checkHost(host, ['https://ops.example.com']))).toBeNull();
-  });
+  it.each([['localhost:8080'], ['LOCALHOST'], ['127.0.0.1:8080'], ['127.3.2.1'], ['[::1]:8080'], ['ops.example.com']])(
+    'answers %s',
+    (host) => {
+      expect(refusal(() => checkHost(host, ['https://ops.example.com']))).toBeNull();
+    },
+  );
 
-  it.each([['evil.example:8080'], ['localhost.evil.example'], ['127.0.0.1.evil.example'], ['evil.example@127.0.0.1'], ['0.0.0.0:8080'], ['[::2]'], ['']])('refuses %s with 421, naming it and the setting', (host) => {
-    expect(refusal(() => checkHost(host, ['https://ops.example.com']))).toMatchObject({ status: 421, code: 'host_refused', message: expect.stringContaining(`Host '${host}'`) });
+  it.each([
+    ['evil.example:8080'],
+    ['localhost.evil.example'],
+    ['127.0.0.1.evil.example'],
+    ['evil.example@127.0.0.1'],
+    ['0.0.0.0:8080'],
+    ['[::2]'],
+    [''],
+  ])('refuses %s with 421, naming it and the setting', (host) => {
+    expect(refusal(() => checkHost(host, ['https://ops.example.com']))).toMatchObject({
+      status: 421,
+      code: 'host_refused',
+      message: expect.stringContaining(`Host '${host}'`),
+    });
     expect(refusal(() => checkHost(host, []))!.message).toContain('RUNLEDGER_ALLOWED_ORIGINS');
   });
 
@@ -52,9 +86,21 @@ describe('the Host a server without a token answers', () => {
 
 describe('a state-changing request from a web page', () => {
   it('passes from the server’s own origin, an allowed one, or outside a browser', () => {
-    expect(refusal(() => checkSameOrigin(from({ origin: 'http://127.0.0.1:8080', fetchSite: 'same-origin' }), [], 'POST'))).toBeNull();
-    expect(refusal(() => checkSameOrigin(from({ host: 'localhost:8080', origin: 'http://localhost:8080' }), [], 'POST'))).toBeNull();
-    expect(refusal(() => checkSameOrigin(from({ origin: 'https://ops.example.com', fetchSite: 'cross-site' }), ['https://ops.example.com'], 'POST'))).toBeNull();
+    expect(
+      refusal(() => checkSameOrigin(from({ origin: 'http://127.0.0.1:8080', fetchSite: 'same-origin' }), [], 'POST')),
+    ).toBeNull();
+    expect(
+      refusal(() => checkSameOrigin(from({ host: 'localhost:8080', origin: 'http://localhost:8080' }), [], 'POST')),
+    ).toBeNull();
+    expect(
+      refusal(() =>
+        checkSameOrigin(
+          from({ origin: 'https://ops.example.com', fetchSite: 'cross-site' }),
+          ['https://ops.example.com'],
+          'POST',
+        ),
+      ),
+    ).toBeNull();
     expect(refusal(() => checkSameOrigin(from({}), [], 'POST'))).toBeNull();
     expect(refusal(() => checkSameOrigin(from({ fetchSite: 'none' }), [], 'POST'))).toBeNull();
   });
@@ -75,6 +121,10 @@ describe('a state-changing request from a web page', () => {
   });
 
   it.each([['cross-site'], ['same-site']])('refuses Sec-Fetch-Site: %s without an Origin', (site) => {
-    expect(refusal(() => checkSameOrigin(from({ fetchSite: site }), [], 'DELETE'))).toMatchObject({ status: 403, code: 'cross_site_refused', message: expect.stringContaining(`Sec-Fetch-Site: ${site}`) });
+    expect(refusal(() => checkSameOrigin(from({ fetchSite: site }), [], 'DELETE'))).toMatchObject({
+      status: 403,
+      code: 'cross_site_refused',
+      message: expect.stringContaining(`Sec-Fetch-Site: ${site}`),
+    });
   });
 });

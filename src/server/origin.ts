@@ -44,7 +44,10 @@ export function parseAllowedOrigins(value: string | undefined, variable = SETTIN
     } catch {}
     // a lone trailing slash is how URLs are often copied; a path, query or user is never in an Origin header
     if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || /[?#@]/.test(entry)) {
-      throw new ValidationError(variable, `'${entry}' is not an origin: write scheme://host[:port] with no path, e.g. https://ops.example.com`);
+      throw new ValidationError(
+        variable,
+        `'${entry}' is not an origin: write scheme://host[:port] with no path, e.g. https://ops.example.com`,
+      );
     }
     return url.origin;
   });
@@ -63,7 +66,11 @@ export function originOf(url: string): string {
 export function checkHost(host: string | undefined, allowedOrigins: readonly string[]): void {
   if (host === undefined) return;
   const hostname = hostnameOf(host);
-  if (hostname !== null && (LOOPBACK_HOST.test(hostname) || allowedOrigins.some((origin) => new URL(origin).hostname === hostname))) return;
+  if (
+    hostname !== null &&
+    (LOOPBACK_HOST.test(hostname) || allowedOrigins.some((origin) => new URL(origin).hostname === hostname))
+  )
+    return;
   throw new HttpError(
     421,
     'host_refused',
@@ -89,14 +96,23 @@ export function checkSameOrigin(source: RequestSource, allowedOrigins: readonly 
     );
   }
   if (source.fetchSite === 'cross-site' || source.fetchSite === 'same-site') {
-    throw new HttpError(403, 'cross_site_refused', `${what} refused: the browser sent it from another site (Sec-Fetch-Site: ${source.fetchSite}) without an Origin; allowed origins (${SETTING}) must send theirs`);
+    throw new HttpError(
+      403,
+      'cross_site_refused',
+      `${what} refused: the browser sent it from another site (Sec-Fetch-Site: ${source.fetchSite}) without an Origin; allowed origins (${SETTING}) must send theirs`,
+    );
   }
 }
 
 /** A request's source from its fetch-style headers; the scheme from its URL. */
 export function sourceOf(request: Request): RequestSource {
   const header = (name: string) => request.headers.get(name) ?? undefined;
-  return { scheme: new URL(request.url).protocol, host: header('host'), origin: header('origin'), fetchSite: header('sec-fetch-site') };
+  return {
+    scheme: new URL(request.url).protocol,
+    host: header('host'),
+    origin: header('origin'),
+    fetchSite: header('sec-fetch-site'),
+  };
 }
 
 /**
@@ -109,7 +125,12 @@ export function checkUpgrade(request: IncomingMessage, allowedOrigins: readonly 
     const value = request.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
-  const source = { scheme: 'encrypted' in request.socket && request.socket.encrypted ? 'https:' : 'http:', host: header('host'), origin: header('origin'), fetchSite: header('sec-fetch-site') };
+  const source = {
+    scheme: 'encrypted' in request.socket && request.socket.encrypted ? 'https:' : 'http:',
+    host: header('host'),
+    origin: header('origin'),
+    fetchSite: header('sec-fetch-site'),
+  };
   checkHost(source.host, allowedOrigins);
   checkSameOrigin(source, allowedOrigins, 'WebSocket upgrade');
 }

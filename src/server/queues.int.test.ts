@@ -15,31 +15,72 @@ describe.each(backends)('the task protocol on $name', (backend) => {
   /** A queue of its own per test: tests do not see each other's tasks. */
   const fresh = () => `q${++n}`;
   const call = async (path: string, body?: unknown, headers: Record<string, string> = {}, init: RequestInit = {}) => {
-    const response = await fetch(`${server.url}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...init });
-    return { status: response.status, protocol: response.headers.get('runledger-protocol'), body: (await response.json()) as any };
+    const response = await fetch(`${server.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...init,
+    });
+    return {
+      status: response.status,
+      protocol: response.headers.get('runledger-protocol'),
+      body: (await response.json()) as any,
+    };
   };
   const enqueue = async (queue: string, body: unknown) => (await call(`/queues/${queue}/tasks`, body)).body;
-  const claim = async (queue: string, body: Record<string, unknown>) => (await call(`/queues/${queue}/claim`, body)).body.tasks as any[];
-  const types = async (id: string) => (await call(`/tasks/${id}/events`)).body.events.map((e: { type: string }) => e.type);
+  const claim = async (queue: string, body: Record<string, unknown>) =>
+    (await call(`/queues/${queue}/claim`, body)).body.tasks as any[];
+  const types = async (id: string) =>
+    (await call(`/tasks/${id}/events`)).body.events.map((e: { type: string }) => e.type);
 
   beforeAll(async () => {
     location = await backend.create();
-    server = await startServer({ database: location, port: 0, workers: false, pollMs: 1000, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
+    server = await startServer({
+      database: location,
+      port: 0,
+      workers: false,
+      pollMs: 1000,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')),
+      logger: pino({ level: 'silent' }),
+    });
   });
   afterAll(() => server.close());
 
   it('enqueues one task (201), answers a repeated idempotency key with the first (200, nothing written), and a batch in order', async () => {
     const q = fresh();
-    const first = await call(`/queues/${q}/tasks`, { payload: { to: 'a@b.c' }, idempotency_key: 'welcome-1', priority: 5, max_attempts: 3 });
+    const first = await call(`/queues/${q}/tasks`, {
+      payload: { to: 'a@b.c' },
+      idempotency_key: 'welcome-1',
+      priority: 5,
+      max_attempts: 3,
+    });
     expect(first).toMatchObject({
       status: 201,
       protocol: '1',
-      body: { created: true, task: { queue: q, state: 'ready', payload: { to: 'a@b.c' }, attempts: 0, max_attempts: 3, priority: 5, idempotency_key: 'welcome-1', ordering_key: null, last_error: null } },
+      body: {
+        created: true,
+        task: {
+          queue: q,
+          state: 'ready',
+          payload: { to: 'a@b.c' },
+          attempts: 0,
+          max_attempts: 3,
+          priority: 5,
+          idempotency_key: 'welcome-1',
+          ordering_key: null,
+          last_error: null,
+        },
+      },
     });
     const again = await call(`/queues/${q}/tasks`, { payload: { to: 'other' }, idempotency_key: 'welcome-1' });
-    expect(again).toMatchObject({ status: 200, body: { created: false, task: { id: first.body.task.id, payload: { to: 'a@b.c' } } } });
+    expect(again).toMatchObject({
+      status: 200,
+      body: { created: false, task: { id: first.body.task.id, payload: { to: 'a@b.c' } } },
+    });
     expect(await types(first.body.task.id)).toEqual(['task.enqueued']);
-    const batch = await call(`/queues/${q}/tasks`, { tasks: [{ payload: 1 }, { payload: 2, delay: '1h' }, { payload: 3, idempotency_key: 'welcome-1' }] });
+    const batch = await call(`/queues/${q}/tasks`, {
+      tasks: [{ payload: 1 }, { payload: 2, delay: '1h' }, { payload: 3, idempotency_key: 'welcome-1' }],
+    });
     expect(batch.status).toBe(201);
     expect(batch.body.tasks.map((t: any) => [t.task.payload, t.created])).toEqual([
       [1, true],
@@ -51,14 +92,23 @@ describe.each(backends)('the task protocol on $name', (backend) => {
 
   it('claims up to max, one task at a time per ordering key, each with its own lease', async () => {
     const q = fresh();
-    await enqueue(q, { tasks: [{ payload: 'k1', ordering_key: 'k' }, { payload: 'k2', ordering_key: 'k' }, { payload: 'a' }, { payload: 'b' }] });
+    await enqueue(q, {
+      tasks: [
+        { payload: 'k1', ordering_key: 'k' },
+        { payload: 'k2', ordering_key: 'k' },
+        { payload: 'a' },
+        { payload: 'b' },
+      ],
+    });
     const got = await claim(q, { worker: 'w1', max: 10 });
     expect(got.map((t) => t.payload).sort()).toEqual(['a', 'b', 'k1']);
     for (const t of got) expect(t).toMatchObject({ state: 'running', attempts: 1, lease_token: expect.any(String) });
     expect(Date.parse(got[0].lease_expires_at)).toBeGreaterThan(Date.now() + 20_000);
     expect(await claim(q, { worker: 'w2', max: 10 })).toEqual([]);
     const k1 = got.find((t) => t.payload === 'k1');
-    expect((await call(`/tasks/${k1.id}/complete`, { lease_token: k1.lease_token, result: { ok: true } })).status).toBe(200);
+    expect((await call(`/tasks/${k1.id}/complete`, { lease_token: k1.lease_token, result: { ok: true } })).status).toBe(
+      200,
+    );
     expect((await claim(q, { worker: 'w2', max: 10 })).map((t) => t.payload)).toEqual(['k2']);
     const one = await claim(fresh(), { worker: 'w3' });
     expect(one).toEqual([]);
@@ -82,7 +132,9 @@ describe.each(backends)('the task protocol on $name', (backend) => {
   it('a claim whose client went away stops waiting and holds nothing', async () => {
     const q = fresh();
     const gone = new AbortController();
-    const waiting = call(`/queues/${q}/claim`, { worker: 'gone', wait: '30s' }, {}, { signal: gone.signal }).catch((e) => e);
+    const waiting = call(`/queues/${q}/claim`, { worker: 'gone', wait: '30s' }, {}, { signal: gone.signal }).catch(
+      (e) => e,
+    );
     await sleep(200);
     gone.abort();
     await waiting;
@@ -102,23 +154,40 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     expect(Date.parse(beat.body.lease_expires_at) - Date.now()).toBeGreaterThan(50_000);
     await sleep(2_300);
     const done = await call(`/tasks/${t.id}/complete`, { lease_token: t.lease_token, result: { sent: true } });
-    expect(done).toMatchObject({ status: 200, body: { task: { id: t.id, state: 'completed', result: { sent: true }, attempts: 1 } } });
+    expect(done).toMatchObject({
+      status: 200,
+      body: { task: { id: t.id, state: 'completed', result: { sent: true }, attempts: 1 } },
+    });
     const events = (await call(`/tasks/${t.id}/events`)).body.events;
     expect(events.map((e: any) => e.type)).toEqual(['task.enqueued', 'task.completed']);
     expect(events[1].data).toMatchObject({ attempt: 1, workerId: 'remote:py-1' });
-    expect((await call(`/tasks/${t.id}/complete`, { lease_token: t.lease_token, result: 2 })).body.error.code).toBe('lease_lost');
+    expect((await call(`/tasks/${t.id}/complete`, { lease_token: t.lease_token, result: 2 })).body.error.code).toBe(
+      'lease_lost',
+    );
   });
 
   it('fail: retryable → ready after backoff; not retryable → dead, in the DLQ and redrivable; attempts used up → dead', async () => {
     const q = fresh();
-    await enqueue(q, { tasks: [{ payload: 'retry', max_attempts: 3 }, { payload: 'terminal' }, { payload: 'last', max_attempts: 1 }] });
+    await enqueue(q, {
+      tasks: [{ payload: 'retry', max_attempts: 3 }, { payload: 'terminal' }, { payload: 'last', max_attempts: 1 }],
+    });
     const got = await claim(q, { worker: 'w', max: 3 });
     const by = (p: string) => got.find((t) => t.payload === p);
-    const retried = await call(`/tasks/${by('retry').id}/fail`, { lease_token: by('retry').lease_token, error: 'smtp 451' });
-    expect(retried).toMatchObject({ status: 200, body: { task: { state: 'ready', attempts: 1, last_error: 'smtp 451' } } });
+    const retried = await call(`/tasks/${by('retry').id}/fail`, {
+      lease_token: by('retry').lease_token,
+      error: 'smtp 451',
+    });
+    expect(retried).toMatchObject({
+      status: 200,
+      body: { task: { state: 'ready', attempts: 1, last_error: 'smtp 451' } },
+    });
     // the queue's backoff: 1 s ± 20% after the first attempt
     expect(Date.parse(retried.body.task.run_at) - Date.now()).toBeGreaterThan(500);
-    const terminal = await call(`/tasks/${by('terminal').id}/fail`, { lease_token: by('terminal').lease_token, error: 'bad address', retryable: false });
+    const terminal = await call(`/tasks/${by('terminal').id}/fail`, {
+      lease_token: by('terminal').lease_token,
+      error: 'bad address',
+      retryable: false,
+    });
     expect(terminal.body.task).toMatchObject({ state: 'dead', last_error: 'bad address' });
     const last = await call(`/tasks/${by('last').id}/fail`, { lease_token: by('last').lease_token, error: 'again' });
     expect(last.body.task).toMatchObject({ state: 'dead', attempts: 1 });
@@ -126,12 +195,19 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     expect(await types(by('last').id)).toEqual(['task.enqueued', 'task.dead']);
     const dlq = (await call(`/dlq?queue=${q}`)).body.tasks.map((t: any) => t.id);
     expect(dlq.sort()).toEqual([by('terminal').id, by('last').id].sort());
-    expect((await call(`/dlq/${by('terminal').id}/redrive`, {})).body).toMatchObject({ state: 'ready', redriven: true });
+    expect((await call(`/dlq/${by('terminal').id}/redrive`, {})).body).toMatchObject({
+      state: 'ready',
+      redriven: true,
+    });
     const soon = await call(`/tasks/${by('retry').id}/fail`, { lease_token: by('retry').lease_token, error: 'twice' });
     expect(soon.body.error.code).toBe('lease_lost');
     // retry_after replaces the backoff
     const [again] = await claim(q, { worker: 'w', max: 1 });
-    const later = await call(`/tasks/${again.id}/fail`, { lease_token: again.lease_token, error: 'busy', retry_after: '10m' });
+    const later = await call(`/tasks/${again.id}/fail`, {
+      lease_token: again.lease_token,
+      error: 'busy',
+      retry_after: '10m',
+    });
     expect(Date.parse(later.body.task.run_at) - Date.now()).toBeGreaterThan(590_000);
   });
 
@@ -156,7 +232,9 @@ describe.each(backends)('the task protocol on $name', (backend) => {
       expect(stale).toMatchObject({ status: 409, protocol: '1', body: { error: { code: 'lease_lost' } } });
     }
     expect(await types(task.id)).toEqual(before);
-    expect((await call(`/tasks/${task.id}/complete`, { lease_token: fresh2.lease_token, result: 'on time' })).body.task).toMatchObject({ state: 'completed', result: 'on time' });
+    expect(
+      (await call(`/tasks/${task.id}/complete`, { lease_token: fresh2.lease_token, result: 'on time' })).body.task,
+    ).toMatchObject({ state: 'completed', result: 'on time' });
     expect((await call('/tasks/task_nope/complete', { lease_token: 'lease_x' })).status).toBe(404);
   });
 
@@ -185,18 +263,43 @@ describe.each(backends)('the task protocol on $name', (backend) => {
   });
 
   it('settles through another server on the same database what one server handed out; a stale token there is 409 too', async () => {
-    const other = await startServer({ database: location, port: 0, workers: false, dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')), logger: pino({ level: 'silent' }) });
+    const other = await startServer({
+      database: location,
+      port: 0,
+      workers: false,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-queues-')),
+      logger: pino({ level: 'silent' }),
+    });
     try {
       const q = fresh();
       await enqueue(q, { tasks: [{ payload: 'done elsewhere' }, { payload: 'failed elsewhere' }] });
       const [a, b] = await claim(q, { worker: 'w', max: 2 });
-      const there = async (path: string, body: unknown) => (await fetch(`${other.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
+      const there = async (path: string, body: unknown) =>
+        (
+          await fetch(`${other.url}${path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+        ).json() as Promise<any>;
       expect((await there(`/tasks/${a.id}/complete`, { lease_token: 'lease_made_up' })).error.code).toBe('lease_lost');
-      expect((await there(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 7 })).task).toMatchObject({ id: a.id, state: 'completed', result: 7, attempts: 1, payload: a.payload });
-      expect((await there(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'e', retryable: false })).task).toMatchObject({ id: b.id, state: 'dead', last_error: 'e' });
+      expect((await there(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 7 })).task).toMatchObject({
+        id: a.id,
+        state: 'completed',
+        result: 7,
+        attempts: 1,
+        payload: a.payload,
+      });
+      expect(
+        (await there(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'e', retryable: false })).task,
+      ).toMatchObject({ id: b.id, state: 'dead', last_error: 'e' });
       // and back on the server that handed them out: settled, whatever it remembers of the claims
-      expect((await call(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 8 })).body.error.code).toBe('lease_lost');
-      expect((await call(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'again' })).body.error.code).toBe('lease_lost');
+      expect((await call(`/tasks/${a.id}/complete`, { lease_token: a.lease_token, result: 8 })).body.error.code).toBe(
+        'lease_lost',
+      );
+      expect((await call(`/tasks/${b.id}/fail`, { lease_token: b.lease_token, error: 'again' })).body.error.code).toBe(
+        'lease_lost',
+      );
       expect(await types(a.id)).toEqual(['task.enqueued', 'task.completed']);
       expect(await types(b.id)).toEqual(['task.enqueued', 'task.dead']);
     } finally {
@@ -229,9 +332,16 @@ describe.each(backends)('the task protocol on $name', (backend) => {
     await enqueue(q, { payload: 'x' });
     const [t] = await claim(q, { worker: 'w' });
     expect((await call(`/tasks/${t.id}/complete`, { result: 1 })).body.error.problems[0].path).toBe('lease_token');
-    expect((await call(`/tasks/${t.id}/fail`, { lease_token: t.lease_token, error: 'x'.repeat(10_001) })).body.error.problems[0].path).toBe('error');
-    expect((await call(`/tasks/${t.id}/heartbeat`, { lease_token: t.lease_token, lease: '2h' })).body.error.problems[0].path).toBe('lease');
-    expect((await call(`/tasks/${t.id}/complete`, { lease_token: 'lease_unknown' })).body.error.code).toBe('lease_lost');
+    expect(
+      (await call(`/tasks/${t.id}/fail`, { lease_token: t.lease_token, error: 'x'.repeat(10_001) })).body.error
+        .problems[0].path,
+    ).toBe('error');
+    expect(
+      (await call(`/tasks/${t.id}/heartbeat`, { lease_token: t.lease_token, lease: '2h' })).body.error.problems[0].path,
+    ).toBe('lease');
+    expect((await call(`/tasks/${t.id}/complete`, { lease_token: 'lease_unknown' })).body.error.code).toBe(
+      'lease_lost',
+    );
     expect(await types(t.id)).toEqual(['task.enqueued']);
     expect((await call(`/queues/${q}/claim`, { worker: 'w' }, { 'runledger-protocol': '1' })).status).toBe(200);
     expect((await call('/queues/bad%20queue!/claim', { worker: 'w' })).body.error.problems[0].path).toBe('queue');

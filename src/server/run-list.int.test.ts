@@ -32,7 +32,8 @@ describe.each(backends)('run lists on $name', (backend) => {
     const res = await app.fetch(new Request(`http://api${path}`));
     return { status: res.status, body: await res.json() };
   };
-  const ids = async (query: string) => ((await get(`/runs?limit=100${query}`)).body.runs as Array<{ id: string }>).map((r) => r.id);
+  const ids = async (query: string) =>
+    ((await get(`/runs?limit=100${query}`)).body.runs as Array<{ id: string }>).map((r) => r.id);
   const cli = async (...args: string[]) => {
     let text = '';
     await main(
@@ -45,7 +46,13 @@ describe.each(backends)('run lists on $name', (backend) => {
   beforeEach(async () => {
     database = await backend.create();
     engine = await createEngine({ database, workflows: [quick], workers: false });
-    services = await assemble(engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    services = await assemble(engine, {
+      secretKey: randomBytes(32),
+      allow: [],
+      logger: pino({ level: 'silent' }),
+      chatProvider: offlineProvider(),
+      workers: false,
+    });
     app = createApp({ engine, ...services, uiDir: null });
     const { definitions, executions } = services.workflows;
     const hello = await definitions.create(definition('hello'));
@@ -71,7 +78,9 @@ describe.each(backends)('run lists on $name', (backend) => {
     expect(await ids('')).toEqual(newestFirst);
     const paged: string[] = [];
     for (let key: string | null = null; ; ) {
-      const page: { body: { runs: Array<{ id: string }>; last_key: string | null } } = await get(`/runs?limit=2${key ? `&last_key=${encodeURIComponent(key)}` : ''}`);
+      const page: { body: { runs: Array<{ id: string }>; last_key: string | null } } = await get(
+        `/runs?limit=2${key ? `&last_key=${encodeURIComponent(key)}` : ''}`,
+      );
       paged.push(...page.body.runs.map((r) => r.id));
       key = page.body.last_key;
       if (key === null) break;
@@ -83,18 +92,36 @@ describe.each(backends)('run lists on $name', (backend) => {
 
   it("finds a stored workflow's executions by its name as by its id, and names the workflow in every run record", async () => {
     const named = (await get('/runs?workflow=hello')).body.runs;
-    expect(named).toEqual([expect.objectContaining({ id: created.hello, workflow: 'hello', workflow_id: created.helloId, kind: 'execution' })]);
+    expect(named).toEqual([
+      expect.objectContaining({
+        id: created.hello,
+        workflow: 'hello',
+        workflow_id: created.helloId,
+        kind: 'execution',
+      }),
+    ]);
     expect((await get(`/runs?workflow=${created.helloId}`)).body.runs).toEqual(named);
     expect((await get('/runs?workflow=hello&order=id')).body.runs).toEqual(named);
     expect(await ids('&workflow=quick')).toEqual([created.code, created.chosen]);
-    expect((await get(`/runs/${created.hello}`)).body).toMatchObject({ workflow: 'hello', workflow_id: created.helloId });
-    expect((await get('/runs')).body.runs.map((r: { workflow: string }) => r.workflow)).toEqual(['other', 'quick', 'runledger.session', 'hello', 'quick']);
+    expect((await get(`/runs/${created.hello}`)).body).toMatchObject({
+      workflow: 'hello',
+      workflow_id: created.helloId,
+    });
+    expect((await get('/runs')).body.runs.map((r: { workflow: string }) => r.workflow)).toEqual([
+      'other',
+      'quick',
+      'runledger.session',
+      'hello',
+      'quick',
+    ]);
   });
 
   it('follows a rename: the new name finds the executions, the old one finds the workflow that took it', async () => {
     await services.workflows.definitions.update(created.helloId, definition('hello-renamed'));
     expect(await ids('&workflow=hello')).toEqual([]);
-    expect((await get('/runs?workflow=hello-renamed')).body.runs).toEqual([expect.objectContaining({ id: created.hello, workflow: 'hello-renamed' })]);
+    expect((await get('/runs?workflow=hello-renamed')).body.runs).toEqual([
+      expect.objectContaining({ id: created.hello, workflow: 'hello-renamed' }),
+    ]);
     const taken = await services.workflows.definitions.create(definition('hello'));
     const { execution_id } = await services.workflows.executions.execute(taken.id);
     expect(await ids('&workflow=hello')).toEqual([execution_id]);
@@ -114,6 +141,12 @@ describe.each(backends)('run lists on $name', (backend) => {
     expect(listed).toContain(created.hello);
     expect(listed.trim().split('\n')).toHaveLength(2);
     const all = await cli('runs', 'list', '--json');
-    expect(JSON.parse(all).map((r: { id: string }) => r.id)).toEqual([created.other, created.code, created.session, created.hello, created.chosen]);
+    expect(JSON.parse(all).map((r: { id: string }) => r.id)).toEqual([
+      created.other,
+      created.code,
+      created.session,
+      created.hello,
+      created.chosen,
+    ]);
   });
 });

@@ -70,7 +70,13 @@ class Frames {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no SSE frame within ${timeoutMs} ms`);
       let timer: NodeJS.Timeout | undefined;
-      const chunk = await Promise.race([this.reader.read(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no SSE frame within ${timeoutMs} ms`)), remaining)))]).finally(() => clearTimeout(timer));
+      const chunk = await Promise.race([
+        this.reader.read(),
+        new Promise<never>(
+          (_, reject) =>
+            (timer = setTimeout(() => reject(new Error(`no SSE frame within ${timeoutMs} ms`)), remaining)),
+        ),
+      ]).finally(() => clearTimeout(timer));
       if (chunk.done) this.ended = true;
       else this.buffer += this.decoder.decode(chunk.value, { stream: true });
     }
@@ -124,7 +130,13 @@ function counted(engine: Engine) {
     },
   });
   // routes read events through the journal: one over the counting store (reads only, no projections needed)
-  return { engine: Object.create(engine, { store: { value: store }, journal: { value: new Journal(store, engine.config) } }) as Engine, counts };
+  return {
+    engine: Object.create(engine, {
+      store: { value: store },
+      journal: { value: new Journal(store, engine.config) },
+    }) as Engine,
+    counts,
+  };
 }
 
 describe.each(backends)('runs over HTTP on $name', (backend) => {
@@ -145,20 +157,35 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
   });
   afterEach(() => close());
 
-  const get = async (path: string, headers: Record<string, string> = {}, on: Hono = app): Promise<Response> => on.fetch(new Request(`http://api${path}`, { headers }));
+  const get = async (path: string, headers: Record<string, string> = {}, on: Hono = app): Promise<Response> =>
+    on.fetch(new Request(`http://api${path}`, { headers }));
   const json = async (path: string) => {
     const res = await get(path);
     return { status: res.status, body: await res.json() };
   };
-  const journal = async (id: string) => (await engine.journal.readStream(runStream(id), { limit: 10_000 })).map((e) => ({ version: e.version, type: e.type }));
+  const journal = async (id: string) =>
+    (await engine.journal.readStream(runStream(id), { limit: 10_000 })).map((e) => ({
+      version: e.version,
+      type: e.type,
+    }));
   const waiting = (id: string) => eventually(async () => (await engine.run(id)).status === 'waiting');
-  const finished = (id: string) => eventually(async () => ['success', 'failed', 'cancelled'].includes((await engine.run(id)).status));
+  const finished = (id: string) =>
+    eventually(async () => ['success', 'failed', 'cancelled'].includes((await engine.run(id)).status));
 
   it("pages a run's events with after, types and limit; 404 for an unknown run; 400 naming a bad field", async () => {
     const run = await engine.start(threeSteps, { n: 1 }, { id: 'three-1' });
     await run.result();
     const all = await journal('three-1');
-    expect(all.map((e) => e.type)).toEqual(['run.started', 'step.started', 'step.completed', 'step.started', 'step.completed', 'step.started', 'step.completed', 'run.completed']);
+    expect(all.map((e) => e.type)).toEqual([
+      'run.started',
+      'step.started',
+      'step.completed',
+      'step.started',
+      'step.completed',
+      'step.started',
+      'step.completed',
+      'run.completed',
+    ]);
 
     const first = await json('/runs/three-1/events?limit=3');
     expect(first.status).toBe(200);
@@ -174,11 +201,19 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     const second = await json('/runs/three-1/events?after=3&limit=3');
     expect(second.body.events.map((e: { version: number }) => e.version)).toEqual([4, 5, 6]);
     const last = await json(`/runs/three-1/events?after=${second.body.next_after}&limit=3`);
-    expect(last.body).toMatchObject({ next_after: null, events: [{ version: 7 }, { version: 8, type: 'run.completed', data: { output: { total: 4 } } }] });
+    expect(last.body).toMatchObject({
+      next_after: null,
+      events: [{ version: 7 }, { version: 8, type: 'run.completed', data: { output: { total: 4 } } }],
+    });
     expect((await json('/runs/three-1/events?after=8')).body).toEqual({ events: [], next_after: null });
 
     const completed = await json('/runs/three-1/events?types=step.completed,run.completed');
-    expect(completed.body.events.map((e: { version: number; type: string }) => `${e.version} ${e.type}`)).toEqual(['3 step.completed', '5 step.completed', '7 step.completed', '8 run.completed']);
+    expect(completed.body.events.map((e: { version: number; type: string }) => `${e.version} ${e.type}`)).toEqual([
+      '3 step.completed',
+      '5 step.completed',
+      '7 step.completed',
+      '8 run.completed',
+    ]);
     const twoOfThem = await json('/runs/three-1/events?types=step.completed&limit=2');
     expect(twoOfThem.body.events.map((e: { data: { name: string } }) => e.data.name)).toEqual(['a', 'b']);
     expect(twoOfThem.body.next_after).toBe(6);
@@ -200,15 +235,25 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
   });
 
   it("answers an execution's events under its workflow, and 404 under another", async () => {
-    const wf = await service.definitions.create({ name: 'shout', steps: [{ id: 'up', type: 'transform', config: { template: '{{trigger.word | upper}}', output_key: 'word' } }] });
-    const other = await service.definitions.create({ name: 'other', steps: [{ id: 'x', type: 'transform', config: { template: 'x', output_key: 'x' } }] });
+    const wf = await service.definitions.create({
+      name: 'shout',
+      steps: [{ id: 'up', type: 'transform', config: { template: '{{trigger.word | upper}}', output_key: 'word' } }],
+    });
+    const other = await service.definitions.create({
+      name: 'other',
+      steps: [{ id: 'x', type: 'transform', config: { template: 'x', output_key: 'x' } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id, { trigger_data: { word: 'hey' } });
     await finished(execution_id);
     const res = await json(`/workflows/${wf.id}/executions/${execution_id}/events`);
     expect(res.status).toBe(200);
-    expect(res.body.events.map((e: { type: string }) => e.type)).toEqual((await journal(execution_id)).map((e) => e.type));
+    expect(res.body.events.map((e: { type: string }) => e.type)).toEqual(
+      (await journal(execution_id)).map((e) => e.type),
+    );
     expect(res.body.events[0].data).toMatchObject({ workflow: 'runledger.stored', input: { workflow_id: wf.id } });
-    expect(res.body.events.find((e: { type: string }) => e.type === 'step.completed').data.output).toEqual({ word: 'HEY' });
+    expect(res.body.events.find((e: { type: string }) => e.type === 'step.completed').data.output).toEqual({
+      word: 'HEY',
+    });
     expect((await json(`/workflows/${other.id}/executions/${execution_id}/events`)).status).toBe(404);
     expect((await json(`/workflows/${wf.id}/executions/ex_nope/events`)).status).toBe(404);
   });
@@ -222,7 +267,10 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     const held = [(await engine.start(gated, {})).id, (await engine.start(gated, {})).id];
     await Promise.all(held.map(waiting));
-    const wf = await service.definitions.create({ name: 'shout', steps: [{ id: 'up', type: 'transform', config: { template: 'x', output_key: 'x' } }] });
+    const wf = await service.definitions.create({
+      name: 'shout',
+      steps: [{ id: 'up', type: 'transform', config: { template: 'x', output_key: 'x' } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id);
     await finished(execution_id);
     const everyone = [...done, ...held, execution_id];
@@ -232,7 +280,9 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
       let lastKey: string | null = null;
       let count = 0;
       do {
-        const { status, body } = await json(`/runs?${query}${lastKey ? `&last_key=${encodeURIComponent(lastKey)}` : ''}`);
+        const { status, body } = await json(
+          `/runs?${query}${lastKey ? `&last_key=${encodeURIComponent(lastKey)}` : ''}`,
+        );
         expect(status, JSON.stringify(body)).toBe(200);
         expect(body.count).toBe(body.runs.length);
         seen.push(...body.runs);
@@ -257,7 +307,16 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect((await pages('status=waiting,succeeded')).length).toBe(6);
     expect((await pages('workflow=gated')).map((r) => r.id).sort()).toEqual([...held].sort());
     const stored = await pages(`workflow=${wf.id}`);
-    expect(stored).toEqual([expect.objectContaining({ id: execution_id, workflow: 'shout', workflow_id: wf.id, kind: 'execution', status: 'success', finished_at: expect.any(String) })]);
+    expect(stored).toEqual([
+      expect.objectContaining({
+        id: execution_id,
+        workflow: 'shout',
+        workflow_id: wf.id,
+        kind: 'execution',
+        status: 'success',
+        finished_at: expect.any(String),
+      }),
+    ]);
     expect(await pages('workflow=shout')).toEqual(stored);
     expect((await pages('workflow=runledger.stored')).map((r) => r.id)).toEqual([execution_id]);
     expect((await pages(`created_after=${between}`)).map((r) => r.id).sort()).toEqual([...held, execution_id].sort());
@@ -331,14 +390,18 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     expect(seen.map((f) => ({ version: Number(f.id), type: f.event }))).toEqual(await journal(id));
 
     const byQuery = new Frames(await get(`/runs/${id}/events/stream?after=5`));
-    expect((await byQuery.rest()).map((f) => Number(f.id))).toEqual((await journal(id)).map((e) => e.version).filter((v) => v > 5));
+    expect((await byQuery.rest()).map((f) => Number(f.id))).toEqual(
+      (await journal(id)).map((e) => e.version).filter((v) => v > 5),
+    );
     const atEnd = new Frames(await get(`/runs/${id}/events/stream`, { 'Last-Event-ID': seen.at(-1)!.id! }));
     expect(await atEnd.rest(1_000)).toEqual([]);
     expect(atEnd.ended).toBe(true);
 
     const bad = await get(`/runs/${id}/events/stream`, { 'Last-Event-ID': 'abc' });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: { problems: Array<{ path: string }> } }).error.problems[0]!.path).toBe('Last-Event-ID');
+    expect(((await bad.json()) as { error: { problems: Array<{ path: string }> } }).error.problems[0]!.path).toBe(
+      'Last-Event-ID',
+    );
   });
 
   it('streams the journal live, filtered by stream prefix and types, and resumes after a cursor', async () => {
@@ -354,19 +417,42 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     await engine.journal.append('orders:3', [{ type: 'order.paid', data: { n: 3 } }]);
 
     const got = await live.until((f) => f.data.data.n === 3, 2_000);
-    expect(got.map((f) => `${f.data.stream_id} ${f.event} ${f.data.data.n}`)).toEqual(['orders:1 order.paid 1', 'orders:2 order.paid 2', 'orders:3 order.paid 3']);
-    expect(got[0]!.data).toEqual({ stream_id: 'orders:1', position: expect.any(Number), version: 2, type: 'order.paid', timestamp: expect.any(String), data: { n: 1 } });
+    expect(got.map((f) => `${f.data.stream_id} ${f.event} ${f.data.data.n}`)).toEqual([
+      'orders:1 order.paid 1',
+      'orders:2 order.paid 2',
+      'orders:3 order.paid 3',
+    ]);
+    expect(got[0]!.data).toEqual({
+      stream_id: 'orders:1',
+      position: expect.any(Number),
+      version: 2,
+      type: 'order.paid',
+      timestamp: expect.any(String),
+      data: { n: 1 },
+    });
     await live.cancel();
     const all = await everything.until((f) => f.data.stream_id === 'orders:3', 2_000);
-    expect(all.map((f) => f.data.stream_id)).toEqual(['orders:0', 'orders:1', 'orders:1', 'other:1', 'orders:2', 'orders:3']);
+    expect(all.map((f) => f.data.stream_id)).toEqual([
+      'orders:0',
+      'orders:1',
+      'orders:1',
+      'other:1',
+      'orders:2',
+      'orders:3',
+    ]);
     expect(new Set(all.map((f) => f.id)).size).toBe(all.length);
     await everything.cancel();
 
-    const resumed = new Frames(await get('/events/stream?stream_prefix=orders:&types=order.paid', { 'Last-Event-ID': got[0]!.id! }));
+    const resumed = new Frames(
+      await get('/events/stream?stream_prefix=orders:&types=order.paid', { 'Last-Event-ID': got[0]!.id! }),
+    );
     expect((await resumed.until((f) => f.data.data.n === 3)).map((f) => f.id)).toEqual([got[1]!.id, got[2]!.id]);
     await resumed.cancel();
     const fromQuery = new Frames(await get(`/events/stream?after=${encodeURIComponent(all[3]!.id!)}`));
-    expect((await fromQuery.until((f) => f.data.stream_id === 'orders:3')).map((f) => f.id)).toEqual([all[4]!.id, all[5]!.id]);
+    expect((await fromQuery.until((f) => f.data.stream_id === 'orders:3')).map((f) => f.id)).toEqual([
+      all[4]!.id,
+      all[5]!.id,
+    ]);
     await fromQuery.cancel();
 
     for (const [path, headers, field] of [
@@ -376,7 +462,9 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     ] as const) {
       const bad = await get(path, headers);
       expect(bad.status, path).toBe(400);
-      expect(((await bad.json()) as { error: { problems: Array<{ path: string }> } }).error.problems[0]!.path).toBe(field);
+      expect(((await bad.json()) as { error: { problems: Array<{ path: string }> } }).error.problems[0]!.path).toBe(
+        field,
+      );
     }
   });
 
@@ -418,8 +506,17 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
       await engine.signal(id, 'go', { ok: i });
       const { status, body } = await waited;
       expect(status).toBe(200);
-      expect(body.run).toMatchObject({ id, workflow: 'gated', status: 'success', output: { go: { ok: i } }, finished_at: expect.any(String) });
-      expect(body.run.steps.map((s: { name: string; status: string }) => `${s.name} ${s.status}`)).toEqual(['before success', 'after success']);
+      expect(body.run).toMatchObject({
+        id,
+        workflow: 'gated',
+        status: 'success',
+        output: { go: { ok: i } },
+        finished_at: expect.any(String),
+      });
+      expect(body.run.steps.map((s: { name: string; status: string }) => `${s.name} ${s.status}`)).toEqual([
+        'before success',
+        'after success',
+      ]);
       const [end] = await engine.journal.readStream(runStream(id), { backwards: true, limit: 1 });
       expect(end!.type).toBe('run.completed');
       latencies.push(returnedAt - end!.timestamp);
@@ -458,7 +555,10 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
     const quick = Date.now();
     const ended = await json(`/runs/${done.id}/wait`);
     expect(Date.now() - quick).toBeLessThan(1_000);
-    expect(ended).toMatchObject({ status: 200, body: { run: { id: done.id, status: 'success', output: { total: 3 } } } });
+    expect(ended).toMatchObject({
+      status: 200,
+      body: { run: { id: done.id, status: 'success', output: { total: 3 } } },
+    });
     expect((await json('/runs/nope/wait?timeout=1s')).status).toBe(404);
     for (const timeout of ['10x', '6m', '-1s']) {
       const bad = await json(`/runs/${id}/wait?timeout=${timeout}`);

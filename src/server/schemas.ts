@@ -20,11 +20,20 @@ export const executeRequest = z
   })
   .strict();
 
-export const executeResponse = z.object({ execution_id: z.string(), workflow_id: z.string(), status: z.literal('pending') });
+export const executeResponse = z.object({
+  execution_id: z.string(),
+  workflow_id: z.string(),
+  status: z.literal('pending'),
+});
 
 const executionStatus = z.enum(['pending', 'running', 'success', 'partial_success', 'failed', 'cancelled']);
 const stepStatus = z.enum(['pending', 'running', 'success', 'failed', 'skipped', 'timed_out', 'cancelled']);
-const executionLink = z.object({ execution_id: z.string(), from_step: z.string().optional(), branches: z.array(z.string()).optional(), timeouts_seconds: z.record(z.string(), z.number()).optional() });
+const executionLink = z.object({
+  execution_id: z.string(),
+  from_step: z.string().optional(),
+  branches: z.array(z.string()).optional(),
+  timeouts_seconds: z.record(z.string(), z.number()).optional(),
+});
 
 export const executionSummary = z.object({
   workflow_id: z.string(),
@@ -44,10 +53,17 @@ export const executionRecord = executionSummary.extend({
   current_step: z.string().nullable(),
   label: z.string().nullable().describe("what the current step says it does ('Rendering PowerPoint…')"),
   progress: z.object({ done: z.int(), total: z.int() }),
-  eta_seconds: z.number().nullable().describe("from the median durations of this workflow's steps; null until there is history"),
+  eta_seconds: z
+    .number()
+    .nullable()
+    .describe("from the median durations of this workflow's steps; null until there is history"),
   rerun_of: executionLink.nullable(),
   reruns: z.array(executionLink),
-  cancel_reason: z.string().nullable().optional().describe("why it was cancelled, as the first cancel request said ('cancelled' when it gave none)"),
+  cancel_reason: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("why it was cancelled, as the first cancel request said ('cancelled' when it gave none)"),
   steps: z.array(
     z.object({
       step_id: z.string(),
@@ -67,7 +83,11 @@ export const executionRecord = executionSummary.extend({
   ),
 });
 
-export const executionPage = z.object({ executions: z.array(executionSummary), count: z.int(), last_key: z.string().nullable() });
+export const executionPage = z.object({
+  executions: z.array(executionSummary),
+  count: z.int(),
+  last_key: z.string().nullable(),
+});
 
 /**
  * A `last_key` query value: the key of the last item of a previous page, a generated id such as
@@ -76,7 +96,10 @@ export const executionPage = z.object({ executions: z.array(executionSummary), c
 export const lastKey = (prefix: string, pattern = new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`)) =>
   z
     .string()
-    .regex(pattern, `must be the last_key of a previous page (${prefix === '' ? 'a number of 16 digits' : `${prefix}_ and 26 characters`})`)
+    .regex(
+      pattern,
+      `must be the last_key of a previous page (${prefix === '' ? 'a number of 16 digits' : `${prefix}_ and 26 characters`})`,
+    )
     .optional();
 
 export const pageQuery = z
@@ -101,15 +124,26 @@ export const deadTask = z.object({
 });
 
 export const errorBody = z.object({
-  error: z.object({ code: z.string(), message: z.string(), problems: z.array(z.object({ path: z.string(), message: z.string() })).optional() }),
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    problems: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
 });
 
 export const rerunRequest = z
   .object({
     from_step: z.string().min(1).max(64).optional(),
     trigger_data: z.record(z.string(), z.unknown()).optional(),
-    timeouts: z.record(z.string(), z.unknown()).optional().describe('step id → a longer timeout for this rerun ("10m", "90s", "2h" or seconds): a poll\'s max_wait_seconds, another step\'s timeout_seconds'),
+    timeouts: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(
+        'step id → a longer timeout for this rerun ("10m", "90s", "2h" or seconds): a poll\'s max_wait_seconds, another step\'s timeout_seconds',
+      ),
   })
   .strict();
 
-export const retryRequest = z.object({ branches: z.array(z.string().min(1).max(64)).min(1).max(10).optional() }).strict();
+export const retryRequest = z
+  .object({ branches: z.array(z.string().min(1).max(64)).min(1).max(10).optional() })
+  .strict();

@@ -27,27 +27,61 @@ export interface Server extends Omit<OpenApp, 'close' | 'metrics'> {
  * @example const server = await startServer({ database: 'runledger.db', port: 8080 });
  */
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
-  const { host = '127.0.0.1', port = 8080, token, allowedOrigins = [], headersTimeoutMs, requestTimeoutMs, ...appOptions } = options;
+  const {
+    host = '127.0.0.1',
+    port = 8080,
+    token,
+    allowedOrigins = [],
+    headersTimeoutMs,
+    requestTimeoutMs,
+    ...appOptions
+  } = options;
   const database = appOptions.database ?? 'runledger.db';
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
   // like an outage's 503, it says when to come back: the services start within a second or two
-  const starting = () => new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } });
+  const starting = () =>
+    new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), {
+      status: 503,
+      headers: { 'content-type': 'application/json', 'retry-after': '1' },
+    });
   const listening = await listen(
     { fetch: (request) => (app ? app.fetch(request) : starting()) },
-    { host, port, token, headersTimeoutMs, requestTimeoutMs, upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()) },
+    {
+      host,
+      port,
+      token,
+      headersTimeoutMs,
+      requestTimeoutMs,
+      upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()),
+    },
   );
   try {
-    const opened = await openApp({ ...appOptions, database, listeningUrl: listening.url, onDelta: (delta) => sockets?.delta(delta) });
+    const opened = await openApp({
+      ...appOptions,
+      database,
+      listeningUrl: listening.url,
+      onDelta: (delta) => sockets?.delta(delta),
+    });
     try {
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
-      const feed = await ChannelFeed.open(opened.engine.store, opened.channels, /^postgres(ql)?:\/\//.test(database) ? {} : { pollMs: opened.engine.config.pollMs });
+      const feed = await ChannelFeed.open(
+        opened.engine.store,
+        opened.channels,
+        /^postgres(ql)?:\/\//.test(database) ? {} : { pollMs: opened.engine.config.pollMs },
+      );
       // checked by openApp: the name the server is reached at from outside is its own
       const origins = [...allowedOrigins, ...(appOptions.publicUrl ? [originOf(appOptions.publicUrl)] : [])];
       sockets = new ChannelSockets({ channels: opened.channels, feed, token, allowedOrigins: origins });
       const { close, metrics, ...rest } = opened;
-      app = createApp({ ...rest, metrics, version: packageVersion(), allowedOrigins: origins, ...(token ? { token } : {}) });
+      app = createApp({
+        ...rest,
+        metrics,
+        version: packageVersion(),
+        allowedOrigins: origins,
+        ...(token ? { token } : {}),
+      });
       return {
         ...rest,
         url: listening.url,

@@ -16,7 +16,8 @@ function builtUi(): string {
 
 /** The policy e2e/ui-headers.int.test.ts checks the built dashboard against in Chromium. */
 const EXPECTED = {
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',

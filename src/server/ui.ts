@@ -40,7 +40,8 @@ const REVALIDATE = 'no-cache';
  * 156 sends the origin anyway), and the server refuses state changes from another origin.
  */
 export const DASHBOARD_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
@@ -95,5 +96,8 @@ async function isFile(path: string): Promise<boolean> {
 
 async function send(c: Context, file: string, cache: string): Promise<Response> {
   const body = await readFile(file);
-  return c.body(body, 200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': cache });
+  return c.body(body, 200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'cache-control': cache,
+  });
 }

@@ -16,12 +16,23 @@ describe.each(backends)('workflow names on $name', (backend) => {
   let app: Hono;
   let close: () => Promise<void>;
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await app.fetch(new Request(`http://api${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) }));
+    const res = await app.fetch(
+      new Request(`http://api${path}`, {
+        method,
+        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      }),
+    );
     return { status: res.status, body: res.status === 204 ? null : await res.json() };
   };
   beforeAll(async () => {
     const t = await testEngine(backend, { workflows: [] });
-    services = await assemble(t.engine, { secretKey: randomBytes(32), allow: [], logger: pino({ level: 'silent' }), chatProvider: offlineProvider(), workers: false });
+    services = await assemble(t.engine, {
+      secretKey: randomBytes(32),
+      allow: [],
+      logger: pino({ level: 'silent' }),
+      chatProvider: offlineProvider(),
+      workers: false,
+    });
     app = createApp({ engine: t.engine, ...services, uiDir: null });
     close = async () => {
       await services.stop();
@@ -34,14 +45,24 @@ describe.each(backends)('workflow names on $name', (backend) => {
     const created = (await call('POST', '/workflows', { name: 'greet', steps })).body;
     const got = await call('GET', '/workflows/greet');
     expect(got).toMatchObject({ status: 200, body: { id: created.id, name: 'greet', version: 1 } });
-    expect(await call('PUT', '/workflows/greet', { name: 'greet', steps, description: 'v2' })).toMatchObject({ status: 200, body: { id: created.id, version: 2 } });
-    expect((await call('GET', '/workflows/greet/versions')).body.versions.map((v: { version: number }) => v.version)).toEqual([1, 2]);
+    expect(await call('PUT', '/workflows/greet', { name: 'greet', steps, description: 'v2' })).toMatchObject({
+      status: 200,
+      body: { id: created.id, version: 2 },
+    });
+    expect(
+      (await call('GET', '/workflows/greet/versions')).body.versions.map((v: { version: number }) => v.version),
+    ).toEqual([1, 2]);
     const started = await call('POST', '/workflows/greet/execute', { trigger_data: {} });
     expect(started).toMatchObject({ status: 202, body: { workflow_id: created.id, workflow_version: 2 } });
     const listed = await call('GET', '/workflows/greet/executions');
     expect(listed.status).toBe(200);
-    expect(listed.body.executions.map((e: { execution_id: string }) => e.execution_id)).toEqual([started.body.execution_id]);
-    expect(await call('GET', `/workflows/greet/executions/${started.body.execution_id}`)).toMatchObject({ status: 200, body: { execution_id: started.body.execution_id } });
+    expect(listed.body.executions.map((e: { execution_id: string }) => e.execution_id)).toEqual([
+      started.body.execution_id,
+    ]);
+    expect(await call('GET', `/workflows/greet/executions/${started.body.execution_id}`)).toMatchObject({
+      status: 200,
+      body: { execution_id: started.body.execution_id },
+    });
     // the id still works, and answers the same record as the name
     expect((await call('GET', `/workflows/${created.id}`)).body).toEqual((await call('GET', '/workflows/greet')).body);
   });

@@ -8,7 +8,8 @@ import { watch } from '../testing/socket.js';
 import { listen } from './listen.js';
 import { ChannelSockets } from './ws.js';
 
-const postFrame = (content: string) => JSON.stringify({ type: 'post', message: { sender_id: 'u', role: 'user', content } });
+const postFrame = (content: string) =>
+  JSON.stringify({ type: 'post', message: { sender_id: 'u', role: 'user', content } });
 
 describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -35,7 +36,8 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
     const { url } = await serve();
     const client = watch(url, 'general');
     await client.open;
-    const errors = () => client.frames.filter((f) => f.type === 'error') as unknown as { error: { code: string; message: string } }[];
+    const errors = () =>
+      client.frames.filter((f) => f.type === 'error') as unknown as { error: { code: string; message: string } }[];
     client.ws.send('{not json');
     // JSON.stringify of this type, to name it in the error, overflowed the stack: an internal error
     client.ws.send(`{"type":${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
@@ -66,7 +68,11 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
     expect(client.ws.bufferedAmount).toBeGreaterThan(0);
     open();
     await eventually(() => client.frames.filter((f) => f.type === 'posted').length === 400, 30_000);
-    expect(client.frames.filter((f) => f.type === 'posted').map((f) => Number((f as unknown as { message: { content: string } }).message.content.split(' ')[0]))).toEqual(Array.from({ length: 400 }, (_, i) => i));
+    expect(
+      client.frames
+        .filter((f) => f.type === 'posted')
+        .map((f) => Number((f as unknown as { message: { content: string } }).message.content.split(' ')[0])),
+    ).toEqual(Array.from({ length: 400 }, (_, i) => i));
     client.ws.close();
   });
 

@@ -61,7 +61,10 @@ describe.each(backends)('WebSocket delivery on $name', (backend) => {
   it('refuses a bad channel id, a bad after, and a missing token before upgrading', async () => {
     const { url } = await serve({ token: 't0ken' });
     expect((await refusal(`${url}/channels/ok/ws`)).status).toBe(401);
-    expect(await refusal(`${url}/channels/ok/ws?token=t0ken&after=-1`)).toMatchObject({ status: 400, body: expect.stringMatching(/after/) });
+    expect(await refusal(`${url}/channels/ok/ws?token=t0ken&after=-1`)).toMatchObject({
+      status: 400,
+      body: expect.stringMatching(/after/),
+    });
     expect((await refusal(`${url}/channels/bad%20id/ws?token=t0ken`)).status).toBe(400);
     expect((await refusal(`${url}/elsewhere`)).status).toBe(404);
     const ok = new WebSocket(`${url.replace('http', 'ws')}/channels/ok/ws?token=t0ken`);

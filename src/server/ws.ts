@@ -64,7 +64,8 @@ export class ChannelSockets {
       else checkUpgrade(request, this.options.allowedOrigins ?? []);
       const channelId = checkChannelId(decodePathSegment('channel_id', match[1]!));
       const after = Number(url.searchParams.get('after') ?? 0);
-      if (!Number.isInteger(after) || after < 0) throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
+      if (!Number.isInteger(after) || after < 0)
+        throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
       this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after));
     } catch (error) {
       const { status, body, headers } = errorResponse(error);
@@ -189,9 +190,16 @@ function frameOf(message: Message): string {
 
 /** Browsers cannot set headers on a WebSocket: the token may come as `?token=` too. */
 function authorize(request: IncomingMessage, url: URL, token: string): void {
-  const given = Buffer.from(request.headers.authorization ?? (url.searchParams.has('token') ? `Bearer ${url.searchParams.get('token')}` : ''));
+  const given = Buffer.from(
+    request.headers.authorization ?? (url.searchParams.has('token') ? `Bearer ${url.searchParams.get('token')}` : ''),
+  );
   const expected = Buffer.from(`Bearer ${token}`);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError(401, 'unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>, or ?token=)');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw new HttpError(
+      401,
+      'unauthorized',
+      'missing or wrong bearer token (Authorization: Bearer <token>, or ?token=)',
+    );
 }
 
 /** A percent-encoded path segment; a malformed escape (`%E0%A4%A`, `%zz`) is a 400 naming `path`, not a URIError. */
@@ -208,5 +216,7 @@ function refuse(socket: Duplex, status: number, body: unknown, headers: Record<s
   const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extra}connection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${extra}connection: close\r\n\r\n${text}`,
+  );
 }

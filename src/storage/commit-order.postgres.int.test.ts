@@ -36,7 +36,11 @@ describe('commit order on postgres', () => {
   let reader: Store;
   beforeEach(async () => {
     const url = await createPostgresDatabase();
-    [writerA, writerB, reader] = await Promise.all([openPostgresStore(url), openPostgresStore(url), openPostgresStore(url)]);
+    [writerA, writerB, reader] = await Promise.all([
+      openPostgresStore(url),
+      openPostgresStore(url),
+      openPostgresStore(url),
+    ]);
   });
   afterEach(async () => {
     await Promise.all([writerA.close(), writerB.close(), reader.close()]);
@@ -56,7 +60,8 @@ describe('commit order on postgres', () => {
     await aHasPosition;
     let first: { types: string[]; cursor: string };
     try {
-      const [b] = (await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] })).events;
+      const [b] = (await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] }))
+        .events;
       expect((await reader.eventReadAll({})).map((e) => [e.type, e.position])).toEqual([['B', b!.position]]);
       expect(b!.position).toBeGreaterThan(1);
       first = await read(reader, '');
@@ -82,38 +87,43 @@ describe('commit order on postgres', () => {
     expect(await scenario(naivePastUnmatched)).toEqual([]);
   });
 
-  it.each([{ types: ['A'] }, { streamPrefix: 'a' }, { streamPrefix: 'a', types: ['A', 'C'] }])('a reader filtered by %j moves past unmatched events, but never past a match that commits late', async (filter) => {
-    await writerB.eventAppend({ appends: [{ streamId: 'c', events: [{ type: 'C', data: {} }] }] });
-    for (let seen = 0; seen < 1; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let appended!: () => void;
-    const aHasPosition = new Promise<void>((resolve) => (appended = resolve));
-    const a = writerA.transaction(async (tx) => {
-      await tx.eventAppend({ appends: [{ streamId: 'a', events: [{ type: 'A', data: {} }] }] });
-      appended();
-      await gate;
-    });
-    await aHasPosition;
-    let first: Awaited<ReturnType<typeof reader.eventReadCommitted>>;
-    try {
-      await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
-      first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });
-    } finally {
-      release();
-      await a;
-    }
-    expect(first.events).toEqual([]);
-    // past C, which committed before A's transaction began
-    expect(first.cursor).not.toBe('');
-    let second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
-    while (second.events.length === 0) second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
-    expect(second.events.map((e) => e.event.type)).toEqual(['A']);
-    // and once every event is below the horizon, past B too: the read reaches the head (the newest committed event)
-    const head = await reader.eventHead();
-    expect(head.split(':')[1]).toBe(String(Math.max(...(await reader.eventReadAll({})).map((e) => e.position))));
-    let third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
-    while (third.cursor !== head) third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
-    expect(third.events).toEqual([]);
-  });
+  it.each([{ types: ['A'] }, { streamPrefix: 'a' }, { streamPrefix: 'a', types: ['A', 'C'] }])(
+    'a reader filtered by %j moves past unmatched events, but never past a match that commits late',
+    async (filter) => {
+      await writerB.eventAppend({ appends: [{ streamId: 'c', events: [{ type: 'C', data: {} }] }] });
+      for (let seen = 0; seen < 1; ) seen = (await reader.eventReadCommitted({ after: '', limit: 10 })).events.length;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let appended!: () => void;
+      const aHasPosition = new Promise<void>((resolve) => (appended = resolve));
+      const a = writerA.transaction(async (tx) => {
+        await tx.eventAppend({ appends: [{ streamId: 'a', events: [{ type: 'A', data: {} }] }] });
+        appended();
+        await gate;
+      });
+      await aHasPosition;
+      let first: Awaited<ReturnType<typeof reader.eventReadCommitted>>;
+      try {
+        await writerB.eventAppend({ appends: [{ streamId: 'b', events: [{ type: 'B', data: {} }] }] });
+        first = await reader.eventReadCommitted({ after: '', limit: 100, ...filter });
+      } finally {
+        release();
+        await a;
+      }
+      expect(first.events).toEqual([]);
+      // past C, which committed before A's transaction began
+      expect(first.cursor).not.toBe('');
+      let second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+      while (second.events.length === 0)
+        second = await reader.eventReadCommitted({ after: first.cursor, limit: 100, ...filter });
+      expect(second.events.map((e) => e.event.type)).toEqual(['A']);
+      // and once every event is below the horizon, past B too: the read reaches the head (the newest committed event)
+      const head = await reader.eventHead();
+      expect(head.split(':')[1]).toBe(String(Math.max(...(await reader.eventReadAll({})).map((e) => e.position))));
+      let third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
+      while (third.cursor !== head)
+        third = await reader.eventReadCommitted({ after: second.cursor, limit: 100, ...filter });
+      expect(third.events).toEqual([]);
+    },
+  );
 });

@@ -76,7 +76,13 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect(await s.agentEventGet({ idempotency_key: 'key-e1' })).toEqual(event('e1'));
       expect(await s.agentEventGet({ id: 'nope' })).toBeUndefined();
       await s.agentEventPut({ event: event('e3', { run_id: 'run-e1', created_at: 2000, decision: 'coalesced' }) });
-      expect(await s.agentEventUpdate({ run_id: 'run-e1', change: { status: 'processing', attempt_count: 3, available_at: 9000 }, at: 3000 })).toBe(2);
+      expect(
+        await s.agentEventUpdate({
+          run_id: 'run-e1',
+          change: { status: 'processing', attempt_count: 3, available_at: 9000 },
+          at: 3000,
+        }),
+      ).toBe(2);
       await s.agentEventUpdate({ run_id: 'run-e1', change: { attempt_count: 2, last_error: 'Error: boom' }, at: 4000 });
       const both = await s.agentEventList({ run_id: 'run-e1' });
       expect(both.map((e) => [e.id, e.status, e.attempt_count, e.available_at, e.last_error, e.updated_at])).toEqual([
@@ -94,9 +100,12 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
         ['e4', 3000, 'pending', 'c1', 'u1', 'email'],
         ['e0', 4000, 'failed', 'c1', 'u1', 'whatsapp_webhook'],
       ] as const) {
-        await s.agentEventPut({ event: event(id, { created_at: at, status, conversation_id: conversation, user_id: user, source }) });
+        await s.agentEventPut({
+          event: event(id, { created_at: at, status, conversation_id: conversation, user_id: user, source }),
+        });
       }
-      const ids = async (p: Omit<Parameters<Store['agentEventPage']>[0], 'limit'>, limit = 10) => (await s.agentEventPage({ limit, ...p })).map((e) => e.id);
+      const ids = async (p: Omit<Parameters<Store['agentEventPage']>[0], 'limit'>, limit = 10) =>
+        (await s.agentEventPage({ limit, ...p })).map((e) => e.id);
       // e2 and e3 arrived in the same millisecond: the later id first
       expect(await ids({})).toEqual(['e0', 'e4', 'e3', 'e2', 'e1']);
       expect(await ids({}, 2)).toEqual(['e0', 'e4']);
@@ -107,21 +116,48 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect(await ids({ conversation_id: 'c2' })).toEqual(['e2']);
       expect(await ids({ user_id: 'u2' })).toEqual(['e3']);
       expect(await ids({ source: 'email' })).toEqual(['e4', 'e2']);
-      expect(await ids({ status: 'failed', conversation_id: 'c1', user_id: 'u1', source: 'whatsapp_webhook' })).toEqual(['e0']);
+      expect(await ids({ status: 'failed', conversation_id: 'c1', user_id: 'u1', source: 'whatsapp_webhook' })).toEqual(
+        ['e0'],
+      );
       expect(await ids({ status: 'failed', after: 'e3' })).toEqual(['e2']);
-      expect((await s.agentEventPage({ limit: 1, user_id: 'u2' }))[0]).toEqual(event('e3', { created_at: 2000, status: 'failed', conversation_id: 'c1', user_id: 'u2', source: 'whatsapp_webhook' }));
+      expect((await s.agentEventPage({ limit: 1, user_id: 'u2' }))[0]).toEqual(
+        event('e3', {
+          created_at: 2000,
+          status: 'failed',
+          conversation_id: 'c1',
+          user_id: 'u2',
+          source: 'whatsapp_webhook',
+        }),
+      );
     });
 
     it('redrives only a failed event: pending, a fresh attempt count, its new run, which names the old one', async () => {
       const s = h.store();
       await s.agentRunPut({ run: run('old', { status: 'failed' }) });
-      await s.agentEventPut({ event: event('f1', { run_id: 'old', status: 'failed', attempt_count: 3, last_error: 'Error: down', available_at: 1500 }) });
+      await s.agentEventPut({
+        event: event('f1', {
+          run_id: 'old',
+          status: 'failed',
+          attempt_count: 3,
+          last_error: 'Error: down',
+          available_at: 1500,
+        }),
+      });
       await s.agentEventPut({ event: event('d1', { run_id: 'old', status: 'done', attempt_count: 1 }) });
       await s.agentRunPut({ run: run('new') });
       expect(await s.agentEventRedrive({ id: 'd1', run_id: 'new', retry_of: 'old', at: 5000 })).toBe(false);
       expect(await s.agentRunGet({ id: 'new' })).toMatchObject({ retry_of: null, updated_at: 1000 });
       expect(await s.agentEventRedrive({ id: 'f1', run_id: 'new', retry_of: 'old', at: 5000 })).toBe(true);
-      expect(await s.agentEventGet({ id: 'f1' })).toEqual(event('f1', { run_id: 'new', status: 'pending', attempt_count: 0, last_error: null, available_at: 5000, updated_at: 5000 }));
+      expect(await s.agentEventGet({ id: 'f1' })).toEqual(
+        event('f1', {
+          run_id: 'new',
+          status: 'pending',
+          attempt_count: 0,
+          last_error: null,
+          available_at: 5000,
+          updated_at: 5000,
+        }),
+      );
       expect(await s.agentEventGet({ id: 'd1' })).toMatchObject({ run_id: 'old', status: 'done' });
       expect(await s.agentRunGet({ id: 'new' })).toMatchObject({ retry_of: 'old', updated_at: 5000 });
       expect(await s.agentRunGet({ id: 'old' })).toEqual(run('old', { status: 'failed' }));
@@ -132,13 +168,31 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
     it('moves a run or its events only along an edge (`from`): the rest of an event change applies to all', async () => {
       const s = h.store();
       await s.agentRunPut({ run: run('m1', { status: 'pending' }) });
-      expect(await s.agentRunUpdate({ id: 'm1', change: { status: 'success', ended_at: 5000 }, at: 5000, from: ['running'] })).toBe(false);
+      expect(
+        await s.agentRunUpdate({
+          id: 'm1',
+          change: { status: 'success', ended_at: 5000 },
+          at: 5000,
+          from: ['running'],
+        }),
+      ).toBe(false);
       expect(await s.agentRunGet({ id: 'm1' })).toMatchObject({ status: 'pending', ended_at: null, updated_at: 1000 });
-      expect(await s.agentRunUpdate({ id: 'm1', change: { status: 'running' }, at: 6000, from: ['pending'] })).toBe(true);
+      expect(await s.agentRunUpdate({ id: 'm1', change: { status: 'running' }, at: 6000, from: ['pending'] })).toBe(
+        true,
+      );
       expect(await s.agentRunGet({ id: 'm1' })).toMatchObject({ status: 'running', updated_at: 6000 });
       await s.agentEventPut({ event: event('m-e1', { run_id: 'm1', status: 'pending' }) });
-      await s.agentEventPut({ event: event('m-e2', { run_id: 'm1', status: 'done', idempotency_key: 'key-m-e2', created_at: 2000 }) });
-      expect(await s.agentEventUpdate({ run_id: 'm1', change: { status: 'processing', attempt_count: 1 }, at: 7000, from: ['pending'] })).toBe(2);
+      await s.agentEventPut({
+        event: event('m-e2', { run_id: 'm1', status: 'done', idempotency_key: 'key-m-e2', created_at: 2000 }),
+      });
+      expect(
+        await s.agentEventUpdate({
+          run_id: 'm1',
+          change: { status: 'processing', attempt_count: 1 },
+          at: 7000,
+          from: ['pending'],
+        }),
+      ).toBe(2);
       const events = await s.agentEventList({ run_id: 'm1' });
       expect(events.map((e) => [e.id, e.status, e.attempt_count, e.updated_at])).toEqual([
         ['m-e1', 'processing', 1, 7000],
@@ -160,31 +214,76 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       expect((await s.agentRunList({ limit: 10 })).map((r) => r.id)).toEqual(['r4', 'r3', 'r2', 'r1']);
       expect((await s.agentRunList({ limit: 2, conversation_id: 'c1' })).map((r) => r.id)).toEqual(['r4', 'r3']);
       expect((await s.agentRunList({ limit: 2, conversation_id: 'c1', after: 'r3' })).map((r) => r.id)).toEqual(['r1']);
-      expect((await s.agentRunList({ limit: 10, conversation_id: 'c1', order: 'asc', after: 'r1' })).map((r) => r.id)).toEqual(['r3', 'r4']);
-      expect((await s.agentRunList({ limit: 10, status: 'success', user_id: 'u1' })).map((r) => r.id)).toEqual(['r4', 'r1']);
-      expect(await s.agentRunUpdate({ id: 'r3', change: { status: 'failed', ended_at: 7000, failure_reason: 'Error: x' }, at: 7000 })).toBe(true);
+      expect(
+        (await s.agentRunList({ limit: 10, conversation_id: 'c1', order: 'asc', after: 'r1' })).map((r) => r.id),
+      ).toEqual(['r3', 'r4']);
+      expect((await s.agentRunList({ limit: 10, status: 'success', user_id: 'u1' })).map((r) => r.id)).toEqual([
+        'r4',
+        'r1',
+      ]);
+      expect(
+        await s.agentRunUpdate({
+          id: 'r3',
+          change: { status: 'failed', ended_at: 7000, failure_reason: 'Error: x' },
+          at: 7000,
+        }),
+      ).toBe(true);
       expect(await s.agentRunUpdate({ id: 'missing', change: { status: 'failed' }, at: 7000 })).toBe(false);
-      expect(await s.agentRunGet({ id: 'r3' })).toMatchObject({ status: 'failed', ended_at: 7000, failure_reason: 'Error: x', updated_at: 7000, started_at: null });
+      expect(await s.agentRunGet({ id: 'r3' })).toMatchObject({
+        status: 'failed',
+        ended_at: 7000,
+        failure_reason: 'Error: x',
+        updated_at: 7000,
+        started_at: null,
+      });
     });
 
     it('keeps one step row per node attempt and checkpoints in run order, with JSON snapshots', async () => {
       const s = h.store();
       await s.agentRunPut({ run: run('r1') });
-      const step = { run_id: 'r1', node: 'act', status: 'started' as const, input_snapshot: { a: 1 }, output_snapshot: null, error: null, latency_ms: null, created_at: 1, updated_at: 1 };
+      const step = {
+        run_id: 'r1',
+        node: 'act',
+        status: 'started' as const,
+        input_snapshot: { a: 1 },
+        output_snapshot: null,
+        error: null,
+        latency_ms: null,
+        created_at: 1,
+        updated_at: 1,
+      };
       await s.agentStepPut({ step: { ...step, id: 's2', seq: 4, attempt: 2 } });
       await s.agentStepPut({ step: { ...step, id: 's1', seq: 4, attempt: 1 } });
       await s.agentStepPut({ step: { ...step, id: 's0', seq: 1, attempt: 1, node: 'classify' } });
       await expect(s.agentStepPut({ step: { ...step, id: 's9', seq: 4, attempt: 1 } })).rejects.toThrow();
-      expect(await s.agentStepUpdate({ run_id: 'r1', seq: 4, attempt: 1, change: { status: 'error', error: 'Error: no' }, at: 5 })).toBe(true);
-      await s.agentStepUpdate({ run_id: 'r1', seq: 4, attempt: 2, change: { status: 'ok', output_snapshot: ['x', { y: null }], latency_ms: 12 }, at: 6 });
+      expect(
+        await s.agentStepUpdate({
+          run_id: 'r1',
+          seq: 4,
+          attempt: 1,
+          change: { status: 'error', error: 'Error: no' },
+          at: 5,
+        }),
+      ).toBe(true);
+      await s.agentStepUpdate({
+        run_id: 'r1',
+        seq: 4,
+        attempt: 2,
+        change: { status: 'ok', output_snapshot: ['x', { y: null }], latency_ms: 12 },
+        at: 6,
+      });
       const steps = await s.agentStepList({ run_id: 'r1' });
       expect(steps.map((x) => [x.id, x.status, x.error, x.output_snapshot, x.latency_ms])).toEqual([
         ['s0', 'started', null, null, null],
         ['s1', 'error', 'Error: no', null, null],
         ['s2', 'ok', null, ['x', { y: null }], 12],
       ]);
-      await s.agentCheckpointPut({ checkpoint: { id: 'k2', run_id: 'r1', node: 'act', seq: 4, state: { done: true }, created_at: 9 } });
-      await s.agentCheckpointPut({ checkpoint: { id: 'k1', run_id: 'r1', node: 'classify', seq: 1, state: 'refund', created_at: 8 } });
+      await s.agentCheckpointPut({
+        checkpoint: { id: 'k2', run_id: 'r1', node: 'act', seq: 4, state: { done: true }, created_at: 9 },
+      });
+      await s.agentCheckpointPut({
+        checkpoint: { id: 'k1', run_id: 'r1', node: 'classify', seq: 1, state: 'refund', created_at: 8 },
+      });
       expect((await s.agentCheckpointList({ run_id: 'r1' })).map((c) => [c.node, c.state])).toEqual([
         ['classify', 'refund'],
         ['act', { done: true }],
@@ -195,17 +294,48 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
       const s = h.store();
       await s.agentRunPut({ run: run('r1') });
       await s.agentToolCallPut({ call: call('tc1', 'r1') });
-      await s.agentToolCallPut({ call: call('tc2', 'r1', { tool_name: 'lookup_order', risk_level: 'low', status: 'ok', approval_status: null, approval_expires_at: null, created_at: 900 }) });
-      await expect(s.agentToolCallPut({ call: call('tc3', 'r1', { external_idempotency_key: call('tc1', 'r1').external_idempotency_key }) })).rejects.toThrow();
+      await s.agentToolCallPut({
+        call: call('tc2', 'r1', {
+          tool_name: 'lookup_order',
+          risk_level: 'low',
+          status: 'ok',
+          approval_status: null,
+          approval_expires_at: null,
+          created_at: 900,
+        }),
+      });
+      await expect(
+        s.agentToolCallPut({
+          call: call('tc3', 'r1', { external_idempotency_key: call('tc1', 'r1').external_idempotency_key }),
+        }),
+      ).rejects.toThrow();
       const key = call('tc1', 'r1').external_idempotency_key;
       expect((await s.agentToolCallList({ approval_status: 'pending', limit: 10 })).map((c) => c.id)).toEqual(['tc1']);
       const decide = (status: 'approved' | 'rejected', at: number) =>
-        s.agentToolCallUpdate({ external_idempotency_key: key, change: { approval_status: status, approval_by: 'ana', approval_reason: 'ok', decided_at: at }, at, approval_status: 'pending' });
+        s.agentToolCallUpdate({
+          external_idempotency_key: key,
+          change: { approval_status: status, approval_by: 'ana', approval_reason: 'ok', decided_at: at },
+          at,
+          approval_status: 'pending',
+        });
       expect(await decide('approved', 2000)).toBe(true);
       expect(await decide('rejected', 2100)).toBe(false);
-      expect(await s.agentToolCallUpdate({ external_idempotency_key: key, change: { seq: 7, status: 'started', attempts: 1 }, at: 2500 })).toBe(true);
+      expect(
+        await s.agentToolCallUpdate({
+          external_idempotency_key: key,
+          change: { seq: 7, status: 'started', attempts: 1 },
+          at: 2500,
+        }),
+      ).toBe(true);
       expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 8, change: { status: 'ok' }, at: 3000 })).toBe(false);
-      expect(await s.agentToolCallUpdate({ run_id: 'r1', seq: 7, change: { status: 'ok', output: { refunded: 5 }, ended_at: 3000 }, at: 3000 })).toBe(true);
+      expect(
+        await s.agentToolCallUpdate({
+          run_id: 'r1',
+          seq: 7,
+          change: { status: 'ok', output: { refunded: 5 }, ended_at: 3000 },
+          at: 3000,
+        }),
+      ).toBe(true);
       expect(await s.agentToolCallGet({ external_idempotency_key: key })).toMatchObject({
         id: 'tc1',
         seq: 7,
@@ -224,13 +354,25 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
 
     it('deletes runs whole from every ledger table, and only the events no remaining run starts from', async () => {
       const s = h.store();
-      const step = { node: 'act', attempt: 1, status: 'ok' as const, input_snapshot: null, output_snapshot: null, error: null, latency_ms: 1, created_at: 1, updated_at: 1 };
+      const step = {
+        node: 'act',
+        attempt: 1,
+        status: 'ok' as const,
+        input_snapshot: null,
+        output_snapshot: null,
+        error: null,
+        latency_ms: 1,
+        created_at: 1,
+        updated_at: 1,
+      };
       for (const id of ['r1', 'r2', 'r3']) {
         await s.agentEventPut({ event: event(`e-${id}`, { run_id: id }) });
         await s.agentRunPut({ run: run(id, { event_id: `e-${id}` }) });
         await s.agentStepPut({ step: { ...step, id: `s-${id}`, run_id: id, seq: 1 } });
         await s.agentToolCallPut({ call: call(`tc-${id}`, id) });
-        await s.agentCheckpointPut({ checkpoint: { id: `k-${id}`, run_id: id, node: 'act', seq: 1, state: {}, created_at: 1 } });
+        await s.agentCheckpointPut({
+          checkpoint: { id: `k-${id}`, run_id: id, node: 'act', seq: 1, state: {}, created_at: 1 },
+        });
       }
       // a coalesced event handled by r1, and one whose run is r1 although r3 started from it (not a shape intake makes, but the rows allow it)
       await s.agentEventPut({ event: event('e-joined', { run_id: 'r1', decision: 'coalesced' }) });
@@ -242,7 +384,9 @@ export function agentLedgerConformance(h: { store: () => Store }): void {
         expect(await s.agentStepList({ run_id: id })).toEqual([]);
         expect(await s.agentToolCallList({ run_id: id, limit: 10 })).toEqual([]);
         expect(await s.agentCheckpointList({ run_id: id })).toEqual([]);
-        expect(await s.agentEventList({ run_id: id })).toEqual(id === 'r2' ? [expect.objectContaining({ id: 'e-shared' })] : []);
+        expect(await s.agentEventList({ run_id: id })).toEqual(
+          id === 'r2' ? [expect.objectContaining({ id: 'e-shared' })] : [],
+        );
       }
       expect(await s.agentRunGet({ id: 'r3' })).toBeDefined();
       expect((await s.agentStepList({ run_id: 'r3' })).map((x) => x.id)).toEqual(['s-r3']);

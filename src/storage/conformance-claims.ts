@@ -14,11 +14,21 @@ export function insertClaimConformance(h: { store: () => Store }): void {
       expect(r!.task.leaseExpiresAt! - now).toBeGreaterThanOrEqual(29_000);
       expect(r!.task.claimedAt).toBe(r!.task.createdAt);
       // a claim finds nothing to take; its lease completes it
-      expect(await h.store().taskClaim({ queue: 'e', limit: 10, leaseMs: 1000, workerId: 'w2', leaseToken: 'L2' })).toEqual([]);
+      expect(
+        await h.store().taskClaim({ queue: 'e', limit: 10, leaseMs: 1000, workerId: 'w2', leaseToken: 'L2' }),
+      ).toEqual([]);
       expect(await h.store().taskComplete({ items: [{ id: 'e1', leaseToken: 'L-eager', result: 1 }] })).toHaveLength(1);
       await h.store().pauseSet({ kind: 'queue', name: 'e', pausedBy: 'test', reason: 'hold' });
-      const [paused] = await h.store().taskEnqueue({ tasks: [{ ...task('e', { id: 'e2' }), claim: { ...claim, leaseToken: 'L-2' } }] });
-      expect(paused!.task).toMatchObject({ state: 'ready', attempts: 0, workerId: null, leaseToken: null, claimedAt: null });
+      const [paused] = await h
+        .store()
+        .taskEnqueue({ tasks: [{ ...task('e', { id: 'e2' }), claim: { ...claim, leaseToken: 'L-2' } }] });
+      expect(paused!.task).toMatchObject({
+        state: 'ready',
+        attempts: 0,
+        workerId: null,
+        leaseToken: null,
+        claimedAt: null,
+      });
       expect(await h.store().taskGet({ id: 'e2' })).toEqual(paused!.task);
     });
 
@@ -46,7 +56,9 @@ export function insertClaimConformance(h: { store: () => Store }): void {
 
     it('claims a task of an ordering key as it inserts it only while no other of its key waits or runs', async () => {
       const claim = (leaseToken: string) => ({ workerId: 'w-keyed', leaseToken, leaseMs: 30_000 });
-      const enqueue = async (id: string, key: string, token: string) => (await h.store().taskEnqueue({ tasks: [{ ...task('ek', { id, orderingKey: key }), claim: claim(token) }] }))[0]!.task;
+      const enqueue = async (id: string, key: string, token: string) =>
+        (await h.store().taskEnqueue({ tasks: [{ ...task('ek', { id, orderingKey: key }), claim: claim(token) }] }))[0]!
+          .task;
       expect(await enqueue('x1', 'x', 'L1')).toMatchObject({ state: 'running', leaseToken: 'L1' });
       // x1 runs: x2 waits for it, as a claim would leave it
       expect(await enqueue('x2', 'x', 'L2')).toMatchObject({ state: 'ready', leaseToken: null, attempts: 0 });
@@ -54,7 +66,11 @@ export function insertClaimConformance(h: { store: () => Store }): void {
       // x2 is ready: x3 comes after it
       expect(await enqueue('x3', 'x', 'L3')).toMatchObject({ state: 'ready' });
       expect(await enqueue('y1', 'y', 'L4')).toMatchObject({ state: 'running' });
-      expect((await h.store().taskClaim({ queue: 'ek', limit: 10, leaseMs: 1000, workerId: 'w', leaseToken: 'L5' })).map((t) => t.id)).toEqual(['x2']);
+      expect(
+        (await h.store().taskClaim({ queue: 'ek', limit: 10, leaseMs: 1000, workerId: 'w', leaseToken: 'L5' })).map(
+          (t) => t.id,
+        ),
+      ).toEqual(['x2']);
     });
   });
 }

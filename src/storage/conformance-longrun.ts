@@ -5,13 +5,23 @@ import { task } from './conformance-tasks.js';
 import type { Store } from './store.js';
 
 const chunk = (data: Buffer) => ({ hash: createHash('sha256').update(data).digest('hex'), data });
-const claim = (store: Store, queue: string, tags?: string[]) => store.taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: `l_${Math.random()}`, ...(tags ? { tags } : {}) });
+const claim = (store: Store, queue: string, tags?: string[]) =>
+  store.taskClaim({
+    queue,
+    limit: 10,
+    leaseMs: 30_000,
+    workerId: 'w',
+    leaseToken: `l_${Math.random()}`,
+    ...(tags ? { tags } : {}),
+  });
 
 /** Tags, pauses and blobs (issue 16) of the conformance suite (`conformance.ts` sets up the store). */
 export function longrunConformance(h: { store: () => Store; openAnother: () => Promise<Store> }): void {
   describe('tagged tasks', () => {
     it('go only to a worker that has their tag; untagged tasks to anyone; no tags given: anything', async () => {
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 'v1', tag: 'wf@1' }), task('q', { id: 'v2', tag: 'wf@2' }), task('q', { id: 'any' })] });
+      await h.store().taskEnqueue({
+        tasks: [task('q', { id: 'v1', tag: 'wf@1' }), task('q', { id: 'v2', tag: 'wf@2' }), task('q', { id: 'any' })],
+      });
       expect((await h.store().taskGet({ id: 'v1' })).tag).toBe('wf@1');
       expect((await claim(h.store(), 'q', ['wf@3'])).map((t) => t.id)).toEqual(['any']);
       await h.store().taskEnqueue({ tasks: [task('q', { id: 'v2later', tag: 'wf@2', runAt: Date.now() + 60_000 })] });
@@ -22,7 +32,12 @@ export function longrunConformance(h: { store: () => Store; openAnother: () => P
     });
 
     it('of one ordering key still run one at a time in order, whatever the tags', async () => {
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 'a', orderingKey: 'k', tag: 'wf@1' }), task('q', { id: 'b', orderingKey: 'k', tag: 'wf@2' })] });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('q', { id: 'a', orderingKey: 'k', tag: 'wf@1' }),
+          task('q', { id: 'b', orderingKey: 'k', tag: 'wf@2' }),
+        ],
+      });
       // b is next of its key only after a: a worker with only b's tag waits
       expect(await claim(h.store(), 'q', ['wf@2'])).toEqual([]);
       const [a] = await claim(h.store(), 'q', ['wf@1']);
@@ -33,10 +48,18 @@ export function longrunConformance(h: { store: () => Store; openAnother: () => P
 
   describe('pauses', () => {
     it('hold back a paused queue and the runs of a paused workflow until resumed; the first pause is kept', async () => {
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 'plain' }), task('runs', { id: 'a1', tag: 'a@1' }), task('runs', { id: 'ab', tag: 'ab@1' })] });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('q', { id: 'plain' }),
+          task('runs', { id: 'a1', tag: 'a@1' }),
+          task('runs', { id: 'ab', tag: 'ab@1' }),
+        ],
+      });
       expect(await h.store().pauseSet({ kind: 'queue', name: 'q', pausedBy: 'ops', reason: 'incident' })).toBe(true);
       expect(await h.store().pauseSet({ kind: 'queue', name: 'q', pausedBy: 'later', reason: 'again' })).toBe(false);
-      expect(await h.store().pauseSet({ kind: 'workflow', name: 'a', pausedBy: 'ops', reason: 'bad deploy' })).toBe(true);
+      expect(await h.store().pauseSet({ kind: 'workflow', name: 'a', pausedBy: 'ops', reason: 'bad deploy' })).toBe(
+        true,
+      );
       expect(await claim(h.store(), 'q')).toEqual([]);
       expect(await h.store().taskDueIn({ queue: 'q' })).toBeNull();
       // 'ab' is another workflow: a prefix of a name is not the name

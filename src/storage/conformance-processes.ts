@@ -24,10 +24,24 @@ export function processConformance(h: { store: () => Store }): void {
       await s.processRegister(proc('dead'));
       await s.processRegister(proc('live'));
       await s.taskEnqueue({ tasks: [task('q', { id: 't-dead' }), task('q', { id: 't-live' })] });
-      await s.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: `${leaseHolderPrefix('dead')}w1`, leaseToken: 'L-dead' });
-      await s.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: `${leaseHolderPrefix('live')}w2`, leaseToken: 'L-live' });
+      await s.taskClaim({
+        queue: 'q',
+        limit: 1,
+        leaseMs: 60_000,
+        workerId: `${leaseHolderPrefix('dead')}w1`,
+        leaseToken: 'L-dead',
+      });
+      await s.taskClaim({
+        queue: 'q',
+        limit: 1,
+        leaseMs: 60_000,
+        workerId: `${leaseHolderPrefix('live')}w2`,
+        leaseToken: 'L-live',
+      });
       await s.subscriptionEnsure({ name: 'sub', streamPrefix: null, types: null, ordered: false, from: 'beginning' });
-      expect(await s.subscriptionLease({ name: 'sub', owner: `${leaseHolderPrefix('dead')}o1`, ttlMs: 60_000 })).not.toBeNull();
+      expect(
+        await s.subscriptionLease({ name: 'sub', owner: `${leaseHolderPrefix('dead')}o1`, ttlMs: 60_000 }),
+      ).not.toBeNull();
       // a 60 s lease is not expired
       expect(await s.taskExpire({ limit: 10 })).toEqual([]);
       expect(await s.subscriptionLease({ name: 'sub', owner: 'other', ttlMs: 60_000 })).toBeNull();
@@ -38,7 +52,9 @@ export function processConformance(h: { store: () => Store }): void {
       const expired = await s.taskExpire({ limit: 10 });
       expect(expired.map((t) => [t.id, t.state])).toEqual([['t-dead', 'ready']]);
       expect((await s.taskGet({ id: 't-live' })).state).toBe('running');
-      expect(await s.subscriptionLease({ name: 'sub', owner: 'other', ttlMs: 60_000 })).toMatchObject({ owner: 'other' });
+      expect(await s.subscriptionLease({ name: 'sub', owner: 'other', ttlMs: 60_000 })).toMatchObject({
+        owner: 'other',
+      });
       // the dead process, only paused, wakes: its token no longer completes the task
       const [again] = await s.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: 'w3', leaseToken: 'L-new' });
       expect(again?.id).toBe('t-dead');
@@ -53,7 +69,11 @@ export function processConformance(h: { store: () => Store }): void {
       await sleep(20);
       expect(await s.processHeartbeat({ id: 'slow' })).toBe(true);
       // it beat since: it stays
-      expect(await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: seen!.heartbeatAt }] })).toEqual({ processes: [], tasks: 0, subscriptions: 0 });
+      expect(await s.processExpire({ processes: [{ id: 'slow', heartbeatAt: seen!.heartbeatAt }] })).toEqual({
+        processes: [],
+        tasks: 0,
+        subscriptions: 0,
+      });
       const [now] = await s.processList();
       expect(
         (

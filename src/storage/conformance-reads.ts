@@ -16,7 +16,11 @@ export function readConformance(h: { store: () => Store }): void {
     last = result.events.at(-1)!.position;
   };
   /** Reads until the reader is past every committed event (on PostgreSQL the horizon may lag a moment). */
-  const readToHead = async (after: Cursor, filter: { streamPrefix?: string; types?: string[] }, limit = 100): Promise<{ reads: CommittedRead[]; cursor: Cursor }> => {
+  const readToHead = async (
+    after: Cursor,
+    filter: { streamPrefix?: string; types?: string[] },
+    limit = 100,
+  ): Promise<{ reads: CommittedRead[]; cursor: Cursor }> => {
     const reads: CommittedRead[] = [];
     const head = await settledHead(h.store(), last);
     let cursor = after;
@@ -32,28 +36,55 @@ export function readConformance(h: { store: () => Store }): void {
 
   describe('readAll', () => {
     it('filters readAll by stream prefix and types, from a position', async () => {
-      await h.store().eventAppend({ appends: [{ streamId: 'task:1', events: [ev('task.enqueued'), ev('task.claimed')] }] });
+      await h
+        .store()
+        .eventAppend({ appends: [{ streamId: 'task:1', events: [ev('task.enqueued'), ev('task.claimed')] }] });
       await h.store().eventAppend({ appends: [{ streamId: 'chan:1', events: [ev('message')] }] });
       await h.store().eventAppend({ appends: [{ streamId: 'task:2', events: [ev('task.enqueued')] }] });
       const all = await h.store().eventReadAll({});
       expect(all.map((e) => e.type)).toEqual(['task.enqueued', 'task.claimed', 'message', 'task.enqueued']);
-      expect((await h.store().eventReadAll({ streamPrefix: 'task:' })).map((e) => e.streamId)).toEqual(['task:1', 'task:1', 'task:2']);
-      expect((await h.store().eventReadAll({ types: ['task.enqueued'] })).map((e) => e.streamId)).toEqual(['task:1', 'task:2']);
-      expect((await h.store().eventReadAll({ fromPosition: all[2]!.position })).map((e) => e.type)).toEqual(['message', 'task.enqueued']);
+      expect((await h.store().eventReadAll({ streamPrefix: 'task:' })).map((e) => e.streamId)).toEqual([
+        'task:1',
+        'task:1',
+        'task:2',
+      ]);
+      expect((await h.store().eventReadAll({ types: ['task.enqueued'] })).map((e) => e.streamId)).toEqual([
+        'task:1',
+        'task:2',
+      ]);
+      expect((await h.store().eventReadAll({ fromPosition: all[2]!.position })).map((e) => e.type)).toEqual([
+        'message',
+        'task.enqueued',
+      ]);
       expect((await h.store().eventReadAll({ streamPrefix: 'task:', limit: 1 })).length).toBe(1);
       expect(await h.store().eventReadAll({ streamPrefix: 'ta%' })).toEqual([]);
     });
 
     it('reads several types of readAll merged in position order, from a position, within a prefix and a limit', async () => {
       const order = ['job.done', 'task.completed', 'job.failed', 'job.done', 'x.other', 'job.failed', 'job.done'];
-      for (const [i, type] of order.entries()) await h.store().eventAppend({ appends: [{ streamId: i === 3 ? 'job:c' : `run:r${i}`, events: [ev(type)] }] });
-      const read = async (p: { types: string[]; fromPosition?: number; limit?: number; streamPrefix?: string }) => (await h.store().eventReadAll(p)).map((e) => `${e.streamId} ${e.type}`);
+      for (const [i, type] of order.entries())
+        await h.store().eventAppend({ appends: [{ streamId: i === 3 ? 'job:c' : `run:r${i}`, events: [ev(type)] }] });
+      const read = async (p: { types: string[]; fromPosition?: number; limit?: number; streamPrefix?: string }) =>
+        (await h.store().eventReadAll(p)).map((e) => `${e.streamId} ${e.type}`);
       const ends = ['job.failed', 'job.done', 'job.failed'];
-      expect(await read({ types: ends })).toEqual(['run:r0 job.done', 'run:r2 job.failed', 'job:c job.done', 'run:r5 job.failed', 'run:r6 job.done']);
+      expect(await read({ types: ends })).toEqual([
+        'run:r0 job.done',
+        'run:r2 job.failed',
+        'job:c job.done',
+        'run:r5 job.failed',
+        'run:r6 job.done',
+      ]);
       expect(await read({ types: ends, limit: 2 })).toEqual(['run:r0 job.done', 'run:r2 job.failed']);
       const third = (await h.store().eventReadAll({}))[3]!.position;
-      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual(['run:r5 job.failed', 'run:r6 job.done']);
-      expect(await read({ types: ['job.done', 'task.completed'], limit: 3 })).toEqual(['run:r0 job.done', 'run:r1 task.completed', 'job:c job.done']);
+      expect(await read({ types: ends, fromPosition: third, streamPrefix: 'run:' })).toEqual([
+        'run:r5 job.failed',
+        'run:r6 job.done',
+      ]);
+      expect(await read({ types: ['job.done', 'task.completed'], limit: 3 })).toEqual([
+        'run:r0 job.done',
+        'run:r1 task.completed',
+        'job:c job.done',
+      ]);
       expect(await read({ types: [] })).toEqual([]);
     });
   });
@@ -64,12 +95,23 @@ export function readConformance(h: { store: () => Store }): void {
       await append([{ streamId: 'chan:1', events: [ev('other')] }]);
       const head = await settledHead(h.store(), last);
       // task.wanted: a type the type indexes leave out, found by examining events in order
-      for (const filter of [{ types: ['wanted'] }, { types: ['task.wanted'] }, { streamPrefix: 'chan:' }, { streamPrefix: 'chan:', types: ['wanted', 'also'] }]) {
+      for (const filter of [
+        { types: ['wanted'] },
+        { types: ['task.wanted'] },
+        { streamPrefix: 'chan:' },
+        { streamPrefix: 'chan:', types: ['wanted', 'also'] },
+      ]) {
         const { reads, cursor } = await readToHead('', filter);
-        expect(reads.flatMap((r) => r.events)).toEqual(filter.types ? [] : [expect.objectContaining({ event: expect.objectContaining({ type: 'other' }) })]);
+        expect(reads.flatMap((r) => r.events)).toEqual(
+          filter.types ? [] : [expect.objectContaining({ event: expect.objectContaining({ type: 'other' }) })],
+        );
         expect(cursor).toBe(head);
         // a second read from there finds nothing and stays put
-        expect(await h.store().eventReadCommitted({ after: cursor, limit: 100, ...filter })).toEqual({ events: [], cursor, more: false });
+        expect(await h.store().eventReadCommitted({ after: cursor, limit: 100, ...filter })).toEqual({
+          events: [],
+          cursor,
+          more: false,
+        });
       }
       await append([
         { streamId: 'chan:2', events: [ev('wanted')] },
@@ -94,7 +136,8 @@ export function readConformance(h: { store: () => Store }): void {
 
     it('examine a bounded number of events per read, however many do not match', async () => {
       const noise = 25_000;
-      for (let i = 0; i < noise; i += 5_000) await append([{ streamId: `bulk-${i}`, events: Array.from({ length: 5_000 }, () => ev('noise')) }]);
+      for (let i = 0; i < noise; i += 5_000)
+        await append([{ streamId: `bulk-${i}`, events: Array.from({ length: 5_000 }, () => ev('noise')) }]);
       await append([{ streamId: 'chan:x', events: [ev('late')] }]);
       const { reads } = await readToHead('', { streamPrefix: 'chan:' }, 10);
       expect(reads.flatMap((r) => r.events.map((e) => e.event.type))).toEqual(['late']);
@@ -118,11 +161,15 @@ export function readConformance(h: { store: () => Store }): void {
           { streamId: 'many-a', events: events(70, 'c') },
         ],
       });
-      expect(result.events.map((e) => e.type)).toEqual([...events(150, 'a'), ...events(3, 'b'), ...events(70, 'c')].map((e) => e.type));
+      expect(result.events.map((e) => e.type)).toEqual(
+        [...events(150, 'a'), ...events(3, 'b'), ...events(70, 'c')].map((e) => e.type),
+      );
       expect(result.events.every((e, i) => i === 0 || e.position > result.events[i - 1]!.position)).toBe(true);
       const a = await h.store().eventReadStream({ streamId: 'many-a' });
       expect(a.map((e) => e.version)).toEqual(Array.from({ length: 220 }, (_, i) => i + 1));
-      expect(a.map((e) => e.position)).toEqual(result.events.filter((e) => e.streamId === 'many-a').map((e) => e.position));
+      expect(a.map((e) => e.position)).toEqual(
+        result.events.filter((e) => e.streamId === 'many-a').map((e) => e.position),
+      );
     });
 
     it('refuses a cursor of another form', async () => {
@@ -141,7 +188,9 @@ async function settledHead(store: Store, position: number): Promise<Cursor> {
     if (Date.now() > deadline) return head;
     if (head !== String(position) && !head.endsWith(`:${position}`)) continue;
     // the head names the newest committed event; a committed read reaches it once no older transaction is open (PostgreSQL)
-    const before = head.includes(':') ? head.replace(/:(\d+)$/, (_, p: string) => `:${Number(p) - 1}`) : String(position - 1);
+    const before = head.includes(':')
+      ? head.replace(/:(\d+)$/, (_, p: string) => `:${Number(p) - 1}`)
+      : String(position - 1);
     if ((await store.eventReadCommitted({ after: before, limit: 1 })).events.length > 0) return head;
   }
 }

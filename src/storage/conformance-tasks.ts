@@ -23,19 +23,34 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
   describe('tasks', () => {
     it('enqueues once per idempotency key and queue', async () => {
       const [first] = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k' })] });
-      const [again] = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k', payload: { other: true } })] });
+      const [again] = await h
+        .store()
+        .taskEnqueue({ tasks: [task('q', { idempotencyKey: 'k', payload: { other: true } })] });
       const [elsewhere] = await h.store().taskEnqueue({ tasks: [task('q2', { idempotencyKey: 'k' })] });
       expect(first?.created).toBe(true);
       expect(again).toEqual({ task: first?.task, created: false });
       expect(elsewhere?.created).toBe(true);
-      const batch = await h.store().taskEnqueue({ tasks: [task('q', { idempotencyKey: 'b' }), task('q', { idempotencyKey: 'b' }), task('q')] });
+      const batch = await h
+        .store()
+        .taskEnqueue({ tasks: [task('q', { idempotencyKey: 'b' }), task('q', { idempotencyKey: 'b' }), task('q')] });
       expect(batch.map((r) => r.created)).toEqual([true, false, true]);
       expect(batch[1]?.task.id).toBe(batch[0]?.task.id);
       expect(await h.store().taskList({ queue: 'q', limit: 100 })).toHaveLength(3);
-      expect(first?.task).toMatchObject({ queue: 'q', state: 'ready', payload: { n: 1 }, attempts: 0, maxAttempts: 3, idempotencyKey: 'k' });
+      expect(first?.task).toMatchObject({
+        queue: 'q',
+        state: 'ready',
+        payload: { n: 1 },
+        attempts: 0,
+        maxAttempts: 3,
+        idempotencyKey: 'k',
+      });
       // what an enqueue returns is the task as stored, every field
       const runAt = (await h.store().now()) + 60_000;
-      const [full] = await h.store().taskEnqueue({ tasks: [task('q3', { payload: { a: [1, 'x'] }, orderingKey: 'o', runAt, priority: 5, maxAttempts: 7, tag: 'wf@1' })] });
+      const [full] = await h.store().taskEnqueue({
+        tasks: [
+          task('q3', { payload: { a: [1, 'x'] }, orderingKey: 'o', runAt, priority: 5, maxAttempts: 7, tag: 'wf@1' }),
+        ],
+      });
       for (const r of [first!, full!]) expect(await h.store().taskGet({ id: r.task.id })).toEqual(r.task);
     });
 
@@ -43,7 +58,11 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       const now = await h.store().now();
       const before = await h.store().eventHead();
       const results = await h.store().taskEnqueue({
-        tasks: [task('j', { id: 'j1', orderingKey: 'o', priority: 7, maxAttempts: 9 }), task('j', { id: 'j2', runAt: now + 60_000, idempotencyKey: 'once' }), task('j', { id: 'j3', idempotencyKey: 'once' })],
+        tasks: [
+          task('j', { id: 'j1', orderingKey: 'o', priority: 7, maxAttempts: 9 }),
+          task('j', { id: 'j2', runAt: now + 60_000, idempotencyKey: 'once' }),
+          task('j', { id: 'j3', idempotencyKey: 'once' }),
+        ],
       });
       expect(results.map((r) => r.created)).toEqual([true, true, false]);
       const j1 = results[0]!.task;
@@ -54,9 +73,23 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
         events = (await h.store().eventReadCommitted({ after: before, limit: 10 })).events.map((e) => e.event);
       }
       // the same event on both backends, its run-at the one stored (the database clock's when none was given)
-      expect(events.map(({ streamId, version, type, data, metadata }) => ({ streamId, version, type, data, metadata }))).toEqual([
-        { streamId: 'task:j1', version: 1, type: 'task.enqueued', data: { queue: 'j', orderingKey: 'o', runAt: j1.runAt, priority: 7, maxAttempts: 9, state: 'ready' }, metadata: {} },
-        { streamId: 'task:j2', version: 1, type: 'task.enqueued', data: { queue: 'j', orderingKey: null, runAt: now + 60_000, priority: 0, maxAttempts: 3, state: 'ready' }, metadata: {} },
+      expect(
+        events.map(({ streamId, version, type, data, metadata }) => ({ streamId, version, type, data, metadata })),
+      ).toEqual([
+        {
+          streamId: 'task:j1',
+          version: 1,
+          type: 'task.enqueued',
+          data: { queue: 'j', orderingKey: 'o', runAt: j1.runAt, priority: 7, maxAttempts: 9, state: 'ready' },
+          metadata: {},
+        },
+        {
+          streamId: 'task:j2',
+          version: 1,
+          type: 'task.enqueued',
+          data: { queue: 'j', orderingKey: null, runAt: now + 60_000, priority: 0, maxAttempts: 3, state: 'ready' },
+          metadata: {},
+        },
       ]);
       expect(j1.runAt).toBeGreaterThanOrEqual(now);
       expect(events[0]!.timestamp).toBe(j1.createdAt);
@@ -74,8 +107,16 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
     });
 
     it("wakes a queue's workers when a completion makes the next task of an ordering key claimable, and only then", async () => {
-      await h.store().taskEnqueue({ tasks: [task('wk', { id: 'a1', orderingKey: 'a' }), task('wk', { id: 'a2', orderingKey: 'a' }), task('wk2', { id: 'b1', orderingKey: 'b' }), task('wk3', { id: 'c1' })] });
-      for (const queue of ['wk', 'wk2', 'wk3']) await h.store().taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L' });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('wk', { id: 'a1', orderingKey: 'a' }),
+          task('wk', { id: 'a2', orderingKey: 'a' }),
+          task('wk2', { id: 'b1', orderingKey: 'b' }),
+          task('wk3', { id: 'c1' }),
+        ],
+      });
+      for (const queue of ['wk', 'wk2', 'wk3'])
+        await h.store().taskClaim({ queue, limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L' });
       const woken: string[] = [];
       const unlisten = await h.store().listen('tasks', (queue) => woken.push(queue));
       // wake-ups come in commit order: once the marker's is in, so is every earlier one
@@ -92,12 +133,24 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
           await tx.taskCompleteAll({ items: [item('a1', 'L'), item('b1', 'L')] });
           await tx.projectionPut({ name: 'complete', key: 'k', value: 1 });
         });
-        expect(await h.store().taskComplete({ items: [item('c1', 'L')] })).toEqual([{ id: 'c1', queue: 'wk3', orderingKey: null, next: false }]);
+        expect(await h.store().taskComplete({ items: [item('c1', 'L')] })).toEqual([
+          { id: 'c1', queue: 'wk3', orderingKey: null, next: false },
+        ]);
         expect(await upToMarker()).toEqual(['wk', 'marker']);
-        expect((await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['a2']);
+        expect(
+          (await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map(
+            (t) => t.id,
+          ),
+        ).toEqual(['a2']);
         await h.store().taskEnqueue({ tasks: [task('wk', { id: 'a3', orderingKey: 'a' })] });
-        expect(await h.store().taskComplete({ items: [item('a2', 'L2')] })).toEqual([{ id: 'a2', queue: 'wk', orderingKey: 'a', next: true }]);
-        expect((await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' })).map((t) => t.id)).toEqual(['a3']);
+        expect(await h.store().taskComplete({ items: [item('a2', 'L2')] })).toEqual([
+          { id: 'a2', queue: 'wk', orderingKey: 'a', next: true },
+        ]);
+        expect(
+          (await h.store().taskClaim({ queue: 'wk', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' })).map(
+            (t) => t.id,
+          ),
+        ).toEqual(['a3']);
         // the last of its key: no one to wake (the enqueue of a3 woke the queue, and a2's completion)
         await h.store().taskCompleteAll({ items: [item('a3', 'L3')] });
         expect(await upToMarker()).toEqual(['wk', 'wk', 'marker']);
@@ -108,14 +161,27 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
 
     it('claims by priority then age, skips future run-at, and leases with the given token', async () => {
       const now = await h.store().now();
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2', priority: 5 }), task('q', { id: 't3', runAt: now + 60_000 }), task('q', { id: 't4' })] });
-      const claimed = await h.store().taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('q', { id: 't1' }),
+          task('q', { id: 't2', priority: 5 }),
+          task('q', { id: 't3', runAt: now + 60_000 }),
+          task('q', { id: 't4' }),
+        ],
+      });
+      const claimed = await h
+        .store()
+        .taskClaim({ queue: 'q', limit: 2, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
       expect(claimed.map((t) => t.id)).toEqual(['t2', 't1']);
       expect(claimed[0]).toMatchObject({ state: 'running', attempts: 1, leaseToken: 'L1', workerId: 'w1' });
       expect(claimed[0]!.leaseExpiresAt! - now).toBeGreaterThanOrEqual(29_000);
-      const rest = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L2' });
+      const rest = await h
+        .store()
+        .taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L2' });
       expect(rest.map((t) => t.id)).toEqual(['t4']);
-      expect(await h.store().taskClaim({ queue: 'other', limit: 10, leaseMs: 1000, workerId: 'w1', leaseToken: 'L3' })).toEqual([]);
+      expect(
+        await h.store().taskClaim({ queue: 'other', limit: 10, leaseMs: 1000, workerId: 'w1', leaseToken: 'L3' }),
+      ).toEqual([]);
       const dueIn = (await h.store().taskDueIn({ queue: 'q' }))!;
       expect(dueIn).toBeGreaterThan(50_000);
       expect(dueIn).toBeLessThanOrEqual(60_000);
@@ -129,8 +195,16 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
     });
 
     it('releases claimed tasks whose attempt never started: ready again, in order, the attempt not counted', async () => {
-      await h.store().taskEnqueue({ tasks: [task('rel', { id: 'r1', orderingKey: 'k' }), task('rel', { id: 'r2', orderingKey: 'k' }), task('rel', { id: 'r3' })] });
-      const claimed = await h.store().taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('rel', { id: 'r1', orderingKey: 'k' }),
+          task('rel', { id: 'r2', orderingKey: 'k' }),
+          task('rel', { id: 'r3' }),
+        ],
+      });
+      const claimed = await h
+        .store()
+        .taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w1', leaseToken: 'L1' });
       expect(claimed.map((t) => t.id).sort()).toEqual(['r1', 'r3']);
       expect(claimed[0]!.claimedAt).toBeGreaterThanOrEqual(claimed[0]!.createdAt);
       expect(
@@ -144,35 +218,66 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(await h.store().taskGet({ id: 'r1' })).toMatchObject({ state: 'ready', attempts: 0, leaseToken: null });
       expect(await h.store().taskGet({ id: 'r3' })).toMatchObject({ state: 'running', attempts: 1, leaseToken: 'L1' });
       // r1 is first of its key again: r2 still waits behind it
-      const again = await h.store().taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w2', leaseToken: 'L2' });
+      const again = await h
+        .store()
+        .taskClaim({ queue: 'rel', limit: 10, leaseMs: 30_000, workerId: 'w2', leaseToken: 'L2' });
       expect(again.map((t) => t.id)).toEqual(['r1']);
       expect(again[0]).toMatchObject({ attempts: 1, workerId: 'w2' });
       // a failed attempt keeps its worker and start: the event that ends it names both
       await h.store().taskFail({ id: 'r1', leaseToken: 'L2', error: 'boom', retryDelayMs: 0 });
-      expect(await h.store().taskGet({ id: 'r1' })).toMatchObject({ state: 'ready', workerId: 'w2', claimedAt: again[0]!.claimedAt });
+      expect(await h.store().taskGet({ id: 'r1' })).toMatchObject({
+        state: 'ready',
+        workerId: 'w2',
+        claimedAt: again[0]!.claimedAt,
+      });
     });
 
     it('runs one task per ordering key at a time, in arrival order', async () => {
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 'a1', orderingKey: 'a' }), task('q', { id: 'a2', orderingKey: 'a', priority: 9 }), task('q', { id: 'b1', orderingKey: 'b' }), task('q', { id: 'a3', orderingKey: 'a' })] });
-      const first = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
+      await h.store().taskEnqueue({
+        tasks: [
+          task('q', { id: 'a1', orderingKey: 'a' }),
+          task('q', { id: 'a2', orderingKey: 'a', priority: 9 }),
+          task('q', { id: 'b1', orderingKey: 'b' }),
+          task('q', { id: 'a3', orderingKey: 'a' }),
+        ],
+      });
+      const first = await h
+        .store()
+        .taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
       expect(first.map((t) => t.id).sort()).toEqual(['a1', 'b1']);
-      expect(await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
+      expect(
+        await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' }),
+      ).toEqual([]);
       await h.store().taskFail({ id: 'a1', leaseToken: 'L1', error: 'retry me', retryDelayMs: 0 });
-      const retried = await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
+      const retried = await h
+        .store()
+        .taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
       expect(retried.map((t) => t.id)).toEqual(['a1']);
       await h.store().taskComplete({ items: [{ id: 'a1', leaseToken: 'L3', result: null }] });
-      expect((await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L4' })).map((t) => t.id)).toEqual(['a2']);
+      expect(
+        (await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L4' })).map(
+          (t) => t.id,
+        ),
+      ).toEqual(['a2']);
     });
 
     it('moves the waiting tasks of an ordering key earlier, never later', async () => {
       const now = await h.store().now();
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 'later', orderingKey: 'run-1', runAt: now + 3_600_000 })] });
-      expect(await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' })).toEqual([]);
+      await h
+        .store()
+        .taskEnqueue({ tasks: [task('q', { id: 'later', orderingKey: 'run-1', runAt: now + 3_600_000 })] });
+      expect(
+        await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' }),
+      ).toEqual([]);
       expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(1);
       expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now + 7_200_000 })).toBe(1);
       expect((await h.store().taskGet({ id: 'later' })).runAt).toBe(now);
       expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'other', runAt: now })).toBe(0);
-      expect((await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map((t) => t.id)).toEqual(['later']);
+      expect(
+        (await h.store().taskClaim({ queue: 'q', limit: 10, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).map(
+          (t) => t.id,
+        ),
+      ).toEqual(['later']);
       expect(await h.store().taskReschedule({ queue: 'q', orderingKey: 'run-1', runAt: now })).toBe(0);
     });
 
@@ -221,7 +326,9 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
     });
 
     it('completes tasks all or nothing: one not held fails the transaction, by its next statement at the latest', async () => {
-      await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' }), task('q', { id: 't3' })] });
+      await h
+        .store()
+        .taskEnqueue({ tasks: [task('q', { id: 't1' }), task('q', { id: 't2' }), task('q', { id: 't3' })] });
       await h.store().taskClaim({ queue: 'q', limit: 3, leaseMs: 30_000, workerId: 'w', leaseToken: 'good' });
       const item = (id: string, leaseToken: string) => ({ id, leaseToken, result: { id } });
       for (const items of [
@@ -240,25 +347,37 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
         await tx.taskCompleteAll({ items: [item('t1', 'good'), item('t2', 'good')] });
         await tx.projectionPut({ name: 'complete', key: 'held', value: 1 });
       });
-      expect(await h.store().taskGet({ id: 't2' })).toMatchObject({ state: 'completed', result: { id: 't2' }, leaseToken: null });
+      expect(await h.store().taskGet({ id: 't2' })).toMatchObject({
+        state: 'completed',
+        result: { id: 't2' },
+        leaseToken: null,
+      });
       expect(await h.store().projectionGet({ name: 'complete', key: 'lost' })).toBeUndefined();
       await expect(h.store().taskCompleteAll({ items: [item('t1', 'good')] })).rejects.toThrow(LeaseLostError);
       expect(await h.store().taskGet({ id: 't3' })).toMatchObject({ state: 'running' });
     });
 
     it("journals each completion with its task: task.completed at the next version of the task's stream, which has no streams row", async () => {
-      await h.store().taskEnqueue({ tasks: [task('c', { id: 'c1' }), task('c', { id: 'c2' }), task('c', { id: 'c3' })] });
-      const claimed = await h.store().taskClaim({ queue: 'c', limit: 3, leaseMs: 30_000, workerId: 'w1', leaseToken: 'l1' });
+      await h
+        .store()
+        .taskEnqueue({ tasks: [task('c', { id: 'c1' }), task('c', { id: 'c2' }), task('c', { id: 'c3' })] });
+      const claimed = await h
+        .store()
+        .taskClaim({ queue: 'c', limit: 3, leaseMs: 30_000, workerId: 'w1', leaseToken: 'l1' });
       const woken: string[] = [];
       const unlisten = await h.store().listen('events', (stream) => woken.push(stream));
       try {
         // an attempt's end journaled by an append, as a failure is: the stream goes on from its events
-        await h.store().eventAppend({ appends: [{ streamId: 'task:c3', expectedVersion: 1, events: [{ type: 'task.note', data: { n: 1 } }] }] });
+        await h.store().eventAppend({
+          appends: [{ streamId: 'task:c3', expectedVersion: 1, events: [{ type: 'task.note', data: { n: 1 } }] }],
+        });
         // wake-ups come in commit order: once the append's is in, so is every earlier one
         for (let i = 0; i < 300 && !woken.includes('task:c3'); i++) await sleep(10);
         woken.splice(0);
         const item = (id: string, leaseToken: string) => ({ id, leaseToken, result: id });
-        expect((await h.store().taskComplete({ items: [item('c1', 'l1'), item('c2', 'stale')] })).map((t) => t.id)).toEqual(['c1']);
+        expect(
+          (await h.store().taskComplete({ items: [item('c1', 'l1'), item('c2', 'stale')] })).map((t) => t.id),
+        ).toEqual(['c1']);
         await h.store().transaction(async (tx) => {
           await tx.taskCompleteAll({ items: [item('c3', 'l1')] });
           await tx.projectionPut({ name: 'complete', key: 'c3', value: 1 });
@@ -266,8 +385,18 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
         // a completion wakes who waits on the task's stream
         for (let i = 0; i < 300 && woken.length < 2; i++) await sleep(10);
         expect(woken).toEqual(['task:c1', 'task:c3']);
-        const history = async (id: string) => (await h.store().eventReadStream({ streamId: `task:${id}` })).map(({ version, type, data }) => ({ version, type, data }));
-        const completed = (id: string) => ({ attempt: 1, workerId: 'w1', claimedAt: claimed.find((t) => t.id === id)!.claimedAt, state: 'completed' });
+        const history = async (id: string) =>
+          (await h.store().eventReadStream({ streamId: `task:${id}` })).map(({ version, type, data }) => ({
+            version,
+            type,
+            data,
+          }));
+        const completed = (id: string) => ({
+          attempt: 1,
+          workerId: 'w1',
+          claimedAt: claimed.find((t) => t.id === id)!.claimedAt,
+          state: 'completed',
+        });
         expect((await history('c1')).slice(1)).toEqual([{ version: 2, type: 'task.completed', data: completed('c1') }]);
         expect(await history('c2')).toHaveLength(1);
         expect((await history('c3')).slice(1)).toEqual([
@@ -275,8 +404,16 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
           { version: 3, type: 'task.completed', data: completed('c3') },
         ]);
         expect(await h.store().streamList({ prefix: 'task:', limit: 10 })).toEqual([]);
-        await expect(h.store().eventAppend({ appends: [{ streamId: 'task:c1', expectedVersion: 1, events: [{ type: 'task.note', data: null }] }] })).rejects.toThrow(ConflictError);
-        const [next] = (await h.store().eventAppend({ appends: [{ streamId: 'task:c1', expectedVersion: 2, events: [{ type: 'task.note', data: null }] }] })).events;
+        await expect(
+          h.store().eventAppend({
+            appends: [{ streamId: 'task:c1', expectedVersion: 1, events: [{ type: 'task.note', data: null }] }],
+          }),
+        ).rejects.toThrow(ConflictError);
+        const [next] = (
+          await h.store().eventAppend({
+            appends: [{ streamId: 'task:c1', expectedVersion: 2, events: [{ type: 'task.note', data: null }] }],
+          })
+        ).events;
         expect(next?.version).toBe(3);
       } finally {
         await unlisten();
@@ -296,8 +433,12 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
         }),
       ).toEqual(['t1']);
       expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'stale', result: 1 }] })).toEqual([]);
-      await expect(h.store().taskFail({ id: 't1', leaseToken: 'stale', error: 'x', retryDelayMs: 0 })).rejects.toThrow(LeaseLostError);
-      await expect(h.store().taskFail({ id: 'missing', leaseToken: 'good', error: 'x', retryDelayMs: 0 })).rejects.toThrow(NotFoundError);
+      await expect(h.store().taskFail({ id: 't1', leaseToken: 'stale', error: 'x', retryDelayMs: 0 })).rejects.toThrow(
+        LeaseLostError,
+      );
+      await expect(
+        h.store().taskFail({ id: 'missing', leaseToken: 'good', error: 'x', retryDelayMs: 0 }),
+      ).rejects.toThrow(NotFoundError);
       const done = await h.store().taskComplete({
         items: [
           { id: 't1', leaseToken: 'good', result: { ok: 1 } },
@@ -305,7 +446,11 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
         ],
       });
       expect(done.map((t) => t.id).sort()).toEqual(['t1', 't2']);
-      expect(await h.store().taskGet({ id: 't1' })).toMatchObject({ state: 'completed', result: { ok: 1 }, leaseToken: null });
+      expect(await h.store().taskGet({ id: 't1' })).toMatchObject({
+        state: 'completed',
+        result: { ok: 1 },
+        leaseToken: null,
+      });
       expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'good', result: 2 }] })).toEqual([]);
       await expect(h.store().taskGet({ id: 'missing' })).rejects.toThrow(NotFoundError);
     });
@@ -314,13 +459,19 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't1' })] });
       await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L1' });
       const before = await h.store().now();
-      const retried = await h.store().taskFail({ id: 't1', leaseToken: 'L1', error: 'Error: flaky', retryDelayMs: 60_000 });
+      const retried = await h
+        .store()
+        .taskFail({ id: 't1', leaseToken: 'L1', error: 'Error: flaky', retryDelayMs: 60_000 });
       expect(retried).toMatchObject({ state: 'ready', lastError: 'Error: flaky', leaseToken: null, attempts: 1 });
       expect(retried.runAt).toBeGreaterThanOrEqual(before + 60_000);
-      expect(await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toEqual([]);
+      expect(
+        await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' }),
+      ).toEqual([]);
       await h.store().taskEnqueue({ tasks: [task('q', { id: 't2' })] });
       await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L3' });
-      const dead = await h.store().taskFail({ id: 't2', leaseToken: 'L3', error: 'TerminalError: no', retryDelayMs: null });
+      const dead = await h
+        .store()
+        .taskFail({ id: 't2', leaseToken: 'L3', error: 'TerminalError: no', retryDelayMs: null });
       expect(dead).toMatchObject({ state: 'dead', lastError: 'TerminalError: no' });
       expect((await h.store().taskList({ state: 'dead', limit: 10 })).map((t) => t.id)).toEqual(['t2']);
     });
@@ -333,7 +484,9 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       const [expired] = await h.store().taskExpire({ limit: 10 });
       expect(expired).toMatchObject({ id: 't1', state: 'ready', leaseToken: null });
       expect(expired?.lastError).toMatch(/lease expired/);
-      const [again] = await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w2', leaseToken: 'L2' });
+      const [again] = await h
+        .store()
+        .taskClaim({ queue: 'q', limit: 1, leaseMs: 50, workerId: 'w2', leaseToken: 'L2' });
       expect(again?.attempts).toBe(2);
       expect(await h.store().taskComplete({ items: [{ id: 't1', leaseToken: 'L1', result: null }] })).toEqual([]);
       await sleep(120);
@@ -349,7 +502,9 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect(first.task).toMatchObject({ state: 'ready', attempts: 0 });
       expect((await h.store().taskRedrive({ id: 't1' })).redriven).toBe(false);
       await expect(h.store().taskRedrive({ id: 'missing' })).rejects.toThrow(NotFoundError);
-      expect(await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' })).toHaveLength(1);
+      expect(
+        await h.store().taskClaim({ queue: 'q', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'L2' }),
+      ).toHaveLength(1);
     });
 
     it('lists by queue and state with a cursor, and counts in status', async () => {
@@ -360,19 +515,30 @@ export function taskConformance(h: { store: () => Store; openAnother: () => Prom
       expect([...page1, ...page2].map((t) => t.id)).toEqual(['t1', 't2', 't3']);
       expect((await h.store().taskList({ state: 'ready', limit: 10 })).length).toBe(4);
       const status = await h.store().status();
-      expect(status).toMatchObject({ dialect: h.store().dialect, tasks: { ready: 4, running: 0, completed: 0, dead: 0 } });
+      expect(status).toMatchObject({
+        dialect: h.store().dialect,
+        tasks: { ready: 4, running: 0, completed: 0, dead: 0 },
+      });
       expect(status.schemaVersion).toBeGreaterThanOrEqual(1);
     });
 
     it('never hands two concurrent claimers the same task or two tasks of one ordering key', async () => {
       const other = await openAnother();
-      const tasks = Array.from({ length: 60 }, (_, i) => task('q', { id: `t${String(i).padStart(3, '0')}`, orderingKey: `k${i % 3}` }));
+      const tasks = Array.from({ length: 60 }, (_, i) =>
+        task('q', { id: `t${String(i).padStart(3, '0')}`, orderingKey: `k${i % 3}` }),
+      );
       await h.store().taskEnqueue({ tasks });
       const running = new Map<string, string>();
       const order: string[] = [];
       const claimer = async (s: Store, name: string) => {
         for (let idle = 0; idle < 50; ) {
-          const claimed = await s.taskClaim({ queue: 'q', limit: 3, leaseMs: 30_000, workerId: name, leaseToken: `${name}-${order.length}` });
+          const claimed = await s.taskClaim({
+            queue: 'q',
+            limit: 3,
+            leaseMs: 30_000,
+            workerId: name,
+            leaseToken: `${name}-${order.length}`,
+          });
           if (claimed.length === 0) {
             idle++;
             await sleep(2);

@@ -38,7 +38,11 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   const ev = (type: string, data: unknown = {}) => ({ type, data });
   // A committed reader may lag a commit (on PostgreSQL, until older transactions anywhere in the
   // cluster finish) but never skips: read pages until `count` events arrived.
-  const readCommitted = async (count: number, after: Cursor = '', filter: { streamPrefix?: string; types?: string[] } = {}) => {
+  const readCommitted = async (
+    count: number,
+    after: Cursor = '',
+    filter: { streamPrefix?: string; types?: string[] } = {},
+  ) => {
     const out: StoredEvent[] = [];
     let cursor = after;
     const deadline = Date.now() + 10_000;
@@ -56,7 +60,9 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     it('gives each stream gapless versions and every event a growing global position', async () => {
       const a = await store.eventAppend({ appends: [{ streamId: 's-1', events: [ev('A', { x: 1 }), ev('B')] }] });
       const b = await store.eventAppend({ appends: [{ streamId: 's-2', events: [ev('C')] }] });
-      const c = await store.eventAppend({ appends: [{ streamId: 's-1', events: [{ type: 'D', data: [1, 'two'], metadata: { correlationId: 'c-1' } }] }] });
+      const c = await store.eventAppend({
+        appends: [{ streamId: 's-1', events: [{ type: 'D', data: [1, 'two'], metadata: { correlationId: 'c-1' } }] }],
+      });
       expect(a.events.map((e) => [e.streamId, e.version, e.type])).toEqual([
         ['s-1', 1, 'A'],
         ['s-1', 2, 'B'],
@@ -73,17 +79,31 @@ export function storeConformance(create: () => Promise<string>, open: (location:
       expect(stream[2]?.data).toEqual([1, 'two']);
       expect(stream[2]?.metadata).toEqual({ correlationId: 'c-1' });
       expect(stream[0]?.timestamp).toBeGreaterThan(Date.now() - 60_000);
-      expect((await store.eventReadStream({ streamId: 's-1', fromVersion: 2, limit: 1 })).map((e) => e.type)).toEqual(['B']);
-      expect((await store.eventReadStream({ streamId: 's-1', backwards: true })).map((e) => e.type)).toEqual(['D', 'B', 'A']);
-      expect((await store.eventReadStream({ streamId: 's-1', backwards: true, fromVersion: 2 })).map((e) => e.type)).toEqual(['B', 'A']);
+      expect((await store.eventReadStream({ streamId: 's-1', fromVersion: 2, limit: 1 })).map((e) => e.type)).toEqual([
+        'B',
+      ]);
+      expect((await store.eventReadStream({ streamId: 's-1', backwards: true })).map((e) => e.type)).toEqual([
+        'D',
+        'B',
+        'A',
+      ]);
+      expect(
+        (await store.eventReadStream({ streamId: 's-1', backwards: true, fromVersion: 2 })).map((e) => e.type),
+      ).toEqual(['B', 'A']);
       expect(await store.eventReadStream({ streamId: 'nope' })).toEqual([]);
     });
 
     it('rejects a wrong expected version with ConflictError and writes nothing', async () => {
       await store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 0, events: [ev('Created')] }] });
-      await expect(store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 0, events: [ev('Created')] }] })).rejects.toThrow(ConflictError);
-      await expect(store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 5, events: [ev('X')] }] })).rejects.toThrow(/order-1 is at version 1, expected 5/);
-      const ok = await store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 1, events: [ev('Paid')] }] });
+      await expect(
+        store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 0, events: [ev('Created')] }] }),
+      ).rejects.toThrow(ConflictError);
+      await expect(
+        store.eventAppend({ appends: [{ streamId: 'order-1', expectedVersion: 5, events: [ev('X')] }] }),
+      ).rejects.toThrow(/order-1 is at version 1, expected 5/);
+      const ok = await store.eventAppend({
+        appends: [{ streamId: 'order-1', expectedVersion: 1, events: [ev('Paid')] }],
+      });
       expect(ok.events[0]?.version).toBe(2);
       expect((await store.eventReadStream({ streamId: 'order-1' })).map((e) => e.type)).toEqual(['Created', 'Paid']);
     });
@@ -121,7 +141,9 @@ export function storeConformance(create: () => Promise<string>, open: (location:
         ['C2', 2],
       ]);
       expect(await store.eventReadStream({ streamId: 'd' })).toEqual([]);
-      expect((await store.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }] })).events[0]?.version).toBe(1);
+      expect((await store.eventAppend({ appends: [{ streamId: 'd', events: [ev('D1')] }] })).events[0]?.version).toBe(
+        1,
+      );
     });
 
     it('lets a transaction that lost a race for a stream catch the conflict and commit the rest', async () => {
@@ -148,8 +170,14 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     });
 
     it('returns the original events for a repeated idempotency key and writes nothing', async () => {
-      const first = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });
-      const again = await store.eventAppend({ idempotencyKey: 'k-1', appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }] });
+      const first = await store.eventAppend({
+        idempotencyKey: 'k-1',
+        appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }],
+      });
+      const again = await store.eventAppend({
+        idempotencyKey: 'k-1',
+        appends: [{ streamId: 'x', events: [ev('A'), ev('B')] }],
+      });
       expect(first.duplicate).toBe(false);
       expect(again.duplicate).toBe(true);
       expect(again.events).toEqual(first.events);
@@ -158,7 +186,14 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
     it('keeps one event per idempotency key under concurrent appends', async () => {
       const other = await openAnother();
-      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? store : other).eventAppend({ idempotencyKey: 'same', appends: [{ streamId: 'y', events: [ev('Once')] }] })));
+      const results = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? store : other).eventAppend({
+            idempotencyKey: 'same',
+            appends: [{ streamId: 'y', events: [ev('Once')] }],
+          }),
+        ),
+      );
       expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
       expect(new Set(results.map((r) => r.events[0]?.position)).size).toBe(1);
       expect(await store.eventReadStream({ streamId: 'y' })).toHaveLength(1);
@@ -166,7 +201,11 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
     it('gives concurrent appenders of one stream consecutive versions', async () => {
       const other = await openAnother();
-      await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? store : other).eventAppend({ appends: [{ streamId: 'hot', events: [ev(`E${i}`)] }] })));
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? store : other).eventAppend({ appends: [{ streamId: 'hot', events: [ev(`E${i}`)] }] }),
+        ),
+      );
       const versions = (await store.eventReadStream({ streamId: 'hot' })).map((e) => e.version);
       expect(versions).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     });
@@ -233,7 +272,8 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
     it('reads committed events in order and resumes from a cursor', async () => {
       expect(await store.eventHead()).toBe('');
-      for (let i = 0; i < 5; i++) await store.eventAppend({ appends: [{ streamId: `r-${i % 2}`, events: [ev(`E${i}`)] }] });
+      for (let i = 0; i < 5; i++)
+        await store.eventAppend({ appends: [{ streamId: `r-${i % 2}`, events: [ev(`E${i}`)] }] });
       const first = await readCommitted(5);
       expect(first.events.map((e) => e.type)).toEqual(['E0', 'E1', 'E2', 'E3', 'E4']);
       expect(await store.eventHead()).toBe(first.cursor);
@@ -318,7 +358,9 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     ]);
     const [last] = await store.eventReadStream({ streamId: 'channel:b', backwards: true, limit: 1 });
     expect(all[1]!.updatedAt).toBe(last!.timestamp);
-    expect((await store.streamList({ prefix: 'channel:', after: 'channel:a', limit: 10 })).map((s) => s.streamId)).toEqual(['channel:b']);
+    expect(
+      (await store.streamList({ prefix: 'channel:', after: 'channel:a', limit: 10 })).map((s) => s.streamId),
+    ).toEqual(['channel:b']);
     expect(await store.streamList({ prefix: 'channel:', limit: 1 })).toHaveLength(1);
   });
 
@@ -326,11 +368,30 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
   describe('subscriptions', () => {
     it('creates once and keeps the cursor on a second ensure', async () => {
-      const sub = await store.subscriptionEnsure({ name: 's', streamPrefix: 'chan:', types: ['message'], ordered: true, from: 'beginning' });
-      expect(sub).toMatchObject({ name: 's', cursor: '', streamPrefix: 'chan:', types: ['message'], ordered: true, blockedReason: null });
+      const sub = await store.subscriptionEnsure({
+        name: 's',
+        streamPrefix: 'chan:',
+        types: ['message'],
+        ordered: true,
+        from: 'beginning',
+      });
+      expect(sub).toMatchObject({
+        name: 's',
+        cursor: '',
+        streamPrefix: 'chan:',
+        types: ['message'],
+        ordered: true,
+        blockedReason: null,
+      });
       await store.subscriptionLease({ name: 's', owner: 'w1', ttlMs: 10_000 });
       await store.subscriptionAdvance({ name: 's', owner: 'w1', cursor: 'c-1' });
-      const again = await store.subscriptionEnsure({ name: 's', streamPrefix: null, types: null, ordered: false, from: 'beginning' });
+      const again = await store.subscriptionEnsure({
+        name: 's',
+        streamPrefix: null,
+        types: null,
+        ordered: false,
+        from: 'beginning',
+      });
       expect(again.cursor).toBe('c-1');
       expect((await store.subscriptionList()).map((s) => s.name)).toEqual(['s']);
       await expect(store.subscriptionGet({ name: 'missing' })).rejects.toThrow(NotFoundError);
@@ -339,7 +400,13 @@ export function storeConformance(create: () => Promise<string>, open: (location:
     it('starts at the head when asked to start from the end', async () => {
       await store.eventAppend({ appends: [{ streamId: 'a', events: [ev('Old')] }] });
       await readCommitted(1);
-      const sub = await store.subscriptionEnsure({ name: 'late', streamPrefix: null, types: null, ordered: false, from: 'end' });
+      const sub = await store.subscriptionEnsure({
+        name: 'late',
+        streamPrefix: null,
+        types: null,
+        ordered: false,
+        from: 'end',
+      });
       await store.eventAppend({ appends: [{ streamId: 'a', events: [ev('New')] }] });
       expect((await readCommitted(1, sub.cursor)).events.map((e) => e.type)).toEqual(['New']);
     });
@@ -360,18 +427,28 @@ export function storeConformance(create: () => Promise<string>, open: (location:
 
     it('blocks and unblocks, and keeps parked events with their status', async () => {
       await store.subscriptionEnsure({ name: 's', streamPrefix: null, types: null, ordered: true, from: 'beginning' });
-      expect((await store.subscriptionBlock({ name: 's', blockedReason: 'handler failed' })).blockedReason).toBe('handler failed');
+      expect((await store.subscriptionBlock({ name: 's', blockedReason: 'handler failed' })).blockedReason).toBe(
+        'handler failed',
+      );
       expect((await store.subscriptionBlock({ name: 's', blockedReason: null })).blockedReason).toBeNull();
       const [event] = (await store.eventAppend({ appends: [{ streamId: 'a', events: [ev('Bad', { n: 1 })] }] })).events;
       await store.parkedAdd({ subscription: 's', event: event!, error: 'Error: nope', attempts: 5 });
       const [parked] = await store.parkedList({ subscription: 's' });
-      expect(parked).toMatchObject({ subscription: 's', position: event!.position, error: 'Error: nope', attempts: 5, status: 'parked' });
+      expect(parked).toMatchObject({
+        subscription: 's',
+        position: event!.position,
+        error: 'Error: nope',
+        attempts: 5,
+        status: 'parked',
+      });
       expect(parked?.event).toEqual(event);
       const retry = await store.parkedSetStatus({ subscription: 's', position: event!.position, status: 'retry' });
       expect(retry.status).toBe('retry');
       expect(await store.parkedList({ subscription: 's', status: 'parked' })).toEqual([]);
       expect(await store.parkedList({ subscription: 's', status: 'retry' })).toHaveLength(1);
-      await expect(store.parkedSetStatus({ subscription: 's', position: 999_999, status: 'skipped' })).rejects.toThrow(NotFoundError);
+      await expect(store.parkedSetStatus({ subscription: 's', position: 999_999, status: 'skipped' })).rejects.toThrow(
+        NotFoundError,
+      );
     });
   });
   taskConformance({ store: () => store, openAnother });

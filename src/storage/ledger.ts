@@ -105,7 +105,22 @@ export interface AgentCheckpointRow {
 export type AgentEventChange = Partial<Pick<AgentEventRow, 'status' | 'attempt_count' | 'available_at' | 'last_error'>>;
 export type AgentRunChange = Partial<Pick<AgentRunRow, 'status' | 'started_at' | 'ended_at' | 'failure_reason'>>;
 export type AgentStepChange = Partial<Pick<AgentStepRow, 'status' | 'output_snapshot' | 'error' | 'latency_ms'>>;
-export type AgentToolCallChange = Partial<Pick<AgentToolCallRow, 'seq' | 'status' | 'output' | 'error' | 'attempts' | 'started_at' | 'ended_at' | 'approval_status' | 'approval_by' | 'approval_reason' | 'decided_at'>>;
+export type AgentToolCallChange = Partial<
+  Pick<
+    AgentToolCallRow,
+    | 'seq'
+    | 'status'
+    | 'output'
+    | 'error'
+    | 'attempts'
+    | 'started_at'
+    | 'ended_at'
+    | 'approval_status'
+    | 'approval_by'
+    | 'approval_reason'
+    | 'decided_at'
+  >
+>;
 
 export interface AgentRunListParams {
   conversation_id?: string;
@@ -134,7 +149,19 @@ export const CHANGEABLE = {
   agent_events: ['status', 'attempt_count', 'available_at', 'last_error'],
   agent_runs: ['status', 'started_at', 'ended_at', 'failure_reason'],
   agent_steps: ['status', 'output_snapshot', 'error', 'latency_ms'],
-  agent_tool_calls: ['seq', 'status', 'output', 'error', 'attempts', 'started_at', 'ended_at', 'approval_status', 'approval_by', 'approval_reason', 'decided_at'],
+  agent_tool_calls: [
+    'seq',
+    'status',
+    'output',
+    'error',
+    'attempts',
+    'started_at',
+    'ended_at',
+    'approval_status',
+    'approval_by',
+    'approval_reason',
+    'decided_at',
+  ],
 } as const;
 
 /** JSON columns, per table. */
@@ -147,9 +174,14 @@ export const JSON_COLUMNS: Record<string, readonly string[]> = {
 };
 
 /** The set columns of a change, in a fixed order, with their values as the driver takes them. */
-export function changeColumns(table: keyof typeof CHANGEABLE, change: Record<string, unknown>): Array<[string, unknown]> {
+export function changeColumns(
+  table: keyof typeof CHANGEABLE,
+  change: Record<string, unknown>,
+): Array<[string, unknown]> {
   const json = JSON_COLUMNS[table]!;
-  return (CHANGEABLE[table] as readonly string[]).filter((c) => change[c] !== undefined).map((c) => [c, json.includes(c) ? JSON.stringify(change[c] ?? null) : change[c]]);
+  return (CHANGEABLE[table] as readonly string[])
+    .filter((c) => change[c] !== undefined)
+    .map((c) => [c, json.includes(c) ? JSON.stringify(change[c] ?? null) : change[c]]);
 }
 
 /** A row read back: JSON columns parsed. */

@@ -19,7 +19,8 @@ export const isPostgresLocation = (location: string): boolean => POSTGRES.test(l
  * @example checkLocation('mysql://db/app', '--database') // throws "--database: unknown scheme 'mysql://' — use …"
  */
 export function checkLocation(location: string, field = 'database'): 'sqlite' | 'postgres' {
-  if (typeof location !== 'string' || location.trim() === '') throw new ValidationError(field, `must be ${ACCEPTED_LOCATIONS}`);
+  if (typeof location !== 'string' || location.trim() === '')
+    throw new ValidationError(field, `must be ${ACCEPTED_LOCATIONS}`);
   if (POSTGRES.test(location)) return 'postgres';
   const scheme = SCHEME.exec(location);
   if (scheme) throw new ValidationError(field, `unknown scheme '${scheme[1]}://' — use ${ACCEPTED_LOCATIONS}`);
@@ -33,12 +34,19 @@ export function checkLocation(location: string, field = 'database'): 'sqlite' | 
  *
  * @example prepareLocation('/srv/runledger/app.db', { createDirs: true })
  */
-export function prepareLocation(location: string, options: { createDirs?: boolean | undefined } = {}): 'sqlite' | 'postgres' {
+export function prepareLocation(
+  location: string,
+  options: { createDirs?: boolean | undefined } = {},
+): 'sqlite' | 'postgres' {
   const dialect = checkLocation(location);
   if (dialect === 'postgres' || location === ':memory:') return dialect;
   const dir = dirname(resolve(location));
   if (existsSync(dir)) return dialect;
-  if (!options.createDirs) throw new ValidationError('database', `the directory ${dir} does not exist: create it first, or pass --create-dirs (createDirs: true)`);
+  if (!options.createDirs)
+    throw new ValidationError(
+      'database',
+      `the directory ${dir} does not exist: create it first, or pass --create-dirs (createDirs: true)`,
+    );
   mkdirSync(dir, { recursive: true });
   return dialect;
 }
@@ -79,11 +87,19 @@ export function explainConnectError(location: string, error: unknown): DatabaseU
   const code = errorCode(error);
   const text = error instanceof Error ? error.message : String(error);
   const say = (message: string) => new DatabaseUnavailableError(`database: ${message}`, { cause: error });
-  if (code === '3D000') return say(`${shown}: database ${db ? `'${db}' ` : ''}does not exist — create it: createdb -h ${host} -p ${port}${user ? ` -U ${user}` : ''}${db ? ` ${db}` : ''}`);
+  if (code === '3D000')
+    return say(
+      `${shown}: database ${db ? `'${db}' ` : ''}does not exist — create it: createdb -h ${host} -p ${port}${user ? ` -U ${user}` : ''}${db ? ` ${db}` : ''}`,
+    );
   if (code === 'ECONNREFUSED') return say(`${shown}: connection refused — is PostgreSQL running on ${host}:${port}?`);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return say(`${shown}: no host named '${host}' — is the host in the URL right?`);
-  if (code === '28P01' || code === '28000') return say(`${shown}: authentication failed${user ? ` for user '${user}'` : ''} — check the user and password in the URL (${text})`);
-  if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return say(`${shown}: ${text} — is PostgreSQL reachable on ${host}:${port}?`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return say(`${shown}: no host named '${host}' — is the host in the URL right?`);
+  if (code === '28P01' || code === '28000')
+    return say(
+      `${shown}: authentication failed${user ? ` for user '${user}'` : ''} — check the user and password in the URL (${text})`,
+    );
+  if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH')
+    return say(`${shown}: ${text} — is PostgreSQL reachable on ${host}:${port}?`);
   return null;
 }
 

@@ -23,7 +23,9 @@ async function closedPort(): Promise<number> {
 describe('openStore: where a database may be opened', () => {
   it('refuses a SQLite file in a directory that does not exist, naming it, and creates nothing', async () => {
     const missing = join(temp(), 'not', 'there');
-    await expect(openStore(join(missing, 'x.db'))).rejects.toThrow(`database: the directory ${missing} does not exist: create it first, or pass --create-dirs (createDirs: true)`);
+    await expect(openStore(join(missing, 'x.db'))).rejects.toThrow(
+      `database: the directory ${missing} does not exist: create it first, or pass --create-dirs (createDirs: true)`,
+    );
     expect(existsSync(join(missing, '..'))).toBe(false);
   });
 
@@ -36,15 +38,21 @@ describe('openStore: where a database may be opened', () => {
 
   it('openApp refuses a missing directory before its key file would have made it, and a mistyped URL before anything', async () => {
     const missing = join(temp(), 'nope');
-    await expect(openApp({ database: join(missing, 'x.db'), workers: false })).rejects.toThrow(/the directory .*nope does not exist/);
+    await expect(openApp({ database: join(missing, 'x.db'), workers: false })).rejects.toThrow(
+      /the directory .*nope does not exist/,
+    );
     expect(existsSync(missing)).toBe(false);
-    await expect(openApp({ database: 'postgress://postgres@127.0.0.1/rl', workers: false })).rejects.toThrow("database: unknown scheme 'postgress://'");
+    await expect(openApp({ database: 'postgress://postgres@127.0.0.1/rl', workers: false })).rejects.toThrow(
+      "database: unknown scheme 'postgress://'",
+    );
     expect(existsSync('postgress:')).toBe(false);
   });
 
   it('openApp on a PostgreSQL server it cannot reach leaves no key file behind', async () => {
     const dataDir = temp();
-    await expect(openApp({ database: `postgres://postgres@127.0.0.1:${await closedPort()}/rl`, dataDir, workers: false })).rejects.toThrow(/connection refused/);
+    await expect(
+      openApp({ database: `postgres://postgres@127.0.0.1:${await closedPort()}/rl`, dataDir, workers: false }),
+    ).rejects.toThrow(/connection refused/);
     expect(readdirSync(dataDir)).toEqual([]);
   });
 
@@ -56,13 +64,17 @@ describe('openStore: where a database may be opened', () => {
     const error = await openStore(url.toString()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DatabaseUnavailableError);
     const message = (error as Error).message;
-    expect(message).toContain(`database '${name}' does not exist — create it: createdb -h ${url.hostname} -p ${url.port || 5432} -U ${url.username} ${name}`);
+    expect(message).toContain(
+      `database '${name}' does not exist — create it: createdb -h ${url.hostname} -p ${url.port || 5432} -U ${url.username} ${name}`,
+    );
     expect(message).toContain(`${url.username}:***@`);
     expect(message).not.toContain('hidden-pw');
   });
 
   it('asks whether PostgreSQL runs on a port that refuses', async () => {
     const port = await closedPort();
-    await expect(openStore(`postgres://postgres:pw@127.0.0.1:${port}/rl`)).rejects.toThrow(`database: postgres://postgres:***@127.0.0.1:${port}/rl: connection refused — is PostgreSQL running on 127.0.0.1:${port}?`);
+    await expect(openStore(`postgres://postgres:pw@127.0.0.1:${port}/rl`)).rejects.toThrow(
+      `database: postgres://postgres:***@127.0.0.1:${port}/rl: connection refused — is PostgreSQL running on 127.0.0.1:${port}?`,
+    );
   });
 });

@@ -37,7 +37,9 @@ export function parseSettings(text: string | null): ProcessSettings | null {
   if (!text) return null;
   try {
     const parsed = JSON.parse(text) as ProcessSettings;
-    return typeof parsed?.role === 'string' && typeof parsed.values === 'object' && parsed.values !== null ? parsed : null;
+    return typeof parsed?.role === 'string' && typeof parsed.values === 'object' && parsed.values !== null
+      ? parsed
+      : null;
   } catch {
     return null;
   }

@@ -32,7 +32,8 @@ export interface ProjectionRecentParams {
 /** A dotted JSON path of a projection filter: interpolated into SQL, so only plain names pass. */
 export function projectionFieldPath(field: string): string[] {
   const parts = field.split('.');
-  if (parts.length > 4 || !parts.every((part) => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(part))) throw new ValidationError('field', `'${field}' is not a dotted path of plain names`);
+  if (parts.length > 4 || !parts.every((part) => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(part)))
+    throw new ValidationError('field', `'${field}' is not a dotted path of plain names`);
   return parts;
 }
 
@@ -40,7 +41,12 @@ export function projectionFieldPath(field: string): string[] {
  * The createdAt range a recent-first listing scans: above `low`, at most `high` (the cursor's
  * createdAt, whose key then breaks the tie), below `below` when given.
  */
-export function recentRange(p: ProjectionRecentParams): { low: number; high: number; below?: number; before?: { createdAt: number; key: string } } {
+export function recentRange(p: ProjectionRecentParams): {
+  low: number;
+  high: number;
+  below?: number;
+  before?: { createdAt: number; key: string };
+} {
   return {
     low: p.createdAfter ?? -Number.MAX_SAFE_INTEGER,
     high: p.before?.createdAt ?? Number.MAX_SAFE_INTEGER,

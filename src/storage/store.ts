@@ -1,4 +1,17 @@
-import type { AgentCheckpointRow, AgentEventChange, AgentEventListParams, AgentEventRow, AgentRunChange, AgentRunListParams, AgentRunRow, AgentStepChange, AgentStepRow, AgentToolCallChange, AgentToolCallRow, ApprovalStatus } from './ledger.js';
+import type {
+  AgentCheckpointRow,
+  AgentEventChange,
+  AgentEventListParams,
+  AgentEventRow,
+  AgentRunChange,
+  AgentRunListParams,
+  AgentRunRow,
+  AgentStepChange,
+  AgentStepRow,
+  AgentToolCallChange,
+  AgentToolCallRow,
+  ApprovalStatus,
+} from './ledger.js';
 import type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
 import type { ProcessesEnded, ProcessInfo, ProcessRegistration } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
@@ -45,9 +58,19 @@ export interface Store {
 
   /** Appends events to one or more streams. Versions are 1, 2, 3 … per stream, without gaps. */
   eventAppend(p: EventAppendParams): Promise<AppendResult>;
-  eventReadStream(p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]>;
+  eventReadStream(p: {
+    streamId: string;
+    fromVersion?: number;
+    limit?: number;
+    backwards?: boolean;
+  }): Promise<StoredEvent[]>;
   /** Events in global position order: for browsing. Subscribers use `eventReadCommitted`. */
-  eventReadAll(p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]>;
+  eventReadAll(p: {
+    fromPosition?: number;
+    limit?: number;
+    streamPrefix?: string;
+    types?: string[];
+  }): Promise<StoredEvent[]>;
   /**
    * Events after `after`, in an order in which no event can still appear before one already
    * returned: a reader that resumes from the returned cursor never skips an event, even one whose
@@ -56,7 +79,12 @@ export interface Store {
    * not read the same events again; a read examines a bounded number of events (through the type
    * index when `types` is given), and `more` says to read again at once.
    */
-  eventReadCommitted(p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead>;
+  eventReadCommitted(p: {
+    after: Cursor;
+    limit: number;
+    streamPrefix?: string;
+    types?: string[];
+  }): Promise<CommittedRead>;
   /** The cursor after the newest committed event. */
   eventHead(): Promise<Cursor>;
   /** Streams whose id starts with `prefix`, in id order (bytewise), after `after` (exclusive). */
@@ -87,7 +115,13 @@ export interface Store {
   projectionListRecent(p: ProjectionRecentParams): Promise<ProjectionRow[]>;
 
   /** Creates the subscription if it does not exist; returns it as stored. */
-  subscriptionEnsure(p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription>;
+  subscriptionEnsure(p: {
+    name: string;
+    streamPrefix: string | null;
+    types: string[] | null;
+    ordered: boolean;
+    from: 'beginning' | 'end';
+  }): Promise<Subscription>;
   /** Takes or renews the subscription's lease for `owner`; null while another owner holds it. */
   subscriptionLease(p: { name: string; owner: string; ttlMs: number }): Promise<Subscription | null>;
   subscriptionRelease(p: { name: string; owner: string }): Promise<void>;
@@ -99,7 +133,12 @@ export interface Store {
   subscriptionList(): Promise<Subscription[]>;
   parkedAdd(p: { subscription: string; event: StoredEvent; error: string; attempts: number }): Promise<void>;
   parkedList(p: { subscription: string; status?: ParkedStatus }): Promise<ParkedEvent[]>;
-  parkedSetStatus(p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent>;
+  parkedSetStatus(p: {
+    subscription: string;
+    position: number;
+    status: ParkedStatus;
+    error?: string;
+  }): Promise<ParkedEvent>;
 
   /**
    * Inserts tasks and journals each one it creates (`enqueuedEvent`, in its stream `taskStream(id)`):
@@ -115,7 +154,14 @@ export interface Store {
    * With `tags`, a task with a tag is claimed only when `tags` holds it (a task without one
    * always is). Nothing of a paused queue is claimed, nor a task whose tag names a paused workflow.
    */
-  taskClaim(p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Promise<Task[]>;
+  taskClaim(p: {
+    queue: string;
+    limit: number;
+    leaseMs: number;
+    workerId: string;
+    leaseToken: string;
+    tags?: string[];
+  }): Promise<Task[]>;
   /** Extends the leases still held; returns the ids whose lease was extended. */
   taskHeartbeat(p: { leases: Lease[]; leaseMs: number }): Promise<string[]>;
   /**
@@ -213,16 +259,33 @@ export interface Store {
   /** Runs by id (newest first, or oldest with `order: 'asc'`), filtered, after the `after` id. */
   agentRunList(p: AgentRunListParams): Promise<AgentRunRow[]>;
   agentStepPut(p: { step: AgentStepRow }): Promise<void>;
-  agentStepUpdate(p: { run_id: string; seq: number; attempt: number; change: AgentStepChange; at: number }): Promise<boolean>;
+  agentStepUpdate(p: {
+    run_id: string;
+    seq: number;
+    attempt: number;
+    change: AgentStepChange;
+    at: number;
+  }): Promise<boolean>;
   /** In the run's order: by seq, then attempt. */
   agentStepList(p: { run_id: string }): Promise<AgentStepRow[]>;
   agentToolCallPut(p: { call: AgentToolCallRow }): Promise<void>;
   /** The call with that key, or the run's call at `seq`; with `approval_status`, only while its approval is in that status. */
-  agentToolCallUpdate(p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: AgentToolCallChange; at: number; approval_status?: ApprovalStatus }): Promise<boolean>;
+  agentToolCallUpdate(
+    p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & {
+      change: AgentToolCallChange;
+      at: number;
+      approval_status?: ApprovalStatus;
+    },
+  ): Promise<boolean>;
   /** By id, or by external idempotency key. */
   agentToolCallGet(p: { id?: string; external_idempotency_key?: string }): Promise<AgentToolCallRow | undefined>;
   /** A run's calls in the order they were made, or calls by approval status (oldest first). */
-  agentToolCallList(p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): Promise<AgentToolCallRow[]>;
+  agentToolCallList(p: {
+    run_id?: string;
+    approval_status?: ApprovalStatus;
+    limit: number;
+    after?: string;
+  }): Promise<AgentToolCallRow[]>;
   agentCheckpointPut(p: { checkpoint: AgentCheckpointRow }): Promise<void>;
   /** In the run's order (seq). */
   agentCheckpointList(p: { run_id: string }): Promise<AgentCheckpointRow[]>;

@@ -18,7 +18,10 @@ async function earlierDatabase(backend: Backend): Promise<string> {
   const now = Date.now();
   const rows = [
     `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`,
-    ...earlier.flatMap((m) => [m.sql, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, '${m.name}', ${now})`]),
+    ...earlier.flatMap((m) => [
+      m.sql,
+      `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, '${m.name}', ${now})`,
+    ]),
     `INSERT INTO tasks (id, queue, state, payload, run_at, priority, attempts, max_attempts, lease_token, lease_expires_at, worker_id, created_at, updated_at, claimed_at)
        VALUES ('t1', 'q', 'running', '{}', ${now}, 0, 1, 3, 'a', ${now + 60_000}, 'w', ${now}, ${now}, ${now})`,
     `INSERT INTO streams (stream_id, version) VALUES ('task:t1', 1)`,
@@ -43,7 +46,9 @@ describe.each(backends)('a database from before task streams lost their rows, on
     const store = await openStore(await earlierDatabase(backend));
     try {
       expect(await store.streamList({ prefix: 'task:', limit: 10 })).toEqual([]);
-      expect((await store.taskComplete({ items: [{ id: 't1', leaseToken: 'a', result: null }] })).map((t) => t.id)).toEqual(['t1']);
+      expect(
+        (await store.taskComplete({ items: [{ id: 't1', leaseToken: 'a', result: null }] })).map((t) => t.id),
+      ).toEqual(['t1']);
       expect((await store.eventReadStream({ streamId: 'task:t1' })).map((e) => [e.version, e.type])).toEqual([
         [1, 'task.enqueued'],
         [2, 'task.completed'],

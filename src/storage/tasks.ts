@@ -87,7 +87,11 @@ export function unblockedQueues(done: CompletedTask[]): Set<string> {
  * was given (parsed again, so the caller's object is not shared), `state` the one the insert chose
  * (running: claimed by `t.claim` as it went in), `now` and `runAt` on the database clock.
  */
-export function insertedTask(t: NewTask, payload: string, row: { state: 'ready' | 'running'; now: number; runAt: number; leaseExpiresAt: number | null }): Task {
+export function insertedTask(
+  t: NewTask,
+  payload: string,
+  row: { state: 'ready' | 'running'; now: number; runAt: number; leaseExpiresAt: number | null },
+): Task {
   const claim = row.state === 'running' ? t.claim : undefined;
   return {
     id: t.id,
@@ -135,15 +139,32 @@ export const TASK_ENQUEUED = 'task.enqueued';
 
 /** `TASK_ENQUEUED`'s event for `task` as it was stored (its run-at on the database clock). */
 export function enqueuedEvent(task: Task): NewEvent {
-  return { type: TASK_ENQUEUED, data: { queue: task.queue, orderingKey: task.orderingKey, runAt: task.runAt, priority: task.priority, maxAttempts: task.maxAttempts, state: 'ready' } };
+  return {
+    type: TASK_ENQUEUED,
+    data: {
+      queue: task.queue,
+      orderingKey: task.orderingKey,
+      runAt: task.runAt,
+      priority: task.priority,
+      maxAttempts: task.maxAttempts,
+      state: 'ready',
+    },
+  };
 }
 
 /** The event a completion writes for each task it completes, in the task's stream (in SQL on PostgreSQL: `rl_task_complete`, migration 160). */
 export const TASK_COMPLETED = 'task.completed';
 
 /** `TASK_COMPLETED`'s event for a task as its completion found it: the attempt, who ran it, since when. */
-export function completedEvent(task: { attempts: number; workerId: string | null; claimedAt: number | null }): NewEvent {
-  return { type: TASK_COMPLETED, data: { attempt: task.attempts, workerId: task.workerId, claimedAt: task.claimedAt, state: 'completed' } };
+export function completedEvent(task: {
+  attempts: number;
+  workerId: string | null;
+  claimedAt: number | null;
+}): NewEvent {
+  return {
+    type: TASK_COMPLETED,
+    data: { attempt: task.attempts, workerId: task.workerId, claimedAt: task.claimedAt, state: 'completed' },
+  };
 }
 
 /** The wake-ups of the events an enqueue or a completion wrote: the streams of its tasks, as an append names them. */

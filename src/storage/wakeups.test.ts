@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from './store.js';
 import { appendWakeups, parseWakeups } from './wakeups.js';
 
-const event = (streamId: string, version: number): StoredEvent => ({ position: version, streamId, version, type: 'x', data: null, metadata: {}, timestamp: 0 });
+const event = (streamId: string, version: number): StoredEvent => ({
+  position: version,
+  streamId,
+  version,
+  type: 'x',
+  data: null,
+  metadata: {},
+  timestamp: 0,
+});
 
 describe('wake-ups of an append', () => {
   it('name each stream with the version it reached, several streams to a payload', () => {
@@ -22,7 +30,10 @@ describe('wake-ups of an append', () => {
     expect(payloads.length).toBeGreaterThan(1);
     for (const payload of payloads) expect(Buffer.byteLength(payload)).toBeLessThanOrEqual(7000);
     expect(payloads.flatMap(parseWakeups).map((w) => w.stream)).toEqual(names);
-    const many = appendWakeups({ appends: [] }, { events: Array.from({ length: 513 }, (_, i) => event(`s${i}`, 1)), duplicate: false });
+    const many = appendWakeups(
+      { appends: [] },
+      { events: Array.from({ length: 513 }, (_, i) => event(`s${i}`, 1)), duplicate: false },
+    );
     expect(many).toEqual(['']);
     expect(parseWakeups('')).toEqual([{ stream: '', version: undefined }]);
   });

@@ -20,7 +20,8 @@ const WAKE_BYTES = 7000;
 /** The wake-up payloads of an append: its streams, several to a payload, or '' when it touched many (a bulk enqueue). */
 export function appendWakeups(p: EventAppendParams, result: AppendResult): string[] {
   const streams = new Map<string, number>();
-  for (const event of result.events) streams.set(event.streamId, Math.max(streams.get(event.streamId) ?? 0, event.version));
+  for (const event of result.events)
+    streams.set(event.streamId, Math.max(streams.get(event.streamId) ?? 0, event.version));
   if (streams.size === 0) for (const a of p.appends) streams.set(a.streamId, 0);
   if (streams.size > WAKE_STREAMS) return [''];
   const payloads: string[] = [];

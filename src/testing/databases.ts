@@ -38,8 +38,13 @@ export async function dropPostgresTestDatabases(olderThanMs = 30 * 60_000): Prom
   const admin = new pg.Client({ connectionString: testAdminUrl() });
   await admin.connect();
   try {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${TEST_DB_PREFIX}%`]);
-    const old = rows.filter(({ datname }) => Date.now() - Number.parseInt(datname.slice(TEST_DB_PREFIX.length).split('_')[0] ?? '', 36) > olderThanMs);
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+      `${TEST_DB_PREFIX}%`,
+    ]);
+    const old = rows.filter(
+      ({ datname }) =>
+        Date.now() - Number.parseInt(datname.slice(TEST_DB_PREFIX.length).split('_')[0] ?? '', 36) > olderThanMs,
+    );
     for (const { datname } of old) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     return old.length;
   } finally {

@@ -7,7 +7,10 @@ import type { Backend } from './backends.js';
  *
  * @example const { engine, close } = await testEngine(backends[0]);
  */
-export async function testEngine(backend: Backend, options: Parameters<typeof createEngine>[0] = {}): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
+export async function testEngine(
+  backend: Backend,
+  options: Parameters<typeof createEngine>[0] = {},
+): Promise<{ engine: Engine; second: () => Promise<Engine>; close: () => Promise<void> }> {
   const database = await backend.create();
   const engines: Engine[] = [await createEngine({ pollMs: 200, ...options, database })];
   return {
@@ -24,7 +27,10 @@ export async function testEngine(backend: Backend, options: Parameters<typeof cr
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

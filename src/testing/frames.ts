@@ -101,7 +101,12 @@ export interface RawWebSocket {
  *
  * @example const raw = await rawWebSocket(server.url, '/channels/general/ws'); raw.send(encodeFrame({ opcode: 3 })); expect((await raw.end(5000)).closeCode).toBe(1002);
  */
-export function rawWebSocket(baseUrl: string, path: string, headers: Record<string, string> = {}, timeoutMs = 5_000): Promise<RawWebSocket> {
+export function rawWebSocket(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 5_000,
+): Promise<RawWebSocket> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: url.hostname, port: Number(url.port || 80) });
@@ -111,7 +116,10 @@ export function rawWebSocket(baseUrl: string, path: string, headers: Record<stri
     let closeCode: number | null = null;
     let ended = false;
     const endWaiters: (() => void)[] = [];
-    const timer = setTimeout(() => fail(new Error(`no answer to the upgrade of ${path} within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new Error(`no answer to the upgrade of ${path} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const fail = (error: Error) => {
       clearTimeout(timer);
       socket.destroy();
@@ -121,7 +129,12 @@ export function rawWebSocket(baseUrl: string, path: string, headers: Record<stri
       ended = true;
       clearTimeout(timer);
       for (const wake of endWaiters.splice(0)) wake();
-      if (!upgraded) reject(new Error(`the connection closed before the upgrade of ${path} was answered: ${head.toString('latin1').slice(0, 200)}`));
+      if (!upgraded)
+        reject(
+          new Error(
+            `the connection closed before the upgrade of ${path} was answered: ${head.toString('latin1').slice(0, 200)}`,
+          ),
+        );
     };
     socket.on('error', () => {});
     socket.on('close', over);
@@ -131,7 +144,12 @@ export function rawWebSocket(baseUrl: string, path: string, headers: Record<stri
         const blank = head.indexOf('\r\n\r\n');
         if (blank < 0) return;
         const status = /^HTTP\/1\.1 (\d{3})/.exec(head.toString('latin1'))?.[1];
-        if (status !== '101') return fail(new Error(`the upgrade of ${path} was answered ${status ?? 'with no status line'}: ${head.toString('latin1').slice(0, 300)}`));
+        if (status !== '101')
+          return fail(
+            new Error(
+              `the upgrade of ${path} was answered ${status ?? 'with no status line'}: ${head.toString('latin1').slice(0, 300)}`,
+            ),
+          );
         upgraded = true;
         clearTimeout(timer);
         head = head.subarray(blank + 4);
@@ -165,6 +183,8 @@ export function rawWebSocket(baseUrl: string, path: string, headers: Record<stri
     const extra = Object.entries(headers)
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`);
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`,
+    );
   });
 }

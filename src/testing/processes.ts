@@ -10,7 +10,10 @@ export interface Process {
 }
 
 /** Two processes on one fresh database of `backend`, each journal given `setup` (its projections) before anything is appended. */
-export async function twoProcesses(backend: Backend, setup: (journal: Journal) => void = () => {}): Promise<[Process, Process]> {
+export async function twoProcesses(
+  backend: Backend,
+  setup: (journal: Journal) => void = () => {},
+): Promise<[Process, Process]> {
   const database = await backend.create();
   const open = async (): Promise<Process> => {
     const store = await openStore(database);

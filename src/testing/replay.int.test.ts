@@ -7,9 +7,13 @@ describe('checkCrashRecovery', () => {
   it('finishes with the same output after a crash at every write', async () => {
     const square = workflow('square', async (ctx, n: number) => ctx.step('square', async () => n * n));
     const order = workflow('order', async (ctx, input: { items: number[] }) => {
-      const reserved = await ctx.step('reserve', async ({ idempotencyKey }) => ({ key: idempotencyKey, count: input.items.length }), {
-        compensate: async () => undefined,
-      });
+      const reserved = await ctx.step(
+        'reserve',
+        async ({ idempotencyKey }) => ({ key: idempotencyKey, count: input.items.length }),
+        {
+          compensate: async () => undefined,
+        },
+      );
       const at = await ctx.now();
       await ctx.sleep('settle', '20ms');
       const [a, b] = await Promise.all([ctx.step('a', async () => 1), ctx.child(square, 4)]);
@@ -27,7 +31,9 @@ describe('checkCrashRecovery', () => {
       await ctx.step('work', async () => 'done');
       return outside;
     });
-    await expect(checkCrashRecovery(leaky, {})).rejects.toThrow(/after a crash before write \d+ of \d+, the run returned/);
+    await expect(checkCrashRecovery(leaky, {})).rejects.toThrow(
+      /after a crash before write \d+ of \d+, the run returned/,
+    );
   });
 
   it('reports a run that fails after a crash as a failure', async () => {

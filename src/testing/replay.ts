@@ -24,19 +24,30 @@ export interface CrashReport<O> {
  * @example
  * const { output, boundaries } = await checkCrashRecovery(onboard, { userId: 'u1' });
  */
-export async function checkCrashRecovery<I, O>(workflow: Workflow<I, O>, input: I, options: { workflows?: Workflow[] } = {}): Promise<CrashReport<O>> {
+export async function checkCrashRecovery<I, O>(
+  workflow: Workflow<I, O>,
+  input: I,
+  options: { workflows?: Workflow[] } = {},
+): Promise<CrashReport<O>> {
   const workflows = [workflow, ...(options.workflows ?? [])];
   const reference = await runWithCrash(workflows, workflow, input, null);
   for (let crashAt = 1; crashAt <= reference.writes; crashAt++) {
     const { output } = await runWithCrash(workflows, workflow, input, crashAt);
     if (!isDeepStrictEqual(output, reference.output)) {
-      throw new Error(`after a crash before write ${crashAt} of ${reference.writes}, the run returned ${JSON.stringify(output)} instead of ${JSON.stringify(reference.output)}`);
+      throw new Error(
+        `after a crash before write ${crashAt} of ${reference.writes}, the run returned ${JSON.stringify(output)} instead of ${JSON.stringify(reference.output)}`,
+      );
     }
   }
   return { output: reference.output as O, boundaries: reference.writes };
 }
 
-async function runWithCrash(workflows: Workflow[], workflow: Workflow, input: unknown, crashAt: number | null): Promise<{ output: unknown; writes: number }> {
+async function runWithCrash(
+  workflows: Workflow[],
+  workflow: Workflow,
+  input: unknown,
+  crashAt: number | null,
+): Promise<{ output: unknown; writes: number }> {
   const database = createSqlitePath();
   const options = { database, workflows, leaseMs: 200, pollMs: 20 };
   const first = await createEngine(options);
@@ -45,7 +56,8 @@ async function runWithCrash(workflows: Workflow[], workflow: Workflow, input: un
   const dead = new Promise<void>((resolve) => (crashed = resolve));
   first.journal.project(RUN_EVENT_TYPES, async (event) => {
     // the start itself is not a boundary: a crash there means the run never existed
-    if (!event.streamId.startsWith('run:') || (event.streamId === 'run:checked' && event.type === RUN_EVENT.runStarted)) return;
+    if (!event.streamId.startsWith('run:') || (event.streamId === 'run:checked' && event.type === RUN_EVENT.runStarted))
+      return;
     writes += 1;
     if (crashAt !== null && writes >= crashAt) {
       crashed();

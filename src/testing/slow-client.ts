@@ -4,7 +4,12 @@ import { connect } from 'node:net';
  * A raw client: sends `head` at once, then `drip` one byte a second, like a slow attacker. Resolves
  * with what the server answered and when it closed the connection; gives up after `giveUpMs`.
  */
-export function slowClient(url: string, head: string, drip: string, giveUpMs = 8_000): Promise<{ answer: string; closedAfterMs: number | null }> {
+export function slowClient(
+  url: string,
+  head: string,
+  drip: string,
+  giveUpMs = 8_000,
+): Promise<{ answer: string; closedAfterMs: number | null }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const started = Date.now();
@@ -27,4 +32,5 @@ export function slowClient(url: string, head: string, drip: string, giveUpMs = 8
 }
 
 /** The head of a JSON POST of `length` bytes to `path`, over HTTP/1.1. */
-export const postHead = (url: string, path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+export const postHead = (url: string, path: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;

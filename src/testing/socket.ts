@@ -20,7 +20,9 @@ export function watch(url: string, channel: string, after = 0, query = '') {
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   return { ws, messages, frames, open, closed, seqs: () => messages.map((m) => m.seq) };
 }
 

@@ -14,9 +14,13 @@ const message = (cron: string) => {
 
 describe('a cron expression refused', () => {
   it('states the accepted field counts once, and how many it got', () => {
-    expect(message('* * *')).toBe("cron: has 3 fields: a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')");
+    expect(message('* * *')).toBe(
+      "cron: has 3 fields: a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')",
+    );
     expect(message('* * * * * * * *')).toMatch(/^cron: has 8 fields: /);
-    expect(message('61 * * * *')).toBe("cron: Invalid value for minute: 61 (a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *'))");
+    expect(message('61 * * * *')).toBe(
+      "cron: Invalid value for minute: 61 (a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *'))",
+    );
     for (const cron of ['* * *', '61 * * * *']) expect(message(cron)).not.toMatch(/seven|five, six/);
     expect(message('*/5 * * * *')).toBeNull();
   });

@@ -62,7 +62,10 @@ export const envelopeSchema = z
       .string()
       .min(1)
       .max(128)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._:~-]*$/, 'may hold only letters, digits and . _ : ~ - and must start with a letter or digit')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:~-]*$/,
+        'may hold only letters, digits and . _ : ~ - and must start with a letter or digit',
+      )
       .refine((id) => id !== 'stream', "'stream' is reserved (GET /events/stream)")
       .optional(),
     source: name,
@@ -91,19 +94,37 @@ export function parseEvents(body: unknown): { batch: boolean; envelopes: Envelop
 function checkEvents(body: unknown): { batch: boolean; envelopes: EnvelopeInput[]; problems: Problem[] } {
   const batch = Array.isArray(body);
   const items: unknown[] = batch ? body : [body];
-  if (batch && items.length === 0) return { batch, envelopes: [], problems: [{ path: '(body)', message: 'is an empty array: send 1 to 100 events' }] };
-  if (items.length > MAX_BATCH) return { batch, envelopes: [], problems: [{ path: '(body)', message: `has ${items.length} events, over the limit of ${MAX_BATCH} per request` }] };
+  if (batch && items.length === 0)
+    return { batch, envelopes: [], problems: [{ path: '(body)', message: 'is an empty array: send 1 to 100 events' }] };
+  if (items.length > MAX_BATCH)
+    return {
+      batch,
+      envelopes: [],
+      problems: [{ path: '(body)', message: `has ${items.length} events, over the limit of ${MAX_BATCH} per request` }],
+    };
   const problems: Problem[] = [];
   const envelopes: EnvelopeInput[] = [];
   items.forEach((item, i) => {
     const prefix = batch ? `[${i}]` : '';
     const parsed = envelopeSchema.safeParse(item);
     if (!parsed.success) {
-      problems.push(...zodProblems(parsed.error).map((p) => ({ ...p, path: p.path === '(body)' ? prefix || p.path : `${prefix}${prefix && !p.path.startsWith('[') ? '.' : ''}${p.path}` })));
+      problems.push(
+        ...zodProblems(parsed.error).map((p) => ({
+          ...p,
+          path:
+            p.path === '(body)'
+              ? prefix || p.path
+              : `${prefix}${prefix && !p.path.startsWith('[') ? '.' : ''}${p.path}`,
+        })),
+      );
       return;
     }
     const bytes = Buffer.byteLength(JSON.stringify(parsed.data.detail));
-    if (bytes > MAX_DETAIL_BYTES) problems.push({ path: `${prefix}${prefix ? '.' : ''}detail`, message: `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_DETAIL_BYTES)}` });
+    if (bytes > MAX_DETAIL_BYTES)
+      problems.push({
+        path: `${prefix}${prefix ? '.' : ''}detail`,
+        message: `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_DETAIL_BYTES)}`,
+      });
     envelopes.push(parsed.data);
   });
   return { batch, envelopes, problems };
@@ -115,10 +136,16 @@ export const eventsBody = z
   .transform((body, ctx) => {
     const { problems, ...parsed } = checkEvents(body);
     // a path of '(body)' is the whole body; the others are JSON paths the HTTP face prints as given
-    for (const p of problems) ctx.addIssue({ code: 'custom', message: p.message, path: p.path === '(body)' ? [] : [p.path] });
+    for (const p of problems)
+      ctx.addIssue({ code: 'custom', message: p.message, path: p.path === '(body)' ? [] : [p.path] });
     return problems.length > 0 ? z.NEVER : parsed;
   })
-  .meta({ anyOf: [z.toJSONSchema(envelopeSchema, { io: 'input' }), { type: 'array', items: z.toJSONSchema(envelopeSchema, { io: 'input' }), minItems: 1, maxItems: MAX_BATCH }] });
+  .meta({
+    anyOf: [
+      z.toJSONSchema(envelopeSchema, { io: 'input' }),
+      { type: 'array', items: z.toJSONSchema(envelopeSchema, { io: 'input' }), minItems: 1, maxItems: MAX_BATCH },
+    ],
+  });
 
 const registered = new WeakSet<Journal>();
 
@@ -145,8 +172,15 @@ export class Events {
         return;
       }
       const { received_position } = event.data as { received_position: number };
-      const before = (await tx.projectionGet({ name: INDEX, key: indexKey(received_position) })) as EventSummary | undefined;
-      if (before) await tx.projectionPut({ name: INDEX, key: indexKey(received_position), value: { ...before, ...routing(event) } });
+      const before = (await tx.projectionGet({ name: INDEX, key: indexKey(received_position) })) as
+        | EventSummary
+        | undefined;
+      if (before)
+        await tx.projectionPut({
+          name: INDEX,
+          key: indexKey(received_position),
+          value: { ...before, ...routing(event) },
+        });
     });
   }
 
@@ -157,19 +191,35 @@ export class Events {
    * to exist: a concurrent request that stored one of them first makes it conflict, and the batch
    * is read again and retried without it.
    */
-  async put(envelopes: EnvelopeInput[], options: { traceparent?: string } = {}): Promise<Array<{ event: EventView; created: boolean }>> {
+  async put(
+    envelopes: EnvelopeInput[],
+    options: { traceparent?: string } = {},
+  ): Promise<Array<{ event: EventView; created: boolean }>> {
     // the sender's trace context: runs its rules start join the sender's trace
     const metadata = options.traceparent ? { metadata: { traceparent: options.traceparent } } : {};
     const now = new Date().toISOString();
-    const complete = envelopes.map((e): Envelope => ({ ...e, id: e.id ?? newId('evt'), time: e.time === undefined ? now : new Date(e.time).toISOString() }));
+    const complete = envelopes.map(
+      (e): Envelope => ({
+        ...e,
+        id: e.id ?? newId('evt'),
+        time: e.time === undefined ? now : new Date(e.time).toISOString(),
+      }),
+    );
     let created: boolean[] = [];
     for (let attempt = 1; ; attempt++) {
       try {
         created = await this.store.transaction(async (tx) => {
           const seen = new Set<string>();
-          for (const id of new Set(complete.map((e) => e.id))) if ((await this.journal.readStream(eventStream(id), { limit: 1, tx })).length > 0) seen.add(id);
+          for (const id of new Set(complete.map((e) => e.id)))
+            if ((await this.journal.readStream(eventStream(id), { limit: 1, tx })).length > 0) seen.add(id);
           const fresh = complete.map((e) => !seen.has(e.id) && (seen.add(e.id), true));
-          const appends = complete.filter((_, i) => fresh[i]).map((e) => ({ streamId: eventStream(e.id), events: [{ type: EVENT_RECEIVED, data: e, ...metadata }], expectedVersion: 0 }));
+          const appends = complete
+            .filter((_, i) => fresh[i])
+            .map((e) => ({
+              streamId: eventStream(e.id),
+              events: [{ type: EVENT_RECEIVED, data: e, ...metadata }],
+              expectedVersion: 0,
+            }));
           if (appends.length > 0) await this.journal.appendMany(appends, { tx });
           return fresh;
         });
@@ -188,16 +238,33 @@ export class Events {
     const received = events.find((e) => e.type === EVENT_RECEIVED);
     if (!received) throw new NotFoundError(`event ${id} not found`);
     const envelope = received.data as Envelope;
-    return { id: envelope.id, envelope, received_at: new Date(received.timestamp).toISOString(), ...routing(events.find((e) => e.type === EVENT_ROUTED)) };
+    return {
+      id: envelope.id,
+      envelope,
+      received_at: new Date(received.timestamp).toISOString(),
+      ...routing(events.find((e) => e.type === EVENT_ROUTED)),
+    };
   }
 
   /** Newest first; `last_key` of a page continues after it, null on the last page. */
-  async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ events: EventSummary[]; count: number; last_key: string | null }> {
+  async list(
+    options: { limit?: number; last_key?: string | null } = {},
+  ): Promise<{ events: EventSummary[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ValidationError('limit', `must be a whole number from 1 to 100 (got ${options.limit})`);
-    const rows = await this.store.projectionList({ name: INDEX, limit: limit + 1, backwards: true, ...(options.last_key ? { before: options.last_key } : {}) });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw new ValidationError('limit', `must be a whole number from 1 to 100 (got ${options.limit})`);
+    const rows = await this.store.projectionList({
+      name: INDEX,
+      limit: limit + 1,
+      backwards: true,
+      ...(options.last_key ? { before: options.last_key } : {}),
+    });
     const page = rows.slice(0, limit);
-    return { events: page.map((r) => r.value as EventSummary), count: page.length, last_key: rows.length > limit ? (page.at(-1)?.key ?? null) : null };
+    return {
+      events: page.map((r) => r.value as EventSummary),
+      count: page.length,
+      last_key: rows.length > limit ? (page.at(-1)?.key ?? null) : null,
+    };
   }
 }
 
@@ -206,10 +273,21 @@ export const indexKey = (position: number) => String(position).padStart(16, '0')
 
 function routing(routed: StoredEvent | null | undefined): Pick<EventView, 'routed' | 'routed_at' | 'matches'> {
   if (!routed) return { routed: false, routed_at: null, matches: [] };
-  return { routed: true, routed_at: new Date(routed.timestamp).toISOString(), matches: (routed.data as { matches: EventMatch[] }).matches };
+  return {
+    routed: true,
+    routed_at: new Date(routed.timestamp).toISOString(),
+    matches: (routed.data as { matches: EventMatch[] }).matches,
+  };
 }
 
 function summarize(received: StoredEvent): EventSummary {
   const e = received.data as Envelope;
-  return { id: e.id, source: e.source, 'detail-type': e['detail-type'], time: e.time, received_at: new Date(received.timestamp).toISOString(), ...routing(null) };
+  return {
+    id: e.id,
+    source: e.source,
+    'detail-type': e['detail-type'],
+    time: e.time,
+    received_at: new Date(received.timestamp).toISOString(),
+    ...routing(null),
+  };
 }

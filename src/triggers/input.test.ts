@@ -30,7 +30,11 @@ describe('mapInput', () => {
     ['a double-quoted key', '$.detail["odd key"]', 1],
     ['an escaped quote in a key', "$.detail['it\\'s']", 2],
     ['a quoted key at the root', "$['source']", 'shop.orders'],
-    ['falsy values are found, not null', { zero: '$.detail.zero', off: '$.detail.off', none: '$.detail.none' }, { zero: 0, off: false, none: null }],
+    [
+      'falsy values are found, not null',
+      { zero: '$.detail.zero', off: '$.detail.off', none: '$.detail.none' },
+      { zero: 0, off: false, none: null },
+    ],
     ['a missing field is null', '$.detail.missing', null],
     ['a field under a missing parent is null', '$.detail.account.owner', null],
     ['an index past the end is null', '$.detail.items[5]', null],
@@ -39,9 +43,21 @@ describe('mapInput', () => {
     ['an inherited property is null', '$.detail.user.toString', null],
     ['a literal string', 'hello', 'hello'],
     ['literal numbers, booleans, null', [1, true, null], [1, true, null]],
-    ['a mapping object', { session_id: '$.id', user: '$.detail.user', first: '$.detail.items[0]', const: 'literal', n: 3 }, { session_id: 'evt_1', user: { id: 'u_1', tier: 'gold' }, first: { sku: 'A1' }, const: 'literal', n: 3 }],
-    ['nested objects and arrays are rendered', { meta: { from: '$.source', kind: 'order', ids: ['$.id', '$.detail.user.id', 'x'] } }, { meta: { from: 'shop.orders', kind: 'order', ids: ['evt_1', 'u_1', 'x'] } }],
-    ['missing paths inside a mapping are null', { a: '$.nope', b: { c: '$.detail.nope[0]' } }, { a: null, b: { c: null } }],
+    [
+      'a mapping object',
+      { session_id: '$.id', user: '$.detail.user', first: '$.detail.items[0]', const: 'literal', n: 3 },
+      { session_id: 'evt_1', user: { id: 'u_1', tier: 'gold' }, first: { sku: 'A1' }, const: 'literal', n: 3 },
+    ],
+    [
+      'nested objects and arrays are rendered',
+      { meta: { from: '$.source', kind: 'order', ids: ['$.id', '$.detail.user.id', 'x'] } },
+      { meta: { from: 'shop.orders', kind: 'order', ids: ['evt_1', 'u_1', 'x'] } },
+    ],
+    [
+      'missing paths inside a mapping are null',
+      { a: '$.nope', b: { c: '$.detail.nope[0]' } },
+      { a: null, b: { c: null } },
+    ],
   ];
 
   it.each(rows)('%s', (_name, mapping, expected) => {
@@ -57,11 +73,18 @@ describe('mapInput', () => {
 
   it('returns null for paths that do not validate instead of reading them', () => {
     const polluted = { a: { __proto__: { secret: 1 } } };
-    expect(mapInput({ x: '$.a.__proto__', y: '$.a.constructor', z: '$..a' }, polluted)).toEqual({ x: null, y: null, z: null });
+    expect(mapInput({ x: '$.a.__proto__', y: '$.a.constructor', z: '$..a' }, polluted)).toEqual({
+      x: null,
+      y: null,
+      z: null,
+    });
   });
 
   it('reads only own array elements', () => {
-    const list = Object.setPrototypeOf(['a'], Object.create(Array.prototype, { 1: { value: 'inherited' } })) as string[];
+    const list = Object.setPrototypeOf(
+      ['a'],
+      Object.create(Array.prototype, { 1: { value: 'inherited' } }),
+    ) as string[];
     expect(mapInput(['$.list[0]', '$.list[1]'], { list })).toEqual(['a', null]);
   });
 
@@ -114,6 +137,8 @@ describe('validateInputMapping', () => {
   });
 
   it('prefixes paths with the given root', () => {
-    expect(validateInputMapping({ a: '$.' }, 'rules[0].input')).toEqual([{ path: 'rules[0].input.a', message: expect.stringMatching(/no field name/) }]);
+    expect(validateInputMapping({ a: '$.' }, 'rules[0].input')).toEqual([
+      { path: 'rules[0].input.a', message: expect.stringMatching(/no field name/) },
+    ]);
   });
 });

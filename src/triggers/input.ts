@@ -37,7 +37,8 @@ export function validateInputMapping(input: unknown, path = 'input'): PatternPro
 export function mapInput(input: unknown, event: unknown): unknown {
   if (typeof input === 'string') return input.startsWith('$') ? lookup(event, parsePath(input)) : input;
   if (Array.isArray(input)) return input.map((item) => mapInput(item, event));
-  if (isRecord(input)) return Object.fromEntries(Object.entries(input).map(([key, value]) => [key, mapInput(value, event)]));
+  if (isRecord(input))
+    return Object.fromEntries(Object.entries(input).map(([key, value]) => [key, mapInput(value, event)]));
   return input;
 }
 
@@ -121,7 +122,8 @@ function lookup(event: unknown, segments: Segment[] | string): unknown {
   if (typeof segments === 'string') return null;
   let value = event;
   for (const segment of segments) {
-    if (typeof segment === 'number') value = Array.isArray(value) && Object.hasOwn(value, segment) ? value[segment] : undefined;
+    if (typeof segment === 'number')
+      value = Array.isArray(value) && Object.hasOwn(value, segment) ? value[segment] : undefined;
     else value = isRecord(value) && Object.hasOwn(value, segment) ? value[segment] : undefined;
     if (value === undefined) return null;
   }

@@ -72,7 +72,11 @@ describe('matches', () => {
     ['suffix ignoring case', detail({ file: [{ suffix: { 'equals-ignore-case': '.pdf' } }] }), true],
     ['suffix on an array element', detail({ tags: [{ suffix: 'ity' }] }), true],
     ['equals-ignore-case', detail({ user: { email: [{ 'equals-ignore-case': 'ANN@example.COM' }] } }), true],
-    ['equals-ignore-case, other value', detail({ user: { email: [{ 'equals-ignore-case': 'bob@example.com' }] } }), false],
+    [
+      'equals-ignore-case, other value',
+      detail({ user: { email: [{ 'equals-ignore-case': 'bob@example.com' }] } }),
+      false,
+    ],
     ['wildcard', detail({ file: [{ wildcard: 'reports/*/*.PDF' }] }), true],
     ['wildcard, no match', detail({ file: [{ wildcard: 'reports/*.csv' }] }), false],
     ['wildcard without a star is an exact match', detail({ file: [{ wildcard: 'reports' }] }), false],
@@ -88,10 +92,18 @@ describe('matches', () => {
     ['anything-but prefix', { source: [{ 'anything-but': { prefix: 'billing.' } }] }, true],
     ['anything-but prefix of the value', { source: [{ 'anything-but': { prefix: 'shop.' } }] }, false],
     ['anything-but suffix', detail({ file: [{ 'anything-but': { suffix: '.PDF' } }] }), false],
-    ['anything-but equals-ignore-case', detail({ currency: [{ 'anything-but': { 'equals-ignore-case': ['eur'] } }] }), false],
+    [
+      'anything-but equals-ignore-case',
+      detail({ currency: [{ 'anything-but': { 'equals-ignore-case': ['eur'] } }] }),
+      false,
+    ],
     ['anything-but wildcard', detail({ file: [{ 'anything-but': { wildcard: '*/lib/*' } }] }), true],
     ['anything-but on an array: one element not excluded', detail({ tags: [{ 'anything-but': 'new' }] }), true],
-    ['anything-but on an array: every element excluded', detail({ tags: [{ 'anything-but': ['new', 'priority'] }] }), false],
+    [
+      'anything-but on an array: every element excluded',
+      detail({ tags: [{ 'anything-but': ['new', 'priority'] }] }),
+      false,
+    ],
     ['anything-but needs the field', detail({ missing: [{ 'anything-but': 'x' }] }), false],
     ['numeric =', detail({ amount: [{ numeric: ['=', 300] }] }), true],
     ['numeric =, other value', detail({ amount: [{ numeric: ['=', 3e2 + 1] }] }), false],
@@ -148,14 +160,19 @@ describe('matches', () => {
     ['detail is null', { ...event, detail: null }],
     ['fields are arrays of objects', { source: [{ a: 1 }], detail: [[], null] }],
   ])('does not throw or match on odd event data: %s', (_name, odd) => {
-    const pattern = { source: ['shop.orders'], detail: { amount: [{ numeric: ['>', 0] }], user: { tier: [{ prefix: 'g' }] } } };
+    const pattern = {
+      source: ['shop.orders'],
+      detail: { amount: [{ numeric: ['>', 0] }], user: { tier: [{ prefix: 'g' }] } },
+    };
     expect(matches(pattern, event)).toBe(true);
     expect(matches(pattern, odd)).toBe(false);
   });
 
   it('reads exists:false on odd data as absent', () => {
     const pattern = { detail: { user: { tier: [{ exists: false }] } } };
-    expect([undefined, null, 'x', { detail: 5 }, { detail: { user: [] } }].map((odd) => matches(pattern, odd))).toEqual([true, true, true, true, true]);
+    expect([undefined, null, 'x', { detail: 5 }, { detail: { user: [] } }].map((odd) => matches(pattern, odd))).toEqual(
+      [true, true, true, true, true],
+    );
     expect(matches(pattern, event)).toBe(false);
   });
 
@@ -175,7 +192,11 @@ describe('matches', () => {
 
 describe('validatePattern', () => {
   const rows: Array<[string, unknown, Array<[string, RegExp]>]> = [
-    ['a valid pattern', { source: ['a'], detail: { amount: [{ numeric: ['>', 0, '<=', 5] }], tier: ['gold', null, 3, true] } }, []],
+    [
+      'a valid pattern',
+      { source: ['a'], detail: { amount: [{ numeric: ['>', 0, '<=', 5] }], tier: ['gold', null, 3, true] } },
+      [],
+    ],
     ['an empty pattern', {}, [['pattern', /at least one field/]]],
     ['a pattern that is not an object', ['source'], [['pattern', /must be an object/]]],
     ['null', null, [['pattern', /must be an object/]]],
@@ -184,30 +205,110 @@ describe('validatePattern', () => {
     ['a numeric leaf', { detail: { amount: 5 } }, [['pattern.detail.amount', /must be an array/]]],
     ['an empty array', { detail: { tier: [] } }, [['pattern.detail.tier', /at least one value/]]],
     ['a nested array item', { source: [['a']] }, [['pattern.source[0]', /must be a string, number/]]],
-    ['a matcher with two keys', { source: [{ prefix: 'a', suffix: 'b' }] }, [['pattern.source[0]', /exactly one key \(got 2\)/]]],
+    [
+      'a matcher with two keys',
+      { source: [{ prefix: 'a', suffix: 'b' }] },
+      [['pattern.source[0]', /exactly one key \(got 2\)/]],
+    ],
     ['an empty matcher', { source: [{}] }, [['pattern.source[0]', /exactly one key \(got 0\)/]]],
-    ['an unknown matcher', { source: ['a', { contains: 'x' }] }, [['pattern.source[1].contains', /unknown matcher 'contains'/]]],
+    [
+      'an unknown matcher',
+      { source: ['a', { contains: 'x' }] },
+      [['pattern.source[1].contains', /unknown matcher 'contains'/]],
+    ],
     ['prefix not a string', { source: [{ prefix: 5 }] }, [['pattern.source[0].prefix', /must be a string/]]],
     ['suffix not a string', { source: [{ suffix: ['a'] }] }, [['pattern.source[0].suffix', /must be a string/]]],
-    ['equals-ignore-case not a string', { source: [{ 'equals-ignore-case': null }] }, [['pattern.source[0].equals-ignore-case', /must be a string/]]],
-    ['exists not a boolean', { detail: { x: [{ exists: 'true' }] } }, [['pattern.detail.x[0].exists', /true or false/]]],
-    ['numeric bad operator', { detail: { amount: [{ numeric: ['!=', 5] }] } }, [['pattern.detail.amount[0].numeric[0]', /must be one of =, >, >=, <, <=/]]],
-    ['numeric non-number', { detail: { amount: [{ numeric: ['>', '5'] }] } }, [['pattern.detail.amount[0].numeric[1]', /finite number/]]],
-    ['numeric wrong arity', { detail: { amount: [{ numeric: ['>', 0, '<'] }] } }, [['pattern.detail.amount[0].numeric', /\[op, number\]/]]],
-    ['numeric not an array', { detail: { amount: [{ numeric: 5 }] } }, [['pattern.detail.amount[0].numeric', /\[op, number\]/]]],
-    ['numeric two lower bounds', { detail: { amount: [{ numeric: ['>', 0, '>=', 5] }] } }, [['pattern.detail.amount[0].numeric', /one lower bound/]]],
-    ['numeric = in a range', { detail: { amount: [{ numeric: ['=', 0, '<', 5] }] } }, [['pattern.detail.amount[0].numeric', /one lower bound/]]],
-    ['numeric empty range', { detail: { amount: [{ numeric: ['>', 5, '<', 5] }] } }, [['pattern.detail.amount[0].numeric', /empty range/]]],
-    ['numeric reversed range', { detail: { amount: [{ numeric: ['>=', 9, '<=', 5] }] } }, [['pattern.detail.amount[0].numeric', /empty range/]]],
-    ['anything-but an empty list', { source: [{ 'anything-but': [] }] }, [['pattern.source[0].anything-but', /at least one value/]]],
-    ['anything-but an object in a list', { source: [{ 'anything-but': ['a', { b: 1 }] }] }, [['pattern.source[0].anything-but[1]', /must be a string/]]],
-    ['anything-but an unknown matcher', { source: [{ 'anything-but': { numeric: ['>', 1] } }] }, [['pattern.source[0].anything-but', /prefix \| suffix/]]],
-    ['anything-but prefix not a string', { source: [{ 'anything-but': { prefix: 1 } }] }, [['pattern.source[0].anything-but.prefix', /must be a string/]]],
-    ['wildcard with consecutive stars', { source: [{ wildcard: 'a**b' }] }, [['pattern.source[0].wildcard', /consecutive/]]],
+    [
+      'equals-ignore-case not a string',
+      { source: [{ 'equals-ignore-case': null }] },
+      [['pattern.source[0].equals-ignore-case', /must be a string/]],
+    ],
+    [
+      'exists not a boolean',
+      { detail: { x: [{ exists: 'true' }] } },
+      [['pattern.detail.x[0].exists', /true or false/]],
+    ],
+    [
+      'numeric bad operator',
+      { detail: { amount: [{ numeric: ['!=', 5] }] } },
+      [['pattern.detail.amount[0].numeric[0]', /must be one of =, >, >=, <, <=/]],
+    ],
+    [
+      'numeric non-number',
+      { detail: { amount: [{ numeric: ['>', '5'] }] } },
+      [['pattern.detail.amount[0].numeric[1]', /finite number/]],
+    ],
+    [
+      'numeric wrong arity',
+      { detail: { amount: [{ numeric: ['>', 0, '<'] }] } },
+      [['pattern.detail.amount[0].numeric', /\[op, number\]/]],
+    ],
+    [
+      'numeric not an array',
+      { detail: { amount: [{ numeric: 5 }] } },
+      [['pattern.detail.amount[0].numeric', /\[op, number\]/]],
+    ],
+    [
+      'numeric two lower bounds',
+      { detail: { amount: [{ numeric: ['>', 0, '>=', 5] }] } },
+      [['pattern.detail.amount[0].numeric', /one lower bound/]],
+    ],
+    [
+      'numeric = in a range',
+      { detail: { amount: [{ numeric: ['=', 0, '<', 5] }] } },
+      [['pattern.detail.amount[0].numeric', /one lower bound/]],
+    ],
+    [
+      'numeric empty range',
+      { detail: { amount: [{ numeric: ['>', 5, '<', 5] }] } },
+      [['pattern.detail.amount[0].numeric', /empty range/]],
+    ],
+    [
+      'numeric reversed range',
+      { detail: { amount: [{ numeric: ['>=', 9, '<=', 5] }] } },
+      [['pattern.detail.amount[0].numeric', /empty range/]],
+    ],
+    [
+      'anything-but an empty list',
+      { source: [{ 'anything-but': [] }] },
+      [['pattern.source[0].anything-but', /at least one value/]],
+    ],
+    [
+      'anything-but an object in a list',
+      { source: [{ 'anything-but': ['a', { b: 1 }] }] },
+      [['pattern.source[0].anything-but[1]', /must be a string/]],
+    ],
+    [
+      'anything-but an unknown matcher',
+      { source: [{ 'anything-but': { numeric: ['>', 1] } }] },
+      [['pattern.source[0].anything-but', /prefix \| suffix/]],
+    ],
+    [
+      'anything-but prefix not a string',
+      { source: [{ 'anything-but': { prefix: 1 } }] },
+      [['pattern.source[0].anything-but.prefix', /must be a string/]],
+    ],
+    [
+      'wildcard with consecutive stars',
+      { source: [{ wildcard: 'a**b' }] },
+      [['pattern.source[0].wildcard', /consecutive/]],
+    ],
     ['wildcard with a bad escape', { source: [{ wildcard: 'a\\b' }] }, [['pattern.source[0].wildcard', /escape/]]],
-    ['cidr without a prefix length', { detail: { ip: [{ cidr: '10.0.0.1' }] } }, [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]]],
-    ['cidr with a bad octet', { detail: { ip: [{ cidr: '10.0.0.256/24' }] } }, [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]]],
-    ['cidr with a long prefix', { detail: { ip: [{ cidr: '10.0.0.0/33' }] } }, [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]]],
+    [
+      'cidr without a prefix length',
+      { detail: { ip: [{ cidr: '10.0.0.1' }] } },
+      [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]],
+    ],
+    [
+      'cidr with a bad octet',
+      { detail: { ip: [{ cidr: '10.0.0.256/24' }] } },
+      [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]],
+    ],
+    [
+      'cidr with a long prefix',
+      { detail: { ip: [{ cidr: '10.0.0.0/33' }] } },
+      [['pattern.detail.ip[0].cidr', /IPv4 CIDR/]],
+    ],
     ['a non-finite number', { detail: { amount: [Infinity] } }, [['pattern.detail.amount[0]', /finite number/]]],
     ['an odd key is quoted in the path', { detail: { 'a b': 'x' } }, [['pattern.detail["a b"]', /must be an array/]]],
     [
@@ -231,6 +332,8 @@ describe('validatePattern', () => {
   });
 
   it('prefixes paths with the given root', () => {
-    expect(validatePattern({ source: 'x' }, 'rules[2].pattern')).toEqual([{ path: 'rules[2].pattern.source', message: expect.stringMatching(/must be an array/) }]);
+    expect(validatePattern({ source: 'x' }, 'rules[2].pattern')).toEqual([
+      { path: 'rules[2].pattern.source', message: expect.stringMatching(/must be an array/) },
+    ]);
   });
 });

@@ -75,7 +75,8 @@ function checkLeaf(list: unknown[], path: string, problems: PatternProblem[]): v
   list.forEach((item, index) => {
     const at = `${path}[${index}]`;
     if (isScalar(item)) {
-      if (typeof item === 'number' && !Number.isFinite(item)) problems.push({ path: at, message: 'must be a finite number' });
+      if (typeof item === 'number' && !Number.isFinite(item))
+        problems.push({ path: at, message: 'must be a finite number' });
       return;
     }
     if (!isRecord(item)) {
@@ -108,7 +109,9 @@ function matcherProblem(key: string, arg: unknown, at: string, problems: Pattern
     case 'exists':
       return typeof arg === 'boolean' ? null : 'must be true or false';
     case 'cidr':
-      return typeof arg === 'string' && parseCidr(arg) !== null ? null : 'must be an IPv4 CIDR block like "10.0.0.0/24" (IPv6 is not supported)';
+      return typeof arg === 'string' && parseCidr(arg) !== null
+        ? null
+        : 'must be an IPv4 CIDR block like "10.0.0.0/24" (IPv6 is not supported)';
     case 'numeric':
       checkNumeric(arg, childPath(at, key), problems);
       return null;
@@ -132,13 +135,17 @@ function checkNumeric(arg: unknown, path: string, problems: PatternProblem[]): v
     if (typeof op !== 'string' || !['=', ...LOWER_BOUNDS, ...UPPER_BOUNDS].includes(op)) {
       problems.push({ path: `${path}[${i}]`, message: `must be one of =, >, >=, <, <= (got ${JSON.stringify(op)})` });
     }
-    if (typeof operand !== 'number' || !Number.isFinite(operand)) problems.push({ path: `${path}[${i + 1}]`, message: 'must be a finite number' });
+    if (typeof operand !== 'number' || !Number.isFinite(operand))
+      problems.push({ path: `${path}[${i + 1}]`, message: 'must be a finite number' });
   }
   if (arg.length === 2 || problems.length > before) return;
   const [lower, upper] = LOWER_BOUNDS.includes(arg[0] as string) ? [0, 2] : [2, 0];
   if (!LOWER_BOUNDS.includes(arg[lower] as string) || !UPPER_BOUNDS.includes(arg[upper] as string)) {
     problems.push({ path, message: 'a range needs one lower bound (> or >=) and one upper bound (< or <=)' });
-  } else if (!inRange(arg, arg[lower + 1] as number) && !inRange(arg, ((arg[lower + 1] as number) + (arg[upper + 1] as number)) / 2)) {
+  } else if (
+    !inRange(arg, arg[lower + 1] as number) &&
+    !inRange(arg, ((arg[lower + 1] as number) + (arg[upper + 1] as number)) / 2)
+  ) {
     problems.push({ path, message: 'describes an empty range' });
   }
 }
@@ -160,14 +167,22 @@ function checkAnythingBut(arg: unknown, path: string, problems: PatternProblem[]
   const keys = isRecord(arg) ? Object.keys(arg) : [];
   const key = keys[0];
   if (!isRecord(arg) || key === undefined || keys.length > 1 || !ANYTHING_BUT_MATCHERS.includes(key)) {
-    problems.push({ path, message: `must be a value, a list of values, or one of { ${ANYTHING_BUT_MATCHERS.join(' | ')}: string }` });
+    problems.push({
+      path,
+      message: `must be a value, a list of values, or one of { ${ANYTHING_BUT_MATCHERS.join(' | ')}: string }`,
+    });
     return;
   }
   const at = childPath(path, key);
   const values = Array.isArray(arg[key]) ? (arg[key] as unknown[]) : [arg[key]];
   if (values.length === 0) problems.push({ path: at, message: 'must list at least one string' });
   for (const value of values) {
-    const message = typeof value !== 'string' ? 'must be a string or a list of strings' : key === 'wildcard' ? wildcardProblem(value) : null;
+    const message =
+      typeof value !== 'string'
+        ? 'must be a string or a list of strings'
+        : key === 'wildcard'
+          ? wildcardProblem(value)
+          : null;
     if (message !== null) {
       problems.push({ path: at, message });
       return;
@@ -188,7 +203,9 @@ function matchObject(pattern: Pattern, value: unknown): boolean {
 function matchNested(pattern: Pattern, value: unknown): boolean {
   if (!Array.isArray(value)) return matchObject(pattern, value);
   const objects = flatten(value).filter(isRecord);
-  return objects.length === 0 ? matchObject(pattern, undefined) : objects.some((object) => matchObject(pattern, object));
+  return objects.length === 0
+    ? matchObject(pattern, undefined)
+    : objects.some((object) => matchObject(pattern, object));
 }
 
 function matchLeaf(rule: unknown[], value: unknown): boolean {

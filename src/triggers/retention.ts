@@ -14,7 +14,12 @@ export function eventsRetention(): RetentionKind {
       let from = 1;
       for (;;) {
         if (options.signal?.aborted) break;
-        const received = await options.journal.readAll({ types: [EVENT_RECEIVED], fromPosition: from, limit: options.batchSize, tx: store });
+        const received = await options.journal.readAll({
+          types: [EVENT_RECEIVED],
+          fromPosition: from,
+          limit: options.batchSize,
+          tx: store,
+        });
         const old = received.filter((e) => e.timestamp < options.before);
         if (old.length > 0) {
           const batch = await store.transaction(async (tx) => {

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { ConflictError, describeError, NotFoundError, TerminalError, ValidationError, type Problem } from '../errors.js';
+import {
+  ConflictError,
+  describeError,
+  NotFoundError,
+  TerminalError,
+  ValidationError,
+  type Problem,
+} from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
@@ -73,7 +80,13 @@ export class Rules {
       const id = event.streamId.slice('rule:'.length);
       const at = new Date(event.timestamp).toISOString();
       if (event.type === 'rule.created') {
-        const rule = { ...(event.data as Omit<Rule, 'id' | 'created_at' | 'updated_at'>), id, created_at: at, updated_at: at, since: event.position };
+        const rule = {
+          ...(event.data as Omit<Rule, 'id' | 'created_at' | 'updated_at'>),
+          id,
+          created_at: at,
+          updated_at: at,
+          since: event.position,
+        };
         await tx.projectionPut({ name: RULE_VIEW, key: id, value: rule });
         await tx.projectionPut({ name: NAME_VIEW, key: rule.name, value: { rule_id: id } });
         return;
@@ -84,7 +97,11 @@ export class Rules {
         await tx.projectionDelete({ name: RULE_VIEW, key: id });
         await tx.projectionDelete({ name: NAME_VIEW, key: rule.name });
       } else {
-        await tx.projectionPut({ name: RULE_VIEW, key: id, value: { ...rule, enabled: event.type === 'rule.enabled', updated_at: at } });
+        await tx.projectionPut({
+          name: RULE_VIEW,
+          key: id,
+          value: { ...rule, enabled: event.type === 'rule.enabled', updated_at: at },
+        });
       }
     });
   }
@@ -92,14 +109,24 @@ export class Rules {
   /** Checks everything (every problem of the pattern and the input with its path, then the target) and stores the rule. A taken name → ConflictError. */
   async create(body: unknown): Promise<Rule> {
     const parsed = ruleRequest.safeParse(body);
-    const problems: Problem[] = parsed.success ? [] : zodProblems(parsed.error).filter((p) => !p.path.startsWith('pattern') && !p.path.startsWith('target'));
+    const problems: Problem[] = parsed.success
+      ? []
+      : zodProblems(parsed.error).filter((p) => !p.path.startsWith('pattern') && !p.path.startsWith('target'));
     const raw = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     problems.push(...validatePattern(raw.pattern));
     if (raw.input !== undefined) problems.push(...validateInputMapping(raw.input));
     const target = await checkTarget(this.starter, raw.target, problems);
-    if (problems.length > 0 || !parsed.success || !target) throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a rule' }]);
+    if (problems.length > 0 || !parsed.success || !target)
+      throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a rule' }]);
     const { name, description, pattern, enabled } = parsed.data;
-    const data = { name, ...(description === undefined ? {} : { description }), pattern, target, input: raw.input === undefined ? DEFAULT_RULE_INPUT : raw.input, enabled };
+    const data = {
+      name,
+      ...(description === undefined ? {} : { description }),
+      pattern,
+      target,
+      input: raw.input === undefined ? DEFAULT_RULE_INPUT : raw.input,
+      enabled,
+    };
     const id = newId('rule');
     await this.store.transaction(async (tx) => {
       // the append locks the name's stream row: a concurrent create of the same name waits, then sees this one
@@ -118,9 +145,16 @@ export class Rules {
   }
 
   /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
-  async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ rules: Rule[]; count: number; last_key: string | null }> {
+  async list(
+    options: { limit?: number; last_key?: string | null } = {},
+  ): Promise<{ rules: Rule[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 100;
-    const rows = await this.store.projectionList({ name: RULE_VIEW, limit: limit + 1, backwards: true, ...(options.last_key ? { before: options.last_key } : {}) });
+    const rows = await this.store.projectionList({
+      name: RULE_VIEW,
+      limit: limit + 1,
+      backwards: true,
+      ...(options.last_key ? { before: options.last_key } : {}),
+    });
     const rules = rows.slice(0, limit).map((r) => publicRule(r.value as StoredRule));
     return { rules, count: rules.length, last_key: rows.length > limit ? (rules.at(-1)?.id ?? null) : null };
   }
@@ -128,7 +162,9 @@ export class Rules {
   async setEnabled(id: string, enabled: boolean): Promise<Rule> {
     await this.store.transaction(async (tx) => {
       if (!(await tx.projectionGet({ name: RULE_VIEW, key: id }))) throw new NotFoundError(`rule ${id} not found`);
-      await this.journal.append(ruleStream(id), [{ type: enabled ? 'rule.enabled' : 'rule.disabled', data: {} }], { tx });
+      await this.journal.append(ruleStream(id), [{ type: enabled ? 'rule.enabled' : 'rule.disabled', data: {} }], {
+        tx,
+      });
     });
     return this.get(id);
   }
@@ -157,14 +193,25 @@ export class Rules {
       if (rule.since > event.position || !matches(rule.pattern, envelope)) continue;
       const match = { rule_id: rule.id, rule_name: rule.name };
       try {
-        const started = await this.starter.start({ target: rule.target, input: mapInput(rule.input, envelope), key: `${envelope.id}:${rule.id}`, tx, trigger_type: 'event', ...traced(event) });
+        const started = await this.starter.start({
+          target: rule.target,
+          input: mapInput(rule.input, envelope),
+          key: `${envelope.id}:${rule.id}`,
+          tx,
+          trigger_type: 'event',
+          ...traced(event),
+        });
         found.push({ ...match, ...started });
       } catch (error) {
         if (!PERMANENT.some((kind) => error instanceof kind)) throw error;
         found.push({ ...match, run_id: null, kind: null, error: describeError(error) });
       }
     }
-    await this.journal.append(event.streamId, [{ type: EVENT_ROUTED, data: { received_position: event.position, matches: found } }], { tx, expectedVersion: last.version });
+    await this.journal.append(
+      event.streamId,
+      [{ type: EVENT_ROUTED, data: { received_position: event.position, matches: found } }],
+      { tx, expectedVersion: last.version },
+    );
     return found;
   }
 

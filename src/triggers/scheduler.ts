@@ -2,7 +2,15 @@ import type { Cron } from 'croner';
 import { Wakeup } from '../journal/wakeup.js';
 import { StoreClock } from '../runtime/clock.js';
 import type { Store } from '../storage/store.js';
-import { parseCron, SCHEDULE_STREAM_PREFIX, slotAfter, slotBefore, type FireOutcome, type Schedule, type Schedules } from './schedules.js';
+import {
+  parseCron,
+  SCHEDULE_STREAM_PREFIX,
+  slotAfter,
+  slotBefore,
+  type FireOutcome,
+  type Schedule,
+  type Schedules,
+} from './schedules.js';
 
 export interface SchedulerOptions {
   /** A slot up to this late fires, each one (timer jitter, a busy event loop). Default 2 s. */
@@ -109,7 +117,11 @@ export class Scheduler {
       seen.add(schedule.id);
       if (this.entries.has(schedule.id)) continue;
       const cron = parseCron(schedule.cron, schedule.timezone);
-      this.entries.set(schedule.id, { schedule, cron, cursor: Math.max(Date.parse(schedule.created_at), state.last_slot_ms ?? -Infinity) });
+      this.entries.set(schedule.id, {
+        schedule,
+        cron,
+        cursor: Math.max(Date.parse(schedule.created_at), state.last_slot_ms ?? -Infinity),
+      });
     }
     for (const id of this.entries.keys()) if (!seen.has(id)) this.entries.delete(id);
   }
@@ -121,7 +133,8 @@ export class Scheduler {
     this.retryAt = Infinity;
     await Promise.all([...this.entries.values()].map((entry) => this.due(entry, now)));
     let next = Infinity;
-    for (const entry of this.entries.values()) next = Math.min(next, slotAfter(entry.cron, Math.max(entry.cursor, now)) ?? Infinity);
+    for (const entry of this.entries.values())
+      next = Math.min(next, slotAfter(entry.cron, Math.max(entry.cursor, now)) ?? Infinity);
     return next;
   }
 
@@ -130,11 +143,17 @@ export class Scheduler {
     const newest = slotBefore(cron, now + 1);
     if (newest === null || newest <= entry.cursor) return;
     const onTime: number[] = [];
-    for (let slot = slotAfter(cron, Math.max(entry.cursor, now - this.options.graceMs - 1)); slot !== null && slot <= now; slot = slotAfter(cron, slot)) onTime.push(slot);
+    for (
+      let slot = slotAfter(cron, Math.max(entry.cursor, now - this.options.graceMs - 1));
+      slot !== null && slot <= now;
+      slot = slotAfter(cron, slot)
+    )
+      onTime.push(slot);
     if (onTime.length === 0 && now - newest <= this.options.toleranceMs) onTime.push(newest);
     const missed = slotBefore(cron, onTime[0] ?? now + 1);
     const fires: Array<{ slot: number; catchUp: boolean }> = onTime.map((slot) => ({ slot, catchUp: false }));
-    if (missed !== null && missed > entry.cursor && schedule.catch_up === 'one') fires.unshift({ slot: missed, catchUp: true });
+    if (missed !== null && missed > entry.cursor && schedule.catch_up === 'one')
+      fires.unshift({ slot: missed, catchUp: true });
     const since = entry.cursor;
     for (const { slot, catchUp } of fires) {
       let outcome: FireOutcome;
@@ -146,7 +165,12 @@ export class Scheduler {
         return;
       }
       entry.cursor = Math.max(entry.cursor, slot);
-      this.options.onFire?.({ schedule_id: schedule.id, slot: new Date(slot).toISOString(), catch_up: catchUp, outcome });
+      this.options.onFire?.({
+        schedule_id: schedule.id,
+        slot: new Date(slot).toISOString(),
+        catch_up: catchUp,
+        outcome,
+      });
     }
     entry.cursor = Math.max(entry.cursor, now);
   }

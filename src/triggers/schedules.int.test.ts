@@ -57,8 +57,12 @@ describe.each(backends)('schedules on $name', (backend) => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body as { id: string };
   };
-  const slots = async (id: string, type = 'schedule.fired') => (await engine.journal.readStream(`schedule-slot:${id}`, { limit: 10_000 })).filter((e) => e.type === type).map((e) => e.data as Fired);
-  const runs = async () => (await engine.journal.readAll({ streamPrefix: 'run:', types: ['run.started'], limit: 10_000 })).length;
+  const slots = async (id: string, type = 'schedule.fired') =>
+    (await engine.journal.readStream(`schedule-slot:${id}`, { limit: 10_000 }))
+      .filter((e) => e.type === type)
+      .map((e) => e.data as Fired);
+  const runs = async () =>
+    (await engine.journal.readAll({ streamPrefix: 'run:', types: ['run.started'], limit: 10_000 })).length;
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
@@ -76,36 +80,87 @@ describe.each(backends)('schedules on $name', (backend) => {
   it('refuses a bad cron, time zone or target with 400 naming the field, and lists the next slots', async () => {
     const badCron = await call('POST', '/schedules', { cron: '61 * * * *', target: { workflow: 'echo' } });
     expect(badCron.status).toBe(400);
-    expect(badCron.body.error.problems).toEqual([{ path: 'cron', message: expect.stringMatching(/^Invalid value for minute: 61/) }]);
+    expect(badCron.body.error.problems).toEqual([
+      { path: 'cron', message: expect.stringMatching(/^Invalid value for minute: 61/) },
+    ]);
     const parts = await call('POST', '/schedules', { cron: '* * *', target: { workflow: 'echo' } });
     expect(parts.body.error.problems[0].path).toBe('cron');
-    const many = await call('POST', '/schedules', { cron: '* * * * * * *', timezone: 'Mars/Olympus', target: { workflow: 'nope' }, overlap: 'sometimes', input: '$.x..y' });
-    expect(many.body.error.problems.map((p: { path: string }) => p.path).sort()).toEqual(['input', 'overlap', 'target.workflow']);
-    const zone = await call('POST', '/schedules', { cron: '0 9 * * *', timezone: 'Mars/Olympus', target: { workflow: 'echo' } });
-    expect(zone.body.error.problems).toEqual([{ path: 'timezone', message: expect.stringContaining("'Mars/Olympus'") }]);
-    expect((await call('POST', '/schedules', { cron: '0 0 30 2 *', target: { workflow: 'echo' } })).body.error.problems).toEqual([{ path: 'cron', message: 'never fires' }]);
+    const many = await call('POST', '/schedules', {
+      cron: '* * * * * * *',
+      timezone: 'Mars/Olympus',
+      target: { workflow: 'nope' },
+      overlap: 'sometimes',
+      input: '$.x..y',
+    });
+    expect(many.body.error.problems.map((p: { path: string }) => p.path).sort()).toEqual([
+      'input',
+      'overlap',
+      'target.workflow',
+    ]);
+    const zone = await call('POST', '/schedules', {
+      cron: '0 9 * * *',
+      timezone: 'Mars/Olympus',
+      target: { workflow: 'echo' },
+    });
+    expect(zone.body.error.problems).toEqual([
+      { path: 'timezone', message: expect.stringContaining("'Mars/Olympus'") },
+    ]);
+    expect(
+      (await call('POST', '/schedules', { cron: '0 0 30 2 *', target: { workflow: 'echo' } })).body.error.problems,
+    ).toEqual([{ path: 'cron', message: 'never fires' }]);
     expect((await call('GET', '/schedules')).body.count).toBe(0);
 
-    const made = await create({ name: 'morning', cron: '30 9 * * 1-5', timezone: 'America/New_York', target: { workflow: 'echo' } });
-    expect(made).toMatchObject({ name: 'morning', overlap: 'skip', catch_up: 'skip', input: '$', state: { last_slot: null, fired: 0 } });
+    const made = await create({
+      name: 'morning',
+      cron: '30 9 * * 1-5',
+      timezone: 'America/New_York',
+      target: { workflow: 'echo' },
+    });
+    expect(made).toMatchObject({
+      name: 'morning',
+      overlap: 'skip',
+      catch_up: 'skip',
+      input: '$',
+      state: { last_slot: null, fired: 0 },
+    });
     const { body } = await call('GET', '/schedules');
     expect(body.count).toBe(1);
     const next: string[] = body.schedules[0].next;
     expect(next).toHaveLength(3);
     for (const slot of next) {
       expect(Date.parse(slot)).toBeGreaterThan(Date.now());
-      expect(new Date(slot).toLocaleString('en-US', { timeZone: 'America/New_York', hour: 'numeric', minute: 'numeric', weekday: 'short' })).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 9:30 AM$/);
+      expect(
+        new Date(slot).toLocaleString('en-US', {
+          timeZone: 'America/New_York',
+          hour: 'numeric',
+          minute: 'numeric',
+          weekday: 'short',
+        }),
+      ).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 9:30 AM$/);
     }
     expect((await call('DELETE', `/schedules/${made.id}`)).status).toBe(204);
     expect((await call('GET', `/schedules/${made.id}`)).status).toBe(404);
   });
 
   it('records a slot once and starts one run however many processes fire it at once', async () => {
-    const wf = (await call('POST', '/workflows', { name: 'tick', steps: [{ id: 'say', type: 'transform', config: { template: 'slot {{trigger.at}}', output_key: 'text' } }] })).body;
-    const sch = await create({ cron: '0 * * * *', target: { workflow: wf.id }, input: { at: '$.slot', schedule: '$.schedule_id' } });
+    const wf = (
+      await call('POST', '/workflows', {
+        name: 'tick',
+        steps: [{ id: 'say', type: 'transform', config: { template: 'slot {{trigger.at}}', output_key: 'text' } }],
+      })
+    ).body;
+    const sch = await create({
+      cron: '0 * * * *',
+      target: { workflow: wf.id },
+      input: { at: '$.slot', schedule: '$.schedule_id' },
+    });
     const other = await setup(await second());
     const slot = Date.parse('2030-01-01T10:00:00.000Z');
-    const outcomes = await Promise.all([service, other.service, service, other.service, service, other.service].map((s) => s.schedules.fire(sch.id, slot)));
+    const outcomes = await Promise.all(
+      [service, other.service, service, other.service, service, other.service].map((s) =>
+        s.schedules.fire(sch.id, slot),
+      ),
+    );
     expect(outcomes.sort()).toEqual(['fired', 'taken', 'taken', 'taken', 'taken', 'taken']);
     const [fired] = await slots(sch.id);
     expect(await slots(sch.id)).toHaveLength(1);
@@ -115,12 +170,24 @@ describe.each(backends)('schedules on $name', (backend) => {
       const r = (await call('GET', `/workflows/${wf.id}/executions/${fired!.run_id}`)).body;
       return r.status === 'success' ? r : undefined;
     });
-    expect(execution).toMatchObject({ trigger_type: 'schedule', trigger_data: { at: '2030-01-01T10:00:00.000Z', schedule: sch.id } });
-    expect((await call('GET', `/schedules/${sch.id}`)).body.state).toMatchObject({ last_slot: '2030-01-01T10:00:00.000Z', last_outcome: 'fired', last_run_id: fired!.run_id, fired: 1 });
+    expect(execution).toMatchObject({
+      trigger_type: 'schedule',
+      trigger_data: { at: '2030-01-01T10:00:00.000Z', schedule: sch.id },
+    });
+    expect((await call('GET', `/schedules/${sch.id}`)).body.state).toMatchObject({
+      last_slot: '2030-01-01T10:00:00.000Z',
+      last_outcome: 'fired',
+      last_run_id: fired!.run_id,
+      fired: 1,
+    });
 
     await call('DELETE', `/workflows/${wf.id}`);
     expect(await service.schedules.fire(sch.id, slot + 3_600_000)).toBe('failed');
-    expect((await call('GET', `/schedules/${sch.id}`)).body.state).toMatchObject({ last_outcome: 'failed', last_error: `NotFoundError: workflow ${wf.id} not found`, failed: 1 });
+    expect((await call('GET', `/schedules/${sch.id}`)).body.state).toMatchObject({
+      last_outcome: 'failed',
+      last_error: `NotFoundError: workflow ${wf.id} not found`,
+      failed: 1,
+    });
     await call('DELETE', `/schedules/${sch.id}`);
     expect(await service.schedules.fire(sch.id, slot + 7_200_000)).toBe('gone');
   });
@@ -201,10 +268,18 @@ describe.each(backends)('schedules on $name', (backend) => {
     await sleep(4000);
     const up = Date.now();
     await scheduler.start();
-    await eventually(async () => (await slots(one.id)).some((f) => Date.parse(f.slot) > up) && (await slots(skip.id)).some((f) => Date.parse(f.slot) > up), 5000);
+    await eventually(
+      async () =>
+        (await slots(one.id)).some((f) => Date.parse(f.slot) > up) &&
+        (await slots(skip.id)).some((f) => Date.parse(f.slot) > up),
+      5000,
+    );
     await scheduler.stop();
 
-    const firedAfter = async (id: string, since: number) => (await slots(id)).filter((f) => Date.parse(f.slot) > since).sort((a, b) => Date.parse(a.slot) - Date.parse(b.slot));
+    const firedAfter = async (id: string, since: number) =>
+      (await slots(id))
+        .filter((f) => Date.parse(f.slot) > since)
+        .sort((a, b) => Date.parse(a.slot) - Date.parse(b.slot));
     const oneAfter = await firedAfter(one.id, lastOne);
     expect(oneAfter.filter((f) => f.catch_up)).toEqual([oneAfter[0]]);
     // a missed slot (older than the grace when the scheduler came back), with older missed ones skipped before it

@@ -1,6 +1,14 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { ConflictError, describeError, LeaseLostError, NotFoundError, TerminalError, ValidationError, type Problem } from '../errors.js';
+import {
+  ConflictError,
+  describeError,
+  LeaseLostError,
+  NotFoundError,
+  TerminalError,
+  ValidationError,
+  type Problem,
+} from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { isTerminal, RUN_VIEW, runView } from '../runtime/view.js';
@@ -69,7 +77,16 @@ export interface ScheduleView extends Schedule {
 
 export type FireOutcome = 'fired' | 'skipped' | 'failed' | 'taken' | 'gone';
 
-const EMPTY_STATE: ScheduleState = { last_slot: null, last_slot_ms: null, last_outcome: null, last_run_id: null, last_error: null, fired: 0, skipped: 0, failed: 0 };
+const EMPTY_STATE: ScheduleState = {
+  last_slot: null,
+  last_slot_ms: null,
+  last_outcome: null,
+  last_run_id: null,
+  last_error: null,
+  fired: 0,
+  skipped: 0,
+  failed: 0,
+};
 const PERMANENT = [ValidationError, NotFoundError, TerminalError];
 /** Thrown to roll a firing back: another process recorded the slot first. */
 const TAKEN = Symbol('taken');
@@ -93,7 +110,12 @@ export function parseCron(cron: string, timezone: string): Cron {
     // croner's own count ("five, six, or seven") is not what this mode accepts: say it once, ours
     const fields = cron.trim() === '' ? 0 : cron.trim().split(/\s+/).length;
     const counts = "a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')";
-    throw new ValidationError('cron', /space separated parts/.test(message) ? `has ${fields} field${fields === 1 ? '' : 's'}: ${counts}` : `${message} (${counts})`);
+    throw new ValidationError(
+      'cron',
+      /space separated parts/.test(message)
+        ? `has ${fields} field${fields === 1 ? '' : 's'}: ${counts}`
+        : `${message} (${counts})`,
+    );
   }
   if (job.nextRun() === null) throw new ValidationError('cron', 'never fires');
   return job;
@@ -102,7 +124,8 @@ export function parseCron(cron: string, timezone: string): Cron {
 /** The first slot after `t` (ms), or null. */
 export const slotAfter = (cron: Cron, t: number): number | null => cron.nextRun(new Date(t))?.getTime() ?? null;
 /** The latest slot before `t` (ms, exclusive), or null. */
-export const slotBefore = (cron: Cron, t: number): number | null => cron.previousRuns(1, new Date(t))[0]?.getTime() ?? null;
+export const slotBefore = (cron: Cron, t: number): number | null =>
+  cron.previousRuns(1, new Date(t))[0]?.getTime() ?? null;
 
 /**
  * Cron schedules. A schedule is the stream `schedule:<id>`; what each of its slots came to is the
@@ -127,12 +150,17 @@ export class Schedules {
         await tx.projectionDelete({ name: STATE_VIEW, key: id });
         return;
       }
-      await tx.projectionPut({ name: SCHEDULE_VIEW, key: id, value: { ...(event.data as object), id, created_at: new Date(event.timestamp).toISOString() } });
+      await tx.projectionPut({
+        name: SCHEDULE_VIEW,
+        key: id,
+        value: { ...(event.data as object), id, created_at: new Date(event.timestamp).toISOString() },
+      });
     });
     journal.project(['schedule.fired', 'schedule.skipped', 'schedule.failed'], async (event, tx) => {
       const id = event.streamId.slice('schedule-slot:'.length);
       const data = event.data as { slot: string; run_id?: string; error?: string };
-      const state = ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+      const state =
+        ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
       const outcome = event.type.slice('schedule.'.length) as 'fired' | 'skipped' | 'failed';
       await tx.projectionPut({
         name: STATE_VIEW,
@@ -153,7 +181,9 @@ export class Schedules {
   /** Checks every field (the cron and time zone, the input mapping, then the target) and stores the schedule. */
   async create(body: unknown): Promise<ScheduleView> {
     const parsed = scheduleRequest.safeParse(body);
-    const problems: Problem[] = parsed.success ? [] : zodProblems(parsed.error).filter((p) => !p.path.startsWith('target'));
+    const problems: Problem[] = parsed.success
+      ? []
+      : zodProblems(parsed.error).filter((p) => !p.path.startsWith('target'));
     const raw = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     if (parsed.success) {
       try {
@@ -164,10 +194,19 @@ export class Schedules {
     }
     if (raw.input !== undefined) problems.push(...validateInputMapping(raw.input));
     const target = await checkTarget(this.starter, raw.target, problems);
-    if (problems.length > 0 || !parsed.success || !target) throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a schedule' }]);
+    if (problems.length > 0 || !parsed.success || !target)
+      throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a schedule' }]);
     const { name, cron, timezone, overlap, catch_up } = parsed.data;
     const id = newId('sch');
-    const data = { name: name ?? null, cron, timezone, target, input: raw.input === undefined ? DEFAULT_SCHEDULE_INPUT : raw.input, overlap, catch_up };
+    const data = {
+      name: name ?? null,
+      cron,
+      timezone,
+      target,
+      input: raw.input === undefined ? DEFAULT_SCHEDULE_INPUT : raw.input,
+      overlap,
+      catch_up,
+    };
     await this.journal.append(scheduleStream(id), [{ type: 'schedule.created', data }], { expectedVersion: 0 });
     return this.get(id);
   }
@@ -179,19 +218,34 @@ export class Schedules {
   }
 
   /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
-  async list(options: { limit?: number; last_key?: string | null } = {}): Promise<{ schedules: ScheduleView[]; count: number; last_key: string | null }> {
+  async list(
+    options: { limit?: number; last_key?: string | null } = {},
+  ): Promise<{ schedules: ScheduleView[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 100;
-    const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: limit + 1, backwards: true, ...(options.last_key ? { before: options.last_key } : {}) });
+    const rows = await this.store.projectionList({
+      name: SCHEDULE_VIEW,
+      limit: limit + 1,
+      backwards: true,
+      ...(options.last_key ? { before: options.last_key } : {}),
+    });
     const now = Date.now();
     const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(r.value as Schedule, now)));
-    return { schedules, count: schedules.length, last_key: rows.length > limit ? (schedules.at(-1)?.id ?? null) : null };
+    return {
+      schedules,
+      count: schedules.length,
+      last_key: rows.length > limit ? (schedules.at(-1)?.id ?? null) : null,
+    };
   }
 
   /** Every schedule with its state, for a scheduler. */
   async all(): Promise<Array<{ schedule: Schedule; state: ScheduleState }>> {
     const out: Array<{ schedule: Schedule; state: ScheduleState }> = [];
     for (let after: string | undefined; ; ) {
-      const rows = await this.store.projectionList({ name: SCHEDULE_VIEW, limit: 500, ...(after === undefined ? {} : { after }) });
+      const rows = await this.store.projectionList({
+        name: SCHEDULE_VIEW,
+        limit: 500,
+        ...(after === undefined ? {} : { after }),
+      });
       for (const row of rows) out.push({ schedule: row.value as Schedule, state: await this.state(row.key) });
       if (rows.length < 500) return out;
       after = rows.at(-1)!.key;
@@ -201,7 +255,8 @@ export class Schedules {
   /** Deletes the schedule: no slot fires after this commits (a firing in flight finds it gone); runs it started go on. */
   async delete(id: string): Promise<void> {
     await this.store.transaction(async (tx) => {
-      if (!(await tx.projectionGet({ name: SCHEDULE_VIEW, key: id }))) throw new NotFoundError(`schedule ${id} not found`);
+      if (!(await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })))
+        throw new NotFoundError(`schedule ${id} not found`);
       await this.journal.append(scheduleStream(id), [{ type: 'schedule.deleted', data: {} }], { tx });
     });
   }
@@ -218,33 +273,50 @@ export class Schedules {
         return await this.store.transaction(async (tx): Promise<FireOutcome> => {
           const schedule = (await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
           if (!schedule) return 'gone';
-          const state = ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+          const state =
+            ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
           const last = state.last_slot_ms ?? -Infinity;
           if (last >= slot || (options.catchUp && last > (options.since ?? -Infinity))) return 'taken';
           const [head] = await this.journal.readStream(slotStream(id), { backwards: true, limit: 1, tx });
           const record = async (event: NewEvent) => {
             const key = `schedule-slot:${id}:${slotIso}`;
-            const appended = await this.journal.append(slotStream(id), [event], { tx, expectedVersion: head?.version ?? 0, idempotencyKey: key });
+            const appended = await this.journal.append(slotStream(id), [event], {
+              tx,
+              expectedVersion: head?.version ?? 0,
+              idempotencyKey: key,
+            });
             if (appended.duplicate) throw TAKEN;
           };
           if (schedule.overlap === 'skip' && state.last_run_id !== null) {
             const previous = runView(await tx.projectionGet({ name: RUN_VIEW, key: state.last_run_id }));
             // a run without a view (an agent session kept elsewhere) cannot be waited for: it does not block
             if (previous && !isTerminal(previous.status)) {
-              await record({ type: 'schedule.skipped', data: { slot: slotIso, reason: 'overlap', run_id: state.last_run_id } });
+              await record({
+                type: 'schedule.skipped',
+                data: { slot: slotIso, reason: 'overlap', run_id: state.last_run_id },
+              });
               return 'skipped';
             }
           }
           let started: Started;
           try {
             const tick = { schedule_id: id, slot: slotIso, catch_up: options.catchUp === true };
-            started = await this.starter.start({ target: schedule.target, input: mapInput(schedule.input, tick), key: `${id}:${slotIso}`, tx, trigger_type: 'schedule' });
+            started = await this.starter.start({
+              target: schedule.target,
+              input: mapInput(schedule.input, tick),
+              key: `${id}:${slotIso}`,
+              tx,
+              trigger_type: 'schedule',
+            });
           } catch (error) {
             if (!PERMANENT.some((kind) => error instanceof kind)) throw error;
             await record({ type: 'schedule.failed', data: { slot: slotIso, error: describeError(error) } });
             return 'failed';
           }
-          await record({ type: 'schedule.fired', data: { slot: slotIso, ...started, catch_up: options.catchUp === true } });
+          await record({
+            type: 'schedule.fired',
+            data: { slot: slotIso, ...started, catch_up: options.catchUp === true },
+          });
           return 'fired';
         });
       } catch (error) {
@@ -257,7 +329,9 @@ export class Schedules {
   }
 
   private async state(id: string): Promise<ScheduleState> {
-    return ((await this.store.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
+    return (
+      ((await this.store.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE
+    );
   }
 
   private async view(schedule: Schedule, now: number): Promise<ScheduleView> {

@@ -57,12 +57,20 @@ export function triggers(engine: Engine, options: TriggerOptions): TriggerServic
       if (options.routingEnabled !== false && !routing) {
         routing = await engine.subscribe(
           ROUTING_SUBSCRIPTION,
-          { streamPrefix: EVENT_STREAM_PREFIX, types: [EVENT_RECEIVED], from: 'beginning', ...(options.onError ? { onError: options.onError } : {}) },
+          {
+            streamPrefix: EVENT_STREAM_PREFIX,
+            types: [EVENT_RECEIVED],
+            from: 'beginning',
+            ...(options.onError ? { onError: options.onError } : {}),
+          },
           async (event, { tx }) => void (await rules.route(event, tx)),
         );
       }
       if (options.schedulerEnabled !== false && !scheduler) {
-        scheduler = new Scheduler(engine.store, schedules, { ...options.scheduler, ...(options.onError ? { onError: options.onError } : {}) });
+        scheduler = new Scheduler(engine.store, schedules, {
+          ...options.scheduler,
+          ...(options.onError ? { onError: options.onError } : {}),
+        });
         await scheduler.start();
       }
     },

@@ -45,7 +45,10 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
     const wf = code.get(name);
     if (wf) return wf;
     const known = [...code.keys()];
-    throw new ValidationError(path, `names no stored workflow (ids start with wf_) and no code workflow${known.length ? ` (code workflows: ${known.join(', ')})` : ' (none are registered)'}: '${name}'`);
+    throw new ValidationError(
+      path,
+      `names no stored workflow (ids start with wf_) and no code workflow${known.length ? ` (code workflows: ${known.join(', ')})` : ' (none are registered)'}: '${name}'`,
+    );
   };
   const agent = (name: string, path: string): void => {
     if (!agents) throw new ValidationError(path, 'no agents are registered');
@@ -58,7 +61,9 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
       if ('agent' in shape) agent(shape.agent, `${path}.agent`);
       else if (STORED_ID.test(shape.workflow)) {
         await workflows.definitions.get(shape.workflow).catch((error) => {
-          throw error instanceof NotFoundError ? new ValidationError(`${path}.workflow`, `names no stored workflow: '${shape.workflow}'`) : error;
+          throw error instanceof NotFoundError
+            ? new ValidationError(`${path}.workflow`, `names no stored workflow: '${shape.workflow}'`)
+            : error;
         });
       } else codeWorkflow(shape.workflow, `${path}.workflow`);
       return shape;
@@ -74,7 +79,9 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
       if (STORED_ID.test(target.workflow)) {
         const request = { trigger_data: input, trigger_type: trigger_type ?? 'trigger', ...trace };
         // a prefix of its own: these keys never meet the Idempotency-Key of a POST …/execute
-        const started = await (tx ?? engine.store).transaction((t) => workflows.executions.startIn(t, target.workflow, request, `trigger:${key}`));
+        const started = await (tx ?? engine.store).transaction((t) =>
+          workflows.executions.startIn(t, target.workflow, request, `trigger:${key}`),
+        );
         return { run_id: started.execution_id, kind: 'execution' };
       }
       const wf = codeWorkflow(target.workflow, 'target.workflow');
@@ -92,13 +99,16 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
 
 /** `{ workflow: string }` or `{ agent: string }`, exactly one, each a non-empty name of at most 200 characters. */
 function parseTarget(target: unknown, path: string): Target {
-  if (typeof target !== 'object' || target === null || Array.isArray(target)) throw new ValidationError(path, 'must be { "workflow": "<id or name>" } or { "agent": "<name>" }');
+  if (typeof target !== 'object' || target === null || Array.isArray(target))
+    throw new ValidationError(path, 'must be { "workflow": "<id or name>" } or { "agent": "<name>" }');
   const keys = Object.keys(target);
   const extra = keys.find((k) => k !== 'workflow' && k !== 'agent');
-  if (extra !== undefined) throw new ValidationError(`${path}.${extra}`, 'is not a target field (use workflow or agent)');
+  if (extra !== undefined)
+    throw new ValidationError(`${path}.${extra}`, 'is not a target field (use workflow or agent)');
   if (keys.length !== 1) throw new ValidationError(path, 'must name exactly one of workflow or agent');
   const [field] = keys as ['workflow' | 'agent'];
   const name = (target as Record<string, unknown>)[field];
-  if (typeof name !== 'string' || name.length === 0 || name.length > 200) throw new ValidationError(`${path}.${field}`, 'must be a non-empty string of at most 200 characters');
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200)
+    throw new ValidationError(`${path}.${field}`, 'must be a non-empty string of at most 200 characters');
   return field === 'agent' ? { agent: name } : { workflow: name };
 }

@@ -15,13 +15,24 @@ export interface Started {
  */
 export interface RunStarter {
   /** `trigger_type` says what started it (`event`, `schedule`): an execution records it; default `trigger`. */
-  start(p: { target: Target; input: unknown; key: string; tx?: Store; trigger_type?: string; traceparent?: string }): Promise<Started>;
+  start(p: {
+    target: Target;
+    input: unknown;
+    key: string;
+    tx?: Store;
+    trigger_type?: string;
+    traceparent?: string;
+  }): Promise<Started>;
   /** The target, checked: a ValidationError names `path` when it names nothing this server runs. */
   check(target: unknown, path: string): Promise<Target>;
 }
 
 /** `target` checked by `starter`, or undefined with what is wrong with it added to `problems`. */
-export async function checkTarget(starter: RunStarter, target: unknown, problems: Problem[]): Promise<Target | undefined> {
+export async function checkTarget(
+  starter: RunStarter,
+  target: unknown,
+  problems: Problem[],
+): Promise<Target | undefined> {
   try {
     return await starter.check(target, 'target');
   } catch (error) {

@@ -29,7 +29,14 @@ async function recorder() {
 
 const register = (url: string) => ({
   name: 'await-render',
-  steps: [{ id: 'await_render', type: 'wait_for_callback', timeout_seconds: 60, config: { request: { method: 'POST', url: `${url}/register`, body: { callback_url: '{{callback.url}}' } } } }],
+  steps: [
+    {
+      id: 'await_render',
+      type: 'wait_for_callback',
+      timeout_seconds: 60,
+      config: { request: { method: 'POST', url: `${url}/register`, body: { callback_url: '{{callback.url}}' } } },
+    },
+  ],
 });
 
 describe.each(backends)('the URLs handed to services on $name', (backend) => {
@@ -52,7 +59,14 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
   it('start a callback URL with the public URL openApp is given, its path prefix kept', async () => {
     const service = await recorder();
     closers.push(service.close);
-    const app = await openApp({ database: await backend.create(), secretKey: randomBytes(32), publicUrl: 'https://lb.example/runledger/', allow: ['127.0.0.1'], logger: pino({ level: 'silent' }), pollMs: 100 });
+    const app = await openApp({
+      database: await backend.create(),
+      secretKey: randomBytes(32),
+      publicUrl: 'https://lb.example/runledger/',
+      allow: ['127.0.0.1'],
+      logger: pino({ level: 'silent' }),
+      pollMs: 100,
+    });
     closers.push(app.close);
     const wf = await app.workflows.definitions.create(register(service.url));
     const { execution_id: eid } = await app.workflows.executions.execute(wf.id);
@@ -60,8 +74,14 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
     const url = new URL(service.bodies[0]!.callback_url);
     expect(url.origin).toBe('https://lb.example');
     expect(url.pathname).toMatch(new RegExp(`^/runledger/callbacks/${eid}\\.await_render\\.[A-Za-z0-9_-]+$`));
-    expect(await app.workflows.callbacks.complete(url.pathname.split('/').at(-1)!, { ok: true })).toMatchObject({ status: 'completed' });
-    expect(await eventually(async () => ((await app.workflows.executions.get(wf.id, eid)).status === 'success' ? true : undefined))).toBe(true);
+    expect(await app.workflows.callbacks.complete(url.pathname.split('/').at(-1)!, { ok: true })).toMatchObject({
+      status: 'completed',
+    });
+    expect(
+      await eventually(async () =>
+        (await app.workflows.executions.get(wf.id, eid)).status === 'success' ? true : undefined,
+      ),
+    ).toBe(true);
   });
 
   it('without a public URL, fail the step for good naming RUNLEDGER_PUBLIC_URL and send nothing', async () => {
@@ -70,8 +90,16 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
       const record = await workflows.executions.get(wid, eid);
       return record.status === 'failed' ? record : undefined;
     }, 20_000);
-    expect(done.error).toMatch(/wait_for_callback step await_render needs a URL other machines can call.*set RUNLEDGER_PUBLIC_URL/);
-    expect(done.steps).toEqual([expect.objectContaining({ step_id: 'await_render', status: 'failed', error: expect.stringContaining('RUNLEDGER_PUBLIC_URL') })]);
+    expect(done.error).toMatch(
+      /wait_for_callback step await_render needs a URL other machines can call.*set RUNLEDGER_PUBLIC_URL/,
+    );
+    expect(done.steps).toEqual([
+      expect.objectContaining({
+        step_id: 'await_render',
+        status: 'failed',
+        error: expect.stringContaining('RUNLEDGER_PUBLIC_URL'),
+      }),
+    ]);
     expect(JSON.stringify(done)).not.toMatch(/"\/callbacks\//);
     expect(service.bodies).toEqual([]);
   });
@@ -81,13 +109,19 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
     closers.push(t.close);
     const agent = await recorder();
     closers.push(agent.close);
-    const service = sessions(t.engine, { agents: [defineAgent('remote', { url: `${agent.url}/ack`, maxWait: '10s' })], allow: ['127.0.0.1'] });
+    const service = sessions(t.engine, {
+      agents: [defineAgent('remote', { url: `${agent.url}/ack`, maxWait: '10s' })],
+      allow: ['127.0.0.1'],
+    });
     const { run_id: id } = await service.start({ agent: 'remote', input: {}, key: 'no-public-url' });
     const ended = await eventually(async () => {
       const view = await readSession(t.engine.store, id);
       return view && isEnded(view.status) ? view : undefined;
     }, 20_000);
-    expect(ended).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/report_url of session .* needs a URL .*set RUNLEDGER_PUBLIC_URL/) });
+    expect(ended).toMatchObject({
+      status: 'failed',
+      error_message: expect.stringMatching(/report_url of session .* needs a URL .*set RUNLEDGER_PUBLIC_URL/),
+    });
     expect(agent.bodies).toEqual([]);
   });
 });

@@ -35,7 +35,11 @@ export class Callbacks {
 
   url(executionId: string, stepId: string): string {
     const base = this.baseUrl?.replace(/\/+$/, '');
-    return publicUrlFor(base, `/callbacks/${executionId}.${stepId}.${this.mac(executionId, stepId)}`, `wait_for_callback step ${stepId}`);
+    return publicUrlFor(
+      base,
+      `/callbacks/${executionId}.${stepId}.${this.mac(executionId, stepId)}`,
+      `wait_for_callback step ${stepId}`,
+    );
   }
 
   /**
@@ -43,12 +47,16 @@ export class Callbacks {
    * completes nothing and answers `duplicate`, at any time; another body to a used token, and any
    * to a token whose step timed out or whose execution ended without it, is a ConflictError.
    */
-  async complete(token: string, body: unknown): Promise<{ execution_id: string; step_id: string; status: 'completed' | 'duplicate' }> {
+  async complete(
+    token: string,
+    body: unknown,
+  ): Promise<{ execution_id: string; step_id: string; status: 'completed' | 'duplicate' }> {
     const parts = token.split('.');
     const [executionId = '', stepId = '', mac = ''] = parts;
     const expected = Buffer.from(this.mac(executionId, stepId));
     const given = Buffer.from(mac);
-    if (parts.length !== 3 || given.length !== expected.length || !timingSafeEqual(given, expected)) throw new NotFoundError('no such callback');
+    if (parts.length !== 3 || given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw new NotFoundError('no such callback');
     const view = await this.engine.runtime.view(executionId).catch(() => undefined);
     if (!view) throw new NotFoundError('no such callback');
     const name = `callback:${stepId}`;
@@ -56,8 +64,10 @@ export class Callbacks {
     const events = await this.events(executionId, name);
     const sent = events.find((e) => e.type === RUN_EVENT.signalSent);
     if (sent) return { ...done, status: await this.repeated(sent.data, body, stepId) };
-    if (isTerminal(view.status)) throw new ConflictError(`callback refused: execution ${executionId} has ended (${view.status})`);
-    if (events.some((e) => e.type === RUN_EVENT.waitTimedOut)) throw new ConflictError(`callback refused: step ${stepId} timed out`);
+    if (isTerminal(view.status))
+      throw new ConflictError(`callback refused: execution ${executionId} has ended (${view.status})`);
+    if (events.some((e) => e.type === RUN_EVENT.waitTimedOut))
+      throw new ConflictError(`callback refused: step ${stepId} timed out`);
     const { duplicate } = await this.engine.runtime.signal(executionId, name, body ?? null, { idempotencyKey: name });
     if (!duplicate) return { ...done, status: 'completed' };
     // another delivery won the race: this one is a repeat of it, or a conflict
@@ -66,7 +76,9 @@ export class Callbacks {
   }
 
   private async events(executionId: string, name: string) {
-    return (await this.engine.journal.readStream(runStream(executionId), { limit: 1_000_000 })).filter((e) => (e.data as { name?: string }).name === name);
+    return (await this.engine.journal.readStream(runStream(executionId), { limit: 1_000_000 })).filter(
+      (e) => (e.data as { name?: string }).name === name,
+    );
   }
 
   /** `duplicate` when `body` is the one that completed the step (keys in any order: PostgreSQL's jsonb reorders them), else a ConflictError. */

@@ -25,5 +25,8 @@ export function cancelReasons(engine: Engine): { get(runId: string): Promise<str
   engine.retention.onRunPruned(async (tx: Store, run: RunView) => {
     await tx.projectionDelete({ name: REASONS, key: run.id });
   });
-  return { get: async (runId) => ((await engine.store.projectionGet({ name: REASONS, key: runId })) as string | null | undefined) ?? null };
+  return {
+    get: async (runId) =>
+      ((await engine.store.projectionGet({ name: REASONS, key: runId })) as string | null | undefined) ?? null,
+  };
 }

@@ -40,7 +40,9 @@ export async function storedWorkflowNamed(store: Store, journal: Journal, name: 
  */
 export async function storedWorkflowNames(store: Store, ids: Iterable<string>): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
-  const views = await Promise.all(unique.map((id) => store.projectionGet({ name: VIEW, key: id }) as Promise<StoredWorkflow | undefined>));
+  const views = await Promise.all(
+    unique.map((id) => store.projectionGet({ name: VIEW, key: id }) as Promise<StoredWorkflow | undefined>),
+  );
   return new Map(unique.flatMap((id, i) => (views[i] ? [[id, views[i].name] as const] : [])));
 }
 
@@ -76,7 +78,10 @@ export class Definitions {
     const id = newId('wf');
     await this.store.transaction(async (tx) => {
       await this.nameFree(tx, definition.name, id);
-      await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: 1, definition } }], { tx, expectedVersion: 0 });
+      await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: 1, definition } }], {
+        tx,
+        expectedVersion: 0,
+      });
     });
     return this.get(id);
   }
@@ -90,7 +95,11 @@ export class Definitions {
       const { id: _id, version: _v, created_at: _c, updated_at: _u, ...saved } = current;
       if (canonical(saved) === canonical(definition)) return;
       const [last] = await this.journal.readStream(stream(id), { backwards: true, limit: 1, tx });
-      await this.journal.append(stream(id), [{ type: 'workflow.saved', data: { version: current.version + 1, definition } }], { tx, expectedVersion: last?.version ?? 0 });
+      await this.journal.append(
+        stream(id),
+        [{ type: 'workflow.saved', data: { version: current.version + 1, definition } }],
+        { tx, expectedVersion: last?.version ?? 0 },
+      );
     });
     return this.get(id);
   }
@@ -138,9 +147,19 @@ export class Definitions {
    * By id: oldest first after `after`, or with `newestFirst` (the API's one list order; ids are ULIDs,
    * so id descending is creation order) before `before`. The cursor is the last id of the previous page.
    */
-  async list(options: { limit?: number; after?: string; before?: string; newestFirst?: boolean } = {}): Promise<StoredWorkflow[]> {
-    const bounds = { ...(options.after ? { after: options.after } : {}), ...(options.before ? { before: options.before } : {}) };
-    const rows = await this.store.projectionList({ name: VIEW, limit: options.limit ?? 100, ...bounds, ...(options.newestFirst ? { backwards: true } : {}) });
+  async list(
+    options: { limit?: number; after?: string; before?: string; newestFirst?: boolean } = {},
+  ): Promise<StoredWorkflow[]> {
+    const bounds = {
+      ...(options.after ? { after: options.after } : {}),
+      ...(options.before ? { before: options.before } : {}),
+    };
+    const rows = await this.store.projectionList({
+      name: VIEW,
+      limit: options.limit ?? 100,
+      ...bounds,
+      ...(options.newestFirst ? { backwards: true } : {}),
+    });
     return rows.map((row) => row.value as StoredWorkflow);
   }
 
@@ -156,7 +175,10 @@ export class Definitions {
     for (let after: string | undefined; ; ) {
       const rows = await tx.projectionList({ name: VIEW, limit: 500, ...(after ? { after } : {}) });
       const taken = rows.find((row) => (row.value as StoredWorkflow).name === name && row.key !== id);
-      if (taken) throw new ConflictError(`name: a workflow named '${name}' exists (${taken.key}); update it (PUT /workflows/${taken.key}) or choose another name`);
+      if (taken)
+        throw new ConflictError(
+          `name: a workflow named '${name}' exists (${taken.key}); update it (PUT /workflows/${taken.key}) or choose another name`,
+        );
       if (rows.length < 500) return;
       after = rows.at(-1)!.key;
     }
@@ -171,5 +193,9 @@ export class Definitions {
 
 /** JSON with sorted keys: two definitions that differ only in key order are the same. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
 }

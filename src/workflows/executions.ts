@@ -9,7 +9,14 @@ import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import { cancelReasons } from './cancel-reason.js';
 import { projectStepStats, readStepStats } from './progress.js';
-import { record, STATUS, type ExecutionLink, type ExecutionRecord, type ExecutionStatus, type ExecutionSummary } from './record.js';
+import {
+  record,
+  STATUS,
+  type ExecutionLink,
+  type ExecutionRecord,
+  type ExecutionStatus,
+  type ExecutionSummary,
+} from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
 import { rerunTimeouts } from './timeouts.js';
 
@@ -22,14 +29,25 @@ export interface Executed {
   duplicate: boolean;
 }
 
-export type { ExecutionLink, ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord, StepStatus } from './record.js';
+export type {
+  ExecutionLink,
+  ExecutionRecord,
+  ExecutionStatus,
+  ExecutionSummary,
+  StepRecord,
+  StepStatus,
+} from './record.js';
 
 /** The projection that lists a workflow's executions, keyed `<workflow id>:<execution id>` (ids sort by time). */
 export const INDEX = 'execution';
 /** The projection `Definitions` keeps each workflow's current version in (read here through a caller's transaction). */
 export const WORKFLOW_VIEW = 'workflow';
 /** An execution's key: the stream `execution-key:<workflow>:<key>`, whose `execution.keyed` event names it. */
-const keyed = (workflowId: string, key: string) => ({ scope: `execution-key:${workflowId}`, key, runOf: (e: StoredEvent) => (e.data as { execution_id: string }).execution_id });
+const keyed = (workflowId: string, key: string) => ({
+  scope: `execution-key:${workflowId}`,
+  key,
+  runOf: (e: StoredEvent) => (e.data as { execution_id: string }).execution_id,
+});
 const named = (id: string) => ({ runId: id, event: { type: 'execution.keyed', data: { execution_id: id } } });
 const LINKS = 'execution-reruns';
 const linkStream = (executionId: string) => `execution-links:${executionId}`;
@@ -61,7 +79,10 @@ export class Executions {
    * nothing and answers the execution the first request started as it is now (`duplicate`): its
    * status and the version it runs, which stays its own when the workflow was updated since.
    */
-  async execute(workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {}): Promise<Executed> {
+  async execute(
+    workflowId: string,
+    request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {},
+  ): Promise<Executed> {
     const input = this.input(await this.definitions.get(workflowId), request);
     if (request.idempotencyKey === undefined) {
       const id = newId('ex');
@@ -69,12 +90,25 @@ export class Executions {
       return { ...this.accepted(workflowId, id), workflow_version: input.version, duplicate: false };
     }
     const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
-    const { runId, duplicate } = await this.engine.runtime.startKeyed({ ...keyed(workflowId, key), name: async () => named(newId('ex')), begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent) });
+    const { runId, duplicate } = await this.engine.runtime.startKeyed({
+      ...keyed(workflowId, key),
+      name: async () => named(newId('ex')),
+      begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent),
+    });
     if (!duplicate) return { ...this.accepted(workflowId, runId), workflow_version: input.version, duplicate: false };
     // retention deletes a run and its keys together: only a race with it finds the key without the run
     const view = await this.engine.runtime.view(runId).catch(() => undefined);
-    if (!view) throw new NotFoundError(`execution ${runId} of workflow ${workflowId}, started with this Idempotency-Key, was just deleted (retention): send the request again`);
-    return { execution_id: runId, workflow_id: workflowId, workflow_version: (view.input as ExecutionInput).version, status: STATUS[view.status], duplicate: true };
+    if (!view)
+      throw new NotFoundError(
+        `execution ${runId} of workflow ${workflowId}, started with this Idempotency-Key, was just deleted (retention): send the request again`,
+      );
+    return {
+      execution_id: runId,
+      workflow_id: workflowId,
+      workflow_version: (view.input as ExecutionInput).version,
+      status: STATUS[view.status],
+      duplicate: true,
+    };
   }
 
   /**
@@ -87,7 +121,12 @@ export class Executions {
    * @example
    * await store.transaction((tx) => executions.startIn(tx, 'wf_01J…', { trigger_data: { id: 'evt_1' }, trigger_type: 'event' }, 'evt_1:rule_01J…'));
    */
-  async startIn(tx: Store, workflowId: string, request: { trigger_data?: unknown; trigger_type?: string; traceparent?: string }, key: string): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
+  async startIn(
+    tx: Store,
+    workflowId: string,
+    request: { trigger_data?: unknown; trigger_type?: string; traceparent?: string },
+    key: string,
+  ): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus }> {
     const checked = checkName('key', key, 200);
     let input: ExecutionInput | undefined;
     const { runId } = await this.engine.runtime.startKeyed({
@@ -109,9 +148,11 @@ export class Executions {
   private input(wf: StoredWorkflow, request: { trigger_data?: unknown; trigger_type?: string }): ExecutionInput {
     if (!wf.enabled) throw new ValidationError('enabled', `workflow ${wf.id} is disabled`);
     const trigger = request.trigger_data ?? {};
-    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger)) throw new ValidationError('trigger_data', 'must be a JSON object');
+    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger))
+      throw new ValidationError('trigger_data', 'must be a JSON object');
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
-    const triggerType = request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
+    const triggerType =
+      request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
     return {
       workflow_id: wf.id,
       version: wf.version,
@@ -125,7 +166,13 @@ export class Executions {
   }
 
   /** Starts execution `id` in `tx`, or without one in the next group commit: its run, and its row in the workflow's list. */
-  private async begin(tx: Store | null, workflowId: string, input: ExecutionInput, id: string, traceparent?: string): Promise<void> {
+  private async begin(
+    tx: Store | null,
+    workflowId: string,
+    input: ExecutionInput,
+    id: string,
+    traceparent?: string,
+  ): Promise<void> {
     await this.engine.runtime.start(this.interpreter, input, {
       id,
       ...(tx ? { tx } : {}),
@@ -136,11 +183,21 @@ export class Executions {
   }
 
   /** Newest first, `limit` per page; `last_key` of a page continues after it and is null on the last one. */
-  async list(workflowId: string, options: { limit?: number; last_key?: string | null } = {}): Promise<{ executions: ExecutionSummary[]; count: number; last_key: string | null }> {
+  async list(
+    workflowId: string,
+    options: { limit?: number; last_key?: string | null } = {},
+  ): Promise<{ executions: ExecutionSummary[]; count: number; last_key: string | null }> {
     const limit = options.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ValidationError('limit', `must be a whole number from 1 to 100 (got ${options.limit})`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      throw new ValidationError('limit', `must be a whole number from 1 to 100 (got ${options.limit})`);
     const before = options.last_key ? `${workflowId}:${options.last_key}` : undefined;
-    const rows = await this.engine.store.projectionList({ name: INDEX, prefix: `${workflowId}:`, limit: limit + 1, backwards: true, ...(before ? { before } : {}) });
+    const rows = await this.engine.store.projectionList({
+      name: INDEX,
+      prefix: `${workflowId}:`,
+      limit: limit + 1,
+      backwards: true,
+      ...(before ? { before } : {}),
+    });
     const page = rows.slice(0, limit).map((row) => (row.value as { execution_id: string }).execution_id);
     // a summary needs the view only: no step stats, no links
     const records = await Promise.all(page.map(async (id) => record(await this.view(workflowId, id))));
@@ -162,7 +219,11 @@ export class Executions {
 
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
-    const [stats, reruns, reason] = await Promise.all([readStepStats(this.engine.store, workflowId), this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>, this.reasons.get(executionId)]);
+    const [stats, reruns, reason] = await Promise.all([
+      readStepStats(this.engine.store, workflowId),
+      this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
+      this.reasons.get(executionId),
+    ]);
     return { ...record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] }), cancel_reason: reason };
   }
 
@@ -184,18 +245,33 @@ export class Executions {
     const trigger = request.trigger_data ?? input.trigger_data;
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
     // longer timeouts (brief 004 §7.2) change this execution's steps; its rerun_of says which
-    const timed = request.timeouts && Object.keys(request.timeouts).length > 0 ? rerunTimeouts(input.steps, request.timeouts) : null;
+    const timed =
+      request.timeouts && Object.keys(request.timeouts).length > 0
+        ? rerunTimeouts(input.steps, request.timeouts)
+        : null;
     const link = { execution_id: executionId, from_step: from, ...(timed ? { timeouts_seconds: timed.seconds } : {}) };
-    return this.continueFrom(view, { ...input, trigger_data: trigger, ...(timed ? { steps: timed.steps } : {}) }, reuse, link);
+    return this.continueFrom(
+      view,
+      { ...input, trigger_data: trigger, ...(timed ? { steps: timed.steps } : {}) },
+      reuse,
+      link,
+    );
   }
 
   /**
    * Retries the failed branches of a partly failed execution (all of them, or those named) as a new
    * execution that reuses every step that succeeded: no succeeded step runs again.
    */
-  async retry(workflowId: string, executionId: string, request: { branches?: string[] } = {}): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus; branches: string[] }> {
+  async retry(
+    workflowId: string,
+    executionId: string,
+    request: { branches?: string[] } = {},
+  ): Promise<{ execution_id: string; workflow_id: string; status: ExecutionStatus; branches: string[] }> {
     const view = await this.view(workflowId, executionId);
-    if (view.status !== 'partial_success' && view.status !== 'failed') throw new ConflictError(`execution ${executionId} is ${STATUS[view.status]}: only a partly failed or failed execution is retried`);
+    if (view.status !== 'partial_success' && view.status !== 'failed')
+      throw new ConflictError(
+        `execution ${executionId} is ${STATUS[view.status]}: only a partly failed or failed execution is retried`,
+      );
     const input = view.input as ExecutionInput;
     const { reuse, branches } = reuseForRetry(record(view), input, request.branches);
     const started = await this.continueFrom(view, input, reuse, { execution_id: executionId, branches });
@@ -208,7 +284,20 @@ export class Executions {
     const id = newId('ex');
     await this.engine.store.transaction(async (tx) => {
       await this.begin(tx, input.workflow_id, next, id);
-      await this.engine.journal.append(linkStream(view.id), [{ type: 'execution.rerun', data: { execution_id: id, ...(link.from_step ? { from_step: link.from_step } : {}), ...(link.branches ? { branches: link.branches } : {}) } }], { tx });
+      await this.engine.journal.append(
+        linkStream(view.id),
+        [
+          {
+            type: 'execution.rerun',
+            data: {
+              execution_id: id,
+              ...(link.from_step ? { from_step: link.from_step } : {}),
+              ...(link.branches ? { branches: link.branches } : {}),
+            },
+          },
+        ],
+        { tx },
+      );
     });
     return this.accepted(input.workflow_id, id);
   }
@@ -216,7 +305,8 @@ export class Executions {
   /** Cancels a running execution, journaling `reason` (shown as its `cancel_reason`); a finished one → ConflictError. */
   async cancel(workflowId: string, executionId: string, reason?: string): Promise<void> {
     const view = await this.view(workflowId, executionId);
-    if (isTerminal(view.status)) throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
+    if (isTerminal(view.status))
+      throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
     await this.engine.cancel(executionId, reason === undefined ? {} : { reason });
   }
 

@@ -19,7 +19,9 @@ export function executionAges(): RunAges {
   return {
     async ageOf(tx, run) {
       if (run.workflow !== STORED_WORKFLOW) return undefined;
-      const wf = (await tx.projectionGet({ name: WORKFLOW_VIEW, key: (run.input as ExecutionInput).workflow_id })) as StoredWorkflow | undefined;
+      const wf = (await tx.projectionGet({ name: WORKFLOW_VIEW, key: (run.input as ExecutionInput).workflow_id })) as
+        | StoredWorkflow
+        | undefined;
       return wf?.ttl === undefined ? undefined : ttlMs(wf.ttl);
     },
     async expired(tx, now) {
@@ -41,7 +43,12 @@ export function executionAges(): RunAges {
 async function expiredOf(tx: Store, workflowId: string, before: number): Promise<string[]> {
   const ids: string[] = [];
   for (let after: string | undefined; ; ) {
-    const rows = await tx.projectionList({ name: INDEX, prefix: `${workflowId}:`, limit: PAGE, ...(after ? { after } : {}) });
+    const rows = await tx.projectionList({
+      name: INDEX,
+      prefix: `${workflowId}:`,
+      limit: PAGE,
+      ...(after ? { after } : {}),
+    });
     for (const row of rows) {
       const id = (row.value as { execution_id: string }).execution_id;
       const view = (await tx.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;

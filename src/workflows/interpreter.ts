@@ -48,7 +48,15 @@ export interface InterpreterOptions {
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   return workflow(STORED_WORKFLOW, { version: '1' }, async (ctx, input) => {
     const secrets = await options.secrets.values();
-    const run: StoredRun = { input, executionId: ctx.runId, outputs: {}, secrets, hidden: new Set(Object.values(secrets)), options, state: null };
+    const run: StoredRun = {
+      input,
+      executionId: ctx.runId,
+      outputs: {},
+      secrets,
+      hidden: new Set(Object.values(secrets)),
+      options,
+      state: null,
+    };
     const states = input.states;
     const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
     if (states?.initial) await enter(run, ctx, states.initial);

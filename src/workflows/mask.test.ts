@@ -4,7 +4,9 @@ import { MASK, mask, maskText, secretForms } from './mask.js';
 
 describe('maskText', () => {
   it('masks a secret inside a longer string, every time it occurs', () => {
-    expect(maskText('curl -H "Authorization: Bearer tok_9f8e" https://api/tok_9f8e', ['tok_9f8e'])).toBe('curl -H "Authorization: Bearer ***" https://api/***');
+    expect(maskText('curl -H "Authorization: Bearer tok_9f8e" https://api/tok_9f8e', ['tok_9f8e'])).toBe(
+      'curl -H "Authorization: Bearer ***" https://api/***',
+    );
     expect(MASK).toBe('***');
   });
 
@@ -118,27 +120,37 @@ describe('mask', () => {
 describe('secretForms and masking of encoded secrets', () => {
   const secrets = ['pa ss"wörd\\x', "it's <b>&co", 'plain-token-123', 'ünï cødé ✓'];
 
-  it.each(secrets)('masks %j plain, JSON-escaped, percent-encoded, form-encoded, HTML-escaped and in base64', (secret) => {
-    const texts = [
-      `x ${secret} y`,
-      JSON.stringify({ echoed: secret }),
-      JSON.stringify({ echoed: secret }).replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
-      `https://api.example.com/v1?key=${encodeURIComponent(secret)}&x=1`,
-      `https://api.example.com/v1?${new URLSearchParams({ key: secret })}`,
-      new URL(`https://api.example.com/p/${secret.replaceAll('?', '').replaceAll('#', '')}?q=${secret.replaceAll('#', '')}`).href,
-      `<p>${secret.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!)}</p>`,
-      ...['', 'u', 'us', 'usr:'].map((prefix) => `Basic ${Buffer.from(`${prefix}${secret}`).toString('base64')}`),
-      ...['', 'u', 'us'].map((prefix) => Buffer.from(`${prefix}${secret}!tail`).toString('base64url')),
-    ];
-    for (const text of texts) {
-      const out = maskText(text, [secret]);
-      expect(out, text).toContain(MASK);
-      for (const form of secretForms(secret)) expect(out, `${text} → ${form}`).not.toContain(form);
-    }
-  });
+  it.each(secrets)(
+    'masks %j plain, JSON-escaped, percent-encoded, form-encoded, HTML-escaped and in base64',
+    (secret) => {
+      const texts = [
+        `x ${secret} y`,
+        JSON.stringify({ echoed: secret }),
+        JSON.stringify({ echoed: secret }).replace(
+          /[\u007f-\uffff]/g,
+          (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+        ),
+        `https://api.example.com/v1?key=${encodeURIComponent(secret)}&x=1`,
+        `https://api.example.com/v1?${new URLSearchParams({ key: secret })}`,
+        new URL(
+          `https://api.example.com/p/${secret.replaceAll('?', '').replaceAll('#', '')}?q=${secret.replaceAll('#', '')}`,
+        ).href,
+        `<p>${secret.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!)}</p>`,
+        ...['', 'u', 'us', 'usr:'].map((prefix) => `Basic ${Buffer.from(`${prefix}${secret}`).toString('base64')}`),
+        ...['', 'u', 'us'].map((prefix) => Buffer.from(`${prefix}${secret}!tail`).toString('base64url')),
+      ];
+      for (const text of texts) {
+        const out = maskText(text, [secret]);
+        expect(out, text).toContain(MASK);
+        for (const form of secretForms(secret)) expect(out, `${text} → ${form}`).not.toContain(form);
+      }
+    },
+  );
 
   it('masks what base64 of a longer text gives away of the secret, and keeps the rest', () => {
-    const out = maskText(`Basic ${Buffer.from('alice:correct horse battery').toString('base64')}`, ['correct horse battery']);
+    const out = maskText(`Basic ${Buffer.from('alice:correct horse battery').toString('base64')}`, [
+      'correct horse battery',
+    ]);
     expect(out).toMatch(/^Basic YWxp.*\*\*\*/);
     expect(out.length).toBeLessThan(20);
   });
@@ -156,7 +168,9 @@ describe('masking what a URL parser makes of a secret', () => {
     for (const hidden of [secret, secret.toUpperCase()]) {
       const url = new URL(`http://${hidden}.invalid/x`);
       expect(url.hostname).toBe('sk_live_q7x+9f');
-      expect(maskText(`GET ${url.href} failed: cannot resolve ${url.hostname}`, [hidden])).toBe('GET http://***/***.invalid/x failed: cannot resolve ***');
+      expect(maskText(`GET ${url.href} failed: cannot resolve ${url.hostname}`, [hidden])).toBe(
+        'GET http://***/***.invalid/x failed: cannot resolve ***',
+      );
     }
   });
 

@@ -74,7 +74,12 @@ export function secretForms(secret: string): string[] {
     const fragment = base64Fragment(bytes, offset);
     return [fragment, fragment.replace(/\+/g, '-').replace(/\//g, '_')];
   });
-  const all = [secret, ...encoded, ...urlForms(secret).filter((form) => form.length >= MIN_FORM_LENGTH), ...base64.filter((form) => form.length >= MIN_BASE64_LENGTH)];
+  const all = [
+    secret,
+    ...encoded,
+    ...urlForms(secret).filter((form) => form.length >= MIN_FORM_LENGTH),
+    ...base64.filter((form) => form.length >= MIN_BASE64_LENGTH),
+  ];
   const out = [...new Set(all)];
   if (forms.size >= FORMS_CACHE_SIZE) forms.delete(forms.keys().next().value!);
   forms.set(secret, out);
@@ -113,7 +118,14 @@ function urlForms(secret: string): string[] {
     pieces.flatMap((piece) => {
       if (piece.length < MIN_FORM_LENGTH) return [];
       const bytes = Buffer.from(piece, 'utf8');
-      return [piece, piece.toLowerCase(), hostForm(piece), percentEncode(bytes, PATH_SET), percentEncode(bytes, QUERY_SET), percentEncode(bytes, USERINFO_SET)];
+      return [
+        piece,
+        piece.toLowerCase(),
+        hostForm(piece),
+        percentEncode(bytes, PATH_SET),
+        percentEncode(bytes, QUERY_SET),
+        percentEncode(bytes, USERINFO_SET),
+      ];
     }),
   );
 }
@@ -152,7 +164,8 @@ function base64Fragment(bytes: Buffer, offset: number): string {
 
 function prepare(secrets: Iterable<string>): string[] {
   const needles = new Set<string>();
-  for (const secret of secrets) if (typeof secret === 'string' && secret.length > 0) for (const form of secretForms(secret)) needles.add(form);
+  for (const secret of secrets)
+    if (typeof secret === 'string' && secret.length > 0) for (const form of secretForms(secret)) needles.add(form);
   return [...needles];
 }
 
@@ -160,7 +173,8 @@ function replace(text: string, needles: string[]): string {
   const ranges: Array<[number, number]> = [];
   for (const needle of needles) {
     // step by one, not by the needle's length: occurrences of one secret may overlap ('aa' in 'aaa')
-    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) ranges.push([at, at + needle.length]);
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1))
+      ranges.push([at, at + needle.length]);
   }
   if (ranges.length === 0) return text;
   ranges.sort((a, b) => a[0] - b[0]);
@@ -219,7 +233,8 @@ function copy(value: unknown, needles: string[], seen: Map<object, unknown>): un
   const keys = value instanceof Error ? Object.getOwnPropertyNames(value) : Object.keys(value);
   for (const key of keys) {
     const descriptor = Object.getOwnPropertyDescriptor(value, key);
-    const item: unknown = descriptor && 'value' in descriptor ? descriptor.value : (value as Record<string, unknown>)[key];
+    const item: unknown =
+      descriptor && 'value' in descriptor ? descriptor.value : (value as Record<string, unknown>)[key];
     // defineProperty, not assignment: a key '__proto__' (JSON.parse makes them) stays a plain key
     Object.defineProperty(out, replace(key, needles), {
       value: again(item),

@@ -20,7 +20,11 @@ const threeProblems = {
   steps: [
     { id: 'greet', type: 'transform', config: { template: 'Hello {{trigger.name', output_key: 'greeting' } },
     { id: 'wait', type: 'log', config: { message: 'hi', level: 'loud' } },
-    { id: 'call', type: 'http_request', config: { url: 'https://api.example.com/x', headers: secretHeader('missing_key') } },
+    {
+      id: 'call',
+      type: 'http_request',
+      config: { url: 'https://api.example.com/x', headers: secretHeader('missing_key') },
+    },
   ],
 };
 
@@ -31,7 +35,13 @@ describe.each(backends)('one save reports every problem of a definition on $name
   let url: string;
 
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await app.fetch(new Request(`http://api${path}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+    const res = await app.fetch(
+      new Request(`http://api${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
+    );
     return { status: res.status, body: await res.json() };
   };
   const problems = async (method: string, path: string, body: unknown) => {
@@ -55,7 +65,11 @@ describe.each(backends)('one save reports every problem of a definition on $name
   afterEach(() => close());
 
   it('answers the shape, the template and the secret problems together', async () => {
-    expect(await problems('POST', '/workflows', threeProblems)).toEqual(['steps[1].config.level', 'steps[0].config.template', 'steps[2].config.headers.Authorization']);
+    expect(await problems('POST', '/workflows', threeProblems)).toEqual([
+      'steps[1].config.level',
+      'steps[0].config.template',
+      'steps[2].config.headers.Authorization',
+    ]);
   });
 
   it('answers template, reference and secret problems together when the shape is right, on create and on update', async () => {
@@ -63,13 +77,40 @@ describe.each(backends)('one save reports every problem of a definition on $name
       name: 'almost',
       steps: [
         { id: 'greet', type: 'transform', config: { template: 'Hello {{trigger.name', output_key: 'greeting' } },
-        { id: 'call', type: 'http_request', config: { url: 'https://api.example.com/x', headers: secretHeader('missing_key'), body: { x: '{{steps.later.output}}' } } },
-        { id: 'later', type: 'log', config: { message: 'hi' }, compensate: { url: 'https://api.example.com/undo', headers: secretHeader('other_missing') } },
+        {
+          id: 'call',
+          type: 'http_request',
+          config: {
+            url: 'https://api.example.com/x',
+            headers: secretHeader('missing_key'),
+            body: { x: '{{steps.later.output}}' },
+          },
+        },
+        {
+          id: 'later',
+          type: 'log',
+          config: { message: 'hi' },
+          compensate: { url: 'https://api.example.com/undo', headers: secretHeader('other_missing') },
+        },
       ],
     };
-    const expected = ['steps[0].config.template', 'steps[1].config', 'steps[1].config.headers.Authorization', 'steps[2].compensate.headers.Authorization'];
+    const expected = [
+      'steps[0].config.template',
+      'steps[1].config',
+      'steps[1].config.headers.Authorization',
+      'steps[2].compensate.headers.Authorization',
+    ];
     expect(await problems('POST', '/workflows', definition)).toEqual(expected);
-    const saved = await call('POST', '/workflows', { name: 'almost', steps: [{ id: 'call', type: 'http_request', config: { url: 'https://api.example.com/x', headers: secretHeader('api_key') } }] });
+    const saved = await call('POST', '/workflows', {
+      name: 'almost',
+      steps: [
+        {
+          id: 'call',
+          type: 'http_request',
+          config: { url: 'https://api.example.com/x', headers: secretHeader('api_key') },
+        },
+      ],
+    });
     expect(saved.status).toBe(201);
     expect(await problems('PUT', `/workflows/${saved.body.id}`, definition)).toEqual(expected);
   });
@@ -77,9 +118,28 @@ describe.each(backends)('one save reports every problem of a definition on $name
   it('finds secrets in the steps of parallel branches whatever else is wrong', async () => {
     const definition = {
       name: 'fan',
-      steps: [{ id: 'fan', type: 'parallel', retry: 'often', config: { branches: { a: [{ id: 'a1', type: 'http_request', config: { url: 'https://x.example/a', headers: secretHeader('nope') } }] } } }],
+      steps: [
+        {
+          id: 'fan',
+          type: 'parallel',
+          retry: 'often',
+          config: {
+            branches: {
+              a: [
+                {
+                  id: 'a1',
+                  type: 'http_request',
+                  config: { url: 'https://x.example/a', headers: secretHeader('nope') },
+                },
+              ],
+            },
+          },
+        },
+      ],
     };
-    expect(await problems('POST', '/workflows', definition)).toEqual(expect.arrayContaining(['steps[0].retry', 'steps[0].config.branches.a[0].config.headers.Authorization']));
+    expect(await problems('POST', '/workflows', definition)).toEqual(
+      expect.arrayContaining(['steps[0].retry', 'steps[0].config.branches.a[0].config.headers.Authorization']),
+    );
   });
 
   it('prints each problem on its own line in workflows apply', async () => {

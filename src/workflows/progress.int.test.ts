@@ -18,7 +18,12 @@ describe.each(backends)('step statistics on $name', (backend) => {
     close = t.close;
     const service = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     const wf = await service.definitions.create(SAMPLE);
-    const ids = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await service.executions.execute(wf.id, { trigger_data: { name: `n${i}` } })).execution_id));
+    const ids = await Promise.all(
+      Array.from(
+        { length: 10 },
+        async (_, i) => (await service.executions.execute(wf.id, { trigger_data: { name: `n${i}` } })).execution_id,
+      ),
+    );
     await Promise.all(ids.map((id) => t.engine.runtime.handle(id).result()));
     const stats = (await readStepStats(t.engine.store, wf.id))!;
     expect(Object.keys(stats).sort()).toEqual(['greet', 'profile', 'record']);
@@ -36,7 +41,8 @@ describe.each(backends)('step statistics on $name', (backend) => {
     close = t.close;
     const first = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     const wf = await first.definitions.create(SAMPLE);
-    const run = async (service: typeof first) => t.engine.runtime.handle((await service.executions.execute(wf.id, {})).execution_id).result();
+    const run = async (service: typeof first) =>
+      t.engine.runtime.handle((await service.executions.execute(wf.id, {})).execution_id).result();
     await run(first);
     await run(first);
     const other = await t.second();

@@ -28,17 +28,33 @@ describe('ETA', () => {
     const stats = { a: [1000, 3000, 2000], b: [4000], c: [500, 1500] };
     expect(etaSeconds(definition, [rec('a', 'success'), rec('b', 'pending'), rec('c', 'pending')], stats)).toBe(5);
     const started = new Date(Date.now() - 1000).toISOString();
-    const eta = etaSeconds(definition, [rec('a', 'success'), rec('b', 'running', started), rec('c', 'pending')], stats)!;
+    const eta = etaSeconds(
+      definition,
+      [rec('a', 'success'), rec('b', 'running', started), rec('c', 'pending')],
+      stats,
+    )!;
     expect(eta).toBeGreaterThan(3.8);
     expect(eta).toBeLessThanOrEqual(4);
-    expect(etaSeconds(definition, [rec('a', 'pending'), rec('b', 'pending'), rec('c', 'pending')], { a: [1000], b: [1000] })).toBeNull();
+    expect(
+      etaSeconds(definition, [rec('a', 'pending'), rec('b', 'pending'), rec('c', 'pending')], { a: [1000], b: [1000] }),
+    ).toBeNull();
     expect(etaSeconds(definition, [], undefined)).toBeNull();
   });
 
   it('counts parallel branches as the longest one', () => {
-    const parallel: StepDefinition = { id: 'render', type: 'parallel', config: { branches: { word: [step('w1'), step('w2')], ppt: [step('p1')] } } };
+    const parallel: StepDefinition = {
+      id: 'render',
+      type: 'parallel',
+      config: { branches: { word: [step('w1'), step('w2')], ppt: [step('p1')] } },
+    };
     const stats = { w1: [1000], w2: [1000], p1: [5000], after: [1000] };
-    const records = [rec('render', 'pending'), rec('w1', 'success'), rec('w2', 'pending'), rec('p1', 'pending'), rec('after', 'pending')];
+    const records = [
+      rec('render', 'pending'),
+      rec('w1', 'success'),
+      rec('w2', 'pending'),
+      rec('p1', 'pending'),
+      rec('after', 'pending'),
+    ];
     expect(etaSeconds([parallel, step('after')], records, stats)).toBe(6);
   });
 });

@@ -42,12 +42,20 @@ export function projectStepStats(journal: Journal): void {
       const view = seen?.steps.some((s) => s.name === name) ? seen : await readRunView(tx, id);
       if (!view || view.workflow !== STORED_WORKFLOW) continue;
       const step = view.steps.find((s) => s.name === name);
-      if (!step || step.durationMs === null || (step.input as { reused_from?: unknown } | null)?.reused_from !== undefined) continue;
+      if (
+        !step ||
+        step.durationMs === null ||
+        (step.input as { reused_from?: unknown } | null)?.reused_from !== undefined
+      )
+        continue;
       const workflowId = (view.input as ExecutionInput).workflow_id;
       durations.set(workflowId, [...(durations.get(workflowId) ?? []), [name, step.durationMs]]);
     }
     for (const [workflowId, steps] of durations) {
-      const stats = { ...(remembered.get(workflowId) ?? ((await tx.projectionGet({ name: STATS, key: workflowId })) as StepStats | undefined)) };
+      const stats = {
+        ...(remembered.get(workflowId) ??
+          ((await tx.projectionGet({ name: STATS, key: workflowId })) as StepStats | undefined)),
+      };
       for (const [name, ms] of steps) stats[name] = [...(stats[name] ?? []), ms].slice(-KEEP);
       await tx.projectionPut({ name: STATS, key: workflowId, value: stats });
       tx.onCommit(() => {
@@ -74,7 +82,11 @@ export function median(values: number[]): number {
  * branches of a parallel step run side by side, so they count as the longest branch. Null when a
  * remaining step has no history yet.
  */
-export function etaSeconds(definition: StepDefinition[], records: StepRecord[], stats: StepStats | undefined): number | null {
+export function etaSeconds(
+  definition: StepDefinition[],
+  records: StepRecord[],
+  stats: StepStats | undefined,
+): number | null {
   if (!stats) return null;
   const now = Date.now();
   const left = (id: string): number | null => {

@@ -84,12 +84,32 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
   const terminal = isTerminal(view.status);
   const leaf = (step: StepDefinition, where: { parallel?: string; branch?: string } = {}): StepRecord => {
     // a callback step whose request failed for good ended there: the request's failure is the step's
-    const ran = view.steps.find((s) => s.name === step.id) ?? view.steps.find((s) => s.name === `${step.id}:request` && s.status === 'failed');
+    const ran =
+      view.steps.find((s) => s.name === step.id) ??
+      view.steps.find((s) => s.name === `${step.id}:request` && s.status === 'failed');
     if (!ran) {
       // a callback step is under way once its request was sent (or, without one, while the run waits for it)
       const waiting = step.type === 'wait_for_callback' && view.steps.some((s) => s.name === `${step.id}:request`);
-      const status: StepStatus = !terminal ? (waiting ? 'running' : 'pending') : view.status === 'cancelled' ? 'cancelled' : 'skipped';
-      return { step_id: step.id, type: step.type, status, attempts: 0, started_at: null, finished_at: null, duration_ms: null, input: null, output: null, error: null, ...where };
+      const status: StepStatus = !terminal
+        ? waiting
+          ? 'running'
+          : 'pending'
+        : view.status === 'cancelled'
+          ? 'cancelled'
+          : 'skipped';
+      return {
+        step_id: step.id,
+        type: step.type,
+        status,
+        attempts: 0,
+        started_at: null,
+        finished_at: null,
+        duration_ms: null,
+        input: null,
+        output: null,
+        error: null,
+        ...where,
+      };
     }
     return {
       step_id: step.id,
@@ -111,7 +131,10 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
       steps.push(leaf(step));
       continue;
     }
-    const inner = Object.entries(step.config.branches).map(([branch, list]) => ({ branch, records: list.map((s) => leaf(s, { parallel: step.id, branch })) }));
+    const inner = Object.entries(step.config.branches).map(([branch, list]) => ({
+      branch,
+      records: list.map((s) => leaf(s, { parallel: step.id, branch })),
+    }));
     steps.push(parallelRecord(step, inner, terminal));
     for (const { records } of inner) steps.push(...records);
   }
@@ -162,11 +185,23 @@ function stepStatus(ran: StepView, terminal: boolean, runStatus: RunStatus): Ste
 }
 
 /** A parallel step: success when every branch succeeded, failed when any ended otherwise, running meanwhile. */
-function parallelRecord(step: StepDefinition, inner: { branch: string; records: StepRecord[] }[], terminal: boolean): StepRecord {
+function parallelRecord(
+  step: StepDefinition,
+  inner: { branch: string; records: StepRecord[] }[],
+  terminal: boolean,
+): StepRecord {
   const branches: NonNullable<StepRecord['branches']> = {};
   for (const { branch, records } of inner) {
     const bad = records.find((r) => r.status === 'failed' || r.status === 'timed_out' || r.status === 'cancelled');
-    const status: StepStatus = bad ? bad.status : records.every((r) => r.status === 'success') ? 'success' : records.some((r) => r.status !== 'pending') ? 'running' : terminal ? 'skipped' : 'pending';
+    const status: StepStatus = bad
+      ? bad.status
+      : records.every((r) => r.status === 'success')
+        ? 'success'
+        : records.some((r) => r.status !== 'pending')
+          ? 'running'
+          : terminal
+            ? 'skipped'
+            : 'pending';
     branches[branch] = { status, error: bad?.error ?? null };
   }
   const all = Object.values(branches);
@@ -191,7 +226,9 @@ function parallelRecord(step: StepDefinition, inner: { branch: string; records: 
           .map((r) => r.finished_at!)
           .sort()
           .at(-1) ?? null);
-  const output = Object.fromEntries(inner.map(({ branch, records }) => [branch, Object.fromEntries(records.map((r) => [r.step_id, r.output]))]));
+  const output = Object.fromEntries(
+    inner.map(({ branch, records }) => [branch, Object.fromEntries(records.map((r) => [r.step_id, r.output]))]),
+  );
   return {
     step_id: step.id,
     type: 'parallel',
@@ -211,7 +248,8 @@ function labelOf(steps: StepDefinition[], id: string | undefined): string | unde
   if (id === undefined) return undefined;
   for (const step of steps) {
     if (step.id === id) return step.label;
-    if (step.type === 'parallel') for (const list of Object.values(step.config.branches)) for (const s of list) if (s.id === id) return s.label;
+    if (step.type === 'parallel')
+      for (const list of Object.values(step.config.branches)) for (const s of list) if (s.id === id) return s.label;
   }
   return undefined;
 }

@@ -26,7 +26,13 @@ describe('parseDefinition: http_request URLs at save time', () => {
     expect(problems(withUrl(url))).toEqual([{ path: 'steps[0].config.url', message }]);
   });
 
-  it.each(['https://api.example.com/x?y=1', 'HTTP://example.com', '{{secrets.api_url}}/orders', 'https://{{trigger.host}}/x', '{{trigger.url}}'])('accepts %s', (url) => {
+  it.each([
+    'https://api.example.com/x?y=1',
+    'HTTP://example.com',
+    '{{secrets.api_url}}/orders',
+    'https://{{trigger.host}}/x',
+    '{{trigger.url}}',
+  ])('accepts %s', (url) => {
     expect(problems(withUrl(url))).toEqual([]);
   });
 });
@@ -48,7 +54,13 @@ describe('a definition checked at save time', () => {
   });
 
   it('says what a transform needs when it has neither template nor mapping', () => {
-    expect(problems({ name: 'x', steps: [{ id: 't', type: 'transform', config: {} }] })).toEqual([{ path: 'steps[0].config', message: 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both' }]);
+    expect(problems({ name: 'x', steps: [{ id: 't', type: 'transform', config: {} }] })).toEqual([
+      {
+        path: 'steps[0].config',
+        message:
+          'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
+      },
+    ]);
   });
 
   it('speaks without zod jargon: step types, unknown fields, enums, limits, missing fields', () => {
@@ -71,13 +83,19 @@ describe('a definition checked at save time', () => {
       'steps[2].config.url: required',
       "(body): unknown field 'extra'",
     ]);
-    for (const m of messages) expect(m).not.toMatch(/expected record|Invalid discriminator|Invalid input|Too big|Unrecognized/);
+    for (const m of messages)
+      expect(m).not.toMatch(/expected record|Invalid discriminator|Invalid input|Too big|Unrecognized/);
   });
 
   it('refuses a literal URL that is not http(s) at save time; a templated one is checked when it runs', () => {
     let n = 0;
     const step = (url: string) => ({ id: `call-${n++}`, type: 'http_request', config: { url } });
-    expect(problems({ name: 'x', steps: [step('file:///etc/passwd'), step('not a url'), step('{{trigger.url}}'), step('https://example.com')] })).toEqual([
+    expect(
+      problems({
+        name: 'x',
+        steps: [step('file:///etc/passwd'), step('not a url'), step('{{trigger.url}}'), step('https://example.com')],
+      }),
+    ).toEqual([
       { path: 'steps[0].config.url', message: 'the scheme file: is not allowed (only http: and https:)' },
       { path: 'steps[1].config.url', message: 'must be an absolute http: or https: URL' },
     ]);

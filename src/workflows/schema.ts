@@ -28,9 +28,16 @@ const httpConfig = z
 /** A compensation's condition: templates only, so it always reads the execution (a constant would be a config that never changes). */
 const guardTemplate = z.string().regex(/\{\{[\s\S]*\}\}/, 'must be a template such as "{{ steps.a.output.id }}"');
 
-const transformConfig = z.union([z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(), z.object({ mapping: z.record(z.string(), z.unknown()) }).strict()], {
-  error: () => 'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
-});
+const transformConfig = z.union(
+  [
+    z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(),
+    z.object({ mapping: z.record(z.string(), z.unknown()) }).strict(),
+  ],
+  {
+    error: () =>
+      'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
+  },
+);
 
 const logConfig = z
   .object({
@@ -40,23 +47,38 @@ const logConfig = z
   .strict();
 
 /** A business state's name (`LAYOUT_QUEUED`). */
-const stateName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'must be 1–64 letters, digits or _, starting with a letter');
+const stateName = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'must be 1–64 letters, digits or _, starting with a letter');
 
 /** A JSON path into a response (`body.status`, `body.jobs[0].state`) and what must hold there: exactly one of equals, in, exists. */
 export const conditionSchema = z
   .object({
-    path: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*$/, "must be a path like 'body.status' or 'body.items[0].state'"),
+    path: z
+      .string()
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*$/,
+        "must be a path like 'body.status' or 'body.items[0].state'",
+      ),
     equals: z.unknown().optional(),
     in: z.array(z.unknown()).min(1).max(100).optional(),
     exists: z.boolean().optional(),
   })
   .strict()
-  .refine((c) => [c.equals, c.in, c.exists].filter((v) => v !== undefined).length === 1, { message: 'needs exactly one of equals, in or exists' });
+  .refine((c) => [c.equals, c.in, c.exists].filter((v) => v !== undefined).length === 1, {
+    message: 'needs exactly one of equals, in or exists',
+  });
 
 /** An error class mapped to the failure state the execution enters: an HTTP status (`422`, `'4xx'`, `[500, 599]`), a timeout, or any error. */
 export const errorRuleSchema = z
   .object({
-    status: z.union([z.int().min(100).max(599), z.enum(['4xx', '5xx']), z.tuple([z.int().min(100).max(599), z.int().min(100).max(599)])]).optional(),
+    status: z
+      .union([
+        z.int().min(100).max(599),
+        z.enum(['4xx', '5xx']),
+        z.tuple([z.int().min(100).max(599), z.int().min(100).max(599)]),
+      ])
+      .optional(),
     timed_out: z.literal(true).optional(),
     state: stateName,
   })
@@ -115,12 +137,18 @@ export const leafStepSchema = z.discriminatedUnion('type', [...leafSchemas]);
 const parallelConfig = z
   .object({
     branches: z
-      .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a branch name is 1–64 letters, digits, _ or -'), z.array(leafStepSchema).min(1).max(50))
+      .record(
+        z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a branch name is 1–64 letters, digits, _ or -'),
+        z.array(leafStepSchema).min(1).max(50),
+      )
       .refine((b) => Object.keys(b).length >= 1 && Object.keys(b).length <= 10, { message: 'needs 1 to 10 branches' }),
   })
   .strict();
 
-export const stepSchema = z.discriminatedUnion('type', [...leafSchemas, z.object({ ...stepBase, type: z.literal('parallel'), config: parallelConfig }).strict()]);
+export const stepSchema = z.discriminatedUnion('type', [
+  ...leafSchemas,
+  z.object({ ...stepBase, type: z.literal('parallel'), config: parallelConfig }).strict(),
+]);
 
 /** The states a workflow names, and the ones entered at its start and end. */
 export const statesSchema = z
@@ -163,7 +191,10 @@ export type ErrorRule = z.output<typeof errorRuleSchema>;
 
 /** `['steps', 1, 'config', 'url']` → `steps[1].config.url` */
 export function jsonPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((out, key) => (typeof key === 'number' ? `${out}[${key}]` : out === '' ? String(key) : `${out}.${String(key)}`), '');
+  return path.reduce<string>(
+    (out, key) => (typeof key === 'number' ? `${out}[${key}]` : out === '' ? String(key) : `${out}.${String(key)}`),
+    '',
+  );
 }
 
 /** Zod's issues as problems with JSON paths, said plainly (no "expected record", no "Invalid discriminator value"). */
@@ -174,11 +205,22 @@ export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
   }));
 }
 
-const KINDS: Record<string, string> = { record: 'an object', object: 'an object', string: 'a string', number: 'a number', int: 'a whole number', boolean: 'true or false', array: 'a list', bigint: 'a whole number', date: 'a date' };
+const KINDS: Record<string, string> = {
+  record: 'an object',
+  object: 'an object',
+  string: 'a string',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  array: 'a list',
+  bigint: 'a whole number',
+  date: 'a date',
+};
 
 function plainMessage(issue: z.core.$ZodIssue): string {
   const received = /received (\w+)/.exec(issue.message)?.[1];
-  const list = (values: readonly unknown[]) => values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
+  const list = (values: readonly unknown[]) =>
+    values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
   switch (issue.code) {
     case 'invalid_type':
       if (received === 'undefined') return 'required';
@@ -192,12 +234,16 @@ function plainMessage(issue: z.core.$ZodIssue): string {
       const limit = Number(issue.code === 'too_small' ? issue.minimum : issue.maximum);
       const least = issue.code === 'too_small' ? 'at least' : 'at most';
       if (issue.origin === 'string') return `must have ${least} ${limit} character${limit === 1 ? '' : 's'}`;
-      if (issue.origin === 'array' || issue.origin === 'set') return issue.message.startsWith('Too') ? `must have ${least} ${limit} item${limit === 1 ? '' : 's'}` : issue.message;
+      if (issue.origin === 'array' || issue.origin === 'set')
+        return issue.message.startsWith('Too')
+          ? `must have ${least} ${limit} item${limit === 1 ? '' : 's'}`
+          : issue.message;
       return `must be ${least} ${limit}`;
     }
     case 'invalid_union': {
       const expected = /Expected (.+)$/.exec(issue.message)?.[1];
-      if ((issue as { discriminator?: string }).discriminator && expected) return `must be one of ${expected.replace(/'/g, '').split(' | ').join(', ')}`;
+      if ((issue as { discriminator?: string }).discriminator && expected)
+        return `must be one of ${expected.replace(/'/g, '').split(' | ').join(', ')}`;
       return issue.message === 'Invalid input' ? 'matches none of the accepted forms' : issue.message;
     }
     case 'invalid_format':
@@ -222,12 +268,14 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
   const parsed = definitionSchema.safeParse(input);
   const secrets = options.secrets ? unknownSecrets(input, options.secrets) : [];
   // the shape's problems, the templates' and references' and the secrets' together: fixing one never reveals another
-  if (!parsed.success) throw ValidationError.of([...zodProblems(parsed.error), ...roughProblems(roughSteps(input)), ...secrets]);
+  if (!parsed.success)
+    throw ValidationError.of([...zodProblems(parsed.error), ...roughProblems(roughSteps(input)), ...secrets]);
   const definition = parsed.data;
   const problems: Problem[] = [];
   const seen = new Map<string, string>();
   const check = (step: StepDefinition, path: string, visible: Set<string>) => {
-    if (seen.has(step.id)) problems.push({ path: `${path}.id`, message: `duplicates the id of ${seen.get(step.id)} ('${step.id}')` });
+    if (seen.has(step.id))
+      problems.push({ path: `${path}.id`, message: `duplicates the id of ${seen.get(step.id)} ('${step.id}')` });
     const { config } = step;
     // a parallel step's config is its branches: their steps are checked one by one
     const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
@@ -244,7 +292,8 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
     for (const [value, at] of templated) {
       problems.push(...templateProblems(value, at));
       const callbackAllowed = step.type === 'wait_for_callback' && at === `${path}.config`;
-      if (!callbackAllowed && usesRoot(value, 'callback')) problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
+      if (!callbackAllowed && usesRoot(value, 'callback'))
+        problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
       for (const ref of stepReferences(value)) {
         // a step's own output is there for its compensation and cancel, not for its config
         if (ref === step.id && at !== `${path}.config`) continue;
@@ -254,10 +303,15 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
     }
     if (step.type === 'parallel') {
       for (const field of ['compensate', 'retry', 'timeout_seconds'] as const) {
-        if (step[field] !== undefined) problems.push({ path: `${path}.${field}`, message: 'a parallel step has none of its own: set it on the steps of its branches' });
+        if (step[field] !== undefined)
+          problems.push({
+            path: `${path}.${field}`,
+            message: 'a parallel step has none of its own: set it on the steps of its branches',
+          });
       }
     }
-    if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined) problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
+    if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined)
+      problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
     for (const [field, state] of [
       ['state', step.state],
       ['state_after', step.state_after],
@@ -286,7 +340,8 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
     visible.add(step.id);
   });
   if (definition.states) {
-    for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const) checkState(definition, definition.states[field], `states.${field}`, problems);
+    for (const field of ['initial', 'success', 'partial', 'failed', 'cancelled'] as const)
+      checkState(definition, definition.states[field], `states.${field}`, problems);
     definition.states.retryable?.forEach((state, i) => {
       checkState(definition, state, `states.retryable[${i}]`, problems);
     });
@@ -303,22 +358,29 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
 function requests(step: StepDefinition, path: string): [{ url: string }, string][] {
   const out: [{ url: string }, string][] = [];
   if (step.type === 'http_request' || step.type === 'poll') out.push([step.config, `${path}.config`]);
-  if (step.type === 'wait_for_callback' && step.config.request) out.push([step.config.request, `${path}.config.request`]);
+  if (step.type === 'wait_for_callback' && step.config.request)
+    out.push([step.config.request, `${path}.config.request`]);
   if (step.compensate) out.push([step.compensate, `${path}.compensate`]);
   if (step.type === 'poll' && step.cancel) out.push([step.cancel, `${path}.cancel`]);
   return out;
 }
 
 function where(definition: Definition, ref: string): string {
-  const all = definition.steps.flatMap((s) => (s.type === 'parallel' ? [s, ...Object.values(s.config.branches).flat()] : [s]));
-  return all.some((s) => s.id === ref) ? `refers to steps.${ref}, which runs later or in another branch` : `refers to steps.${ref}, which does not exist`;
+  const all = definition.steps.flatMap((s) =>
+    s.type === 'parallel' ? [s, ...Object.values(s.config.branches).flat()] : [s],
+  );
+  return all.some((s) => s.id === ref)
+    ? `refers to steps.${ref}, which runs later or in another branch`
+    : `refers to steps.${ref}, which does not exist`;
 }
 
 /** A state a step or rule names must be one of the workflow's `states.names`. */
 function checkState(definition: Definition, state: string | undefined, path: string, problems: Problem[]): void {
   if (state === undefined) return;
-  if (!definition.states) problems.push({ path, message: `names state '${state}', but the workflow declares no states (add states.names)` });
-  else if (!definition.states.names.includes(state)) problems.push({ path, message: `'${state}' is not one of states.names (${definition.states.names.join(', ')})` });
+  if (!definition.states)
+    problems.push({ path, message: `names state '${state}', but the workflow declares no states (add states.names)` });
+  else if (!definition.states.names.includes(state))
+    problems.push({ path, message: `'${state}' is not one of states.names (${definition.states.names.join(', ')})` });
 }
 
 /**
@@ -330,9 +392,12 @@ function urlProblem(url: string): string | null {
   const open = url.indexOf('{{');
   if (open !== -1) {
     const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
-    if (scheme !== undefined && !/^https?$/i.test(scheme)) return `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+    if (scheme !== undefined && !/^https?$/i.test(scheme))
+      return `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
     const secret = secretInAuthority(url);
-    return secret === null ? null : `${secret} is in the host part (userinfo, host or port), where a URL parser lower-cases and cuts it into pieces no masking recognises, and sends it to DNS: put a secret in a header, the path or the query`;
+    return secret === null
+      ? null
+      : `${secret} is in the host part (userinfo, host or port), where a URL parser lower-cases and cuts it into pieces no masking recognises, and sends it to DNS: put a secret in a header, the path or the query`;
   }
   let parsed: URL;
   try {
@@ -340,8 +405,10 @@ function urlProblem(url: string): string | null {
   } catch {
     return 'must be an absolute http: or https: URL';
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
-  if (parsed.username !== '' || parsed.password !== '') return 'credentials in the URL are not allowed (send an Authorization header)';
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
+  if (parsed.username !== '' || parsed.password !== '')
+    return 'credentials in the URL are not allowed (send an Authorization header)';
   return null;
 }
 
@@ -361,8 +428,15 @@ function roughProblems(steps: Array<{ id?: string; type?: unknown; config: unkno
       if (problem !== null) problems.push({ path: `${path}.config.url`, message: problem });
     }
     for (const ref of stepReferences(step.config)) {
-      if (ref === step.id) problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
-      else if (!seen.has(ref)) problems.push({ path: `${path}.config`, message: steps.some((s) => s.id === ref) ? `refers to steps.${ref}, which runs later` : `refers to steps.${ref}, which does not exist` });
+      if (ref === step.id)
+        problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
+      else if (!seen.has(ref))
+        problems.push({
+          path: `${path}.config`,
+          message: steps.some((s) => s.id === ref)
+            ? `refers to steps.${ref}, which runs later`
+            : `refers to steps.${ref}, which does not exist`,
+        });
     }
     if (step.id !== undefined) seen.add(step.id);
   });
@@ -374,7 +448,11 @@ function roughSteps(input: unknown): Array<{ id?: string; type?: unknown; config
   const steps = (input as { steps?: unknown } | null)?.steps;
   if (!Array.isArray(steps)) return [];
   return steps.map((step) => {
-    const s = (typeof step === 'object' && step !== null ? step : {}) as { id?: unknown; type?: unknown; config?: unknown };
+    const s = (typeof step === 'object' && step !== null ? step : {}) as {
+      id?: unknown;
+      type?: unknown;
+      config?: unknown;
+    };
     return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: s.config ?? null };
   });
 }

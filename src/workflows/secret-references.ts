@@ -13,7 +13,12 @@ export function unknownSecrets(definition: unknown, known: ReadonlySet<string>):
     if (!Array.isArray(steps)) return;
     steps.forEach((step: unknown, i) => {
       if (typeof step !== 'object' || step === null) return;
-      const { type, config, compensate, cancel } = step as { type?: unknown; config?: unknown; compensate?: unknown; cancel?: unknown };
+      const { type, config, compensate, cancel } = step as {
+        type?: unknown;
+        config?: unknown;
+        compensate?: unknown;
+        cancel?: unknown;
+      };
       const at = `${path}[${i}]`;
       const branches = (config as { branches?: unknown } | undefined)?.branches;
       // a parallel step's config is its branches: their steps are read one by one
@@ -28,6 +33,9 @@ export function unknownSecrets(definition: unknown, known: ReadonlySet<string>):
   return templated.flatMap(([value, at]) =>
     secretReferences(value, at)
       .filter((ref) => !known.has(ref.name))
-      .map((ref) => ({ path: ref.path, message: `names no stored secret '${ref.name}' (store it first: POST /secrets)` })),
+      .map((ref) => ({
+        path: ref.path,
+        message: `names no stored secret '${ref.name}' (store it first: POST /secrets)`,
+      })),
   );
 }

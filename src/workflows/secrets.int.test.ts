@@ -72,8 +72,12 @@ describe.each(backends)('secrets on $name', (backend) => {
       const client = new pg.Client({ connectionString: engine.config.database });
       await client.connect();
       try {
-        const events = await client.query<{ text: string | null }>(`SELECT string_agg(t::text, '') AS text FROM events t`);
-        const projections = await client.query<{ text: string | null }>(`SELECT string_agg(t::text, '') AS text FROM projections t`);
+        const events = await client.query<{ text: string | null }>(
+          `SELECT string_agg(t::text, '') AS text FROM events t`,
+        );
+        const projections = await client.query<{ text: string | null }>(
+          `SELECT string_agg(t::text, '') AS text FROM projections t`,
+        );
         raw = `${events.rows[0]?.text ?? ''}${projections.rows[0]?.text ?? ''}`;
       } finally {
         await client.end();
@@ -114,7 +118,9 @@ describe.each(backends)('secrets on $name', (backend) => {
     }
     await expect(secrets.set('A', '')).rejects.toThrow(new ValidationError('value', 'must be a non-empty string'));
     await expect(secrets.set('A', 123 as unknown as string)).rejects.toThrow(/^value: must be a non-empty string/);
-    await expect(secrets.set('A', 'é'.repeat(32 * 1024 + 1))).rejects.toThrow('value: is 64 KiB (65538 bytes), over the limit of 64 KiB (65536 bytes)');
+    await expect(secrets.set('A', 'é'.repeat(32 * 1024 + 1))).rejects.toThrow(
+      'value: is 64 KiB (65538 bytes), over the limit of 64 KiB (65536 bytes)',
+    );
     await expect(secrets.delete('bad-name')).rejects.toThrow(/^name:/);
     expect(await secrets.set('x'.repeat(64), 'v'.repeat(64 * 1024))).toMatchObject({ name: 'x'.repeat(64) });
     expect((await secrets.list()).map((s) => s.name)).toEqual(['x'.repeat(64)]);
@@ -124,7 +130,9 @@ describe.each(backends)('secrets on $name', (backend) => {
 
 describe('Secrets', () => {
   it('refuses a key that is not 32 bytes', () => {
-    expect(() => new Secrets({} as never, {} as never, randomBytes(16))).toThrow(new ValidationError('key', 'must be a Buffer of 32 bytes'));
+    expect(() => new Secrets({} as never, {} as never, randomBytes(16))).toThrow(
+      new ValidationError('key', 'must be a Buffer of 32 bytes'),
+    );
   });
 });
 
@@ -190,10 +198,20 @@ describe('loadSecretKey', () => {
   it('answers a malformed environment key with an error naming the variable and the expected form, not the value', async () => {
     const dataDir = tempDir();
     const hex = randomBytes(32).toString('hex');
-    for (const env of ['', 'zz-not-a-key-zz', hex.slice(1), `${hex}0`, randomBytes(16).toString('base64'), randomBytes(33).toString('base64')]) {
+    for (const env of [
+      '',
+      'zz-not-a-key-zz',
+      hex.slice(1),
+      `${hex}0`,
+      randomBytes(16).toString('base64'),
+      randomBytes(33).toString('base64'),
+    ]) {
       const error = await loadSecretKey({ env, dataDir }).catch((e: unknown) => e as ValidationError);
       expect(error).toBeInstanceOf(ValidationError);
-      expect(error).toMatchObject({ path: 'RUNLEDGER_SECRET_KEY', message: expect.stringContaining('64 hex characters, or 32 bytes in base64') });
+      expect(error).toMatchObject({
+        path: 'RUNLEDGER_SECRET_KEY',
+        message: expect.stringContaining('64 hex characters, or 32 bytes in base64'),
+      });
       if (env !== '') expect((error as Error).message).not.toContain(env);
     }
     expect(existsSync(join(dataDir, 'secret.key'))).toBe(false);

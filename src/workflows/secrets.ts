@@ -13,7 +13,8 @@ const MAX_VALUE_BYTES = 64 * 1024;
 const PAGE = 100;
 const KEY_ENV = 'RUNLEDGER_SECRET_KEY';
 const KEY_FILE = 'secret.key';
-const KEY_FORM = 'must be a 32-byte key: 64 hex characters, or 32 bytes in base64 (44 characters), e.g. from `openssl rand -hex 32`';
+const KEY_FORM =
+  'must be a 32-byte key: 64 hex characters, or 32 bytes in base64 (44 characters), e.g. from `openssl rand -hex 32`';
 // a process that lost the 'wx' race may read the file before the winner wrote it: wait this long
 const KEY_WRITE_WAIT_MS = 2_000;
 
@@ -77,7 +78,10 @@ async function readKeyFile(path: string): Promise<Buffer> {
     }
     // Windows has no such mode bits: Node reports 0666 for every file there
     if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-      throw new ValidationError(path, `has mode 0${mode.toString(8).padStart(3, '0')}, open to group or others: a key file must be accessible by its owner only (chmod 600 ${path})`);
+      throw new ValidationError(
+        path,
+        `has mode 0${mode.toString(8).padStart(3, '0')}, open to group or others: a key file must be accessible by its owner only (chmod 600 ${path})`,
+      );
     }
     if (text.length > 0) {
       const key = parseKey(text);
@@ -85,7 +89,10 @@ async function readKeyFile(path: string): Promise<Buffer> {
       return key;
     }
     if (Date.now() > deadline) {
-      throw new ValidationError(path, 'is empty: delete it to generate a new key (no secret can have been stored with an empty key)');
+      throw new ValidationError(
+        path,
+        'is empty: delete it to generate a new key (no secret can have been stored with an empty key)',
+      );
     }
     await sleep(20);
   }
@@ -129,14 +136,20 @@ export class Secrets {
   /** Creates or replaces a secret; a replaced one keeps its `createdAt`. */
   async set(name: string, value: string): Promise<SecretInfo> {
     checkSecretName(name);
-    if (typeof value !== 'string' || value.length === 0) throw new ValidationError('value', 'must be a non-empty string');
+    if (typeof value !== 'string' || value.length === 0)
+      throw new ValidationError('value', 'must be a non-empty string');
     const bytes = Buffer.byteLength(value);
-    if (bytes > MAX_VALUE_BYTES) throw new ValidationError('value', `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_VALUE_BYTES)}`);
+    if (bytes > MAX_VALUE_BYTES)
+      throw new ValidationError('value', `is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_VALUE_BYTES)}`);
     const sealed = encrypt(this.key, name, value);
     return this.store.transaction(async (tx) => {
       const previous = await tx.projectionGet({ name: PROJECTION, key: name });
       const now = await tx.now();
-      const info = { name, createdAt: previous === undefined ? now : readRow(name, previous).createdAt, updatedAt: now };
+      const info = {
+        name,
+        createdAt: previous === undefined ? now : readRow(name, previous).createdAt,
+        updatedAt: now,
+      };
       await this.journal.append(`secret:${name}`, [{ type: 'secret.set', data: { name } }], { tx });
       const row: SecretRow = { ...info, ...sealed };
       await tx.projectionPut({ name: PROJECTION, key: name, value: row });
@@ -147,7 +160,8 @@ export class Secrets {
   /** Every secret's name and times, sorted by name; never a value. */
   async list(): Promise<SecretInfo[]> {
     const infos: SecretInfo[] = [];
-    for await (const [name, row] of this.rows()) infos.push({ name, createdAt: row.createdAt, updatedAt: row.updatedAt });
+    for await (const [name, row] of this.rows())
+      infos.push({ name, createdAt: row.createdAt, updatedAt: row.updatedAt });
     return infos;
   }
 
@@ -155,7 +169,8 @@ export class Secrets {
   async delete(name: string): Promise<void> {
     checkSecretName(name);
     await this.store.transaction(async (tx) => {
-      if ((await tx.projectionGet({ name: PROJECTION, key: name })) === undefined) throw new NotFoundError(`secret ${name} not found`);
+      if ((await tx.projectionGet({ name: PROJECTION, key: name })) === undefined)
+        throw new NotFoundError(`secret ${name} not found`);
       await this.journal.append(`secret:${name}`, [{ type: 'secret.deleted', data: { name } }], { tx });
       await tx.projectionDelete({ name: PROJECTION, key: name });
     });
@@ -185,7 +200,11 @@ export class Secrets {
   private async *rows(): AsyncGenerator<[string, SecretRow]> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.store.projectionList({ name: PROJECTION, limit: PAGE, ...(after === undefined ? {} : { after }) });
+      const page = await this.store.projectionList({
+        name: PROJECTION,
+        limit: PAGE,
+        ...(after === undefined ? {} : { after }),
+      });
       for (const { key, value } of page) yield [key, readRow(key, value)];
       if (page.length < PAGE) return;
       after = page[page.length - 1]!.key;
@@ -204,7 +223,11 @@ function encrypt(key: Buffer, name: string, value: string): Pick<SecretRow, 'iv'
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(name, 'utf8'));
   const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-  return { iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), ciphertext: ciphertext.toString('base64') };
+  return {
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+  };
 }
 
 /** The value, or undefined when the key or the additional data (the name it is stored under) do not match. */
@@ -222,7 +245,14 @@ function decrypt(key: Buffer, name: string, row: SecretRow): string | undefined 
 
 function readRow(name: string, value: unknown): SecretRow {
   const row = value as Partial<SecretRow> | null;
-  const ok = typeof row === 'object' && row !== null && typeof row.iv === 'string' && typeof row.tag === 'string' && typeof row.ciphertext === 'string' && typeof row.createdAt === 'number' && typeof row.updatedAt === 'number';
+  const ok =
+    typeof row === 'object' &&
+    row !== null &&
+    typeof row.iv === 'string' &&
+    typeof row.tag === 'string' &&
+    typeof row.ciphertext === 'string' &&
+    typeof row.createdAt === 'number' &&
+    typeof row.updatedAt === 'number';
   if (!ok) throw new RunledgerError(`secret ${name}: the stored row is malformed`);
   return row as SecretRow;
 }

@@ -37,9 +37,16 @@ export interface WorkflowServiceOptions {
  */
 export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
   const secrets = new Secrets(engine.store, engine.journal, options.secretKey);
-  const definitions = new Definitions(engine.store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
+  const definitions = new Definitions(engine.store, engine.journal, async () =>
+    (await secrets.list()).map((s) => s.name),
+  );
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
-  const interpreter = storedWorkflow({ secrets, allow: options.allow ?? [], log: options.log ?? (() => {}), callbackUrl: (execution, step) => callbacks.url(execution, step) });
+  const interpreter = storedWorkflow({
+    secrets,
+    allow: options.allow ?? [],
+    log: options.log ?? (() => {}),
+    callbackUrl: (execution, step) => callbacks.url(execution, step),
+  });
   engine.register(interpreter);
   engine.retention.onRunPruned(pruneExecution);
   engine.retention.withRunAges(executionAges());

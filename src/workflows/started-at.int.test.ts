@@ -19,12 +19,17 @@ describe.each(backends)('an execution that is only queued on $name', (backend) =
     const front = await createEngine({ database, pollMs: 100, workers: false });
     engines.push(front);
     const service = storedWorkflows(front, { secretKey });
-    const wf = await service.definitions.create({ name: 'queued', steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }] });
+    const wf = await service.definitions.create({
+      name: 'queued',
+      steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }],
+    });
     const { execution_id } = await service.executions.execute(wf.id, {});
     const queued = await service.executions.get(wf.id, execution_id);
     expect(queued.started_at).toBeNull();
     expect(Date.parse(queued.created_at)).not.toBeNaN();
-    expect((await service.executions.list(wf.id)).executions).toEqual([expect.objectContaining({ execution_id, started_at: null, created_at: queued.created_at })]);
+    expect((await service.executions.list(wf.id)).executions).toEqual([
+      expect.objectContaining({ execution_id, started_at: null, created_at: queued.created_at }),
+    ]);
 
     const back = await createEngine({ database, pollMs: 100 });
     engines.push(back);

@@ -4,7 +4,10 @@ import type { ErrorRule } from './schema.js';
 export function errorClass(error: unknown): { status: number | null; timedOut: boolean } {
   const status = (error as { status?: unknown } | null)?.status;
   const name = error instanceof Error ? error.name : '';
-  return { status: typeof status === 'number' ? status : null, timedOut: name === 'StepTimedOutError' || name === 'TimeoutError' };
+  return {
+    status: typeof status === 'number' ? status : null,
+    timedOut: name === 'StepTimedOutError' || name === 'TimeoutError',
+  };
 }
 
 /** Whether `rule` matches `error`: a rule with neither `status` nor `timed_out` matches any error. */
@@ -25,7 +28,11 @@ export function matches(rule: ErrorRule, error: unknown): boolean {
  *
  * @example failureState(error422, [[{ status: '4xx', state: 'FAILED_CONTENT_VALIDATION' }]], 'FAILED') // 'FAILED_CONTENT_VALIDATION'
  */
-export function failureState(error: unknown, rules: (ErrorRule[] | undefined)[], fallback: string | undefined): string | null {
+export function failureState(
+  error: unknown,
+  rules: (ErrorRule[] | undefined)[],
+  fallback: string | undefined,
+): string | null {
   for (const list of rules) for (const rule of list ?? []) if (matches(rule, error)) return rule.state;
   return fallback ?? null;
 }

@@ -7,8 +7,16 @@ const steps = parseDefinition({
   name: 't',
   steps: [
     { id: 'call', type: 'http_request', timeout_seconds: 10, config: { url: 'https://svc.example/a' } },
-    { id: 'wait', type: 'poll', config: { url: 'https://svc.example/b', until: { path: 'body.done', equals: true }, max_wait_seconds: 60 } },
-    { id: 'both', type: 'parallel', config: { branches: { x: [{ id: 'inner', type: 'http_request', config: { url: 'https://svc.example/c' } }] } } },
+    {
+      id: 'wait',
+      type: 'poll',
+      config: { url: 'https://svc.example/b', until: { path: 'body.done', equals: true }, max_wait_seconds: 60 },
+    },
+    {
+      id: 'both',
+      type: 'parallel',
+      config: { branches: { x: [{ id: 'inner', type: 'http_request', config: { url: 'https://svc.example/c' } }] } },
+    },
   ],
 }).steps;
 
@@ -46,6 +54,12 @@ describe('a rerun with longer timeouts (brief 004 §7.2)', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(ValidationError);
-    expect((error as ValidationError).problems.map((p) => p.path)).toEqual(['timeouts.nope', 'timeouts.both', 'timeouts.call', 'timeouts.wait', 'timeouts.inner']);
+    expect((error as ValidationError).problems.map((p) => p.path)).toEqual([
+      'timeouts.nope',
+      'timeouts.both',
+      'timeouts.call',
+      'timeouts.wait',
+      'timeouts.inner',
+    ]);
   });
 });

@@ -26,11 +26,15 @@ export function durationSeconds(value: unknown): number | null {
  *
  * @example rerunTimeouts(input.steps, { layout_wait: '10m' }) // { steps (layout_wait polls for up to 600 s), seconds: { layout_wait: 600 } }
  */
-export function rerunTimeouts(steps: StepDefinition[], timeouts: Record<string, unknown>): { steps: StepDefinition[]; seconds: Record<string, number> } {
+export function rerunTimeouts(
+  steps: StepDefinition[],
+  timeouts: Record<string, unknown>,
+): { steps: StepDefinition[]; seconds: Record<string, number> } {
   const byId = new Map<string, StepDefinition>();
   for (const step of steps) {
     byId.set(step.id, step);
-    if (step.type === 'parallel') for (const list of Object.values(step.config.branches)) for (const inner of list) byId.set(inner.id, inner);
+    if (step.type === 'parallel')
+      for (const list of Object.values(step.config.branches)) for (const inner of list) byId.set(inner.id, inner);
   }
   const problems: Problem[] = [];
   const seconds = new Map<string, number>();
@@ -38,15 +42,34 @@ export function rerunTimeouts(steps: StepDefinition[], timeouts: Record<string, 
     const path = `timeouts.${id}`;
     const step = byId.get(id);
     const parsed = durationSeconds(value);
-    if (!step) problems.push({ path, message: `'${id}' is not a step of this execution (${[...byId.keys()].join(', ')})` });
-    else if (step.type === 'parallel') problems.push({ path, message: 'a parallel step has no timeout of its own: name the steps of its branches' });
-    else if (parsed === null) problems.push({ path, message: `must be a duration such as "90s", "10m" or "2h", or a number of seconds (got ${JSON.stringify(value)})` });
-    else if (parsed > (step.type === 'poll' ? MAX_WAIT : MAX_TIMEOUT)) problems.push({ path, message: `must be at most ${step.type === 'poll' ? "7 days (a poll's max_wait_seconds)" : '1h (timeout_seconds)'}` });
+    if (!step)
+      problems.push({ path, message: `'${id}' is not a step of this execution (${[...byId.keys()].join(', ')})` });
+    else if (step.type === 'parallel')
+      problems.push({ path, message: 'a parallel step has no timeout of its own: name the steps of its branches' });
+    else if (parsed === null)
+      problems.push({
+        path,
+        message: `must be a duration such as "90s", "10m" or "2h", or a number of seconds (got ${JSON.stringify(value)})`,
+      });
+    else if (parsed > (step.type === 'poll' ? MAX_WAIT : MAX_TIMEOUT))
+      problems.push({
+        path,
+        message: `must be at most ${step.type === 'poll' ? "7 days (a poll's max_wait_seconds)" : '1h (timeout_seconds)'}`,
+      });
     else seconds.set(id, parsed);
   }
   if (problems.length > 0) throw ValidationError.of(problems);
   const apply = (step: StepDefinition): StepDefinition => {
-    if (step.type === 'parallel') return { ...step, config: { ...step.config, branches: Object.fromEntries(Object.entries(step.config.branches).map(([name, list]) => [name, list.map(apply)])) } } as StepDefinition;
+    if (step.type === 'parallel')
+      return {
+        ...step,
+        config: {
+          ...step.config,
+          branches: Object.fromEntries(
+            Object.entries(step.config.branches).map(([name, list]) => [name, list.map(apply)]),
+          ),
+        },
+      } as StepDefinition;
     const value = seconds.get(step.id);
     if (value === undefined) return step;
     if (step.type === 'poll') return { ...step, config: { ...step.config, max_wait_seconds: value } };

@@ -42,6 +42,8 @@ describe("a definition's ttl (default retention of its executions)", () => {
   });
 
   it('is optional', () => {
-    expect(parseDefinition({ name: 't', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] }).ttl).toBeUndefined();
+    expect(
+      parseDefinition({ name: 't', steps: [{ id: 'a', type: 'log', config: { message: 'hi' } }] }).ttl,
+    ).toBeUndefined();
   });
 });

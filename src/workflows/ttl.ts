@@ -19,4 +19,6 @@ export const ttlSchema = z
   .string()
   .regex(SHAPE, 'must be a whole number of hours, days or years, such as "72h", "30d" or "1y"')
   .refine((ttl) => !SHAPE.test(ttl) || (ttlMs(ttl) >= MIN && ttlMs(ttl) <= MAX), 'must be from 1h to 10y')
-  .describe('how long finished executions of this workflow are kept ("30d"; 1h to 10y), overriding the retention policy\'s runs age');
+  .describe(
+    'how long finished executions of this workflow are kept ("30d"; 1h to 10y), overriding the retention policy\'s runs age',
+  );

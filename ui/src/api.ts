@@ -43,7 +43,10 @@ function headers(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 /** Calls the API; a 401 asks for the token and tries again. Errors become ApiError with the server's code, message and problems. */
-export async function api<T = any>(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<T> {
+export async function api<T = any>(
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<T> {
   for (;;) {
     const res = await fetch(path, {
       method: init.method ?? 'GET',
@@ -86,12 +89,19 @@ export interface SseEvent {
  * `onBatch` with the events of each chunk. Reconnects with Last-Event-ID after a drop; a stream
  * the server closes on purpose (a run's, at its end) calls `onEnd`. Stop with the signal.
  */
-export function subscribe(path: string, onBatch: (events: SseEvent[]) => void, options: { signal: AbortSignal; onEnd?: () => void; onState?: (live: boolean) => void }): void {
+export function subscribe(
+  path: string,
+  onBatch: (events: SseEvent[]) => void,
+  options: { signal: AbortSignal; onEnd?: () => void; onState?: (live: boolean) => void },
+): void {
   let last: string | null = null;
   const run = async () => {
     while (!options.signal.aborted) {
       try {
-        const res = await fetch(path, { headers: headers({ accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) }), signal: options.signal });
+        const res = await fetch(path, {
+          headers: headers({ accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) }),
+          signal: options.signal,
+        });
         if (res.status === 401) {
           await askToken();
           continue;

@@ -4,8 +4,26 @@ import { ApiError } from './api';
 import { href } from './router';
 
 /** The one status vocabulary; older servers said `succeeded`/`ok`/`error`, shown as their new names. */
-const ALIASES: Record<string, string> = { succeeded: 'success', ok: 'success', error: 'failed', completed: 'success', COMPLETED: 'success', FAILED: 'failed', BUSY: 'running', INITIATED: 'pending' };
-export const RUN_STATUSES = ['pending', 'running', 'sleeping', 'waiting', 'success', 'partial_success', 'failed', 'cancelled'] as const;
+const ALIASES: Record<string, string> = {
+  succeeded: 'success',
+  ok: 'success',
+  error: 'failed',
+  completed: 'success',
+  COMPLETED: 'success',
+  FAILED: 'failed',
+  BUSY: 'running',
+  INITIATED: 'pending',
+};
+export const RUN_STATUSES = [
+  'pending',
+  'running',
+  'sleeping',
+  'waiting',
+  'success',
+  'partial_success',
+  'failed',
+  'cancelled',
+] as const;
 const TERMINAL = new Set(['success', 'partial_success', 'failed', 'cancelled', 'succeeded']);
 
 export function normalStatus(status: string): string {
@@ -17,7 +35,18 @@ export function isTerminal(status: string): boolean {
 }
 
 /** What the agent ledger's own words (its columns keep them: docs/glossary.md) mean, for their colour. */
-const LEDGER_MEANING: Record<string, string> = { started: 'running', processing: 'running', ok: 'success', done: 'success', error: 'failed', timeout: 'timed_out', blocked: 'waiting', approved: 'success', rejected: 'failed', expired: 'timed_out' };
+const LEDGER_MEANING: Record<string, string> = {
+  started: 'running',
+  processing: 'running',
+  ok: 'success',
+  done: 'success',
+  error: 'failed',
+  timeout: 'timed_out',
+  blocked: 'waiting',
+  approved: 'success',
+  rejected: 'failed',
+  expired: 'timed_out',
+};
 
 /** A status in the one vocabulary; `as="ledger"` shows an agent ledger column's word as the API gives it, coloured by its meaning. */
 export function Status({ status, as }: { status: string; as?: 'ledger' }) {
@@ -37,7 +66,18 @@ export function Status({ status, as }: { status: string; as?: 'ledger' }) {
   );
 }
 
-export function Link({ to, children, ...rest }: { to: string; children: ComponentChildren; class?: string; title?: string; 'aria-current'?: 'page' | undefined; 'data-workflow-id'?: string }) {
+export function Link({
+  to,
+  children,
+  ...rest
+}: {
+  to: string;
+  children: ComponentChildren;
+  class?: string;
+  title?: string;
+  'aria-current'?: 'page' | undefined;
+  'data-workflow-id'?: string;
+}) {
   return (
     <a href={href(to)} {...rest}>
       {children}
@@ -56,7 +96,14 @@ export function RunLink({ id }: { id: string }) {
 export function time(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return d.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
 }
 
 /** Short: the time of day for today, else the date too; the full time is in `title`. */
@@ -64,7 +111,9 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span>—</span>;
   const d = new Date(iso);
   const today = new Date().toDateString() === d.toDateString();
-  const text = today ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' }) : d.toLocaleString(undefined, { month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
+  const text = today
+    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    : d.toLocaleString(undefined, { month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit' });
   return (
     <time dateTime={iso} title={d.toLocaleString()} class="nowrap">
       {text}
@@ -100,7 +149,16 @@ export function duration(ms: number | null | undefined): string {
 export function fromNow(at: number, now = Date.now()): string {
   const ms = at - now;
   const abs = Math.abs(ms);
-  const text = abs < 1000 ? 'now' : abs < 60_000 ? `${Math.round(abs / 1000)} s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min` : abs < 86_400_000 ? `${Math.round(abs / 3_600_000)} h` : `${Math.round(abs / 86_400_000)} d`;
+  const text =
+    abs < 1000
+      ? 'now'
+      : abs < 60_000
+        ? `${Math.round(abs / 1000)} s`
+        : abs < 3_600_000
+          ? `${Math.round(abs / 60_000)} min`
+          : abs < 86_400_000
+            ? `${Math.round(abs / 3_600_000)} h`
+            : `${Math.round(abs / 86_400_000)} d`;
   if (text === 'now') return text;
   return ms > 0 ? `in ${text}` : `${text} ago`;
 }
@@ -167,8 +225,15 @@ export function ErrorBox({ error }: { error: unknown }) {
 }
 
 /** Loads with `fn` whenever `deps` change; `reload()` loads again keeping what is shown until it answers. */
-export function useLoad<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[]): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
-  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: null, loading: true });
+export function useLoad<T>(
+  fn: (signal: AbortSignal) => Promise<T>,
+  deps: unknown[],
+): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const previous = useRef<unknown[]>(deps);
   useEffect(() => {
@@ -211,12 +276,24 @@ export function parseJson(text: string, field: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ApiError(400, 'validation', `${field} is not valid JSON: ${(error as Error).message}`, [{ path: field, message: 'is not valid JSON' }]);
+    throw new ApiError(400, 'validation', `${field} is not valid JSON: ${(error as Error).message}`, [
+      { path: field, message: 'is not valid JSON' },
+    ]);
   }
 }
 
 /** The page: its heading, actions, and the tab's title (`tab`, else a string heading: `Runs · runledger`). */
-export function Page({ title, tab, children, actions }: { title: ComponentChildren; tab?: string; children: ComponentChildren; actions?: ComponentChildren }) {
+export function Page({
+  title,
+  tab,
+  children,
+  actions,
+}: {
+  title: ComponentChildren;
+  tab?: string;
+  children: ComponentChildren;
+  actions?: ComponentChildren;
+}) {
   const name = tab ?? (typeof title === 'string' ? title : null);
   useEffect(() => {
     document.title = name ? `${name} · runledger` : 'runledger';

@@ -72,9 +72,21 @@ function TokenDialog() {
         }}
       >
         <h2 id="token-title">Token needed</h2>
-        <p>{state?.retry ? 'That token was refused. ' : ''}This server needs its API token (RUNLEDGER_TOKEN). It is kept for this tab only.</p>
+        <p>
+          {state?.retry ? 'That token was refused. ' : ''}This server needs its API token (RUNLEDGER_TOKEN). It is kept
+          for this tab only.
+        </p>
         <label>
-          Token <input type="password" name="token" autoComplete="off" value={value} onInput={(e) => setValue(e.currentTarget.value)} required autoFocus />
+          Token{' '}
+          <input
+            type="password"
+            name="token"
+            autoComplete="off"
+            value={value}
+            onInput={(e) => setValue(e.currentTarget.value)}
+            required
+            autoFocus
+          />
         </label>
         <div class="actions">
           <button type="submit" class="primary">
@@ -97,7 +109,9 @@ function App() {
       first.current = false;
       return;
     }
-    requestAnimationFrame(() => (main.current?.querySelector('h1') as HTMLElement | null)?.focus({ preventScroll: true }));
+    requestAnimationFrame(() =>
+      (main.current?.querySelector('h1') as HTMLElement | null)?.focus({ preventScroll: true }),
+    );
   }, [loc.path]);
   const section = `/${loc.path.split('/')[1] || 'runs'}`;
   return (

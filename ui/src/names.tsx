@@ -21,7 +21,9 @@ function storedNames(): Promise<Map<string, string>> {
       const map = new Map<string, string>();
       // 20 pages of 100 at most: past 2,000 workflows a run shows its id
       for (let key: string | null = null, i = 0; i < 20; i++) {
-        const page: { workflows: Array<{ id: string; name: string }>; last_key: string | null } = await api(`/workflows?limit=100${key ? `&last_key=${encodeURIComponent(key)}` : ''}`);
+        const page: { workflows: Array<{ id: string; name: string }>; last_key: string | null } = await api(
+          `/workflows?limit=100${key ? `&last_key=${encodeURIComponent(key)}` : ''}`,
+        );
         for (const w of page.workflows) map.set(w.id, w.name);
         key = page.last_key;
         if (!key) break;
@@ -71,7 +73,12 @@ export function useWorkflowNames(records: WorkflowOf[] | undefined): Map<string,
 export function StoredWorkflow({ id, names }: { id: string; names: Map<string, string> }) {
   const name = names.get(id);
   return (
-    <Link to={`/workflows/${encodeURIComponent(id)}`} class={name ? 'workflow-name' : 'mono'} title={id} data-workflow-id={id}>
+    <Link
+      to={`/workflows/${encodeURIComponent(id)}`}
+      class={name ? 'workflow-name' : 'mono'}
+      title={id}
+      data-workflow-id={id}
+    >
       {name ?? id}
     </Link>
   );

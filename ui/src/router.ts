@@ -37,7 +37,16 @@ export function useLocation(): Location {
 /** A click on an internal link moves without a reload (a modified click opens a tab as usual). */
 export function onLinkClick(event: MouseEvent): void {
   const a = (event.target as HTMLElement).closest?.('a');
-  if (!a || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  if (
+    !a ||
+    event.defaultPrevented ||
+    event.button !== 0 ||
+    event.metaKey ||
+    event.ctrlKey ||
+    event.shiftKey ||
+    event.altKey
+  )
+    return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith(BASE) || a.target) return;
   event.preventDefault();

@@ -6,7 +6,11 @@ import { ValidationError } from '../../errors.js';
 import type { Route, RouteRequest } from '../route.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
-const token = z.string().min(1).max(200).describe('the lease_token of the invocation (its body carries it next to report_url)');
+const token = z
+  .string()
+  .min(1)
+  .max(200)
+  .describe('the lease_token of the invocation (its body carries it next to report_url)');
 const duration = z.union([z.string().max(20), z.int().min(0)]).describe('"30s", "500ms", "2m" or ms');
 const nodeName = z.string().min(1).max(100);
 
@@ -78,8 +82,16 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       method: 'post',
       path: '/sessions/{id}/tool-calls',
       tag: 'agent protocol',
-      summary: 'A tool call: `started`, or `blocked` while it waits for a person (default for risk high); poll it with GET …?wait=30s',
-      body: z.object({ lease_token: token, tool: nodeName, risk: z.enum(['low', 'medium', 'high']), input: z.unknown().optional(), approval: z.boolean().optional(), approval_timeout: duration.optional() }),
+      summary:
+        'A tool call: `started`, or `blocked` while it waits for a person (default for risk high); poll it with GET …?wait=30s',
+      body: z.object({
+        lease_token: token,
+        tool: nodeName,
+        risk: z.enum(['low', 'medium', 'high']),
+        input: z.unknown().optional(),
+        approval: z.boolean().optional(),
+        approval_timeout: duration.optional(),
+      }),
       status: 201,
       response: toolCall,
       errors: [400, 404, 409],
@@ -89,8 +101,14 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       method: 'post',
       path: '/sessions/{id}/tool-calls/{call}/result',
       tag: 'agent protocol',
-      summary: "A tool call's result (output) or failure (error; timed_out: true for a timeout); 409 while it waits for approval or once rejected",
-      body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional(), timed_out: z.boolean().optional() }),
+      summary:
+        "A tool call's result (output) or failure (error; timed_out: true for a timeout); 409 while it waits for approval or once rejected",
+      body: z.object({
+        lease_token: token,
+        output: z.unknown().optional(),
+        error: z.string().max(10_000).optional(),
+        timed_out: z.boolean().optional(),
+      }),
       status: 200,
       response: toolCall,
       errors: [400, 404, 409],
@@ -100,13 +118,15 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       method: 'get',
       path: '/sessions/{id}/tool-calls/{call}',
       tag: 'agent protocol',
-      summary: 'One tool call of the session; `wait` (≤ 60s) long-polls while its approval is pending, woken by the decision',
+      summary:
+        'One tool call of the session; `wait` (≤ 60s) long-polls while its approval is pending, woken by the decision',
       query: z.object({ wait: z.string().max(20).optional() }).strict(),
       status: 200,
       response: toolCall,
       errors: [400, 404],
       handle: async ({ params, query, signal }) => {
-        const waitMs = query.wait === undefined ? 0 : toMs(/^\d+$/.test(query.wait) ? Number(query.wait) : query.wait, 'query.wait');
+        const waitMs =
+          query.wait === undefined ? 0 : toMs(/^\d+$/.test(query.wait) ? Number(query.wait) : query.wait, 'query.wait');
         if (waitMs > 60_000) throw new ValidationError('query.wait', `must be at most 60s (got ${query.wait})`);
         return record(await remote.toolCall(params.id!, params.call!, waitMs, signal));
       },
@@ -115,8 +135,13 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       method: 'post',
       path: '/sessions/{id}/lifecycle',
       tag: 'agent protocol',
-      summary: "A lifecycle event of the agent's own (brief 000); AGENT_BACKGROUND_TASK_COMPLETED or …_FAILED is the session's report",
-      body: z.object({ lease_token: token, status: z.enum(AGENT_STATUSES), error_message: z.string().max(2000).nullable().optional() }),
+      summary:
+        "A lifecycle event of the agent's own (brief 000); AGENT_BACKGROUND_TASK_COMPLETED or …_FAILED is the session's report",
+      body: z.object({
+        lease_token: token,
+        status: z.enum(AGENT_STATUSES),
+        error_message: z.string().max(2000).nullable().optional(),
+      }),
       status: 200,
       response: z.object({ session_id: z.string(), status: z.string(), duplicate: z.boolean() }),
       errors: [400, 404, 409],
@@ -127,7 +152,11 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
       path: '/sessions/{id}/progress',
       tag: 'agent protocol',
       summary: "The agent's progress: a percentage and/or a label",
-      body: z.object({ lease_token: token, percent: z.number().min(0).max(100).optional(), label: z.string().max(200).optional() }),
+      body: z.object({
+        lease_token: token,
+        percent: z.number().min(0).max(100).optional(),
+        label: z.string().max(200).optional(),
+      }),
       status: 200,
       response: progress,
       errors: [400, 404, 409],
@@ -152,7 +181,11 @@ function speak<B, Q>(r: Route<B, Q>): Route<B, Q> {
     ...r,
     handle: async (request: RouteRequest<B, Q>) => {
       const asked = request.headers.get('runledger-protocol');
-      if (asked !== null && asked.trim().split('.')[0] !== PROTOCOL) throw new ValidationError('runledger-protocol', `this server speaks protocol ${PROTOCOL} (got ${JSON.stringify(asked)})`);
+      if (asked !== null && asked.trim().split('.')[0] !== PROTOCOL)
+        throw new ValidationError(
+          'runledger-protocol',
+          `this server speaks protocol ${PROTOCOL} (got ${JSON.stringify(asked)})`,
+        );
       const result = await r.handle(request);
       return Response.json(result ?? null, { status: r.status, headers: { 'runledger-protocol': PROTOCOL } });
     },
@@ -161,6 +194,7 @@ function speak<B, Q>(r: Route<B, Q>): Route<B, Q> {
 
 function seqOf(text: string): number {
   const seq = Number(text);
-  if (!Number.isInteger(seq) || seq < 1) throw new ValidationError('seq', `must be a node's seq, an integer ≥ 1 (got ${JSON.stringify(text)})`);
+  if (!Number.isInteger(seq) || seq < 1)
+    throw new ValidationError('seq', `must be a node's seq, an integer ≥ 1 (got ${JSON.stringify(text)})`);
   return seq;
 }

@@ -18,7 +18,12 @@ const intakeBody = z
   })
   .strict();
 
-const intakeResult = z.object({ event_id: z.string(), run_id: z.string(), duplicate: z.boolean(), decision: z.enum(['queued', 'coalesced']) });
+const intakeResult = z.object({
+  event_id: z.string(),
+  run_id: z.string(),
+  duplicate: z.boolean(),
+  decision: z.enum(['queued', 'coalesced']),
+});
 
 const eventStatus = z.enum(['pending', 'processing', 'done', 'failed']);
 
@@ -101,9 +106,19 @@ const toolCall = z.object({
   updated_at: time,
 });
 
-const checkpoint = z.object({ id: z.string(), run_id: z.string(), node: z.string(), seq: z.int(), state: z.unknown(), created_at: time });
+const checkpoint = z.object({
+  id: z.string(),
+  run_id: z.string(),
+  node: z.string(),
+  seq: z.int(),
+  state: z.unknown(),
+  created_at: time,
+});
 
-const page = { limit: z.coerce.number().int().min(1).max(500).default(50), cursor: z.string().min(1).max(200).optional() };
+const page = {
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().min(1).max(200).optional(),
+};
 // tool call ids are always generated, so a cursor of another shape is no place in the list
 const approvalsPage = {
   ...page,
@@ -120,8 +135,15 @@ const eventsPage = {
     .optional(),
 };
 const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
-const decisionBody = z.object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() }).strict();
-const redriveBody = z.object({ by: z.string().min(1).max(200).optional().describe('who redrives (default: api)'), reason: z.string().max(2000).nullable().optional() }).strict();
+const decisionBody = z
+  .object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() })
+  .strict();
+const redriveBody = z
+  .object({
+    by: z.string().min(1).max(200).optional().describe('who redrives (default: api)'),
+    reason: z.string().max(2000).nullable().optional(),
+  })
+  .strict();
 const decided = z.object({ tool_call: toolCall, duplicate: z.boolean() });
 
 /** The agent run ledger: intake of inbound events, runs with their steps, tool calls and checkpoints, and approvals. */
@@ -132,7 +154,11 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
     try {
       await ledger.run(cursor);
     } catch (error) {
-      if (error instanceof NotFoundError) throw new ValidationError('cursor', `'${cursor}' is not the next_cursor of a previous page (the id of an agent run)`);
+      if (error instanceof NotFoundError)
+        throw new ValidationError(
+          'cursor',
+          `'${cursor}' is not the next_cursor of a previous page (the id of an agent run)`,
+        );
       throw error;
     }
   };
@@ -153,7 +179,8 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       method: 'post',
       path: '/agent/events',
       tag: 'agents',
-      summary: 'Receive an inbound agent event: 202 with its event and run; the same idempotency_key again is 200 with the same ids and `duplicate: true`',
+      summary:
+        'Receive an inbound agent event: 202 with its event and run; the same idempotency_key again is 200 with the same ids and `duplicate: true`',
       body: intakeBody,
       status: 202,
       response: intakeResult,
@@ -168,7 +195,15 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       path: '/agent/events',
       tag: 'agents',
       summary: 'Inbound events, newest first (received time, then id), by status, conversation, user and source',
-      query: z.object({ status: eventStatus.optional(), conversation_id: id.optional(), user_id: id.optional(), source: id.optional(), ...eventsPage }).strict(),
+      query: z
+        .object({
+          status: eventStatus.optional(),
+          conversation_id: id.optional(),
+          user_id: id.optional(),
+          source: id.optional(),
+          ...eventsPage,
+        })
+        .strict(),
       status: 200,
       response: z.object({ events: z.array(event), next_cursor: z.string().nullable() }),
       errors: [400],
@@ -198,14 +233,18 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       errors: [400],
       handle: ({ body }) => {
         const { by, reason, ...filter } = body;
-        return ledger.redriveAll(filter, { ...(by !== undefined ? { by } : {}), ...(reason !== undefined ? { reason } : {}) });
+        return ledger.redriveAll(filter, {
+          ...(by !== undefined ? { by } : {}),
+          ...(reason !== undefined ? { reason } : {}),
+        });
       },
     }),
     route({
       method: 'post',
       path: '/agent/events/{id}/redrive',
       tag: 'agents',
-      summary: "A failed event again: pending with a fresh attempt count, handled by a new run (its `retry_of` names the old one, whose rows stay), in its conversation's order; 409 for an event that is not failed",
+      summary:
+        "A failed event again: pending with a fresh attempt count, handled by a new run (its `retry_of` names the old one, whose rows stay), in its conversation's order; 409 for an event that is not failed",
       body: redriveBody.optional(),
       status: 200,
       response: z.object({ event, run_id: z.string(), retry_of: z.string() }),
@@ -217,7 +256,9 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       path: '/agent/runs',
       tag: 'agents',
       summary: 'Agent runs, newest first',
-      query: z.object({ conversation_id: id.optional(), user_id: id.optional(), status: runStatus.optional(), ...page }).strict(),
+      query: z
+        .object({ conversation_id: id.optional(), user_id: id.optional(), status: runStatus.optional(), ...page })
+        .strict(),
       status: 200,
       response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
       errors: [400],
@@ -231,9 +272,15 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       method: 'get',
       path: '/agent/runs/{id}',
       tag: 'agents',
-      summary: 'One agent run (the same run as GET /sessions/{id}) with its events, steps, tool calls and checkpoints, in order',
+      summary:
+        'One agent run (the same run as GET /sessions/{id}) with its events, steps, tool calls and checkpoints, in order',
       status: 200,
-      response: run.extend({ events: z.array(event), steps: z.array(step), tool_calls: z.array(toolCall), checkpoints: z.array(checkpoint) }),
+      response: run.extend({
+        events: z.array(event),
+        steps: z.array(step),
+        tool_calls: z.array(toolCall),
+        checkpoints: z.array(checkpoint),
+      }),
       errors: [404],
       handle: ({ params }) => ledger.run(params.id!),
     }),

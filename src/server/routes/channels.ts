@@ -37,7 +37,16 @@ const historyQuery = z
   })
   .strict();
 
-const parked = (p: ParkedEvent) => ({ position: p.position, status: p.status, attempts: p.attempts, error: p.error, stream_id: p.event.streamId, type: p.event.type, data: p.event.data, parked_at: new Date(p.parkedAt).toISOString() });
+const parked = (p: ParkedEvent) => ({
+  position: p.position,
+  status: p.status,
+  attempts: p.attempts,
+  error: p.error,
+  stream_id: p.event.streamId,
+  type: p.event.type,
+  data: p.event.data,
+  parked_at: new Date(p.parkedAt).toISOString(),
+});
 
 /** Chat channels (messages in, history out; live delivery is the WebSocket route) and the subscriptions that consume them. */
 export function channelRoutes(engine: Engine, channels: Channels) {
@@ -53,7 +62,10 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       errors: [400, 413],
       handle: async ({ params, body }) => {
         const { message, created } = await channels.post(params.channel_id!, body);
-        return new Response(JSON.stringify(message), { status: created ? 201 : 200, headers: { 'content-type': 'application/json' } });
+        return new Response(JSON.stringify(message), {
+          status: created ? 201 : 200,
+          headers: { 'content-type': 'application/json' },
+        });
       },
     }),
     route({
@@ -72,13 +84,18 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       path: '/channels',
       tag: 'channels',
       summary: 'Channels with their last seq and message count',
-      query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100), after: z.string().optional() }).strict(),
+      query: z
+        .object({ limit: z.coerce.number().int().min(1).max(500).default(100), after: z.string().optional() })
+        .strict(),
       status: 200,
       errors: [400],
       handle: async ({ query }) => {
         // channel ids are chosen: any well-formed one is a place in the list, so the channel must exist
         if (query.after !== undefined && !(await channels.channel(checkChannelId(query.after, 'after')))) {
-          throw new ValidationError('after', `'${query.after}' is not the next_cursor of a previous page (the id of a channel)`);
+          throw new ValidationError(
+            'after',
+            `'${query.after}' is not the next_cursor of a previous page (the id of a channel)`,
+          );
         }
         return channels.list(query);
       },
@@ -91,7 +108,15 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       status: 200,
       handle: async () => {
         const subs = await engine.store.subscriptionList();
-        const rows = await Promise.all(subs.map(async (s) => ({ name: s.name, cursor: s.cursor, stream_prefix: s.streamPrefix, blocked_reason: s.blockedReason, parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length })));
+        const rows = await Promise.all(
+          subs.map(async (s) => ({
+            name: s.name,
+            cursor: s.cursor,
+            stream_prefix: s.streamPrefix,
+            blocked_reason: s.blockedReason,
+            parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length,
+          })),
+        );
         return { subscriptions: rows };
       },
     }),

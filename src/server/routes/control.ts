@@ -11,13 +11,31 @@ const BUILT_IN = /^runledger\./;
 
 const startBody = z
   .object({
-    workflow: z.string().min(1).max(200).describe('the name of a code workflow registered with the server (`runledger serve --workflows <module>`)'),
+    workflow: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe('the name of a code workflow registered with the server (`runledger serve --workflows <module>`)'),
     input: z.unknown().optional(),
-    id: z.string().min(1).max(200).optional().describe('the run id; an existing id returns that run and starts nothing'),
+    id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('the run id; an existing id returns that run and starts nothing'),
   })
   .strict();
 
-const cancelBody = z.object({ reason: z.string().min(1).max(2000).optional().describe("why: journaled with the cancel request and shown in the run's journal") }).strict();
+const cancelBody = z
+  .object({
+    reason: z
+      .string()
+      .min(1)
+      .max(2000)
+      .optional()
+      .describe("why: journaled with the cancel request and shown in the run's journal"),
+  })
+  .strict();
 
 const signalBody = z
   .object({
@@ -27,7 +45,12 @@ const signalBody = z
   })
   .strict();
 
-const started = z.object({ run_id: z.string(), workflow: z.string(), status: z.enum(RUN_STATUSES), duplicate: z.boolean().describe('true: the run existed; nothing was started') });
+const started = z.object({
+  run_id: z.string(),
+  workflow: z.string(),
+  status: z.enum(RUN_STATUSES),
+  duplicate: z.boolean().describe('true: the run existed; nothing was started'),
+});
 
 /**
  * Every run controllable over HTTP: start a code workflow, signal a run, cancel a run of any kind
@@ -46,7 +69,8 @@ export function controlRoutes(engine: Engine): Route[] {
       method: 'post',
       path: '/runs',
       tag: 'runs',
-      summary: 'Start a run of a registered code workflow; a repeated `id` or `Idempotency-Key` returns the first run (409 if that run is of another workflow)',
+      summary:
+        'Start a run of a registered code workflow; a repeated `id` or `Idempotency-Key` returns the first run (409 if that run is of another workflow)',
       body: startBody,
       status: 202,
       response: started,
@@ -55,7 +79,11 @@ export function controlRoutes(engine: Engine): Route[] {
         const wf = BUILT_IN.test(body.workflow) ? undefined : engine.runtime.registered(body.workflow);
         if (!wf) {
           const known = engine.runtime.names().filter((n) => !BUILT_IN.test(n));
-          const hint = BUILT_IN.test(body.workflow) ? 'stored workflows start with POST /workflows/{id}/execute' : known.length ? `registered: ${known.join(', ')}` : 'none is registered: start the server with --workflows <module>';
+          const hint = BUILT_IN.test(body.workflow)
+            ? 'stored workflows start with POST /workflows/{id}/execute'
+            : known.length
+              ? `registered: ${known.join(', ')}`
+              : 'none is registered: start the server with --workflows <module>';
           throw new ValidationError('workflow', `no code workflow is named '${body.workflow}' (${hint})`);
         }
         const key = headers.get('idempotency-key');
@@ -64,10 +92,20 @@ export function controlRoutes(engine: Engine): Route[] {
         const existed = id !== undefined && (await readRunView(engine.store, id)) !== undefined;
         const run =
           checked !== undefined
-            ? engine.runtime.handle((await engine.runtime.startKeyed({ scope: 'runs', key: checked, name: async () => ({ runId: id! }), begin: async (tx, runId) => void (await engine.start(wf, body.input ?? null, { id: runId, tx })) })).runId)
+            ? engine.runtime.handle(
+                (
+                  await engine.runtime.startKeyed({
+                    scope: 'runs',
+                    key: checked,
+                    name: async () => ({ runId: id! }),
+                    begin: async (tx, runId) => void (await engine.start(wf, body.input ?? null, { id: runId, tx })),
+                  })
+                ).runId,
+              )
             : await engine.start(wf, body.input ?? null, id !== undefined ? { id } : {});
         const now = await view(run.id);
-        if (now.workflow !== wf.name) throw new ConflictError(`run ${run.id} exists and is a run of '${now.workflow}', not '${wf.name}'`);
+        if (now.workflow !== wf.name)
+          throw new ConflictError(`run ${run.id} exists and is a run of '${now.workflow}', not '${wf.name}'`);
         return { run_id: run.id, workflow: now.workflow, status: now.status, duplicate: existed };
       },
     }),
@@ -82,8 +120,14 @@ export function controlRoutes(engine: Engine): Route[] {
       errors: [400, 404, 409, 413],
       handle: async ({ params, body }) => {
         const run = await view(params.id!);
-        if (isTerminal(run.status)) throw new ConflictError(`run ${run.id} has already ended (${run.status}): nothing waits for '${body.name}'`);
-        await engine.signal(run.id, body.name, body.payload ?? null, body.idempotency_key !== undefined ? { idempotencyKey: body.idempotency_key } : {});
+        if (isTerminal(run.status))
+          throw new ConflictError(`run ${run.id} has already ended (${run.status}): nothing waits for '${body.name}'`);
+        await engine.signal(
+          run.id,
+          body.name,
+          body.payload ?? null,
+          body.idempotency_key !== undefined ? { idempotencyKey: body.idempotency_key } : {},
+        );
         return { run_id: run.id, name: body.name };
       },
     }),
@@ -91,7 +135,8 @@ export function controlRoutes(engine: Engine): Route[] {
       method: 'post',
       path: '/runs/{id}/cancel',
       tag: 'runs',
-      summary: 'Cancel a run of any kind (code run, execution, session): its running step is told to stop, compensations run; 409 when it has ended',
+      summary:
+        'Cancel a run of any kind (code run, execution, session): its running step is told to stop, compensations run; 409 when it has ended',
       body: cancelBody.optional(),
       status: 202,
       response: z.object({ run_id: z.string(), status: z.literal('cancelling') }),

@@ -25,13 +25,21 @@ export function historyRoutes(engine: Engine, definitions: Definitions): Route[]
       method: 'get',
       path: '/tasks/{id}/history',
       tag: 'dlq',
-      summary: "A task's state changes, oldest first: each attempt, its error, and how it ended (dead, redriven, completed)",
+      summary:
+        "A task's state changes, oldest first: each attempt, its error, and how it ended (dead, redriven, completed)",
       status: 200,
       errors: [404],
       handle: async ({ params }) => {
         await store.taskGet({ id: params.id! });
         const events = await engine.queue.history(params.id!);
-        return { events: events.map((e) => ({ version: e.version, type: e.type, timestamp: new Date(e.timestamp).toISOString(), data: e.data })) };
+        return {
+          events: events.map((e) => ({
+            version: e.version,
+            type: e.type,
+            timestamp: new Date(e.timestamp).toISOString(),
+            data: e.data,
+          })),
+        };
       },
     }),
   ];

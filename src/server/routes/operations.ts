@@ -7,7 +7,16 @@ import { route } from '../route.js';
 import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const dead = (t: Task) => ({ id: t.id, queue: t.queue, attempts: t.attempts, max_attempts: t.maxAttempts, last_error: t.lastError, payload: t.payload, created_at: iso(t.createdAt), updated_at: iso(t.updatedAt) });
+const dead = (t: Task) => ({
+  id: t.id,
+  queue: t.queue,
+  attempts: t.attempts,
+  max_attempts: t.maxAttempts,
+  last_error: t.lastError,
+  payload: t.payload,
+  created_at: iso(t.createdAt),
+  updated_at: iso(t.updatedAt),
+});
 
 const TASK_STATES = ['ready', 'running', 'completed', 'dead'] as const satisfies readonly TaskState[];
 const task = (t: Task) => ({ ...dead(t), state: t.state, ordering_key: t.orderingKey, run_at: iso(t.runAt) });
@@ -21,7 +30,15 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       tag: 'operations',
       summary: "The store's health: dialect, location, schema version, event and task counts",
       status: 200,
-      response: z.object({ dialect: z.enum(['sqlite', 'postgres']), location: z.string(), schemaVersion: z.int(), events: z.int(), streams: z.int(), tasks: z.record(z.string(), z.int()), subscriptions: z.int() }),
+      response: z.object({
+        dialect: z.enum(['sqlite', 'postgres']),
+        location: z.string(),
+        schemaVersion: z.int(),
+        events: z.int(),
+        streams: z.int(),
+        tasks: z.record(z.string(), z.int()),
+        subscriptions: z.int(),
+      }),
       handle: () => engine.store.status(),
     }),
     route({
@@ -29,12 +46,30 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       path: '/tasks',
       tag: 'tasks',
       summary: 'Tasks of every queue (or one), in id order; `state` keeps one state',
-      query: z.object({ queue: z.string().max(200).optional(), state: z.enum(TASK_STATES).optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: lastKey('task') }).strict(),
+      query: z
+        .object({
+          queue: z.string().max(200).optional(),
+          state: z.enum(TASK_STATES).optional(),
+          limit: z.coerce.number().int().min(1).max(500).default(100),
+          last_key: lastKey('task'),
+        })
+        .strict(),
       status: 200,
-      response: z.object({ tasks: z.array(deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() })), count: z.int(), last_key: z.string().nullable() }),
+      response: z.object({
+        tasks: z.array(
+          deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() }),
+        ),
+        count: z.int(),
+        last_key: z.string().nullable(),
+      }),
       errors: [400],
       handle: async ({ query }) => {
-        const page = await engine.queue.list({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.state ? { state: query.state } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
+        const page = await engine.queue.list({
+          limit: query.limit + 1,
+          ...(query.queue ? { queue: query.queue } : {}),
+          ...(query.state ? { state: query.state } : {}),
+          ...(query.last_key ? { afterId: query.last_key } : {}),
+        });
         const tasks = page.slice(0, query.limit).map(task);
         return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
       },
@@ -45,12 +80,24 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       tag: 'tasks',
       summary: "A task's events, oldest first: its attempts, errors and outcome",
       status: 200,
-      response: z.object({ events: z.array(z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: z.string(), data: z.unknown() })) }),
+      response: z.object({
+        events: z.array(
+          z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: z.string(), data: z.unknown() }),
+        ),
+      }),
       errors: [404],
       handle: async ({ params }) => {
         const events = await engine.queue.history(params.id!);
         if (events.length === 0) throw new NotFoundError(`task ${params.id} not found`);
-        return { events: events.map((e) => ({ position: e.position, version: e.version, type: e.type, timestamp: iso(e.timestamp), data: e.data })) };
+        return {
+          events: events.map((e) => ({
+            position: e.position,
+            version: e.version,
+            type: e.type,
+            timestamp: iso(e.timestamp),
+            data: e.data,
+          })),
+        };
       },
     }),
     route({
@@ -74,7 +121,13 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       summary: 'Secret names',
       status: 200,
       response: z.object({ secrets: z.array(secretInfo) }),
-      handle: async () => ({ secrets: (await secrets.list()).map((s) => ({ name: s.name, created_at: iso(s.createdAt), updated_at: iso(s.updatedAt) })) }),
+      handle: async () => ({
+        secrets: (await secrets.list()).map((s) => ({
+          name: s.name,
+          created_at: iso(s.createdAt),
+          updated_at: iso(s.updatedAt),
+        })),
+      }),
     }),
     route({
       method: 'delete',
@@ -90,11 +143,21 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       path: '/dlq',
       tag: 'dlq',
       summary: 'Dead tasks with their last error and attempts',
-      query: z.object({ queue: z.string().optional(), limit: z.coerce.number().int().min(1).max(500).default(100), last_key: lastKey('task') }).strict(),
+      query: z
+        .object({
+          queue: z.string().optional(),
+          limit: z.coerce.number().int().min(1).max(500).default(100),
+          last_key: lastKey('task'),
+        })
+        .strict(),
       status: 200,
       response: z.object({ tasks: z.array(deadTask), count: z.int(), last_key: z.string().nullable() }),
       handle: async ({ query }) => {
-        const page = await engine.queue.dead({ limit: query.limit + 1, ...(query.queue ? { queue: query.queue } : {}), ...(query.last_key ? { afterId: query.last_key } : {}) });
+        const page = await engine.queue.dead({
+          limit: query.limit + 1,
+          ...(query.queue ? { queue: query.queue } : {}),
+          ...(query.last_key ? { afterId: query.last_key } : {}),
+        });
         const tasks = page.slice(0, query.limit).map(dead);
         return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
       },

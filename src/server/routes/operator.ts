@@ -6,9 +6,14 @@ import { route, type Route } from '../route.js';
 import { runSummary } from './run-records.js';
 
 const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
-const actor = { by: z.string().min(1).max(200).describe('who acts (journaled)'), reason: z.string().min(1).max(2000).describe('why (journaled)') };
+const actor = {
+  by: z.string().min(1).max(200).describe('who acts (journaled)'),
+  reason: z.string().min(1).max(2000).describe('why (journaled)'),
+};
 
-const pauseBody = z.object({ kind: z.enum(['workflow', 'queue']), name: z.string().min(1).max(200), ...actor }).strict();
+const pauseBody = z
+  .object({ kind: z.enum(['workflow', 'queue']), name: z.string().min(1).max(200), ...actor })
+  .strict();
 const runFilterBody = z
   .object({
     status: z.array(z.enum(RUN_STATUSES)).min(1).optional(),
@@ -41,7 +46,10 @@ const bulkResponse = z.object({
   ids: z.array(z.string()),
   skipped: z.array(z.object({ id: z.string(), why: z.string() })),
   dry_run: z.boolean(),
-  started: z.record(z.string(), z.string()).optional().describe('retry: each run id → the id of the run started for it'),
+  started: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe('retry: each run id → the id of the run started for it'),
 });
 
 /**
@@ -53,7 +61,13 @@ const bulkResponse = z.object({
  */
 export function operatorRoutes(engine: Engine): Route[] {
   const op = engine.operator;
-  const bulk = (r: { action: string; ids: string[]; skipped: Array<{ id: string; why: string }>; dryRun: boolean; started?: Record<string, string> }) => ({
+  const bulk = (r: {
+    action: string;
+    ids: string[];
+    skipped: Array<{ id: string; why: string }>;
+    dryRun: boolean;
+    started?: Record<string, string>;
+  }) => ({
     action: r.action,
     ids: r.ids,
     skipped: r.skipped,
@@ -65,7 +79,8 @@ export function operatorRoutes(engine: Engine): Route[] {
       method: 'post',
       path: '/operator/pause',
       tag: 'operator',
-      summary: 'Pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)',
+      summary:
+        'Pause a workflow (its runs start no new step; running steps finish) or a queue (none of its tasks is claimed)',
       body: pauseBody,
       status: 200,
       errors: [400],
@@ -87,7 +102,15 @@ export function operatorRoutes(engine: Engine): Route[] {
       tag: 'operator',
       summary: 'What is paused, by whom and why',
       status: 200,
-      handle: async () => ({ pauses: (await op.pauses()).map((p) => ({ kind: p.kind, name: p.name, paused_by: p.pausedBy, reason: p.reason, paused_at: new Date(p.createdAt).toISOString() })) }),
+      handle: async () => ({
+        pauses: (await op.pauses()).map((p) => ({
+          kind: p.kind,
+          name: p.name,
+          paused_by: p.pausedBy,
+          reason: p.reason,
+          paused_at: new Date(p.createdAt).toISOString(),
+        })),
+      }),
     }),
     route({
       method: 'post',
@@ -98,7 +121,8 @@ export function operatorRoutes(engine: Engine): Route[] {
       status: 200,
       response: bulkResponse,
       errors: [400],
-      handle: async ({ body }) => bulk(await op.cancelRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+      handle: async ({ body }) =>
+        bulk(await op.cancelRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
     }),
     route({
       method: 'post',
@@ -109,7 +133,8 @@ export function operatorRoutes(engine: Engine): Route[] {
       status: 200,
       response: bulkResponse,
       errors: [400],
-      handle: async ({ body }) => bulk(await op.retryRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+      handle: async ({ body }) =>
+        bulk(await op.retryRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
     }),
     route({
       method: 'post',
@@ -121,7 +146,11 @@ export function operatorRoutes(engine: Engine): Route[] {
       response: bulkResponse,
       errors: [400],
       handle: async ({ body }) => {
-        const filter = { ...(body.queue ? { queue: body.queue } : {}), ...(body.dead_after !== undefined ? { updatedAfter: body.dead_after } : {}), ...(body.dead_before !== undefined ? { updatedBefore: body.dead_before } : {}) };
+        const filter = {
+          ...(body.queue ? { queue: body.queue } : {}),
+          ...(body.dead_after !== undefined ? { updatedAfter: body.dead_after } : {}),
+          ...(body.dead_before !== undefined ? { updatedBefore: body.dead_before } : {}),
+        };
         return bulk(await op.redriveTasks(filter, { by: body.by, reason: body.reason }, { dryRun: body.dry_run }));
       },
     }),
@@ -132,7 +161,13 @@ export function operatorRoutes(engine: Engine): Route[] {
       summary: 'The operator actions journaled, newest first',
       query: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }).strict(),
       status: 200,
-      handle: async ({ query }) => ({ actions: (await op.actions(query.limit)).map((e) => ({ version: e.version, timestamp: new Date(e.timestamp).toISOString(), ...(e.data as object) })) }),
+      handle: async ({ query }) => ({
+        actions: (await op.actions(query.limit)).map((e) => ({
+          version: e.version,
+          timestamp: new Date(e.timestamp).toISOString(),
+          ...(e.data as object),
+        })),
+      }),
     }),
     route({
       method: 'get',
@@ -142,7 +177,11 @@ export function operatorRoutes(engine: Engine): Route[] {
       query: z.object({ workflow: z.string().min(1).max(200).optional() }).strict(),
       status: 200,
       errors: [400],
-      handle: async ({ params, query }) => ({ runs: (await runsNeedingPatch(engine.store, params.id!, query.workflow ? { workflow: query.workflow } : {})).map((v) => runSummary(v)) }),
+      handle: async ({ params, query }) => ({
+        runs: (
+          await runsNeedingPatch(engine.store, params.id!, query.workflow ? { workflow: query.workflow } : {})
+        ).map((v) => runSummary(v)),
+      }),
     }),
   ];
 }

@@ -21,7 +21,10 @@ const query = z
           if (ms >= 60_000 && ms <= MAX_WINDOW_MS) return ms;
           ctx.addIssue({ code: 'custom', message: `must be between 1m and 7d (got '${value}')` });
         } catch (error) {
-          ctx.addIssue({ code: 'custom', message: error instanceof ValidationError ? (error.problems[0]?.message ?? error.message) : String(error) });
+          ctx.addIssue({
+            code: 'custom',
+            message: error instanceof ValidationError ? (error.problems[0]?.message ?? error.message) : String(error),
+          });
         }
         return z.NEVER;
       })
@@ -56,7 +59,10 @@ export function overviewRoutes(engine: Engine): Route[] {
         const bucketMs = Math.ceil(windowMs / BUCKETS);
         const since = now - windowMs;
         const bucketOf = (t: number) => Math.min(BUCKETS - 1, Math.floor((t - since) / bucketMs));
-        const ended = Array.from({ length: BUCKETS }, (_, i) => ({ at: new Date(since + i * bucketMs).toISOString(), by_status: {} as Record<string, number> }));
+        const ended = Array.from({ length: BUCKETS }, (_, i) => ({
+          at: new Date(since + i * bucketMs).toISOString(),
+          by_status: {} as Record<string, number>,
+        }));
         const inFlight: Record<string, number> = {};
         const latencies: number[] = [];
         const rows = await store.projectionList({ name: RUN_VIEW, limit: SCAN_RUNS, backwards: true });
@@ -68,12 +74,17 @@ export function overviewRoutes(engine: Engine): Route[] {
             by[view.status] = (by[view.status] ?? 0) + 1;
           }
           // a long run's view holds its last ended steps only (docs/longrun.md): a sample, as the runs are
-          for (const step of view.steps ?? []) if (step.durationMs !== null && step.finishedAt !== null && step.finishedAt >= since) latencies.push(step.durationMs);
+          for (const step of view.steps ?? [])
+            if (step.durationMs !== null && step.finishedAt !== null && step.finishedAt >= since)
+              latencies.push(step.durationMs);
         }
         latencies.sort((a, b) => a - b);
         const status = await store.status();
         const [oldest] = await store.taskList({ state: 'ready', limit: 1 });
-        const parkedBuckets = Array.from({ length: BUCKETS }, (_, i) => ({ at: new Date(since + i * bucketMs).toISOString(), count: 0 }));
+        const parkedBuckets = Array.from({ length: BUCKETS }, (_, i) => ({
+          at: new Date(since + i * bucketMs).toISOString(),
+          count: 0,
+        }));
         let parkedNow = 0;
         for (const sub of await store.subscriptionList()) {
           for (const p of await store.parkedList({ subscription: sub.name })) {
@@ -88,8 +99,22 @@ export function overviewRoutes(engine: Engine): Route[] {
           runs_scanned: rows.length,
           runs_ended: ended,
           runs_in_flight: inFlight,
-          step_latency: { count: latencies.length, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) },
-          queue: { ...status.tasks, oldest_ready: oldest ? { id: oldest.id, queue: oldest.queue, created_at: new Date(oldest.createdAt).toISOString(), run_at: new Date(oldest.runAt).toISOString() } : null },
+          step_latency: {
+            count: latencies.length,
+            p50_ms: percentile(latencies, 50),
+            p99_ms: percentile(latencies, 99),
+          },
+          queue: {
+            ...status.tasks,
+            oldest_ready: oldest
+              ? {
+                  id: oldest.id,
+                  queue: oldest.queue,
+                  created_at: new Date(oldest.createdAt).toISOString(),
+                  run_at: new Date(oldest.runAt).toISOString(),
+                }
+              : null,
+          },
           parked: { now: parkedNow, buckets: parkedBuckets },
         };
       },

@@ -55,20 +55,27 @@ const enqueueBody = newTask
   .extend({ tasks: z.array(newTask).min(1).max(1000).optional().describe('a batch (then no other field)') })
   .superRefine((body, ctx) => {
     const check = (item: Partial<NewTaskBody>, path: Array<string | number>) => {
-      if (!('payload' in item)) ctx.addIssue({ code: 'custom', path: [...path, 'payload'], message: 'required (null is a payload)' });
-      if (item.delay !== undefined && item.run_at !== undefined) ctx.addIssue({ code: 'custom', path: [...path, 'run_at'], message: 'give delay or run_at, not both' });
+      if (!('payload' in item))
+        ctx.addIssue({ code: 'custom', path: [...path, 'payload'], message: 'required (null is a payload)' });
+      if (item.delay !== undefined && item.run_at !== undefined)
+        ctx.addIssue({ code: 'custom', path: [...path, 'run_at'], message: 'give delay or run_at, not both' });
     };
     if (body.tasks === undefined) {
       check(body, []);
       return;
     }
     const extra = Object.keys(body).filter((k) => k !== 'tasks' && k in newTask.shape);
-    if (extra.length > 0) ctx.addIssue({ code: 'custom', path: [extra[0]!], message: 'a batch (tasks) takes its fields per task' });
+    if (extra.length > 0)
+      ctx.addIssue({ code: 'custom', path: [extra[0]!], message: 'a batch (tasks) takes its fields per task' });
     for (const [i, item] of body.tasks.entries()) check(item, ['tasks', i]);
   });
 
 const claimBody = z.object({
-  worker: z.string().min(1).max(200).describe("the worker's name, 1-200 characters: shown as `remote:<worker>` in the task's events"),
+  worker: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe("the worker's name, 1-200 characters: shown as `remote:<worker>` in the task's events"),
   max: z.int().min(1).max(1000).default(1),
   wait: duration(0, 60_000, 'from 0 to 60s').default(0),
   lease: duration(1000, 3_600_000, 'from 1s to 1h').optional(),
@@ -82,7 +89,12 @@ const completeManyBody = z.object({
     .min(1)
     .max(1000),
 });
-const failBody = z.object({ lease_token: token, error: z.string().max(10_000), retryable: z.boolean().default(true), retry_after: duration(0, 365 * DAY, 'from 0 to 365 days').optional() });
+const failBody = z.object({
+  lease_token: token,
+  error: z.string().max(10_000),
+  retryable: z.boolean().default(true),
+  retry_after: duration(0, 365 * DAY, 'from 0 to 365 days').optional(),
+});
 
 const enqueued = z.object({ task: taskRecordSchema, created: z.boolean() });
 
@@ -96,7 +108,8 @@ const options = (item: Partial<NewTaskBody>): EnqueueOptions & { payload: unknow
   ...(item.run_at === undefined ? {} : { runAt: Date.parse(item.run_at) }),
 });
 
-const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 const answer = (r: EnqueueResult) => ({ task: taskRecord(r.task), created: r.created });
 
 /**
@@ -104,19 +117,30 @@ const answer = (r: EnqueueResult) => ({ task: taskRecord(r.task), created: r.cre
  * error answer (a bad body, 401, 405) says the protocol's version too.
  */
 export function queueRoutes(engine: Engine, app: Hono) {
-  const remote = new RemoteWorkers(engine.store, engine.journal, { leaseMs: engine.config.leaseMs, pollMs: engine.config.pollMs, maxResultBytes: engine.config.maxPayloadBytes, events: engine.events });
+  const remote = new RemoteWorkers(engine.store, engine.journal, {
+    leaseMs: engine.config.leaseMs,
+    pollMs: engine.config.pollMs,
+    maxResultBytes: engine.config.maxPayloadBytes,
+    events: engine.events,
+  });
   const routes = [
     route({
       method: 'post',
       path: '/queues/{queue}/tasks',
       tag: 'tasks',
-      summary: 'Enqueue a task (201; a repeated idempotency key: 200, the first task, nothing written) or a batch `tasks` of up to 1000 (201, in order, all or nothing)',
+      summary:
+        'Enqueue a task (201; a repeated idempotency key: 200, the first task, nothing written) or a batch `tasks` of up to 1000 (201, in order, all or nothing)',
       body: enqueueBody,
       status: 201,
       response: z.union([enqueued, z.object({ tasks: z.array(enqueued) })]),
       errors: [400, 413],
       handle: async ({ params, body }) => {
-        if (body.tasks) return json(201, { tasks: (await engine.queue.enqueueMany(params.queue!, body.tasks.map(options), { path: 'tasks' })).map(answer) });
+        if (body.tasks)
+          return json(201, {
+            tasks: (await engine.queue.enqueueMany(params.queue!, body.tasks.map(options), { path: 'tasks' })).map(
+              answer,
+            ),
+          });
         const { payload, ...rest } = options(body);
         const result = await engine.queue.enqueue(params.queue!, payload, rest);
         return json(result.created ? 201 : 200, answer(result));
@@ -126,13 +150,21 @@ export function queueRoutes(engine: Engine, app: Hono) {
       method: 'post',
       path: '/queues/{queue}/claim',
       tag: 'tasks',
-      summary: 'Claim up to `max` ready tasks, each with a lease token; waits up to `wait` for one (woken as a task is enqueued), answering `tasks: []` when none came',
+      summary:
+        'Claim up to `max` ready tasks, each with a lease token; waits up to `wait` for one (woken as a task is enqueued), answering `tasks: []` when none came',
       body: claimBody,
       status: 200,
       response: z.object({ tasks: z.array(claimedTaskSchema) }),
       errors: [400],
       handle: async ({ params, body, signal }) => {
-        const tasks = await remote.claim({ queue: params.queue!, worker: body.worker, max: body.max, waitMs: body.wait, ...(body.lease === undefined ? {} : { leaseMs: body.lease }), signal });
+        const tasks = await remote.claim({
+          queue: params.queue!,
+          worker: body.worker,
+          max: body.max,
+          waitMs: body.wait,
+          ...(body.lease === undefined ? {} : { leaseMs: body.lease }),
+          signal,
+        });
         return { tasks: tasks.map(claimedTask) };
       },
     }),
@@ -140,7 +172,8 @@ export function queueRoutes(engine: Engine, app: Hono) {
       method: 'post',
       path: '/tasks/{id}/heartbeat',
       tag: 'tasks',
-      summary: "Extend a claimed task's lease (by `lease`, default the server's); 409 lease_lost when the token no longer holds it",
+      summary:
+        "Extend a claimed task's lease (by `lease`, default the server's); 409 lease_lost when the token no longer holds it",
       body: heartbeatBody,
       status: 200,
       response: z.object({ lease_expires_at: z.string() }),
@@ -154,38 +187,62 @@ export function queueRoutes(engine: Engine, app: Hono) {
       method: 'post',
       path: '/tasks/{id}/complete',
       tag: 'tasks',
-      summary: 'Complete a claimed task with its `result`; 409 lease_lost (nothing written) when the token no longer holds its lease',
+      summary:
+        'Complete a claimed task with its `result`; 409 lease_lost (nothing written) when the token no longer holds its lease',
       body: completeBody,
       status: 200,
       response: z.object({ task: taskRecordSchema }),
       errors: [400, 404, 409, 413],
-      handle: async ({ params, body }) => ({ task: taskRecord(await remote.complete({ id: params.id!, leaseToken: body.lease_token }, body.result)) }),
+      handle: async ({ params, body }) => ({
+        task: taskRecord(await remote.complete({ id: params.id!, leaseToken: body.lease_token }, body.result)),
+      }),
     }),
     route({
       method: 'post',
       path: '/tasks/complete',
       tag: 'tasks',
-      summary: 'Complete up to 1000 claimed tasks in one request (added in protocol 1): each fenced on its own, answered in order with its task or its error (lease_lost, not_found), the others complete',
+      summary:
+        'Complete up to 1000 claimed tasks in one request (added in protocol 1): each fenced on its own, answered in order with its task or its error (lease_lost, not_found), the others complete',
       body: completeManyBody,
       status: 200,
-      response: z.object({ results: z.array(z.union([z.object({ id: z.string(), task: taskRecordSchema }), z.object({ id: z.string(), error: z.object({ code: z.string(), message: z.string() }) })])) }),
+      response: z.object({
+        results: z.array(
+          z.union([
+            z.object({ id: z.string(), task: taskRecordSchema }),
+            z.object({ id: z.string(), error: z.object({ code: z.string(), message: z.string() }) }),
+          ]),
+        ),
+      }),
       errors: [400, 413],
       handle: async ({ body }) => {
-        const outcomes = await remote.completeMany(body.completions.map((c) => ({ id: c.id, leaseToken: c.lease_token, result: c.result })));
-        return { results: outcomes.map((o, i) => ('task' in o ? { id: body.completions[i]!.id, task: taskRecord(o.task) } : { id: body.completions[i]!.id, error: { code: o.error.code, message: o.error.message } })) };
+        const outcomes = await remote.completeMany(
+          body.completions.map((c) => ({ id: c.id, leaseToken: c.lease_token, result: c.result })),
+        );
+        return {
+          results: outcomes.map((o, i) =>
+            'task' in o
+              ? { id: body.completions[i]!.id, task: taskRecord(o.task) }
+              : { id: body.completions[i]!.id, error: { code: o.error.code, message: o.error.message } },
+          ),
+        };
       },
     }),
     route({
       method: 'post',
       path: '/tasks/{id}/fail',
       tag: 'tasks',
-      summary: 'Fail the attempt: ready again after backoff (or `retry_after`), or dead when not `retryable` or out of attempts; 409 lease_lost (nothing written) when the token no longer holds its lease',
+      summary:
+        'Fail the attempt: ready again after backoff (or `retry_after`), or dead when not `retryable` or out of attempts; 409 lease_lost (nothing written) when the token no longer holds its lease',
       body: failBody,
       status: 200,
       response: z.object({ task: taskRecordSchema }),
       errors: [400, 404, 409],
       handle: async ({ params, body }) => {
-        const failure = { error: body.error, retryable: body.retryable, ...(body.retry_after === undefined ? {} : { retryAfterMs: body.retry_after }) };
+        const failure = {
+          error: body.error,
+          retryable: body.retryable,
+          ...(body.retry_after === undefined ? {} : { retryAfterMs: body.retry_after }),
+        };
         return { task: taskRecord(await remote.fail({ id: params.id!, leaseToken: body.lease_token }, failure)) };
       },
     }),
@@ -199,7 +256,12 @@ async function protocol(c: Context, next: () => Promise<void>): Promise<Response
   const asked = c.req.header(PROTOCOL_HEADER);
   if (asked !== undefined && asked.trim() !== String(PROTOCOL_MAJOR)) {
     // answered here: an error thrown by a middleware gets a fresh response, without this header
-    const { status, body } = errorResponse(new ValidationError(PROTOCOL_HEADER, `major ${JSON.stringify(asked.slice(0, 20))} is not spoken here: this server speaks ${PROTOCOL_MAJOR}`));
+    const { status, body } = errorResponse(
+      new ValidationError(
+        PROTOCOL_HEADER,
+        `major ${JSON.stringify(asked.slice(0, 20))} is not spoken here: this server speaks ${PROTOCOL_MAJOR}`,
+      ),
+    );
     return c.json(body, status as 400, { [PROTOCOL_HEADER]: String(PROTOCOL_MAJOR) });
   }
   // a handler's error is already an answer here (the app's onError ran at its level)

@@ -21,11 +21,21 @@ export function runKind(workflow: string): RunKind {
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const time = z.iso.datetime().describe('ISO 8601 UTC');
 
-export const eventResponse = z.object({ position: z.int(), version: z.int(), type: z.string(), timestamp: time, data: z.unknown() });
+export const eventResponse = z.object({
+  position: z.int(),
+  version: z.int(),
+  type: z.string(),
+  timestamp: time,
+  data: z.unknown(),
+});
 
 export const runSummaryResponse = z.object({
   id: z.string(),
-  workflow: z.string().describe("the code workflow's name; an execution: the stored workflow's name (its id once it is deleted); a session: runledger.session"),
+  workflow: z
+    .string()
+    .describe(
+      "the code workflow's name; an execution: the stored workflow's name (its id once it is deleted); a session: runledger.session",
+    ),
   workflow_id: z.string().nullable().describe("a stored workflow's execution: the workflow's id"),
   agent: z.string().nullable().describe("an agent run's (a session's) agent"),
   kind: z.enum(RUN_KINDS),
@@ -35,7 +45,10 @@ export const runSummaryResponse = z.object({
   updated_at: time,
   finished_at: time.nullable(),
   version: z.string().nullable().describe('the code version the run started on (code workflows)'),
-  waiting_for_version: z.string().nullable().describe("set while no live worker has the run's version: its next pass waits for one (a deploy)"),
+  waiting_for_version: z
+    .string()
+    .nullable()
+    .describe("set while no live worker has the run's version: its next pass waits for one (a deploy)"),
 });
 
 export const runResponse = runSummaryResponse.extend({
@@ -44,10 +57,14 @@ export const runResponse = runSummaryResponse.extend({
   compensations: z.object({ ran: z.int(), failed: z.int() }).nullable(),
   state: z.string().nullable().describe('the business state the run last entered (ctx.setState)'),
   current: z.object({ name: z.string(), label: z.string().nullable() }).nullable().describe('the step running now'),
-  generation: z.int().describe("how many times the run continued as new (ctx.continueAsNew); steps are the current generation's"),
+  generation: z
+    .int()
+    .describe("how many times the run continued as new (ctx.continueAsNew); steps are the current generation's"),
   steps: z.array(
     z.object({
-      seq: z.union([z.int(), z.string()]).describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
+      seq: z
+        .union([z.int(), z.string()])
+        .describe("the call's position; `3.word.2`: the second call of branch word of the parallel call 3"),
       name: z.string(),
       status: z.enum(['running', 'retrying', 'success', 'failed', 'timed_out']),
       kind: z.enum(['step', 'poll']),
@@ -69,7 +86,13 @@ export type EventRecord = z.infer<typeof eventResponse>;
 
 /** An event as the API shows it (a run's events carry no stream id: it is the run's). */
 export function eventRecord(event: StoredEvent): EventRecord {
-  return { position: event.position, version: event.version, type: event.type, timestamp: iso(event.timestamp)!, data: event.data };
+  return {
+    position: event.position,
+    version: event.version,
+    type: event.type,
+    timestamp: iso(event.timestamp)!,
+    data: event.data,
+  };
 }
 
 export function workflowId(view: RunView): string | null {
@@ -155,7 +178,11 @@ export interface RunFilter {
  * it is or whose name it is now (a name is unique among stored workflows: resolved here, once per
  * request, so the listing filters on ids the run views hold).
  */
-export async function runWorkflow(store: Store, journal: Journal, value: string): Promise<{ name: string; ids: string[] }> {
+export async function runWorkflow(
+  store: Store,
+  journal: Journal,
+  value: string,
+): Promise<{ name: string; ids: string[] }> {
   const named = await storedWorkflowNamed(store, journal, value);
   return { name: value, ids: named === undefined || named === value ? [value] : [value, named] };
 }
@@ -186,7 +213,15 @@ export function runWhere(q: RunFilter): ProjectionMatch[][] {
     );
   }
   if (q.kind) {
-    where.push(q.kind.map((kind) => (kind === 'execution' ? { field: 'workflow', in: [STORED_WORKFLOW] } : kind === 'session' ? { field: 'workflow', in: [SESSION_WORKFLOW] } : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] })));
+    where.push(
+      q.kind.map((kind) =>
+        kind === 'execution'
+          ? { field: 'workflow', in: [STORED_WORKFLOW] }
+          : kind === 'session'
+            ? { field: 'workflow', in: [SESSION_WORKFLOW] }
+            : { field: 'workflow', notIn: [STORED_WORKFLOW, SESSION_WORKFLOW] },
+      ),
+    );
   }
   return where;
 }
@@ -196,7 +231,12 @@ export function runMatches(view: RunView, q: RunFilter): boolean {
   if (q.kind && !q.kind.includes(runKind(view.workflow))) return false;
   if (q.workflow !== undefined) {
     const stored = workflowId(view);
-    if (view.workflow !== q.workflow.name && !(stored !== null && q.workflow.ids.includes(stored)) && agentName(view) !== q.workflow.name) return false;
+    if (
+      view.workflow !== q.workflow.name &&
+      !(stored !== null && q.workflow.ids.includes(stored)) &&
+      agentName(view) !== q.workflow.name
+    )
+      return false;
   }
   if (q.createdAfter !== undefined && !(view.createdAt > q.createdAfter)) return false;
   if (q.createdBefore !== undefined && !(view.createdAt < q.createdBefore)) return false;

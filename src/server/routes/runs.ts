@@ -11,7 +11,22 @@ import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
 import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
-import { type EventRecord, eventRecord, eventResponse, RUN_KINDS, type RunFilter, runMatches, runRecord, runResponse, runSummary, runSummaryResponse, runWhere, runWorkflow, storedNames, workflowId } from './run-records.js';
+import {
+  type EventRecord,
+  eventRecord,
+  eventResponse,
+  RUN_KINDS,
+  type RunFilter,
+  runMatches,
+  runRecord,
+  runResponse,
+  runSummary,
+  runSummaryResponse,
+  runWhere,
+  runWorkflow,
+  storedNames,
+  workflowId,
+} from './run-records.js';
 
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
@@ -42,7 +57,12 @@ const runsQuery = z
       .pipe(z.array(z.enum(RUN_STATUSES)).min(1))
       .optional()
       .describe('one status or several, comma-separated (the older `succeeded` is still accepted)'),
-    workflow: z.string().min(1).max(200).optional().describe("a code workflow's name, a stored workflow's name or id (wf_…), or an agent's name"),
+    workflow: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("a code workflow's name, a stored workflow's name or id (wf_…), or an agent's name"),
     kind: list
       .pipe(z.array(z.enum(RUN_KINDS)).min(1))
       .optional()
@@ -60,7 +80,9 @@ const runsQuery = z
     order: z
       .enum(['created', 'id'])
       .default('created')
-      .describe("created (the default, every list's order): newest first by creation time, ties by id descending, every page full; id: the older order by descending id (newest first within a kind only), for old clients"),
+      .describe(
+        "created (the default, every list's order): newest first by creation time, ties by id descending, every page full; id: the older order by descending id (newest first within a kind only), for old clients",
+      ),
   })
   .strict();
 
@@ -75,7 +97,10 @@ const waitQuery = z
           if (ms <= MAX_WAIT_MS) return ms;
           ctx.addIssue({ code: 'custom', message: `must be at most 5m (got '${value}')` });
         } catch (error) {
-          ctx.addIssue({ code: 'custom', message: error instanceof ValidationError ? (error.problems[0]?.message ?? error.message) : String(error) });
+          ctx.addIssue({
+            code: 'custom',
+            message: error instanceof ValidationError ? (error.problems[0]?.message ?? error.message) : String(error),
+          });
         }
         return z.NEVER;
       })
@@ -83,7 +108,16 @@ const waitQuery = z
   })
   .strict();
 
-const runStreamQuery = z.object({ after: z.coerce.number().int().min(0).optional().describe('the version of the last event you have (Last-Event-ID wins)') }).strict();
+const runStreamQuery = z
+  .object({
+    after: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('the version of the last event you have (Last-Event-ID wins)'),
+  })
+  .strict();
 
 const journalStreamQuery = z
   .object({
@@ -109,22 +143,36 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       method: 'get',
       path: '/events/stream',
       tag: 'events',
-      summary: 'The journal live, as Server-Sent Events (`id:` the committed cursor; resume with Last-Event-ID; without it, from now)',
+      summary:
+        'The journal live, as Server-Sent Events (`id:` the committed cursor; resume with Last-Event-ID; without it, from now)',
       query: journalStreamQuery,
       status: 200,
       errors: [400],
       handle: async ({ query, headers, signal }) => {
         const given = headers.get('last-event-id') ?? query.after;
-        const filters = { ...(query.stream_prefix ? { streamPrefix: query.stream_prefix } : {}), ...(query.types?.length ? { types: query.types } : {}) };
-        const after = given !== undefined ? await checkCursor(engine.journal, given, headers.has('last-event-id') ? 'Last-Event-ID' : 'after') : query.from === 'now' ? await engine.journal.head() : '';
-        return sseResponse(store, journalFeed(engine.journal, after, filters), { ...live, catchUpMs: [10, 50, 250], signal });
+        const filters = {
+          ...(query.stream_prefix ? { streamPrefix: query.stream_prefix } : {}),
+          ...(query.types?.length ? { types: query.types } : {}),
+        };
+        const after =
+          given !== undefined
+            ? await checkCursor(engine.journal, given, headers.has('last-event-id') ? 'Last-Event-ID' : 'after')
+            : query.from === 'now'
+              ? await engine.journal.head()
+              : '';
+        return sseResponse(store, journalFeed(engine.journal, after, filters), {
+          ...live,
+          catchUpMs: [10, 50, 250],
+          signal,
+        });
       },
     }),
     route({
       method: 'get',
       path: '/runs',
       tag: 'runs',
-      summary: 'Runs of every kind, newest first: by creation time descending, ties by id descending (`last_key` of a page continues after it; null on the last)',
+      summary:
+        'Runs of every kind, newest first: by creation time descending, ties by id descending (`last_key` of a page continues after it; null on the last)',
       query: runsQuery,
       status: 200,
       response: z.object({ runs: z.array(runSummaryResponse), count: z.int(), last_key: z.string().nullable() }),
@@ -139,8 +187,18 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         };
         const page =
           query.order === 'created'
-            ? await listRecentRuns(store, { limit: query.limit, last_key: query.last_key, where: runWhere(filter), createdAfter: query.created_after, createdBefore: query.created_before })
-            : await listRuns(store, { limit: query.limit, last_key: query.last_key, ...(filtered(query) ? { filter: (view) => runMatches(view, filter) } : {}) });
+            ? await listRecentRuns(store, {
+                limit: query.limit,
+                last_key: query.last_key,
+                where: runWhere(filter),
+                createdAfter: query.created_after,
+                createdBefore: query.created_before,
+              })
+            : await listRuns(store, {
+                limit: query.limit,
+                last_key: query.last_key,
+                ...(filtered(query) ? { filter: (view) => runMatches(view, filter) } : {}),
+              });
         const [live, names] = await Promise.all([liveTags(store), storedNames(store, page.runs)]);
         return { ...page, runs: page.runs.map((view) => runSummary(view, live, names)) };
       },
@@ -178,20 +236,30 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       method: 'get',
       path: '/runs/{id}/events/stream',
       tag: 'runs',
-      summary: "A run's events as Server-Sent Events (`id:` the version), all then live; closes after the run's last event",
+      summary:
+        "A run's events as Server-Sent Events (`id:` the version), all then live; closes after the run's last event",
       query: runStreamQuery,
       status: 200,
       errors: [400, 404],
       handle: async ({ params, query, headers, signal }) => {
         await runView(store, params.id!);
         const header = headers.get('last-event-id');
-        if (header !== null && !/^\d{1,15}$/.test(header.trim())) throw new ValidationError('Last-Event-ID', `must be the version of a run's event (got '${header}')`);
-        const tail = runTail(store, engine.journal, params.id!, header !== null ? Number(header.trim()) : (query.after ?? 0));
+        if (header !== null && !/^\d{1,15}$/.test(header.trim()))
+          throw new ValidationError('Last-Event-ID', `must be the version of a run's event (got '${header}')`);
+        const tail = runTail(
+          store,
+          engine.journal,
+          params.id!,
+          header !== null ? Number(header.trim()) : (query.after ?? 0),
+        );
         const feed: SseFeed = {
           wakesOn: (streamId) => streamId === runStream(params.id!),
           next: async () => {
             const { events, end } = await tail.next();
-            return { messages: events.map((e) => ({ id: String(e.version), event: e.type, data: eventRecord(e) })), end };
+            return {
+              messages: events.map((e) => ({ id: String(e.version), event: e.type, data: eventRecord(e) })),
+              end,
+            };
           },
         };
         return sseResponse(store, feed, { ...live, signal });
@@ -208,7 +276,11 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
         const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
-        if (isTerminal(view.status)) return jsonWithBlobs({ run: runRecord(view, undefined, await storedNames(store, [view])) }, engine.runtime.blobs);
+        if (isTerminal(view.status))
+          return jsonWithBlobs(
+            { run: runRecord(view, undefined, await storedNames(store, [view])) },
+            engine.runtime.blobs,
+          );
         return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
       },
     }),
@@ -223,7 +295,8 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       errors: [400, 404],
       handle: async ({ params, query }) => {
         const view = await readRunView(store, params.execution_id!);
-        if (!view || workflowId(view) !== params.id) throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
+        if (!view || workflowId(view) !== params.id)
+          throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
         return runEvents(engine.journal, params.execution_id!, query);
       },
     }),
@@ -241,7 +314,11 @@ async function runView(store: Store, id: string): Promise<RunView> {
  * A page of a run's events after version `after`, of `types` when given. `next_after` is the
  * version to continue after, null once the page reached the stream's current end.
  */
-export async function runEvents(journal: Journal, runId: string, q: { after: number; limit: number; types?: string[] | undefined }): Promise<{ events: EventRecord[]; next_after: number | null }> {
+export async function runEvents(
+  journal: Journal,
+  runId: string,
+  q: { after: number; limit: number; types?: string[] | undefined },
+): Promise<{ events: EventRecord[]; next_after: number | null }> {
   const wanted = q.types?.length ? new Set(q.types) : null;
   const size = wanted ? 500 : q.limit + 1;
   const events: EventRecord[] = [];
@@ -272,7 +349,14 @@ function journalFeed(journal: Journal, after: Cursor, filters: { streamPrefix?: 
         after = read.cursor;
       } while (read.events.length === 0 && read.more);
       const batch = read.events;
-      return { messages: batch.map(({ event, cursor }) => ({ id: cursor, event: event.type, data: { stream_id: event.streamId, ...eventRecord(event) } })), end: false };
+      return {
+        messages: batch.map(({ event, cursor }) => ({
+          id: cursor,
+          event: event.type,
+          data: { stream_id: event.streamId, ...eventRecord(event) },
+        })),
+        end: false,
+      };
     },
   };
 }
@@ -293,4 +377,9 @@ async function checkCursor(journal: Journal, cursor: string, path: string): Prom
 
 type RunsQuery = z.infer<typeof runsQuery>;
 
-const filtered = (q: RunsQuery) => q.status !== undefined || q.kind !== undefined || q.workflow !== undefined || q.created_after !== undefined || q.created_before !== undefined;
+const filtered = (q: RunsQuery) =>
+  q.status !== undefined ||
+  q.kind !== undefined ||
+  q.workflow !== undefined ||
+  q.created_after !== undefined ||
+  q.created_before !== undefined;

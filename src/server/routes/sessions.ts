@@ -28,7 +28,9 @@ const startBody = z
 
 const reportBody = z
   .object({
-    status: z.enum(['success', 'failed', 'COMPLETED', 'FAILED']).describe('success or failed (COMPLETED and FAILED, the spellings before 0.2, are still accepted)'),
+    status: z
+      .enum(['success', 'failed', 'COMPLETED', 'FAILED'])
+      .describe('success or failed (COMPLETED and FAILED, the spellings before 0.2, are still accepted)'),
     error_message: z.string().max(2000).nullable().optional(),
   })
   .strict();
@@ -66,7 +68,8 @@ export function sessionRoutes(service: SessionService): Route[] {
       method: 'get',
       path: '/sessions/{id}/events',
       tag: 'sessions',
-      summary: "A session's lifecycle events, oldest first (`order=desc`: newest first, the brief's polling query); `status` keeps one event type, `limit` the first N in that order",
+      summary:
+        "A session's lifecycle events, oldest first (`order=desc`: newest first, the brief's polling query); `status` keeps one event type, `limit` the first N in that order",
       query: z
         .object({
           status: eventType.optional(),
@@ -79,7 +82,11 @@ export function sessionRoutes(service: SessionService): Route[] {
       errors: [400, 404],
       handle: async ({ params, query }) => {
         const { status, order, limit } = query;
-        const events = await service.events(params.id!, { order, ...(status !== undefined ? { status } : {}), ...(limit !== undefined ? { limit } : {}) });
+        const events = await service.events(params.id!, {
+          order,
+          ...(status !== undefined ? { status } : {}),
+          ...(limit !== undefined ? { limit } : {}),
+        });
         return { session_id: params.id!, events, count: events.length };
       },
     }),
@@ -87,7 +94,8 @@ export function sessionRoutes(service: SessionService): Route[] {
       method: 'post',
       path: '/sessions/{id}/report',
       tag: 'sessions',
-      summary: "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
+      summary:
+        "An HTTP agent's report that its work ended; a repeat is harmless, another report after the first is 409",
       body: reportBody,
       status: 202,
       response: z.object({ session_id: z.string(), status: z.enum(['success', 'failed']), duplicate: z.boolean() }),

@@ -8,14 +8,38 @@ import { route } from '../route.js';
 import { lastKey } from '../schemas.js';
 
 const time = z.iso.datetime();
-const page = (max: number, fallback: number, key: ReturnType<typeof lastKey>) => z.object({ limit: z.coerce.number().int().min(1).max(max).default(fallback), last_key: key }).strict();
+const page = (max: number, fallback: number, key: ReturnType<typeof lastKey>) =>
+  z.object({ limit: z.coerce.number().int().min(1).max(max).default(fallback), last_key: key }).strict();
 
 const target = z.union([z.object({ workflow: z.string() }), z.object({ agent: z.string() })]);
-const match = z.object({ rule_id: z.string(), rule_name: z.string(), run_id: z.string().nullable(), kind: z.enum(['execution', 'workflow', 'session']).nullable(), error: z.string().optional() });
+const match = z.object({
+  rule_id: z.string(),
+  rule_name: z.string(),
+  run_id: z.string().nullable(),
+  kind: z.enum(['execution', 'workflow', 'session']).nullable(),
+  error: z.string().optional(),
+});
 const routing = { received_at: time, routed: z.boolean(), routed_at: time.nullable(), matches: z.array(match) };
-const envelope = z.object({ id: z.string(), source: z.string(), 'detail-type': z.string(), detail: z.record(z.string(), z.unknown()), time, resources: z.array(z.string()).optional() });
+const envelope = z.object({
+  id: z.string(),
+  source: z.string(),
+  'detail-type': z.string(),
+  detail: z.record(z.string(), z.unknown()),
+  time,
+  resources: z.array(z.string()).optional(),
+});
 const eventView = z.object({ id: z.string(), envelope, ...routing });
-const rule = z.object({ id: z.string(), name: z.string(), description: z.string().optional(), pattern: z.record(z.string(), z.unknown()), target, input: z.unknown(), enabled: z.boolean(), created_at: time, updated_at: time });
+const rule = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().optional(),
+  pattern: z.record(z.string(), z.unknown()),
+  target,
+  input: z.unknown(),
+  enabled: z.boolean(),
+  created_at: time,
+  updated_at: time,
+});
 const schedule = z.object({
   id: z.string(),
   name: z.string().nullable(),
@@ -27,13 +51,23 @@ const schedule = z.object({
   catch_up: z.enum(['skip', 'one']),
   created_at: time,
   next: z.array(time),
-  state: z.object({ last_slot: time.nullable(), last_outcome: z.enum(['fired', 'skipped', 'failed']).nullable(), last_run_id: z.string().nullable(), last_error: z.string().nullable(), fired: z.int(), skipped: z.int(), failed: z.int() }),
+  state: z.object({
+    last_slot: time.nullable(),
+    last_outcome: z.enum(['fired', 'skipped', 'failed']).nullable(),
+    last_run_id: z.string().nullable(),
+    last_error: z.string().nullable(),
+    fired: z.int(),
+    skipped: z.int(),
+    failed: z.int(),
+  }),
 });
 
 /** Checked by the service, which reports every problem with its path (the pattern's, the target's too); documented by `schema`. */
-const checkedBy = (schema: z.ZodType) => z.unknown().meta(z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>);
+const checkedBy = (schema: z.ZodType) =>
+  z.unknown().meta(z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>);
 
-const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
 /**
  * Events, rules and schedules. `GET /events/{id}` matches any id, so a route such as
@@ -45,17 +79,24 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       method: 'post',
       path: '/events',
       tag: 'events',
-      summary: 'Store an event (or an array of up to 100): 202 when new, 200 when every id was stored before (nothing written, the first returned)',
+      summary:
+        'Store an event (or an array of up to 100): 202 when new, 200 when every id was stored before (nothing written, the first returned)',
       body: eventsBody,
       status: 202,
       errors: [400, 413],
-      response: z.union([eventView.extend({ duplicate: z.boolean() }), z.object({ events: z.array(z.object({ id: z.string(), duplicate: z.boolean() })), count: z.int() })]),
+      response: z.union([
+        eventView.extend({ duplicate: z.boolean() }),
+        z.object({ events: z.array(z.object({ id: z.string(), duplicate: z.boolean() })), count: z.int() }),
+      ]),
       handle: async ({ body, headers }) => {
         const traceparent = parseTraceparent(headers.get('traceparent'));
         const stored = await events.put(body.envelopes, traceparent ? { traceparent } : {});
         const status = stored.some((s) => s.created) ? 202 : 200;
         if (!body.batch) return json(status, { ...stored[0]!.event, duplicate: !stored[0]!.created });
-        return json(status, { events: stored.map((s) => ({ id: s.event.id, duplicate: !s.created })), count: stored.length });
+        return json(status, {
+          events: stored.map((s) => ({ id: s.event.id, duplicate: !s.created })),
+          count: stored.length,
+        });
       },
     }),
     route({
@@ -66,7 +107,11 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       query: page(100, 20, lastKey('', /^\d{16}$/)),
       status: 200,
       errors: [400],
-      response: z.object({ events: z.array(z.object({ id: z.string(), source: z.string(), 'detail-type': z.string(), time, ...routing })), count: z.int(), last_key: z.string().nullable() }),
+      response: z.object({
+        events: z.array(z.object({ id: z.string(), source: z.string(), 'detail-type': z.string(), time, ...routing })),
+        count: z.int(),
+        last_key: z.string().nullable(),
+      }),
       handle: ({ query }) => events.list(query),
     }),
     route({
@@ -83,7 +128,8 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       method: 'post',
       path: '/rules',
       tag: 'rules',
-      summary: 'Create a rule: an EventBridge-style pattern, a target and an input mapping (default "$", the whole event)',
+      summary:
+        'Create a rule: an EventBridge-style pattern, a target and an input mapping (default "$", the whole event)',
       body: checkedBy(ruleRequest),
       status: 201,
       response: rule,
@@ -100,10 +146,45 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       response: z.object({ rules: z.array(rule), count: z.int(), last_key: z.string().nullable() }),
       handle: ({ query }) => rules.list(query),
     }),
-    route({ method: 'get', path: '/rules/{id}', tag: 'rules', summary: 'One rule', status: 200, response: rule, errors: [404], handle: ({ params }) => rules.get(params.id!) }),
-    route({ method: 'post', path: '/rules/{id}/enable', tag: 'rules', summary: 'Route events by this rule again', status: 200, response: rule, errors: [404], handle: ({ params }) => rules.setEnabled(params.id!, true) }),
-    route({ method: 'post', path: '/rules/{id}/disable', tag: 'rules', summary: 'Stop routing events by this rule', status: 200, response: rule, errors: [404], handle: ({ params }) => rules.setEnabled(params.id!, false) }),
-    route({ method: 'delete', path: '/rules/{id}', tag: 'rules', summary: 'Delete a rule (runs it started go on)', status: 204, errors: [404], handle: ({ params }) => rules.delete(params.id!) }),
+    route({
+      method: 'get',
+      path: '/rules/{id}',
+      tag: 'rules',
+      summary: 'One rule',
+      status: 200,
+      response: rule,
+      errors: [404],
+      handle: ({ params }) => rules.get(params.id!),
+    }),
+    route({
+      method: 'post',
+      path: '/rules/{id}/enable',
+      tag: 'rules',
+      summary: 'Route events by this rule again',
+      status: 200,
+      response: rule,
+      errors: [404],
+      handle: ({ params }) => rules.setEnabled(params.id!, true),
+    }),
+    route({
+      method: 'post',
+      path: '/rules/{id}/disable',
+      tag: 'rules',
+      summary: 'Stop routing events by this rule',
+      status: 200,
+      response: rule,
+      errors: [404],
+      handle: ({ params }) => rules.setEnabled(params.id!, false),
+    }),
+    route({
+      method: 'delete',
+      path: '/rules/{id}',
+      tag: 'rules',
+      summary: 'Delete a rule (runs it started go on)',
+      status: 204,
+      errors: [404],
+      handle: ({ params }) => rules.delete(params.id!),
+    }),
     route({
       method: 'post',
       path: '/schedules',
@@ -125,7 +206,24 @@ export function triggerRoutes({ events, rules, schedules }: TriggerService) {
       response: z.object({ schedules: z.array(schedule), count: z.int(), last_key: z.string().nullable() }),
       handle: ({ query }) => schedules.list(query),
     }),
-    route({ method: 'get', path: '/schedules/{id}', tag: 'schedules', summary: 'One schedule, its next slots and what its last slot came to', status: 200, response: schedule, errors: [404], handle: ({ params }) => schedules.get(params.id!) }),
-    route({ method: 'delete', path: '/schedules/{id}', tag: 'schedules', summary: 'Delete a schedule (runs it started go on)', status: 204, errors: [404], handle: ({ params }) => schedules.delete(params.id!) }),
+    route({
+      method: 'get',
+      path: '/schedules/{id}',
+      tag: 'schedules',
+      summary: 'One schedule, its next slots and what its last slot came to',
+      status: 200,
+      response: schedule,
+      errors: [404],
+      handle: ({ params }) => schedules.get(params.id!),
+    }),
+    route({
+      method: 'delete',
+      path: '/schedules/{id}',
+      tag: 'schedules',
+      summary: 'Delete a schedule (runs it started go on)',
+      status: 204,
+      errors: [404],
+      handle: ({ params }) => schedules.delete(params.id!),
+    }),
   ];
 }

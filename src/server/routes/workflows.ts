@@ -3,7 +3,18 @@ import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
 import { route } from '../route.js';
 import { parseTraceparent } from '../../observe/trace.js';
-import { executeRequest, executeResponse, executionPage, executionRecord, executionSummary, lastKey, pageQuery, rerunRequest, retryRequest, workflowResponse } from '../schemas.js';
+import {
+  executeRequest,
+  executeResponse,
+  executionPage,
+  executionRecord,
+  executionSummary,
+  lastKey,
+  pageQuery,
+  rerunRequest,
+  retryRequest,
+  workflowResponse,
+} from '../schemas.js';
 
 /** The answer to an execute: a repeated Idempotency-Key answers the first execution as it is now, like every idempotent route (202 first, 200 and `duplicate` after). */
 const executed = z.object({
@@ -17,7 +28,9 @@ const executed = z.object({
 /** A cancel's body: why, in words a person reads in the record and the CLI. */
 const cancelRequest = z.object({ reason: z.string().min(1).max(500).optional() }).strict();
 
-const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') }).strict();
+const listQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') })
+  .strict();
 
 /**
  * A definition's body as the API takes it: any JSON reaches `definitions`, whose one check answers
@@ -53,9 +66,17 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 200,
       response: z.object({ workflows: z.array(workflowResponse), count: z.int(), last_key: z.string().nullable() }),
       handle: async ({ query }) => {
-        const page = await definitions.list({ limit: query.limit + 1, newestFirst: true, ...(query.last_key ? { before: query.last_key } : {}) });
+        const page = await definitions.list({
+          limit: query.limit + 1,
+          newestFirst: true,
+          ...(query.last_key ? { before: query.last_key } : {}),
+        });
         const workflows = page.slice(0, query.limit);
-        return { workflows, count: workflows.length, last_key: page.length > query.limit ? (workflows.at(-1)?.id ?? null) : null };
+        return {
+          workflows,
+          count: workflows.length,
+          last_key: page.length > query.limit ? (workflows.at(-1)?.id ?? null) : null,
+        };
       },
     }),
     route({
@@ -72,7 +93,8 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'put',
       path: '/workflows/{id}',
       tag: 'workflows',
-      summary: 'Replace a definition as a new version; running executions keep theirs; a 400 lists every problem of it at once',
+      summary:
+        'Replace a definition as a new version; running executions keep theirs; a 400 lists every problem of it at once',
       body: definition,
       status: 200,
       response: workflowResponse,
@@ -92,7 +114,8 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'post',
       path: '/workflows/{id}/execute',
       tag: 'executions',
-      summary: 'Start an execution: 202 with status pending; the same `Idempotency-Key` again starts nothing and is 200 with the first execution, its status now and `duplicate: true`',
+      summary:
+        'Start an execution: 202 with status pending; the same `Idempotency-Key` again starts nothing and is 200 with the first execution, its status now and `duplicate: true`',
       body: executeRequest.optional(),
       status: 202,
       response: executed,
@@ -100,7 +123,11 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       handle: async ({ params, body, headers }) => {
         const key = headers.get('idempotency-key');
         const traceparent = parseTraceparent(headers.get('traceparent'));
-        const answer = await executions.execute(await definitions.resolve(params.id!), { ...body, ...(key !== null ? { idempotencyKey: key } : {}), ...(traceparent ? { traceparent } : {}) });
+        const answer = await executions.execute(await definitions.resolve(params.id!), {
+          ...body,
+          ...(key !== null ? { idempotencyKey: key } : {}),
+          ...(traceparent ? { traceparent } : {}),
+        });
         return answer.duplicate ? Response.json(answer, { status: 200 }) : answer;
       },
     }),
@@ -143,23 +170,27 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'post',
       path: '/workflows/{id}/executions/{execution_id}/retry',
       tag: 'executions',
-      summary: 'Retry the failed branches (all, or `branches`) as a new execution that reuses every step that succeeded',
+      summary:
+        'Retry the failed branches (all, or `branches`) as a new execution that reuses every step that succeeded',
       body: retryRequest.optional(),
       status: 202,
       response: executeResponse.extend({ branches: z.array(z.string()) }),
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => executions.retry(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
+      handle: async ({ params, body }) =>
+        executions.retry(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
     }),
     route({
       method: 'post',
       path: '/workflows/{id}/executions/{execution_id}/rerun',
       tag: 'executions',
-      summary: 'Start a new execution that reuses the recorded outputs of the steps before `from_step` (default: the first step; optionally with new trigger data)',
+      summary:
+        'Start a new execution that reuses the recorded outputs of the steps before `from_step` (default: the first step; optionally with new trigger data)',
       body: rerunRequest.optional(),
       status: 202,
       response: executeResponse,
       errors: [400, 404, 413],
-      handle: async ({ params, body }) => executions.rerun(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
+      handle: async ({ params, body }) =>
+        executions.rerun(await definitions.resolve(params.id!), params.execution_id!, body ?? {}),
     }),
   ];
 }

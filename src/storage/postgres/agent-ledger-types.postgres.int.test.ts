@@ -1,6 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentEventTransitions, agentRunTransitions, approvalTransitions, toolCallTransitions } from '../../agents/ledger-lifecycle.js';
+import {
+  agentEventTransitions,
+  agentRunTransitions,
+  approvalTransitions,
+  toolCallTransitions,
+} from '../../agents/ledger-lifecycle.js';
 import { createPostgresDatabase } from '../../testing/databases.js';
 import type { AgentEventRow, AgentStepStatus, RiskLevel } from '../ledger.js';
 import { loadMigrations } from '../migrations.js';
@@ -72,9 +77,20 @@ describe('the agent ledger as PostgreSQL column types', () => {
       `SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name LIKE 'agent\\_%' ORDER BY table_name, ordinal_position`,
     );
     const tables = [...new Set(rows.map((r) => r.table_name).filter((t) => !t.endsWith('_v')))];
-    expect(tables.sort()).toEqual(['agent_checkpoints', 'agent_events', 'agent_runs', 'agent_steps', 'agent_tool_calls']);
+    expect(tables.sort()).toEqual([
+      'agent_checkpoints',
+      'agent_events',
+      'agent_runs',
+      'agent_steps',
+      'agent_tool_calls',
+    ]);
     for (const table of tables) {
-      const expected = rows.filter((r) => r.table_name === table).map((r) => [r.column_name, r.data_type === 'bigint' && r.column_name.endsWith('_at') ? 'timestamp with time zone' : r.data_type]);
+      const expected = rows
+        .filter((r) => r.table_name === table)
+        .map((r) => [
+          r.column_name,
+          r.data_type === 'bigint' && r.column_name.endsWith('_at') ? 'timestamp with time zone' : r.data_type,
+        ]);
       const view = rows.filter((r) => r.table_name === `${table}_v`).map((r) => [r.column_name, r.data_type]);
       expect(view.sort(), `${table}_v`).toEqual(expected.sort());
     }
@@ -82,15 +98,23 @@ describe('the agent ledger as PostgreSQL column types', () => {
 
   it('reads back the instants the ms columns hold, to the millisecond, and null as null', async () => {
     const [event] = (await db.query('SELECT available_at, created_at, updated_at FROM agent_events_v')).rows;
-    expect([event.available_at, event.created_at, event.updated_at].map((d: Date) => d.getTime())).toEqual([T0, T0, T0 + 1]);
+    expect([event.available_at, event.created_at, event.updated_at].map((d: Date) => d.getTime())).toEqual([
+      T0,
+      T0,
+      T0 + 1,
+    ]);
     const runs = (await db.query('SELECT id, started_at, ended_at FROM agent_runs_v ORDER BY id')).rows;
     expect(runs.map((r) => [r.id, r.started_at?.getTime() ?? null, r.ended_at?.getTime() ?? null])).toEqual([
       ['r1', T0 + 2, T0 + 3],
       ['r2', null, null],
     ]);
-    const [call] = (await db.query('SELECT started_at, ended_at, approval_expires_at, decided_at FROM agent_tool_calls_v')).rows;
+    const [call] = (
+      await db.query('SELECT started_at, ended_at, approval_expires_at, decided_at FROM agent_tool_calls_v')
+    ).rows;
     expect(Object.values(call).map((d) => (d as Date).getTime())).toEqual([T0 + 4, T0 + 5, T0 + 6, T0 + 7]);
-    const { rows } = await db.query(`SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') AS at FROM agent_checkpoints_v`);
+    const { rows } = await db.query(
+      `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') AS at FROM agent_checkpoints_v`,
+    );
     expect(rows[0].at).toBe('2026-02-08 12:30:15.126');
   });
 
@@ -110,20 +134,40 @@ describe('the agent ledger as PostgreSQL column types', () => {
   });
 
   it('refuses a status, a risk level or a decision the code does not write, naming the constraint', async () => {
-    await expect(db.query(`UPDATE agent_runs SET status = 'done' WHERE id = 'r1'`)).rejects.toThrow(/agent_runs_status_values/);
-    await expect(db.query(`UPDATE agent_events SET status = 'success' WHERE id = 'e1'`)).rejects.toThrow(/agent_events_status_values/);
-    await expect(db.query(`UPDATE agent_events SET decision = 'dropped' WHERE id = 'e1'`)).rejects.toThrow(/agent_events_decision_values/);
-    await expect(db.query(`UPDATE agent_steps SET status = 'failed' WHERE id = 's1'`)).rejects.toThrow(/agent_steps_status_values/);
-    await expect(db.query(`UPDATE agent_tool_calls SET status = 'failed' WHERE id = 't1'`)).rejects.toThrow(/agent_tool_calls_status_values/);
-    await expect(db.query(`UPDATE agent_tool_calls SET risk_level = 'critical' WHERE id = 't1'`)).rejects.toThrow(/agent_tool_calls_risk_level_values/);
-    await expect(db.query(`UPDATE agent_tool_calls SET approval_status = 'maybe' WHERE id = 't1'`)).rejects.toThrow(/agent_tool_calls_approval_status_values/);
+    await expect(db.query(`UPDATE agent_runs SET status = 'done' WHERE id = 'r1'`)).rejects.toThrow(
+      /agent_runs_status_values/,
+    );
+    await expect(db.query(`UPDATE agent_events SET status = 'success' WHERE id = 'e1'`)).rejects.toThrow(
+      /agent_events_status_values/,
+    );
+    await expect(db.query(`UPDATE agent_events SET decision = 'dropped' WHERE id = 'e1'`)).rejects.toThrow(
+      /agent_events_decision_values/,
+    );
+    await expect(db.query(`UPDATE agent_steps SET status = 'failed' WHERE id = 's1'`)).rejects.toThrow(
+      /agent_steps_status_values/,
+    );
+    await expect(db.query(`UPDATE agent_tool_calls SET status = 'failed' WHERE id = 't1'`)).rejects.toThrow(
+      /agent_tool_calls_status_values/,
+    );
+    await expect(db.query(`UPDATE agent_tool_calls SET risk_level = 'critical' WHERE id = 't1'`)).rejects.toThrow(
+      /agent_tool_calls_risk_level_values/,
+    );
+    await expect(db.query(`UPDATE agent_tool_calls SET approval_status = 'maybe' WHERE id = 't1'`)).rejects.toThrow(
+      /agent_tool_calls_approval_status_values/,
+    );
     await db.query(`UPDATE agent_tool_calls SET approval_status = NULL WHERE id = 't1'`);
   });
 
   it('refuses an intake run (one with an event) without its conversation or user; a direct run needs neither', async () => {
-    await expect(db.query(`UPDATE agent_runs SET conversation_id = NULL WHERE id = 'r1'`)).rejects.toThrow(/agent_runs_intake_names_conversation/);
-    await expect(db.query(`UPDATE agent_runs SET user_id = NULL WHERE id = 'r1'`)).rejects.toThrow(/agent_runs_intake_names_conversation/);
-    expect((await db.query(`SELECT conversation_id, user_id FROM agent_runs WHERE id = 'r2'`)).rows).toEqual([{ conversation_id: null, user_id: null }]);
+    await expect(db.query(`UPDATE agent_runs SET conversation_id = NULL WHERE id = 'r1'`)).rejects.toThrow(
+      /agent_runs_intake_names_conversation/,
+    );
+    await expect(db.query(`UPDATE agent_runs SET user_id = NULL WHERE id = 'r1'`)).rejects.toThrow(
+      /agent_runs_intake_names_conversation/,
+    );
+    expect((await db.query(`SELECT conversation_id, user_id FROM agent_runs WHERE id = 'r2'`)).rows).toEqual([
+      { conversation_id: null, user_id: null },
+    ]);
   });
 });
 
@@ -132,10 +176,16 @@ describe('a database whose ledger rows were written before the ledger had views 
     const url = await createPostgresDatabase();
     const client = await connect(url);
     try {
-      await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      await client.query(
+        'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+      );
       for (const m of loadMigrations('postgres').filter((m) => m.version < TYPES)) {
         await client.query(m.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, T0]);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          T0,
+        ]);
       }
       for (const sql of ledgerRows(T0)) await client.query(sql);
       expect((await client.query(`SELECT to_regclass('agent_runs_v') AS v`)).rows[0].v).toBeNull();
@@ -144,11 +194,17 @@ describe('a database whose ledger rows were written before the ledger had views 
       const run = await store.agentRunGet({ id: 'r1' });
       await store.close();
       expect(run?.started_at).toBe(T0 + 2);
-      const { rows } = await client.query(`SELECT count(*)::int AS n, bool_and(convalidated) AS validated FROM pg_constraint WHERE conname LIKE 'agent\\_%\\_values' OR conname = 'agent_runs_intake_names_conversation'`);
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n, bool_and(convalidated) AS validated FROM pg_constraint WHERE conname LIKE 'agent\\_%\\_values' OR conname = 'agent_runs_intake_names_conversation'`,
+      );
       expect(rows[0]).toEqual({ n: 8, validated: true });
       const [view] = (await client.query(`SELECT started_at, ended_at FROM agent_runs_v WHERE id = 'r1'`)).rows;
       expect([view.started_at.getTime(), view.ended_at.getTime()]).toEqual([T0 + 2, T0 + 3]);
-      await expect(client.query(`INSERT INTO agent_runs (id, event_id, agent, status, input_class, created_at, updated_at) VALUES ('r3', 'e1', 'a', 'pending', 'text', 0, 0)`)).rejects.toThrow(/agent_runs_intake_names_conversation/);
+      await expect(
+        client.query(
+          `INSERT INTO agent_runs (id, event_id, agent, status, input_class, created_at, updated_at) VALUES ('r3', 'e1', 'a', 'pending', 'text', 0, 0)`,
+        ),
+      ).rejects.toThrow(/agent_runs_intake_names_conversation/);
     } finally {
       await client.end();
     }
@@ -158,10 +214,16 @@ describe('a database whose ledger rows were written before the ledger had views 
     const url = await createPostgresDatabase();
     const client = await connect(url);
     try {
-      await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+      await client.query(
+        'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+      );
       for (const m of loadMigrations('postgres').filter((m) => m.version < TYPES)) {
         await client.query(m.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, T0]);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          T0,
+        ]);
       }
       for (const sql of ledgerRows(T0)) await client.query(sql);
       await client.query(`UPDATE agent_runs SET status = 'COMPLETED' WHERE id = 'r1'`);

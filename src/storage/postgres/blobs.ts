@@ -8,9 +8,18 @@ const PUT = prepared(
 );
 
 /** One statement per chunk: a 1 MiB parameter each, so a 50 MB value never sits in one query buffer. */
-export async function blobPut(db: Db, p: { owner: string; chunks: Array<{ hash: string; data: Uint8Array }> }): Promise<void> {
+export async function blobPut(
+  db: Db,
+  p: { owner: string; chunks: Array<{ hash: string; data: Uint8Array }> },
+): Promise<void> {
   await db.atomic(async (d) => {
-    for (const c of p.chunks) await d.rows(PUT, [c.hash, Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength), c.data.byteLength, p.owner]);
+    for (const c of p.chunks)
+      await d.rows(PUT, [
+        c.hash,
+        Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength),
+        c.data.byteLength,
+        p.owner,
+      ]);
   });
 }
 

@@ -36,7 +36,8 @@ describe('claiming tasks with an ordering key on postgres', () => {
     await store.close();
   });
 
-  const claim = (s: Store, token: string) => s.taskClaim({ queue: 'q', limit: 10, leaseMs: 60_000, workerId: token, leaseToken: token });
+  const claim = (s: Store, token: string) =>
+    s.taskClaim({ queue: 'q', limit: 10, leaseMs: 60_000, workerId: token, leaseToken: token });
 
   it('never runs an older task whose enqueue commits late beside a newer one already claimed', async () => {
     const [enqueueCommits, commitEnqueue] = gate();
@@ -101,7 +102,9 @@ describe('claiming tasks with an ordering key on postgres', () => {
     const [claimed, markClaimed] = gate();
     let first: string[] = [];
     const holder = store.transaction(async (tx) => {
-      first = (await tx.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: 'a', leaseToken: 'a' })).map((t) => t.id);
+      first = (await tx.taskClaim({ queue: 'q', limit: 1, leaseMs: 60_000, workerId: 'a', leaseToken: 'a' })).map(
+        (t) => t.id,
+      );
       markClaimed();
       await claimCommits;
     });

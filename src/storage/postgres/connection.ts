@@ -9,7 +9,10 @@ import { loadMigrations } from '../migrations.js';
  * below 2^53.
  */
 export const typeParsers = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -19,7 +22,11 @@ export const typeParsers = {
  * estimate cross the JIT threshold, and compiling then took 460 ms of a 1.1 s append (measured).
  */
 export function connectionConfig(url: string): pg.ClientConfig {
-  return { connectionString: url, types: typeParsers, options: '-c default_transaction_isolation=read\\ committed -c jit=off' };
+  return {
+    connectionString: url,
+    types: typeParsers,
+    options: '-c default_transaction_isolation=read\\ committed -c jit=off',
+  };
 }
 
 /**
@@ -91,7 +98,12 @@ const IDLE_MS = 10 * 60_000;
  * against 80–117 µs prepared, an append 240–313 against 187–277 (measured).
  */
 export function createPool(url: string, poolSize: number): pg.Pool {
-  const pool = new pg.Pool({ ...connectionConfig(url), max: poolSize, pipeline: true, idleTimeoutMillis: IDLE_MS } as pg.PoolConfig);
+  const pool = new pg.Pool({
+    ...connectionConfig(url),
+    max: poolSize,
+    pipeline: true,
+    idleTimeoutMillis: IDLE_MS,
+  } as pg.PoolConfig);
   // An idle client losing its connection (server restart, network) must not crash the process;
   // the pool discards it and the next checkout opens a new one.
   pool.on('error', () => {});
@@ -236,7 +248,9 @@ export function rethrow(error: unknown): never {
 
 /** The SQLSTATE of a PostgreSQL error, if `error` is one. */
 export function sqlState(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
+    ? error.code
+    : undefined;
 }
 
 /** Arbitrary but fixed: every process migrating this database takes the same lock. */
@@ -254,7 +268,9 @@ export async function migrate(url: string): Promise<void> {
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)');
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+    );
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
     const applied = new Set(rows.map((row) => row.version));
     for (const migration of loadMigrations('postgres')) {
@@ -262,7 +278,10 @@ export async function migrate(url: string): Promise<void> {
       await client.query('BEGIN');
       try {
         await client.query(migration.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)', [migration.version, migration.name]);
+        await client.query(
+          'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)',
+          [migration.version, migration.name],
+        );
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');

@@ -1,5 +1,12 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type ProjectionListParams, type ProjectionRecentParams, type ProjectionRow } from '../projections.js';
+import {
+  projectionFieldPath,
+  projectionRange,
+  recentRange,
+  type ProjectionListParams,
+  type ProjectionRecentParams,
+  type ProjectionRow,
+} from '../projections.js';
 import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEvent, StreamInfo } from '../store.js';
 import { jsonArray, numberArray, prepared, sqlState, textArray, type Db } from './connection.js';
 import { asParsed, toEvent, type EventRow } from '../rows.js';
@@ -12,7 +19,10 @@ import { INDEXED, unindexedType } from '../type-index.js';
  * the whole statement), insert the events. `ok` is false when the key was already used: nothing
  * was written. Only positions come back: data and metadata are the caller's, as they were sent.
  */
-const APPEND = prepared('event_append', 'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at FROM rl_event_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)');
+const APPEND = prepared(
+  'event_append',
+  'SELECT r_ok AS ok, r_position AS position, r_stream_id AS stream_id, r_version AS version, r_created_at AS created_at FROM rl_event_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+);
 
 /**
  * APPEND with expected versions inside a caller's transaction (migration 090): a mismatch
@@ -37,7 +47,11 @@ interface Columns {
 }
 
 function toColumns(p: EventAppendParams): Columns {
-  const c: Columns = { counts: new Map(), checks: { stream: [], offset: [], expected: [] }, events: { stream: [], index: [], type: [], data: [], metadata: [] } };
+  const c: Columns = {
+    counts: new Map(),
+    checks: { stream: [], offset: [], expected: [] },
+    events: { stream: [], index: [], type: [], data: [], metadata: [] },
+  };
   for (const append of p.appends) {
     // Appends to one stream in one call follow each other: the second expects the first's versions.
     const offset = c.counts.get(append.streamId) ?? 0;
@@ -120,7 +134,10 @@ export async function eventAppend(db: Db, p: EventAppendParams): Promise<AppendR
  * one statement (migration 130's rl_event_append_each): one commit for all of them. An append
  * whose key was used before writes nothing and is that key's first events, as on its own.
  */
-const APPEND_EACH = prepared('event_append_each', 'SELECT r_append AS append, r_ok AS ok, r_position AS position, r_version AS version, r_created_at AS created_at FROM rl_event_append_each($1, $2, $3, $4, $5, $6)');
+const APPEND_EACH = prepared(
+  'event_append_each',
+  'SELECT r_append AS append, r_ok AS ok, r_position AS position, r_version AS version, r_created_at AS created_at FROM rl_event_append_each($1, $2, $3, $4, $5, $6)',
+);
 
 /** Whether `p` can go in one `eventAppendEach` with others. */
 export function appendsEach(p: EventAppendParams): boolean {
@@ -132,7 +149,13 @@ export async function eventAppendEach(db: Db, batch: EventAppendParams[]): Promi
   const events = appends.flatMap((a) => a.events);
   const data = events.map((e) => JSON.stringify(e.data ?? null));
   const metadata = events.map((e) => JSON.stringify(e.metadata ?? {}));
-  const rows = await db.rows<{ append: number; ok: boolean; position: number | null; version: number | null; created_at: number | null }>(APPEND_EACH, [
+  const rows = await db.rows<{
+    append: number;
+    ok: boolean;
+    position: number | null;
+    version: number | null;
+    created_at: number | null;
+  }>(APPEND_EACH, [
     textArray(batch.map((p) => p.idempotencyKey ?? null)),
     textArray(appends.map((a) => a.streamId)),
     numberArray(appends.map((a) => a.events.length)),
@@ -143,7 +166,8 @@ export async function eventAppendEach(db: Db, batch: EventAppendParams[]): Promi
   const written = batch.map((): Array<{ position: number; version: number; created_at: number }> => []);
   const duplicates = new Set<number>();
   for (const row of rows) {
-    if (row.ok) written[row.append - 1]!.push({ position: row.position!, version: row.version!, created_at: row.created_at! });
+    if (row.ok)
+      written[row.append - 1]!.push({ position: row.position!, version: row.version!, created_at: row.created_at! });
     else duplicates.add(row.append - 1);
   }
   let first = 0;
@@ -151,7 +175,11 @@ export async function eventAppendEach(db: Db, batch: EventAppendParams[]): Promi
     batch.map(async (p, i) => {
       const offset = first;
       first += appends[i]!.events.length;
-      if (duplicates.has(i)) return { events: (await db.rows<EventRow>(BY_KEY, [p.idempotencyKey])).map((row) => toEvent(row, asParsed)), duplicate: true };
+      if (duplicates.has(i))
+        return {
+          events: (await db.rows<EventRow>(BY_KEY, [p.idempotencyKey])).map((row) => toEvent(row, asParsed)),
+          duplicate: true,
+        };
       // its k-th version is its k-th event; as on its own, data and metadata are what was sent, as JSON
       const stored = written[i]!.sort((a, b) => a.version - b.version).map(
         (row, k): StoredEvent => ({
@@ -186,17 +214,30 @@ function toConflict(error: unknown): never {
   if (sqlState(error) === 'RL409') throw new ConflictError((error as Error).message);
   // a task's stream, appended to by a writer that does not hold its task (`isTaskStream`) while another did
   if (sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'events_stream_id_version_key') {
-    throw new ConflictError(`a version of this append was written by another transaction at the same moment: ${(error as Error).message}`);
+    throw new ConflictError(
+      `a version of this append was written by another transaction at the same moment: ${(error as Error).message}`,
+    );
   }
   throw error;
 }
 
-const STREAM_FORWARD = prepared('event_stream', 'SELECT * FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version LIMIT $3');
-const STREAM_BACKWARD = prepared('event_stream_back', 'SELECT * FROM events WHERE stream_id = $1 AND version <= $2 ORDER BY version DESC LIMIT $3');
+const STREAM_FORWARD = prepared(
+  'event_stream',
+  'SELECT * FROM events WHERE stream_id = $1 AND version >= $2 ORDER BY version LIMIT $3',
+);
+const STREAM_BACKWARD = prepared(
+  'event_stream_back',
+  'SELECT * FROM events WHERE stream_id = $1 AND version <= $2 ORDER BY version DESC LIMIT $3',
+);
 
-export async function eventReadStream(db: Db, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): Promise<StoredEvent[]> {
+export async function eventReadStream(
+  db: Db,
+  p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean },
+): Promise<StoredEvent[]> {
   const limit = p.limit ?? 1000;
-  const rows = p.backwards ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit]) : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
+  const rows = p.backwards
+    ? await db.rows<EventRow>(STREAM_BACKWARD, [p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit])
+    : await db.rows<EventRow>(STREAM_FORWARD, [p.streamId, p.fromVersion ?? 1, limit]);
   return rows.map((row) => toEvent(row, asParsed));
 }
 
@@ -208,9 +249,15 @@ function filterParams(p: { streamPrefix?: string | null; types?: string[] | null
 }
 
 /** With `types` all of the type index, the query says the index's condition, so the planner may read through it. */
-export async function eventReadAll(db: Db, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): Promise<StoredEvent[]> {
+export async function eventReadAll(
+  db: Db,
+  p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] },
+): Promise<StoredEvent[]> {
   const indexed = p.types && p.types.length > 0 && !p.types.some(unindexedType) ? ` AND ${INDEXED}` : '';
-  const rows = await db.rows<EventRow>(`SELECT * FROM events WHERE ${FILTER}${indexed} AND position >= $3 ORDER BY position LIMIT $4`, [...filterParams(p), p.fromPosition ?? 1, p.limit ?? 1000]);
+  const rows = await db.rows<EventRow>(
+    `SELECT * FROM events WHERE ${FILTER}${indexed} AND position >= $3 ORDER BY position LIMIT $4`,
+    [...filterParams(p), p.fromPosition ?? 1, p.limit ?? 1000],
+  );
   return rows.map((row) => toEvent(row, asParsed));
 }
 
@@ -283,11 +330,16 @@ FROM (SELECT 1) AS one LEFT JOIN hits ON true ORDER BY hits.tx_id, hits.position
 
 type ReadRow = EventRow & { tx: string | null; reached: string | null; scanned: number };
 
-export async function eventReadCommitted(db: Db, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): Promise<CommittedRead> {
+export async function eventReadCommitted(
+  db: Db,
+  p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] },
+): Promise<CommittedRead> {
   const [txId, position] = parseCursor(p.after);
   const byTypes = p.types !== undefined && !p.types.some(unindexedType);
   const scan = p.streamPrefix || p.types ? SCAN_EVENTS : p.limit;
-  const rows = byTypes ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]]) : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan, p.types ?? null]);
+  const rows = byTypes
+    ? await db.rows<ReadRow>(BY_TYPES, [p.streamPrefix ?? null, txId, position, p.limit, [...new Set(p.types)]])
+    : await db.rows<ReadRow>(BY_SCAN, [p.streamPrefix ?? null, txId, position, p.limit, scan, p.types ?? null]);
   const hits = rows.filter((row) => row.tx !== null);
   const events = hits.map((row) => ({ event: toEvent(row, asParsed), cursor: `${row.tx}:${row.position}` }));
   const first = rows[0];
@@ -314,13 +366,22 @@ export async function eventHead(db: Db): Promise<Cursor> {
 const PROJECTION_GET = prepared('projection_get', 'SELECT value FROM projections WHERE name = $1 AND key = $2');
 
 export async function streamList(db: Db, p: { prefix: string; after?: string; limit: number }): Promise<StreamInfo[]> {
-  const { low, high } = projectionRange({ name: '', prefix: p.prefix, limit: p.limit, ...(p.after === undefined ? {} : { after: p.after }) });
+  const { low, high } = projectionRange({
+    name: '',
+    prefix: p.prefix,
+    limit: p.limit,
+    ...(p.after === undefined ? {} : { after: p.after }),
+  });
   const lowOp = p.after !== undefined && p.after >= p.prefix ? '>' : '>=';
   const rows = await db.rows<{ stream_id: string; version: string; created_at: string }>(
     `SELECT s.stream_id, s.version, e.created_at FROM streams s JOIN events e ON e.stream_id = s.stream_id AND e.version = s.version WHERE s.stream_id ${lowOp} $1 AND s.stream_id < $2 ORDER BY s.stream_id LIMIT $3`,
     [low, high, p.limit],
   );
-  return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), updatedAt: Number(row.created_at) }));
+  return rows.map((row) => ({
+    streamId: row.stream_id,
+    version: Number(row.version),
+    updatedAt: Number(row.created_at),
+  }));
 }
 
 export async function projectionGet(db: Db, p: { name: string; key: string }): Promise<unknown> {
@@ -328,7 +389,10 @@ export async function projectionGet(db: Db, p: { name: string; key: string }): P
   return row ? row.value : undefined;
 }
 
-const PROJECTION_GET_MANY = prepared('projection_get_many', 'SELECT key, value FROM projections WHERE name = $1 AND key = ANY($2::text[])');
+const PROJECTION_GET_MANY = prepared(
+  'projection_get_many',
+  'SELECT key, value FROM projections WHERE name = $1 AND key = ANY($2::text[])',
+);
 
 export async function projectionGetMany(db: Db, p: { name: string; keys: string[] }): Promise<ProjectionRow[]> {
   if (p.keys.length === 0) return [];
@@ -337,13 +401,24 @@ export async function projectionGetMany(db: Db, p: { name: string; keys: string[
 
 /** The four shapes of a projection list (after a key or from it, either order), each prepared once per connection. */
 const listSql = (op: '>' | '>=', order: 'ASC' | 'DESC') =>
-  prepared(`projection_list_${op === '>' ? 'after' : 'from'}_${order.toLowerCase()}`, `SELECT key, value FROM projections WHERE name = $1 AND key ${op} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`);
-const LIST = { after: { ASC: listSql('>', 'ASC'), DESC: listSql('>', 'DESC') }, from: { ASC: listSql('>=', 'ASC'), DESC: listSql('>=', 'DESC') } };
+  prepared(
+    `projection_list_${op === '>' ? 'after' : 'from'}_${order.toLowerCase()}`,
+    `SELECT key, value FROM projections WHERE name = $1 AND key ${op} $2 AND key < $3 ORDER BY key ${order} LIMIT $4`,
+  );
+const LIST = {
+  after: { ASC: listSql('>', 'ASC'), DESC: listSql('>', 'DESC') },
+  from: { ASC: listSql('>=', 'ASC'), DESC: listSql('>=', 'DESC') },
+};
 
 export async function projectionList(db: Db, p: ProjectionListParams): Promise<ProjectionRow[]> {
   const { low, high } = projectionRange(p);
   const after = p.after !== undefined && p.after >= (p.prefix ?? '');
-  return db.rows<ProjectionRow>(LIST[after ? 'after' : 'from'][p.backwards ? 'DESC' : 'ASC'], [p.name, low, high, p.limit]);
+  return db.rows<ProjectionRow>(LIST[after ? 'after' : 'from'][p.backwards ? 'DESC' : 'ASC'], [
+    p.name,
+    low,
+    high,
+    p.limit,
+  ]);
 }
 
 const CREATED = "(value -> 'createdAt')";
@@ -356,7 +431,11 @@ export async function projectionListRecent(db: Db, p: ProjectionRecentParams): P
   };
   const { low, high, below, before } = recentRange(p);
   // a range of the index, numbers as jsonb; strings, booleans, objects and nulls sort outside any range of numbers
-  const where = ['name = $1', `${CREATED} > ${arg(JSON.stringify(low))}::jsonb`, `${CREATED} <= ${arg(JSON.stringify(high))}::jsonb`];
+  const where = [
+    'name = $1',
+    `${CREATED} > ${arg(JSON.stringify(low))}::jsonb`,
+    `${CREATED} <= ${arg(JSON.stringify(high))}::jsonb`,
+  ];
   if (below !== undefined) where.push(`${CREATED} < ${arg(JSON.stringify(below))}::jsonb`);
   if (before) where.push(`(${CREATED} < ${arg(JSON.stringify(before.createdAt))}::jsonb OR key < ${arg(before.key)})`);
   for (const group of p.where ?? []) {
@@ -365,12 +444,16 @@ export async function projectionListRecent(db: Db, p: ProjectionRecentParams): P
       const path = parts.length === 1 ? `(value ->> '${parts[0]}')` : `(value #>> '{${parts.join(',')}}')`;
       const conditions: string[] = [];
       if (m.in) conditions.push(m.in.length ? `${path} = ANY(${arg(textArray(m.in))}::text[])` : 'false');
-      if (m.notIn?.length) conditions.push(`(${path} IS NULL OR NOT (${path} = ANY(${arg(textArray(m.notIn))}::text[])))`);
+      if (m.notIn?.length)
+        conditions.push(`(${path} IS NULL OR NOT (${path} = ANY(${arg(textArray(m.notIn))}::text[])))`);
       return conditions.length ? `(${conditions.join(' AND ')})` : 'true';
     });
     where.push(`(${any.join(' OR ') || 'false'})`);
   }
-  return db.rows<ProjectionRow>(`SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ${arg(p.limit)}`, args);
+  return db.rows<ProjectionRow>(
+    `SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ${arg(p.limit)}`,
+    args,
+  );
 }
 
 export async function projectionDelete(db: Db, p: { name: string; key: string }): Promise<void> {

@@ -29,7 +29,20 @@ describe('wake-ups on postgres', () => {
     await listener.listen('tasks', (queue) => tasks.push(queue));
     const stop = await listener.listen('events', (payload) => events.push(payload));
     await writer.transaction(async (tx) => {
-      await tx.taskEnqueue({ tasks: [{ id: 't1', queue: 'email', payload: {}, idempotencyKey: null, orderingKey: null, runAt: null, priority: 0, maxAttempts: 1 }] });
+      await tx.taskEnqueue({
+        tasks: [
+          {
+            id: 't1',
+            queue: 'email',
+            payload: {},
+            idempotencyKey: null,
+            orderingKey: null,
+            runAt: null,
+            priority: 0,
+            maxAttempts: 1,
+          },
+        ],
+      });
       await tx.eventAppend({ appends: [{ streamId: 's', events: [{ type: 'E', data: {} }] }] });
       await sleep(100);
       expect([...tasks, ...events]).toEqual([]);
@@ -51,7 +64,9 @@ describe('wake-ups on postgres', () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const { rowCount } = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN runledger_%'");
+      const { rowCount } = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN runledger_%'",
+      );
       expect(rowCount).toBe(1);
     } finally {
       await admin.end();
@@ -69,7 +84,8 @@ describe('wake-ups on postgres', () => {
     await writer.listen('events', (stream) => here.push(stream));
     await listener.listen('events', (stream) => there.push(stream));
     await writer.transaction(async (tx) => {
-      for (const streamId of streams) await tx.eventAppend({ appends: [{ streamId, events: [{ type: 'E', data: {} }] }] });
+      for (const streamId of streams)
+        await tx.eventAppend({ appends: [{ streamId, events: [{ type: 'E', data: {} }] }] });
     });
     await writer.eventAppend({ appends: [{ streamId: 'outside', events: [{ type: 'E', data: {} }] }] });
     await until(() => here.length >= 4 && there.length >= 4);

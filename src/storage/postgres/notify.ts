@@ -66,7 +66,11 @@ export class Listener {
   private async connect(): Promise<pg.Client> {
     // Keepalive: a peer that vanished without closing the socket is noticed, and the connection
     // replaced, instead of the listener waiting forever on a dead socket.
-    const client = new pg.Client({ ...connectionConfig(this.url), keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const client = new pg.Client({
+      ...connectionConfig(this.url),
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     client.on('notification', (message) => {
       const channel = (Object.keys(CHANNELS) as NotifyChannel[]).find((c) => CHANNELS[c] === message.channel);
       if (channel && !this.own.has(message.processId)) this.dispatch(channel, message.payload ?? '');
@@ -179,7 +183,9 @@ export class Notifier {
     while (this.queued.size > 0) {
       const items = [...this.queued.values()];
       this.queued.clear();
-      await this.pool.query({ ...NOTIFY, values: [textArray(items.map(([c]) => c)), textArray(items.map(([, p]) => p))] }).catch(() => {});
+      await this.pool
+        .query({ ...NOTIFY, values: [textArray(items.map(([c]) => c)), textArray(items.map(([, p]) => p))] })
+        .catch(() => {});
     }
     this.flushing = null;
   }

@@ -95,7 +95,13 @@ describe('pipelined transactions on postgres', () => {
     );
     const puts = sent.filter((text) => text.startsWith('INSERT INTO projections'));
     // the three rows before the read, then the last one with the COMMIT
-    expect(sent.map((text) => (text.startsWith('INSERT') ? 'put' : text.split(' ')[0]))).toEqual(['BEGIN', 'put', 'SELECT', 'put', 'COMMIT']);
+    expect(sent.map((text) => (text.startsWith('INSERT') ? 'put' : text.split(' ')[0]))).toEqual([
+      'BEGIN',
+      'put',
+      'SELECT',
+      'put',
+      'COMMIT',
+    ]);
     expect(puts).toHaveLength(2);
     expect(await store.projectionGetMany({ name: 'b', keys: ['k'] })).toEqual([{ key: 'k', value: 2 }]);
     expect(await store.projectionGet({ name: 'a', key: 'k' })).toBe(3);
@@ -104,14 +110,21 @@ describe('pipelined transactions on postgres', () => {
 
   it('answers statements sent at once in one transaction each with its own rows', async () => {
     await store.transaction(async (tx) => {
-      await tx.projectionPutMany({ name: 'p', rows: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: i })) });
-      const values = await Promise.all(Array.from({ length: 20 }, (_, i) => tx.projectionGet({ name: 'p', key: `k${i}` })));
+      await tx.projectionPutMany({
+        name: 'p',
+        rows: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: i })),
+      });
+      const values = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => tx.projectionGet({ name: 'p', key: `k${i}` })),
+      );
       expect(values).toEqual(Array.from({ length: 20 }, (_, i) => i));
     });
   });
 
   it('enqueues a big batch as pipelined statements in one transaction, in input order, keys shared across them', async () => {
-    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) => task({ i }, i === 10 || i === PIPELINED + 10 ? 'same' : null));
+    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) =>
+      task({ i }, i === 10 || i === PIPELINED + 10 ? 'same' : null),
+    );
     let results: Awaited<ReturnType<Store['taskEnqueue']>> = [];
     const sent = await recorded(async () => (results = await store.taskEnqueue({ tasks })));
     const kinds = sent.map((text) => (text.includes('INSERT INTO tasks') ? 'enqueue' : text.split(/\s/)[0]!));
@@ -120,12 +133,20 @@ describe('pipelined transactions on postgres', () => {
     expect(results[PIPELINED + 10]).toMatchObject({ created: false, task: { id: tasks[10]!.id } });
     // one task.enqueued for each task inserted
     expect((await store.status()).events).toBe(tasks.length - 1);
-    const claimed = await store.taskClaim({ queue: 'q', limit: tasks.length, leaseMs: 60_000, workerId: 'w', leaseToken: 't' });
+    const claimed = await store.taskClaim({
+      queue: 'q',
+      limit: tasks.length,
+      leaseMs: 60_000,
+      workerId: 'w',
+      leaseToken: 't',
+    });
     expect(claimed.map((t) => t.payload)).toEqual(tasks.filter((_, i) => i !== PIPELINED + 10).map((t) => t.payload));
   });
 
   it('writes nothing of a big enqueue when the server refuses a task of its last statement', async () => {
-    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) => task(i === 2 * PIPELINED + 400 ? REFUSED : { i }));
+    const tasks = Array.from({ length: 2 * PIPELINED + 500 }, (_, i) =>
+      task(i === 2 * PIPELINED + 400 ? REFUSED : { i }),
+    );
     await expect(store.taskEnqueue({ tasks })).rejects.toThrow(/unicode|\\u0000/i);
     const status = await store.status();
     expect(Object.values(status.tasks).reduce((a, b) => a + b, 0)).toBe(0);

@@ -21,7 +21,12 @@ describe('the postgres pool', () => {
   });
 
   // the backends of the store's pool: every connection to its database but the admin's
-  const backends = async () => (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+  const backends = async () =>
+    (
+      await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      )
+    ).rows.map((r) => r.pid);
 
   it('keeps an idle connection open past a quiet spell, so the next request pays no new connection', async () => {
     await store.eventAppend({ appends: [{ streamId: 's', events: [{ type: 'x', data: 1 }] }] });

@@ -21,7 +21,10 @@ export async function processRegister(db: Db, p: ProcessRegistration): Promise<v
   await db.rows(REGISTER, [p.id, p.host, p.pid, p.pidStart, p.settings ? JSON.stringify(p.settings) : null]);
 }
 
-const HEARTBEAT = prepared('process_heartbeat', 'UPDATE processes SET heartbeat_at = rl_now_ms() WHERE id = $1 RETURNING id');
+const HEARTBEAT = prepared(
+  'process_heartbeat',
+  'UPDATE processes SET heartbeat_at = rl_now_ms() WHERE id = $1 RETURNING id',
+);
 
 export async function processHeartbeat(db: Db, p: { id: string }): Promise<boolean> {
   return (await db.rows(HEARTBEAT, [p.id])).length === 1;
@@ -61,8 +64,14 @@ const EXPIRE = prepared(
    SELECT (SELECT coalesce(array_agg(id), '{}') FROM gone) AS processes, (SELECT count(*) FROM t) AS tasks, (SELECT count(*) FROM s) AS subscriptions`,
 );
 
-export async function processExpire(db: Db, p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded> {
+export async function processExpire(
+  db: Db,
+  p: { processes: Array<{ id: string; heartbeatAt: number | null }> },
+): Promise<ProcessesEnded> {
   if (p.processes.length === 0) return { processes: [], tasks: 0, subscriptions: 0 };
-  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [textArray(p.processes.map((x) => x.id)), numberArray(p.processes.map((x) => x.heartbeatAt))]);
+  const [row] = await db.rows<{ processes: string[]; tasks: number; subscriptions: number }>(EXPIRE, [
+    textArray(p.processes.map((x) => x.id)),
+    numberArray(p.processes.map((x) => x.heartbeatAt)),
+  ]);
   return { processes: row!.processes, tasks: Number(row!.tasks), subscriptions: Number(row!.subscriptions) };
 }

@@ -32,7 +32,8 @@ export class Puts {
   /** Holds `rows`; the value of a key held already is replaced (ON CONFLICT cannot touch a row twice in one statement). */
   add(name: string, rows: ProjectionRow[]): void {
     // as JSON now: the caller may change its object once the call returned (a run's kept view is)
-    for (const row of rows) this.rows.set(`${name}\u0000${row.key}`, [name, row.key, JSON.stringify(row.value ?? null)]);
+    for (const row of rows)
+      this.rows.set(`${name}\u0000${row.key}`, [name, row.key, JSON.stringify(row.value ?? null)]);
   }
 
   /** What is held, taken: the statement that writes it through a `Db` (a write: not waited for in a transaction); none when nothing is held. */
@@ -40,6 +41,11 @@ export class Puts {
     if (this.rows.size === 0) return undefined;
     const rows = [...this.rows.values()];
     this.rows.clear();
-    return (db) => db.write(PUT_ROWS, [textArray(rows.map((r) => r[0])), textArray(rows.map((r) => r[1])), jsonArray(rows.map((r) => r[2]))]);
+    return (db) =>
+      db.write(PUT_ROWS, [
+        textArray(rows.map((r) => r[0])),
+        textArray(rows.map((r) => r[1])),
+        jsonArray(rows.map((r) => r[2])),
+      ]);
   }
 }

@@ -36,7 +36,10 @@ interface Shared {
  *
  * @example const store = await openPostgresStore(process.env.DATABASE_URL!, { poolSize: 20 })
  */
-export async function openPostgresStore(url: string, options: { poolSize?: number; migrate?: boolean } = {}): Promise<Store> {
+export async function openPostgresStore(
+  url: string,
+  options: { poolSize?: number; migrate?: boolean } = {},
+): Promise<Store> {
   if (options.migrate !== false) await migrate(url);
   const pool = createPool(url, options.poolSize ?? 10);
   const listener = new Listener(url);
@@ -108,7 +111,8 @@ class PostgresStore implements Store {
       notify?.catch(() => {});
       await check(tx);
       // a transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error
-      if ((await commit).command !== 'COMMIT') throw new Error('the transaction was rolled back: one of its statements failed');
+      if ((await commit).command !== 'COMMIT')
+        throw new Error('the transaction was rolled back: one of its statements failed');
       await notify;
       for (const fn of txStore.committed) fn();
       for (const [channel, payload] of txStore.pending.values()) this.shared.listener.deliver(channel, payload);
@@ -144,7 +148,12 @@ class PostgresStore implements Store {
   }
 
   async status(): Promise<StoreStatus> {
-    const [row] = await this.db.rows<{ schema_version: number; events: number; streams: number; subscriptions: number }>(
+    const [row] = await this.db.rows<{
+      schema_version: number;
+      events: number;
+      streams: number;
+      subscriptions: number;
+    }>(
       `SELECT (SELECT max(version) FROM schema_migrations) AS schema_version, (SELECT count(*) FROM events) AS events,
          (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM subscriptions) AS subscriptions`,
     );

@@ -10,7 +10,10 @@ export async function subscriptionGet(db: Db, p: { name: string }): Promise<Subs
   return toSubscription(row, asParsed);
 }
 
-export async function subscriptionEnsure(db: Db, p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' }): Promise<Subscription> {
+export async function subscriptionEnsure(
+  db: Db,
+  p: { name: string; streamPrefix: string | null; types: string[] | null; ordered: boolean; from: 'beginning' | 'end' },
+): Promise<Subscription> {
   const [row] = await db.rows<SubscriptionRow>(
     `INSERT INTO subscriptions (name, cursor, stream_prefix, types, ordered, created_at, updated_at)
      VALUES ($1, CASE WHEN $2::boolean THEN ${HEAD} ELSE '' END, $3, $4::jsonb, $5, rl_now_ms(), rl_now_ms())
@@ -28,7 +31,10 @@ const LEASE = prepared(
    WHERE name = $3 AND (owner IS NULL OR owner = $1 OR lease_expires_at < (SELECT ms FROM now)) RETURNING *`,
 );
 
-export async function subscriptionLease(db: Db, p: { name: string; owner: string; ttlMs: number }): Promise<Subscription | null> {
+export async function subscriptionLease(
+  db: Db,
+  p: { name: string; owner: string; ttlMs: number },
+): Promise<Subscription | null> {
   const [row] = await db.rows<SubscriptionRow>(LEASE, [p.owner, p.ttlMs, p.name]);
   if (row) return toSubscription(row, asParsed);
   await subscriptionGet(db, p);
@@ -36,27 +42,44 @@ export async function subscriptionLease(db: Db, p: { name: string; owner: string
 }
 
 export async function subscriptionRelease(db: Db, p: { name: string; owner: string }): Promise<void> {
-  await db.rows('UPDATE subscriptions SET owner = NULL, lease_expires_at = NULL WHERE name = $1 AND owner = $2', [p.name, p.owner]);
+  await db.rows('UPDATE subscriptions SET owner = NULL, lease_expires_at = NULL WHERE name = $1 AND owner = $2', [
+    p.name,
+    p.owner,
+  ]);
 }
 
-const ADVANCE = prepared('subscription_advance', 'UPDATE subscriptions SET cursor = $1, updated_at = rl_now_ms() WHERE name = $2 AND owner = $3 RETURNING name');
+const ADVANCE = prepared(
+  'subscription_advance',
+  'UPDATE subscriptions SET cursor = $1, updated_at = rl_now_ms() WHERE name = $2 AND owner = $3 RETURNING name',
+);
 
 export async function subscriptionAdvance(db: Db, p: { name: string; owner: string; cursor: Cursor }): Promise<void> {
   const rows = await db.rows(ADVANCE, [p.cursor, p.name, p.owner]);
   if (rows.length === 0) throw new LeaseLostError(`subscription ${p.name} is no longer held by ${p.owner}`);
 }
 
-export async function subscriptionBlock(db: Db, p: { name: string; blockedReason: string | null }): Promise<Subscription> {
-  const [row] = await db.rows<SubscriptionRow>('UPDATE subscriptions SET blocked_reason = $1, updated_at = rl_now_ms() WHERE name = $2 RETURNING *', [p.blockedReason, p.name]);
+export async function subscriptionBlock(
+  db: Db,
+  p: { name: string; blockedReason: string | null },
+): Promise<Subscription> {
+  const [row] = await db.rows<SubscriptionRow>(
+    'UPDATE subscriptions SET blocked_reason = $1, updated_at = rl_now_ms() WHERE name = $2 RETURNING *',
+    [p.blockedReason, p.name],
+  );
   if (!row) throw new NotFoundError(`subscription ${p.name} not found`);
   return toSubscription(row, asParsed);
 }
 
 export async function subscriptionList(db: Db): Promise<Subscription[]> {
-  return (await db.rows<SubscriptionRow>('SELECT * FROM subscriptions ORDER BY name')).map((row) => toSubscription(row, asParsed));
+  return (await db.rows<SubscriptionRow>('SELECT * FROM subscriptions ORDER BY name')).map((row) =>
+    toSubscription(row, asParsed),
+  );
 }
 
-export async function parkedAdd(db: Db, p: { subscription: string; event: StoredEvent; error: string; attempts: number }): Promise<void> {
+export async function parkedAdd(
+  db: Db,
+  p: { subscription: string; event: StoredEvent; error: string; attempts: number },
+): Promise<void> {
   await db.rows(
     `INSERT INTO parked (subscription, position, event, error, attempts, status, parked_at, updated_at)
      VALUES ($1, $2, $3::jsonb, $4, $5, 'parked', rl_now_ms(), rl_now_ms())
@@ -67,11 +90,17 @@ export async function parkedAdd(db: Db, p: { subscription: string; event: Stored
 }
 
 export async function parkedList(db: Db, p: { subscription: string; status?: ParkedStatus }): Promise<ParkedEvent[]> {
-  const rows = await db.rows<ParkedRow>('SELECT * FROM parked WHERE subscription = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position', [p.subscription, p.status ?? null]);
+  const rows = await db.rows<ParkedRow>(
+    'SELECT * FROM parked WHERE subscription = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position',
+    [p.subscription, p.status ?? null],
+  );
   return rows.map((row) => toParked(row, asParsed));
 }
 
-export async function parkedSetStatus(db: Db, p: { subscription: string; position: number; status: ParkedStatus; error?: string }): Promise<ParkedEvent> {
+export async function parkedSetStatus(
+  db: Db,
+  p: { subscription: string; position: number; status: ParkedStatus; error?: string },
+): Promise<ParkedEvent> {
   const [row] = await db.rows<ParkedRow>(
     `UPDATE parked SET status = $1, error = coalesce($2, error), updated_at = rl_now_ms()
      WHERE subscription = $3 AND position = $4 RETURNING *`,

@@ -37,7 +37,9 @@ describe("a task's stream on postgres", () => {
     });
     await done;
     // sees version 1 only, writes version 2, and waits on the key for the completion's version 2
-    const racing = store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] });
+    const racing = store.eventAppend({
+      appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }],
+    });
     await sleep(100);
     commit();
     await completion;
@@ -47,7 +49,9 @@ describe("a task's stream on postgres", () => {
       [1, 'task.enqueued'],
       [2, 'task.completed'],
     ]);
-    const [next] = (await store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] })).events;
+    const [next] = (
+      await store.eventAppend({ appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }] })
+    ).events;
     expect(next?.version).toBe(3);
   });
 
@@ -61,7 +65,9 @@ describe("a task's stream on postgres", () => {
       await old.query("INSERT INTO streams (stream_id, version) VALUES ('task:t1', 1)");
       await old.query('BEGIN');
       await old.query("SELECT rl_task_complete_all(ARRAY['t1'], ARRAY['a'], '[null]')");
-      await old.query("SELECT * FROM rl_event_append(NULL, ARRAY['task:t1'], ARRAY[1]::bigint[], '{}', '{}', '{}', ARRAY['task:t1'], ARRAY[1]::bigint[], ARRAY['task.completed'], '[{\"by\": \"old\"}]', '[{}]')");
+      await old.query(
+        "SELECT * FROM rl_event_append(NULL, ARRAY['task:t1'], ARRAY[1]::bigint[], '{}', '{}', '{}', ARRAY['task:t1'], ARRAY[1]::bigint[], ARRAY['task.completed'], '[{\"by\": \"old\"}]', '[{}]')",
+      );
       await old.query('COMMIT');
     } finally {
       await old.end();

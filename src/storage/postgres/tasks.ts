@@ -41,7 +41,8 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
     ? {
         columns: ', attempts, lease_token, lease_expires_at, worker_id, claimed_at',
         state: "CASE WHEN c.claimed THEN 'running' ELSE 'ready' END",
-        values: ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN i.token END, CASE WHEN c.claimed THEN now.ms + i.lease_ms END, CASE WHEN c.claimed THEN i.worker END, CASE WHEN c.claimed THEN now.ms END',
+        values:
+          ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN i.token END, CASE WHEN c.claimed THEN now.ms + i.lease_ms END, CASE WHEN c.claimed THEN i.worker END, CASE WHEN c.claimed THEN now.ms END',
         rows: ', unnest($10::text[]), unnest($11::text[]), unnest($12::bigint[])',
         names: ', worker, token, lease_ms',
         join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
@@ -99,16 +100,30 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
       numberArray(c.map((x) => x.priority)),
       numberArray(c.map((x) => x.maxAttempts)),
       textArray(c.map((x) => x.tag ?? null)),
-      ...(claimed ? [textArray(c.map((x) => x.claim?.workerId ?? null)), textArray(c.map((x) => x.claim?.leaseToken ?? null)), numberArray(c.map((x) => x.claim?.leaseMs ?? null))] : []),
+      ...(claimed
+        ? [
+            textArray(c.map((x) => x.claim?.workerId ?? null)),
+            textArray(c.map((x) => x.claim?.leaseToken ?? null)),
+            numberArray(c.map((x) => x.claim?.leaseMs ?? null)),
+          ]
+        : []),
     ];
   };
-  const inserted = db.inTransaction && t.length >= 2 * PIPELINED ? await pipelined(db, sql, t.length, params) : await db.rows<Inserted>(sql, params(0, t.length));
+  const inserted =
+    db.inTransaction && t.length >= 2 * PIPELINED
+      ? await pipelined(db, sql, t.length, params)
+      : await db.rows<Inserted>(sql, params(0, t.length));
   const created = new Map<string, Task>();
   const byKey = new Map<string, Task>();
   const byId = new Map(t.map((x, i) => [x.id, i]));
   for (const row of inserted) {
     const i = byId.get(row.id)!;
-    const task = insertedTask(t[i]!, payloads[i]!, { state: row.state, now: row.created_at, runAt: row.run_at, leaseExpiresAt: row.lease_expires_at });
+    const task = insertedTask(t[i]!, payloads[i]!, {
+      state: row.state,
+      now: row.created_at,
+      runAt: row.run_at,
+      leaseExpiresAt: row.lease_expires_at,
+    });
     created.set(task.id, task);
     if (task.idempotencyKey !== null) byKey.set(keyOf(task.queue, task.idempotencyKey), task);
   }
@@ -116,10 +131,10 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   if (missing.length > 0) {
     // A separate statement: its fresh snapshot sees rows that a concurrent enqueue committed while
     // ON CONFLICT waited for it.
-    const existing = await db.rows<TaskRow>('SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key', [
-      textArray(missing.map((x) => x.queue)),
-      textArray(missing.map((x) => x.idempotencyKey)),
-    ]);
+    const existing = await db.rows<TaskRow>(
+      'SELECT t.* FROM tasks t JOIN unnest($1::text[], $2::text[]) AS k(queue, key) ON t.queue = k.queue AND t.idempotency_key = k.key',
+      [textArray(missing.map((x) => x.queue)), textArray(missing.map((x) => x.idempotencyKey))],
+    );
     for (const row of existing) byKey.set(keyOf(row.queue, row.idempotency_key), toTask(row, asParsed));
   }
   return t.map((x) => {
@@ -138,7 +153,12 @@ export const PIPELINED = 1_000;
  * A big enqueue in a transaction as statements of `PIPELINED` tasks, each sent before the last one's
  * answer: the server inserts one while this process builds the next and reads the one before.
  */
-async function pipelined(db: Db, sql: Sql, count: number, params: (from: number, to: number) => unknown[]): Promise<Inserted[]> {
+async function pipelined(
+  db: Db,
+  sql: Sql,
+  count: number,
+  params: (from: number, to: number) => unknown[],
+): Promise<Inserted[]> {
   return db.atomic(async (direct) => {
     const sent: Array<Promise<Inserted[]>> = [];
     for (let from = 0; from < count; from += PIPELINED) {
@@ -152,13 +172,29 @@ async function pipelined(db: Db, sql: Sql, count: number, params: (from: number,
   });
 }
 
-type Inserted = { id: string; state: 'ready' | 'running'; run_at: number; created_at: number; lease_expires_at: number | null };
+type Inserted = {
+  id: string;
+  state: 'ready' | 'running';
+  run_at: number;
+  created_at: number;
+  lease_expires_at: number | null;
+};
 
 /** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another; 070 adds tags and pauses. */
 const CLAIM = prepared('task_claim_tagged', 'SELECT * FROM rl_task_claim_tagged($1, $2, $3, $4, $5, $6)');
 
-export async function taskClaim(db: Db, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Promise<Task[]> {
-  const rows = await db.rows<TaskRow>(CLAIM, [p.queue, p.limit, p.leaseMs, p.workerId, p.leaseToken, p.tags === undefined ? null : textArray(p.tags)]);
+export async function taskClaim(
+  db: Db,
+  p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] },
+): Promise<Task[]> {
+  const rows = await db.rows<TaskRow>(CLAIM, [
+    p.queue,
+    p.limit,
+    p.leaseMs,
+    p.workerId,
+    p.leaseToken,
+    p.tags === undefined ? null : textArray(p.tags),
+  ]);
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map((row) => toTask(row, asParsed));
 }
@@ -173,7 +209,11 @@ const HEARTBEAT = prepared(
 
 export async function taskHeartbeat(db: Db, p: { leases: Lease[]; leaseMs: number }): Promise<string[]> {
   if (p.leases.length === 0) return [];
-  const rows = await db.rows<{ id: string }>(HEARTBEAT, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken)), p.leaseMs]);
+  const rows = await db.rows<{ id: string }>(HEARTBEAT, [
+    textArray(p.leases.map((l) => l.id)),
+    textArray(p.leases.map((l) => l.leaseToken)),
+    p.leaseMs,
+  ]);
   const extended = new Set(rows.map((row) => row.id));
   return p.leases.filter((lease) => extended.has(lease.id)).map((lease) => lease.id);
 }
@@ -187,29 +227,46 @@ export async function taskHold(db: Db, p: { leases: Lease[] }): Promise<void> {
 }
 
 /** Completes and journals each task's `task.completed` (migration 160). */
-const COMPLETE = prepared('task_complete', 'SELECT r_id AS id, r_queue AS queue, r_ordering_key AS ordering_key, r_ord AS ord, r_next AS next FROM rl_task_complete($1::text[], $2::text[], $3::jsonb)');
+const COMPLETE = prepared(
+  'task_complete',
+  'SELECT r_id AS id, r_queue AS queue, r_ordering_key AS ordering_key, r_ord AS ord, r_next AS next FROM rl_task_complete($1::text[], $2::text[], $3::jsonb)',
+);
 
 export async function taskComplete(db: Db, p: { items: Array<Lease & { result: unknown }> }): Promise<CompletedTask[]> {
   if (p.items.length === 0) return [];
-  const rows = await db.rows<{ id: string; queue: string; ordering_key: string | null; ord: number; next: boolean }>(COMPLETE, [
-    textArray(p.items.map((i) => i.id)),
-    textArray(p.items.map((i) => i.leaseToken)),
-    jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
-  ]);
+  const rows = await db.rows<{ id: string; queue: string; ordering_key: string | null; ord: number; next: boolean }>(
+    COMPLETE,
+    [
+      textArray(p.items.map((i) => i.id)),
+      textArray(p.items.map((i) => i.leaseToken)),
+      jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
+    ],
+  );
   rows.sort((a, b) => a.ord - b.ord);
   return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.next }));
 }
 
 /** Completes every task or raises RL410, journaling each completion (migration 160). */
-const COMPLETE_ALL = prepared('task_complete_held', 'SELECT q FROM rl_task_complete_held($1::text[], $2::text[], $3::jsonb) AS q');
+const COMPLETE_ALL = prepared(
+  'task_complete_held',
+  'SELECT q FROM rl_task_complete_held($1::text[], $2::text[], $3::jsonb) AS q',
+);
 
 /**
  * Raises RL410 (a `LeaseLostError`) unless every task was completed: a write, so it travels with
  * the next statement. `unblocked` gets the queues where a task of a completed one's key waits.
  */
-export async function taskCompleteAll(db: Db, p: { items: Array<Lease & { result: unknown }> }, unblocked: (queues: string[]) => void): Promise<void> {
+export async function taskCompleteAll(
+  db: Db,
+  p: { items: Array<Lease & { result: unknown }> },
+  unblocked: (queues: string[]) => void,
+): Promise<void> {
   if (p.items.length === 0) return;
-  const params = [textArray(p.items.map((i) => i.id)), textArray(p.items.map((i) => i.leaseToken)), jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null)))];
+  const params = [
+    textArray(p.items.map((i) => i.id)),
+    textArray(p.items.map((i) => i.leaseToken)),
+    jsonArray(p.items.map((i) => JSON.stringify(i.result ?? null))),
+  ];
   await db.write(COMPLETE_ALL, params, (rows) => unblocked((rows as Array<{ q: string }>).map((row) => row.q)));
 }
 
@@ -223,7 +280,10 @@ const RELEASE = prepared(
 
 export async function taskRelease(db: Db, p: { leases: Lease[] }): Promise<Array<{ id: string; queue: string }>> {
   if (p.leases.length === 0) return [];
-  return db.rows<{ id: string; queue: string }>(RELEASE, [textArray(p.leases.map((l) => l.id)), textArray(p.leases.map((l) => l.leaseToken))]);
+  return db.rows<{ id: string; queue: string }>(RELEASE, [
+    textArray(p.leases.map((l) => l.id)),
+    textArray(p.leases.map((l) => l.leaseToken)),
+  ]);
 }
 
 const FAIL = prepared(
@@ -236,7 +296,10 @@ const FAIL = prepared(
     WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
 );
 
-export async function taskFail(db: Db, p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean }): Promise<Task> {
+export async function taskFail(
+  db: Db,
+  p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean },
+): Promise<Task> {
   const [row] = await db.rows<TaskRow>(FAIL, [p.retryDelayMs, p.error, p.id, p.leaseToken, p.keepPlace === true]);
   if (!row) {
     await taskGet(db, p);
@@ -266,7 +329,10 @@ export async function taskExpire(db: Db, p: { limit: number }): Promise<Task[]> 
   return rows.map((row) => toTask(row, asParsed));
 }
 
-export async function taskList(db: Db, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Promise<Task[]> {
+export async function taskList(
+  db: Db,
+  p: { queue?: string; state?: TaskState; limit: number; afterId?: string },
+): Promise<Task[]> {
   const rows = await db.rows<TaskRow>(
     `SELECT * FROM tasks WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR state = $2) AND ($3::text IS NULL OR id > $3)
      ORDER BY id LIMIT $4`,
@@ -288,15 +354,22 @@ export async function taskRedrive(db: Db, p: { id: string }): Promise<{ task: Ta
   return row ? { task: toTask(row, asParsed), redriven: true } : { task: await taskGet(db, p), redriven: false };
 }
 
-const RESCHEDULE = prepared('task_reschedule', "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id");
+const RESCHEDULE = prepared(
+  'task_reschedule',
+  "UPDATE tasks SET run_at = least(run_at, $1) WHERE queue = $2 AND ordering_key = $3 AND state = 'ready' RETURNING id",
+);
 
 /** Class id of the advisory locks that serialize reschedules of one ordering key (claims use 1919053 per queue). */
 const RESCHEDULE_LOCK = 1919054;
 
-export async function taskReschedule(db: Db, p: { queue: string; orderingKey: string; runAt: number }): Promise<number> {
+export async function taskReschedule(
+  db: Db,
+  p: { queue: string; orderingKey: string; runAt: number },
+): Promise<number> {
   // Two transactions that both find no ready task would both enqueue one: the lock, held to the
   // end of the caller's transaction, makes the second wait and then see the first one's task.
-  if (db.inTransaction) await db.rows('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RESCHEDULE_LOCK, `${p.queue} ${p.orderingKey}`]);
+  if (db.inTransaction)
+    await db.rows('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RESCHEDULE_LOCK, `${p.queue} ${p.orderingKey}`]);
   return (await db.rows(RESCHEDULE, [p.runAt, p.queue, p.orderingKey])).length;
 }
 
@@ -306,8 +379,15 @@ const DUE_IN = prepared(
      AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
 );
 
-export async function taskDueIn(db: Db, p: { queue: string; tags?: string[]; lookbackMs?: number }): Promise<number | null> {
-  const [row] = await db.rows<{ due_in: number | null }>(DUE_IN, [p.queue, p.tags === undefined ? null : textArray(p.tags), p.lookbackMs ?? 0]);
+export async function taskDueIn(
+  db: Db,
+  p: { queue: string; tags?: string[]; lookbackMs?: number },
+): Promise<number | null> {
+  const [row] = await db.rows<{ due_in: number | null }>(DUE_IN, [
+    p.queue,
+    p.tags === undefined ? null : textArray(p.tags),
+    p.lookbackMs ?? 0,
+  ]);
   return row?.due_in ?? null;
 }
 

@@ -1,4 +1,13 @@
-import type { AgentCheckpointRow, AgentEventListParams, AgentEventRow, AgentRunListParams, AgentRunRow, AgentStepRow, AgentToolCallRow, ApprovalStatus } from '../ledger.js';
+import type {
+  AgentCheckpointRow,
+  AgentEventListParams,
+  AgentEventRow,
+  AgentRunListParams,
+  AgentRunRow,
+  AgentStepRow,
+  AgentToolCallRow,
+  ApprovalStatus,
+} from '../ledger.js';
 import { changeColumns, fromRow, JSON_COLUMNS, type CHANGEABLE } from '../ledger.js';
 import { fromText } from '../rows.js';
 import type { Statements } from './connection.js';
@@ -16,12 +25,24 @@ function insert(s: Statements, table: string, row: object): void {
  * `UPDATE table SET … WHERE <where>`; `attempt_count` only grows; `status` only where the row's
  * status is in `statusFrom`, when given. Returns the rows changed.
  */
-function update(s: Statements, table: keyof typeof CHANGEABLE, change: object, at: number, where: string, params: unknown[], statusFrom?: string[]): number {
+function update(
+  s: Statements,
+  table: keyof typeof CHANGEABLE,
+  change: object,
+  at: number,
+  where: string,
+  params: unknown[],
+  statusFrom?: string[],
+): number {
   const set = changeColumns(table, change as Record<string, unknown>);
   const values: unknown[] = [];
   const assignments = set.map(([c, v]) => {
     if (c === 'attempt_count') return (values.push(v), 'attempt_count = max(attempt_count, ?)');
-    if (c === 'status' && statusFrom) return (values.push(JSON.stringify(statusFrom), v), 'status = CASE WHEN status IN (SELECT value FROM json_each(?)) THEN ? ELSE status END');
+    if (c === 'status' && statusFrom)
+      return (
+        values.push(JSON.stringify(statusFrom), v),
+        'status = CASE WHEN status IN (SELECT value FROM json_each(?)) THEN ? ELSE status END'
+      );
     return (values.push(v), `${c} = ?`);
   });
   const sql = `UPDATE ${table} SET ${[...assignments, 'updated_at = ?'].join(', ')} WHERE ${where}`;
@@ -38,12 +59,18 @@ export function agentEventPut(s: Statements, p: { event: AgentEventRow }): void 
 }
 
 export function agentEventGet(s: Statements, p: { id?: string; idempotency_key?: string }): AgentEventRow | undefined {
-  const row = p.id !== undefined ? s.get('SELECT * FROM agent_events WHERE id = ?').get(p.id) : s.get('SELECT * FROM agent_events WHERE idempotency_key = ?').get(p.idempotency_key);
+  const row =
+    p.id !== undefined
+      ? s.get('SELECT * FROM agent_events WHERE id = ?').get(p.id)
+      : s.get('SELECT * FROM agent_events WHERE idempotency_key = ?').get(p.idempotency_key);
   return row === undefined ? undefined : read<AgentEventRow>('agent_events')(row);
 }
 
 export function agentEventList(s: Statements, p: { run_id: string }): AgentEventRow[] {
-  return s.get('SELECT * FROM agent_events WHERE run_id = ? ORDER BY created_at, id').all(p.run_id).map(read<AgentEventRow>('agent_events'));
+  return s
+    .get('SELECT * FROM agent_events WHERE run_id = ? ORDER BY created_at, id')
+    .all(p.run_id)
+    .map(read<AgentEventRow>('agent_events'));
 }
 
 export function agentEventPage(s: Statements, p: AgentEventListParams): AgentEventRow[] {
@@ -52,7 +79,8 @@ export function agentEventPage(s: Statements, p: AgentEventListParams): AgentEve
   for (const c of ['status', 'conversation_id', 'user_id', 'source'] as const) {
     if (p[c] !== undefined) where.push(`${c} = ?`), params.push(p[c]);
   }
-  if (p.after !== undefined) where.push('(created_at, id) < (SELECT created_at, id FROM agent_events WHERE id = ?)'), params.push(p.after);
+  if (p.after !== undefined)
+    where.push('(created_at, id) < (SELECT created_at, id FROM agent_events WHERE id = ?)'), params.push(p.after);
   const sql = `SELECT * FROM agent_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
   return s
     .get(sql)
@@ -60,13 +88,24 @@ export function agentEventPage(s: Statements, p: AgentEventListParams): AgentEve
     .map(read<AgentEventRow>('agent_events'));
 }
 
-export function agentEventRedrive(s: Statements, p: { id: string; run_id: string; retry_of: string; at: number }): boolean {
-  const moved = s.get("UPDATE agent_events SET status = 'pending', attempt_count = 0, run_id = ?, available_at = ?, last_error = NULL, updated_at = ? WHERE id = ? AND status = 'failed'").run(p.run_id, p.at, p.at, p.id).changes > 0;
+export function agentEventRedrive(
+  s: Statements,
+  p: { id: string; run_id: string; retry_of: string; at: number },
+): boolean {
+  const moved =
+    s
+      .get(
+        "UPDATE agent_events SET status = 'pending', attempt_count = 0, run_id = ?, available_at = ?, last_error = NULL, updated_at = ? WHERE id = ? AND status = 'failed'",
+      )
+      .run(p.run_id, p.at, p.at, p.id).changes > 0;
   if (moved) s.get('UPDATE agent_runs SET retry_of = ?, updated_at = ? WHERE id = ?').run(p.retry_of, p.at, p.run_id);
   return moved;
 }
 
-export function agentEventUpdate(s: Statements, p: { run_id: string; change: object; at: number; from?: string[] }): number {
+export function agentEventUpdate(
+  s: Statements,
+  p: { run_id: string; change: object; at: number; from?: string[] },
+): number {
   return update(s, 'agent_events', p.change, p.at, 'run_id = ?', [p.run_id], p.from);
 }
 
@@ -80,7 +119,13 @@ export function agentRunGet(s: Statements, p: { id: string }): AgentRunRow | und
 }
 
 export function agentRunUpdate(s: Statements, p: { id: string; change: object; at: number; from?: string[] }): boolean {
-  if (p.from) return update(s, 'agent_runs', p.change, p.at, 'id = ? AND status IN (SELECT value FROM json_each(?))', [p.id, JSON.stringify(p.from)]) > 0;
+  if (p.from)
+    return (
+      update(s, 'agent_runs', p.change, p.at, 'id = ? AND status IN (SELECT value FROM json_each(?))', [
+        p.id,
+        JSON.stringify(p.from),
+      ]) > 0
+    );
   return update(s, 'agent_runs', p.change, p.at, 'id = ?', [p.id]) > 0;
 }
 
@@ -103,31 +148,55 @@ export function agentStepPut(s: Statements, p: { step: AgentStepRow }): void {
   insert(s, 'agent_steps', p.step);
 }
 
-export function agentStepUpdate(s: Statements, p: { run_id: string; seq: number; attempt: number; change: object; at: number }): boolean {
-  return update(s, 'agent_steps', p.change, p.at, 'run_id = ? AND seq = ? AND attempt = ?', [p.run_id, p.seq, p.attempt]) > 0;
+export function agentStepUpdate(
+  s: Statements,
+  p: { run_id: string; seq: number; attempt: number; change: object; at: number },
+): boolean {
+  return (
+    update(s, 'agent_steps', p.change, p.at, 'run_id = ? AND seq = ? AND attempt = ?', [p.run_id, p.seq, p.attempt]) > 0
+  );
 }
 
 export function agentStepList(s: Statements, p: { run_id: string }): AgentStepRow[] {
-  return s.get('SELECT * FROM agent_steps WHERE run_id = ? ORDER BY seq, attempt').all(p.run_id).map(read<AgentStepRow>('agent_steps'));
+  return s
+    .get('SELECT * FROM agent_steps WHERE run_id = ? ORDER BY seq, attempt')
+    .all(p.run_id)
+    .map(read<AgentStepRow>('agent_steps'));
 }
 
 export function agentToolCallPut(s: Statements, p: { call: AgentToolCallRow }): void {
   insert(s, 'agent_tool_calls', p.call);
 }
 
-export function agentToolCallUpdate(s: Statements, p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & { change: object; at: number; approval_status?: ApprovalStatus }): boolean {
+export function agentToolCallUpdate(
+  s: Statements,
+  p: ({ external_idempotency_key: string } | { run_id: string; seq: number }) & {
+    change: object;
+    at: number;
+    approval_status?: ApprovalStatus;
+  },
+): boolean {
   const where = 'external_idempotency_key' in p ? ['external_idempotency_key = ?'] : ['run_id = ?', 'seq = ?'];
   const params: unknown[] = 'external_idempotency_key' in p ? [p.external_idempotency_key] : [p.run_id, p.seq];
   if (p.approval_status !== undefined) where.push('approval_status = ?'), params.push(p.approval_status);
   return update(s, 'agent_tool_calls', p.change, p.at, where.join(' AND '), params) > 0;
 }
 
-export function agentToolCallGet(s: Statements, p: { id?: string; external_idempotency_key?: string }): AgentToolCallRow | undefined {
-  const row = p.id !== undefined ? s.get('SELECT * FROM agent_tool_calls WHERE id = ?').get(p.id) : s.get('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = ?').get(p.external_idempotency_key);
+export function agentToolCallGet(
+  s: Statements,
+  p: { id?: string; external_idempotency_key?: string },
+): AgentToolCallRow | undefined {
+  const row =
+    p.id !== undefined
+      ? s.get('SELECT * FROM agent_tool_calls WHERE id = ?').get(p.id)
+      : s.get('SELECT * FROM agent_tool_calls WHERE external_idempotency_key = ?').get(p.external_idempotency_key);
   return row === undefined ? undefined : read<AgentToolCallRow>('agent_tool_calls')(row);
 }
 
-export function agentToolCallList(s: Statements, p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string }): AgentToolCallRow[] {
+export function agentToolCallList(
+  s: Statements,
+  p: { run_id?: string; approval_status?: ApprovalStatus; limit: number; after?: string },
+): AgentToolCallRow[] {
   const where: string[] = [];
   const params: unknown[] = [];
   if (p.run_id !== undefined) where.push('run_id = ?'), params.push(p.run_id);
@@ -145,7 +214,10 @@ export function agentCheckpointPut(s: Statements, p: { checkpoint: AgentCheckpoi
 }
 
 export function agentCheckpointList(s: Statements, p: { run_id: string }): AgentCheckpointRow[] {
-  return s.get('SELECT * FROM agent_checkpoints WHERE run_id = ? ORDER BY seq').all(p.run_id).map(read<AgentCheckpointRow>('agent_checkpoints'));
+  return s
+    .get('SELECT * FROM agent_checkpoints WHERE run_id = ? ORDER BY seq')
+    .all(p.run_id)
+    .map(read<AgentCheckpointRow>('agent_checkpoints'));
 }
 
 /** Children first: `agent_runs.event_id` references `agent_events`, the other tables reference `agent_runs`. */
@@ -157,7 +229,11 @@ export function agentRunDelete(s: Statements, p: { ids: string[] }): { rows: num
       rows += s.get(`DELETE FROM ${table} WHERE run_id IN (SELECT value FROM json_each(?))`).run(ids).changes;
     }
     rows += s.get('DELETE FROM agent_runs WHERE id IN (SELECT value FROM json_each(?))').run(ids).changes;
-    rows += s.get('DELETE FROM agent_events WHERE run_id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.event_id = agent_events.id)').run(ids).changes;
+    rows += s
+      .get(
+        'DELETE FROM agent_events WHERE run_id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.event_id = agent_events.id)',
+      )
+      .run(ids).changes;
   }
   return { rows };
 }

@@ -75,7 +75,11 @@ describe('sqlite writes while another connection holds the write lock', () => {
     open.push(lock);
     const s = store;
     const started = performance.now();
-    const writes = Promise.allSettled([...Array.from({ length: 20 }, (_, i) => put(s, `refused-${i}`)), s.transaction(async (tx) => put(tx, 'in-tx')), s.storageVacuum({ after: 'sweep' })]);
+    const writes = Promise.allSettled([
+      ...Array.from({ length: 20 }, (_, i) => put(s, `refused-${i}`)),
+      s.transaction(async (tx) => put(tx, 'in-tx')),
+      s.storageVacuum({ after: 'sweep' }),
+    ]);
     const { ticks, settled } = await ticksDuring(writes);
     const elapsed = performance.now() - started;
     const outcomes = settled.status === 'fulfilled' ? settled.value : [];
@@ -104,9 +108,14 @@ describe('sqlite writes while another connection holds the write lock', () => {
     open.push(lock);
     const started = performance.now();
     // submitted in one turn: one batch
-    const writes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => journal.group.submit({ appends: [{ streamId: `s-${i}`, events: [{ type: 'x', data: i }] }] })));
+    const writes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        journal.group.submit({ appends: [{ streamId: `s-${i}`, events: [{ type: 'x', data: i }] }] }),
+      ),
+    );
     const elapsed = performance.now() - started;
-    for (const outcome of writes) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    for (const outcome of writes)
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
     expect(elapsed).toBeGreaterThanOrEqual(BUSY_DEADLINE_MS - 100);
     expect(elapsed).toBeLessThan(2 * BUSY_DEADLINE_MS);
     lock.release();

@@ -14,12 +14,16 @@ describe('sqlite checkpointer', () => {
     const store = openSqliteStore(path);
     const data = { text: 'x'.repeat(1000) };
     // 1,500 commits of a kilobyte: a few thousand frames, under the writer's own checkpoint (10,000)
-    for (let i = 0; i < 1500; i++) await store.eventAppend({ appends: [{ streamId: `s-${i % 10}`, events: [{ type: 't', data }] }] });
+    for (let i = 0; i < 1500; i++)
+      await store.eventAppend({ appends: [{ streamId: `s-${i % 10}`, events: [{ type: 't', data }] }] });
     // every page the WAL holds is in the file: the writer's own checkpoint leaves its last frames (under 1,000) in the WAL
     const reader = openDatabase(path, { migrate: false });
-    const pages = () => (reader.pragma('page_count', { simple: true }) as number) * (reader.pragma('page_size', { simple: true }) as number);
+    const pages = () =>
+      (reader.pragma('page_count', { simple: true }) as number) *
+      (reader.pragma('page_size', { simple: true }) as number);
     const copied = async () => {
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50)) if (statSync(path).size === pages()) return true;
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50))
+        if (statSync(path).size === pages()) return true;
       return false;
     };
     expect(await copied()).toBe(true);
@@ -41,7 +45,12 @@ describe('sqlite checkpointer', () => {
       await store.close();
       console.log('closed');`;
     const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }, (_error, stdout) => resolve({ code: child.exitCode, stdout }));
+      const child = execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', script],
+        { encoding: 'utf8' },
+        (_error, stdout) => resolve({ code: child.exitCode, stdout }),
+      );
     });
     expect(result).toEqual({ code: 0, stdout: 'closed\n' });
   });
@@ -50,7 +59,11 @@ describe('sqlite checkpointer', () => {
     const db = openDatabase(createSqlitePath());
     const checkpointer = Checkpointer.start(db, `${createSqlitePath()}.missing`);
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline && db.pragma('wal_autocheckpoint', { simple: true }) !== 1000; ) await sleep(20);
+    for (
+      const deadline = Date.now() + 10_000;
+      Date.now() < deadline && db.pragma('wal_autocheckpoint', { simple: true }) !== 1000;
+    )
+      await sleep(20);
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
     await checkpointer.stop();
     db.close();

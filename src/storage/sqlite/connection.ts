@@ -30,12 +30,18 @@ export function openDatabase(path: string, options: { migrate?: boolean } = {}):
 
 function migrate(db: Db): void {
   const apply = db.transaction(() => {
-    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
     const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
     for (const migration of loadMigrations('sqlite')) {
       if (applied.has(migration.version)) continue;
       db.exec(migration.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        migration.version,
+        migration.name,
+        Date.now(),
+      );
     }
   });
   apply.immediate();

@@ -1,6 +1,21 @@
 import { ConflictError, ValidationError } from '../../errors.js';
-import { projectionFieldPath, projectionRange, recentRange, type ProjectionListParams, type ProjectionRecentParams, type ProjectionRow } from '../projections.js';
-import type { AppendResult, CommittedRead, Cursor, EventAppendParams, StoredEvent, StreamAppend, StreamInfo } from '../store.js';
+import {
+  projectionFieldPath,
+  projectionRange,
+  recentRange,
+  type ProjectionListParams,
+  type ProjectionRecentParams,
+  type ProjectionRow,
+} from '../projections.js';
+import type {
+  AppendResult,
+  CommittedRead,
+  Cursor,
+  EventAppendParams,
+  StoredEvent,
+  StreamAppend,
+  StreamInfo,
+} from '../store.js';
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
 import { fromText, toEvent, type EventRow } from '../rows.js';
@@ -10,7 +25,9 @@ import { isTaskStream } from '../tasks.js';
 export function eventAppend(s: Statements, now: number, p: EventAppendParams): AppendResult {
   const key = p.idempotencyKey ?? null;
   if (key !== null) {
-    const claimed = s.get('INSERT INTO append_keys (key, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, now).changes;
+    const claimed = s
+      .get('INSERT INTO append_keys (key, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING')
+      .run(key, now).changes;
     if (claimed === 0) {
       const rows = s.get('SELECT * FROM events WHERE idempotency_key = ? ORDER BY position').all(key) as EventRow[];
       return { events: rows.map((row) => toEvent(row, fromText)), duplicate: true };
@@ -28,7 +45,15 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
       const metadata = event.metadata ?? {};
       const data = event.data ?? null;
       rows.push([append.streamId, version, event.type, JSON.stringify(data), JSON.stringify(metadata), key, now]);
-      events.push({ position: 0, streamId: append.streamId, version, type: event.type, data, metadata, timestamp: now });
+      events.push({
+        position: 0,
+        streamId: append.streamId,
+        version,
+        type: event.type,
+        data,
+        metadata,
+        timestamp: now,
+      });
     }
   }
   // AUTOINCREMENT under the write lock: the rows of one statement take consecutive positions, in order
@@ -41,9 +66,18 @@ export function eventAppend(s: Statements, now: number, p: EventAppendParams): A
   return { events, duplicate: false };
 }
 
-const insertEvents = bySize((n) => `INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(n, 7)}`);
-const newestSql = bySize((n) => `SELECT stream_id, max(version) AS version FROM events WHERE stream_id IN (${Array(n).fill('?').join(', ')}) GROUP BY stream_id`);
-const bumpSql = bySize((n) => `INSERT INTO streams (stream_id, version) VALUES ${placeholders(n, 2)} ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING stream_id, version`);
+const insertEvents = bySize(
+  (n) =>
+    `INSERT INTO events (stream_id, version, type, data, metadata, idempotency_key, created_at) VALUES ${placeholders(n, 7)}`,
+);
+const newestSql = bySize(
+  (n) =>
+    `SELECT stream_id, max(version) AS version FROM events WHERE stream_id IN (${Array(n).fill('?').join(', ')}) GROUP BY stream_id`,
+);
+const bumpSql = bySize(
+  (n) =>
+    `INSERT INTO streams (stream_id, version) VALUES ${placeholders(n, 2)} ON CONFLICT (stream_id) DO UPDATE SET version = version + excluded.version RETURNING stream_id, version`,
+);
 
 /**
  * Each stream's version before this append, its rows bumped by the append's count, one statement
@@ -59,10 +93,15 @@ function bumpStreams(s: Statements, appends: StreamAppend[]): Map<string, number
   const before = new Map<string, number>();
   for (const chunk of chunks([...tasks])) {
     for (const id of chunk) before.set(id, 0);
-    for (const row of s.get(newestSql(chunk.length)).all(...chunk) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version);
+    for (const row of s.get(newestSql(chunk.length)).all(...chunk) as Array<{ stream_id: string; version: number }>)
+      before.set(row.stream_id, row.version);
   }
   for (const chunk of chunks([...counts])) {
-    for (const row of s.get(bumpSql(chunk.length)).all(...chunk.flat()) as Array<{ stream_id: string; version: number }>) before.set(row.stream_id, row.version - counts.get(row.stream_id)!);
+    for (const row of s.get(bumpSql(chunk.length)).all(...chunk.flat()) as Array<{
+      stream_id: string;
+      version: number;
+    }>)
+      before.set(row.stream_id, row.version - counts.get(row.stream_id)!);
   }
   return before;
 }
@@ -90,17 +129,27 @@ function checkExpectedVersions(s: Statements, p: EventAppendParams): void {
   for (const append of p.appends) {
     if (append.expectedVersion !== undefined) {
       const actual = streamVersion(s, append.streamId) + (added.get(append.streamId) ?? 0);
-      if (append.expectedVersion !== actual) throw new ConflictError(`stream ${append.streamId} is at version ${actual}, expected ${append.expectedVersion}`);
+      if (append.expectedVersion !== actual)
+        throw new ConflictError(
+          `stream ${append.streamId} is at version ${actual}, expected ${append.expectedVersion}`,
+        );
     }
     added.set(append.streamId, (added.get(append.streamId) ?? 0) + append.events.length);
   }
 }
 
-export function eventReadStream(s: Statements, p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean }): StoredEvent[] {
+export function eventReadStream(
+  s: Statements,
+  p: { streamId: string; fromVersion?: number; limit?: number; backwards?: boolean },
+): StoredEvent[] {
   const limit = p.limit ?? 1000;
   const rows = p.backwards
-    ? s.get('SELECT * FROM events WHERE stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?').all(p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit)
-    : s.get('SELECT * FROM events WHERE stream_id = ? AND version >= ? ORDER BY version LIMIT ?').all(p.streamId, p.fromVersion ?? 1, limit);
+    ? s
+        .get('SELECT * FROM events WHERE stream_id = ? AND version <= ? ORDER BY version DESC LIMIT ?')
+        .all(p.streamId, p.fromVersion ?? Number.MAX_SAFE_INTEGER, limit)
+    : s
+        .get('SELECT * FROM events WHERE stream_id = ? AND version >= ? ORDER BY version LIMIT ?')
+        .all(p.streamId, p.fromVersion ?? 1, limit);
   return (rows as EventRow[]).map((row) => toEvent(row, fromText));
 }
 
@@ -117,14 +166,19 @@ function filterParams(p: { streamPrefix?: string; types?: string[] }): { prefix:
  * retention's for ended runs, examined every event from `fromPosition` on: 33 ms for 200 of them
  * among 200,000 events, measured); otherwise in position order, filtered.
  */
-export function eventReadAll(s: Statements, p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] }): StoredEvent[] {
+export function eventReadAll(
+  s: Statements,
+  p: { fromPosition?: number; limit?: number; streamPrefix?: string; types?: string[] },
+): StoredEvent[] {
   const from = p.fromPosition ?? 1;
   const limit = p.limit ?? 1000;
   let rows: EventRow[];
   if (p.types && p.types.length > 0 && !p.types.some(unindexedType)) {
     rows = readByTypes(s, p.types, 'position >= @from', { from, limit, prefix: p.streamPrefix ?? null });
   } else {
-    rows = s.get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`).all({ ...filterParams(p), from, limit }) as EventRow[];
+    rows = s
+      .get(`SELECT * FROM events WHERE ${FILTER} AND position >= @from ORDER BY position LIMIT @limit`)
+      .all({ ...filterParams(p), from, limit }) as EventRow[];
   }
   return rows.map((row) => toEvent(row, fromText));
 }
@@ -138,10 +192,19 @@ const PREFIX = 'substr(stream_id, 1, length(@prefix)) = @prefix';
  * Events of `types` (all of the type index) within `range`, each type read through the index,
  * merged in position order, at most `params.limit`; a `params.prefix` keeps one stream prefix.
  */
-function readByTypes(s: Statements, types: string[], range: string, params: { limit: number; prefix: string | null } & Record<string, unknown>): EventRow[] {
+function readByTypes(
+  s: Statements,
+  types: string[],
+  range: string,
+  params: { limit: number; prefix: string | null } & Record<string, unknown>,
+): EventRow[] {
   const { prefix, ...rest } = params;
-  const byType = s.get(`SELECT * FROM events WHERE type = @type AND ${INDEXED} AND ${range}${prefix === null ? '' : ` AND ${PREFIX}`} ORDER BY position LIMIT @limit`);
-  const rows = [...new Set(types)].flatMap((type) => byType.all({ ...rest, type, ...(prefix === null ? {} : { prefix }) }) as EventRow[]);
+  const byType = s.get(
+    `SELECT * FROM events WHERE type = @type AND ${INDEXED} AND ${range}${prefix === null ? '' : ` AND ${PREFIX}`} ORDER BY position LIMIT @limit`,
+  );
+  const rows = [...new Set(types)].flatMap(
+    (type) => byType.all({ ...rest, type, ...(prefix === null ? {} : { prefix }) }) as EventRow[],
+  );
   return rows.sort((a, b) => a.position - b.position).slice(0, params.limit);
 }
 
@@ -154,9 +217,13 @@ function readByTypes(s: Statements, types: string[], range: string, params: { li
  * positions are examined. Either way the cursor moves past what was covered, so nothing is
  * examined twice.
  */
-export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] }): CommittedRead {
+export function eventReadCommitted(
+  s: Statements,
+  p: { after: Cursor; limit: number; streamPrefix?: string; types?: string[] },
+): CommittedRead {
   const after = parsePosition(p.after);
-  const head = (s.get('SELECT max(position) AS position FROM events').get() as { position: number | null }).position ?? 0;
+  const head =
+    (s.get('SELECT max(position) AS position FROM events').get() as { position: number | null }).position ?? 0;
   if (head <= after) return { events: [], cursor: p.after, more: false };
   const prefix = p.streamPrefix ?? null;
   const and = prefix === null ? '' : ` AND ${PREFIX}`;
@@ -167,16 +234,24 @@ export function eventReadCommitted(s: Statements, p: { after: Cursor; limit: num
   } else {
     if (prefix !== null || p.types) to = Math.min(head, after + SCAN_EVENTS);
     const types = p.types ? ' AND type IN (SELECT value FROM json_each(@types))' : '';
-    rows = s.get(`SELECT * FROM events WHERE position > @after AND position <= @to${and}${types} ORDER BY position LIMIT @limit`).all({
-      after,
-      to,
-      limit: p.limit,
-      ...(prefix === null ? {} : { prefix }),
-      ...(p.types ? { types: JSON.stringify(p.types) } : {}),
-    }) as EventRow[];
+    rows = s
+      .get(
+        `SELECT * FROM events WHERE position > @after AND position <= @to${and}${types} ORDER BY position LIMIT @limit`,
+      )
+      .all({
+        after,
+        to,
+        limit: p.limit,
+        ...(prefix === null ? {} : { prefix }),
+        ...(p.types ? { types: JSON.stringify(p.types) } : {}),
+      }) as EventRow[];
   }
   const reached = rows.length === p.limit ? rows.at(-1)!.position : to;
-  return { events: rows.map((row) => ({ event: toEvent(row, fromText), cursor: String(row.position) })), cursor: String(reached), more: reached < head };
+  return {
+    events: rows.map((row) => ({ event: toEvent(row, fromText), cursor: String(row.position) })),
+    cursor: String(reached),
+    more: reached < head,
+  };
 }
 
 function parsePosition(cursor: Cursor): number {
@@ -191,10 +266,17 @@ export function eventHead(s: Statements): Cursor {
 }
 
 export function streamList(s: Statements, p: { prefix: string; after?: string; limit: number }): StreamInfo[] {
-  const { low, high } = projectionRange({ name: '', prefix: p.prefix, limit: p.limit, ...(p.after === undefined ? {} : { after: p.after }) });
+  const { low, high } = projectionRange({
+    name: '',
+    prefix: p.prefix,
+    limit: p.limit,
+    ...(p.after === undefined ? {} : { after: p.after }),
+  });
   const lowOp = p.after !== undefined && p.after >= p.prefix ? '>' : '>=';
   const rows = s
-    .get(`SELECT s.stream_id, s.version, e.created_at FROM streams s JOIN events e ON e.stream_id = s.stream_id AND e.version = s.version WHERE s.stream_id ${lowOp} ? AND s.stream_id < ? ORDER BY s.stream_id LIMIT ?`)
+    .get(
+      `SELECT s.stream_id, s.version, e.created_at FROM streams s JOIN events e ON e.stream_id = s.stream_id AND e.version = s.version WHERE s.stream_id ${lowOp} ? AND s.stream_id < ? ORDER BY s.stream_id LIMIT ?`,
+    )
     .all(low, high, p.limit) as { stream_id: string; version: number; created_at: number }[];
   return rows.map((row) => ({ streamId: row.stream_id, version: row.version, updatedAt: row.created_at }));
 }
@@ -225,7 +307,9 @@ function column(field: unknown): unknown {
 }
 
 export function projectionGet(s: Statements, p: { name: string; key: string }): unknown {
-  const row = s.get('SELECT value FROM projections WHERE name = ? AND key = ?').get(p.name, p.key) as { value: string } | undefined;
+  const row = s.get('SELECT value FROM projections WHERE name = ? AND key = ?').get(p.name, p.key) as
+    | { value: string }
+    | undefined;
   return row ? JSON.parse(row.value) : undefined;
 }
 
@@ -247,7 +331,11 @@ export function projectionList(s: Statements, p: ProjectionListParams): Projecti
   const { low, high } = projectionRange(p);
   const lowOp = p.after !== undefined && p.after >= (p.prefix ?? '') ? '>' : '>=';
   const order = p.backwards ? 'DESC' : 'ASC';
-  const rows = s.get(`SELECT key, value FROM projections WHERE name = ? AND key ${lowOp} ? AND key < ? ORDER BY key ${order} LIMIT ?`).all(p.name, low, high, p.limit) as { key: string; value: string }[];
+  const rows = s
+    .get(
+      `SELECT key, value FROM projections WHERE name = ? AND key ${lowOp} ? AND key < ? ORDER BY key ${order} LIMIT ?`,
+    )
+    .all(p.name, low, high, p.limit) as { key: string; value: string }[];
   return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
 }
 
@@ -289,7 +377,9 @@ export function projectionListRecent(s: Statements, p: ProjectionRecentParams): 
     where.push(`(${any.join(' OR ') || '0'})`);
   }
   args.push(p.limit);
-  const rows = s.get(`SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ?`).all(...args) as { key: string; value: string }[];
+  const rows = s
+    .get(`SELECT key, value FROM projections WHERE ${where.join(' AND ')} ORDER BY ${CREATED} DESC, key DESC LIMIT ?`)
+    .all(...args) as { key: string; value: string }[];
   return rows.map((row) => ({ key: row.key, value: JSON.parse(row.value) }));
 }
 

@@ -14,8 +14,24 @@ export function taskStats(s: Statements, now: number): QueueStats[] {
          SELECT queue, 0, 0, 0, count(*), NULL, 0 FROM tasks WHERE state = 'dead' GROUP BY queue)
        GROUP BY queue ORDER BY queue`,
     )
-    .all({ now }) as Array<{ queue: string; ready: number; due: number; running: number; dead: number; oldest: number | null; expired: number }>;
-  return rows.map((r) => ({ queue: r.queue, ready: r.ready, due: r.due, running: r.running, dead: r.dead, oldestDueAt: r.oldest, expiredLeases: r.expired }));
+    .all({ now }) as Array<{
+    queue: string;
+    ready: number;
+    due: number;
+    running: number;
+    dead: number;
+    oldest: number | null;
+    expired: number;
+  }>;
+  return rows.map((r) => ({
+    queue: r.queue,
+    ready: r.ready,
+    due: r.due,
+    running: r.running,
+    dead: r.dead,
+    oldestDueAt: r.oldest,
+    expiredLeases: r.expired,
+  }));
 }
 
 export function taskListActiveKeys(s: Statements, p: { queue: string; orderingKeys: string[] }): string[] {
@@ -39,7 +55,14 @@ export function taskDelete(s: Statements, p: TaskDeleteParams): string[] {
          ORDER BY updated_at LIMIT @limit)
        RETURNING id`,
     )
-    .all({ states: JSON.stringify(p.states), before: p.updatedBefore, queue: p.queue ?? null, except: p.exceptQueue ?? null, keys: p.orderingKeys ? JSON.stringify(p.orderingKeys) : null, limit: p.limit });
+    .all({
+      states: JSON.stringify(p.states),
+      before: p.updatedBefore,
+      queue: p.queue ?? null,
+      except: p.exceptQueue ?? null,
+      keys: p.orderingKeys ? JSON.stringify(p.orderingKeys) : null,
+      limit: p.limit,
+    });
   return rows.map((row) => (row as { id: string }).id);
 }
 
@@ -51,7 +74,14 @@ export function subscriptionStats(s: Statements, now: number): SubscriptionStats
          (SELECT count(*) FROM parked p WHERE p.subscription = s.name AND p.status = 'parked') AS parked
        FROM subscriptions s ORDER BY s.name`,
     )
-    .all() as Array<{ name: string; blocked_reason: string | null; owner: string | null; lease_expires_at: number | null; behind: number; parked: number }>;
+    .all() as Array<{
+    name: string;
+    blocked_reason: string | null;
+    owner: string | null;
+    lease_expires_at: number | null;
+    behind: number;
+    parked: number;
+  }>;
   return rows.map((r) => ({
     name: r.name,
     behind: Math.max(0, r.behind),
@@ -86,9 +116,19 @@ export function storageDiagnose(s: Statements): StoreDiagnosis {
   const started = performance.now();
   s.get('SELECT 1').get();
   const latencyMs = performance.now() - started;
-  const migrations = (s.get('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>).map((r) => r.version);
+  const migrations = (
+    s.get('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>
+  ).map((r) => r.version);
   const autoVacuum = s.db.pragma('auto_vacuum', { simple: true }) as number;
-  return { latencyMs, clockSkewMs: 0, migrations, commitsPerSecond: null, commitsSource: null, autoVacuum, vacuum: null };
+  return {
+    latencyMs,
+    clockSkewMs: 0,
+    migrations,
+    commitsPerSecond: null,
+    commitsSource: null,
+    autoVacuum,
+    vacuum: null,
+  };
 }
 
 export function eventDeleteBefore(s: Statements, p: { streamId: string; beforeVersion: number }): { events: number } {
@@ -96,5 +136,7 @@ export function eventDeleteBefore(s: Statements, p: { streamId: string; beforeVe
     `DELETE FROM append_keys WHERE key IN (
        SELECT idempotency_key FROM events WHERE stream_id = ? AND version < ? AND idempotency_key IS NOT NULL)`,
   ).run(p.streamId, p.beforeVersion);
-  return { events: s.get('DELETE FROM events WHERE stream_id = ? AND version < ?').run(p.streamId, p.beforeVersion).changes };
+  return {
+    events: s.get('DELETE FROM events WHERE stream_id = ? AND version < ?').run(p.streamId, p.beforeVersion).changes,
+  };
 }

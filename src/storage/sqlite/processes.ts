@@ -1,4 +1,10 @@
-import { leaseHolderPrefix, parseSettings, type ProcessesEnded, type ProcessInfo, type ProcessRegistration } from '../processes.js';
+import {
+  leaseHolderPrefix,
+  parseSettings,
+  type ProcessesEnded,
+  type ProcessInfo,
+  type ProcessRegistration,
+} from '../processes.js';
 import type { Statements } from './connection.js';
 
 interface ProcessRow {
@@ -34,16 +40,32 @@ export function processList(s: Statements): ProcessInfo[] {
   }));
 }
 
-export function processExpire(s: Statements, now: number, p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): ProcessesEnded {
+export function processExpire(
+  s: Statements,
+  now: number,
+  p: { processes: Array<{ id: string; heartbeatAt: number | null }> },
+): ProcessesEnded {
   const ended: ProcessesEnded = { processes: [], tasks: 0, subscriptions: 0 };
   // a lease that ended a moment ago: the next expiry sweep or lease attempt takes it
   const past = now - 1;
   for (const { id, heartbeatAt } of p.processes) {
-    if (s.get('DELETE FROM processes WHERE id = @id AND (@at IS NULL OR heartbeat_at = @at)').run({ id, at: heartbeatAt }).changes === 0) continue;
+    if (
+      s.get('DELETE FROM processes WHERE id = @id AND (@at IS NULL OR heartbeat_at = @at)').run({ id, at: heartbeatAt })
+        .changes === 0
+    )
+      continue;
     ended.processes.push(id);
     const mark = leaseHolderPrefix(id);
-    ended.tasks += s.get("UPDATE tasks SET lease_expires_at = @past WHERE state = 'running' AND lease_expires_at > @past AND substr(worker_id, 1, length(@mark)) = @mark").run({ past, mark }).changes;
-    ended.subscriptions += s.get('UPDATE subscriptions SET lease_expires_at = @past WHERE lease_expires_at > @past AND substr(owner, 1, length(@mark)) = @mark').run({ past, mark }).changes;
+    ended.tasks += s
+      .get(
+        "UPDATE tasks SET lease_expires_at = @past WHERE state = 'running' AND lease_expires_at > @past AND substr(worker_id, 1, length(@mark)) = @mark",
+      )
+      .run({ past, mark }).changes;
+    ended.subscriptions += s
+      .get(
+        'UPDATE subscriptions SET lease_expires_at = @past WHERE lease_expires_at > @past AND substr(owner, 1, length(@mark)) = @mark',
+      )
+      .run({ past, mark }).changes;
   }
   return ended;
 }

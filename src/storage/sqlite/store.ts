@@ -58,7 +58,17 @@ export function openSqliteStore(path: string, options: { migrate?: boolean } = {
   if (!shared) {
     const db = openDatabase(path, options);
     const lock = new Mutex();
-    shared = { path, db, statements: new Statements(db), lock, turns: new Turns(lock), listeners: { events: new Set(), tasks: new Set() }, users: 0, commits: 0, checkpointer: null };
+    shared = {
+      path,
+      db,
+      statements: new Statements(db),
+      lock,
+      turns: new Turns(lock),
+      listeners: { events: new Set(), tasks: new Set() },
+      users: 0,
+      commits: 0,
+      checkpointer: null,
+    };
     if (key !== null) open.set(key, shared);
   }
   shared.users += 1;
@@ -119,11 +129,13 @@ class SqliteStore implements Store {
   /** A write: atomic on its own, or part of the transaction this store belongs to; `wakeups` go out once it committed (one channel's, or those its result names). */
   private async run<T>(fn: (s: Statements, now: number) => T, wakeups?: Wake | ((result: T) => Wake[])): Promise<T> {
     const { db, statements } = this.shared;
-    const notifyOf = (result: T): Wake[] => (typeof wakeups === 'function' ? wakeups(result) : wakeups ? [wakeups] : []);
+    const notifyOf = (result: T): Wake[] =>
+      typeof wakeups === 'function' ? wakeups(result) : wakeups ? [wakeups] : [];
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
       const result = fn(statements, Date.now());
-      for (const [channel, ...payloads] of notifyOf(result)) for (const payload of payloads) addPending(this.pending, [channel, payload]);
+      for (const [channel, ...payloads] of notifyOf(result))
+        for (const payload of payloads) addPending(this.pending, [channel, payload]);
       return result;
     }
     const release = await this.shared.turns.write(() => statements.get('BEGIN IMMEDIATE').run());
@@ -199,7 +211,10 @@ class SqliteStore implements Store {
     if (this.pending) this.rolledBack.push(fn);
   }
 
-  async listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>> {
+  async listen(
+    channel: NotifyChannel,
+    onWake: (payload: string, version?: number) => void,
+  ): Promise<() => Promise<void>> {
     // a callback of its own: one listener registered twice is woken twice, and each unlisten removes its own
     const callback = (stream: string, version?: number) => onWake(stream, version);
     this.shared.listeners[channel].add(callback);
@@ -300,16 +315,21 @@ class SqliteStore implements Store {
   projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
   projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
 
-  subscriptionEnsure: Store['subscriptionEnsure'] = (p) => this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
-  subscriptionLease: Store['subscriptionLease'] = (p) => this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
+  subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
+    this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
+  subscriptionLease: Store['subscriptionLease'] = (p) =>
+    this.run((s, now) => subscriptions.subscriptionLease(s, now, p));
   subscriptionRelease: Store['subscriptionRelease'] = (p) => this.run((s) => subscriptions.subscriptionRelease(s, p));
-  subscriptionAdvance: Store['subscriptionAdvance'] = (p) => this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
-  subscriptionBlock: Store['subscriptionBlock'] = (p) => this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
+  subscriptionAdvance: Store['subscriptionAdvance'] = (p) =>
+    this.run((s, now) => subscriptions.subscriptionAdvance(s, now, p));
+  subscriptionBlock: Store['subscriptionBlock'] = (p) =>
+    this.run((s, now) => subscriptions.subscriptionBlock(s, now, p));
   subscriptionGet: Store['subscriptionGet'] = (p) => this.read((s) => subscriptions.subscriptionGet(s, p));
   subscriptionList: Store['subscriptionList'] = () => this.read((s) => subscriptions.subscriptionList(s));
   parkedAdd: Store['parkedAdd'] = (p) => this.run((s, now) => subscriptions.parkedAdd(s, now, p));
   parkedList: Store['parkedList'] = (p) => this.read((s) => subscriptions.parkedList(s, p));
-  parkedSetStatus: Store['parkedSetStatus'] = (p) => this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
+  parkedSetStatus: Store['parkedSetStatus'] = (p) =>
+    this.run((s, now) => subscriptions.parkedSetStatus(s, now, p), ['events', '']);
 
   taskEnqueue: Store['taskEnqueue'] = (p) =>
     this.run(
@@ -325,7 +345,8 @@ class SqliteStore implements Store {
   taskHold: Store['taskHold'] = (p) => this.read((s) => tasks.taskHold(s, p));
   // the next task of each ordering key is claimable now: the queue's workers are woken (taskDueIn leaves it out)
   taskComplete: Store['taskComplete'] = (p) => this.run((s, now) => tasks.taskComplete(s, now, p), completedWakes);
-  taskCompleteAll: Store['taskCompleteAll'] = (p) => this.run((s, now) => tasks.taskCompleteAll(s, now, p), completedWakes).then(() => undefined);
+  taskCompleteAll: Store['taskCompleteAll'] = (p) =>
+    this.run((s, now) => tasks.taskCompleteAll(s, now, p), completedWakes).then(() => undefined);
   taskRelease: Store['taskRelease'] = (p) =>
     this.run(
       (s, now) => tasks.taskRelease(s, now, p),

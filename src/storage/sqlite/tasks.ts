@@ -22,12 +22,18 @@ const INSERT = `INSERT INTO tasks (id, queue, state, payload, idempotency_key, o
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 
-export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] }): Array<{ task: Task; created: boolean }> {
+export function taskEnqueue(
+  s: Statements,
+  now: number,
+  p: { tasks: NewTask[] },
+): Array<{ task: Task; created: boolean }> {
   const insert = s.get(INSERT);
   const claimable = s.get(CLAIMABLE_NEW);
   const results = p.tasks.map((t) => {
     const c = t.claim;
-    const claimed = c !== undefined && claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
+    const claimed =
+      c !== undefined &&
+      claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
     const payload = JSON.stringify(t.payload ?? null);
     const runAt = t.runAt ?? now;
     const expires = claimed ? now + c.leaseMs : null;
@@ -50,11 +56,19 @@ export function taskEnqueue(s: Statements, now: number, p: { tasks: NewTask[] })
       claimed ? c.workerId : null,
       claimed ? now : null,
     );
-    if (changes > 0) return { task: insertedTask(t, payload, { state: claimed ? 'running' : 'ready', now, runAt, leaseExpiresAt: expires }), created: true };
-    const existing = s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(t.queue, t.idempotencyKey) as TaskRow;
+    if (changes > 0)
+      return {
+        task: insertedTask(t, payload, { state: claimed ? 'running' : 'ready', now, runAt, leaseExpiresAt: expires }),
+        created: true,
+      };
+    const existing = s
+      .get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?')
+      .get(t.queue, t.idempotencyKey) as TaskRow;
     return { task: toTask(existing, fromText), created: false };
   });
-  const appends = results.filter((r) => r.created).map(({ task }) => ({ streamId: taskStream(task.id), events: [enqueuedEvent(task)] }));
+  const appends = results
+    .filter((r) => r.created)
+    .map(({ task }) => ({ streamId: taskStream(task.id), events: [enqueuedEvent(task)] }));
   if (appends.length > 0) eventAppend(s, now, { appends });
   return results;
 }
@@ -78,12 +92,24 @@ const CLAIMABLE = `SELECT seq FROM tasks t
         AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
   ORDER BY priority DESC, run_at, seq LIMIT @limit`;
 
-export function taskClaim(s: Statements, now: number, p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] }): Task[] {
+export function taskClaim(
+  s: Statements,
+  now: number,
+  p: { queue: string; limit: number; leaseMs: number; workerId: string; leaseToken: string; tags?: string[] },
+): Task[] {
   const rows = (
     s
       .get(CLAIM)
       .raw(true)
-      .all({ queue: p.queue, now, limit: p.limit, token: p.leaseToken, expires: now + p.leaseMs, worker: p.workerId, tags: tagsParam(p.tags) }) as unknown[][]
+      .all({
+        queue: p.queue,
+        now,
+        limit: p.limit,
+        token: p.leaseToken,
+        expires: now + p.leaseMs,
+        worker: p.workerId,
+        tags: tagsParam(p.tags),
+      }) as unknown[][]
   ).map(taskRow);
   rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
   return rows.map((row) => toTask(row, fromText));
@@ -146,45 +172,86 @@ function taskRow(v: unknown[]): TaskRow {
 }
 
 export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): string[] {
-  const extend = s.get("UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? AND state = 'running'");
-  return p.leases.filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1).map((lease) => lease.id);
+  const extend = s.get(
+    "UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? AND state = 'running'",
+  );
+  return p.leases
+    .filter((lease) => extend.run(now + p.leaseMs, now, lease.id, lease.leaseToken).changes === 1)
+    .map((lease) => lease.id);
 }
 
 /** Inside the write transaction (BEGIN IMMEDIATE), so no other writer can take a lease before the COMMIT. */
 export function taskHold(s: Statements, p: { leases: Lease[] }): void {
   const held = s.get("SELECT 1 FROM tasks WHERE id = ? AND lease_token = ? AND state = 'running'");
-  if (new Set(p.leases.map((l) => l.id)).size < p.leases.length || p.leases.some((l) => held.get(l.id, l.leaseToken) === undefined)) {
+  if (
+    new Set(p.leases.map((l) => l.id)).size < p.leases.length ||
+    p.leases.some((l) => held.get(l.id, l.leaseToken) === undefined)
+  ) {
     throw new LeaseLostError('a lease this write needs is no longer held');
   }
 }
 
 const completeSql = bySize(
-  (n) => `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+  (
+    n,
+  ) => `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
     FROM (VALUES ${placeholders(n, 3)}) AS v
     WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running'
     RETURNING tasks.id, tasks.queue, tasks.ordering_key, tasks.attempts, tasks.worker_id, tasks.claimed_at`,
 );
 
-type CompletedRow = { id: string; queue: string; ordering_key: string | null; attempts: number; worker_id: string | null; claimed_at: number | null };
+type CompletedRow = {
+  id: string;
+  queue: string;
+  ordering_key: string | null;
+  attempts: number;
+  worker_id: string | null;
+  claimed_at: number | null;
+};
 
 /**
  * 64 tasks to a statement (`chunks`): one `UPDATE` per task cost a third more (measured: 3.7 →
  * 2.4 µs per task). Each completed task's `task.completed` goes in with it (`completedEvent`).
  */
-export function taskComplete(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
+export function taskComplete(
+  s: Statements,
+  now: number,
+  p: { items: Array<Lease & { result: unknown }> },
+): CompletedTask[] {
   const rows: CompletedRow[] = [];
   for (const chunk of chunks(p.items)) {
-    rows.push(...(s.get(completeSql(chunk.length)).all(now, ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)])) as CompletedRow[]));
+    rows.push(
+      ...(s
+        .get(completeSql(chunk.length))
+        .all(
+          now,
+          ...chunk.flatMap((item) => [item.id, item.leaseToken, JSON.stringify(item.result ?? null)]),
+        ) as CompletedRow[]),
+    );
   }
   if (rows.length === 0) return [];
-  const appends = rows.map((row) => ({ streamId: taskStream(row.id), events: [completedEvent({ attempts: row.attempts, workerId: row.worker_id, claimedAt: row.claimed_at })] }));
+  const appends = rows.map((row) => ({
+    streamId: taskStream(row.id),
+    events: [completedEvent({ attempts: row.attempts, workerId: row.worker_id, claimedAt: row.claimed_at })],
+  }));
   eventAppend(s, now, { appends });
-  const waiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1");
-  return rows.map((row) => ({ id: row.id, queue: row.queue, orderingKey: row.ordering_key, next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined }));
+  const waiting = s.get(
+    "SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1",
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    queue: row.queue,
+    orderingKey: row.ordering_key,
+    next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined,
+  }));
 }
 
 /** `taskComplete`, all or nothing; what it completed. */
-export function taskCompleteAll(s: Statements, now: number, p: { items: Array<Lease & { result: unknown }> }): CompletedTask[] {
+export function taskCompleteAll(
+  s: Statements,
+  now: number,
+  p: { items: Array<Lease & { result: unknown }> },
+): CompletedTask[] {
   const done = new Set(p.items.map((i) => i.id)).size < p.items.length ? [] : taskComplete(s, now, p);
   if (done.length < p.items.length) throw new LeaseLostError('a task this write completes is no longer held');
   return done;
@@ -195,10 +262,16 @@ export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }):
     `UPDATE tasks SET state = 'ready', attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
      WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING id, queue`,
   );
-  return p.leases.flatMap((l) => (release.get(now, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? []);
+  return p.leases.flatMap(
+    (l) => (release.get(now, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? [],
+  );
 }
 
-export function taskFail(s: Statements, now: number, p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean }): Task {
+export function taskFail(
+  s: Statements,
+  now: number,
+  p: Lease & { error: string; retryDelayMs: number | null; keepPlace?: boolean },
+): Task {
   const row = s
     .get(
       `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
@@ -206,7 +279,14 @@ export function taskFail(s: Statements, now: number, p: Lease & { error: string;
        last_error = @error, lease_token = NULL, lease_expires_at = NULL, updated_at = @now
      WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
     )
-    .get({ delay: p.retryDelayMs, keep: p.keepPlace === true ? 1 : 0, now, error: p.error, id: p.id, token: p.leaseToken }) as TaskRow | undefined;
+    .get({
+      delay: p.retryDelayMs,
+      keep: p.keepPlace === true ? 1 : 0,
+      now,
+      error: p.error,
+      id: p.id,
+      token: p.leaseToken,
+    }) as TaskRow | undefined;
   if (!row) {
     taskGet(s, p);
     throw new LeaseLostError(`task ${p.id}: lease ${p.leaseToken} is no longer held`);
@@ -226,7 +306,10 @@ export function taskExpire(s: Statements, now: number, p: { limit: number }): Ta
   return rows.map((row) => toTask(row, fromText));
 }
 
-export function taskList(s: Statements, p: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Task[] {
+export function taskList(
+  s: Statements,
+  p: { queue?: string; state?: TaskState; limit: number; afterId?: string },
+): Task[] {
   const rows = s
     .get(
       `SELECT * FROM tasks WHERE (@queue IS NULL OR queue = @queue) AND (@state IS NULL OR state = @state) AND (@after IS NULL OR id > @after)
@@ -237,16 +320,32 @@ export function taskList(s: Statements, p: { queue?: string; state?: TaskState; 
 }
 
 export function taskRedrive(s: Statements, now: number, p: { id: string }): { task: Task; redriven: boolean } {
-  const row = s.get(`UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`).get({ now, id: p.id }) as TaskRow | undefined;
+  const row = s
+    .get(
+      `UPDATE tasks SET state = 'ready', attempts = 0, run_at = @now, updated_at = @now WHERE id = @id AND state = 'dead' RETURNING *`,
+    )
+    .get({ now, id: p.id }) as TaskRow | undefined;
   return row ? { task: toTask(row, fromText), redriven: true } : { task: taskGet(s, p), redriven: false };
 }
 
 export function taskReschedule(s: Statements, p: { queue: string; orderingKey: string; runAt: number }): number {
-  return s.get("UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'").run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
+  return s
+    .get(
+      "UPDATE tasks SET run_at = min(run_at, @runAt) WHERE queue = @queue AND ordering_key = @key AND state = 'ready'",
+    )
+    .run({ runAt: p.runAt, queue: p.queue, key: p.orderingKey }).changes;
 }
 
-export function taskDueIn(s: Statements, now: number, p: { queue: string; tags?: string[]; lookbackMs?: number }): number | null {
-  const row = s.get(`SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND run_at > @now - @lookback AND ${UNPAUSED}`).get({ now, queue: p.queue, tags: tagsParam(p.tags), lookback: p.lookbackMs ?? 0 }) as {
+export function taskDueIn(
+  s: Statements,
+  now: number,
+  p: { queue: string; tags?: string[]; lookbackMs?: number },
+): number | null {
+  const row = s
+    .get(
+      `SELECT min(run_at) - @now AS due_in FROM tasks t WHERE queue = @queue AND state = 'ready' AND run_at > @now - @lookback AND ${UNPAUSED}`,
+    )
+    .get({ now, queue: p.queue, tags: tagsParam(p.tags), lookback: p.lookbackMs ?? 0 }) as {
     due_in: number | null;
   };
   return row.due_in;

@@ -63,7 +63,17 @@ describe('refusedReason', () => {
     expect(refusedReason(address)).toBe(reason);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700::1', '2a00:1450:4001:80b::200e', '::ffff:93.184.216.34', '64:ff9b::808:808'])('lets the public address %s through', (address) => {
+  it.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700::1',
+    '2a00:1450:4001:80b::200e',
+    '::ffff:93.184.216.34',
+    '64:ff9b::808:808',
+  ])('lets the public address %s through', (address) => {
     expect(refusedReason(address)).toBeNull();
   });
 
@@ -95,7 +105,18 @@ describe('IPv4 encodings in URLs', () => {
 
 describe('parseAllowlist', () => {
   it('reads hostnames, IP addresses and CIDRs, comma- or space-separated', () => {
-    expect(parseAllowlist('127.0.0.1, LocalHost,10.1.0.0/16  ::1 [fd00::1] fd00::/8 api.internal. bücher.example')).toEqual(['127.0.0.1', 'localhost', '10.1.0.0/16', '::1', 'fd00::1', 'fd00::/8', 'api.internal', 'xn--bcher-kva.example']);
+    expect(
+      parseAllowlist('127.0.0.1, LocalHost,10.1.0.0/16  ::1 [fd00::1] fd00::/8 api.internal. bücher.example'),
+    ).toEqual([
+      '127.0.0.1',
+      'localhost',
+      '10.1.0.0/16',
+      '::1',
+      'fd00::1',
+      'fd00::/8',
+      'api.internal',
+      'xn--bcher-kva.example',
+    ]);
   });
 
   it('is empty without a value', () => {
@@ -103,7 +124,18 @@ describe('parseAllowlist', () => {
     expect(parseAllowlist(' , ')).toEqual([]);
   });
 
-  it.each(['10.0.0.0/33', '::/129', '10.0.0/8', 'http://host', 'host:8080', '*.example.com', '-bad.example', '2130706433', '127.1', 'a..b'])('names the bad entry %s', (entry) => {
+  it.each([
+    '10.0.0.0/33',
+    '::/129',
+    '10.0.0/8',
+    'http://host',
+    'host:8080',
+    '*.example.com',
+    '-bad.example',
+    '2130706433',
+    '127.1',
+    'a..b',
+  ])('names the bad entry %s', (entry) => {
     const parse = (): string[] => parseAllowlist(`localhost,${entry}`);
     expect(parse).toThrow(ValidationError);
     expect(parse).toThrow(`RUNLEDGER_HTTP_ALLOW: '${entry}' is not a hostname`);

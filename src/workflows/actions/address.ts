@@ -75,7 +75,10 @@ export function parseAllowlist(text: string | undefined): string[] {
     .map((entry) => {
       const normalised = normaliseEntry(entry);
       if (normalised === null) {
-        throw new ValidationError('RUNLEDGER_HTTP_ALLOW', `'${entry}' is not a hostname, an IP address or a CIDR like 10.1.0.0/16`);
+        throw new ValidationError(
+          'RUNLEDGER_HTTP_ALLOW',
+          `'${entry}' is not a hostname, an IP address or a CIDR like 10.1.0.0/16`,
+        );
       }
       return normalised;
     });

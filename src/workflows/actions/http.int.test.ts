@@ -29,7 +29,12 @@ async function serve(handler: Handler): Promise<Local> {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const record = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const record = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       seen.push(record);
       handler(record, response);
     });
@@ -65,7 +70,10 @@ beforeEach(() => {
     return lookup.apply(this, args as Parameters<typeof lookup>);
   } as typeof lookup);
   const connect = net.Socket.prototype.connect;
-  connects = vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (this: net.Socket, ...args: unknown[]) {
+  connects = vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (
+    this: net.Socket,
+    ...args: unknown[]
+  ) {
     const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
     const host = typeof first === 'object' && first !== null ? (first as { host?: unknown }).host : args[1];
     if (host !== '127.0.0.1' && host !== 'pinned.test') throw new Error(`the test tried to connect to ${String(host)}`);
@@ -89,10 +97,17 @@ describe('httpRequest against a local server', () => {
       response.setHeader('Content-Type', 'application/json; charset=utf-8');
       response.writeHead(201).end(JSON.stringify({ received: JSON.parse(request.body) as unknown }));
     });
-    const out = await httpRequest({ method: 'POST', url: `${local.base}/orders?x=1`, body: { sku: 'A1', qty: [1, 2] } }, context());
+    const out = await httpRequest(
+      { method: 'POST', url: `${local.base}/orders?x=1`, body: { sku: 'A1', qty: [1, 2] } },
+      context(),
+    );
     expect(out).toEqual({
       status: 201,
-      headers: expect.objectContaining({ 'x-custom-header': 'Value', 'x-multi': 'a, b', 'content-type': 'application/json; charset=utf-8' }),
+      headers: expect.objectContaining({
+        'x-custom-header': 'Value',
+        'x-multi': 'a, b',
+        'content-type': 'application/json; charset=utf-8',
+      }),
       body: { received: { sku: 'A1', qty: [1, 2] } },
     });
     expect(out).not.toHaveProperty('truncated');
@@ -111,15 +126,33 @@ describe('httpRequest against a local server', () => {
       response.setHeader('Content-Type', 'text/plain; charset=utf-8');
       response.end(`${request.headers['content-type']}|${request.body}`);
     });
-    expect((await httpRequest({ method: 'PUT', url: local.base, body: 42 }, context())).body).toBe('application/json|42');
-    expect((await httpRequest({ method: 'PATCH', url: local.base, body: false }, context())).body).toBe('application/json|false');
-    expect((await httpRequest({ method: 'POST', url: local.base, body: 'héllo {not json}' }, context())).body).toBe('text/plain; charset=utf-8|héllo {not json}');
+    expect((await httpRequest({ method: 'PUT', url: local.base, body: 42 }, context())).body).toBe(
+      'application/json|42',
+    );
+    expect((await httpRequest({ method: 'PATCH', url: local.base, body: false }, context())).body).toBe(
+      'application/json|false',
+    );
+    expect((await httpRequest({ method: 'POST', url: local.base, body: 'héllo {not json}' }, context())).body).toBe(
+      'text/plain; charset=utf-8|héllo {not json}',
+    );
   });
 
   it('keeps a content-type and an Idempotency-Key the user set', async () => {
     const local = await serve((_request, response) => response.end('ok'));
-    await httpRequest({ method: 'POST', url: local.base, headers: { 'Content-Type': 'application/x-ndjson', 'idempotency-key': 'mine', Authorization: 'Bearer t' }, body: '{}\n' }, context());
-    expect(local.seen[0]?.headers).toMatchObject({ 'content-type': 'application/x-ndjson', 'idempotency-key': 'mine', authorization: 'Bearer t' });
+    await httpRequest(
+      {
+        method: 'POST',
+        url: local.base,
+        headers: { 'Content-Type': 'application/x-ndjson', 'idempotency-key': 'mine', Authorization: 'Bearer t' },
+        body: '{}\n',
+      },
+      context(),
+    );
+    expect(local.seen[0]?.headers).toMatchObject({
+      'content-type': 'application/x-ndjson',
+      'idempotency-key': 'mine',
+      authorization: 'Bearer t',
+    });
   });
 
   it('falls back to text when a JSON response does not parse, and parses +json types', async () => {
@@ -128,7 +161,9 @@ describe('httpRequest against a local server', () => {
       else response.setHeader('Content-Type', 'application/problem+json').end('{"title":"x"}');
     });
     expect((await httpRequest({ method: 'GET', url: `${local.base}/broken` }, context())).body).toBe('{"half":');
-    expect((await httpRequest({ method: 'GET', url: `${local.base}/problem` }, context())).body).toEqual({ title: 'x' });
+    expect((await httpRequest({ method: 'GET', url: `${local.base}/problem` }, context())).body).toEqual({
+      title: 'x',
+    });
   });
 
   it('truncates a body over 256 KiB and flags it; exactly 256 KiB is whole', async () => {
@@ -189,7 +224,9 @@ describe('httpRequest failures and retries', () => {
     const local = await serve((_request, response) => response.writeHead(404).end(`no such order\n${'x'.repeat(500)}`));
     const error = await failure({ method: 'GET', url: `${local.base}/orders/9` });
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toBe(`http_request GET ${local.base}/orders/9 failed: 404 Not Found: no such order ${'x'.repeat(200 - 'no such order '.length)}`);
+    expect(error.message).toBe(
+      `http_request GET ${local.base}/orders/9 failed: 404 Not Found: no such order ${'x'.repeat(200 - 'no such order '.length)}`,
+    );
   });
 
   it('refuses a header value with CR, LF or NUL, naming the header, before sending', async () => {
@@ -230,14 +267,26 @@ describe('httpRequest failures and retries', () => {
 
   it('refuses bad config with a TerminalError', async () => {
     const cases: [unknown, RegExp][] = [
-      [{ method: 'FETCH', url: 'http://127.0.0.1/' }, /method must be one of GET, POST, PUT, PATCH, DELETE \(got "FETCH"\)/],
+      [
+        { method: 'FETCH', url: 'http://127.0.0.1/' },
+        /method must be one of GET, POST, PUT, PATCH, DELETE \(got "FETCH"\)/,
+      ],
       [{ method: 'GET', url: 'not a url' }, /url must be an absolute URL/],
-      [{ method: 'GET', url: 'http://127.0.0.1/', timeout_seconds: 301 }, /timeout_seconds must be a number in \(0, 300\]/],
+      [
+        { method: 'GET', url: 'http://127.0.0.1/', timeout_seconds: 301 },
+        /timeout_seconds must be a number in \(0, 300\]/,
+      ],
       [{ method: 'GET', url: 'http://127.0.0.1/', timeout_seconds: 0 }, /timeout_seconds/],
       [{ method: 'GET', url: 'http://127.0.0.1/', body: { a: 1 } }, /a GET request cannot carry a body/],
       [{ method: 'POST', url: 'http://127.0.0.1/', body: { n: 1n } }, /the body cannot be sent as JSON/],
-      [{ method: 'GET', url: 'http://127.0.0.1/', headers: { Host: 'other' } }, /header 'Host' is set by http_request itself/],
-      [{ method: 'GET', url: 'http://127.0.0.1/', headers: { 'Bad Name': 'x' } }, /'Bad Name' is not a valid header name/],
+      [
+        { method: 'GET', url: 'http://127.0.0.1/', headers: { Host: 'other' } },
+        /header 'Host' is set by http_request itself/,
+      ],
+      [
+        { method: 'GET', url: 'http://127.0.0.1/', headers: { 'Bad Name': 'x' } },
+        /'Bad Name' is not a valid header name/,
+      ],
     ];
     for (const [config, message] of cases) {
       const error = await failure(config as HttpRequestConfig);
@@ -259,7 +308,14 @@ describe('redirects', () => {
     });
     const out = await httpRequest({ method: 'POST', url: `${local.base}/1`, body: { a: 1 } }, context());
     expect(out).toMatchObject({ status: 200, body: 'final GET' });
-    expect(local.seen.map(({ method, url, body }) => `${method} ${url} ${body}`)).toEqual(['POST /1 {"a":1}', 'POST /2 {"a":1}', 'GET /3 ', 'GET /4 ', 'GET /5 ', 'GET /6 ']);
+    expect(local.seen.map(({ method, url, body }) => `${method} ${url} ${body}`)).toEqual([
+      'POST /1 {"a":1}',
+      'POST /2 {"a":1}',
+      'GET /3 ',
+      'GET /4 ',
+      'GET /5 ',
+      'GET /6 ',
+    ]);
     expect(local.seen[2]?.headers['content-type']).toBeUndefined();
     expect(local.seen.every((seen) => seen.headers['idempotency-key'] === 'run_1:step_1')).toBe(true);
   });
@@ -274,33 +330,52 @@ describe('redirects', () => {
 
   it('turns a 302 after POST into a GET and drops Authorization on another origin', async () => {
     const target = await serve((request, response) => response.end(request.method));
-    const origin = await serve((_request, response) => response.writeHead(302, { Location: `${target.base}/landing` }).end());
-    const out = await httpRequest({ method: 'POST', url: origin.base, body: 'x', headers: { Authorization: 'Bearer secret' } }, context());
+    const origin = await serve((_request, response) =>
+      response.writeHead(302, { Location: `${target.base}/landing` }).end(),
+    );
+    const out = await httpRequest(
+      { method: 'POST', url: origin.base, body: 'x', headers: { Authorization: 'Bearer secret' } },
+      context(),
+    );
     expect(out.body).toBe('GET');
     expect(origin.seen[0]?.headers.authorization).toBe('Bearer secret');
     expect(target.seen[0]?.headers.authorization).toBeUndefined();
   });
 
   it('refuses a redirect from an allowlisted host to the metadata address without connecting there', async () => {
-    const local = await serve((_request, response) => response.writeHead(302, { Location: 'http://169.254.169.254/latest/meta-data/' }).end());
+    const local = await serve((_request, response) =>
+      response.writeHead(302, { Location: 'http://169.254.169.254/latest/meta-data/' }).end(),
+    );
     const error = await failure({ method: 'GET', url: local.base });
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toBe('http_request refused http://169.254.169.254/latest/meta-data/: 169.254.169.254 is a link-local address (the cloud metadata service)');
+    expect(error.message).toBe(
+      'http_request refused http://169.254.169.254/latest/meta-data/: 169.254.169.254 is a link-local address (the cloud metadata service)',
+    );
     expect(connects).toHaveBeenCalledTimes(1);
   });
 
   it('refuses a redirect to another scheme', async () => {
-    const local = await serve((_request, response) => response.writeHead(301, { Location: 'file:///etc/passwd' }).end());
+    const local = await serve((_request, response) =>
+      response.writeHead(301, { Location: 'file:///etc/passwd' }).end(),
+    );
     const error = await failure({ method: 'GET', url: local.base });
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toBe('http_request refused file:///etc/passwd: the scheme file: is not allowed (only http: and https:)');
+    expect(error.message).toBe(
+      'http_request refused file:///etc/passwd: the scheme file: is not allowed (only http: and https:)',
+    );
   });
 
   it('re-resolves and re-checks the host of every hop', async () => {
-    const lookup = vi.fn(async (host: string) => [{ address: host === 'metadata.test' ? '169.254.169.254' : '127.0.0.1', family: 4 as const }]);
-    const local = await serve((_request, response) => response.writeHead(308, { Location: 'http://metadata.test/' }).end());
+    const lookup = vi.fn(async (host: string) => [
+      { address: host === 'metadata.test' ? '169.254.169.254' : '127.0.0.1', family: 4 as const },
+    ]);
+    const local = await serve((_request, response) =>
+      response.writeHead(308, { Location: 'http://metadata.test/' }).end(),
+    );
     const error = await failure({ method: 'GET', url: local.base }, context({ lookup }));
-    expect(error.message).toBe('http_request refused http://metadata.test/: resolves to 169.254.169.254, a link-local address (the cloud metadata service)');
+    expect(error.message).toBe(
+      'http_request refused http://metadata.test/: resolves to 169.254.169.254, a link-local address (the cloud metadata service)',
+    );
     expect(lookup).toHaveBeenCalledWith('metadata.test');
     expect(connects).toHaveBeenCalledTimes(1);
   });
@@ -311,7 +386,9 @@ describe('the SSRF guard', () => {
     const local = await serve((_request, response) => response.end());
     const error = await failure({ method: 'GET', url: `${local.base}/` }, context({ allow: [] }));
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toBe(`http_request refused ${local.base}/: 127.0.0.1 is a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=127.0.0.1`);
+    expect(error.message).toBe(
+      `http_request refused ${local.base}/: 127.0.0.1 is a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=127.0.0.1`,
+    );
     expect(local.seen).toEqual([]);
     expect(connects).not.toHaveBeenCalled();
   });
@@ -321,7 +398,11 @@ describe('the SSRF guard', () => {
     ['http://0x7f000001/', 'http://127.0.0.1/', /loopback/],
     ['http://0177.0.0.1/', 'http://127.0.0.1/', /loopback/],
     ['http://127.1/', 'http://127.0.0.1/', /loopback/],
-    ['http://[::ffff:7f00:1]/', 'http://[::ffff:7f00:1]/', /::ffff:7f00:1 is a loopback address \(IPv4-mapped 127\.0\.0\.1\)/],
+    [
+      'http://[::ffff:7f00:1]/',
+      'http://[::ffff:7f00:1]/',
+      /::ffff:7f00:1 is a loopback address \(IPv4-mapped 127\.0\.0\.1\)/,
+    ],
     ['http://[::1]:8080/', 'http://[::1]:8080/', /::1 is a loopback address/],
     ['https://10.0.0.5/', 'https://10.0.0.5/', /10\.0\.0\.5 is a private address/],
     ['http://[fe80::1]/', 'http://[fe80::1]/', /link-local/],
@@ -351,9 +432,13 @@ describe('the SSRF guard', () => {
     );
     const rebind = await failure({ method: 'GET', url: 'http://rebind.test/' }, context({ lookup }));
     expect(rebind).toBeInstanceOf(TerminalError);
-    expect(rebind.message).toBe('http_request refused http://rebind.test/: resolves to 10.0.0.1, a private address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=rebind.test');
+    expect(rebind.message).toBe(
+      'http_request refused http://rebind.test/: resolves to 10.0.0.1, a private address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=rebind.test',
+    );
     const mixed = await failure({ method: 'GET', url: 'http://mixed.test/' }, context({ lookup }));
-    expect(mixed.message).toBe('http_request refused http://mixed.test/: resolves to fd00::7, a unique-local address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=mixed.test');
+    expect(mixed.message).toBe(
+      'http_request refused http://mixed.test/: resolves to fd00::7, a unique-local address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=mixed.test',
+    );
     expect(connects).not.toHaveBeenCalled();
   });
 
@@ -363,7 +448,10 @@ describe('the SSRF guard', () => {
       controller.abort();
       return [{ address: '93.184.216.34', family: 4 as const }];
     });
-    const error = await failure({ method: 'GET', url: 'https://public.test/' }, context({ allow: [], lookup, signal: controller.signal }));
+    const error = await failure(
+      { method: 'GET', url: 'https://public.test/' },
+      context({ allow: [], lookup, signal: controller.signal }),
+    );
     expect(error).not.toBeInstanceOf(TerminalError);
     expect(error.message).toBe('http_request GET https://public.test/ was aborted');
     expect(lookup).toHaveBeenCalledWith('public.test');
@@ -373,7 +461,10 @@ describe('the SSRF guard', () => {
   it('connects to the address it checked, keeping the hostname in the Host header', async () => {
     const local = await serve((request, response) => response.end(request.headers.host));
     const lookup = vi.fn(async () => [{ address: '127.0.0.1', family: 4 as const }]);
-    const out = await httpRequest({ method: 'GET', url: `http://pinned.test:${local.port}/` }, context({ allow: ['127.0.0.1'], lookup }));
+    const out = await httpRequest(
+      { method: 'GET', url: `http://pinned.test:${local.port}/` },
+      context({ allow: ['127.0.0.1'], lookup }),
+    );
     expect(out.body).toBe(`pinned.test:${local.port}`);
     expect(local.seen[0]?.headers.host).toBe(`pinned.test:${local.port}`);
     expect(lookup).toHaveBeenCalledTimes(1);
@@ -386,7 +477,9 @@ describe('the SSRF guard', () => {
     expect((await httpRequest({ method: 'GET', url }, context({ allow: ['PINNED.test'], lookup }))).body).toBe('ok');
     expect((await httpRequest({ method: 'GET', url }, context({ allow: ['127.0.0.0/8'], lookup }))).body).toBe('ok');
     const error = await failure({ method: 'GET', url }, context({ allow: ['other.test', '10.0.0.0/8'], lookup }));
-    expect(error.message).toBe(`http_request refused ${url}: resolves to 127.0.0.1, a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${new URL(url).hostname}`);
+    expect(error.message).toBe(
+      `http_request refused ${url}: resolves to 127.0.0.1, a loopback address; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${new URL(url).hostname}`,
+    );
     expect(local.seen).toHaveLength(2);
   });
 });

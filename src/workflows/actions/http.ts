@@ -88,14 +88,18 @@ interface Address {
  */
 export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): Promise<HttpResponseOutput> {
   let attempt = readAttempt(config, ctx.idempotencyKey);
-  if (ctx.traceparent && !attempt.headers.has('traceparent')) attempt.headers.set('traceparent', ['traceparent', ctx.traceparent]);
+  if (ctx.traceparent && !attempt.headers.has('traceparent'))
+    attempt.headers.set('traceparent', ['traceparent', ctx.traceparent]);
   const timeoutSeconds = readTimeout(config);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort('timeout'), timeoutSeconds * 1000);
   const cancel = (): void => deadline.abort('cancelled');
   if (ctx.signal.aborted) cancel();
   ctx.signal.addEventListener('abort', cancel, { once: true });
-  const stopped = (): Error => (deadline.signal.reason === 'timeout' ? new Error(`${describe(attempt)} timed out after ${timeoutSeconds} s`) : new Error(`${describe(attempt)} was aborted`, { cause: ctx.signal.reason }));
+  const stopped = (): Error =>
+    deadline.signal.reason === 'timeout'
+      ? new Error(`${describe(attempt)} timed out after ${timeoutSeconds} s`)
+      : new Error(`${describe(attempt)} was aborted`, { cause: ctx.signal.reason });
   try {
     for (let redirects = 0; ; redirects += 1) {
       checkUrl(attempt.url);
@@ -103,7 +107,8 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
       const received = await send(attempt, address, deadline.signal, stopped);
       const location = REDIRECTS.has(received.status) ? received.headers.location : undefined;
       if (location === undefined) return output(attempt, received);
-      if (redirects === MAX_REDIRECTS) throw new TerminalError(`${describe(attempt)} failed: more than ${MAX_REDIRECTS} redirects`);
+      if (redirects === MAX_REDIRECTS)
+        throw new TerminalError(`${describe(attempt)} failed: more than ${MAX_REDIRECTS} redirects`);
       attempt = redirected(attempt, received.status, location);
     }
   } finally {
@@ -115,16 +120,21 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
 function readTimeout(config: HttpRequestConfig): number {
   const seconds: unknown = config.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
-    throw new TerminalError(`http_request: timeout_seconds must be a number in (0, ${MAX_TIMEOUT_SECONDS}] (got ${String(seconds)})`);
+    throw new TerminalError(
+      `http_request: timeout_seconds must be a number in (0, ${MAX_TIMEOUT_SECONDS}] (got ${String(seconds)})`,
+    );
   }
   return seconds;
 }
 
 function readAttempt(config: HttpRequestConfig, idempotencyKey: string): Attempt {
-  if (typeof config !== 'object' || config === null) throw new TerminalError('http_request: the config must be an object');
+  if (typeof config !== 'object' || config === null)
+    throw new TerminalError('http_request: the config must be an object');
   const method: unknown = config.method;
   if (typeof method !== 'string' || !METHODS.includes(method)) {
-    throw new TerminalError(`http_request: method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
+    throw new TerminalError(
+      `http_request: method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`,
+    );
   }
   let url: URL;
   try {
@@ -135,7 +145,8 @@ function readAttempt(config: HttpRequestConfig, idempotencyKey: string): Attempt
   url.hash = '';
   const headers = new Map<string, [string, string]>();
   const given: unknown = config.headers ?? {};
-  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new TerminalError('http_request: headers must be an object of strings');
+  if (typeof given !== 'object' || given === null || Array.isArray(given))
+    throw new TerminalError('http_request: headers must be an object of strings');
   for (const [name, value] of Object.entries(given)) {
     if (typeof value !== 'string') throw new TerminalError(`http_request: header '${name}' must be a string`);
     headers.set(name.toLowerCase(), [name, value]);
@@ -149,8 +160,10 @@ function readAttempt(config: HttpRequestConfig, idempotencyKey: string): Attempt
 }
 
 function checkHeader(name: string, value: string): void {
-  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(name)) throw new TerminalError(`http_request: '${name}' is not a valid header name`);
-  if (MANAGED_HEADERS.has(name.toLowerCase())) throw new TerminalError(`http_request: header '${name}' is set by http_request itself`);
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(name))
+    throw new TerminalError(`http_request: '${name}' is not a valid header name`);
+  if (MANAGED_HEADERS.has(name.toLowerCase()))
+    throw new TerminalError(`http_request: header '${name}' is set by http_request itself`);
   if (/[\r\n\0]/.test(value)) throw new TerminalError(`http_request: header '${name}' contains CR, LF or NUL`);
   if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(value)) {
     throw new TerminalError(`http_request: header '${name}' contains a control character or one outside Latin-1`);
@@ -189,7 +202,12 @@ function checkUrl(url: URL): void {
 }
 
 /** Resolves the host once and checks every address; the first one is the one connected to. */
-async function resolveChecked(attempt: Attempt, ctx: HttpContext, signal: AbortSignal, stopped: () => Error): Promise<Address> {
+async function resolveChecked(
+  attempt: Attempt,
+  ctx: HttpContext,
+  signal: AbortSignal,
+  stopped: () => Error,
+): Promise<Address> {
   const { url } = attempt;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const literal = isIP(host);
@@ -202,7 +220,9 @@ async function resolveChecked(attempt: Attempt, ctx: HttpContext, signal: AbortS
       addresses = await untilAborted(resolve(host), signal);
     } catch (error) {
       if (signal.aborted) throw stopped();
-      throw new Error(`${describe(attempt)} failed: cannot resolve ${host} (${(error as Error).message})`, { cause: error });
+      throw new Error(`${describe(attempt)} failed: cannot resolve ${host} (${(error as Error).message})`, {
+        cause: error,
+      });
     }
     if (addresses.length === 0) throw new Error(`${describe(attempt)} failed: ${host} resolves to no address`);
   }
@@ -211,7 +231,9 @@ async function resolveChecked(attempt: Attempt, ctx: HttpContext, signal: AbortS
     const reason = refusedReason(address);
     if (reason === null) continue;
     // the metadata service is never worth opening; a local or private service may be
-    const hint = /metadata/.test(reason) ? '' : `; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${url.hostname}`;
+    const hint = /metadata/.test(reason)
+      ? ''
+      : `; to allow it, start runledger with RUNLEDGER_HTTP_ALLOW=${url.hostname}`;
     throw refused(url, `${literal !== 0 ? `${host} is ${reason}` : `resolves to ${address}, ${reason}`}${hint}`);
   }
   return addresses[0]!;
@@ -257,7 +279,8 @@ function send(attempt: Attempt, pinned: Address, signal: AbortSignal, stopped: (
       request?.destroy();
     };
     const onAbort = (): void => finish(stopped());
-    const failed = (error: Error): void => finish(new Error(`${describe(attempt)} failed: ${error.message}`, { cause: error }));
+    const failed = (error: Error): void =>
+      finish(new Error(`${describe(attempt)} failed: ${error.message}`, { cause: error }));
     signal.addEventListener('abort', onAbort, { once: true });
     request = (url.protocol === 'https:' ? tlsRequest : plainRequest)({
       protocol: url.protocol,
@@ -320,7 +343,9 @@ function redirected(attempt: Attempt, status: number, location: string): Attempt
   try {
     url = new URL(location, attempt.url);
   } catch {
-    throw new TerminalError(`${describe(attempt)} failed: ${status} redirect to an invalid URL ${JSON.stringify(location)}`);
+    throw new TerminalError(
+      `${describe(attempt)} failed: ${status} redirect to an invalid URL ${JSON.stringify(location)}`,
+    );
   }
   url.hash = '';
   const headers = new Map(attempt.headers);
@@ -340,7 +365,8 @@ function output(attempt: Attempt, received: Received): HttpResponseOutput {
     const snippet = decodeText(received).replace(/\s+/g, ' ').trim().slice(0, 200);
     const message = `${describe(attempt)} failed: ${status} ${received.statusText}${snippet === '' ? '' : `: ${snippet}`}`;
     // the status goes with the error (and into the journal), so a workflow can map it to a failure state
-    if (status === 429) throw Object.assign(new RetryAfterError(message, retryAfterMs(received.headers['retry-after'])), { status });
+    if (status === 429)
+      throw Object.assign(new RetryAfterError(message, retryAfterMs(received.headers['retry-after'])), { status });
     if (status === 408 || status >= 500) throw Object.assign(new Error(message), { status });
     throw Object.assign(new TerminalError(message), { status });
   }

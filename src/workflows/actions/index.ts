@@ -3,7 +3,13 @@ import type { StepDefinition, StepType } from '../schema.js';
 import { httpRequest, type HttpRequestConfig } from './http.js';
 
 /** A structured log line of the `log` action; the caller decides where it goes (pino in the server). */
-export type LogLine = { level: 'debug' | 'info' | 'warn' | 'error'; message: string; execution_id: string; workflow_id: string; step_id: string };
+export type LogLine = {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  message: string;
+  execution_id: string;
+  workflow_id: string;
+  step_id: string;
+};
 
 export interface ActionContext extends StepContext {
   executionId: string;
@@ -31,7 +37,13 @@ export const ACTIONS: { [T in ActionType]: (config: Config<T>, ctx: ActionContex
 
   async log(config, ctx) {
     const message = typeof config.message === 'string' ? config.message : JSON.stringify(config.message);
-    ctx.log({ level: config.level, message, execution_id: ctx.executionId, workflow_id: ctx.workflowId, step_id: ctx.stepId });
+    ctx.log({
+      level: config.level,
+      message,
+      execution_id: ctx.executionId,
+      workflow_id: ctx.workflowId,
+      step_id: ctx.stepId,
+    });
     return { message, level: config.level };
   },
 };

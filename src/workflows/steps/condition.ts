@@ -28,6 +28,7 @@ export function holds(condition: Condition, value: unknown): boolean {
 /** `body.status = "failed"` (what a poll's error says matched), with the answer's `body.error` when it has one. */
 export function describeCondition(condition: Condition, value: unknown): string {
   const error = readPath(value, 'body.error');
-  const why = error === undefined || error === null ? '' : `: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
+  const why =
+    error === undefined || error === null ? '' : `: ${typeof error === 'string' ? error : JSON.stringify(error)}`;
   return `${condition.path} = ${JSON.stringify(readPath(value, condition.path)) ?? 'undefined'}${why}`;
 }

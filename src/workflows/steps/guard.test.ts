@@ -4,14 +4,26 @@ import { parseDefinition } from '../schema.js';
 import type { Scope } from '../template/render.js';
 import { skipReason, truthy } from './guard.js';
 
-const scope = (steps: Scope['steps']): Scope => ({ trigger: {}, steps, secrets: {}, execution: { id: 'ex_1' }, workflow: { id: 'wf_1' } });
-const NO_ARTIFACT = "{{steps.wait_word.output.body.artifact_id | default('')}}{{steps.wait_powerpoint.output.body.artifact_id | default('')}}";
+const scope = (steps: Scope['steps']): Scope => ({
+  trigger: {},
+  steps,
+  secrets: {},
+  execution: { id: 'ex_1' },
+  workflow: { id: 'wf_1' },
+});
+const NO_ARTIFACT =
+  "{{steps.wait_word.output.body.artifact_id | default('')}}{{steps.wait_powerpoint.output.body.artifact_id | default('')}}";
 
 function problems(compensate: object): { path: string; message: string }[] {
   const definition = {
     name: 'g',
     steps: [
-      { id: 'create', type: 'http_request', config: { method: 'POST', url: 'https://svc.example/s' }, compensate: { method: 'DELETE', url: 'https://svc.example/s/{{steps.create.output.body.id}}', ...compensate } },
+      {
+        id: 'create',
+        type: 'http_request',
+        config: { method: 'POST', url: 'https://svc.example/s' },
+        compensate: { method: 'DELETE', url: 'https://svc.example/s/{{steps.create.output.body.id}}', ...compensate },
+      },
       { id: 'wait_word', type: 'http_request', config: { url: 'https://svc.example/w' } },
       { id: 'wait_powerpoint', type: 'http_request', config: { url: 'https://svc.example/p' } },
     ],
@@ -45,7 +57,13 @@ describe('a compensation with a condition (brief 004 §8.2)', () => {
 
   it('skips `unless` when a later step left an artifact, and runs when none did (a step that never ran reads as absent)', () => {
     expect(skipReason({ unless: NO_ARTIFACT }, scope({}), new Set())).toBeNull();
-    expect(skipReason({ unless: NO_ARTIFACT }, scope({ wait_word: { output: { body: { artifact_id: 'art-9' } } } }), new Set())).toBe(`unless: ${NO_ARTIFACT} is "art-9"`);
+    expect(
+      skipReason(
+        { unless: NO_ARTIFACT },
+        scope({ wait_word: { output: { body: { artifact_id: 'art-9' } } } }),
+        new Set(),
+      ),
+    ).toBe(`unless: ${NO_ARTIFACT} is "art-9"`);
   });
 
   it('skips `when` when it renders falsy, saying what it rendered', () => {
@@ -55,7 +73,9 @@ describe('a compensation with a condition (brief 004 §8.2)', () => {
   });
 
   it('a condition over a path that is not there, without default, fails as a config would', () => {
-    expect(() => skipReason({ when: '{{steps.a.output.count}}' }, scope({}), new Set())).toThrow(/steps\.a\.output\.count/);
+    expect(() => skipReason({ when: '{{steps.a.output.count}}' }, scope({}), new Set())).toThrow(
+      /steps\.a\.output\.count/,
+    );
   });
 
   it('accepts conditions that read a later step, at save time', () => {

@@ -50,15 +50,23 @@ function shown(value: unknown): string {
  * one that did not run reads as not defined (hence `| default('')`).
  */
 export function guardProblems(guard: Guard, path: string, definition: Definition): Problem[] {
-  const ids = new Set(definition.steps.flatMap((s) => (s.type === 'parallel' ? [s.id, ...Object.values(s.config.branches).flatMap((list) => list.map((b) => b.id))] : [s.id])));
+  const ids = new Set(
+    definition.steps.flatMap((s) =>
+      s.type === 'parallel'
+        ? [s.id, ...Object.values(s.config.branches).flatMap((list) => list.map((b) => b.id))]
+        : [s.id],
+    ),
+  );
   const problems: Problem[] = [];
   for (const field of ['when', 'unless'] as const) {
     const value = guard[field];
     if (value === undefined) continue;
     const at = `${path}.${field}`;
     problems.push(...templateProblems(value, at));
-    if (usesRoot(value, 'callback')) problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
-    for (const ref of stepReferences(value)) if (!ids.has(ref)) problems.push({ path: at, message: `refers to steps.${ref}, which does not exist` });
+    if (usesRoot(value, 'callback'))
+      problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
+    for (const ref of stepReferences(value))
+      if (!ids.has(ref)) problems.push({ path: at, message: `refers to steps.${ref}, which does not exist` });
   }
   return problems;
 }

@@ -7,7 +7,9 @@ import { PartialStop, runSteps, type StoredRun } from './run.js';
 type ParallelStep = Extract<StepDefinition, { type: 'parallel' }>;
 
 /** How one branch ended: the outputs of its steps, or the step it failed at and why. */
-export type BranchOutcome = { status: 'success'; outputs: Record<string, unknown> } | { status: 'failed'; step: string; error: string };
+export type BranchOutcome =
+  | { status: 'success'; outputs: Record<string, unknown> }
+  | { status: 'failed'; step: string; error: string };
 
 /**
  * Runs the branches side by side (`ctx.parallel`: each branch's calls are numbered on their own) and
@@ -15,7 +17,11 @@ export type BranchOutcome = { status: 'success'; outputs: Record<string, unknown
  * execution stops here and ends `partial_success` (PartialStop). All failed: the step fails with the
  * first branch's error, its failure state from the parallel step's rules, else the failing step's.
  */
-export async function runParallel(run: StoredRun, ctx: WorkflowContext, step: ParallelStep): Promise<Record<string, BranchOutcome>> {
+export async function runParallel(
+  run: StoredRun,
+  ctx: WorkflowContext,
+  step: ParallelStep,
+): Promise<Record<string, BranchOutcome>> {
   const failedAt: Record<string, StepDefinition> = {};
   const branches = Object.fromEntries(
     Object.entries(step.config.branches).map(([name, steps]) => [
@@ -40,7 +46,11 @@ export async function runParallel(run: StoredRun, ctx: WorkflowContext, step: Pa
     if (result.status === 'success') outcome[name] = { status: 'success', outputs: result.output };
     else {
       errors.push({ branch: name, error: result.error });
-      outcome[name] = { status: 'failed', step: failedAt[name]?.id ?? name, error: `${result.error.name}: ${result.error.message}` };
+      outcome[name] = {
+        status: 'failed',
+        step: failedAt[name]?.id ?? name,
+        error: `${result.error.name}: ${result.error.message}`,
+      };
     }
   }
   const cancelled = errors.find((e) => e.error instanceof CancelledError);

@@ -32,12 +32,23 @@ export async function enter(run: StoredRun, ctx: WorkflowContext, state: string)
 }
 
 /** The steps of a list, one after another; the first that fails ends the list. */
-export async function runSteps(run: StoredRun, ctx: WorkflowContext, steps: StepDefinition[], inBranch: boolean): Promise<void> {
+export async function runSteps(
+  run: StoredRun,
+  ctx: WorkflowContext,
+  steps: StepDefinition[],
+  inBranch: boolean,
+): Promise<void> {
   for (const step of steps) await runStep(run, ctx, step, inBranch);
 }
 
 export function scopeOf(run: StoredRun): Scope {
-  return { trigger: run.input.trigger_data, steps: run.outputs, secrets: run.secrets, execution: { id: run.executionId }, workflow: { id: run.input.workflow_id } };
+  return {
+    trigger: run.input.trigger_data,
+    steps: run.outputs,
+    secrets: run.secrets,
+    execution: { id: run.executionId },
+    workflow: { id: run.input.workflow_id },
+  };
 }
 
 /**
@@ -79,34 +90,65 @@ async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinitio
 /** The work of a leaf step, as a durable call: an action is a `ctx.step`, a poll a `ctx.poll`, a callback a wait. */
 async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Promise<unknown> {
   const { rendered, problem } = tryRender(step.config, run);
-  const common = { retry: retryPolicy(step), ...(step.label ? { label: step.label } : {}), input: problem === null ? mask(rendered, run.hidden) : null };
+  const common = {
+    retry: retryPolicy(step),
+    ...(step.label ? { label: step.label } : {}),
+    input: problem === null ? mask(rendered, run.hidden) : null,
+  };
   if (step.type === 'poll') {
     const config = step.config;
     const request = { method: config.method, url: '', ...(rendered as object) } as HttpRequestConfig & typeof config;
     const { until, fail_when: failWhen } = config;
-    return ctx.poll(step.id, (stepCtx) => act(run, problem, () => httpRequest(requestOf(request), { ...stepCtx, allow: run.options.allow })), {
-      ...common,
-      ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
-      until: (answer) => holds(until, answer),
-      ...(failWhen ? { failWhen: (answer: unknown) => holds(failWhen, answer) && `${describeCondition(failWhen, answer)} (fail_when)` } : {}),
-      initialDelay: config.initial_delay_seconds * 1000,
-      interval: config.interval_seconds * 1000,
-      factor: config.factor,
-      maxInterval: config.max_interval_seconds * 1000,
-      maxWait: config.max_wait_seconds * 1000,
-      ...compensation(run, step),
-      ...(step.cancel ? { cancel: (stepCtx: StepContext) => cleanup(renderOrThrow(step.cancel, run), stepCtx, run.options.allow) } : {}),
-    });
+    return ctx.poll(
+      step.id,
+      (stepCtx) => act(run, problem, () => httpRequest(requestOf(request), { ...stepCtx, allow: run.options.allow })),
+      {
+        ...common,
+        ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
+        until: (answer) => holds(until, answer),
+        ...(failWhen
+          ? {
+              failWhen: (answer: unknown) =>
+                holds(failWhen, answer) && `${describeCondition(failWhen, answer)} (fail_when)`,
+            }
+          : {}),
+        initialDelay: config.initial_delay_seconds * 1000,
+        interval: config.interval_seconds * 1000,
+        factor: config.factor,
+        maxInterval: config.max_interval_seconds * 1000,
+        maxWait: config.max_wait_seconds * 1000,
+        ...compensation(run, step),
+        ...(step.cancel
+          ? { cancel: (stepCtx: StepContext) => cleanup(renderOrThrow(step.cancel, run), stepCtx, run.options.allow) }
+          : {}),
+      },
+    );
   }
   if (step.type === 'wait_for_callback') return waitForCallback(run, ctx, step);
-  const action = ACTIONS[step.type as ActionType] as (config: unknown, ctx: Parameters<(typeof ACTIONS)['log']>[1]) => Promise<unknown>;
+  const action = ACTIONS[step.type as ActionType] as (
+    config: unknown,
+    ctx: Parameters<(typeof ACTIONS)['log']>[1],
+  ) => Promise<unknown>;
   return ctx.step(
     step.id,
     (stepCtx) => {
       const log = (line: LogLine) => run.options.log({ ...line, message: maskText(line.message, run.hidden) });
-      return act(run, problem, () => action(rendered, { ...stepCtx, executionId: run.executionId, workflowId: run.input.workflow_id, stepId: step.id, allow: run.options.allow, log }));
+      return act(run, problem, () =>
+        action(rendered, {
+          ...stepCtx,
+          executionId: run.executionId,
+          workflowId: run.input.workflow_id,
+          stepId: step.id,
+          allow: run.options.allow,
+          log,
+        }),
+      );
     },
-    { ...common, ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}), ...compensation(run, step) },
+    {
+      ...common,
+      ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
+      ...compensation(run, step),
+    },
   );
 }
 
@@ -115,19 +157,29 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
  * polling until the URL is POSTed to or the step's timeout passes. The step's output is the body.
  * A process with no public URL to hand out fails the request step for good, naming the setting.
  */
-async function waitForCallback(run: StoredRun, ctx: WorkflowContext, step: Extract<LeafStep, { type: 'wait_for_callback' }>): Promise<unknown> {
+async function waitForCallback(
+  run: StoredRun,
+  ctx: WorkflowContext,
+  step: Extract<LeafStep, { type: 'wait_for_callback' }>,
+): Promise<unknown> {
   if (step.config.request) {
     const { rendered, problem } = callbackUrl(run, step.id, (url) => tryRender(step.config.request, run, { url }));
-    await ctx.step(`${step.id}:request`, (stepCtx) => act(run, problem, () => httpRequest(rendered as HttpRequestConfig, { ...stepCtx, allow: run.options.allow })), {
-      retry: retryPolicy(step),
-      input: problem === null ? mask(rendered, run.hidden) : null,
-    });
+    await ctx.step(
+      `${step.id}:request`,
+      (stepCtx) =>
+        act(run, problem, () => httpRequest(rendered as HttpRequestConfig, { ...stepCtx, allow: run.options.allow })),
+      {
+        retry: retryPolicy(step),
+        input: problem === null ? mask(rendered, run.hidden) : null,
+      },
+    );
   }
   const body = await ctx.waitForEvent(`callback:${step.id}`, { timeout: step.timeout_seconds! * 1000 });
   return ctx.step(
     step.id,
     async () => {
-      if (body === null) throw new StepTimedOutError(`wait_for_callback ${step.id}: no callback within ${step.timeout_seconds} s`);
+      if (body === null)
+        throw new StepTimedOutError(`wait_for_callback ${step.id}: no callback within ${step.timeout_seconds} s`);
       return mask(body, run.hidden);
     },
     { retry: { maxAttempts: 1 }, ...(step.label ? { label: step.label } : {}), ...compensation(run, step) },
@@ -135,7 +187,11 @@ async function waitForCallback(run: StoredRun, ctx: WorkflowContext, step: Extra
 }
 
 /** The rendering with the step's URL, or the missing URL as the problem its request step fails with. */
-function callbackUrl(run: StoredRun, stepId: string, withUrl: (url: string) => { rendered: unknown; problem: unknown }): { rendered: unknown; problem: unknown } {
+function callbackUrl(
+  run: StoredRun,
+  stepId: string,
+  withUrl: (url: string) => { rendered: unknown; problem: unknown },
+): { rendered: unknown; problem: unknown } {
   let url: string;
   try {
     url = run.options.callbackUrl(run.executionId, stepId);
@@ -147,7 +203,13 @@ function callbackUrl(run: StoredRun, stepId: string, withUrl: (url: string) => {
 
 function requestOf(config: HttpRequestConfig): HttpRequestConfig {
   const { method, url, headers, body, timeout_seconds } = config;
-  return { method, url, ...(headers ? { headers } : {}), ...(body === undefined ? {} : { body }), ...(timeout_seconds ? { timeout_seconds } : {}) };
+  return {
+    method,
+    url,
+    ...(headers ? { headers } : {}),
+    ...(body === undefined ? {} : { body }),
+    ...(timeout_seconds ? { timeout_seconds } : {}),
+  };
 }
 
 /** Runs the action with secrets masked out of its output and errors; a template that did not render fails for good. */
@@ -160,13 +222,17 @@ async function act(run: StoredRun, problem: unknown, work: () => Promise<unknown
   }
 }
 
-function compensation(run: StoredRun, step: StepDefinition): { compensate?: (output: unknown, ctx: StepContext) => Promise<unknown> } {
+function compensation(
+  run: StoredRun,
+  step: StepDefinition,
+): { compensate?: (output: unknown, ctx: StepContext) => Promise<unknown> } {
   const config = step.compensate;
   if (!config) return {};
   return {
     compensate: async (output, stepCtx) => {
       // a failure in a retryable state keeps what the execution made, for a rerun or retry to reuse
-      if (run.state !== null && run.input.states?.retryable?.includes(run.state)) return { skipped: `kept: ${run.state} is retryable` };
+      if (run.state !== null && run.input.states?.retryable?.includes(run.state))
+        return { skipped: `kept: ${run.state} is retryable` };
       const { when, unless, ...request } = config;
       const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } } };
       const derived = new Set<string>();
@@ -184,7 +250,11 @@ function compensation(run: StoredRun, step: StepDefinition): { compensate?: (out
 }
 
 /** Renders a config; the strings it derived from secrets are hidden from then on. */
-function tryRender(config: unknown, run: StoredRun, callback?: { url: string }): { rendered: unknown; problem: unknown } {
+function tryRender(
+  config: unknown,
+  run: StoredRun,
+  callback?: { url: string },
+): { rendered: unknown; problem: unknown } {
   const derived = new Set<string>();
   try {
     return { rendered: render(config, { ...scopeOf(run), ...(callback ? { callback } : {}) }, derived), problem: null };
@@ -204,7 +274,10 @@ function renderOrThrow(config: unknown, run: StoredRun): HttpRequestConfig {
 
 function retryPolicy(step: StepDefinition): RetryPolicy {
   const retry = { max_attempts: 3, backoff_seconds: 1, backoff_rate: 2, ...step.retry };
-  return { maxAttempts: retry.max_attempts, backoff: { base: retry.backoff_seconds * 1000, factor: retry.backoff_rate, max: 10 * 60_000 } };
+  return {
+    maxAttempts: retry.max_attempts,
+    backoff: { base: retry.backoff_seconds * 1000, factor: retry.backoff_rate, max: 10 * 60_000 },
+  };
 }
 
 /** The same kind of error (so the retry decision and the status hold) with every secret value masked out of its message. */
@@ -213,7 +286,8 @@ export function masked(error: unknown, hidden: Set<string>, terminal: boolean): 
   const message = maskText(error instanceof Error ? error.message : String(error), hidden);
   let out: Error;
   if (error instanceof RetryAfterError) out = new RetryAfterError(message, error.retryAfterMs);
-  else if (terminal || error instanceof TerminalError) out = new TerminalError(name === 'TerminalError' ? message : `${name}: ${message}`);
+  else if (terminal || error instanceof TerminalError)
+    out = new TerminalError(name === 'TerminalError' ? message : `${name}: ${message}`);
   else out = Object.assign(new Error(message), { name });
   const status = (error as { status?: unknown } | null)?.status;
   if (typeof status === 'number') Object.assign(out, { status });

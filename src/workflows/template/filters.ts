@@ -27,7 +27,10 @@ export const FILTERS: Record<string, Filter> = {
   upper: { arity: [0, 0], apply: (value, _, expression) => text(value, 'upper', expression).toUpperCase() },
   lower: { arity: [0, 0], apply: (value, _, expression) => text(value, 'lower', expression).toLowerCase() },
   trim: { arity: [0, 0], apply: (value, _, expression) => text(value, 'trim', expression).trim() },
-  default: { arity: [1, 1], apply: (value, [fallback]) => (value === undefined || value === null || value === '' ? fallback : value) },
+  default: {
+    arity: [1, 1],
+    apply: (value, [fallback]) => (value === undefined || value === null || value === '' ? fallback : value),
+  },
   json: { arity: [0, 1], apply: (value, [indent], expression) => json(value, expression, indent) },
   length: {
     arity: [0, 0],
@@ -50,7 +53,10 @@ export const FILTERS: Record<string, Filter> = {
     arity: [0, 0],
     apply(value, _, expression) {
       // Number('') and Number(null) are 0; a blank or absent value is not a number.
-      const number = typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.trim() !== '') ? Number(value) : NaN;
+      const number =
+        typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.trim() !== '')
+          ? Number(value)
+          : NaN;
       if (Number.isFinite(number)) return number;
       const got = typeof value === 'string' ? 'a string that is not a finite number' : typeName(value);
       throw new InterpolationError(expression, `number expects a number or a numeric string, got ${got}`);

@@ -66,7 +66,8 @@ export function parseTemplate(text: string): (string | Expression)[] {
 export function templateProblems(value: unknown, path: string): { path: string; message: string }[] {
   const problems: { path: string; message: string }[] = [];
   eachString(value, path, (text, at) => {
-    for (const part of parseParts(text)) if (part instanceof InterpolationError) problems.push({ path: at, message: part.message });
+    for (const part of parseParts(text))
+      if (part instanceof InterpolationError) problems.push({ path: at, message: part.message });
   });
   return problems;
 }
@@ -81,7 +82,13 @@ export function stepReferences(value: unknown): string[] {
   const ids = new Set<string>();
   eachString(value, '', (text) => {
     for (const part of parseParts(text)) {
-      if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === 'steps' && typeof part.path[0] === 'string') ids.add(part.path[0]);
+      if (
+        typeof part === 'object' &&
+        !(part instanceof InterpolationError) &&
+        part.root === 'steps' &&
+        typeof part.path[0] === 'string'
+      )
+        ids.add(part.path[0]);
     }
   });
   return [...ids];
@@ -91,7 +98,8 @@ export function stepReferences(value: unknown): string[] {
 export function usesRoot(value: unknown, root: string): boolean {
   let found = false;
   eachString(value, '', (text) => {
-    for (const part of parseParts(text)) if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === root) found = true;
+    for (const part of parseParts(text))
+      if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === root) found = true;
   });
   return found;
 }
@@ -106,7 +114,13 @@ export function secretReferences(value: unknown, path: string): { name: string; 
   const found: { name: string; path: string }[] = [];
   eachString(value, path, (text, at) => {
     for (const part of parseParts(text)) {
-      if (typeof part === 'object' && !(part instanceof InterpolationError) && part.root === 'secrets' && typeof part.path[0] === 'string') found.push({ name: part.path[0], path: at });
+      if (
+        typeof part === 'object' &&
+        !(part instanceof InterpolationError) &&
+        part.root === 'secrets' &&
+        typeof part.path[0] === 'string'
+      )
+        found.push({ name: part.path[0], path: at });
     }
   });
   return found;
@@ -133,7 +147,8 @@ function eachString(value: unknown, path: string, visit: (text: string, path: st
     value.forEach((item, i) => {
       eachString(item, joinPath(path, [i]), visit);
     });
-  else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) eachString(item, joinPath(path, [key]), visit);
+  else if (value !== null && typeof value === 'object')
+    for (const [key, item] of Object.entries(value)) eachString(item, joinPath(path, [key]), visit);
 }
 
 /** Errors are returned in place, not thrown, so templateProblems can report every bad expression. */
@@ -146,7 +161,9 @@ function parseParts(text: string): (string | Expression | InterpolationError)[] 
     const body = BODY.exec(text);
     if (!body) {
       const rest = text.slice(open + 2).trim();
-      parts.push(new InterpolationError(rest.length > 40 ? `${rest.slice(0, 40)}…` : rest, "'{{' is not closed by '}}'"));
+      parts.push(
+        new InterpolationError(rest.length > 40 ? `${rest.slice(0, 40)}…` : rest, "'{{' is not closed by '}}'"),
+      );
       return parts;
     }
     const source = body[0].slice(0, -2).trim();
@@ -168,7 +185,8 @@ function parseExpression(source: string): Expression {
   const fail = (why: string): never => {
     throw new InterpolationError(source, why);
   };
-  const unexpected = (): never => fail(at < source.length ? `unexpected '${source[at]}' at column ${at + 1}` : 'unexpected end of expression');
+  const unexpected = (): never =>
+    fail(at < source.length ? `unexpected '${source[at]}' at column ${at + 1}` : 'unexpected end of expression');
   const take = (re: RegExp): string | undefined => {
     re.lastIndex = at;
     const match = re.exec(source);
@@ -216,7 +234,8 @@ function parseExpression(source: string): Expression {
       if (!punct(')')) unexpected();
     }
     const [min, max] = FILTERS[name]!.arity;
-    if (args.length < min || args.length > max) fail(`filter '${name}' takes ${min === max ? min : `${min} to ${max}`} argument(s), got ${args.length}`);
+    if (args.length < min || args.length > max)
+      fail(`filter '${name}' takes ${min === max ? min : `${min} to ${max}`} argument(s), got ${args.length}`);
     filters.push({ name, args });
   }
   if (at < source.length) unexpected();

@@ -114,10 +114,17 @@ function evaluate(expression: Expression, scope: Scope): unknown {
   let depth = 0;
   for (const key of expression.path) {
     if (value === undefined) break;
-    value = value !== null && typeof value === 'object' && Object.hasOwn(value, key) ? (value as Record<string | number, unknown>)[key] : undefined;
+    value =
+      value !== null && typeof value === 'object' && Object.hasOwn(value, key)
+        ? (value as Record<string | number, unknown>)[key]
+        : undefined;
     depth++;
   }
-  const notDefined = (): InterpolationError => new InterpolationError(expression.source, `${joinPath(expression.root, expression.path.slice(0, depth))} is not defined`);
+  const notDefined = (): InterpolationError =>
+    new InterpolationError(
+      expression.source,
+      `${joinPath(expression.root, expression.path.slice(0, depth))} is not defined`,
+    );
   for (const filter of expression.filters) {
     if (value === undefined && filter.name !== 'default') throw notDefined();
     value = FILTERS[filter.name]!.apply(value, filter.args, expression.source);

@@ -5,11 +5,36 @@ import { InterpolationError, parseTemplate, stepReferences, templateProblems } f
 import { render, type Scope } from './render.js';
 
 const makeTrigger = () => ({
-  ...{ name: '  Ada Lovelace ', email: 'ada@example.com', count: ' 42 ', 'first name': 'Ada', empty: '', nothing: null, zero: 0, yes: true, no: false },
-  ...{ tags: ['a', 'b', 'c'], none: [], items: [{ name: 'first' }, { name: 'second' }], nested: { deep: { value: true } }, obj: { a: 1, b: [2] } },
+  ...{
+    name: '  Ada Lovelace ',
+    email: 'ada@example.com',
+    count: ' 42 ',
+    'first name': 'Ada',
+    empty: '',
+    nothing: null,
+    zero: 0,
+    yes: true,
+    no: false,
+  },
+  ...{
+    tags: ['a', 'b', 'c'],
+    none: [],
+    items: [{ name: 'first' }, { name: 'second' }],
+    nested: { deep: { value: true } },
+    obj: { a: 1, b: [2] },
+  },
 });
-const steps = { step_1: { output: { body: { items: [10, 20, 30] }, status: 200 } }, 'fetch-user': { output: { id: 'u1' } } };
-const makeScope = (trigger: unknown): Scope => ({ trigger, steps, secrets: { token: 's3cret' }, execution: { id: 'ex_1' }, workflow: { id: 'wf_1' } });
+const steps = {
+  step_1: { output: { body: { items: [10, 20, 30] }, status: 200 } },
+  'fetch-user': { output: { id: 'u1' } },
+};
+const makeScope = (trigger: unknown): Scope => ({
+  trigger,
+  steps,
+  secrets: { token: 's3cret' },
+  execution: { id: 'ex_1' },
+  workflow: { id: 'wf_1' },
+});
 const scope = makeScope(makeTrigger());
 
 function thrown(run: () => unknown): InterpolationError {
@@ -24,14 +49,25 @@ function thrown(run: () => unknown): InterpolationError {
 const renderError = (template: unknown, within = scope) => thrown(() => render(template, within));
 
 describe('parseTemplate', () => {
-  const expr = (source: string, path: (string | number)[], ...filters: [string, ...(string | number)[]][]) => ({ source, root: source.split(/\W/)[0], path, filters: filters.map(([name, ...args]) => ({ name, args })) });
+  const expr = (source: string, path: (string | number)[], ...filters: [string, ...(string | number)[]][]) => ({
+    source,
+    root: source.split(/\W/)[0],
+    path,
+    filters: filters.map(([name, ...args]) => ({ name, args })),
+  });
   it.each([
     ['plain text', ['plain text']],
     ['', []],
     ['a }} b', ['a }} b']],
     ['a {{trigger.x}} b', ['a ', expr('trigger.x', ['x']), ' b']],
-    ['{{ steps.s1.output.items[2] | default(0) | json }}', [expr('steps.s1.output.items[2] | default(0) | json', ['s1', 'output', 'items', 2], ['default', 0], ['json'])]],
-    [`{{trigger["first name"]|join( ', ' )}}`, [expr(`trigger["first name"]|join( ', ' )`, ['first name'], ['join', ', '])]],
+    [
+      '{{ steps.s1.output.items[2] | default(0) | json }}',
+      [expr('steps.s1.output.items[2] | default(0) | json', ['s1', 'output', 'items', 2], ['default', 0], ['json'])],
+    ],
+    [
+      `{{trigger["first name"]|join( ', ' )}}`,
+      [expr(`trigger["first name"]|join( ', ' )`, ['first name'], ['join', ', '])],
+    ],
     [`{{trigger | default("}} \\" '")}}!`, [expr(`trigger | default("}} \\" '")`, [], ['default', `}} " '`]), '!']],
     ['{{execution.id}}{{workflow.id}}', [expr('execution.id', ['id']), expr('workflow.id', ['id'])]],
   ])('parses %j', (template, parts) => {
@@ -100,9 +136,15 @@ describe('render', () => {
   });
 
   it('renders every string of a config deeply, leaving keys, other scalars and the input alone', () => {
-    const config = { '{{trigger.email}}': [1, true, null, { to: '{{trigger.email}}', ids: ['{{steps.step_1.output.body.items}}'] }], plain: 'no {braces}' };
+    const config = {
+      '{{trigger.email}}': [1, true, null, { to: '{{trigger.email}}', ids: ['{{steps.step_1.output.body.items}}'] }],
+      plain: 'no {braces}',
+    };
     const copy = structuredClone(config);
-    expect(render(config, scope)).toEqual({ '{{trigger.email}}': [1, true, null, { to: 'ada@example.com', ids: [[10, 20, 30]] }], plain: 'no {braces}' });
+    expect(render(config, scope)).toEqual({
+      '{{trigger.email}}': [1, true, null, { to: 'ada@example.com', ids: [[10, 20, 30]] }],
+      plain: 'no {braces}',
+    });
     expect(config).toEqual(copy);
   });
 
@@ -162,7 +204,9 @@ describe('filters', () => {
   });
 
   it('each have a row above', () => {
-    const used = rows.flatMap(([template]) => parseTemplate(template).flatMap((part) => (typeof part === 'string' ? [] : part.filters)));
+    const used = rows.flatMap(([template]) =>
+      parseTemplate(template).flatMap((part) => (typeof part === 'string' ? [] : part.filters)),
+    );
     expect(new Set(used.map((filter) => filter.name))).toEqual(new Set(Object.keys(FILTERS)));
   });
 
@@ -203,12 +247,18 @@ describe('render: missing values', () => {
     ['{{trigger.tags.length | default(1)}}x{{trigger.missing}}', 'trigger.missing'],
     ['{{trigger.missing | upper | default("x")}}', 'trigger.missing'],
   ])('%j: %s is not defined', (template, path) => {
-    expect(renderError(template).message).toMatch(new RegExp(`^\\{\\{.*\\}\\}: ${path.replace(/[[\]."]/g, '\\$&')} is not defined$`));
+    expect(renderError(template).message).toMatch(
+      new RegExp(`^\\{\\{.*\\}\\}: ${path.replace(/[[\]."]/g, '\\$&')} is not defined$`),
+    );
   });
 
   it('treats an undefined root or value as not defined', () => {
-    expect(renderError('{{trigger}}', { ...scope, trigger: undefined }).message).toBe('{{trigger}}: trigger is not defined');
-    expect(renderError('{{trigger.u}}', makeScope({ u: undefined })).message).toBe('{{trigger.u}}: trigger.u is not defined');
+    expect(renderError('{{trigger}}', { ...scope, trigger: undefined }).message).toBe(
+      '{{trigger}}: trigger is not defined',
+    );
+    expect(renderError('{{trigger.u}}', makeScope({ u: undefined })).message).toBe(
+      '{{trigger.u}}: trigger.u is not defined',
+    );
   });
 });
 
@@ -242,8 +292,14 @@ describe('templateProblems', () => {
       { path: 'steps[1].config.url', message: "{{trigger.id | upper.anything}}: unexpected '.' at column 19" },
       { path: 'steps[1].config.headers.Authorization', message: "{{secrets.token | shout}}: unknown filter 'shout'" },
       { path: 'steps[1].config.headers.Content-Type', message: "{{7*7}}: unexpected '7' at column 1" },
-      { path: 'steps[1].config.body[1]["x y"]', message: "{{trigger.__proto__}}: '__proto__' is not allowed in a path" },
-      { path: 'steps[1].config.body[1]["x y"]', message: "{{process.env}}: unknown root 'process' (use trigger, steps, secrets, execution or workflow)" },
+      {
+        path: 'steps[1].config.body[1]["x y"]',
+        message: "{{trigger.__proto__}}: '__proto__' is not allowed in a path",
+      },
+      {
+        path: 'steps[1].config.body[1]["x y"]',
+        message: "{{process.env}}: unknown root 'process' (use trigger, steps, secrets, execution or workflow)",
+      },
     ]);
   });
 
@@ -256,14 +312,26 @@ describe('templateProblems', () => {
   });
 
   it('is empty for a good config; missing data is a render-time question', () => {
-    expect(templateProblems({ a: '{{trigger.anything | default("x")}} {{steps.b.output.c[0]}}', b: [1, null, '}} {'] }, 'config')).toEqual([]);
+    expect(
+      templateProblems(
+        { a: '{{trigger.anything | default("x")}} {{steps.b.output.c[0]}}', b: [1, null, '}} {'] },
+        'config',
+      ),
+    ).toEqual([]);
   });
 });
 
 describe('stepReferences', () => {
   it('lists each referenced step id once, in order of first use', () => {
-    const config = ['{{steps.one.output}} {{steps.two.output.x | default(1)}}', { b: ['{{steps.one.output.y}}', '{{steps["three 3"].output}}'] }];
-    expect(stepReferences([...config, '{{trigger.steps.four}} {{steps}} {{steps[0]}}'])).toEqual(['one', 'two', 'three 3']);
+    const config = [
+      '{{steps.one.output}} {{steps.two.output.x | default(1)}}',
+      { b: ['{{steps.one.output.y}}', '{{steps["three 3"].output}}'] },
+    ];
+    expect(stepReferences([...config, '{{trigger.steps.four}} {{steps}} {{steps[0]}}'])).toEqual([
+      'one',
+      'two',
+      'three 3',
+    ]);
   });
 
   it('skips templates with errors and is empty without references', () => {

@@ -40,8 +40,18 @@ describe('a workflow with a secret in the host part of a URL', () => {
     const definition = {
       name: 'hosts',
       steps: [
-        { id: 'a', type: 'http_request', config: { method: 'GET', url: host }, compensate: { method: 'POST', url: host } },
-        { id: 'b', type: 'poll', config: { method: 'GET', url: host, until: { path: 'done', equals: true } }, cancel: { method: 'POST', url: host } },
+        {
+          id: 'a',
+          type: 'http_request',
+          config: { method: 'GET', url: host },
+          compensate: { method: 'POST', url: host },
+        },
+        {
+          id: 'b',
+          type: 'poll',
+          config: { method: 'GET', url: host, until: { path: 'done', equals: true } },
+          cancel: { method: 'POST', url: host },
+        },
         { id: 'c', type: 'wait_for_callback', timeout_seconds: 60, config: { request: { method: 'POST', url: host } } },
         { id: 'd', type: 'http_request', config: { method: 'GET', url: 'https://example.com/{{secrets.k}}' } },
       ],
@@ -54,7 +64,14 @@ describe('a workflow with a secret in the host part of a URL', () => {
     }
     expect(error).toBeInstanceOf(ValidationError);
     const problems = (error as ValidationError).problems ?? [];
-    expect(problems.map((p) => p.path)).toEqual(['steps[0].config.url', 'steps[0].compensate.url', 'steps[1].config.url', 'steps[1].cancel.url', 'steps[2].config.request.url']);
-    for (const problem of problems) expect(problem.message).toMatch(/^\{\{secrets\.k\}\} is in the host part \(userinfo, host or port\)/);
+    expect(problems.map((p) => p.path)).toEqual([
+      'steps[0].config.url',
+      'steps[0].compensate.url',
+      'steps[1].config.url',
+      'steps[1].cancel.url',
+      'steps[2].config.request.url',
+    ]);
+    for (const problem of problems)
+      expect(problem.message).toMatch(/^\{\{secrets\.k\}\} is in the host part \(userinfo, host or port\)/);
   });
 });

@@ -3,8 +3,29 @@ import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, time
 import { Decide, useAgentFeed, type AgentRun, type ToolCall } from './agents';
 
 interface LedgerRun extends AgentRun {
-  events: Array<{ id: string; source: string; input_type: string; payload: unknown; status: string; attempt_count: number; last_error: string | null; decision: string; created_at: string }>;
-  steps: Array<{ id: string; node: string; seq: number; attempt: number; status: string; input_snapshot: unknown; output_snapshot: unknown; error: string | null; latency_ms: number | null; created_at: string }>;
+  events: Array<{
+    id: string;
+    source: string;
+    input_type: string;
+    payload: unknown;
+    status: string;
+    attempt_count: number;
+    last_error: string | null;
+    decision: string;
+    created_at: string;
+  }>;
+  steps: Array<{
+    id: string;
+    node: string;
+    seq: number;
+    attempt: number;
+    status: string;
+    input_snapshot: unknown;
+    output_snapshot: unknown;
+    error: string | null;
+    latency_ms: number | null;
+    created_at: string;
+  }>;
   tool_calls: ToolCall[];
   checkpoints: Array<{ id: string; node: string; seq: number; state: unknown; created_at: string }>;
 }
@@ -24,7 +45,10 @@ async function load(id: string, signal: AbortSignal) {
   const [run, session, lifecycle] = await Promise.all([
     paths.has('GET /agent/runs/{id}') ? apiOptional<LedgerRun>(`/agent/runs/${at}`, signal) : null,
     apiOptional<Session>(`/sessions/${at}`, signal),
-    apiOptional<{ events: Array<{ type: string; timestamp: string; error_message?: string }> }>(`/sessions/${at}/events`, signal),
+    apiOptional<{ events: Array<{ type: string; timestamp: string; error_message?: string }> }>(
+      `/sessions/${at}/events`,
+      signal,
+    ),
   ]);
   if (!run && !session) throw new ApiError(404, 'not_found', `no agent run or session ${id}`);
   return { run, session, lifecycle: lifecycle?.events ?? [] };
@@ -111,12 +135,20 @@ export function AgentRunPage({ id }: { id: string }) {
         </div>
       ) : null}
       {session ? <Json value={session.input} label="input" /> : null}
-      {run ? <Ledger run={run} onDone={reload} /> : <p class="muted">The agent ledger has no run for this session (it started before the ledger, or this server has none): its lifecycle follows.</p>}
+      {run ? (
+        <Ledger run={run} onDone={reload} />
+      ) : (
+        <p class="muted">
+          The agent ledger has no run for this session (it started before the ledger, or this server has none): its
+          lifecycle follows.
+        </p>
+      )}
       <h2>Lifecycle</h2>
       <ol class="journal lifecycle">
         {lifecycle.map((e, i) => (
           <li key={i} data-type={e.type}>
-            <span class="mono evtype">{e.type}</span> <span class="muted">{time(e.timestamp)}</span> {e.error_message ? <span class="err">{e.error_message}</span> : null}
+            <span class="mono evtype">{e.type}</span> <span class="muted">{time(e.timestamp)}</span>{' '}
+            {e.error_message ? <span class="err">{e.error_message}</span> : null}
           </li>
         ))}
         {lifecycle.length === 0 ? <li class="muted">No lifecycle events.</li> : null}
@@ -234,7 +266,11 @@ function Ledger({ run, onDone }: { run: LedgerRun; onDone: () => void }) {
                 {t.attempts > 1 ? <div class="muted">{t.attempts} attempts</div> : null}
               </td>
               <td data-approval={t.approval_status ?? 'none'}>
-                {t.approval_status ? <Status status={t.approval_status} as="ledger" /> : <span class="muted">not needed</span>}
+                {t.approval_status ? (
+                  <Status status={t.approval_status} as="ledger" />
+                ) : (
+                  <span class="muted">not needed</span>
+                )}
                 {t.approval_by ? (
                   <div class="muted">
                     by {t.approval_by}

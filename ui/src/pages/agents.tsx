@@ -75,7 +75,10 @@ export function useAgentFeed(reload: () => void, deps: unknown[]): boolean {
   useEffect(() => {
     const controller = new AbortController();
     const refresh = throttle(reload, 1000);
-    subscribe(`/events/stream?types=${AGENT_LIVE_TYPES}`, () => refresh(), { signal: controller.signal, onState: setLive });
+    subscribe(`/events/stream?types=${AGENT_LIVE_TYPES}`, () => refresh(), {
+      signal: controller.signal,
+      onState: setLive,
+    });
     return () => controller.abort();
   }, deps);
   return live;
@@ -94,9 +97,13 @@ function withoutLedger(sessions: SessionRun[], runs: AgentRun[], full: boolean):
 async function load(cursor: string | null, signal: AbortSignal) {
   const paths = await offered();
   const sessions = await api<{ runs: SessionRun[] }>('/runs?kind=session&order=created&limit=50', { signal });
-  if (!paths.has('GET /agent/runs')) return { ledger: false, runs: [] as AgentRun[], next: null, approvals: [] as ToolCall[], sessions: sessions.runs };
+  if (!paths.has('GET /agent/runs'))
+    return { ledger: false, runs: [] as AgentRun[], next: null, approvals: [] as ToolCall[], sessions: sessions.runs };
   const [runs, approvals] = await Promise.all([
-    api<{ runs: AgentRun[]; next_cursor: string | null }>(`/agent/runs?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { signal }),
+    api<{ runs: AgentRun[]; next_cursor: string | null }>(
+      `/agent/runs?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      { signal },
+    ),
     api<{ tool_calls: ToolCall[] }>('/agent/approvals?status=pending&limit=100', { signal }),
   ]);
   const others = cursor ? [] : withoutLedger(sessions.runs, runs.runs, runs.next_cursor !== null);
@@ -188,7 +195,9 @@ export function AgentsPage() {
           </nav>
         </>
       ) : null}
-      {data && (!data.ledger || data.sessions.length > 0) ? <Sessions sessions={data.sessions} ledger={data.ledger} /> : null}
+      {data && (!data.ledger || data.sessions.length > 0) ? (
+        <Sessions sessions={data.sessions} ledger={data.ledger} />
+      ) : null}
     </Page>
   );
 }
@@ -247,7 +256,10 @@ export function Decide({ call, onDone }: { call: ToolCall; onDone: () => void })
     setBusy(true);
     setError(null);
     try {
-      await api(`/agent/tool-calls/${encodeURIComponent(call.id)}/${verdict}`, { method: 'POST', body: { by: 'dashboard', ...(reason.trim() ? { reason: reason.trim() } : {}) } });
+      await api(`/agent/tool-calls/${encodeURIComponent(call.id)}/${verdict}`, {
+        method: 'POST',
+        body: { by: 'dashboard', ...(reason.trim() ? { reason: reason.trim() } : {}) },
+      });
       onDone();
     } catch (e) {
       setError(e);
@@ -261,10 +273,22 @@ export function Decide({ call, onDone }: { call: ToolCall; onDone: () => void })
         Reason (optional) <input value={reason} maxLength={2000} onInput={(e) => setReason(e.currentTarget.value)} />
       </label>
       <div class="actions">
-        <button type="button" class="primary" disabled={busy} onClick={() => decide('approve')} aria-label={`Approve ${call.tool_name} (${call.id})`}>
+        <button
+          type="button"
+          class="primary"
+          disabled={busy}
+          onClick={() => decide('approve')}
+          aria-label={`Approve ${call.tool_name} (${call.id})`}
+        >
           Approve
         </button>
-        <button type="button" class="danger" disabled={busy} onClick={() => decide('reject')} aria-label={`Reject ${call.tool_name} (${call.id})`}>
+        <button
+          type="button"
+          class="danger"
+          disabled={busy}
+          onClick={() => decide('reject')}
+          aria-label={`Reject ${call.tool_name} (${call.id})`}
+        >
           Reject
         </button>
       </div>
@@ -281,7 +305,8 @@ function Approvals({ items, onDone }: { items: ToolCall[]; onDone: () => void })
       <ul class="plain approvals">
         {items.map((t) => (
           <li key={t.id} class="card" data-tool-call={t.id} data-tool={t.tool_name}>
-            <strong class="mono">{t.tool_name}</strong> <span class={`risk risk-${t.risk_level}`}>{t.risk_level} risk</span> in{' '}
+            <strong class="mono">{t.tool_name}</strong>{' '}
+            <span class={`risk risk-${t.risk_level}`}>{t.risk_level} risk</span> in{' '}
             <Link to={`/agents/${encodeURIComponent(t.run_id)}`} class="mono">
               {t.run_id}
             </Link>

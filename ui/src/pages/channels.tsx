@@ -35,7 +35,8 @@ export function ChannelsPage() {
         }}
       >
         <label>
-          Open or start a channel <input value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="support-42" />
+          Open or start a channel{' '}
+          <input value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="support-42" />
         </label>
         <button type="submit">Open</button>
       </form>
@@ -121,7 +122,10 @@ export function ChannelPage({ id }: { id: string }) {
           });
         } else if (frame.type === 'delta') {
           setDeltas((n) => n + 1);
-          setDrafts((d) => ({ ...d, [frame.event_id]: (frame.attempt > 1 && !d[frame.event_id] ? '' : (d[frame.event_id] ?? '')) + frame.delta }));
+          setDrafts((d) => ({
+            ...d,
+            [frame.event_id]: (frame.attempt > 1 && !d[frame.event_id] ? '' : (d[frame.event_id] ?? '')) + frame.delta,
+          }));
         } else if (frame.type === 'error') setError(frame.error);
       };
     };
@@ -186,7 +190,8 @@ export function ChannelPage({ id }: { id: string }) {
           As <input value={sender} onInput={(e) => setSender(e.currentTarget.value)} size={12} />
         </label>
         <label class="grow">
-          Message <input name="message" value={text} onInput={(e) => setText(e.currentTarget.value)} autoComplete="off" />
+          Message{' '}
+          <input name="message" value={text} onInput={(e) => setText(e.currentTarget.value)} autoComplete="off" />
         </label>
         <button type="submit" class="primary" disabled={state !== 'live'}>
           Post

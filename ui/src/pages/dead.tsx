@@ -28,11 +28,16 @@ interface Parked {
 async function load(signal: AbortSignal) {
   const [dead, subs] = await Promise.all([
     api<{ tasks: DeadTask[] }>('/dlq?limit=200', { signal }),
-    api<{ subscriptions: Array<{ name: string; parked: number; blocked_reason: string | null }> }>('/subscriptions', { signal }).catch(() => ({ subscriptions: [] })),
+    api<{ subscriptions: Array<{ name: string; parked: number; blocked_reason: string | null }> }>('/subscriptions', {
+      signal,
+    }).catch(() => ({ subscriptions: [] })),
   ]);
   const parked: Parked[] = [];
   for (const s of subs.subscriptions) {
-    const page = await api<{ parked: Omit<Parked, 'subscription'>[] }>(`/subscriptions/${encodeURIComponent(s.name)}/parked`, { signal });
+    const page = await api<{ parked: Omit<Parked, 'subscription'>[] }>(
+      `/subscriptions/${encodeURIComponent(s.name)}/parked`,
+      { signal },
+    );
     parked.push(...page.parked.map((p) => ({ ...p, subscription: s.name })));
   }
   return { dead: dead.tasks, parked, subscriptions: subs.subscriptions };
@@ -40,13 +45,16 @@ async function load(signal: AbortSignal) {
 
 /** The task's attempts and errors, fetched when opened. */
 function History({ id }: { id: string }) {
-  const [events, setEvents] = useState<Array<{ version: number; type: string; timestamp: string; data: any }> | null>(null);
+  const [events, setEvents] = useState<Array<{ version: number; type: string; timestamp: string; data: any }> | null>(
+    null,
+  );
   const [error, setError] = useState<unknown>(null);
   return (
     <details
       class="json"
       onToggle={(e) => {
-        if ((e.currentTarget as HTMLDetailsElement).open && !events) api(`/tasks/${encodeURIComponent(id)}/history`).then((r) => setEvents(r.events), setError);
+        if ((e.currentTarget as HTMLDetailsElement).open && !events)
+          api(`/tasks/${encodeURIComponent(id)}/history`).then((r) => setEvents(r.events), setError);
       }}
     >
       <summary>
@@ -141,7 +149,12 @@ export function DeadPage() {
           {dead.map((t) => (
             <tr key={t.id} data-task={t.id}>
               <td>
-                <input type="checkbox" aria-label={`select ${t.id}`} checked={chosen.has(t.id)} onChange={() => toggle(chosen, t.id, setChosen)} />
+                <input
+                  type="checkbox"
+                  aria-label={`select ${t.id}`}
+                  checked={chosen.has(t.id)}
+                  onChange={() => toggle(chosen, t.id, setChosen)}
+                />
               </td>
               <td class="mono">
                 {t.id}
@@ -206,7 +219,12 @@ export function DeadPage() {
             return (
               <tr key={key}>
                 <td>
-                  <input type="checkbox" aria-label={`select ${key}`} checked={chosenParked.has(key)} onChange={() => toggle(chosenParked, key, setChosenParked)} />
+                  <input
+                    type="checkbox"
+                    aria-label={`select ${key}`}
+                    checked={chosenParked.has(key)}
+                    onChange={() => toggle(chosenParked, key, setChosenParked)}
+                  />
                 </td>
                 <td class="mono">{p.subscription}</td>
                 <td>

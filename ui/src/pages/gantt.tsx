@@ -47,12 +47,19 @@ export function ganttRows(events: JournalEvent[]): Row[] {
     if (phase === 'attempted') {
       // a poll's request that did not end it: counted on its bar
       const bar = open.get(id);
-      if (bar) bar.label = `${bar.what}, ${(bar.requests = e.data.attempt ?? (bar.requests ?? 0) + 1)} request${bar.requests === 1 ? '' : 's'} so far`;
+      if (bar)
+        bar.label = `${bar.what}, ${(bar.requests = e.data.attempt ?? (bar.requests ?? 0) + 1)} request${bar.requests === 1 ? '' : 's'} so far`;
       continue;
     }
     if (phase === 'started') {
       const attempt = e.data.attempt;
-      const bar: Bar = { kind, start: at, end: null, outcome: kind === 'sleep' || kind === 'wait' ? 'waiting' : 'running', label: kind === 'step' ? `attempt ${attempt ?? 1}` : kind };
+      const bar: Bar = {
+        kind,
+        start: at,
+        end: null,
+        outcome: kind === 'sleep' || kind === 'wait' ? 'waiting' : 'running',
+        label: kind === 'step' ? `attempt ${attempt ?? 1}` : kind,
+      };
       if (kind === 'poll') bar.label = bar.what = e.data.label ? `poll: ${e.data.label}` : 'poll';
       if (kind === 'sleep' && e.data.until) bar.label = `sleep until ${new Date(e.data.until).toLocaleTimeString()}`;
       if (kind === 'wait') bar.label = `wait for ${e.data.name ?? 'signal'}`;
@@ -71,7 +78,13 @@ export function ganttRows(events: JournalEvent[]): Row[] {
       bar.outcome = phase === 'completed' ? 'success' : phase === 'timed_out' ? 'timed_out' : 'failed';
       if (kind === 'poll') bar.label = `${bar.what}, ${e.data.attempt ?? (bar.requests ?? 0) + 1} requests`;
       if (kind === 'step' && phase === 'failed' && e.data.retryAt) {
-        row.bars.push({ kind: 'backoff', start: at, end: null, outcome: 'retrying', label: `retry at ${new Date(e.data.retryAt).toLocaleTimeString()}` });
+        row.bars.push({
+          kind: 'backoff',
+          start: at,
+          end: null,
+          outcome: 'retrying',
+          label: `retry at ${new Date(e.data.retryAt).toLocaleTimeString()}`,
+        });
       }
     }
   }
@@ -105,12 +118,22 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
   const compensated = rows.some((r) => r.bars.some((b) => b.kind === 'compensation'));
   return (
     <figure class="gantt">
-      <svg viewBox={`0 0 ${WIDTH} ${height}`} role="img" aria-labelledby="gantt-title" preserveAspectRatio="xMinYMin meet">
+      <svg
+        viewBox={`0 0 ${WIDTH} ${height}`}
+        role="img"
+        aria-labelledby="gantt-title"
+        preserveAspectRatio="xMinYMin meet"
+      >
         <title id="gantt-title">{`Timeline of ${rows.length} calls over ${duration(span)}`}</title>
         {[0, 0.25, 0.5, 0.75, 1].map((f) => (
           <g key={f}>
             <line x1={x(first + f * span)} x2={x(first + f * span)} y1={0} y2={height - 18} class="grid" />
-            <text x={x(first + f * span)} y={height - 4} class="axis" text-anchor={f === 0 ? 'start' : f === 1 ? 'end' : 'middle'}>
+            <text
+              x={x(first + f * span)}
+              y={height - 4}
+              class="axis"
+              text-anchor={f === 0 ? 'start' : f === 1 ? 'end' : 'middle'}
+            >
               +{duration(f * span)}
             </text>
           </g>
@@ -127,11 +150,22 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
               // a compensation is named on its bar (the row names the step it undoes), beside it when the bar is too short
               return (
                 <g key={j}>
-                  <rect x={x(bar.start)} y={4} width={w} height={ROW_H - 8} rx={2} class={`bar bar-${bar.kind} bar-${bar.outcome}`}>
+                  <rect
+                    x={x(bar.start)}
+                    y={4}
+                    width={w}
+                    height={ROW_H - 8}
+                    rx={2}
+                    class={`bar bar-${bar.kind} bar-${bar.outcome}`}
+                  >
                     <title>{title}</title>
                   </rect>
                   {bar.kind === 'compensation' ? (
-                    <text x={w >= 50 ? x(bar.start) + 4 : x(bar.start) + w + 4} y={ROW_H / 2 + 4} class={w >= 50 ? 'bar-text on-bar' : 'bar-text'}>
+                    <text
+                      x={w >= 50 ? x(bar.start) + 4 : x(bar.start) + w + 4}
+                      y={ROW_H / 2 + 4}
+                      class={w >= 50 ? 'bar-text on-bar' : 'bar-text'}
+                    >
                       {bar.outcome === 'failed' ? 'undo failed' : 'undo'}
                     </text>
                   ) : null}
@@ -142,8 +176,11 @@ export function Gantt({ events, ended }: { events: JournalEvent[]; ended: boolea
         ))}
       </svg>
       <figcaption class="legend">
-        <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span> <span class="key key-retrying">backoff before a retry</span> <span class="key key-poll">poll</span>{' '}
-        <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span> <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span> <span class="key key-running">running</span>
+        <span class="key key-success">step succeeded</span> <span class="key key-failed">failed</span>{' '}
+        <span class="key key-retrying">backoff before a retry</span> <span class="key key-poll">poll</span>{' '}
+        <span class="key key-timed_out">timed out</span> <span class="key key-sleep">sleep</span>{' '}
+        <span class="key key-wait">wait for a signal</span> <span class="key key-child">child run</span>{' '}
+        <span class="key key-running">running</span>
         {compensated ? (
           <>
             {' '}

@@ -11,7 +11,9 @@ interface Overview {
   runs_ended: Array<{ at: string; by_status: Record<string, number> }>;
   runs_in_flight: Record<string, number>;
   step_latency: { count: number; p50_ms: number | null; p99_ms: number | null };
-  queue: Record<string, any> & { oldest_ready: { id: string; queue: string; created_at: string; run_at: string } | null };
+  queue: Record<string, any> & {
+    oldest_ready: { id: string; queue: string; created_at: string; run_at: string } | null;
+  };
   parked: { now: number; buckets: Array<{ at: string; count: number }> };
 }
 
@@ -19,7 +21,19 @@ const OUTCOMES = ['success', 'partial_success', 'failed', 'cancelled'];
 const WINDOWS = ['15m', '1h', '6h', '24h'];
 
 /** Stacked bars, one per bucket; a table with the same numbers follows for screen readers. */
-function Bars({ buckets, series, title, from, to }: { buckets: Array<Record<string, number>>; series: string[]; title: string; from: string; to: string }) {
+function Bars({
+  buckets,
+  series,
+  title,
+  from,
+  to,
+}: {
+  buckets: Array<Record<string, number>>;
+  series: string[];
+  title: string;
+  from: string;
+  to: string;
+}) {
   const max = Math.max(1, ...buckets.map((b) => series.reduce((n, s) => n + (b[s] ?? 0), 0)));
   const w = 600 / buckets.length;
   return (
@@ -53,7 +67,10 @@ function Bars({ buckets, series, title, from, to }: { buckets: Array<Record<stri
 export function OverviewPage() {
   const loc = useLocation();
   const window = loc.query.get('window') ?? '1h';
-  const { data, error, reload } = useLoad((signal) => api<Overview>(`/overview?window=${window}`, { signal }), [window]);
+  const { data, error, reload } = useLoad(
+    (signal) => api<Overview>(`/overview?window=${window}`, { signal }),
+    [window],
+  );
   useEffect(() => {
     const timer = setInterval(reload, 5000);
     return () => clearInterval(timer);
@@ -105,7 +122,11 @@ export function OverviewPage() {
               <strong>
                 {data.queue.ready ?? 0} / {data.queue.running ?? 0} / {data.queue.dead ?? 0}
               </strong>
-              <small>{data.queue.oldest_ready ? `oldest ready since ${time(data.queue.oldest_ready.created_at)}` : 'nothing waiting'}</small>
+              <small>
+                {data.queue.oldest_ready
+                  ? `oldest ready since ${time(data.queue.oldest_ready.created_at)}`
+                  : 'nothing waiting'}
+              </small>
             </div>
             <div class="tile">
               <span class="muted">Parked events</span>
@@ -114,7 +135,13 @@ export function OverviewPage() {
             </div>
           </div>
           <h2>Runs ended per {per(data.bucket_ms)}</h2>
-          <Bars from={data.runs_ended[0]!.at} to={data.now} buckets={ended} series={OUTCOMES} title={`Runs ended per ${per(data.bucket_ms)} over ${window}: ${totals.map(([o, n]) => `${n} ${o}`).join(', ')}`} />
+          <Bars
+            from={data.runs_ended[0]!.at}
+            to={data.now}
+            buckets={ended}
+            series={OUTCOMES}
+            title={`Runs ended per ${per(data.bucket_ms)} over ${window}: ${totals.map(([o, n]) => `${n} ${o}`).join(', ')}`}
+          />
           <p class="legend">
             {totals.map(([o, n]) => (
               <span key={o} class={`key fill-${o}`}>
@@ -123,7 +150,13 @@ export function OverviewPage() {
             ))}
           </p>
           <h2>Events parked per {per(data.bucket_ms)}</h2>
-          <Bars from={data.runs_ended[0]!.at} to={data.now} buckets={data.parked.buckets.map((b) => ({ parked: b.count }))} series={['parked']} title={`Events parked over ${window}: ${data.parked.buckets.reduce((n, b) => n + b.count, 0)}`} />
+          <Bars
+            from={data.runs_ended[0]!.at}
+            to={data.now}
+            buckets={data.parked.buckets.map((b) => ({ parked: b.count }))}
+            series={['parked']}
+            title={`Events parked over ${window}: ${data.parked.buckets.reduce((n, b) => n + b.count, 0)}`}
+          />
           <p class="muted">From the newest {data.runs_scanned} runs; updated every 5 s.</p>
         </>
       ) : null}

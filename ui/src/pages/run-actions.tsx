@@ -25,7 +25,17 @@ type Open = 'signal' | 'retry' | 'rerun' | 'cancel' | null;
  * chosen) or rerun it from a top-level step (optionally with new trigger data); both start a new
  * execution, and the page moves to it.
  */
-export function RunActions({ run, execution, paths, onDone }: { run: Run; execution: Execution | null; paths: Set<string>; onDone: () => void }) {
+export function RunActions({
+  run,
+  execution,
+  paths,
+  onDone,
+}: {
+  run: Run;
+  execution: Execution | null;
+  paths: Set<string>;
+  onDone: () => void;
+}) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [open, setOpen] = useState<Open>(null);
@@ -52,14 +62,22 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
     setError(null);
     setOpen(open === which ? null : which);
   };
-  const cancelRoute = paths.has('POST /runs/{id}/cancel') ? 'POST /runs/{id}/cancel' : 'POST /workflows/{id}/executions/{execution_id}/cancel';
-  const cancelPath = cancelRoute === 'POST /runs/{id}/cancel' ? `/runs/${encodeURIComponent(run.id)}/cancel` : `${base}/cancel`;
+  const cancelRoute = paths.has('POST /runs/{id}/cancel')
+    ? 'POST /runs/{id}/cancel'
+    : 'POST /workflows/{id}/executions/{execution_id}/cancel';
+  const cancelPath =
+    cancelRoute === 'POST /runs/{id}/cancel' ? `/runs/${encodeURIComponent(run.id)}/cancel` : `${base}/cancel`;
   // the reason is asked for only where the server keeps it (its OpenAPI document says the cancel's body takes one)
   const takesReason = paths.has(`${cancelRoute} body.reason`);
-  const cancel = (reason: string) => act(() => api(cancelPath, { method: 'POST', ...(takesReason && reason ? { body: { reason } } : {}) }));
-  const canCancel = !ended && (paths.has('POST /runs/{id}/cancel') || (base !== null && paths.has('POST /workflows/{id}/executions/{execution_id}/cancel')));
+  const cancel = (reason: string) =>
+    act(() => api(cancelPath, { method: 'POST', ...(takesReason && reason ? { body: { reason } } : {}) }));
+  const canCancel =
+    !ended &&
+    (paths.has('POST /runs/{id}/cancel') ||
+      (base !== null && paths.has('POST /workflows/{id}/executions/{execution_id}/cancel')));
   const canSignal = !ended && paths.has('POST /runs/{id}/signal');
-  const canRetry = base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
+  const canRetry =
+    base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
   const canRerun = base !== null && paths.has(RERUN);
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: Escape anywhere in the group closes the open form (the controls inside are buttons)
@@ -86,17 +104,57 @@ export function RunActions({ run, execution, paths, onDone }: { run: Run; execut
           </button>
         ) : null}
       </div>
-      {open === 'signal' && canSignal ? <SignalForm busy={busy} onSend={(body) => act(() => api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body }))} /> : null}
-      {open === 'retry' && canRetry ? <RetryForm busy={busy} failed={failed} onRetry={(branches) => act(() => api(`${base}/retry`, { method: 'POST', body: { branches } }))} /> : null}
-      {open === 'rerun' && canRerun && execution ? <RerunForm busy={busy} execution={execution} onRerun={(body) => act(() => api(`${base}/rerun`, { method: 'POST', body }))} /> : null}
-      {open === 'cancel' && canCancel ? <CancelDialog runId={run.id} withReason={takesReason} busy={busy} error={error} onConfirm={cancel} onClose={() => setOpen(null)} /> : null}
+      {open === 'signal' && canSignal ? (
+        <SignalForm
+          busy={busy}
+          onSend={(body) => act(() => api(`/runs/${encodeURIComponent(run.id)}/signal`, { method: 'POST', body }))}
+        />
+      ) : null}
+      {open === 'retry' && canRetry ? (
+        <RetryForm
+          busy={busy}
+          failed={failed}
+          onRetry={(branches) => act(() => api(`${base}/retry`, { method: 'POST', body: { branches } }))}
+        />
+      ) : null}
+      {open === 'rerun' && canRerun && execution ? (
+        <RerunForm
+          busy={busy}
+          execution={execution}
+          onRerun={(body) => act(() => api(`${base}/rerun`, { method: 'POST', body }))}
+        />
+      ) : null}
+      {open === 'cancel' && canCancel ? (
+        <CancelDialog
+          runId={run.id}
+          withReason={takesReason}
+          busy={busy}
+          error={error}
+          onConfirm={cancel}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
       {open !== 'cancel' ? <ErrorBox error={error} /> : null}
     </div>
   );
 }
 
 /** Asks before cancelling (one stray click must not stop a run), with a reason where the server keeps one; a modal <dialog>, no window.confirm. */
-function CancelDialog({ runId, withReason, busy, error, onConfirm, onClose }: { runId: string; withReason: boolean; busy: boolean; error: unknown; onConfirm: (reason: string) => void; onClose: () => void }) {
+function CancelDialog({
+  runId,
+  withReason,
+  busy,
+  error,
+  onConfirm,
+  onClose,
+}: {
+  runId: string;
+  withReason: boolean;
+  busy: boolean;
+  error: unknown;
+  onConfirm: (reason: string) => void;
+  onClose: () => void;
+}) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [reason, setReason] = useState('');
   useEffect(() => {
@@ -113,11 +171,13 @@ function CancelDialog({ runId, withReason, busy, error, onConfirm, onClose }: { 
       >
         <h2 id="cancel-title">Cancel this run?</h2>
         <p>
-          <span class="mono">{runId}</span> stops: its running step is told to stop, no new step starts, and the compensations of the steps done run. This cannot be undone.
+          <span class="mono">{runId}</span> stops: its running step is told to stop, no new step starts, and the
+          compensations of the steps done run. This cannot be undone.
         </p>
         {withReason ? (
           <label>
-            Reason (optional) <input name="reason" value={reason} maxLength={500} onInput={(e) => setReason(e.currentTarget.value)} />
+            Reason (optional){' '}
+            <input name="reason" value={reason} maxLength={500} onInput={(e) => setReason(e.currentTarget.value)} />
           </label>
         ) : null}
         <ErrorBox error={error} />
@@ -159,7 +219,8 @@ function SignalForm({ busy, onSend }: { busy: boolean; onSend: (body: { name: st
         Name <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </label>
       <label>
-        Payload (JSON) <textarea rows={3} class="mono" value={payload} onInput={(e) => setPayload(e.currentTarget.value)} />
+        Payload (JSON){' '}
+        <textarea rows={3} class="mono" value={payload} onInput={(e) => setPayload(e.currentTarget.value)} />
       </label>
       <ErrorBox error={error} />
       <button type="submit" class="primary" disabled={busy}>
@@ -169,7 +230,15 @@ function SignalForm({ busy, onSend }: { busy: boolean; onSend: (body: { name: st
   );
 }
 
-function RetryForm({ busy, failed, onRetry }: { busy: boolean; failed: string[]; onRetry: (branches: string[]) => void }) {
+function RetryForm({
+  busy,
+  failed,
+  onRetry,
+}: {
+  busy: boolean;
+  failed: string[];
+  onRetry: (branches: string[]) => void;
+}) {
   const [chosen, setChosen] = useState<Set<string>>(new Set(failed));
   return (
     <form
@@ -205,7 +274,15 @@ function RetryForm({ busy, failed, onRetry }: { busy: boolean; failed: string[];
   );
 }
 
-function RerunForm({ busy, execution, onRerun }: { busy: boolean; execution: Execution; onRerun: (body: { from_step: string; trigger_data?: unknown }) => void }) {
+function RerunForm({
+  busy,
+  execution,
+  onRerun,
+}: {
+  busy: boolean;
+  execution: Execution;
+  onRerun: (body: { from_step: string; trigger_data?: unknown }) => void;
+}) {
   // from_step is a top-level step; a failed or unfinished one is the usual place to start again
   const top = execution.steps.filter((s) => s.parallel === undefined);
   const [from, setFrom] = useState(top.find((s) => s.status !== 'success')?.step_id ?? top[0]?.step_id ?? '');
@@ -237,7 +314,14 @@ function RerunForm({ busy, execution, onRerun }: { busy: boolean; execution: Exe
         </select>
       </label>
       <label>
-        New trigger data (JSON, optional) <textarea rows={3} class="mono" placeholder={JSON.stringify(execution.trigger_data)} value={trigger} onInput={(e) => setTrigger(e.currentTarget.value)} />
+        New trigger data (JSON, optional){' '}
+        <textarea
+          rows={3}
+          class="mono"
+          placeholder={JSON.stringify(execution.trigger_data)}
+          value={trigger}
+          onInput={(e) => setTrigger(e.currentTarget.value)}
+        />
       </label>
       <ErrorBox error={error} />
       <button type="submit" class="primary" disabled={busy || !from}>

@@ -25,7 +25,18 @@ export function reusedFrom(step: { input: unknown }): string | null {
 
 /** Counts the steps that do work (a parallel step is counted by its branches' steps, as the server's progress does). */
 export function stepCounts(steps: ExecutionStep[]): StepCounts {
-  const c: StepCounts = { total: 0, ran: 0, succeeded: 0, failed: 0, timedOut: 0, running: 0, cancelled: 0, skipped: 0, reused: 0, pending: 0 };
+  const c: StepCounts = {
+    total: 0,
+    ran: 0,
+    succeeded: 0,
+    failed: 0,
+    timedOut: 0,
+    running: 0,
+    cancelled: 0,
+    skipped: 0,
+    reused: 0,
+    pending: 0,
+  };
   for (const s of steps) {
     if (s.type === 'parallel') continue;
     c.total++;
@@ -63,15 +74,23 @@ export function progressText(c: StepCounts): string {
 }
 
 /** What an unfinished run is waiting for, from its journal: the sleep it wakes from, or the signal it waits for until its deadline. */
-export function pending(events: JournalEvent[]): { kind: 'sleep'; name: string; at: number } | { kind: 'wait'; name: string; at: number | null } | null {
+export function pending(
+  events: JournalEvent[],
+): { kind: 'sleep'; name: string; at: number } | { kind: 'wait'; name: string; at: number | null } | null {
   const open = new Map<string, JournalEvent>();
   for (const e of events) {
     const key = `${e.data?.seq}`;
     if (e.type === 'sleep.started' || e.type === 'wait.started') open.set(key, e);
-    else if (e.type === 'sleep.completed' || e.type === 'wait.completed' || e.type === 'wait.timed_out') open.delete(key);
+    else if (e.type === 'sleep.completed' || e.type === 'wait.completed' || e.type === 'wait.timed_out')
+      open.delete(key);
   }
   const last = [...open.values()].at(-1);
   if (!last) return null;
-  if (last.type === 'sleep.started') return { kind: 'sleep', name: String(last.data.name ?? 'sleep'), at: Number(last.data.until) };
-  return { kind: 'wait', name: String(last.data.name ?? 'signal'), at: typeof last.data.deadline === 'number' ? last.data.deadline : null };
+  if (last.type === 'sleep.started')
+    return { kind: 'sleep', name: String(last.data.name ?? 'sleep'), at: Number(last.data.until) };
+  return {
+    kind: 'wait',
+    name: String(last.data.name ?? 'signal'),
+    at: typeof last.data.deadline === 'number' ? last.data.deadline : null,
+  };
 }

@@ -67,7 +67,13 @@ export function Steps({ run, execution }: { run: Run; execution: Execution | nul
       </thead>
       <tbody>
         {list.map((s) => (
-          <tr key={s.key} data-step={s.name} data-status={normalStatus(s.status)} data-type={s.type ?? undefined} class={s.branch ? 'branch-step' : undefined}>
+          <tr
+            key={s.key}
+            data-step={s.name}
+            data-status={normalStatus(s.status)}
+            data-type={s.type ?? undefined}
+            class={s.branch ? 'branch-step' : undefined}
+          >
             <th scope="row">
               {s.branch ? (
                 <span class="muted" title={`branch ${s.branch}`}>
@@ -91,7 +97,13 @@ export function Steps({ run, execution }: { run: Run; execution: Execution | nul
               ) : null}
             </td>
             <td>{s.attempts}</td>
-            <td>{reusedFrom(s) !== null && normalStatus(s.status) === 'success' ? <span title={`taken from ${reusedFrom(s)}: no work done here`}>reused</span> : duration(s.duration_ms)}</td>
+            <td>
+              {reusedFrom(s) !== null && normalStatus(s.status) === 'success' ? (
+                <span title={`taken from ${reusedFrom(s)}: no work done here`}>reused</span>
+              ) : (
+                duration(s.duration_ms)
+              )}
+            </td>
             <td>
               {s.error ? (
                 <div class="step-error" role="note">

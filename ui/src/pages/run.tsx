@@ -1,6 +1,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, apiOptional, offered, subscribe } from '../api';
-import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, throttle, time, useClock, useLoad, When } from '../common';
+import {
+  duration,
+  ErrorBox,
+  isTerminal,
+  Json,
+  Link,
+  Page,
+  RunLink,
+  Status,
+  throttle,
+  time,
+  useClock,
+  useLoad,
+  When,
+} from '../common';
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { Gantt, type JournalEvent } from './gantt';
 import { RunActions } from './run-actions';
@@ -82,15 +96,21 @@ export interface Execution {
   steps: ExecutionStep[];
 }
 
-async function loadRun(id: string, signal: AbortSignal): Promise<{ run: Run; execution: Execution | null; paths: Set<string> }> {
+async function loadRun(
+  id: string,
+  signal: AbortSignal,
+): Promise<{ run: Run; execution: Execution | null; paths: Set<string> }> {
   const [run, paths] = await Promise.all([api<Run>(`/runs/${encodeURIComponent(id)}`, { signal }), offered()]);
-  const execution = run.workflow_id ? await apiOptional<Execution>(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(id)}`, signal) : null;
+  const execution = run.workflow_id
+    ? await apiOptional<Execution>(`/workflows/${run.workflow_id}/executions/${encodeURIComponent(id)}`, signal)
+    : null;
   return { run, execution, paths };
 }
 
 /** What a link says it did: "from step layout", "branches powerpoint". */
 function linkText(link: ExecutionLink): string {
-  if (link.branches?.length) return `retry of branch${link.branches.length > 1 ? 'es' : ''} ${link.branches.join(', ')}`;
+  if (link.branches?.length)
+    return `retry of branch${link.branches.length > 1 ? 'es' : ''} ${link.branches.join(', ')}`;
   return link.from_step ? `from step ${link.from_step}` : 'from the start';
 }
 
@@ -110,7 +130,10 @@ export function RunPage({ id }: { id: string }) {
     subscribe(
       `/runs/${encodeURIComponent(id)}/events/stream`,
       (batch) => {
-        setEvents((old) => [...old, ...batch.map((b) => b.data as JournalEvent).filter((e) => !old.length || e.version > old.at(-1)!.version)]);
+        setEvents((old) => [
+          ...old,
+          ...batch.map((b) => b.data as JournalEvent).filter((e) => !old.length || e.version > old.at(-1)!.version),
+        ]);
         refresh();
       },
       {
@@ -142,7 +165,10 @@ export function RunPage({ id }: { id: string }) {
   const currentStep = execution?.current_step ?? run.current?.name ?? null;
   const label = execution?.label ?? run.current?.label ?? null;
   const children = events.filter((e) => e.type === 'child.started').map((e) => e.data.childId as string);
-  const parent = (events.find((e) => e.type === 'run.started')?.data as any)?.parent as string | { runId?: string } | undefined;
+  const parent = (events.find((e) => e.type === 'run.started')?.data as any)?.parent as
+    | string
+    | { runId?: string }
+    | undefined;
   const parentId = typeof parent === 'string' ? parent : parent?.runId;
   const counts = execution ? stepCounts(execution.steps) : null;
 
@@ -153,7 +179,13 @@ export function RunPage({ id }: { id: string }) {
           Run <span class="mono">{run.id}</span>
         </>
       }
-      tab={run.workflow_id ? (names.has(run.workflow_id) ? `${run.id} · ${names.get(run.workflow_id)}` : run.id) : `${run.id} · ${run.workflow}`}
+      tab={
+        run.workflow_id
+          ? names.has(run.workflow_id)
+            ? `${run.id} · ${names.get(run.workflow_id)}`
+            : run.id
+          : `${run.id} · ${run.workflow}`
+      }
       actions={<RunActions run={run} execution={execution} paths={paths} onDone={reload} />}
     >
       <ErrorBox error={error} />
@@ -166,12 +198,22 @@ export function RunPage({ id }: { id: string }) {
         </div>
         <div>
           <dt>Kind</dt>
-          <dd>{run.kind === 'session' ? <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent run</Link> : (run.kind ?? '—')}</dd>
+          <dd>
+            {run.kind === 'session' ? (
+              <Link to={`/agents/${encodeURIComponent(run.id)}`}>agent run</Link>
+            ) : (
+              (run.kind ?? '—')
+            )}
+          </dd>
         </div>
         <div>
           <dt>Workflow</dt>
           <dd>
-            {run.workflow_id ? <StoredWorkflow id={run.workflow_id} names={names} /> : <span class="mono">{run.workflow}</span>}
+            {run.workflow_id ? (
+              <StoredWorkflow id={run.workflow_id} names={names} />
+            ) : (
+              <span class="mono">{run.workflow}</span>
+            )}
             {execution ? ` v${execution.workflow_version}` : ''}
           </dd>
         </div>
@@ -247,7 +289,8 @@ export function RunPage({ id }: { id: string }) {
           <div>
             <dt>Rerun of</dt>
             <dd data-fact="rerun-of">
-              <RunLink id={execution.rerun_of.execution_id} /> <span class="muted">({linkText(execution.rerun_of)})</span>
+              <RunLink id={execution.rerun_of.execution_id} />{' '}
+              <span class="muted">({linkText(execution.rerun_of)})</span>
             </dd>
           </div>
         ) : null}

@@ -1,6 +1,19 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, subscribe } from '../api';
-import { duration, ErrorBox, isTerminal, Link, normalStatus, Page, RUN_STATUSES, RunLink, Status, throttle, Time, useLoad } from '../common';
+import {
+  duration,
+  ErrorBox,
+  isTerminal,
+  Link,
+  normalStatus,
+  Page,
+  RUN_STATUSES,
+  RunLink,
+  Status,
+  throttle,
+  Time,
+  useLoad,
+} from '../common';
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { navigate, useLocation } from '../router';
 
@@ -24,14 +37,18 @@ export interface RunSummary {
 const PAGE_SIZE = 50;
 /** A filtered page can come back short: ask again from where it stopped, this many times at most. */
 const FILL_REQUESTS = 20;
-const LIVE_TYPES = 'run.started,run.completed,run.failed,run.cancelled,step.started,sleep.started,wait.started,sleep.completed,wait.completed';
+const LIVE_TYPES =
+  'run.started,run.completed,run.failed,run.cancelled,step.started,sleep.started,wait.started,sleep.completed,wait.completed';
 
 /** The ways to ask for a status, tried in order until the server accepts one: `success` was `succeeded` before. */
 function statusParams(status: string): string[] {
   return status === 'success' ? ['success,succeeded', 'success', 'succeeded'] : [status];
 }
 
-async function loadPage(query: URLSearchParams, signal: AbortSignal): Promise<{ runs: RunSummary[]; last_key: string | null }> {
+async function loadPage(
+  query: URLSearchParams,
+  signal: AbortSignal,
+): Promise<{ runs: RunSummary[]; last_key: string | null }> {
   const params = new URLSearchParams({ limit: String(PAGE_SIZE), order: 'created' });
   for (const key of ['kind', 'workflow']) if (query.get(key)) params.set(key, query.get(key)!);
   if (query.get('from')) params.set('created_after', new Date(query.get('from')!).toISOString());
@@ -73,7 +90,10 @@ export function RunsPage() {
     if (!firstPage) return;
     const controller = new AbortController();
     const refresh = throttle(reload, 1000);
-    subscribe(`/events/stream?stream_prefix=run:&types=${LIVE_TYPES}`, () => refresh(), { signal: controller.signal, onState: setLive });
+    subscribe(`/events/stream?stream_prefix=run:&types=${LIVE_TYPES}`, () => refresh(), {
+      signal: controller.signal,
+      onState: setLive,
+    });
     return () => controller.abort();
   }, [key]);
 
@@ -130,19 +150,37 @@ export function RunsPage() {
         </label>
         <label>
           Workflow or agent
-          <input type="text" placeholder="name or wf_…" defaultValue={query.get('workflow') ?? ''} onChange={(e) => set('workflow', e.currentTarget.value.trim())} />
+          <input
+            type="text"
+            placeholder="name or wf_…"
+            defaultValue={query.get('workflow') ?? ''}
+            onChange={(e) => set('workflow', e.currentTarget.value.trim())}
+          />
         </label>
         <label>
           From
-          <input type="datetime-local" value={query.get('from') ?? ''} onChange={(e) => set('from', e.currentTarget.value)} />
+          <input
+            type="datetime-local"
+            value={query.get('from') ?? ''}
+            onChange={(e) => set('from', e.currentTarget.value)}
+          />
         </label>
         <label>
           To
-          <input type="datetime-local" value={query.get('to') ?? ''} onChange={(e) => set('to', e.currentTarget.value)} />
+          <input
+            type="datetime-local"
+            value={query.get('to') ?? ''}
+            onChange={(e) => set('to', e.currentTarget.value)}
+          />
         </label>
         <label>
           Run id
-          <input type="search" placeholder="ex_… / run_… / ses_…" value={idText} onInput={(e) => setIdText(e.currentTarget.value)} />
+          <input
+            type="search"
+            placeholder="ex_… / run_… / ses_…"
+            value={idText}
+            onInput={(e) => setIdText(e.currentTarget.value)}
+          />
         </label>
         <button type="submit">Open</button>
       </form>
@@ -193,7 +231,9 @@ export function RunsPage() {
                 <td>
                   <Time iso={r.created_at} />
                 </td>
-                <td class="nowrap">{duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}</td>
+                <td class="nowrap">
+                  {duration((r.finished_at ? Date.parse(r.finished_at) : Date.now()) - Date.parse(r.created_at))}
+                </td>
                 <td class="err clip" title={r.error ?? ''}>
                   {r.error ?? ''}
                 </td>

@@ -14,7 +14,11 @@ const target = (t: any) => (t?.workflow ? `workflow ${t.workflow}` : t?.agent ? 
 /** Events received with the rules each matched and the runs they started; rules; schedules with their next fire times. */
 export function TriggersPage() {
   const { data, error } = useLoad(async (signal) => {
-    const [events, rules, schedules] = await Promise.all([api<{ events: any[] }>('/events?limit=50', { signal }), api<{ rules: any[] }>('/rules?limit=500', { signal }), api<{ schedules: any[] }>('/schedules?limit=500', { signal })]);
+    const [events, rules, schedules] = await Promise.all([
+      api<{ events: any[] }>('/events?limit=50', { signal }),
+      api<{ rules: any[] }>('/rules?limit=500', { signal }),
+      api<{ schedules: any[] }>('/schedules?limit=500', { signal }),
+    ]);
     return { events: events.events ?? [], rules: rules.rules ?? [], schedules: schedules.schedules ?? [] };
   }, []);
   return (
@@ -45,7 +49,8 @@ export function TriggersPage() {
                 <ul class="plain">
                   {(e.matches as Match[]).map((m) => (
                     <li key={m.rule_id}>
-                      {m.rule_name} → {m.run_id ? <RunLink id={m.run_id} /> : <span class="err">{m.error ?? 'no run'}</span>}
+                      {m.rule_name} →{' '}
+                      {m.run_id ? <RunLink id={m.run_id} /> : <span class="err">{m.error ?? 'no run'}</span>}
                     </li>
                   ))}
                 </ul>

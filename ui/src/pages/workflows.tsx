@@ -67,7 +67,10 @@ export function WorkflowPage({ id }: { id: string }) {
     async (signal) => {
       const [workflow, versions, executions] = await Promise.all([
         api<Workflow>(`/workflows/${id}`, { signal }),
-        api<{ versions: Array<{ version: number; definition: unknown; saved_at: string }> }>(`/workflows/${id}/versions`, { signal }).catch(() => ({ versions: [] })),
+        api<{ versions: Array<{ version: number; definition: unknown; saved_at: string }> }>(
+          `/workflows/${id}/versions`,
+          { signal },
+        ).catch(() => ({ versions: [] })),
         api<{ executions: any[] }>(`/workflows/${id}/executions?limit=20`, { signal }),
       ]);
       return { workflow, versions: versions.versions, executions: executions.executions };
@@ -156,7 +159,11 @@ function ExecuteForm({ id }: { id: string }) {
         setError(null);
         try {
           const trigger = parseJson(data, 'trigger_data');
-          const res = await api<{ execution_id: string }>(`/workflows/${id}/execute`, { method: 'POST', body: trigger === undefined ? {} : { trigger_data: trigger }, headers: key ? { 'idempotency-key': key } : {} });
+          const res = await api<{ execution_id: string }>(`/workflows/${id}/execute`, {
+            method: 'POST',
+            body: trigger === undefined ? {} : { trigger_data: trigger },
+            headers: key ? { 'idempotency-key': key } : {},
+          });
           navigate(`/runs/${encodeURIComponent(res.execution_id)}`);
         } catch (err) {
           setError(err);
@@ -167,7 +174,13 @@ function ExecuteForm({ id }: { id: string }) {
       <h2 id="execute-title">Execute</h2>
       <label>
         Trigger data (JSON)
-        <textarea name="trigger_data" rows={4} class="mono" value={data} onInput={(e) => setData(e.currentTarget.value)} />
+        <textarea
+          name="trigger_data"
+          rows={4}
+          class="mono"
+          value={data}
+          onInput={(e) => setData(e.currentTarget.value)}
+        />
       </label>
       <label>
         Idempotency-Key (optional)
@@ -181,7 +194,15 @@ function ExecuteForm({ id }: { id: string }) {
   );
 }
 
-const TEMPLATE = JSON.stringify({ name: 'my-workflow', description: '', steps: [{ id: 'hello', type: 'log', config: { message: 'hello {{trigger.name}}' } }] }, null, 2);
+const TEMPLATE = JSON.stringify(
+  {
+    name: 'my-workflow',
+    description: '',
+    steps: [{ id: 'hello', type: 'log', config: { message: 'hello {{trigger.name}}' } }],
+  },
+  null,
+  2,
+);
 
 /** Where a problem's path points, as `steps[0].config.url`, for the list beside the editor. */
 function pathText(path: string): string {
@@ -189,11 +210,16 @@ function pathText(path: string): string {
 }
 
 export function WorkflowEditPage({ id }: { id?: string }) {
-  const existing = useLoad((signal) => (id ? api<Workflow>(`/workflows/${id}`, { signal }) : Promise.resolve(null)), [id]);
+  const existing = useLoad(
+    (signal) => (id ? api<Workflow>(`/workflows/${id}`, { signal }) : Promise.resolve(null)),
+    [id],
+  );
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
-  const initial = existing.data ? (({ id: _i, version: _v, created_at: _c, updated_at: _u, ...d }) => JSON.stringify(d, null, 2))(existing.data) : TEMPLATE;
+  const initial = existing.data
+    ? (({ id: _i, version: _v, created_at: _c, updated_at: _u, ...d }) => JSON.stringify(d, null, 2))(existing.data)
+    : TEMPLATE;
   const value = text ?? initial;
   return (
     <Page title={id ? `Edit ${existing.data?.name ?? id}` : 'New workflow'}>
@@ -205,7 +231,10 @@ export function WorkflowEditPage({ id }: { id?: string }) {
           setError(null);
           try {
             const body = parseJson(value, 'definition');
-            const saved = await api<Workflow>(id ? `/workflows/${id}` : '/workflows', { method: id ? 'PUT' : 'POST', body });
+            const saved = await api<Workflow>(id ? `/workflows/${id}` : '/workflows', {
+              method: id ? 'PUT' : 'POST',
+              body,
+            });
             navigate(`/workflows/${saved.id}`);
           } catch (err) {
             setError(err as ApiError);
@@ -214,7 +243,17 @@ export function WorkflowEditPage({ id }: { id?: string }) {
         }}
       >
         <label for="definition">Definition (JSON)</label>
-        <textarea id="definition" name="definition" class="mono" rows={24} spellcheck={false} value={value} aria-invalid={error ? 'true' : undefined} aria-describedby="problems" onInput={(e) => setText(e.currentTarget.value)} />
+        <textarea
+          id="definition"
+          name="definition"
+          class="mono"
+          rows={24}
+          spellcheck={false}
+          value={value}
+          aria-invalid={error ? 'true' : undefined}
+          aria-describedby="problems"
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
         <div id="problems" aria-live="polite">
           {error ? (
             <div class="error" role="alert">
