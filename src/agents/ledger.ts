@@ -13,7 +13,7 @@ import type {
   ApprovalStatus,
 } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
-import { keyStream } from '../runtime/keyed.js';
+import { keyStream } from '../runtime/start/keyed.js';
 import { conversationStream, readConversation } from './conversation.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
 import type { ReceivedEvent } from './ledger-projection.js';

@@ -5,7 +5,7 @@ import { ConflictError, LeaseLostError, NotFoundError, ValidationError } from '.
 import { checkJson, checkName } from '../json.js';
 import type { Journal } from '../journal/journal.js';
 import { watchEvents } from '../journal/wakeup.js';
-import { FALLBACK_MS } from '../runtime/watch.js';
+import { FALLBACK_MS } from '../runtime/read/runs.js';
 import type { AgentToolCallRow, RiskLevel } from '../storage/ledger.js';
 import type { NewEvent, StoredEvent } from '../storage/store.js';
 import { approvalSignal, type ToolCallInput } from './ledger-context.js';

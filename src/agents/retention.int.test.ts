@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
-import { RUN_KEYS } from '../runtime/keyed.js';
+import { RUN_KEYS } from '../runtime/start/keyed.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';

@@ -1,4 +1,4 @@
-import type { RunView } from '../runtime/view.js';
+import type { RunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 import { SESSION_WORKFLOW } from './session.js';
 import { SESSION_VIEW, sessionStream } from './view.js';

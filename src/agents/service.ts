@@ -4,9 +4,9 @@ import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '.
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { publicUrlFor } from '../public-url.js';
-import { runStream } from '../runtime/history.js';
-import { hashedId } from '../runtime/keyed.js';
-import { currentStatus, readRunView } from '../runtime/view.js';
+import { runStream } from '../runtime/pass/history.js';
+import { hashedId } from '../runtime/start/keyed.js';
+import { currentStatus, readRunView } from '../runtime/read/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Agent } from './agent.js';

@@ -16,7 +16,7 @@ import {
   type Workflow,
   type WorkflowContext,
 } from '../runtime/workflow.js';
-import { StoreClock } from '../runtime/clock.js';
+import { StoreClock } from '../runtime/pass/clock.js';
 import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
 import { gatherEvents, type GatheredEvent } from './conversation.js';

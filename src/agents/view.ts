@@ -1,7 +1,7 @@
 import { ConflictError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { WrittenViews } from '../journal/kept.js';
-import { currentStatus } from '../runtime/view.js';
+import { currentStatus } from '../runtime/read/view.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import {
   allowedAfter,

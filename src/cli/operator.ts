@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { createEngine } from '../engine.js';
 import { ValidationError } from '../errors.js';
-import type { Actor, BulkResult, RunFilter, TaskFilter } from '../runtime/operator.js';
-import { currentStatus, type RunStatus } from '../runtime/view.js';
+import type { Actor, BulkResult, RunFilter, TaskFilter } from '../runtime/operate/operator.js';
+import { currentStatus, type RunStatus } from '../runtime/read/view.js';
 import type { PauseKind } from '../storage/store.js';
 import { client, database, databaseOf, direct, existingDatabase, remote } from './options.js';
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { RunSummary } from '../client/client.js';
 import { ValidationError } from '../errors.js';
-import { currentStatus, RUN_STATUSES } from '../runtime/view.js';
+import { currentStatus, RUN_STATUSES } from '../runtime/read/view.js';
 import { STORED_WORKFLOW } from '../workflows/interpreter.js';
 import { hint, inputOption, inputValue } from './hints.js';
 import { client, databaseOf, direct, existingDatabase, remote, urlFlags, whole } from './options.js';
@@ -13,7 +13,7 @@ import { isReused, writeOutput } from './summary.js';
 import { timelineLine } from './timeline.js';
 import { follow } from './wait.js';
 import { createEngine } from '../engine.js';
-import { runsNeedingPatch } from '../runtime/patches.js';
+import { runsNeedingPatch } from '../runtime/pass/patches.js';
 import { runSummary } from '../server/routes/run-records.js';
 
 /** The name a person knows a run's workflow by: a stored workflow's name rather than `runledger.stored`. */

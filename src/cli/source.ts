@@ -1,11 +1,11 @@
 import type { Client, RunRecord, RunSummary, TaskRecord } from '../client/client.js';
-import { liveTags } from '../runtime/versions.js';
+import { liveTags } from '../runtime/start/versions.js';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
 import { watchEvents } from '../journal/wakeup.js';
-import { runStream } from '../runtime/history.js';
-import { currentStatus, readRunView, type RunStatus, type RunView } from '../runtime/view.js';
-import { listRecentRuns, runTail } from '../runtime/watch.js';
+import { runStream } from '../runtime/pass/history.js';
+import { currentStatus, readRunView, type RunStatus, type RunView } from '../runtime/read/view.js';
+import { listRecentRuns, runTail } from '../runtime/read/runs.js';
 import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/routes/run-records.js';
 import type { StoreStatus, StoredEvent, Task } from '../storage/store.js';
 import { Definitions } from '../workflows/definitions.js';

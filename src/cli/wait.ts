@@ -1,6 +1,6 @@
 import type { Client } from '../client/client.js';
 import { RUN_EVENT } from '../runtime/events.js';
-import { isTerminal, type RunStatus } from '../runtime/view.js';
+import { isTerminal, type RunStatus } from '../runtime/read/view.js';
 import { urlFlags } from './options.js';
 import { plural, type Output } from './output.js';
 import type { Source } from './source.js';

@@ -9,7 +9,7 @@ import { defineAgent } from '../agents/agent.js';
 import { sessions } from '../agents/service.js';
 import { createEngine } from '../engine.js';
 import { RUN_EVENT } from '../runtime/events.js';
-import { runStream } from '../runtime/history.js';
+import { runStream } from '../runtime/pass/history.js';
 import { backends } from '../testing/backends.js';
 import { eventually } from '../testing/engine.js';
 import { storedWorkflows } from '../workflows/service.js';

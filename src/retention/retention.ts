@@ -1,8 +1,8 @@
 import type { Engine } from '../engine.js';
 import type { Journal } from '../journal/journal.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
-import { runStream } from '../runtime/history.js';
-import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/view.js';
+import { runStream } from '../runtime/pass/history.js';
+import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store } from '../storage/store.js';
 import type { RetentionPolicy } from './policy.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
 import { RUN_QUEUE } from '../runtime/runtime.js';
-import { RUN_VIEW, type RunView } from '../runtime/view.js';
+import { RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { storedWorkflows } from '../workflows/service.js';

@@ -5,8 +5,8 @@ import { createApp } from '../server/app.js';
 import { storedWorkflows } from '../workflows/service.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { generationOf } from './generations.js';
-import { runsNeedingPatch } from './patches.js';
+import { generationOf } from './pass/generations.js';
+import { runsNeedingPatch } from './pass/patches.js';
 import { RUN_QUEUE } from './runtime.js';
 import { workflow, type Workflow } from './workflow.js';
 

@@ -3,7 +3,7 @@ import type { Engine } from '../engine.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { RUN_QUEUE } from './runtime.js';
-import { RUN_STEPS, RUN_VIEW, type RunView } from './view.js';
+import { RUN_STEPS, RUN_VIEW, type RunView } from './read/view.js';
 import { workflow } from './workflow.js';
 
 const many = workflow('many', async (ctx, n: number) => {

@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors.js';
-import { checkVersion, sourceVersion } from './versions.js';
+import { checkVersion, sourceVersion } from './start/versions.js';
 import type { Duration } from '../duration.js';
 
 export interface StepContext {

@@ -1,4 +1,4 @@
-import { isBlobRef, type BlobRef, type Blobs } from '../runtime/blobs.js';
+import { isBlobRef, type BlobRef, type Blobs } from '../runtime/pass/blobs.js';
 
 /** Bytes of referenced values under which a response is built in memory rather than streamed. */
 const STREAM_FROM_BYTES = 1 << 20;

@@ -7,7 +7,7 @@ import { defineAgent } from '../agents/agent.js';
 import { sessions } from '../agents/service.js';
 import type { Engine } from '../engine.js';
 import { RUN_EVENT } from '../runtime/events.js';
-import { runStream } from '../runtime/history.js';
+import { runStream } from '../runtime/pass/history.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';

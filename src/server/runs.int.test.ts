@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
-import { runStream } from '../runtime/history.js';
+import { runStream } from '../runtime/pass/history.js';
 import { workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';

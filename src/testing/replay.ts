@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { createEngine } from '../engine.js';
-import { RUN_EVENT_TYPES } from '../runtime/history.js';
+import { RUN_EVENT_TYPES } from '../runtime/pass/history.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { createSqlitePath } from './databases.js';
 import { RUN_EVENT } from '../runtime/events.js';

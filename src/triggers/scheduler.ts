@@ -1,6 +1,6 @@
 import type { Cron } from 'croner';
 import { Wakeup } from '../journal/wakeup.js';
-import { StoreClock } from '../runtime/clock.js';
+import { StoreClock } from '../runtime/pass/clock.js';
 import type { Store } from '../storage/store.js';
 import {
   parseCron,

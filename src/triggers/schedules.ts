@@ -11,7 +11,7 @@ import {
 } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
-import { isTerminal, RUN_VIEW, runView } from '../runtime/view.js';
+import { isTerminal, RUN_VIEW, runView } from '../runtime/read/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { zodProblems } from '../workflows/schema.js';
 import { mapInput, validateInputMapping } from './input.js';

@@ -1,6 +1,6 @@
 import type { Engine } from '../engine.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { runIdFor } from '../runtime/keyed.js';
+import { runIdFor } from '../runtime/start/keyed.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowService } from '../workflows/service.js';

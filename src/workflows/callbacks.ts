@@ -3,8 +3,8 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { publicUrlFor } from '../public-url.js';
-import { runStream } from '../runtime/history.js';
-import { isTerminal } from '../runtime/view.js';
+import { runStream } from '../runtime/pass/history.js';
+import { isTerminal } from '../runtime/read/view.js';
 import { RUN_EVENT } from '../runtime/events.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Engine } from '../engine.js';
 import { RUN_EVENT } from '../runtime/events.js';
-import type { RunView } from '../runtime/view.js';
+import type { RunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 
 const REASONS = 'execution-cancel-reason';

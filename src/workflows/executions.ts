@@ -2,7 +2,7 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
-import { isTerminal, type RunView } from '../runtime/view.js';
+import { isTerminal, type RunView } from '../runtime/read/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';

@@ -1,5 +1,5 @@
 import type { RunAges } from '../retention/retention.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../runtime/view.js';
+import { isTerminal, RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 import type { StoredWorkflow } from './definitions.js';
 import { INDEX, WORKFLOW_VIEW } from './executions.js';

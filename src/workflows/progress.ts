@@ -1,5 +1,5 @@
 import type { Journal } from '../journal/journal.js';
-import { projectedView, readRunView } from '../runtime/view.js';
+import { projectedView, readRunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 import { STORED_WORKFLOW, type ExecutionInput } from './interpreter.js';
 import type { StepRecord } from './record.js';

@@ -1,4 +1,4 @@
-import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/view.js';
+import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/read/view.js';
 import type { ExecutionInput } from './interpreter.js';
 import { etaSeconds, type StepStats } from './progress.js';
 import type { StepDefinition } from './schema.js';

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
-import { isTerminal, readRunView, RUN_STATUSES } from '../../runtime/view.js';
-import { runIdFor } from '../../runtime/keyed.js';
+import { isTerminal, readRunView, RUN_STATUSES } from '../../runtime/read/view.js';
+import { runIdFor } from '../../runtime/start/keyed.js';
 import { route, type Route } from '../route.js';
 
 /** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
-import { runsNeedingPatch } from '../../runtime/patches.js';
-import { RUN_STATUSES } from '../../runtime/view.js';
+import { runsNeedingPatch } from '../../runtime/pass/patches.js';
+import { RUN_STATUSES } from '../../runtime/read/view.js';
 import { route, type Route } from '../route.js';
 import { runSummary } from './run-records.js';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { ValidationError } from '../../errors.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../../runtime/view.js';
+import { isTerminal, RUN_VIEW, type RunView } from '../../runtime/read/view.js';
 import { route, type Route } from '../route.js';
 
 /** The newest runs the overview reads: it costs one indexed page read of this many rows, however many runs are stored. */

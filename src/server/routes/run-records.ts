@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
-import { missingVersion } from '../../runtime/versions.js';
-import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/view.js';
+import { missingVersion } from '../../runtime/start/versions.js';
+import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/read/view.js';
 import type { Journal } from '../../journal/journal.js';
 import type { ProjectionMatch } from '../../storage/projections.js';
 import type { Store, StoredEvent } from '../../storage/store.js';

@@ -3,14 +3,14 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import type { Journal } from '../../journal/journal.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
-import { runStream } from '../../runtime/history.js';
-import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/view.js';
+import { runStream } from '../../runtime/pass/history.js';
+import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/read/view.js';
 import type { CommittedRead, Cursor, Store } from '../../storage/store.js';
-import { liveTags } from '../../runtime/versions.js';
+import { liveTags } from '../../runtime/start/versions.js';
 import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed } from '../sse.js';
-import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/watch.js';
+import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/read/runs.js';
 import {
   type EventRecord,
   eventRecord,

@@ -1,0 +1,85 @@
+import type { RunOutcome } from '../../observe/events.js';
+import { runKind } from '../../observe/events.js';
+import { traceIdOf, type Observe } from '../../observe/trace.js';
+import type { StoredEvent } from '../../storage/store.js';
+import type { History } from './history.js';
+
+export type { Observe };
+
+/**
+ * Reports one pass of a run: `run:start` on its first pass, a span for the pass (a child of the
+ * trace context stored with the run), and at its end `run:pass`, plus `run:end` when it ended the run.
+ */
+export function observePass(
+  observe: Observe | undefined,
+  runId: string,
+  history: History,
+  started: StoredEvent | undefined,
+): { traceparent?: string; end(outcome: RunOutcome | 'suspended' | 'aborted'): void } {
+  if (!observe) return { end: () => {} };
+  const { events, tracer } = observe;
+  const workflow = history.workflow;
+  const kind = runKind(workflow);
+  const stored = (started?.data as { traceparent?: string } | undefined)?.traceparent;
+  const span = tracer?.start(`run ${workflow}`, {
+    parent: stored,
+    attributes: { 'runledger.run_id': runId, 'runledger.workflow': workflow, 'runledger.run_kind': kind },
+  });
+  const trace = traced(span?.traceparent ?? stored);
+  if (history.entries.size === 0) events.emit('run:start', { runId, workflow, kind, ...trace });
+  const began = performance.now();
+  return {
+    ...(span ? { traceparent: span.traceparent } : {}),
+    end: (outcome) => {
+      const durationMs = performance.now() - began;
+      span?.end(outcome === 'failed' || outcome === 'aborted' ? outcome : undefined, { 'runledger.outcome': outcome });
+      events.emit('run:pass', { runId, workflow, kind, durationMs, outcome });
+      if (outcome === 'success' || outcome === 'failed' || outcome === 'cancelled') {
+        events.emit('run:end', {
+          runId,
+          workflow,
+          kind,
+          outcome,
+          durationMs: Date.now() - (started?.timestamp ?? Date.now()),
+          ...trace,
+        });
+      }
+    },
+  };
+}
+
+/** Reports one attempt of a step: a span (a child of the pass's), and `step:complete` or `step:fail` at its end. */
+export function observeStep(
+  observe: Observe | undefined,
+  runId: string,
+  workflow: string,
+  step: string,
+  attempt: number,
+  parent: string | undefined,
+): { traceparent?: string; end(error: string | null, willRetry: boolean): void } {
+  if (!observe) return { end: () => {} };
+  const { events, tracer } = observe;
+  const span = tracer?.start(`step ${step}`, {
+    parent,
+    attributes: { 'runledger.run_id': runId, 'runledger.step': step, 'runledger.attempt': attempt },
+  });
+  const trace = traced(span?.traceparent ?? parent);
+  const began = performance.now();
+  let ended = false;
+  return {
+    ...(span ? { traceparent: span.traceparent } : {}),
+    end: (error, willRetry) => {
+      if (ended) return;
+      ended = true;
+      const durationMs = performance.now() - began;
+      span?.end(error ?? undefined);
+      if (error === null) events.emit('step:complete', { runId, workflow, step, attempt, durationMs, ...trace });
+      else events.emit('step:fail', { runId, workflow, step, attempt, durationMs, error, willRetry, ...trace });
+    },
+  };
+}
+
+function traced(traceparent: string | undefined): { traceId?: string } {
+  const traceId = traceIdOf(traceparent);
+  return traceId ? { traceId } : {};
+}

@@ -1,0 +1,127 @@
+import { ValidationError } from '../../errors.js';
+import type { NewEvent, Store } from '../../storage/store.js';
+import { rebuild, Suspension, type FailureData } from './calls.js';
+import { RUN_EVENT } from '../events.js';
+import type { History, Seq } from './history.js';
+import type { Children } from './pass.js';
+import type { Workflow } from '../workflow.js';
+
+/**
+ * The calls that wait or record rather than work: durable timers, signal waits, child runs, business
+ * states and journaled values. Each returns what the journal recorded for its position on replay;
+ * the first time, it journals what it does and, to wait, throws a Suspension.
+ */
+
+/** What these calls need of the pass they run in. */
+export interface WaitHost {
+  readonly runId: string;
+  readonly history: History;
+  /** Signals taken by waits of this pass, so parallel waits for one name take them in call order. */
+  readonly claimedSignals: Set<number>;
+  readonly children: Children;
+  write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void>;
+  /** The database clock (see StoreClock). */
+  now(): number;
+  /** Throws when the run was cancelled or passed its deadline: no new work starts. */
+  checkLive(): void;
+}
+
+export async function runSleep(host: WaitHost, seq: Seq, name: string, until: () => number): Promise<void> {
+  const h = host.history;
+  if (h.find(seq, RUN_EVENT.sleepCompleted)) return;
+  const started = h.find(seq, RUN_EVENT.sleepStarted)?.data as { until: number } | undefined;
+  host.checkLive();
+  const at = started?.until ?? until();
+  if (!started) await host.write([{ type: RUN_EVENT.sleepStarted, data: { seq, name, until: at } }]);
+  if (host.now() < at) throw new Suspension(at);
+  await host.write([{ type: RUN_EVENT.sleepCompleted, data: { seq, name } }]);
+}
+
+export async function runWait(host: WaitHost, seq: Seq, name: string, timeoutMs: number | null): Promise<unknown> {
+  const h = host.history;
+  const received = h.find(seq, RUN_EVENT.waitCompleted);
+  if (received) return (received.data as { payload: unknown }).payload;
+  if (h.find(seq, RUN_EVENT.waitTimedOut)) return null;
+  host.checkLive();
+  // chosen before any await, so parallel waits for one name take signals in call order
+  const signal = h.signals.find(
+    (s) => s.name === name && !h.consumed.has(s.version) && !host.claimedSignals.has(s.version),
+  );
+  if (signal) host.claimedSignals.add(signal.version);
+  const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
+  const deadline = started ? started.deadline : timeoutMs === null ? null : host.now() + timeoutMs;
+  if (!started) await host.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline } }]);
+  if (signal) {
+    await host.write([
+      { type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } },
+    ]);
+    return signal.payload;
+  }
+  if (deadline !== null && host.now() >= deadline) {
+    await host.write([{ type: RUN_EVENT.waitTimedOut, data: { seq, name } }]);
+    return null;
+  }
+  throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
+}
+
+export async function runChild(
+  host: WaitHost,
+  seq: Seq,
+  workflow: Workflow,
+  input: unknown,
+  id: string | undefined,
+): Promise<unknown> {
+  const h = host.history;
+  const completed = h.find(seq, RUN_EVENT.childCompleted);
+  if (completed) return (completed.data as { output: unknown }).output;
+  const failed = h.find(seq, RUN_EVENT.childFailed);
+  if (failed) throw rebuild(failed.data as FailureData);
+  host.checkLive();
+  const started = h.find(seq, RUN_EVENT.childStarted)?.data as { childId: string } | undefined;
+  const childId = started?.childId ?? id ?? `${host.runId}:${workflow.name}#${seq}`;
+  if (!started) {
+    const parent = { runId: host.runId, seq };
+    await host.write([{ type: RUN_EVENT.childStarted, data: { seq, name: workflow.name, childId } }], (tx) =>
+      host.children.start(tx, workflow, input, childId, parent),
+    );
+  }
+  const view = await host.children.view(childId);
+  if (view?.status === 'success' || view?.status === 'partial_success') {
+    await host.write([
+      { type: RUN_EVENT.childCompleted, data: { seq, name: workflow.name, childId, output: view.output } },
+    ]);
+    return view.output;
+  }
+  if (view?.status === 'failed' || view?.status === 'cancelled') {
+    const error = view.error ?? `CancelledError: child run ${childId} was cancelled`;
+    const errorName = error.split(':')[0] ?? 'Error';
+    await host.write([{ type: RUN_EVENT.childFailed, data: { seq, name: workflow.name, childId, error, errorName } }]);
+    throw rebuild({ error, errorName });
+  }
+  // the child's end wakes this run
+  throw new Suspension(Number.POSITIVE_INFINITY);
+}
+
+export async function recordState(host: WaitHost, seq: Seq, state: string): Promise<void> {
+  if (host.history.find(seq, RUN_EVENT.stateChanged)) return;
+  await host.write([{ type: RUN_EVENT.stateChanged, data: { seq, name: state } }]);
+}
+
+export async function recordValue(host: WaitHost, seq: Seq, kind: string, make: () => number): Promise<number> {
+  const recorded = host.history.find(seq, RUN_EVENT.valueRecorded);
+  if (recorded) return (recorded.data as { value: number }).value;
+  host.checkLive();
+  const value = make();
+  await host.write([{ type: RUN_EVENT.valueRecorded, data: { seq, name: kind, value } }]);
+  return value;
+}
+
+/** A business state's name: what `setState` accepts. */
+export function checkState(state: string): string {
+  if (typeof state !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(state))
+    throw new ValidationError(
+      'state',
+      `must be 1–64 letters, digits or _, starting with a letter (got ${JSON.stringify(state)})`,
+    );
+  return state;
+}

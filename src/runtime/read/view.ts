@@ -1,0 +1,427 @@
+import type { Journal } from '../../journal/journal.js';
+import { KeptViews } from '../../journal/kept.js';
+import type { Store, StoredEvent } from '../../storage/store.js';
+import type { Seq } from '../pass/history.js';
+import { RUN_EVENT } from '../events.js';
+import { versionTag } from '../start/versions.js';
+
+/** A run's status; the one vocabulary of the API, the CLI and the dashboard (docs/glossary.md). */
+export type RunStatus =
+  | 'pending'
+  | 'running'
+  | 'sleeping'
+  | 'waiting'
+  | 'success'
+  | 'partial_success'
+  | 'failed'
+  | 'cancelled';
+/** `timed_out`: a poll whose maximum wait passed. */
+export type StepStatus = 'running' | 'retrying' | 'success' | 'failed' | 'timed_out';
+
+export const RUN_STATUSES = [
+  'pending',
+  'running',
+  'sleeping',
+  'waiting',
+  'success',
+  'partial_success',
+  'failed',
+  'cancelled',
+] as const satisfies readonly RunStatus[];
+
+/**
+ * Spellings of earlier versions, still accepted as filters (and found in views stored by them)
+ * for one version: `succeeded` (runs), `ok` / `error` (steps), and the session statuses.
+ */
+const OLD_SPELLINGS: Record<string, RunStatus> = {
+  succeeded: 'success',
+  ok: 'success',
+  error: 'failed',
+  completed: 'success',
+  initiated: 'pending',
+  busy: 'running',
+};
+
+/** A status filter as a caller spelled it, in today's vocabulary (`succeeded` → `success`); anything else unchanged. */
+export function currentStatus(status: string): string {
+  const lower = status.toLowerCase();
+  return OLD_SPELLINGS[lower] ?? (/^[A-Z_]+$/.test(status) ? lower : status);
+}
+
+export interface StepView {
+  seq: Seq;
+  name: string;
+  status: StepStatus;
+  /** `poll`: a `ctx.poll` (its attempts are its requests). Absent: a `ctx.step`. */
+  kind?: 'poll';
+  label?: string;
+  attempts: number;
+  startedAt: number;
+  finishedAt: number | null;
+  durationMs: number | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+}
+
+/** A run as people read it: a projection of its journal, written in the transaction of each event. */
+export interface RunView {
+  id: string;
+  workflow: string;
+  /** The code version the run started on (absent on runs older than versions). */
+  version?: string | null;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  /** Set when compensations ran: how many, and how many of them failed. */
+  compensations: { ran: number; failed: number } | null;
+  /** The business state the run last entered (`ctx.setState`), or null. */
+  state?: string | null;
+  /** The step or poll that started last and has not ended, with its label. */
+  current?: { name: string; label: string | null } | null;
+  steps: StepView[];
+  /** How many times the run continued as new (`ctx.continueAsNew`); its steps are the current generation's. */
+  generation?: number;
+  /** The run's `ctx.patched(id)` decisions in this generation: true, it took the new branch. */
+  patches?: Record<string, boolean>;
+  /** As stored: how many pages of ended steps are kept apart from the view (`readRunView` joins them). */
+  stepPages?: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const RUN_VIEW = 'run';
+/**
+ * Pages of a run's ended steps, keyed `<run id>#<page>`: a view keeps at most PAGE_STEPS ended
+ * steps, so a step's write costs the same in a run's ten-thousandth step as in its first.
+ */
+export const RUN_STEPS = 'run-steps';
+const PAGE_STEPS = 50;
+
+const TERMINAL = new Set<RunStatus>(['success', 'partial_success', 'failed', 'cancelled']);
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+/** The views a transaction has read or written so far (each transaction is its own Store object). */
+const inTransaction = new WeakMap<Store, Map<string, RunView>>();
+
+/**
+ * Registers the projection that keeps each run's view in step with its journal. It takes an
+ * append's events together, so a group commit carrying many runs' steps reads their views in one
+ * statement and writes each once, in another (not two statements per event).
+ *
+ * The views it wrote are kept once their transaction has committed (`KeptViews`), so a pass's
+ * steps cost no view read. `committed` gives a copy of a kept view to a reader woken by the commit
+ * that reached its version.
+ */
+export function projectRunViews(journal: Journal): CommittedViews {
+  const kept = new KeptViews<RunView>();
+  journal.projectBatch(
+    [
+      RUN_EVENT.runStarted,
+      RUN_EVENT.stepStarted,
+      RUN_EVENT.stepCompleted,
+      RUN_EVENT.stepFailed,
+      RUN_EVENT.pollStarted,
+      RUN_EVENT.pollAttempted,
+      RUN_EVENT.pollCompleted,
+      RUN_EVENT.pollFailed,
+      RUN_EVENT.pollTimedOut,
+      RUN_EVENT.stateChanged,
+      RUN_EVENT.sleepStarted,
+      RUN_EVENT.sleepCompleted,
+      RUN_EVENT.waitStarted,
+      RUN_EVENT.waitCompleted,
+      RUN_EVENT.waitTimedOut,
+      RUN_EVENT.runCompleted,
+      RUN_EVENT.runFailed,
+      RUN_EVENT.runCancelled,
+      RUN_EVENT.runContinued,
+      RUN_EVENT.patchRecorded,
+    ],
+    async (events, tx) => {
+      // a transaction may append to one run more than once: its views are read once
+      let views = inTransaction.get(tx);
+      if (!views) inTransaction.set(tx, (views = new Map()));
+      const idOf = (event: StoredEvent) => event.streamId.slice('run:'.length);
+      const read = new Map<string, RunView | undefined>();
+      const unread = new Set<string>();
+      const started = new Set(events.filter((e) => e.type === RUN_EVENT.runStarted).map(idOf));
+      for (const event of events) {
+        const id = idOf(event);
+        if (started.has(id) || views.has(id) || read.has(id) || unread.has(id)) continue;
+        const cached = kept.take(id, event.version - 1);
+        if (cached) read.set(id, cached);
+        else unread.add(id);
+      }
+      for (const row of unread.size > 0 ? await tx.projectionGetMany({ name: RUN_VIEW, keys: [...unread] }) : [])
+        read.set(row.key, runView(row.value));
+      const changed = new Map<string, RunView>();
+      const versions = new Map<string, number>();
+      const dropped: string[] = [];
+      for (const event of events) {
+        const id = idOf(event);
+        const view =
+          event.type === RUN_EVENT.runStarted ? newView(id, event) : (changed.get(id) ?? views.get(id) ?? read.get(id));
+        if (!view) continue;
+        // a new generation starts with no steps: its predecessor's pages go
+        if (event.type === RUN_EVENT.runContinued) dropped.push(...pageKeys(id, view.stepPages ?? 0));
+        apply(view, event);
+        view.updatedAt = event.timestamp;
+        views.set(id, view);
+        changed.set(id, view);
+        versions.set(id, event.version);
+      }
+      if (changed.size === 0) return;
+      const pages = [...changed].flatMap(([id, view]) => pageOut(id, view));
+      for (const key of dropped) await tx.projectionDelete({ name: RUN_STEPS, key });
+      if (pages.length > 0) await tx.projectionPutMany({ name: RUN_STEPS, rows: pages });
+      await tx.projectionPutMany({ name: RUN_VIEW, rows: [...changed].map(([key, value]) => ({ key, value })) });
+      tx.onCommit(() => {
+        for (const [id, view] of changed) kept.keep(id, versions.get(id)!, view);
+      });
+    },
+  );
+  return {
+    committed: (id, version) => {
+      const view = kept.peek(id, version);
+      // the output a copy: the kept view is changed in place by the run's next append
+      return view && { status: view.status, output: structuredClone(view.output), error: view.error };
+    },
+  };
+}
+
+/** The run views this process committed last, by the version of the run's stream they are as of. */
+export interface CommittedViews {
+  /**
+   * Run `id`'s status, output and error as of stream version `version`, if its view is kept here
+   * (not the whole view: a copy of its steps cost a 10-step run 2% of its process time).
+   */
+  committed(id: string, version: number): Pick<RunView, 'status' | 'output' | 'error'> | undefined;
+}
+
+/**
+ * Run `id`'s view as transaction `tx`'s appends so far left it (without the ended steps moved to
+ * pages), if `tx` appended to the run: a projection of the same append reads it without a query.
+ */
+export function projectedView(tx: Store, id: string): RunView | undefined {
+  return inTransaction.get(tx)?.get(id);
+}
+
+/** A run's view with all its steps (those kept on pages of their own joined in, in call order). */
+export async function readRunView(store: Store, id: string): Promise<RunView | undefined> {
+  const view = runView(await store.projectionGet({ name: RUN_VIEW, key: id }));
+  if (!view?.stepPages) return view;
+  const pages = await store.projectionGetMany({ name: RUN_STEPS, keys: pageKeys(id, view.stepPages) });
+  view.steps = [...pages.flatMap((row) => row.value as StepView[]), ...view.steps].sort((x, y) =>
+    compareSeq(x.seq, y.seq),
+  );
+  delete view.stepPages;
+  return view;
+}
+
+/** The tag of run `id`'s passes (`versionTag`), from its view; none for a run from before versions, or no run. */
+export async function runTag(store: Store, id: string): Promise<string | undefined> {
+  const view = (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
+  return view?.version ? versionTag(view.workflow, view.version) : undefined;
+}
+
+/** The keys of a run's step pages: `<run id>#<page>` (the page number after the last `#` keeps ids with `#` apart). */
+export function pageKeys(id: string, pages: number): string[] {
+  return Array.from({ length: pages }, (_, page) => `${id}#${page}`);
+}
+
+/**
+ * Moves a view's ended steps to a page of their own once it holds PAGE_STEPS of them (an ended
+ * step never changes again); the view keeps the steps still running or retrying.
+ */
+function pageOut(id: string, view: RunView): Array<{ key: string; value: StepView[] }> {
+  const ended = view.steps.filter((s) => ENDED.has(s.status));
+  if (ended.length < PAGE_STEPS) return [];
+  view.steps = view.steps.filter((s) => !ENDED.has(s.status));
+  const page = view.stepPages ?? 0;
+  view.stepPages = page + 1;
+  return [{ key: `${id}#${page}`, value: ended }];
+}
+
+const ENDED = new Set<StepStatus>(['success', 'failed', 'timed_out']);
+
+/**
+ * A stored `run` projection value as a RunView: a view written by an earlier version says
+ * `succeeded` / `ok` / `error`, and is read in today's words (it is rewritten at its next event).
+ */
+export function runView(value: unknown): RunView | undefined {
+  const view = value as RunView | undefined;
+  if (!view) return undefined;
+  view.status = currentStatus(view.status) as RunStatus;
+  for (const step of view.steps) step.status = currentStatus(step.status) as StepStatus;
+  return view;
+}
+
+function newView(id: string, event: StoredEvent): RunView {
+  const data = event.data as { workflow: string; input: unknown; version?: string };
+  return {
+    id,
+    workflow: data.workflow,
+    version: data.version ?? null,
+    status: 'pending',
+    input: data.input,
+    output: null,
+    error: null,
+    compensations: null,
+    steps: [],
+    createdAt: event.timestamp,
+    updatedAt: event.timestamp,
+  };
+}
+
+function apply(view: RunView, event: StoredEvent): void {
+  const data = event.data as Record<string, any>;
+  const step = () => view.steps.find((s) => s.seq === data.seq);
+  const finish = (s: StepView | undefined, status: StepView['status']) => {
+    if (!s) return;
+    s.status = status;
+    s.finishedAt = event.timestamp;
+    s.durationMs = event.timestamp - s.startedAt;
+    if (view.current?.name === s.name) view.current = null;
+  };
+  const begin = (attempt: number, kind?: 'poll') => {
+    const existing = step();
+    if (existing)
+      Object.assign(existing, {
+        status: 'running',
+        attempts: attempt,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? existing.input,
+      });
+    else {
+      const label = typeof data.label === 'string' ? { label: data.label } : {};
+      view.steps.push({
+        seq: data.seq,
+        name: data.name,
+        status: 'running',
+        ...(kind ? { kind } : {}),
+        ...label,
+        attempts: attempt,
+        startedAt: event.timestamp,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? null,
+        output: null,
+        error: null,
+      });
+      // parallel steps can start in any order; the view lists them in the code's call order
+      const last = view.steps.length - 1;
+      if (last > 0 && compareSeq(view.steps[last - 1]!.seq, data.seq) > 0)
+        view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
+    }
+    view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
+    view.status = 'running';
+  };
+  switch (event.type) {
+    case RUN_EVENT.runContinued:
+      Object.assign(view, {
+        status: 'running',
+        workflow: data.workflow,
+        version: data.version ?? null,
+        input: data.input,
+        steps: [],
+        stepPages: 0,
+        generation: data.generation,
+        patches: {},
+        current: null,
+        state: view.state ?? null,
+      });
+      return;
+    case RUN_EVENT.patchRecorded:
+      view.patches = { ...view.patches, [data.id]: data.patched };
+      return;
+    case RUN_EVENT.stepStarted:
+      begin(data.attempt);
+      return;
+    case RUN_EVENT.stepCompleted:
+      finish(step(), 'success');
+      if (step()) step()!.output = data.output;
+      return;
+    case RUN_EVENT.stepFailed:
+      finish(step(), data.retryAt === null ? 'failed' : 'retrying');
+      if (step()) step()!.error = data.error;
+      return;
+    case RUN_EVENT.pollStarted:
+      begin(0, 'poll');
+      return;
+    case RUN_EVENT.pollAttempted:
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error: data.error ?? null,
+        });
+      return;
+    case RUN_EVENT.pollCompleted:
+    case RUN_EVENT.pollFailed:
+    case RUN_EVENT.pollTimedOut:
+      finish(
+        step(),
+        event.type === RUN_EVENT.pollCompleted
+          ? 'success'
+          : event.type === RUN_EVENT.pollFailed
+            ? 'failed'
+            : 'timed_out',
+      );
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error:
+            data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null),
+        });
+      return;
+    case RUN_EVENT.stateChanged:
+      view.state = data.name;
+      return;
+    case RUN_EVENT.sleepStarted:
+      view.status = 'sleeping';
+      return;
+    case RUN_EVENT.waitStarted:
+      view.status = 'waiting';
+      return;
+    case RUN_EVENT.sleepCompleted:
+    case RUN_EVENT.waitCompleted:
+    case RUN_EVENT.waitTimedOut:
+      view.status = 'running';
+      return;
+    case RUN_EVENT.runCompleted:
+      Object.assign(view, { status: data.partial ? 'partial_success' : 'success', output: data.output, current: null });
+      return;
+    case RUN_EVENT.runFailed:
+      Object.assign(view, {
+        status: 'failed',
+        error: data.error,
+        compensations: data.compensations ?? null,
+        current: null,
+      });
+      return;
+    case RUN_EVENT.runCancelled:
+      Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });
+      return;
+  }
+}
+
+/** Call order: `3` < `3.a.1` < `3.a.2` < `3.b.1` < `4` (a branch's calls sit where its parallel call is). */
+export function compareSeq(a: Seq, b: Seq): number {
+  const x = String(a).split('.');
+  const y = String(b).split('.');
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    if (x[i] === undefined) return -1;
+    if (y[i] === undefined) return 1;
+    const [p, q] = [Number(x[i]), Number(y[i])];
+    const order = Number.isNaN(p) || Number.isNaN(q) ? x[i]!.localeCompare(y[i]!) : p - q;
+    if (order !== 0) return order;
+  }
+  return 0;
+}

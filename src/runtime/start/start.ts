@@ -1,0 +1,178 @@
+import type { Journal } from '../../journal/journal.js';
+import { toMs, type Duration } from '../../duration.js';
+import { ValidationError } from '../../errors.js';
+import { checkName } from '../../json.js';
+import type { EnqueueOptions, EnqueueResult, TaskQueue, Taker } from '../../queue/queue.js';
+import type { Store, StoredEvent, StreamAppend, Task } from '../../storage/store.js';
+import { blobBytes, type Blobs } from '../pass/blobs.js';
+import type { ReplayCache } from '../pass/cache.js';
+import { RUN_EVENT } from '../events.js';
+import { History, runStream, type Seq } from '../pass/history.js';
+import { admitTurn } from './turns.js';
+import { versionTag } from './versions.js';
+import type { Workflow } from '../workflow.js';
+
+export interface StartOptions {
+  /** The run's id; starting an existing id returns that run. Default: a new `run_…` id. */
+  id?: string;
+  /** Runs with the same key run one at a time, in start order. */
+  orderingKey?: string;
+  /** The run fails with a TimeoutError (compensations run) when it has not ended by then. */
+  timeout?: Duration;
+  /** Starts the run in the caller's transaction: it exists only if that commits. */
+  tx?: Store;
+  /** The caller's W3C trace context, stored with the run so its spans join the caller's trace (in any process, after any crash). */
+  traceparent?: string;
+  /** The caller's own writes, in the start's transaction (after the run's first event): they commit with the start or not at all. */
+  also?: (tx: Store) => Promise<void>;
+}
+
+/** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
+export const RUN_QUEUE = 'runledger.runs';
+
+/**
+ * A pass of run `id` as a task: its run id is its ordering key; tagged with the run's version, so that only a worker
+ * that has that version runs it. A pass that throws met the infrastructure, not the workflow: it is retried, not sent
+ * to the dead letters after 5 tries.
+ */
+export function passTask(id: string, tag: string | null): EnqueueOptions {
+  return { maxAttempts: 1000, orderingKey: id, ...(tag ? { tag } : {}) };
+}
+
+type Start = StartOptions & { id: string; parent?: { runId: string; seq: Seq } };
+
+interface Host {
+  store: Store;
+  journal: Journal;
+  queue: TaskQueue;
+  blobs: Blobs;
+  cache: ReplayCache;
+  /** The tasks of the passes begun in this process. */
+  begun: Set<Task>;
+  /** Whether this process runs the workflow version `tag`. */
+  registered: (tag: string) => boolean;
+}
+
+/** Starting runs: a run's `run.started` and its first pass, in a caller's transaction or in the next group commit. */
+export class Starts {
+  constructor(private readonly host: Host) {}
+
+  /**
+   * Starts a run in the next group commit, with the other writes ready: its `run.started` goes in the batch's append,
+   * its first pass in the batch's one insert of tasks, claimed as it is inserted by an idle run worker here (no claim
+   * statement, no wake-up). A run of an ordering key waits for its turn in the batch's transaction instead.
+   */
+  async shared(wf: Workflow, input: unknown, options: Start): Promise<void> {
+    const { store, journal, queue } = this.host;
+    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const deadline = timeoutMs === null ? null : (await store.now()) + timeoutMs;
+    const taker = queue.reserve(RUN_QUEUE, tag);
+    try {
+      const prepare = async (tx: Store) => ({
+        appends: [await this.append(tx, wf, input, options, orderingKey, deadline)],
+        value: null,
+      });
+      const also = async (tx: Store) => {
+        const pass =
+          orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id))
+            ? await this.enqueuePass(tx, options.id, tag, taker)
+            : null;
+        await options.also?.(tx);
+        return pass;
+      };
+      const written = await journal.group.submit<EnqueueResult | null>(
+        orderingKey === null
+          ? {
+              prepare,
+              enqueue: [
+                queue.newTask(
+                  RUN_QUEUE,
+                  { runId: options.id },
+                  { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) },
+                ),
+              ],
+              ...(options.also ? { also } : {}),
+            }
+          : { prepare, also },
+      );
+      const pass = orderingKey === null ? written.tasks[0]! : written.value;
+      taker?.settle(pass ?? undefined);
+      this.keep(options.id, written.events[0]!, pass);
+    } finally {
+      taker?.settle();
+    }
+  }
+
+  /**
+   * Starts a run in `tx`. Its first pass is claimed as it is inserted by an idle run worker here,
+   * as in `shared`: the worker begins it once `tx` commits, and its slot is free again if `tx`
+   * rolls back.
+   */
+  async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
+    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
+    const [started] = (
+      await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })
+    ).events;
+    const admitted = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id));
+    const pass = admitted ? await this.enqueuePass(tx, options.id, tag, this.host.queue.reserve(RUN_QUEUE, tag)) : null;
+    await options.also?.(tx);
+    tx.onCommit(() => this.keep(options.id, started!, pass));
+  }
+
+  private checked(wf: Workflow, options: Start): { tag: string; orderingKey: string | null; timeoutMs: number | null } {
+    const tag = versionTag(wf.name, wf.version);
+    if (!this.host.registered(tag))
+      throw new ValidationError(
+        'workflow',
+        `'${wf.name}' (version '${wf.version}') is not registered with this engine`,
+      );
+    return {
+      tag,
+      orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200),
+      timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, 'timeout'),
+    };
+  }
+
+  /** The run's first event, at version 1 of its new stream (its input offloaded in `tx` if big). */
+  private async append(
+    tx: Store,
+    wf: Workflow,
+    input: unknown,
+    options: Start,
+    orderingKey: string | null,
+    deadline: number | null,
+  ): Promise<StreamAppend> {
+    const data = {
+      workflow: wf.name,
+      version: wf.version,
+      input: await this.host.blobs.offload(tx, options.id, input ?? null),
+      orderingKey,
+      deadline,
+      parent: options.parent ?? null,
+      ...(options.traceparent ? { traceparent: options.traceparent } : {}),
+    };
+    return { streamId: runStream(options.id), events: [{ type: RUN_EVENT.runStarted, data }], expectedVersion: 0 };
+  }
+
+  private enqueuePass(tx: Store, id: string, tag: string, taker: Taker | null): Promise<EnqueueResult> {
+    return this.host.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...passTask(id, tag), ...(taker ? { taker } : {}) });
+  }
+
+  /**
+   * A started run's first pass, if it runs here, need not read where its generation starts: it is this one (a copy, as
+   * the journal gives it back). Claimed here and begun as it committed (a worker with no free slot left would hold it),
+   * its cancel watch listening before anything else could be appended: it reads nothing (`current`).
+   */
+  private keep(id: string, started: StoredEvent, pass: EnqueueResult | null): void {
+    if (blobBytes([started]) > 0) return;
+    const current = pass && this.host.begun.has(pass.task) ? pass.task : undefined;
+    this.host.cache.put(
+      id,
+      1,
+      new History([{ ...started, data: JSON.parse(JSON.stringify(started.data)) }]),
+      1,
+      current,
+    );
+  }
+}
