@@ -1,5 +1,5 @@
 import { createEngine } from '../dist/engine.js';
-import { runStream } from '../dist/runtime/history.js';
+import { runStream } from '../dist/runtime/pass/history.js';
 import { workflow } from '../dist/runtime/workflow.js';
 
 export interface WakeSizes {

@@ -1,8 +1,8 @@
 import { allowedAfter, isSessionEventType, type SessionEventType } from '../src/agents/lifecycle.js';
 import { CHANNEL_STREAM_PREFIX, MESSAGE_POSTED, REPLY_PREFIX } from '../src/chat/message.js';
 import { taskTransitions } from '../src/queue/lifecycle.js';
-import { RUN_EVENT_TYPES } from '../src/runtime/history.js';
-import { readRunView } from '../src/runtime/view.js';
+import { RUN_EVENT_TYPES } from '../src/runtime/pass/history.js';
+import { readRunView } from '../src/runtime/read/view.js';
 import { openStore } from '../src/storage/open.js';
 import type { Store, StoredEvent, Task, TaskState } from '../src/storage/store.js';
 import { isTaskStream } from '../src/storage/tasks.js';

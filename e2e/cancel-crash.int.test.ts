@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine } from '../src/engine.js';
-import { isTerminal, type RunView } from '../src/runtime/view.js';
+import { isTerminal, type RunView } from '../src/runtime/read/view.js';
 import { backends } from '../src/testing/backends.js';
 import { tally, waitForRuns } from './fault-runs.js';
 import { faultWorkflows, logLines } from './fault-workflows.js';

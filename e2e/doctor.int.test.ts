@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
-import { RUN_VIEW } from '../src/runtime/view.js';
+import { RUN_VIEW } from '../src/runtime/read/view.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { backends } from '../src/testing/backends.js';
 import { storedWorkflows } from '../src/workflows/service.js';

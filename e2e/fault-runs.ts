@@ -1,5 +1,5 @@
 import type { Engine } from '../src/engine.js';
-import { isTerminal, type RunView } from '../src/runtime/view.js';
+import { isTerminal, type RunView } from '../src/runtime/read/view.js';
 
 /** How many of the runs `ids` are in each status. */
 export async function tally(engine: Engine, ids: string[]): Promise<Record<string, number>> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
-import { OPERATOR_STREAM } from '../src/runtime/operator.js';
+import { OPERATOR_STREAM } from '../src/runtime/operate/operator.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { createSqlitePath } from '../src/testing/databases.js';
 import { eventually } from '../src/testing/engine.js';

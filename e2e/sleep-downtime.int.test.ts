@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEngine } from '../src/engine.js';
-import { isTerminal } from '../src/runtime/view.js';
+import { isTerminal } from '../src/runtime/read/view.js';
 import { backends } from '../src/testing/backends.js';
 import { waitForRuns } from './fault-runs.js';
 import { faultWorkflows, logLines } from './fault-workflows.js';

@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
 import { newId } from '../src/ids.js';
-import { runStream } from '../src/runtime/history.js';
+import { runStream } from '../src/runtime/pass/history.js';
 import { TerminalError } from '../src/errors.js';
 import { createPostgresDatabase, createSqlitePath } from '../src/testing/databases.js';
 import { eventually } from '../src/testing/engine.js';

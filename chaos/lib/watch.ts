@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isTerminal, readRunView, RUN_VIEW, type RunStatus } from '../../src/runtime/view.js';
+import { isTerminal, readRunView, RUN_VIEW, type RunStatus } from '../../src/runtime/read/view.js';
 import { openStore } from '../../src/storage/open.js';
 import type { Store } from '../../src/storage/store.js';
 
