@@ -7,6 +7,7 @@ import type { TaskHandler, WorkOptions } from './queue/handler.js';
 import type { Worker } from './queue/worker.js';
 import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/read/view.js';
+import { RunReads } from './runtime/read/reads.js';
 import { Operator } from './runtime/operate/operator.js';
 import { advertise } from './runtime/start/versions.js';
 import type { Workflow } from './runtime/workflow.js';
@@ -30,6 +31,8 @@ export class Engine {
   readonly journal: Journal;
   readonly queue: TaskQueue;
   readonly runtime: Runtime;
+  /** Reading runs: list, tail, wait for and view them (the read door; faces never read the store). */
+  readonly runs: RunReads;
   /** Pause and resume, bulk cancel, retry and redrive: journaled with who and why. */
   readonly operator: Operator;
   /** This process's row in the database: its leases end seconds after it dies, not a whole lease later. */
@@ -58,6 +61,7 @@ export class Engine {
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
+    this.runs = new RunReads(store, this.journal, this.runtime);
     this.retention = new Retention(this);
     // a run's chunks of big values and its version and generation rows go with it
     this.retention.onRunPruned((tx, run) => this.runtime.forget(tx, run.id));

@@ -1,0 +1,44 @@
+import type { Journal } from '../../journal/journal.js';
+import type { Store } from '../../storage/store.js';
+import type { Runtime } from '../runtime.js';
+import type { RunView } from './view.js';
+import { listRecentRuns, listRuns, runTail, waitForRun, type RecentRunPage, type RunPage } from './runs.js';
+
+/**
+ * The read door of runs (`engine.runs`): the one way above the runtime to list, tail, wait for and
+ * view runs. Faces (server, CLI, dashboard) and features read runs through it, never the store.
+ *
+ * @example const { runs, last_key } = await engine.runs.listRecent({ limit: 20 });
+ */
+export class RunReads {
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    private readonly runtime: Runtime,
+  ) {}
+
+  /** A run as people read it, its big values whole. */
+  view(id: string): Promise<RunView> {
+    return this.runtime.view(id);
+  }
+
+  /** Runs of every kind, newest first (see `listRecentRuns`). */
+  listRecent(q: RecentRunPage) {
+    return listRecentRuns(this.store, q);
+  }
+
+  /** Runs in descending id order with a filter applied in the process (see `listRuns`). */
+  list(q: RunPage) {
+    return listRuns(this.store, q);
+  }
+
+  /** A run's events after version `after`, page by page, to its end. */
+  tail(runId: string, after: number) {
+    return runTail(this.store, this.journal, runId, after);
+  }
+
+  /** The run once it has ended, or as it is when `timeoutMs` passes. */
+  wait(id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
+    return waitForRun(this.store, id, options);
+  }
+}
