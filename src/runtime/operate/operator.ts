@@ -3,7 +3,36 @@ import type { Journal } from '../../journal/journal.js';
 import { checkName } from '../../json.js';
 import type { TaskQueue } from '../../queue/queue.js';
 import type { ProjectionMatch } from '../../storage/projections.js';
-import type { Pause, PauseKind, Store, StoredEvent, Task } from '../../storage/store.js';
+import type {
+  ParkedEvent,
+  ParkedStatus,
+  Pause,
+  PauseKind,
+  QueueStats,
+  Store,
+  StoredEvent,
+  StoreStatus,
+  Subscription,
+  SubscriptionStats,
+  Task,
+  TaskState,
+} from '../../storage/store.js';
+import type { ProcessInfo } from '../../storage/processes.js';
+
+/** The shapes the operator's reads answer with, for the faces (which never import `storage/`). */
+export type {
+  ParkedEvent,
+  ParkedStatus,
+  Pause,
+  PauseKind,
+  ProcessInfo,
+  QueueStats,
+  StoreStatus,
+  Subscription,
+  SubscriptionStats,
+  Task,
+  TaskState,
+};
 import type { Runtime } from '../runtime.js';
 import { isTerminal, RUN_VIEW, type RunStatus, type RunView } from '../read/view.js';
 
@@ -82,6 +111,53 @@ export class Operator {
 
   pauses(): Promise<Pause[]> {
     return this.store.pauseList();
+  }
+
+  /** The store's health: dialect, location, schema version, event and task counts. */
+  status(): Promise<StoreStatus> {
+    return this.store.status();
+  }
+
+  /** Each queue's tasks by state, and its oldest waiting task's age. */
+  queueStats(): Promise<QueueStats[]> {
+    return this.store.taskStats();
+  }
+
+  /** Each subscription's cursor, lag and parked events. */
+  subscriptionStats(): Promise<SubscriptionStats[]> {
+    return this.store.subscriptionStats();
+  }
+
+  subscriptions(): Promise<Subscription[]> {
+    return this.store.subscriptionList();
+  }
+
+  /** Events a subscription gave up on (or that block an ordered one). */
+  parked(subscription: string, status?: ParkedStatus): Promise<ParkedEvent[]> {
+    return this.store.parkedList({ subscription, ...(status ? { status } : {}) });
+  }
+
+  /** Asks the subscription to deliver a parked event again, or gives up on it for good. */
+  setParked(subscription: string, position: number, status: 'retry' | 'skipped'): Promise<ParkedEvent> {
+    return this.store.parkedSetStatus({ subscription, position, status });
+  }
+
+  /** The processes of this database (their heartbeats and what they run). */
+  processes(): Promise<ProcessInfo[]> {
+    return this.store.processList();
+  }
+
+  task(id: string): Promise<Task> {
+    return this.store.taskGet({ id });
+  }
+
+  tasks(q: { queue?: string; state?: TaskState; limit: number; afterId?: string }): Promise<Task[]> {
+    return this.store.taskList(q);
+  }
+
+  /** The database's clock (ms). */
+  now(): Promise<number> {
+    return this.store.now();
   }
 
   /** Cancels every run the filter matches that has not ended. */
