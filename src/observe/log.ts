@@ -1,5 +1,5 @@
 import { pino, type Logger, type LevelWithSilent } from 'pino';
-import { maskText } from '../workflows/mask.js';
+import { maskText } from '../mask.js';
 import type { EngineEventMap, EngineEventName, EngineEvents } from './events.js';
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
