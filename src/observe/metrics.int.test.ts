@@ -39,7 +39,7 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
   it('shows every family behind the API token, with no label holding a run id or a raw path', async () => {
     const made = await testEngine(backend, { pollMs: 100 });
     const { engine } = made;
-    const metrics = createMetrics(engine.events, engine.store);
+    const metrics = createMetrics(engine.events, engine.operator);
     close = async () => {
       metrics.close();
       await made.close();

@@ -1,6 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EngineEvents } from './events.js';
-import type { Store } from '../storage/store.js';
 
 /** Prometheus metrics of one engine, on a registry of their own (never prom-client's global one). */
 export interface Metrics {
@@ -12,19 +11,44 @@ export interface Metrics {
   close(): void;
 }
 
+/**
+ * What the gauges read on each scrape: the engine's operator answers it (`engine.operator`). Only
+ * the fields read here are named, so this kernel module imports neither the runtime nor storage.
+ */
+export interface GaugeSource {
+  queueStats(): Promise<
+    Array<{
+      queue: string;
+      ready: number;
+      due: number;
+      running: number;
+      dead: number;
+      oldestDueAt: number | null;
+      expiredLeases: number;
+    }>
+  >;
+  subscriptionStats(): Promise<Array<{ name: string; behind: number; parked: number }>>;
+  /** The database's clock (ms): a task's age is measured on it. */
+  now(): Promise<number>;
+}
+
 const BATCH = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /**
- * Metrics fed by the engine's events, plus gauges read from the store on each scrape. Every label
+ * Metrics fed by the engine's events, plus gauges read through the operator on each scrape. Every label
  * holds a bounded set of values: run kinds, workflow names registered in code, queue and
  * subscription names, outcomes, route templates. Never a run id, a user's value, or a raw path.
  *
  * @example
- * const metrics = createMetrics(engine.events, engine.store);
+ * const metrics = createMetrics(engine.events, engine.operator);
  * app.get('/metrics', async () => new Response(await metrics.text(), { headers: { 'content-type': metrics.contentType } }));
  */
-export function createMetrics(events: EngineEvents, store: Store, options: { processMetrics?: boolean } = {}): Metrics {
+export function createMetrics(
+  events: EngineEvents,
+  gauges: GaugeSource,
+  options: { processMetrics?: boolean } = {},
+): Metrics {
   const registry = new Registry();
   const registers = [registry];
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
@@ -220,9 +244,9 @@ export function createMetrics(events: EngineEvents, store: Store, options: { pro
     contentType: registry.contentType,
     async text() {
       const [queues, subscriptions, now] = await Promise.all([
-        store.taskStats(),
-        store.subscriptionStats(),
-        store.now(),
+        gauges.queueStats(),
+        gauges.subscriptionStats(),
+        gauges.now(),
       ]);
       for (const gauge of [depth, oldest, expired, lag, parked]) gauge.reset();
       for (const q of queues) {
