@@ -311,6 +311,11 @@ export class Operator {
     const capped = ids && ids.length > 1000 ? { ...data, ids: ids.slice(0, 1000), truncated: true } : data;
     await this.journal.append(OPERATOR_STREAM, [{ type: 'operator.action', data: capped }], { tx });
   }
+
+  /** Which database this is, without a query: for health checks, which poll (`status()` counts rows). */
+  dialect(): 'sqlite' | 'postgres' {
+    return this.store.dialect;
+  }
 }
 
 function checkKind(kind: string): void {
