@@ -4,7 +4,7 @@ import { newId } from '../ids.js';
 import { formatBytes } from '../json.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
-import { zodProblems } from '../workflows/schema.js';
+import { zodProblems } from '../problems.js';
 
 /** Every inbound event is the stream `event:<id>`: `event.received` (the envelope), then `event.routed`. */
 export const EVENT_STREAM_PREFIX = 'event:';

@@ -10,7 +10,7 @@ import {
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
-import { zodProblems } from '../workflows/schema.js';
+import { zodProblems } from '../problems.js';
 import { EVENT_ROUTED, type Envelope, type EventMatch } from './events.js';
 import { mapInput, validateInputMapping } from './input.js';
 import { matches, validatePattern, type Pattern } from './pattern.js';

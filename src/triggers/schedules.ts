@@ -13,7 +13,7 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { isTerminal, RUN_VIEW, runView } from '../runtime/read/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
-import { zodProblems } from '../workflows/schema.js';
+import { zodProblems } from '../problems.js';
 import { mapInput, validateInputMapping } from './input.js';
 import { checkTarget, type RunStarter, type Started, type Target } from './target.js';
 
