@@ -123,7 +123,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {
     const key = given ?? (await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database) }));
-    const metrics = createMetrics(engine.events, engine.store);
+    const metrics = createMetrics(engine.events, engine.operator);
     if (tracer) engine.useTracer(tracer);
     try {
       const app = await assemble(engine, {
