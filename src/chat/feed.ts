@@ -1,4 +1,4 @@
-import type { Store } from '../storage/store.js';
+import type { Journal, Watch } from '../journal/journal.js';
 import type { Channels } from './channels.js';
 import { channelOf, type Message } from './message.js';
 
@@ -37,12 +37,12 @@ const PAGE = 500;
  * costs no memory here: its backlog stays in the database.
  *
  * @example
- * const feed = await ChannelFeed.open(store, channels);
+ * const feed = await ChannelFeed.open(journal, channels);
  * const following = feed.follow('general', 0, (m) => (socket.send(JSON.stringify(m)), socket.bufferedAmount < 1 << 20));
  */
 export class ChannelFeed {
   private readonly channels = new Map<string, Channel>();
-  private unlisten: (() => Promise<void>) | null = null;
+  private watch: Watch | null = null;
   private unwatch: (() => void) | null = null;
   private poll: NodeJS.Timeout | null = null;
 
@@ -52,19 +52,21 @@ export class ChannelFeed {
    * `pollMs`: also look at every followed channel this often, for writers whose commits do not wake
    * this process (other processes on one SQLite file). Without it, nothing is read while nothing happens.
    */
-  static async open(store: Store, source: Channels, options: { pollMs?: number } = {}): Promise<ChannelFeed> {
+  static async open(journal: Journal, source: Channels, options: { pollMs?: number } = {}): Promise<ChannelFeed> {
     const feed = new ChannelFeed(source);
     if (options.pollMs) {
       feed.poll = setInterval(() => {
         for (const id of feed.channels.keys()) feed.wake(id);
       }, options.pollMs).unref();
     }
-    feed.unlisten = await store.listen('events', (stream, version) => {
+    // it acts on each notice itself, per channel: its Wakeup is never waited on
+    feed.watch = await journal.watch((stream, version) => {
       if (stream === '') for (const id of feed.channels.keys()) feed.wake(id);
       else {
         const id = channelOf(stream);
         if (id !== null) feed.changed(id, version);
       }
+      return false;
     });
     feed.unwatch = source.watch((message) => feed.offer(message));
     return feed;
@@ -126,7 +128,7 @@ export class ChannelFeed {
   async close(): Promise<void> {
     if (this.poll) clearInterval(this.poll);
     this.unwatch?.();
-    await this.unlisten?.();
+    await this.watch?.stop();
     this.channels.clear();
   }
 

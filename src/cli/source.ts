@@ -2,11 +2,10 @@ import type { Client, RunRecord, RunSummary, TaskRecord } from '../client/client
 import { liveTags } from '../runtime/start/versions.js';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
-import { watchEvents } from '../journal/wakeup.js';
 import { runStream } from '../runtime/pass/history.js';
 import { currentStatus, readRunView, type RunStatus, type RunView } from '../runtime/read/view.js';
 import { listRecentRuns, runTail } from '../runtime/read/runs.js';
-import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/routes/run-records.js';
+import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/records/runs.js';
 import type { StoreStatus, StoredEvent, Task } from '../storage/store.js';
 import { Definitions } from '../workflows/definitions.js';
 
@@ -197,7 +196,7 @@ async function* databaseTimeline(
 ): AsyncGenerator<TimelineEvent> {
   const store = engine.store;
   if (!(await readRunView(store, id))) throw new NotFoundError(`run ${id} not found`);
-  const watch = follow ? await watchEvents(store, (s) => s === runStream(id)) : null;
+  const watch = follow ? await engine.journal.watch((s) => s === runStream(id)) : null;
   const wait = pollMs ?? (store.dialect === 'sqlite' ? 500 : 5_000);
   try {
     const tail = runTail(store, engine.journal, id, 0);

@@ -13,6 +13,7 @@ import type {
 } from '../storage/store.js';
 import type { EngineEvents } from '../observe/events.js';
 import { GroupCommit } from './group-commit.js';
+import { Wakeup } from './wakeup.js';
 
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
 export type Projection = (event: StoredEvent, tx: Store) => Promise<void>;
@@ -29,6 +30,18 @@ export interface AppendOptions {
   /** Nobody reads the appended events (see `EventAppendParams.unread`); ignored when a projection reads them. */
   unread?: boolean;
 }
+
+/** A watch of commits: its Wakeup is woken by the commits it matched; `stop` ends it (again: nothing). */
+export interface Watch {
+  wakeup: Wakeup;
+  stop(): Promise<void>;
+}
+
+/**
+ * Sees each commit notice: the stream id and the version it reached ('' and no version: anything may
+ * have changed, which always wakes). True wakes the watch; a caller may also act on what it saw.
+ */
+export type WatchMatch = (streamId: string, version: number | undefined) => boolean;
 
 export interface JournalLimits {
   maxEventBytes: number;
@@ -136,6 +149,29 @@ export class Journal {
   /** The cursor of the newest committed event: reading from it returns only what comes next. */
   head(): Promise<Cursor> {
     return this.store.eventHead();
+  }
+
+  /**
+   * Wake-ups for the commits `match` accepts (in process on SQLite, LISTEN/NOTIFY on PostgreSQL).
+   * Listening starts before this resolves, so a commit after it is never missed; one that arrives
+   * while nobody waits is kept by the Wakeup. This is the one way above the journal to hear of commits.
+   *
+   * @example const w = await journal.watch((s) => s === 'run:r1'); await w.wakeup.wait(5000); await w.stop();
+   */
+  async watch(match: WatchMatch): Promise<Watch> {
+    const wakeup = new Wakeup();
+    const unlisten = await this.store.listen('events', (streamId, version) => {
+      if (match(streamId, version) || streamId === '') wakeup.wake();
+    });
+    let stopped = false;
+    return {
+      wakeup,
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        await unlisten();
+      },
+    };
   }
 
   private async applyProjections(events: StoredEvent[], tx: Store): Promise<void> {

@@ -8,7 +8,7 @@ import {
 } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
-import { Wakeup } from '../journal/wakeup.js';
+import type { Wakeup } from '../journal/wakeup.js';
 import { checkName } from '../json.js';
 import type { EnqueueResult, TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
@@ -253,7 +253,7 @@ export class Runtime {
   /** The task handler of RUN_QUEUE: one pass of one run. */
   readonly execute = async (payload: { runId: string }, ctx: TaskContext): Promise<unknown> => {
     // listening before the history is read: a cancellation committed after that read wakes the watch
-    const listening = watchCancel(this.store, this.journal, payload.runId, this.options.pollMs);
+    const listening = watchCancel(this.journal, payload.runId, this.options.pollMs);
     this.begun.add(ctx.task);
     this.passing.set(payload.runId, (this.passing.get(payload.runId) ?? 0) + 1);
     let ended = false;
@@ -434,19 +434,21 @@ export class Runtime {
   }
 
   private async result<O>(id: string, pollMs = 1000): Promise<O> {
-    const wakeup = new Wakeup();
     // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is;
     // nor is the run's start (version 1): the view read below exists, so it was written before
     let woken: number | undefined;
-    const unlisten = await this.store.listen('events', (stream, version) => {
-      if (
-        stream === '' ||
-        (stream === runStream(id) && version !== 1 && !(version !== undefined && this.passes.get(id)?.wrote(version)))
-      ) {
-        woken = stream === '' ? undefined : version;
-        wakeup.wake();
-      }
+    const watch = await this.journal.watch((stream, version) => {
+      if (stream === '') woken = undefined;
+      else if (
+        stream === runStream(id) &&
+        version !== 1 &&
+        !(version !== undefined && this.passes.get(id)?.wrote(version))
+      )
+        woken = version;
+      else return false;
+      return true;
     });
+    const wakeup = watch.wakeup;
     const waiters = this.waiters.get(id) ?? new Set<Wakeup>();
     this.waiters.set(id, waiters);
     waiters.add(wakeup);
@@ -468,7 +470,7 @@ export class Runtime {
     } finally {
       waiters.delete(wakeup);
       if (waiters.size === 0) this.waiters.delete(id);
-      await unlisten();
+      await watch.stop();
     }
   }
 }

@@ -1,5 +1,4 @@
-import { watchEvents } from '../journal/wakeup.js';
-import type { Store } from '../storage/store.js';
+import type { Watch, WatchMatch } from '../journal/journal.js';
 
 /** One server-sent event: `id:` is where a reconnect resumes (`Last-Event-ID`), `event:` its type. */
 export interface SseMessage {
@@ -15,11 +14,14 @@ export interface SseBatch {
 }
 
 export interface SseFeed {
-  /** Which `events` wake-up payloads (stream ids) concern this feed; '' always does. */
+  /** Which commits (stream ids) concern this feed; '' always does. */
   wakesOn(streamId: string): boolean;
   /** The next batch after the last one it returned (the feed keeps its own cursor). */
   next(): Promise<SseBatch>;
 }
+
+/** Starts a watch of commits: `(match) => journal.watch(match)`. */
+export type WatchCommits = (match: WatchMatch) => Promise<Watch>;
 
 export interface SseOptions {
   /** A comment line (`: ping`) after this long without a message, so proxies keep the connection. */
@@ -51,10 +53,10 @@ export function sseFrames(messages: SseMessage[]): string {
  * connection is bounded by two pages of the feed, however far behind the client falls. While
  * idle, the producer sleeps until a wake-up for its streams, the fallback poll, or the heartbeat.
  *
- * @example return sseResponse(store, feed, { heartbeatMs: 15_000, pollMs: 5_000, signal });
+ * @example return sseResponse((match) => journal.watch(match), feed, { heartbeatMs: 15_000, pollMs: 5_000, signal });
  */
-export async function sseResponse(store: Store, feed: SseFeed, options: SseOptions): Promise<Response> {
-  const watch = await watchEvents(store, (streamId) => feed.wakesOn(streamId));
+export async function sseResponse(watchCommits: WatchCommits, feed: SseFeed, options: SseOptions): Promise<Response> {
+  const watch = await watchCommits((streamId) => feed.wakesOn(streamId));
   let closed = false;
   let lastSent = Date.now();
   const finish = () => {

@@ -1,5 +1,6 @@
 import type { Cron } from 'croner';
-import { Wakeup } from '../journal/wakeup.js';
+import type { Journal, Watch } from '../journal/journal.js';
+import type { Wakeup } from '../journal/wakeup.js';
 import { StoreClock } from '../runtime/pass/clock.js';
 import type { Store } from '../storage/store.js';
 import {
@@ -46,24 +47,24 @@ interface Entry {
  * unless some process recorded a slot after the cursor meanwhile (the downtime was not total).
  *
  * @example
- * const scheduler = new Scheduler(engine.store, schedules, { onError: console.error });
+ * const scheduler = new Scheduler(store, journal, schedules, { onError: console.error });
  * await scheduler.start();
  */
 export class Scheduler {
   private readonly options: Required<Omit<SchedulerOptions, 'onError' | 'onFire'>> & SchedulerOptions;
   private readonly entries = new Map<string, Entry>();
-  private readonly wakeup = new Wakeup();
   private running = false;
   private dirty = true;
   private reloadAt = 0;
   private retryAt = Infinity;
   private loop: Promise<void> | null = null;
-  private unlisten: (() => Promise<void>) | null = null;
+  private watch: Watch | null = null;
   /** Slots are on the database clock, like schedules' creation times and runs' timers: a process whose clock is off fires on time. */
   private readonly clock: StoreClock;
 
   constructor(
-    private readonly store: Store,
+    store: Store,
+    private readonly journal: Journal,
     private readonly schedules: Schedules,
     options: SchedulerOptions = {},
   ) {
@@ -73,28 +74,28 @@ export class Scheduler {
 
   async start(): Promise<void> {
     if (this.running) return;
-    this.unlisten = await this.store.listen('events', (stream) => {
-      if (stream !== '' && !stream.startsWith(SCHEDULE_STREAM_PREFIX)) return;
+    this.watch = await this.journal.watch((stream) => {
+      if (stream !== '' && !stream.startsWith(SCHEDULE_STREAM_PREFIX)) return false;
       this.dirty = true;
-      this.wakeup.wake();
+      return true;
     });
     this.running = true;
     this.dirty = true;
-    this.loop = this.run();
+    this.loop = this.run(this.watch.wakeup);
   }
 
   /** Stops after the firing in hand. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wakeup.wake();
+    this.watch?.wakeup.wake();
     await this.loop;
     this.loop = null;
-    await this.unlisten?.();
-    this.unlisten = null;
+    await this.watch?.stop();
+    this.watch = null;
     this.entries.clear();
   }
 
-  private async run(): Promise<void> {
+  private async run(wakeup: Wakeup): Promise<void> {
     while (this.running) {
       let next = Infinity;
       try {
@@ -105,7 +106,7 @@ export class Scheduler {
         next = this.clock.now() + this.options.retryMs;
       }
       if (!this.running) break;
-      await this.wakeup.wait(Math.min(Math.min(next, this.retryAt) - this.clock.now(), this.reloadAt - Date.now()));
+      await wakeup.wait(Math.min(Math.min(next, this.retryAt) - this.clock.now(), this.reloadAt - Date.now()));
     }
   }
 

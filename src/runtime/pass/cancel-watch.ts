@@ -1,5 +1,4 @@
 import type { Journal } from '../../journal/journal.js';
-import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { runStream } from './history.js';
 import type { Pass } from './pass.js';
@@ -16,7 +15,7 @@ export interface CancelWatch {
  * so a cancellation that commits after that read wakes it: it reads only when the run's stream
  * moved past the history the pass read, never just to be sure.
  */
-export async function watchCancel(store: Store, journal: Journal, id: string, pollMs: number): Promise<CancelWatch> {
+export async function watchCancel(journal: Journal, id: string, pollMs: number): Promise<CancelWatch> {
   const stream = runStream(id);
   let pass: Pass | undefined;
   let seen = Number.MAX_SAFE_INTEGER;
@@ -37,10 +36,12 @@ export async function watchCancel(store: Store, journal: Journal, id: string, po
       .finally(() => (checking = false));
   };
   // the pass's own writes wake it too, and the commit of the history it began with: those need no read
-  const unlisten = await store.listen('events', (s, version) => {
-    if (s !== '' && s !== stream) return;
+  // it acts on each notice itself (reads, or notes an early one): its Wakeup is never waited on
+  const watch = await journal.watch((s, version) => {
+    if (s !== '' && s !== stream) return false;
     if (!pass) early = Math.max(early, s === '' || version === undefined ? Number.POSITIVE_INFINITY : version);
     else if (!(version !== undefined && (version <= seen || pass.wrote(version)))) check();
+    return false;
   });
   const poll = setInterval(check, pollMs);
   return {
@@ -51,7 +52,7 @@ export async function watchCancel(store: Store, journal: Journal, id: string, po
     },
     stop: async () => {
       clearInterval(poll);
-      await unlisten();
+      await watch.stop();
     },
   };
 }

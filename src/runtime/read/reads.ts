@@ -39,6 +39,6 @@ export class RunReads {
 
   /** The run once it has ended, or as it is when `timeoutMs` passes. */
   wait(id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
-    return waitForRun(this.store, id, options);
+    return waitForRun(this.store, this.journal, id, options);
   }
 }

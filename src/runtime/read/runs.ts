@@ -1,6 +1,5 @@
 import { NotFoundError, ValidationError } from '../../errors.js';
 import type { Journal } from '../../journal/journal.js';
-import { watchEvents } from '../../journal/wakeup.js';
 import type { ProjectionMatch } from '../../storage/projections.js';
 import type { Store, StoredEvent } from '../../storage/store.js';
 import { runStream } from '../pass/history.js';
@@ -61,12 +60,13 @@ export function runTail(
  */
 export async function waitForRun(
   store: Store,
+  journal: Journal,
   id: string,
   options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal },
 ): Promise<RunView> {
   const deadline = Date.now() + options.timeoutMs;
   const streamId = runStream(id);
-  const watch = await watchEvents(store, (s) => s === streamId);
+  const watch = await journal.watch((s) => s === streamId);
   const leave = () => watch.wakeup.wake();
   options.signal?.addEventListener('abort', leave);
   try {

@@ -9,12 +9,9 @@ import type { CommittedRead, Cursor, Store } from '../../storage/store.js';
 import { liveTags } from '../../runtime/start/versions.js';
 import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
-import { sseResponse, type SseFeed } from '../sse.js';
-import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail, waitForRun } from '../../runtime/read/runs.js';
+import { sseResponse, type SseFeed, type WatchCommits } from '../sse.js';
+import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail } from '../../runtime/read/runs.js';
 import {
-  type EventRecord,
-  eventRecord,
-  eventResponse,
   RUN_KINDS,
   type RunFilter,
   runMatches,
@@ -26,7 +23,8 @@ import {
   runWorkflow,
   storedNames,
   workflowId,
-} from './run-records.js';
+} from '../records/runs.js';
+import { type EventRecord, eventRecord, eventResponse } from '../records/events.js';
 
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
@@ -137,6 +135,7 @@ const journalStreamQuery = z
  */
 export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollMs?: number } = {}): Route[] {
   const store = engine.store;
+  const watchCommits: WatchCommits = (match) => engine.journal.watch(match);
   const live = { heartbeatMs: options.heartbeatMs ?? 15_000, pollMs: options.pollMs ?? FALLBACK_MS };
   return [
     route({
@@ -160,7 +159,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
             : query.from === 'now'
               ? await engine.journal.head()
               : '';
-        return sseResponse(store, journalFeed(engine.journal, after, filters), {
+        return sseResponse(watchCommits, journalFeed(engine.journal, after, filters), {
           ...live,
           catchUpMs: [10, 50, 250],
           signal,
@@ -262,7 +261,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
             };
           },
         };
-        return sseResponse(store, feed, { ...live, signal });
+        return sseResponse(watchCommits, feed, { ...live, signal });
       },
     }),
     route({
@@ -275,7 +274,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       response: z.object({ run: runResponse }),
       errors: [400, 404, 408],
       handle: async ({ params, query, signal }) => {
-        const view = await waitForRun(store, params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
+        const view = await engine.runs.wait(params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
         if (isTerminal(view.status))
           return jsonWithBlobs(
             { run: runRecord(view, undefined, await storedNames(store, [view])) },
