@@ -1,5 +1,7 @@
 /** The HTTP API, as the dashboard calls it: same origin, the token (when the server wants one) kept for the tab. */
 
+import { sseReader } from '../../src/sse-read.js';
+
 const TOKEN_KEY = 'runledger.token';
 
 export class ApiError extends Error {
@@ -109,31 +111,12 @@ export function subscribe(
         if (!res.ok || !res.body) throw new Error(`stream ${res.status}`);
         options.onState?.(true);
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = '';
+        const read = sseReader();
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          buffer += value;
-          const frames = buffer.split('\n\n');
-          buffer = frames.pop() ?? '';
-          const events: SseEvent[] = [];
-          for (const frame of frames) {
-            const e: SseEvent = { id: '', event: 'message', data: null };
-            let data = '';
-            for (const line of frame.split('\n')) {
-              if (line.startsWith(':')) continue;
-              const colon = line.indexOf(':');
-              const field = colon < 0 ? line : line.slice(0, colon);
-              const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-              if (field === 'id') e.id = val;
-              else if (field === 'event') e.event = val;
-              else if (field === 'data') data += (data ? '\n' : '') + val;
-            }
-            if (!data) continue;
-            e.data = JSON.parse(data);
-            if (e.id) last = e.id;
-            events.push(e);
-          }
+          const events: SseEvent[] = read(value).map((m) => ({ ...m, data: JSON.parse(m.data) }));
+          for (const e of events) if (e.id) last = e.id;
           if (events.length) onBatch(events);
         }
         options.onState?.(false);
