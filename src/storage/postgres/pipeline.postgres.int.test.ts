@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPostgresDatabase } from '../../testing/databases.js';
 import { newId } from '../../ids.js';
 import type { NewTask, Store } from '../store.js';
-import { PIPELINED } from './tasks.js';
+import { PIPELINED } from './enqueue.js';
 import { openPostgresStore } from './store.js';
 
 /** jsonb refuses the NUL escape: a write that fails in the server, after the client sent it. */

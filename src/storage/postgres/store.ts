@@ -6,7 +6,9 @@ import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
 import { appendWakeups } from '../wakeups.js';
 import { check, createPool, migrate, poolDb, prepared, send, txDb, type Db, type Tx } from './connection.js';
 import * as agents from './agents.js';
+import * as enqueue from './enqueue.js';
 import * as events from './events.js';
+import * as projections from './projections.js';
 import * as maintenance from './maintenance.js';
 import { Listener, NOTIFY, Notifier, notifyParams } from './notify.js';
 import { Puts, putRows } from './puts.js';
@@ -220,11 +222,11 @@ class PostgresStore implements Store {
 
   streamList: Store['streamList'] = (p) => events.streamList(this.db, p);
   projectionPut: Store['projectionPut'] = (p) => this.put(p.name, [{ key: p.key, value: p.value }]);
-  projectionGet: Store['projectionGet'] = (p) => events.projectionGet(this.db, p);
-  projectionList: Store['projectionList'] = (p) => events.projectionList(this.db, p);
-  projectionListRecent: Store['projectionListRecent'] = (p) => events.projectionListRecent(this.db, p);
-  projectionDelete: Store['projectionDelete'] = (p) => events.projectionDelete(this.db, p);
-  projectionGetMany: Store['projectionGetMany'] = (p) => events.projectionGetMany(this.db, p);
+  projectionGet: Store['projectionGet'] = (p) => projections.projectionGet(this.db, p);
+  projectionList: Store['projectionList'] = (p) => projections.projectionList(this.db, p);
+  projectionListRecent: Store['projectionListRecent'] = (p) => projections.projectionListRecent(this.db, p);
+  projectionDelete: Store['projectionDelete'] = (p) => projections.projectionDelete(this.db, p);
+  projectionGetMany: Store['projectionGetMany'] = (p) => projections.projectionGetMany(this.db, p);
   projectionPutMany: Store['projectionPutMany'] = (p) => this.put(p.name, p.rows);
 
   /** In a transaction, held until its next statement (`Puts`); outside one, written at once. */
@@ -249,9 +251,9 @@ class PostgresStore implements Store {
   };
 
   taskEnqueue: Store['taskEnqueue'] = async (p) => {
-    // a big one in a transaction of its own: its statements go pipelined (`tasks.taskEnqueue`)
-    if (!this.tx && p.tasks.length >= 2 * tasks.PIPELINED) return this.transaction((tx) => tx.taskEnqueue(p));
-    const results = await tasks.taskEnqueue(this.db, p);
+    // a big one in a transaction of its own: its statements go pipelined (`enqueue.taskEnqueue`)
+    if (!this.tx && p.tasks.length >= 2 * enqueue.PIPELINED) return this.transaction((tx) => tx.taskEnqueue(p));
+    const results = await enqueue.taskEnqueue(this.db, p);
     // a task claimed as it was inserted is no news for workers
     this.wake('tasks', new Set(results.filter((r) => r.created && r.task.state === 'ready').map((r) => r.task.queue)));
     this.wake('events', enqueuedWakeups(results));

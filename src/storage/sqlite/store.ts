@@ -1,48 +1,18 @@
-import { resolve } from 'node:path';
 import { AppendBatch, type Outcome } from '../append-batch.js';
 import type { AppendResult, CompletedTask, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
-import { appendWakeups, parseWakeups } from '../wakeups.js';
-import { Checkpointer } from './checkpointer.js';
-import { Mutex } from './mutex.js';
-import { Turns } from './busy.js';
-import { openDatabase, Statements, type Db } from './connection.js';
+import { appendWakeups } from '../wakeups.js';
+import type { Statements } from './connection.js';
+import { announce, closeShared, countCommit, openShared, type Shared } from './shared.js';
 import * as blobs from './blobs.js';
 import * as agents from './agents.js';
 import * as events from './events.js';
+import * as projections from './projections.js';
 import * as pauses from './pauses.js';
 import * as maintenance from './maintenance.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as tasks from './tasks.js';
-
-/** One connection per file per process, shared by every store opened on it; `lock` serializes its users, `turns` takes it for them. */
-interface Shared {
-  path: string;
-  db: Db;
-  statements: Statements;
-  lock: Mutex;
-  turns: Turns;
-  listeners: Listeners;
-  users: number;
-  /** Write transactions committed, until the checkpointer starts (see `countCommit`). */
-  commits: number;
-  checkpointer: Checkpointer | null;
-}
-
-/** Write transactions of a connection before its checkpoints move to a thread: a short-lived process never starts one. */
-const CHECKPOINTER_AFTER = 1000;
-
-/** Counts a committed write transaction; the one that reaches CHECKPOINTER_AFTER starts the connection's checkpointer. */
-function countCommit(shared: Shared): void {
-  if (shared.checkpointer || ++shared.commits < CHECKPOINTER_AFTER || shared.path === ':memory:') return;
-  shared.checkpointer = Checkpointer.start(shared.db, shared.path);
-}
-
-// A second connection to the same file in one process would deadlock: better-sqlite3 waits for
-// SQLite's write lock synchronously, so the event loop could never finish the transaction that
-// holds it. Stores opened on one file in one process therefore share its connection.
-const open = new Map<string, Shared>();
 
 /**
  * The embedded backend: one SQLite file in WAL mode. Every operation runs under one in-process
@@ -53,51 +23,7 @@ const open = new Map<string, Shared>();
  * @example const store = openSqliteStore('runledger.db')
  */
 export function openSqliteStore(path: string, options: { migrate?: boolean } = {}): Store {
-  const key = path === ':memory:' ? null : resolve(path);
-  let shared = key === null ? undefined : open.get(key);
-  if (!shared) {
-    const db = openDatabase(path, options);
-    const lock = new Mutex();
-    shared = {
-      path,
-      db,
-      statements: new Statements(db),
-      lock,
-      turns: new Turns(lock),
-      listeners: { events: new Set(), tasks: new Set() },
-      users: 0,
-      commits: 0,
-      checkpointer: null,
-    };
-    if (key !== null) open.set(key, shared);
-  }
-  shared.users += 1;
-  return new SqliteStore(shared, null);
-}
-
-/**
- * Wake-ups go out in the next turn of the event loop, as PostgreSQL's arrive after the commit: by
- * then the writer has its result (a pass knows the versions it wrote, so its own wake-ups cost
- * no read).
- */
-function announce(listeners: Listeners, pending: Array<[NotifyChannel, Set<string>]>): void {
-  setImmediate(() => {
-    for (const [channel, payloads] of pending) {
-      const callbacks = [...listeners[channel]];
-      // parsed once for all listeners (each parsed every payload before: a cost per listener and stream)
-      for (const payload of payloads) {
-        for (const { stream, version } of parseWakeups(payload)) {
-          for (const callback of callbacks) {
-            try {
-              callback(stream, version);
-            } catch {
-              // a listener's failure is its caller's; it must not stop the others
-            }
-          }
-        }
-      }
-    }
-  });
+  return new SqliteStore(openShared(path, options), null);
 }
 
 /** A channel and the payloads to wake it with. */
@@ -110,8 +36,6 @@ function completedWakes(done: CompletedTask[]): Wake[] {
     ['events', ...taskWakeups(done.map((t) => t.id))],
   ];
 }
-
-type Listeners = Record<NotifyChannel, Set<(stream: string, version?: number) => void>>;
 
 class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
@@ -245,16 +169,7 @@ class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.closed || this.pending) return;
     this.closed = true;
-    const shared = this.shared;
-    if (--shared.users > 0) return;
-    const release = await shared.lock.acquire();
-    try {
-      if (shared.path !== ':memory:') open.delete(resolve(shared.path));
-      await shared.checkpointer?.stop();
-      if (shared.db.open) shared.db.close();
-    } finally {
-      release();
-    }
+    await closeShared(this.shared);
   }
 
   /** Appends outside a transaction, batched (see `appendEach`); made at the first. */
@@ -307,13 +222,13 @@ class SqliteStore implements Store {
   eventHead: Store['eventHead'] = () => this.read((s) => events.eventHead(s));
 
   streamList: Store['streamList'] = (p) => this.read((s) => events.streamList(s, p));
-  projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => events.projectionPut(s, now, p));
-  projectionGet: Store['projectionGet'] = (p) => this.read((s) => events.projectionGet(s, p));
-  projectionList: Store['projectionList'] = (p) => this.read((s) => events.projectionList(s, p));
-  projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => events.projectionListRecent(s, p));
-  projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => events.projectionDelete(s, p));
-  projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => events.projectionGetMany(s, p));
-  projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => events.projectionPutMany(s, now, p));
+  projectionPut: Store['projectionPut'] = (p) => this.run((s, now) => projections.projectionPut(s, now, p));
+  projectionGet: Store['projectionGet'] = (p) => this.read((s) => projections.projectionGet(s, p));
+  projectionList: Store['projectionList'] = (p) => this.read((s) => projections.projectionList(s, p));
+  projectionListRecent: Store['projectionListRecent'] = (p) => this.read((s) => projections.projectionListRecent(s, p));
+  projectionDelete: Store['projectionDelete'] = (p) => this.run((s) => projections.projectionDelete(s, p));
+  projectionGetMany: Store['projectionGetMany'] = (p) => this.read((s) => projections.projectionGetMany(s, p));
+  projectionPutMany: Store['projectionPutMany'] = (p) => this.run((s, now) => projections.projectionPutMany(s, now, p));
 
   subscriptionEnsure: Store['subscriptionEnsure'] = (p) =>
     this.run((s, now) => subscriptions.subscriptionEnsure(s, now, p, events.eventHead(s)));
