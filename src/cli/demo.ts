@@ -80,12 +80,12 @@ async function tour(
   const output = await run.result({ pollMs: 100 });
 
   for (;;) {
-    const { tasks } = await engine.store.status();
+    const { tasks } = await engine.operator.status();
     if (tasks.ready === 0 && tasks.running === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const status = await engine.store.status();
+  const status = await engine.operator.status();
   print('');
   print(
     `done in ${Date.now() - started} ms on ${status.dialect} (${status.location}): ${status.events} events, tasks ${JSON.stringify(status.tasks)}`,

@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { createEngine } from '../engine.js';
 import { ValidationError } from '../errors.js';
-import type { Actor, BulkResult, RunFilter, TaskFilter } from '../runtime/operate/operator.js';
+import type { Actor, BulkResult, PauseKind, RunFilter, TaskFilter } from '../runtime/operate/operator.js';
 import { currentStatus, type RunStatus } from '../runtime/read/view.js';
-import type { PauseKind } from '../storage/store.js';
 import { client, database, databaseOf, direct, existingDatabase, remote } from './options.js';
 
 /** What the operator commands do, to the database directly or through a server. */

@@ -140,7 +140,7 @@ export function serverCommands(program: Command, out: Output): void {
         out.line(
           `code workflows: ${codeWorkflows.map((w) => w.name).join(', ')} (npx runledger start <name>${flags} --input '{}')`,
         );
-      out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.store.status()).location}`);
+      out.line(`runledger ${process.pid} serving ${server.url} on ${(await server.engine.operator.status()).location}`);
       out.line(`dashboard: ${server.url}/ui`);
       await stopped;
       await server.close();
@@ -183,7 +183,7 @@ export function serverCommands(program: Command, out: Output): void {
       });
       for (const line of app.settingsWarnings) out.line(line);
       out.line(
-        `worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.store.status()).location}`,
+        `worker ${process.pid}: stored workflows, sessions, chat replies, triggers${workflows.map((w) => `, ${w.name}`).join('')} on ${(await app.engine.operator.status()).location}`,
       );
       await stopped;
       await app.close();
