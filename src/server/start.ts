@@ -67,7 +67,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     try {
       // SQLite wakes only the process that wrote: replies written by a `runledger worker` are found by a poll
       const feed = await ChannelFeed.open(
-        opened.engine.store,
+        opened.engine.journal,
         opened.channels,
         /^postgres(ql)?:\/\//.test(database) ? {} : { pollMs: opened.engine.config.pollMs },
       );

@@ -20,7 +20,7 @@ describe.each(backends)('a WebSocket post that fails on $name', (backend) => {
   const serve = async () => {
     const t = await testEngine(backend);
     const channels = new Channels(t.engine.store, t.engine.journal);
-    const feed = await ChannelFeed.open(t.engine.store, channels);
+    const feed = await ChannelFeed.open(t.engine.journal, channels);
     const sockets = new ChannelSockets({ channels, feed });
     const listening = await listen(new Hono(), { host: '127.0.0.1', port: 0, upgrade: sockets.upgrade });
     cleanups.push(async () => {

@@ -18,7 +18,7 @@ describe.each(backends)('WebSocket delivery on $name', (backend) => {
   const serve = async (options: { maxBufferedBytes?: number; stallMs?: number; token?: string } = {}) => {
     const t = await testEngine(backend);
     const channels = new Channels(t.engine.store, t.engine.journal);
-    const feed = await ChannelFeed.open(t.engine.store, channels);
+    const feed = await ChannelFeed.open(t.engine.journal, channels);
     const sockets = new ChannelSockets({ channels, feed, ...options });
     const listening = await listen(new Hono(), { host: '127.0.0.1', port: 0, upgrade: sockets.upgrade });
     cleanups.push(async () => {

@@ -48,7 +48,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/nodes',
-      tag: 'agent protocol',
       summary: 'Start a node of the session (nodes do not nest): 201 with its seq and attempt',
       body: z.object({ lease_token: token, name: nodeName, input: z.unknown().optional() }),
       status: 201,
@@ -59,7 +58,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/nodes/{seq}/end',
-      tag: 'agent protocol',
       summary: 'End an open node with its output (its checkpoint) or an error',
       body: z.object({ lease_token: token, output: z.unknown().optional(), error: z.string().max(10_000).optional() }),
       status: 200,
@@ -70,7 +68,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/checkpoints',
-      tag: 'agent protocol',
       summary: 'A checkpoint of state in the open node (or in `node`)',
       body: z.object({ lease_token: token, state: z.unknown(), node: nodeName.optional() }),
       status: 201,
@@ -81,7 +78,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/tool-calls',
-      tag: 'agent protocol',
       summary:
         'A tool call: `started`, or `blocked` while it waits for a person (default for risk high); poll it with GET …?wait=30s',
       body: z.object({
@@ -100,7 +96,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/tool-calls/{call}/result',
-      tag: 'agent protocol',
       summary:
         "A tool call's result (output) or failure (error; timed_out: true for a timeout); 409 while it waits for approval or once rejected",
       body: z.object({
@@ -117,7 +112,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'get',
       path: '/sessions/{id}/tool-calls/{call}',
-      tag: 'agent protocol',
       summary:
         'One tool call of the session; `wait` (≤ 60s) long-polls while its approval is pending, woken by the decision',
       query: z.object({ wait: z.string().max(20).optional() }).strict(),
@@ -134,7 +128,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/lifecycle',
-      tag: 'agent protocol',
       summary:
         "A lifecycle event of the agent's own (brief 000); AGENT_BACKGROUND_TASK_COMPLETED or …_FAILED is the session's report",
       body: z.object({
@@ -150,7 +143,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'post',
       path: '/sessions/{id}/progress',
-      tag: 'agent protocol',
       summary: "The agent's progress: a percentage and/or a label",
       body: z.object({
         lease_token: token,
@@ -165,7 +157,6 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
     speak({
       method: 'get',
       path: '/sessions/{id}/progress',
-      tag: 'agent protocol',
       summary: "The session's newest progress (null: none yet)",
       status: 200,
       response: progress.extend({ at: time }).nullable(),
@@ -176,9 +167,10 @@ export function agentProtocolRoutes(remote: RemoteLedger): Route[] {
 }
 
 /** A route of the protocol: checks the request's `runledger-protocol` major and names its own on the answer. */
-function speak<B, Q>(r: Route<B, Q>): Route<B, Q> {
+function speak<B, Q>(r: Omit<Route<B, Q>, 'tag'>): Route<B, Q> {
   return {
     ...r,
+    tag: 'agent protocol',
     handle: async (request: RouteRequest<B, Q>) => {
       const asked = request.headers.get('runledger-protocol');
       if (asked !== null && asked.trim().split('.')[0] !== PROTOCOL)

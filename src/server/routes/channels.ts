@@ -3,7 +3,7 @@ import type { Channels } from '../../chat/channels.js';
 import { ROLES, CONTENT_TYPES, checkChannelId } from '../../chat/message.js';
 import type { Engine } from '../../engine.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
-import type { ParkedEvent } from '../../storage/store.js';
+import type { ParkedEvent } from '../../runtime/operate/operator.js';
 import { route } from '../route.js';
 
 const message = z.object({
@@ -107,14 +107,14 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       summary: 'Durable subscriptions with their cursor and parked count',
       status: 200,
       handle: async () => {
-        const subs = await engine.store.subscriptionList();
+        const subs = await engine.operator.subscriptions();
         const rows = await Promise.all(
           subs.map(async (s) => ({
             name: s.name,
             cursor: s.cursor,
             stream_prefix: s.streamPrefix,
             blocked_reason: s.blockedReason,
-            parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length,
+            parked: (await engine.operator.parked(s.name)).filter((p) => p.status === 'parked').length,
           })),
         );
         return { subscriptions: rows };
@@ -129,7 +129,7 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       errors: [404],
       handle: async ({ params }) => {
         await subscription(engine, params.name!);
-        return { parked: (await engine.parked(params.name!)).map(parked) };
+        return { parked: (await engine.operator.parked(params.name!)).map(parked) };
       },
     }),
     route({
@@ -141,13 +141,13 @@ export function channelRoutes(engine: Engine, channels: Channels) {
       errors: [404],
       handle: async ({ params }) => {
         await subscription(engine, params.name!);
-        return parked(await engine.retryParked(params.name!, Number(params.position)));
+        return parked(await engine.operator.setParked(params.name!, Number(params.position), 'retry'));
       },
     }),
   ];
 }
 
 async function subscription(engine: Engine, name: string): Promise<void> {
-  const subs = await engine.store.subscriptionList();
+  const subs = await engine.operator.subscriptions();
   if (!subs.some((s) => s.name === name)) throw new NotFoundError(`subscription ${name} not found`);
 }

@@ -10,7 +10,6 @@ import { route, type Route } from '../route.js';
  * @example mount(new Hono(), historyRoutes(engine, workflows.definitions));
  */
 export function historyRoutes(engine: Engine, definitions: Definitions): Route[] {
-  const store = engine.store;
   return [
     route({
       method: 'get',
@@ -30,7 +29,7 @@ export function historyRoutes(engine: Engine, definitions: Definitions): Route[]
       status: 200,
       errors: [404],
       handle: async ({ params }) => {
-        await store.taskGet({ id: params.id! });
+        await engine.operator.task(params.id!);
         const events = await engine.queue.history(params.id!);
         return {
           events: events.map((e) => ({
