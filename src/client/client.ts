@@ -1,5 +1,6 @@
 import { RunledgerError, type Problem } from '../errors.js';
-import type { ExecutionRecord, ExecutionStatus, ExecutionSummary } from '../workflows/executions.js';
+import { sseReader } from '../sse-read.js';
+import type { ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord } from '../workflows/executions.js';
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
@@ -11,12 +12,23 @@ import type {
   AgentToolCallRecord,
   IntakeResult,
 } from '../agents/ledger.js';
-import type { RunRecord, RunSummary } from '../server/routes/run-records.js';
-import type { StoreStatus } from '../storage/store.js';
+import type { EventRecord } from '../server/records/events.js';
+import type { RunRecord, RunSummary } from '../server/records/runs.js';
+import type { StoreStatus } from '../runtime/operate/operator.js';
 import type { Duration } from '../duration.js';
-import type { TaskRecord as ProtocolTask } from '../server/task-record.js';
+import type { DeadTaskRecord, TaskListRecord } from '../server/records/tasks.js';
+import {
+  type ClaimedTask,
+  type Enqueued,
+  type EnqueueTaskOptions,
+  newTask,
+  PROTOCOL,
+  type ProtocolTask,
+} from './protocol.js';
 
 export type { RunRecord, RunSummary };
+export type { ClaimedTask, Enqueued, EnqueueTaskOptions, ProtocolTask } from './protocol.js';
+export type { ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord };
 export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
 export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from '../agents/contracts.js';
 export type { AgentRunDetail } from '../agents/ledger.js';
@@ -40,31 +52,16 @@ export class UnreachableError extends RunledgerError {
   override readonly code = 'unreachable';
 }
 
-export interface TaskRecord extends DeadTask {
-  state: 'ready' | 'running' | 'completed' | 'dead';
-  ordering_key: string | null;
-  run_at: string;
-}
+/** A task as GET /tasks lists it. */
+export interface TaskRecord extends TaskListRecord {}
 
-/** A run's journaled event as the API shows it. */
-export interface RunEvent {
-  position: number;
-  version: number;
-  type: string;
-  timestamp: string;
+/** A run's (or a task's) journaled event as the API shows it; `data` is the event's own. */
+export interface RunEvent extends Omit<EventRecord, 'data'> {
   data: Record<string, any>;
 }
 
-export interface DeadTask {
-  id: string;
-  queue: string;
-  attempts: number;
-  max_attempts: number;
-  last_error: string | null;
-  payload: unknown;
-  created_at: string;
-  updated_at: string;
-}
+/** A dead task as GET /dlq lists it. */
+export interface DeadTask extends DeadTaskRecord {}
 
 /**
  * A typed client of the runledger HTTP API (what the CLI uses).
@@ -172,18 +169,11 @@ export class Client {
           `GET /runs/${runId}/events/stream: ${response.status} ${error.message ?? ''}`,
         );
       }
-      let buffer = '';
+      const read = sseReader();
       try {
         for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
-          buffer += chunk;
-          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-            const data = buffer
-              .slice(0, end)
-              .split('\n')
-              .find((line) => line.startsWith('data: '));
-            buffer = buffer.slice(end + 2);
-            if (!data) continue;
-            const event = JSON.parse(data.slice('data: '.length)) as RunEvent;
+          for (const message of read(chunk)) {
+            const event = JSON.parse(message.data) as RunEvent;
             last = event.version;
             retries = 0;
             yield event;
@@ -401,43 +391,6 @@ export class Client {
 }
 
 const enc = encodeURIComponent;
-
-/** The task protocol's major version this client speaks (docs/protocol.md). */
-const PROTOCOL = { 'runledger-protocol': '1' };
-
-export interface EnqueueTaskOptions {
-  idempotencyKey?: string;
-  orderingKey?: string;
-  priority?: number;
-  /** Not before now + delay; or `runAt`, not both. */
-  delay?: Duration;
-  runAt?: Date | string;
-  maxAttempts?: number;
-}
-
-export interface Enqueued {
-  task: ProtocolTask;
-  created: boolean;
-}
-
-/** A task as the task protocol answers it, and one just claimed with its lease. */
-export type { ProtocolTask };
-export interface ClaimedTask extends ProtocolTask {
-  lease_token: string;
-  lease_expires_at: string;
-}
-
-function newTask(o: EnqueueTaskOptions): Record<string, unknown> {
-  const fields = {
-    idempotency_key: o.idempotencyKey,
-    ordering_key: o.orderingKey,
-    priority: o.priority,
-    delay: o.delay,
-    run_at: o.runAt instanceof Date ? o.runAt.toISOString() : o.runAt,
-    max_attempts: o.maxAttempts,
-  };
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
-}
 
 function query(params: Record<string, string | number | undefined>): string {
   const entries = Object.entries(params).filter(([, v]) => v !== undefined) as [string, string | number][];

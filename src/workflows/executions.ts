@@ -62,9 +62,11 @@ const linkStream = (executionId: string) => `execution-links:${executionId}`;
 export class Executions {
   constructor(
     private readonly engine: Engine,
+    /** The engine's store (the app passes it: `Engine` no longer shows it): the executions index, links and stats. */
+    private readonly store: Store,
     private readonly definitions: Definitions,
     private readonly interpreter: Workflow<ExecutionInput>,
-    private readonly reasons = cancelReasons(engine),
+    private readonly reasons = cancelReasons(engine, store),
   ) {
     projectStepStats(engine.journal);
     engine.journal.project('execution.rerun', async (event, tx) => {
@@ -191,7 +193,7 @@ export class Executions {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100)
       throw new ValidationError('limit', `must be a whole number from 1 to 100 (got ${options.limit})`);
     const before = options.last_key ? `${workflowId}:${options.last_key}` : undefined;
-    const rows = await this.engine.store.projectionList({
+    const rows = await this.store.projectionList({
       name: INDEX,
       prefix: `${workflowId}:`,
       limit: limit + 1,
@@ -220,8 +222,8 @@ export class Executions {
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
     const [stats, reruns, reason] = await Promise.all([
-      readStepStats(this.engine.store, workflowId),
-      this.engine.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
+      readStepStats(this.store, workflowId),
+      this.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
       this.reasons.get(executionId),
     ]);
     return { ...record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] }), cancel_reason: reason };
@@ -282,7 +284,7 @@ export class Executions {
     const { reuse: _r, rerun_of: _o, ...input } = base;
     const next: ExecutionInput = { ...input, reuse, rerun_of: link };
     const id = newId('ex');
-    await this.engine.store.transaction(async (tx) => {
+    await this.store.transaction(async (tx) => {
       await this.begin(tx, input.workflow_id, next, id);
       await this.engine.journal.append(
         linkStream(view.id),

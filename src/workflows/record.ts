@@ -1,3 +1,4 @@
+import { iso } from '../iso.js';
 import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/read/view.js';
 import type { ExecutionInput } from './interpreter.js';
 import { etaSeconds, type StepStats } from './progress.js';
@@ -75,7 +76,6 @@ export const STATUS: Record<RunStatus, ExecutionStatus> = {
   failed: 'failed',
   cancelled: 'cancelled',
 };
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const ENDED = new Set<StepStatus>(['success', 'failed', 'skipped', 'timed_out', 'cancelled']);
 
 /** The execution record of a run of the interpreter: every definition step (branch steps after their parallel step), run or not. */
@@ -156,7 +156,7 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
     rerun_of: input.rerun_of ?? null,
     reruns: extra.reruns ?? [],
     steps,
-    created_at: iso(view.createdAt)!,
+    created_at: iso(view.createdAt),
     started_at: firstStart(view),
     finished_at: terminal ? iso(view.updatedAt) : null,
     error: view.error,

@@ -1,25 +1,15 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { NotFoundError } from '../../errors.js';
-import type { Task, TaskState } from '../../storage/store.js';
+import { iso } from '../../iso.js';
+import type { TaskState } from '../../runtime/operate/operator.js';
 import type { Secrets } from '../../workflows/secrets.js';
+import { eventRecord } from '../records/events.js';
+import { deadTaskRecord, taskListRecord } from '../records/tasks.js';
 import { route } from '../route.js';
 import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
 
-const iso = (ms: number) => new Date(ms).toISOString();
-const dead = (t: Task) => ({
-  id: t.id,
-  queue: t.queue,
-  attempts: t.attempts,
-  max_attempts: t.maxAttempts,
-  last_error: t.lastError,
-  payload: t.payload,
-  created_at: iso(t.createdAt),
-  updated_at: iso(t.updatedAt),
-});
-
 const TASK_STATES = ['ready', 'running', 'completed', 'dead'] as const satisfies readonly TaskState[];
-const task = (t: Task) => ({ ...dead(t), state: t.state, ordering_key: t.orderingKey, run_at: iso(t.runAt) });
 
 /** Secrets (names only out, values only in), the store's status, tasks and the dead-letter queue. */
 export function operationRoutes(engine: Engine, secrets: Secrets) {
@@ -39,7 +29,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
         tasks: z.record(z.string(), z.int()),
         subscriptions: z.int(),
       }),
-      handle: () => engine.store.status(),
+      handle: () => engine.operator.status(),
     }),
     route({
       method: 'get',
@@ -70,7 +60,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
           ...(query.state ? { state: query.state } : {}),
           ...(query.last_key ? { afterId: query.last_key } : {}),
         });
-        const tasks = page.slice(0, query.limit).map(task);
+        const tasks = page.slice(0, query.limit).map(taskListRecord);
         return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
       },
     }),
@@ -89,15 +79,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       handle: async ({ params }) => {
         const events = await engine.queue.history(params.id!);
         if (events.length === 0) throw new NotFoundError(`task ${params.id} not found`);
-        return {
-          events: events.map((e) => ({
-            position: e.position,
-            version: e.version,
-            type: e.type,
-            timestamp: iso(e.timestamp),
-            data: e.data,
-          })),
-        };
+        return { events: events.map(eventRecord) };
       },
     }),
     route({
@@ -158,7 +140,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
           ...(query.queue ? { queue: query.queue } : {}),
           ...(query.last_key ? { afterId: query.last_key } : {}),
         });
-        const tasks = page.slice(0, query.limit).map(dead);
+        const tasks = page.slice(0, query.limit).map(deadTaskRecord);
         return { tasks, count: tasks.length, last_key: page.length > query.limit ? (tasks.at(-1)?.id ?? null) : null };
       },
     }),

@@ -4,7 +4,8 @@ import { missingVersion } from '../../runtime/start/versions.js';
 import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/read/view.js';
 import type { Journal } from '../../journal/journal.js';
 import type { ProjectionMatch } from '../../storage/projections.js';
-import type { Store, StoredEvent } from '../../storage/store.js';
+import type { Store } from '../../storage/store.js';
+import { iso } from '../../iso.js';
 import { storedWorkflowNamed, storedWorkflowNames } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 
@@ -18,16 +19,7 @@ export function runKind(workflow: string): RunKind {
   return workflow === STORED_WORKFLOW ? 'execution' : workflow === SESSION_WORKFLOW ? 'session' : 'code';
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const time = z.iso.datetime().describe('ISO 8601 UTC');
-
-export const eventResponse = z.object({
-  position: z.int(),
-  version: z.int(),
-  type: z.string(),
-  timestamp: time,
-  data: z.unknown(),
-});
 
 export const runSummaryResponse = z.object({
   id: z.string(),
@@ -82,18 +74,6 @@ export const runResponse = runSummaryResponse.extend({
 
 export type RunSummary = z.infer<typeof runSummaryResponse>;
 export type RunRecord = z.infer<typeof runResponse>;
-export type EventRecord = z.infer<typeof eventResponse>;
-
-/** An event as the API shows it (a run's events carry no stream id: it is the run's). */
-export function eventRecord(event: StoredEvent): EventRecord {
-  return {
-    position: event.position,
-    version: event.version,
-    type: event.type,
-    timestamp: iso(event.timestamp)!,
-    data: event.data,
-  };
-}
 
 export function workflowId(view: RunView): string | null {
   if (view.workflow !== STORED_WORKFLOW) return null;
@@ -130,8 +110,8 @@ export function runSummary(view: RunView, live?: Set<string>, names?: ReadonlyMa
     kind: runKind(view.workflow),
     status: view.status,
     error: view.error,
-    created_at: iso(view.createdAt)!,
-    updated_at: iso(view.updatedAt)!,
+    created_at: iso(view.createdAt),
+    updated_at: iso(view.updatedAt),
     finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
     version: view.version ?? null,
     waiting_for_version: live ? missingVersion(view, live) : null,
@@ -154,7 +134,7 @@ export function runRecord(view: RunView, live?: Set<string>, names?: ReadonlyMap
       kind: s.kind ?? 'step',
       label: s.label ?? null,
       attempts: s.attempts,
-      started_at: iso(s.startedAt)!,
+      started_at: iso(s.startedAt),
       finished_at: iso(s.finishedAt),
       duration_ms: s.durationMs,
       input: s.input,

@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import type { Task } from '../storage/store.js';
+import { iso } from '../../iso.js';
+import type { Task } from '../../runtime/operate/operator.js';
 
-/* A task as the task protocol answers it (docs/protocol.md): the names of GET /tasks, and what a remote worker needs besides. */
+/*
+ * A task as the API shows it: in the task protocol (docs/protocol.md) with what a remote worker needs, in the
+ * operator's listings (GET /tasks, GET /dlq) with what an operator reads.
+ */
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const time = z.string().describe('ISO 8601, UTC');
 
 export const taskRecordSchema = z.object({
@@ -26,6 +29,7 @@ export const taskRecordSchema = z.object({
 export const claimedTaskSchema = taskRecordSchema.extend({ lease_token: z.string(), lease_expires_at: time });
 
 export type TaskRecord = z.infer<typeof taskRecordSchema>;
+export type ClaimedTaskRecord = z.infer<typeof claimedTaskSchema>;
 
 export function taskRecord(t: Task): TaskRecord {
   return {
@@ -47,6 +51,28 @@ export function taskRecord(t: Task): TaskRecord {
 }
 
 /** A task just claimed: its record with the lease that fences every write of the attempt. */
-export function claimedTask(t: Task): TaskRecord & { lease_token: string; lease_expires_at: string } {
+export function claimedTask(t: Task): ClaimedTaskRecord {
   return { ...taskRecord(t), lease_token: t.leaseToken!, lease_expires_at: iso(t.leaseExpiresAt!) };
 }
+
+/** A dead task as GET /dlq lists it (the `deadTask` schema). */
+export function deadTaskRecord(t: Task) {
+  return {
+    id: t.id,
+    queue: t.queue,
+    attempts: t.attempts,
+    max_attempts: t.maxAttempts,
+    last_error: t.lastError,
+    payload: t.payload,
+    created_at: iso(t.createdAt),
+    updated_at: iso(t.updatedAt),
+  };
+}
+
+/** A task as GET /tasks lists it: a dead task's fields, then its state, ordering key and when it may run. */
+export function taskListRecord(t: Task) {
+  return { ...deadTaskRecord(t), state: t.state, ordering_key: t.orderingKey, run_at: iso(t.runAt) };
+}
+
+export type DeadTaskRecord = ReturnType<typeof deadTaskRecord>;
+export type TaskListRecord = ReturnType<typeof taskListRecord>;
