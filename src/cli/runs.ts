@@ -13,8 +13,7 @@ import { isReused, writeOutput } from './summary.js';
 import { timelineLine } from './timeline.js';
 import { follow } from './wait.js';
 import { createEngine } from '../engine.js';
-import { runsNeedingPatch } from '../runtime/pass/patches.js';
-import { runSummary } from '../server/routes/run-records.js';
+import { runSummary } from '../server/records/runs.js';
 
 /** The name a person knows a run's workflow by: a stored workflow's name rather than `runledger.stored`. */
 export async function workflowLabel(
@@ -183,7 +182,7 @@ async function needingPatch(options: Record<string, any>, out: Output): Promise<
   if (direct(options)) {
     const engine = await createEngine({ database: existingDatabase(databaseOf(options)), workers: false });
     try {
-      runs = (await runsNeedingPatch(engine.store, id, filter)).map((v) => runSummary(v));
+      runs = (await engine.runs.needingPatch(id, filter)).map((v) => runSummary(v));
     } finally {
       await engine.close();
     }

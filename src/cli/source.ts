@@ -1,12 +1,11 @@
 import type { Client, RunRecord, RunSummary, TaskRecord } from '../client/client.js';
-import { liveTags } from '../runtime/start/versions.js';
 import { createEngine, type Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
 import { runStream } from '../runtime/pass/history.js';
-import { currentStatus, readRunView, type RunStatus, type RunView } from '../runtime/read/view.js';
-import { listRecentRuns, runTail } from '../runtime/read/runs.js';
+import { currentStatus, type RunStatus, type RunView } from '../runtime/read/view.js';
 import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/records/runs.js';
-import type { StoreStatus, StoredEvent, Task } from '../storage/store.js';
+import type { StoredEvent } from '../journal/journal.js';
+import type { StoreStatus, Task } from '../runtime/operate/operator.js';
 import { Definitions } from '../workflows/definitions.js';
 
 /** An event as the timeline prints it, from the API or the database alike. */
@@ -119,7 +118,7 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
   const engine = await createEngine({ database: location, workers: false });
   const definitions = new Definitions(engine.store, engine.journal);
   return {
-    status: () => engine.store.status(),
+    status: () => engine.operator.status(),
     async runs(q) {
       // the API's listing, read here: the same filters and order as GET /runs
       const where = runWhere({
@@ -129,7 +128,7 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
       const runs: RunView[] = [];
       let last: string | null = null;
       do {
-        const page = await listRecentRuns(engine.store, {
+        const page = await engine.runs.listRecent({
           limit: Math.min(100, q.limit - runs.length),
           where,
           ...(last ? { last_key: last } : {}),
@@ -137,12 +136,12 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
         runs.push(...page.runs);
         last = page.last_key;
       } while (last !== null && runs.length < q.limit);
-      const [live, names] = await Promise.all([liveTags(engine.store), storedNames(engine.store, runs)]);
+      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(engine.store, runs)]);
       return runs.map((v) => runSummary(v, live, names));
     },
     async run(id) {
       const view = await engine.runtime.view(id);
-      const [live, names] = await Promise.all([liveTags(engine.store), storedNames(engine.store, [view])]);
+      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(engine.store, [view])]);
       return runRecord(view, live, names);
     },
     timeline: (id, follow) => databaseTimeline(engine, id, follow, options.pollMs),
@@ -164,13 +163,13 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
       return { id: task.id, state: task.state, redriven };
     },
     async subscriptions() {
-      const subs = await engine.store.subscriptionList();
+      const subs = await engine.operator.subscriptions();
       return Promise.all(
         subs.map(async (s) => ({
           name: s.name,
           cursor: s.cursor,
           blocked_reason: s.blockedReason,
-          parked: (await engine.parked(s.name)).filter((p) => p.status === 'parked').length,
+          parked: (await engine.operator.parked(s.name)).filter((p) => p.status === 'parked').length,
         })),
       );
     },
@@ -194,12 +193,11 @@ async function* databaseTimeline(
   follow: boolean,
   pollMs?: number,
 ): AsyncGenerator<TimelineEvent> {
-  const store = engine.store;
-  if (!(await readRunView(store, id))) throw new NotFoundError(`run ${id} not found`);
+  if (!(await engine.runs.find(id))) throw new NotFoundError(`run ${id} not found`);
   const watch = follow ? await engine.journal.watch((s) => s === runStream(id)) : null;
-  const wait = pollMs ?? (store.dialect === 'sqlite' ? 500 : 5_000);
+  const wait = pollMs ?? (engine.operator.dialect() === 'sqlite' ? 500 : 5_000);
   try {
-    const tail = runTail(store, engine.journal, id, 0);
+    const tail = engine.runs.tail(id, 0);
     for (;;) {
       const { events, end } = await tail.next();
       for (const e of events) yield event(e as StoredEvent);

@@ -4,13 +4,10 @@ import { loadMigrations } from '../storage/migrations.js';
 import { openStore } from '../storage/open.js';
 import { explainConnectError, maskedUrl } from '../storage/location.js';
 import type { QueueStats, Store } from '../storage/store.js';
-import { RUN_QUEUE } from '../runtime/runtime.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../runtime/read/view.js';
-import { runStream } from '../runtime/pass/history.js';
+import { stuckRuns } from '../runtime/read/overview.js';
 import { Journal } from '../journal/journal.js';
 import { resolveConfig } from '../config.js';
 import { loadSecretKey, Secrets } from '../workflows/secrets.js';
-import { RUN_EVENT } from '../runtime/events.js';
 import { checkPublicUrlSetting } from './public-url.js';
 import { checkProcessSettings } from './process-settings.js';
 
@@ -134,7 +131,8 @@ async function run(
       ? `${expired} running task(s) with an expired lease (${names(queues, 'expiredLeases')}): their workers died; a running worker frees them within its poll`
       : 'no expired lease',
   );
-  const stuck = await stuckRuns(store, options.maxRuns ?? 10_000);
+  // the doctor opens no engine (it must not migrate): the runtime's scan, on the store it opened
+  const stuck = await stuckRuns(store, new Journal(store, resolveConfig()), options.maxRuns ?? 10_000);
   add(
     'runs',
     stuck.length > 0 ? 'fail' : 'ok',
@@ -202,38 +200,6 @@ async function run(
         : 'the file predates incremental auto-vacuum: space freed by retention is reused but the file does not shrink (VACUUM once, offline, to switch)',
     );
   }
-}
-
-/** Runs whose view says running or sleeping, with no ready or running pass, unchanged for a minute, and not waiting on a child. */
-async function stuckRuns(store: Store, maxRuns: number): Promise<string[]> {
-  const now = await store.now();
-  const live: RunView[] = [];
-  let before: string | undefined;
-  for (let seen = 0; seen < maxRuns; ) {
-    const page = await store.projectionList({
-      name: RUN_VIEW,
-      limit: 500,
-      backwards: true,
-      ...(before ? { before } : {}),
-    });
-    for (const row of page) {
-      const view = row.value as RunView;
-      if ((view.status === 'running' || view.status === 'sleeping') && now - view.updatedAt > 60_000) live.push(view);
-    }
-    seen += page.length;
-    if (page.length < 500) break;
-    before = page.at(-1)!.key;
-  }
-  if (live.length === 0) return [];
-  const active = new Set(await store.taskListActiveKeys({ queue: RUN_QUEUE, orderingKeys: live.map((v) => v.id) }));
-  const stuck: string[] = [];
-  const journal = new Journal(store, resolveConfig());
-  for (const view of live.filter((v) => !active.has(v.id))) {
-    const [last] = await journal.readStream(runStream(view.id), { backwards: true, limit: 1 });
-    if (last && !isTerminal(view.status) && last.type !== RUN_EVENT.childStarted && last.type !== RUN_EVENT.waitStarted)
-      stuck.push(view.id);
-  }
-  return stuck;
 }
 
 async function checkSecretKey(

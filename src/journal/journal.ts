@@ -15,6 +15,9 @@ import type { EngineEvents } from '../observe/events.js';
 import { GroupCommit } from './group-commit.js';
 import { Wakeup } from './wakeup.js';
 
+/** The shapes the journal's reads answer with, for the floors above (which never import `storage/`). */
+export type { CommittedRead, Cursor, StoredEvent } from '../storage/store.js';
+
 /** Updates read tables for one event, in the transaction that appends it. Throwing rolls the append back. */
 export type Projection = (event: StoredEvent, tx: Store) => Promise<void>;
 /** A projection that takes all the events of its types one append wrote, in order: it can read and write its rows once per append. */

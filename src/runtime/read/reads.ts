@@ -1,8 +1,11 @@
 import type { Journal } from '../../journal/journal.js';
 import type { Store } from '../../storage/store.js';
+import { runsNeedingPatch } from '../pass/patches.js';
 import type { Runtime } from '../runtime.js';
-import type { RunView } from './view.js';
+import { liveTags, missingVersion } from '../start/versions.js';
+import { newestRuns, stuckRuns } from './overview.js';
 import { listRecentRuns, listRuns, runTail, waitForRun, type RecentRunPage, type RunPage } from './runs.js';
+import { readRunView, type RunView } from './view.js';
 
 /**
  * The read door of runs (`engine.runs`): the one way above the runtime to list, tail, wait for and
@@ -20,6 +23,11 @@ export class RunReads {
   /** A run as people read it, its big values whole. */
   view(id: string): Promise<RunView> {
     return this.runtime.view(id);
+  }
+
+  /** A run's view as stored (big values as blob references), undefined when there is no such run. */
+  find(id: string): Promise<RunView | undefined> {
+    return readRunView(this.store, id);
   }
 
   /** Runs of every kind, newest first (see `listRecentRuns`). */
@@ -40,5 +48,30 @@ export class RunReads {
   /** The run once it has ended, or as it is when `timeoutMs` passes. */
   wait(id: string, options: { timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<RunView> {
     return waitForRun(this.store, this.journal, id, options);
+  }
+
+  /** The run views, newest id first, `page` per read, up to `max` (the overview's scan; see `newestRuns`). */
+  newest(q: { max: number; page: number }): AsyncGenerator<RunView[]> {
+    return newestRuns(this.store, q);
+  }
+
+  /** Running or sleeping runs no task will run, among the newest `maxRuns` (see `stuckRuns`). */
+  stuck(maxRuns: number): Promise<string[]> {
+    return stuckRuns(this.store, this.journal, maxRuns);
+  }
+
+  /** The runs that may still take the old branch of change `id` (see `runsNeedingPatch`): empty, the old branch can go. */
+  needingPatch(id: string, options: { workflow?: string; limit?: number } = {}): Promise<RunView[]> {
+    return runsNeedingPatch(this.store, id, options);
+  }
+
+  /** The version tags some live worker has (see `missingVersion`). */
+  liveTags(): Promise<Set<string>> {
+    return liveTags(this.store);
+  }
+
+  /** The version a run waits for, null when some live worker can run it or it ended. */
+  missingVersion(run: { workflow: string; version?: string | null; status: string }, live: Set<string>): string | null {
+    return missingVersion(run, live);
   }
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { ValidationError } from '../../errors.js';
-import { isTerminal, RUN_VIEW, type RunView } from '../../runtime/read/view.js';
+import { isTerminal } from '../../runtime/read/view.js';
 import { route, type Route } from '../route.js';
 
 /** The newest runs the overview reads: it costs one indexed page read of this many rows, however many runs are stored. */
@@ -43,7 +43,6 @@ function percentile(sorted: number[], p: number): number | null {
  * the parked events of each subscription.
  */
 export function overviewRoutes(engine: Engine): Route[] {
-  const store = engine.store;
   return [
     route({
       method: 'get',
@@ -54,7 +53,7 @@ export function overviewRoutes(engine: Engine): Route[] {
       status: 200,
       errors: [400],
       handle: async ({ query }) => {
-        const now = await store.now();
+        const now = await engine.operator.now();
         const windowMs = query.window;
         const bucketMs = Math.ceil(windowMs / BUCKETS);
         const since = now - windowMs;
@@ -65,29 +64,31 @@ export function overviewRoutes(engine: Engine): Route[] {
         }));
         const inFlight: Record<string, number> = {};
         const latencies: number[] = [];
-        const rows = await store.projectionList({ name: RUN_VIEW, limit: SCAN_RUNS, backwards: true });
-        for (const row of rows) {
-          const view = row.value as RunView;
-          if (!isTerminal(view.status)) inFlight[view.status] = (inFlight[view.status] ?? 0) + 1;
-          else if (view.updatedAt >= since) {
-            const by = ended[bucketOf(view.updatedAt)]!.by_status;
-            by[view.status] = (by[view.status] ?? 0) + 1;
+        let scanned = 0;
+        // one page of SCAN_RUNS: one indexed read
+        for await (const views of engine.runs.newest({ max: SCAN_RUNS, page: SCAN_RUNS }))
+          for (const view of views) {
+            scanned++;
+            if (!isTerminal(view.status)) inFlight[view.status] = (inFlight[view.status] ?? 0) + 1;
+            else if (view.updatedAt >= since) {
+              const by = ended[bucketOf(view.updatedAt)]!.by_status;
+              by[view.status] = (by[view.status] ?? 0) + 1;
+            }
+            // a long run's view holds its last ended steps only (docs/longrun.md): a sample, as the runs are
+            for (const step of view.steps ?? [])
+              if (step.durationMs !== null && step.finishedAt !== null && step.finishedAt >= since)
+                latencies.push(step.durationMs);
           }
-          // a long run's view holds its last ended steps only (docs/longrun.md): a sample, as the runs are
-          for (const step of view.steps ?? [])
-            if (step.durationMs !== null && step.finishedAt !== null && step.finishedAt >= since)
-              latencies.push(step.durationMs);
-        }
         latencies.sort((a, b) => a - b);
-        const status = await store.status();
-        const [oldest] = await store.taskList({ state: 'ready', limit: 1 });
+        const status = await engine.operator.status();
+        const [oldest] = await engine.operator.tasks({ state: 'ready', limit: 1 });
         const parkedBuckets = Array.from({ length: BUCKETS }, (_, i) => ({
           at: new Date(since + i * bucketMs).toISOString(),
           count: 0,
         }));
         let parkedNow = 0;
-        for (const sub of await store.subscriptionList()) {
-          for (const p of await store.parkedList({ subscription: sub.name })) {
+        for (const sub of await engine.operator.subscriptions()) {
+          for (const p of await engine.operator.parked(sub.name)) {
             if (p.status === 'parked') parkedNow++;
             if (p.parkedAt >= since) parkedBuckets[bucketOf(p.parkedAt)]!.count++;
           }
@@ -96,7 +97,7 @@ export function overviewRoutes(engine: Engine): Route[] {
           now: new Date(now).toISOString(),
           window_ms: windowMs,
           bucket_ms: bucketMs,
-          runs_scanned: rows.length,
+          runs_scanned: scanned,
           runs_ended: ended,
           runs_in_flight: inFlight,
           step_latency: {

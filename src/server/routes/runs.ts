@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
-import type { Journal } from '../../journal/journal.js';
+import type { CommittedRead, Cursor, Journal } from '../../journal/journal.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
 import { runStream } from '../../runtime/pass/history.js';
-import { currentStatus, isTerminal, readRunView, RUN_STATUSES, type RunView } from '../../runtime/read/view.js';
-import type { CommittedRead, Cursor, Store } from '../../storage/store.js';
-import { liveTags } from '../../runtime/start/versions.js';
+import { currentStatus, isTerminal, RUN_STATUSES, type RunView } from '../../runtime/read/view.js';
 import { jsonWithBlobs } from '../blob-json.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed, type WatchCommits } from '../sse.js';
-import { FALLBACK_MS, listRecentRuns, listRuns, PAGE, runTail } from '../../runtime/read/runs.js';
+import { FALLBACK_MS, PAGE } from '../../runtime/read/runs.js';
 import {
   RUN_KINDS,
   type RunFilter,
@@ -134,6 +132,7 @@ const journalStreamQuery = z
  * @example mount(new Hono(), runRoutes(engine, { heartbeatMs: 15_000 }));
  */
 export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollMs?: number } = {}): Route[] {
+  // stored workflows' names only: runs are read through engine.runs
   const store = engine.store;
   const watchCommits: WatchCommits = (match) => engine.journal.watch(match);
   const live = { heartbeatMs: options.heartbeatMs ?? 15_000, pollMs: options.pollMs ?? FALLBACK_MS };
@@ -186,19 +185,19 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         };
         const page =
           query.order === 'created'
-            ? await listRecentRuns(store, {
+            ? await engine.runs.listRecent({
                 limit: query.limit,
                 last_key: query.last_key,
                 where: runWhere(filter),
                 createdAfter: query.created_after,
                 createdBefore: query.created_before,
               })
-            : await listRuns(store, {
+            : await engine.runs.list({
                 limit: query.limit,
                 last_key: query.last_key,
                 ...(filtered(query) ? { filter: (view) => runMatches(view, filter) } : {}),
               });
-        const [live, names] = await Promise.all([liveTags(store), storedNames(store, page.runs)]);
+        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(store, page.runs)]);
         return { ...page, runs: page.runs.map((view) => runSummary(view, live, names)) };
       },
     }),
@@ -212,8 +211,8 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       errors: [404],
       // big values (blob references in the view) whole, streamed when large
       handle: async ({ params }) => {
-        const view = await runView(store, params.id!);
-        const [live, names] = await Promise.all([liveTags(store), storedNames(store, [view])]);
+        const view = await runView(engine, params.id!);
+        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(store, [view])]);
         return jsonWithBlobs(runRecord(view, live, names), engine.runtime.blobs);
       },
     }),
@@ -227,7 +226,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }),
       errors: [400, 404],
       handle: async ({ params, query }) => {
-        await runView(store, params.id!);
+        await runView(engine, params.id!);
         return runEvents(engine.journal, params.id!, query);
       },
     }),
@@ -241,16 +240,11 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       status: 200,
       errors: [400, 404],
       handle: async ({ params, query, headers, signal }) => {
-        await runView(store, params.id!);
+        await runView(engine, params.id!);
         const header = headers.get('last-event-id');
         if (header !== null && !/^\d{1,15}$/.test(header.trim()))
           throw new ValidationError('Last-Event-ID', `must be the version of a run's event (got '${header}')`);
-        const tail = runTail(
-          store,
-          engine.journal,
-          params.id!,
-          header !== null ? Number(header.trim()) : (query.after ?? 0),
-        );
+        const tail = engine.runs.tail(params.id!, header !== null ? Number(header.trim()) : (query.after ?? 0));
         const feed: SseFeed = {
           wakesOn: (streamId) => streamId === runStream(params.id!),
           next: async () => {
@@ -293,7 +287,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       response: z.object({ events: z.array(eventResponse), next_after: z.int().nullable() }),
       errors: [400, 404],
       handle: async ({ params, query }) => {
-        const view = await readRunView(store, params.execution_id!);
+        const view = await engine.runs.find(params.execution_id!);
         if (!view || workflowId(view) !== params.id)
           throw new NotFoundError(`execution ${params.execution_id} of workflow ${params.id} not found`);
         return runEvents(engine.journal, params.execution_id!, query);
@@ -303,8 +297,8 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
 }
 
 /** A run's view; a NotFoundError (404) when there is no such run. */
-async function runView(store: Store, id: string): Promise<RunView> {
-  const view = await readRunView(store, id);
+async function runView(engine: Engine, id: string): Promise<RunView> {
+  const view = await engine.runs.find(id);
   if (!view) throw new NotFoundError(`run ${id} not found`);
   return view;
 }
