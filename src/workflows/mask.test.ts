@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../errors.js';
-import { MASK, mask, maskText, secretForms } from './mask.js';
+import { MASK, maskText, secretForms } from '../mask.js';
+import { mask } from './mask.js';
 
 describe('maskText', () => {
   it('masks a secret inside a longer string, every time it occurs', () => {

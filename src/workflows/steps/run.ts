@@ -2,7 +2,8 @@ import { CancelledError, RetryAfterError, StepTimedOutError, TerminalError } fro
 import type { RetryPolicy, StepContext, WorkflowContext } from '../../runtime/workflow.js';
 import { ACTIONS, type ActionType, type LogLine } from '../actions/index.js';
 import { httpRequest, type HttpRequestConfig } from '../actions/http.js';
-import { mask, maskText } from '../mask.js';
+import { maskText } from '../../mask.js';
+import { mask } from '../mask.js';
 import type { LeafStep, StepDefinition } from '../schema.js';
 import { failureState } from '../state.js';
 import { render, type Scope } from '../template/render.js';
