@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { RunStatus } from '../../src/runtime/read/view.js';
 import { ApiError } from './api';
 import { href } from './router';
 
@@ -14,16 +15,21 @@ const ALIASES: Record<string, string> = {
   BUSY: 'running',
   INITIATED: 'pending',
 };
-export const RUN_STATUSES = [
-  'pending',
-  'running',
-  'sleeping',
-  'waiting',
-  'success',
-  'partial_success',
-  'failed',
-  'cancelled',
-] as const;
+/**
+ * Every run status, in lifecycle order. The runtime's `RunStatus` is the one list: a status it gains or loses and
+ * this record does not is a compile error here (a record must have each key of the union, and no other).
+ */
+const RUN_STATUS_ORDER: Record<RunStatus, null> = {
+  pending: null,
+  running: null,
+  sleeping: null,
+  waiting: null,
+  success: null,
+  partial_success: null,
+  failed: null,
+  cancelled: null,
+};
+export const RUN_STATUSES = Object.keys(RUN_STATUS_ORDER) as RunStatus[];
 const TERMINAL = new Set(['success', 'partial_success', 'failed', 'cancelled', 'succeeded']);
 
 export function normalStatus(status: string): string {

@@ -1,3 +1,4 @@
+import { RUN_EVENT } from '../../../src/runtime/events.js';
 import { useEffect, useState } from 'preact/hooks';
 import { api, offered, subscribe } from '../api';
 import { ErrorBox, Json, Link, Page, Status, throttle, Time, useLoad } from '../common';
@@ -57,16 +58,16 @@ export const AGENT_LIVE_TYPES = [
   'AGENT_BACKGROUND_TASK_FAILED',
   'SESSION_TIMED_OUT',
   'SESSION_FAILED',
-  'node.started',
-  'node.completed',
-  'node.failed',
-  'step.started',
-  'step.completed',
-  'step.failed',
-  'wait.started',
-  'wait.completed',
-  'wait.timed_out',
-  'signal.sent',
+  RUN_EVENT.nodeStarted,
+  RUN_EVENT.nodeCompleted,
+  RUN_EVENT.nodeFailed,
+  RUN_EVENT.stepStarted,
+  RUN_EVENT.stepCompleted,
+  RUN_EVENT.stepFailed,
+  RUN_EVENT.waitStarted,
+  RUN_EVENT.waitCompleted,
+  RUN_EVENT.waitTimedOut,
+  RUN_EVENT.signalSent,
 ].join(',');
 
 /** Reloads (at most once a second) while the journal shows agent activity; says whether the feed is live. */

@@ -1,3 +1,4 @@
+import { RUN_EVENT } from '../../../src/runtime/events.js';
 import { normalStatus } from '../common';
 import type { JournalEvent } from './gantt';
 import type { ExecutionStep } from './run';
@@ -80,13 +81,17 @@ export function pending(
   const open = new Map<string, JournalEvent>();
   for (const e of events) {
     const key = `${e.data?.seq}`;
-    if (e.type === 'sleep.started' || e.type === 'wait.started') open.set(key, e);
-    else if (e.type === 'sleep.completed' || e.type === 'wait.completed' || e.type === 'wait.timed_out')
+    if (e.type === RUN_EVENT.sleepStarted || e.type === RUN_EVENT.waitStarted) open.set(key, e);
+    else if (
+      e.type === RUN_EVENT.sleepCompleted ||
+      e.type === RUN_EVENT.waitCompleted ||
+      e.type === RUN_EVENT.waitTimedOut
+    )
       open.delete(key);
   }
   const last = [...open.values()].at(-1);
   if (!last) return null;
-  if (last.type === 'sleep.started')
+  if (last.type === RUN_EVENT.sleepStarted)
     return { kind: 'sleep', name: String(last.data.name ?? 'sleep'), at: Number(last.data.until) };
   return {
     kind: 'wait',

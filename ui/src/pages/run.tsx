@@ -1,3 +1,4 @@
+import { RUN_EVENT } from '../../../src/runtime/events.js';
 import { useEffect, useState } from 'preact/hooks';
 import { api, apiOptional, offered, subscribe } from '../api';
 import {
@@ -164,8 +165,8 @@ export function RunPage({ id }: { id: string }) {
   const state = execution?.state ?? run.state ?? null;
   const currentStep = execution?.current_step ?? run.current?.name ?? null;
   const label = execution?.label ?? run.current?.label ?? null;
-  const children = events.filter((e) => e.type === 'child.started').map((e) => e.data.childId as string);
-  const parent = (events.find((e) => e.type === 'run.started')?.data as any)?.parent as
+  const children = events.filter((e) => e.type === RUN_EVENT.childStarted).map((e) => e.data.childId as string);
+  const parent = (events.find((e) => e.type === RUN_EVENT.runStarted)?.data as any)?.parent as
     | string
     | { runId?: string }
     | undefined;
@@ -363,13 +364,13 @@ export function RunPage({ id }: { id: string }) {
             <time dateTime={e.timestamp} class="muted">
               +{duration(Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))}
             </time>
-            {e.type === 'sleep.started' && typeof e.data?.until === 'number' ? (
+            {e.type === RUN_EVENT.sleepStarted && typeof e.data?.until === 'number' ? (
               <span class="muted">
                 {' '}
                 until <When at={e.data.until} />
               </span>
             ) : null}
-            {e.type === 'wait.started' && typeof e.data?.deadline === 'number' ? (
+            {e.type === RUN_EVENT.waitStarted && typeof e.data?.deadline === 'number' ? (
               <span class="muted">
                 {' '}
                 deadline <When at={e.data.deadline} />
