@@ -62,9 +62,7 @@ export class Engine {
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.runs = new RunReads(store, this.journal, this.runtime);
-    this.retention = new Retention(this);
-    // a run's chunks of big values and its version and generation rows go with it
-    this.retention.onRunPruned((tx, run) => this.runtime.forget(tx, run.id));
+    this.retention = new Retention(store, this.journal, this.runtime, this.events);
     // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
     this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });
     this.register(...workflows);

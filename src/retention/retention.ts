@@ -1,6 +1,6 @@
-import type { Engine } from '../engine.js';
 import type { Journal } from '../journal/journal.js';
-import { RUN_QUEUE } from '../runtime/runtime.js';
+import type { EngineEvents } from '../observe/events.js';
+import { RUN_QUEUE, type Runtime } from '../runtime/runtime.js';
 import { runStream } from '../runtime/pass/history.js';
 import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import { taskStream } from '../queue/lifecycle.js';
@@ -68,7 +68,7 @@ class DryRun extends Error {}
  * event in the stream `retention`. Deleting is the one exception to "events are never deleted".
  *
  * @example
- * const retention = new Retention(engine);
+ * const retention = new Retention(store, journal, runtime, events);
  * await retention.prune({ runs: 30 * 86_400_000 }, { dryRun: true });
  */
 export class Retention {
@@ -77,9 +77,17 @@ export class Retention {
   private readonly ages: RunAges[] = [];
   private timer: { stop(): Promise<void> } | null = null;
 
-  constructor(private readonly engine: Pick<Engine, 'store' | 'journal' | 'events'>) {
+  constructor(
+    private readonly store: Store,
+    private readonly journal: Journal,
+    runtime: Runtime,
+    /** Where sweeps are reported (`retention:pruned`) and a failed background sweep (`engine:error`). */
+    private readonly events: EngineEvents,
+  ) {
     this.register(runsKind(this.hooks, this.ages));
     this.register(tasksKind());
+    // a run's chunks of big values and its version and generation rows go with it
+    this.onRunPruned((tx, run) => runtime.forget(tx, run.id));
   }
 
   /** Adds a kind (a feature's own records). */
@@ -106,7 +114,7 @@ export class Retention {
     policy: RetentionPolicy,
     options: { dryRun?: boolean; batchSize?: number; pauseMs?: number; signal?: AbortSignal } = {},
   ): Promise<Pruned[]> {
-    const { store, journal, events } = this.engine;
+    const { store, journal, events } = this;
     const now = await store.now();
     const dryRun = options.dryRun ?? false;
     const out: Pruned[] = [];
@@ -115,7 +123,7 @@ export class Retention {
       if (!kind) throw new Error(`retention: no kind '${name}' (kinds: ${this.kindNames.join(', ')})`);
       const sweep = (s: Store) =>
         kind.sweep(s, {
-          journal: this.engine.journal,
+          journal: this.journal,
           before: now - age,
           now,
           batchSize: options.batchSize ?? 200,
@@ -157,7 +165,7 @@ export class Retention {
         try {
           await this.prune(policy, { ...options, signal: controller.signal });
         } catch (error) {
-          if (!controller.signal.aborted) this.engine.events.emit('engine:error', { what: 'retention', error });
+          if (!controller.signal.aborted) this.events.emit('engine:error', { what: 'retention', error });
         }
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, options.intervalMs ?? 60_000);
