@@ -37,9 +37,14 @@ describe.each(backends)('GET /agent/events on $name', (backend) => {
         });
       },
     });
-    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [echo], tools: [] }), {
-      defaultAgent: 'echo',
-    });
+    const ledger = new AgentLedger(
+      t.engine,
+      t.engine.store,
+      sessions(t.engine, t.engine.store, { agents: [echo], tools: [] }),
+      {
+        defaultAgent: 'echo',
+      },
+    );
     app = mount(new Hono(), agentRoutes(ledger));
     close = t.close;
   });

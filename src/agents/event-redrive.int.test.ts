@@ -54,9 +54,14 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
         });
       },
     });
-    const ledger = new AgentLedger(t.engine, sessions(t.engine, { agents: [fragile], tools: [] }), {
-      defaultAgent: 'fragile',
-    });
+    const ledger = new AgentLedger(
+      t.engine,
+      t.engine.store,
+      sessions(t.engine, t.engine.store, { agents: [fragile], tools: [] }),
+      {
+        defaultAgent: 'fragile',
+      },
+    );
     app = mount(new Hono(), agentRoutes(ledger));
     close = t.close;
   });

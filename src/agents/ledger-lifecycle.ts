@@ -1,4 +1,12 @@
-import type { AgentEventStatus, ApprovalStatus, ToolCallStatus } from '../storage/ledger.js';
+import type {
+  AgentEventChange,
+  AgentEventRow,
+  AgentEventStatus,
+  AgentRunChange,
+  ApprovalStatus,
+  ToolCallStatus,
+} from '../storage/ledger.js';
+import type { Store } from '../storage/store.js';
 
 /**
  * The state machines of the agent ledger, drawn once (and in docs/lifecycle.md). The ledger's
@@ -70,4 +78,27 @@ export function sources(table: Table, to: string): string[] {
 
 export function isRunEnded(status: string): boolean {
   return status === 'success' || status === 'failed';
+}
+
+/** Moves the run to `to` when its lifecycle has that edge from where it is (one conditional update). */
+export async function moveRun(
+  tx: Store,
+  id: string,
+  to: AgentRunStatus,
+  at: number,
+  change: AgentRunChange = {},
+): Promise<void> {
+  await tx.agentRunUpdate({ id, change: { ...change, status: to }, at, from: sources(agentRunTransitions, to) });
+}
+
+/** Moves the run's events to `to` where their lifecycle has that edge; the rest of `change` applies to all. */
+export async function moveEvents(
+  tx: Store,
+  runId: string,
+  to: AgentEventRow['status'],
+  at: number,
+  change: AgentEventChange = {},
+  from: readonly string[] = sources(agentEventTransitions, to),
+): Promise<void> {
+  await tx.agentEventUpdate({ run_id: runId, change: { ...change, status: to }, at, from: [...from] });
 }

@@ -99,8 +99,11 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
         });
       },
     });
-    const service = sessions(engine, { agents: [counter, timing, flaky, batching], tools: [effect, slow, guarded] });
-    const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
+    const service = sessions(engine, engine.store, {
+      agents: [counter, timing, flaky, batching],
+      tools: [effect, slow, guarded],
+    });
+    const ledger = new AgentLedger(engine, engine.store, service, { defaultAgent: 'sample-agent' });
     app = mount(new Hono(), [...agentRoutes(ledger), ...sessionRoutes(service)]);
     close = t.close;
   });

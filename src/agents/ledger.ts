@@ -1,8 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { newId } from '../ids.js';
-import { checkJson, checkName } from '../json.js';
+import { checkName } from '../json.js';
 import type {
   AgentCheckpointRow,
   AgentEventRow,
@@ -13,34 +11,13 @@ import type {
   ApprovalStatus,
 } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
-import { keyStream } from '../runtime/start/keyed.js';
-import { conversationStream, readConversation } from './conversation.js';
+import { Intake, type AgentEventInput, type IntakeResult } from './intake.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
-import type { ReceivedEvent } from './ledger-projection.js';
 import { REMOTE_EVENT, remoteStream } from './remote-events.js';
 import type { SessionService } from './service.js';
 
-/** An inbound agent event, as a webhook delivers it. */
-export interface AgentEventInput {
-  conversation_id: string;
-  user_id: string;
-  source: string;
-  input_type: string;
-  payload: unknown;
-  /** The delivery's id (a WhatsApp message id, say); without one, a hash of (source, conversation_id, payload). */
-  idempotency_key?: string;
-  /** Default: the configured default agent. */
-  agent?: string;
-}
-
-export interface IntakeResult {
-  event_id: string;
-  run_id: string;
-  /** true: this key was received before; nothing was written and the ids are the first delivery's. */
-  duplicate: boolean;
-  /** The arrival policy's decision: a run of its own, or joined to the conversation's waiting run. */
-  decision: 'queued' | 'coalesced';
-}
+// the ledger is the feature's door: the intake's shapes are named from here too (index.ts, the client)
+export type { AgentEventInput, IntakeResult } from './intake.js';
 
 type Iso<T, K extends keyof T> = Omit<T, K> & { [P in K]: T[P] extends number ? string : string | null };
 
@@ -65,18 +42,8 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
-/** Concurrent arrivals in one conversation race for its stream's version; the losers read again and retry. */
-const INTAKE_ATTEMPTS = 100;
 const EVENT_STATUSES: AgentEventStatus[] = ['pending', 'processing', 'done', 'failed'];
 const RUN_STATUSES = ['pending', 'running', 'waiting', 'sleeping', 'success', 'failed'];
-
-/** An event's arrival as the intake decided it, between naming its run and starting it. */
-interface Arrival {
-  received: ReceivedEvent;
-  policy: string;
-  conversationVersion: number;
-  joined: boolean;
-}
 
 /**
  * The agent run ledger: inbound events (intake), the runs they start (sessions whose run takes its
@@ -84,17 +51,22 @@ interface Arrival {
  * ledger's tables. Every write goes through the journal; the tables are its projections.
  *
  * @example
- * const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
+ * const ledger = new AgentLedger(engine, store, service, { defaultAgent: 'sample-agent' });
  * const { run_id } = await ledger.intake({ conversation_id: 'c-1', user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', payload: { text: 'refund #7' }, idempotency_key: 'wamid.1' });
  * const pending = await ledger.approvals({ status: 'pending' });
  * await ledger.decide(pending.items[0]!.id, 'approved', { by: 'ana' });
  */
 export class AgentLedger {
+  private readonly inbound: Intake;
+
   constructor(
     private readonly engine: Engine,
+    private readonly store: Store,
     private readonly sessions: SessionService,
-    private readonly options: { defaultAgent: string },
-  ) {}
+    options: { defaultAgent: string },
+  ) {
+    this.inbound = new Intake(engine, store, sessions, options.defaultAgent);
+  }
 
   /**
    * Receives an event, once per idempotency key: the first delivery writes the event and (unless it
@@ -102,32 +74,11 @@ export class AgentLedger {
    * the same ids with `duplicate: true` and writes nothing.
    */
   async intake(body: AgentEventInput): Promise<IntakeResult> {
-    const input = this.check(body);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        // the key's stream (`agent-event:<key>`) holds the event as received: it names the run
-        let arrival: Arrival | undefined;
-        const { duplicate, data } = await this.engine.runtime.startKeyed({
-          scope: 'agent-event',
-          key: input.idempotency_key,
-          name: async (tx) => {
-            arrival = await this.arrive(tx, input);
-            return { runId: arrival.received.run_id, event: { type: 'agent.event.received', data: arrival.received } };
-          },
-          begin: (tx) => this.accept(tx, arrival!),
-        });
-        const e = data as ReceivedEvent;
-        return { event_id: e.id, run_id: e.run_id, duplicate, decision: e.decision };
-      } catch (error) {
-        // another delivery of the key, or another arrival in the conversation, committed first
-        if (!(error instanceof ConflictError) || attempt >= INTAKE_ATTEMPTS) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * Math.min(50, attempt * 5)));
-      }
-    }
+    return this.inbound.receive(body);
   }
 
   async event(id: string): Promise<AgentEventRecord> {
-    const row = await this.engine.store.agentEventGet({ id });
+    const row = await this.store.agentEventGet({ id });
     if (!row) throw new NotFoundError(`agent event ${id} not found`);
     return eventRecord(row);
   }
@@ -149,14 +100,14 @@ export class AgentLedger {
         `must be one of ${EVENT_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`,
       );
     // the page starts after the cursor's place in the order, so a cursor must be an event that exists
-    if (q.cursor !== undefined && !(await this.engine.store.agentEventGet({ id: q.cursor })))
+    if (q.cursor !== undefined && !(await this.store.agentEventGet({ id: q.cursor })))
       throw new ValidationError(
         'cursor',
         `'${q.cursor}' is not the next_cursor of a previous page (the id of an agent event)`,
       );
     const limit = q.limit ?? 50;
     const { cursor, ...filters } = q;
-    const rows = await this.engine.store.agentEventPage({
+    const rows = await this.store.agentEventPage({
       ...filters,
       limit,
       ...(cursor !== undefined ? { after: cursor } : {}),
@@ -174,40 +125,7 @@ export class AgentLedger {
     id: string,
     body: { by?: string; reason?: string | null } = {},
   ): Promise<{ event: AgentEventRecord; run_id: string; retry_of: string }> {
-    const actor = this.actor(body);
-    const { run_id, retry_of } = await this.engine.store.transaction(async (tx) => {
-      const before = await tx.agentEventGet({ id });
-      if (!before) throw new NotFoundError(`agent event ${id} not found`);
-      if (before.status !== 'failed')
-        throw new ConflictError(`agent event ${id} is ${before.status}; only a failed event can be redriven`);
-      const stream = keyStream('agent-event', before.idempotency_key);
-      const [last] = await this.engine.journal.readStream(stream, { backwards: true, limit: 1, tx });
-      const run_id = newId('ses');
-      const input = {
-        event_id: id,
-        conversation_id: before.conversation_id,
-        user_id: before.user_id,
-        source: before.source,
-        input_type: before.input_type,
-        payload: before.payload,
-      };
-      await this.sessions.startForEvent(tx, {
-        id: run_id,
-        agent: before.agent,
-        input,
-        conversation_id: before.conversation_id,
-        user_id: before.user_id,
-        event_id: id,
-        input_class: before.input_type,
-      });
-      // a concurrent redrive of the same event appended first: this one loses (409) and starts nothing
-      await this.engine.journal.append(
-        stream,
-        [{ type: 'agent.event.redriven', data: { event_id: id, run_id, retry_of: before.run_id, ...actor } }],
-        { tx, expectedVersion: last?.version ?? 0 },
-      );
-      return { run_id, retry_of: before.run_id };
-    });
+    const { run_id, retry_of } = await this.inbound.redrive(id, this.actor(body));
     return { event: await this.event(id), run_id, retry_of };
   }
 
@@ -268,7 +186,7 @@ export class AgentLedger {
         `must be one of ${RUN_STATUSES.join(', ')} (got ${JSON.stringify(q.status)})`,
       );
     const limit = q.limit ?? 50;
-    const rows = await this.engine.store.agentRunList({
+    const rows = await this.store.agentRunList({
       limit,
       ...(q.conversation_id !== undefined ? { conversation_id: q.conversation_id } : {}),
       ...(q.user_id !== undefined ? { user_id: q.user_id } : {}),
@@ -281,7 +199,7 @@ export class AgentLedger {
 
   /** One run with the events it handles and its steps, tool calls and checkpoints, in order. */
   async run(id: string): Promise<AgentRunDetail> {
-    const store = this.engine.store;
+    const store = this.store;
     const row = await store.agentRunGet({ id });
     if (!row) throw new NotFoundError(`agent run ${id} not found`);
     const [events, steps, calls, checkpoints] = await Promise.all([
@@ -304,7 +222,7 @@ export class AgentLedger {
     q: { status?: ApprovalStatus; limit?: number; cursor?: string } = {},
   ): Promise<Page<AgentToolCallRecord>> {
     const limit = q.limit ?? 50;
-    const rows = await this.engine.store.agentToolCallList({
+    const rows = await this.store.agentToolCallList({
       approval_status: q.status ?? 'pending',
       limit,
       ...(q.cursor !== undefined ? { after: q.cursor } : {}),
@@ -365,112 +283,15 @@ export class AgentLedger {
 
   /** Whether run `id` is a session of an HTTP agent (its calls are written through remote.ts). */
   private async remote(id: string): Promise<boolean> {
-    const run = await this.engine.store.agentRunGet({ id });
+    const run = await this.store.agentRunGet({ id });
     return run !== undefined && this.sessions.agent(run.agent)?.kind === 'http';
   }
 
   private async call(id: string): Promise<AgentToolCallRow> {
-    const row = await this.engine.store.agentToolCallGet({ id });
+    const row = await this.store.agentToolCallGet({ id });
     if (!row) throw new NotFoundError(`tool call ${id} not found`);
     return row;
   }
-
-  private check(b: AgentEventInput): Required<AgentEventInput> {
-    const given = (b ?? {}) as Partial<AgentEventInput>;
-    const text = (path: keyof AgentEventInput, max = 200) => checkName(path, given[path], max) as string;
-    const agent = given.agent === undefined ? this.options.defaultAgent : text('agent', 100);
-    if (!this.sessions.has(agent))
-      throw new ValidationError(
-        'agent',
-        `no agent is named ${JSON.stringify(agent)} (there are: ${this.sessions.names().join(', ')})`,
-      );
-    if (given.payload === undefined) throw new ValidationError('payload', 'is required');
-    checkJson('payload', given.payload, this.engine.config.maxPayloadBytes);
-    const source = text('source');
-    const conversation_id = text('conversation_id');
-    const idempotency_key =
-      given.idempotency_key === undefined
-        ? `hash:${createHash('sha256')
-            .update(canonical([source, conversation_id, given.payload]))
-            .digest('hex')}`
-        : text('idempotency_key');
-    return {
-      conversation_id,
-      user_id: text('user_id'),
-      source,
-      input_type: text('input_type'),
-      payload: given.payload,
-      idempotency_key,
-      agent,
-    };
-  }
-
-  /** How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or joining a waiting one. */
-  private async arrive(tx: Store, e: Required<AgentEventInput>): Promise<Arrival> {
-    const found = this.sessions.agent(e.agent);
-    const policy = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
-    const view = await readConversation(tx, e.conversation_id);
-    const joined = policy === 'coalesce' ? view.waiting[e.agent] : undefined;
-    const event_id = newId('evt');
-    const run_id = joined ?? newId('ses');
-    const decision = joined ? 'coalesced' : 'queued';
-    const received: ReceivedEvent = {
-      id: event_id,
-      conversation_id: e.conversation_id,
-      user_id: e.user_id,
-      source: e.source,
-      input_type: e.input_type,
-      payload: e.payload,
-      idempotency_key: e.idempotency_key,
-      agent: e.agent,
-      run_id,
-      decision,
-    };
-    return { received, policy, conversationVersion: view.version, joined: joined !== undefined };
-  }
-
-  /** After the key is taken (its event received): the conversation's turn and, unless it joined one, the event's run. */
-  private async accept(tx: Store, a: Arrival): Promise<void> {
-    const e = a.received;
-    await this.engine.journal.append(
-      conversationStream(e.conversation_id),
-      [
-        {
-          type: `agent.event.${e.decision}`,
-          data: { event_id: e.id, run_id: e.run_id, agent: e.agent, policy: a.policy },
-        },
-      ],
-      { tx, expectedVersion: a.conversationVersion },
-    );
-    if (!a.joined) {
-      const input = {
-        event_id: e.id,
-        conversation_id: e.conversation_id,
-        user_id: e.user_id,
-        source: e.source,
-        input_type: e.input_type,
-        payload: e.payload,
-      };
-      await this.sessions.startForEvent(tx, {
-        id: e.run_id,
-        agent: e.agent,
-        input,
-        conversation_id: e.conversation_id,
-        user_id: e.user_id,
-        event_id: e.id,
-        input_class: e.input_type,
-      });
-    }
-  }
-}
-
-/** JSON with object keys sorted: the same payload hashes the same whatever its key order. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 }
 
 function iso<T extends object>(row: T, keys: Array<keyof T>): Record<string, unknown> {

@@ -11,7 +11,8 @@ import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { defineAgent } from './agent.js';
 import { AgentLedger } from './ledger.js';
-import { issueLeaseToken, RemoteLedger } from './remote.js';
+import { issueLeaseToken } from './lease-token.js';
+import { RemoteLedger } from './remote.js';
 import { remoteStream } from './remote-events.js';
 import { sessions } from './service.js';
 
@@ -66,16 +67,16 @@ describe.each(backends)('an HTTP agent writing its ledger on $name', (backend) =
     const agentUrl = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}/invoke`;
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    const service = sessions(engine, {
+    const service = sessions(engine, engine.store, {
       agents: [defineAgent('remote', { url: agentUrl, maxWait: '1h' })],
       allow: ['127.0.0.1'],
       reportBaseUrl: 'http://api/',
     });
-    const ledger = new AgentLedger(engine, service, { defaultAgent: 'remote' });
+    const ledger = new AgentLedger(engine, engine.store, service, { defaultAgent: 'remote' });
     app = mount(new Hono(), [
       ...sessionRoutes(service),
       ...agentRoutes(ledger),
-      ...agentProtocolRoutes(new RemoteLedger(engine, service)),
+      ...agentProtocolRoutes(new RemoteLedger(engine, engine.store, service)),
     ]);
     close = async () => {
       agentServer.closeAllConnections();

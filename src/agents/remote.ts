@@ -1,16 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { toMs, type Duration } from '../duration.js';
 import type { Engine } from '../engine.js';
 import { ConflictError, LeaseLostError, NotFoundError, ValidationError } from '../errors.js';
 import { checkJson, checkName } from '../json.js';
-import type { Journal } from '../journal/journal.js';
-import { watchEvents } from '../journal/wakeup.js';
 import { FALLBACK_MS } from '../runtime/read/runs.js';
 import type { AgentToolCallRow, RiskLevel } from '../storage/ledger.js';
-import type { NewEvent, StoredEvent } from '../storage/store.js';
+import type { NewEvent, Store } from '../storage/store.js';
 import { approvalSignal, type ToolCallInput } from './ledger-context.js';
 import { isEnded } from './lifecycle.js';
 import { REMOTE_EVENT, remoteStream } from './remote-events.js';
+import { remoteState, type RemoteState } from './remote-state.js';
 import type { SessionService } from './service.js';
 import { readSession } from './view.js';
 
@@ -21,13 +19,14 @@ import { readSession } from './view.js';
  * turns into the same rows as an in-process agent's.
  *
  * @example
- * const remote = new RemoteLedger(engine, service);
+ * const remote = new RemoteLedger(engine, store, service);
  * const node = await remote.nodeStart('ses_1', { lease_token, name: 'classify' });
  * await remote.nodeEnd('ses_1', node.seq, { lease_token, output: { intent: 'refund' } });
  */
 export class RemoteLedger {
   constructor(
     private readonly engine: Engine,
+    private readonly store: Store,
     private readonly sessions: SessionService,
   ) {}
 
@@ -141,7 +140,7 @@ export class RemoteLedger {
         : { seq, name: `tool:${tool}`, attempt: 1, input: call };
       return { events: [{ type: REMOTE_EVENT.stepStarted, data }], result: call.key };
     });
-    return (await this.engine.store.agentToolCallGet({ external_idempotency_key: key }))!;
+    return (await this.store.agentToolCallGet({ external_idempotency_key: key }))!;
   }
 
   /** The result of a started (or approved) call: `output`, or `error` (`timed_out`: the tool ran past its time). */
@@ -196,7 +195,7 @@ export class RemoteLedger {
   async toolCall(id: string, callId: string, waitMs = 0, signal?: AbortSignal): Promise<AgentToolCallRow> {
     const deadline = Date.now() + waitMs;
     const stream = remoteStream(id);
-    const watch = await watchEvents(this.engine.store, (s) => s === stream);
+    const watch = await this.engine.journal.watch((s) => s === stream);
     const leave = () => watch.wakeup.wake();
     signal?.addEventListener('abort', leave);
     try {
@@ -205,7 +204,7 @@ export class RemoteLedger {
         if (
           call.approval_status === 'pending' &&
           call.approval_expires_at !== null &&
-          call.approval_expires_at <= (await this.engine.store.now())
+          call.approval_expires_at <= (await this.store.now())
         ) {
           const name = approvalSignal(call.external_idempotency_key);
           await this.engine.journal.append(stream, [{ type: REMOTE_EVENT.waitTimedOut, data: { name } }], {
@@ -295,7 +294,7 @@ export class RemoteLedger {
     if (typeof token !== 'string' || token.length === 0)
       throw new ValidationError('lease_token', 'is required (the lease_token of the invocation)');
     for (let attempt = 1; ; attempt++) {
-      const session = await readSession(this.engine.store, id);
+      const session = await readSession(this.store, id);
       if (!session) throw new NotFoundError(`session ${id} not found`);
       const events = await this.engine.journal.readStream(remoteStream(id), { limit: 100_000 });
       const state = remoteState(events);
@@ -305,7 +304,7 @@ export class RemoteLedger {
         );
       if (isEnded(session.status))
         throw new ConflictError(`session ${id} has already ended (${session.status}): nothing more is written to it`);
-      const { events: next, result } = await build(state, await this.engine.store.now());
+      const { events: next, result } = await build(state, await this.store.now());
       try {
         await this.engine.journal.append(remoteStream(id), next, { expectedVersion: events.at(-1)?.version ?? 0 });
         return result;
@@ -316,7 +315,7 @@ export class RemoteLedger {
   }
 
   private async call(id: string, callId: string): Promise<AgentToolCallRow> {
-    const call = await this.engine.store.agentToolCallGet({ id: callId });
+    const call = await this.store.agentToolCallGet({ id: callId });
     if (!call || call.run_id !== id) throw new NotFoundError(`session ${id} has no tool call ${callId}`);
     return call;
   }
@@ -345,49 +344,6 @@ export interface NodeRecord {
 interface Built<T> {
   events: NewEvent[];
   result: T;
-}
-
-interface RemoteState {
-  token: string | null;
-  /** The highest call position written. */
-  seq: number;
-  nodes: Map<number, { seq: number; name: string; attempt: number; at: number; ended: 'ok' | 'error' | null }>;
-  /** Calls per `<node>:<tool>`: the n of a call's key. */
-  tools: Map<string, number>;
-  seen: Set<string>;
-}
-
-function remoteState(events: StoredEvent[]): RemoteState {
-  const s: RemoteState = { token: null, seq: 0, nodes: new Map(), tools: new Map(), seen: new Set() };
-  for (const e of events) {
-    const d = e.data as { token?: string; seq?: number; name?: string; attempt?: number; input?: ToolCallInput };
-    if (e.type === REMOTE_EVENT.invoked) s.token = d.token!;
-    if (typeof d.seq === 'number') s.seq = Math.max(s.seq, d.seq);
-    if (e.type === REMOTE_EVENT.nodeStarted)
-      s.nodes.set(d.seq!, { seq: d.seq!, name: d.name!, attempt: d.attempt!, at: e.timestamp, ended: null });
-    if (e.type === REMOTE_EVENT.nodeCompleted || e.type === REMOTE_EVENT.nodeFailed)
-      s.nodes.get(d.seq!)!.ended = e.type === REMOTE_EVENT.nodeCompleted ? 'ok' : 'error';
-    if (e.type === REMOTE_EVENT.stepStarted && d.input?.ledger === 'tool') count(s, d.input);
-  }
-  return s;
-}
-
-/** An approved call is started again by its result: it counts once. */
-function count(s: RemoteState, call: ToolCallInput): void {
-  if (s.seen.has(call.key)) return;
-  s.seen.add(call.key);
-  const k = `${call.node ?? '-'}:${call.tool}`;
-  s.tools.set(k, (s.tools.get(k) ?? 0) + 1);
-}
-
-/**
- * A new lease token for session `id`'s invocation, journaled before the agent is called: from
- * then on only it may write (an older invocation's writes get 409 lease_lost).
- */
-export async function issueLeaseToken(journal: Journal, id: string, attempt: number): Promise<string> {
-  const token = `lt_${randomBytes(18).toString('base64url')}`;
-  await journal.append(remoteStream(id), [{ type: REMOTE_EVENT.invoked, data: { token, attempt } }]);
-  return token;
 }
 
 function checkNodeName(name: unknown, path: string): string {

@@ -19,8 +19,8 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     const made = await testEngine(backend, { pollMs: 100 });
     close = made.close;
     const engine: Engine = made.engine;
-    const service = sessions(engine, { agents: [] });
-    const ledger = new AgentLedger(engine, service, { defaultAgent: 'sample-agent' });
+    const service = sessions(engine, engine.store, { agents: [] });
+    const ledger = new AgentLedger(engine, engine.store, service, { defaultAgent: 'sample-agent' });
     const send = (conversation_id: string, idempotency_key: string) =>
       ledger.intake({
         conversation_id,

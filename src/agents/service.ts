@@ -61,6 +61,7 @@ const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 export class SessionService {
   constructor(
     private readonly engine: Engine,
+    private readonly store: Store,
     private readonly agents: ReadonlyMap<string, Agent>,
     private readonly workflow: Workflow<SessionInput>,
   ) {}
@@ -115,7 +116,7 @@ export class SessionService {
           ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null)
           : newId('ses');
     // an existing session of the same agent is returned as it is; of another agent, a ConflictError
-    return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.engine.store, id))!);
+    return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.store, id))!);
   }
 
   /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
@@ -187,7 +188,7 @@ export class SessionService {
   }
 
   private async view(id: string): Promise<SessionView> {
-    const view = await readSession(this.engine.store, id);
+    const view = await readSession(this.store, id);
     if (!view) throw new NotFoundError(`session ${id} not found`);
     return view;
   }
@@ -231,7 +232,7 @@ export class SessionService {
    */
   private async open(id: string, agent: string, input: unknown, tx?: Store): Promise<SessionRecord | null> {
     this.check(agent, input);
-    const store = tx ?? this.engine.store;
+    const store = tx ?? this.store;
     const existing = await readSession(store, id);
     if (existing) return same(existing, agent);
     try {
@@ -296,16 +297,16 @@ export class SessionService {
 }
 
 /**
- * Adds agent sessions to `engine`: registers the session workflow (this process runs sessions
- * when it runs workers) and the `session` projection, and returns the service the API, rules and
- * schedules call. Call it once per engine, with the same agents in every process.
+ * Adds agent sessions to `engine`, over its `store`: registers the session workflow (this process
+ * runs sessions when it runs workers) and the `session` projection, and returns the service the
+ * API, rules and schedules call. Call it once per engine, with the same agents in every process.
  *
  * @example
- * const service = sessions(engine, { agents: [defineAgent('remote', { url: 'http://10.0.0.5/invoke' })], allow: ['10.0.0.5'], reportBaseUrl: 'https://runledger.internal' });
+ * const service = sessions(engine, store, { agents: [defineAgent('remote', { url: 'http://10.0.0.5/invoke' })], allow: ['10.0.0.5'], reportBaseUrl: 'https://runledger.internal' });
  * const { run_id } = await service.start({ agent: 'sample-agent', input: {}, key: 'event-42' });
  * (await service.events(run_id)).map((e) => e.type); // ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', …]
  */
-export function sessions(engine: Engine, options: SessionsOptions): SessionService {
+export function sessions(engine: Engine, store: Store, options: SessionsOptions): SessionService {
   const agents = new Map<string, Agent>([[sampleAgent.name, sampleAgent]]);
   const given = new Set<string>();
   (options.agents ?? []).forEach((agent, i) => {
@@ -326,7 +327,7 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
   });
   const base = options.reportBaseUrl?.replace(/\/+$/, '');
   const workflow = sessionWorkflow({
-    store: engine.store,
+    store,
     journal: engine.journal,
     agents,
     allow: options.allow ?? [],
@@ -339,7 +340,7 @@ export function sessions(engine: Engine, options: SessionsOptions): SessionServi
   projectSessions(engine.journal);
   projectLedger(engine.journal);
   engine.retention.onRunPruned(pruneSession);
-  return new SessionService(engine, agents, workflow);
+  return new SessionService(engine, store, agents, workflow);
 }
 
 function keyedId(key: string): string {

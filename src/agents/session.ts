@@ -21,7 +21,7 @@ import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
 import { gatherEvents, type GatheredEvent } from './conversation.js';
 import { ledgerContext } from './ledger-context.js';
-import { issueLeaseToken } from './remote.js';
+import { issueLeaseToken } from './lease-token.js';
 import type { Tool } from './tools.js';
 import { isEnded, type SessionEventType } from './lifecycle.js';
 import { readSession, sessionStream } from './view.js';

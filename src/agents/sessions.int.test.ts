@@ -146,7 +146,7 @@ describe.each(backends)('agent sessions on $name', (backend) => {
       defineAgent('remote-silent', { url: `${agentUrl}/silent`, maxWait: 400 }),
       defineAgent('remote-slow', { url: `${agentUrl}/silent`, maxWait: '1h' }),
     ];
-    service = sessions(engine, { agents, allow: ['127.0.0.1'], reportBaseUrl: 'http://api/' });
+    service = sessions(engine, engine.store, { agents, allow: ['127.0.0.1'], reportBaseUrl: 'http://api/' });
     app = mount(new Hono(), sessionRoutes(service));
     close = async () => {
       agentServer.closeAllConnections();

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Agent } from '../agents/agent.js';
 import { AgentLedger } from '../agents/ledger.js';
+import { RemoteLedger } from '../agents/remote.js';
 import { sessions, type SessionService } from '../agents/service.js';
 import type { Tool } from '../agents/tools.js';
 import { Channels } from '../chat/channels.js';
@@ -45,6 +46,8 @@ export interface App {
   channels: Channels;
   sessions: SessionService;
   ledger: AgentLedger;
+  /** The ledger writes of HTTP agents (the agent protocol's routes). */
+  remote: RemoteLedger;
   triggers: TriggerService;
   stop(): Promise<void>;
 }
@@ -70,24 +73,29 @@ export const MANUAL_AGENT_RULE = {
  */
 export async function assemble(engine: Engine, options: AssembleOptions): Promise<App> {
   const { logger } = options;
-  const workflows = storedWorkflows(engine, {
+  // the one place features are handed the store: they read and write it only through what they are given
+  const store = engine.store;
+  const workflows = storedWorkflows(engine, store, {
     secretKey: options.secretKey,
     allow: options.allow,
     log: ({ level, message, ...ids }) => logger[level](ids, message),
     ...(options.publicUrl ? { callbackBaseUrl: options.publicUrl } : {}),
   });
   engine.register(...(options.codeWorkflows ?? []));
-  const channels = new Channels(engine.store, engine.journal);
+  const channels = new Channels(store, engine.journal);
   engine.retention.register(chatRetention());
-  const agentSessions = sessions(engine, {
+  const agentSessions = sessions(engine, store, {
     agents: options.agents ?? [],
     tools: options.tools ?? [],
     allow: options.allow,
     ...(options.publicUrl ? { reportBaseUrl: options.publicUrl } : {}),
   });
-  const ledger = new AgentLedger(engine, agentSessions, { defaultAgent: options.defaultAgent ?? 'sample-agent' });
+  const ledger = new AgentLedger(engine, store, agentSessions, {
+    defaultAgent: options.defaultAgent ?? 'sample-agent',
+  });
   const starter = createRunStarter({
     engine,
+    store,
     workflows,
     agents: agentSessions,
     codeWorkflows: options.codeWorkflows ?? [],
@@ -95,7 +103,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
   // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them
   const onError = (what: string) => (error: unknown) => engine.events.emit('engine:error', { what, error });
   const stopLogging = logEvents(engine.events, logger, knownSecrets(workflows.secrets));
-  const triggerService = triggers(engine, {
+  const triggerService = triggers(engine, store, {
     starter,
     routingEnabled: options.workers,
     schedulerEnabled: options.workers,
@@ -114,6 +122,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
     channels,
     sessions: agentSessions,
     ledger,
+    remote: new RemoteLedger(engine, store, agentSessions),
     triggers: triggerService,
     // the engine stops its workers and subscriptions when it closes; the scheduler is ours
     stop: async () => {

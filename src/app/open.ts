@@ -13,6 +13,7 @@ import type { Workflow } from '../runtime/workflow.js';
 import { handedOutBase } from '../public-url.js';
 import { loadSecretKey } from '../workflows/secrets.js';
 import { prepareLocation } from '../storage/location.js';
+export { checkLocation, isPostgresLocation } from '../storage/location.js';
 import type { ProcessSettings } from '../storage/processes.js';
 import { differenceWarning, processSettings, settingDifferences } from '../process-settings.js';
 import { packageVersion } from '../version.js';
@@ -178,6 +179,6 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
 /** Records this process's settings on its row, then compares them with the other live processes'. */
 async function compareSettings(engine: Engine, settings: ProcessSettings): Promise<string[]> {
   await engine.liveness.describe(settings);
-  const [listed, now] = await Promise.all([engine.store.processList(), engine.store.now()]);
+  const [listed, now] = await Promise.all([engine.operator.processes(), engine.operator.now()]);
   return settingDifferences({ id: engine.liveness.id, settings }, listed, now).map(differenceWarning);
 }

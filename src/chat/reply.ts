@@ -62,7 +62,7 @@ const ALREADY_REPLIED_WINDOW = 100;
  * parked (`engine.parked('chat.ai-reply')`) while the other channels flow on.
  *
  * @example
- * const channels = new Channels(engine.store, engine.journal);
+ * const channels = new Channels(store, engine.journal);
  * await startReplyWorker(engine, channels, providerFromEnv(process.env), { onDelta: (d) => socket.send(JSON.stringify(d)) });
  */
 export function startReplyWorker(

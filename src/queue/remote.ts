@@ -50,7 +50,7 @@ export const REMOTE_WORKER_PREFIX = 'remote:';
  * claimable again once its lease runs out even where no in-process worker sweeps.
  *
  * @example
- * const remote = new RemoteWorkers(engine.store, engine.journal, { leaseMs: 30_000, pollMs: 1000, maxResultBytes: 1 << 20 });
+ * const remote = new RemoteWorkers(store, engine.journal, { leaseMs: 30_000, pollMs: 1000, maxResultBytes: 1 << 20 });
  * const [task] = await remote.claim({ queue: 'email', worker: 'py-1', max: 1, waitMs: 10_000 });
  * await remote.complete({ id: task.id, leaseToken: task.leaseToken! }, { sent: true });
  */

@@ -155,7 +155,7 @@ const registered = new WeakSet<Journal>();
  * second write that could fail on its own. A repeated id writes nothing and returns the first.
  *
  * @example
- * const events = new Events(engine.store, engine.journal);
+ * const events = new Events(store, engine.journal);
  * const [{ event, created }] = await events.put([{ source: 'shop', 'detail-type': 'order.paid', detail: {} }]);
  */
 export class Events {

@@ -29,10 +29,15 @@ interface Fired {
 
 async function setup(engine: Engine, scheduler: Omit<SchedulerOptions, 'onError'> = {}) {
   engine.register(echo, hold);
-  const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, workflows, codeWorkflows: [echo, hold] });
+  const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+  const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo, hold] });
   const errors: unknown[] = [];
-  const service = triggers(engine, { starter, routingEnabled: false, scheduler, onError: (e) => errors.push(e) });
+  const service = triggers(engine, engine.store, {
+    starter,
+    routingEnabled: false,
+    scheduler,
+    onError: (e) => errors.push(e),
+  });
   return { service, errors, app: mount(new Hono(), [...workflowRoutes(workflows), ...triggerRoutes(service)]) };
 }
 
@@ -256,7 +261,10 @@ describe.each(backends)('schedules on $name', (backend) => {
   });
 
   it('after downtime skips the missed slots, or runs one of them with catch_up: one', async () => {
-    const scheduler = new Scheduler(engine.store, service.schedules, { graceMs: 1000, onError: (e) => errors.push(e) });
+    const scheduler = new Scheduler(engine.store, engine.journal, service.schedules, {
+      graceMs: 1000,
+      onError: (e) => errors.push(e),
+    });
     await scheduler.start();
     stops.push(() => scheduler.stop());
     const one = await create({ cron: '* * * * * *', target: { workflow: 'echo' }, catch_up: 'one', overlap: 'allow' });

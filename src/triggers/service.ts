@@ -1,5 +1,6 @@
 import type { Engine } from '../engine.js';
 import type { Subscriber } from '../journal/subscription.js';
+import type { Store } from '../storage/store.js';
 import { eventsRetention } from './retention.js';
 import { EVENT_RECEIVED, EVENT_STREAM_PREFIX, Events } from './events.js';
 import { Rules } from './rules.js';
@@ -32,20 +33,21 @@ export interface TriggerService {
 }
 
 /**
- * Events in, runs out: inbound events, the rules that route them, cron schedules. Call once per
- * engine (it registers projections). Routing is a durable subscription over `event:` streams, so
- * an event stored while no process routes is routed when one starts, exactly once.
+ * Events in, runs out: inbound events, the rules that route them, cron schedules, kept in the
+ * engine's `store`. Call once per engine (it registers projections). Routing is a durable
+ * subscription over `event:` streams, so an event stored while no process routes is routed when
+ * one starts, exactly once.
  *
  * @example
- * const service = triggers(engine, { starter: createRunStarter({ engine, workflows, codeWorkflows: [onboard] }) });
+ * const service = triggers(engine, store, { starter: createRunStarter({ engine, store, workflows, codeWorkflows: [onboard] }) });
  * await service.start();
  * await service.rules.create({ name: 'signup', pattern: { 'detail-type': ['user.created'] }, target: { workflow: 'onboard' } });
  * await service.events.put([{ source: 'app', 'detail-type': 'user.created', detail: { id: 'u1' } }]);
  */
-export function triggers(engine: Engine, options: TriggerOptions): TriggerService {
-  const events = new Events(engine.store, engine.journal);
-  const rules = new Rules(engine.store, engine.journal, options.starter);
-  const schedules = new Schedules(engine.store, engine.journal, options.starter);
+export function triggers(engine: Engine, store: Store, options: TriggerOptions): TriggerService {
+  const events = new Events(store, engine.journal);
+  const rules = new Rules(store, engine.journal, options.starter);
+  const schedules = new Schedules(store, engine.journal, options.starter);
   engine.retention.register(eventsRetention());
   let routing: Subscriber | null = null;
   let scheduler: Scheduler | null = null;
@@ -67,7 +69,7 @@ export function triggers(engine: Engine, options: TriggerOptions): TriggerServic
         );
       }
       if (options.schedulerEnabled !== false && !scheduler) {
-        scheduler = new Scheduler(engine.store, schedules, {
+        scheduler = new Scheduler(store, engine.journal, schedules, {
           ...options.scheduler,
           ...(options.onError ? { onError: options.onError } : {}),
         });

@@ -14,6 +14,8 @@ export interface AgentStarter {
 
 export interface RunStarterOptions {
   engine: Engine;
+  /** The engine's store: an execution starts in a transaction of it when the caller gives none. */
+  store: Store;
   /** Stored workflows: a target `{ workflow: 'wf_…' }` starts an execution. */
   workflows: WorkflowService;
   /** Code workflows a target may name (`{ workflow: 'onboard' }`); they must be registered with `engine`. */
@@ -34,11 +36,11 @@ export { runIdFor };
  * so a ValidationError or NotFoundError leaves the transaction as it was.
  *
  * @example
- * const starter = createRunStarter({ engine, workflows, codeWorkflows: [onboard] });
+ * const starter = createRunStarter({ engine, store, workflows, codeWorkflows: [onboard] });
  * await starter.start({ target: { workflow: 'onboard' }, input: { user: 'u1' }, key: 'evt_1:rule_1' });
  */
 export function createRunStarter(options: RunStarterOptions): RunStarter {
-  const { engine, workflows, agents } = options;
+  const { engine, store, workflows, agents } = options;
   const code = new Map((options.codeWorkflows ?? []).map((wf) => [wf.name, wf]));
 
   const codeWorkflow = (name: string, path: string): Workflow => {
@@ -79,7 +81,7 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
       if (STORED_ID.test(target.workflow)) {
         const request = { trigger_data: input, trigger_type: trigger_type ?? 'trigger', ...trace };
         // a prefix of its own: these keys never meet the Idempotency-Key of a POST …/execute
-        const started = await (tx ?? engine.store).transaction((t) =>
+        const started = await (tx ?? store).transaction((t) =>
           workflows.executions.startIn(t, target.workflow, request, `trigger:${key}`),
         );
         return { run_id: started.execution_id, kind: 'execution' };

@@ -32,9 +32,9 @@ const greet = {
 /** An engine with stored workflows, the `echo` code workflow and the trigger service, on its own database. */
 async function setup(engine: Engine) {
   engine.register(echo);
-  const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, workflows, codeWorkflows: [echo] });
-  const service = triggers(engine, { starter, schedulerEnabled: false });
+  const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+  const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo] });
+  const service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
   const app = mount(new Hono(), [...workflowRoutes(workflows), ...triggerRoutes(service)]);
   return { service, app };
 }

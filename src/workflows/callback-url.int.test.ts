@@ -50,7 +50,7 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
     closers.push(t.close);
     const service = await recorder();
     closers.push(service.close);
-    const workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    const workflows = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
     const wf = await workflows.definitions.create(register(service.url));
     const { execution_id } = await workflows.executions.execute(wf.id);
     return { engine: t.engine, workflows, service, wid: wf.id, eid: execution_id };
@@ -109,7 +109,7 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
     closers.push(t.close);
     const agent = await recorder();
     closers.push(agent.close);
-    const service = sessions(t.engine, {
+    const service = sessions(t.engine, t.engine.store, {
       agents: [defineAgent('remote', { url: `${agent.url}/ack`, maxWait: '10s' })],
       allow: ['127.0.0.1'],
     });

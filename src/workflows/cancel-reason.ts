@@ -12,9 +12,9 @@ const RUN_PREFIX = 'run:';
  * it without reading the run's whole journal. The first request's reason stands: a second cancel
  * of a run already cancelling changes nothing. Retention deletes the row with its run.
  *
- * @example const reason = await cancelReasons(engine).get('ex_01J…'); // 'customer withdrew the order'
+ * @example const reason = await cancelReasons(engine, store).get('ex_01J…'); // 'customer withdrew the order'
  */
-export function cancelReasons(engine: Engine): { get(runId: string): Promise<string | null> } {
+export function cancelReasons(engine: Engine, store: Store): { get(runId: string): Promise<string | null> } {
   engine.journal.project(RUN_EVENT.runCancelRequested, async (event, tx) => {
     if (!event.streamId.startsWith(RUN_PREFIX)) return;
     const key = event.streamId.slice(RUN_PREFIX.length);
@@ -27,6 +27,6 @@ export function cancelReasons(engine: Engine): { get(runId: string): Promise<str
   });
   return {
     get: async (runId) =>
-      ((await engine.store.projectionGet({ name: REASONS, key: runId })) as string | null | undefined) ?? null,
+      ((await store.projectionGet({ name: REASONS, key: runId })) as string | null | undefined) ?? null,
   };
 }

@@ -23,7 +23,7 @@ const nameStream = (name: string) => `workflow-name:${createHash('sha256').updat
  * that workflow still has it (a rename or delete since leaves the claim behind). One read of a
  * stream and one of a view, however many workflows are stored.
  *
- * @example await storedWorkflowNamed(engine.store, engine.journal, 'hello') // 'wf_01J…'
+ * @example await storedWorkflowNamed(store, engine.journal, 'hello') // 'wf_01J…'
  */
 export async function storedWorkflowNamed(store: Store, journal: Journal, name: string): Promise<string | undefined> {
   const [last] = await journal.readStream(nameStream(name), { backwards: true, limit: 1 });
@@ -36,7 +36,7 @@ export async function storedWorkflowNamed(store: Store, journal: Journal, name: 
 /**
  * The current names of the stored workflows `ids`, by id; a deleted workflow has none.
  *
- * @example (await storedWorkflowNames(engine.store, ['wf_01J…'])).get('wf_01J…') // 'hello'
+ * @example (await storedWorkflowNames(store, ['wf_01J…'])).get('wf_01J…') // 'hello'
  */
 export async function storedWorkflowNames(store: Store, ids: Iterable<string>): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];

@@ -174,7 +174,7 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
-    const workflows = storedWorkflows(t.engine, {
+    const workflows = storedWorkflows(t.engine, t.engine.store, {
       secretKey: randomBytes(32),
       allow: ['127.0.0.1'],
       callbackBaseUrl: 'http://runledger.test',

@@ -119,7 +119,7 @@ interface SecretRow extends SecretInfo {
  * Values leave this class only through `values()`; callers pass them to `mask()` before writing.
  *
  * @example
- * const secrets = new Secrets(engine.store, engine.journal, await loadSecretKey({ dataDir: '.runledger' }));
+ * const secrets = new Secrets(store, engine.journal, await loadSecretKey({ dataDir: '.runledger' }));
  * await secrets.set('API_TOKEN', 'tok_123');
  * const values = await secrets.values();
  * maskText(`Bearer ${values.API_TOKEN}`, Object.values(values)); // 'Bearer ***'

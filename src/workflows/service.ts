@@ -1,4 +1,5 @@
 import type { Engine } from '../engine.js';
+import type { Store } from '../storage/store.js';
 import type { LogLine } from './actions/index.js';
 import { Callbacks } from './callbacks.js';
 import { Definitions } from './definitions.js';
@@ -27,19 +28,17 @@ export interface WorkflowServiceOptions {
 }
 
 /**
- * Adds stored workflows to `engine`: registers the interpreter (so this process runs executions
- * when it runs workers) and returns the services the API and CLI call.
+ * Adds stored workflows to `engine`, kept in its `store`: registers the interpreter (so this
+ * process runs executions when it runs workers) and returns the services the API and CLI call.
  *
  * @example
- * const service = storedWorkflows(engine, { secretKey: await loadSecretKey({ dataDir: '.' }) });
+ * const service = storedWorkflows(engine, store, { secretKey: await loadSecretKey({ dataDir: '.' }) });
  * const wf = await service.definitions.create(definition);
  * await service.executions.execute(wf.id, { trigger_data: { name: 'Ada' } });
  */
-export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
-  const secrets = new Secrets(engine.store, engine.journal, options.secretKey);
-  const definitions = new Definitions(engine.store, engine.journal, async () =>
-    (await secrets.list()).map((s) => s.name),
-  );
+export function storedWorkflows(engine: Engine, store: Store, options: WorkflowServiceOptions): WorkflowService {
+  const secrets = new Secrets(store, engine.journal, options.secretKey);
+  const definitions = new Definitions(store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
   const interpreter = storedWorkflow({
     secrets,
@@ -50,5 +49,5 @@ export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions)
   engine.register(interpreter);
   engine.retention.onRunPruned(pruneExecution);
   engine.retention.withRunAges(executionAges());
-  return { definitions, secrets, callbacks, executions: new Executions(engine, definitions, interpreter) };
+  return { definitions, secrets, callbacks, executions: new Executions(engine, store, definitions, interpreter) };
 }

@@ -18,7 +18,7 @@ describe.each(backends)('an execution that is only queued on $name', (backend) =
     // a process without run workers: the execution waits in the queue
     const front = await createEngine({ database, pollMs: 100, workers: false });
     engines.push(front);
-    const service = storedWorkflows(front, { secretKey });
+    const service = storedWorkflows(front, front.store, { secretKey });
     const wf = await service.definitions.create({
       name: 'queued',
       steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }],
@@ -33,7 +33,7 @@ describe.each(backends)('an execution that is only queued on $name', (backend) =
 
     const back = await createEngine({ database, pollMs: 100 });
     engines.push(back);
-    storedWorkflows(back, { secretKey });
+    storedWorkflows(back, back.store, { secretKey });
     const done = await eventually(async () => {
       const r = await service.executions.get(wf.id, execution_id);
       return r.status === 'success' && r;
