@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { createEngine } from '../engine.js';
 import { ValidationError } from '../errors.js';
+import { iso } from '../iso.js';
 import type { Actor, BulkResult, PauseKind, RunFilter, TaskFilter } from '../runtime/operate/operator.js';
 import { currentStatus, type RunStatus } from '../runtime/read/view.js';
 import { client, database, databaseOf, direct, existingDatabase, remote } from './options.js';
@@ -45,7 +46,6 @@ async function operations(options: Record<string, any>): Promise<Operations> {
     };
   }
   const c = client(options);
-  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   return {
     pause: async (kind, name, who) => (await c.operator<{ paused: boolean }>('pause', { kind, name, ...who })).paused,
     resume: async (kind, name, who) =>

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
-import { isTerminal, readRunView, RUN_STATUSES } from '../../runtime/read/view.js';
+import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
 import { runIdFor } from '../../runtime/start/keyed.js';
 import { route, type Route } from '../route.js';
 
@@ -60,7 +60,7 @@ const started = z.object({
  */
 export function controlRoutes(engine: Engine): Route[] {
   const view = async (id: string) => {
-    const found = await readRunView(engine.store, id);
+    const found = await engine.runs.find(id);
     if (!found) throw new NotFoundError(`run ${id} not found`);
     return found;
   };
@@ -89,7 +89,7 @@ export function controlRoutes(engine: Engine): Route[] {
         const key = headers.get('idempotency-key');
         const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
         const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
-        const existed = id !== undefined && (await readRunView(engine.store, id)) !== undefined;
+        const existed = id !== undefined && (await engine.runs.find(id)) !== undefined;
         const run =
           checked !== undefined
             ? engine.runtime.handle(

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
-import { runsNeedingPatch } from '../../runtime/pass/patches.js';
 import { RUN_STATUSES } from '../../runtime/read/view.js';
 import { route, type Route } from '../route.js';
-import { runSummary } from './run-records.js';
+import { runSummary } from '../records/runs.js';
 
 const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
 const actor = {
@@ -178,9 +177,9 @@ export function operatorRoutes(engine: Engine): Route[] {
       status: 200,
       errors: [400],
       handle: async ({ params, query }) => ({
-        runs: (
-          await runsNeedingPatch(engine.store, params.id!, query.workflow ? { workflow: query.workflow } : {})
-        ).map((v) => runSummary(v)),
+        runs: (await engine.runs.needingPatch(params.id!, query.workflow ? { workflow: query.workflow } : {})).map(
+          (v) => runSummary(v),
+        ),
       }),
     }),
   ];

@@ -7,7 +7,7 @@ import type { EnqueueOptions, EnqueueResult } from '../../queue/queue.js';
 import { RemoteWorkers } from '../../queue/remote.js';
 import { errorResponse } from '../errors.js';
 import { route } from '../route.js';
-import { claimedTask, claimedTaskSchema, taskRecord, taskRecordSchema } from '../task-record.js';
+import { claimedTask, claimedTaskSchema, taskRecord, taskRecordSchema } from '../records/tasks.js';
 
 /*
  * The task protocol (docs/protocol.md): tasks in, and remote workers that claim, heartbeat,
