@@ -3,7 +3,8 @@ import dns from 'node:dns';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { RetryAfterError, TerminalError } from '../../errors.js';
-import { httpRequest, MAX_RESPONSE_BYTES, type HttpContext, type HttpRequestConfig } from './http.js';
+import { httpRequest, type HttpContext, type HttpRequestConfig } from './http.js';
+import { MAX_RESPONSE_BYTES } from './http-send.js';
 
 interface Seen {
   method: string;
