@@ -1,5 +1,5 @@
 import { defaultBackoff } from '../backoff.js';
-import { describeError, LeaseLostError, storeUnavailable } from '../errors.js';
+import { LeaseLostError, storeUnavailable } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -7,7 +7,7 @@ import type { Store, Task, TaskClaim } from '../storage/store.js';
 import { LazyAbort } from './abort.js';
 import { PREFETCH_HOLD_MS, prefetchFor } from './prefetch.js';
 import { checkResult, type TaskContext, type TaskHandler, type WorkOptions } from './handler.js';
-import { completeAttempt, expireLeases, failAttempt, failureOfError, type Outcome } from './settle.js';
+import { expireLeases, settleAttempt, type Outcome } from './settle.js';
 
 type Running = { task: Task; abort: LazyAbort };
 
@@ -63,6 +63,8 @@ export class Worker {
   private wakes = 0;
   /** When `look` is set again with no wake-up: the next scheduled task is due, or the poll (performance.now()). */
   private due = 0;
+  /** What `settleAttempt` needs of this worker (made once: it is passed per task). */
+  private readonly settleWith: Parameters<typeof settleAttempt>[5];
 
   constructor(
     private readonly store: Store,
@@ -81,6 +83,7 @@ export class Worker {
       ...options,
     };
     this.id = options.workerId ?? newId('worker');
+    this.settleWith = { ...this.options, active: () => this.active };
   }
 
   start(): void {
@@ -334,7 +337,14 @@ export class Worker {
     }
     let outcome: Outcome = 'lost';
     try {
-      outcome = await this.settle(task, failure ? { error: failure.error } : { result });
+      outcome = await settleAttempt(
+        this.store,
+        this.journal,
+        task,
+        this.id,
+        failure ? { error: failure.error } : { result },
+        this.settleWith,
+      );
     } finally {
       this.running.delete(task.id);
       this.settling.delete(task.id);
@@ -351,41 +361,6 @@ export class Worker {
       });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
-  }
-
-  /**
-   * Commits the attempt's outcome. While the database is unreachable (restart, dropped connection)
-   * it is tried again, 100 ms to 1 s apart, for up to a lease or until the worker stops: the lease
-   * is still this worker's (its heartbeat goes on), so the task moves on as soon as the database is
-   * back instead of when the lease runs out. Measured before: a PostgreSQL restart left every task
-   * being settled at that moment held for the whole 30 s lease.
-   */
-  private async settle(task: Task, attempt: { result: unknown } | { error: unknown }): Promise<Outcome> {
-    const started = Date.now();
-    for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
-      try {
-        if ('error' in attempt)
-          return (
-            await failAttempt(
-              this.store,
-              this.journal,
-              task,
-              this.id,
-              failureOfError(task, attempt.error, describeError(attempt.error), this.options.backoff),
-              this.options.events,
-            )
-          ).outcome;
-        return (await completeAttempt(this.journal, { id: task.id, leaseToken: task.leaseToken! }, attempt.result))
-          ? 'completed'
-          : 'lost';
-      } catch (error) {
-        this.options.onError?.(error);
-        // stopping: not for a whole lease; once this process is gone, liveness ends its leases in seconds
-        if (!storeUnavailable(error) || !this.active || Date.now() - started + pause > this.options.leaseMs)
-          return 'lost';
-        await new Promise((resolve) => setTimeout(resolve, pause));
-      }
-    }
   }
 
   /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
