@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { task } from './conformance-tasks.js';
+import { task } from './conformance-rows.js';
 import type { Store } from './store.js';
 
 /** Tasks claimed as they are inserted (`NewTask.claim`, `TaskClaim`); `conformance.ts` sets up the store. */

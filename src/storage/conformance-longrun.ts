@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { NotFoundError } from '../errors.js';
-import { task } from './conformance-tasks.js';
+import { task } from './conformance-rows.js';
 import type { Store } from './store.js';
 
 const chunk = (data: Buffer) => ({ hash: createHash('sha256').update(data).digest('hex'), data });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Store } from './store.js';
-import { task } from './conformance-tasks.js';
+import { task } from './conformance-rows.js';
 
 /** The operations methods: statistics, deletion for retention, diagnosis. Part of `storeConformance`. */
 export function maintenanceConformance(store: () => Store): void {

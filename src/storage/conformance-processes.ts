@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { task } from './conformance-tasks.js';
+import { task } from './conformance-rows.js';
 import { leaseHolderPrefix } from './processes.js';
 import type { Store } from './store.js';
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPostgresDatabase } from '../../testing/databases.js';
-import { task } from '../conformance-tasks.js';
+import { task } from '../conformance-rows.js';
 import type { Store } from '../store.js';
 import { openPostgresStore } from './store.js';
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../../errors.js';
 import { createPostgresDatabase } from '../../testing/databases.js';
-import { task } from '../conformance-tasks.js';
+import { task } from '../conformance-rows.js';
 import type { Store } from '../store.js';
 import { openPostgresStore } from './store.js';
 
