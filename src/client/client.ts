@@ -1,6 +1,15 @@
 import { RunledgerError, type Problem } from '../errors.js';
 import { sseReader } from '../sse-read.js';
-import type { ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord } from '../workflows/executions.js';
+import type {
+  DeadTask,
+  ExecutionRecord,
+  ExecutionStatus,
+  ExecutionSummary,
+  RunEvent,
+  RunRecord,
+  RunSummary,
+  TaskRecord,
+} from './records.js';
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
@@ -12,11 +21,8 @@ import type {
   AgentToolCallRecord,
   IntakeResult,
 } from '../agents/ledger.js';
-import type { EventRecord } from '../server/records/events.js';
-import type { RunRecord, RunSummary } from '../server/records/runs.js';
 import type { StoreStatus } from '../runtime/operate/operator.js';
 import type { Duration } from '../duration.js';
-import type { DeadTaskRecord, TaskListRecord } from '../server/records/tasks.js';
 import {
   type ClaimedTask,
   type Enqueued,
@@ -26,9 +32,9 @@ import {
   type ProtocolTask,
 } from './protocol.js';
 
-export type { RunRecord, RunSummary };
 export type { ClaimedTask, Enqueued, EnqueueTaskOptions, ProtocolTask } from './protocol.js';
-export type { ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord };
+// the API's records, named in records.ts (a list of types and nothing else)
+export type * from './records.js';
 export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
 export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from '../agents/contracts.js';
 export type { AgentRunDetail } from '../agents/ledger.js';
@@ -51,17 +57,6 @@ export class UnreachableError extends RunledgerError {
   override name = 'UnreachableError';
   override readonly code = 'unreachable';
 }
-
-/** A task as GET /tasks lists it. */
-export interface TaskRecord extends TaskListRecord {}
-
-/** A run's (or a task's) journaled event as the API shows it; `data` is the event's own. */
-export interface RunEvent extends Omit<EventRecord, 'data'> {
-  data: Record<string, any>;
-}
-
-/** A dead task as GET /dlq lists it. */
-export interface DeadTask extends DeadTaskRecord {}
 
 /**
  * A typed client of the runledger HTTP API (what the CLI uses).

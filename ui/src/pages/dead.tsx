@@ -1,17 +1,7 @@
+import type { DeadTask } from '../../../src/client/records.js';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Json, Page, time, useLoad } from '../common';
-
-interface DeadTask {
-  id: string;
-  queue: string;
-  attempts: number;
-  max_attempts: number;
-  last_error: string | null;
-  payload: unknown;
-  created_at: string;
-  updated_at: string;
-}
 
 interface Parked {
   subscription: string;

@@ -1,11 +1,8 @@
+import type { RunEvent } from '../../../src/client/records.js';
 import { duration } from '../common';
 
-export interface JournalEvent {
-  version: number;
-  type: string;
-  timestamp: string;
-  data: any;
-}
+/** A run's journaled event as `GET /runs/{id}/events` and its stream answer it. */
+export type JournalEvent = RunEvent;
 
 interface Bar {
   kind: string;

@@ -1,3 +1,4 @@
+import type { ExecutionRecord, RunRecord, StepRecord } from '../../../src/client/records.js';
 import { RUN_EVENT } from '../../../src/runtime/events.js';
 import { useEffect, useState } from 'preact/hooks';
 import { api, apiOptional, offered, subscribe } from '../api';
@@ -23,79 +24,19 @@ import { pending, progressText, stepCounts } from './run-progress';
 import { Steps } from './run-steps';
 
 /** A step of `GET /runs/{id}` (a code run's call, or the interpreter's for an execution). */
-export interface RunStep {
-  seq: number | string;
-  name: string;
-  status: string;
-  kind?: 'step' | 'poll';
-  label?: string | null;
-  attempts: number;
-  started_at: string;
-  finished_at: string | null;
-  duration_ms: number | null;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-}
+export type RunStep = RunRecord['steps'][number];
 
 /** `GET /runs/{id}`: a run of any kind. */
-export interface Run {
-  id: string;
-  workflow: string;
-  workflow_id: string | null;
-  workflow_name?: string | null;
-  kind?: string;
-  status: string;
-  error: string | null;
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
-  input: unknown;
-  output: unknown;
-  steps: RunStep[];
-  state?: string | null;
-  current?: { name: string; label: string | null } | null;
-  compensations?: { ran: number; failed: number } | null;
-}
+export type Run = RunRecord;
 
 /** A rerun or a retry of failed branches, seen from either execution. */
-export interface ExecutionLink {
-  execution_id: string;
-  from_step?: string;
-  branches?: string[];
-}
+export type ExecutionLink = ExecutionRecord['reruns'][number];
 
 /** A step of a stored workflow's execution: every definition step, run or not; branch steps name their parallel step and branch. */
-export interface ExecutionStep {
-  step_id: string;
-  type: string;
-  status: string;
-  attempts: number;
-  duration_ms: number | null;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  parallel?: string;
-  branch?: string;
-  branches?: Record<string, { status: string; error: string | null }>;
-}
+export type ExecutionStep = StepRecord;
 
 /** `GET /workflows/{id}/executions/{execution_id}`. */
-export interface Execution {
-  execution_id: string;
-  workflow_id: string;
-  workflow_version: number;
-  status: string;
-  trigger_data: Record<string, unknown>;
-  state: string | null;
-  current_step: string | null;
-  label: string | null;
-  progress: { done: number; total: number };
-  eta_seconds: number | null;
-  rerun_of: ExecutionLink | null;
-  reruns: ExecutionLink[];
-  steps: ExecutionStep[];
-}
+export type Execution = ExecutionRecord;
 
 async function loadRun(
   id: string,

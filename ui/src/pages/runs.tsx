@@ -1,3 +1,4 @@
+import type { RunSummary as ApiRunSummary } from '../../../src/client/records.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, subscribe } from '../api';
 import {
@@ -17,22 +18,12 @@ import {
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { navigate, useLocation } from '../router';
 
-export interface RunSummary {
-  id: string;
-  workflow: string;
-  workflow_id: string | null;
-  workflow_name?: string | null;
-  agent?: string | null;
-  kind?: string;
-  status: string;
-  error: string | null;
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
+/** A run of `GET /runs`, with what the page shows when the record carries it. */
+export type RunSummary = ApiRunSummary & {
   label?: string | null;
   state?: string | null;
   progress?: { done: number; total: number } | null;
-}
+};
 
 const PAGE_SIZE = 50;
 /** A filtered page can come back short: ask again from where it stopped, this many times at most. */
