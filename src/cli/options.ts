@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { Client } from '../client/client.js';
 import { ValidationError } from '../errors.js';
-import { checkLocation, isPostgresLocation } from '../storage/location.js';
+import { checkLocation, isPostgresLocation } from '../app/open.js';
 
 /** The one default database: `--database`, else $RUNLEDGER_DATABASE, else $DATABASE_URL, else ./runledger.db. */
 export const DATABASE_HELP =

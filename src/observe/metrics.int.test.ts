@@ -56,7 +56,7 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
       );
     });
     engine.register(hello);
-    const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
+    const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
     const app = createApp({ engine, workflows, metrics, token: 'sesame' });
     const auth = { authorization: 'Bearer sesame' };
     engine.work('mail', async () => {

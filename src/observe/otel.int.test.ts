@@ -76,7 +76,10 @@ describe.each(backends)('traces on $name', (backend) => {
     }))!;
     closers.push(() => tracer.close());
     made.engine.useTracer(tracer);
-    const workflows = storedWorkflows(made.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    const workflows = storedWorkflows(made.engine, made.engine.store, {
+      secretKey: randomBytes(32),
+      allow: ['127.0.0.1'],
+    });
     const app = createApp({ engine: made.engine, workflows });
 
     const definition = {
@@ -134,9 +137,9 @@ describe.each(backends)('traces on $name', (backend) => {
   it('carries the traceparent of POST /events to the runs its rules start', async () => {
     const made = await testEngine(backend, { pollMs: 100 });
     closers.push(made.close);
-    const workflows = storedWorkflows(made.engine, { secretKey: randomBytes(32) });
-    const service = triggers(made.engine, {
-      starter: createRunStarter({ engine: made.engine, workflows }),
+    const workflows = storedWorkflows(made.engine, made.engine.store, { secretKey: randomBytes(32) });
+    const service = triggers(made.engine, made.engine.store, {
+      starter: createRunStarter({ engine: made.engine, store: made.engine.store, workflows }),
       schedulerEnabled: false,
     });
     await service.start();

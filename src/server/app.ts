@@ -7,7 +7,7 @@ import type { Engine } from '../engine.js';
 import type { TriggerService } from '../triggers/service.js';
 import { ValidationError } from '../errors.js';
 import { checkText } from '../json.js';
-import { zodProblems } from '../workflows/schema.js';
+import { zodProblems } from '../problems.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
 import { errorResponse, HttpError } from './errors.js';
@@ -16,7 +16,7 @@ import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.j
 import type { Metrics } from '../observe/metrics.js';
 import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
-import { RemoteLedger } from '../agents/remote.js';
+import type { RemoteLedger } from '../agents/remote.js';
 import { agentProtocolRoutes } from './routes/agent-protocol.js';
 import { agentRoutes } from './routes/agents.js';
 import { callbackRoutes } from './routes/callbacks.js';
@@ -40,6 +40,8 @@ export interface AppOptions {
   triggers?: TriggerService;
   sessions?: SessionService;
   ledger?: AgentLedger;
+  /** The agent protocol's ledger writes (`assemble` makes it). */
+  remote?: RemoteLedger;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   /**
@@ -78,7 +80,7 @@ export function createApp(options: AppOptions): Hono {
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
-    ...(options.sessions ? agentProtocolRoutes(new RemoteLedger(options.engine, options.sessions)) : []),
+    ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...queueRoutes(options.engine, app),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
@@ -116,7 +118,9 @@ export function createApp(options: AppOptions): Hono {
   // a read of the journal's head (one index probe), not status(): its counts grow with history and health checks poll
   app.get(
     '/healthz',
-    async (c) => (await options.engine.journal.head(), c.json({ status: 'ok', store: options.engine.store.dialect })),
+    async (c) => (
+      await options.engine.journal.head(), c.json({ status: 'ok', store: options.engine.operator.dialect() })
+    ),
   );
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);

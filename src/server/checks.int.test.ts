@@ -17,7 +17,7 @@ describe.each(backends)('save-time checks and the API around them on %s', (backe
     const t = await testEngine(backend, { pollMs: 100 });
     app = createApp({
       engine: t.engine,
-      workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) }),
       version: packageVersion(),
     });
     close = t.close;

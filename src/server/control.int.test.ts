@@ -38,8 +38,8 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hold`;
     const t = await testEngine(backend, { workflows: [approval], pollMs: 100 });
     engine = t.engine;
-    service = storedWorkflows(engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
-    const agents = sessions(engine, {
+    service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    const agents = sessions(engine, engine.store, {
       agents: [
         defineAgent('forever', {
           background: (_i, { signal }) =>

@@ -60,7 +60,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
 
   beforeEach(async () => {
     ({ engine, close } = await testEngine(backend, { workflows: [waiter, quick] }));
-    service = storedWorkflows(engine, { secretKey: randomBytes(32) });
+    service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
     app = createApp({ engine, workflows: service, token, uiDir: builtUi() });
   });
   afterEach(() => close());
@@ -202,7 +202,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
   });
 
   it('lists the runs of an agent by its name, and names the agent of each session', async () => {
-    const agents = sessions(engine, { agents: [] });
+    const agents = sessions(engine, engine.store, { agents: [] });
     const session = await agents.create({ agent: 'sample-agent', input: {} });
     // a code run whose input happens to say agent: it is not a run of the agent
     const lookalike = await engine.start(quick, { n: 1, agent: 'sample-agent' } as { n: number });

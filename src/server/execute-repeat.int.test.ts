@@ -30,7 +30,10 @@ describe.each(backends)('POST /workflows/{id}/execute repeated on $name', (backe
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
-    app = createApp({ engine: t.engine, workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }) });
+    app = createApp({
+      engine: t.engine,
+      workflows: storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) }),
+    });
     close = t.close;
   });
   afterEach(() => close());

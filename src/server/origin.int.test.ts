@@ -21,7 +21,7 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
-    workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
+    workflows = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) });
     app = createApp({ engine: t.engine, workflows, uiDir: null, allowedOrigins: ['https://ops.example.com'] });
     withToken = createApp({ engine: t.engine, workflows, uiDir: null, token: 'tok' });
     await workflows.secrets.set('api_key', 'original');
@@ -255,7 +255,7 @@ describe.each(backends)('what a web page may open as a WebSocket on $name', (bac
   const serve = async (token?: string) => {
     const t = await testEngine(backend);
     const channels = new Channels(t.engine.store, t.engine.journal);
-    const feed = await ChannelFeed.open(t.engine.store, channels);
+    const feed = await ChannelFeed.open(t.engine.journal, channels);
     const sockets = new ChannelSockets({ channels, feed, token, allowedOrigins: ['https://ops.example.com'] });
     const listening = await listen(new Hono(), { host: '127.0.0.1', port: 0, upgrade: sockets.upgrade });
     cleanups.push(async () => {
