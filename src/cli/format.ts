@@ -1,4 +1,4 @@
-import type { Task } from '../storage/store.js';
+import type { Task } from '../runtime/operate/operator.js';
 
 export function formatTask(task: Task): string {
   const error = task.lastError ? `  last error: ${task.lastError}` : '';

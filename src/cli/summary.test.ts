@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StepRecord } from '../workflows/record.js';
+import type { StepRecord } from '../client/client.js';
 import { duration, INLINE_OUTPUT, outputLine, size, stepLines, stepOutcome } from './summary.js';
 
 const step = (over: Partial<StepRecord>): StepRecord => ({

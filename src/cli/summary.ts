@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { ValidationError } from '../errors.js';
-import type { StepRecord } from '../workflows/record.js';
+import type { StepRecord } from '../client/client.js';
 import { plural } from './output.js';
 
 /* What `start --wait` prints when a run ends: a line per step and where the output is, not the output itself. */
