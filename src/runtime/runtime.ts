@@ -1,11 +1,4 @@
-import {
-  CancelledError,
-  ConflictError,
-  describeError,
-  NonDeterminismError,
-  NotFoundError,
-  ValidationError,
-} from '../errors.js';
+import { CancelledError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Wakeup } from '../journal/wakeup.js';
@@ -13,23 +6,21 @@ import { checkName } from '../json.js';
 import type { EnqueueResult, TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
 import type { Store, Task } from '../storage/store.js';
-import { StoreClock } from './pass/clock.js';
-import { History, runStream } from './pass/history.js';
-import { observePass, type Observe } from './pass/observe.js';
-import type { RunOutcome } from '../observe/events.js';
-import { Pass, PassAborted, type Children } from './pass/pass.js';
+import { type History, runStream } from './pass/history.js';
+import type { Observe } from './pass/observe.js';
+import type { Children } from './pass/pass.js';
+import { PassDriver, type PassRuntime } from './pass/driver.js';
 import { isTerminal, projectRunViews, readRunView, runTag, type CommittedViews, type RunView } from './read/view.js';
-import { blobBytes, Blobs, resolveView } from './pass/blobs.js';
+import { Blobs, resolveView } from './pass/blobs.js';
 import { ReplayCache } from './pass/cache.js';
 import { projectPatches } from './pass/patches.js';
-import { PausedWorkflows } from './operate/pauses.js';
 import { forgetKeys, startKeyed, type Keyed, type KeyedStart } from './start/keyed.js';
-import { carryOver, generationOf, RUN_GENERATION } from './pass/generations.js';
+import { RUN_GENERATION } from './pass/generations.js';
 import { RUN_TAG, versionTag } from './start/versions.js';
-import { isPartial, type Workflow } from './workflow.js';
+import type { Workflow } from './workflow.js';
 import { RUN_EVENT } from './events.js';
-import { watchCancel, type CancelWatch } from './pass/cancel-watch.js';
-import { hasTurn, releaseTurn } from './start/turns.js';
+import { watchCancel } from './pass/cancel-watch.js';
+import { releaseTurn } from './start/turns.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 
 export { RUN_QUEUE, type StartOptions } from './start/start.js';
@@ -57,10 +48,8 @@ export class Runtime {
   readonly blobs: Blobs;
   /** Histories of the runs this process ran last: a wake-up reads the new events only. */
   readonly cache: ReplayCache;
-  private readonly paused: PausedWorkflows;
-  private readonly clock: StoreClock; // the database's, which the passes' timers run on
-  /** The passes running in this process, by run id: a waiter here need not read after their own writes. */
-  private readonly passes = new Map<string, Pass>();
+  /** Runs the passes; its `passes` are those running here, by run id: a waiter here need not read after their writes. */
+  private readonly driver: PassDriver;
   /** The tasks of the passes begun here, their cancel watch listening. */
   private readonly begun = new Set<Task>();
   /** The passes begun here, by run id; `result` waiters here, woken as a pass ends without ending its run. */
@@ -86,12 +75,10 @@ export class Runtime {
     },
   ) {
     this.cache = new ReplayCache({ maxRuns: options.replayCacheRuns ?? 500, maxEvents: 1_000_000 });
-    this.paused = new PausedWorkflows(store, options.pollMs);
     // what would not fit in an event beside the rest of its data goes to the blob store whatever the threshold
     this.blobs = new Blobs(store, {
       thresholdBytes: Math.min(options.blobThresholdBytes ?? 256 * 1024, Math.floor(options.maxEventBytes / 2)),
     });
-    this.clock = new StoreClock(store);
     for (const wf of workflows) this.register(wf);
     this.views = projectRunViews(journal);
     projectPatches(journal);
@@ -104,6 +91,16 @@ export class Runtime {
       begun: this.begun,
       registered: (tag) => this.workflows.has(tag),
     });
+    const runtime: PassRuntime = {
+      workflowOf: (history) => this.workflowOf(history),
+      registered: (tag) => this.workflows.has(tag),
+      ended: (tx, history, id) => this.ended(tx, history, id),
+      wake: (tx, id, at) => this.wake(tx, id, at),
+      enqueuePass: (tx, id, at, knownTag) => this.enqueuePass(tx, id, at, knownTag),
+    };
+    const parts = { blobs: this.blobs, cache: this.cache, children: this.children };
+    // the driver spreads these options into each Pass, as they are
+    this.driver = new PassDriver(store, journal, runtime, parts, options);
   }
 
   /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
@@ -259,7 +256,7 @@ export class Runtime {
     let ended = false;
     try {
       const watch = await listening;
-      ended = await this.runPass(payload.runId, ctx, watch).finally(() => watch.stop());
+      ended = await this.driver.run(payload.runId, ctx, watch).finally(() => watch.stop());
       return null;
     } finally {
       this.begun.delete(ctx.task);
@@ -270,146 +267,6 @@ export class Runtime {
       if (!ended) for (const waiter of this.waiters.get(payload.runId) ?? []) waiter.wake();
     }
   };
-
-  private async runPass(id: string, ctx: TaskContext, watch: CancelWatch): Promise<boolean> {
-    const { from, history } = await this.history(id, ctx.task);
-    if (history.terminal || history.version === 0) return false;
-    if (
-      history.orderingKey !== null &&
-      !history.cancelRequested &&
-      !(await hasTurn(this.store, history.orderingKey, id))
-    )
-      return false;
-    const wf = this.workflowOf(history);
-    if (!wf) {
-      // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
-      if (history.codeVersion !== null)
-        await this.store.transaction((tx) =>
-          this.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)),
-        );
-      else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
-      return false;
-    }
-    const lease = { id: ctx.task.id, leaseToken: ctx.task.leaseToken! };
-    await this.clock.ready();
-    const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
-    const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
-    const held = () => this.paused.has(wf.name);
-    const pass = new Pass({
-      store: this.store,
-      journal: this.journal,
-      runId: id,
-      lease,
-      ...this.options,
-      maxEventBytes,
-      history,
-      children: this.children,
-      blobs: this.blobs,
-      held,
-      clock: this.clock,
-      ...(seen.traceparent ? { traceparent: seen.traceparent } : {}),
-    });
-    const release = await this.paused.hold();
-    const end = (tx: Store) => this.ended(tx, history, id);
-    watch.start(history.version, pass);
-    let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
-    this.passes.set(id, pass);
-    try {
-      const outcome = await pass.execute(wf);
-      // a run that waits will be back: keep its history (one that ended or continued as new will not need it)
-      // its weight: an event each, and one per KiB of big values it holds whole
-      if (outcome.kind === 'suspended')
-        this.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
-      if (outcome.kind === 'continued') {
-        await pass.write(
-          [{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }],
-          (tx) => this.continued(tx, id, from, outcome.workflow),
-        );
-        return false;
-      }
-      if (outcome.kind === 'suspended') {
-        await pass.flush();
-        if (outcome.wakeAt !== null) await this.store.transaction((tx) => this.wake(tx, id, outcome.wakeAt!));
-        result = 'suspended';
-        return false;
-      }
-      if (outcome.kind === 'completed') {
-        const data = isPartial(outcome.output)
-          ? { output: outcome.output.output ?? null, partial: true }
-          : { output: outcome.output ?? null };
-        await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
-        result = 'success';
-        return true;
-      }
-      // the journal could not be written (the run was lost, the database failed): try the pass again
-      if (outcome.error instanceof PassAborted) throw outcome.error.cause;
-      const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
-      if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
-      else
-        await pass.write(
-          [{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }],
-          end,
-        );
-      result = pass.isCancelled ? 'cancelled' : 'failed';
-      return true;
-    } finally {
-      release();
-      if (this.passes.get(id) === pass) this.passes.delete(id);
-      seen.end(result);
-    }
-  }
-
-  /**
-   * The run's history in its current generation, and the version that starts at: what the cache holds of it (alone
-   * if `current` for `task`) and the events after that (a generation begun meanwhile, by `run.continued`, starts over
-   * at that event), or all of it from where its generation starts.
-   */
-  private async history(id: string, task: Task): Promise<{ from: number; history: History }> {
-    const cached = this.cache.take(id);
-    if (cached && cached.current === task) return cached;
-    let from = cached ? cached.from : (await generationOf(this.store, id)).from;
-    let stored = await this.journal.readStream(runStream(id), {
-      fromVersion: cached ? cached.history.version + 1 : from,
-      limit: 1_000_000,
-    });
-    let history = cached?.history ?? new History([]);
-    let next = stored.length - 1;
-    while (next >= 0 && stored[next]!.type !== RUN_EVENT.runContinued) next -= 1;
-    if (next >= 0) {
-      [from, stored, history] = [stored[next]!.version, stored.slice(next), new History([])];
-    }
-    for (const event of await this.blobs.resolveEvents(stored)) history.add(event);
-    history.blobBytes += blobBytes(stored);
-    return { from, history };
-  }
-
-  /** The first event of the run's next generation: what run.started says, with the new input (and version). */
-  private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
-    const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
-    return {
-      generation: history.generation + 1,
-      workflow: wf.name,
-      version: wf.version,
-      input,
-      orderingKey: history.orderingKey,
-      deadline: history.deadline,
-      parent: history.parent,
-      ...(traceparent ? { traceparent } : {}),
-    };
-  }
-
-  /** In the transaction of `run.continued`: carries signals over, moves the run's start, checks its new version, and queues its next pass. */
-  private async continued(tx: Store, id: string, from: number, next: Workflow | null): Promise<void> {
-    await carryOver(tx, this.journal, id, from);
-    if (next) {
-      if (!this.workflows.has(versionTag(next.name, next.version)))
-        throw new ValidationError(
-          'continueAsNew.workflow',
-          `'${next.name}' (version '${next.version}') is not registered with this engine`,
-        );
-    }
-    await this.wake(tx, id, await tx.now());
-  }
 
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   private async wake(tx: Store, id: string, at: number): Promise<void> {
@@ -442,7 +299,7 @@ export class Runtime {
       else if (
         stream === runStream(id) &&
         version !== 1 &&
-        !(version !== undefined && this.passes.get(id)?.wrote(version))
+        !(version !== undefined && this.driver.passes.get(id)?.wrote(version))
       )
         woken = version;
       else return false;

@@ -1,0 +1,171 @@
+import type { StoredEvent } from '../../storage/store.js';
+import { RUN_EVENT } from '../events.js';
+import type { Seq } from '../pass/history.js';
+import type { RunView, StepView } from './view.js';
+
+/** A run's view as its `run.started` (or a generation's) event begins it. */
+export function newView(id: string, event: StoredEvent): RunView {
+  const data = event.data as { workflow: string; input: unknown; version?: string };
+  return {
+    id,
+    workflow: data.workflow,
+    version: data.version ?? null,
+    status: 'pending',
+    input: data.input,
+    output: null,
+    error: null,
+    compensations: null,
+    steps: [],
+    createdAt: event.timestamp,
+    updatedAt: event.timestamp,
+  };
+}
+
+/** How `event` changes `view`, in place: the body of the `run` projection (`projectRunViews`). */
+export function apply(view: RunView, event: StoredEvent): void {
+  const data = event.data as Record<string, any>;
+  const step = () => view.steps.find((s) => s.seq === data.seq);
+  const finish = (s: StepView | undefined, status: StepView['status']) => {
+    if (!s) return;
+    s.status = status;
+    s.finishedAt = event.timestamp;
+    s.durationMs = event.timestamp - s.startedAt;
+    if (view.current?.name === s.name) view.current = null;
+  };
+  const begin = (attempt: number, kind?: 'poll') => {
+    const existing = step();
+    if (existing)
+      Object.assign(existing, {
+        status: 'running',
+        attempts: attempt,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? existing.input,
+      });
+    else {
+      const label = typeof data.label === 'string' ? { label: data.label } : {};
+      view.steps.push({
+        seq: data.seq,
+        name: data.name,
+        status: 'running',
+        ...(kind ? { kind } : {}),
+        ...label,
+        attempts: attempt,
+        startedAt: event.timestamp,
+        finishedAt: null,
+        durationMs: null,
+        input: data.input ?? null,
+        output: null,
+        error: null,
+      });
+      // parallel steps can start in any order; the view lists them in the code's call order
+      const last = view.steps.length - 1;
+      if (last > 0 && compareSeq(view.steps[last - 1]!.seq, data.seq) > 0)
+        view.steps.sort((x, y) => compareSeq(x.seq, y.seq));
+    }
+    view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
+    view.status = 'running';
+  };
+  switch (event.type) {
+    case RUN_EVENT.runContinued:
+      Object.assign(view, {
+        status: 'running',
+        workflow: data.workflow,
+        version: data.version ?? null,
+        input: data.input,
+        steps: [],
+        stepPages: 0,
+        generation: data.generation,
+        patches: {},
+        current: null,
+        state: view.state ?? null,
+      });
+      return;
+    case RUN_EVENT.patchRecorded:
+      view.patches = { ...view.patches, [data.id]: data.patched };
+      return;
+    case RUN_EVENT.stepStarted:
+      begin(data.attempt);
+      return;
+    case RUN_EVENT.stepCompleted:
+      finish(step(), 'success');
+      if (step()) step()!.output = data.output;
+      return;
+    case RUN_EVENT.stepFailed:
+      finish(step(), data.retryAt === null ? 'failed' : 'retrying');
+      if (step()) step()!.error = data.error;
+      return;
+    case RUN_EVENT.pollStarted:
+      begin(0, 'poll');
+      return;
+    case RUN_EVENT.pollAttempted:
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error: data.error ?? null,
+        });
+      return;
+    case RUN_EVENT.pollCompleted:
+    case RUN_EVENT.pollFailed:
+    case RUN_EVENT.pollTimedOut:
+      finish(
+        step(),
+        event.type === RUN_EVENT.pollCompleted
+          ? 'success'
+          : event.type === RUN_EVENT.pollFailed
+            ? 'failed'
+            : 'timed_out',
+      );
+      if (step())
+        Object.assign(step()!, {
+          attempts: data.attempt,
+          output: data.output ?? step()!.output,
+          error:
+            data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null),
+        });
+      return;
+    case RUN_EVENT.stateChanged:
+      view.state = data.name;
+      return;
+    case RUN_EVENT.sleepStarted:
+      view.status = 'sleeping';
+      return;
+    case RUN_EVENT.waitStarted:
+      view.status = 'waiting';
+      return;
+    case RUN_EVENT.sleepCompleted:
+    case RUN_EVENT.waitCompleted:
+    case RUN_EVENT.waitTimedOut:
+      view.status = 'running';
+      return;
+    case RUN_EVENT.runCompleted:
+      Object.assign(view, { status: data.partial ? 'partial_success' : 'success', output: data.output, current: null });
+      return;
+    case RUN_EVENT.runFailed:
+      Object.assign(view, {
+        status: 'failed',
+        error: data.error,
+        compensations: data.compensations ?? null,
+        current: null,
+      });
+      return;
+    case RUN_EVENT.runCancelled:
+      Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });
+      return;
+  }
+}
+
+/** Call order: `3` < `3.a.1` < `3.a.2` < `3.b.1` < `4` (a branch's calls sit where its parallel call is). */
+export function compareSeq(a: Seq, b: Seq): number {
+  const x = String(a).split('.');
+  const y = String(b).split('.');
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    if (x[i] === undefined) return -1;
+    if (y[i] === undefined) return 1;
+    const [p, q] = [Number(x[i]), Number(y[i])];
+    const order = Number.isNaN(p) || Number.isNaN(q) ? x[i]!.localeCompare(y[i]!) : p - q;
+    if (order !== 0) return order;
+  }
+  return 0;
+}
