@@ -1,4 +1,3 @@
-import type { Store } from '../storage/store.js';
 /**
  * A sleep that a notification cuts short. A wake-up that arrives while nobody waits is kept, so
  * one that lands between "found nothing" and "start waiting" is not lost.
@@ -28,30 +27,4 @@ export class Wakeup {
       this.waiter = () => done(true);
     });
   }
-}
-
-/**
- * Wake-ups from `store.listen('events')` for the streams `match` accepts (and for '', "anything
- * may have changed"). Listening starts before this resolves, so a commit after it is never missed;
- * one that arrives while nobody waits is kept by the Wakeup.
- *
- * @example const w = await watchEvents(store, (s) => s === 'run:r1'); await w.wakeup.wait(5000); await w.stop();
- */
-export async function watchEvents(
-  store: Store,
-  match: (streamId: string) => boolean,
-): Promise<{ wakeup: Wakeup; stop: () => Promise<void> }> {
-  const wakeup = new Wakeup();
-  const unlisten = await store.listen('events', (payload) => {
-    if (payload === '' || match(payload)) wakeup.wake();
-  });
-  let stopped = false;
-  return {
-    wakeup,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await unlisten();
-    },
-  };
 }
