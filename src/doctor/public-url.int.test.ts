@@ -29,7 +29,7 @@ describe.each(backends)('runledger doctor on the public URL, on $name', (backend
   it('says nothing needs one on a database with no callback step and no HTTP agent, and gives the value when set', async () => {
     const database = await backend.create();
     const engine = await createEngine({ database, workers: false });
-    await storedWorkflows(engine, { secretKey: randomBytes(32) }).definitions.create({
+    await storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }).definitions.create({
       name: 'plain',
       steps: [{ id: 'hi', type: 'log', config: { message: 'hi' } }],
     });
@@ -70,7 +70,7 @@ describe.each(backends)('runledger doctor on the public URL, on $name', (backend
         },
       },
     };
-    const wf = await storedWorkflows(engine, { secretKey: randomBytes(32) }).definitions.create({
+    const wf = await storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }).definitions.create({
       name: 'fans-out',
       steps: [branch],
     });
@@ -96,7 +96,7 @@ describe.each(backends)('runledger doctor on the public URL, on $name', (backend
     const engine = await createEngine({ database, pollMs: 100 });
     try {
       const url = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port}`;
-      const service = sessions(engine, {
+      const service = sessions(engine, engine.store, {
         agents: [defineAgent('remote', { url, maxWait: '1h' })],
         allow: ['127.0.0.1'],
         reportBaseUrl: 'http://api',

@@ -89,7 +89,11 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     expect(view).toMatchObject({ status: 'success', generation: 3 });
     // the view shows the last generation's steps only
     expect(view.steps.map((s) => s.name)).toEqual(['note-0']);
-    const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
+    const app = createApp({
+      engine,
+      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      uiDir: null,
+    });
     expect(await (await app.fetch(new Request('http://local/runs/count-1'))).json()).toMatchObject({
       id: 'count-1',
       status: 'success',

@@ -151,7 +151,11 @@ describe.each(backends)('operator actions on $name', (backend) => {
 
   it('answers over HTTP, and refuses an action without who or why, naming the field', async () => {
     const engine = await engineWith();
-    const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
+    const app = createApp({
+      engine,
+      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      uiDir: null,
+    });
     const post = (path: string, body: unknown) =>
       app.fetch(
         new Request(`http://local${path}`, {

@@ -50,7 +50,11 @@ describe.each(backends)('values of any size on $name', (backend) => {
     expect(view.input).toEqual({ doc: doc(2000) });
     expect(view.steps[0]).toMatchObject({ input: doc(2000), output: doc(3000) });
 
-    const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
+    const app = createApp({
+      engine,
+      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      uiDir: null,
+    });
     const res = await app.fetch(new Request('http://local/runs/big-1'));
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
@@ -89,7 +93,7 @@ describe.each(backends)('values of any size on $name', (backend) => {
       const ran = Date.now() - started;
       const app = createApp({
         engine,
-        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
+        workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
         uiDir: null,
       });
       const res = await app.fetch(new Request('http://local/runs/fifty-1'));
