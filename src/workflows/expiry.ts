@@ -1,4 +1,3 @@
-import type { RunAges } from '../retention/retention.js';
 import { isTerminal, RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 import type { StoredWorkflow } from './definitions.js';
@@ -8,6 +7,14 @@ import { ttlMs } from './ttl.js';
 
 const PAGE = 500;
 
+/** Retention's `RunAges` (retention/ is a floor above: it takes this by its shape, as its hooks). */
+export interface ExecutionAges {
+  /** The execution's own age in ms, or undefined: the policy's. */
+  ageOf(tx: Store, run: RunView): Promise<number | undefined>;
+  /** Ids of executions that may have ended more than their own age before `now`. */
+  expired(tx: Store, now: number): Promise<string[]>;
+}
+
 /**
  * A stored workflow's `ttl` as its executions' own age for retention's `runs` sweep. The workflow's
  * current version decides (shortening a ttl applies to executions already finished); a deleted
@@ -15,7 +22,7 @@ const PAGE = 500;
  *
  * @example engine.retention.withRunAges(executionAges());
  */
-export function executionAges(): RunAges {
+export function executionAges(): ExecutionAges {
   return {
     async ageOf(tx, run) {
       if (run.workflow !== STORED_WORKFLOW) return undefined;
