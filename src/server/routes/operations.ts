@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { NotFoundError } from '../../errors.js';
-import { iso } from '../../iso.js';
 import type { TaskState } from '../../runtime/operate/operator.js';
 import type { Secrets } from '../../workflows/secrets.js';
 import { eventRecord } from '../records/events.js';
+import { secretRecord } from '../records/secrets.js';
 import { deadTaskRecord, taskListRecord } from '../records/tasks.js';
 import { route } from '../route.js';
 import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
@@ -92,8 +92,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       response: secretInfo,
       errors: [400],
       handle: async ({ body }) => {
-        const info = await secrets.set(body.name, body.value);
-        return { name: info.name, created_at: iso(info.createdAt), updated_at: iso(info.updatedAt) };
+        return secretRecord(await secrets.set(body.name, body.value));
       },
     }),
     route({
@@ -104,11 +103,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
       status: 200,
       response: z.object({ secrets: z.array(secretInfo) }),
       handle: async () => ({
-        secrets: (await secrets.list()).map((s) => ({
-          name: s.name,
-          created_at: iso(s.createdAt),
-          updated_at: iso(s.updatedAt),
-        })),
+        secrets: (await secrets.list()).map(secretRecord),
       }),
     }),
     route({
