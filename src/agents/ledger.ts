@@ -1,5 +1,6 @@
 import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { iso } from '../iso.js';
 import { checkName } from '../json.js';
 import type {
   AgentCheckpointRow,
@@ -211,9 +212,9 @@ export class AgentLedger {
     return {
       ...runRecord(row),
       events: events.map(eventRecord),
-      steps: steps.map((s) => iso(s, ['created_at', 'updated_at']) as AgentStepRecord),
+      steps: steps.map((s) => isoTimes(s, ['created_at', 'updated_at']) as AgentStepRecord),
       tool_calls: calls.map(callRecord),
-      checkpoints: checkpoints.map((c) => iso(c, ['created_at']) as AgentCheckpointRecord),
+      checkpoints: checkpoints.map((c) => isoTimes(c, ['created_at']) as AgentCheckpointRecord),
     };
   }
 
@@ -294,26 +295,27 @@ export class AgentLedger {
   }
 }
 
-function iso<T extends object>(row: T, keys: Array<keyof T>): Record<string, unknown> {
+/** The row with its `keys` (times in ms) as ISO strings; a time not set is null. */
+function isoTimes<T extends object>(row: T, keys: Array<keyof T>): Record<string, unknown> {
   const out = { ...row } as Record<string, unknown>;
   for (const k of keys) {
     const v = row[k] as unknown;
-    out[k as string] = typeof v === 'number' ? new Date(v).toISOString() : null;
+    out[k as string] = typeof v === 'number' ? iso(v) : null;
   }
   return out;
 }
 
 function eventRecord(row: AgentEventRow): AgentEventRecord {
-  return iso(row, ['available_at', 'created_at', 'updated_at']) as AgentEventRecord;
+  return isoTimes(row, ['available_at', 'created_at', 'updated_at']) as AgentEventRecord;
 }
 
 function runRecord(row: AgentRunRow): AgentRunRecord {
-  return iso(row, ['started_at', 'ended_at', 'created_at', 'updated_at']) as AgentRunRecord;
+  return isoTimes(row, ['started_at', 'ended_at', 'created_at', 'updated_at']) as AgentRunRecord;
 }
 
 /** A tool call row with its times as ISO strings, as the API answers it. */
 export function callRecord(row: AgentToolCallRow): AgentToolCallRecord {
-  return iso(row, [
+  return isoTimes(row, [
     'started_at',
     'ended_at',
     'approval_expires_at',

@@ -1,4 +1,5 @@
 import { ConflictError } from '../errors.js';
+import { iso } from '../iso.js';
 import type { Journal } from '../journal/journal.js';
 import { WrittenViews } from '../journal/kept.js';
 import { currentStatus } from '../runtime/read/view.js';
@@ -133,8 +134,4 @@ export function toSessionEvent(event: StoredEvent): SessionEvent {
     timestamp: iso(event.timestamp),
     ...(typeof error === 'string' ? { error_message: error } : {}),
   };
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }
