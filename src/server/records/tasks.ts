@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { iso } from '../../iso.js';
-import type { Task } from '../../runtime/operate/operator.js';
+import type { Task, TaskState } from '../../runtime/operate/operator.js';
+import { deadTask } from '../schemas.js';
 
 /*
  * A task as the API shows it: in the task protocol (docs/protocol.md) with what a remote worker needs, in the
@@ -55,8 +56,20 @@ export function claimedTask(t: Task): ClaimedTaskRecord {
   return { ...taskRecord(t), lease_token: t.leaseToken!, lease_expires_at: iso(t.leaseExpiresAt!) };
 }
 
-/** A dead task as GET /dlq lists it (the `deadTask` schema). */
-export function deadTaskRecord(t: Task) {
+/** Every state a task is in (docs/lifecycle.md): what GET /tasks filters on. */
+export const TASK_STATES = ['ready', 'running', 'completed', 'dead'] as const satisfies readonly TaskState[];
+
+/** A task as GET /tasks lists it: a dead task's fields (`deadTask`, GET /dlq), then its state, ordering key and run time. */
+export const taskListSchema = deadTask.extend({
+  state: z.enum(TASK_STATES),
+  ordering_key: z.string().nullable(),
+  run_at: z.string(),
+});
+
+export type DeadTaskRecord = z.infer<typeof deadTask>;
+export type TaskListRecord = z.infer<typeof taskListSchema>;
+
+export function deadTaskRecord(t: Task): DeadTaskRecord {
   return {
     id: t.id,
     queue: t.queue,
@@ -69,10 +82,6 @@ export function deadTaskRecord(t: Task) {
   };
 }
 
-/** A task as GET /tasks lists it: a dead task's fields, then its state, ordering key and when it may run. */
-export function taskListRecord(t: Task) {
+export function taskListRecord(t: Task): TaskListRecord {
   return { ...deadTaskRecord(t), state: t.state, ordering_key: t.orderingKey, run_at: iso(t.runAt) };
 }
-
-export type DeadTaskRecord = ReturnType<typeof deadTaskRecord>;
-export type TaskListRecord = ReturnType<typeof taskListRecord>;

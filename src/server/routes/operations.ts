@@ -1,15 +1,12 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { NotFoundError } from '../../errors.js';
-import type { TaskState } from '../../runtime/operate/operator.js';
 import type { Secrets } from '../../workflows/secrets.js';
 import { eventRecord } from '../records/events.js';
 import { secretRecord } from '../records/secrets.js';
-import { deadTaskRecord, taskListRecord } from '../records/tasks.js';
+import { deadTaskRecord, TASK_STATES, taskListRecord, taskListSchema } from '../records/tasks.js';
 import { route } from '../route.js';
 import { deadTask, lastKey, secretInfo, secretRequest } from '../schemas.js';
-
-const TASK_STATES = ['ready', 'running', 'completed', 'dead'] as const satisfies readonly TaskState[];
 
 /** Secrets (names only out, values only in), the store's status, tasks and the dead-letter queue. */
 export function operationRoutes(engine: Engine, secrets: Secrets) {
@@ -46,9 +43,7 @@ export function operationRoutes(engine: Engine, secrets: Secrets) {
         .strict(),
       status: 200,
       response: z.object({
-        tasks: z.array(
-          deadTask.extend({ state: z.enum(TASK_STATES), ordering_key: z.string().nullable(), run_at: z.string() }),
-        ),
+        tasks: z.array(taskListSchema),
         count: z.int(),
         last_key: z.string().nullable(),
       }),
