@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { iso } from '../../iso.js';
-import type { StoredEvent } from '../../storage/store.js';
+import type { StoredEvent } from '../../journal/journal.js';
 
 /* A journaled event as the API shows it: a run's events and a task's events alike. */
 

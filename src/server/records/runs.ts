@@ -3,13 +3,17 @@ import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { missingVersion } from '../../runtime/start/versions.js';
 import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/read/view.js';
 import type { Journal } from '../../journal/journal.js';
-import type { ProjectionMatch } from '../../storage/projections.js';
-import type { Store } from '../../storage/store.js';
+import type { RecentRunPage } from '../../runtime/read/runs.js';
 import { iso } from '../../iso.js';
 import { storedWorkflowNamed, storedWorkflowNames } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 
 /* A run and its events as the API shows them: the response schemas and the records built from views. */
+
+/** The store the stored workflows' names are read from (typed by that read: server/ names no storage/ type). */
+type Store = Parameters<typeof storedWorkflowNames>[0];
+/** A run listing's filters as the database applies them (`engine.runs.list`'s `where`). */
+type RunWhere = NonNullable<RecentRunPage['where']>;
 
 /** What started a run: a stored workflow's execution, a code workflow, an agent session. */
 export const RUN_KINDS = ['execution', 'code', 'session'] as const;
@@ -168,8 +172,8 @@ export async function runWorkflow(
 }
 
 /** The filters of `q` as the store applies them (see `runMatches`, the same rules in code). */
-export function runWhere(q: RunFilter): ProjectionMatch[][] {
-  const where: ProjectionMatch[][] = [];
+export function runWhere(q: RunFilter): RunWhere {
+  const where: RunWhere = [];
   if (q.status) where.push([{ field: 'status', in: q.status }]);
   if (q.workflow !== undefined) {
     // a run of workflow N, or an execution of a stored workflow of `ids`, or a session of agent N — as
