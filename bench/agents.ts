@@ -21,7 +21,7 @@ export async function benchAgents(database: string, sizes: AgentSizes): Promise<
   const engine = await createEngine({ database });
   try {
     const noop = defineAgent('noop', { ledger: {}, background: async () => {} });
-    const ledger = new AgentLedger(engine, sessions(engine, { agents: [noop] }), { defaultAgent: 'noop' });
+    const ledger = new AgentLedger(engine, engine.store, sessions(engine, engine.store, { agents: [noop] }), { defaultAgent: 'noop' });
     const post = (i: number) =>
       ledger.intake({
         conversation_id: `bench-c${i % sizes.conversations}`,

@@ -14,7 +14,7 @@ export async function benchStored(
 ): Promise<Record<string, number>> {
   const engine = await createEngine({ database });
   try {
-    const service = storedWorkflows(engine, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
     const wf = await service.definitions.create(SAMPLE);
     const run = async (i: number) => {
       const { execution_id } = await service.executions.execute(wf.id, {

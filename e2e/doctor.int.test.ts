@@ -34,7 +34,7 @@ describe.each(backends)('runledger doctor and prune on $name', (backend) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'runledger-doctor-'));
     const engine = await createEngine({ database, workflows: [quick], pollMs: 100 });
     try {
-      await storedWorkflows(engine, { secretKey: Buffer.from(key, 'hex') }).secrets.set('API_TOKEN', 's3cr3t-value');
+      await storedWorkflows(engine, engine.store, { secretKey: Buffer.from(key, 'hex') }).secrets.set('API_TOKEN', 's3cr3t-value');
       await (await engine.start(quick, {}, { id: 'fine-1' })).result();
     } finally {
       await engine.close();

@@ -64,7 +64,7 @@ describe.each(backends)(
       engine = t.engine;
       let handler: Hono | null = null;
       server = await listen({ fetch: (request) => handler!.fetch(request) }, { host: '127.0.0.1', port: 0 });
-      const workflows = storedWorkflows(engine, {
+      const workflows = storedWorkflows(engine, engine.store, {
         secretKey: randomBytes(32),
         allow: ['127.0.0.1'],
         callbackBaseUrl: server.url,

@@ -57,6 +57,6 @@ export function ledgerAgents(log: string): { agents: Agent[]; tools: Tool[] } {
 if (process.argv[1]?.endsWith('ledger-child.ts')) {
   const [database, log] = process.argv.slice(2);
   const engine = await createEngine({ database: database!, pollMs: 100, leaseMs: 1000 });
-  sessions(engine, ledgerAgents(log!));
+  sessions(engine, engine.store, ledgerAgents(log!));
   process.stdout.write('ready\n');
 }

@@ -29,8 +29,8 @@ function setup(database: string) {
 
 async function openLedger(database: string, log: string): Promise<{ engine: Engine; ledger: AgentLedger }> {
   const engine = await createEngine({ database, workers: false, pollMs: 100 });
-  const service = sessions(engine, ledgerAgents(log));
-  return { engine, ledger: new AgentLedger(engine, service, { defaultAgent: 'ordered' }) };
+  const service = sessions(engine, engine.store, ledgerAgents(log));
+  return { engine, ledger: new AgentLedger(engine, engine.store, service, { defaultAgent: 'ordered' }) };
 }
 
 describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => {

@@ -25,7 +25,7 @@ export async function pipelineHarness(backend: Backend, mock: MockServices): Pro
   const t = await testEngine(backend, { pollMs: 100 });
   let handler: Hono | null = null;
   const server = await listen({ fetch: (request) => handler!.fetch(request) }, { host: '127.0.0.1', port: 0 });
-  const workflows = storedWorkflows(t.engine, {
+  const workflows = storedWorkflows(t.engine, t.engine.store, {
     secretKey: randomBytes(32),
     allow: ['127.0.0.1'],
     callbackBaseUrl: server.url,

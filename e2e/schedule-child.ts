@@ -14,9 +14,9 @@ const [database, reloadMs] = process.argv.slice(2);
 export const tick = workflow('tick', async (ctx, input: unknown) => ctx.step('note', async () => input));
 
 const engine = await createEngine({ database: database!, workflows: [tick], pollMs: 100 });
-const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-const service = triggers(engine, {
-  starter: createRunStarter({ engine, workflows, codeWorkflows: [tick] }),
+const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+const service = triggers(engine, engine.store, {
+  starter: createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [tick] }),
   routingEnabled: false,
   scheduler: {
     reloadMs: Number(reloadMs ?? 30_000),

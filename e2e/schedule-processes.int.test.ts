@@ -49,10 +49,11 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
     const reloadMs = backend.name === 'sqlite' ? 300 : 30_000;
     children.push(...(await Promise.all([1, 2, 3].map(() => child(database, reloadMs)))));
     engine = await createEngine({ database, workflows: [tick], workers: false });
-    const service = triggers(engine, {
+    const service = triggers(engine, engine.store, {
       starter: createRunStarter({
         engine,
-        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
+        store: engine.store,
+        workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
         codeWorkflows: [tick],
       }),
       schedulerEnabled: false,

@@ -79,7 +79,7 @@ describe.each(backends)('sessions surviving SIGKILL on $name', (backend) => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const agentUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/invoke`;
     engine = await createEngine({ database, workers: false, pollMs: 100 });
-    const service = sessions(engine, { agents: [defineAgent('remote', { url: agentUrl })] });
+    const service = sessions(engine, engine.store, { agents: [defineAgent('remote', { url: agentUrl })] });
 
     try {
       // 1. killed while both long background tasks run
