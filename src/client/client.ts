@@ -36,8 +36,6 @@ export type { ClaimedTask, Enqueued, EnqueueTaskOptions, ProtocolTask } from './
 // the API's records, named in records.ts (a list of types and nothing else)
 export type * from './records.js';
 export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
-export type { AgentEvent, AgentRun, AgentStep, AgentToolCall, AgentCheckpoint } from '../agents/contracts.js';
-export type { AgentRunDetail } from '../agents/ledger.js';
 
 /** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
 export class ApiError extends RunledgerError {

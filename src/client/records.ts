@@ -9,6 +9,8 @@ import type { ExecutionRecord, ExecutionStatus, ExecutionSummary, StepRecord } f
  * only, nothing of the server reaches its bundle) rather than from client.ts, whose Node streams it does not have.
  */
 
+export type { AgentCheckpoint, AgentEvent, AgentRun, AgentStep, AgentToolCall } from '../agents/contracts.js';
+export type { AgentRunDetail } from '../agents/ledger.js';
 export type { ExecutionRecord, ExecutionStatus, ExecutionSummary, RunRecord, RunSummary, StepRecord };
 
 /** A task as GET /tasks lists it. */

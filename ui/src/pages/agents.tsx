@@ -1,3 +1,4 @@
+import type { AgentRun as AgentRunRecord, AgentToolCall } from '../../../src/client/records.js';
 import { RUN_EVENT } from '../../../src/runtime/events.js';
 import { useEffect, useState } from 'preact/hooks';
 import { api, offered, subscribe } from '../api';
@@ -5,38 +6,10 @@ import { ErrorBox, Json, Link, Page, Status, throttle, Time, useLoad } from '../
 import { navigate, useLocation } from '../router';
 
 /** An agent run as `GET /agent/runs` lists it. */
-export interface AgentRun {
-  id: string;
-  agent: string;
-  status: string;
-  conversation_id: string | null;
-  user_id: string | null;
-  input_class: string;
-  graph_version: string;
-  started_at: string | null;
-  ended_at: string | null;
-  failure_reason: string | null;
-  created_at: string;
-}
+export type AgentRun = AgentRunRecord;
 
 /** A tool call as the ledger records it (`risk_level`, `approval_status` …). */
-export interface ToolCall {
-  id: string;
-  run_id: string;
-  node: string | null;
-  tool_name: string;
-  risk_level: string;
-  input: unknown;
-  output: unknown;
-  status: string;
-  error: string | null;
-  attempts: number;
-  approval_status: string | null;
-  approval_by: string | null;
-  approval_reason: string | null;
-  approval_expires_at: string | null;
-  created_at: string;
-}
+export type ToolCall = AgentToolCall;
 
 interface SessionRun {
   id: string;
