@@ -14,7 +14,7 @@ import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
 import { EngineEvents, type EngineEventName, type EngineListener } from './observe/events.js';
-import { timedStore } from './observe/store.js';
+import { timedStore } from './storage/timed.js';
 import type { Observe, Tracer } from './observe/trace.js';
 import { Retention } from './retention/retention.js';
 

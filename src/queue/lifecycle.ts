@@ -1,7 +1,17 @@
+import { ValidationError } from '../errors.js';
 import type { NewEvent, TaskState } from '../storage/store.js';
 import { TASK_COMPLETED, TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
 
 export { taskStream };
+
+const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** A ValidationError naming `queue` unless it is a queue's name. */
+export function checkQueueName(queue: unknown): string {
+  if (typeof queue !== 'string' || !QUEUE_NAME.test(queue))
+    throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
+  return queue;
+}
 
 /**
  * The task state machine (drawn in docs/lifecycle.md). Every allowed transition and the journal

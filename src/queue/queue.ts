@@ -3,9 +3,10 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
 import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
-import { taskEvent, taskStream } from './lifecycle.js';
+import { checkQueueName, taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
 import { Worker } from './worker.js';
+import { RemoteWorkers, type RemoteOptions } from './remote.js';
 
 export interface EnqueueOptions {
   /** A repeated key (per queue) returns the original task and writes nothing. */
@@ -44,15 +45,6 @@ export interface QueueLimits {
   maxBatch: number;
 }
 
-const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
-
-/** A ValidationError naming `queue` unless it is a queue's name. */
-export function checkQueueName(queue: unknown): string {
-  if (typeof queue !== 'string' || !QUEUE_NAME.test(queue))
-    throw new ValidationError('queue', 'must be 1–128 characters of A–Z a–z 0–9 _ . : -');
-  return queue;
-}
-
 /**
  * The task queue: enqueue (one, many, or inside a caller's transaction), inspect, redrive, work.
  * Every state change of a task is an event in its stream `task:<id>`.
@@ -70,6 +62,11 @@ export class TaskQueue {
     private readonly journal: Journal,
     private readonly limits: QueueLimits,
   ) {}
+
+  /** The task protocol's claims, heartbeats and settlements for workers in other processes (`POST /queues/{name}/claim` …). */
+  remote(options: RemoteOptions): RemoteWorkers {
+    return new RemoteWorkers(this.store, this.journal, options);
+  }
 
   /**
    * Enqueues one task. In a caller's transaction, `taker` (see `reserve`) claims it as it is inserted

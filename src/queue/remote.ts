@@ -6,7 +6,7 @@ import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
 import type { EngineEvents } from '../observe/events.js';
 import type { Store, Task } from '../storage/store.js';
-import { checkQueueName } from './queue.js';
+import { checkQueueName } from './lifecycle.js';
 import { completeAttempt, expireLeases, failAttempt, failureOf } from './settle.js';
 
 export interface RemoteOptions {

@@ -4,7 +4,6 @@ import { toMs } from '../../duration.js';
 import type { Engine } from '../../engine.js';
 import { ValidationError } from '../../errors.js';
 import type { EnqueueOptions, EnqueueResult } from '../../queue/queue.js';
-import { RemoteWorkers } from '../../queue/remote.js';
 import { errorResponse } from '../errors.js';
 import { route } from '../route.js';
 import { claimedTask, claimedTaskSchema, taskRecord, taskRecordSchema } from '../records/tasks.js';
@@ -117,7 +116,7 @@ const answer = (r: EnqueueResult) => ({ task: taskRecord(r.task), created: r.cre
  * error answer (a bad body, 401, 405) says the protocol's version too.
  */
 export function queueRoutes(engine: Engine, app: Hono) {
-  const remote = new RemoteWorkers(engine.store, engine.journal, {
+  const remote = engine.queue.remote({
     leaseMs: engine.config.leaseMs,
     pollMs: engine.config.pollMs,
     maxResultBytes: engine.config.maxPayloadBytes,

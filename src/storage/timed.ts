@@ -1,5 +1,5 @@
-import type { Store } from '../storage/store.js';
-import type { EngineEvents } from './events.js';
+import type { Store } from './store.js';
+import type { EngineEvents } from '../observe/events.js';
 
 /**
  * `store` with its top-level transactions timed (`store:transaction`). Every other method is the
