@@ -110,6 +110,57 @@ describe('cancel and delete (brief §8, §9.3)', () => {
     expect(mock.calls({ method: 'DELETE' }).map((c) => c.status)).toEqual([204, 404]);
   });
 
+  it('cancels asynchronously with a cancel fault: 202, cancelling for N polls, then cancelled (§8.1)', async () => {
+    const { proposal_id } = await completeProposal(mock.url);
+    mock.addFaults([
+      { endpoint: 'POST /v1/render/documents', job: 'hang' },
+      { endpoint: 'POST /v1/render/jobs/{id}/cancel', cancel: 'async', cancelling_polls: 2 },
+    ]);
+    const job = await send(mock.url, 'POST', '/v1/render/documents', { proposal_id });
+    const path = `/v1/render/jobs/${job.body.render_job_id}`;
+    await waitForStatus(mock.url, path, ['processing']);
+    expect(await send(mock.url, 'POST', `${path}/cancel`)).toMatchObject({
+      status: 202,
+      body: { status: 'cancelling', finished_at: null },
+    });
+    // a repeat cancel while it is cancelling is accepted again and changes nothing (§9.3)
+    expect(await send(mock.url, 'POST', `${path}/cancel`)).toMatchObject({
+      status: 202,
+      body: { status: 'cancelling' },
+    });
+    const seen = [];
+    for (let i = 0; i < 4; i++) seen.push((await send(mock.url, 'GET', path)).body.status);
+    expect(seen).toEqual(['cancelling', 'cancelling', 'cancelled', 'cancelled']);
+    expect(await send(mock.url, 'POST', `${path}/cancel`)).toMatchObject({
+      status: 200,
+      body: { status: 'cancelled' },
+    });
+  });
+
+  it('cancels a proposal after cancelling_ms of service time, and never with cancel "never"', async () => {
+    const { session_id } = await completeProposal(mock.url);
+    mock.addFaults([
+      { endpoint: 'POST /v1/layout/proposals', job: 'hang', times: 2 },
+      { endpoint: 'POST /v1/layout/proposals/{id}/cancel', cancel: 'async', cancelling_ms: 40_000 },
+      { endpoint: 'POST /v1/layout/proposals/{id}/cancel', cancel: 'never' },
+    ]);
+    const paths = [];
+    for (let i = 0; i < 2; i++) {
+      const proposal = await send(mock.url, 'POST', '/v1/layout/proposals', { session_id });
+      paths.push(`/v1/layout/proposals/${proposal.body.proposal_id}`);
+    }
+    for (const path of paths) {
+      await waitForStatus(mock.url, path, ['processing']);
+      expect((await send(mock.url, 'POST', `${path}/cancel`)).status).toBe(202);
+    }
+    // 40 s of service time is 2 s at speed 20: cancelling first, cancelled without another cancel
+    const seen: string[] = [];
+    await waitForStatus(mock.url, paths[0]!, ['cancelled'], { seen });
+    expect(seen).toEqual(['cancelling', 'cancelled']);
+    for (let i = 0; i < 3; i++) expect((await send(mock.url, 'GET', paths[1]!)).body.status).toBe('cancelling');
+    expect(mock.faults()).toEqual([]);
+  });
+
   it('answers 404 to cancelling what does not exist', async () => {
     for (const path of [
       '/v1/intake/sessions/sess-x/cancel',

@@ -21,6 +21,9 @@ describe('parseRule', () => {
       { endpoint: 'POST /v1/render/documents', job: 'fail', error: 'boom', match: { lsp: null } },
       { endpoint: 'POST /v1/layout/proposals', job: 'hang' },
       { endpoint: 'POST /v1/render/documents', callback_copies: 2 },
+      { endpoint: 'POST /v1/render/jobs/{id}/cancel', cancel: 'async', cancelling_polls: 3 },
+      { endpoint: 'POST /v1/layout/proposals/*/cancel', cancel: 'async', cancelling_ms: 500 },
+      { endpoint: 'POST /v1/render/jobs/{id}/cancel', cancel: 'never', times: 'always' },
     ]) {
       expect(field(rule), JSON.stringify(rule)).toBeUndefined();
     }
@@ -42,6 +45,15 @@ describe('parseRule', () => {
     expect(field({ endpoint: 'POST /x', status: 503, match: [] })).toBe('rule.match');
     expect(field({ endpoint: 'POST /x', callback_copies: 1 })).toBe('rule.callback_copies');
     expect(field({ endpoint: 'GET /x', callback_copies: 2 })).toBe('rule.callback_copies');
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'later' })).toBe('rule.cancel');
+    expect(field({ endpoint: 'POST /v1/render/documents', cancel: 'async' })).toBe('rule.cancel');
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'async', cancelling_polls: 0 })).toBe('rule.cancelling_polls');
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'never', cancelling_polls: 2 })).toBe('rule.cancelling_polls');
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'async', cancelling_ms: 700_000 })).toBe('rule.cancelling_ms');
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'async', cancelling_polls: 1, cancelling_ms: 1 })).toBe(
+      'rule.cancelling_ms',
+    );
+    expect(field({ endpoint: 'POST /x/cancel', cancel: 'async', status: 503 })).toBe('rule.status');
   });
 
   it('reads one rule, a list, or { rules }', () => {

@@ -23,6 +23,9 @@ export interface JobFault {
  *   proposal, render): that work ends `failed` with the message, or stays `processing` for ever.
  * - `callback_copies` (2–10): on such a POST, the final callback is POSTed that many times (a
  *   webhook sender's duplicate deliveries).
+ * - `cancel: "async"` on a layout proposal's or render job's cancel (`POST …/cancel`): the cancel answers 202
+ *   and the work is `cancelling` for `cancelling_polls` GETs of it (default 1) or `cancelling_ms` of service
+ *   time (scaled by speed), then `cancelled`; `cancel: "never"` leaves it `cancelling` for ever (brief §8.1).
  */
 export interface FaultRule {
   endpoint: string;
@@ -36,6 +39,9 @@ export interface FaultRule {
   job?: 'fail' | 'hang';
   error?: string;
   callback_copies?: number;
+  cancel?: 'async' | 'never';
+  cancelling_polls?: number;
+  cancelling_ms?: number;
 }
 
 /** A stored rule: its id, how many uses are left (`null`: always) and how many it had. */
@@ -57,6 +63,9 @@ const KEYS = new Set([
   'job',
   'error',
   'callback_copies',
+  'cancel',
+  'cancelling_polls',
+  'cancelling_ms',
 ]);
 
 /** Checks one rule; a bad one is a 422 naming the field (`rules[2].status`). */
@@ -113,17 +122,46 @@ export function parseRule(value: unknown, at: string): FaultRule {
     throw bad('callback_copies', 'must be an integer from 2 to 10');
   if (rule.callback_copies !== undefined && !rule.endpoint.startsWith('POST '))
     throw bad('callback_copies', 'applies to a POST that starts work');
-  if (rule.status !== undefined && (rule.drop || rule.job || rule.callback_copies))
-    throw bad('status', 'a status answer does no work: it cannot be combined with drop, job or callback_copies');
+  cancelProblem(rule, bad);
+  if (rule.status !== undefined && (rule.drop || rule.job || rule.callback_copies || rule.cancel))
+    throw bad(
+      'status',
+      'a status answer does no work: it cannot be combined with drop, job, callback_copies or cancel',
+    );
   if (
     rule.status === undefined &&
     rule.delay_ms === undefined &&
     !rule.drop &&
     rule.job === undefined &&
-    rule.callback_copies === undefined
+    rule.callback_copies === undefined &&
+    rule.cancel === undefined
   )
-    throw bad('status', 'a rule needs an effect: status, delay_ms, drop, job or callback_copies');
+    throw bad('status', 'a rule needs an effect: status, delay_ms, drop, job, callback_copies or cancel');
   return rule as unknown as FaultRule;
+}
+
+/** The checks of `cancel`, `cancelling_polls` and `cancelling_ms`. */
+function cancelProblem(rule: Record<string, unknown>, bad: (field: string, message: string) => Error): void {
+  if (rule.cancel !== undefined && rule.cancel !== 'async' && rule.cancel !== 'never')
+    throw bad('cancel', 'must be "async" or "never"');
+  if (rule.cancel !== undefined && !/^POST \S*\/cancel$/.test(rule.endpoint as string))
+    throw bad(
+      'cancel',
+      'applies to a cancel: "POST /v1/render/jobs/{id}/cancel" or "POST /v1/layout/proposals/{id}/cancel"',
+    );
+  const count = (field: string, max: number, unit: string) => {
+    const value = rule[field];
+    if (value === undefined) return;
+    if (
+      !(Number.isInteger(value) && (value as number) >= (field === 'cancelling_ms' ? 0 : 1) && (value as number) <= max)
+    )
+      throw bad(field, `must be an integer number of ${unit} from ${field === 'cancelling_ms' ? 0 : 1} to ${max}`);
+    if (rule.cancel !== 'async') throw bad(field, 'needs cancel "async"');
+  };
+  count('cancelling_polls', 1000, 'polls');
+  count('cancelling_ms', 600_000, 'milliseconds');
+  if (rule.cancelling_polls !== undefined && rule.cancelling_ms !== undefined)
+    throw bad('cancelling_ms', 'use cancelling_polls or cancelling_ms, not both');
 }
 
 /** Accepts one rule, an array of rules, or `{ rules: [...] }`. */

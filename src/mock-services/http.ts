@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { JobFault } from './faults.js';
+import type { CancelFault } from './job.js';
 
 /** A request as a handler sees it: the JSON body already parsed. */
 export interface MockRequest {
@@ -11,6 +12,8 @@ export interface MockRequest {
   body: unknown;
   /** Set when a fault rule says the work this request starts ends `failed` or never ends. */
   jobFault?: JobFault;
+  /** Set when a fault rule makes this cancel asynchronous (`cancelling` first) or never confirmed. */
+  cancelFault?: CancelFault;
 }
 
 /** What a handler answers: a JSON `body`, or raw `bytes` with their `headers`. */

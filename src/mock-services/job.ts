@@ -2,8 +2,11 @@ import type { JobFault } from './faults.js';
 import type { World } from './world.js';
 import { now } from './world.js';
 
-/** The states of a layout proposal and a render job: queued → processing → complete | failed, or cancelled before it ends. */
-export type JobStatus = 'queued' | 'processing' | 'complete' | 'failed' | 'cancelled';
+/**
+ * The states of a layout proposal and a render job: queued → processing → complete | failed, or cancelled before it
+ * ends; with an asynchronous cancel (a fault rule's `cancel`), `cancelling` comes between.
+ */
+export type JobStatus = 'queued' | 'processing' | 'complete' | 'failed' | 'cancelling' | 'cancelled';
 
 export const JOB_FINAL: ReadonlySet<string> = new Set(['complete', 'failed', 'cancelled']);
 
@@ -22,6 +25,8 @@ export interface Job {
   processingSince: number | null;
   /** How many times the final callback is sent (a fault can make it more than 1). */
   callbackCopies: number;
+  /** While `cancelling` by polls: how many more GETs still answer `cancelling`. */
+  cancellingPolls?: number;
 }
 
 export function newJob(world: World, prefix: string, callbackUrl: string | null): Job {
@@ -85,11 +90,44 @@ export function runJob(
   });
 }
 
-/** Cancels a job that has not ended; one that has is left as it is (cancelling it is still a success). */
-export function cancelJob(world: World, job: Job, view: () => unknown): void {
-  if (JOB_FINAL.has(job.status)) return;
+/** A cancel the service takes its time over (a fault rule's `cancel`): `cancelling` for some polls or ms, or for ever. */
+export interface CancelFault {
+  kind: 'async' | 'never';
+  polls?: number;
+  ms?: number;
+}
+
+/**
+ * Cancels a job that has not ended; one that has is left as it is (cancelling it is still a success, 200).
+ * With `fault` the cancel is accepted (202) and the job is `cancelling` until the fault says it is `cancelled`
+ * (a repeat cancel meanwhile answers 202 again and changes nothing). Returns the status to answer.
+ */
+export function cancelJob(world: World, job: Job, view: () => unknown, fault?: CancelFault): 200 | 202 {
+  if (job.status === 'cancelling') return 202;
+  if (JOB_FINAL.has(job.status)) return 200;
   world.clock.cancel(job.id);
+  if (!fault) {
+    cancelled(world, job, view);
+    return 200;
+  }
+  job.status = 'cancelling';
+  job.updated_at = now();
+  if (fault.kind === 'async' && fault.ms !== undefined)
+    world.clock.after(job.id, fault.ms, () => cancelled(world, job, view));
+  else if (fault.kind === 'async') job.cancellingPolls = fault.polls ?? 1;
+  return 202;
+}
+
+/** A GET of the job: one of the polls a `cancelling` job answers before it is `cancelled`. */
+export function polled(world: World, job: Job, view: () => unknown): void {
+  if (job.status !== 'cancelling' || job.cancellingPolls === undefined) return;
+  if (job.cancellingPolls > 0) job.cancellingPolls -= 1;
+  else cancelled(world, job, view);
+}
+
+function cancelled(world: World, job: Job, view: () => unknown): void {
   job.status = 'cancelled';
+  delete job.cancellingPolls;
   job.finished_at = job.updated_at = now();
   if (job.callback_url) world.callbacks.send(job.callback_url, view(), job.callbackCopies);
 }

@@ -1,7 +1,7 @@
 import { callbackUrl } from './callbacks.js';
 import { created, json, objectBody, optionalString, reject, type MockRequest, type MockRoute } from './http.js';
 import type { Cip } from './intake.js';
-import { cancelJob, newJob, progress, runJob, type Job } from './job.js';
+import { cancelJob, newJob, polled, progress, runJob, type Job } from './job.js';
 import type { World } from './world.js';
 
 export type LayoutMode = 'ai' | 'rule_only';
@@ -105,8 +105,13 @@ export function layoutRoutes(world: World): MockRoute[] {
     {
       method: 'GET',
       path: '/v1/layout/proposals/{proposal_id}',
-      summary: 'a proposal: status queued | processing | complete | failed | cancelled, progress 0–100, error',
-      handle: (request) => json(200, proposalView(find(world, request))),
+      summary:
+        'a proposal: status queued | processing | complete | failed | cancelling | cancelled, progress 0–100, error',
+      handle(request) {
+        const proposal = find(world, request);
+        polled(world, proposal, () => proposalView(proposal));
+        return json(200, proposalView(proposal));
+      },
     },
     {
       method: 'GET',
@@ -126,11 +131,14 @@ export function layoutRoutes(world: World): MockRoute[] {
     {
       method: 'POST',
       path: '/v1/layout/proposals/{proposal_id}/cancel',
-      summary: 'cancel a queued or processing proposal → 200; one that has ended is left as it is (still 200)',
+      summary:
+        'cancel a queued or processing proposal → 200 (202 cancelling with a cancel fault); one that has ended is left as it is (still 200)',
       handle(request) {
         const proposal = find(world, request);
-        cancelJob(world, proposal, () => proposalView(proposal));
-        return json(200, proposalView(proposal));
+        return json(
+          cancelJob(world, proposal, () => proposalView(proposal), request.cancelFault),
+          proposalView(proposal),
+        );
       },
     },
   ];

@@ -1,6 +1,6 @@
 import { callbackUrl } from './callbacks.js';
 import { created, json, objectBody, reject, type MockRequest, type MockRoute } from './http.js';
-import { cancelJob, newJob, progress, runJob, type Job } from './job.js';
+import { cancelJob, newJob, polled, progress, runJob, type Job } from './job.js';
 import type { World } from './world.js';
 import { now } from './world.js';
 
@@ -130,17 +130,24 @@ export function renderRoutes(world: World): MockRoute[] {
       method: 'GET',
       path: '/v1/render/jobs/{render_job_id}',
       summary:
-        'a render job: status queued | processing | complete | failed | cancelled, progress, artifact_id once complete',
-      handle: (request) => json(200, jobView(find(world, request))),
+        'a render job: status queued | processing | complete | failed | cancelling | cancelled, progress, artifact_id once complete',
+      handle(request) {
+        const job = find(world, request);
+        polled(world, job, () => jobView(job));
+        return json(200, jobView(job));
+      },
     },
     {
       method: 'POST',
       path: '/v1/render/jobs/{render_job_id}/cancel',
-      summary: 'cancel a queued or processing render job → 200; one that has ended is left as it is (still 200)',
+      summary:
+        'cancel a queued or processing render job → 200 (202 cancelling with a cancel fault); one that has ended is left as it is (still 200)',
       handle(request) {
         const job = find(world, request);
-        cancelJob(world, job, () => jobView(job));
-        return json(200, jobView(job));
+        return json(
+          cancelJob(world, job, () => jobView(job), request.cancelFault),
+          jobView(job),
+        );
       },
     },
   ];

@@ -83,6 +83,12 @@ export async function serveRequest(pipeline: Pipeline, req: IncomingMessage, res
       ...(fault.error ? { error: fault.error } : {}),
       ...(fault.callback_copies ? { callbackCopies: fault.callback_copies } : {}),
     };
+  if (fault?.cancel)
+    request.cancelFault = {
+      kind: fault.cancel,
+      ...(fault.cancelling_polls !== undefined ? { polls: fault.cancelling_polls } : {}),
+      ...(fault.cancelling_ms !== undefined ? { ms: fault.cancelling_ms } : {}),
+    };
 
   let response: MockResponse;
   if (key !== null && key.length > 255)
