@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createEngine } from '../dist/engine.js';
 import { SAMPLE } from '../dist/cli/sample.js';
-import { storedWorkflows } from '../dist/workflows/service.js';
+import { storedWorkflows } from '../dist/app/workflows.js';
 
 /**
  * Executions of a stored workflow (the sample: two transforms and a log, templates and all)
@@ -14,7 +14,7 @@ export async function benchStored(
 ): Promise<Record<string, number>> {
   const engine = await createEngine({ database });
   try {
-    const service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const wf = await service.definitions.create(SAMPLE);
     const run = async (i: number) => {
       const { execution_id } = await service.executions.execute(wf.id, {

@@ -7,4 +7,10 @@ describe('the public API', () => {
   it('is the list checked in as docs/api.md (regenerate with npm run docs:api when a change is meant)', () => {
     expect(apiReport()).toBe(readFileSync('docs/api.md', 'utf8'));
   }, 60_000);
+
+  it('keeps the store out of the Engine type: features and faces reach it through the doors (issue 39)', () => {
+    const engine = readFileSync('dist/engine.d.ts', 'utf8');
+    expect(engine).toMatch(/readonly runs: RunReads;/);
+    expect(engine).not.toMatch(/\bstore\b\s*:/);
+  });
 });

@@ -9,7 +9,7 @@ import { createEngine } from '../src/engine.js';
 import { RUN_VIEW } from '../src/runtime/read/view.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { backends } from '../src/testing/backends.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 
 /** Runs `runledger …` as a real process; resolves with its exit code and output. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
@@ -34,7 +34,7 @@ describe.each(backends)('runledger doctor and prune on $name', (backend) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'runledger-doctor-'));
     const engine = await createEngine({ database, workflows: [quick], pollMs: 100 });
     try {
-      await storedWorkflows(engine, engine.store, { secretKey: Buffer.from(key, 'hex') }).secrets.set('API_TOKEN', 's3cr3t-value');
+      await storedWorkflows(engine, { secretKey: Buffer.from(key, 'hex') }).secrets.set('API_TOKEN', 's3cr3t-value');
       await (await engine.start(quick, {}, { id: 'fine-1' })).result();
     } finally {
       await engine.close();

@@ -7,7 +7,7 @@ import { createApp } from '../src/server/app.js';
 import { listen, type Listening } from '../src/server/listen.js';
 import { backends } from '../src/testing/backends.js';
 import { eventually, testEngine } from '../src/testing/engine.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 import { pipelineForTests } from './pipeline.js';
 
 describe.each(backends)(
@@ -64,7 +64,7 @@ describe.each(backends)(
       engine = t.engine;
       let handler: Hono | null = null;
       server = await listen({ fetch: (request) => handler!.fetch(request) }, { host: '127.0.0.1', port: 0 });
-      const workflows = storedWorkflows(engine, engine.store, {
+      const workflows = storedWorkflows(engine, {
         secretKey: randomBytes(32),
         allow: ['127.0.0.1'],
         callbackBaseUrl: server.url,

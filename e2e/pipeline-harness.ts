@@ -7,7 +7,7 @@ import { createApp } from '../src/server/app.js';
 import { listen } from '../src/server/listen.js';
 import type { Backend } from '../src/testing/backends.js';
 import { eventually, testEngine } from '../src/testing/engine.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 
 /** One engine and its HTTP app beside running mock services: what a pipeline test drives. */
 export interface PipelineHarness {
@@ -25,7 +25,7 @@ export async function pipelineHarness(backend: Backend, mock: MockServices): Pro
   const t = await testEngine(backend, { pollMs: 100 });
   let handler: Hono | null = null;
   const server = await listen({ fetch: (request) => handler!.fetch(request) }, { host: '127.0.0.1', port: 0 });
-  const workflows = storedWorkflows(t.engine, t.engine.store, {
+  const workflows = storedWorkflows(t.engine, {
     secretKey: randomBytes(32),
     allow: ['127.0.0.1'],
     callbackBaseUrl: server.url,

@@ -8,13 +8,13 @@ import { createEngine } from '../src/engine.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { triggers } from '../src/triggers/service.js';
 import { createRunStarter } from '../src/triggers/starter.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 
 const [database, reloadMs] = process.argv.slice(2);
 export const tick = workflow('tick', async (ctx, input: unknown) => ctx.step('note', async () => input));
 
 const engine = await createEngine({ database: database!, workflows: [tick], pollMs: 100 });
-const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
 const service = triggers(engine, engine.store, {
   starter: createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [tick] }),
   routingEnabled: false,

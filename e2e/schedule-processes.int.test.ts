@@ -8,7 +8,7 @@ import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
 import { triggers } from '../src/triggers/service.js';
 import { createRunStarter } from '../src/triggers/starter.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 
 interface Child {
   proc: ChildProcess;
@@ -53,7 +53,7 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
       starter: createRunStarter({
         engine,
         store: engine.store,
-        workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
         codeWorkflows: [tick],
       }),
       schedulerEnabled: false,

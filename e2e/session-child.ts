@@ -41,7 +41,11 @@ if (process.argv[1]?.endsWith('session-child.ts')) {
   const engine = await createEngine({ database: database!, pollMs: 100, leaseMs: 1000 });
   // the parent reports for the HTTP agent through its own service: the report_url handed out is never called,
   // but an HTTP agent is invoked only with an absolute one
-  const service = sessions(engine, engine.store, { agents: [slow, remote], allow: ['127.0.0.1'], reportBaseUrl: agentUrl! });
+  const service = sessions(engine, engine.store, {
+    agents: [slow, remote],
+    allow: ['127.0.0.1'],
+    reportBaseUrl: agentUrl!,
+  });
   if (point) armCrashPoint(point as CrashPointName, Number(after ?? 0));
   for (const [session_id, agent, input] of SESSIONS) await service.create({ agent, input, session_id });
   for (const [id] of SESSIONS) {

@@ -4,7 +4,7 @@ import { createEngine, type Engine } from '../src/engine.js';
 import { createApp } from '../src/server/app.js';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
-import { storedWorkflows } from '../src/workflows/service.js';
+import { storedWorkflows } from '../src/app/workflows.js';
 import { node, type Cli } from './child.js';
 import { orderV1, orderV2 } from './version-workflows.js';
 
@@ -29,7 +29,7 @@ describe.each(backends)('a deploy of v2 while v1 runs sleep, on $name', (backend
     expect(orderV1.version).not.toBe(orderV2.version);
     const database = await backend.create();
     const engine = await createEngine({ database, workflows: [orderV1, orderV2], workers: false });
-    const app = createApp({ engine, workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }), uiDir: null });
+    const app = createApp({ engine, workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }), uiDir: null });
     const get = async (path: string) => (await app.fetch(new Request(`http://local${path}`))).json() as Promise<any>;
     const workers: Cli[] = [];
     try {

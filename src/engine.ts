@@ -44,6 +44,11 @@ export class Engine {
   readonly events = new EngineEvents();
   /** What the runtime reads spans from: `tracer` stays null (no spans, no cost) unless `useTracer` sets one. */
   readonly observe: Observe = { events: this.events, tracer: null };
+  /**
+   * The store under the journal. @internal: not in the package's types (`stripInternal`); app/ and
+   * testing/ hand it to the features they assemble, every other part reads through the doors above
+   * (`journal`, `runs`, `operator`, `queue`): src/floors.test.ts holds the code to that.
+   */
   readonly store: Store;
   /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
   readonly retention: Retention;

@@ -48,12 +48,14 @@ const FLOORS: string[][] = [
   ['journal', 'liveness.ts', 'process-settings.ts'],
   ['queue'],
   ['runtime'],
-  // the engine: the journal, queue and runtime put together; features take it
+  // deletes finished records by a policy: the engine owns one, features register their kinds with it
+  ['retention'],
+  // the engine: the journal, queue, runtime and retention put together; features take it
   ['engine.ts'],
   ['workflows'],
-  ['retention', 'doctor'],
   ['triggers', 'chat', 'agents'],
-  ['app'],
+  // the product assembled, and the doctor, which checks what the assembled product needs (agents' report URL …)
+  ['app', 'doctor'],
   // the faces, and the test helpers (`runledger/testing`), which assemble engines as app/ does
   ['server', 'cli', 'client', 'ui', 'testing', 'mock-services'],
   // the public API

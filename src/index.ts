@@ -48,7 +48,8 @@ export type {
   ParkedEvent,
   Cursor,
 } from './storage/store.js';
-export { storedWorkflows, type WorkflowService, type WorkflowServiceOptions } from './workflows/service.js';
+export { storedWorkflows } from './app/workflows.js';
+export type { WorkflowService, WorkflowServiceOptions } from './workflows/service.js';
 export { parseDefinition, type Definition, type StepDefinition } from './workflows/schema.js';
 export type { StoredWorkflow } from './workflows/definitions.js';
 export type { ExecutionRecord, ExecutionSummary, ExecutionStatus, StepRecord } from './workflows/executions.js';

@@ -12,7 +12,7 @@ import { ConflictError } from '../errors.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { triggers, type TriggerService } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { workflowService, type WorkflowService } from '../workflows/service.js';
 import { knownSecrets } from '../workflows/known.js';
 import { logEvents } from '../observe/log.js';
 import { chatRetention } from '../chat/retention.js';
@@ -75,7 +75,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
   const { logger } = options;
   // the one place features are handed the store: they read and write it only through what they are given
   const store = engine.store;
-  const workflows = storedWorkflows(engine, store, {
+  const workflows = workflowService(engine, store, {
     secretKey: options.secretKey,
     allow: options.allow,
     log: ({ level, message, ...ids }) => logger[level](ids, message),

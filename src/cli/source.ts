@@ -6,7 +6,7 @@ import { currentStatus, type RunStatus, type RunView } from '../runtime/read/vie
 import { runRecord, runSummary, runWhere, runWorkflow, storedNames } from '../server/records/runs.js';
 import type { StoredEvent } from '../journal/journal.js';
 import type { StoreStatus, Task } from '../runtime/operate/operator.js';
-import { Definitions } from '../workflows/definitions.js';
+import { workflowDefinitions } from '../app/workflows.js';
 
 /** An event as the timeline prints it, from the API or the database alike. */
 export interface TimelineEvent {
@@ -116,14 +116,14 @@ export function serverSource(c: Client): Source {
 /** The database itself as a Source (it must exist: `existingDatabase`). Starts no workers. */
 export async function databaseSource(location: string, options: { pollMs?: number } = {}): Promise<Source> {
   const engine = await createEngine({ database: location, workers: false });
-  const definitions = new Definitions(engine.store, engine.journal);
+  const definitions = workflowDefinitions(engine);
   return {
     status: () => engine.operator.status(),
     async runs(q) {
       // the API's listing, read here: the same filters and order as GET /runs
       const where = runWhere({
         ...(q.status ? { status: q.status.map((s) => currentStatus(s) as RunStatus) } : {}),
-        ...(q.workflow !== undefined ? { workflow: await runWorkflow(engine.store, engine.journal, q.workflow) } : {}),
+        ...(q.workflow !== undefined ? { workflow: await runWorkflow(definitions, q.workflow) } : {}),
       });
       const runs: RunView[] = [];
       let last: string | null = null;
@@ -136,12 +136,12 @@ export async function databaseSource(location: string, options: { pollMs?: numbe
         runs.push(...page.runs);
         last = page.last_key;
       } while (last !== null && runs.length < q.limit);
-      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(engine.store, runs)]);
+      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(definitions, runs)]);
       return runs.map((v) => runSummary(v, live, names));
     },
     async run(id) {
       const view = await engine.runtime.view(id);
-      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(engine.store, [view])]);
+      const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(definitions, [view])]);
       return runRecord(view, live, names);
     },
     timeline: (id, follow) => databaseTimeline(engine, id, follow, options.pollMs),

@@ -12,7 +12,7 @@ import { RUN_EVENT } from '../runtime/events.js';
 import { runStream } from '../runtime/pass/history.js';
 import { backends } from '../testing/backends.js';
 import { eventually } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { doctor } from './checks.js';
 
 const check = async (database: string, publicUrl?: string) => {
@@ -29,7 +29,7 @@ describe.each(backends)('runledger doctor on the public URL, on $name', (backend
   it('says nothing needs one on a database with no callback step and no HTTP agent, and gives the value when set', async () => {
     const database = await backend.create();
     const engine = await createEngine({ database, workers: false });
-    await storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }).definitions.create({
+    await storedWorkflows(engine, { secretKey: randomBytes(32) }).definitions.create({
       name: 'plain',
       steps: [{ id: 'hi', type: 'log', config: { message: 'hi' } }],
     });
@@ -70,7 +70,7 @@ describe.each(backends)('runledger doctor on the public URL, on $name', (backend
         },
       },
     };
-    const wf = await storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }).definitions.create({
+    const wf = await storedWorkflows(engine, { secretKey: randomBytes(32) }).definitions.create({
       name: 'fans-out',
       steps: [branch],
     });

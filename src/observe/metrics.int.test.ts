@@ -5,7 +5,7 @@ import { workflow } from '../runtime/workflow.js';
 import { createApp } from '../server/app.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { createMetrics } from './metrics.js';
 
 const FAMILIES = [
@@ -56,7 +56,7 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
       );
     });
     engine.register(hello);
-    const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+    const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const app = createApp({ engine, workflows, metrics, token: 'sesame' });
     const auth = { authorization: 'Bearer sesame' };
     engine.work('mail', async () => {

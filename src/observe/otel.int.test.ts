@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../server/app.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { triggers } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
 import { startTracing } from './otel.js';
@@ -76,7 +76,7 @@ describe.each(backends)('traces on $name', (backend) => {
     }))!;
     closers.push(() => tracer.close());
     made.engine.useTracer(tracer);
-    const workflows = storedWorkflows(made.engine, made.engine.store, {
+    const workflows = storedWorkflows(made.engine, {
       secretKey: randomBytes(32),
       allow: ['127.0.0.1'],
     });
@@ -137,7 +137,7 @@ describe.each(backends)('traces on $name', (backend) => {
   it('carries the traceparent of POST /events to the runs its rules start', async () => {
     const made = await testEngine(backend, { pollMs: 100 });
     closers.push(made.close);
-    const workflows = storedWorkflows(made.engine, made.engine.store, { secretKey: randomBytes(32) });
+    const workflows = storedWorkflows(made.engine, { secretKey: randomBytes(32) });
     const service = triggers(made.engine, made.engine.store, {
       starter: createRunStarter({ engine: made.engine, store: made.engine.store, workflows }),
       schedulerEnabled: false,

@@ -7,7 +7,7 @@ import { workflow } from '../runtime/workflow.js';
 import type { StreamAppend } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { parseRetention } from './policy.js';
 
 const quick = workflow('quick', async (ctx) => ctx.step('one', async () => 1));
@@ -43,7 +43,7 @@ describe.each(backends)('retention on $name', (backend) => {
 
   it('deletes finished runs whole and nothing live, counts the same in a dry run, and records what it did', async () => {
     const engine = await open();
-    const service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(engine, { secretKey: randomBytes(32) });
     for (const id of ['q1', 'q2', 'q3']) await (await engine.start(quick, {}, { id })).result();
     await engine.start(waiter, {}, { id: 'w1' });
     await engine.start(parent, {}, { id: 'p1' });

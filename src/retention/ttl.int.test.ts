@@ -5,7 +5,7 @@ import { RUN_QUEUE } from '../runtime/runtime.js';
 import { RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 const HOUR = 3_600_000;
 const steps = [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }];
@@ -22,7 +22,7 @@ describe.each(backends)("a workflow's ttl on $name", (backend) => {
     const made = await testEngine(backend, { pollMs: 100 });
     close = made.close;
     const engine: Engine = made.engine;
-    const service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const short = await service.definitions.create({ name: 'short', ttl: '1h', steps });
     const long = await service.definitions.create({ name: 'long', ttl: '1y', steps });
     const plain = await service.definitions.create({ name: 'plain', steps });
@@ -71,7 +71,7 @@ describe.each(backends)("a workflow's ttl on $name", (backend) => {
   it('refuses a ttl out of range with a ValidationError (400) naming ttl, on create and on update', async () => {
     const made = await testEngine(backend);
     close = made.close;
-    const service = storedWorkflows(made.engine, made.engine.store, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(made.engine, { secretKey: randomBytes(32) });
     await expect(service.definitions.create({ name: 'bad', ttl: '30m', steps })).rejects.toMatchObject({
       problems: [{ path: 'ttl' }],
     });

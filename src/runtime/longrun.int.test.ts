@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createEngine, type Engine } from '../engine.js';
 import { createApp } from '../server/app.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { generationOf } from './pass/generations.js';
@@ -91,7 +91,7 @@ describe.each(backends)('runs that live for months on $name', (backend) => {
     expect(view.steps.map((s) => s.name)).toEqual(['note-0']);
     const app = createApp({
       engine,
-      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
       uiDir: null,
     });
     expect(await (await app.fetch(new Request('http://local/runs/count-1'))).json()).toMatchObject({

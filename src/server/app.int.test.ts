@@ -7,7 +7,7 @@ import type { Engine } from '../engine.js';
 import { TerminalError } from '../errors.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { createApp } from './app.js';
 
 const greet = {
@@ -60,7 +60,7 @@ describe.each(backends)('HTTP API on $name', (backend) => {
     const t = await testEngine(backend, { pollMs: 100 });
     logged = [];
     engine = t.engine;
-    const workflows = storedWorkflows(t.engine, t.engine.store, {
+    const workflows = storedWorkflows(t.engine, {
       secretKey: randomBytes(32),
       allow: ['127.0.0.1'],
       log: (line) => logged.push(line),
@@ -389,7 +389,7 @@ describe('HTTP API auth', () => {
     try {
       const app = createApp({
         engine: t.engine,
-        workflows: storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) }),
+        workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }),
         token: 's3cret',
       });
       expect((await app.fetch(new Request('http://api/healthz'))).status).toBe(200);

@@ -68,7 +68,7 @@ export function createApp(options: AppOptions): Hono {
   const app = new Hono();
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
-    ...runRoutes(options.engine),
+    ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
     ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
     ...callbackRoutes(options.workflows.callbacks),

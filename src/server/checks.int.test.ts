@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 import { packageVersion } from '../version.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { createApp } from './app.js';
 
 const note = { id: 'note', type: 'log', config: { message: 'hi {{trigger.name | default("you")}}' } };
@@ -17,7 +17,7 @@ describe.each(backends)('save-time checks and the API around them on %s', (backe
     const t = await testEngine(backend, { pollMs: 100 });
     app = createApp({
       engine: t.engine,
-      workflows: storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }),
       version: packageVersion(),
     });
     close = t.close;

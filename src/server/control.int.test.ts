@@ -11,7 +11,8 @@ import { runStream } from '../runtime/pass/history.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { type WorkflowService } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { mount } from './app.js';
 import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -38,7 +39,7 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hold`;
     const t = await testEngine(backend, { workflows: [approval], pollMs: 100 });
     engine = t.engine;
-    service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    service = storedWorkflows(engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
     const agents = sessions(engine, engine.store, {
       agents: [
         defineAgent('forever', {

@@ -9,7 +9,8 @@ import type { Engine } from '../engine.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { type WorkflowService } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { sessions } from '../agents/service.js';
 import { offlineProvider } from '../chat/providers.js';
 import { createApp } from './app.js';
@@ -60,7 +61,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
 
   beforeEach(async () => {
     ({ engine, close } = await testEngine(backend, { workflows: [waiter, quick] }));
-    service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+    service = storedWorkflows(engine, { secretKey: randomBytes(32) });
     app = createApp({ engine, workflows: service, token, uiDir: builtUi() });
   });
   afterEach(() => close());

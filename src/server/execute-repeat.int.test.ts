@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { createApp } from './app.js';
 
 const definition = (message: string) => ({ name: 'greet', steps: [{ id: 'say', type: 'log', config: { message } }] });
@@ -32,7 +32,7 @@ describe.each(backends)('POST /workflows/{id}/execute repeated on $name', (backe
     const t = await testEngine(backend, { pollMs: 100 });
     app = createApp({
       engine: t.engine,
-      workflows: storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }),
     });
     close = t.close;
   });

@@ -6,7 +6,8 @@ import { Channels } from '../chat/channels.js';
 import { ChannelFeed } from '../chat/feed.js';
 import { backends } from '../testing/backends.js';
 import { testEngine } from '../testing/engine.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { type WorkflowService } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { createApp } from './app.js';
 import { listen } from './listen.js';
 import { ChannelSockets } from './ws.js';
@@ -21,7 +22,7 @@ describe.each(backends)('what a web page may ask of the API on $name', (backend)
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
-    workflows = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) });
+    workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     app = createApp({ engine: t.engine, workflows, uiDir: null, allowedOrigins: ['https://ops.example.com'] });
     withToken = createApp({ engine: t.engine, workflows, uiDir: null, token: 'tok' });
     await workflows.secrets.set('api_key', 'original');

@@ -8,9 +8,11 @@ import { workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows, type WorkflowService } from '../workflows/service.js';
+import { type WorkflowService } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { mount } from './app.js';
 import { runRoutes } from './routes/runs.js';
+import { RunReads } from '../runtime/read/reads.js';
 
 const threeSteps = workflow('three-steps', async (ctx, input: { n: number }) => {
   let total = input.n;
@@ -130,10 +132,12 @@ function counted(engine: Engine) {
     },
   });
   // routes read events through the journal: one over the counting store (reads only, no projections needed)
+  const journal = new Journal(store, engine.config);
   return {
     engine: Object.create(engine, {
       store: { value: store },
-      journal: { value: new Journal(store, engine.config) },
+      journal: { value: journal },
+      runs: { value: new RunReads(store, journal, engine.runtime) },
     }) as Engine,
     counts,
   };
@@ -150,8 +154,8 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
   beforeEach(async () => {
     const t = await testEngine(backend, { workflows: [threeSteps, gated], pollMs: 100 });
     engine = t.engine;
-    service = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
-    app = mount(new Hono(), runRoutes(engine, { heartbeatMs: 150 }));
+    service = storedWorkflows(engine, { secretKey: randomBytes(32) });
+    app = mount(new Hono(), runRoutes(engine, { heartbeatMs: 150, workflows: service.definitions }));
     quiet = mount(new Hono(), runRoutes(engine, { heartbeatMs: 60_000, pollMs: 60_000 }));
     close = t.close;
   });

@@ -9,7 +9,7 @@ import { triggerRoutes } from '../server/routes/triggers.js';
 import { workflowRoutes } from '../server/routes/workflows.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
 import { triggers, type TriggerService } from './service.js';
 import { createRunStarter } from './starter.js';
@@ -29,7 +29,7 @@ interface Fired {
 
 async function setup(engine: Engine, scheduler: Omit<SchedulerOptions, 'onError'> = {}) {
   engine.register(echo, hold);
-  const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+  const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
   const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo, hold] });
   const errors: unknown[] = [];
   const service = triggers(engine, engine.store, {

@@ -11,7 +11,7 @@ import { triggerRoutes } from '../server/routes/triggers.js';
 import { workflowRoutes } from '../server/routes/workflows.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from '../workflows/service.js';
+import { storedWorkflows } from '../app/workflows.js';
 import { EVENT_RECEIVED, EVENT_ROUTED } from './events.js';
 import { ROUTING_SUBSCRIPTION, triggers, type TriggerService } from './service.js';
 import { createRunStarter, runIdFor } from './starter.js';
@@ -32,7 +32,7 @@ const greet = {
 /** An engine with stored workflows, the `echo` code workflow and the trigger service, on its own database. */
 async function setup(engine: Engine) {
   engine.register(echo);
-  const workflows = storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) });
+  const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
   const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo] });
   const service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
   const app = mount(new Hono(), [...workflowRoutes(workflows), ...triggerRoutes(service)]);

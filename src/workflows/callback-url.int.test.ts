@@ -10,7 +10,7 @@ import { isEnded } from '../agents/lifecycle.js';
 import { openApp } from '../app/open.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from './service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 /** A service that records what it was sent and acknowledges it. */
 async function recorder() {
@@ -50,7 +50,7 @@ describe.each(backends)('the URLs handed to services on $name', (backend) => {
     closers.push(t.close);
     const service = await recorder();
     closers.push(service.close);
-    const workflows = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    const workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
     const wf = await workflows.definitions.create(register(service.url));
     const { execution_id } = await workflows.executions.execute(wf.id);
     return { engine: t.engine, workflows, service, wid: wf.id, eid: execution_id };

@@ -72,6 +72,16 @@ export class Definitions {
     });
   }
 
+  /** The id of the stored workflow named `name` now, or undefined (see `storedWorkflowNamed`). */
+  named(name: string): Promise<string | undefined> {
+    return storedWorkflowNamed(this.store, this.journal, name);
+  }
+
+  /** The current names of the stored workflows `ids`, by id; a deleted workflow has none. */
+  names(ids: Iterable<string>): Promise<Map<string, string>> {
+    return storedWorkflowNames(this.store, ids);
+  }
+
   /** Validates and stores a new workflow (version 1). */
   async create(input: unknown): Promise<StoredWorkflow> {
     const definition = await this.check(input);

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApp } from '../server/app.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { storedWorkflows } from './service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 interface Call {
   method: string;
@@ -174,7 +174,7 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
 
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
-    const workflows = storedWorkflows(t.engine, t.engine.store, {
+    const workflows = storedWorkflows(t.engine, {
       secretKey: randomBytes(32),
       allow: ['127.0.0.1'],
       callbackBaseUrl: 'http://runledger.test',

@@ -10,7 +10,7 @@ import { testEngine } from '../testing/engine.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { storedWorkflows } from './service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 const secretHeader = (name: string) => ({ Authorization: `Bearer {{secrets.${name}}}` });
 
@@ -52,7 +52,7 @@ describe.each(backends)('one save reports every problem of a definition on $name
 
   beforeEach(async () => {
     const t = await testEngine(backend);
-    const workflows = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) });
+    const workflows = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     await workflows.secrets.set('api_key', 'k');
     app = createApp({ engine: t.engine, workflows });
     const server = await listen(app, { host: '127.0.0.1', port: 0 });

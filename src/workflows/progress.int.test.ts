@@ -4,7 +4,7 @@ import { SAMPLE } from '../cli/sample.js';
 import { backends } from '../testing/backends.js';
 import { testEngine } from '../testing/engine.js';
 import { readStepStats } from './progress.js';
-import { storedWorkflows } from './service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 describe.each(backends)('step statistics on $name', (backend) => {
   let close: (() => Promise<void>) | null = null;
@@ -16,7 +16,7 @@ describe.each(backends)('step statistics on $name', (backend) => {
   it('records the durations of steps whose completions share commits, each at most once (every one with a single writer)', async () => {
     const t = await testEngine(backend);
     close = t.close;
-    const service = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) });
+    const service = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     const wf = await service.definitions.create(SAMPLE);
     const ids = await Promise.all(
       Array.from(
@@ -39,14 +39,14 @@ describe.each(backends)('step statistics on $name', (backend) => {
   it('goes on from the row another process wrote: a process reads it once, then updates what it committed', async () => {
     const t = await testEngine(backend);
     close = t.close;
-    const first = storedWorkflows(t.engine, t.engine.store, { secretKey: randomBytes(32) });
+    const first = storedWorkflows(t.engine, { secretKey: randomBytes(32) });
     const wf = await first.definitions.create(SAMPLE);
     const run = async (service: typeof first) =>
       t.engine.runtime.handle((await service.executions.execute(wf.id, {})).execution_id).result();
     await run(first);
     await run(first);
     const other = await t.second();
-    const second = storedWorkflows(other, other.store, { secretKey: randomBytes(32) });
+    const second = storedWorkflows(other, { secretKey: randomBytes(32) });
     // only the other process's run workers are left to run its executions
     await t.engine.close();
     await other.runtime.handle((await second.executions.execute(wf.id, {})).execution_id).result();

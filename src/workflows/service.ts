@@ -30,13 +30,9 @@ export interface WorkflowServiceOptions {
 /**
  * Adds stored workflows to `engine`, kept in its `store`: registers the interpreter (so this
  * process runs executions when it runs workers) and returns the services the API and CLI call.
- *
- * @example
- * const service = storedWorkflows(engine, store, { secretKey: await loadSecretKey({ dataDir: '.' }) });
- * const wf = await service.definitions.create(definition);
- * await service.executions.execute(wf.id, { trigger_data: { name: 'Ada' } });
+ * The public face is `storedWorkflows(engine, options)` (app/workflows.ts), which hands it the store.
  */
-export function storedWorkflows(engine: Engine, store: Store, options: WorkflowServiceOptions): WorkflowService {
+export function workflowService(engine: Engine, store: Store, options: WorkflowServiceOptions): WorkflowService {
   const secrets = new Secrets(store, engine.journal, options.secretKey);
   const definitions = new Definitions(store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);

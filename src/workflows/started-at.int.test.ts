@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../engine.js';
 import { backends } from '../testing/backends.js';
 import { eventually } from '../testing/engine.js';
-import { storedWorkflows } from './service.js';
+import { storedWorkflows } from '../app/workflows.js';
 
 // the 002 brief: `started_at: str | None`, null until the execution really starts
 describe.each(backends)('an execution that is only queued on $name', (backend) => {
@@ -18,7 +18,7 @@ describe.each(backends)('an execution that is only queued on $name', (backend) =
     // a process without run workers: the execution waits in the queue
     const front = await createEngine({ database, pollMs: 100, workers: false });
     engines.push(front);
-    const service = storedWorkflows(front, front.store, { secretKey });
+    const service = storedWorkflows(front, { secretKey });
     const wf = await service.definitions.create({
       name: 'queued',
       steps: [{ id: 'a', type: 'transform', config: { mapping: { x: 1 } } }],
@@ -33,7 +33,7 @@ describe.each(backends)('an execution that is only queued on $name', (backend) =
 
     const back = await createEngine({ database, pollMs: 100 });
     engines.push(back);
-    storedWorkflows(back, back.store, { secretKey });
+    storedWorkflows(back, { secretKey });
     const done = await eventually(async () => {
       const r = await service.executions.get(wf.id, execution_id);
       return r.status === 'success' && r;

@@ -5,7 +5,7 @@ import { TerminalError } from '../../errors.js';
 import { createApp } from '../../server/app.js';
 import { backends } from '../../testing/backends.js';
 import { eventually, testEngine } from '../../testing/engine.js';
-import { storedWorkflows } from '../../workflows/service.js';
+import { storedWorkflows } from '../../app/workflows.js';
 import { OPERATOR_STREAM } from './operator.js';
 import { workflow } from '../workflow.js';
 
@@ -153,7 +153,7 @@ describe.each(backends)('operator actions on $name', (backend) => {
     const engine = await engineWith();
     const app = createApp({
       engine,
-      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
       uiDir: null,
     });
     const post = (path: string, body: unknown) =>

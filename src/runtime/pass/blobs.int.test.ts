@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../server/app.js';
 import { backends } from '../../testing/backends.js';
 import { eventually, testEngine } from '../../testing/engine.js';
-import { storedWorkflows } from '../../workflows/service.js';
+import { storedWorkflows } from '../../app/workflows.js';
 import { NotFoundError } from '../../errors.js';
 import { isBlobRef, type BlobRef } from './blobs.js';
 import { workflow } from '../workflow.js';
@@ -52,7 +52,7 @@ describe.each(backends)('values of any size on $name', (backend) => {
 
     const app = createApp({
       engine,
-      workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+      workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
       uiDir: null,
     });
     const res = await app.fetch(new Request('http://local/runs/big-1'));
@@ -93,7 +93,7 @@ describe.each(backends)('values of any size on $name', (backend) => {
       const ran = Date.now() - started;
       const app = createApp({
         engine,
-        workflows: storedWorkflows(engine, engine.store, { secretKey: randomBytes(32) }),
+        workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
         uiDir: null,
       });
       const res = await app.fetch(new Request('http://local/runs/fifty-1'));

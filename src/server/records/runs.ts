@@ -2,16 +2,15 @@ import { z } from 'zod';
 import { SESSION_WORKFLOW } from '../../agents/session.js';
 import { missingVersion } from '../../runtime/start/versions.js';
 import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/read/view.js';
-import type { Journal } from '../../journal/journal.js';
 import type { RecentRunPage } from '../../runtime/read/runs.js';
 import { iso } from '../../iso.js';
-import { storedWorkflowNamed, storedWorkflowNames } from '../../workflows/definitions.js';
+import type { Definitions } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 
 /* A run and its events as the API shows them: the response schemas and the records built from views. */
 
-/** The store the stored workflows' names are read from (typed by that read: server/ names no storage/ type). */
-type Store = Parameters<typeof storedWorkflowNames>[0];
+/** The stored workflows' names a run record needs (`Definitions` answers them). */
+export type WorkflowNames = Pick<Definitions, 'named' | 'names'>;
 /** A run listing's filters as the database applies them (`engine.runs.list`'s `where`). */
 type RunWhere = NonNullable<RecentRunPage['where']>;
 
@@ -92,11 +91,8 @@ export function agentName(view: RunView): string | null {
 }
 
 /** The current names of the stored workflows `views` are executions of, for `runSummary` and `runRecord`: one read per workflow. */
-export function storedNames(store: Store, views: Iterable<RunView>): Promise<Map<string, string>> {
-  return storedWorkflowNames(
-    store,
-    [...views].flatMap((view) => workflowId(view) ?? []),
-  );
+export function storedNames(workflows: WorkflowNames, views: Iterable<RunView>): Promise<Map<string, string>> {
+  return workflows.names([...views].flatMap((view) => workflowId(view) ?? []));
 }
 
 /**
@@ -162,12 +158,8 @@ export interface RunFilter {
  * it is or whose name it is now (a name is unique among stored workflows: resolved here, once per
  * request, so the listing filters on ids the run views hold).
  */
-export async function runWorkflow(
-  store: Store,
-  journal: Journal,
-  value: string,
-): Promise<{ name: string; ids: string[] }> {
-  const named = await storedWorkflowNamed(store, journal, value);
+export async function runWorkflow(workflows: WorkflowNames, value: string): Promise<{ name: string; ids: string[] }> {
+  const named = await workflows.named(value);
   return { name: value, ids: named === undefined || named === value ? [value] : [value, named] };
 }
 

@@ -20,6 +20,7 @@ import {
   runWhere,
   runWorkflow,
   storedNames,
+  type WorkflowNames,
   workflowId,
 } from '../records/runs.js';
 import { type EventRecord, eventRecord, eventResponse } from '../records/events.js';
@@ -131,9 +132,15 @@ const journalStreamQuery = z
  *
  * @example mount(new Hono(), runRoutes(engine, { heartbeatMs: 15_000 }));
  */
-export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollMs?: number } = {}): Route[] {
-  // stored workflows' names only: runs are read through engine.runs
-  const store = engine.store;
+export function runRoutes(
+  engine: Engine,
+  options: { heartbeatMs?: number; pollMs?: number; workflows?: WorkflowNames } = {},
+): Route[] {
+  // an execution's record names its stored workflow; without `workflows` (a test of runs alone) it shows the id
+  const workflowNames: WorkflowNames = options.workflows ?? {
+    named: async () => undefined,
+    names: async () => new Map(),
+  };
   const watchCommits: WatchCommits = (match) => engine.journal.watch(match);
   const live = { heartbeatMs: options.heartbeatMs ?? 15_000, pollMs: options.pollMs ?? FALLBACK_MS };
   return [
@@ -179,7 +186,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         const filter: RunFilter = {
           status: query.status,
           kind: query.kind,
-          workflow: query.workflow === undefined ? undefined : await runWorkflow(store, engine.journal, query.workflow),
+          workflow: query.workflow === undefined ? undefined : await runWorkflow(workflowNames, query.workflow),
           createdAfter: query.created_after,
           createdBefore: query.created_before,
         };
@@ -197,7 +204,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
                 last_key: query.last_key,
                 ...(filtered(query) ? { filter: (view) => runMatches(view, filter) } : {}),
               });
-        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(store, page.runs)]);
+        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(workflowNames, page.runs)]);
         return { ...page, runs: page.runs.map((view) => runSummary(view, live, names)) };
       },
     }),
@@ -212,7 +219,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
       // big values (blob references in the view) whole, streamed when large
       handle: async ({ params }) => {
         const view = await runView(engine, params.id!);
-        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(store, [view])]);
+        const [live, names] = await Promise.all([engine.runs.liveTags(), storedNames(workflowNames, [view])]);
         return jsonWithBlobs(runRecord(view, live, names), engine.runtime.blobs);
       },
     }),
@@ -271,7 +278,7 @@ export function runRoutes(engine: Engine, options: { heartbeatMs?: number; pollM
         const view = await engine.runs.wait(params.id!, { timeoutMs: query.timeout, pollMs: live.pollMs, signal });
         if (isTerminal(view.status))
           return jsonWithBlobs(
-            { run: runRecord(view, undefined, await storedNames(store, [view])) },
+            { run: runRecord(view, undefined, await storedNames(workflowNames, [view])) },
             engine.runtime.blobs,
           );
         return Response.json({ status: view.status, run_id: view.id }, { status: 408 });
