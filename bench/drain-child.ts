@@ -2,7 +2,7 @@
 // It opens its engine and says "ready"; on "start" it works the queue (concurrency 10 unless given) and reports
 // its count of completed tasks after each flush; on "stop" it closes and exits. The parent, which
 // sums the counts of all children, decides when the queue is drained.
-import { createEngine } from '../dist/engine.js';
+import { createEngine, engineStore } from '../dist/engine.js';
 
 const [database, queue, concurrency] = process.argv.slice(2);
 if (!database || !queue || !process.send)
@@ -11,8 +11,8 @@ const send = process.send.bind(process);
 
 const engine = await createEngine({ database });
 // Open the pool and the LISTEN connection now, so "start" measures work, not connecting.
-await engine.store.now();
-await (await engine.store.listen('tasks', () => {}))();
+await engineStore(engine).now();
+await (await engineStore(engine).listen('tasks', () => {}))();
 
 let completed = 0;
 let reporting = false;

@@ -6,7 +6,7 @@
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createEngine, type Engine } from '../dist/engine.js';
+import { createEngine, type Engine, engineStore } from '../dist/engine.js';
 import type { StreamAppend } from '../dist/storage/store.js';
 import { withDatabase, type Backend } from './databases.js';
 
@@ -23,7 +23,7 @@ const rounds = Number(values.rounds);
 const runsPerRound = Math.max(1, Math.round(total / rounds / EVENTS_PER_RUN));
 
 async function size(engine: Engine, database: string): Promise<number> {
-  if (engine.store.dialect === 'sqlite')
+  if (engineStore(engine).dialect === 'sqlite')
     return statSync(database).size + (statSync(`${database}-wal`, { throwIfNoEntry: false })?.size ?? 0);
   const client = new pg.Client({ connectionString: database });
   await client.connect();
@@ -86,7 +86,7 @@ async function bench(backend: Backend, database: string): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 50));
     const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
     console.log(
-      `${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engine.store.status()).events}; subscriber saw ${seen} of ${audits}`,
+      `${backend}: ${written} events in ${rounds} rounds; append ${Math.round(written / (appendMs / 1000))} events/s, prune ${Math.round(written / (pruneMs / 1000))} events/s; size after round 1 ${mb(sizes[0]!)}, round ${Math.min(3, rounds)} ${mb(sizes[Math.min(2, rounds - 1)]!)}, last ${mb(sizes.at(-1)!)}; events left ${(await engineStore(engine).status()).events}; subscriber saw ${seen} of ${audits}`,
     );
   } finally {
     await engine.close();

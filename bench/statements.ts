@@ -7,7 +7,7 @@
 // the round trips they take as `round_trips_per_…` (statements sent behind one in flight ride in it).
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createEngine } from '../dist/engine.js';
+import { createEngine, engineStore } from '../dist/engine.js';
 import { workflow } from '../dist/runtime/workflow.js';
 import { withDatabase } from './databases.js';
 
@@ -65,7 +65,7 @@ interface Counts {
 async function measure(database: string, wf: typeof ten, runs: number, inFlight: number): Promise<Counts> {
   const engine = await createEngine({ database, workflows: [ten, one], runConcurrency: inFlight });
   try {
-    await engine.store.now();
+    await engineStore(engine).now();
     let next = 0;
     return await counted(async () => {
       await Promise.all(

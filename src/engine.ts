@@ -199,6 +199,15 @@ export class Engine {
 }
 
 /**
+ * The engine's store, for what assembles an engine's parts: app/, testing/ and the bench (the
+ * `store` field is @internal, so code built against the package's types reaches it here). Not
+ * exported from the package's index; src/floors.test.ts keeps the rest of src/ off it.
+ */
+export function engineStore(engine: Engine): Store {
+  return engine.store;
+}
+
+/**
  * Opens the store and starts this process's run workers (unless `workers: false`, for a process
  * that only starts and inspects runs). A SQLite file's directory must exist, unless `createDirs: true`.
  */
