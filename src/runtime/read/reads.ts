@@ -2,7 +2,7 @@ import type { Journal } from '../../journal/journal.js';
 import type { Store } from '../../storage/store.js';
 import { runsNeedingPatch } from '../pass/patches.js';
 import type { Runtime } from '../runtime.js';
-import { liveTags, missingVersion } from '../start/versions.js';
+import { liveTags } from '../start/versions.js';
 import { newestRuns, stuckRuns } from './overview.js';
 import { listRecentRuns, listRuns, runTail, waitForRun, type RecentRunPage, type RunPage } from './runs.js';
 import { readRunView, type RunView } from './view.js';
@@ -65,13 +65,8 @@ export class RunReads {
     return runsNeedingPatch(this.store, id, options);
   }
 
-  /** The version tags some live worker has (see `missingVersion`). */
+  /** The version tags some live worker has (a run's record says which version it waits for: `missingVersion`). */
   liveTags(): Promise<Set<string>> {
     return liveTags(this.store);
-  }
-
-  /** The version a run waits for, null when some live worker can run it or it ended. */
-  missingVersion(run: { workflow: string; version?: string | null; status: string }, live: Set<string>): string | null {
-    return missingVersion(run, live);
   }
 }
