@@ -8,7 +8,7 @@ function find(world: World, request: MockRequest): Artifact {
   return artifact;
 }
 
-/** The files render jobs made: metadata with a download URL, and the (mock) bytes. */
+/** The files render jobs made: metadata with a download URL, the (mock) bytes, and their deletion. */
 export function artifactRoutes(world: World): MockRoute[] {
   return [
     {
@@ -34,6 +34,16 @@ export function artifactRoutes(world: World): MockRoute[] {
             'content-disposition': `attachment; filename="${artifact.filename}"`,
           },
         };
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/v1/artifacts/{artifact_id}',
+      summary:
+        'delete an artifact (its metadata and bytes) → 204; idempotent: one already gone or never made is 204 too (§9.3)',
+      handle(request) {
+        world.artifacts.delete(request.params.artifact_id!);
+        return { status: 204 };
       },
     },
   ];
