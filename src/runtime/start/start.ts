@@ -17,6 +17,11 @@ export interface StartOptions {
   id?: string;
   /** Runs with the same key run one at a time, in start order. */
   orderingKey?: string;
+  /**
+   * With `orderingKey`: runs of the key this one waits in front of, if they are still waiting for their turn (a
+   * redriven agent event keeps its place in its conversation). Default: behind every run of the key.
+   */
+  ahead?: readonly string[];
   /** The run fails with a TimeoutError (compensations run) when it has not ended by then. */
   timeout?: Duration;
   /** Starts the run in the caller's transaction: it exists only if that commits. */
@@ -74,7 +79,7 @@ export class Starts {
       });
       const also = async (tx: Store) => {
         const pass =
-          orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id))
+          orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id, options.ahead))
             ? await this.enqueuePass(tx, options.id, tag, taker)
             : null;
         await options.also?.(tx);
@@ -114,7 +119,8 @@ export class Starts {
     const [started] = (
       await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })
     ).events;
-    const admitted = orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id));
+    const admitted =
+      orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id, options.ahead));
     const pass = admitted ? await this.enqueuePass(tx, options.id, tag, this.host.queue.reserve(RUN_QUEUE, tag)) : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));

@@ -47,14 +47,23 @@ async function write(journal: Journal, tx: Store, key: string, version: number, 
 /**
  * Runs of one ordering key take turns: the first becomes active, later ones wait in start order
  * until the active one ends (`releaseTurn`). The append to the key's stream locks it (the stream's
- * row) for the rest of the transaction, so concurrent starts queue up one after another. True: the
- * run's turn is now.
+ * row) for the rest of the transaction, so concurrent starts queue up one after another. `ahead`:
+ * the run waits in front of the first of these runs still waiting (the active run keeps its turn).
+ * True: the run's turn is now.
  */
-export async function admitTurn(journal: Journal, tx: Store, key: string, runId: string): Promise<boolean> {
+export async function admitTurn(
+  journal: Journal,
+  tx: Store,
+  key: string,
+  runId: string,
+  ahead: readonly string[] = [],
+): Promise<boolean> {
   const lined = await lineUp(journal, tx, key, RUN_EVENT.runQueued, runId);
   const turn = lined.turn ?? { active: null, waiting: [] };
   const admitted = turn.active === null;
+  const place = ahead.length ? turn.waiting.findIndex((id) => ahead.includes(id)) : -1;
   if (admitted) turn.active = runId;
+  else if (place >= 0) turn.waiting.splice(place, 0, runId);
   else turn.waiting.push(runId);
   await write(journal, tx, key, lined.version, turn);
   return admitted;
