@@ -1,7 +1,8 @@
 import type { Journal } from '../journal/journal.js';
+import type { AgentEventRow } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
 
-/** The stream of one conversation's arrivals: each event's arrival-policy decision, and each run's start. Appends to it serialize intake per conversation. */
+/** The stream of one conversation's arrivals: each event's arrival-policy decision (or its redrive), and each run's start. Appends to it serialize intake per conversation. */
 export function conversationStream(conversationId: string): string {
   return `agent-conversation:${conversationId}`;
 }
@@ -27,6 +28,26 @@ export async function readConversation(store: Store, conversationId: string): Pr
       waiting: {},
     }
   );
+}
+
+/**
+ * The runs of the conversation's events received after `event` that have not started (those
+ * events are pending): a redriven event's run waits in front of them, so the event keeps its place
+ * in its conversation's arrival order (received time, then id: the order GET /agent/events lists).
+ * Read after the conversation's stream is locked, so no arrival slips in meanwhile.
+ */
+export async function laterArrivals(tx: Store, event: AgentEventRow): Promise<string[]> {
+  const runs = new Set<string>();
+  const page = { conversation_id: event.conversation_id, status: 'pending' as const, limit: 500 };
+  for (let after: string | undefined; ; ) {
+    const rows = await tx.agentEventPage({ ...page, ...(after !== undefined ? { after } : {}) });
+    for (const e of rows) {
+      if (e.created_at < event.created_at || (e.created_at === event.created_at && e.id <= event.id)) return [...runs];
+      runs.add(e.run_id);
+    }
+    if (rows.length < page.limit) return [...runs];
+    after = rows.at(-1)!.id;
+  }
 }
 
 /** An inbound event as a run's input shows it. */

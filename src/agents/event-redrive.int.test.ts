@@ -1,6 +1,5 @@
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Engine } from '../engine.js';
 import { mount } from '../server/app.js';
 import { agentRoutes } from '../server/routes/agents.js';
 import { backends } from '../testing/backends.js';
@@ -11,7 +10,6 @@ import { sessions } from './service.js';
 
 describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) => {
   let app: Hono;
-  let engine: Engine;
   let close: () => Promise<void>;
   /** Conversations whose upstream is down: their runs fail (one attempt, no retry) until it is back. */
   let down: Set<string>;
@@ -43,7 +41,6 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     down = new Set();
     handled = [];
     const t = await testEngine(backend, { pollMs: 100 });
-    engine = t.engine;
     const fragile = defineAgent('fragile', {
       ledger: { retry: { maxAttempts: 1 } },
       background: async (input: { conversation_id: string; events: Array<{ payload: { text: string } }> }, ctx) => {
@@ -128,7 +125,7 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
     expect(JSON.stringify(badBy.body)).toContain('by');
   });
 
-  it('queues the redriven event in its conversation behind the runs queued before the redrive and ahead of later arrivals', async () => {
+  it('runs the redriven event next when the later arrivals already ran, ahead of those after the redrive (its place when they wait: redrive-order.int.test.ts)', async () => {
     down.add('c-2');
     const a = await send('c-2', 'a');
     await settled(a.event_id, 'failed');
@@ -150,34 +147,6 @@ describe.each(backends)('POST /agent/events/{id}/redrive on $name', (backend) =>
       [run_id, 'success'],
       [c.run_id, 'success'],
     ]);
-  });
-
-  it('is what retries a failed agent run: POST /operator/runs/retry matches none (its session run ended success, the failure is the session’s), and changes no ledger row or session event', async () => {
-    down.add('c-op');
-    const sent = await send('c-op', 'op');
-    await settled(sent.event_id, 'failed');
-    // the event is failed as the session journals its failure; the session's workflow run ends just after
-    const session = await eventually(async () => {
-      const r = await engine.run(sent.run_id);
-      return r.status === 'running' || r.status === 'pending' ? undefined : r;
-    }, 20_000);
-    expect([session.status, session.output]).toEqual([
-      'success',
-      expect.objectContaining({ ended_with: 'AGENT_BACKGROUND_TASK_FAILED' }),
-    ]);
-    const before = {
-      event: await event(sent.event_id),
-      run: (await call('GET', `/agent/runs/${sent.run_id}`)).body,
-      stream: await engine.journal.readStream(`session:${sent.run_id}`),
-    };
-    const retried = await engine.operator.retryRuns({}, { by: 'ops', reason: 'upstream is back' });
-    expect([retried.ids, retried.started]).toEqual([[], {}]);
-    expect(await event(sent.event_id)).toEqual(before.event);
-    expect((await call('GET', `/agent/runs/${sent.run_id}`)).body).toEqual(before.run);
-    expect(await engine.journal.readStream(`session:${sent.run_id}`)).toEqual(before.stream);
-    down.delete('c-op');
-    expect((await call('POST', `/agent/events/${sent.event_id}/redrive`)).status).toBe(200);
-    await settled(sent.event_id, 'done');
   });
 
   it('redrives every failed event a filter matches, and only failed ones', async () => {

@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { keyStream } from '../runtime/start/keyed.js';
 import type { Store } from '../storage/store.js';
-import { conversationStream, readConversation } from './conversation.js';
+import { conversationStream, laterArrivals, readConversation } from './conversation.js';
 import type { ReceivedEvent } from './ledger-projection.js';
 import type { SessionService } from './service.js';
 
@@ -90,8 +90,11 @@ export class Intake {
   }
 
   /**
-   * A failed event again: a new run handles it, in its conversation's order, journaled on the
-   * event's key stream with who and why. An event that is not failed is a ConflictError.
+   * A failed event again: a new run handles it, journaled on the event's key stream with who and
+   * why. The event keeps its place in its conversation: the run waits in front of the runs of later
+   * arrivals that have not started, behind the run whose turn it is (a later event that already
+   * started or ran goes first: the redriven one runs next). An event that is not failed is a
+   * ConflictError. The operator's retry of an agent run is this too (run-retry.ts).
    */
   async redrive(
     id: string,
@@ -105,6 +108,18 @@ export class Intake {
       const stream = keyStream('agent-event', before.idempotency_key);
       const [last] = await this.engine.journal.readStream(stream, { backwards: true, limit: 1, tx });
       const run_id = newId('ses');
+      // locks the conversation (as an arrival or a run's start does) before its waiting runs are read
+      await this.engine.journal.append(
+        conversationStream(before.conversation_id),
+        [
+          {
+            type: 'agent.event.requeued',
+            data: { event_id: id, run_id, agent: before.agent, retry_of: before.run_id },
+          },
+        ],
+        { tx },
+      );
+      const ahead = await laterArrivals(tx, before);
       const input = {
         event_id: id,
         conversation_id: before.conversation_id,
@@ -121,6 +136,7 @@ export class Intake {
         user_id: before.user_id,
         event_id: id,
         input_class: before.input_type,
+        ahead,
       });
       // a concurrent redrive of the same event appended first: this one loses (409) and starts nothing
       await this.engine.journal.append(

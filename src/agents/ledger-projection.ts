@@ -60,7 +60,7 @@ export function projectLedger(journal: Journal): void {
   });
   const conversations = new WrittenViews<ConversationView>();
   journal.project(
-    ['agent.event.queued', 'agent.event.coalesced', 'agent.run.started', 'agent.run.ended'],
+    ['agent.event.queued', 'agent.event.coalesced', 'agent.event.requeued', 'agent.run.started', 'agent.run.ended'],
     async (event, tx) => {
       const conversationId = event.streamId.slice('agent-conversation:'.length);
       const view =

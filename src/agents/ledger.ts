@@ -15,7 +15,9 @@ import type { Store } from '../storage/store.js';
 import { Intake, type AgentEventInput, type IntakeResult } from './intake.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
 import { REMOTE_EVENT, remoteStream } from './remote-events.js';
+import { agentRunRetry } from './run-retry.js';
 import type { SessionService } from './service.js';
+import { SESSION_WORKFLOW } from './session.js';
 
 // the ledger is the feature's door: the intake's shapes are named from here too (index.ts, the client)
 export type { AgentEventInput, IntakeResult } from './intake.js';
@@ -67,6 +69,11 @@ export class AgentLedger {
     options: { defaultAgent: string },
   ) {
     this.inbound = new Intake(engine, store, sessions, options.defaultAgent);
+    // the operator's retry of an agent run is this ledger's redrive of its event
+    engine.operator.retryThrough(
+      SESSION_WORKFLOW,
+      agentRunRetry(store, (id, actor) => this.redrive(id, actor)),
+    );
   }
 
   /**
@@ -117,10 +124,11 @@ export class AgentLedger {
   }
 
   /**
-   * A failed event again: a new run handles it with a fresh attempt count, in its conversation's
-   * order (behind the runs already queued there); the old run and its rows stay, and the new run's
-   * `retry_of` names it. Journaled on the event's key stream with who and why. An event that is not
-   * failed is a ConflictError.
+   * A failed event again: a new run handles it with a fresh attempt count, keeping the event's place
+   * in its conversation (ahead of later arrivals not started yet; next, when a later one holds the
+   * turn or ran); the old run and its rows stay, and the new run's `retry_of` names it. Journaled on
+   * the event's key stream with who and why. An event that is not failed is a ConflictError. The
+   * operator's retry of an agent run (`POST /operator/runs/retry`) is this.
    */
   async redrive(
     id: string,
@@ -130,7 +138,7 @@ export class AgentLedger {
     return { event: await this.event(id), run_id, retry_of };
   }
 
-  /** Redrives every failed event the filter matches, oldest first (so their new runs queue in arrival order). */
+  /** Redrives every failed event the filter matches, oldest first (each new run takes its event's place in its conversation). */
   async redriveAll(
     filter: { status: 'failed'; conversation_id?: string; source?: string },
     body: { by?: string; reason?: string | null } = {},

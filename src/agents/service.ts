@@ -218,12 +218,13 @@ export class SessionService {
       user_id: string;
       event_id: string;
       input_class: string;
+      /** Runs of the conversation it waits in front of, if they still wait (a redriven event keeps its place). */
+      ahead?: readonly string[];
     },
   ): Promise<void> {
-    const { id, agent, input, ...ledger } = p;
     // the intake's new id: no session has it yet, so none is read first
-    this.check(agent, input);
-    await this.initiate(tx, id, agent, input, { ...ledger, orderingKey: conversationOrderingKey(p.conversation_id) });
+    this.check(p.agent, p.input);
+    await this.initiate(tx, p.id, p.agent, p.input, { ...p, orderingKey: conversationOrderingKey(p.conversation_id) });
   }
 
   /**
@@ -261,7 +262,7 @@ export class SessionService {
     id: string,
     agent: string,
     input: unknown,
-    event?: { conversation_id: string; user_id: string; event_id: string; input_class: string; orderingKey: string },
+    event?: Parameters<SessionService['startForEvent']>[1] & { orderingKey: string },
   ): Promise<void> {
     const run = await readRunView(t, id);
     if (run && run.workflow !== SESSION_WORKFLOW)
@@ -275,7 +276,8 @@ export class SessionService {
     const start = event
       ? { session_id: id, agent, input, conversation_id: event.conversation_id }
       : { session_id: id, agent, input };
-    await this.engine.start(this.workflow, start, { id, tx: t, ...(event ? { orderingKey: event.orderingKey } : {}) });
+    const ordering = event && { orderingKey: event.orderingKey, ahead: event.ahead ?? [] };
+    await this.engine.start(this.workflow, start, { id, tx: t, ...ordering });
   }
 
   /** What SESSION_INITIATED carries for the ledger's `agent_runs` row. */

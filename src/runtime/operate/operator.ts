@@ -78,7 +78,21 @@ export interface BulkResult {
 /** The most items one bulk action touches: past it, narrow the filter or repeat. */
 export const BULK_LIMIT = 10_000;
 
+/**
+ * How a feature retries the runs of one of its workflows, when its own record says whether they
+ * failed and its own operation retries them (an agent run: its session's run ends `success` having
+ * journaled the agent's failure, and its retry is its event's redrive).
+ */
+export interface RetryRoute {
+  /** The runs of the workflow the feature counts as failed and would retry, created within the bounds (ms, exclusive). */
+  failed(bounds: { createdAfter?: number; createdBefore?: number }): Promise<string[]>;
+  /** Retries run `id` (failed by its own record, or failed or cancelled as a run): the new run's id. A ConflictError: skipped. */
+  retry(id: string, actor: Actor): Promise<string>;
+}
+
 export class Operator {
+  private readonly retries = new Map<string, RetryRoute>();
+
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
@@ -189,16 +203,37 @@ export class Operator {
     return result;
   }
 
-  /** Starts each failed or cancelled run the filter matches again: a new run of the same version and input, linked to it. */
+  /** The runs of `workflow` are retried by `route` (which also says which of them failed), not started again as runs. */
+  retryThrough(workflow: string, route: RetryRoute): void {
+    this.retries.set(workflow, route);
+  }
+
+  /**
+   * Starts each failed or cancelled run the filter matches again: a new run of the same version and input, linked to
+   * it; a run of a workflow with a retry route (an agent run) is retried by its route, which also names its failed runs.
+   */
   async retryRuns(
     filter: RunFilter,
     actor: Actor,
     options: { dryRun?: boolean } = {},
   ): Promise<BulkResult & { started: Record<string, string> }> {
     const who = checkActor(actor);
-    const runs = (await this.matchingRuns({ ...filter, status: filter.status ?? ['failed', 'cancelled'] })).filter(
-      (r) => r.status === 'failed' || r.status === 'cancelled',
-    );
+    const status = filter.status ?? ['failed', 'cancelled'];
+    const runs = (await this.matchingRuns({ ...filter, status }))
+      .filter((r) => r.status === 'failed' || r.status === 'cancelled')
+      .map((r) => ({ id: r.id, route: this.retries.get(r.workflow) }));
+    const matched = new Set(runs.map((r) => r.id));
+    for (const [workflow, route] of this.retries) {
+      if (!status.includes('failed') || (filter.workflow !== undefined && filter.workflow !== workflow)) continue;
+      const bounds = { createdAfter: filter.createdAfter, createdBefore: filter.createdBefore };
+      for (const id of await route.failed(bounds)) {
+        if (matched.has(id)) continue;
+        matched.add(id);
+        runs.push({ id, route });
+      }
+      if (runs.length > BULK_LIMIT)
+        throw new ValidationError('filter', `matches more than ${BULK_LIMIT} runs: narrow it`);
+    }
     const result = {
       action: 'runs.retried',
       ids: [] as string[],
@@ -206,9 +241,14 @@ export class Operator {
       dryRun: options.dryRun ?? false,
       started: {} as Record<string, string>,
     };
-    for (const run of runs) {
-      result.ids.push(run.id);
-      if (!result.dryRun) result.started[run.id] = await this.runtime.restart(run.id, who);
+    for (const { id, route } of runs) {
+      try {
+        if (!result.dryRun) result.started[id] = await (route ? route.retry(id, who) : this.runtime.restart(id, who));
+        result.ids.push(id);
+      } catch (error) {
+        if (!(error instanceof ConflictError)) throw error;
+        result.skipped.push({ id, why: error.message });
+      }
     }
     if (!result.dryRun)
       await this.record(this.store, {

@@ -48,7 +48,7 @@ const bulkResponse = z.object({
   started: z
     .record(z.string(), z.string())
     .optional()
-    .describe('retry: each run id → the id of the run started for it'),
+    .describe('retry: each run id → the id of the run started for it (an agent run: the run its redriven event got)'),
 });
 
 /**
@@ -127,7 +127,8 @@ export function operatorRoutes(engine: Engine): Route[] {
       method: 'post',
       path: '/operator/runs/retry',
       tag: 'operator',
-      summary: 'Start again every failed or cancelled run that matches: a new run of the same version and input each',
+      summary:
+        'Start again every failed or cancelled run that matches: a new run of the same version and input each; a failed agent run: its event redriven (POST /agent/events/{id}/redrive)',
       body: runFilterBody,
       status: 200,
       response: bulkResponse,
