@@ -5,6 +5,7 @@ import { hint, inputOption, inputValue } from './hints.js';
 import { client, remote, urlFlags } from './options.js';
 import type { Output } from './output.js';
 import { serverSource } from './source.js';
+import { type Interruptible, TERMINAL_REASON, whileInterruptible } from './run-interrupt.js';
 import { follow, waitFor } from './wait.js';
 import { findByName } from './workflows.js';
 
@@ -67,8 +68,12 @@ export async function start(ref: string, options: OptionValues, out: Output, onl
       ? `run ${started.run_id} exists (${started.status}): nothing new started`
       : `run ${started.run_id} started`,
   );
-  if (!options.wait) return out.line(`follow it:  runledger events ${started.run_id}${urlFlags(options)} --follow`);
-  await follow(serverSource(c), started.run_id, out, options);
+  const followCommand = `runledger events ${started.run_id}${urlFlags(options)} --follow`;
+  if (!options.wait) return out.line(`follow it:  ${followCommand}`);
+  await whileInterruptible(
+    terminal(out, followCommand, async () => void (await c.cancelRun(started.run_id, TERMINAL_REASON))),
+    () => follow(serverSource(c), started.run_id, out, options),
+  );
 }
 
 async function execute(
@@ -95,11 +100,25 @@ async function execute(
     out.line(
       `execution ${started.execution_id} ${started.duplicate ? `exists (${out.status(started.status)}): nothing new started` : out.status(started.status)}`,
     );
-  if (!options.wait)
-    return options.json
-      ? undefined
-      : out.line(`follow it:  runledger events ${started.execution_id}${urlFlags(options)} --follow`);
-  await waitFor(c, workflowId, started.execution_id, out, options);
+  const followCommand = `runledger events ${started.execution_id}${urlFlags(options)} --follow`;
+  if (!options.wait) return options.json ? undefined : out.line(`follow it:  ${followCommand}`);
+  const cancel = async () => void (await c.cancel(workflowId, started.execution_id, TERMINAL_REASON));
+  await whileInterruptible(terminal(out, followCommand, cancel), () =>
+    waitFor(c, workflowId, started.execution_id, out, options),
+  );
+}
+
+/** Ctrl-C while `--wait` follows a run: asked on this process's terminal (see whileInterruptible). */
+function terminal(out: Output, followCommand: string, cancel: () => Promise<void>): Interruptible {
+  return {
+    terminal: Boolean(process.stdin.isTTY),
+    input: process.stdin,
+    prompt: process.stderr,
+    line: (text) => out.line(text),
+    cancel,
+    followCommand,
+    exit: (code) => process.exit(code),
+  };
 }
 
 /** The id of the stored workflow `ref` names (its id or its name), or undefined when there is none. */

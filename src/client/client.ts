@@ -102,12 +102,12 @@ export class Client {
     );
   execution = (id: string, executionId: string) =>
     this.call<ExecutionRecord>('GET', `/workflows/${enc(id)}/executions/${enc(executionId)}`);
-  cancel = (id: string, executionId: string, reason?: string) =>
-    this.call<{ execution_id: string }>(
-      'POST',
-      `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`,
-      reason === undefined ? {} : { reason },
-    );
+  /** Cancels an execution; `delete_artifacts`: its compensations read `{{cancel.delete_artifacts}}` as true. */
+  cancel = (id: string, executionId: string, reason?: string, options: { delete_artifacts?: boolean } = {}) =>
+    this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/cancel`, {
+      ...(reason === undefined ? {} : { reason }),
+      ...(options.delete_artifacts ? { delete_artifacts: true } : {}),
+    });
   /** Retries the failed branches (all, or those named) as a new execution reusing what succeeded. */
   retry = (id: string, executionId: string, branches?: string[]) =>
     this.call<{ execution_id: string; branches: string[] }>(
@@ -237,7 +237,13 @@ export class Client {
       ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
     });
   /** Cancels a run of any kind (code run, execution, session). */
-  cancelRun = (id: string) => this.call<{ run_id: string; status: 'cancelling' }>('POST', `/runs/${enc(id)}/cancel`);
+  /** Cancels a run; `reason` is journaled with the request and shown. */
+  cancelRun = (id: string, reason?: string) =>
+    this.call<{ run_id: string; status: 'cancelling' }>(
+      'POST',
+      `/runs/${enc(id)}/cancel`,
+      reason === undefined ? undefined : { reason },
+    );
   tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) =>
     this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
   taskEvents = (id: string) => this.call<{ events: RunEvent[] }>('GET', `/tasks/${enc(id)}/events`);
