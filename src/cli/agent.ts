@@ -43,7 +43,10 @@ export function agentCommands(program: Command, print: (line: string) => void): 
     .description('the agent run ledger: runs, their steps and tool calls, and approvals');
   remote(agent.command('runs'))
     .description('agent runs, newest first')
-    .option('--conversation <id>', "one conversation's runs, oldest first (the order they ran in)")
+    .option(
+      '--conversation <id>',
+      "one conversation's runs, oldest first (a redriven event's run keeps its event's place: see started_at)",
+    )
     .option('--user <id>')
     .option('--status <status>', 'pending | running | waiting | sleeping | success | failed')
     .option('--limit <n>', 'at most this many', '20')

@@ -244,7 +244,7 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       path: '/agent/events/{id}/redrive',
       tag: 'agents',
       summary:
-        "A failed event again: pending with a fresh attempt count, handled by a new run (its `retry_of` names the old one, whose rows stay), keeping its place in its conversation (ahead of later arrivals not started; next, if one already started or ran); 409 for an event that is not failed",
+        'A failed event again: pending with a fresh attempt count, handled by a new run (its `retry_of` names the old one, whose rows stay), keeping its place in its conversation (ahead of later arrivals not started; next, if one already started or ran); 409 for an event that is not failed',
       body: redriveBody.optional(),
       status: 200,
       response: z.object({ event, run_id: z.string(), retry_of: z.string() }),
@@ -288,7 +288,8 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       method: 'get',
       path: '/conversations/{id}/runs',
       tag: 'agents',
-      summary: "A conversation's agent runs, oldest first (the order they ran in)",
+      summary:
+        "A conversation's agent runs, oldest first (by creation; a redriven event's run runs in its event's place: see started_at)",
       query: z.object(page).strict(),
       status: 200,
       response: z.object({ runs: z.array(run), next_cursor: z.string().nullable() }),
