@@ -200,8 +200,8 @@ export class Engine {
 
 /**
  * The engine's store, for what assembles an engine's parts: app/, testing/ and the bench (the
- * `store` field is @internal, so code built against the package's types reaches it here). Not
- * exported from the package's index; src/floors.test.ts keeps the rest of src/ off it.
+ * `store` field is stripped from the package's types, so code built against them reaches it here).
+ * Not exported from the package's index; src/floors.test.ts keeps the rest of src/ off it.
  */
 export function engineStore(engine: Engine): Store {
   return engine.store;
