@@ -1,3 +1,5 @@
+import type { ErrorClass } from './error-class.js';
+
 /**
  * The engine's lifecycle events, one typed map. Logs, metrics and traces subscribe to it
  * (`engine.on(name, listener)`); modules emit here instead of logging ad hoc. Payloads carry only
@@ -39,7 +41,28 @@ export interface EngineEventMap {
     durationMs: number;
     error: string;
     willRetry: boolean;
+    /** What failed (brief 004 §5.1): a retry is counted and logged by it. */
+    errorClass: ErrorClass;
     traceId?: string;
+  };
+  /** A run entered a business state (`ctx.setState`, a stored workflow's `states`), journaled by this process; `from` is the state it left. */
+  'run:state': { runId: string; workflow: string; kind: RunKind; state: string; from: string | null };
+  /**
+   * One request of a poll (`ctx.poll`, a stored `poll` step) ended: the work is not done yet
+   * (`pending`), the request failed and is tried again (`retrying`), or the poll ended
+   * (`complete`, `failed`, `timed_out`: its maximum wait passed). `status` is what the answer said
+   * (`processing`, or the HTTP status); `nextDelayMs` is the durable wait before the next request.
+   */
+  'poll:attempt': {
+    runId: string;
+    workflow: string;
+    step: string;
+    attempt: number;
+    outcome: PollOutcome;
+    status?: string;
+    nextDelayMs?: number;
+    error?: string;
+    errorClass?: ErrorClass;
   };
   'task:claim': { queue: string; taskId: string; attempt: number; workerId: string };
   'task:complete': { queue: string; taskId: string; attempt: number; durationMs: number };
@@ -64,7 +87,10 @@ export type EngineListener<K extends EngineEventName> = (payload: EngineEventMap
 
 /** `code` runs, stored-workflow `execution`s, agent `session`s. */
 export type RunKind = 'code' | 'execution' | 'session';
-export type RunOutcome = 'success' | 'failed' | 'cancelled';
+/** `partial`: the run ended `partial_success` (some of its work failed): not a success. */
+export type RunOutcome = 'success' | 'partial' | 'failed' | 'cancelled';
+export type PollOutcome = 'pending' | 'retrying' | 'complete' | 'failed' | 'timed_out';
+export type { ErrorClass };
 
 /** Every event name, for a logger or a test that wants them all. */
 export const ENGINE_EVENTS: EngineEventName[] = [
@@ -73,6 +99,8 @@ export const ENGINE_EVENTS: EngineEventName[] = [
   'run:pass',
   'step:complete',
   'step:fail',
+  'run:state',
+  'poll:attempt',
   'task:claim',
   'task:complete',
   'task:retry',
@@ -91,6 +119,17 @@ export function runKind(workflow: string): RunKind {
   if (workflow === 'runledger.stored') return 'execution';
   if (workflow.startsWith('runledger.session') || workflow.startsWith('runledger.agent')) return 'session';
   return 'code';
+}
+
+/**
+ * The workflow name a run's events carry: a stored workflow's execution is known by the stored
+ * workflow's name (from its input), not by the interpreter's (`runledger.stored`). One name per
+ * definition, never an id: metrics label with it.
+ */
+export function workflowLabel(workflow: string, input: unknown): string {
+  if (workflow !== 'runledger.stored') return workflow;
+  const name = (input as { workflow_name?: unknown } | null | undefined)?.workflow_name;
+  return typeof name === 'string' && name !== '' ? name : workflow;
 }
 
 /**

@@ -20,6 +20,7 @@ describe('logs', () => {
       durationMs: 5,
       error: 'card hunter2 refused',
       willRetry: true,
+      errorClass: '5xx',
       traceId: 'a'.repeat(32),
     });
     events.emit('task:claim', { queue: 'q', taskId: 't1', attempt: 1, workerId: 'w1' });
@@ -37,6 +38,7 @@ describe('logs', () => {
       trace_id: 'a'.repeat(32),
       error: 'card *** refused',
       will_retry: true,
+      error_class: '5xx',
     });
     expect(lines.join('')).not.toContain('hunter2');
     expect(records[1]).toMatchObject({ level: 40, msg: 'task:dead', task_id: 't1', queue: 'q' });

@@ -40,13 +40,21 @@ export function prettyLine(line: string): string {
   return `${at} ${(NAMES[level as number] ?? String(level)).padEnd(5)} ${String(msg ?? '')}${fields.length ? ` ${fields.join(' ')}` : ''}\n`;
 }
 
-/** Which events are logged at which level: lifecycle at info, per-claim and per-request detail at debug. */
-const LOGGED: { [K in EngineEventName]: 'debug' | 'info' | 'warn' } = {
+type Level = 'debug' | 'info' | 'warn';
+
+/**
+ * Which events are logged at which level: lifecycle at info, per-claim and per-request detail at
+ * debug. A poll's request is at debug while the work is pending, at info when it failed and is
+ * retried (with its error class) or ended the poll.
+ */
+const LOGGED: { [K in EngineEventName]: Level | ((payload: EngineEventMap[K]) => Level) } = {
   'run:start': 'info',
   'run:end': 'info',
   'run:pass': 'debug',
+  'run:state': 'info',
   'step:complete': 'info',
   'step:fail': 'info',
+  'poll:attempt': (e) => (e.outcome === 'pending' ? 'debug' : 'info'),
   'task:claim': 'debug',
   'task:complete': 'debug',
   'task:retry': 'info',
@@ -84,7 +92,8 @@ export function logEvents(
 ): () => void {
   const offs = (Object.keys(LOGGED) as EngineEventName[]).map((name) =>
     events.on(name, (payload: EngineEventMap[typeof name]) => {
-      const level = LOGGED[name];
+      const rule = LOGGED[name] as Level | ((payload: EngineEventMap[typeof name]) => Level);
+      const level = typeof rule === 'function' ? rule(payload) : rule;
       if (!logger.isLevelEnabled(level)) return;
       const hidden = [...secrets()];
       const record = fields(payload as Record<string, unknown>);

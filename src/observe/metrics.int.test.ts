@@ -114,7 +114,8 @@ describe.each(backends)('GET /metrics on $name', (backend) => {
     expect(text).toContain('runledger_runs_started_total{kind="code",workflow="hello"} 50');
     expect(text).toContain('runledger_runs_finished_total{kind="code",workflow="hello",outcome="success"} 50');
     expect(text).toContain(
-      'runledger_runs_finished_total{kind="execution",workflow="runledger.stored",outcome="success"} 1',
+      // an execution is known by its stored workflow's name, not the interpreter's (runledger.stored)
+      'runledger_runs_finished_total{kind="execution",workflow="wf",outcome="success"} 1',
     );
     expect(text).toContain('runledger_task_retries_total{queue="retry"} 1');
     expect(text).toContain('runledger_tasks_dead_total{queue="mail"} 1');

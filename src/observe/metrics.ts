@@ -35,10 +35,26 @@ export interface GaugeSource {
 const BATCH = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
+/** Distinct (workflow, step) pairs a step label takes; later ones are `_other` (a code workflow may name steps from data). */
+const MAX_STEP_LABELS = 1000;
+
+/** A label value kept within `limit` distinct values per process: past it, new ones read `_other`. */
+function bounded(limit: number): (workflow: string, value: string) => string {
+  const seen = new Set<string>();
+  return (workflow, value) => {
+    const key = `${workflow}\u0000${value}`;
+    if (seen.has(key)) return value;
+    if (seen.size >= limit) return '_other';
+    seen.add(key);
+    return value;
+  };
+}
+
 /**
  * Metrics fed by the engine's events, plus gauges read through the operator on each scrape. Every label
- * holds a bounded set of values: run kinds, workflow names registered in code, queue and
- * subscription names, outcomes, route templates. Never a run id, a user's value, or a raw path.
+ * holds a bounded set of values: run kinds, workflow names registered in code or stored (an
+ * execution is labelled with its stored workflow's name), step names (at most MAX_STEP_LABELS),
+ * queue and subscription names, outcomes, error classes, route templates. Never a run id, a user's value, or a raw path.
  *
  * @example
  * const metrics = createMetrics(engine.events, engine.operator);
@@ -61,7 +77,7 @@ export function createMetrics(
   });
   const runsFinished = new Counter({
     name: 'runledger_runs_finished_total',
-    help: 'Runs that ended in this process',
+    help: 'Runs that ended in this process (outcome partial: some of the work failed, not a success)',
     labelNames: ['kind', 'workflow', 'outcome'],
     registers,
   });
@@ -91,6 +107,18 @@ export function createMetrics(
     help: 'The attempt a step succeeded or failed for good on',
     labelNames: ['workflow', 'outcome'],
     buckets: [1, 2, 3, 5, 10, 20],
+    registers,
+  });
+  const stepRetries = new Counter({
+    name: 'runledger_step_retries_total',
+    help: 'Failed attempts of steps and poll requests that are retried, by error class (5xx, 429, network, timeout, 4xx, other)',
+    labelNames: ['workflow', 'class'],
+    registers,
+  });
+  const stepTimeouts = new Counter({
+    name: 'runledger_step_timeouts_total',
+    help: 'Step attempts and poll requests that timed out, and polls whose maximum wait passed',
+    labelNames: ['workflow', 'step'],
     registers,
   });
   const claims = new Counter({
@@ -199,6 +227,8 @@ export function createMetrics(
   });
 
   const s = (ms: number) => ms / 1000;
+  const step = bounded(MAX_STEP_LABELS);
+  const timedOut = (workflow: string, name: string) => stepTimeouts.inc({ workflow, step: step(workflow, name) });
   const offs = [
     events.on('run:start', (e) => runsStarted.inc({ kind: e.kind, workflow: e.workflow })),
     events.on('run:end', (e) => {
@@ -213,6 +243,12 @@ export function createMetrics(
     events.on('step:fail', (e) => {
       stepDuration.observe({ workflow: e.workflow, outcome: e.willRetry ? 'retrying' : 'failed' }, s(e.durationMs));
       if (!e.willRetry) stepAttempts.observe({ workflow: e.workflow, outcome: 'failed' }, e.attempt);
+      if (e.willRetry) stepRetries.inc({ workflow: e.workflow, class: e.errorClass });
+      if (e.errorClass === 'timeout') timedOut(e.workflow, e.step);
+    }),
+    events.on('poll:attempt', (e) => {
+      if (e.outcome === 'retrying') stepRetries.inc({ workflow: e.workflow, class: e.errorClass ?? 'other' });
+      if (e.outcome === 'timed_out' || e.errorClass === 'timeout') timedOut(e.workflow, e.step);
     }),
     events.on('task:claim', (e) => claims.inc({ queue: e.queue })),
     events.on('task:complete', (e) => completed.inc({ queue: e.queue })),

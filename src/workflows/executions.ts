@@ -157,6 +157,7 @@ export class Executions {
       request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
     return {
       workflow_id: wf.id,
+      workflow_name: wf.name,
       version: wf.version,
       steps: wf.steps,
       trigger_type: triggerType,

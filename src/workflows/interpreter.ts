@@ -14,6 +14,8 @@ export type Reused = { output: unknown } | { error: string };
 /** A run of STORED_WORKFLOW carries the definition it started with, so an update never changes a running execution. */
 export interface ExecutionInput {
   workflow_id: string;
+  /** The stored workflow's name when the execution started: its metrics and logs carry it (observe/events.ts workflowLabel). */
+  workflow_name?: string;
   version: number;
   steps: Definition['steps'];
   trigger_type: string;

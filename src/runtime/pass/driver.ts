@@ -132,7 +132,7 @@ export class PassDriver {
           ? { output: outcome.output.output ?? null, partial: true }
           : { output: outcome.output ?? null };
         await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
-        result = 'success';
+        result = isPartial(outcome.output) ? 'partial' : 'success';
         return true;
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again

@@ -1,8 +1,9 @@
-import type { RunOutcome } from '../../observe/events.js';
-import { runKind } from '../../observe/events.js';
+import type { ErrorClass, RunOutcome } from '../../observe/events.js';
+import { runKind, workflowLabel } from '../../observe/events.js';
 import { traceIdOf, type Observe } from '../../observe/trace.js';
 import type { StoredEvent } from '../../storage/store.js';
 import type { History } from './history.js';
+import type { PollReport } from './poll.js';
 
 export type { Observe };
 
@@ -20,24 +21,25 @@ export function observePass(
   const { events, tracer } = observe;
   const workflow = history.workflow;
   const kind = runKind(workflow);
+  const label = workflowLabel(workflow, history.input);
   const stored = (started?.data as { traceparent?: string } | undefined)?.traceparent;
   const span = tracer?.start(`run ${workflow}`, {
     parent: stored,
     attributes: { 'runledger.run_id': runId, 'runledger.workflow': workflow, 'runledger.run_kind': kind },
   });
   const trace = traced(span?.traceparent ?? stored);
-  if (history.entries.size === 0) events.emit('run:start', { runId, workflow, kind, ...trace });
+  if (history.entries.size === 0) events.emit('run:start', { runId, workflow: label, kind, ...trace });
   const began = performance.now();
   return {
     ...(span ? { traceparent: span.traceparent } : {}),
     end: (outcome) => {
       const durationMs = performance.now() - began;
       span?.end(outcome === 'failed' || outcome === 'aborted' ? outcome : undefined, { 'runledger.outcome': outcome });
-      events.emit('run:pass', { runId, workflow, kind, durationMs, outcome });
-      if (outcome === 'success' || outcome === 'failed' || outcome === 'cancelled') {
+      events.emit('run:pass', { runId, workflow: label, kind, durationMs, outcome });
+      if (outcome !== 'suspended' && outcome !== 'aborted') {
         events.emit('run:end', {
           runId,
-          workflow,
+          workflow: label,
           kind,
           outcome,
           durationMs: Date.now() - (started?.timestamp ?? Date.now()),
@@ -52,13 +54,14 @@ export function observePass(
 export function observeStep(
   observe: Observe | undefined,
   runId: string,
-  workflow: string,
+  history: History,
   step: string,
   attempt: number,
   parent: string | undefined,
-): { traceparent?: string; end(error: string | null, willRetry: boolean): void } {
+): { traceparent?: string; end(error: string | null, willRetry: boolean, errorClass?: ErrorClass): void } {
   if (!observe) return { end: () => {} };
   const { events, tracer } = observe;
+  const workflow = workflowLabel(history.workflow, history.input);
   const span = tracer?.start(`step ${step}`, {
     parent,
     attributes: { 'runledger.run_id': runId, 'runledger.step': step, 'runledger.attempt': attempt },
@@ -68,15 +71,56 @@ export function observeStep(
   let ended = false;
   return {
     ...(span ? { traceparent: span.traceparent } : {}),
-    end: (error, willRetry) => {
+    end: (error, willRetry, errorClass = 'other') => {
       if (ended) return;
       ended = true;
       const durationMs = performance.now() - began;
       span?.end(error ?? undefined);
       if (error === null) events.emit('step:complete', { runId, workflow, step, attempt, durationMs, ...trace });
-      else events.emit('step:fail', { runId, workflow, step, attempt, durationMs, error, willRetry, ...trace });
+      else
+        events.emit('step:fail', {
+          runId,
+          workflow,
+          step,
+          attempt,
+          durationMs,
+          error,
+          willRetry,
+          errorClass,
+          ...trace,
+        });
     },
   };
+}
+
+/**
+ * Reports the business states a pass's code enters: `run:state` for each one this pass journals,
+ * with the state the code was in before (the replayed ones count for that).
+ */
+export function observeStates(
+  observe: Observe | undefined,
+  runId: string,
+  history: History,
+): ((state: string, fresh: boolean) => void) | undefined {
+  if (!observe) return undefined;
+  const workflow = workflowLabel(history.workflow, history.input);
+  const kind = runKind(history.workflow);
+  let from: string | null = null;
+  return (state, fresh) => {
+    if (fresh) observe.events.emit('run:state', { runId, workflow, kind, state, from });
+    from = state;
+  };
+}
+
+/** Reports each request of a poll as it is journaled (`poll:attempt`). */
+export function observePolls(
+  observe: Observe | undefined,
+  runId: string,
+  history: History,
+): ((report: PollReport) => void) | undefined {
+  if (!observe) return undefined;
+  const workflow = workflowLabel(history.workflow, history.input);
+  return (report) => observe.events.emit('poll:attempt', { runId, workflow, ...report });
 }
 
 function traced(traceparent: string | undefined): { traceId?: string } {

@@ -17,7 +17,7 @@ import type { RunView } from '../read/view.js';
 import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
-import { observeStep, type Observe } from './observe.js';
+import { observePolls, observeStates, observeStep, type Observe } from './observe.js';
 import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
@@ -250,6 +250,7 @@ export class Pass {
       write: (events, also) => this.write(events, also),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
+      entered: observeStates(this.o.observe, this.runId, this.o.history),
     });
   }
 
@@ -266,7 +267,8 @@ export class Pass {
       defer: (event) => this.writer.defer(event),
       attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
       observe: (name, attempt) =>
-        observeStep(this.o.observe, this.runId, this.o.history.workflow, name, attempt, this.o.traceparent),
+        observeStep(this.o.observe, this.runId, this.o.history, name, attempt, this.o.traceparent),
+      polled: observePolls(this.o.observe, this.runId, this.o.history),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
       stopped: () => this.cancelled || this.expired !== null,

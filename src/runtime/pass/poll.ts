@@ -1,6 +1,8 @@
 import { toMs } from '../../duration.js';
-import { LeaseLostError, StepTimedOutError, TerminalError, ValidationError } from '../../errors.js';
+import { describeError, LeaseLostError, StepTimedOutError, TerminalError, ValidationError } from '../../errors.js';
 import type { NewEvent } from '../../storage/store.js';
+import { errorClassOf } from '../../observe/error-class.js';
+import type { EngineEventMap } from '../../observe/events.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { History, Seq } from './history.js';
 import type { PollOptions, StepContext } from '../workflow.js';
@@ -28,7 +30,12 @@ export interface PollHost {
   remember<T>(seq: Seq, name: string, output: T, undo: PollOptions<T>['compensate']): void;
   /** The poll's work is left running at the service: its cancel runs with the compensations. */
   leftRunning(seq: Seq, name: string, cancel: (ctx: StepContext) => Promise<unknown>): void;
+  /** A request of the poll ended, as journaled (`poll:attempt`). */
+  polled?(report: PollReport): void;
 }
+
+/** How one request of a poll ended, as `poll:attempt` reports it. */
+export type PollReport = Omit<EngineEventMap['poll:attempt'], 'runId' | 'workflow'>;
 
 /** A poll's schedule in ms, its defaults the brief's: first request after 500 ms, then 1 s × 1.5 each time, at most 5 s, for 60 s. */
 export interface PollSchedule {
@@ -118,6 +125,8 @@ export async function runPoll<T>(
 
   const attempt = tries.length + 1;
   const end = async (type: string, data: object) => host.write([{ type, data: { seq, name, attempt, ...data } }]);
+  const report = (outcome: Omit<PollReport, 'step' | 'attempt'>) => host.polled?.({ step: name, attempt, ...outcome });
+  const failure = (error: unknown) => ({ error: describeError(error), errorClass: errorClassOf(error) });
   let answer: T;
   try {
     answer = await host.attempt(fn, { idempotencyKey: `${host.runId}:${name}#${seq}`, attempt }, options.timeout);
@@ -133,9 +142,12 @@ export async function runPoll<T>(
     const delay = retryDelay(error, errors, options.retry);
     if (delay === null) {
       await end(RUN_EVENT.pollFailed, failureData(error));
+      report({ outcome: 'failed', ...failure(error) });
       throw error;
     }
-    return waitOrTimeOut(host, seq, name, begun.deadline, delay, { ...failureData(error) }, end, options);
+    return waitOrTimeOut(host, seq, name, begun.deadline, delay, { ...failureData(error) }, end, options, (r) =>
+      report({ ...r, outcome: r.outcome === 'pending' ? 'retrying' : r.outcome, ...failure(error) }),
+    );
   }
   let verdict: { done: boolean; failure: string | false };
   try {
@@ -144,15 +156,18 @@ export async function runPoll<T>(
   } catch (error) {
     const terminal = new TerminalError(`poll ${name}: its condition threw: ${(error as Error).message}`);
     await end(RUN_EVENT.pollFailed, failureData(terminal));
+    report({ outcome: 'failed', ...failure(terminal) });
     throw terminal;
   }
   if (verdict.failure !== false) {
     const error = new TerminalError(`poll ${name} failed: ${verdict.failure}`);
     await end(RUN_EVENT.pollFailed, { ...failureData(error), output: answer ?? null });
+    report({ outcome: 'failed', ...statusOf(answer), ...failure(error) });
     throw error;
   }
   if (verdict.done) {
     await end(RUN_EVENT.pollCompleted, { output: answer ?? null });
+    report({ outcome: 'complete', ...statusOf(answer) });
     host.remember(seq, name, answer, options.compensate);
     return answer;
   }
@@ -165,6 +180,7 @@ export async function runPoll<T>(
     { output: answer ?? null },
     end,
     options,
+    (r) => report({ ...r, ...statusOf(answer) }),
   );
 }
 
@@ -178,16 +194,28 @@ async function waitOrTimeOut<T>(
   what: object,
   end: (type: string, data: object) => Promise<void>,
   options: PollOptions<T>,
+  report: (r: { outcome: 'pending' | 'timed_out'; nextDelayMs?: number }) => void,
 ): Promise<never> {
   const now = host.now();
   if (now >= deadline) {
     await end(RUN_EVENT.pollTimedOut, what);
+    report({ outcome: 'timed_out' });
     if (options.cancel) host.leftRunning(seq, name, options.cancel);
     throw new StepTimedOutError(timedOut(name));
   }
   const nextAt = Math.min(now + delay, deadline);
   await end(RUN_EVENT.pollAttempted, { ...what, nextAt });
+  report({ outcome: 'pending', nextDelayMs: nextAt - now });
   throw new Suspension(nextAt);
+}
+
+/** What a poll's answer says of the work, for its `poll:attempt`: a `status` in its body (an http_request's answer) or on it. */
+function statusOf(answer: unknown): { status?: string } {
+  const on = (value: unknown) => (value as { status?: unknown } | null | undefined)?.status;
+  const status = [on((answer as { body?: unknown } | null | undefined)?.body), on(answer)].find(
+    (s) => typeof s === 'string' || typeof s === 'number',
+  );
+  return status === undefined ? {} : { status: String(status).slice(0, 64) };
 }
 
 function timedOut(name: string): string {

@@ -1,4 +1,5 @@
 import { LeaseLostError, NonDeterminismError, describeError } from '../../errors.js';
+import { errorClassOf, type ErrorClass } from '../../observe/error-class.js';
 import type { NewEvent } from '../../storage/store.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { Seq } from './history.js';
@@ -11,7 +12,10 @@ export interface StepHost extends PollHost {
   /** Journals `event` with the run's next write (see RunWriter.defer). */
   defer(event: NewEvent): void;
   /** The step attempt's span (see observeStep): its traceparent goes to the step's code. */
-  observe(name: string, attempt: number): { traceparent?: string; end(error: string | null, willRetry: boolean): void };
+  observe(
+    name: string,
+    attempt: number,
+  ): { traceparent?: string; end(error: string | null, willRetry: boolean, errorClass?: ErrorClass): void };
   /** The run was cancelled (a failed node's attempt is then not journaled). */
   cancelled(): boolean;
   /** The pass's call numbering: a node's end moves it past the node's calls. */
@@ -80,7 +84,7 @@ export async function runStep<T>(
     }
     const delay = retryDelay(error, attempt, options.retry);
     const retryAt = delay === null ? null : host.now() + delay;
-    seen.end(describeError(error), retryAt !== null);
+    seen.end(describeError(error), retryAt !== null, errorClassOf(error));
     await host.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
     if (retryAt === null) throw error;
     throw new Suspension(retryAt);

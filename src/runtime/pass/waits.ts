@@ -24,6 +24,8 @@ export interface WaitHost {
   now(): number;
   /** Throws when the run was cancelled or passed its deadline: no new work starts. */
   checkLive(): void;
+  /** The code entered business state `state`: journaled by this pass (`fresh`) or replayed. */
+  entered?(state: string, fresh: boolean): void;
 }
 
 export async function runSleep(host: WaitHost, seq: Seq, name: string, until: () => number): Promise<void> {
@@ -103,8 +105,9 @@ export async function runChild(
 }
 
 export async function recordState(host: WaitHost, seq: Seq, state: string): Promise<void> {
-  if (host.history.find(seq, RUN_EVENT.stateChanged)) return;
+  if (host.history.find(seq, RUN_EVENT.stateChanged)) return host.entered?.(state, false);
   await host.write([{ type: RUN_EVENT.stateChanged, data: { seq, name: state } }]);
+  host.entered?.(state, true);
 }
 
 export async function recordValue(host: WaitHost, seq: Seq, kind: string, make: () => number): Promise<number> {

@@ -1,4 +1,4 @@
-import { RetryAfterError, TerminalError } from '../../errors.js';
+import { RetryAfterError, RunledgerError, TerminalError } from '../../errors.js';
 import { checkUrl, describe, REDIRECTS, resolveChecked, send, type Attempt, type Received } from './http-send.js';
 
 /** The config of an `http_request` step, as a stored workflow holds it. */
@@ -82,6 +82,12 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
         throw new TerminalError(`${describe(attempt)} failed: more than ${MAX_REDIRECTS} redirects`);
       attempt = redirected(attempt, received.status, location);
     }
+  } catch (error) {
+    // a plain Error without a status is the network's or this request's own timeout: say which, for the
+    // retry's error class (observe/error-class.ts); an abort by the step's signal is the step's (its timeout, a cancel)
+    if (error instanceof Error && !(error instanceof RunledgerError) && !('status' in error) && !ctx.signal.aborted)
+      Object.assign(error, { errorClass: deadline.signal.reason === 'timeout' ? 'timeout' : 'network' });
+    throw error;
   } finally {
     clearTimeout(timer);
     ctx.signal.removeEventListener('abort', cancel);

@@ -1,4 +1,5 @@
 import { CancelledError, RetryAfterError, StepTimedOutError, TerminalError } from '../../errors.js';
+import { errorClassOf } from '../../observe/error-class.js';
 import type { RetryPolicy, StepContext, WorkflowContext } from '../../runtime/workflow.js';
 import { ACTIONS, type ActionType, type LogLine } from '../actions/index.js';
 import { httpRequest, type HttpRequestConfig } from '../actions/http.js';
@@ -292,7 +293,8 @@ export function masked(error: unknown, hidden: Set<string>, terminal: boolean): 
   else out = Object.assign(new Error(message), { name });
   const status = (error as { status?: unknown } | null)?.status;
   if (typeof status === 'number') Object.assign(out, { status });
-  return out;
+  // what failed (observe/error-class.ts), from the error before masking: its socket code and mark are not copied
+  return Object.assign(out, { errorClass: errorClassOf(error) });
 }
 
 /** Thrown past the steps after a parallel step whose branches partly failed: the execution ends `partial_success`. */
