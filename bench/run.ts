@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createEngine } from '../dist/engine.js';
+import { createEngine, engineStore } from '../dist/engine.js';
 import { postgresVersion, withDatabase, type Backend } from './databases.js';
 import { machineReference } from './machine.js';
 import { countStatements } from './statements.js';
@@ -46,7 +46,7 @@ const WORKFLOW_SIZES: WorkflowSizes = {
   wideInFlight: 100,
 };
 const STORED_EXECUTIONS = 500;
-const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16 };
+const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16, idle: 50 };
 const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
 const CHAT_SIZES: ChatSizes = {
   channels: 10,
@@ -79,7 +79,7 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
     await step('drain_2proc_per_s', () => drain(database, 'drain2', SIZES.tasks, 2));
     await bulkEnqueue(engine, 'drain3', SIZES.tasks, SIZES.enqueueChunk);
     await step('drain_c50_per_s', () => drain(database, 'drain3', SIZES.tasks, 1, 50));
-    const status = await engine.store.status();
+    const status = await engineStore(engine).status();
     if (status.tasks.completed !== 3 * SIZES.tasks || status.tasks.ready + status.tasks.running !== 0) {
       throw new Error(
         `after the drains, expected ${3 * SIZES.tasks} completed tasks, found ${JSON.stringify(status.tasks)}`,
