@@ -35,6 +35,20 @@ describe.each(backends)('turns of an ordering key on $name', (backend) => {
     expect(await admit(there, 'r5')).toBe(true);
   });
 
+  it('puts a run in front of the first of its `ahead` runs still waiting; the active run keeps its turn', async () => {
+    const ahead = (runId: string, of: string[]) =>
+      here.store.transaction((tx) => admitTurn(here.journal, tx, 'k', runId, of));
+    expect(await ahead('r1', ['r9'])).toBe(true);
+    for (const r of ['r2', 'r3', 'r4']) expect(await admit(there, r)).toBe(false);
+    // r1 is active: only the waiting ones are passed
+    expect(await ahead('r5', ['r1', 'r3', 'r4'])).toBe(false);
+    // none of them waits: behind every one
+    expect(await ahead('r6', ['r1', 'r9'])).toBe(false);
+    const order: string[] = [];
+    for (let next = await release(there, 'r1'); next !== null; next = await release(there, next)) order.push(next);
+    expect(order).toEqual(['r2', 'r5', 'r3', 'r4', 'r6']);
+  });
+
   it('keeps nothing of a transaction that rolled back', async () => {
     expect(await admit(here, 'r1')).toBe(true);
     await expect(
