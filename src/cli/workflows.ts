@@ -103,7 +103,7 @@ export function workflowCommands(program: Command, out: Output): void {
         if (options.output !== undefined) writeOutput(options.output, run.output);
         if (options.json) return out.json({ ...e, output: run.output });
         out.line(
-          `${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}${e.cancel_reason ? `\ncancelled: ${e.cancel_reason}` : ''}`,
+          `${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}${e.cancel_reason ? `\ncancelled: ${e.cancel_reason} (by ${e.cancelled_by ?? 'user'})` : ''}`,
         );
         // a reused step did no work in this execution; an earlier attempt's error of a step that succeeded is history
         out.table(
@@ -183,12 +183,14 @@ export function workflowCommands(program: Command, out: Output): void {
     );
   executionCommand(executions, 'cancel', 'cancel a running execution')
     .option('--reason <text>', 'why: journaled, and shown by executions show')
+    .option('--delete-artifacts', 'compensations delete the artifacts it produced ({{cancel.delete_artifacts}})')
     .action(
       execution(async (c, workflowId, executionId, options) => {
         const answer = await c.cancel(
           workflowId,
           executionId,
           options.reason === undefined ? undefined : String(options.reason),
+          options.deleteArtifacts ? { delete_artifacts: true } : {},
         );
         if (options.json) return out.json(answer);
         out.line(`execution ${executionId}: cancelling`);

@@ -201,12 +201,16 @@ export class Runtime {
     });
   }
 
-  /** Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError. */
-  async cancel(id: string, reason = 'cancelled'): Promise<void> {
+  /**
+   * Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError.
+   * `also` is journaled with the request for the run's compensations to read (a stored workflow's `delete_artifacts`).
+   */
+  async cancel(id: string, reason = 'cancelled', also: Record<string, unknown> = {}): Promise<void> {
     const view = await this.stored(id);
     if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
     await this.store.transaction(async (tx) => {
-      await this.journal.append(runStream(id), [{ type: RUN_EVENT.runCancelRequested, data: { reason } }], { tx });
+      const data = { ...also, reason };
+      await this.journal.append(runStream(id), [{ type: RUN_EVENT.runCancelRequested, data }], { tx });
       await this.wake(tx, id, await tx.now());
     });
   }

@@ -192,6 +192,8 @@ export interface Workflow<I = any, O = any> {
   /** The code version runs of it record; a run's passes run only on a worker that has it. */
   readonly version: string;
   readonly run: (ctx: WorkflowContext, input: I) => Promise<O>;
+  /** What a run's `timeout` does to it: fail it (the default) or cancel it as the system (see WorkflowOptions). */
+  readonly onDeadline?: 'fail' | 'cancel';
 }
 
 export interface WorkflowOptions {
@@ -202,6 +204,12 @@ export interface WorkflowOptions {
    * what it does, or to keep a version across edits guarded by `ctx.patched`.
    */
   version?: string;
+  /**
+   * What a run's `timeout` does: `'fail'` (default) fails it with a TimeoutError; `'cancel'` cancels it as the
+   * system would (brief 004 §9.1): `run.cancel_requested` journaled with `by: 'system'` and a reason naming the
+   * timeout, the code sees a CancelledError, the run ends cancelled after its compensations.
+   */
+  onDeadline?: 'fail' | 'cancel';
 }
 
 /**
@@ -231,5 +239,7 @@ export function workflow<I, O>(
   if (typeof run !== 'function') throw new ValidationError('run', `workflow '${name}' needs a function`);
   const options = typeof second === 'function' ? {} : second;
   const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
-  return Object.freeze({ name, version, run });
+  if (options.onDeadline !== undefined && options.onDeadline !== 'fail' && options.onDeadline !== 'cancel')
+    throw new ValidationError('onDeadline', `must be 'fail' or 'cancel' (got ${JSON.stringify(options.onDeadline)})`);
+  return Object.freeze({ name, version, run, ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}) });
 }

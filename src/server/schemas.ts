@@ -64,6 +64,11 @@ export const executionRecord = executionSummary.extend({
     .nullable()
     .optional()
     .describe("why it was cancelled, as the first cancel request said ('cancelled' when it gave none)"),
+  cancelled_by: z
+    .enum(['user', 'system'])
+    .nullable()
+    .optional()
+    .describe("who asked: 'user' (API, CLI, dashboard, operator) or 'system' (its timeout_seconds); null: never asked"),
   steps: z.array(
     z.object({
       step_id: z.string(),

@@ -66,7 +66,8 @@ export class Executions {
     private readonly store: Store,
     private readonly definitions: Definitions,
     private readonly interpreter: Workflow<ExecutionInput>,
-    private readonly reasons = cancelReasons(engine, store),
+    /** The cancel requests, read back (`cancelReasons`, made once per engine: it registers a projection). */
+    private readonly reasons: ReturnType<typeof cancelReasons>,
   ) {
     projectStepStats(engine.journal);
     engine.journal.project('execution.rerun', async (event, tx) => {
@@ -222,12 +223,13 @@ export class Executions {
 
   async get(workflowId: string, executionId: string): Promise<ExecutionRecord> {
     const view = await this.view(workflowId, executionId);
-    const [stats, reruns, reason] = await Promise.all([
+    const [stats, reruns, cancel] = await Promise.all([
       readStepStats(this.store, workflowId),
       this.store.projectionGet({ name: LINKS, key: executionId }) as Promise<ExecutionLink[] | undefined>,
       this.reasons.get(executionId),
     ]);
-    return { ...record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] }), cancel_reason: reason };
+    const cancelled = { cancel_reason: cancel?.reason ?? null, cancelled_by: cancel?.by ?? null };
+    return { ...record(view, { ...(stats ? { stats } : {}), reruns: reruns ?? [] }), ...cancelled };
   }
 
   /**
@@ -305,12 +307,21 @@ export class Executions {
     return this.accepted(input.workflow_id, id);
   }
 
-  /** Cancels a running execution, journaling `reason` (shown as its `cancel_reason`); a finished one → ConflictError. */
-  async cancel(workflowId: string, executionId: string, reason?: string): Promise<void> {
+  /**
+   * Cancels a running execution as its user, journaling `reason` (shown as its `cancel_reason`, `cancelled_by: 'user'`)
+   * and `delete_artifacts`, which its compensations read as `{{cancel.delete_artifacts}}`. A finished one → ConflictError.
+   */
+  async cancel(
+    workflowId: string,
+    executionId: string,
+    reason?: string,
+    options: { delete_artifacts?: boolean } = {},
+  ): Promise<void> {
     const view = await this.view(workflowId, executionId);
     if (isTerminal(view.status))
       throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
-    await this.engine.cancel(executionId, reason === undefined ? {} : { reason });
+    const also = options.delete_artifacts ? { delete_artifacts: true } : {};
+    await this.engine.runtime.cancel(executionId, reason, also);
   }
 
   private async view(workflowId: string, executionId: string): Promise<RunView> {

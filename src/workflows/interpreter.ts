@@ -1,6 +1,7 @@
 import { CancelledError } from '../errors.js';
 import { partialSuccess, workflow, type Workflow } from '../runtime/workflow.js';
 import type { LogLine } from './actions/index.js';
+import type { Cancellation } from './cancel-reason.js';
 import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
 import { enter, PartialStop, runSteps, type StoredRun } from './steps/run.js';
@@ -35,6 +36,8 @@ export interface InterpreterOptions {
   log(line: LogLine): void;
   /** The one-time URL of a `wait_for_callback` step; throws a TerminalError naming RUNLEDGER_PUBLIC_URL when this process has no public URL. */
   callbackUrl(executionId: string, stepId: string): string;
+  /** The execution's cancel request, null when none was made: its compensations read it as `{{cancel.…}}`. */
+  cancellation(executionId: string): Promise<Cancellation | null>;
 }
 
 /**
@@ -48,7 +51,8 @@ export interface InterpreterOptions {
  * journaled as they are entered (`ctx.setState`).
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
-  return workflow(STORED_WORKFLOW, { version: '1' }, async (ctx, input) => {
+  // past its timeout_seconds the engine cancels an execution (brief 004 §9.1: cancelled_by 'system'), not fails it
+  return workflow(STORED_WORKFLOW, { version: '1', onDeadline: 'cancel' }, async (ctx, input) => {
     const secrets = await options.secrets.values();
     const run: StoredRun = {
       input,

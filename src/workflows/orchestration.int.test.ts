@@ -474,7 +474,7 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     expect((await call('POST', path, { late: true })).status).toBe(409);
   });
 
-  it('fails an execution past its timeout_seconds into the mapped state and compensates', async () => {
+  it('cancels an execution past its timeout_seconds as the system (brief 004 §9.1) and compensates', async () => {
     const fake = await service(jobs(() => 'hang'));
     const definition = {
       ...pipeline(fake.url),
@@ -483,14 +483,18 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     };
     definition.steps[2]!.on_error = [];
     const wid = await save(definition);
-    const done = await finished(wid, await execute(wid));
+    const eid = await execute(wid);
+    const done = await finished(wid, eid);
     expect(done).toMatchObject({
-      status: 'failed',
-      state: 'FAILED_JOB',
-      error: expect.stringContaining('TimeoutError'),
+      status: 'cancelled',
+      state: 'CANCELLED',
+      cancelled_by: 'system',
+      cancel_reason: expect.stringMatching(/^timeout: the run had not ended by its deadline \(\d{4}-/),
     });
     expect(fake.calls('POST').filter((c) => c.path.endsWith('/cancel'))).toHaveLength(1);
     expect(fake.calls('DELETE')).toHaveLength(1);
+    const requests = (await call('GET', `/runs/${eid}/events?types=run.cancel_requested&limit=10`)).body.events;
+    expect(requests.map((e: any) => e.data.by)).toEqual(['system']);
   });
 
   it('refuses bad orchestration fields at save time, each with its JSON path', async () => {

@@ -64,6 +64,8 @@ export interface ExecutionRecord extends ExecutionSummary {
   steps: StepRecord[];
   /** Why it was cancelled, as the first cancel request said ('cancelled' when it gave none; null: never asked); read apart from the run's view. */
   cancel_reason?: string | null;
+  /** Who asked to cancel it: `user` (API, CLI, dashboard, an operator), `system` (its `timeout_seconds`); null: never asked. */
+  cancelled_by?: 'user' | 'system' | null;
 }
 
 export const STATUS: Record<RunStatus, ExecutionStatus> = {

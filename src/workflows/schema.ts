@@ -170,7 +170,7 @@ export const definitionSchema = z
     name: z.string().min(1).max(200),
     description: z.string().max(2000).optional(),
     enabled: z.boolean().default(true),
-    /** The whole execution: past it, it fails (the step's failure state, else `states.failed`) and compensates. */
+    /** The whole execution: past it, the engine cancels it (`cancelled_by: 'system'`, `states.cancelled`) and compensates. */
     timeout_seconds: z
       .number()
       .positive()
@@ -229,6 +229,11 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
       const callbackAllowed = step.type === 'wait_for_callback' && at === `${path}.config`;
       if (!callbackAllowed && usesRoot(value, 'callback'))
         problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
+      if (at !== `${path}.compensate` && usesRoot(value, 'cancel'))
+        problems.push({
+          path: at,
+          message: '{{cancel.…}} exists only in a compensation (its request, when and unless)',
+        });
       for (const ref of stepReferences(value)) {
         // a step's own output is there for its compensation and cancel, not for its config
         if (ref === step.id && at !== `${path}.config`) continue;

@@ -2,6 +2,7 @@ import type { Engine } from '../engine.js';
 import type { Store } from '../storage/store.js';
 import type { LogLine } from './actions/index.js';
 import { Callbacks } from './callbacks.js';
+import { cancelReasons } from './cancel-reason.js';
 import { Definitions } from './definitions.js';
 import { Executions, pruneExecution } from './executions.js';
 import { executionAges } from './expiry.js';
@@ -36,7 +37,9 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   const secrets = new Secrets(store, engine.journal, options.secretKey);
   const definitions = new Definitions(store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
+  const cancels = cancelReasons(engine, store);
   const interpreter = storedWorkflow({
+    cancellation: (execution) => cancels.get(execution),
     secrets,
     allow: options.allow ?? [],
     log: options.log ?? (() => {}),
@@ -45,5 +48,10 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   engine.register(interpreter);
   engine.retention.onRunPruned(pruneExecution);
   engine.retention.withRunAges(executionAges());
-  return { definitions, secrets, callbacks, executions: new Executions(engine, store, definitions, interpreter) };
+  return {
+    definitions,
+    secrets,
+    callbacks,
+    executions: new Executions(engine, store, definitions, interpreter, cancels),
+  };
 }

@@ -20,6 +20,7 @@ import { RunWriter } from './writer.js';
 import { observePolls, observeStates, observeStep, type Observe } from './observe.js';
 import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
+import { deadlineCancel } from './deadline.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
 
 export type Outcome =
@@ -116,16 +117,23 @@ export class Pass {
 
   async execute(workflow: Workflow): Promise<Outcome> {
     const { deadline } = this.o.history;
-    if (deadline !== null && deadline <= this.o.clock.now()) {
-      // past it already: the code replays (so the compensations of its completed steps are known) and its first new call throws
-      this.expired = new TimeoutError(`run ${this.runId} timed out`);
-    } else if (deadline !== null) {
-      // the run's timeout: running steps see their signal fire, the code's next call throws (so it can
-      // record a failure state), and the run fails; code that does not get there is failed after a grace
+    // the run's timeout: running steps see their signal fire, the code's next call throws (so it can record a failure
+    // state), and the run fails, or is cancelled by the system (`onDeadline: 'cancel'`); code that does not get there
+    // ends after a grace. Past it already: the code replays (its compensations known) and its first new call throws
+    const reach = (): Error => {
+      if (workflow.onDeadline !== 'cancel') {
+        this.expired = new TimeoutError(`run ${this.runId} timed out`);
+        return this.expired;
+      }
+      if (!this.cancelled) this.writer.defer(deadlineCancel(this.o.history));
+      this.cancelled = true;
+      return new CancelledError(`run ${this.runId} was cancelled: it reached its deadline`);
+    };
+    if (deadline !== null && deadline <= this.o.clock.now()) reach();
+    else if (deadline !== null) {
       this.deadlineTimer = setTimeout(
         () => {
-          const error = new TimeoutError(`run ${this.runId} timed out`);
-          this.expired = error;
+          const error = reach();
           this.stop.abort(error);
           this.deadlineTimer = setTimeout(() => this.fail(error), DEADLINE_GRACE_MS);
         },

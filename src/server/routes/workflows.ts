@@ -26,7 +26,17 @@ const executed = z.object({
 });
 
 /** A cancel's body: why, in words a person reads in the record and the CLI. */
-const cancelRequest = z.object({ reason: z.string().min(1).max(500).optional() }).strict();
+const cancelRequest = z
+  .object({
+    reason: z.string().min(1).max(500).optional(),
+    delete_artifacts: z
+      .boolean()
+      .optional()
+      .describe(
+        'compensations read it as {{cancel.delete_artifacts}}: delete what the execution produced (brief 004 §9.2)',
+      ),
+  })
+  .strict();
 
 const listQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).default(100), last_key: lastKey('wf') })
@@ -156,13 +166,15 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       method: 'post',
       path: '/workflows/{id}/executions/{execution_id}/cancel',
       tag: 'executions',
-      summary: 'Cancel a running execution (409 when finished); `reason` is journaled and shown as its `cancel_reason`',
+      summary:
+        'Cancel a running execution (409 when finished); `reason` is journaled, shown as `cancel_reason` (`cancelled_by: user`)',
       body: cancelRequest.optional(),
       status: 202,
       response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }),
       errors: [400, 404, 409],
       handle: async ({ params, body }) => {
-        await executions.cancel(await definitions.resolve(params.id!), params.execution_id!, body?.reason);
+        const options = body?.delete_artifacts ? { delete_artifacts: true } : {};
+        await executions.cancel(await definitions.resolve(params.id!), params.execution_id!, body?.reason, options);
         return { execution_id: params.execution_id!, status: 'cancelling' };
       },
     }),

@@ -9,6 +9,7 @@ import type { LeafStep, StepDefinition } from '../schema.js';
 import { failureState } from '../state.js';
 import { render, type Scope } from '../template/render.js';
 import type { ExecutionInput, InterpreterOptions } from '../interpreter.js';
+import { NOT_CANCELLED } from '../cancel-reason.js';
 import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
 import { skipReason } from './guard.js';
@@ -236,7 +237,10 @@ function compensation(
       if (run.state !== null && run.input.states?.retryable?.includes(run.state))
         return { skipped: `kept: ${run.state} is retryable` };
       const { when, unless, ...request } = config;
-      const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } } };
+      // the cancel request, if any (brief 004 §9.2: `{{cancel.delete_artifacts}}`), journaled before compensations run
+      const asked = await run.options.cancellation(run.executionId);
+      const cancel = asked ? { requested: true, ...asked } : NOT_CANCELLED;
+      const scope = { ...scopeOf(run), steps: { ...run.outputs, [step.id]: { output } }, cancel };
       const derived = new Set<string>();
       const hide = () => {
         for (const text of derived) run.hidden.add(text);

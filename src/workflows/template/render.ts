@@ -10,6 +10,8 @@ export interface Scope {
   workflow: { id: string };
   /** In a `wait_for_callback` step's request: the one-time URL the service POSTs to. */
   callback?: { url: string };
+  /** In a compensation: the execution's cancel request (`requested`, `reason`, `by`, `delete_artifacts`). */
+  cancel?: { requested: boolean; reason: string | null; by: 'user' | 'system' | null; delete_artifacts: boolean };
 }
 
 /**
@@ -147,6 +149,8 @@ function rootValue(root: string, scope: Scope): unknown {
       return scope.workflow;
     case 'callback':
       return scope.callback;
+    case 'cancel':
+      return scope.cancel;
     default:
       // parseTemplate rejects other roots; this keeps a hand-built Expression from reaching anything else.
       throw new InterpolationError(root, `unknown root '${root}'`);

@@ -250,6 +250,15 @@ export function RunPage({ id }: { id: string }) {
             </dd>
           </div>
         ) : null}
+        {execution?.cancelled_by ? (
+          <div>
+            <dt>Cancelled by</dt>
+            <dd data-fact="cancelled-by">
+              {execution.cancelled_by}
+              {execution.cancel_reason ? <span class="muted"> ({execution.cancel_reason})</span> : null}
+            </dd>
+          </div>
+        ) : null}
         {parentId ? (
           <div>
             <dt>Parent</dt>
