@@ -1,4 +1,4 @@
-import { ConflictError } from '../errors.js';
+import { ConflictError, ValidationError } from '../errors.js';
 import type { Actor, RetryRoute } from '../runtime/operate/operator.js';
 import type { Store } from '../storage/store.js';
 
@@ -49,7 +49,15 @@ export function agentRunRetry(
         throw new ConflictError(`agent run ${id} has no failed event left to redrive (it was retried already)`);
       // a run that had coalesced several events: each is redriven, in arrival order; the first new run is named
       const started: string[] = [];
-      for (const e of events) started.push((await redrive(e.id, actor)).run_id);
+      for (const e of events) {
+        try {
+          started.push((await redrive(e.id, actor)).run_id);
+        } catch (error) {
+          // its agent is not in this process (a `--database` command line without its --agents module)
+          if (!(error instanceof ValidationError) || started.length > 0) throw error;
+          throw new ConflictError(`agent run ${id}: ${error.message}; retry it through a server that has its agent`);
+        }
+      }
       return started[0]!;
     },
   };

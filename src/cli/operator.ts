@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
-import { createEngine } from '../engine.js';
+import { randomBytes } from 'node:crypto';
+import { openApp } from '../app/open.js';
 import { ValidationError } from '../errors.js';
 import { iso } from '../iso.js';
 import type { Actor, BulkResult, PauseKind, RunFilter, TaskFilter } from '../runtime/operate/operator.js';
 import { currentStatus, type RunStatus } from '../runtime/read/view.js';
+import { createLogger } from '../observe/log.js';
 import { client, database, databaseOf, direct, existingDatabase, remote } from './options.js';
 
 /** What the operator commands do, to the database directly or through a server. */
@@ -23,8 +25,15 @@ interface Operations {
 
 async function operations(options: Record<string, any>): Promise<Operations> {
   if (direct(options)) {
-    const engine = await createEngine({ database: existingDatabase(databaseOf(options)), workers: false });
-    const op = engine.operator;
+    // assembled, as `prune` opens it: a feature's retry route is registered by it (an agent run's: its event's
+    // redrive); nothing here decrypts a secret, so no key is read
+    const app = await openApp({
+      database: existingDatabase(databaseOf(options)),
+      secretKey: randomBytes(32),
+      logger: createLogger('silent', false),
+      workers: false,
+    });
+    const op = app.engine.operator;
     return {
       pause: async (kind, name, who) => (await op.pause(kind, name, who)).paused,
       resume: async (kind, name, who) => (await op.resume(kind, name, who)).resumed,
@@ -42,7 +51,7 @@ async function operations(options: Record<string, any>): Promise<Operations> {
           : action === 'retry'
             ? op.retryRuns(filter as RunFilter, who, { dryRun })
             : op.redriveTasks(filter as TaskFilter, who, { dryRun }),
-      close: () => engine.close(),
+      close: () => app.close(),
     };
   }
   const c = client(options);
