@@ -20,6 +20,7 @@ import { StoreClock } from '../runtime/pass/clock.js';
 import { httpRequest } from '../workflows/actions/http.js';
 import type { Agent, AgentContext, AgentFunction, CodeAgent } from './agent.js';
 import { gatherEvents, type GatheredEvent } from './conversation.js';
+import { openTurn, type Opened } from './ledger-turn.js';
 import { ledgerContext } from './ledger-context.js';
 import { issueLeaseToken } from './lease-token.js';
 import type { Tool } from './tools.js';
@@ -84,7 +85,8 @@ const MAX_ERROR_CHARS = 2000;
  * The session workflow. SESSION_INITIATED is written when the session starts (with its run, in
  * one transaction); each later lifecycle event is written by a step of its own, and each piece of
  * agent work (the invocation, the entrypoint, the background task) is a step between two of them,
- * so a crash re-runs at most the piece that was running and never writes an event twice.
+ * so a crash re-runs at most the piece that was running and never writes an event twice (a code
+ * agent's run of inbound events opens with one step for all of them up to its background: `openTurn`).
  */
 export function sessionWorkflow(
   o: SessionWorkflowOptions,
@@ -98,11 +100,22 @@ export function sessionWorkflow(
     const done = (last: Recorded) => ({ session_id: id, ended_with: last.type });
     if (session.conversation_id !== undefined) {
       const conversationId = session.conversation_id;
-      const events = await ctx.step(
-        'gather',
-        () => gatherEvents(o.store, o.journal, { runId: id, conversationId, agent: name }),
-        { retry: RECORD.retry } as StepOptions<GatheredEvent[]>,
-      );
+      const gather = { runId: id, conversationId, agent: name };
+      if (agent?.kind === 'code' && ctx.patched('agent-turn-opens-session')) {
+        const opened = await ctx.step('open', () => openTurn(o, id, agent.entrypoint !== null, gather), {
+          retry: RECORD.retry,
+        } as StepOptions<Opened>);
+        session = { ...session, input: { ...(session.input as object), events: opened.events } };
+        if (opened.last.type === null) return done(opened.last);
+        await clock.ready();
+        const deadline = opened.last.timestamp + agent.maxWaitMs - clock.offsetMs;
+        return done(
+          await runCode(ctx, agent, session, deadline, record, o, opened.last.type === 'AGENT_BACKGROUND_TASK_STARTED'),
+        );
+      }
+      const events = await ctx.step('gather', () => gatherEvents(o.store, o.journal, gather), {
+        retry: RECORD.retry,
+      } as StepOptions<GatheredEvent[]>);
       session = { ...session, input: { ...(session.input as object), events } };
     }
 
@@ -150,6 +163,7 @@ async function runCode(
   deadline: number,
   record: (slot: Slot, type: SessionEventType, error?: string) => Promise<Recorded>,
   o: SessionWorkflowOptions,
+  begun = false,
 ): Promise<Recorded> {
   const entrypoint = agent.entrypoint;
   const entered: Outcome = entrypoint
@@ -161,8 +175,10 @@ async function runCode(
       entered.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_ENTRYPOINT_FAILED',
       entered.error_message,
     );
-  const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
-  if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return background;
+  if (!begun) {
+    const background = await record('entered', 'AGENT_BACKGROUND_TASK_STARTED');
+    if (background.type !== 'AGENT_BACKGROUND_TASK_STARTED') return background;
+  }
   const finished = agent.ledger
     ? await runLedger(ctx, agent, session, deadline, o)
     : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
