@@ -15,6 +15,8 @@ export interface EngineEventMap {
     kind: RunKind;
     outcome: RunOutcome;
     durationMs: number;
+    /** With outcome `cancelled`: who asked, the engine enforcing a limit (`system`, brief 004 §9) or a user. */
+    cancelledBy?: 'user' | 'system';
     traceId?: string;
   };
   /** One pass of a run in this process ended (completed, failed, or suspended to wait). */

@@ -81,6 +81,12 @@ export function createMetrics(
     labelNames: ['kind', 'workflow', 'outcome'],
     registers,
   });
+  const runsCancelled = new Counter({
+    name: 'runledger_runs_cancelled_total',
+    help: 'Runs that ended cancelled in this process, by who asked: a user, or the engine enforcing a limit (system)',
+    labelNames: ['kind', 'workflow', 'by'],
+    registers,
+  });
   const runDuration = new Histogram({
     name: 'runledger_run_duration_seconds',
     help: 'From start to end of a run',
@@ -233,6 +239,8 @@ export function createMetrics(
     events.on('run:start', (e) => runsStarted.inc({ kind: e.kind, workflow: e.workflow })),
     events.on('run:end', (e) => {
       runsFinished.inc({ kind: e.kind, workflow: e.workflow, outcome: e.outcome });
+      if (e.outcome === 'cancelled')
+        runsCancelled.inc({ kind: e.kind, workflow: e.workflow, by: e.cancelledBy ?? 'user' });
       runDuration.observe({ kind: e.kind, workflow: e.workflow, outcome: e.outcome }, s(e.durationMs));
     }),
     events.on('run:pass', (e) => passDuration.observe({ kind: e.kind, outcome: e.outcome }, s(e.durationMs))),

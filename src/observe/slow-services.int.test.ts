@@ -101,8 +101,8 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
   it('counts a partial render apart from success, retries by error class, timeouts per step and a cancellation; logs every state and poll request', async () => {
     const main = await save(
       pipeline('document-pipeline', (step) => {
-        // the layout spec's request gives up after 0.3 s: one answer comes 2 s late
-        if (step.id === 'layout_spec') step.config.timeout_seconds = 0.3;
+        // the layout spec's request gives up after 1 s: one answer comes 3 s late
+        if (step.id === 'layout_spec') step.config.timeout_seconds = 1;
       }),
     );
     const short = await save(
@@ -115,7 +115,7 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
     mock.setFaults([
       { endpoint: 'POST /v1/intake/sessions', drop: true },
       { endpoint: 'POST /v1/layout/proposals', status: 500 },
-      { endpoint: 'GET /v1/layout/proposals/{id}/spec', delay_ms: 2000 },
+      { endpoint: 'GET /v1/layout/proposals/{id}/spec', delay_ms: 3000 },
       { endpoint: 'POST /v1/render/documents', status: 429, retry_after: 1 },
       { endpoint: 'POST /v1/render/presentations', job: 'fail', error: 'font missing' },
     ]);
@@ -130,7 +130,7 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
 
     // 3. cancelled while the layout is being generated
     const cancelled = await execute(main, 'cancelled');
-    await eventually(async () => (await record(main, cancelled)).state === 'LAYOUT_PROCESSING');
+    await eventually(async () => (await record(main, cancelled)).state === 'LAYOUT_PROCESSING', 30_000);
     expect((await call('POST', `/workflows/${main}/executions/${cancelled}/cancel`, {})).status).toBe(202);
     expect(await finished(main, cancelled)).toMatchObject({ status: 'cancelled' });
 
@@ -145,6 +145,8 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
     expect(finishedRuns('document-pipeline', 'success')).toBe(0);
     expect(finishedRuns('document-pipeline', 'cancelled')).toBe(1);
     expect(finishedRuns('document-pipeline-short', 'failed')).toBe(1);
+    expect(sample('runledger_runs_cancelled_total', 'kind="execution",workflow="document-pipeline",by="user"')).toBe(1);
+    expect(logged(cancelled, 'run:end')).toMatchObject([{ outcome: 'cancelled', cancelled_by: 'user' }]);
     const retries = (klass: string) =>
       sample('runledger_step_retries_total', `workflow="document-pipeline",class="${klass}"`);
     expect({

@@ -15,7 +15,7 @@ import type { CancelWatch } from './cancel-watch.js';
 import { StoreClock } from './clock.js';
 import { generationOf, carryOver } from './generations.js';
 import { History, runStream } from './history.js';
-import { observePass, type Observe } from './observe.js';
+import { observePass, whoCancelled, type Observe } from './observe.js';
 import { Pass, PassAborted, type Children } from './pass.js';
 
 /** What a pass needs of the runtime it drives: the registered code and the run's queueing. */
@@ -107,6 +107,7 @@ export class PassDriver {
     const end = (tx: Store) => this.runtime.ended(tx, history, id);
     watch.start(history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
+    let by: 'user' | 'system' | undefined;
     this.passes.set(id, pass);
     try {
       const outcome = await pass.execute(wf);
@@ -145,11 +146,12 @@ export class PassDriver {
           end,
         );
       result = pass.isCancelled ? 'cancelled' : 'failed';
+      if (pass.isCancelled && this.options.observe) by = await whoCancelled(this.journal, id, history);
       return true;
     } finally {
       release();
       if (this.passes.get(id) === pass) this.passes.delete(id);
-      seen.end(result);
+      seen.end(result, by);
     }
   }
 

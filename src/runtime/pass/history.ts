@@ -50,6 +50,8 @@ export class History {
   orderingKey: string | null = null;
   parent: { runId: string; seq: Seq } | null = null;
   cancelRequested = false;
+  /** Who asked first to cancel the run (`by` of its first `run.cancel_requested`): the engine (`system`) or a user. */
+  cancelledBy: 'user' | 'system' | null = null;
   terminal: StoredEvent | null = null;
   version = 0;
   /** Bytes of big values (blobs) these events hold whole: the replay cache weighs a history by it. */
@@ -82,6 +84,7 @@ export class History {
         this.patches.clear();
         this.reached = 0;
         this.cancelRequested = false;
+        this.cancelledBy = null;
         this.generation = data.generation;
         this.started = event;
       // falls through: it carries what run.started does
@@ -99,6 +102,7 @@ export class History {
         return;
       case RUN_EVENT.runCancelRequested:
         this.cancelRequested = true;
+        this.cancelledBy ??= data.by === 'system' ? 'system' : 'user';
         return;
       case RUN_EVENT.runCompleted:
       case RUN_EVENT.runFailed:

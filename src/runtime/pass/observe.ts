@@ -2,7 +2,9 @@ import type { ErrorClass, RunOutcome } from '../../observe/events.js';
 import { runKind, workflowLabel } from '../../observe/events.js';
 import { traceIdOf, type Observe } from '../../observe/trace.js';
 import type { StoredEvent } from '../../storage/store.js';
-import type { History } from './history.js';
+import type { Journal } from '../../journal/journal.js';
+import { RUN_EVENT } from '../events.js';
+import { runStream, type History } from './history.js';
 import type { PollReport } from './poll.js';
 
 export type { Observe };
@@ -16,7 +18,10 @@ export function observePass(
   runId: string,
   history: History,
   started: StoredEvent | undefined,
-): { traceparent?: string; end(outcome: RunOutcome | 'suspended' | 'aborted'): void } {
+): {
+  traceparent?: string;
+  end(outcome: RunOutcome | 'suspended' | 'aborted', cancelledBy?: 'user' | 'system'): void;
+} {
   if (!observe) return { end: () => {} };
   const { events, tracer } = observe;
   const workflow = history.workflow;
@@ -32,7 +37,7 @@ export function observePass(
   const began = performance.now();
   return {
     ...(span ? { traceparent: span.traceparent } : {}),
-    end: (outcome) => {
+    end: (outcome, cancelledBy) => {
       const durationMs = performance.now() - began;
       span?.end(outcome === 'failed' || outcome === 'aborted' ? outcome : undefined, { 'runledger.outcome': outcome });
       events.emit('run:pass', { runId, workflow: label, kind, durationMs, outcome });
@@ -43,6 +48,7 @@ export function observePass(
           kind,
           outcome,
           durationMs: Date.now() - (started?.timestamp ?? Date.now()),
+          ...(outcome === 'cancelled' ? { cancelledBy: cancelledBy ?? 'user' } : {}),
           ...trace,
         });
       }
@@ -121,6 +127,22 @@ export function observePolls(
   if (!observe) return undefined;
   const workflow = workflowLabel(history.workflow, history.input);
   return (report) => observe.events.emit('poll:attempt', { runId, workflow, ...report });
+}
+
+/**
+ * Who asked to cancel run `id`: its history's first request, else the first one journaled since the
+ * pass read it (a user's, which the cancel watch heard, or the engine's at the run's deadline).
+ * Read once per cancelled run, only while something observes; a failed read says `user`.
+ */
+export async function whoCancelled(journal: Journal, id: string, history: History): Promise<'user' | 'system'> {
+  if (history.cancelledBy) return history.cancelledBy;
+  try {
+    const events = await journal.readStream(runStream(id), { fromVersion: history.version + 1 });
+    const asked = events.find((e) => e.type === RUN_EVENT.runCancelRequested)?.data as { by?: unknown } | undefined;
+    return asked?.by === 'system' ? 'system' : 'user';
+  } catch {
+    return 'user';
+  }
 }
 
 function traced(traceparent: string | undefined): { traceId?: string } {
