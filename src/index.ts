@@ -24,11 +24,12 @@ export {
   type StepOptions,
   type RetryPolicy,
   type PollOptions,
+  type PollCancel,
   type BranchResult,
   type WorkflowOptions,
 } from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
-export type { RunView, RunStatus, StepView } from './runtime/read/view.js';
+export type { RunView, RunStatus, StepView, CancelView } from './runtime/read/view.js';
 export type { Duration } from './duration.js';
 // reached through the engine (engine.journal, engine.queue, engine.work, engine.subscribe): their types, not their constructors
 export type { Journal, AppendOptions, Projection } from './journal/journal.js';

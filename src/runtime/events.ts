@@ -57,9 +57,37 @@ export const runEventTable = {
     view: 'none (the agent ledger projects nodes)',
   },
   nodeFailed: { type: 'node.failed', kind: 'node', terminal: false, view: 'none (the agent ledger projects nodes)' },
-  compensationStarted: { type: 'compensation.started', kind: 'compensation', terminal: false, view: 'none' },
-  compensationCompleted: { type: 'compensation.completed', kind: 'compensation', terminal: false, view: 'none' },
-  compensationFailed: { type: 'compensation.failed', kind: 'compensation', terminal: false, view: 'none' },
+  compensationStarted: {
+    type: 'compensation.started',
+    kind: 'compensation',
+    terminal: false,
+    view: "none; a poll's cancel: the step's cancel sending",
+  },
+  compensationCompleted: {
+    type: 'compensation.completed',
+    kind: 'compensation',
+    terminal: false,
+    view: "none; a poll's cancel: sent, confirmed or unconfirmed",
+  },
+  compensationFailed: {
+    type: 'compensation.failed',
+    kind: 'compensation',
+    terminal: false,
+    view: "none; a poll's cancel: failed",
+  },
+  /** A poll's cancel was accepted; the service's status is polled until it confirms (`cancel.until`). */
+  compensationConfirming: {
+    type: 'compensation.confirming',
+    kind: 'compensation',
+    terminal: false,
+    view: "the step's cancel confirming",
+  },
+  compensationPolled: {
+    type: 'compensation.polled',
+    kind: 'compensation',
+    terminal: false,
+    view: "the step's cancel: its polls, last answer or error",
+  },
   patchRecorded: { type: 'patch.recorded', kind: 'patch', terminal: false, view: 'the patch decision' },
   pollStarted: { type: 'poll.started', kind: 'poll', terminal: false, view: 'the poll step running' },
   pollAttempted: {

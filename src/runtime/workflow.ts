@@ -72,9 +72,32 @@ export interface PollOptions<T> extends StepOptions<T> {
   maxWait?: Duration;
   /**
    * Stops the work at the service (its cancel endpoint) when the run is cancelled while the poll
-   * waits, or fails after the poll timed out. Journaled like a compensation, once.
+   * waits, or fails after the poll timed out. Journaled like a compensation, once. As `{ send, until }`
+   * the service's status is then polled until it confirms (see PollCancel).
    */
-  cancel?: (ctx: StepContext) => Promise<unknown>;
+  cancel?: ((ctx: StepContext) => Promise<unknown>) | PollCancel;
+}
+
+/**
+ * A poll's cancel that is confirmed: `send` asks the service to stop, then `until.poll` is called on the
+ * poll's schedule (each wait a durable timer) until `until.until` holds. The run ends (cancelled or failed)
+ * only after that, or once `until.maxWait` (default 60 s) passed or `failWhen` held: then the cancel is
+ * recorded as unconfirmed, and the run ends all the same. Older compensations run after it.
+ *
+ * @example
+ * cancel: {
+ *   send: () => api.cancelJob(id),
+ *   until: { poll: () => api.job(id), until: (j) => j.status === 'cancelled', maxWait: '30s' },
+ * }
+ */
+export interface PollCancel<A = any> {
+  send: (ctx: StepContext) => Promise<unknown>;
+  until: Pick<
+    PollOptions<A>,
+    'until' | 'failWhen' | 'initialDelay' | 'interval' | 'factor' | 'maxInterval' | 'maxWait'
+  > & {
+    poll: (ctx: StepContext) => Promise<A>;
+  };
 }
 
 /** How one branch of `ctx.parallel` ended. */

@@ -1,7 +1,7 @@
 import { backoffDelay } from '../../backoff.js';
 import { describeError, LeaseLostError } from '../../errors.js';
-import type { NewEvent } from '../../storage/store.js';
 import { DEFAULT_RETRY } from './calls.js';
+import { confirmStep, type Confirm, type ConfirmHost } from './confirm.js';
 import { RUN_EVENT } from '../events.js';
 import type { Seq } from './history.js';
 import type { StepContext } from '../workflow.js';
@@ -12,43 +12,58 @@ export interface Compensation {
   name: string;
   output: unknown;
   undo: (output: any, ctx: StepContext) => Promise<unknown>;
+  /** A poll's cancel: its events say so (`cancel: true`), and the run view shows them on the poll's step. */
+  cancel?: true;
+  /** Polled once the cancel was accepted, until the service confirms it (a poll's `cancel.until`). */
+  confirm?: Confirm;
 }
 
 /** What running compensations needs of the pass. */
-export interface CompensationHost {
-  readonly runId: string;
-  /** The calls whose compensation the journal already records as completed. */
+export interface CompensationHost extends ConfirmHost {
+  /** The calls whose compensation the journal already records as completed, or as failed. */
   readonly done: ReadonlySet<Seq>;
-  write(events: NewEvent[]): Promise<void>;
+  readonly failed: ReadonlySet<Seq>;
   /** Fires when this worker lost the run. */
   readonly signal: AbortSignal;
 }
 
 /**
- * Runs `compensations` newest first, each once (a completed one is not run again after a crash):
- * up to DEFAULT_RETRY.maxAttempts tries each, with a short backoff, journaled as
- * `compensation.started` / `.completed` / `.failed`. A lost lease stops it (the next owner goes on).
+ * Runs `compensations` newest first, each once (a completed or failed one is not run again after a crash or a
+ * wait): up to DEFAULT_RETRY.maxAttempts tries each, with a short backoff, journaled as `compensation.started` /
+ * `.completed` / `.failed`. A cancel with a confirmation is complete only once confirmed (or given up on, see
+ * confirmStep); while it waits, `wakeAt` says when the next pass goes on (the older ones wait for it). A lost
+ * lease stops it (the next owner goes on). `ran` and `failed` count the whole cancellation, earlier passes too.
  */
 export async function runCompensations(
   host: CompensationHost,
   compensations: readonly Compensation[],
-): Promise<{ ran: number; failed: number }> {
+): Promise<{ ran: number; failed: number; wakeAt: number | null }> {
   let ran = 0;
   let failed = 0;
   for (const c of [...compensations].reverse()) {
-    if (host.done.has(c.seq)) continue;
     ran += 1;
+    if (host.done.has(c.seq)) continue;
+    if (host.failed.has(c.seq)) {
+      failed += 1;
+      continue;
+    }
+    const mark = c.cancel ? { cancel: true } : {};
+    // a cancel already accepted is not sent again: its confirmation goes on
+    const sent = c.confirm !== undefined && host.confirming.has(c.seq);
+    let accepted = sent;
     const key = `${host.runId}:${c.name}#${c.seq}:compensate`;
-    for (let attempt = 1; ; attempt++) {
-      await host.write([{ type: RUN_EVENT.compensationStarted, data: { seq: c.seq, name: c.name, attempt } }]);
+    for (let attempt = 1; !sent; attempt++) {
+      await host.write([{ type: RUN_EVENT.compensationStarted, data: { seq: c.seq, name: c.name, attempt, ...mark } }]);
       try {
         const result = await c.undo(c.output, { idempotencyKey: key, attempt, signal: host.signal });
+        accepted = true;
+        if (c.confirm) break;
         // an undo that decided there was nothing to undo says why ({ skipped: reason }): the journal keeps the reason
         const skipped = (result as { skipped?: unknown } | null)?.skipped;
         await host.write([
           {
             type: RUN_EVENT.compensationCompleted,
-            data: { seq: c.seq, name: c.name, attempt, ...(typeof skipped === 'string' ? { skipped } : {}) },
+            data: { seq: c.seq, name: c.name, attempt, ...mark, ...(typeof skipped === 'string' ? { skipped } : {}) },
           },
         ]);
         break;
@@ -59,7 +74,7 @@ export async function runCompensations(
           await host.write([
             {
               type: RUN_EVENT.compensationFailed,
-              data: { seq: c.seq, name: c.name, attempt, error: describeError(error) },
+              data: { seq: c.seq, name: c.name, attempt, ...mark, error: describeError(error) },
             },
           ]);
           break;
@@ -69,6 +84,12 @@ export async function runCompensations(
         );
       }
     }
+    if (!c.confirm || !accepted) continue;
+    const step = await confirmStep(host, c.seq, c.name, c.confirm);
+    if ('wakeAt' in step) return { ran, failed, wakeAt: step.wakeAt };
+    await host.write([
+      { type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, ...mark, ...step.done } },
+    ]);
   }
-  return { ran, failed };
+  return { ran, failed, wakeAt: null };
 }

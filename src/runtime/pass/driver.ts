@@ -138,7 +138,15 @@ export class PassDriver {
       }
       // the journal could not be written (the run was lost, the database failed): try the pass again
       if (outcome.error instanceof PassAborted) throw outcome.error.cause;
-      const compensations = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
+      const undone = outcome.error instanceof NonDeterminismError ? null : await pass.compensate();
+      if (undone?.wakeAt != null) {
+        // a cancel awaits the service's confirmation: the run ends once it is confirmed (or given up on), not now
+        await pass.flush();
+        await this.store.transaction((tx) => this.runtime.wake(tx, id, undone.wakeAt!));
+        result = 'suspended';
+        return false;
+      }
+      const compensations = undone && { ran: undone.ran, failed: undone.failed };
       if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
       else
         await pass.write(

@@ -41,6 +41,10 @@ export class History {
   readonly signals: SentSignal[] = [];
   readonly consumed = new Set<number>();
   readonly compensated = new Set<Seq>();
+  /** The calls whose compensation the journal records as failed (its tries used up): not tried again. */
+  readonly compensationFailed = new Set<Seq>();
+  /** The confirmation of each poll's cancel under way: its `compensation.confirming` and `.polled` events, by the poll's seq. */
+  readonly confirming = new Map<Seq, StoredEvent[]>();
   workflow = '';
   /** The code version the run started on; null for runs started before versions were recorded. */
   codeVersion: string | null = null;
@@ -81,6 +85,8 @@ export class History {
         this.signals.length = 0;
         this.consumed.clear();
         this.compensated.clear();
+        this.compensationFailed.clear();
+        this.confirming.clear();
         this.patches.clear();
         this.reached = 0;
         this.cancelRequested = false;
@@ -111,6 +117,13 @@ export class History {
         return;
       case RUN_EVENT.compensationCompleted:
         this.compensated.add(data.seq);
+        return;
+      case RUN_EVENT.compensationFailed:
+        this.compensationFailed.add(data.seq);
+        return;
+      case RUN_EVENT.compensationConfirming:
+      case RUN_EVENT.compensationPolled:
+        this.confirming.set(data.seq, [...(this.confirming.get(data.seq) ?? []), event]);
         return;
       case RUN_EVENT.patchRecorded:
         this.patches.set(data.id, data.patched);

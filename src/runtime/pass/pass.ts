@@ -20,6 +20,7 @@ import { RunWriter } from './writer.js';
 import { observePolls, observeStates, observeStep, type Observe } from './observe.js';
 import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
+import { cancelCompensation } from './confirm.js';
 import { deadlineCancel } from './deadline.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
 
@@ -290,18 +291,21 @@ export class Pass {
       },
       leftRunning: (seq, name, cancel) => {
         if (!this.compensations.some((c) => c.seq === seq))
-          this.compensations.push({ seq, name: `${name}:cancel`, output: null, undo: (_output, ctx) => cancel(ctx) });
+          this.compensations.push(cancelCompensation(seq, name, cancel));
       },
     };
     return this.madeHost;
   }
 
-  /** Runs the compensations of the completed steps this pass saw, newest first, each once. */
-  compensate(): Promise<{ ran: number; failed: number }> {
+  /** Runs the compensations of the completed steps this pass saw, newest first, each once; `wakeAt`: a cancel awaits its confirmation. */
+  compensate(): Promise<{ ran: number; failed: number; wakeAt: number | null }> {
     return runCompensations(
       {
         runId: this.runId,
         done: this.o.history.compensated,
+        failed: this.o.history.compensationFailed,
+        confirming: this.o.history.confirming,
+        now: () => this.o.clock.now(),
         write: (events) => this.write(events),
         signal: this.lost.signal,
       },

@@ -29,7 +29,7 @@ export interface PollHost {
   /** A completed poll's compensation. */
   remember<T>(seq: Seq, name: string, output: T, undo: PollOptions<T>['compensate']): void;
   /** The poll's work is left running at the service: its cancel runs with the compensations. */
-  leftRunning(seq: Seq, name: string, cancel: (ctx: StepContext) => Promise<unknown>): void;
+  leftRunning(seq: Seq, name: string, cancel: NonNullable<PollOptions<unknown>['cancel']>): void;
   /** A request of the poll ended, as journaled (`poll:attempt`). */
   polled?(report: PollReport): void;
 }
@@ -59,6 +59,13 @@ export function pollSchedule(name: string, options: PollOptions<unknown>): PollS
     throw new ValidationError(at('factor'), `must be a number from 1 to 10 (got ${options.factor})`);
   if (schedule.interval <= 0) throw new ValidationError(at('interval'), 'must be more than 0');
   if (typeof options.until !== 'function') throw new ValidationError(at('until'), 'must be a function');
+  const { cancel } = options;
+  if (cancel !== undefined && typeof cancel !== 'function') {
+    if (typeof cancel?.send !== 'function') throw new ValidationError(at('cancel.send'), 'must be a function');
+    if (typeof cancel.until?.poll !== 'function')
+      throw new ValidationError(at('cancel.until.poll'), 'must be a function');
+    pollSchedule(`${name}.cancel.until`, cancel.until as PollOptions<unknown>);
+  }
   return schedule;
 }
 

@@ -1,7 +1,8 @@
+import { errorClassOf } from '../../observe/error-class.js';
 import type { StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import type { Seq } from '../pass/history.js';
-import type { RunView, StepView } from './view.js';
+import type { CancelView, RunView, StepView } from './view.js';
 
 /** A run's view as its `run.started` (or a generation's) event begins it. */
 export function newView(id: string, event: StoredEvent): RunView {
@@ -93,7 +94,7 @@ export function apply(view: RunView, event: StoredEvent): void {
       return;
     case RUN_EVENT.stepFailed:
       finish(step(), data.retryAt === null ? 'failed' : 'retrying');
-      if (step()) step()!.error = data.error;
+      if (step()) Object.assign(step()!, { error: data.error, ...failure(data) });
       return;
     case RUN_EVENT.pollStarted:
       begin(0, 'poll');
@@ -123,10 +124,19 @@ export function apply(view: RunView, event: StoredEvent): void {
           output: data.output ?? step()!.output,
           error:
             data.error ?? (event.type === RUN_EVENT.pollTimedOut ? 'StepTimedOutError: the maximum wait passed' : null),
+          ...(event.type === RUN_EVENT.pollFailed ? failure(data) : {}),
+          ...(event.type === RUN_EVENT.pollTimedOut ? { errorClass: 'timeout' } : {}),
         });
       return;
     case RUN_EVENT.stateChanged:
       view.state = data.name;
+      return;
+    case RUN_EVENT.compensationStarted:
+    case RUN_EVENT.compensationConfirming:
+    case RUN_EVENT.compensationPolled:
+    case RUN_EVENT.compensationCompleted:
+    case RUN_EVENT.compensationFailed:
+      applyCancel(step(), event.type, data);
       return;
     case RUN_EVENT.sleepStarted:
       view.status = 'sleeping';
@@ -154,6 +164,35 @@ export function apply(view: RunView, event: StoredEvent): void {
       Object.assign(view, { status: 'cancelled', compensations: data.compensations ?? null, current: null });
       return;
   }
+}
+
+/** A failure's class and HTTP status as journaled (events older than `errorClass` are classed by the error's name and status). */
+function failure(data: Record<string, any>): Pick<StepView, 'errorClass' | 'errorStatus'> {
+  const status = typeof data.status === 'number' ? data.status : undefined;
+  return {
+    errorClass: errorClassOf({ errorClass: data.errorClass, name: data.errorName, status }),
+    ...(status === undefined ? {} : { errorStatus: status }),
+  };
+}
+
+/** A poll's cancel as its compensation events say (only a cancel's: `cancel: true`, or its confirmation's). */
+function applyCancel(s: StepView | undefined, type: string, data: Record<string, any>): void {
+  if (!s || !(data.cancel || type === RUN_EVENT.compensationConfirming || type === RUN_EVENT.compensationPolled))
+    return;
+  const cancel: CancelView = s.cancel ?? { status: 'sending', polls: 0, reason: null };
+  if (type === RUN_EVENT.compensationConfirming) cancel.status = 'confirming';
+  else if (type === RUN_EVENT.compensationPolled)
+    Object.assign(cancel, { polls: data.poll, reason: data.error ?? null });
+  else if (type === RUN_EVENT.compensationFailed)
+    Object.assign(cancel, { status: 'failed', reason: data.error ?? null });
+  else if (type === RUN_EVENT.compensationCompleted)
+    Object.assign(cancel, {
+      status: data.confirmed === true ? 'confirmed' : data.confirmed === false ? 'unconfirmed' : 'sent',
+      polls: data.polls ?? cancel.polls,
+      reason: data.unconfirmed ?? null,
+    });
+  else Object.assign(cancel, { status: 'sending', reason: null });
+  s.cancel = cancel;
 }
 
 /** Call order: `3` < `3.a.1` < `3.a.2` < `3.b.1` < `4` (a branch's calls sit where its parallel call is). */

@@ -1,5 +1,6 @@
 import type { Journal } from '../../journal/journal.js';
 import { KeptViews } from '../../journal/kept.js';
+import type { ErrorClass } from '../../observe/error-class.js';
 import type { Store, StoredEvent } from '../../storage/store.js';
 import type { Seq } from '../pass/history.js';
 import { RUN_EVENT } from '../events.js';
@@ -63,6 +64,22 @@ export interface StepView {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** What kind of failure `error` was (observe/error-class.ts), and the HTTP status it carried: a stored workflow's messages are chosen by them. */
+  errorClass?: ErrorClass;
+  errorStatus?: number;
+  /** A poll's cancel, once the run's cancellation (or the poll's timeout) sent it: see CancelView. */
+  cancel?: CancelView;
+}
+
+/**
+ * A poll's cancel: `sending`, then `sent` (no confirmation asked) or `confirming` → `confirmed` | `unconfirmed`
+ * (its `until` gave up: `reason` says why), or `failed` (the cancel request itself, `reason` its error).
+ */
+export interface CancelView {
+  status: 'sending' | 'sent' | 'confirming' | 'confirmed' | 'unconfirmed' | 'failed';
+  /** Status requests made to confirm it. */
+  polls: number;
+  reason: string | null;
 }
 
 /** A run as people read it: a projection of its journal, written in the transaction of each event. */
@@ -132,6 +149,11 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.pollFailed,
       RUN_EVENT.pollTimedOut,
       RUN_EVENT.stateChanged,
+      RUN_EVENT.compensationStarted,
+      RUN_EVENT.compensationConfirming,
+      RUN_EVENT.compensationPolled,
+      RUN_EVENT.compensationCompleted,
+      RUN_EVENT.compensationFailed,
       RUN_EVENT.sleepStarted,
       RUN_EVENT.sleepCompleted,
       RUN_EVENT.waitStarted,

@@ -46,6 +46,17 @@ export const runSummaryResponse = z.object({
     .describe("set while no live worker has the run's version: its next pass waits for one (a deploy)"),
 });
 
+/** A poll step's cancel (brief §8.1), in a run's and an execution's steps. */
+export const cancelRecord = z
+  .object({
+    status: z.enum(['sending', 'sent', 'confirming', 'confirmed', 'unconfirmed', 'failed']),
+    polls: z.int().describe("status requests made to confirm it (the poll step's cancel.until)"),
+    reason: z.string().nullable().describe('unconfirmed: why (its max wait passed, fail_when held); failed: the error'),
+  })
+  .describe(
+    "a poll's cancel: sending, then sent (no confirmation asked) or confirming → confirmed | unconfirmed, or failed",
+  );
+
 export const runResponse = runSummaryResponse.extend({
   input: z.unknown(),
   output: z.unknown(),
@@ -71,6 +82,7 @@ export const runResponse = runSummaryResponse.extend({
       input: z.unknown(),
       output: z.unknown(),
       error: z.string().nullable(),
+      cancel: cancelRecord.optional(),
     }),
   ),
 });
@@ -140,6 +152,7 @@ export function runRecord(view: RunView, live?: Set<string>, names?: ReadonlyMap
       input: s.input,
       output: s.output,
       error: s.error,
+      ...(s.cancel ? { cancel: s.cancel } : {}),
     })),
   };
 }
