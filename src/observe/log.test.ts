@@ -44,6 +44,36 @@ describe('logs', () => {
     expect(records[1]).toMatchObject({ level: 40, msg: 'task:dead', task_id: 't1', queue: 'q' });
   });
 
+  it('logs state transitions at info, and a poll request at debug while pending, at info when retried or ended', () => {
+    const { lines, out } = capture();
+    const events = new EngineEvents();
+    logEvents(events, createLogger('info', false, out));
+    const poll = { runId: 'ex_1', workflow: 'docs', step: 'wait', attempt: 1 };
+    events.emit('run:state', {
+      runId: 'ex_1',
+      workflow: 'docs',
+      kind: 'execution',
+      state: 'LAYOUT_QUEUED',
+      from: null,
+    });
+    events.emit('poll:attempt', { ...poll, outcome: 'pending', status: 'processing', nextDelayMs: 1000 });
+    events.emit('poll:attempt', {
+      ...poll,
+      attempt: 2,
+      outcome: 'retrying',
+      nextDelayMs: 1500,
+      error: 'Error: 503',
+      errorClass: '5xx',
+    });
+    events.emit('poll:attempt', { ...poll, attempt: 3, outcome: 'complete', status: 'complete' });
+    const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(records).toMatchObject([
+      { level: 30, msg: 'run:state', run_id: 'ex_1', state: 'LAYOUT_QUEUED', from: null },
+      { level: 30, msg: 'poll:attempt', attempt: 2, outcome: 'retrying', next_delay_ms: 1500, error_class: '5xx' },
+      { level: 30, msg: 'poll:attempt', attempt: 3, outcome: 'complete', status: 'complete' },
+    ]);
+  });
+
   it('honours the level, refuses an unknown one, and prints readable lines on a terminal', () => {
     const { lines, out } = capture();
     const events = new EngineEvents();
