@@ -19,6 +19,7 @@ import type { Route } from './route.js';
 import type { RemoteLedger } from '../agents/remote.js';
 import { agentProtocolRoutes } from './routes/agent-protocol.js';
 import { agentRoutes } from './routes/agents.js';
+import { batchRoutes } from './routes/batches.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { controlRoutes } from './routes/control.js';
@@ -71,6 +72,7 @@ export function createApp(options: AppOptions): Hono {
     ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
     ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
+    ...batchRoutes(options.workflows),
     ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),

@@ -1,6 +1,7 @@
 import type { Engine } from '../engine.js';
 import type { Store } from '../storage/store.js';
 import type { LogLine } from './actions/index.js';
+import { Batches } from './batches.js';
 import { Callbacks } from './callbacks.js';
 import { cancelReasons } from './cancel-reason.js';
 import { Definitions } from './definitions.js';
@@ -15,6 +16,7 @@ export interface WorkflowService {
   executions: Executions;
   secrets: Secrets;
   callbacks: Callbacks;
+  batches: Batches;
 }
 
 export interface WorkflowServiceOptions {
@@ -48,10 +50,6 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   engine.register(interpreter);
   engine.retention.onRunPruned(pruneExecution);
   engine.retention.withRunAges(executionAges());
-  return {
-    definitions,
-    secrets,
-    callbacks,
-    executions: new Executions(engine, store, definitions, interpreter, cancels),
-  };
+  const executions = new Executions(engine, store, definitions, interpreter, cancels);
+  return { definitions, secrets, callbacks, executions, batches: new Batches(engine, store, definitions, executions) };
 }
