@@ -32,7 +32,8 @@ type Line = Record<string, any>;
 /**
  * Brief 004 §12: a stored execution against the mock services with faults (a dropped connection,
  * a 500, a 429 with Retry-After, a request timeout, a failed PowerPoint render), then one whose
- * layout never ends (its poll times out), then one cancelled: the metric samples and the log lines.
+ * layout never ends (its poll times out), then one cancelled by its user and one by the engine at its
+ * timeout_seconds: the metric samples and the log lines.
  */
 describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $name', (backend) => {
   let mock: MockServices;
@@ -110,6 +111,7 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
         if (step.id === 'layout_wait') step.config.max_wait_seconds = 1;
       }),
     );
+    const limited = await save({ ...pipeline('document-pipeline-limited'), timeout_seconds: 1 });
 
     // 1. every transient fault once, and a PowerPoint render that fails: partial_success
     mock.setFaults([
@@ -134,6 +136,10 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
     expect((await call('POST', `/workflows/${main}/executions/${cancelled}/cancel`, {})).status).toBe(202);
     expect(await finished(main, cancelled)).toMatchObject({ status: 'cancelled' });
 
+    // 4. past its timeout_seconds: the engine cancels it (a system-initiated cancellation, brief 004 §9.1)
+    const expired = await execute(limited, 'expired');
+    expect(await finished(limited, expired)).toMatchObject({ status: 'cancelled', cancelled_by: 'system' });
+
     const text = await metrics.text();
     const sample = (name: string, labels: string) => {
       const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
@@ -147,6 +153,13 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
     expect(finishedRuns('document-pipeline-short', 'failed')).toBe(1);
     expect(sample('runledger_runs_cancelled_total', 'kind="execution",workflow="document-pipeline",by="user"')).toBe(1);
     expect(logged(cancelled, 'run:end')).toMatchObject([{ outcome: 'cancelled', cancelled_by: 'user' }]);
+    expect(sample('runledger_runs_cancelled_total', 'kind="execution",workflow="document-pipeline",by="system"')).toBe(
+      0,
+    );
+    expect(
+      sample('runledger_runs_cancelled_total', 'kind="execution",workflow="document-pipeline-limited",by="system"'),
+    ).toBe(1);
+    expect(logged(expired, 'run:end')).toMatchObject([{ outcome: 'cancelled', cancelled_by: 'system' }]);
     const retries = (klass: string) =>
       sample('runledger_step_retries_total', `workflow="document-pipeline",class="${klass}"`);
     expect({
@@ -159,7 +172,7 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
     expect(sample('runledger_step_timeouts_total', 'workflow="document-pipeline",step="layout_spec"')).toBe(1);
     expect(sample('runledger_step_timeouts_total', 'workflow="document-pipeline-short",step="layout_wait"')).toBe(1);
     // bounded labels: names, never an execution's or a workflow's id
-    for (const id of [main, short, partial, timedOut, cancelled]) expect(text).not.toContain(id);
+    for (const id of [main, short, limited, partial, timedOut, cancelled, expired]) expect(text).not.toContain(id);
 
     // every state transition, in the journal's order, each naming the state it left
     const entered = logged(partial, 'run:state');
