@@ -264,7 +264,8 @@ export class SessionService {
     input: unknown,
     event?: Parameters<SessionService['startForEvent']>[1] & { orderingKey: string },
   ): Promise<void> {
-    const run = await readRunView(t, id);
+    // an inbound event's run has a new id (the intake's, a redrive's): no run has it, so none is read
+    const run = event ? undefined : await readRunView(t, id);
     if (run && run.workflow !== SESSION_WORKFLOW)
       throw new ConflictError(`id ${id} is taken by a run of workflow '${run.workflow}'`);
     const ledger = this.ledgerData(agent, event);

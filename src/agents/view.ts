@@ -68,8 +68,10 @@ export function projectSessions(journal: Journal): void {
     const id = event.streamId.slice('session:'.length);
     const data = (event.data ?? {}) as { agent?: string; input?: unknown; error_message?: string };
     // Appends to one stream are serialized by its row lock, taken before this read: the view read
-    // here is the one every earlier event of the stream committed (or the one kept of it).
-    const view = views.take(tx, id, event.version - 1) ?? (await readSession(tx, id));
+    // here is the one every earlier event of the stream committed (or the one kept of it). The
+    // first event has none (retention deletes a session's view with its stream): one read fewer per session
+    const view =
+      event.version === 1 ? undefined : (views.take(tx, id, event.version - 1) ?? (await readSession(tx, id)));
     const last = view?.last_event ?? null;
     if (!allowedAfter(last, event.type)) {
       const state = view ? `its last event is ${last} (${view.status})` : 'it has no events';
