@@ -478,7 +478,8 @@ describe.each(backends)('orchestrating slow services (stored workflows) on $name
     const fake = await service(jobs(() => 'hang'));
     const definition = {
       ...pipeline(fake.url),
-      timeout_seconds: 0.5,
+      // long enough for the poll to be in flight at the deadline on a loaded machine (the job hangs for ever)
+      timeout_seconds: 2,
       on_error: [{ timed_out: true, state: 'FAILED_JOB' }],
     };
     definition.steps[2]!.on_error = [];
