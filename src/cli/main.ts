@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { packageVersion } from '../version.js';
 import { agentCommands } from './agent.js';
+import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { mockServicesCommands } from './mock-services.js';
 import { operatorCommands } from './operator.js';
@@ -42,6 +43,7 @@ export function cliProgram(out: Output = stdout()): Command {
   runCommands(program, out);
   taskCommands(program, out);
   workflowCommands(program, out);
+  batchCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
   agentCommands(program, line);

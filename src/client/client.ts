@@ -348,7 +348,7 @@ export class Client {
     }
   }
 
-  private async call<T>(
+  protected async call<T>(
     method: string,
     path: string,
     body?: unknown,
