@@ -53,6 +53,8 @@ export async function waitFor(
     if (event.type === RUN_EVENT.pollAttempted && error) out.line(`  ${name}: ${out.status('retrying')} — ${error}`);
     if (event.type === RUN_EVENT.pollFailed) out.line(`  ${name}: ${out.status('failed')} — ${error}`);
     if (event.type === RUN_EVENT.pollTimedOut) out.line(`  ${name}: ${out.status('timed_out')}`);
+    const confirmation = cancelLine(event.type, event.data);
+    if (confirmation) out.line(confirmation);
     // parallel branches may enter the same state each: it is printed once
     if (event.type === RUN_EVENT.stateChanged && name !== state) {
       state = name;
@@ -80,6 +82,16 @@ export async function waitFor(
   const value = (run.output ?? null) === null && options.output === undefined ? undefined : run.output;
   const where = outputLine(value, `runledger executions show ${executionId}${urlFlags(options)}`, options.output);
   if (where) out.line(where);
+}
+
+/** A poll's cancel being confirmed (brief 004 §8.1), as the follow prints it; undefined for any other event. */
+function cancelLine(type: string, data: { name?: string; confirmed?: boolean; polls?: number; unconfirmed?: string }) {
+  const step = data.name?.replace(/:cancel$/, '');
+  if (type === RUN_EVENT.compensationConfirming) return `  ${step}: cancel sent, waiting for the service to confirm it`;
+  if (type !== RUN_EVENT.compensationCompleted || data.confirmed === undefined) return undefined;
+  return data.confirmed
+    ? `  ${step}: cancel confirmed (${plural(data.polls ?? 0, 'poll')})`
+    : `  ${step}: cancel not confirmed — ${data.unconfirmed}`;
 }
 
 /**

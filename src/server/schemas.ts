@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cancelRecord } from './records/runs.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
 
@@ -84,6 +85,7 @@ export const executionRecord = executionSummary.extend({
       input: z.unknown(),
       output: z.unknown(),
       error: z.string().nullable(),
+      cancel: cancelRecord.optional(),
     }),
   ),
 });

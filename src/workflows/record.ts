@@ -1,5 +1,5 @@
 import { iso } from '../iso.js';
-import { isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/read/view.js';
+import { type CancelView, isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/read/view.js';
 import type { ExecutionInput } from './interpreter.js';
 import { etaSeconds, type StepStats } from './progress.js';
 import type { StepDefinition } from './schema.js';
@@ -18,6 +18,8 @@ export interface StepRecord {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** A poll step's cancel, once sent: confirming, confirmed or not (brief §8.1; see CancelView). */
+  cancel?: CancelView;
   /** A step of a parallel step's branch: the parallel step's id and the branch's name. */
   parallel?: string;
   branch?: string;
@@ -124,6 +126,7 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
       input: ran.input,
       output: ran.output,
       error: ran.error,
+      ...(ran.cancel ? { cancel: ran.cancel } : {}),
       ...where,
     };
   };

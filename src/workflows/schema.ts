@@ -108,6 +108,7 @@ const pollConfig = z
   .strict();
 
 const callbackConfig = z.object({ request: httpConfig.optional() }).strict();
+const pollCancel = httpConfig.extend({ until: pollConfig.optional() });
 
 const stepBase = {
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 letters, digits, _ or -'),
@@ -128,8 +129,8 @@ const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
-  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out. */
-  z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: httpConfig.optional() }).strict(),
+  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). */
+  z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: pollCancel.optional() }).strict(),
   z.object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig }).strict(),
 ] as const;
 
@@ -302,6 +303,7 @@ function requests(step: StepDefinition, path: string): [{ url: string }, string]
     out.push([step.config.request, `${path}.config.request`]);
   if (step.compensate) out.push([step.compensate, `${path}.compensate`]);
   if (step.type === 'poll' && step.cancel) out.push([step.cancel, `${path}.cancel`]);
+  if (step.type === 'poll' && step.cancel?.until) out.push([step.cancel.until, `${path}.cancel.until`]);
   return out;
 }
 

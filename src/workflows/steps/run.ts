@@ -9,6 +9,7 @@ import type { LeafStep, StepDefinition } from '../schema.js';
 import { failureState } from '../state.js';
 import { render, type Scope } from '../template/render.js';
 import type { ExecutionInput, InterpreterOptions } from '../interpreter.js';
+import { pollCancel } from './cancel.js';
 import { NOT_CANCELLED } from '../cancel-reason.js';
 import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
@@ -122,7 +123,14 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
         maxWait: config.max_wait_seconds * 1000,
         ...compensation(run, step),
         ...(step.cancel
-          ? { cancel: (stepCtx: StepContext) => cleanup(renderOrThrow(step.cancel, run), stepCtx, run.options.allow) }
+          ? {
+              cancel: pollCancel(step.cancel, {
+                render: (config) => renderOrThrow(config, run),
+                send: (config, stepCtx) =>
+                  act(run, null, () => httpRequest(requestOf(config), { ...stepCtx, allow: run.options.allow })),
+                allow: run.options.allow,
+              }),
+            }
           : {}),
       },
     );
