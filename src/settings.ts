@@ -162,6 +162,12 @@ export const SETTINGS: readonly Setting[] = [
     default: 'postgres://postgres@127.0.0.1:5432/postgres',
     doc: 'The PostgreSQL server the test suite creates its databases on.',
   },
+  {
+    env: 'RUNLEDGER_LONG_TESTS',
+    used: 'tests',
+    default: '',
+    doc: "`1` runs the slow tests at the briefs' sizes: the agent ledger's SIGKILL test runs 50 conversations × 20 events on PostgreSQL too (about 4 minutes on a loaded 2-core machine), not 30 × 10.",
+  },
 ];
 
 /** Read by libraries, not by runledger itself: never listed. */
