@@ -213,6 +213,11 @@ describe.each(backends)(
         cancels.map(async (path) => (await fetch(mock.url + path.replace(/\/cancel$/, ''))).json()),
       );
       expect(jobs.map((j: any) => j.status)).toEqual(['cancelled', 'cancelled']);
+      // each render cancel was confirmed by a poll of its job (brief §8.1) before the execution ended
+      expect(done.steps.filter((s: any) => s.cancel).map((s: any) => [s.step_id, s.cancel.status])).toEqual([
+        ['wait_word', 'confirmed'],
+        ['wait_powerpoint', 'confirmed'],
+      ]);
     });
 
     it('a callback POSTed twice completes its step once', async () => {

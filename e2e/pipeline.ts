@@ -7,6 +7,12 @@ export function pipelineForTests(overrides: { layoutMaxWait?: number } = {}): an
     if (step.retry) step.retry.backoff_seconds = 0.05;
     if (step.type === 'poll')
       Object.assign(step.config, { initial_delay_seconds: 0.02, interval_seconds: 0.05, max_interval_seconds: 0.2 });
+    if (step.cancel?.until)
+      Object.assign(step.cancel.until, {
+        initial_delay_seconds: 0.02,
+        interval_seconds: 0.05,
+        max_interval_seconds: 0.2,
+      });
     if (step.id === 'layout_wait' && overrides.layoutMaxWait) step.config.max_wait_seconds = overrides.layoutMaxWait;
     if (step.type === 'parallel')
       for (const list of Object.values(step.config.branches) as any[]) list.forEach(speedUp);
