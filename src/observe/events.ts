@@ -66,6 +66,19 @@ export interface EngineEventMap {
     error?: string;
     errorClass?: ErrorClass;
   };
+  /**
+   * A compensation (the undo of a completed step, or a poll's cancel: `cancel`) ended, as journaled:
+   * `completed`, `skipped` (it decided there was nothing to undo: `reason`), or `failed` for good.
+   */
+  'compensation:end': {
+    runId: string;
+    workflow: string;
+    step: string;
+    outcome: 'completed' | 'skipped' | 'failed';
+    cancel: boolean;
+    reason?: string;
+    error?: string;
+  };
   'task:claim': { queue: string; taskId: string; attempt: number; workerId: string };
   'task:complete': { queue: string; taskId: string; attempt: number; durationMs: number };
   'task:retry': { queue: string; taskId: string; attempt: number; error: string; retryAt: number };
@@ -103,6 +116,7 @@ export const ENGINE_EVENTS: EngineEventName[] = [
   'step:fail',
   'run:state',
   'poll:attempt',
+  'compensation:end',
   'task:claim',
   'task:complete',
   'task:retry',

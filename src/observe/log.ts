@@ -55,6 +55,7 @@ const LOGGED: { [K in EngineEventName]: Level | ((payload: EngineEventMap[K]) =>
   'step:complete': 'info',
   'step:fail': 'info',
   'poll:attempt': (e) => (e.outcome === 'pending' ? 'debug' : 'info'),
+  'compensation:end': (e) => (e.outcome === 'failed' ? 'warn' : 'info'),
   'task:claim': 'debug',
   'task:complete': 'debug',
   'task:retry': 'info',

@@ -33,7 +33,7 @@ type Line = Record<string, any>;
  * Brief 004 §12: a stored execution against the mock services with faults (a dropped connection,
  * a 500, a 429 with Retry-After, a request timeout, a failed PowerPoint render), then one whose
  * layout never ends (its poll times out), then one cancelled by its user and one by the engine at its
- * timeout_seconds: the metric samples and the log lines.
+ * timeout_seconds: the metric samples and the log lines (states, poll requests, retries, compensations).
  */
 describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $name', (backend) => {
   let mock: MockServices;
@@ -200,7 +200,6 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
         expect(l).toMatchObject({ level: 20, outcome: 'pending', next_delay_ms: expect.any(Number) });
       expect(mine.slice(0, -1).every((l) => l.next_delay_ms > 0)).toBe(true);
     }
-    expect(polls.find((l) => l.step === 'layout_wait' && l.outcome === 'pending')?.status).toBe('processing');
     expect(polls.filter((l) => l.step === 'wait_word').at(-1)).toMatchObject({
       level: 30,
       outcome: 'complete',
@@ -212,7 +211,23 @@ describe.each(backends)('metrics and logs of slow services (brief 004 §12) on $
       status: 'failed',
       error_class: 'other',
     });
-    expect(logged(timedOut, 'poll:attempt').at(-1)).toMatchObject({ step: 'layout_wait', outcome: 'timed_out' });
+    // the layout that never ends: requests seeing `processing`, each with its wait, until the maximum wait passed
+    const waits = logged(timedOut, 'poll:attempt').filter((l) => l.step === 'layout_wait');
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits.map((l) => l.attempt)).toEqual(waits.map((_, i) => i + 1));
+    for (const l of waits.slice(0, -1))
+      expect(l).toMatchObject({ level: 20, outcome: 'pending', status: 'processing' });
+    expect(waits.slice(0, -1).every((l) => l.next_delay_ms > 0)).toBe(true);
+    expect(waits.at(-1)).toMatchObject({ level: 30, outcome: 'timed_out', status: 'processing' });
+    // every compensation, newest first: the poll's cancel, then the session's delete (kept in a retryable state)
+    expect(logged(cancelled, 'compensation:end')).toMatchObject([
+      { level: 30, step: 'layout_wait:cancel', cancel: true, outcome: 'completed' },
+      { level: 30, step: 'create_session', cancel: false, outcome: 'completed' },
+    ]);
+    expect(logged(timedOut, 'compensation:end')).toMatchObject([
+      { step: 'layout_wait:cancel', outcome: 'completed' },
+      { step: 'create_session', outcome: 'skipped', reason: 'kept: FAILED_LAYOUT_GENERATION is retryable' },
+    ]);
     expect(logged(partial, 'run:end')).toMatchObject([{ outcome: 'partial', workflow: 'document-pipeline' }]);
   });
 });

@@ -5,6 +5,7 @@ import { confirmStep, type Confirm, type ConfirmHost } from './confirm.js';
 import { RUN_EVENT } from '../events.js';
 import type { Seq } from './history.js';
 import type { StepContext } from '../workflow.js';
+import type { EngineEventMap } from '../../observe/events.js';
 
 /** The undo of a completed call, remembered by the pass that saw it complete (or replayed it). */
 export interface Compensation {
@@ -25,7 +26,12 @@ export interface CompensationHost extends ConfirmHost {
   readonly failed: ReadonlySet<Seq>;
   /** Fires when this worker lost the run. */
   readonly signal: AbortSignal;
+  /** A compensation ended, as journaled (`compensation:end`). */
+  ended?(report: CompensationReport): void;
 }
+
+/** How one compensation ended, as `compensation:end` reports it. */
+export type CompensationReport = Omit<EngineEventMap['compensation:end'], 'runId' | 'workflow'>;
 
 /**
  * Runs `compensations` newest first, each once (a completed or failed one is not run again after a crash or a
@@ -66,6 +72,8 @@ export async function runCompensations(
             data: { seq: c.seq, name: c.name, attempt, ...mark, ...(typeof skipped === 'string' ? { skipped } : {}) },
           },
         ]);
+        const reason = typeof skipped === 'string' ? { outcome: 'skipped' as const, reason: skipped } : null;
+        host.ended?.({ step: c.name, cancel: c.cancel === true, ...(reason ?? { outcome: 'completed' }) });
         break;
       } catch (error) {
         if (error instanceof LeaseLostError) throw error;
@@ -77,6 +85,7 @@ export async function runCompensations(
               data: { seq: c.seq, name: c.name, attempt, ...mark, error: describeError(error) },
             },
           ]);
+          host.ended?.({ step: c.name, cancel: c.cancel === true, outcome: 'failed', error: describeError(error) });
           break;
         }
         await new Promise((resolve) =>
@@ -90,6 +99,7 @@ export async function runCompensations(
     await host.write([
       { type: RUN_EVENT.compensationCompleted, data: { seq: c.seq, name: c.name, ...mark, ...step.done } },
     ]);
+    host.ended?.({ step: c.name, cancel: c.cancel === true, outcome: 'completed' });
   }
   return { ran, failed, wakeAt: null };
 }

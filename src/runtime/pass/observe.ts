@@ -6,6 +6,7 @@ import type { Journal } from '../../journal/journal.js';
 import { RUN_EVENT } from '../events.js';
 import { runStream, type History } from './history.js';
 import type { PollReport } from './poll.js';
+import type { CompensationReport } from './compensate.js';
 
 export type { Observe };
 
@@ -56,15 +57,17 @@ export function observePass(
   };
 }
 
-/** Reports one attempt of a step: a span (a child of the pass's), and `step:complete` or `step:fail` at its end. */
+/**
+ * Reports one attempt of a step of the pass `of` (its `traceparent`: the pass's span): a span (a
+ * child of the pass's), and `step:complete` or `step:fail` at its end.
+ */
 export function observeStep(
-  observe: Observe | undefined,
+  of: { observe?: Observe; history: History; traceparent?: string },
   runId: string,
-  history: History,
   step: string,
   attempt: number,
-  parent: string | undefined,
 ): { traceparent?: string; end(error: string | null, willRetry: boolean, errorClass?: ErrorClass): void } {
+  const { observe, history, traceparent: parent } = of;
   if (!observe) return { end: () => {} };
   const { events, tracer } = observe;
   const workflow = workflowLabel(history.workflow, history.input);
@@ -127,6 +130,17 @@ export function observePolls(
   if (!observe) return undefined;
   const workflow = workflowLabel(history.workflow, history.input);
   return (report) => observe.events.emit('poll:attempt', { runId, workflow, ...report });
+}
+
+/** Reports each compensation as it ends (`compensation:end`). */
+export function observeCompensations(
+  observe: Observe | undefined,
+  runId: string,
+  history: History,
+): ((report: CompensationReport) => void) | undefined {
+  if (!observe) return undefined;
+  const workflow = workflowLabel(history.workflow, history.input);
+  return (report) => observe.events.emit('compensation:end', { runId, workflow, ...report });
 }
 
 /**

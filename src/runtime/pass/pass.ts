@@ -17,7 +17,7 @@ import type { RunView } from '../read/view.js';
 import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
-import { observePolls, observeStates, observeStep, type Observe } from './observe.js';
+import { observeCompensations, observePolls, observeStates, observeStep, type Observe } from './observe.js';
 import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { cancelCompensation } from './confirm.js';
@@ -275,8 +275,7 @@ export class Pass {
       write: (events) => this.write(events),
       defer: (event) => this.writer.defer(event),
       attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
-      observe: (name, attempt) =>
-        observeStep(this.o.observe, this.runId, this.o.history, name, attempt, this.o.traceparent),
+      observe: (name, attempt) => observeStep(this.o, this.runId, name, attempt),
       polled: observePolls(this.o.observe, this.runId, this.o.history),
       now: () => this.o.clock.now(),
       checkLive: () => this.ensureNotCancelled(),
@@ -308,6 +307,7 @@ export class Pass {
         now: () => this.o.clock.now(),
         write: (events) => this.write(events),
         signal: this.lost.signal,
+        ended: observeCompensations(this.o.observe, this.runId, this.o.history),
       },
       this.compensations,
     );
