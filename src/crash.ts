@@ -10,7 +10,9 @@ export type CrashPointName =
   | 'task:afterComplete'
   | 'subscription:beforeAdvance'
   | 'reply:afterGenerate'
-  | 'session:afterRecord';
+  | 'session:afterRecord'
+  | 'execution:fallback'
+  | 'execution:afterFallback';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

@@ -34,6 +34,12 @@ const executionLink = z.object({
   from_step: z.string().optional(),
   branches: z.array(z.string()).optional(),
   timeouts_seconds: z.record(z.string(), z.number()).optional(),
+  fallback: z
+    .object({ rule: z.string(), attempt: z.int(), max: z.int() })
+    .optional()
+    .describe(
+      "set when the engine started the rerun (the definition's on_failure), not a person: which of its max reruns",
+    ),
 });
 
 export const executionSummary = z.object({

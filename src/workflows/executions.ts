@@ -1,13 +1,16 @@
 import type { Engine } from '../engine.js';
+import { crashPoint } from '../crash.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
+import { RUN_EVENT } from '../runtime/events.js';
 import { isTerminal, type RunView } from '../runtime/read/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import { cancelReasons } from './cancel-reason.js';
+import { fallbackFor } from './fallback.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import {
   record,
@@ -74,6 +77,14 @@ export class Executions {
       const key = event.streamId.slice('execution-links:'.length);
       const links = ((await tx.projectionGet({ name: LINKS, key })) as ExecutionLink[] | undefined) ?? [];
       await tx.projectionPut({ name: LINKS, key, value: [...links, event.data as ExecutionLink] });
+    });
+    // an `on_failure` rerun starts in the transaction that journals the failure: both commit, or neither
+    engine.journal.project(RUN_EVENT.runFailed, async (event, tx) => {
+      const next = await fallbackFor(tx, event, engine.config.maxPayloadBytes);
+      if (!next) return;
+      await this.continueFrom(next.link.execution_id, next.input, next.reuse, next.link, tx);
+      crashPoint('execution:fallback');
+      tx.onCommit(() => crashPoint('execution:afterFallback'));
     });
   }
 
@@ -166,6 +177,7 @@ export class Executions {
       ...(wf.states ? { states: wf.states } : {}),
       ...(wf.on_error ? { on_error: wf.on_error } : {}),
       ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
+      ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
     };
   }
 
@@ -256,7 +268,7 @@ export class Executions {
         : null;
     const link = { execution_id: executionId, from_step: from, ...(timed ? { timeouts_seconds: timed.seconds } : {}) };
     return this.continueFrom(
-      view,
+      view.id,
       { ...input, trigger_data: trigger, ...(timed ? { steps: timed.steps } : {}) },
       reuse,
       link,
@@ -279,18 +291,25 @@ export class Executions {
       );
     const input = view.input as ExecutionInput;
     const { reuse, branches } = reuseForRetry(record(view), input, request.branches);
-    const started = await this.continueFrom(view, input, reuse, { execution_id: executionId, branches });
+    const started = await this.continueFrom(view.id, input, reuse, { execution_id: executionId, branches });
     return { ...started, branches };
   }
 
-  private async continueFrom(view: RunView, base: ExecutionInput, reuse: Record<string, Reused>, link: ExecutionLink) {
+  /** Starts the rerun `link` describes, in `tx` (an automatic one: the failure's) or a transaction of its own. */
+  private async continueFrom(
+    from: string,
+    base: ExecutionInput,
+    reuse: Record<string, Reused>,
+    link: ExecutionLink,
+    within?: Store,
+  ) {
     const { reuse: _r, rerun_of: _o, ...input } = base;
     const next: ExecutionInput = { ...input, reuse, rerun_of: link };
     const id = newId('ex');
-    await this.store.transaction(async (tx) => {
+    await (within ?? this.store).transaction(async (tx) => {
       await this.begin(tx, input.workflow_id, next, id);
       await this.engine.journal.append(
-        linkStream(view.id),
+        linkStream(from),
         [
           {
             type: 'execution.rerun',
@@ -298,6 +317,7 @@ export class Executions {
               execution_id: id,
               ...(link.from_step ? { from_step: link.from_step } : {}),
               ...(link.branches ? { branches: link.branches } : {}),
+              ...(link.fallback ? { fallback: link.fallback } : {}),
             },
           },
         ],

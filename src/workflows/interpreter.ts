@@ -24,10 +24,18 @@ export interface ExecutionInput {
   states?: Definition['states'];
   on_error?: Definition['on_error'];
   timeout_seconds?: number;
+  /** Rerun automatically when it fails (see fallback.ts). */
+  on_failure?: Definition['on_failure'];
   /** Steps this execution does not run again, by id (a rerun or a retry of failed branches). */
   reuse?: Record<string, Reused>;
   /** The execution this one reruns (`from_step`) or retries (`branches`). */
-  rerun_of?: { execution_id: string; from_step?: string; branches?: string[] };
+  rerun_of?: {
+    execution_id: string;
+    from_step?: string;
+    branches?: string[];
+    /** Set when the engine started it, not a person: the `on_failure` rule's, and which of its reruns this is. */
+    fallback?: { rule: string; attempt: number; max: number };
+  };
 }
 
 export interface InterpreterOptions {

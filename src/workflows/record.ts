@@ -48,6 +48,8 @@ export interface ExecutionLink {
   branches?: string[];
   /** A rerun's step timeouts in seconds, overriding the definition's (a poll's max_wait_seconds, another step's timeout_seconds). */
   timeouts_seconds?: Record<string, number>;
+  /** An automatic rerun (a definition's `on_failure`): the rule that started it, and which of its `max` reruns it is. */
+  fallback?: { rule: string; attempt: number; max: number };
 }
 
 export interface ExecutionRecord extends ExecutionSummary {

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
 import { zodProblems } from '../problems.js';
+import { fallbackProblems, onFailureSchema } from './fallback.js';
 import { unknownSecrets } from './secret-references.js';
 import { guardProblems } from './steps/guard.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
-import { secretInAuthority } from './template/url.js';
+import { urlProblem } from './template/url.js';
 import { ttlSchema } from './ttl.js';
 
 /** Per-step retries; the defaults are the issue's: 3 tries, 1 s, doubling. */
@@ -180,6 +181,7 @@ export const definitionSchema = z
     ttl: ttlSchema.optional(),
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
+    on_failure: onFailureSchema.optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
   })
   .strict();
@@ -290,7 +292,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
   definition.on_error?.forEach((rule, i) => {
     checkState(definition, rule.state, `on_error[${i}].state`, problems);
   });
-  problems.push(...secrets);
+  problems.push(...fallbackProblems(definition), ...secrets);
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }
@@ -323,35 +325,6 @@ function checkState(definition: Definition, state: string | undefined, path: str
     problems.push({ path, message: `names state '${state}', but the workflow declares no states (add states.names)` });
   else if (!definition.states.names.includes(state))
     problems.push({ path, message: `'${state}' is not one of states.names (${definition.states.names.join(', ')})` });
-}
-
-/**
- * What is wrong with an `http_request` URL that can be told before it runs: a literal URL must be
- * absolute http(s) without credentials; a templated one (`https://{{trigger.host}}/x`) is checked at
- * run time, but a scheme written before its first `{{` must still be http or https, and no secret may be in its host part.
- */
-function urlProblem(url: string): string | null {
-  const open = url.indexOf('{{');
-  if (open !== -1) {
-    const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
-    if (scheme !== undefined && !/^https?$/i.test(scheme))
-      return `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
-    const secret = secretInAuthority(url);
-    return secret === null
-      ? null
-      : `${secret} is in the host part (userinfo, host or port), where a URL parser lower-cases and cuts it into pieces no masking recognises, and sends it to DNS: put a secret in a header, the path or the query`;
-  }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'must be an absolute http: or https: URL';
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
-  if (parsed.username !== '' || parsed.password !== '')
-    return 'credentials in the URL are not allowed (send an Authorization header)';
-  return null;
 }
 
 /**

@@ -44,3 +44,32 @@ export function secretInAuthority(url: string): string | null {
 function ends(text: string): boolean {
   return /[/\\?#]/.test(text);
 }
+
+/**
+ * What is wrong with an `http_request` URL that can be told before it runs: a literal URL must be
+ * absolute http(s) without credentials; a templated one (`https://{{trigger.host}}/x`) is checked at
+ * run time, but a scheme written before its first `{{` must still be http or https, and no secret may be in its host part.
+ */
+export function urlProblem(url: string): string | null {
+  const open = url.indexOf('{{');
+  if (open !== -1) {
+    const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(url.slice(0, open))?.[1];
+    if (scheme !== undefined && !/^https?$/i.test(scheme))
+      return `the scheme ${scheme.toLowerCase()}: is not allowed (only http: and https:)`;
+    const secret = secretInAuthority(url);
+    return secret === null
+      ? null
+      : `${secret} is in the host part (userinfo, host or port), where a URL parser lower-cases and cuts it into pieces no masking recognises, and sends it to DNS: put a secret in a header, the path or the query`;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must be an absolute http: or https: URL';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    return `the scheme ${parsed.protocol} is not allowed (only http: and https:)`;
+  if (parsed.username !== '' || parsed.password !== '')
+    return 'credentials in the URL are not allowed (send an Authorization header)';
+  return null;
+}

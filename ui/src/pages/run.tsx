@@ -53,7 +53,10 @@ async function loadRun(
 function linkText(link: ExecutionLink): string {
   if (link.branches?.length)
     return `retry of branch${link.branches.length > 1 ? 'es' : ''} ${link.branches.join(', ')}`;
-  return link.from_step ? `from step ${link.from_step}` : 'from the start';
+  const from = link.from_step ? `from step ${link.from_step}` : 'from the start';
+  return link.fallback
+    ? `${from}, automatic: ${link.fallback.rule} ${link.fallback.attempt} of ${link.fallback.max}`
+    : from;
 }
 
 export function RunPage({ id }: { id: string }) {
