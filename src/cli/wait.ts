@@ -77,6 +77,7 @@ export async function waitFor(
   out.line(
     `execution ${record.execution_id} ${out.status(record.status)}${record.state ? ` ${record.state}` : ''}${took}${record.error ? `: ${record.error}` : ''}`,
   );
+  if (record.message) out.line(`message: ${record.message}`);
   for (const line of stepLines(record.steps, out.status)) out.line(line);
   // a run that made no output has no output line, unless --output asked for a file all the same
   const value = (run.output ?? null) === null && options.output === undefined ? undefined : run.output;

@@ -105,6 +105,7 @@ export function workflowCommands(program: Command, out: Output): void {
         out.line(
           `${e.execution_id}  ${out.status(e.status)}  version ${e.workflow_version}  ${e.trigger_type}  ${JSON.stringify(e.trigger_data)}${e.error ? `\nerror: ${e.error}` : ''}${e.cancel_reason ? `\ncancelled: ${e.cancel_reason} (by ${e.cancelled_by ?? 'user'})` : ''}`,
         );
+        if (e.message) out.line(`message: ${e.message}`);
         // a reused step did no work in this execution; an earlier attempt's error of a step that succeeded is history
         out.table(
           ['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'MS', 'ERROR'],

@@ -66,6 +66,10 @@ export const executionRecord = executionSummary.extend({
     .describe("from the median durations of this workflow's steps; null until there is history"),
   rerun_of: executionLink.nullable(),
   reruns: z.array(executionLink),
+  message: z
+    .string()
+    .nullable()
+    .describe("what a person is told (the definition's messages): by its state, else by its failed step's error class"),
   cancel_reason: z
     .string()
     .nullable()
@@ -91,6 +95,10 @@ export const executionRecord = executionSummary.extend({
       input: z.unknown(),
       output: z.unknown(),
       error: z.string().nullable(),
+      message: z
+        .string()
+        .optional()
+        .describe("a failed step: the definition's messages.errors sentence for its error class"),
       cancel: cancelRecord.optional(),
     }),
   ),

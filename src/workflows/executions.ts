@@ -176,6 +176,7 @@ export class Executions {
       trigger_data: trigger as Record<string, unknown>,
       ...(wf.states ? { states: wf.states } : {}),
       ...(wf.on_error ? { on_error: wf.on_error } : {}),
+      ...(wf.messages ? { messages: wf.messages } : {}),
       ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
       ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
     };

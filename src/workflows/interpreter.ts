@@ -23,6 +23,8 @@ export interface ExecutionInput {
   trigger_data: Record<string, unknown>;
   states?: Definition['states'];
   on_error?: Definition['on_error'];
+  /** What a person is told by state and error class (read by the execution record, not by the steps). */
+  messages?: Definition['messages'];
   timeout_seconds?: number;
   /** Rerun automatically when it fails (see fallback.ts). */
   on_failure?: Definition['on_failure'];

@@ -1,6 +1,7 @@
 import { iso } from '../iso.js';
 import { type CancelView, isTerminal, type RunStatus, type RunView, type StepView } from '../runtime/read/view.js';
 import type { ExecutionInput } from './interpreter.js';
+import { executionMessages } from './messages.js';
 import { etaSeconds, type StepStats } from './progress.js';
 import type { StepDefinition } from './schema.js';
 
@@ -18,6 +19,8 @@ export interface StepRecord {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** A failed step: what a person is told, from the definition's `messages.errors` by the error's class. */
+  message?: string;
   /** A poll step's cancel, once sent: confirming, confirmed or not (brief §8.1; see CancelView). */
   cancel?: CancelView;
   /** A step of a parallel step's branch: the parallel step's id and the branch's name. */
@@ -66,6 +69,8 @@ export interface ExecutionRecord extends ExecutionSummary {
   rerun_of: ExecutionLink | null;
   reruns: ExecutionLink[];
   steps: StepRecord[];
+  /** What a person is told (the definition's `messages`): by its state, else by its failed step's error class; beside the technical `error`. */
+  message: string | null;
   /** Why it was cancelled, as the first cancel request said ('cancelled' when it gave none; null: never asked); read apart from the run's view. */
   cancel_reason?: string | null;
   /** Who asked to cancel it: `user` (API, CLI, dashboard, an operator), `system` (its `timeout_seconds`); null: never asked. */
@@ -88,6 +93,7 @@ const ENDED = new Set<StepStatus>(['success', 'failed', 'skipped', 'timed_out', 
 export function record(view: RunView, extra: { stats?: StepStats; reruns?: ExecutionLink[] } = {}): ExecutionRecord {
   const input = view.input as ExecutionInput;
   const terminal = isTerminal(view.status);
+  const messages = executionMessages(view);
   const leaf = (step: StepDefinition, where: { parallel?: string; branch?: string } = {}): StepRecord => {
     // a callback step whose request failed for good ended there: the request's failure is the step's
     const ran =
@@ -117,6 +123,7 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
         ...where,
       };
     }
+    const message = messages.step(ran);
     return {
       step_id: step.id,
       type: step.type,
@@ -128,6 +135,7 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
       input: ran.input,
       output: ran.output,
       error: ran.error,
+      ...(message === undefined ? {} : { message }),
       ...(ran.cancel ? { cancel: ran.cancel } : {}),
       ...where,
     };
@@ -163,6 +171,7 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
     rerun_of: input.rerun_of ?? null,
     reruns: extra.reruns ?? [],
     steps,
+    message: messages.execution(STATUS[view.status], view.state ?? null, steps),
     created_at: iso(view.createdAt),
     started_at: firstStart(view),
     finished_at: terminal ? iso(view.updatedAt) : null,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
 import { zodProblems } from '../problems.js';
 import { fallbackProblems, onFailureSchema } from './fallback.js';
+import { messageProblems, messagesSchema } from './messages.js';
 import { unknownSecrets } from './secret-references.js';
 import { guardProblems } from './steps/guard.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
@@ -182,6 +183,7 @@ export const definitionSchema = z
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
     on_failure: onFailureSchema.optional(),
+    messages: messagesSchema.optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
   })
   .strict();
@@ -292,7 +294,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
   definition.on_error?.forEach((rule, i) => {
     checkState(definition, rule.state, `on_error[${i}].state`, problems);
   });
-  problems.push(...fallbackProblems(definition), ...secrets);
+  problems.push(...fallbackProblems(definition), ...messageProblems(definition), ...secrets);
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }

@@ -2,6 +2,7 @@ import { backoffDelay } from '../../backoff.js';
 import { toMs, type Duration } from '../../duration.js';
 import { describeError, RetryAfterError, StepTimedOutError, TerminalError, TimeoutError } from '../../errors.js';
 import { checkJson } from '../../json.js';
+import { errorClassOf, type ErrorClass } from '../../observe/error-class.js';
 import { LazyAbort } from '../../queue/abort.js';
 import type { RetryPolicy, StepContext } from '../workflow.js';
 
@@ -34,11 +35,17 @@ export interface FailureData {
   error: string;
   errorName: string;
   status?: number;
+  /** What kind of failure it was (observe/error-class.ts): kept, since a network error's code does not survive the journal. */
+  errorClass?: ErrorClass;
 }
 
 export function failureData(error: unknown): FailureData {
   const status = (error as { status?: unknown } | null)?.status;
-  const data: FailureData = { error: describeError(error), errorName: error instanceof Error ? error.name : 'Error' };
+  const data: FailureData = {
+    error: describeError(error),
+    errorName: error instanceof Error ? error.name : 'Error',
+    errorClass: errorClassOf(error),
+  };
   if (typeof status === 'number') data.status = status;
   return data;
 }
@@ -54,6 +61,7 @@ export function rebuild(failure: FailureData): Error {
         : new Error(message);
   error.name = failure.errorName;
   if (failure.status !== undefined) Object.assign(error, { status: failure.status });
+  if (failure.errorClass !== undefined) Object.assign(error, { errorClass: failure.errorClass });
   return error;
 }
 

@@ -13,6 +13,8 @@ interface Row {
   input: unknown;
   output: unknown;
   error: string | null;
+  /** A failed step's sentence for people (the definition's `messages`), shown above its error. */
+  message?: string;
   /** A step of a parallel step's branch: shown under it, indented. */
   branch?: string;
   branches?: ExecutionStep['branches'];
@@ -32,6 +34,7 @@ function rows(run: Run, execution: Execution | null): Row[] {
       input: s.input,
       output: s.output,
       error: s.error,
+      ...(s.message ? { message: s.message } : {}),
       ...(s.branch ? { branch: s.branch } : {}),
       ...(s.branches ? { branches: s.branches } : {}),
     }));
@@ -105,6 +108,7 @@ export function Steps({ run, execution }: { run: Run; execution: Execution | nul
               )}
             </td>
             <td>
+              {s.message ? <div class="step-message">{s.message}</div> : null}
               {s.error ? (
                 <div class="step-error" role="note">
                   {normalStatus(s.status) === 'success' ? <span class="muted">an earlier attempt failed: </span> : null}

@@ -279,6 +279,11 @@ export function RunPage({ id }: { id: string }) {
           </div>
         ) : null}
       </dl>
+      {execution?.message ? (
+        <p class="run-message" role="status">
+          {execution.message}
+        </p>
+      ) : null}
       {run.error ? (
         <div class="error" role="alert">
           <strong>Error:</strong> <span class="run-error">{run.error}</span>
