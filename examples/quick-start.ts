@@ -3,9 +3,8 @@ import { createEngine, TerminalError } from 'runledger';
 const engine = await createEngine({ database: 'runledger.db' }); // or 'postgres://…'
 
 // the journal: the same idempotency key again returns the first append and writes nothing
-const placed = await engine.journal.append('order-1', [{ type: 'order.placed', data: { total: 42 } }], {
-  idempotencyKey: 'order-1:placed',
-});
+const order = [{ type: 'order.placed', data: { total: 42 } }];
+const placed = await engine.journal.append('order-1', order, { idempotencyKey: 'order-1:placed' });
 console.log(placed.duplicate ? 'order-1 was placed before: nothing written' : 'order-1 placed');
 
 // a durable subscription: handler writes and the cursor advance commit together
@@ -14,11 +13,8 @@ await engine.subscribe('invoices', { streamPrefix: 'order-' }, async (event, { t
 });
 
 // the task queue: idempotency keys, ordering keys, retries with jittered backoff, dead letters
-const { task } = await engine.queue.enqueue(
-  'email',
-  { to: 'ada@example.com' },
-  { idempotencyKey: 'welcome-ada', orderingKey: 'ada' },
-);
+const email = { to: 'ada@example.com' };
+const { task } = await engine.queue.enqueue('email', email, { idempotencyKey: 'welcome-ada', orderingKey: 'ada' });
 engine.work('email', async (payload: { to: string }) => {
   if (!payload.to.includes('@')) throw new TerminalError('bad address'); // straight to the dead letters
   return { sent: true };
