@@ -12,6 +12,7 @@ import { runCommands } from './runs.js';
 import { serverCommands } from './server.js';
 import { startCommands } from './start.js';
 import { taskCommands } from './tasks.js';
+import { templateCommands } from './templates.js';
 import { triggerCommands } from './trigger.js';
 import { workflowCommands } from './workflows.js';
 
@@ -44,6 +45,7 @@ export function cliProgram(out: Output = stdout()): Command {
   taskCommands(program, out);
   workflowCommands(program, out);
   batchCommands(program, out);
+  templateCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
   agentCommands(program, line);

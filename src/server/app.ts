@@ -30,6 +30,7 @@ import { queueRoutes } from './routes/queues.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { templateRoutes } from './routes/templates.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { mountUi, uiDir } from './ui.js';
@@ -73,6 +74,7 @@ export function createApp(options: AppOptions): Hono {
     ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
     ...batchRoutes(options.workflows),
+    ...templateRoutes(options.workflows),
     ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),

@@ -10,6 +10,13 @@ export const workflowResponse = z.object({
   description: z.string().optional(),
   enabled: z.boolean(),
   steps: z.array(z.record(z.string(), z.unknown())),
+  parameters: z
+    .record(
+      z.string(),
+      z.object({ type: z.string(), default: z.unknown().optional(), description: z.string().optional() }),
+    )
+    .optional()
+    .describe('a template: {{params.<name>}} in its steps; POST /workflows/{id}/instantiate makes a workflow of it'),
   created_at: time,
   updated_at: time,
 });

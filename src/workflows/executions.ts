@@ -21,6 +21,7 @@ import {
   type ExecutionSummary,
 } from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
+import { isTemplate, templateConflict } from './templates.js';
 import { rerunTimeouts } from './timeouts.js';
 
 /** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
@@ -160,6 +161,7 @@ export class Executions {
 
   /** The run input of an execution of `wf`, checked: a disabled workflow or bad trigger data throws before anything is written. */
   private input(wf: StoredWorkflow, request: { trigger_data?: unknown; trigger_type?: string }): ExecutionInput {
+    if (isTemplate(wf)) throw templateConflict(wf);
     if (!wf.enabled) throw new ValidationError('enabled', `workflow ${wf.id} is disabled`);
     const trigger = request.trigger_data ?? {};
     if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger))

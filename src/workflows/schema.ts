@@ -4,6 +4,7 @@ import { zodProblems } from '../problems.js';
 import { fallbackProblems, onFailureSchema } from './fallback.js';
 import { messageProblems, messagesSchema } from './messages.js';
 import { unknownSecrets } from './secret-references.js';
+import { parameterProblems, parametersSchema } from './templates.js';
 import { guardProblems } from './steps/guard.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 import { urlProblem } from './template/url.js';
@@ -184,6 +185,8 @@ export const definitionSchema = z
     on_error: z.array(errorRuleSchema).max(20).optional(),
     on_failure: onFailureSchema.optional(),
     messages: messagesSchema.optional(),
+    /** A template's parameters (`{{params.<name>}}` in its steps): it is instantiated, never executed. */
+    parameters: parametersSchema.optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
   })
   .strict();
@@ -295,6 +298,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
     checkState(definition, rule.state, `on_error[${i}].state`, problems);
   });
   problems.push(...fallbackProblems(definition), ...messageProblems(definition), ...secrets);
+  problems.push(...parameterProblems(definition));
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
 }

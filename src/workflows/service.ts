@@ -9,6 +9,7 @@ import { Executions, pruneExecution } from './executions.js';
 import { executionAges } from './expiry.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
+import { Templates } from './templates.js';
 
 /** Stored workflows on an engine: their definitions, executions and secrets. */
 export interface WorkflowService {
@@ -17,6 +18,7 @@ export interface WorkflowService {
   secrets: Secrets;
   callbacks: Callbacks;
   batches: Batches;
+  templates: Templates;
 }
 
 export interface WorkflowServiceOptions {
@@ -51,5 +53,6 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   engine.retention.onRunPruned(pruneExecution);
   engine.retention.withRunAges(executionAges());
   const executions = new Executions(engine, store, definitions, interpreter, cancels);
-  return { definitions, secrets, callbacks, executions, batches: new Batches(engine, store, definitions, executions) };
+  const batches = new Batches(engine, store, definitions, executions);
+  return { definitions, secrets, callbacks, executions, batches, templates: new Templates(definitions) };
 }

@@ -28,7 +28,7 @@ export interface Expression {
   filters: { name: string; args: (string | number)[] }[];
 }
 
-const ROOTS = new Set(['trigger', 'steps', 'secrets', 'execution', 'workflow', 'callback', 'cancel']);
+const ROOTS = new Set(['trigger', 'steps', 'secrets', 'execution', 'workflow', 'callback', 'cancel', 'params']);
 // Rejected even though lookups use own properties only: a path naming them is never legitimate.
 const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
 // Hyphens are allowed because there is no arithmetic to confuse them with (`steps.fetch-user`).
