@@ -11,10 +11,13 @@ const greet = (name: string) => ({
   name,
   steps: [{ id: 'greet', type: 'transform', config: { template: 'Hello {{trigger.name}}' } }],
 });
-/** Waits for a callback that never comes: its executions run until cancelled. */
+/** Greets, then waits for a callback that never comes: an input without a name fails, the others run until cancelled. */
 const waiting = (name: string) => ({
   name,
-  steps: [{ id: 'approve', type: 'wait_for_callback', timeout_seconds: 600, config: {} }],
+  steps: [
+    { id: 'greet', type: 'transform', config: { template: 'Hello {{trigger.name}}' } },
+    { id: 'approve', type: 'wait_for_callback', timeout_seconds: 600, config: {} },
+  ],
 });
 
 describe.each(backends)('batches of executions (brief 004 §15) on $name', (backend) => {
@@ -78,22 +81,35 @@ describe.each(backends)('batches of executions (brief 004 §15) on $name', (back
     expect(await ended(bad.body.batch_id)).toMatchObject({ status: 'failed', counts: { failed: 2 } });
   });
 
-  it('cancels every execution not ended; a cancel of an ended batch is a 409', async () => {
+  it('cancels mid-batch every execution not ended, leaving the ended ones; a cancel of an ended batch is a 409', async () => {
     const wid = await save(waiting('wait-5'));
-    const started = await call('POST', `/workflows/${wid}/batches`, { inputs: Array.from({ length: 5 }, () => ({})) });
+    const inputs = [{ name: 'a' }, {}, { name: 'c' }, {}, { name: 'e' }];
+    const started = await call('POST', `/workflows/${wid}/batches`, { inputs });
     const id = started.body.batch_id as string;
-    expect((await call('GET', `/batches/${id}`)).body).toMatchObject({ status: 'running', progress: { total: 5 } });
+    const ids = started.body.execution_ids as string[];
+    const status = async (i: number) => (await call('GET', `/workflows/${wid}/executions/${ids[i]}`)).body.status;
+    // the two without a name have failed; the three others wait for their callbacks
+    await eventually(async () => (await status(1)) === 'failed' && (await status(3)) === 'failed', 20_000);
+    expect((await call('GET', `/batches/${id}`)).body).toMatchObject({
+      status: 'running',
+      counts: { failed: 2, running: 3 },
+      progress: { ended: 2, total: 5 },
+    });
     const cancel = await call('POST', `/batches/${id}/cancel`, { reason: 'wrong inputs' });
-    expect(cancel).toMatchObject({ status: 202, body: { batch_id: id, cancelled: 5 } });
+    expect(cancel).toMatchObject({ status: 202, body: { batch_id: id, cancelled: 3 } });
     const batch = await ended(id);
     expect(batch).toMatchObject({
       status: 'cancelled',
       cancel_reason: 'wrong inputs',
-      counts: { cancelled: 5 },
+      counts: { cancelled: 3, failed: 2, success: 0 },
       progress: { ended: 5, total: 5 },
     });
-    const one = await call('GET', `/workflows/${wid}/executions/${started.body.execution_ids[2]}`);
+    const one = await call('GET', `/workflows/${wid}/executions/${ids[2]}`);
     expect(one.body).toMatchObject({ status: 'cancelled', cancel_reason: 'wrong inputs', cancelled_by: 'user' });
+    expect((await call('GET', `/workflows/${wid}/executions/${ids[1]}`)).body).toMatchObject({
+      status: 'failed',
+      cancel_reason: null,
+    });
     expect((await call('POST', `/batches/${id}/cancel`, {})).status).toBe(409);
   });
 
