@@ -41,9 +41,11 @@ describe("a task's stream on postgres", () => {
       appends: [{ streamId: 'task:t1', events: [{ type: 'task.note', data: null }] }],
     });
     await sleep(100);
+    // the expectation holds the rejection from now: it can land while the completion's commit is awaited
+    const refused = expect(racing).rejects.toThrow(ConflictError);
     commit();
     await completion;
-    await expect(racing).rejects.toThrow(ConflictError);
+    await refused;
     const history = await store.eventReadStream({ streamId: 'task:t1' });
     expect(history.map((e) => [e.version, e.type])).toEqual([
       [1, 'task.enqueued'],
