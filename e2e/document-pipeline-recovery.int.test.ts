@@ -127,6 +127,8 @@ describe.each(backends)(
     });
 
     it('§7.2 a layout poll that timed out, rerun with a longer timeout: the rerun polls for up to 10 min, says so in rerun_of, and delivers', async () => {
+      // the first proposal never finishes, so its poll times out however fast the machine; the rerun's does
+      mock.setFaults([{ endpoint: 'POST /v1/layout/proposals', job: 'hang', times: 1 }]);
       const wid = await h.save(pipelineForTests({ layoutMaxWait: 0.05 }));
       const eid = await h.execute(wid, trigger());
       const failed = await h.finished(wid, eid);
