@@ -10,7 +10,10 @@ export interface AgentContext {
   readonly signal: AbortSignal;
   /** Stable across re-runs of this phase after a crash: pass it to side effects. */
   readonly idempotencyKey: string;
-  /** 1 on the first run of this phase; more when a crash made another process run it again (always 1 for a ledger agent's background: see its nodes). */
+  /**
+   * 1 on the first run of this phase; more when a crash made another process run it again (always 1 for a ledger
+   * agent's background: see its nodes).
+   */
   readonly attempt: number;
   /**
    * A ledger agent's step (`agent_steps`) and checkpoint (`agent_checkpoints`): `fn` runs, its
@@ -34,10 +37,16 @@ export interface AgentContext {
   tool<O = unknown>(name: string, input: unknown): Promise<O>;
 }
 
-/** What a message that arrives while its conversation's run is busy does: run after it (`queue`), or join the conversation's run still waiting for its turn (`coalesce`). */
+/**
+ * What a message that arrives while its conversation's run is busy does: run after it (`queue`), or join the
+ * conversation's run still waiting for its turn (`coalesce`).
+ */
 export type ArrivalPolicy = 'queue' | 'coalesce';
 
-/** The options that make an agent a ledger agent: its background runs as nodes and tool calls recorded in the agent ledger. */
+/**
+ * The options that make an agent a ledger agent: its background runs as nodes and tool calls recorded in the agent
+ * ledger.
+ */
 export interface LedgerOptions {
   /** Default `queue`. */
   arrival?: ArrivalPolicy;

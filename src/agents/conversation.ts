@@ -2,7 +2,10 @@ import type { Journal } from '../journal/journal.js';
 import type { AgentEventRow } from '../storage/ledger.js';
 import type { Store } from '../storage/store.js';
 
-/** The stream of one conversation's arrivals: each event's arrival-policy decision (or its redrive), and each run's start. Appends to it serialize intake per conversation. */
+/**
+ * The stream of one conversation's arrivals: each event's arrival-policy decision (or its redrive), and each run's
+ * start. Appends to it serialize intake per conversation.
+ */
 export function conversationStream(conversationId: string): string {
   return `agent-conversation:${conversationId}`;
 }
@@ -12,7 +15,9 @@ export function conversationOrderingKey(conversationId: string): string {
   return `conversation:${conversationId}`;
 }
 
-/** The projection that holds, per conversation, its stream's version and each agent's run still waiting for its turn. */
+/**
+ * The projection that holds, per conversation, its stream's version and each agent's run still waiting for its turn.
+ */
 export const CONVERSATION_VIEW = 'agent.conversation';
 
 export interface ConversationView {

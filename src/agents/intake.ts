@@ -178,7 +178,10 @@ export class Intake {
     };
   }
 
-  /** How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or joining a waiting one. */
+  /**
+   * How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or
+   * joining a waiting one.
+   */
   private async arrive(tx: Store, e: Required<AgentEventInput>): Promise<Arrival> {
     const found = this.sessions.agent(e.agent);
     const policy = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
@@ -202,7 +205,9 @@ export class Intake {
     return { received, policy, conversationVersion: view.version, joined: joined !== undefined };
   }
 
-  /** After the key is taken (its event received): the conversation's turn and, unless it joined one, the event's run. */
+  /**
+   * After the key is taken (its event received): the conversation's turn and, unless it joined one, the event's run.
+   */
   private async accept(tx: Store, a: Arrival): Promise<void> {
     const e = a.received;
     await this.engine.journal.append(

@@ -51,14 +51,20 @@ export const approvalTransitions = {
   expire: { from: ['pending'], to: 'expired' },
 } as const satisfies Record<string, { from: ReadonlyArray<ApprovalStatus | null>; to: ApprovalStatus }>;
 
-/** An inbound event's status (brief 003): `pending` again, with a later `available_at`, while a failed attempt backs off. */
+/**
+ * An inbound event's status (brief 003): `pending` again, with a later `available_at`, while a failed attempt backs
+ * off.
+ */
 export const agentEventTransitions = {
   receive: { from: [null], to: 'pending' },
   process: { from: ['pending'], to: 'processing' },
   backOff: { from: ['processing'], to: 'pending' },
   finish: { from: ['processing'], to: 'done' },
   fail: { from: ['pending', 'processing'], to: 'failed' },
-  /** POST /agent/events/{id}/redrive: a fresh attempt count and a new run (agentEventRedrive; never a projection of a run's events). */
+  /**
+   * POST /agent/events/{id}/redrive: a fresh attempt count and a new run (agentEventRedrive; never a projection of a
+   * run's events).
+   */
   redrive: { from: ['failed'], to: 'pending' },
 } as const satisfies Record<string, { from: ReadonlyArray<AgentEventStatus | null>; to: AgentEventStatus }>;
 

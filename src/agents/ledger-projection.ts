@@ -124,7 +124,8 @@ export function projectLedger(journal: Journal): void {
       event.timestamp,
       error === null ? {} : { last_error: error },
     );
-    // a run that ends before its turn came (cancelled) stops taking coalesced events: the append moves the conversation's version, so an intake that read it as waiting retries.
+    // a run that ends before its turn came (cancelled) stops taking coalesced events: the append moves the
+    // conversation's version, so an intake that read it as waiting retries.
     // A success came after its turn (its start took it off the waiting list): two reads fewer per run
     if (to === 'success') return;
     const run = await tx.agentRunGet({ id });

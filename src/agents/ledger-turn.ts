@@ -7,7 +7,10 @@ import { readSession, sessionStream } from './view.js';
 
 export interface Opened {
   events: GatheredEvent[];
-  /** The last lifecycle event the opening wrote (its time starts the maximum wait); type null: the session had ended before its turn. */
+  /**
+   * The last lifecycle event the opening wrote (its time starts the maximum wait); type null: the session had ended
+   * before its turn.
+   */
   last: { type: SessionEventType | null; timestamp: number };
 }
 

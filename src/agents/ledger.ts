@@ -91,7 +91,9 @@ export class AgentLedger {
     return eventRecord(row);
   }
 
-  /** Inbound events, newest first (received time, then id), filtered; the cursor is the previous page's last event id. */
+  /**
+   * Inbound events, newest first (received time, then id), filtered; the cursor is the previous page's last event id.
+   */
   async events(
     q: {
       status?: AgentEventStatus;
@@ -138,7 +140,10 @@ export class AgentLedger {
     return { event: await this.event(id), run_id, retry_of };
   }
 
-  /** Redrives every failed event the filter matches, oldest first (each new run takes its event's place in its conversation). */
+  /**
+   * Redrives every failed event the filter matches, oldest first (each new run takes its event's place in its
+   * conversation).
+   */
   async redriveAll(
     filter: { status: 'failed'; conversation_id?: string; source?: string },
     body: { by?: string; reason?: string | null } = {},

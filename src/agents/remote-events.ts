@@ -19,7 +19,10 @@ export const REMOTE_EVENT = {
   stepStarted: 'agent.remote.step.started',
   stepCompleted: 'agent.remote.step.completed',
   stepFailed: 'agent.remote.step.failed',
-  /** A person's decision on a remote tool call (the run's `signal.sent` for in-process agents: it would wake the session's run). */
+  /**
+   * A person's decision on a remote tool call (the run's `signal.sent` for in-process agents: it would wake the
+   * session's run).
+   */
   signalSent: 'agent.remote.signal.sent',
   /** An approval that ran out (the run's `wait.timed_out`). */
   waitTimedOut: 'agent.remote.wait.timed_out',

@@ -3,7 +3,7 @@ import type { Store } from '../../storage/store.js';
 import { runsNeedingPatch } from '../pass/patches.js';
 import type { Runtime } from '../runtime.js';
 import { liveTags } from '../start/versions.js';
-import { newestRuns, stuckRuns } from './overview.js';
+import { newestRuns } from './overview.js';
 import { listRecentRuns, listRuns, runTail, waitForRun, type RecentRunPage, type RunPage } from './runs.js';
 import { readRunView, type RunView } from './view.js';
 
@@ -53,11 +53,6 @@ export class RunReads {
   /** The run views, newest id first, `page` per read, up to `max` (the overview's scan; see `newestRuns`). */
   newest(q: { max: number; page: number }): AsyncGenerator<RunView[]> {
     return newestRuns(this.store, q);
-  }
-
-  /** Running or sleeping runs no task will run, among the newest `maxRuns` (see `stuckRuns`). */
-  stuck(maxRuns: number): Promise<string[]> {
-    return stuckRuns(this.store, this.journal, maxRuns);
   }
 
   /** The runs that may still take the old branch of change `id` (see `runsNeedingPatch`): empty, the old branch can go. */
