@@ -10,12 +10,17 @@ runledger: task workers in Python for a runledger server, over its HTTP task pro
         return {"sent": payload["to"]}
 
     worker.run()
+
+Durable functions (`Functions`): a handler behind an HTTP endpoint the engine calls, whose steps
+(`step.run`, `step.sleep`, `step.wait_for_event`, `step.invoke`) are journaled, so each runs once;
+`fn.serve(port=9000)`, or `fn.handle(body, headers)` in any web framework.
 """
 
 from .client import PROTOCOL, Client, Task
 from .duration import Duration, to_ms
 from .errors import ApiError, LeaseLost, TerminalError
+from .functions import Functions, Step, StepContext, StepError
 from .worker import TaskContext, Worker
 from .agent import AgentRun, ToolBlocked, serve_agent
 
-__all__ = ["PROTOCOL", "AgentRun", "ApiError", "Client", "Duration", "LeaseLost", "Task", "TaskContext", "TerminalError", "ToolBlocked", "Worker", "serve_agent", "to_ms"]
+__all__ = ["PROTOCOL", "AgentRun", "ApiError", "Client", "Duration", "Functions", "LeaseLost", "Step", "StepContext", "StepError", "Task", "TaskContext", "TerminalError", "ToolBlocked", "Worker", "serve_agent", "to_ms"]
