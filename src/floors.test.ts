@@ -52,7 +52,8 @@ const FLOORS: string[][] = [
   ['retention'],
   // the engine: the journal, queue, runtime and retention put together; features take it
   ['engine.ts'],
-  ['workflows'],
+  // functions: remote code a stored workflow's `function` step calls, and the executor its runs run on
+  ['workflows', 'functions'],
   ['triggers', 'chat', 'agents'],
   // the product assembled, and the doctor, which checks what the assembled product needs (agents' report URL …)
   ['app', 'doctor'],

@@ -143,8 +143,11 @@ export function runKind(workflow: string): RunKind {
  * definition, never an id: metrics label with it.
  */
 export function workflowLabel(workflow: string, input: unknown): string {
-  if (workflow !== 'runledger.stored') return workflow;
-  const name = (input as { workflow_name?: unknown } | null | undefined)?.workflow_name;
+  // a stored workflow's execution is known by the workflow's name, a remote function's run by the function's
+  const field =
+    workflow === 'runledger.stored' ? 'workflow_name' : workflow === 'runledger.function' ? 'function' : null;
+  if (field === null) return workflow;
+  const name = (input as Record<string, unknown> | null | undefined)?.[field];
   return typeof name === 'string' && name !== '' ? name : workflow;
 }
 

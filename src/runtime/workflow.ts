@@ -266,3 +266,29 @@ export function workflow<I, O>(
     throw new ValidationError('onDeadline', `must be 'fail' or 'cancel' (got ${JSON.stringify(options.onDeadline)})`);
   return Object.freeze({ name, version, run, ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}) });
 }
+
+/** What the journal holds for one call: its kind (`step`, `sleep`, `wait`, `child` …), name and events. */
+export interface RecordedCall {
+  kind: string;
+  name: string;
+  events: ReadonlyArray<{ type: string; data: unknown }>;
+}
+
+const RECORDED = Symbol('runledger.recorded');
+
+/** Gives `ctx` the peek `nextRecorded` reads (the pass does, for the run's own order). */
+export function withRecorded(ctx: WorkflowContext, peek: () => RecordedCall | undefined): WorkflowContext {
+  Object.defineProperty(ctx, RECORDED, { value: peek });
+  return ctx;
+}
+
+/**
+ * What the journal holds at `ctx`'s next call, undefined for a new one. For an executor of code that runs elsewhere
+ * (functions/: it replays the calls the journal holds before it asks the code for the next), never for workflow
+ * code, whose calls must not depend on what the journal holds.
+ */
+export function nextRecorded(ctx: WorkflowContext): RecordedCall | undefined {
+  const peek = (ctx as unknown as Record<symbol, (() => RecordedCall | undefined) | undefined>)[RECORDED];
+  if (!peek) throw new ValidationError('ctx', "is not a run's own context (a parallel branch has none)");
+  return peek();
+}

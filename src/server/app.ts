@@ -31,6 +31,7 @@ import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { templateRoutes } from './routes/templates.js';
+import { functionRoutes } from './routes/functions.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { mountUi, uiDir } from './ui.js';
@@ -75,6 +76,7 @@ export function createApp(options: AppOptions): Hono {
     ...workflowRoutes(options.workflows),
     ...batchRoutes(options.workflows),
     ...templateRoutes(options.workflows),
+    ...functionRoutes(options.workflows.functions),
     ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),

@@ -41,6 +41,8 @@ export interface ExecutionInput {
 }
 
 export interface InterpreterOptions {
+  /** What a `function` step starts as a child run (functions/): the executor, and a run's input for a function name. */
+  functions?: { workflow: Workflow; input(name: string, input: unknown): Promise<unknown> };
   secrets: Secrets;
   allow: string[];
   log(line: LogLine): void;

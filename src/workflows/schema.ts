@@ -128,6 +128,15 @@ const stepBase = {
   compensate: httpConfig.extend({ when: guardTemplate.optional(), unless: guardTemplate.optional() }).optional(),
 };
 
+const functionConfig = z
+  .object({
+    function: z
+      .string()
+      .regex(/^[A-Za-z][A-Za-z0-9._-]{0,63}$/, "a function's name: 1–64 letters, digits, '.', '_' or '-'"),
+    input: z.unknown().optional(),
+  })
+  .strict();
+
 const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
@@ -135,6 +144,8 @@ const leafSchemas = [
   /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). */
   z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: pollCancel.optional() }).strict(),
   z.object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig }).strict(),
+  /** A run of a registered function (docs/protocol.md, "Durable functions") as a child: its output is the step's. */
+  z.object({ ...stepBase, type: z.literal('function'), config: functionConfig }).strict(),
 ] as const;
 
 export const leafStepSchema = z.discriminatedUnion('type', [...leafSchemas]);

@@ -1,3 +1,4 @@
+import { Functions } from '../functions/functions.js';
 import type { Engine } from '../engine.js';
 import type { Store } from '../storage/store.js';
 import type { LogLine } from './actions/index.js';
@@ -19,6 +20,7 @@ export interface WorkflowService {
   callbacks: Callbacks;
   batches: Batches;
   templates: Templates;
+  functions: Functions;
 }
 
 export interface WorkflowServiceOptions {
@@ -42,7 +44,9 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   const definitions = new Definitions(store, engine.journal, async () => (await secrets.list()).map((s) => s.name));
   const callbacks = new Callbacks(engine, options.secretKey, options.callbackBaseUrl);
   const cancels = cancelReasons(engine, store);
+  const functions = new Functions(engine, store, { allow: options.allow ?? [] });
   const interpreter = storedWorkflow({
+    functions: { workflow: functions.workflow, input: (name, input) => functions.input(name, input) },
     cancellation: (execution) => cancels.get(execution),
     secrets,
     allow: options.allow ?? [],
@@ -54,5 +58,5 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   engine.retention.withRunAges(executionAges());
   const executions = new Executions(engine, store, definitions, interpreter, cancels);
   const batches = new Batches(engine, store, definitions, executions);
-  return { definitions, secrets, callbacks, executions, batches, templates: new Templates(definitions) };
+  return { definitions, secrets, callbacks, executions, batches, templates: new Templates(definitions), functions };
 }

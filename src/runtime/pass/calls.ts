@@ -4,7 +4,7 @@ import { describeError, RetryAfterError, StepTimedOutError, TerminalError, Timeo
 import { checkJson } from '../../json.js';
 import { errorClassOf, type ErrorClass } from '../../observe/error-class.js';
 import { LazyAbort } from '../../queue/abort.js';
-import type { RetryPolicy, StepContext } from '../workflow.js';
+import type { BranchResult, RetryPolicy, StepContext } from '../workflow.js';
 
 /** A call's retries unless it says otherwise: 3 tries, 1 s doubling up to a minute. */
 export const DEFAULT_RETRY = { maxAttempts: 3, base: 1000, factor: 2, max: 60_000 };
@@ -115,4 +115,19 @@ export async function runAttempt<T>(
     if (timer) clearTimeout(timer);
     stop.removeEventListener('abort', onStop);
   }
+}
+
+/** How each branch of a `ctx.parallel` ended, by name. */
+export function branchResults(
+  names: string[],
+  settled: PromiseSettledResult<unknown>[],
+): Record<string, BranchResult<unknown>> {
+  const results: Record<string, BranchResult<unknown>> = {};
+  settled.forEach((r, i) => {
+    results[names[i]!] =
+      r.status === 'fulfilled'
+        ? { status: 'success', output: r.value }
+        : { status: 'failed', error: r.reason instanceof Error ? r.reason : new Error(String(r.reason)) };
+  });
+  return results;
 }

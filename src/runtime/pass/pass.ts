@@ -9,7 +9,7 @@ import {
 } from '../../errors.js';
 import type { Journal } from '../../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../../storage/store.js';
-import { runAttempt, Suspension } from './calls.js';
+import { branchResults, runAttempt, Suspension } from './calls.js';
 import type { EntryKind, History, Seq } from './history.js';
 import { pollSchedule, runPoll } from './poll.js';
 import { runNode, runStep, type StepHost } from './steps.js';
@@ -18,7 +18,14 @@ import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeCompensations, observePolls, observeStates, observeStep, type Observe } from './observe.js';
-import type { BranchResult, PollOptions, StepContext, Workflow, WorkflowContext } from '../workflow.js';
+import {
+  withRecorded,
+  type BranchResult,
+  type PollOptions,
+  type StepContext,
+  type Workflow,
+  type WorkflowContext,
+} from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { cancelCompensation } from './confirm.js';
 import { deadlineCancel } from './deadline.js';
@@ -215,7 +222,7 @@ export class Pass {
       random: () =>
         call('value', 'random', (seq) => recordValue(this.waitHost, seq, 'random', Math.random)) as Promise<number>,
     };
-    return context;
+    return next === this.root ? withRecorded(context, () => this.o.history.entries.get(this.seq + 1)) : context;
   }
 
   /**
@@ -237,14 +244,7 @@ export class Pass {
         return branches[b]!(this.at(() => `${seq}.${b}.${++n}`));
       }),
     );
-    const results: Record<string, BranchResult<unknown>> = {};
-    settled.forEach((r, i) => {
-      results[names[i]!] =
-        r.status === 'fulfilled'
-          ? { status: 'success', output: r.value }
-          : { status: 'failed', error: r.reason instanceof Error ? r.reason : new Error(String(r.reason)) };
-    });
-    return results;
+    return branchResults(names, settled);
   }
 
   private madeWaitHost: WaitHost | undefined;

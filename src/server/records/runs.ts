@@ -4,6 +4,7 @@ import { missingVersion } from '../../runtime/start/versions.js';
 import { isTerminal, RUN_STATUSES, type RunStatus, type RunView } from '../../runtime/read/view.js';
 import type { RecentRunPage } from '../../runtime/read/runs.js';
 import { iso } from '../../iso.js';
+import { workflowLabel } from '../../observe/events.js';
 import type { Definitions } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
 
@@ -116,7 +117,7 @@ export function runSummary(view: RunView, live?: Set<string>, names?: ReadonlyMa
   const stored = workflowId(view);
   return {
     id: view.id,
-    workflow: stored === null ? view.workflow : (names?.get(stored) ?? stored),
+    workflow: stored === null ? workflowLabel(view.workflow, view.input) : (names?.get(stored) ?? stored),
     workflow_id: stored,
     agent: agentName(view),
     kind: runKind(view.workflow),

@@ -136,6 +136,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
     );
   }
   if (step.type === 'wait_for_callback') return waitForCallback(run, ctx, step);
+  if (step.type === 'function') return startFunction(run, ctx, step.id, problem, rendered);
   const action = ACTIONS[step.type as ActionType] as (
     config: unknown,
     ctx: Parameters<(typeof ACTIONS)['log']>[1],
@@ -161,6 +162,22 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
       ...compensation(run, step),
     },
   );
+}
+
+/** A `function` step: a child run of the function (its newest version), whose output is the step's. */
+async function startFunction(
+  run: StoredRun,
+  ctx: WorkflowContext,
+  id: string,
+  problem: unknown,
+  rendered: unknown,
+): Promise<unknown> {
+  const { functions } = run.options;
+  if (problem !== null || !functions)
+    return ctx.step(id, () => act(run, problem, () => Promise.reject(new TerminalError('functions are off here'))));
+  const config = rendered as { function: string; input?: unknown };
+  const input = await functions.input(config.function, config.input ?? null);
+  return mask(await ctx.child(functions.workflow, input, { id: `${run.executionId}:${id}` }), run.hidden);
 }
 
 /**
