@@ -1,6 +1,6 @@
 """
 A durable function in Python (docs/protocol.md, "Durable functions"): "onboard" creates an account,
-sleeps a second on a durable timer (the run holds nothing meanwhile), then sends a welcome.
+sleeps on a durable timer (SLEEP, default 1s; the run holds nothing meanwhile), then sends a welcome.
 
     export RUNLEDGER_FUNCTION_SECRET=$(openssl rand -hex 32)
     RUNLEDGER_HTTP_ALLOW=127.0.0.1 npx runledger serve &           # the engine may then call loopback
@@ -23,6 +23,7 @@ from runledger import Functions, Step, StepContext
 
 fn = Functions(secret=os.environ["RUNLEDGER_FUNCTION_SECRET"])
 side_effects = os.environ.get("SIDE_EFFECTS", "side-effects.log")
+settle = os.environ.get("SLEEP", "1s")
 
 
 def record(ctx: StepContext, what: str) -> None:
@@ -42,7 +43,7 @@ def onboard(input: dict[str, Any], step: Step) -> dict[str, Any]:
         return True
 
     account = step.run("create-account", create_account)
-    step.sleep("settle", "1s")
+    step.sleep("settle", settle)
     welcomed = step.run("send-welcome", send_welcome)
     return {**account, "welcomed": welcomed}
 
