@@ -158,6 +158,11 @@ class Step:
         if step_id in self._used:
             raise ValueError(f"id: {step_id!r} names two calls of this run (a repeated {id.rsplit(':', 1)[0]!r} is numbered so)")
         self._used.add(step_id)
+        retried = self._retry.get("id") if self._retry else None
+        if retried is not None and step_id != retried and step_id not in self._steps:
+            # the engine fails a run whose retry is answered by another call: refuse before it runs a side effect
+            message = f"the engine retries step {retried!r}; the handler's next call is step.{kind}({step_id!r})"
+            self._stop({"op": "fail", "error": {"name": "NonDeterminismError", "message": message}})
         return step_id
 
     def _recorded(self, step_id: str) -> Any:
@@ -292,7 +297,7 @@ def _run(handler: Handler, call: dict[str, Any]) -> dict[str, Any]:
             return {"op": "fail", "error": _error(error)}
     # a handler that swallowed its stop (`except BaseException`) still ends with the command it reached
     if step._command is not None:
-        return _checked(step._command, f"step {step._command['id']!r}")
+        return _checked(step._command, f"step {step._command.get('id')!r}")
     return _checked({"op": "finish", "data": output}, "the function's return value")
 
 

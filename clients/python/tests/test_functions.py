@@ -113,15 +113,30 @@ class Steps(unittest.TestCase):
         self.assertEqual(answer(self.fn, call()), {"op": "step", "id": "charge", "error": {"name": "ConnectionError", "message": "card service down"}, "retryable": True})
         self.assertEqual(answer(self.fn, call(input="terminal")), {"op": "step", "id": "charge", "error": {"name": "TerminalError", "message": "card service down"}, "retryable": False})
 
-    def test_a_retried_step_gets_the_calls_attempt_and_other_steps_attempt_one(self) -> None:
+    def test_a_retried_step_gets_the_calls_attempt_and_a_new_step_attempt_one(self) -> None:
         @self.fn.function("onboard")
         def onboard(input: Any, step: Step) -> Any:
             step.run("load-user", self.step("load-user", 1))
             return step.run("send-email", self.step("send-email", 2))
 
-        answer(self.fn, call(retry={"id": "send-email", "attempt": 3}))
+        answer(self.fn, call())
         answer(self.fn, call(steps={"load-user": {"data": 1}}, retry={"id": "send-email", "attempt": 3}))
         self.assertEqual(self.ran, [("load-user", "fn-1:load-user", 1), ("send-email", "fn-1:send-email", 3)])
+
+    def test_a_retry_whose_step_is_not_the_handlers_next_call_fails_the_run_without_running_that_call(self) -> None:
+        @self.fn.function("onboard")
+        def onboard(input: Any, step: Step) -> Any:
+            step.run("load-user", self.step("load-user", 1))
+            if input == "wait":
+                step.wait_for_event("approval")
+            return step.run("send-email", self.step("send-email", 2))
+
+        refused = {"op": "fail", "error": {"name": "NonDeterminismError", "message": "the engine retries step 'charge'; the handler's next call is step.run('send-email')"}}
+        retry = {"id": "charge", "attempt": 2}
+        self.assertEqual(answer(self.fn, call(steps={"load-user": {"data": 1}}, retry=retry)), refused)
+        waits = "the engine retries step 'charge'; the handler's next call is step.wait_for_event('approval')"
+        self.assertEqual(answer(self.fn, call(steps={"load-user": {"data": 1}}, retry=retry, input="wait"))["error"]["message"], waits)
+        self.assertEqual(self.ran, [])  # load-user was recorded, send-email refused: nothing ran
 
     def test_sleep_wait_and_invoke_answer_their_commands_and_return_their_memos(self) -> None:
         @self.fn.function("onboard")
