@@ -71,12 +71,16 @@ export async function callFunction(
       ctx,
     );
   } catch (error) {
-    const message = `${who}: ${(error as Error).message}`;
-    if (error instanceof RetryAfterError) throw new RetryAfterError(message, error.retryAfterMs);
-    if (error instanceof TerminalError) throw new TerminalError(message);
-    throw Object.assign(new Error(message, { cause: error }), {
-      errorClass: (error as { errorClass?: string }).errorClass,
-    });
+    // an answer other than 2xx: `answered <status>: <status text>: <the start of its body>`
+    const { status, errorClass } = error as { status?: number; errorClass?: string };
+    const text = (error as Error).message;
+    const message =
+      status === undefined ? `${who}: ${text}` : `${who} answered ${status}: ${text.replace(/^.*? failed: \d+ /, '')}`;
+    const carried = { ...(status === undefined ? {} : { status }), ...(errorClass ? { errorClass } : {}) };
+    if (error instanceof RetryAfterError)
+      throw Object.assign(new RetryAfterError(message, error.retryAfterMs), carried);
+    if (error instanceof TerminalError) throw Object.assign(new TerminalError(message), carried);
+    throw Object.assign(new Error(message, { cause: error }), carried);
   }
   if (answer.truncated) throw new TerminalError(`${who}: the answer is over 256 KiB`);
   if (answer.status !== 200) throw new TerminalError(`${who} answered ${answer.status}: a command comes with 200`);
@@ -84,12 +88,17 @@ export async function callFunction(
 }
 
 /** The command in `body`, or a TerminalError naming the field that is wrong. */
-export function readCommand(body: unknown, who: string): Command {
+export function readCommand(answer: unknown, who: string): Command {
   const bad = (field: string, rule: string): never => {
-    throw new TerminalError(`${who} answered a bad command: command.${field} ${rule}`);
+    throw new TerminalError(`${who} answered a bad command: command${field ? `.${field}` : ''}: ${rule}`);
   };
+  // JSON sent as text (a content-type other than application/json) is read all the same
+  const body = typeof answer === 'string' ? parsed(answer) : answer;
   if (typeof body !== 'object' || body === null || Array.isArray(body))
-    bad('', 'must be a JSON object (got ' + (typeof body === 'string' ? 'text' : JSON.stringify(body)) + ')');
+    bad(
+      '',
+      `must be a JSON object (got ${typeof answer === 'string' ? `text: ${answer.slice(0, 80)}` : JSON.stringify(body)})`,
+    );
   const c = body as Record<string, unknown>;
   const id = (): string => {
     if (typeof c.id !== 'string' || c.id.length < 1 || c.id.length > MAX_ID)
@@ -116,7 +125,7 @@ export function readCommand(body: unknown, who: string): Command {
     case 'step':
       if ('error' in c && c.error !== undefined && c.error !== null)
         return { op: 'step', id: id(), error: error(), retryable: c.retryable !== false };
-      if (!('data' in c)) bad('data', 'is required (or error): the step ran and returned it');
+      if (!('data' in c)) bad('data', 'is required (or error): what the step returned');
       return { op: 'step', id: id(), data: c.data ?? null };
     case 'sleep':
       return { op: 'sleep', id: id(), ms: duration('duration', c.duration) };
@@ -135,5 +144,13 @@ export function readCommand(body: unknown, who: string): Command {
       return { op: 'fail', error: error() };
     default:
       return bad('op', `must be one of step, sleep, wait_for_event, child, finish, fail (got ${JSON.stringify(c.op)})`);
+  }
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }

@@ -100,18 +100,24 @@ async function runStep(
   answered: Extract<Command, { op: 'step' }> | undefined,
   ask: Ask,
 ): Promise<Memo> {
-  let differs: NonDeterminismError | undefined;
+  // what fails the run rather than the step: a refusal or no command in a retry's answer, or another call than this
+  let ends: Error | undefined;
   const memo = await settled(() =>
     ctx.step(
       name,
       async (step) => {
         const c =
-          step.attempt === 1 && answered ? answered : await ask(step.signal, name, { id: name, attempt: step.attempt });
+          step.attempt === 1 && answered
+            ? answered
+            : await ask(step.signal, name, { id: name, attempt: step.attempt }).catch((error: unknown) => {
+                if (error instanceof TerminalError) ends = error;
+                throw error;
+              });
         if (c.op !== 'step' || c.id !== name) {
-          differs = new NonDeterminismError(
+          ends = new NonDeterminismError(
             `run ${ctx.runId}: the journal has step '${name}' at call ${call}; the function's next call is ${describe(c)}`,
           );
-          throw new TerminalError(differs.message);
+          throw new TerminalError(ends.message);
         }
         if ('data' in c) return c.data;
         const error = c.retryable ? new Error(c.error.message) : new TerminalError(c.error.message);
@@ -120,7 +126,7 @@ async function runStep(
       { retry: { maxAttempts: fn.retries } },
     ),
   );
-  if (differs) throw differs;
+  if (ends) throw ends;
   return memo;
 }
 
