@@ -3,6 +3,7 @@ import { packageVersion } from '../version.js';
 import { agentCommands } from './agent.js';
 import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
+import { functionCommands } from './functions.js';
 import { mockServicesCommands } from './mock-services.js';
 import { operatorCommands } from './operator.js';
 import { databaseOf } from './options.js';
@@ -34,6 +35,8 @@ export function cliProgram(out: Output = stdout()): Command {
   const program = new Command('runledger')
     .description('Durable execution engine: event journal, durable workflows, task queue, HTTP API.')
     .version(packageVersion(), '-V, --version', 'print the version')
+    // the program's options come before a command, so a command may have its own --version (functions register)
+    .enablePositionalOptions()
     .addHelpText(
       'after',
       '\nStart a run: runledger start <workflow> --input \'{"name":"ada"}\' --wait (a stored workflow by name or id, or a code workflow by name).\nServer: --url (default $RUNLEDGER_URL or http://127.0.0.1:8080), --token ($RUNLEDGER_TOKEN).\nDatabase: --database (default $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db).',
@@ -46,6 +49,7 @@ export function cliProgram(out: Output = stdout()): Command {
   workflowCommands(program, out);
   batchCommands(program, out);
   templateCommands(program, out);
+  functionCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
   agentCommands(program, line);

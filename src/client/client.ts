@@ -1,10 +1,12 @@
-import { RunledgerError, type Problem } from '../errors.js';
+import { ApiError, UnreachableError } from './errors.js';
 import { sseReader } from '../sse-read.js';
 import type {
   DeadTask,
   ExecutionRecord,
   ExecutionStatus,
   ExecutionSummary,
+  FunctionRecord,
+  FunctionStarted,
   RunEvent,
   RunRecord,
   RunSummary,
@@ -13,6 +15,7 @@ import type {
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
+import type { FunctionRegistration } from '../functions/functions.js';
 import type {
   AgentEventInput,
   AgentEventRecord,
@@ -36,25 +39,7 @@ export type { ClaimedTask, Enqueued, EnqueueTaskOptions, ProtocolTask } from './
 // the API's records, named in records.ts (a list of types and nothing else)
 export type * from './records.js';
 export { RemoteWorker, type RemoteWorkerOptions } from './remote-worker.js';
-
-/** A non-2xx answer of the API: its status, error code and, for 400, every problem. */
-export class ApiError extends RunledgerError {
-  override name = 'ApiError';
-  constructor(
-    readonly status: number,
-    override readonly code: string,
-    message: string,
-    readonly problems: Problem[] = [],
-  ) {
-    super(message);
-  }
-}
-
-/** The server could not be reached at all (nothing listens, DNS, a reset): no HTTP answer to show. */
-export class UnreachableError extends RunledgerError {
-  override name = 'UnreachableError';
-  override readonly code = 'unreachable';
-}
+export { ApiError, UnreachableError } from './errors.js';
 
 /**
  * A typed client of the runledger HTTP API (what the CLI uses).
@@ -126,6 +111,20 @@ export class Client {
     } = {},
   ) =>
     this.call<{ execution_id: string }>('POST', `/workflows/${enc(id)}/executions/${enc(executionId)}/rerun`, request);
+
+  /** Registers a function endpoint (a version of it); `secret` is in the answer only when the server generated it. */
+  registerFunction = (registration: FunctionRegistration) =>
+    this.call<FunctionRecord & { secret?: string }>('POST', '/functions', registration);
+  functions = () => this.call<{ functions: FunctionRecord[] }>('GET', '/functions');
+  function = (name: string) => this.call<FunctionRecord>('GET', `/functions/${enc(name)}`);
+  /** Deletes a function and its versions: its runs fail at their next call. */
+  deleteFunction = (name: string) => this.call<null>('DELETE', `/functions/${enc(name)}`);
+  /** Starts a run of the function's newest version; the same `id` again starts nothing and answers that run. */
+  startFunction = (name: string, input?: unknown, options: { id?: string } = {}) =>
+    this.call<FunctionStarted>('POST', `/functions/${enc(name)}/runs`, {
+      ...(input === undefined ? {} : { input }),
+      ...(options.id ? { id: options.id } : {}),
+    });
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
@@ -236,8 +235,7 @@ export class Client {
       payload,
       ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
     });
-  /** Cancels a run of any kind (code run, execution, session). */
-  /** Cancels a run; `reason` is journaled with the request and shown. */
+  /** Cancels a run of any kind (code run, execution, session); `reason` is journaled with the request and shown. */
   cancelRun = (id: string, reason?: string) =>
     this.call<{ run_id: string; status: 'cancelling' }>(
       'POST',

@@ -24,3 +24,22 @@ export interface RunEvent extends Omit<EventRecord, 'data'> {
 
 /** A dead task as GET /dlq lists it. */
 export interface DeadTask extends DeadTaskRecord {}
+
+/** A registered function as GET /functions/{name} answers it (never its secret); `version` is the one new runs start on. */
+export interface FunctionRecord {
+  name: string;
+  version: string;
+  url: string;
+  versions: Array<{ version: string; url: string }>;
+  timeout_ms: number;
+  retries: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What POST /functions/{name}/runs answers: the run, and the function's version it calls. */
+export interface FunctionStarted {
+  run_id: string;
+  function: string;
+  version: string;
+}
