@@ -1,7 +1,7 @@
 import type { Engine } from '../engine.js';
-import { NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import type { Store } from '../storage/store.js';
-import { functionWorkflow, type FunctionInput } from './executor.js';
+import { FUNCTION_WORKFLOW, functionWorkflow, type FunctionInput } from './executor.js';
 import { checkFunctionName, FunctionRegistry } from './registry.js';
 
 export { FUNCTION_WORKFLOW, type FunctionInput } from './executor.js';
@@ -31,7 +31,10 @@ export class Functions {
     engine.register(this.workflow);
   }
 
-  /** Starts a run of the function's newest version; with `id`, keyed: a second start of that id starts nothing. */
+  /**
+   * Starts a run of the function's newest version; with `id`, keyed: a second start of that id starts nothing and
+   * answers that run (ConflictError when the id names a run of something else).
+   */
   async start(
     name: string,
     input: unknown,
@@ -40,7 +43,10 @@ export class Functions {
     const run = await this.input(name, input);
     const handle = await this.engine.start(this.workflow, run, options.id ? { id: options.id } : {});
     const view = await handle.view();
-    const started = view.input as FunctionInput;
+    const started = view.input as FunctionInput | null;
+    // a keyed start answers the run of that id: it must be a run of this function, not of another or a workflow
+    if (view.workflow !== FUNCTION_WORKFLOW || started?.function !== name)
+      throw new ConflictError(`run ${handle.id} exists and is not a run of function ${name}`);
     return { runId: handle.id, function: started.function, version: started.version };
   }
 

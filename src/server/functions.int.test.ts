@@ -114,6 +114,12 @@ describe.each(backends)('the /functions routes on $name', (backend) => {
       status: 200,
       body: { workflow: 'starter', input: { function: 'starter', version: 'b', input: { user: 1 } } },
     });
+    await call('POST', '/functions', { name: 'other', url });
+    const taken = await call('POST', '/functions/other/runs', { id: 'starter-user-1' });
+    expect(taken).toMatchObject({
+      status: 409,
+      body: { error: { message: expect.stringContaining('function other') } },
+    });
     expect((await call('POST', '/functions/nobody/runs', {})).status).toBe(404);
     expect((await call('POST', '/functions/9bad/runs', {})).status).toBe(400);
   });

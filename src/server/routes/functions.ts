@@ -93,7 +93,7 @@ export function functionRoutes(functions: Functions) {
       body: z.object({ input: z.unknown().optional(), id: z.string().min(1).max(200).optional() }),
       status: 202,
       response: z.object({ run_id: z.string(), function: z.string(), version: z.string() }),
-      errors: [400, 404, 413],
+      errors: [400, 404, 409, 413],
       handle: async ({ params, body }) => {
         const run = await functions.start(params.name!, body.input ?? null, body.id ? { id: body.id } : {});
         return { run_id: run.runId, function: run.function, version: run.version };
