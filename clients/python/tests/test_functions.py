@@ -131,11 +131,12 @@ class Steps(unittest.TestCase):
                 step.wait_for_event("approval")
             return step.run("send-email", self.step("send-email", 2))
 
-        refused = {"op": "fail", "error": {"name": "NonDeterminismError", "message": "the engine retries step 'charge'; the handler's next call is step.run('send-email')"}}
-        retry = {"id": "charge", "attempt": 2}
-        self.assertEqual(answer(self.fn, call(steps={"load-user": {"data": 1}}, retry=retry)), refused)
+        recorded, retry = {"load-user": {"data": 1}}, {"id": "charge", "attempt": 2}
+        runs = "the engine retries step 'charge'; the handler's next call is step.run('send-email')"
+        refused = {"op": "fail", "error": {"name": "NonDeterminismError", "message": runs}}
+        self.assertEqual(answer(self.fn, call(steps=recorded, retry=retry)), refused)
         waits = "the engine retries step 'charge'; the handler's next call is step.wait_for_event('approval')"
-        self.assertEqual(answer(self.fn, call(steps={"load-user": {"data": 1}}, retry=retry, input="wait"))["error"]["message"], waits)
+        self.assertEqual(answer(self.fn, call(steps=recorded, retry=retry, input="wait"))["error"]["message"], waits)
         self.assertEqual(self.ran, [])  # load-user was recorded, send-email refused: nothing ran
 
     def test_sleep_wait_and_invoke_answer_their_commands_and_return_their_memos(self) -> None:
