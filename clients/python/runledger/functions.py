@@ -34,6 +34,7 @@ from .errors import TerminalError
 PROTOCOL = 1
 TOLERANCE_S = 300  # a call signed more than five minutes from this clock is refused: a replay
 MAX_BODY = 16 * 1024 * 1024
+MAX_COMMAND = 256 * 1024  # the engine reads no more of an answer (docs/protocol.md, "The command")
 MAX_SLEEP_MS = 365 * 86_400_000
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,63}$")
 
@@ -303,9 +304,13 @@ def _run(handler: Handler, call: dict[str, Any]) -> dict[str, Any]:
 
 def _checked(command: dict[str, Any], what: str) -> dict[str, Any]:
     try:
-        json.dumps(command, allow_nan=False)
+        size = len(json.dumps(command, allow_nan=False).encode())
     except (TypeError, ValueError) as error:
         return {"op": "fail", "error": {"name": type(error).__name__, "message": f"{what}: not JSON ({error})"}}
+    if size > MAX_COMMAND:
+        # the engine would fail the run all the same, without naming the step
+        message = f"{what}: its command is {size} bytes of JSON, over the {MAX_COMMAND // 1024} KiB the engine takes"
+        return {"op": "fail", "error": {"name": "ValueError", "message": f"{message} (keep a large value in a store)"}}
     return command
 
 

@@ -201,6 +201,20 @@ class Steps(unittest.TestCase):
         self.assertEqual(result["op"], "fail")
         self.assertTrue(result["error"]["message"].startswith("the function's return value: not JSON"), result)
 
+    def test_a_command_over_256_kib_fails_the_run_naming_the_step_and_one_at_the_limit_is_answered(self) -> None:
+        @self.fn.function("onboard")
+        def onboard(input: Any, step: Step) -> Any:
+            return step.run("render", lambda ctx: "x" * input)
+
+        # {"op": "step", "id": "render", "data": "…"} is 42 bytes around the value
+        self.assertEqual(answer(self.fn, call(input=256 * 1024 - 42))["op"], "step")
+        result = answer(self.fn, call(input=256 * 1024 - 41))
+        self.assertEqual(result["op"], "fail")
+        over = "step 'render': its command is 262145 bytes of JSON, over the 256 KiB the engine takes"
+        self.assertEqual(result["error"], {"name": "ValueError", "message": f"{over} (keep a large value in a store)"})
+        result = answer(self.fn, call(input=256 * 1024, steps={"render": {"data": "x" * 256 * 1024}}))
+        self.assertTrue(result["error"]["message"].startswith("the function's return value: its command is"), result)
+
     def test_a_handler_that_swallows_the_stop_still_answers_the_first_command(self) -> None:
         @self.fn.function("onboard")
         def onboard(input: Any, step: Step) -> Any:
