@@ -17,6 +17,7 @@ import { knownSecrets } from '../workflows/known.js';
 import { logEvents } from '../observe/log.js';
 import { chatRetention } from '../chat/retention.js';
 import type { RetentionPolicy } from '../retention/policy.js';
+import { notifications, type Notifications } from '../notifications/service.js';
 
 export interface AssembleOptions {
   secretKey: Buffer;
@@ -49,6 +50,8 @@ export interface App {
   /** The ledger writes of HTTP agents (the agent protocol's routes). */
   remote: RemoteLedger;
   triggers: TriggerService;
+  /** Outbound webhooks fed by the journal (docs/notifications.md). */
+  notifications: Notifications;
   stop(): Promise<void>;
 }
 
@@ -112,6 +115,8 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
   await ensureRule(triggerService);
   await triggerService.start();
   if (options.workers && options.retention) engine.retention.start(options.retention);
+  const notify = notifications(engine, store, { allow: options.allow, onError: onError('notification failed') });
+  if (options.workers) await notify.start();
   if (options.workers)
     await startReplyWorker(engine, channels, options.chatProvider, {
       onError: onError('chat reply failed'),
@@ -124,6 +129,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
     ledger,
     remote: new RemoteLedger(engine, store, agentSessions),
     triggers: triggerService,
+    notifications: notify,
     // the engine stops its workers and subscriptions when it closes; the scheduler is ours
     stop: async () => {
       stopLogging();

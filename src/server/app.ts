@@ -32,6 +32,8 @@ import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { templateRoutes } from './routes/templates.js';
 import { functionRoutes } from './routes/functions.js';
+import { notificationRoutes } from './routes/notifications.js';
+import type { Notifications } from '../notifications/service.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { mountUi, uiDir } from './ui.js';
@@ -45,6 +47,8 @@ export interface AppOptions {
   ledger?: AgentLedger;
   /** The agent protocol's ledger writes (`assemble` makes it). */
   remote?: RemoteLedger;
+  /** Outbound webhooks (`assemble` makes them). */
+  notifications?: Notifications;
   /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
   token?: string;
   /**
@@ -87,6 +91,7 @@ export function createApp(options: AppOptions): Hono {
     ...operatorRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
+    ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
