@@ -34,7 +34,7 @@ type Fault = (call: Call) => [number, string | object] | undefined;
  */
 async function endpoint(secret: string, handler: Handler) {
   const calls: Call[] = [];
-  const state = { calls, refused: 0, fault: undefined as Fault | undefined };
+  const state = { calls, refused: 0, fault: undefined as Fault | undefined, delayMs: (_call: Call) => 0 };
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (chunk) => (text += chunk));
@@ -49,6 +49,7 @@ async function endpoint(secret: string, handler: Handler) {
       }
       const call = JSON.parse(text) as Call;
       calls.push(call);
+      await new Promise((resolve) => setTimeout(resolve, state.delayMs(call)));
       const fault = state.fault?.(call);
       if (fault) return typeof fault[1] === 'string' ? res.writeHead(fault[0]).end(fault[1]) : answer(...fault);
       answer(200, await run(handler, call));
@@ -169,7 +170,7 @@ describe.each(backends)('durable functions on $name', (backend) => {
     const { engine, functions } = await setup();
     const attempts: number[] = [];
     let charges = 0;
-    await serve(functions, 'pay', async (_input, step) => {
+    const fn = await serve(functions, 'pay', async (_input, step) => {
       const flaky = await step.run('flaky', ({ attempt }) => {
         attempts.push(attempt);
         if (attempt < 2) throw new Error('not yet');
@@ -182,6 +183,8 @@ describe.each(backends)('durable functions on $name', (backend) => {
         });
         return { flaky, charged: true };
       } catch (e) {
+        // a new pass after the sleep: the failure comes back from the journal as it was
+        await step.sleep('pause', 50);
         return { flaky, caught: { name: (e as Error).name, message: (e as Error).message } };
       }
     });
@@ -197,6 +200,11 @@ describe.each(backends)('durable functions on $name', (backend) => {
       ['flaky', 'success', 2],
       ['charge', 'failed', 1],
     ]);
+    expect(fn.calls.at(-1)!.steps).toEqual({
+      flaky: { data: 'ok on 2' },
+      charge: { error: { name: 'CardDeclined', message: 'insufficient funds' } },
+      pause: { data: null },
+    });
   });
 
   it('calls again after a 503 to a new call, and counts a 503 during a retry as one of the attempts', async () => {
@@ -434,5 +442,23 @@ describe.each(backends)('durable functions on $name', (backend) => {
       input: { function: 'greet', version: '1', input: { name: 'Ada' } },
       output: 'hello Ada',
     });
+  });
+
+  it('calls again after a call timed out, and takes the ids the SDK makes (numbered repeats, 128 characters)', async () => {
+    const { engine, functions } = await setup();
+    const long = 'x'.repeat(128);
+    const fn = await serve(functions, 'slow', async (_input, step) => {
+      const a = await step.run('fetch', () => 1);
+      const b = await step.run('fetch:2', () => 2);
+      const c = await step.run(long, () => 3);
+      return [a, b, c];
+    });
+    await functions.registry.register({ name: 'slow', url: fn.url, timeout: '1s' });
+    fn.delayMs = (call) => (fn.calls.length === 1 ? 3000 : 0);
+    const { runId } = await functions.start('slow', null);
+    const view = await ended(engine, runId);
+    expect(view).toMatchObject({ status: 'success', error: null, output: [1, 2, 3] });
+    expect(view.steps.map((s) => s.name)).toEqual(['fetch', 'fetch:2', long]);
+    expect(fn.calls.map((c) => Object.keys(c.steps).length)).toEqual([0, 0, 1, 2, 3]);
   });
 });
