@@ -118,14 +118,14 @@ export class Engine {
     runId: string,
     name: string,
     payload: unknown,
-    options: { idempotencyKey?: string } = {},
+    options: { idempotencyKey?: string; tx?: Store } = {},
   ): Promise<{ duplicate: boolean }> {
     return this.runtime.signal(runId, name, payload, options);
   }
 
   /** Cancels a run; `reason` is journaled with the request (`run.cancel_requested`). */
-  cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
-    return this.runtime.cancel(runId, options.reason);
+  cancel(runId: string, options: { reason?: string; tx?: Store } = {}): Promise<void> {
+    return this.runtime.cancel(runId, options.reason, {}, options.tx);
   }
 
   /** A run's status and steps. */

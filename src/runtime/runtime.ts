@@ -170,22 +170,25 @@ export class Runtime {
   }
 
   /** The view as stored: big values as references. */
-  private async stored(id: string): Promise<RunView> {
-    const view = await readRunView(this.store, id);
+  private async stored(id: string, tx?: Store): Promise<RunView> {
+    const view = await readRunView(tx ?? this.store, id);
     if (!view) throw new NotFoundError(`run ${id} not found`);
     return view;
   }
 
-  /** Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`. */
+  /**
+   * Sends signal `name` to a run; a repeated idempotency key is ignored (`duplicate`). Consumed by one `waitForEvent`.
+   * With `tx`, in the caller's transaction.
+   */
   async signal(
     id: string,
     name: string,
     payload: unknown,
-    options: { idempotencyKey?: string } = {},
+    options: { idempotencyKey?: string; tx?: Store } = {},
   ): Promise<{ duplicate: boolean }> {
     checkName('name', name);
-    await this.stored(id);
-    return this.store.transaction(async (tx) => {
+    await this.stored(id, options.tx);
+    return this.within(options.tx, async (tx) => {
       const key =
         options.idempotencyKey === undefined
           ? undefined
@@ -204,15 +207,20 @@ export class Runtime {
   /**
    * Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError.
    * `also` is journaled with the request for the run's compensations to read (a stored workflow's `delete_artifacts`).
+   * With `tx`, in the caller's transaction.
    */
-  async cancel(id: string, reason = 'cancelled', also: Record<string, unknown> = {}): Promise<void> {
-    const view = await this.stored(id);
+  async cancel(id: string, reason = 'cancelled', also: Record<string, unknown> = {}, tx?: Store): Promise<void> {
+    const view = await this.stored(id, tx);
     if (isTerminal(view.status)) throw new ConflictError(`run ${id} has already ended (${view.status})`);
-    await this.store.transaction(async (tx) => {
+    await this.within(tx, async (tx) => {
       const data = { ...also, reason };
       await this.journal.append(runStream(id), [{ type: RUN_EVENT.runCancelRequested, data }], { tx });
       await this.wake(tx, id, await tx.now());
     });
+  }
+
+  private within<T>(tx: Store | undefined, work: (tx: Store) => Promise<T>): Promise<T> {
+    return tx ? work(tx) : this.store.transaction(work);
   }
 
   /**

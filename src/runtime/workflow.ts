@@ -1,6 +1,8 @@
 import { ValidationError } from '../errors.js';
 import { checkVersion, sourceVersion } from './start/versions.js';
 import type { Duration } from '../duration.js';
+import type { Match } from './match.js';
+import type { CancelOn } from './start/start.js';
 
 export interface StepContext {
   /** Stable for this run and step across retries and crashes: pass it to side effects. */
@@ -100,6 +102,14 @@ export interface PollCancel<A = any> {
   };
 }
 
+export interface WaitOptions {
+  timeout?: Duration;
+  /** Business events this wait takes (see `waitForEvent`): `'data.order_id == input.order_id'` or `{ path, value }`. */
+  match?: Match;
+  /** With `match`: how long before the wait an event may have arrived and still be taken. At most 24 h. */
+  lookback?: Duration;
+}
+
 /** How one branch of `ctx.parallel` ended. */
 export type BranchResult<T> = { status: 'success'; output: T } | { status: 'failed'; error: Error };
 
@@ -114,8 +124,15 @@ export interface WorkflowContext {
   /** A durable timer: survives restarts, fires once, never early. The run holds no worker meanwhile. */
   sleep(name: string, duration: Duration): Promise<void>;
   sleepUntil(name: string, until: Date | number): Promise<void>;
-  /** The payload of the next signal `name` sent to this run (before or after the wait began), or null on timeout. */
-  waitForEvent<T = unknown>(name: string, options?: { timeout?: Duration }): Promise<T | null>;
+  /**
+   * The payload of the next signal `name` sent to this run (before or after the wait began), or null on timeout.
+   * With `match`, also the next business event of type `name` (`POST /events`, `detail-type`) whose field equals
+   * the value, by correlation, without the sender knowing the run: its envelope is the payload. `lookback`: an event
+   * that arrived that long before the wait began is taken too.
+   *
+   * @example const paid = await ctx.waitForEvent('payment.received', { match: 'data.order_id == input.order_id', timeout: '1d' });
+   */
+  waitForEvent<T = unknown>(name: string, options?: WaitOptions): Promise<T | null>;
   /** Starts a child run (its own journal) and waits for its result durably: the parent holds no worker meanwhile. */
   child<I, O>(workflow: Workflow<I, O>, input: I, options?: { id?: string }): Promise<O>;
   /**
@@ -217,6 +234,8 @@ export interface Workflow<I = any, O = any> {
   readonly run: (ctx: WorkflowContext, input: I) => Promise<O>;
   /** What a run's `timeout` does to it: fail it (the default) or cancel it as the system (see WorkflowOptions). */
   readonly onDeadline?: 'fail' | 'cancel';
+  /** Business events that cancel its runs (see WorkflowOptions). */
+  readonly cancelOn?: CancelOn[];
 }
 
 export interface WorkflowOptions {
@@ -233,6 +252,11 @@ export interface WorkflowOptions {
    * timeout, the code sees a CancelledError, the run ends cancelled after its compensations.
    */
   onDeadline?: 'fail' | 'cancel';
+  /**
+   * Business events (`POST /events`, by `detail-type`) that cancel a run as a user would, its compensations run:
+   * `[{ event: 'order.cancelled', match: 'data.order_id == input.order_id' }]`. A start may give its own.
+   */
+  cancelOn?: CancelOn[];
 }
 
 /**
@@ -264,7 +288,13 @@ export function workflow<I, O>(
   const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
   if (options.onDeadline !== undefined && options.onDeadline !== 'fail' && options.onDeadline !== 'cancel')
     throw new ValidationError('onDeadline', `must be 'fail' or 'cancel' (got ${JSON.stringify(options.onDeadline)})`);
-  return Object.freeze({ name, version, run, ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}) });
+  return Object.freeze({
+    name,
+    version,
+    run,
+    ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
+    ...(options.cancelOn ? { cancelOn: options.cancelOn } : {}),
+  });
 }
 
 /** What the journal holds for one call: its kind (`step`, `sleep`, `wait`, `child` …), name and events. */

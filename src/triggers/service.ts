@@ -4,6 +4,7 @@ import type { Store } from '../storage/store.js';
 import { eventsRetention } from './retention.js';
 import { EVENT_RECEIVED, EVENT_STREAM_PREFIX, Events } from './events.js';
 import { Rules } from './rules.js';
+import { EVENT_WAITS_SUBSCRIPTION, EVENT_WAITS_TYPES, EventWaits } from './waits.js';
 import { Schedules } from './schedules.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
 import type { RunStarter } from './target.js';
@@ -50,6 +51,7 @@ export function triggers(engine: Engine, store: Store, options: TriggerOptions):
   const schedules = new Schedules(store, engine.journal, options.starter);
   engine.retention.register(eventsRetention());
   let routing: Subscriber | null = null;
+  let matching: Subscriber | null = null;
   let scheduler: Scheduler | null = null;
   return {
     events,
@@ -57,6 +59,22 @@ export function triggers(engine: Engine, store: Store, options: TriggerOptions):
     schedules,
     async start() {
       if (options.routingEnabled !== false && !routing) {
+        const waits = new EventWaits(engine, engine.journal);
+        matching = await engine.subscribe(
+          EVENT_WAITS_SUBSCRIPTION,
+          {
+            types: EVENT_WAITS_TYPES,
+            // only waits with a match and runs with cancelOn are indexed: the rest pass by unread
+            filter: (e) =>
+              e.type === EVENT_RECEIVED ||
+              (e.data as { match?: unknown; cancelOn?: unknown }).match !== undefined ||
+              (e.data as { cancelOn?: unknown }).cancelOn !== undefined,
+            ordered: true,
+            from: 'beginning',
+            ...(options.onError ? { onError: options.onError } : {}),
+          },
+          (event, { tx }) => waits.handle(event, tx),
+        );
         routing = await engine.subscribe(
           ROUTING_SUBSCRIPTION,
           {
@@ -77,8 +95,9 @@ export function triggers(engine: Engine, store: Store, options: TriggerOptions):
       }
     },
     async stop() {
-      await Promise.all([routing?.stop(), scheduler?.stop()]);
+      await Promise.all([routing?.stop(), matching?.stop(), scheduler?.stop()]);
       routing = null;
+      matching = null;
       scheduler = null;
     },
   };

@@ -1,4 +1,4 @@
-import { toMs, type Duration } from '../../duration.js';
+import { toMs } from '../../duration.js';
 import {
   CancelledError,
   describeError,
@@ -18,18 +18,12 @@ import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeCompensations, observePolls, observeStates, observeStep, type Observe } from './observe.js';
-import {
-  withRecorded,
-  type BranchResult,
-  type PollOptions,
-  type StepContext,
-  type Workflow,
-  type WorkflowContext,
-} from '../workflow.js';
+import type { BranchResult, PollOptions, StepContext, WaitOptions, Workflow, WorkflowContext } from '../workflow.js';
+import { withRecorded } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { cancelCompensation } from './confirm.js';
 import { deadlineCancel } from './deadline.js';
-import { checkState, recordState, recordValue, runChild, runSleep, runWait, type WaitHost } from './waits.js';
+import { checkState, recordState, recordValue, runChild, runSleep, runWait, waitSpec, type WaitHost } from './waits.js';
 
 export type Outcome =
   | { kind: 'completed'; output: unknown }
@@ -192,9 +186,9 @@ export class Pass {
         const at = until instanceof Date ? until.getTime() : until;
         return call('sleep', name, (seq) => runSleep(this.waitHost, seq, name, () => at));
       },
-      waitForEvent: <T>(name: string, options: { timeout?: Duration } = {}) => {
-        const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `waitForEvent(${name}).timeout`);
-        return call('wait', name, (seq) => runWait(this.waitHost, seq, name, timeoutMs)) as Promise<T | null>;
+      waitForEvent: <T>(name: string, options: WaitOptions = {}) => {
+        const spec = waitSpec(name, options, this.o.history.input);
+        return call('wait', name, (seq) => runWait(this.waitHost, seq, name, spec)) as Promise<T | null>;
       },
       child: <I, O>(workflow: Workflow<I, O>, input: I, options: { id?: string } = {}) =>
         call('child', workflow.name, (seq) => runChild(this.waitHost, seq, workflow, input, options.id)) as Promise<O>,

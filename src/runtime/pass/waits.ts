@@ -1,10 +1,12 @@
+import { toMs } from '../../duration.js';
 import { ValidationError } from '../../errors.js';
+import { resolveMatch, type EventMatch } from '../match.js';
 import type { NewEvent, Store } from '../../storage/store.js';
 import { rebuild, Suspension, type FailureData } from './calls.js';
 import { RUN_EVENT } from '../events.js';
 import type { History, Seq } from './history.js';
 import type { Children } from './pass.js';
-import type { Workflow } from '../workflow.js';
+import type { WaitOptions, Workflow } from '../workflow.js';
 
 /**
  * The calls that wait or record rather than work: durable timers, signal waits, child runs, business
@@ -39,7 +41,31 @@ export async function runSleep(host: WaitHost, seq: Seq, name: string, until: ()
   await host.write([{ type: RUN_EVENT.sleepCompleted, data: { seq, name } }]);
 }
 
-export async function runWait(host: WaitHost, seq: Seq, name: string, timeoutMs: number | null): Promise<unknown> {
+/** A wait as its call gives it: its timeout, and the business events it takes (see `WaitOptions`). */
+export interface WaitSpec {
+  timeoutMs: number | null;
+  match?: EventMatch;
+  lookbackMs?: number;
+}
+
+const MAX_LOOKBACK_MS = 86_400_000;
+
+/** The wait `options` name, its match resolved against the run's `input`; a ValidationError names what is wrong. */
+export function waitSpec(name: string, options: WaitOptions, input: unknown): WaitSpec {
+  const at = `waitForEvent(${name})`;
+  const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `${at}.timeout`);
+  if (options.match === undefined) {
+    if (options.lookback !== undefined) throw new ValidationError(`${at}.lookback`, 'is for a wait with a match');
+    return { timeoutMs };
+  }
+  const lookbackMs = options.lookback === undefined ? 0 : toMs(options.lookback, `${at}.lookback`);
+  if (lookbackMs > MAX_LOOKBACK_MS)
+    throw new ValidationError(`${at}.lookback`, `must be at most 24h (got ${lookbackMs} ms)`);
+  return { timeoutMs, match: resolveMatch(options.match, input, `${at}.match`), lookbackMs };
+}
+
+export async function runWait(host: WaitHost, seq: Seq, name: string, spec: WaitSpec): Promise<unknown> {
+  const { timeoutMs } = spec;
   const h = host.history;
   const received = h.find(seq, RUN_EVENT.waitCompleted);
   if (received) return (received.data as { payload: unknown }).payload;
@@ -52,7 +78,9 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, timeoutMs:
   if (signal) host.claimedSignals.add(signal.version);
   const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
   const deadline = started ? started.deadline : timeoutMs === null ? null : host.now() + timeoutMs;
-  if (!started) await host.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline } }]);
+  // a wait with a match is indexed by triggers/ from this event: the events it takes are sent to it as signals `name`
+  const matching = spec.match ? { match: spec.match, lookback: spec.lookbackMs ?? 0 } : {};
+  if (!started) await host.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline, ...matching } }]);
   if (signal) {
     await host.write([
       { type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } },

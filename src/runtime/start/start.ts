@@ -8,6 +8,7 @@ import { blobBytes, type Blobs } from '../pass/blobs.js';
 import type { ReplayCache } from '../pass/cache.js';
 import { RUN_EVENT } from '../events.js';
 import { History, runStream, type Seq } from '../pass/history.js';
+import { resolveMatch, type EventMatch, type Match } from '../match.js';
 import { admitTurn } from './turns.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -30,6 +31,32 @@ export interface StartOptions {
   traceparent?: string;
   /** The caller's own writes, in the start's transaction (after the run's first event): they commit with the start or not at all. */
   also?: (tx: Store) => Promise<void>;
+  /** Business events that cancel the run (see CancelOn); default: its workflow's. */
+  cancelOn?: CancelOn[];
+}
+
+/**
+ * A business event (`POST /events`, its `detail-type`) that cancels a run, as a user would: with `match`, only one
+ * whose field equals the value (`'data.order_id == input.order_id'`, read from the run's input at its start).
+ */
+export interface CancelOn {
+  event: string;
+  match?: Match;
+}
+
+/** What `run.started` records of `cancelOn`, matches resolved; triggers/ indexes it. */
+function cancelOn(
+  list: CancelOn[] | undefined,
+  input: unknown,
+): { cancelOn?: Array<{ event: string; match: EventMatch | null }> } {
+  if (!list || list.length === 0) return {};
+  if (!Array.isArray(list) || list.length > 10) throw new ValidationError('cancelOn', 'must be a list of at most 10');
+  return {
+    cancelOn: list.map((c, i) => ({
+      event: checkName(`cancelOn[${i}].event`, c.event, 256),
+      match: c.match === undefined ? null : resolveMatch(c.match, input, `cancelOn[${i}].match`),
+    })),
+  };
 }
 
 /** The queue whose tasks drive runs: each task is one pass; the run id is its ordering key, so passes of a run never overlap. */
@@ -157,6 +184,7 @@ export class Starts {
       deadline,
       parent: options.parent ?? null,
       ...(options.traceparent ? { traceparent: options.traceparent } : {}),
+      ...cancelOn(options.cancelOn ?? wf.cancelOn, input),
     };
     return { streamId: runStream(options.id), events: [{ type: RUN_EVENT.runStarted, data }], expectedVersion: 0 };
   }
