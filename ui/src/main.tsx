@@ -7,6 +7,7 @@ import { AgentRunPage } from './pages/agent-run';
 import { AgentsPage } from './pages/agents';
 import { ChannelPage, ChannelsPage } from './pages/channels';
 import { DeadPage } from './pages/dead';
+import { NotificationPage, NotificationsPage } from './pages/notifications';
 import { OverviewPage } from './pages/overview';
 import { RunPage } from './pages/run';
 import { RunsPage } from './pages/runs';
@@ -21,6 +22,7 @@ const NAV: Array<[string, string]> = [
   ['/channels', 'Channels'],
   ['/triggers', 'Triggers'],
   ['/agents', 'Agents'],
+  ['/notifications', 'Notifications'],
   ['/overview', 'Overview'],
 ];
 
@@ -38,6 +40,8 @@ function Route({ path }: { path: string }) {
   if (path === '/triggers') return <TriggersPage />;
   if (path === '/agents') return <AgentsPage />;
   if ((p = match('/agents/:id', path))) return <AgentRunPage id={p.id!} />;
+  if (path === '/notifications') return <NotificationsPage />;
+  if ((p = match('/notifications/:id', path))) return <NotificationPage id={p.id!} />;
   if (path === '/overview') return <OverviewPage />;
   return (
     <section>
