@@ -4,6 +4,7 @@ import type { LogLine } from './actions/index.js';
 import type { Cancellation } from './cancel-reason.js';
 import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
+import type { ChildWorkflows } from './steps/child.js';
 import { enter, PartialStop, runSteps, type StoredRun } from './steps/run.js';
 
 /** The one code workflow that runs every stored definition: each definition step is one durable call. */
@@ -43,6 +44,8 @@ export interface ExecutionInput {
 export interface InterpreterOptions {
   /** What a `function` step starts as a child run (functions/): the executor, and a run's input for a function name. */
   functions?: { workflow: Workflow; input(name: string, input: unknown): Promise<unknown> };
+  /** What a `workflow` step starts as a child run (steps/child.ts); without it such a step fails, saying so. */
+  workflows?: ChildWorkflows;
   secrets: Secrets;
   allow: string[];
   log(line: LogLine): void;
@@ -64,31 +67,43 @@ export interface InterpreterOptions {
  */
 export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionInput, Record<string, unknown>> {
   // past its timeout_seconds the engine cancels an execution (brief 004 §9.1: cancelled_by 'system'), not fails it
-  return workflow(STORED_WORKFLOW, { version: '1', onDeadline: 'cancel' }, async (ctx, input) => {
-    const secrets = await options.secrets.values();
-    const run: StoredRun = {
-      input,
-      executionId: ctx.runId,
-      outputs: {},
-      secrets,
-      hidden: new Set(Object.values(secrets)),
-      options,
-      state: null,
-    };
-    const states = input.states;
-    const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
-    if (states?.initial) await enter(run, ctx, states.initial);
-    try {
-      await runSteps(run, ctx, input.steps, false);
-    } catch (error) {
-      if (error instanceof PartialStop) {
-        if (states?.partial) await enter(run, ctx, states.partial);
-        return partialSuccess({ ...outputs(), [error.stepId]: error.output }) as never;
+  const stored: Workflow<ExecutionInput, Record<string, unknown>> = workflow(
+    STORED_WORKFLOW,
+    { version: '1', onDeadline: 'cancel' },
+    async (ctx, input: ExecutionInput) => {
+      const secrets = await options.secrets.values();
+      const run: StoredRun = {
+        input,
+        executionId: ctx.runId,
+        outputs: {},
+        secrets,
+        hidden: new Set(Object.values(secrets)),
+        options,
+        state: null,
+        workflow: stored,
+        partial: null,
+      };
+      const states = input.states;
+      const outputs = () => Object.fromEntries(Object.entries(run.outputs).map(([id, s]) => [id, s.output]));
+      if (states?.initial) await enter(run, ctx, states.initial);
+      try {
+        await runSteps(run, ctx, input.steps, false);
+      } catch (error) {
+        if (error instanceof PartialStop) {
+          if (states?.partial) await enter(run, ctx, states.partial);
+          return partialSuccess({ ...outputs(), [error.stepId]: error.output }) as never;
+        }
+        if (error instanceof CancelledError && states?.cancelled) await enter(run, ctx, states.cancelled);
+        throw error;
       }
-      if (error instanceof CancelledError && states?.cancelled) await enter(run, ctx, states.cancelled);
-      throw error;
-    }
-    if (states?.success) await enter(run, ctx, states.success);
-    return outputs();
-  });
+      if (run.partial !== null) {
+        // a map's tolerated failures: every step ran, and the execution says some items failed
+        if (states?.partial) await enter(run, ctx, states.partial);
+        return partialSuccess(outputs()) as never;
+      }
+      if (states?.success) await enter(run, ctx, states.success);
+      return outputs();
+    },
+  );
+  return stored;
 }

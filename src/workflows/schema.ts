@@ -5,7 +5,25 @@ import { fallbackProblems, onFailureSchema } from './fallback.js';
 import { messageProblems, messagesSchema } from './messages.js';
 import { unknownSecrets } from './secret-references.js';
 import { parameterProblems, parametersSchema } from './templates.js';
+import {
+  callbackConfig,
+  conditionSchema,
+  errorRuleSchema,
+  functionConfig,
+  guardTemplate,
+  httpConfig,
+  logConfig,
+  mapFields,
+  pollCancel,
+  pollConfig,
+  sleepConfig,
+  stateName,
+  transformConfig,
+  waitForEventConfig,
+  workflowConfig,
+} from './steps/configs.js';
 import { guardProblems } from './steps/guard.js';
+import { ITEM_STEPS, itemTemplates, plainItems } from './steps/item.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
 import { urlProblem } from './template/url.js';
 import { ttlSchema } from './ttl.js';
@@ -18,100 +36,6 @@ export const retrySchema = z
     backoff_rate: z.number().min(1).max(10).default(2),
   })
   .strict();
-
-const httpConfig = z
-  .object({
-    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
-    url: z.string().min(1),
-    headers: z.record(z.string(), z.string()).optional(),
-    body: z.unknown().optional(),
-    timeout_seconds: z.number().positive().max(300).optional(),
-  })
-  .strict();
-
-/** A compensation's condition: templates only, so it always reads the execution (a constant would be a config that never changes). */
-const guardTemplate = z.string().regex(/\{\{[\s\S]*\}\}/, 'must be a template such as "{{ steps.a.output.id }}"');
-
-const transformConfig = z.union(
-  [
-    z.object({ template: z.string(), output_key: z.string().min(1).max(200).default('result') }).strict(),
-    z.object({ mapping: z.record(z.string(), z.unknown()) }).strict(),
-  ],
-  {
-    error: () =>
-      'needs either `template` (a string, with an optional `output_key`) or `mapping` (an object), and not both',
-  },
-);
-
-const logConfig = z
-  .object({
-    message: z.string(),
-    level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-  })
-  .strict();
-
-/** A business state's name (`LAYOUT_QUEUED`). */
-const stateName = z
-  .string()
-  .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, 'must be 1–64 letters, digits or _, starting with a letter');
-
-/** A JSON path into a response (`body.status`, `body.jobs[0].state`) and what must hold there: exactly one of equals, in, exists. */
-export const conditionSchema = z
-  .object({
-    path: z
-      .string()
-      .regex(
-        /^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*$/,
-        "must be a path like 'body.status' or 'body.items[0].state'",
-      ),
-    equals: z.unknown().optional(),
-    in: z.array(z.unknown()).min(1).max(100).optional(),
-    exists: z.boolean().optional(),
-  })
-  .strict()
-  .refine((c) => [c.equals, c.in, c.exists].filter((v) => v !== undefined).length === 1, {
-    message: 'needs exactly one of equals, in or exists',
-  });
-
-/** An error class mapped to the failure state the execution enters: an HTTP status (`422`, `'4xx'`, `[500, 599]`), a timeout, or any error. */
-export const errorRuleSchema = z
-  .object({
-    status: z
-      .union([
-        z.int().min(100).max(599),
-        z.enum(['4xx', '5xx']),
-        z.tuple([z.int().min(100).max(599), z.int().min(100).max(599)]),
-      ])
-      .optional(),
-    timed_out: z.literal(true).optional(),
-    state: stateName,
-  })
-  .strict()
-  .refine((r) => !(r.status !== undefined && r.timed_out), { message: 'use status or timed_out, not both' });
-
-const pollConfig = z
-  .object({
-    method: z.enum(['GET', 'POST']).default('GET'),
-    url: z.string().min(1),
-    headers: z.record(z.string(), z.string()).optional(),
-    body: z.unknown().optional(),
-    timeout_seconds: z.number().positive().max(300).optional(),
-    until: conditionSchema,
-    fail_when: conditionSchema.optional(),
-    initial_delay_seconds: z.number().min(0).max(3600).default(0.5),
-    interval_seconds: z.number().positive().max(3600).default(1),
-    factor: z.number().min(1).max(10).default(1.5),
-    max_interval_seconds: z.number().positive().max(3600).default(5),
-    max_wait_seconds: z
-      .number()
-      .positive()
-      .max(7 * 24 * 3600)
-      .default(60),
-  })
-  .strict();
-
-const callbackConfig = z.object({ request: httpConfig.optional() }).strict();
-const pollCancel = httpConfig.extend({ until: pollConfig.optional() });
 
 const stepBase = {
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 letters, digits, _ or -'),
@@ -128,15 +52,6 @@ const stepBase = {
   compensate: httpConfig.extend({ when: guardTemplate.optional(), unless: guardTemplate.optional() }).optional(),
 };
 
-const functionConfig = z
-  .object({
-    function: z
-      .string()
-      .regex(/^[A-Za-z][A-Za-z0-9._-]{0,63}$/, "a function's name: 1–64 letters, digits, '.', '_' or '-'"),
-    input: z.unknown().optional(),
-  })
-  .strict();
-
 const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
@@ -146,6 +61,10 @@ const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig }).strict(),
   /** A run of a registered function (docs/protocol.md, "Durable functions") as a child: its output is the step's. */
   z.object({ ...stepBase, type: z.literal('function'), config: functionConfig }).strict(),
+  z.object({ ...stepBase, type: z.literal('sleep'), config: sleepConfig }).strict(),
+  z.object({ ...stepBase, type: z.literal('wait_for_event'), config: waitForEventConfig }).strict(),
+  /** A child run: a stored workflow's execution or a code workflow's run; its output is the step's. */
+  z.object({ ...stepBase, type: z.literal('workflow'), config: workflowConfig }).strict(),
 ] as const;
 
 export const leafStepSchema = z.discriminatedUnion('type', [...leafSchemas]);
@@ -161,9 +80,19 @@ const parallelConfig = z
   })
   .strict();
 
+/** Each item of `items` runs `steps` (in a branch of its own), at most `concurrency` items at once (steps/map.ts). */
+const mapConfig = z
+  .object({ ...mapFields, steps: z.array(leafStepSchema).min(1).max(50) })
+  .strict()
+  .refine((c) => c.tolerated_failures === undefined || c.tolerated_failure_percent === undefined, {
+    message: 'use tolerated_failures or tolerated_failure_percent, not both',
+    path: ['tolerated_failure_percent'],
+  });
+
 export const stepSchema = z.discriminatedUnion('type', [
   ...leafSchemas,
   z.object({ ...stepBase, type: z.literal('parallel'), config: parallelConfig }).strict(),
+  z.object({ ...stepBase, type: z.literal('map'), config: mapConfig }).strict(),
 ]);
 
 /** The states a workflow names, and the ones entered at its start and end. */
@@ -204,9 +133,11 @@ export const definitionSchema = z
 
 export type Definition = z.output<typeof definitionSchema>;
 export type StepDefinition = Definition['steps'][number];
-export type LeafStep = Exclude<StepDefinition, { type: 'parallel' }>;
+export type LeafStep = Exclude<StepDefinition, { type: 'parallel' | 'map' }>;
+export type MapStep = Extract<StepDefinition, { type: 'map' }>;
 export type StepType = StepDefinition['type'];
 export type Condition = z.output<typeof conditionSchema>;
+export { conditionSchema, errorRuleSchema };
 export type ErrorRule = z.output<typeof errorRuleSchema>;
 
 /**
@@ -232,7 +163,8 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
       problems.push({ path: `${path}.id`, message: `duplicates the id of ${seen.get(step.id)} ('${step.id}')` });
     const { config } = step;
     // a parallel step's config is its branches: their steps are checked one by one
-    const templated: [unknown, string][] = step.type === 'parallel' ? [] : [[config, `${path}.config`]];
+    const templated: [unknown, string][] =
+      step.type === 'parallel' ? [] : [[step.type === 'map' ? { items: step.config.items } : config, `${path}.config`]];
     if (step.compensate) {
       const { when, unless, ...request } = step.compensate;
       templated.push([request, `${path}.compensate`]);
@@ -255,17 +187,17 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
         });
       for (const ref of stepReferences(value)) {
         // a step's own output is there for its compensation and cancel, not for its config
-        if (ref === step.id && at !== `${path}.config`) continue;
+        if ((ref === step.id && at !== `${path}.config`) || ITEM_STEPS.has(ref)) continue;
         if (ref === step.id) problems.push({ path: at, message: `refers to its own output (steps.${ref})` });
         else if (!visible.has(ref)) problems.push({ path: at, message: where(definition, ref) });
       }
     }
-    if (step.type === 'parallel') {
+    if (step.type === 'parallel' || step.type === 'map') {
       for (const field of ['compensate', 'retry', 'timeout_seconds'] as const) {
         if (step[field] !== undefined)
           problems.push({
             path: `${path}.${field}`,
-            message: 'a parallel step has none of its own: set it on the steps of its branches',
+            message: `a ${step.type} step has none of its own: set it on the steps ${step.type === 'map' ? 'it runs' : 'of its branches'}`,
           });
       }
     }
@@ -295,6 +227,16 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
         });
       }
       for (const steps of Object.values(step.config.branches)) for (const inner of steps) visible.add(inner.id);
+    }
+    if (step.type === 'map') {
+      // an item's steps see the steps before the map and its own earlier steps; `{{item}}` and `{{index}}` are theirs
+      const inMap = new Set(visible);
+      const from = problems.length;
+      step.config.steps.forEach((inner, j) => {
+        check(itemTemplates(inner), `${path}.config.steps[${j}]`, inMap);
+        inMap.add(inner.id);
+      });
+      for (const problem of problems.slice(from)) problem.message = plainItems(problem.message);
     }
     visible.add(step.id);
   });
@@ -327,12 +269,17 @@ function requests(step: StepDefinition, path: string): [{ url: string }, string]
 }
 
 function where(definition: Definition, ref: string): string {
-  const all = definition.steps.flatMap((s) =>
-    s.type === 'parallel' ? [s, ...Object.values(s.config.branches).flat()] : [s],
+  const all = definition.steps.flatMap((s): StepDefinition[] =>
+    s.type === 'parallel'
+      ? [s, ...Object.values(s.config.branches).flat()]
+      : s.type === 'map'
+        ? [s, ...s.config.steps]
+        : [s],
   );
-  return all.some((s) => s.id === ref)
-    ? `refers to steps.${ref}, which runs later or in another branch`
-    : `refers to steps.${ref}, which does not exist`;
+  if (!all.some((s) => s.id === ref)) return `refers to steps.${ref}, which does not exist`;
+  if (definition.steps.some((s) => s.type === 'map' && s.config.steps.some((inner) => inner.id === ref)))
+    return `refers to steps.${ref}, a step of a map: only the later steps of its item read it (after the map, read the map's output)`;
+  return `refers to steps.${ref}, which runs later or in another branch`;
 }
 
 /** A state a step or rule names must be one of the workflow's `states.names`. */
@@ -360,6 +307,7 @@ function roughProblems(steps: Array<{ id?: string; type?: unknown; config: unkno
       if (problem !== null) problems.push({ path: `${path}.config.url`, message: problem });
     }
     for (const ref of stepReferences(step.config)) {
+      if (ITEM_STEPS.has(ref)) continue;
       if (ref === step.id)
         problems.push({ path: `${path}.config`, message: `refers to its own output (steps.${ref})` });
       else if (!seen.has(ref))
@@ -385,6 +333,8 @@ function roughSteps(input: unknown): Array<{ id?: string; type?: unknown; config
       type?: unknown;
       config?: unknown;
     };
-    return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: s.config ?? null };
+    // a map's steps are checked only once its shape is right: its items are read here
+    const config = s.type === 'map' ? { items: (s.config as { items?: unknown } | null)?.items } : s.config;
+    return { ...(typeof s.id === 'string' ? { id: s.id } : {}), type: s.type, config: config ?? null };
   });
 }

@@ -1,6 +1,6 @@
 import { CancelledError, RetryAfterError, StepTimedOutError, TerminalError } from '../../errors.js';
 import { errorClassOf } from '../../observe/error-class.js';
-import type { RetryPolicy, StepContext, WorkflowContext } from '../../runtime/workflow.js';
+import type { RetryPolicy, StepContext, Workflow, WorkflowContext } from '../../runtime/workflow.js';
 import { ACTIONS, type ActionType, type LogLine } from '../actions/index.js';
 import { httpRequest, type HttpRequestConfig } from '../actions/http.js';
 import { maskText } from '../../mask.js';
@@ -14,7 +14,11 @@ import { NOT_CANCELLED } from '../cancel-reason.js';
 import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
 import { skipReason } from './guard.js';
+import { childId, childStep } from './child.js';
+import { plainItems } from './item.js';
+import { runMap } from './map.js';
 import { runParallel } from './parallel.js';
+import { sleepStep, waitForEventStep } from './waits.js';
 
 /** One execution of a stored workflow as its steps see it: the outputs so far (shared by parallel branches: ids are unique). */
 export interface StoredRun {
@@ -27,6 +31,12 @@ export interface StoredRun {
   options: InterpreterOptions;
   /** The state last entered (in this pass's replay too): compensations look at it. */
   state: string | null;
+  /** The interpreter itself: what a `workflow` step starts for a stored workflow. */
+  workflow: Workflow;
+  /** In a map's step: the item's index (its child runs are the item's own). */
+  item?: number;
+  /** The first map step some of whose items failed within its tolerance: the execution ends `partial_success`. */
+  partial: string | null;
 }
 
 /** Enters a business state: journaled, and remembered for the compensations. */
@@ -61,7 +71,7 @@ export function scopeOf(run: StoredRun): Scope {
  * step). A step the rerun reuses returns its recorded output and does nothing else.
  */
 async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinition, inBranch: boolean): Promise<void> {
-  const reused = step.type === 'parallel' ? undefined : run.input.reuse?.[step.id];
+  const reused = step.type === 'parallel' || step.type === 'map' ? undefined : run.input.reuse?.[step.id];
   if (reused) {
     const from = run.input.rerun_of?.execution_id;
     const output = await ctx.step(
@@ -78,7 +88,12 @@ async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinitio
   if (step.state) await enter(run, ctx, step.state);
   let output: unknown;
   try {
-    output = step.type === 'parallel' ? await runParallel(run, ctx, step) : await perform(run, ctx, step);
+    output =
+      step.type === 'parallel'
+        ? await runParallel(run, ctx, step)
+        : step.type === 'map'
+          ? await runMap(run, ctx, step)
+          : await perform(run, ctx, step);
   } catch (error) {
     if (!inBranch && !(error instanceof CancelledError) && !isPartialStop(error)) {
       const decided = (error as { failureState?: string }).failureState;
@@ -137,6 +152,9 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
   }
   if (step.type === 'wait_for_callback') return waitForCallback(run, ctx, step);
   if (step.type === 'function') return startFunction(run, ctx, step.id, problem, rendered);
+  if (step.type === 'sleep') return sleepStep(run, ctx, step, rendered, problem);
+  if (step.type === 'wait_for_event') return waitForEventStep(run, ctx, step);
+  if (step.type === 'workflow') return childStep(run, ctx, step, rendered, problem);
   const action = ACTIONS[step.type as ActionType] as (
     config: unknown,
     ctx: Parameters<(typeof ACTIONS)['log']>[1],
@@ -177,7 +195,7 @@ async function startFunction(
     return ctx.step(id, () => act(run, problem, () => Promise.reject(new TerminalError('functions are off here'))));
   const config = rendered as { function: string; input?: unknown };
   const input = await functions.input(config.function, config.input ?? null);
-  return mask(await ctx.child(functions.workflow, input, { id: `${run.executionId}:${id}` }), run.hidden);
+  return mask(await ctx.child(functions.workflow, input, { id: childId(run, id) }), run.hidden);
 }
 
 /**
@@ -241,7 +259,7 @@ function requestOf(config: HttpRequestConfig): HttpRequestConfig {
 }
 
 /** Runs the action with secrets masked out of its output and errors; a template that did not render fails for good. */
-async function act(run: StoredRun, problem: unknown, work: () => Promise<unknown>): Promise<unknown> {
+export async function act(run: StoredRun, problem: unknown, work: () => Promise<unknown>): Promise<unknown> {
   if (problem !== null) throw masked(problem, run.hidden, true);
   try {
     return mask(await work(), run.hidden);
@@ -280,8 +298,25 @@ function compensation(
   };
 }
 
+/**
+ * The outcome of a step that waits or starts a child, journaled as a call named by its id (what its record
+ * reads), tried once: `work` returns its output or throws its failure.
+ */
+export function finish(
+  run: StoredRun,
+  ctx: WorkflowContext,
+  step: StepDefinition,
+  work: () => Promise<unknown>,
+): Promise<unknown> {
+  return ctx.step(step.id, () => act(run, null, work), {
+    retry: { maxAttempts: 1 },
+    ...(step.label ? { label: step.label } : {}),
+    ...compensation(run, step),
+  });
+}
+
 /** Renders a config; the strings it derived from secrets are hidden from then on. */
-function tryRender(
+export function tryRender(
   config: unknown,
   run: StoredRun,
   callback?: { url: string },
@@ -314,7 +349,7 @@ function retryPolicy(step: StepDefinition): RetryPolicy {
 /** The same kind of error (so the retry decision and the status hold) with every secret value masked out of its message. */
 export function masked(error: unknown, hidden: Set<string>, terminal: boolean): Error {
   const name = error instanceof Error ? error.name : 'Error';
-  const message = maskText(error instanceof Error ? error.message : String(error), hidden);
+  const message = plainItems(maskText(error instanceof Error ? error.message : String(error), hidden));
   let out: Error;
   if (error instanceof RetryAfterError) out = new RetryAfterError(message, error.retryAfterMs);
   else if (terminal || error instanceof TerminalError)
