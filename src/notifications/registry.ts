@@ -184,9 +184,10 @@ export function checkWebhookUrl(text: unknown, allow: string[]): string {
   if (isIP(address) === 0) return url.href;
   const reason = refusedReason(address);
   if (reason !== null && !isAllowed(url.hostname, address, allow))
+    // the metadata service is never worth opening (as http_request says); a local or private service may be
     throw new ValidationError(
       'url',
-      `${host} is ${reason}: refused by the SSRF rules (allow it with RUNLEDGER_HTTP_ALLOW=${url.hostname})`,
+      `${host} is ${reason}: refused by the SSRF rules${/metadata/.test(reason) ? '' : ` (allow it with RUNLEDGER_HTTP_ALLOW=${url.hostname})`}`,
     );
   return url.href;
 }
