@@ -26,6 +26,7 @@ import { formatTable, rounded, type Results } from './table.js';
 import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 import { benchWake, type WakeSizes } from './wake.js';
 import { benchLongSteps, LONG_STEPS } from './long-steps.js';
+import { benchFunctions } from './functions.js';
 
 const SIZES = {
   appends: 5_000,
@@ -46,6 +47,8 @@ const WORKFLOW_SIZES: WorkflowSizes = {
   wideInFlight: 100,
 };
 const STORED_EXECUTIONS = 500;
+/** Runs of the 10-step function and of the 10-step TypeScript workflow each, one at a time (bench/functions.ts). */
+const FUNCTION_RUNS = 100;
 const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16, idle: 50 };
 const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
 const CHAT_SIZES: ChatSizes = {
@@ -123,6 +126,7 @@ const sizes = {
   growth: growthSizes,
   wake: WAKE_SIZES,
   longSteps: LONG_STEPS,
+  functionRuns: FUNCTION_RUNS,
 };
 const meta: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -161,6 +165,10 @@ for (const backend of backends) {
   console.error(
     `  ${backend} a ${LONG_STEPS.steps}-step run: ${longSteps.long_run_first_steps_ms.toFixed(2)} ms per step at its start, ${longSteps.long_run_last_steps_ms.toFixed(2)} at its end`,
   );
+  const functions = await withDatabase(backend, (database) => benchFunctions(database, FUNCTION_RUNS));
+  console.error(
+    `  ${backend} a function's step over HTTP: +${functions.http_function_step_p50_ms.toFixed(2)} ms (p50), +${functions.http_function_step_p99_ms.toFixed(2)} ms (p99)`,
+  );
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -170,6 +178,7 @@ for (const backend of backends) {
     journal_growth_ratio: Math.round(growth.journal_growth_ratio! * 100) / 100,
     ...rounded(wake),
     ...rounded(longSteps),
+    ...rounded(functions),
   };
 }
 if (backends.includes('postgres')) {
