@@ -50,6 +50,10 @@ const fails = workflow('fails', async (ctx, input: { why: string }) => {
   return null;
 });
 const succeeds = workflow('succeeds', async (ctx) => ctx.step('work', async () => ({ ok: true })));
+const approves = workflow('approves', async (ctx) => {
+  await ctx.step('tool.request:send_email', async () => null);
+  return ctx.waitForEvent('approval:abc', { timeout: '1m' });
+});
 const slow = workflow('slow', async (ctx, input: { ms: number }) => {
   await ctx.sleep('nap', input.ms);
   return 'done';
@@ -62,7 +66,7 @@ describe.each(backends)('notifications on $name', (backend) => {
   });
 
   async function setup(maxAttempts = 6) {
-    const t = await testEngine(backend, { pollMs: 50, workflows: [fails, succeeds, slow] });
+    const t = await testEngine(backend, { pollMs: 50, workflows: [fails, succeeds, slow, approves] });
     closers.push(t.close);
     const n = notifications(t.engine, engineStore(t.engine), {
       allow: ['127.0.0.1'],
@@ -174,6 +178,24 @@ describe.each(backends)('notifications on $name', (backend) => {
     const body = JSON.parse(r.received[0]!.body);
     expect(body).toMatchObject({ type: 'task.dead', task: { id: task.id, queue: 'emails' } });
     expect(body.task.error).toMatch(/mailbox full/);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(r.received).toHaveLength(1);
+  });
+
+  it('notifies an approval waiting, naming the tool, once', async () => {
+    const { engine, n } = await setup();
+    const { r } = await hook(n, [], {
+      events: ['approval.waiting'],
+      body: { approval: '{{event.approval}}', run: '{{run.id}}' },
+    });
+    const run = await engine.start(approves, {});
+    await eventually(() => r.received.length === 1);
+    expect(JSON.parse(r.received[0]!.body)).toEqual({
+      approval: { signal: 'approval:abc', tool: 'send_email' },
+      run: run.id,
+    });
+    await engine.signal(run.id, 'approval:abc', { decision: 'approved' });
+    await ended(engine, run.id);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(r.received).toHaveLength(1);
   });
