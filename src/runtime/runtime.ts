@@ -205,6 +205,32 @@ export class Runtime {
   }
 
   /**
+   * Signal-with-start: starts run `id` of `wf` with `input` unless it exists, and sends it signal `name`, in one
+   * transaction (a concurrent start of the same id makes one of them find it). `started`: this call started it.
+   */
+  async signalWithStart(
+    id: string,
+    wf: Workflow,
+    input: unknown,
+    signal: { name: string; payload: unknown; idempotencyKey?: string },
+  ): Promise<{ started: boolean; duplicate: boolean; workflow: string }> {
+    checkName('id', id, 200);
+    return this.store.transaction(async (tx) => {
+      const before = await readRunView(tx, id);
+      let started = false;
+      if (!before)
+        // nested: a concurrent start that took the id first leaves this transaction whole, and this one signals it
+        started = await tx
+          .transaction((nested) => this.starts.in(nested, wf, input, { id }).then(() => true))
+          .catch((error) => (error instanceof ConflictError ? false : Promise.reject(error)));
+      const { name, payload, idempotencyKey } = signal;
+      const sent = await this.signal(id, name, payload, { tx, ...(idempotencyKey ? { idempotencyKey } : {}) });
+      const now = before ?? (await this.stored(id, tx));
+      return { started, duplicate: sent.duplicate, workflow: now.workflow };
+    });
+  }
+
+  /**
    * Cancels a run: its running step's signal fires, no new step starts, compensations run. A finished run → ConflictError.
    * `also` is journaled with the request for the run's compensations to read (a stored workflow's `delete_artifacts`).
    * With `tx`, in the caller's transaction.

@@ -107,6 +107,27 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     expect((await call('POST', '/runs/approve-ada/cancel')).status).toBe(409);
   });
 
+  it('signal-with-start starts the run when it does not exist and signals it; then signals the run it finds', async () => {
+    const start = { workflow: 'approval', input: { user: 'ada' } };
+    const first = await call('POST', '/runs/sws-1/signal', { name: 'decision', payload: { ok: true }, start });
+    expect(first).toEqual({ status: 202, body: { run_id: 'sws-1', name: 'decision', started: true } });
+    expect(await engine.start(approval, { user: 'x' }, { id: 'sws-1' }).then((r) => r.result())).toEqual({
+      user: 'ada',
+      ok: true,
+    });
+    // one started and one found, however the two race: the run is started once and both signals are journaled
+    const [a, b] = await Promise.all(
+      [1, 2].map((n) => call('POST', '/runs/sws-2/signal', { name: 'decision', payload: { ok: n === 1 }, start })),
+    );
+    expect([a!.body.started, b!.body.started].sort()).toEqual([false, true]);
+    const events = await engine.journal.readStream(runStream('sws-2'));
+    expect(events.filter((e) => e.type === RUN_EVENT.runStarted)).toHaveLength(1);
+    expect(events.filter((e) => e.type === RUN_EVENT.signalSent)).toHaveLength(2);
+    const other = await call('POST', '/runs/sws-2/signal', { name: 'x', start: { workflow: 'nope' } });
+    expect(other.status).toBe(400);
+    expect(other.body.error.problems[0].path).toBe('start.workflow');
+  });
+
   it('answers a bad start with the field: unknown or built-in workflow, a stray field, an id of another workflow', async () => {
     const unknown = await call('POST', '/runs', { workflow: 'nope' });
     expect(unknown.status).toBe(400);

@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
 import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
 import { runIdFor } from '../../runtime/start/keyed.js';
+import type { Workflow } from '../../runtime/workflow.js';
 import { route, type Route } from '../route.js';
 
 /** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */
@@ -42,6 +43,11 @@ const signalBody = z
     name: z.string().min(1).max(200).describe('the name a `ctx.waitForEvent(name)` waits for'),
     payload: z.unknown().optional(),
     idempotency_key: z.string().min(1).max(200).optional().describe('a repeat with the same key is ignored'),
+    start: z
+      .object({ workflow: startBody.shape.workflow, input: z.unknown().optional() })
+      .strict()
+      .optional()
+      .describe('signal-with-start: the run is started (in the same transaction) when it does not exist'),
   })
   .strict();
 
@@ -76,16 +82,7 @@ export function controlRoutes(engine: Engine): Route[] {
       response: started,
       errors: [400, 409, 413],
       handle: async ({ body, headers }) => {
-        const wf = BUILT_IN.test(body.workflow) ? undefined : engine.runtime.registered(body.workflow);
-        if (!wf) {
-          const known = engine.runtime.names().filter((n) => !BUILT_IN.test(n));
-          const hint = BUILT_IN.test(body.workflow)
-            ? 'stored workflows start with POST /workflows/{id}/execute'
-            : known.length
-              ? `registered: ${known.join(', ')}`
-              : 'none is registered: start the server with --workflows <module>';
-          throw new ValidationError('workflow', `no code workflow is named '${body.workflow}' (${hint})`);
-        }
+        const wf = codeWorkflow(engine, body.workflow);
         const key = headers.get('idempotency-key');
         const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
         const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
@@ -113,12 +110,25 @@ export function controlRoutes(engine: Engine): Route[] {
       method: 'post',
       path: '/runs/{id}/signal',
       tag: 'runs',
-      summary: "Send a signal to a run's `waitForEvent(name)`; 409 when the run has ended",
+      summary:
+        "Send a signal to a run's `waitForEvent(name)`; 409 when the run has ended. With `start`, signal-with-start",
       body: signalBody,
       status: 202,
-      response: z.object({ run_id: z.string(), name: z.string() }),
+      response: z.object({ run_id: z.string(), name: z.string(), started: z.boolean().optional() }),
       errors: [400, 404, 409, 413],
       handle: async ({ params, body }) => {
+        if (body.start) {
+          const wf = codeWorkflow(engine, body.start.workflow, 'start.workflow');
+          const signal = { name: body.name, payload: body.payload ?? null };
+          const key = body.idempotency_key !== undefined ? { idempotencyKey: body.idempotency_key } : {};
+          const sent = await engine.runtime.signalWithStart(params.id!, wf, body.start.input ?? null, {
+            ...signal,
+            ...key,
+          });
+          if (sent.workflow !== wf.name)
+            throw new ConflictError(`run ${params.id} exists and is a run of '${sent.workflow}', not '${wf.name}'`);
+          return { run_id: params.id!, name: body.name, started: sent.started };
+        }
         const run = await view(params.id!);
         if (isTerminal(run.status))
           throw new ConflictError(`run ${run.id} has already ended (${run.status}): nothing waits for '${body.name}'`);
@@ -147,4 +157,17 @@ export function controlRoutes(engine: Engine): Route[] {
       },
     }),
   ];
+}
+
+/** The code workflow registered as `name`; a ValidationError says which are, or how to start a built-in one. */
+function codeWorkflow(engine: Engine, name: string, path = 'workflow'): Workflow {
+  const wf = BUILT_IN.test(name) ? undefined : engine.runtime.registered(name);
+  if (wf) return wf;
+  const known = engine.runtime.names().filter((n) => !BUILT_IN.test(n));
+  const hint = BUILT_IN.test(name)
+    ? 'stored workflows start with POST /workflows/{id}/execute'
+    : known.length
+      ? `registered: ${known.join(', ')}`
+      : 'none is registered: start the server with --workflows <module>';
+  throw new ValidationError(path, `no code workflow is named '${name}' (${hint})`);
 }
