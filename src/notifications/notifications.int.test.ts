@@ -73,8 +73,8 @@ describe.each(backends)('notifications on $name', (backend) => {
       maxAttempts,
       backoff: { baseMs: 50, factor: 2, maxMs: 400, jitter: 0 },
     });
-    await n.start();
-    return { engine: t.engine, n };
+    const subscription = await n.start();
+    return { engine: t.engine, n, subscription };
   }
 
   async function hook(n: Notifications, answers: number[], input: Record<string, unknown>) {
@@ -137,7 +137,7 @@ describe.each(backends)('notifications on $name', (backend) => {
   });
 
   it('dead-letters a delivery after its attempts, and a dead delivery notifies nobody', async () => {
-    const { engine, n } = await setup(3);
+    const { engine, n, subscription } = await setup(3);
     const { r, id } = await hook(n, [500, 503, 502, 500], { events: ['run.failed', 'task.dead'] });
     const run = await engine.start(fails, { why: 'boom' });
     await ended(engine, run.id);
@@ -152,13 +152,8 @@ describe.each(backends)('notifications on $name', (backend) => {
       return tasks.length > 0 ? tasks : undefined;
     });
     expect(dead.map((t) => t.id)).toEqual([delivery!.taskId]);
-    // the dead delivery task was read by the subscription and passed over
-    await eventually(async () => {
-      const subs = await engine.operator.subscriptions();
-      const sub = subs.find((s) => s.name === NOTIFY_SUBSCRIPTION);
-      return sub !== undefined;
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // the subscription has read the dead delivery task's task.dead, and passed it over: no delivery of it
+    await subscription.idle();
     expect((await n.deliveries.list(id)).deliveries).toHaveLength(1);
     expect(r.received).toHaveLength(3);
   });

@@ -1,6 +1,7 @@
 import type { Backoff } from '../backoff.js';
 import type { Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
+import type { Subscriber } from '../journal/subscription.js';
 import type { Store } from '../storage/store.js';
 import { Deliveries, type Delivery, deliveryId, deliveryKey } from './deliveries.js';
 import { NOTIFY_QUEUE } from './events.js';
@@ -30,8 +31,8 @@ export interface Notifications {
   deliveries: Deliveries;
   /** Sends one `notification.test` event now (no retries), recorded as a delivery with its attempt. */
   test(id: string): Promise<Delivery>;
-  /** Starts the journal subscription and the delivery worker in this process. */
-  start(): Promise<void>;
+  /** Starts the journal subscription and the delivery worker in this process; resolves with the subscription. */
+  start(): Promise<Subscriber>;
 }
 
 /**
@@ -96,7 +97,7 @@ export function notifications(engine: Engine, store: Store, options: Notificatio
         backoff: options.backoff ?? { baseMs: 1000, factor: 2, maxMs: 600_000, jitter: 0.2 },
       });
       const { subscribe, handler } = intake(engine, registry, deliveries, { maxAttempts });
-      await engine.subscribe(
+      return engine.subscribe(
         NOTIFY_SUBSCRIPTION,
         { ...subscribe, from: 'end', ordered: false, ...(options.onError ? { onError: options.onError } : {}) },
         handler,
