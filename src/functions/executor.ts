@@ -34,7 +34,9 @@ export function functionWorkflow(deps: { registry: FunctionRegistry; allow: stri
     const fn = await deps.registry.get(run.function);
     const version = fn?.versions.find((v) => v.version === run.version);
     if (!fn || !version)
-      throw new TerminalError(`function '${run.function}' (version '${run.version}') is not registered`);
+      throw new TerminalError(
+        `function '${run.function}'${run.version ? ` (version '${run.version}')` : ''} is not registered`,
+      );
     const steps: Record<string, Memo> = {};
     const ask = (signal: AbortSignal, key: string, retry?: { id: string; attempt: number }) =>
       callFunction(

@@ -46,7 +46,7 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   const cancels = cancelReasons(engine, store);
   const functions = new Functions(engine, store, { allow: options.allow ?? [] });
   const interpreter = storedWorkflow({
-    functions: { workflow: functions.workflow, input: (name, input) => functions.input(name, input) },
+    functions: { workflow: functions.workflow, input: (name, input) => functions.childInput(name, input) },
     cancellation: (execution) => cancels.get(execution),
     secrets,
     allow: options.allow ?? [],
