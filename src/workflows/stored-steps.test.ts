@@ -51,6 +51,16 @@ describe('sleep, wait_for_event, map and workflow steps checked at save time', (
       /like/,
     ],
     [{ id: 'w', type: 'wait_for_event', config: { event: 'a b' } }, 'steps[0].config.event', /an event type/],
+    [
+      { id: 'w', type: 'wait_for_event', config: { event: 'paid', lookback: '5m' } },
+      'steps[0].config.lookback',
+      /with a match/,
+    ],
+    [
+      { id: 'w', type: 'wait_for_event', config: { event: 'paid', match: 'data.id == 1', lookback: '2d' } },
+      'steps[0].config.lookback',
+      /at most 24h/,
+    ],
     [{ id: 'c', type: 'workflow', config: { input: {} } }, 'steps[0].config.workflow', /required/],
     [map({ items: 'a, b' }), 'steps[0].config.items', /a list or a template/],
     [map({ concurrency: 0 }), 'steps[0].config.concurrency', /at least 1/],

@@ -215,7 +215,15 @@ export const waitForEventConfig = z
     /** At the timeout the output is null, or with `fail` the step fails. */
     on_timeout: z.literal('fail').optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    // the runtime's limits (runtime/pass/waits.ts): a look-back is for a wait by correlation, at most a day
+    if (config.lookback === undefined) return;
+    if (config.match === undefined)
+      ctx.addIssue({ code: 'custom', path: ['lookback'], message: 'is for a wait with a match' });
+    else if (durationProblem(config.lookback) === null && toMs(config.lookback) > 86_400_000)
+      ctx.addIssue({ code: 'custom', path: ['lookback'], message: 'must be at most 24h' });
+  });
 
 export const workflowConfig = z
   .object({

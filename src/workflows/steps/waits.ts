@@ -1,7 +1,8 @@
 import { toMs } from '../../duration.js';
 import { StepTimedOutError, TerminalError } from '../../errors.js';
 import type { Duration } from '../../duration.js';
-import type { WorkflowContext } from '../../runtime/workflow.js';
+import type { EventMatch } from '../../runtime/match.js';
+import type { WaitOptions, WorkflowContext } from '../../runtime/workflow.js';
 import { mask } from '../mask.js';
 import type { LeafStep } from '../schema.js';
 import { render } from '../template/render.js';
@@ -42,20 +43,16 @@ export async function sleepStep(
   return finish(run, ctx, step, async () => ({ until: new Date(at).toISOString() }));
 }
 
-/** What the runtime's wait takes: `match` and `lookback` once `ctx.waitForEvent` has them (see `waitFor`). */
-export interface EventWait {
-  timeout?: Duration;
-  match?: { path: string; value: unknown };
-  lookback?: Duration;
-}
-
 /**
- * Waits for event `event` (matching `match`, when given), or until `timeout`. The output is the event's payload, or
- * null at the timeout; with `on_timeout: 'fail'` the step fails instead (a StepTimedOutError naming the step).
+ * Waits for event `event` (`ctx.waitForEvent`), or until `timeout`: a signal of that name to the execution, or, with
+ * `match`, a business event of that type (`POST /events`) whose `data.<path>` equals the rendered value, by
+ * correlation (`lookback`: one that arrived that long before the wait began counts). The output is the event's
+ * payload (a business event's envelope), or null at the timeout; with `on_timeout: 'fail'` the step fails instead
+ * (a StepTimedOutError naming the step and the timeout).
  */
 export async function waitForEventStep(run: StoredRun, ctx: WorkflowContext, step: EventStep): Promise<unknown> {
   const { event, timeout, lookback, on_timeout: onTimeout } = step.config;
-  let match: EventWait['match'];
+  let match: EventMatch | undefined;
   if (step.config.match !== undefined) {
     const parsed = parseMatch(step.config.match);
     const derived = new Set<string>();
@@ -69,23 +66,19 @@ export async function waitForEventStep(run: StoredRun, ctx: WorkflowContext, ste
       for (const text of derived) run.hidden.add(text);
     }
   }
-  const options: EventWait = {
+  if (match !== undefined && (match.value === null || match.value === undefined))
+    return finish(run, ctx, step, () =>
+      Promise.reject(new TerminalError(`config.match: ${step.config.match} gave no value to match (null)`)),
+    );
+  const options: WaitOptions = {
     ...(timeout === undefined ? {} : { timeout }),
     ...(match ? { match } : {}),
     ...(lookback === undefined ? {} : { lookback }),
   };
-  const payload = await waitFor(ctx, event, options);
+  const payload = await ctx.waitForEvent(event, options);
   return finish(run, ctx, step, async () => {
     if (payload === null && onTimeout === 'fail')
       throw new StepTimedOutError(`wait_for_event ${step.id}: no ${event} event within ${timeout}`);
     return mask(payload, run.hidden);
   });
-}
-
-/**
- * The runtime's wait for an event. Until `ctx.waitForEvent` takes `match` and `lookback` (the lead's change to
- * runtime/), only the timeout is passed: any `event` signal to the execution resumes it.
- */
-function waitFor(ctx: WorkflowContext, event: string, options: EventWait): Promise<unknown> {
-  return ctx.waitForEvent(event, options.timeout === undefined ? {} : { timeout: options.timeout });
 }
