@@ -1,9 +1,10 @@
 import type { Backoff } from '../backoff.js';
 import type { Engine } from '../engine.js';
 import { NotFoundError } from '../errors.js';
+import { newId } from '../ids.js';
 import type { Subscriber } from '../journal/subscription.js';
 import type { Store } from '../storage/store.js';
-import { Deliveries, type Delivery, deliveryId, deliveryKey } from './deliveries.js';
+import { Deliveries, type Delivery, deliveryKey } from './deliveries.js';
 import { NOTIFY_QUEUE } from './events.js';
 import { intake } from './intake.js';
 import { NotificationRegistry } from './registry.js';
@@ -56,7 +57,7 @@ export function notifications(engine: Engine, store: Store, options: Notificatio
       const n = await registry.get(id);
       if (!n) throw new NotFoundError(`notification ${id} not found`);
       const now = await engine.operator.now();
-      const dlv = deliveryId(n.id, `test:${now}:${Math.random()}`);
+      const dlv = newId('dlv');
       const event = { type: 'notification.test', at: new Date(now).toISOString(), position: null, delivery_id: dlv };
       const body = JSON.stringify(renderBody(n.body, { event, run: null }));
       const key = deliveryKey(n.id, now, dlv);
