@@ -168,7 +168,7 @@ describe.each(backends)('runs waiting for business events, across kill -9 of run
     expect(count(await journal(client, 'order-o-1'), 'run.cancel_requested')).toBe(0);
   }, 60_000);
 
-  it('signal-with-start over HTTP: two racing calls start the run once, one signal; another workflow: 409', async () => {
+  it('signal-with-start over HTTP: two racing calls start the run once, one signal; another workflow 409', async () => {
     const database = await backend.create();
     const { served, client } = await server(database, mkdtempSync(join(tmpdir(), 'rl-event-waits-')));
     const post = async (id: string, body: unknown) => {
