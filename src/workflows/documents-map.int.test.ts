@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storedWorkflows } from '../app/workflows.js';
+import { startMockServices, type MockServices } from '../mock-services/index.js';
+import { backends } from '../testing/backends.js';
+import { eventually, testEngine } from '../testing/engine.js';
+
+const example = JSON.parse(readFileSync(new URL('../../examples/documents-map.json', import.meta.url), 'utf8'));
+
+describe.each(backends)('examples/documents-map.json against the mock services on $name', (backend) => {
+  let mock: MockServices;
+  beforeAll(async () => {
+    mock = await startMockServices({ speed: 20, seed: 11 });
+  });
+  afterAll(() => mock.close());
+
+  it('takes in ten documents three at a time; one refused of ten tolerated ends partial_success, in order', async () => {
+    const t = await testEngine(backend, { pollMs: 100 });
+    try {
+      const { definitions, executions } = storedWorkflows(t.engine, {
+        secretKey: randomBytes(32),
+        allow: ['127.0.0.1'],
+      });
+      const wf = await definitions.create(example);
+      // a number is no content: the intake service refuses it (422), that document's item fails for good
+      const documents = Array.from({ length: 10 }, (_, i) => ({ title: `Doc ${i}`, content: i === 4 ? 42 : `# ${i}` }));
+      const { execution_id } = await executions.execute(wf.id, { trigger_data: { services: mock.url, documents } });
+      const done = await eventually(async () => {
+        const r = await executions.get(wf.id, execution_id);
+        return ['success', 'partial_success', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
+      }, 60_000);
+      expect(done).toMatchObject({ status: 'partial_success', state: 'SOME_FAILED' });
+      const results = done.steps[0]!.output as { status: string; output?: { index: number; title: string } }[];
+      expect(results.map((r) => r.status)).toEqual(documents.map((_, i) => (i === 4 ? 'failed' : 'success')));
+      results.forEach((r, i) => {
+        if (i !== 4) expect(r.output).toMatchObject({ index: i, title: `Doc ${i}`, status: 'ready' });
+      });
+      expect(results[4]).toMatchObject({ step: 'submit', error: expect.stringMatching(/422/) });
+      expect(done.steps[1]).toMatchObject({ step_id: 'report', status: 'success' });
+      expect(mock.calls({ method: 'POST', path: '/v1/intake/sessions' })).toHaveLength(10);
+    } finally {
+      await t.close();
+    }
+  }, 90_000);
+});
