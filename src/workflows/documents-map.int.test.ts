@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedWorkflows } from '../app/workflows.js';
+import { createApp } from '../server/app.js';
 import { startMockServices, type MockServices } from '../mock-services/index.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -43,4 +44,39 @@ describe.each(backends)('examples/documents-map.json against the mock services o
       await t.close();
     }
   }, 90_000);
+
+  it('answers 400 naming each bad field of the new steps when a definition is saved', async () => {
+    const t = await testEngine(backend);
+    try {
+      const app = createApp({ engine: t.engine, workflows: storedWorkflows(t.engine, { secretKey: randomBytes(32) }) });
+      const documents = example.steps[0];
+      const definition = {
+        name: 'bad',
+        steps: [
+          { ...documents, config: { ...documents.config, items: 'not a list', concurrency: 0 } },
+          { id: 'nap', type: 'sleep', config: { until: 'tomorrow' } },
+          { id: 'paid', type: 'wait_for_event', config: { event: 'payment.received', match: 'order_id = 1' } },
+          { id: 'child', type: 'workflow', config: {} },
+        ],
+      };
+      const res = await app.fetch(
+        new Request('http://api/workflows', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(definition),
+        }),
+      );
+      expect(res.status).toBe(400);
+      const { problems } = ((await res.json()) as { error: { problems: { path: string }[] } }).error;
+      expect(problems.map((p) => p.path).sort()).toEqual([
+        'steps[0].config.concurrency',
+        'steps[0].config.items',
+        'steps[1].config.until',
+        'steps[2].config.match',
+        'steps[3].config.workflow',
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
 });
