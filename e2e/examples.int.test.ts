@@ -31,6 +31,10 @@ const EXPECTED: Record<string, [RegExp, RegExp]> = {
     /started invoice-o-7 pending\n\{ id: 'INV-o-7', total: 42 \}/,
     /started invoice-o-7 success/,
   ],
+  'order-payment.ts': [
+    /\{ order: '42', status: 'shipped', charged: 30, shipment: 'ship-42' \}[\s\S]*order 43: CancelledError/,
+    /\{ order: '42', status: 'shipped', charged: 30, shipment: 'ship-42' \}[\s\S]*order 43: CancelledError/,
+  ],
   'stored-workflow.ts': [
     /success \{ greeting: 'Hello ADA!', items: \[ 'latte', 'latte' \] \}/,
     /success \{ greeting: 'Hello ADA!'/,
