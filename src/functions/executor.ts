@@ -174,5 +174,6 @@ async function childInput(registry: FunctionRegistry, name: string, input: unkno
 }
 
 function describe(c: Command): string {
+  if (c.op === 'fail') return `fail (${c.error.name}: ${c.error.message})`;
   return 'id' in c ? `${c.op} '${c.id}'` : c.op;
 }
