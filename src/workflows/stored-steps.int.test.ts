@@ -221,6 +221,22 @@ describe.each(backends)('stored steps sleep, wait_for_event, map, workflow on $n
     expect(items.most()).toBeLessThanOrEqual(5);
   });
 
+  it('reruns from the step after a map without running the map again', async () => {
+    const items = await itemService((_path, body) => (body.n === 5 ? 400 : 200));
+    closers.push(items.close);
+    const base = mapOver(items.url, 1);
+    const last = { id: 'last', type: 'transform', config: { mapping: { x: '{{trigger.missing}}' } } };
+    const definition = { ...base, steps: [...base.steps, last] };
+    const { wid, eid } = await run(definition, { documents: documents.slice(0, 10) });
+    expect((await finished(wid, eid)).status).toBe('failed');
+    const rerun = await service.executions.rerun(wid, eid, { from_step: 'last', trigger_data: { missing: 1 } });
+    const done = await finished(wid, rerun.execution_id);
+    // its items partly failed in the first execution: the rerun that reuses them ends as partly done
+    expect(done.status).toBe('partial_success');
+    expect((done.steps[0]!.output as unknown[]).length).toBe(10);
+    expect(items.keys.size).toBe(10);
+  });
+
   it('fails the map when more items fail than tolerated', async () => {
     const fails = new Set([1, 2, 3, 4]);
     const items = await itemService((_path, body) => (fails.has(body.n) ? 400 : 200));

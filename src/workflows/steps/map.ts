@@ -67,8 +67,13 @@ export async function runMap(run: StoredRun, ctx: WorkflowContext, step: MapStep
     }
     return results;
   })) as ItemResult[];
-  if (recorded.some((r) => r.status === 'failed')) run.partial ??= step.id;
+  if (isPartialMap(recorded)) run.partial ??= step.id;
   return recorded;
+}
+
+/** Whether a map's output has a failed item (within its tolerance, or it would have failed). */
+export function isPartialMap(output: unknown): boolean {
+  return Array.isArray(output) && output.some((r) => (r as ItemResult | null)?.status === 'failed');
 }
 
 /** How many items may fail: `tolerated_failures`, or `tolerated_failure_percent` of the items (rounded down); else none. */

@@ -16,7 +16,7 @@ import { describeCondition, holds } from './condition.js';
 import { skipReason } from './guard.js';
 import { childId, childStep } from './child.js';
 import { plainItems } from './item.js';
-import { runMap } from './map.js';
+import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
 import { sleepStep, waitForEventStep } from './waits.js';
 
@@ -71,7 +71,7 @@ export function scopeOf(run: StoredRun): Scope {
  * step). A step the rerun reuses returns its recorded output and does nothing else.
  */
 async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinition, inBranch: boolean): Promise<void> {
-  const reused = step.type === 'parallel' || step.type === 'map' ? undefined : run.input.reuse?.[step.id];
+  const reused = step.type === 'parallel' ? undefined : run.input.reuse?.[step.id];
   if (reused) {
     const from = run.input.rerun_of?.execution_id;
     const output = await ctx.step(
@@ -83,6 +83,8 @@ async function runStep(run: StoredRun, ctx: WorkflowContext, step: StepDefinitio
       { input: { reused_from: from }, retry: { maxAttempts: 1 }, ...compensation(run, step) },
     );
     run.outputs[step.id] = { output };
+    // a reused map whose items partly failed: this execution ends as the one it reuses did
+    if (step.type === 'map' && isPartialMap(output)) run.partial ??= step.id;
     return;
   }
   if (step.state) await enter(run, ctx, step.state);
