@@ -46,7 +46,7 @@ export function sign(secret: string, body: string, seconds = Math.floor(Date.now
  */
 export async function callFunction(
   call: FunctionCall,
-  ctx: { allow: string[]; signal: AbortSignal; idempotencyKey: string },
+  ctx: { allow: string[]; signal: AbortSignal; idempotencyKey: string; reuse?: boolean },
 ): Promise<Command> {
   const { fn } = call;
   const body = JSON.stringify({

@@ -41,7 +41,7 @@ export function functionWorkflow(deps: { registry: FunctionRegistry; allow: stri
     const ask = (signal: AbortSignal, key: string, retry?: { id: string; attempt: number }) =>
       callFunction(
         { fn, version, runId: ctx.runId, input: run.input, steps, ...(retry ? { retry } : {}) },
-        { allow: deps.allow, signal, idempotencyKey: `${ctx.runId}:${key}` },
+        { allow: deps.allow, signal, idempotencyKey: `${ctx.runId}:${key}`, reuse: true },
       );
     for (let call = 1; ; call += 1) {
       const recorded = nextRecorded(ctx);

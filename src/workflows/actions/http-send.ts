@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as plainRequest, type ClientRequest, type OutgoingHttpHeaders } from 'node:http';
-import { request as tlsRequest } from 'node:https';
+import { Agent as HttpAgent, request as plainRequest, type ClientRequest, type OutgoingHttpHeaders } from 'node:http';
+import { Agent as TlsAgent, request as tlsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { TerminalError } from '../../errors.js';
 import { isAllowed, refusedReason } from './address.js';
@@ -102,9 +102,16 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /**
  * One exchange over a fresh connection (`agent: false`: a pooled socket could lead to another address
- * than the one just checked) to the pinned address. The Host header and the TLS servername stay the URL's host.
+ * than the one just checked) to the pinned address, or with `reuse` over a kept-alive one to that very address
+ * (see `pooled`). The Host header and the TLS servername stay the URL's host.
  */
-export function send(attempt: Attempt, pinned: Address, signal: AbortSignal, stopped: () => Error): Promise<Received> {
+export function send(
+  attempt: Attempt,
+  pinned: Address,
+  signal: AbortSignal,
+  stopped: () => Error,
+  reuse = false,
+): Promise<Received> {
   return new Promise<Received>((resolve, reject) => {
     if (signal.aborted) return reject(stopped());
     const { url } = attempt;
@@ -123,7 +130,8 @@ export function send(attempt: Attempt, pinned: Address, signal: AbortSignal, sto
       signal.removeEventListener('abort', onAbort);
       if (outcome instanceof Error) reject(outcome);
       else resolve(outcome);
-      request?.destroy();
+      // a whole answer leaves a pooled connection to its agent, for the next call to the same address
+      if (!(reuse && !(outcome instanceof Error) && !outcome.truncated)) request?.destroy();
     };
     const onAbort = (): void => finish(stopped());
     const failed = (error: Error): void =>
@@ -137,7 +145,7 @@ export function send(attempt: Attempt, pinned: Address, signal: AbortSignal, sto
       method: attempt.method,
       headers,
       lookup,
-      agent: false,
+      agent: reuse ? pooled(url.protocol, pinned, url.port) : false,
     });
     request.on('error', failed);
     request.on('response', (response) => {
@@ -171,6 +179,24 @@ export function send(attempt: Attempt, pinned: Address, signal: AbortSignal, sto
     });
     request.end(attempt.body);
   });
+}
+
+const agents = new Map<string, HttpAgent>();
+
+/**
+ * A keep-alive agent for one checked address: its sockets all lead there, so a reused one goes where the check
+ * allowed (the pool of a host name could lead to an address it resolved to before).
+ */
+function pooled(protocol: string, pinned: Address, port: string): HttpAgent {
+  const key = `${protocol}//${pinned.address}:${port}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    // an idle socket closes before a server's usual keep-alive timeout (Node's 5 s), so a reuse seldom meets a closed one
+    const options = { keepAlive: true, maxFreeSockets: 16, timeout: 4_000 };
+    agent = protocol === 'https:' ? new TlsAgent(options) : new HttpAgent(options);
+    agents.set(key, agent);
+  }
+  return agent;
 }
 
 /** Header names lower-cased; repeated headers (Set-Cookie too) joined with ', '. */

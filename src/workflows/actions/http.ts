@@ -30,6 +30,8 @@ export interface HttpContext {
   lookup?: (host: string) => Promise<{ address: string; family: 4 | 6 }[]>;
   /** The step attempt's trace context (tracing on): sent as `traceparent` unless the config sets one. */
   traceparent?: string;
+  /** Keep the connection for the next request to the same checked address (a function's calls); default: close it. */
+  reuse?: boolean;
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -75,7 +77,7 @@ export async function httpRequest(config: HttpRequestConfig, ctx: HttpContext): 
     for (let redirects = 0; ; redirects += 1) {
       checkUrl(attempt.url);
       const address = await resolveChecked(attempt, ctx, deadline.signal, stopped);
-      const received = await send(attempt, address, deadline.signal, stopped);
+      const received = await send(attempt, address, deadline.signal, stopped, ctx.reuse === true);
       const location = REDIRECTS.has(received.status) ? received.headers.location : undefined;
       if (location === undefined) return output(attempt, received);
       if (redirects === MAX_REDIRECTS)
