@@ -176,7 +176,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
       if (problem !== null) problems.push({ path: `${at}.url`, message: problem });
     }
     for (const [value, at] of templated) {
-      problems.push(...templateProblems(value, at));
+      problems.push(...templateProblems(value, at).map(outsideMap));
       const callbackAllowed = step.type === 'wait_for_callback' && at === `${path}.config`;
       if (!callbackAllowed && usesRoot(value, 'callback'))
         problems.push({ path: at, message: '{{callback.…}} exists only in the request of a wait_for_callback step' });
@@ -280,6 +280,12 @@ function where(definition: Definition, ref: string): string {
   if (definition.steps.some((s) => s.type === 'map' && s.config.steps.some((inner) => inner.id === ref)))
     return `refers to steps.${ref}, a step of a map: only the later steps of its item read it (after the map, read the map's output)`;
   return `refers to steps.${ref}, which runs later or in another branch`;
+}
+
+/** `{{item}}` outside a map's steps (inside, they are rewritten before this check): said as what it is. */
+function outsideMap(problem: Problem): Problem {
+  const root = /unknown root '(item|index)'/.exec(problem.message)?.[1];
+  return root ? { ...problem, message: `{{${root}}} exists only in the steps of a map` } : problem;
 }
 
 /** A state a step or rule names must be one of the workflow's `states.names`. */

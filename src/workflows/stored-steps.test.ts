@@ -81,6 +81,11 @@ describe('sleep, wait_for_event, map and workflow steps checked at save time', (
       /steps.later, which does not exist/,
     ],
     [map({ steps: [] }), 'steps[0].config.steps', /at least 1/],
+    [
+      { id: 'l', type: 'log', config: { message: 'n {{index}}' } },
+      'steps[0].config.message',
+      /^\{\{index\}\} exists only in the steps of a map$/,
+    ],
   ])('refuses %j at %s', (step, path, message) => {
     const found = problems(step);
     expect(found.map((p) => p.path)).toContain(path);
