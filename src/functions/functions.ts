@@ -50,15 +50,6 @@ export class Functions {
     return { runId: handle.id, function: started.function, version: started.version };
   }
 
-  /**
-   * A child run's input (a stored workflow's `function` step): like `input`, but a function not registered (now) is
-   * no error here, for a replay of a child that ran already needs none; a new child's run fails, naming it.
-   */
-  async childInput(name: string, input: unknown): Promise<FunctionInput> {
-    const fn = await this.registry.get(checkFunctionName(name, 'function'));
-    return { function: name, version: fn?.version ?? '', input: input ?? null };
-  }
-
   /** A run's input: the function and its newest version; NotFoundError when it is not registered. */
   async input(name: string, input: unknown): Promise<FunctionInput> {
     checkFunctionName(name, 'function');

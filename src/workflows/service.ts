@@ -7,6 +7,7 @@ import { Callbacks } from './callbacks.js';
 import { cancelReasons } from './cancel-reason.js';
 import { Definitions } from './definitions.js';
 import { Executions, pruneExecution } from './executions.js';
+import { childWorkflows } from './steps/child.js';
 import { executionAges } from './expiry.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
@@ -46,7 +47,8 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
   const cancels = cancelReasons(engine, store);
   const functions = new Functions(engine, store, { allow: options.allow ?? [] });
   const interpreter = storedWorkflow({
-    functions: { workflow: functions.workflow, input: (name, input) => functions.childInput(name, input) },
+    functions: { workflow: functions.workflow, input: (name, input) => functions.input(name, input) },
+    workflows: childWorkflows(definitions, (name) => engine.runtime.registered(name)),
     cancellation: (execution) => cancels.get(execution),
     secrets,
     allow: options.allow ?? [],

@@ -7,7 +7,7 @@ import { mask } from '../mask.js';
 import type { LeafStep } from '../schema.js';
 import { act, finish, type StoredRun } from './run.js';
 
-type ChildStep = Extract<LeafStep, { type: 'workflow' }>;
+type ChildStep = Extract<LeafStep, { type: 'workflow' | 'function' }>;
 
 /** What a `workflow` step starts: a stored workflow's execution, or a code workflow's run, by name. */
 export interface ChildWorkflows {
@@ -19,7 +19,7 @@ export interface ChildWorkflows {
 
 /** What the step journals before the child starts, so a replay starts the same child with the same input. */
 interface Planned {
-  kind: 'stored' | 'code';
+  kind: 'stored' | 'code' | 'function';
   name: string;
   input: unknown;
 }
@@ -61,9 +61,10 @@ export function childWorkflows(
 }
 
 /**
- * A child run (`ctx.child`) of a stored workflow (by id or name: an execution of its current version) or of a code
- * workflow (`code:<name>`); the step's output is the child's. The child's input is worked out in a step of its own
- * (`<id>:start`), so a replay starts the same version. The child fails → the step fails with its error.
+ * A child run (`ctx.child`) of a stored workflow (by id or name: an execution of its current version), of a code
+ * workflow (`code:<name>`), or (a `function` step) of a function's newest version; the step's output is the child's.
+ * The child's input is worked out in a step of its own (`<id>:start`), so a replay starts the same version without
+ * looking anything up. The child fails → the step fails with its error.
  */
 export async function childStep(
   run: StoredRun,
@@ -81,7 +82,12 @@ export async function childStep(
     // the step's own record says why no child started
     return finish(run, ctx, step, () => Promise.reject(error));
   }
-  const workflow = planned.kind === 'stored' ? run.workflow : children?.code(planned.name);
+  const workflow =
+    planned.kind === 'stored'
+      ? run.workflow
+      : planned.kind === 'function'
+        ? run.options.functions?.workflow
+        : children?.code(planned.name);
   if (!workflow)
     return finish(run, ctx, step, () =>
       Promise.reject(new TerminalError(`config.workflow: no code workflow '${planned.name}' is registered here`)),
@@ -110,10 +116,20 @@ function plan(
 ): Promise<Planned> {
   const children = run.options.workflows;
   const config = rendered as { workflow: string; input?: unknown } | undefined;
+  const { functions } = run.options;
   return ctx.step(
     `${step.id}:start`,
     () =>
       act(run, problem, async (): Promise<Planned> => {
+        if (step.type === 'function') {
+          if (!functions) throw new TerminalError('function steps are off here: the interpreter has no functions');
+          const called = rendered as { function: string; input?: unknown };
+          return {
+            kind: 'function',
+            name: called.function,
+            input: await functions.input(called.function, called.input),
+          };
+        }
         if (!children)
           throw new TerminalError('workflow steps are off here: the interpreter has no workflows to start');
         const ref = config!.workflow;

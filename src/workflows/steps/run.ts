@@ -14,7 +14,7 @@ import { NOT_CANCELLED } from '../cancel-reason.js';
 import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
 import { skipReason } from './guard.js';
-import { childId, childStep } from './child.js';
+import { childStep } from './child.js';
 import { plainItems } from './item.js';
 import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
@@ -153,10 +153,9 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
     );
   }
   if (step.type === 'wait_for_callback') return waitForCallback(run, ctx, step);
-  if (step.type === 'function') return startFunction(run, ctx, step.id, problem, rendered);
   if (step.type === 'sleep') return sleepStep(run, ctx, step, rendered, problem);
   if (step.type === 'wait_for_event') return waitForEventStep(run, ctx, step);
-  if (step.type === 'workflow') return childStep(run, ctx, step, rendered, problem);
+  if (step.type === 'workflow' || step.type === 'function') return childStep(run, ctx, step, rendered, problem);
   const action = ACTIONS[step.type as ActionType] as (
     config: unknown,
     ctx: Parameters<(typeof ACTIONS)['log']>[1],
@@ -182,22 +181,6 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
       ...compensation(run, step),
     },
   );
-}
-
-/** A `function` step: a child run of the function (its newest version), whose output is the step's. */
-async function startFunction(
-  run: StoredRun,
-  ctx: WorkflowContext,
-  id: string,
-  problem: unknown,
-  rendered: unknown,
-): Promise<unknown> {
-  const { functions } = run.options;
-  if (problem !== null || !functions)
-    return ctx.step(id, () => act(run, problem, () => Promise.reject(new TerminalError('functions are off here'))));
-  const config = rendered as { function: string; input?: unknown };
-  const input = await functions.input(config.function, config.input ?? null);
-  return mask(await ctx.child(functions.workflow, input, { id: childId(run, id) }), run.hidden);
 }
 
 /**
