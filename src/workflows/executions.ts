@@ -9,7 +9,7 @@ import type { Workflow } from '../runtime/workflow.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
-import { cancelReasons } from './cancel-reason.js';
+import type { cancelReasons } from './cancel-reason.js';
 import { fallbackFor } from './fallback.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import {
@@ -23,6 +23,8 @@ import {
 import { reuseForRerun, reuseForRetry } from './rerun.js';
 import { isTemplate, templateConflict } from './templates.js';
 import { rerunTimeouts } from './timeouts.js';
+import { matchValue, parseMatch } from './steps/configs.js';
+import { render } from './template/render.js';
 
 /** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
 export interface Executed {
@@ -181,6 +183,7 @@ export class Executions {
       ...(wf.messages ? { messages: wf.messages } : {}),
       ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
       ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
+      ...(wf.cancel_on ? { cancel_on: cancelOn(wf, trigger) } : {}),
     };
   }
 
@@ -196,6 +199,7 @@ export class Executions {
       id,
       ...(tx ? { tx } : {}),
       ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}),
+      ...(input.cancel_on ? { cancelOn: input.cancel_on } : {}),
       ...(traceparent ? { traceparent } : {}),
       also: (tx) => tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } }),
     });
@@ -364,4 +368,18 @@ export class Executions {
 export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
   if (run.workflow !== STORED_WORKFLOW) return;
   await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
+}
+
+/** The workflow's `cancel_on`, each match's value rendered with the trigger data: what the run's start records. */
+function cancelOn(wf: StoredWorkflow, trigger: unknown): NonNullable<ExecutionInput['cancel_on']> {
+  const scope = { trigger, steps: {}, secrets: {}, execution: { id: '' }, workflow: { id: wf.id } };
+  return (wf.cancel_on ?? []).map((c, i) => {
+    if (c.match === undefined) return { event: c.event };
+    const { path, value } = parseMatch(c.match);
+    try {
+      return { event: c.event, match: { path, value: matchValue(value, (text) => render(text, scope)) } };
+    } catch (error) {
+      throw new ValidationError(`cancel_on[${i}].match`, (error as Error).message);
+    }
+  });
 }

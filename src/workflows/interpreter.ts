@@ -27,6 +27,8 @@ export interface ExecutionInput {
   /** What a person is told by state and error class (read by the execution record, not by the steps). */
   messages?: Definition['messages'];
   timeout_seconds?: number;
+  /** The business events that cancel it, matches rendered at its start (see Executions). */
+  cancel_on?: Array<{ event: string; match?: { path: string; value: unknown } }>;
   /** Rerun automatically when it fails (see fallback.ts). */
   on_failure?: Definition['on_failure'];
   /** Steps this execution does not run again, by id (a rerun or a retry of failed branches). */

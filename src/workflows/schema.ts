@@ -7,6 +7,7 @@ import { unknownSecrets } from './secret-references.js';
 import { parameterProblems, parametersSchema } from './templates.js';
 import {
   callbackConfig,
+  cancelOnSchema,
   conditionSchema,
   errorRuleSchema,
   functionConfig,
@@ -124,6 +125,8 @@ export const definitionSchema = z
     states: statesSchema.optional(),
     on_error: z.array(errorRuleSchema).max(20).optional(),
     on_failure: onFailureSchema.optional(),
+    /** Business events (`POST /events`) that cancel an execution: `[{ event, match: 'data.order_id == {{trigger.id}}' }]`. */
+    cancel_on: cancelOnSchema.optional(),
     messages: messagesSchema.optional(),
     /** A template's parameters (`{{params.<name>}}` in its steps): it is instantiated, never executed. */
     parameters: parametersSchema.optional(),

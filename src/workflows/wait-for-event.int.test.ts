@@ -78,4 +78,25 @@ describe.each(backends)('a stored wait_for_event step resumed by a business even
     const done = await finished(wid, eid);
     expect(done.steps[0]!.output).toMatchObject({ id: 'evt-early', detail: { amount: 70 } });
   });
+
+  it('cancels an execution on a business event its cancel_on matches, rendered with its trigger data', async () => {
+    const wf = await workflows.definitions.create({
+      ...payment(),
+      name: 'cancel-on-order',
+      cancel_on: [{ event: 'order.cancelled', match: 'data.order_id == {{trigger.order_id}}' }],
+    });
+    const run = async (n: number) =>
+      (await workflows.executions.execute(wf.id, { trigger_data: { order_id: n } })).execution_id;
+    const [keep, cancel] = [await run(1), await run(2)];
+    await Promise.all([waiting(keep), waiting(cancel)]);
+    await events.events.put([{ source: 'shop', 'detail-type': 'order.cancelled', detail: { order_id: 2 } }]);
+    await eventually(async () => (await engine.run(cancel)).status === 'cancelled');
+    expect((await engine.run(keep)).status).toBe('waiting');
+    const bad = workflows.definitions.create({
+      ...payment(),
+      name: 'bad',
+      cancel_on: [{ event: 'x', match: 'order == 1' }],
+    });
+    await expect(bad).rejects.toThrow(/cancel_on\[0\]\.match/);
+  });
 });

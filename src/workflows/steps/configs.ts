@@ -191,25 +191,28 @@ export function matchValue(text: string, render: (template: string) => unknown):
   }
 }
 
+const eventType = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/, "an event type such as 'payment.received': letters, digits, . _ : -");
+
+const matchText = z
+  .string()
+  .max(1000)
+  .superRefine((text, ctx) => {
+    try {
+      parseMatch(text);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    }
+  });
+
+/** A definition's `cancel_on`: business events that cancel an execution, `match` rendered with its trigger data. */
+export const cancelOnSchema = z.array(z.object({ event: eventType, match: matchText.optional() }).strict()).max(10);
+
 export const waitForEventConfig = z
   .object({
-    event: z
-      .string()
-      .regex(
-        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/,
-        "an event type such as 'payment.received': letters, digits, . _ : -",
-      ),
-    match: z
-      .string()
-      .max(1000)
-      .superRefine((text, ctx) => {
-        try {
-          parseMatch(text);
-        } catch (error) {
-          ctx.addIssue({ code: 'custom', message: (error as Error).message });
-        }
-      })
-      .optional(),
+    event: eventType,
+    match: matchText.optional(),
     timeout: staticDuration.optional(),
     lookback: staticDuration.optional(),
     /** At the timeout the output is null, or with `fail` the step fails. */
