@@ -86,7 +86,7 @@ describe.each(backends)('runs waiting for business events, across kill -9 of run
     }
 
     const second = await server(database, dataDir);
-    await eventually(async () => (await statusOf(second.client, 'pay-o-1')) === 'success', 30_000);
+    await eventually(async () => (await statusOf(second.client, 'pay-o-1')) === 'success', 60_000);
     await resumedOnce(second.client, 'pay-o-1', 'evt-o-1');
     // the producer, unsure whether its event arrived, sends it again: stored once, taken once
     expect((await second.client.sendEvent(payment('o-1'))).duplicate).toBe(true);
@@ -138,7 +138,7 @@ describe.each(backends)('runs waiting for business events, across kill -9 of run
     );
     await restarting;
     const { client } = current;
-    await allIn(client, ids, 'success');
+    await allIn(client, ids, 'success', 90_000);
     // every event again, as a producer replaying its outbox would: stored before, nothing resumes twice
     const again = await Promise.all(orders.map((o) => client.sendEvent(payment(o))));
     expect(again.every((e) => e.duplicate)).toBe(true);
