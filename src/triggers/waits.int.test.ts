@@ -24,6 +24,15 @@ const order = workflow(
   async (ctx) => ctx.sleep('forever', '1h'),
 );
 
+// two waits for one event type side by side, each for its own document
+const both = workflow('both-docs', async (ctx) => {
+  const wait = (doc: string) => (c: typeof ctx) =>
+    c.waitForEvent<{ detail: { doc: string } }>('doc.done', { match: { path: 'doc', value: doc }, timeout: '1m' });
+  const { a, b } = await ctx.parallel('docs', { a: wait('a'), b: wait('b') });
+  const doc = (r: typeof a) => (r.status === 'success' ? r.output?.detail.doc : r.error.message);
+  return { a: doc(a), b: doc(b) };
+});
+
 const badMatch = workflow('bad-match', async (ctx) => ctx.waitForEvent('x', { match: 'input.nope == data.id' }));
 
 describe.each(backends)('runs waiting for business events on $name', (backend) => {
@@ -40,7 +49,7 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    engine.register(payment, order, badMatch);
+    engine.register(payment, order, badMatch, both);
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [] });
     service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
@@ -96,5 +105,31 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
     await expect(engine.start(order, { other: 1 } as never)).rejects.toThrow(
       /cancelOn\[0\]\.match: 'input.order_id' is not in the run's input/,
     );
+  });
+  it('gives each of two waits for one event type only the event its match names, whichever waits first', async () => {
+    const run = await engine.start(both, {});
+    await waiting(run.id);
+    await put('doc.done', { doc: 'b' });
+    // the wait for b takes it; the wait for a, first in call order, must not
+    await eventually(async () =>
+      (await engine.journal.readStream(`run:${run.id}`)).some((e) => e.type === 'wait.completed'),
+    );
+    await put('doc.done', { doc: 'a' });
+    expect(await run.result()).toEqual({ a: 'a', b: 'b' });
+  });
+
+  it('passes over an event for a run retention deleted: the waits of other runs still get theirs', async () => {
+    const gone = await engine.start(order, { order_id: 5 });
+    await waiting(gone.id);
+    await engine.cancel(gone.id);
+    await expect(gone.result()).rejects.toBeInstanceOf(CancelledError);
+    await eventually(async () => (await engine.store.taskStats()).every((q) => q.running + q.ready === 0));
+    const [pruned] = await engine.retention.prune({ runs: 0 }, { pauseMs: 0 });
+    expect(pruned!.runs).toBe(1);
+    await put('order.cancelled', { order_id: 5 });
+    const paid = await engine.start(payment, { order_id: 6 });
+    await waiting(paid.id);
+    await put('payment.received', { order_id: 6, amount: 60 });
+    expect(await paid.result()).toMatchObject({ amount: 60 });
   });
 });

@@ -1,5 +1,5 @@
 import type { Engine } from '../engine.js';
-import { ConflictError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import { RUN_EVENT } from '../runtime/events.js';
 import { fieldOf, matchKey, type EventMatch } from '../runtime/match.js';
@@ -65,13 +65,13 @@ export class EventWaits {
       const key = keyOf(type, path === '' ? null : { path, value });
       const row = (await tx.projectionGet({ name: INDEX, key })) as { waiting: Waiting[] } | undefined;
       if (!row) continue;
-      for (const w of row.waiting) {
-        if (!w.cancel) await this.send(w.run, envelope, tx);
-        else
-          await this.engine
-            .cancel(w.run, { reason: `event ${type} ${envelope.id}`, tx })
-            .catch((error) => (error instanceof ConflictError ? undefined : Promise.reject(error)));
-      }
+      // a run retention deleted (NotFoundError) or that ended (a cancel's ConflictError) takes nothing: thrown, it would
+      // block this ordered subscription, and with it every wait and cancel
+      for (const w of row.waiting)
+        await (w.cancel
+          ? this.engine.cancel(w.run, { reason: `event ${type} ${envelope.id}`, tx })
+          : this.send(w.run, envelope, tx)
+        ).catch((error) => (gone(error) ? undefined : Promise.reject(error)));
       await tx.projectionDelete({ name: INDEX, key });
     }
   }
@@ -119,4 +119,8 @@ export class EventWaits {
 
 function keyOf(type: string, match: EventMatch | null): string {
   return match ? `${type}\u001f${match.path}\u001f${matchKey(match.value)}` : `${type}\u001f\u001f`;
+}
+
+function gone(error: unknown): boolean {
+  return error instanceof NotFoundError || error instanceof ConflictError;
 }

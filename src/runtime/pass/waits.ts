@@ -1,6 +1,6 @@
 import { toMs } from '../../duration.js';
 import { ValidationError } from '../../errors.js';
-import { resolveMatch, type EventMatch } from '../match.js';
+import { fieldOf, matchKey, resolveMatch, type EventMatch } from '../match.js';
 import type { NewEvent, Store } from '../../storage/store.js';
 import { rebuild, Suspension, type FailureData } from './calls.js';
 import { RUN_EVENT } from '../events.js';
@@ -73,7 +73,8 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, spec: Wait
   host.checkLive();
   // chosen before any await, so parallel waits for one name take signals in call order
   const signal = h.signals.find(
-    (s) => s.name === name && !h.consumed.has(s.version) && !host.claimedSignals.has(s.version),
+    (s) =>
+      s.name === name && !h.consumed.has(s.version) && !host.claimedSignals.has(s.version) && takes(spec, s.payload),
   );
   if (signal) host.claimedSignals.add(signal.version);
   const started = h.find(seq, RUN_EVENT.waitStarted)?.data as { deadline: number | null } | undefined;
@@ -92,6 +93,17 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, spec: Wait
     return null;
   }
   throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * Whether a wait takes a signal: any signal sent to the run by its name, but a business event (an envelope of type
+ * `name`, sent by triggers/ to every run whose wait or cancel matches it) only when its field matches this wait's,
+ * so of two waits for one type side by side, neither takes the other's event.
+ */
+function takes(spec: WaitSpec, payload: unknown): boolean {
+  if (!spec.match || typeof payload !== 'object' || payload === null || !('detail-type' in payload)) return true;
+  const detail = (payload as { detail?: unknown }).detail;
+  return matchKey(fieldOf(detail, spec.match.path)) === matchKey(spec.match.value);
 }
 
 export async function runChild(
