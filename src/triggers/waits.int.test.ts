@@ -33,6 +33,19 @@ const both = workflow('both-docs', async (ctx) => {
   return { a: doc(a), b: doc(b) };
 });
 
+// two payments of one order, one after the other, each wait looking back 10 minutes
+const twice = workflow('two-payments', async (ctx, _input: { order_id: number }) => {
+  const wait = () =>
+    ctx.waitForEvent<{ id: string }>('payment.received', {
+      match: 'data.order_id == input.order_id',
+      timeout: '15s',
+      lookback: '10m',
+    });
+  const first = await wait();
+  const second = await wait();
+  return [first?.id ?? null, second?.id ?? null];
+});
+
 const badMatch = workflow('bad-match', async (ctx) => ctx.waitForEvent('x', { match: 'input.nope == data.id' }));
 
 describe.each(backends)('runs waiting for business events on $name', (backend) => {
@@ -49,7 +62,7 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    engine.register(payment, order, badMatch, both);
+    engine.register(payment, order, badMatch, both, twice);
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [] });
     service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
@@ -131,5 +144,20 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
     await waiting(paid.id);
     await put('payment.received', { order_id: 6, amount: 60 });
     expect(await paid.result()).toMatchObject({ amount: 60 });
+  });
+  it('a second wait whose lookback finds only the event its run already took waits for the next one', async () => {
+    const run = await engine.start(twice, { order_id: 8 });
+    await waiting(run.id);
+    const [first] = await put('payment.received', { order_id: 8, amount: 1 }, 'evt-first');
+    await eventually(async () =>
+      (await engine.journal.readStream(`run:${run.id}`)).some((e) => e.type === 'wait.completed'),
+    );
+    await eventually(
+      async () =>
+        (await engine.journal.readStream(`run:${run.id}`)).filter((e) => e.type === 'wait.started').length === 2,
+    );
+    await put('payment.received', { order_id: 8, amount: 2 }, 'evt-second');
+    expect(first!.created).toBe(true);
+    expect(await run.result()).toEqual(['evt-first', 'evt-second']);
   });
 });

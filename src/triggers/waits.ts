@@ -48,8 +48,9 @@ export class EventWaits {
     if (event.type === RUN_EVENT.waitStarted) {
       const wait = event.data as Started;
       if (!wait.match) return;
-      const early = wait.lookback ? await this.lookback(event, wait.name, wait.match, wait.lookback, tx) : null;
-      if (early) return void (await this.send(run, early, tx));
+      // the oldest event in the lookback this run was not sent yet: one an earlier wait of the run took is a duplicate
+      const early = wait.lookback ? await this.lookback(event, wait.name, wait.match, wait.lookback, tx) : [];
+      for (const envelope of early) if (!(await this.send(run, envelope, tx)).duplicate) return;
       return this.add(tx, wait.name, wait.match, { run });
     }
     for (const c of (event.data as RunStarted).cancelOn ?? [])
@@ -76,7 +77,7 @@ export class EventWaits {
     }
   }
 
-  private send(run: string, envelope: Envelope, tx: Store): Promise<unknown> {
+  private send(run: string, envelope: Envelope, tx: Store): Promise<{ duplicate: boolean }> {
     return this.engine.signal(run, envelope['detail-type'], envelope, { idempotencyKey: `event:${envelope.id}`, tx });
   }
 
@@ -93,27 +94,26 @@ export class EventWaits {
     if (!paths.includes(path)) await tx.projectionPut({ name: PATHS, key: type, value: { paths: [...paths, path] } });
   }
 
-  /** The oldest event of `type` matching, received at most `ms` before the wait and before it in the journal. */
+  /** The events of `type` matching, oldest first, received at most `ms` before the wait and before it in the journal. */
   private async lookback(wait: StoredEvent, type: string, match: EventMatch, ms: number, tx: Store) {
     const since = new Date(wait.timestamp - ms).toISOString();
     let before = indexKey(wait.position);
-    let found: Envelope | null = null;
+    const found: Envelope[] = [];
     for (let read = 0; read < LOOKBACK_ROWS; ) {
       const page = await tx.projectionList({ name: EVENT_INDEX, before, backwards: true, limit: 200 });
-      for (const { key, value } of page) {
+      for (const { value } of page) {
         const summary = value as EventSummary;
-        if (summary.received_at < since) return found;
+        if (summary.received_at < since) return found.reverse();
         if (summary['detail-type'] !== type) continue;
         const [received] = await this.journal.readStream(eventStream(summary.id), { limit: 1, tx });
         const envelope = received?.data as Envelope | undefined;
-        if (envelope && matchKey(fieldOf(envelope.detail, match.path)) === matchKey(match.value)) found = envelope;
-        before = key;
+        if (envelope && matchKey(fieldOf(envelope.detail, match.path)) === matchKey(match.value)) found.push(envelope);
       }
       read += page.length;
-      if (page.length < 200) return found;
+      if (page.length < 200) break;
       before = page[page.length - 1]!.key;
     }
-    return found;
+    return found.reverse();
   }
 }
 
