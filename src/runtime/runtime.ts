@@ -206,27 +206,31 @@ export class Runtime {
 
   /**
    * Signal-with-start: starts run `id` of `wf` with `input` unless it exists, and sends it signal `name`, in one
-   * transaction (a concurrent start of the same id makes one of them find it). `started`: this call started it.
+   * transaction (a concurrent start of the same id makes one of them find it). `started`: this call started it. A run
+   * of `id` that is of another workflow, or has ended, is a ConflictError and nothing is written.
    */
   async signalWithStart(
     id: string,
     wf: Workflow,
     input: unknown,
     signal: { name: string; payload: unknown; idempotencyKey?: string },
-  ): Promise<{ started: boolean; duplicate: boolean; workflow: string }> {
+  ): Promise<{ started: boolean; duplicate: boolean }> {
     checkName('id', id, 200);
     return this.store.transaction(async (tx) => {
-      const before = await readRunView(tx, id);
       let started = false;
-      if (!before)
+      if (!(await readRunView(tx, id)))
         // nested: a concurrent start that took the id first leaves this transaction whole, and this one signals it
         started = await tx
           .transaction((nested) => this.starts.in(nested, wf, input, { id }).then(() => true))
           .catch((error) => (error instanceof ConflictError ? false : Promise.reject(error)));
+      const run = await this.stored(id, tx);
+      if (run.workflow !== wf.name)
+        throw new ConflictError(`run ${id} exists and is a run of '${run.workflow}', not '${wf.name}'`);
+      if (isTerminal(run.status))
+        throw new ConflictError(`run ${id} has already ended (${run.status}): nothing waits for '${signal.name}'`);
       const { name, payload, idempotencyKey } = signal;
       const sent = await this.signal(id, name, payload, { tx, ...(idempotencyKey ? { idempotencyKey } : {}) });
-      const now = before ?? (await this.stored(id, tx));
-      return { started, duplicate: sent.duplicate, workflow: now.workflow };
+      return { started, duplicate: sent.duplicate };
     });
   }
 

@@ -11,7 +11,7 @@ import { runStream } from '../runtime/pass/history.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { type WorkflowService } from '../workflows/service.js';
+import type { WorkflowService } from '../workflows/service.js';
 import { storedWorkflows } from '../app/workflows.js';
 import { mount } from './app.js';
 import { controlRoutes } from './routes/control.js';
@@ -23,6 +23,8 @@ const approval = workflow('approval', async (ctx, input: { user: string }) => {
   const answer = await ctx.waitForEvent<{ ok: boolean }>('decision');
   return { user: input.user, ok: answer?.ok ?? false };
 });
+
+const slow = workflow('slow', async (ctx) => ctx.sleep('nap', '1h'));
 
 describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
   let engine: Engine;
@@ -37,7 +39,7 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hold`;
-    const t = await testEngine(backend, { workflows: [approval], pollMs: 100 });
+    const t = await testEngine(backend, { workflows: [approval, slow], pollMs: 100 });
     engine = t.engine;
     service = storedWorkflows(engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
     const agents = sessions(engine, engine.store, {
@@ -123,6 +125,15 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     const events = await engine.journal.readStream(runStream('sws-2'));
     expect(events.filter((e) => e.type === RUN_EVENT.runStarted)).toHaveLength(1);
     expect(events.filter((e) => e.type === RUN_EVENT.signalSent)).toHaveLength(2);
+    // an ended run, or a run of another workflow under the id: 409, and nothing is journaled
+    const ended = await call('POST', '/runs/sws-1/signal', { name: 'decision', start });
+    expect(ended.status).toBe(409);
+    await engine.start(slow, {}, { id: 'sws-3' });
+    const wrong = await call('POST', '/runs/sws-3/signal', { name: 'decision', start });
+    expect(wrong.status).toBe(409);
+    const signals = async (id: string) =>
+      (await engine.journal.readStream(runStream(id))).filter((e) => e.type === RUN_EVENT.signalSent).length;
+    expect([await signals('sws-1'), await signals('sws-3')]).toEqual([1, 0]);
     const other = await call('POST', '/runs/sws-2/signal', { name: 'x', start: { workflow: 'nope' } });
     expect(other.status).toBe(400);
     expect(other.body.error.problems[0].path).toBe('start.workflow');
@@ -133,7 +144,7 @@ describe.each(backends)('runs controlled over HTTP on %s', (backend) => {
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.problems[0]).toMatchObject({
       path: 'workflow',
-      message: expect.stringMatching(/no code workflow is named 'nope' \(registered: approval\)/),
+      message: expect.stringMatching(/no code workflow is named 'nope' \(registered: approval, slow\)/),
     });
     expect((await call('POST', '/runs', { workflow: 'runledger.stored' })).body.error.message).toMatch(
       /POST \/workflows\/\{id\}\/execute/,

@@ -125,8 +125,6 @@ export function controlRoutes(engine: Engine): Route[] {
             ...signal,
             ...key,
           });
-          if (sent.workflow !== wf.name)
-            throw new ConflictError(`run ${params.id} exists and is a run of '${sent.workflow}', not '${wf.name}'`);
           return { run_id: params.id!, name: body.name, started: sent.started };
         }
         const run = await view(params.id!);
