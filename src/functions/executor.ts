@@ -37,7 +37,8 @@ export function functionWorkflow(deps: { registry: FunctionRegistry; allow: stri
       throw new TerminalError(
         `function '${run.function}'${run.version ? ` (version '${run.version}')` : ''} is not registered`,
       );
-    const steps: Record<string, Memo> = {};
+    // no prototype: a step id is the endpoint's to choose, `constructor` or `__proto__` as much as any other
+    const steps: Record<string, Memo> = Object.create(null);
     const ask = (signal: AbortSignal, key: string, retry?: { id: string; attempt: number }) =>
       callFunction(
         { fn, version, runId: ctx.runId, input: run.input, steps, ...(retry ? { retry } : {}) },
@@ -86,7 +87,7 @@ async function fresh(ctx: WorkflowContext, call: number, steps: Record<string, M
     if (error instanceof TerminalError) throw error;
     throw new PassAborted(error);
   }
-  if ('id' in command && command.id in steps)
+  if ('id' in command && Object.hasOwn(steps, command.id))
     throw new NonDeterminismError(
       `run ${ctx.runId}: the function's call ${call} is ${command.op} '${command.id}', an id its earlier calls used: ids name one call each`,
     );

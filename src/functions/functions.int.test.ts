@@ -75,7 +75,7 @@ async function run(handler: Handler, call: Call): Promise<object> {
   const step: Step = {
     run: async (id, fn) => {
       if (command) stop();
-      if (id in call.steps) return recorded(id) as never;
+      if (Object.hasOwn(call.steps, id)) return recorded(id) as never;
       const attempt = call.step?.id === id ? call.step.attempt : 1;
       let data: unknown;
       try {
@@ -86,9 +86,12 @@ async function run(handler: Handler, call: Call): Promise<object> {
       }
       return stop({ op: 'step', id, data });
     },
-    sleep: async (id, duration) => void (id in call.steps ? recorded(id) : stop({ op: 'sleep', id, duration })),
-    wait: async (id, timeout) => (id in call.steps ? recorded(id) : stop({ op: 'wait_for_event', id, timeout })),
-    invoke: async (id, fn, input) => (id in call.steps ? recorded(id) : stop({ op: 'child', id, function: fn, input })),
+    sleep: async (id, duration) =>
+      void (Object.hasOwn(call.steps, id) ? recorded(id) : stop({ op: 'sleep', id, duration })),
+    wait: async (id, timeout) =>
+      Object.hasOwn(call.steps, id) ? recorded(id) : stop({ op: 'wait_for_event', id, timeout }),
+    invoke: async (id, fn, input) =>
+      Object.hasOwn(call.steps, id) ? recorded(id) : stop({ op: 'child', id, function: fn, input }),
   };
   try {
     const data = await handler(call.input, step);
@@ -164,6 +167,18 @@ describe.each(backends)('durable functions on $name', (backend) => {
       'step.started',
       'step.completed',
     ]);
+  });
+
+  it('takes step ids that are names of Object.prototype (constructor, __proto__) like any other', async () => {
+    const { engine, functions } = await setup();
+    await serve(functions, 'protos', async (_input, step) => {
+      const a = await step.run('constructor', () => 'a');
+      const b = await step.run('__proto__', () => 'b');
+      const c = await step.run('toString', () => 'c');
+      return [a, b, c];
+    });
+    const { runId } = await functions.start('protos', {});
+    expect(await ended(engine, runId)).toMatchObject({ status: 'success', output: ['a', 'b', 'c'] });
   });
 
   it('retries a step that raised (attempt 2 sees attempt 2), and records a TerminalError at once for the handler to catch', async () => {
