@@ -169,6 +169,18 @@ describe.each(backends)('durable functions on $name', (backend) => {
     ]);
   });
 
+  it('keeps every version of racing registrations of one function (a deploy registering several at once)', async () => {
+    const { functions } = await setup();
+    const secret = randomBytes(16).toString('hex');
+    const register = (version: string) =>
+      functions.registry.register({ name: 'racy', url: 'http://127.0.0.1:9/fn', secret, version });
+    await register('v0');
+    const versions = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8'];
+    await Promise.all(versions.map(register));
+    const info = await functions.registry.info('racy');
+    expect(info.versions.map((v) => v.version).sort()).toEqual(['v0', ...versions]);
+  });
+
   it('takes step ids that are names of Object.prototype (constructor, __proto__) like any other', async () => {
     const { engine, functions } = await setup();
     await serve(functions, 'protos', async (_input, step) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { toMs, type Duration } from '../duration.js';
-import { NotFoundError, RunledgerError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
 import { checkUrl } from '../workflows/actions/http-send.js';
@@ -11,6 +11,8 @@ const VERSION = /^[A-Za-z0-9._-]{1,64}$/;
 const PAGE = 100;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRIES = 3;
+/** Changes of one function made at once: each tries again when another went first (see `changing`). */
+const MAX_ATTEMPTS = 20;
 
 /** What `POST /functions` takes: a function endpoint, one version of it. */
 export interface FunctionRegistration {
@@ -61,7 +63,7 @@ export class FunctionRegistry {
   /** Adds (or replaces) a version and makes it the one new runs start on; `secret` is set when one was generated. */
   async register(registration: FunctionRegistration): Promise<{ info: FunctionInfo; secret?: string }> {
     const r = checkRegistration(registration);
-    return this.store.transaction(async (tx) => {
+    return this.changing(r.name, async (tx, expectedVersion) => {
       const previous = await this.read(tx, r.name);
       const now = await tx.now();
       const generated = r.secret === undefined && previous === undefined ? randomBytes(32).toString('hex') : undefined;
@@ -78,7 +80,7 @@ export class FunctionRegistry {
         updatedAt: now,
       };
       const data = { name: r.name, version: r.version, url: r.url };
-      await this.journal.append(`function:${r.name}`, [{ type: 'function.registered', data }], { tx });
+      await this.journal.append(`function:${r.name}`, [{ type: 'function.registered', data }], { tx, expectedVersion });
       await tx.projectionPut({ name: PROJECTION, key: r.name, value: record });
       return { info: infoOf(record), ...(generated ? { secret: generated } : {}) };
     });
@@ -110,11 +112,30 @@ export class FunctionRegistry {
 
   /** Deletes a function and all its versions; NotFoundError when there is none. */
   async delete(name: string): Promise<void> {
-    await this.store.transaction(async (tx) => {
+    await this.changing(name, async (tx, expectedVersion) => {
       if (!(await this.read(tx, name))) throw new NotFoundError(`function ${name} not found`);
-      await this.journal.append(`function:${name}`, [{ type: 'function.deleted', data: { name } }], { tx });
+      const deleted = [{ type: 'function.deleted', data: { name } }];
+      await this.journal.append(`function:${name}`, deleted, { tx, expectedVersion });
       await tx.projectionDelete({ name: PROJECTION, key: name });
     });
+  }
+
+  /**
+   * `change` in a transaction that appends to the function's stream at the version it read: two changes racing on
+   * PostgreSQL (READ COMMITTED: both read the record before either writes) would each write the record they read,
+   * the later one dropping the other's version; the append of the later fails (ConflictError), and it is made again.
+   */
+  private async changing<T>(name: string, change: (tx: Store, expectedVersion: number) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.transaction(async (tx) => {
+          const [last] = await this.journal.readStream(`function:${name}`, { backwards: true, limit: 1, tx });
+          return change(tx, last?.version ?? 0);
+        });
+      } catch (error) {
+        if (!(error instanceof ConflictError) || attempt >= MAX_ATTEMPTS) throw error;
+      }
+    }
   }
 
   private async read(store: Store, name: string): Promise<FunctionRecord | undefined> {
