@@ -5,6 +5,7 @@ import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { functionCommands } from './functions.js';
 import { mockServicesCommands } from './mock-services.js';
+import { notificationCommands } from './notifications.js';
 import { operatorCommands } from './operator.js';
 import { databaseOf } from './options.js';
 import { opsCommands } from './ops.js';
@@ -50,6 +51,7 @@ export function cliProgram(out: Output = stdout()): Command {
   batchCommands(program, out);
   templateCommands(program, out);
   functionCommands(program, out);
+  notificationCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
   agentCommands(program, line);
