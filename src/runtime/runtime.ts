@@ -260,13 +260,15 @@ export class Runtime {
   async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
     const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
     if (!started || started.type !== RUN_EVENT.runStarted) throw new NotFoundError(`run ${id} not found`);
-    const from = started.data as { workflow: string; version?: string; input: unknown };
+    const from = started.data as { workflow: string; version?: string; input: unknown; cancelOn?: unknown };
     const next = newId('run');
     await this.store.transaction(async (tx) => {
       const data = {
         workflow: from.workflow,
         ...(from.version ? { version: from.version } : {}),
         input: from.input,
+        // the business events that cancel it cancel the restarted run too
+        ...(from.cancelOn ? { cancelOn: from.cancelOn } : {}),
         orderingKey: null,
         deadline: null,
         parent: null,

@@ -183,7 +183,7 @@ export class Executions {
       ...(wf.messages ? { messages: wf.messages } : {}),
       ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
       ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
-      ...(wf.cancel_on ? { cancel_on: cancelOn(wf, trigger) } : {}),
+      ...(wf.cancel_on ? { cancel_on: wf.cancel_on } : {}),
     };
   }
 
@@ -199,7 +199,7 @@ export class Executions {
       id,
       ...(tx ? { tx } : {}),
       ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}),
-      ...(input.cancel_on ? { cancelOn: input.cancel_on } : {}),
+      ...(input.cancel_on ? { cancelOn: cancelOn(input, id) } : {}),
       ...(traceparent ? { traceparent } : {}),
       also: (tx) => tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } }),
     });
@@ -370,10 +370,19 @@ export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
   await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
 }
 
-/** The workflow's `cancel_on`, each match's value rendered with the trigger data: what the run's start records. */
-function cancelOn(wf: StoredWorkflow, trigger: unknown): NonNullable<ExecutionInput['cancel_on']> {
-  const scope = { trigger, steps: {}, secrets: {}, execution: { id: '' }, workflow: { id: wf.id } };
-  return (wf.cancel_on ?? []).map((c, i) => {
+/** The execution's `cancel_on`, each match's value rendered with its trigger data and id: what its start records. */
+function cancelOn(
+  input: ExecutionInput,
+  id: string,
+): Array<{ event: string; match?: { path: string; value: unknown } }> {
+  const scope = {
+    trigger: input.trigger_data,
+    steps: {},
+    secrets: {},
+    execution: { id },
+    workflow: { id: input.workflow_id },
+  };
+  return (input.cancel_on ?? []).map((c, i) => {
     if (c.match === undefined) return { event: c.event };
     const { path, value } = parseMatch(c.match);
     try {

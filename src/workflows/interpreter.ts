@@ -27,8 +27,8 @@ export interface ExecutionInput {
   /** What a person is told by state and error class (read by the execution record, not by the steps). */
   messages?: Definition['messages'];
   timeout_seconds?: number;
-  /** The business events that cancel it, matches rendered at its start (see Executions). */
-  cancel_on?: Array<{ event: string; match?: { path: string; value: unknown } }>;
+  /** The business events that cancel it, as its definition says them (Executions renders each match at its start). */
+  cancel_on?: Definition['cancel_on'];
   /** Rerun automatically when it fails (see fallback.ts). */
   on_failure?: Definition['on_failure'];
   /** Steps this execution does not run again, by id (a rerun or a retry of failed branches). */
