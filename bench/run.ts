@@ -27,6 +27,8 @@ import { benchWorkflows, type WorkflowSizes } from './workflows.js';
 import { benchWake, type WakeSizes } from './wake.js';
 import { benchLongSteps, LONG_STEPS } from './long-steps.js';
 import { benchFunctions } from './functions.js';
+import { benchEventMatch, EVENT_MATCH_SHORT, EVENT_MATCH_SIZES } from './event-match.js';
+import { benchNotify, type NotifySizes } from './notify.js';
 
 const SIZES = {
   appends: 5_000,
@@ -49,6 +51,8 @@ const WORKFLOW_SIZES: WorkflowSizes = {
 const STORED_EXECUTIONS = 500;
 /** Runs of the 10-step function and of the 10-step TypeScript workflow each, one at a time (bench/functions.ts). */
 const FUNCTION_RUNS = 100;
+/** Runs failed, each delivered to a loopback webhook, 10 at a time (bench/notify.ts). */
+const NOTIFY_SIZES: NotifySizes = { runs: 200, inFlight: 10 };
 const AGENT_SIZES: AgentSizes = { events: 1_000, conversations: 100, posters: 16, idle: 50 };
 const WAKE_SIZES: WakeSizes = { events: 10_000, wakes: 20 };
 const CHAT_SIZES: ChatSizes = {
@@ -105,7 +109,11 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
   }
 }
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, 'growth-events': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, 'growth-events': { type: 'string' }, long: { type: 'boolean' } },
+});
+/** 10,000 waiting runs and 1,000 events with --long (the issue's size); a tenth of the runs otherwise. */
+const eventMatchSizes = values.long ? EVENT_MATCH_SIZES : EVENT_MATCH_SHORT;
 const growthSizes = {
   ...GROWTH_SIZES,
   ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}),
@@ -169,6 +177,12 @@ for (const backend of backends) {
   console.error(
     `  ${backend} a function's step over HTTP: +${functions.http_function_step_p50_ms.toFixed(2)} ms (p50), +${functions.http_function_step_p99_ms.toFixed(2)} ms (p99)`,
   );
+  const eventMatch = await withDatabase(backend, (database) => benchEventMatch(database, eventMatchSizes));
+  console.error(
+    `  ${backend} event_match_p99_ms: ${eventMatch.event_match_p99_ms!.toFixed(1)} (p50 ${eventMatch.event_match_p50_ms!.toFixed(1)})`,
+  );
+  const notify = await withDatabase(backend, (database) => benchNotify(database, NOTIFY_SIZES));
+  console.error(`  ${backend} notify_delivery_p99_ms: ${notify.notify_delivery_p99_ms!.toFixed(1)}`);
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -179,6 +193,8 @@ for (const backend of backends) {
     ...rounded(wake),
     ...rounded(longSteps),
     ...rounded(functions),
+    ...rounded(eventMatch),
+    ...rounded(notify),
   };
 }
 if (backends.includes('postgres')) {
