@@ -46,6 +46,10 @@ const twice = workflow('two-payments', async (ctx, _input: { order_id: number })
   return [first?.id ?? null, second?.id ?? null];
 });
 
+const brief = workflow('brief-wait', async (ctx, input: { order_id: number }) =>
+  ctx.waitForEvent('payment.received', { match: { path: 'order_id', value: input.order_id }, timeout: 2000 }),
+);
+
 const badMatch = workflow('bad-match', async (ctx) => ctx.waitForEvent('x', { match: 'input.nope == data.id' }));
 
 describe.each(backends)('runs waiting for business events on $name', (backend) => {
@@ -62,7 +66,7 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
   beforeEach(async () => {
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
-    engine.register(payment, order, badMatch, both, twice);
+    engine.register(payment, order, brief, badMatch, both, twice);
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
     const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [] });
     service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
@@ -159,5 +163,14 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
     await put('payment.received', { order_id: 8, amount: 2 }, 'evt-second');
     expect(first!.created).toBe(true);
     expect(await run.result()).toEqual(['evt-first', 'evt-second']);
+  });
+
+  it('takes a wait out of its index when it ends without an event (its timeout): no row is left behind', async () => {
+    const row = () =>
+      engine.store.projectionGet({ name: 'event-wait', key: 'payment.received\u001forder_id\u001f4242' });
+    const run = await engine.start(brief, { order_id: 4242 });
+    await eventually(async () => (await row()) !== undefined);
+    expect(await run.result()).toBeNull();
+    await eventually(async () => (await row()) === undefined);
   });
 });

@@ -9,7 +9,13 @@ import { EVENT_INDEX, EVENT_RECEIVED, eventStream, indexKey, type Envelope, type
 /** The subscription that hands business events to the runs waiting for them (`waitForEvent` with `match`, `cancelOn`). */
 export const EVENT_WAITS_SUBSCRIPTION = 'triggers.event-waits';
 /** What it reads: events received, waits begun with a match, runs started with `cancelOn`. */
-export const EVENT_WAITS_TYPES = [EVENT_RECEIVED, RUN_EVENT.waitStarted, RUN_EVENT.runStarted];
+export const EVENT_WAITS_TYPES = [
+  EVENT_RECEIVED,
+  RUN_EVENT.waitStarted,
+  RUN_EVENT.waitCompleted,
+  RUN_EVENT.waitTimedOut,
+  RUN_EVENT.runStarted,
+];
 
 /** Key `<type>␟<path>␟<value>` (U+001F: PostgreSQL text holds no NUL; path and value empty: any event of the type) → its runs. */
 const INDEX = 'event-wait';
@@ -53,6 +59,10 @@ export class EventWaits {
       for (const envelope of early) if (!(await this.send(run, envelope, tx)).duplicate) return;
       return this.add(tx, wait.name, wait.match, { run });
     }
+    if (event.type === RUN_EVENT.waitCompleted || event.type === RUN_EVENT.waitTimedOut) {
+      const wait = event.data as Started;
+      return wait.match ? this.remove(tx, wait.name, wait.match, run) : undefined;
+    }
     for (const c of (event.data as RunStarted).cancelOn ?? [])
       await this.add(tx, c.event, c.match, { run, cancel: true });
   }
@@ -92,6 +102,17 @@ export class EventWaits {
       ((await tx.projectionGet({ name: PATHS, key: type })) as { paths: string[] } | undefined)?.paths ?? [];
     const path = match?.path ?? '';
     if (!paths.includes(path)) await tx.projectionPut({ name: PATHS, key: type, value: { paths: [...paths, path] } });
+  }
+
+  /** A wait that ended (its event came, or its timeout): its run leaves the key's row, and an empty row goes. */
+  private async remove(tx: Store, type: string, match: EventMatch, run: string): Promise<void> {
+    const key = keyOf(type, match);
+    const row = (await tx.projectionGet({ name: INDEX, key })) as { waiting: Waiting[] } | undefined;
+    if (!row) return;
+    const waiting = row.waiting.filter((w) => w.cancel || w.run !== run);
+    if (waiting.length === row.waiting.length) return;
+    if (waiting.length === 0) await tx.projectionDelete({ name: INDEX, key });
+    else await tx.projectionPut({ name: INDEX, key, value: { waiting } });
   }
 
   /** The events of `type` matching, oldest first, received at most `ms` before the wait and before it in the journal. */

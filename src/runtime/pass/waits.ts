@@ -82,14 +82,16 @@ export async function runWait(host: WaitHost, seq: Seq, name: string, spec: Wait
   // a wait with a match is indexed by triggers/ from this event: the events it takes are sent to it as signals `name`
   const matching = spec.match ? { match: spec.match, lookback: spec.lookbackMs ?? 0 } : {};
   if (!started) await host.write([{ type: RUN_EVENT.waitStarted, data: { seq, name, deadline, ...matching } }]);
+  // the end of a wait with a match names it, so triggers/ takes the wait out of its index
+  const ended = spec.match ? { match: spec.match } : {};
   if (signal) {
     await host.write([
-      { type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload } },
+      { type: RUN_EVENT.waitCompleted, data: { seq, name, signal: signal.version, payload: signal.payload, ...ended } },
     ]);
     return signal.payload;
   }
   if (deadline !== null && host.now() >= deadline) {
-    await host.write([{ type: RUN_EVENT.waitTimedOut, data: { seq, name } }]);
+    await host.write([{ type: RUN_EVENT.waitTimedOut, data: { seq, name, ...ended } }]);
     return null;
   }
   throw new Suspension(deadline ?? Number.POSITIVE_INFINITY);
