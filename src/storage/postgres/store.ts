@@ -43,7 +43,7 @@ export async function openPostgresStore(
   options: { poolSize?: number; migrate?: boolean } = {},
 ): Promise<Store> {
   if (options.migrate !== false) await migrate(url);
-  const pool = createPool(url, options.poolSize ?? 20);
+  const pool = createPool(url, options.poolSize ?? 10);
   const listener = new Listener(url);
   // pg sets a client's backend pid (not in its types) when it connects
   const pid = (client: pg.PoolClient) => (client as unknown as { processID: number }).processID;
