@@ -89,7 +89,8 @@ async function fresh(ctx: WorkflowContext, call: number, steps: Record<string, M
   }
   if ('id' in command && Object.hasOwn(steps, command.id))
     throw new NonDeterminismError(
-      `run ${ctx.runId}: the function's call ${call} is ${command.op} '${command.id}', an id its earlier calls used: ids name one call each`,
+      `run ${ctx.runId}: the function's call ${call} is ${command.op} '${command.id}', ` +
+        'an id its earlier calls used: ids name one call each',
     );
   return command;
 }
@@ -118,7 +119,8 @@ async function runStep(
               });
         if (c.op !== 'step' || c.id !== name) {
           ends = new NonDeterminismError(
-            `run ${ctx.runId}: the journal has step '${name}' at call ${call}; the function's next call is ${describe(c)}`,
+            `run ${ctx.runId}: the journal has step '${name}' at call ${call}; ` +
+              `the function's next call is ${describe(c)}`,
           );
           throw new TerminalError(ends.message);
         }
