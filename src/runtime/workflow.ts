@@ -3,6 +3,7 @@ import { checkVersion, sourceVersion } from './start/versions.js';
 import type { Duration } from '../duration.js';
 import type { Match } from './match.js';
 import type { CancelOn } from './start/start.js';
+import type { FlowOptions, RateLimitUse, Usage } from './flow.js';
 
 export interface StepContext {
   /** Stable for this run and step across retries and crashes: pass it to side effects. */
@@ -49,6 +50,8 @@ export interface StepOptions<T> {
    * mid-compensation runs it again, so pass `ctx.idempotencyKey` on to what it calls.
    */
   compensate?: (output: T, ctx: StepContext) => Promise<unknown>;
+  /** Named rate limits the step takes before it runs; it waits durably (no worker held) for a free slot. */
+  rateLimit?: RateLimitUse | RateLimitUse[];
 }
 
 /**
@@ -204,6 +207,13 @@ export interface WorkflowContext {
    * if (processed >= 1000) return ctx.continueAsNew({ cursor });
    */
   continueAsNew(input: unknown, options?: { workflow?: Workflow }): Promise<never>;
+  /**
+   * Reports what the run used (model tokens, cost, tool calls), journaled; the run's totals count against its
+   * budget, checked before each step.
+   *
+   * @example await ctx.usage({ tokens: answer.usage.totalTokens, cost: 0.002 });
+   */
+  usage(used: Usage): Promise<void>;
 }
 
 const PARTIAL = Symbol('runledger.partial');
@@ -236,6 +246,8 @@ export interface Workflow<I = any, O = any> {
   readonly onDeadline?: 'fail' | 'cancel';
   /** Business events that cancel its runs (see WorkflowOptions). */
   readonly cancelOn?: CancelOn[];
+  /** Its runs' flow control by default (see FlowOptions). */
+  readonly flow?: FlowOptions;
 }
 
 export interface WorkflowOptions {
@@ -257,6 +269,12 @@ export interface WorkflowOptions {
    * `[{ event: 'order.cancelled', match: 'data.order_id == input.order_id' }]`. A start may give its own.
    */
   cancelOn?: CancelOn[];
+  /** Keyed concurrency limits of its runs (see ConcurrencyLimit). */
+  concurrency?: FlowOptions['concurrency'];
+  priority?: FlowOptions['priority'];
+  throttle?: FlowOptions['throttle'];
+  debounce?: FlowOptions['debounce'];
+  budget?: FlowOptions['budget'];
 }
 
 /**

@@ -209,6 +209,7 @@ export class Pass {
       patched: (id) => this.patches.patched(id),
       deprecatePatch: (id) => this.patches.deprecatePatch(id),
       continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
+      usage: () => Promise.reject(new Error('ctx.usage is being built (issue 40)')),
       now: () =>
         call('value', 'now', (seq) =>
           recordValue(this.waitHost, seq, 'now', () => this.o.clock.now()),

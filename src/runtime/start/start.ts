@@ -9,6 +9,7 @@ import type { ReplayCache } from '../pass/cache.js';
 import { RUN_EVENT } from '../events.js';
 import { History, runStream, type Seq } from '../pass/history.js';
 import { resolveMatch, type EventMatch, type Match } from '../match.js';
+import type { FlowOptions } from '../flow.js';
 import { admitTurn } from './turns.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -33,6 +34,14 @@ export interface StartOptions {
   also?: (tx: Store) => Promise<void>;
   /** Business events that cancel the run (see CancelOn); default: its workflow's. */
   cancelOn?: CancelOn[];
+  /** Flow control of this run; each field given replaces its workflow's (see FlowOptions). */
+  concurrency?: FlowOptions['concurrency'];
+  priority?: FlowOptions['priority'];
+  throttle?: FlowOptions['throttle'];
+  debounce?: FlowOptions['debounce'];
+  budget?: FlowOptions['budget'];
+  /** The run's first pass is not begun before this time (ms): it waits with status `waiting`. */
+  notBefore?: number;
 }
 
 /**
