@@ -109,6 +109,26 @@ export class StepTimedOutError extends RunledgerError {
   override name = 'StepTimedOutError';
 }
 
+/**
+ * A run passed its budget (tokens, cost, tool calls, steps or wall time) and was not allowed more: the run fails, its
+ * compensations run. The message names the budget and the figures.
+ *
+ * @example new BudgetExceededError('tokens', 41_200, 40_000, 'budget: 41,200 of 40,000 tokens')
+ */
+export class BudgetExceededError extends TerminalError {
+  // TerminalError's code is typed as its own literal; the value is this error's
+  override readonly code = 'budget_exceeded' as 'terminal';
+  override name = 'BudgetExceededError';
+  constructor(
+    readonly budget: string,
+    readonly used: number,
+    readonly limit: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** An error as the journal records it: `Name: message`. */
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);

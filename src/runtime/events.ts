@@ -100,6 +100,17 @@ export const runEventTable = {
   pollFailed: { type: 'poll.failed', kind: 'poll', terminal: false, view: 'the poll step failed' },
   pollTimedOut: { type: 'poll.timed_out', kind: 'poll', terminal: false, view: 'the poll step timed_out' },
   stateChanged: { type: 'state.changed', kind: 'state', terminal: false, view: 'the business state' },
+  /** `ctx.usage`: what the run used (`used`) and its running totals (`totals`), at the call's position. */
+  usageRecorded: { type: 'value.usage', kind: 'value', terminal: false, view: 'the run usage totals' },
+  /** The run passed its budget: `onExceed: 'approve'` waits for a decision (`round` names the wait). */
+  budgetExceeded: {
+    type: 'budget.exceeded',
+    kind: 'budget',
+    terminal: false,
+    view: 'waiting for approval, its reason (approve); none (fail: run.failed follows)',
+  },
+  /** A person's decision on a budget wait (`by`), and the budget from then on (`budget`). */
+  budgetDecided: { type: 'budget.decided', kind: 'budget', terminal: false, view: 'running, the budget' },
 } as const satisfies Record<string, { type: string; kind: string; terminal: boolean; view: string }>;
 
 /** The events of an ordering key's stream (`ordering:<key>`): runs waiting for their turn. */

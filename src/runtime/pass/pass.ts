@@ -10,7 +10,7 @@ import {
 import type { Journal } from '../../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../../storage/store.js';
 import { branchResults, runAttempt, Suspension } from './calls.js';
-import type { EntryKind, History, Seq } from './history.js';
+import { runStream, type EntryKind, type History, type Seq } from './history.js';
 import { pollSchedule, runPoll } from './poll.js';
 import { runNode, runStep, type StepHost } from './steps.js';
 import type { RunView } from '../read/view.js';
@@ -23,6 +23,8 @@ import { withRecorded } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { cancelCompensation } from './confirm.js';
 import { deadlineCancel } from './deadline.js';
+import { BudgetGate, budgetOf } from './budget.js';
+import { RUN_EVENT } from '../events.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, waitSpec, type WaitHost } from './waits.js';
 
 export type Outcome =
@@ -110,6 +112,7 @@ export class Pass {
       stop: (reason) => this.fail(new PassAborted(new Error(reason))),
     });
     this.cancelled = o.history.cancelRequested;
+    this.budgeted = budgetOf(o.history) !== null;
     this.writer = new RunWriter(o, (error) => {
       if (error instanceof LeaseLostError) this.lost.abort(error);
       this.stop.abort(error);
@@ -209,7 +212,7 @@ export class Pass {
       patched: (id) => this.patches.patched(id),
       deprecatePatch: (id) => this.patches.deprecatePatch(id),
       continueAsNew: (input, options = {}) => this.continueAsNew(input, options.workflow ?? null),
-      usage: () => Promise.reject(new Error('ctx.usage is being built (issue 40)')),
+      usage: (used) => call('value', 'usage', (seq) => this.budget.record(seq, used)),
       now: () =>
         call('value', 'now', (seq) =>
           recordValue(this.waitHost, seq, 'now', () => this.o.clock.now()),
@@ -240,6 +243,30 @@ export class Pass {
       }),
     );
     return branchResults(names, settled);
+  }
+
+  private madeBudget: BudgetGate | undefined;
+  private readonly budgeted: boolean;
+
+  /** The run's usage totals and budget, made on the first call that needs them. */
+  private get budget(): BudgetGate {
+    return (this.madeBudget ??= new BudgetGate(
+      {
+        history: this.o.history,
+        write: (events) => this.write(events),
+        now: () => this.o.clock.now(),
+        checkLive: () => this.ensureNotCancelled(),
+        budgetEvents: async () =>
+          (
+            await this.o.journal.readStream(runStream(this.runId), {
+              fromVersion: this.o.history.started?.version ?? 1,
+              limit: 1_000_000,
+            })
+          ).filter((e) => e.type === RUN_EVENT.budgetExceeded || e.type === RUN_EVENT.budgetDecided),
+        fail: (error) => this.fail(error),
+      },
+      budgetOf(this.o.history),
+    ));
   }
 
   private madeWaitHost: WaitHost | undefined;
@@ -334,7 +361,9 @@ export class Pass {
       return Promise.reject(error);
     }
     if (counted) this.inFlight += 1;
-    return work(seq).then(
+    // a new step, poll or child call of a run with a budget starts once the budget allows it
+    const gated = !entry && this.budgeted && this.budget.gates(kind);
+    return (gated ? this.budget.before(kind).then(() => work(seq)) : work(seq)).then(
       (value) => {
         if (counted) this.done();
         return value;

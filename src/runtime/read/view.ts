@@ -3,6 +3,7 @@ import { KeptViews } from '../../journal/kept.js';
 import type { ErrorClass } from '../../observe/error-class.js';
 import type { Store, StoredEvent } from '../../storage/store.js';
 import type { Seq } from '../pass/history.js';
+import type { Budget } from '../flow.js';
 import { RUN_EVENT } from '../events.js';
 import { versionTag } from '../start/versions.js';
 import { apply, compareSeq, newView } from './apply.js';
@@ -103,6 +104,12 @@ export interface RunView {
   generation?: number;
   /** The run's `ctx.patched(id)` decisions in this generation: true, it took the new branch. */
   patches?: Record<string, boolean>;
+  /** What the run reported it used (`ctx.usage` totals); absent until it reports anything. */
+  usage?: { tokens: number; cost: number; toolCalls: number };
+  /** The run's budget: its start's, grown by each approval; absent when it has none. */
+  budget?: Budget;
+  /** The budget wait a person decides (`POST /runs/{id}/budget/approve`), while the run waits for one. */
+  budgetWait?: { round: number; reason: string } | null;
   /** As stored: how many pages of ended steps are kept apart from the view (`readRunView` joins them). */
   stepPages?: number;
   createdAt: number;
@@ -164,6 +171,9 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.runCancelled,
       RUN_EVENT.runContinued,
       RUN_EVENT.patchRecorded,
+      RUN_EVENT.usageRecorded,
+      RUN_EVENT.budgetExceeded,
+      RUN_EVENT.budgetDecided,
     ],
     async (events, tx) => {
       // a transaction may append to one run more than once: its views are read once

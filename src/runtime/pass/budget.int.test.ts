@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../engine.js';
+import { backends } from '../../testing/backends.js';
+import { eventually, testEngine } from '../../testing/engine.js';
+import { RUN_EVENT } from '../events.js';
+import { workflow } from '../workflow.js';
+import { decideBudget } from './budget-decision.js';
+import { runStream } from './history.js';
+
+let failures = 0;
+const metered = workflow('budget-metered', async (ctx) => {
+  await ctx.usage({ tokens: 100 });
+  await ctx.sleep('pause', 20);
+  await ctx.usage({ tokens: 50, cost: 0.01 });
+  await ctx.step('flaky', async () => {
+    if (failures++ === 0) throw new Error('once');
+    return 'ok';
+  });
+  await ctx.usage({ toolCalls: 2 });
+  return 'done';
+});
+
+const undone: string[] = [];
+const capped = workflow('budget-steps', { budget: { steps: 2 } }, async (ctx) => {
+  await ctx.step('one', async () => 1, { compensate: async () => void undone.push('one') });
+  await ctx.step('two', async () => 2);
+  await ctx.step('three', async () => {
+    undone.push('three ran');
+    return 3;
+  });
+});
+
+const approval = workflow('budget-approve', { budget: { tokens: 100, onExceed: 'approve' } }, async (ctx) => {
+  await ctx.step('ask', async () => 'answer');
+  await ctx.usage({ tokens: 150 });
+  return ctx.step('after', async () => 'went on');
+});
+
+const badUsage = workflow('budget-bad-usage', async (ctx) => {
+  await ctx.usage({ tokens: -1 });
+});
+
+describe.each(backends)('budgets on $name', (backend) => {
+  let engine: Engine;
+  let close = async () => {};
+  beforeAll(async () => {
+    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, badUsage] }));
+  });
+  afterAll(() => close());
+
+  it('keeps usage totals across passes and replays, counting each report once', async () => {
+    failures = 0;
+    const run = await engine.start(metered, null);
+    expect(await run.result()).toBe('done');
+    const view = await engine.run(run.id);
+    expect(view.usage).toEqual({ tokens: 150, cost: 0.01, toolCalls: 2 });
+    expect(view.budget).toBeUndefined();
+    const events = await engine.journal.readStream(runStream(run.id));
+    const usage = events.filter((e) => e.type === RUN_EVENT.usageRecorded).map((e) => e.data);
+    // three reports, though the code ran from the top four times (the sleep, the retry)
+    expect(usage).toHaveLength(3);
+    expect(usage.at(-1)).toMatchObject({ totals: { tokens: 150, cost: 0.01, toolCalls: 2 } });
+    expect(failures).toBe(2);
+  });
+
+  it('fails a run over its steps cap, naming the figures, and runs its compensations', async () => {
+    undone.length = 0;
+    const run = await engine.start(capped, null);
+    await expect(run.result()).rejects.toThrow('budget: 3 of 2 steps');
+    const view = await engine.run(run.id);
+    expect(view.status).toBe('failed');
+    expect(view.error).toBe('BudgetExceededError: budget: 3 of 2 steps');
+    expect(view.compensations).toEqual({ ran: 1, failed: 0 });
+    expect(undone).toEqual(['one']);
+    expect(view.steps.map((s) => s.name)).toEqual(['one', 'two']);
+  });
+
+  it('waits for approval over its tokens cap: approved, it goes on with the budget extended', async () => {
+    const run = await engine.start(approval, null);
+    const waiting = await eventually(async () => {
+      const view = await engine.run(run.id);
+      return view.status === 'waiting' ? view : undefined;
+    });
+    expect(waiting.waitingFor).toBe('budget: 150 of 100 tokens — approve to continue');
+    expect(waiting.budgetWait).toEqual({ round: 1, reason: waiting.waitingFor });
+    expect(waiting.steps.map((s) => s.name)).toEqual(['ask']);
+    await decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'ana' });
+    expect(await run.result()).toBe('went on');
+    const view = await engine.run(run.id);
+    expect(view.budget).toEqual({ tokens: 200, onExceed: 'approve' });
+    expect(view.usage).toEqual({ tokens: 150, cost: 0, toolCalls: 0 });
+    expect(view.waitingFor ?? null).toBeNull();
+    const decided = (await engine.journal.readStream(runStream(run.id))).filter(
+      (e) => e.type === RUN_EVENT.budgetDecided,
+    );
+    expect(decided.map((e) => e.data)).toMatchObject([{ round: 1, decision: 'approve', by: 'ana' }]);
+    // nothing waits for a decision now
+    await expect(decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'ana' })).rejects.toThrow(
+      'is not waiting for a budget decision',
+    );
+  });
+
+  it('fails a run waiting for approval when a person rejects it', async () => {
+    const run = await engine.start(approval, null);
+    await eventually(async () => (await engine.run(run.id)).status === 'waiting');
+    await expect(
+      decideBudget(engine.runtime, run.id, { decision: 'reject', by: 'bob', extend: { tokens: 5 } }),
+    ).rejects.toThrow('extend: is for an approval');
+    await decideBudget(engine.runtime, run.id, { decision: 'reject', by: 'bob' });
+    await expect(run.result()).rejects.toThrow('budget: 150 of 100 tokens — rejected by bob');
+    const view = await engine.run(run.id);
+    expect(view.status).toBe('failed');
+    expect(view.steps.map((s) => s.name)).toEqual(['ask']);
+  });
+
+  it('approves with an extension that is too small: the run waits again, in a new round', async () => {
+    const run = await engine.start(approval, null);
+    await eventually(async () => (await engine.run(run.id)).status === 'waiting');
+    await expect(
+      decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'ana', extend: { tokens: -5 } }),
+    ).rejects.toThrow('extend.tokens');
+    await decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'ana', extend: { tokens: 10 } });
+    const again = await eventually(async () => {
+      const view = await engine.run(run.id);
+      return view.budgetWait?.round === 2 ? view : undefined;
+    });
+    expect(again.waitingFor).toBe('budget: 150 of 110 tokens — approve to continue');
+    await decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'cy', extend: { tokens: 1000 } });
+    expect(await run.result()).toBe('went on');
+    expect((await engine.run(run.id)).budget?.tokens).toBe(1110);
+  });
+
+  it('refuses a bad usage report, naming the field', async () => {
+    const run = await engine.start(badUsage, null);
+    await expect(run.result()).rejects.toThrow('usage.tokens: must be a number from 0 to 1e15 (got -1)');
+  });
+});
