@@ -11,6 +11,7 @@ import { readConformance } from './conformance-reads.js';
 import { appendConformance } from './conformance-appends.js';
 import { processConformance } from './conformance-processes.js';
 import { projectionConformance } from './conformance-projections.js';
+import { rateConformance } from './conformance-rates.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -46,6 +47,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   readConformance({ store: () => store });
   appendConformance({ store: () => store });
   processConformance({ store: () => store });
+  rateConformance({ store: () => store, openAnother });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

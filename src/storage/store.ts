@@ -1,4 +1,5 @@
 import type { StoreDiagnosis } from './maintenance.js';
+import type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 import type { ProcessesEnded, ProcessInfo, ProcessRegistration } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
 import type { AgentLedgerStore } from './store-agents.js';
@@ -22,6 +23,7 @@ export type {
   StreamInfo,
 } from './store-events.js';
 export type { ParkedEvent, ParkedStatus, Subscription } from './store-subscriptions.js';
+export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -114,6 +116,22 @@ export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLe
    * out. Lease tokens still fence a process that was only paused.
    */
   processExpire(p: { processes: Array<{ id: string; heartbeatAt: number | null }> }): Promise<ProcessesEnded>;
+
+  /** Creates or changes a named rate limit (see rates.ts); its buckets keep their state, the new rate applies at once. */
+  rateLimitPut(p: { name: string; limit: number; periodMs: number; key: string | null }): Promise<RateLimitRow>;
+  rateLimitGet(p: { name: string }): Promise<RateLimitRow | undefined>;
+  rateLimitList(): Promise<RateLimitRow[]>;
+  /** Deletes the limit and its buckets; false when there was none. */
+  rateLimitDelete(p: { name: string }): Promise<boolean>;
+  /**
+   * Takes `units` of every bucket named, all or none, on the database clock, exact across processes. With
+   * `takeId`, the answer is recorded in the same transaction, and asking again with that id returns it unchanged.
+   */
+  rateTake(p: { takeId?: string; uses: RateUse[] }): Promise<RateTakeResult>;
+  /** Makes `until` the bucket's next free slot at the earliest: every taker of the limit waits (a 429's Retry-After). */
+  rateDefer(p: { name: string; key: string; until: number }): Promise<void>;
+  /** Charges `units` more to the bucket, whatever its room: what a call really used, known after it. */
+  rateCharge(p: RateUse): Promise<void>;
 }
 
 /**

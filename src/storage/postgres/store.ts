@@ -16,6 +16,7 @@ import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
+import * as rates from './rates.js';
 import * as tasks from './tasks.js';
 
 const NOW = prepared('now', 'SELECT rl_now_ms() AS now');
@@ -353,6 +354,34 @@ class PostgresStore implements Store {
     if (ended.subscriptions > 0) this.wake('events', ['']);
     return ended;
   };
+  rateLimitPut: Store['rateLimitPut'] = (p) => rates.rateLimitPut(this.db, p);
+  rateLimitGet: Store['rateLimitGet'] = (p) => rates.rateLimitGet(this.db, p);
+  rateLimitList: Store['rateLimitList'] = () => rates.rateLimitList(this.db);
+  rateLimitDelete: Store['rateLimitDelete'] = (p) =>
+    this.inTransaction(
+      (tx) => tx.rateLimitDelete(p),
+      (db) => rates.rateLimitDelete(db, p),
+    );
+  rateTake: Store['rateTake'] = (p) =>
+    this.inTransaction(
+      (tx) => tx.rateTake(p),
+      (db) => rates.rateTake(db, p),
+    );
+  rateDefer: Store['rateDefer'] = (p) =>
+    this.inTransaction(
+      (tx) => tx.rateDefer(p),
+      (db) => rates.rateDefer(db, p),
+    );
+  rateCharge: Store['rateCharge'] = (p) =>
+    this.inTransaction(
+      (tx) => tx.rateCharge(p),
+      (db) => rates.rateCharge(db, p),
+    );
+
+  /** Several statements that must hold together: in this transaction (atomic among its other callers), or a new one. */
+  private inTransaction<T>(outside: (tx: Store) => Promise<T>, inside: (db: Db) => Promise<T>): Promise<T> {
+    return this.tx ? this.db.atomic(inside) : this.transaction(outside);
+  }
 }
 
 /** The URL as shown by `runledger status`: the password never leaves the process. */

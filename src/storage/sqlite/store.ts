@@ -9,6 +9,7 @@ import * as agents from './agents.js';
 import * as events from './events.js';
 import * as projections from './projections.js';
 import * as pauses from './pauses.js';
+import * as rates from './rates.js';
 import * as maintenance from './maintenance.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
@@ -323,6 +324,13 @@ class SqliteStore implements Store {
       (s, now) => processes.processExpire(s, now, p),
       (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
+  rateLimitPut: Store['rateLimitPut'] = (p) => this.run((s, now) => rates.rateLimitPut(s, now, p));
+  rateLimitGet: Store['rateLimitGet'] = (p) => this.read((s) => rates.rateLimitGet(s, p));
+  rateLimitList: Store['rateLimitList'] = () => this.read((s) => rates.rateLimitList(s));
+  rateLimitDelete: Store['rateLimitDelete'] = (p) => this.run((s) => rates.rateLimitDelete(s, p));
+  rateTake: Store['rateTake'] = (p) => this.run((s, now) => rates.rateTake(s, now, p));
+  rateDefer: Store['rateDefer'] = (p) => this.run((s) => rates.rateDefer(s, p));
+  rateCharge: Store['rateCharge'] = (p) => this.run((s, now) => rates.rateCharge(s, now, p));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
