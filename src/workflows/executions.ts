@@ -11,6 +11,8 @@ import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import type { cancelReasons } from './cancel-reason.js';
 import { fallbackFor } from './fallback.js';
+import { executionFlow, type StoredFlow } from './flow.js';
+import { checkFlow } from '../runtime/flow-check.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import {
   record,
@@ -98,19 +100,27 @@ export class Executions {
    */
   async execute(
     workflowId: string,
-    request: { trigger_data?: unknown; trigger_type?: string; idempotencyKey?: string; traceparent?: string } = {},
+    request: {
+      trigger_data?: unknown;
+      trigger_type?: string;
+      idempotencyKey?: string;
+      traceparent?: string;
+      /** Over the definition's priority (-100…100). */
+      priority?: number;
+    } = {},
   ): Promise<Executed> {
     const input = this.input(await this.definitions.get(workflowId), request);
     if (request.idempotencyKey === undefined) {
-      const id = newId('ex');
-      await this.begin(null, workflowId, input, id, request.traceparent);
+      // a debounced start answers the execution of its window, not a new one
+      const id = await this.begin(null, workflowId, input, newId('ex'), request.traceparent);
       return { ...this.accepted(workflowId, id), workflow_version: input.version, duplicate: false };
     }
     const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
     const { runId, duplicate } = await this.engine.runtime.startKeyed({
       ...keyed(workflowId, key),
-      name: async () => named(newId('ex')),
-      begin: (tx, id) => this.begin(tx, workflowId, input, id, request.traceparent),
+      name: (tx) => this.name(tx, workflowId, input, request.traceparent),
+      begin: async (tx, id) =>
+        void (input.flow?.debounce || (await this.begin(tx, workflowId, input, id, request.traceparent))),
     });
     if (!duplicate) return { ...this.accepted(workflowId, runId), workflow_version: input.version, duplicate: false };
     // retention deletes a run and its keys together: only a race with it finds the key without the run
@@ -154,15 +164,29 @@ export class Executions {
         const wf = (await t.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
         if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
         input = this.input(wf, request);
-        return named(newId('ex'));
+        return this.name(t, workflowId, input, request.traceparent);
       },
-      begin: (t, id) => this.begin(t, workflowId, input!, id, request.traceparent),
+      begin: async (t, id) =>
+        void (input!.flow?.debounce || (await this.begin(t, workflowId, input!, id, request.traceparent))),
     });
     return this.accepted(workflowId, runId);
   }
 
+  /**
+   * The execution a key names: a new one, or for a debounced workflow the run of its key's window, joined here (the
+   * window's run id is known only once joined; a key taken by a concurrent start on PostgreSQL leaves this start's
+   * trigger data in the window, as one more start of it, which a debounce keeping the last data absorbs).
+   */
+  private async name(tx: Store, workflowId: string, input: ExecutionInput, traceparent?: string) {
+    if (!input.flow?.debounce) return named(newId('ex'));
+    return named(await this.begin(tx, workflowId, input, newId('ex'), traceparent));
+  }
+
   /** The run input of an execution of `wf`, checked: a disabled workflow or bad trigger data throws before anything is written. */
-  private input(wf: StoredWorkflow, request: { trigger_data?: unknown; trigger_type?: string }): ExecutionInput {
+  private input(
+    wf: StoredWorkflow,
+    request: { trigger_data?: unknown; trigger_type?: string; priority?: number },
+  ): ExecutionInput {
     if (isTemplate(wf)) throw templateConflict(wf);
     if (!wf.enabled) throw new ValidationError('enabled', `workflow ${wf.id} is disabled`);
     const trigger = request.trigger_data ?? {};
@@ -171,6 +195,10 @@ export class Executions {
     checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
     const triggerType =
       request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
+    const priority = request.priority === undefined ? undefined : checkFlow({ priority: request.priority }).priority;
+    const flow = flowOf(wf);
+    // a key the trigger data lacks is refused here, before anything is written
+    const { keys } = executionFlow(flow, wf.id, trigger as Record<string, unknown>, priority);
     return {
       workflow_id: wf.id,
       workflow_name: wf.name,
@@ -184,24 +212,49 @@ export class Executions {
       ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
       ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
       ...(wf.cancel_on ? { cancel_on: wf.cancel_on } : {}),
+      ...(Object.keys(flow).length > 0 ? { flow } : {}),
+      ...(priority === undefined ? {} : { priority }),
+      ...(Object.keys(keys).length > 0 ? { flow_keys: keys } : {}),
     };
   }
 
-  /** Starts execution `id` in `tx`, or without one in the next group commit: its run, and its row in the workflow's list. */
+  /**
+   * Starts execution `id` in `tx`, or without one in the next group commit: its run, and its row in the workflow's
+   * list. Answers the run's id: a debounced start's is the run of its window.
+   */
   private async begin(
     tx: Store | null,
     workflowId: string,
-    input: ExecutionInput,
+    base: ExecutionInput,
     id: string,
     traceparent?: string,
-  ): Promise<void> {
-    await this.engine.runtime.start(this.interpreter, input, {
-      id,
-      ...(tx ? { tx } : {}),
+  ): Promise<string> {
+    // keys again from the trigger data: a rerun may have been given other data
+    const flow = executionFlow(base.flow ?? {}, workflowId, base.trigger_data, base.priority);
+    const { flow_keys: _k, ...rest } = base;
+    const input: ExecutionInput = Object.keys(flow.keys).length > 0 ? { ...rest, flow_keys: flow.keys } : rest;
+    const index = (t: Store, runId: string) =>
+      t.projectionPut({ name: INDEX, key: `${workflowId}:${runId}`, value: { execution_id: runId } });
+    const options = {
+      ...flow.options,
       ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}),
       ...(input.cancel_on ? { cancelOn: cancelOn(input, id) } : {}),
       ...(traceparent ? { traceparent } : {}),
-      also: (tx) => tx.projectionPut({ name: INDEX, key: `${workflowId}:${id}`, value: { execution_id: id } }),
+    };
+    if (options.debounce === undefined) {
+      const run = await this.engine.runtime.start(this.interpreter, input, {
+        id,
+        ...options,
+        ...(tx ? { tx } : {}),
+        also: (t) => index(t, id),
+      });
+      return run.id;
+    }
+    // a debounced start joins its key's window: the window's run is the execution, its id known once started
+    return (tx ?? this.store).transaction(async (t) => {
+      const run = await this.engine.runtime.start(this.interpreter, input, { ...options, tx: t });
+      await index(t, run.id);
+      return run.id;
     });
   }
 
@@ -362,6 +415,17 @@ export class Executions {
   private accepted(workflowId: string, id: string) {
     return { execution_id: id, workflow_id: workflowId, status: 'pending' as ExecutionStatus };
   }
+}
+
+/** A stored workflow's flow fields (flow.ts), as its definition has them. */
+function flowOf(wf: StoredWorkflow): StoredFlow {
+  return {
+    ...(wf.concurrency ? { concurrency: wf.concurrency } : {}),
+    ...(wf.priority === undefined ? {} : { priority: wf.priority }),
+    ...(wf.throttle ? { throttle: wf.throttle } : {}),
+    ...(wf.debounce ? { debounce: wf.debounce } : {}),
+    ...(wf.budget ? { budget: wf.budget } : {}),
+  };
 }
 
 /** Retention deleted a run: an execution's row in the workflow's index goes with it. */

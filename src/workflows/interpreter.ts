@@ -2,6 +2,7 @@ import { CancelledError } from '../errors.js';
 import { partialSuccess, workflow, type Workflow } from '../runtime/workflow.js';
 import type { LogLine } from './actions/index.js';
 import type { Cancellation } from './cancel-reason.js';
+import type { StoredFlow } from './flow.js';
 import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
 import type { ChildWorkflows } from './steps/child.js';
@@ -31,6 +32,12 @@ export interface ExecutionInput {
   cancel_on?: Definition['cancel_on'];
   /** Rerun automatically when it fails (see fallback.ts). */
   on_failure?: Definition['on_failure'];
+  /** Flow control, as its definition says it (Executions turns it into the run's start options; see flow.ts). */
+  flow?: StoredFlow;
+  /** The priority the execute request gave, over the definition's. */
+  priority?: number;
+  /** The flow keys resolved from the trigger data, which the run's limits read (`input.flow_keys.c0`). */
+  flow_keys?: Record<string, string>;
   /** Steps this execution does not run again, by id (a rerun or a retry of failed branches). */
   reuse?: Record<string, Reused>;
   /** The execution this one reruns (`from_step`) or retries (`branches`). */

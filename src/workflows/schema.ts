@@ -2,6 +2,14 @@ import { z } from 'zod';
 import { ValidationError, type Problem } from '../errors.js';
 import { zodProblems } from '../problems.js';
 import { fallbackProblems, onFailureSchema } from './fallback.js';
+import {
+  budgetSchema,
+  concurrencySchema,
+  debounceSchema,
+  flowProblems,
+  rateLimitSchema,
+  throttleSchema,
+} from './flow.js';
 import { messageProblems, messagesSchema } from './messages.js';
 import { unknownSecrets } from './secret-references.js';
 import { parameterProblems, parametersSchema } from './templates.js';
@@ -54,7 +62,15 @@ const stepBase = {
 };
 
 const leafSchemas = [
-  z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig }).strict(),
+  /** `rate_limit`: named limits (`/limits`) the request takes before it is sent; it waits durably for a slot. */
+  z
+    .object({
+      ...stepBase,
+      type: z.literal('http_request'),
+      config: httpConfig,
+      rate_limit: z.union([rateLimitSchema, z.array(rateLimitSchema).min(1).max(5)]).optional(),
+    })
+    .strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
   /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). */
@@ -128,6 +144,13 @@ export const definitionSchema = z
     /** Business events (`POST /events`) that cancel an execution: `[{ event, match: 'data.order_id == {{trigger.id}}' }]`. */
     cancel_on: cancelOnSchema.optional(),
     messages: messagesSchema.optional(),
+    /** Flow control (docs/flow-control.md): keys read the trigger data (`trigger.user_id`) or are constants. */
+    concurrency: concurrencySchema.optional(),
+    /** Higher executions start first (-100…100, default 0); `POST /workflows/{id}/execute` may give its own. */
+    priority: z.number().optional(),
+    throttle: throttleSchema.optional(),
+    debounce: debounceSchema.optional(),
+    budget: budgetSchema.optional(),
     /** A template's parameters (`{{params.<name>}}` in its steps): it is instantiated, never executed. */
     parameters: parametersSchema.optional(),
     steps: z.array(stepSchema).min(1, 'needs at least one step').max(100),
@@ -255,8 +278,25 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
   });
   problems.push(...fallbackProblems(definition), ...messageProblems(definition), ...secrets);
   problems.push(...parameterProblems(definition));
+  problems.push(...flowProblems(definition, rateLimits(definition)));
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
+}
+
+/** Every `rate_limit` of the definition's steps (in branches and maps too), by its JSON path. */
+function rateLimits(definition: Definition): Array<[z.output<typeof rateLimitSchema>, string]> {
+  const out: Array<[z.output<typeof rateLimitSchema>, string]> = [];
+  const visit = (step: StepDefinition, path: string): void => {
+    if (step.type === 'parallel')
+      for (const [branch, steps] of Object.entries(step.config.branches))
+        for (const [j, s] of steps.entries()) visit(s, `${path}.config.branches.${branch}[${j}]`);
+    if (step.type === 'map') for (const [j, s] of step.config.steps.entries()) visit(s, `${path}.config.steps[${j}]`);
+    if (step.type !== 'http_request' || step.rate_limit === undefined) return;
+    if (!Array.isArray(step.rate_limit)) out.push([step.rate_limit, `${path}.rate_limit`]);
+    else for (const [i, use] of step.rate_limit.entries()) out.push([use, `${path}.rate_limit[${i}]`]);
+  };
+  for (const [i, step] of definition.steps.entries()) visit(step, `steps[${i}]`);
+  return out;
 }
 
 /** The requests a step sends, by their JSON paths: its own, its callback registration, its compensation and cancel. */

@@ -19,6 +19,7 @@ import { plainItems } from './item.js';
 import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
 import { sleepStep, waitForEventStep } from './waits.js';
+import { stepRateLimit } from '../flow.js';
 
 /** One execution of a stored workflow as its steps see it: the outputs so far (shared by parallel branches: ids are unique). */
 export interface StoredRun {
@@ -179,6 +180,9 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
       ...common,
       ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
       ...compensation(run, step),
+      ...(step.type === 'http_request' && step.rate_limit
+        ? { rateLimit: [step.rate_limit].flat().map(stepRateLimit) }
+        : {}),
     },
   );
 }
