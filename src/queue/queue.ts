@@ -3,6 +3,7 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
 import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
+import type { QueueLimit, TaskConcurrency } from '../storage/tasks.js';
 import { checkQueueName, taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
 import { Worker } from './worker.js';
@@ -15,12 +16,29 @@ export interface EnqueueOptions {
   orderingKey?: string;
   /** Not before this time. */
   runAt?: Date | number;
-  /** Higher runs first. */
+  /**
+   * Higher runs first; FIFO within a priority. A waiting task ages: it goes before tasks of a priority
+   * up to one point higher per 10 s it has waited (`AGING_STEP_MS`), so low priority is delayed, never starved.
+   */
   priority?: number;
+  /**
+   * At most `limit` tasks of `key` in this queue run at once, across every process; the others wait
+   * in arrival order and are claimed as slots free up (a dead worker's slot within the liveness sweep's seconds).
+   */
+  concurrency?: TaskConcurrency;
   /** Attempts before the task is dead (default from config). */
   maxAttempts?: number;
   /** Only a worker that has this tag (`WorkOptions.tags`) claims the task. */
   tag?: string;
+}
+
+/** The largest limit of running tasks, of a key or a queue. */
+const LIMIT_MAX = 1_000_000;
+
+function whole(value: unknown, path: string, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max)
+    throw new ValidationError(path, `must be a whole number from 1 to ${max} (got ${JSON.stringify(value)})`);
+  return value;
 }
 
 export interface EnqueueResult {
@@ -66,6 +84,29 @@ export class TaskQueue {
   /** The task protocol's claims, heartbeats and settlements for workers in other processes (`POST /queues/{name}/claim` …). */
   remote(options: RemoteOptions): RemoteWorkers {
     return new RemoteWorkers(this.store, this.journal, options);
+  }
+
+  /**
+   * Sets `queue`'s limit of running tasks across every process (null: none). Stored, and read by
+   * the queue's next claim, so it takes effect without a restart; lowering it stops nothing that runs.
+   *
+   * @example await engine.queue.setLimit('email', 5)
+   */
+  async setLimit(queue: string, concurrency: number | null): Promise<void> {
+    checkQueueName(queue);
+    if (concurrency !== null) whole(concurrency, 'concurrency', LIMIT_MAX);
+    await this.store.queueLimitSet({ queue, concurrency });
+  }
+
+  /** `queue`'s limit of running tasks (`setLimit`), null when it has none. */
+  async limit(queue: string): Promise<number | null> {
+    checkQueueName(queue);
+    return (await this.store.queueLimitList({ queue }))[0]?.concurrency ?? null;
+  }
+
+  /** Every queue that has a limit, by name. */
+  listLimits(): Promise<QueueLimit[]> {
+    return this.store.queueLimitList();
   }
 
   /**
@@ -175,6 +216,7 @@ export class TaskQueue {
       const priority = item.priority ?? 0;
       if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)
         throw new ValidationError(at('priority'), 'must be a whole number from -1000000 to 1000000');
+      const concurrency = item.concurrency === undefined ? null : this.concurrency(item.concurrency, at);
       const runAt = item.runAt === undefined ? null : item.runAt instanceof Date ? item.runAt.getTime() : item.runAt;
       if (runAt !== null && !Number.isFinite(runAt))
         throw new ValidationError(at('runAt'), 'must be a valid date or ms timestamp');
@@ -188,8 +230,19 @@ export class TaskQueue {
         priority,
         maxAttempts,
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
+        ...(concurrency ? { concurrency } : {}),
       };
     });
+  }
+
+  private concurrency(value: unknown, at: (field: string) => string): TaskConcurrency {
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new ValidationError(at('concurrency'), 'must be an object { key, limit }');
+    const c = value as Record<string, unknown>;
+    return {
+      key: checkName(at('concurrency.key'), c.key),
+      limit: whole(c.limit, at('concurrency.limit'), LIMIT_MAX),
+    };
   }
 
   private async insert(
@@ -219,7 +272,7 @@ export class TaskQueue {
     // ordering key waits for its turn, one with a run-at for its time: the claim decides
     const task = tasks[0]!;
     const taker =
-      tasks.length === 1 && task.orderingKey === null && task.runAt === null
+      tasks.length === 1 && task.orderingKey === null && task.runAt === null && !task.concurrency
         ? this.reserve(queue, task.tag ?? null)
         : null;
     let results: EnqueueResult[] | undefined;

@@ -5,6 +5,7 @@ import { journalConformance } from './conformance-journal.js';
 import { subscriptionConformance } from './conformance-subscriptions.js';
 import { taskConformance } from './conformance-tasks.js';
 import { insertClaimConformance } from './conformance-claims.js';
+import { concurrencyConformance } from './conformance-concurrency.js';
 import { longrunConformance } from './conformance-longrun.js';
 import { maintenanceConformance } from './conformance-maintenance.js';
 import { readConformance } from './conformance-reads.js';
@@ -41,6 +42,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   subscriptionConformance({ store: () => store });
   taskConformance({ store: () => store, openAnother });
   insertClaimConformance({ store: () => store });
+  concurrencyConformance({ store: () => store, openAnother });
   longrunConformance({ store: () => store, openAnother });
   agentLedgerConformance({ store: () => store });
   maintenanceConformance(() => store);

@@ -55,6 +55,8 @@ export interface TaskRow {
   updated_at: number;
   tag?: string | null;
   claimed_at?: number | null;
+  concurrency_key?: string | null;
+  concurrency_limit?: number | null;
 }
 
 export function toTask(row: TaskRow, json: Json): Task {
@@ -78,6 +80,7 @@ export function toTask(row: TaskRow, json: Json): Task {
     updatedAt: row.updated_at,
     tag: row.tag ?? null,
     claimedAt: row.claimed_at ?? null,
+    ...(row.concurrency_key ? { concurrency: { key: row.concurrency_key, limit: row.concurrency_limit! } } : {}),
   };
 }
 

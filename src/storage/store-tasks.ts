@@ -1,5 +1,5 @@
 import type { QueueStats, TaskDeleteParams } from './maintenance.js';
-import type { CompletedTask, CompletionItem, Lease, NewTask, Task, TaskState } from './tasks.js';
+import type { CompletedTask, CompletionItem, Lease, NewTask, QueueLimit, Task, TaskState } from './tasks.js';
 
 /** The queue's table: tasks enqueued, claimed under a lease, completed, failed, redriven and deleted. */
 export interface TaskStore {
@@ -16,6 +16,10 @@ export interface TaskStore {
    * and none older is waiting. Each claimed task gets `leaseToken` and a lease of `leaseMs`.
    * With `tags`, a task with a tag is claimed only when `tags` holds it (a task without one
    * always is). Nothing of a paused queue is claimed, nor a task whose tag names a paused workflow.
+   * A task of a concurrency key (`NewTask.concurrency`) is claimable only while the running tasks of
+   * its key and the due ones of its key that arrived before it are fewer than its limit; a queue
+   * with a limit (`queueLimitSet`) gets no more than its free slots. "First" is by run-at moved
+   * `AGING_STEP_MS` earlier per point of priority (aging), then arrival.
    */
   taskClaim(p: {
     queue: string;
@@ -84,6 +88,14 @@ export interface TaskStore {
   taskStats(): Promise<QueueStats[]>;
   /** Of `orderingKeys`, the ones that have a ready or running task in `queue`. */
   taskListActiveKeys(p: { queue: string; orderingKeys: string[] }): Promise<string[]>;
+  /**
+   * Sets a queue's limit of running tasks across every process (null: no limit), read by the queue's
+   * next claim: no restart. Lowering it below what runs stops nothing; the queue claims again once
+   * enough have ended.
+   */
+  queueLimitSet(p: { queue: string; concurrency: number | null }): Promise<void>;
+  /** The queues' limits, by queue name (one with `queue`). */
+  queueLimitList(p?: { queue?: string }): Promise<QueueLimit[]>;
   /** Deletes up to `limit` finished tasks (oldest change first) and returns their ids. Never a ready or running one. */
   taskDelete(p: TaskDeleteParams): Promise<string[]>;
 }

@@ -18,6 +18,40 @@ export interface NewTask {
   tag?: string | null;
   /** The worker that claims the task as it is inserted, if it can (`TaskClaim`). */
   claim?: TaskClaim;
+  /** At most `limit` tasks of `key` (in the queue) run at once; the others wait in arrival order. */
+  concurrency?: TaskConcurrency | null;
+}
+
+/**
+ * A task's concurrency key and limit: the claim takes a task of `key` only while fewer than `limit`
+ * of the key run, oldest first, across every process. An ordering key is `limit: 1`, in arrival order.
+ *
+ * @example { key: 'user:42', limit: 2 }
+ */
+export interface TaskConcurrency {
+  key: string;
+  limit: number;
+}
+
+/**
+ * Priority aging: a task is claimed by its run-at moved this much earlier per point of priority
+ * (`sort_at` in the migrations, which hold the figure too). A task of priority 1 due now goes before
+ * one of priority 0 due up to 10 s ago, not before one due longer ago: low priority waits, never starves.
+ */
+export const AGING_STEP_MS = 10_000;
+
+/** A queue's limit of running tasks, across every process (`TaskStore.queueLimitSet`). */
+export interface QueueLimit {
+  queue: string;
+  concurrency: number;
+}
+
+/** The order the claim takes ready tasks in (`sort_at`, then arrival). */
+export function claimOrder(
+  a: { run_at: number; priority: number; seq: number },
+  b: { run_at: number; priority: number; seq: number },
+): number {
+  return a.run_at - a.priority * AGING_STEP_MS - (b.run_at - b.priority * AGING_STEP_MS) || a.seq - b.seq;
 }
 
 /**
@@ -55,6 +89,8 @@ export interface Task {
   tag: string | null;
   /** When the current (or last) attempt was claimed, on the database clock; null before the first. */
   claimedAt: number | null;
+  /** Only on a task that has one (`NewTask.concurrency`). */
+  concurrency?: TaskConcurrency;
 }
 
 /** What a completion returns of each task it completed. */
@@ -62,7 +98,10 @@ export interface CompletedTask {
   id: string;
   queue: string;
   orderingKey: string | null;
-  /** Another task of its ordering key is ready: the key's next, claimable now that this one is done. */
+  /**
+   * Another task of its ordering key is ready (the key's next, claimable now that this one is done), or
+   * of its concurrency key, or of its queue when the queue has a limit (the slot it freed).
+   */
   next: boolean;
 }
 
@@ -113,6 +152,7 @@ export function insertedTask(
     updatedAt: row.now,
     tag: t.tag ?? null,
     claimedAt: claim ? row.now : null,
+    ...(t.concurrency ? { concurrency: { key: t.concurrency.key, limit: t.concurrency.limit } } : {}),
   };
 }
 

@@ -14,7 +14,17 @@ import { NOW } from './tasks.js';
  * `streams` row (`isTaskStream`, migration 160): its event is version 1. Only what the database
  * chose comes back.
  */
-function enqueueSql(withKeys: boolean, claimed: boolean): string {
+function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string {
+  // With concurrency keys ($10 keys, $11 limits): columns of their own, so an enqueue without one is planned as before.
+  const c0 = keyed ? 12 : 10;
+  const limits = keyed
+    ? {
+        columns: ', concurrency_key, concurrency_limit',
+        values: ', i.ckey, i.climit',
+        rows: ', unnest($10::text[]), unnest($11::int[])',
+        names: ', ckey, climit',
+      }
+    : { columns: '', values: '', rows: '', names: '' };
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
   // not paused goes in running: a statement of its own, so an enqueue without one is planned as before. The pause check
   // is rl_task_unpaused (migration 070) written out: a SQL function with a subquery is planned anew at every statement
@@ -27,9 +37,11 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
         state: "CASE WHEN c.claimed THEN 'running' ELSE 'ready' END",
         values:
           ', CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN i.token END, CASE WHEN c.claimed THEN now.ms + i.lease_ms END, CASE WHEN c.claimed THEN i.worker END, CASE WHEN c.claimed THEN now.ms END',
-        rows: ', unnest($10::text[]), unnest($11::text[]), unnest($12::bigint[])',
+        rows: `, unnest($${c0}::text[]), unnest($${c0 + 1}::text[]), unnest($${c0 + 2}::bigint[])`,
         names: ', worker, token, lease_ms',
-        join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
+        // never a task of a concurrency key nor of a queue with a limit: the claim counts those
+        join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL ${keyed ? 'AND i.ckey IS NULL' : ''}
+      AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = i.queue) AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
         OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
       AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
         AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))
@@ -38,11 +50,11 @@ function enqueueSql(withKeys: boolean, claimed: boolean): string {
     : { columns: '', state: "'ready'", values: '', rows: '', names: '', join: '' };
   return `${NOW},
   u AS (
-    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag${claim.columns})
-    SELECT i.id, i.queue, ${claim.state}, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag${claim.values}
+    INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag${limits.columns}${claim.columns})
+    SELECT i.id, i.queue, ${claim.state}, i.payload, i.idem, i.okey, coalesce(i.run_at, now.ms), i.priority, i.max_attempts, now.ms, now.ms, i.tag${limits.values}${claim.values}
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), jsonb_array_elements($3::jsonb), unnest($4::text[]), unnest($5::text[]),
-        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[])${claim.rows})
-      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag${claim.names}, ord)
+        unnest($6::bigint[]), unnest($7::int[]), unnest($8::int[]), unnest($9::text[])${limits.rows}${claim.rows})
+      WITH ORDINALITY AS i(id, queue, payload, idem, okey, run_at, priority, max_attempts, tag${limits.names}${claim.names}, ord)
     CROSS JOIN now
     ${claim.join}
     ORDER BY i.ord
@@ -62,6 +74,12 @@ const ENQUEUE = prepared('task_enqueue', enqueueSql(false, false));
 const ENQUEUE_WITH_KEYS = prepared('task_enqueue_keys', enqueueSql(true, false));
 const ENQUEUE_CLAIMED = prepared('task_enqueue_claimed', enqueueSql(false, true));
 const ENQUEUE_CLAIMED_WITH_KEYS = prepared('task_enqueue_claimed_keys', enqueueSql(true, true));
+/** With concurrency keys: rare enough to be prepared when used, by the flags of the call. */
+const keyedSql = (withKeys: boolean, claimed: boolean): Sql =>
+  prepared(
+    `task_enqueue_limited${withKeys ? '_keys' : ''}${claimed ? '_claimed' : ''}`,
+    enqueueSql(withKeys, claimed, true),
+  );
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
@@ -71,7 +89,16 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
   const keys = t.some((x) => x.idempotencyKey !== null);
   const claimed = t.some((x) => x.claim !== undefined);
-  const sql = claimed ? (keys ? ENQUEUE_CLAIMED_WITH_KEYS : ENQUEUE_CLAIMED) : keys ? ENQUEUE_WITH_KEYS : ENQUEUE;
+  const keyed = t.some((x) => x.concurrency);
+  const sql = keyed
+    ? keyedSql(keys, claimed)
+    : claimed
+      ? keys
+        ? ENQUEUE_CLAIMED_WITH_KEYS
+        : ENQUEUE_CLAIMED
+      : keys
+        ? ENQUEUE_WITH_KEYS
+        : ENQUEUE;
   const params = (from: number, to: number) => {
     const c = t.slice(from, to);
     return [
@@ -84,6 +111,9 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
       numberArray(c.map((x) => x.priority)),
       numberArray(c.map((x) => x.maxAttempts)),
       textArray(c.map((x) => x.tag ?? null)),
+      ...(keyed
+        ? [textArray(c.map((x) => x.concurrency?.key ?? null)), numberArray(c.map((x) => x.concurrency?.limit ?? null))]
+        : []),
       ...(claimed
         ? [
             textArray(c.map((x) => x.claim?.workerId ?? null)),

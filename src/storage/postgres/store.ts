@@ -302,6 +302,12 @@ class PostgresStore implements Store {
     return moved;
   };
   taskDueIn: Store['taskDueIn'] = (p) => tasks.taskDueIn(this.db, p);
+  queueLimitSet: Store['queueLimitSet'] = async (p) => {
+    await tasks.queueLimitSet(this.db, p);
+    // a limit raised or removed frees slots
+    this.wake('tasks', [p.queue]);
+  };
+  queueLimitList: Store['queueLimitList'] = (p = {}) => tasks.queueLimitList(this.db, p);
 
   blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
   blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);

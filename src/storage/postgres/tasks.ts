@@ -1,5 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, Task, TaskState } from '../store.js';
+import { claimOrder, type QueueLimit } from '../tasks.js';
 import { jsonArray, prepared, textArray, type Db } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 
@@ -20,7 +21,10 @@ export async function taskGet(db: Db, p: { id: string }): Promise<Task> {
   return toTask(row, asParsed);
 }
 
-/** See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another; 070 adds tags and pauses. */
+/**
+ * See rl_task_claim in 001_init.sql for why a task of an ordering key never runs beside another; 070 adds tags and
+ * pauses, 220 concurrency keys, queue limits and aging.
+ */
 const CLAIM = prepared('task_claim_tagged', 'SELECT * FROM rl_task_claim_tagged($1, $2, $3, $4, $5, $6)');
 
 export async function taskClaim(
@@ -35,7 +39,7 @@ export async function taskClaim(
     p.leaseToken,
     p.tags === undefined ? null : textArray(p.tags),
   ]);
-  rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
+  rows.sort(claimOrder);
   return rows.map((row) => toTask(row, asParsed));
 }
 
@@ -238,4 +242,24 @@ export async function taskCounts(db: Db): Promise<Record<TaskState, number>> {
        (SELECT count(*) FROM tasks WHERE state = 'completed') AS completed, (SELECT count(*) FROM tasks WHERE state = 'dead') AS dead`,
   );
   return row!;
+}
+
+const LIMIT_SET = prepared(
+  'queue_limit_set',
+  `INSERT INTO queue_limits (queue, concurrency, updated_at) VALUES ($1, $2, rl_now_ms())
+   ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency, updated_at = excluded.updated_at`,
+);
+const LIMIT_DELETE = prepared('queue_limit_delete', 'DELETE FROM queue_limits WHERE queue = $1');
+
+/** A queue's limit of running tasks (`TaskStore.queueLimitSet`); null removes it. */
+export async function queueLimitSet(db: Db, p: { queue: string; concurrency: number | null }): Promise<void> {
+  if (p.concurrency === null) await db.rows(LIMIT_DELETE, [p.queue]);
+  else await db.rows(LIMIT_SET, [p.queue, p.concurrency]);
+}
+
+export async function queueLimitList(db: Db, p: { queue?: string }): Promise<QueueLimit[]> {
+  return db.rows<QueueLimit>(
+    'SELECT queue, concurrency FROM queue_limits WHERE $1::text IS NULL OR queue = $1 ORDER BY queue',
+    [p.queue ?? null],
+  );
 }

@@ -275,6 +275,10 @@ class SqliteStore implements Store {
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
   taskDueIn: Store['taskDueIn'] = (p) => this.read((s) => tasks.taskDueIn(s, Date.now(), p));
+  // a limit raised or removed frees slots: the queue's workers are woken
+  queueLimitSet: Store['queueLimitSet'] = (p) =>
+    this.run((s, now) => tasks.queueLimitSet(s, now, p), ['tasks', p.queue]);
+  queueLimitList: Store['queueLimitList'] = (p = {}) => this.read((s) => tasks.queueLimitList(s, p));
 
   blobPut: Store['blobPut'] = (p) => this.run((s, now) => blobs.blobPut(s, now, p));
   blobGet: Store['blobGet'] = (p) => this.read((s) => blobs.blobGet(s, p));

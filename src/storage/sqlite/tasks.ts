@@ -1,6 +1,6 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
-import { completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
+import { type QueueLimit, claimOrder, completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
@@ -18,8 +18,8 @@ export function taskGet(s: Statements, p: { id: string }): Task {
  * parameters and `RETURNING *` read back and parsed, 4.5–6 µs so.
  */
 const INSERT = `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
-    attempts, lease_token, lease_expires_at, worker_id, claimed_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 
 export function taskEnqueue(
@@ -33,6 +33,7 @@ export function taskEnqueue(
     const c = t.claim;
     const claimed =
       c !== undefined &&
+      !t.concurrency &&
       claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
     const payload = JSON.stringify(t.payload ?? null);
     const runAt = t.runAt ?? now;
@@ -55,6 +56,8 @@ export function taskEnqueue(
       expires,
       claimed ? c.workerId : null,
       claimed ? now : null,
+      t.concurrency?.key ?? null,
+      t.concurrency?.limit ?? null,
     );
     if (changes > 0)
       return {
@@ -78,11 +81,26 @@ const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM
     AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = t.queue)
       OR (p.kind = 'workflow' AND t.tag IS NOT NULL AND substr(t.tag, 1, length(p.name) + 1) = p.name || '@'))`;
 
-// A task being enqueued, claimed as it goes in: of an ordering key only while no other of its key waits or runs (see `TaskClaim`).
+// A task being enqueued, claimed as it goes in: of an ordering key only while no other of its key waits or runs (see
+// `TaskClaim`); never one of a concurrency key (`taskEnqueue`) nor of a queue with a limit: the claim counts those.
 const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
+  AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = t.queue)
   AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`;
 
-// Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs.
+// Of a concurrency key, what runs and what waits before a task (due), each counted from the index (migration 160).
+const KEY_RUNNING = `(SELECT count(*) FROM tasks o WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key
+  AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running') AND o.state = 'running')`;
+const KEY_AHEAD = `(SELECT count(*) FROM tasks o WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key
+  AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running') AND o.state = 'ready' AND o.seq < t.seq AND o.run_at <= @now)`;
+
+// A queue with a limit: no more than its free slots (a negative LIMIT is none in SQLite, hence max).
+const QUEUE_SLOTS = `CASE WHEN EXISTS (SELECT 1 FROM queue_limits WHERE queue = @queue)
+  THEN max(0, min(@limit, (SELECT concurrency FROM queue_limits WHERE queue = @queue)
+    - (SELECT count(*) FROM tasks WHERE state = 'running' AND queue = @queue))) ELSE @limit END`;
+
+// Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs. A task of a
+// concurrency key while the running ones of its key and those waiting before it are fewer than its limit: the ones
+// claimable at once are at most the free slots, the oldest. Then by \`sort_at\`: priority, aged (\`AGING_STEP_MS\`).
 const CLAIMABLE = `SELECT seq FROM tasks t
   WHERE queue = @queue AND state = 'ready' AND run_at <= @now
     AND ${UNPAUSED}
@@ -90,7 +108,8 @@ const CLAIMABLE = `SELECT seq FROM tasks t
       SELECT 1 FROM tasks o
       WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
         AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
-  ORDER BY priority DESC, run_at, seq LIMIT @limit`;
+    AND (concurrency_key IS NULL OR (${KEY_RUNNING} < concurrency_limit AND ${KEY_RUNNING} + ${KEY_AHEAD} < concurrency_limit))
+  ORDER BY sort_at, seq LIMIT ${QUEUE_SLOTS}`;
 
 export function taskClaim(
   s: Statements,
@@ -111,7 +130,7 @@ export function taskClaim(
         tags: tagsParam(p.tags),
       }) as unknown[][]
   ).map(taskRow);
-  rows.sort((a, b) => b.priority - a.priority || a.run_at - b.run_at || a.seq - b.seq);
+  rows.sort(claimOrder);
   return rows.map((row) => toTask(row, fromText));
 }
 
@@ -141,6 +160,8 @@ const TASK_COLUMNS = [
   'updated_at',
   'tag',
   'claimed_at',
+  'concurrency_key',
+  'concurrency_limit',
 ] as const;
 
 const CLAIM = `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
@@ -168,6 +189,8 @@ function taskRow(v: unknown[]): TaskRow {
     updated_at: v[17] as number,
     tag: v[18] as string | null,
     claimed_at: v[19] as number | null,
+    concurrency_key: v[20] as string | null,
+    concurrency_limit: v[21] as number | null,
   };
 }
 
@@ -197,13 +220,14 @@ const completeSql = bySize(
   ) => `UPDATE tasks SET state = 'completed', result = v.column3, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
     FROM (VALUES ${placeholders(n, 3)}) AS v
     WHERE tasks.id = v.column1 AND tasks.lease_token = v.column2 AND tasks.state = 'running'
-    RETURNING tasks.id, tasks.queue, tasks.ordering_key, tasks.attempts, tasks.worker_id, tasks.claimed_at`,
+    RETURNING tasks.id, tasks.queue, tasks.ordering_key, tasks.concurrency_key, tasks.attempts, tasks.worker_id, tasks.claimed_at`,
 );
 
 type CompletedRow = {
   id: string;
   queue: string;
   ordering_key: string | null;
+  concurrency_key: string | null;
   attempts: number;
   worker_id: string | null;
   claimed_at: number | null;
@@ -238,11 +262,22 @@ export function taskComplete(
   const waiting = s.get(
     "SELECT 1 AS ok FROM tasks WHERE queue = ? AND ordering_key = ? AND ordering_key IS NOT NULL AND state = 'ready' LIMIT 1",
   );
+  // a slot it freed: of its concurrency key, or of its queue's limit
+  const keyWaiting = s.get(
+    `SELECT 1 AS ok FROM tasks WHERE queue = ? AND concurrency_key = ? AND concurrency_key IS NOT NULL
+      AND state IN ('ready', 'running') AND state = 'ready' LIMIT 1`,
+  );
+  const queueWaiting = s.get("SELECT 1 AS ok FROM tasks WHERE queue = ? AND state = 'ready' LIMIT 1");
+  // one look at the (small) table for the batch, not a statement per task
+  const limited = new Set(s.get('SELECT queue FROM queue_limits').pluck().all() as string[]);
   return rows.map((row) => ({
     id: row.id,
     queue: row.queue,
     orderingKey: row.ordering_key,
-    next: row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined,
+    next:
+      (row.ordering_key !== null && waiting.get(row.queue, row.ordering_key) !== undefined) ||
+      (row.concurrency_key !== null && keyWaiting.get(row.queue, row.concurrency_key) !== undefined) ||
+      (limited.has(row.queue) && queueWaiting.get(row.queue) !== undefined),
   }));
 }
 
@@ -363,4 +398,20 @@ export function taskCounts(s: Statements): Record<TaskState, number> {
          (SELECT count(*) FROM tasks WHERE state IN ('completed', 'dead') AND state = 'completed') AS completed, (SELECT count(*) FROM tasks WHERE state = 'dead') AS dead`,
     )
     .get() as Record<TaskState, number>;
+}
+
+/** A queue's limit of running tasks (`TaskStore.queueLimitSet`); null removes it. */
+export function queueLimitSet(s: Statements, now: number, p: { queue: string; concurrency: number | null }): void {
+  if (p.concurrency === null) s.get('DELETE FROM queue_limits WHERE queue = ?').run(p.queue);
+  else
+    s.get(
+      `INSERT INTO queue_limits (queue, concurrency, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency, updated_at = excluded.updated_at`,
+    ).run(p.queue, p.concurrency, now);
+}
+
+export function queueLimitList(s: Statements, p: { queue?: string }): QueueLimit[] {
+  return s
+    .get('SELECT queue, concurrency FROM queue_limits WHERE @queue IS NULL OR queue = @queue ORDER BY queue')
+    .all({ queue: p.queue ?? null }) as QueueLimit[];
 }
