@@ -10,6 +10,7 @@ import type { RunView } from './runtime/read/view.js';
 import { RunReads } from './runtime/read/reads.js';
 import { Operator } from './runtime/operate/operator.js';
 import { advertise } from './runtime/start/versions.js';
+import { DEBOUNCE_QUEUE, debounceTimer } from './runtime/start/debounce.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
@@ -85,6 +86,8 @@ export class Engine {
       backoff,
       tags: () => this.runtime.tags(),
     });
+    // debounced runs' windows close here: a window's timer moves its run's parked pass to now
+    this.work(DEBOUNCE_QUEUE, debounceTimer(this), { leaseMs: this.config.leaseMs, backoff });
     this.stopAdvertising = advertise(
       this.store,
       this.runWorker.id,

@@ -31,6 +31,15 @@ export const runEventTable = {
     terminal: false,
     view: 'a new generation: running, its input, no steps',
   },
+  /** A throttled run's first pass waits for its key's next slot (`until`, ms). */
+  runThrottled: { type: 'run.throttled', kind: 'run', terminal: false, view: 'waiting: throttled until its slot' },
+  /** A start of a debounce window: the first opens it (no input), each later one brings its input; `until` moves. */
+  runDebounced: {
+    type: 'run.debounced',
+    kind: 'run',
+    terminal: false,
+    view: 'waiting: debounced until the window closes; the input (last: replaced, all: appended)',
+  },
   stepStarted: { type: 'step.started', kind: 'step', terminal: false, view: 'the step running, its attempt' },
   stepCompleted: { type: 'step.completed', kind: 'step', terminal: false, view: 'the step success, its output' },
   stepFailed: {
@@ -122,6 +131,12 @@ export const orderingEventTable = {
 /** The event that takes a key of a keyed start (`keyed.ts`), first in the key's stream, when the caller names none. */
 export const keyEventTable = {
   runKeyed: { type: 'run.keyed', kind: 'key', terminal: false, view: 'none: names the run the key started' },
+  /** A start of a throttled key (`throttle:<wf>:<key>`): the append locks the key while its next slot is taken. */
+  throttleStarted: { type: 'throttle.started', kind: 'key', terminal: false, view: 'none: the run shows its slot' },
+  /** A start of a debounced key (`debounce:<wf>:<key>`): the append locks the key while the window is read. */
+  debounceStarted: { type: 'debounce.started', kind: 'key', terminal: false, view: 'none: the run shows its window' },
+  /** The window's timer came due: the append locks the key while the window is closed (or its timer moved). */
+  debounceDue: { type: 'debounce.due', kind: 'key', terminal: false, view: 'none' },
 } as const;
 
 type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;

@@ -22,6 +22,9 @@ import { RUN_EVENT } from './events.js';
 import { watchCancel } from './pass/cancel-watch.js';
 import { releaseTurn } from './start/turns.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
+import { delayOf, type DelayedHost } from './start/delayed.js';
+import { startDebounced } from './start/debounce.js';
+import { startThrottled } from './start/throttle.js';
 
 export { RUN_QUEUE, type StartOptions } from './start/start.js';
 
@@ -128,10 +131,19 @@ export class Runtime {
 
   /** Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with the same ordering key run one at a time, in start order; a timeout fails the run when it passes. */
   async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
+    // a throttled or debounced start takes its key's lock in its own transaction (nested in the caller's)
+    const delay = delayOf(wf, options);
+    const host = (): DelayedHost => ({
+      ...{ store: this.store, journal: this.journal, queue: this.queue, blobs: this.blobs },
+      begin: (tx, wf, input, options) => this.starts.in(tx, wf, input, options),
+    });
+    if (delay && 'debounce' in delay)
+      return this.handle<O>(await startDebounced(host(), wf, input, options, delay.debounce));
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     try {
+      if (delay) await startThrottled(host(), wf, input, { ...options, id }, delay.throttle);
       // in a caller's transaction, a nested one: a run that exists leaves the caller's transaction whole
-      if (options.tx) await options.tx.transaction((tx) => this.starts.in(tx, wf, input, { ...options, id }));
+      else if (options.tx) await options.tx.transaction((tx) => this.starts.in(tx, wf, input, { ...options, id }));
       else await this.starts.shared(wf, input, { ...options, id });
     } catch (error) {
       if (!(error instanceof ConflictError)) throw error;

@@ -103,6 +103,10 @@ export class History {
         this.orderingKey = data.orderingKey ?? null;
         this.parent = data.parent ?? null;
         return;
+      case RUN_EVENT.runDebounced:
+        // a later start of the run's debounce window: its input replaces the run's (last) or joins the list (all)
+        if ('input' in data) this.input = data.mode === 'all' ? [...(this.input as unknown[]), data.input] : data.input;
+        return;
       case RUN_EVENT.signalSent:
         this.signals.push({ version: event.version, name: data.name, payload: data.payload });
         return;

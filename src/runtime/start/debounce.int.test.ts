@@ -1,0 +1,95 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../engine.js';
+import { ValidationError } from '../../errors.js';
+import { backends } from '../../testing/backends.js';
+import { testEngine } from '../../testing/engine.js';
+import { RUN_EVENT } from '../events.js';
+import { runStream } from '../pass/history.js';
+import { workflow } from '../workflow.js';
+
+const last = workflow(
+  'debounce-last',
+  { debounce: { key: 'input.chat', period: '1s' } },
+  async (ctx, input: { chat: string; n: number }) => ctx.step('echo', async () => input),
+);
+const all = workflow(
+  'debounce-all',
+  { debounce: { key: 'input.chat', period: '1s', mode: 'all' } },
+  // the run's input is the list of the window's inputs; each start gives one
+  async (ctx, input: { chat: string; n: number }) =>
+    ctx.step('echo', async () => (input as unknown as Array<{ n: number }>).map((i) => i.n)),
+);
+const capped = workflow(
+  'debounce-capped',
+  { debounce: { key: 'input.chat', period: '1s', maxWait: '2s' } },
+  async (_ctx, input: { chat: string; n: number }) => input.n,
+);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+
+describe.each(backends)('debounced starts on $name', (backend) => {
+  let engine: Engine;
+  let close: () => Promise<void>;
+  beforeEach(async () => {
+    ({ engine, close } = await testEngine(backend, { workflows: [last, all, capped], pollMs: 100 }));
+  });
+  afterEach(async () => close());
+
+  const events = (id: string) => engine.journal.readStream(runStream(id));
+  const result = (id: string) => engine.runtime.handle(id).result({ pollMs: 100 });
+
+  it('coalesces 20 starts of a key into one run (its last input, or all in order), one run per key', async () => {
+    const [lastIds, allIds, concurrent, keys] = await Promise.all([
+      (async () => {
+        const ids: string[] = [];
+        for (const n of numbers(1, 20)) ids.push((await engine.start(last, { chat: 'a', n })).id);
+        return ids;
+      })(),
+      (async () => {
+        const ids: string[] = [];
+        for (const n of numbers(1, 20)) ids.push((await engine.start(all, { chat: 'a', n })).id);
+        return ids;
+      })(),
+      Promise.all(numbers(100, 20).map((n) => engine.start(all, { chat: 'z', n }))),
+      Promise.all(['b', 'c', 'd'].map((chat) => engine.start(last, { chat, n: 0 }))),
+    ]);
+    expect(new Set(lastIds).size).toBe(1);
+    expect(new Set(allIds).size).toBe(1);
+    expect(new Set(concurrent.map((h) => h.id)).size).toBe(1);
+    expect(new Set([lastIds[0], ...keys.map((h) => h.id)]).size).toBe(4);
+
+    const opened = (await events(lastIds[0]!)).find((e) => e.type === RUN_EVENT.runDebounced);
+    expect((opened?.data as { waitingFor?: string } | undefined)?.waitingFor).toMatch(/^debounced until \d{4}-/);
+    expect(await result(lastIds[0]!)).toEqual({ chat: 'a', n: 20 });
+    expect(await result(allIds[0]!)).toEqual(numbers(1, 20));
+    // concurrent starts join in the order they took the key's lock
+    expect([...((await result(concurrent[0]!.id)) as number[])].sort()).toEqual(numbers(100, 20));
+    for (const [i, chat] of ['b', 'c', 'd'].entries()) expect(await result(keys[i]!.id)).toEqual({ chat, n: 0 });
+
+    const journal = await events(lastIds[0]!);
+    expect(journal.filter((e) => e.type === RUN_EVENT.runDebounced)).toHaveLength(20);
+    expect(journal.filter((e) => e.type === RUN_EVENT.stepStarted)).toHaveLength(1);
+  });
+
+  it('refuses a run id, a throttle too, a missing key; runs a busy key after maxWait, then opens a new run', async () => {
+    await expect(engine.start(last, { chat: 'a', n: 1 }, { id: 'mine' })).rejects.toThrow(/^id: .*no run id/);
+    const both = engine.start(last, { chat: 'a', n: 1 }, { throttle: { limit: 1, period: '1s' } });
+    await expect(both).rejects.toBeInstanceOf(ValidationError);
+    await expect(engine.start(last, { n: 1 } as never)).rejects.toThrow(/debounce\.key/);
+
+    const ids: string[] = [];
+    // a start every 300 ms for 3.3 s: never 1 s quiet, so only maxWait (2 s) closes the first window
+    for (const n of numbers(0, 12)) {
+      ids.push((await engine.start(capped, { chat: 'a', n })).id);
+      await sleep(300);
+    }
+    const runs = [...new Set(ids)];
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    expect(await result(runs[0]!)).toBe(ids.filter((id) => id === runs[0]).length - 1);
+    expect(await result(runs.at(-1)!)).toBe(11);
+    const after = await engine.start(capped, { chat: 'a', n: 99 });
+    expect(runs).not.toContain(after.id);
+    expect(await after.result({ pollMs: 100 })).toBe(99);
+  });
+});
