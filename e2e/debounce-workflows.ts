@@ -1,0 +1,17 @@
+import { appendFileSync } from 'node:fs';
+import { workflow } from '../src/runtime/workflow.js';
+
+/**
+ * The debounced workflow of the debounce crash test, the same code in the child and the parent: its one step appends a
+ * line to `log` synchronously, so the parent counts its executions across the kill.
+ */
+export const debouncedEcho = (log: string) =>
+  workflow(
+    'debounce-crash',
+    { debounce: { key: 'input.chat', period: '4s' } },
+    async (ctx, input: { chat: string; n: number }) =>
+      ctx.step('echo', async () => {
+        appendFileSync(log, `${ctx.runId} echo ${input.n} ${process.pid}\n`);
+        return input.n;
+      }),
+  );
