@@ -25,6 +25,13 @@ export const runEventTable = {
   },
   runFailed: { type: 'run.failed', kind: 'run', terminal: true, view: 'failed, its error and compensations' },
   runCancelled: { type: 'run.cancelled', kind: 'run', terminal: true, view: 'cancelled, its compensations' },
+  /** A run that waited for a concurrency slot got it: it begins (`waitingFor` null), or waits for its next limit. */
+  runAdmitted: {
+    type: 'run.admitted',
+    kind: 'run',
+    terminal: false,
+    view: 'pending once it holds every slot, or waiting, its reason',
+  },
   runContinued: {
     type: 'run.continued',
     kind: 'run',
@@ -126,6 +133,8 @@ export const runEventTable = {
 export const orderingEventTable = {
   runQueued: { type: 'run.queued', kind: 'ordering', terminal: false, view: 'none' },
   runReleased: { type: 'run.released', kind: 'ordering', terminal: false, view: 'none' },
+  /** A start refused by a full `drop_newest` limit: the run id and the reason, on the key's stream alone. */
+  runDropped: { type: 'run.dropped', kind: 'ordering', terminal: false, view: 'none' },
 } as const;
 
 /** The event that takes a key of a keyed start (`keyed.ts`), first in the key's stream, when the caller names none. */

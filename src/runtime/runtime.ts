@@ -10,7 +10,7 @@ import { type History, runStream } from './pass/history.js';
 import type { Observe } from './pass/observe.js';
 import type { Children } from './pass/pass.js';
 import { PassDriver, type PassRuntime } from './pass/driver.js';
-import { isTerminal, projectRunViews, readRunView, runTag, type CommittedViews, type RunView } from './read/view.js';
+import { isTerminal, projectRunViews, readRunView, runPass, type CommittedViews, type RunView } from './read/view.js';
 import { Blobs, resolveView } from './pass/blobs.js';
 import { ReplayCache } from './pass/cache.js';
 import { projectPatches } from './pass/patches.js';
@@ -99,7 +99,7 @@ export class Runtime {
       registered: (tag) => this.workflows.has(tag),
       ended: (tx, history, id) => this.ended(tx, history, id),
       wake: (tx, id, at) => this.wake(tx, id, at),
-      enqueuePass: (tx, id, at, knownTag) => this.enqueuePass(tx, id, at, knownTag),
+      enqueuePass: (tx, id, at, knownTag, priority) => this.enqueuePass(tx, id, at, knownTag, priority),
     };
     const parts = { blobs: this.blobs, cache: this.cache, children: this.children };
     // the driver spreads these options into each Pass, as they are
@@ -331,12 +331,19 @@ export class Runtime {
   }
 
   /** A pass of run `id`, tagged with its version so that only a worker that has that version runs it: the version its view names (its start's or, after `continueAsNew`, its generation's). */
-  private async enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<EnqueueResult> {
-    const tag = knownTag ?? (await runTag(tx, id));
+  private async enqueuePass(
+    tx: Store,
+    id: string,
+    at: number | null,
+    knownTag?: string,
+    knownPriority?: number,
+  ): Promise<EnqueueResult> {
+    const { tag, priority } =
+      knownTag === undefined ? await runPass(tx, id) : { tag: knownTag, priority: knownPriority ?? 0 };
     return this.queue.enqueue(
       RUN_QUEUE,
       { runId: id },
-      { tx, ...passTask(id, tag ?? null), ...(at === null ? {} : { runAt: at }) },
+      { tx, ...passTask(id, tag ?? null, priority), ...(at === null ? {} : { runAt: at }) },
     );
   }
 

@@ -4,6 +4,7 @@ import type { Duration } from '../duration.js';
 import type { Match } from './match.js';
 import type { CancelOn } from './start/start.js';
 import type { FlowOptions, RateLimitUse, Usage } from './flow.js';
+import { checkFlow } from './flow-check.js';
 
 export interface StepContext {
   /** Stable for this run and step across retries and crashes: pass it to side effects. */
@@ -306,12 +307,15 @@ export function workflow<I, O>(
   const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
   if (options.onDeadline !== undefined && options.onDeadline !== 'fail' && options.onDeadline !== 'cancel')
     throw new ValidationError('onDeadline', `must be 'fail' or 'cancel' (got ${JSON.stringify(options.onDeadline)})`);
+  const { concurrency, priority, throttle, debounce, budget } = options;
+  const flow = checkFlow({ concurrency, priority, throttle, debounce, budget });
   return Object.freeze({
     name,
     version,
     run,
     ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
     ...(options.cancelOn ? { cancelOn: options.cancelOn } : {}),
+    ...(Object.keys(flow).length > 0 ? { flow: Object.freeze(flow) } : {}),
   });
 }
 

@@ -28,8 +28,8 @@ export interface PassRuntime {
   ended(tx: Store, history: History, id: string): Promise<void>;
   /** Schedules the run's next pass at `at`, or moves its waiting pass earlier. */
   wake(tx: Store, id: string, at: number): Promise<void>;
-  /** Queues a pass of run `id` at `at` (null: now), tagged with its version. */
-  enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string): Promise<EnqueueResult>;
+  /** Queues a pass of run `id` at `at` (null: now), tagged with its version, at its priority. */
+  enqueuePass(tx: Store, id: string, at: number | null, knownTag?: string, priority?: number): Promise<EnqueueResult>;
 }
 
 export interface PassDriverOptions {
@@ -79,7 +79,13 @@ export class PassDriver {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version
       if (history.codeVersion !== null)
         await this.store.transaction((tx) =>
-          this.runtime.enqueuePass(tx, id, null, versionTag(history.workflow, history.codeVersion!)),
+          this.runtime.enqueuePass(
+            tx,
+            id,
+            null,
+            versionTag(history.workflow, history.codeVersion!),
+            history.flow?.priority,
+          ),
         );
       else throw new Error(`workflow '${history.workflow}' is not registered in this process`);
       return false;
@@ -198,6 +204,7 @@ export class PassDriver {
       orderingKey: history.orderingKey,
       deadline: history.deadline,
       parent: history.parent,
+      ...(history.flow ? { flow: history.flow } : {}),
       ...(traceparent ? { traceparent } : {}),
     };
   }

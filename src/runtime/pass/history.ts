@@ -1,5 +1,6 @@
 import type { StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
+import type { RunFlow } from '../start/run-flow.js';
 
 /** The stream of one run. */
 export function runStream(runId: string): string {
@@ -52,6 +53,8 @@ export class History {
   /** ms; the run fails with a TimeoutError when it has not ended by then */
   deadline: number | null = null;
   orderingKey: string | null = null;
+  /** The run's flow options as its start checked them (`run.started`'s `flow`), its limits' keys resolved; null: none. */
+  flow: RunFlow | null = null;
   parent: { runId: string; seq: Seq } | null = null;
   cancelRequested = false;
   /** Who asked first to cancel the run (`by` of its first `run.cancel_requested`): the engine (`system`) or a user. */
@@ -101,6 +104,7 @@ export class History {
         this.input = data.input;
         this.deadline = data.deadline ?? null;
         this.orderingKey = data.orderingKey ?? null;
+        this.flow = data.flow ?? null;
         this.parent = data.parent ?? null;
         return;
       case RUN_EVENT.runDebounced:

@@ -6,12 +6,20 @@ import type { CancelView, RunView, StepView } from './view.js';
 
 /** A run's view as its `run.started` (or a generation's) event begins it. */
 export function newView(id: string, event: StoredEvent): RunView {
-  const data = event.data as { workflow: string; input: unknown; version?: string };
+  const data = event.data as {
+    workflow: string;
+    input: unknown;
+    version?: string;
+    waitingFor?: string | null;
+    flow?: { priority?: number };
+  };
   return {
     id,
     workflow: data.workflow,
     version: data.version ?? null,
-    status: 'pending',
+    status: data.waitingFor ? 'waiting' : 'pending',
+    ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
+    ...(data.flow?.priority ? { priority: data.flow.priority } : {}),
     input: data.input,
     output: null,
     error: null,
@@ -67,7 +75,14 @@ export function apply(view: RunView, event: StoredEvent): void {
     view.current = { name: data.name, label: typeof data.label === 'string' ? data.label : null };
     view.status = 'running';
   };
+  // a run that began, ended or continued as new waits no more
+  if (view.waitingFor && event.type !== RUN_EVENT.runAdmitted && event.type !== RUN_EVENT.runStarted)
+    view.waitingFor = null;
   switch (event.type) {
+    case RUN_EVENT.runAdmitted:
+      view.waitingFor = data.waitingFor ?? null;
+      if (view.status === 'pending' || view.status === 'waiting') view.status = data.waitingFor ? 'waiting' : 'pending';
+      return;
     case RUN_EVENT.runContinued:
       Object.assign(view, {
         status: 'running',

@@ -90,6 +90,13 @@ export interface RunView {
   /** The code version the run started on (absent on runs older than versions). */
   version?: string | null;
   status: RunStatus;
+  /**
+   * Why a `waiting` run has not begun, in words a person reads: `concurrency user:42 — 1 of 1 in use`, `not before
+   * 2026-11-29T12:00:00.000Z`. Null (or absent) once it runs.
+   */
+  waitingFor?: string | null;
+  /** The run's priority, when not 0: its passes are claimed before those of lower ones (-100…100). */
+  priority?: number;
   input: unknown;
   output: unknown;
   error: string | null;
@@ -171,6 +178,7 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.runCancelled,
       RUN_EVENT.runContinued,
       RUN_EVENT.patchRecorded,
+      RUN_EVENT.runAdmitted,
       RUN_EVENT.usageRecorded,
       RUN_EVENT.budgetExceeded,
       RUN_EVENT.budgetDecided,
@@ -258,8 +266,13 @@ export async function readRunView(store: Store, id: string): Promise<RunView | u
 
 /** The tag of run `id`'s passes (`versionTag`), from its view; none for a run from before versions, or no run. */
 export async function runTag(store: Store, id: string): Promise<string | undefined> {
+  return (await runPass(store, id)).tag;
+}
+
+/** What each pass task of run `id` carries, from its view: its version's tag and its priority (0 when none). */
+export async function runPass(store: Store, id: string): Promise<{ tag: string | undefined; priority: number }> {
   const view = (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
-  return view?.version ? versionTag(view.workflow, view.version) : undefined;
+  return { tag: view?.version ? versionTag(view.workflow, view.version) : undefined, priority: view?.priority ?? 0 };
 }
 
 /** The keys of a run's step pages: `<run id>#<page>` (the page number after the last `#` keeps ids with `#` apart). */

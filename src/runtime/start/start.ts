@@ -11,6 +11,7 @@ import { History, runStream, type Seq } from '../pass/history.js';
 import { resolveMatch, type EventMatch, type Match } from '../match.js';
 import type { FlowOptions } from '../flow.js';
 import { admitTurn } from './turns.js';
+import { runFlow, type RunFlow } from './run-flow.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
 
@@ -76,11 +77,27 @@ export const RUN_QUEUE = 'runledger.runs';
  * that has that version runs it. A pass that throws met the infrastructure, not the workflow: it is retried, not sent
  * to the dead letters after 5 tries.
  */
-export function passTask(id: string, tag: string | null): EnqueueOptions {
-  return { maxAttempts: 1000, orderingKey: id, ...(tag ? { tag } : {}) };
+export function passTask(id: string, tag: string | null, priority = 0): EnqueueOptions {
+  return { maxAttempts: 1000, orderingKey: id, ...(tag ? { tag } : {}), ...(priority ? { priority } : {}) };
 }
 
 type Start = StartOptions & { id: string; parent?: { runId: string; seq: Seq } };
+
+/** A start's options, checked: its version tag, ordering key, timeout, flow and first pass's time. */
+interface Checked {
+  tag: string;
+  orderingKey: string | null;
+  timeoutMs: number | null;
+  flow: RunFlow;
+  notBefore: number | null;
+}
+
+function checkNotBefore(value: unknown): number | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new ValidationError('notBefore', `must be a time in ms since 1970 (got ${JSON.stringify(value)})`);
+  return value;
+}
 
 interface Host {
   store: Store;
@@ -105,18 +122,21 @@ export class Starts {
    */
   async shared(wf: Workflow, input: unknown, options: Start): Promise<void> {
     const { store, journal, queue } = this.host;
-    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const checked = this.checked(wf, input, options);
+    const { tag, orderingKey, timeoutMs, flow } = checked;
     const deadline = timeoutMs === null ? null : (await store.now()) + timeoutMs;
-    const taker = queue.reserve(RUN_QUEUE, tag);
+    const priority = flow.priority ?? 0;
+    // a first pass not due yet is not claimed as it is inserted: it waits in the queue until `notBefore`
+    const taker = options.notBefore === undefined ? queue.reserve(RUN_QUEUE, tag) : null;
     try {
       const prepare = async (tx: Store) => ({
-        appends: [await this.append(tx, wf, input, options, orderingKey, deadline)],
+        appends: [await this.append(tx, wf, input, options, checked, deadline)],
         value: null,
       });
       const also = async (tx: Store) => {
         const pass =
           orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id, options.ahead))
-            ? await this.enqueuePass(tx, options.id, tag, taker)
+            ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore)
             : null;
         await options.also?.(tx);
         return pass;
@@ -129,7 +149,11 @@ export class Starts {
                 queue.newTask(
                   RUN_QUEUE,
                   { runId: options.id },
-                  { ...passTask(options.id, tag), ...(taker ? { claim: taker.claim } : {}) },
+                  {
+                    ...passTask(options.id, tag, priority),
+                    ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
+                    ...(taker ? { claim: taker.claim } : {}),
+                  },
                 ),
               ],
               ...(options.also ? { also } : {}),
@@ -150,19 +174,23 @@ export class Starts {
    * rolls back.
    */
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
-    const { tag, orderingKey, timeoutMs } = this.checked(wf, options);
+    const checked = this.checked(wf, input, options);
+    const { tag, orderingKey, timeoutMs, flow } = checked;
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const [started] = (
-      await this.host.journal.appendMany([await this.append(tx, wf, input, options, orderingKey, deadline)], { tx })
+      await this.host.journal.appendMany([await this.append(tx, wf, input, options, checked, deadline)], { tx })
     ).events;
     const admitted =
       orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id, options.ahead));
-    const pass = admitted ? await this.enqueuePass(tx, options.id, tag, this.host.queue.reserve(RUN_QUEUE, tag)) : null;
+    const taker = options.notBefore === undefined ? this.host.queue.reserve(RUN_QUEUE, tag) : null;
+    const pass = admitted
+      ? await this.enqueuePass(tx, options.id, tag, taker, flow.priority ?? 0, options.notBefore)
+      : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
   }
 
-  private checked(wf: Workflow, options: Start): { tag: string; orderingKey: string | null; timeoutMs: number | null } {
+  private checked(wf: Workflow, input: unknown, options: Start): Checked {
     const tag = versionTag(wf.name, wf.version);
     if (!this.host.registered(tag))
       throw new ValidationError(
@@ -173,6 +201,8 @@ export class Starts {
       tag,
       orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200),
       timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, 'timeout'),
+      flow: runFlow(wf, input, options),
+      notBefore: checkNotBefore(options.notBefore),
     };
   }
 
@@ -182,9 +212,10 @@ export class Starts {
     wf: Workflow,
     input: unknown,
     options: Start,
-    orderingKey: string | null,
+    checked: Checked,
     deadline: number | null,
   ): Promise<StreamAppend> {
+    const { orderingKey, flow, notBefore } = checked;
     const data = {
       workflow: wf.name,
       version: wf.version,
@@ -192,14 +223,32 @@ export class Starts {
       orderingKey,
       deadline,
       parent: options.parent ?? null,
+      ...(Object.keys(flow).length > 0 ? { flow } : {}),
+      ...(notBefore === null ? {} : { notBefore, waitingFor: `not before ${new Date(notBefore).toISOString()}` }),
       ...(options.traceparent ? { traceparent: options.traceparent } : {}),
       ...cancelOn(options.cancelOn ?? wf.cancelOn, input),
     };
     return { streamId: runStream(options.id), events: [{ type: RUN_EVENT.runStarted, data }], expectedVersion: 0 };
   }
 
-  private enqueuePass(tx: Store, id: string, tag: string, taker: Taker | null): Promise<EnqueueResult> {
-    return this.host.queue.enqueue(RUN_QUEUE, { runId: id }, { tx, ...passTask(id, tag), ...(taker ? { taker } : {}) });
+  private enqueuePass(
+    tx: Store,
+    id: string,
+    tag: string,
+    taker: Taker | null,
+    priority: number,
+    notBefore: number | undefined,
+  ): Promise<EnqueueResult> {
+    return this.host.queue.enqueue(
+      RUN_QUEUE,
+      { runId: id },
+      {
+        tx,
+        ...passTask(id, tag, priority),
+        ...(notBefore === undefined ? {} : { runAt: notBefore }),
+        ...(taker ? { taker } : {}),
+      },
+    );
   }
 
   /**
