@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine.js';
 import { ValidationError } from '../../errors.js';
 import { backends } from '../../testing/backends.js';
@@ -29,17 +29,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
 describe.each(backends)('debounced starts on $name', (backend) => {
-  let engine: Engine;
-  let close: () => Promise<void>;
-  beforeEach(async () => {
-    ({ engine, close } = await testEngine(backend, { workflows: [last, all, capped], pollMs: 100 }));
-  });
-  afterEach(async () => close());
+  // each test on its own database, side by side: most of their time is waiting for windows to close
+  const test = (name: string, body: (engine: Engine) => Promise<void>) =>
+    it.concurrent(name, async () => {
+      const { engine, close } = await testEngine(backend, { workflows: [last, all, capped], pollMs: 100 });
+      try {
+        await body(engine);
+      } finally {
+        await close();
+      }
+    });
+  const events = (engine: Engine, id: string) => engine.journal.readStream(runStream(id));
+  const result = (engine: Engine, id: string) => engine.runtime.handle(id).result({ pollMs: 100 });
 
-  const events = (id: string) => engine.journal.readStream(runStream(id));
-  const result = (id: string) => engine.runtime.handle(id).result({ pollMs: 100 });
-
-  it('coalesces 20 starts of a key into one run (its last input, or all in order), one run per key', async () => {
+  test('coalesces 20 starts of a key into one run (its last input, or all in order), one run per key', async (engine) => {
     const [lastIds, allIds, concurrent, keys] = await Promise.all([
       (async () => {
         const ids: string[] = [];
@@ -59,24 +62,30 @@ describe.each(backends)('debounced starts on $name', (backend) => {
     expect(new Set(concurrent.map((h) => h.id)).size).toBe(1);
     expect(new Set([lastIds[0], ...keys.map((h) => h.id)]).size).toBe(4);
 
-    const opened = (await events(lastIds[0]!)).find((e) => e.type === RUN_EVENT.runDebounced);
+    const opened = (await events(engine, lastIds[0]!)).find((e) => e.type === RUN_EVENT.runDebounced);
     expect((opened?.data as { waitingFor?: string } | undefined)?.waitingFor).toMatch(/^debounced until \d{4}-/);
-    expect(await result(lastIds[0]!)).toEqual({ chat: 'a', n: 20 });
-    expect(await result(allIds[0]!)).toEqual(numbers(1, 20));
+    expect(await result(engine, lastIds[0]!)).toEqual({ chat: 'a', n: 20 });
+    expect(await result(engine, allIds[0]!)).toEqual(numbers(1, 20));
     // concurrent starts join in the order they took the key's lock
-    expect([...((await result(concurrent[0]!.id)) as number[])].sort()).toEqual(numbers(100, 20));
-    for (const [i, chat] of ['b', 'c', 'd'].entries()) expect(await result(keys[i]!.id)).toEqual({ chat, n: 0 });
+    expect([...((await result(engine, concurrent[0]!.id)) as number[])].sort()).toEqual(numbers(100, 20));
+    for (const [i, chat] of ['b', 'c', 'd'].entries())
+      expect(await result(engine, keys[i]!.id)).toEqual({ chat, n: 0 });
 
-    const journal = await events(lastIds[0]!);
+    const journal = await events(engine, lastIds[0]!);
     expect(journal.filter((e) => e.type === RUN_EVENT.runDebounced)).toHaveLength(20);
     expect(journal.filter((e) => e.type === RUN_EVENT.stepStarted)).toHaveLength(1);
   });
 
-  it('refuses a run id, a throttle too, a missing key; runs a busy key after maxWait, then opens a new run', async () => {
+  test('refuses a run id, a throttle too, a missing key; ends a window with its cancelled run; caps a busy key by maxWait', async (engine) => {
     await expect(engine.start(last, { chat: 'a', n: 1 }, { id: 'mine' })).rejects.toThrow(/^id: .*no run id/);
     const both = engine.start(last, { chat: 'a', n: 1 }, { throttle: { limit: 1, period: '1s' } });
     await expect(both).rejects.toBeInstanceOf(ValidationError);
     await expect(engine.start(last, { n: 1 } as never)).rejects.toThrow(/debounce\.key/);
+    // a run cancelled in its window takes no more input: the next start of its key is a new run
+    const cancelled = await engine.start(last, { chat: 'x', n: 1 });
+    await engine.cancel(cancelled.id);
+    await expect(cancelled.result({ pollMs: 100 })).rejects.toThrow(/cancelled/);
+    expect((await engine.start(last, { chat: 'x', n: 2 })).id).not.toBe(cancelled.id);
 
     const ids: string[] = [];
     // a start every 300 ms for 3.3 s: never 1 s quiet, so only maxWait (2 s) closes the first window
@@ -86,8 +95,8 @@ describe.each(backends)('debounced starts on $name', (backend) => {
     }
     const runs = [...new Set(ids)];
     expect(runs.length).toBeGreaterThanOrEqual(2);
-    expect(await result(runs[0]!)).toBe(ids.filter((id) => id === runs[0]).length - 1);
-    expect(await result(runs.at(-1)!)).toBe(11);
+    expect(await result(engine, runs[0]!)).toBe(ids.filter((id) => id === runs[0]).length - 1);
+    expect(await result(engine, runs.at(-1)!)).toBe(11);
     const after = await engine.start(capped, { chat: 'a', n: 99 });
     expect(runs).not.toContain(after.id);
     expect(await after.result({ pollMs: 100 })).toBe(99);

@@ -7,6 +7,7 @@ import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { Debounce } from '../flow.js';
 import { runStream } from '../pass/history.js';
+import { isTerminal, readRunView } from '../read/view.js';
 import type { Workflow } from '../workflow.js';
 import { delayStream, within, type DelayedHost } from './delayed.js';
 import { RUN_QUEUE, type StartOptions } from './start.js';
@@ -62,7 +63,8 @@ export async function startDebounced(
     await host.journal.append(stream, [{ type: RUN_EVENT.debounceStarted, data: {} }], { tx });
     const now = await tx.now();
     const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
-    if (open) {
+    // a run cancelled while its window was open takes no more input: this start opens a new window
+    if (open && !(await ended(tx, open.runId))) {
       const due = Math.min(now + period, open.first + maxWait);
       const stored = await host.blobs.offload(tx, open.runId, input ?? null);
       await debounced(host, tx, open.runId, { input: stored, mode: open.mode, until: due });
@@ -90,6 +92,11 @@ export async function startDebounced(
     await timer(host, tx, stream, window);
     return window.runId;
   });
+}
+
+async function ended(tx: Store, runId: string): Promise<boolean> {
+  const view = await readRunView(tx, runId);
+  return view === undefined || isTerminal(view.status);
 }
 
 function debounced(host: DelayedHost, tx: Store, runId: string, data: Record<string, unknown>): Promise<unknown> {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine.js';
 import { backends } from '../../testing/backends.js';
 import { testEngine } from '../../testing/engine.js';
@@ -20,14 +20,18 @@ const slow = workflow(
 );
 
 describe.each(backends)('throttled starts on $name', (backend) => {
-  let engine: Engine;
-  let close: () => Promise<void>;
-  beforeEach(async () => {
-    ({ engine, close } = await testEngine(backend, { workflows: [throttled, slow], pollMs: 100 }));
-  });
-  afterEach(async () => close());
+  // each test on its own database, side by side: most of their time is waiting for slots
+  const test = (name: string, body: (engine: Engine) => Promise<void>) =>
+    it.concurrent(name, async () => {
+      const { engine, close } = await testEngine(backend, { workflows: [throttled, slow], pollMs: 100 });
+      try {
+        await body(engine);
+      } finally {
+        await close();
+      }
+    });
 
-  it(`runs all of 6 starts of a key at ${PER_SECOND} per second, each first pass at its slot; another key is not held back`, async () => {
+  test(`runs all of 6 starts of a key at ${PER_SECOND} per second, each first pass at its slot; another key is not held back`, async (engine) => {
     const runs = await Promise.all(Array.from({ length: 6 }, (_, n) => engine.start(throttled, { user: 'u1', n })));
     const other = await engine.start(throttled, { user: 'u2', n: 100 });
     expect(new Set(runs.map((r) => r.id)).size).toBe(6);
@@ -60,7 +64,7 @@ describe.each(backends)('throttled starts on $name', (backend) => {
     expect(otherEvents.some((e) => e.type === RUN_EVENT.runThrottled)).toBe(false);
   });
 
-  it('takes no slot for a start whose id exists, and refuses an input without the key', async () => {
+  test('takes no slot for a start whose id exists, and refuses an input without the key', async (engine) => {
     const first = await engine.start(slow, { user: 'u1', n: 1 }, { id: 'once' });
     const again = await engine.start(slow, { user: 'u1', n: 2 }, { id: 'once' });
     expect(again.id).toBe(first.id);
