@@ -136,6 +136,34 @@ export function runCommands(program: Command, out: Output): void {
       out.line(`run ${id}: cancelling (runledger runs show ${id}${urlFlags(options)})`);
     });
 
+  remote(runs.command('approve-budget <run-id>'))
+    .description(
+      'decide a run waiting for its budget: let it go on (its budget again on top, or --tokens …) or --reject',
+    )
+    .requiredOption('--by <name>', 'who decides: journaled with the decision')
+    .option('--reject', 'fail the run instead (a BudgetExceededError; compensations run)')
+    .option('--tokens <n>', 'tokens to add', Number)
+    .option('--cost <n>', 'cost to add', Number)
+    .option('--tool-calls <n>', 'tool calls to add', Number)
+    .option('--steps <n>', 'steps to add', Number)
+    .option('--wall-time <duration>', "wall time to add: ms, or '10m', '1h'")
+    .action(async (id: string, options) => {
+      const extend = Object.fromEntries(
+        Object.entries({
+          tokens: options.tokens,
+          cost: options.cost,
+          tool_calls: options.toolCalls,
+          steps: options.steps,
+          wall_time: options.wallTime,
+        }).filter(([, v]) => v !== undefined),
+      );
+      const decision = options.reject ? 'reject' : 'approve';
+      const body = { by: options.by as string, ...(Object.keys(extend).length > 0 ? { extend } : {}) };
+      const answer = await client(options).decideBudget(id, decision, body);
+      if (options.json) return out.json(answer);
+      out.line(`run ${id}: ${decision === 'approve' ? 'approved' : 'rejected'} (${answer.reason})`);
+    });
+
   reader(program.command('events [run-id]'))
     .description(
       "a run's timeline (time, type, detail); --follow keeps printing until the run ends and exits 1 unless it succeeded. Without a run id: the raw journal, from --database",

@@ -242,6 +242,24 @@ export class Client {
       `/runs/${enc(id)}/cancel`,
       reason === undefined ? undefined : { reason },
     );
+  /**
+   * Lets a run waiting for its budget go on (`extend`: what to add; default: its budget again), or fails it.
+   *
+   * @example await client.decideBudget('run_…', 'approve', { by: 'ana', extend: { tokens: 10_000 } });
+   */
+  decideBudget = (
+    id: string,
+    decision: 'approve' | 'reject',
+    body: {
+      by: string;
+      extend?: { tokens?: number; cost?: number; tool_calls?: number; steps?: number; wall_time?: number | string };
+    },
+  ) =>
+    this.call<{ run_id: string; decision: 'approve' | 'reject'; round: number; reason: string }>(
+      'POST',
+      `/runs/${enc(id)}/budget/${decision}`,
+      decision === 'reject' ? { by: body.by } : body,
+    );
   tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) =>
     this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
   taskEvents = (id: string) => this.call<{ events: RunEvent[] }>('GET', `/tasks/${enc(id)}/events`);

@@ -7,6 +7,7 @@ import { iso } from '../../iso.js';
 import { workflowLabel } from '../../observe/events.js';
 import type { Definitions } from '../../workflows/definitions.js';
 import { STORED_WORKFLOW } from '../../workflows/interpreter.js';
+import { budgetRecord, usageOf, usageRecord } from './budget.js';
 
 /* A run and its events as the API shows them: the response schemas and the records built from views. */
 
@@ -86,6 +87,8 @@ export const runResponse = runSummaryResponse.extend({
       cancel: cancelRecord.optional(),
     }),
   ),
+  usage: usageRecord.describe('what the run used: its ctx.usage totals and the steps it started'),
+  budget: budgetRecord.nullable().describe('its caps (grown by each approval); null: none'),
 });
 
 export type RunSummary = z.infer<typeof runSummaryResponse>;
@@ -155,6 +158,7 @@ export function runRecord(view: RunView, live?: Set<string>, names?: ReadonlyMap
       error: s.error,
       ...(s.cancel ? { cancel: s.cancel } : {}),
     })),
+    ...usageOf(view),
   };
 }
 

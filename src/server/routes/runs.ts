@@ -24,6 +24,7 @@ import {
   workflowId,
 } from '../records/runs.js';
 import { type EventRecord, eventRecord, eventResponse } from '../records/events.js';
+import { budgetRoutes } from './budget.js';
 
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
@@ -300,6 +301,7 @@ export function runRoutes(
         return runEvents(engine.journal, params.execution_id!, query);
       },
     }),
+    ...budgetRoutes(engine),
   ];
 }
 
