@@ -37,11 +37,21 @@ const duration = (min: number, max: number, range: string) =>
     });
 
 const DAY = 86_400_000;
+const LIMIT_MAX = 1_000_000;
 const newTask = z.object({
   payload: z.unknown(),
   idempotency_key: z.string().optional(),
   ordering_key: z.string().optional(),
-  priority: z.int().min(-1_000_000).max(1_000_000).optional(),
+  priority: z
+    .int()
+    .min(-1_000_000)
+    .max(1_000_000)
+    .optional()
+    .describe('higher runs first; a waiting task ages: one point per 10 s waited, so none starves'),
+  concurrency: z
+    .object({ key: z.string().min(1).max(256), limit: z.int().min(1).max(LIMIT_MAX) })
+    .optional()
+    .describe('at most `limit` tasks of `key` in this queue run at once, across every worker; the rest wait in order'),
   delay: duration(0, 365 * DAY, 'from 0 to 365 days').optional(),
   run_at: z.iso.datetime({ offset: true }).optional(),
   max_attempts: z.int().min(1).max(1000).optional(),
@@ -96,12 +106,20 @@ const failBody = z.object({
 });
 
 const enqueued = z.object({ task: taskRecordSchema, created: z.boolean() });
+const queueLimit = z.object({
+  queue: z.string(),
+  concurrency: z.int().nullable().describe('most tasks of the queue running at once, across every worker; null: none'),
+});
+const limitBody = z.object({
+  concurrency: z.int().min(1).max(LIMIT_MAX).nullable().describe(`1 to ${LIMIT_MAX}, or null to remove the limit`),
+});
 
 const options = (item: Partial<NewTaskBody>): EnqueueOptions & { payload: unknown } => ({
   payload: item.payload ?? null,
   ...(item.idempotency_key === undefined ? {} : { idempotencyKey: item.idempotency_key }),
   ...(item.ordering_key === undefined ? {} : { orderingKey: item.ordering_key }),
   ...(item.priority === undefined ? {} : { priority: item.priority }),
+  ...(item.concurrency === undefined ? {} : { concurrency: item.concurrency }),
   ...(item.max_attempts === undefined ? {} : { maxAttempts: item.max_attempts }),
   ...(item.delay === undefined ? {} : { runAt: Date.now() + item.delay }),
   ...(item.run_at === undefined ? {} : { runAt: Date.parse(item.run_at) }),
@@ -144,6 +162,31 @@ export function queueRoutes(engine: Engine, app: Hono) {
         const result = await engine.queue.enqueue(params.queue!, payload, rest);
         return json(result.created ? 201 : 200, answer(result));
       },
+    }),
+    route({
+      method: 'put',
+      path: '/queues/{queue}/limit',
+      tag: 'tasks',
+      summary:
+        "Set the queue's limit of running tasks across every worker (null removes it); the next claim obeys it, no restart",
+      body: limitBody,
+      status: 200,
+      response: queueLimit,
+      errors: [400],
+      handle: async ({ params, body }) => {
+        await engine.queue.setLimit(params.queue!, body.concurrency);
+        return { queue: params.queue!, concurrency: await engine.queue.limit(params.queue!) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/queues/{queue}/limit',
+      tag: 'tasks',
+      summary: "The queue's limit of running tasks across every worker (null: none)",
+      status: 200,
+      response: queueLimit,
+      errors: [400],
+      handle: async ({ params }) => ({ queue: params.queue!, concurrency: await engine.queue.limit(params.queue!) }),
     }),
     route({
       method: 'post',

@@ -1,0 +1,69 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backends } from '../../testing/backends.js';
+import { startServer, type Server } from '../start.js';
+
+describe.each(backends)('queue limits and task concurrency over HTTP on $name', (backend) => {
+  let server: Server;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  const claim = async (queue: string) =>
+    (await call('POST', `/queues/${queue}/claim`, { worker: 'w', max: 10 })).body.tasks as Array<{ id: string }>;
+
+  beforeAll(async () => {
+    server = await startServer({
+      database: await backend.create(),
+      port: 0,
+      workers: false,
+      pollMs: 1000,
+      dataDir: mkdtempSync(join(tmpdir(), 'rl-queue-flow-')),
+      logger: pino({ level: 'silent' }),
+    });
+  });
+  afterAll(() => server.close());
+
+  it("sets, shows and removes a queue's limit, which the next claim obeys", async () => {
+    expect((await call('GET', '/queues/lq/limit')).body).toEqual({ queue: 'lq', concurrency: null });
+    const set = await call('PUT', '/queues/lq/limit', { concurrency: 2 });
+    expect(set).toEqual({ status: 200, body: { queue: 'lq', concurrency: 2 } });
+    expect((await call('GET', '/queues/lq/limit')).body.concurrency).toBe(2);
+    await call('POST', '/queues/lq/tasks', { tasks: [1, 2, 3, 4].map((n) => ({ payload: { n } })) });
+    expect(await claim('lq')).toHaveLength(2);
+    expect(await claim('lq')).toHaveLength(0);
+    await call('PUT', '/queues/lq/limit', { concurrency: null });
+    expect((await call('GET', '/queues/lq/limit')).body.concurrency).toBeNull();
+    expect(await claim('lq')).toHaveLength(2);
+  });
+
+  it('refuses a limit out of range, naming the field', async () => {
+    for (const concurrency of [0, -1, 1.5, 'two', 1_000_001]) {
+      const bad = await call('PUT', '/queues/lq2/limit', { concurrency });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('concurrency');
+    }
+    const task = await call('POST', '/queues/lq2/tasks', { payload: 1, concurrency: { key: 'k', limit: 0 } });
+    expect(task.status).toBe(400);
+    expect(JSON.stringify(task.body)).toContain('concurrency');
+    expect((await call('GET', '/queues/lq2/limit')).body.concurrency).toBeNull();
+  });
+
+  it('enqueues tasks with a concurrency key and a priority: the key runs its limit at once, the higher first', async () => {
+    const enqueue = (body: unknown) => call('POST', '/queues/kq/tasks', body);
+    await enqueue({ tasks: [1, 2, 3].map((n) => ({ payload: { n }, concurrency: { key: 'user:1', limit: 2 } })) });
+    const urgent = (await enqueue({ payload: 'urgent', priority: 10 })).body.task;
+    expect(urgent.priority).toBe(10);
+    const first = await claim('kq');
+    expect(first.map((t) => t.id)[0]).toBe(urgent.id);
+    expect(first).toHaveLength(3);
+    expect(await claim('kq')).toHaveLength(0);
+  });
+});
