@@ -3,6 +3,7 @@ import type { StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import type { Seq } from '../pass/history.js';
 import type { CancelView, RunView, StepView } from './view.js';
+import type { Budget } from '../flow.js';
 
 /** A run's view as its `run.started` (or a generation's) event begins it. */
 export function newView(id: string, event: StoredEvent): RunView {
@@ -11,7 +12,7 @@ export function newView(id: string, event: StoredEvent): RunView {
     input: unknown;
     version?: string;
     waitingFor?: string | null;
-    flow?: { priority?: number };
+    flow?: { priority?: number; budget?: Budget };
   };
   return {
     id,
@@ -20,6 +21,7 @@ export function newView(id: string, event: StoredEvent): RunView {
     status: data.waitingFor ? 'waiting' : 'pending',
     ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
     ...(data.flow?.priority ? { priority: data.flow.priority } : {}),
+    ...(data.flow?.budget ? { budget: data.flow.budget } : {}),
     input: data.input,
     output: null,
     error: null,
@@ -146,12 +148,33 @@ export function apply(view: RunView, event: StoredEvent): void {
     case RUN_EVENT.stateChanged:
       view.state = data.name;
       return;
+    case RUN_EVENT.usageRecorded:
+      view.usage = data.totals;
+      return;
+    case RUN_EVENT.budgetExceeded:
+      if (data.onExceed === 'approve')
+        Object.assign(view, {
+          status: 'waiting',
+          waitingFor: data.reason,
+          budgetWait: { round: data.round, reason: data.reason },
+        });
+      return;
+    case RUN_EVENT.budgetDecided:
+      Object.assign(
+        view,
+        { status: 'running', budgetWait: null },
+        data.decision === 'approve' ? { budget: data.budget } : {},
+      );
+      return;
     case RUN_EVENT.compensationStarted:
     case RUN_EVENT.compensationConfirming:
     case RUN_EVENT.compensationPolled:
     case RUN_EVENT.compensationCompleted:
     case RUN_EVENT.compensationFailed:
       applyCancel(step(), event.type, data);
+      return;
+    case RUN_EVENT.stepRateWaiting:
+      Object.assign(view, { status: 'waiting', waitingFor: data.reason });
       return;
     case RUN_EVENT.sleepStarted:
       view.status = 'sleeping';
