@@ -9,6 +9,7 @@ import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime
 import type { RunView } from './runtime/read/view.js';
 import { RunReads } from './runtime/read/reads.js';
 import { Operator } from './runtime/operate/operator.js';
+import { RateLimits } from './runtime/rates/limits.js';
 import { advertise } from './runtime/start/versions.js';
 import { DEBOUNCE_QUEUE, debounceTimer } from './runtime/start/debounce.js';
 import type { Workflow } from './runtime/workflow.js';
@@ -38,6 +39,8 @@ export class Engine {
   readonly operator: Operator;
   /** This process's row in the database: its leases end seconds after it dies, not a whole lease later. */
   readonly liveness: Liveness;
+  /** Named rate limits steps take (`rateLimit` of a step), shared by every process on the database. */
+  readonly limits: RateLimits;
   private readonly workers = new Set<Worker>();
   private readonly subscribers = new Set<Subscriber>();
   private runWorker: Worker | null = null;
@@ -68,6 +71,7 @@ export class Engine {
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.runs = new RunReads(store, this.journal, this.runtime);
+    this.limits = new RateLimits(store);
     this.retention = new Retention(store, this.journal, this.runtime, this.events);
     // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
     this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });

@@ -55,6 +55,20 @@ export const runEventTable = {
     terminal: false,
     view: 'the step retrying, or failed when no retry is due',
   },
+  /**
+   * A step asks for its rate limits before attempt `attempt` (`round` counts its asks): the buckets are charged in the
+   * same transaction, and the answer is kept under the ask's id, so asking again after a crash is charged once.
+   */
+  stepRateRequested: { type: 'step.rate_requested', kind: 'step', terminal: false, view: 'none' },
+  /** The limits had no room: the step waits until `retryAt` (a timer), then asks again (`reason` names the limit). */
+  stepRateWaiting: {
+    type: 'step.rate_waiting',
+    kind: 'step',
+    terminal: false,
+    view: 'waiting, its reason (rate limit <name> — next slot <time>)',
+  },
+  /** Units a step really used past those it took (its `charge`), charged to the bucket after the call. */
+  stepRateCharged: { type: 'step.rate_charged', kind: 'step', terminal: false, view: 'none' },
   sleepStarted: { type: 'sleep.started', kind: 'sleep', terminal: false, view: 'sleeping' },
   sleepCompleted: { type: 'sleep.completed', kind: 'sleep', terminal: false, view: 'running' },
   waitStarted: { type: 'wait.started', kind: 'wait', terminal: false, view: 'waiting' },

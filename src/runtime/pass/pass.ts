@@ -294,7 +294,7 @@ export class Pass {
       history: this.o.history,
       maxEventBytes: this.o.maxEventBytes,
       failuresAfter: 0,
-      write: (events) => this.write(events),
+      write: (events, also) => this.write(events, also),
       defer: (event) => this.writer.defer(event),
       attempt: (fn, ctx, timeout) => runAttempt(this.stop.signal, fn, ctx, timeout),
       observe: (name, attempt) => observeStep(this.o, this.runId, name, attempt),

@@ -1,14 +1,17 @@
-import { LeaseLostError, NonDeterminismError, describeError } from '../../errors.js';
+import { LeaseLostError, NonDeterminismError, TerminalError, describeError } from '../../errors.js';
 import { errorClassOf, type ErrorClass } from '../../observe/error-class.js';
-import type { NewEvent } from '../../storage/store.js';
+import type { NewEvent, RateUse, Store } from '../../storage/store.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { Seq } from './history.js';
 import type { PollHost } from './poll.js';
 import type { NodeContext, NodeOptions, StepContext, StepOptions } from '../workflow.js';
 import { RUN_EVENT } from '../events.js';
+import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
 
 /** What `runStep` and `runNode` need of the pass they run in (beyond what a poll needs). */
 export interface StepHost extends PollHost {
+  /** Journals `events`, running `also` in the same transaction (a step's rate limits: see rate.ts). */
+  write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void>;
   /** Journals `event` with the run's next write (see RunWriter.defer). */
   defer(event: NewEvent): void;
   /** The step attempt's span (see observeStep): its traceparent goes to the step's code. */
@@ -46,6 +49,20 @@ export async function runStep<T>(
   if (lastFailure?.retryAt && lastFailure.retryAt > host.now()) throw new Suspension(lastFailure.retryAt);
 
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
+  // the step's rate limits, taken before each attempt: no room suspends the pass until there is
+  const uses = rateUses(options.rateLimit, name);
+  let taken: RateUse[] = [];
+  if (uses.length > 0) {
+    try {
+      taken = await takeRate(host, seq, name, attempt, uses);
+    } catch (error) {
+      if (!(error instanceof TerminalError)) throw error;
+      await host.write([
+        { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt: null } },
+      ]);
+      throw error;
+    }
+  }
   const started = {
     seq,
     name,
@@ -66,11 +83,20 @@ export async function runStep<T>(
       options.timeout,
     );
     checkOutput(name, output, host.maxEventBytes);
+    const extra = rateExtra(uses, taken, output);
     seen.end(null, false);
     // Journaled with the run's next write, before anything after this step can happen: the next
     // step's start, a timer, the end of the run. One transaction per step instead of two; a
     // crash in between runs this step again, as a crash before its completion always did.
     host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: output ?? null } });
+    // what the call really used past what it took, charged with its completion
+    if (extra.length > 0)
+      await host.write(
+        [{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }],
+        async (tx) => {
+          for (const e of extra) await tx.rateCharge(e);
+        },
+      );
     return remember(host, seq, name, output, options);
   } catch (error) {
     if (error instanceof LeaseLostError) {
@@ -85,7 +111,11 @@ export async function runStep<T>(
     const delay = retryDelay(error, attempt, options.retry);
     const retryAt = delay === null ? null : host.now() + delay;
     seen.end(describeError(error), retryAt !== null, errorClassOf(error));
-    await host.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
+    // a 429's Retry-After pushes the next free slot of every limit the step took: all runs sharing them back off
+    await host.write(
+      [{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }],
+      rateDeferral(error, taken, host.now()),
+    );
     if (retryAt === null) throw error;
     throw new Suspension(retryAt);
   }

@@ -182,6 +182,7 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.usageRecorded,
       RUN_EVENT.budgetExceeded,
       RUN_EVENT.budgetDecided,
+      RUN_EVENT.stepRateWaiting,
     ],
     async (events, tx) => {
       // a transaction may append to one run more than once: its views are read once
