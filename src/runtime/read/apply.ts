@@ -85,6 +85,13 @@ export function apply(view: RunView, event: StoredEvent): void {
       view.waitingFor = data.waitingFor ?? null;
       if (view.status === 'pending' || view.status === 'waiting') view.status = data.waitingFor ? 'waiting' : 'pending';
       return;
+    case RUN_EVENT.runThrottled:
+    case RUN_EVENT.runDebounced:
+      // a later start of a debounce window: its input is the run's (last) or joins the list (all), as History reads it
+      if ('input' in data) view.input = data.mode === 'all' ? [...(view.input as unknown[]), data.input] : data.input;
+      if (view.status === 'pending' || view.status === 'waiting')
+        Object.assign(view, { status: 'waiting', waitingFor: data.waitingFor ?? null });
+      return;
     case RUN_EVENT.runContinued:
       Object.assign(view, {
         status: 'running',

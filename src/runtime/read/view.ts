@@ -179,6 +179,8 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.runContinued,
       RUN_EVENT.patchRecorded,
       RUN_EVENT.runAdmitted,
+      RUN_EVENT.runThrottled,
+      RUN_EVENT.runDebounced,
       RUN_EVENT.usageRecorded,
       RUN_EVENT.budgetExceeded,
       RUN_EVENT.budgetDecided,

@@ -64,6 +64,11 @@ describe.each(backends)('debounced starts on $name', (backend) => {
 
     const opened = (await events(engine, lastIds[0]!)).find((e) => e.type === RUN_EVENT.runDebounced);
     expect((opened?.data as { waitingFor?: string } | undefined)?.waitingFor).toMatch(/^debounced until \d{4}-/);
+    // what the read side shows of a run whose window is open: waiting, why, and the input it will run with
+    const waiting = await engine.run(allIds[0]!);
+    if (waiting.status === 'waiting') expect(waiting.waitingFor).toMatch(/^debounced until \d{4}-/);
+    expect(waiting.input).toEqual(numbers(1, 20).map((n) => ({ chat: 'a', n })));
+    expect((await engine.run(lastIds[0]!)).input).toEqual({ chat: 'a', n: 20 });
     expect(await result(engine, lastIds[0]!)).toEqual({ chat: 'a', n: 20 });
     expect(await result(engine, allIds[0]!)).toEqual(numbers(1, 20));
     // concurrent starts join in the order they took the key's lock

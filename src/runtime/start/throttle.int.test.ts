@@ -73,7 +73,10 @@ describe.each(backends)('throttled starts on $name', (backend) => {
     const until = (events.find((e) => e.type === RUN_EVENT.runThrottled)?.data as { until: number } | undefined)?.until;
     // the key's second slot (30 s after the first), not its third: the repeated start's slot went with its rollback
     expect((until ?? Number.NaN) - events[0]!.timestamp).toBeLessThanOrEqual(30_000);
-    expect(await engine.run(next.id)).toMatchObject({ status: 'waiting' });
+    expect(await engine.run(next.id)).toMatchObject({
+      status: 'waiting',
+      waitingFor: `throttled until ${new Date(until ?? 0).toISOString()}`,
+    });
     await expect(engine.start(throttled, { n: 1 } as never)).rejects.toThrow(/throttle\.key/);
     expect(await first.result({ pollMs: 100 })).toBe(1);
   });
