@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { budgetSchema, concurrencySchema, debounceSchema, runFlowSchemas, throttleSchema } from '../workflows/flow.js';
 import { cancelRecord } from './records/runs.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
@@ -17,6 +18,11 @@ export const workflowResponse = z.object({
     )
     .optional()
     .describe('a template: {{params.<name>}} in its steps; POST /workflows/{id}/instantiate makes a workflow of it'),
+  concurrency: concurrencySchema.optional(),
+  priority: z.int().optional(),
+  throttle: throttleSchema.optional(),
+  debounce: debounceSchema.optional(),
+  budget: budgetSchema.optional(),
   created_at: time,
   updated_at: time,
 });
@@ -25,8 +31,26 @@ export const executeRequest = z
   .object({
     trigger_data: z.record(z.string(), z.unknown()).optional(),
     trigger_type: z.string().min(1).max(64).optional(),
+    priority: z
+      .int()
+      .min(-100)
+      .max(100)
+      .optional()
+      .describe("over the workflow's priority: higher executions start first (FIFO within one, none starves)"),
   })
   .strict();
+
+/**
+ * The flow control of a code run started over HTTP (`POST /runs`), snake_case like the API; keys are expressions over
+ * the run's input (`input.user_id`) or constants. See docs/flow-control.md.
+ */
+export const runFlowFields = {
+  concurrency: runFlowSchemas.concurrency.optional(),
+  priority: z.int().min(-100).max(100).optional().describe('higher runs first (-100…100, default 0)'),
+  throttle: runFlowSchemas.throttle.optional(),
+  debounce: runFlowSchemas.debounce.optional(),
+  budget: runFlowSchemas.budget.optional(),
+};
 
 export const executeResponse = z.object({
   execution_id: z.string(),

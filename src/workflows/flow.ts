@@ -15,48 +15,59 @@ import { fieldOf } from '../runtime/match.js';
 
 const TRIGGER_KEY = /^trigger(\.[A-Za-z_$][\w$-]*)+$/;
 const duration = z.union([z.string(), z.number()]);
-const key = z.string().describe("'trigger.<field>' (read from the trigger data) or a constant ('openai')");
-
-export const concurrencySchema = z
-  .array(
-    z
+/** The flow fields' shapes, with `key` saying what a key reads (the trigger data, or a code run's input). */
+function schemas(key: z.ZodString) {
+  return {
+    concurrency: z
+      .array(
+        z
+          .object({
+            key: key.optional(),
+            limit: z.number(),
+            on_limit: z.enum(['queue', 'cancel_in_progress', 'drop_newest']).optional(),
+            fair_by: key.optional(),
+            scope: z.enum(['workflow', 'global']).optional(),
+          })
+          .strict(),
+      )
+      .describe('at most `limit` runs of a key in flight; the rest wait their turn (or as `on_limit` says)'),
+    throttle: z
+      .object({ key: key.optional(), limit: z.number(), period: duration })
+      .strict()
+      .describe('at most `limit` starts per `period` per key; the rest are delayed, never dropped'),
+    debounce: z
       .object({
         key: key.optional(),
-        limit: z.number(),
-        on_limit: z.enum(['queue', 'cancel_in_progress', 'drop_newest']).optional(),
-        fair_by: key.optional(),
-        scope: z.enum(['workflow', 'global']).optional(),
+        period: duration,
+        max_wait: duration.optional(),
+        mode: z.enum(['last', 'all']).optional(),
       })
-      .strict(),
-  )
-  .describe('at most `limit` executions of a key in flight; the rest wait their turn (or as `on_limit` says)');
+      .strict()
+      .describe('one run per key after `period` with no new start, with the last input (`all`: every input)'),
+    budget: z
+      .object({
+        tokens: z.number().optional(),
+        cost: z.number().optional(),
+        tool_calls: z.number().optional(),
+        steps: z.number().optional(),
+        wall_time: duration.optional(),
+        on_exceed: z.enum(['fail', 'approve']).optional(),
+      })
+      .strict()
+      .describe('what a run may use in all; past it, it fails or waits for approval'),
+  };
+}
 
-export const throttleSchema = z
-  .object({ key: key.optional(), limit: z.number(), period: duration })
-  .strict()
-  .describe('at most `limit` starts per `period` per key; the rest are delayed, never dropped');
-
-export const debounceSchema = z
-  .object({
-    key: key.optional(),
-    period: duration,
-    max_wait: duration.optional(),
-    mode: z.enum(['last', 'all']).optional(),
-  })
-  .strict()
-  .describe('one execution per key after `period` with no new start, with the last trigger data');
-
-export const budgetSchema = z
-  .object({
-    tokens: z.number().optional(),
-    cost: z.number().optional(),
-    tool_calls: z.number().optional(),
-    steps: z.number().optional(),
-    wall_time: duration.optional(),
-    on_exceed: z.enum(['fail', 'approve']).optional(),
-  })
-  .strict()
-  .describe('what an execution may use in all; past it, it fails or waits for approval');
+const key = z.string().describe("'trigger.<field>' (read from the trigger data) or a constant ('openai')");
+const stored = schemas(key);
+export const concurrencySchema = stored.concurrency;
+export const throttleSchema = stored.throttle;
+export const debounceSchema = stored.debounce;
+export const budgetSchema = stored.budget;
+/** The same fields for a code run started over HTTP: keys read its input. */
+export const runFlowSchemas = schemas(
+  z.string().describe("'input.<field>' (read from the run's input) or a constant ('openai')"),
+);
 
 /** A step's take of a named rate limit (`http_request` steps): the limit's name, its units, its key. */
 export const rateLimitSchema = z
@@ -170,10 +181,10 @@ export function flowProblems(
  * The flow options of a code run started over HTTP (`POST /runs`), given in the API's snake_case with keys over the
  * run's input (`input.user_id`), checked; a ValidationError names the field as it was sent (`concurrency[0].fair_by`).
  *
- * @example runFlow({ concurrency: [{ key: 'input.user', limit: 1, on_limit: 'drop_newest' }] })
+ * @example checkRunFlow({ concurrency: [{ key: 'input.user', limit: 1, on_limit: 'drop_newest' }] })
  * // { concurrency: [{ key: 'input.user', limit: 1, onLimit: 'drop_newest' }] }
  */
-export function runFlow(flow: StoredFlow): FlowOptions {
+export function checkRunFlow(flow: StoredFlow): FlowOptions {
   try {
     return checkFlow(camel(flow, false));
   } catch (error) {

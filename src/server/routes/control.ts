@@ -6,6 +6,8 @@ import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
 import { runIdFor } from '../../runtime/start/keyed.js';
 import type { Workflow } from '../../runtime/workflow.js';
 import { route, type Route } from '../route.js';
+import { runFlowFields } from '../schemas.js';
+import { checkRunFlow } from '../../workflows/flow.js';
 
 /** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */
 const BUILT_IN = /^runledger\./;
@@ -24,6 +26,7 @@ const startBody = z
       .max(200)
       .optional()
       .describe('the run id; an existing id returns that run and starts nothing'),
+    ...runFlowFields,
   })
   .strict();
 
@@ -83,6 +86,9 @@ export function controlRoutes(engine: Engine): Route[] {
       errors: [400, 409, 413],
       handle: async ({ body, headers }) => {
         const wf = codeWorkflow(engine, body.workflow);
+        const { workflow: _w, input: _i, id: _id, ...fields } = body;
+        // each flow field given replaces the workflow's own (docs/flow-control.md)
+        const flow = checkRunFlow(fields);
         const key = headers.get('idempotency-key');
         const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
         const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
@@ -95,11 +101,12 @@ export function controlRoutes(engine: Engine): Route[] {
                     scope: 'runs',
                     key: checked,
                     name: async () => ({ runId: id! }),
-                    begin: async (tx, runId) => void (await engine.start(wf, body.input ?? null, { id: runId, tx })),
+                    begin: async (tx, runId) =>
+                      void (await engine.start(wf, body.input ?? null, { id: runId, tx, ...flow })),
                   })
                 ).runId,
               )
-            : await engine.start(wf, body.input ?? null, id !== undefined ? { id } : {});
+            : await engine.start(wf, body.input ?? null, { ...(id !== undefined ? { id } : {}), ...flow });
         const now = await view(run.id);
         if (now.workflow !== wf.name)
           throw new ConflictError(`run ${run.id} exists and is a run of '${now.workflow}', not '${wf.name}'`);
