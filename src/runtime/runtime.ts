@@ -20,7 +20,7 @@ import { RUN_TAG, versionTag } from './start/versions.js';
 import type { Workflow } from './workflow.js';
 import { RUN_EVENT } from './events.js';
 import { watchCancel } from './pass/cancel-watch.js';
-import { releaseTurn } from './start/turns.js';
+import { claimsOf, LimitReachedError, release, type LimitHost } from './start/limits.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
 import { startDebounced } from './start/debounce.js';
@@ -93,6 +93,7 @@ export class Runtime {
       cache: this.cache,
       begun: this.begun,
       registered: (tag) => this.workflows.has(tag),
+      limits: this.limits,
     });
     const runtime: PassRuntime = {
       workflowOf: (history) => this.workflowOf(history),
@@ -146,7 +147,7 @@ export class Runtime {
       else if (options.tx) await options.tx.transaction((tx) => this.starts.in(tx, wf, input, { ...options, id }));
       else await this.starts.shared(wf, input, { ...options, id });
     } catch (error) {
-      if (!(error instanceof ConflictError)) throw error;
+      if (!(error instanceof ConflictError) || error instanceof LimitReachedError) throw error;
     }
     return this.handle<O>(id);
   }
@@ -160,11 +161,26 @@ export class Runtime {
     return startKeyed(this.journal, this.store, p);
   }
 
-  /** In the transaction that ends a run: the next run of its ordering key starts, and a parent waiting for it wakes. */
+  /**
+   * In the transaction that ends a run: it gives back its slots (its ordering key's, its concurrency limits'), the runs
+   * waiting for them begin, and a parent waiting for it wakes.
+   */
   private async ended(tx: Store, history: History, id: string): Promise<void> {
-    const next = history.orderingKey === null ? null : await releaseTurn(this.journal, tx, history.orderingKey, id);
-    if (next !== null) await this.enqueuePass(tx, next, null);
+    const claims = claimsOf(history.flow, history.orderingKey);
+    if (claims.length > 0) await release(this.limits, tx, id, claims);
     if (history.parent !== null) await this.wake(tx, history.parent.runId, await tx.now());
+  }
+
+  /** What keyed concurrency needs here: a run let into its slots begins, one cancelled for a newer one wakes. */
+  private get limits(): LimitHost {
+    return {
+      journal: this.journal,
+      begin: async (tx, id, notBefore) => {
+        const now = await tx.now();
+        await this.enqueuePass(tx, id, notBefore !== null && notBefore > now ? notBefore : null);
+      },
+      wake: async (tx, id) => this.wake(tx, id, await tx.now()),
+    };
   }
 
   private readonly children: Children = {

@@ -6,7 +6,7 @@ import type { TaskContext } from '../../queue/handler.js';
 import type { Store, Task } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { PausedWorkflows } from '../operate/pauses.js';
-import { hasTurn } from '../start/turns.js';
+import { claimsOf, holdsAll } from '../start/limits.js';
 import { versionTag } from '../start/versions.js';
 import { isPartial, type Workflow } from '../workflow.js';
 import { blobBytes, type Blobs } from './blobs.js';
@@ -68,12 +68,9 @@ export class PassDriver {
   async run(id: string, ctx: TaskContext, watch: CancelWatch): Promise<boolean> {
     const { from, history } = await this.history(id, ctx.task);
     if (history.terminal || history.version === 0) return false;
-    if (
-      history.orderingKey !== null &&
-      !history.cancelRequested &&
-      !(await hasTurn(this.store, history.orderingKey, id))
-    )
-      return false;
+    // a run waiting for a slot (its ordering key's turn, a concurrency limit) is not run, even when a signal wakes it
+    const claims = claimsOf(history.flow, history.orderingKey);
+    if (claims.length > 0 && !history.cancelRequested && !(await holdsAll(this.store, id, claims))) return false;
     const wf = this.runtime.workflowOf(history);
     if (!wf) {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version

@@ -10,7 +10,7 @@ import { RUN_EVENT } from '../events.js';
 import { History, runStream, type Seq } from '../pass/history.js';
 import { resolveMatch, type EventMatch, type Match } from '../match.js';
 import type { FlowOptions } from '../flow.js';
-import { admitTurn } from './turns.js';
+import { admit, claimsOf, LimitReachedError, release, takeDroppable, type Claim, type LimitHost } from './limits.js';
 import { runFlow, type RunFlow } from './run-flow.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -90,6 +90,12 @@ interface Checked {
   timeoutMs: number | null;
   flow: RunFlow;
   notBefore: number | null;
+  /** The limits the run takes a slot of, in the one order (`claimsOf`). */
+  claims: Claim[];
+}
+
+function droppable(claims: Claim[]): Claim[] {
+  return claims.filter((c) => c.onLimit === 'drop_newest');
 }
 
 function checkNotBefore(value: unknown): number | null {
@@ -109,6 +115,8 @@ interface Host {
   begun: Set<Task>;
   /** Whether this process runs the workflow version `tag`. */
   registered: (tag: string) => boolean;
+  /** Where a run let into its slots begins, and a run cancelled for a newer one wakes. */
+  limits: LimitHost;
 }
 
 /** Starting runs: a run's `run.started` and its first pass, in a caller's transaction or in the next group commit. */
@@ -123,26 +131,30 @@ export class Starts {
   async shared(wf: Workflow, input: unknown, options: Start): Promise<void> {
     const { store, journal, queue } = this.host;
     const checked = this.checked(wf, input, options);
-    const { tag, orderingKey, timeoutMs, flow } = checked;
+    const { tag, timeoutMs, flow, claims } = checked;
     const deadline = timeoutMs === null ? null : (await store.now()) + timeoutMs;
     const priority = flow.priority ?? 0;
     // a first pass not due yet is not claimed as it is inserted: it waits in the queue until `notBefore`
     const taker = options.notBefore === undefined ? queue.reserve(RUN_QUEUE, tag) : null;
+    let dropped: string | null = null;
     try {
-      const prepare = async (tx: Store) => ({
-        appends: [await this.append(tx, wf, input, options, checked, deadline)],
-        value: null,
-      });
+      const prepare = async (tx: Store) => {
+        // a full drop_newest limit refuses the run before anything of it is written
+        dropped = claims.length === 0 ? null : await takeDroppable(this.host.limits, tx, options.id, claims);
+        return {
+          appends: dropped === null ? [await this.append(tx, wf, input, options, checked, deadline)] : [],
+          value: null,
+        };
+      };
       const also = async (tx: Store) => {
-        const pass =
-          orderingKey !== null && (await admitTurn(journal, tx, orderingKey, options.id, options.ahead))
-            ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore)
-            : null;
+        if (dropped !== null) return null;
+        const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
+        const pass = admitted ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore) : null;
         await options.also?.(tx);
         return pass;
       };
       const written = await journal.group.submit<EnqueueResult | null>(
-        orderingKey === null
+        claims.length === 0
           ? {
               prepare,
               enqueue: [
@@ -160,7 +172,8 @@ export class Starts {
             }
           : { prepare, also },
       );
-      const pass = orderingKey === null ? written.tasks[0]! : written.value;
+      if (dropped !== null) throw new LimitReachedError(dropped);
+      const pass = claims.length === 0 ? written.tasks[0]! : written.value;
       taker?.settle(pass ?? undefined);
       this.keep(options.id, written.events[0]!, pass);
     } finally {
@@ -175,19 +188,46 @@ export class Starts {
    */
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
     const checked = this.checked(wf, input, options);
-    const { tag, orderingKey, timeoutMs, flow } = checked;
+    const { tag, timeoutMs, flow, claims } = checked;
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
+    const limits = this.host.limits;
+    const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims);
+    if (dropped !== null) throw new LimitReachedError(dropped);
+    const first = await this.append(tx, wf, input, options, checked, deadline);
+    // a run that exists: the slots its drop_newest limits took are given back (the caller's transaction goes on)
     const [started] = (
-      await this.host.journal.appendMany([await this.append(tx, wf, input, options, checked, deadline)], { tx })
+      await this.host.journal.appendMany([first], { tx }).catch(async (error) => {
+        await release(limits, tx, options.id, droppable(claims));
+        throw error;
+      })
     ).events;
-    const admitted =
-      orderingKey === null || (await admitTurn(this.host.journal, tx, orderingKey, options.id, options.ahead));
+    const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
     const taker = options.notBefore === undefined ? this.host.queue.reserve(RUN_QUEUE, tag) : null;
     const pass = admitted
       ? await this.enqueuePass(tx, options.id, tag, taker, flow.priority ?? 0, options.notBefore)
       : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
+  }
+
+  /**
+   * The started run takes a slot of each of its limits (after its `run.started`, which finds a run that exists):
+   * true when it holds them all. One that waits for a concurrency slot says why (`run.admitted`, waitingFor), in the
+   * same transaction; one that waits for its ordering key's turn shows pending, as before limits.
+   */
+  private async admit(tx: Store, options: Start, checked: Checked): Promise<boolean> {
+    const runner = {
+      id: options.id,
+      priority: checked.flow.priority ?? 0,
+      ...(checked.notBefore === null ? {} : { notBefore: checked.notBefore }),
+      ...(options.ahead ? { ahead: options.ahead } : {}),
+    };
+    const admission = await admit(this.host.limits, tx, runner, checked.claims);
+    if (!admission.admitted && !admission.quiet) {
+      const data = { slot: null, waitingFor: admission.waitingFor };
+      await this.host.journal.append(runStream(options.id), [{ type: RUN_EVENT.runAdmitted, data }], { tx });
+    }
+    return admission.admitted;
   }
 
   private checked(wf: Workflow, input: unknown, options: Start): Checked {
@@ -197,12 +237,15 @@ export class Starts {
         'workflow',
         `'${wf.name}' (version '${wf.version}') is not registered with this engine`,
       );
+    const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
+    const flow = runFlow(wf, input, options);
     return {
       tag,
-      orderingKey: options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200),
+      orderingKey,
       timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, 'timeout'),
-      flow: runFlow(wf, input, options),
+      flow,
       notBefore: checkNotBefore(options.notBefore),
+      claims: claimsOf(flow, orderingKey),
     };
   }
 

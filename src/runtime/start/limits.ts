@@ -1,0 +1,337 @@
+import { ConflictError } from '../../errors.js';
+import type { Journal } from '../../journal/journal.js';
+import { WrittenViews } from '../../journal/kept.js';
+import type { Store } from '../../storage/store.js';
+import { RUN_EVENT } from '../events.js';
+import { runStream } from '../pass/history.js';
+import type { RunFlow } from './run-flow.js';
+
+/**
+ * Keyed concurrency: each key (a slot) lets `limit` runs in at once; a run holds a slot of every limit it names from
+ * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` of its stream
+ * `ordering:<key>`; appending to that stream locks the key for the rest of the transaction, so starts and ends of one
+ * key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
+ * each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key is
+ * the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
+ */
+
+/** One limit a run takes a slot of. `quiet`: an ordering key's (its wait shows no reason). */
+export interface Claim {
+  slot: string;
+  limit: number;
+  onLimit?: 'queue' | 'cancel_in_progress' | 'drop_newest';
+  group?: string;
+  quiet?: boolean;
+}
+
+/** A run waiting for a slot: what it takes next once let in (`rest`), and when its first pass may begin. */
+interface Waiter {
+  run: string;
+  priority: number;
+  group?: string;
+  rest: Claim[];
+  notBefore?: number;
+  quiet?: boolean;
+}
+
+/** A key's slots: the limit in force (the newest start's), the runs holding one, and those waiting, in start order. */
+interface Slots {
+  limit: number;
+  held: string[];
+  waiting: Waiter[];
+  /** Runs cancelled by a `cancel_in_progress` start, not ended yet: not cancelled twice. */
+  cancelling: string[];
+  /** Fairness: the grant count at which each waiting group was last let in. */
+  served: Record<string, number>;
+  grants: number;
+  /** The version of the key's stream this state is as of. */
+  version?: number;
+}
+
+/** A start refused by a full `drop_newest` limit (409): `concurrency user:42 — 1 of 1 in use`. */
+export class LimitReachedError extends ConflictError {
+  override name = 'LimitReachedError';
+}
+
+/** What a key's start, end or grant needs of the runtime. */
+export interface LimitHost {
+  journal: Journal;
+  /** Queues the first pass of a run that now holds every slot it needs (at `notBefore` when later). */
+  begin(tx: Store, runId: string, notBefore: number | null): Promise<void>;
+  /** Wakes a run now: a cancel request was journaled for it. */
+  wake(tx: Store, runId: string): Promise<void>;
+}
+
+/** A run taking slots: its priority orders it among those waiting; `ahead`: runs it waits in front of. */
+export interface Runner {
+  id: string;
+  priority: number;
+  notBefore?: number;
+  ahead?: readonly string[];
+}
+
+export type Admission = { admitted: true } | { admitted: false; waitingFor: string; quiet: boolean };
+
+const SLOTS = 'ordering';
+
+/** The stream of a key's slots. */
+export function slotStream(slot: string): string {
+  return `ordering:${slot}`;
+}
+
+/**
+ * The limits a run takes, in the one order every run takes them: its ordering key's (limit 1) and its flow's, by key.
+ *
+ * @example claimsOf(history.flow, history.orderingKey).map((c) => c.slot) // ['checkout:42', 'openai']
+ */
+export function claimsOf(flow: RunFlow | null, orderingKey: string | null): Claim[] {
+  const claims = new Map<string, Claim>();
+  if (orderingKey !== null) claims.set(orderingKey, { slot: orderingKey, limit: 1, quiet: true });
+  for (const c of flow?.concurrency ?? [])
+    if (!claims.has(c.slot))
+      claims.set(c.slot, {
+        slot: c.slot,
+        limit: c.limit,
+        ...(c.onLimit && c.onLimit !== 'queue' ? { onLimit: c.onLimit } : {}),
+        ...(c.group === undefined ? {} : { group: c.group }),
+      });
+  return [...claims.values()].sort((a, b) => (a.slot < b.slot ? -1 : a.slot > b.slot ? 1 : 0));
+}
+
+/** Each journal's key states as of their stream's version: the key's next append takes one instead of reading it. */
+const written = new WeakMap<Journal, WrittenViews<Slots>>();
+
+function kept(journal: Journal): WrittenViews<Slots> {
+  let views = written.get(journal);
+  if (!views) written.set(journal, (views = new WrittenViews<Slots>()));
+  return views;
+}
+
+/** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
+function normal(value: unknown): Slots {
+  const v = (value ?? {}) as Partial<Omit<Slots, 'waiting'>> & { active?: string | null; waiting?: unknown[] };
+  return {
+    limit: v.limit ?? 1,
+    held: v.held ?? (v.active ? [v.active] : []),
+    waiting: (v.waiting ?? []).map((w) =>
+      typeof w === 'string' ? { run: w, priority: 0, rest: [], quiet: true } : (w as Waiter),
+    ),
+    cancelling: v.cancelling ?? [],
+    served: v.served ?? {},
+    grants: v.grants ?? 0,
+    ...(v.version === undefined ? {} : { version: v.version }),
+  };
+}
+
+/** Appends `type` to the key's stream (which locks it) and returns the key's state as that append found it. */
+async function lock(
+  journal: Journal,
+  tx: Store,
+  slot: string,
+  type: string,
+  runId: string,
+): Promise<{ slots: Slots; version: number }> {
+  const [event] = (await journal.append(slotStream(slot), [{ type, data: { runId } }], { tx })).events;
+  const version = event!.version;
+  const cached = kept(journal).take(tx, slot, version - 1);
+  return { slots: cached ?? normal(await tx.projectionGet({ name: SLOTS, key: slot })), version };
+}
+
+async function write(journal: Journal, tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
+  slots.version = version;
+  await tx.projectionPut({ name: SLOTS, key: slot, value: slots });
+  kept(journal).wrote(tx, slot, version, slots);
+}
+
+/** Why a run waits for `slot`, in a person's words. */
+function reason(slot: string, slots: Slots): string {
+  return `concurrency ${slot} — ${slots.held.length} of ${slots.limit} in use`;
+}
+
+/**
+ * A starting run's `drop_newest` claims, taken first, in `tx`: a full one refuses the run (its reason returned),
+ * journaled on the key's stream (`run.dropped`), the slots taken before it given back, nothing else written. Null:
+ * the run holds a slot of each.
+ */
+export async function takeDroppable(
+  host: LimitHost,
+  tx: Store,
+  runId: string,
+  claims: Claim[],
+): Promise<string | null> {
+  const taken: Claim[] = [];
+  for (const claim of claims.filter((c) => c.onLimit === 'drop_newest')) {
+    const dropped = await tryTake(host.journal, tx, runId, claim);
+    if (dropped !== null) {
+      await release(host, tx, runId, taken);
+      return dropped;
+    }
+    taken.push(claim);
+  }
+  return null;
+}
+
+/**
+ * Takes a slot of every other claim (sorted, see `claimsOf`) for a starting run, in `tx`. A full limit: the run waits in
+ * line (`cancel_in_progress`: at its head, the oldest run of the key cancelled as the system), and an end of the key
+ * (`release`) lets it in later.
+ */
+export function admit(host: LimitHost, tx: Store, run: Runner, claims: Claim[]): Promise<Admission> {
+  return acquire(
+    host,
+    tx,
+    run,
+    claims.filter((c) => c.onLimit !== 'drop_newest'),
+    false,
+  );
+}
+
+/** A `drop_newest` claim, optimistic: the key's state is read, then its stream appended at that version or read again. */
+async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim): Promise<string | null> {
+  for (let round = 0; ; round++) {
+    const slots = normal(await tx.projectionGet({ name: SLOTS, key: claim.slot }));
+    slots.limit = claim.limit;
+    const full = slots.held.length >= slots.limit;
+    const why = reason(claim.slot, slots);
+    const event = full
+      ? { type: RUN_EVENT.runDropped, data: { runId, reason: why } }
+      : { type: RUN_EVENT.runQueued, data: { runId } };
+    try {
+      const [appended] = (
+        await journal.append(slotStream(claim.slot), [event], { tx, expectedVersion: slots.version ?? 0 })
+      ).events;
+      if (full) return why;
+      slots.held.push(runId);
+      await write(journal, tx, claim.slot, appended!.version, slots);
+      return null;
+    } catch (error) {
+      // another start or end of the key went first: read it again
+      if (!(error instanceof ConflictError) || round >= 20) throw error;
+    }
+  }
+}
+
+/** Takes the claims one after another; waits on the first full one. `going`: a run let in, taking its next ones. */
+async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[], going: boolean): Promise<Admission> {
+  for (let i = 0; i < claims.length; i++) {
+    const claim = claims[i]!;
+    const { slots, version } = await lock(host.journal, tx, claim.slot, RUN_EVENT.runQueued, run.id);
+    // the limit in force is the newest start's: a raised one lets waiting runs in at once
+    const granted = going ? [] : ((slots.limit = claim.limit), takeFree(slots));
+    if (slots.held.length < slots.limit) {
+      slots.held.push(run.id);
+      await write(host.journal, tx, claim.slot, version, slots);
+      for (const w of granted) await letIn(host, tx, claim.slot, w);
+      continue;
+    }
+    const waiter: Waiter = {
+      run: run.id,
+      priority: run.priority,
+      rest: claims.slice(i + 1),
+      ...(claim.group === undefined ? {} : { group: claim.group }),
+      ...(run.notBefore === undefined ? {} : { notBefore: run.notBefore }),
+      ...(claim.quiet ? { quiet: true } : {}),
+    };
+    const why = reason(claim.slot, slots);
+    if (claim.onLimit === 'cancel_in_progress' && !going) {
+      const victim =
+        slots.held.find((r) => !slots.cancelling.includes(r)) ??
+        slots.waiting.find((w) => !slots.cancelling.includes(w.run))?.run;
+      if (victim !== undefined) {
+        slots.cancelling.push(victim);
+        const data = { reason: `${why}: cancelled for the newer run ${run.id}`, by: 'system' };
+        await host.journal.append(runStream(victim), [{ type: RUN_EVENT.runCancelRequested, data }], { tx });
+        await host.wake(tx, victim);
+      }
+      slots.waiting.unshift(waiter);
+    } else line(slots, waiter, run.ahead ?? []);
+    await write(host.journal, tx, claim.slot, version, slots);
+    for (const w of granted) await letIn(host, tx, claim.slot, w);
+    return { admitted: false, waitingFor: why, quiet: claim.quiet === true };
+  }
+  return { admitted: true };
+}
+
+/** Puts a waiter in line: in start order, or in front of the first of its `ahead` runs still waiting. */
+function line(slots: Slots, waiter: Waiter, ahead: readonly string[]): void {
+  const place = ahead.length ? slots.waiting.findIndex((w) => ahead.includes(w.run)) : -1;
+  if (place >= 0) slots.waiting.splice(place, 0, waiter);
+  else slots.waiting.push(waiter);
+}
+
+/**
+ * Lets waiting runs into the free slots: the highest priority first, in start order within one; with groups
+ * (`fairBy`), the group let in longest ago (or never) first, so groups take turns whatever their number of waiters.
+ */
+function takeFree(slots: Slots): Waiter[] {
+  const out: Waiter[] = [];
+  while (slots.held.length < slots.limit && slots.waiting.length > 0) {
+    const top = Math.max(...slots.waiting.map((w) => w.priority));
+    let best = -1;
+    let bestServed = Number.POSITIVE_INFINITY;
+    slots.waiting.forEach((w, i) => {
+      if (w.priority !== top) return;
+      const served = w.group === undefined ? -1 : (slots.served[w.group] ?? -1);
+      if (served < bestServed) [best, bestServed] = [i, served];
+    });
+    const [w] = slots.waiting.splice(best, 1);
+    slots.held.push(w!.run);
+    slots.grants += 1;
+    if (w!.group !== undefined) slots.served[w!.group] = slots.grants;
+    out.push(w!);
+  }
+  if (out.length > 0) {
+    const groups = new Set(slots.waiting.map((w) => w.group));
+    for (const g of Object.keys(slots.served)) if (!groups.has(g)) delete slots.served[g];
+  }
+  return out;
+}
+
+/** A waiter let into `slot`: it takes its next slots; holding all, its first pass is queued. Journaled on the run. */
+async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promise<void> {
+  const run = { id: w.run, priority: w.priority, ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }) };
+  const next = w.rest.length > 0 ? await acquire(host, tx, run, w.rest, true) : ({ admitted: true } as const);
+  if (next.admitted) await host.begin(tx, w.run, w.notBefore ?? null);
+  const shown = next.admitted ? !w.quiet : !next.quiet;
+  if (shown) {
+    const data = { slot, waitingFor: next.admitted ? null : next.waitingFor };
+    await host.journal.append(runStream(w.run), [{ type: RUN_EVENT.runAdmitted, data }], { tx });
+  }
+}
+
+/** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`; waiting runs take the free slots. */
+async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<void> {
+  const { slots, version } = await lock(host.journal, tx, slot, RUN_EVENT.runReleased, runId);
+  slots.held = slots.held.filter((r) => r !== runId);
+  slots.waiting = slots.waiting.filter((w) => w.run !== runId);
+  slots.cancelling = slots.cancelling.filter((r) => r !== runId);
+  const granted = takeFree(slots);
+  await write(host.journal, tx, slot, version, slots);
+  for (const w of granted) await letIn(host, tx, slot, w);
+}
+
+/**
+ * In the transaction that ends run `runId`: it leaves each of its keys, in the one order, and the runs waiting there
+ * are let in (their passes queued by `host.begin`).
+ */
+export async function release(host: LimitHost, tx: Store, runId: string, claims: Claim[]): Promise<void> {
+  for (const claim of claims) await leave(host, tx, runId, claim.slot);
+}
+
+/** Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. */
+export async function holdsAll(store: Store, runId: string, claims: Claim[]): Promise<boolean> {
+  if (claims.length === 0) return true;
+  const rows = await store.projectionGetMany({ name: SLOTS, keys: claims.map((c) => c.slot) });
+  return rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+}
+
+/** A key's slots as people read them: the limit, the runs in, and those waiting in line. */
+export async function readSlots(
+  store: Store,
+  slot: string,
+): Promise<{ limit: number; held: string[]; waiting: string[] } | undefined> {
+  const value = await store.projectionGet({ name: SLOTS, key: slot });
+  if (value === undefined || value === null) return undefined;
+  const slots = normal(value);
+  return { limit: slots.limit, held: slots.held, waiting: slots.waiting.map((w) => w.run) };
+}
