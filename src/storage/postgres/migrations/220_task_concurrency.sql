@@ -28,9 +28,10 @@ CREATE TABLE queue_limits (
 -- 170's claim with the limits. A claim that must count what runs (an ordering key's, a concurrency
 -- key's, the queue's) does so under the advisory lock per queue, taken before the counting statement
 -- takes its snapshot (see rl_task_claim in 001): each such claimer sees the claims committed before
--- it, so two can never both fill the last slot. A task of a concurrency key is claimable while the
--- running tasks of its key plus the due tasks of its key that arrived before it are fewer than its
--- limit: the tasks claimable at once number at most the free slots, and the oldest go first.
+-- it, so two can never both fill the last slot. Of a concurrency key, the claimable tasks are its
+-- oldest due ones, as many as its free slots (the limit of its oldest waiting task, less what runs):
+-- found per key (`v_slots`), a few index probes per key waiting, not per task. Measured, 1,000 tasks
+-- waiting under 5 saturated keys: a claim read them all with two counts per task, 62-85 ms.
 CREATE OR REPLACE FUNCTION rl_task_claim_tagged(p_queue text, p_limit integer, p_lease_ms bigint, p_worker text, p_token text, p_tags text[])
 RETURNS SETOF tasks LANGUAGE plpgsql AS $$
 DECLARE
@@ -38,6 +39,7 @@ DECLARE
   v_limited boolean;
   v_cap integer;
   v_limit integer := p_limit;
+  v_slots text[];
   v_now bigint;
 BEGIN
   IF EXISTS (SELECT 1 FROM pauses WHERE kind = 'queue' AND name = p_queue) THEN
@@ -56,6 +58,34 @@ BEGIN
     END IF;
   END IF;
   v_now := rl_now_ms();
+  IF v_limited THEN
+    -- each key with a task waiting (skipping from key to key on the index), and its oldest due tasks
+    WITH RECURSIVE keys AS (
+      (SELECT o.concurrency_key AS k FROM tasks o
+        WHERE o.queue = p_queue AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running') AND o.state = 'ready'
+        ORDER BY o.concurrency_key LIMIT 1)
+      UNION ALL
+      SELECT (SELECT o.concurrency_key FROM tasks o
+        WHERE o.queue = p_queue AND o.concurrency_key > keys.k AND o.concurrency_key IS NOT NULL
+          AND o.state IN ('ready', 'running') AND o.state = 'ready'
+        ORDER BY o.concurrency_key LIMIT 1)
+      FROM keys WHERE keys.k IS NOT NULL
+    )
+    SELECT coalesce(array_agg(c.id), '{}') INTO v_slots
+    FROM keys
+    CROSS JOIN LATERAL (SELECT o.concurrency_limit AS l FROM tasks o
+      WHERE o.queue = p_queue AND o.concurrency_key = keys.k AND o.concurrency_key IS NOT NULL
+        AND o.state IN ('ready', 'running') AND o.state = 'ready'
+      ORDER BY o.seq LIMIT 1) lim
+    CROSS JOIN LATERAL (SELECT o.id FROM tasks o
+      WHERE o.queue = p_queue AND o.concurrency_key = keys.k AND o.concurrency_key IS NOT NULL
+        AND o.state IN ('ready', 'running') AND o.state = 'ready' AND o.run_at <= v_now
+      ORDER BY o.seq
+      LIMIT greatest(0, lim.l - (SELECT count(*) FROM tasks r
+        WHERE r.queue = p_queue AND r.concurrency_key = keys.k AND r.concurrency_key IS NOT NULL
+          AND r.state IN ('ready', 'running') AND r.state = 'running'))) c
+    WHERE keys.k IS NOT NULL;
+  END IF;
   RETURN QUERY
   WITH c AS (
     SELECT t.id FROM tasks t
@@ -66,14 +96,7 @@ BEGIN
         SELECT 1 FROM tasks o
         WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
           AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq))))
-      AND (t.concurrency_key IS NULL OR (v_limited AND (
-        SELECT count(*) FROM (SELECT 1 FROM tasks o
-          WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key AND o.concurrency_key IS NOT NULL
-            AND o.state IN ('ready', 'running') AND o.state = 'running' LIMIT t.concurrency_limit) r) + (
-        SELECT count(*) FROM (SELECT 1 FROM tasks o
-          WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key AND o.concurrency_key IS NOT NULL
-            AND o.state IN ('ready', 'running') AND o.state = 'ready' AND o.seq < t.seq AND o.run_at <= v_now
-          LIMIT t.concurrency_limit) a) < t.concurrency_limit))
+      AND (t.concurrency_key IS NULL OR (v_limited AND t.id = ANY (v_slots)))
     ORDER BY t.sort_at, t.seq
     LIMIT v_limit
     FOR UPDATE SKIP LOCKED
