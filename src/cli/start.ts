@@ -23,7 +23,41 @@ export function startFlags(cmd: Command): Command {
       '--wait',
       'follow the run until it ends, then print a line per step and where the output is (exit code 1 unless it succeeds)',
     )
-    .option('--output <file>', 'with --wait: write the output to this file (JSON)');
+    .option('--output <file>', 'with --wait: write the output to this file (JSON)')
+    .option('--priority <n>', 'higher runs start first: a whole number from -100 to 100 (default 0)')
+    .option(
+      '--concurrency-limit <n>',
+      "a code workflow's run: at most this many runs of its key at once; the rest wait their turn",
+    )
+    .option(
+      '--concurrency-key <key>',
+      "with --concurrency-limit: 'input.<field>' or a constant (default: the workflow)",
+    );
+}
+
+/** The flow flags as the start's options; a bad one is a ValidationError naming the flag. */
+function flowFlags(options: OptionValues): { priority?: number; concurrency?: Array<{ key?: string; limit: number }> } {
+  const whole = (flag: string, value: unknown) => {
+    const n = Number(value);
+    if (typeof value !== 'string' || !/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+      throw new ValidationError(flag, `must be a whole number (got '${String(value)}')`);
+    return n;
+  };
+  if (options.concurrencyKey !== undefined && options.concurrencyLimit === undefined)
+    throw new ValidationError('--concurrency-key', 'needs --concurrency-limit <n>');
+  return {
+    ...(options.priority === undefined ? {} : { priority: whole('--priority', options.priority) }),
+    ...(options.concurrencyLimit === undefined
+      ? {}
+      : {
+          concurrency: [
+            {
+              ...(options.concurrencyKey === undefined ? {} : { key: String(options.concurrencyKey) }),
+              limit: whole('--concurrency-limit', options.concurrencyLimit),
+            },
+          ],
+        }),
+  };
 }
 
 /** `runledger start <workflow>`, and the old `run <workflow>` (stored workflows) with a hint. */
@@ -48,9 +82,17 @@ export function startCommands(program: Command, out: Output): void {
  */
 export async function start(ref: string, options: OptionValues, out: Output, only?: Kind): Promise<void> {
   const input = inputValue(options, ['data'], '{}');
+  const flow = flowFlags(options);
   const c = client(options);
   const stored = only === 'code' ? undefined : await storedWorkflow(c, ref);
-  if (stored !== undefined) return execute(c, stored, input, options, out);
+  if (stored !== undefined) {
+    if (flow.concurrency)
+      throw new ValidationError(
+        '--concurrency-limit',
+        "a stored workflow's limits are in its definition (concurrency: [{ key: 'trigger.<field>', limit }])",
+      );
+    return execute(c, stored, input, options, out, flow.priority);
+  }
   if (only === 'stored')
     throw new ValidationError('<workflow>', `no stored workflow is named '${ref}' (runledger workflows list)`);
   let started: Awaited<ReturnType<Client['startRun']>>;
@@ -58,6 +100,7 @@ export async function start(ref: string, options: OptionValues, out: Output, onl
     started = await c.startRun(ref, input, {
       ...(options.id ? { id: options.id } : {}),
       ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
+      ...flow,
     });
   } catch (error) {
     throw only === undefined ? await noSuchWorkflow(c, ref, error) : error;
@@ -82,6 +125,7 @@ async function execute(
   input: unknown,
   options: OptionValues,
   out: Output,
+  priority?: number,
 ): Promise<void> {
   if (options.id !== undefined)
     throw new ValidationError(
@@ -92,7 +136,7 @@ async function execute(
     throw new ValidationError('--input', "a stored workflow's input (its trigger data) must be a JSON object");
   const started: { execution_id: string; status: string; duplicate?: boolean } = await c.execute(
     workflowId,
-    { trigger_data: input },
+    { trigger_data: input, ...(priority === undefined ? {} : { priority }) },
     options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {},
   );
   if (options.json && !options.wait) return out.json(started);

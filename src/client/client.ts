@@ -15,7 +15,9 @@ import type {
 import type { Message, PostInput } from '../chat/message.js';
 import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
+import type { FlowOptions } from '../runtime/flow.js';
 import type { FunctionRegistration } from '../functions/functions.js';
+import type { LimitDefinition, LimitRecord } from './limits.js';
 import type {
   AgentEventInput,
   AgentEventRecord,
@@ -68,7 +70,8 @@ export class Client {
   /** Starts an execution; the same `idempotencyKey` again starts nothing and answers the first one as it is now (`duplicate: true`). */
   execute(
     id: string,
-    request: { trigger_data?: unknown; trigger_type?: string } = {},
+    /** `priority`: over the workflow's (-100…100); higher executions start first. */
+    request: { trigger_data?: unknown; trigger_type?: string; priority?: number } = {},
     options: { idempotencyKey?: string } = {},
   ) {
     const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
@@ -125,6 +128,17 @@ export class Client {
       ...(input === undefined ? {} : { input }),
       ...(options.id ? { id: options.id } : {}),
     });
+
+  /**
+   * Creates or changes a named rate limit (steps take it with `rateLimit`); a change applies at once.
+   *
+   * @example await client.setLimit({ name: 'openai', limit: 500, period: '1m' })
+   */
+  setLimit = (definition: LimitDefinition) => this.call<LimitRecord>('POST', '/limits', definition);
+  limits = () => this.call<{ limits: LimitRecord[] }>('GET', '/limits');
+  limit = (name: string) => this.call<LimitRecord>('GET', `/limits/${enc(name)}`);
+  /** Deletes a named rate limit: steps naming it fail at their next take. */
+  deleteLimit = (name: string) => this.call<null>('DELETE', `/limits/${enc(name)}`);
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');
@@ -219,13 +233,19 @@ export class Client {
   run = (id: string) => this.call<RunRecord>('GET', `/runs/${enc(id)}`);
   runEvents = (id: string, q: { after?: number; limit?: number } = {}) =>
     this.call<{ events: RunEvent[]; next_after: number | null }>('GET', `/runs/${enc(id)}/events${query(q)}`);
-  /** Starts a run of a code workflow registered with the server; the same `id` or `idempotencyKey` again returns that run. */
-  startRun(workflow: string, input: unknown, options: { id?: string; idempotencyKey?: string } = {}) {
-    const headers: Record<string, string> = options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {};
+  /**
+   * Starts a run of a code workflow registered with the server; the same `id` or `idempotencyKey` again returns that
+   * run. Flow options (docs/flow-control.md) replace the workflow's own, field by field.
+   *
+   * @example await client.startRun('chat', { user: 'ada' }, { priority: 5, concurrency: [{ key: 'input.user', limit: 1 }] })
+   */
+  startRun(workflow: string, input: unknown, options: { id?: string; idempotencyKey?: string } & FlowOptions = {}) {
+    const { id, idempotencyKey, ...flow } = options;
+    const headers: Record<string, string> = idempotencyKey ? { 'idempotency-key': idempotencyKey } : {};
     return this.call<{ run_id: string; workflow: string; status: string; duplicate: boolean }>(
       'POST',
       '/runs',
-      { workflow, input, ...(options.id ? { id: options.id } : {}) },
+      { workflow, input, ...(id ? { id } : {}), ...(snakeKeys(flow) as object) },
       headers,
     );
   }
@@ -410,4 +430,13 @@ const enc = encodeURIComponent;
 function query(params: Record<string, string | number | undefined>): string {
   const entries = Object.entries(params).filter(([, v]) => v !== undefined) as [string, string | number][];
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)]))}`;
+}
+
+/** Flow options as the API spells them (`fairBy` → `fair_by`); keys and values are kept as they are. */
+function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeKeys(v)]),
+  );
 }
