@@ -7,6 +7,7 @@ import { openStore } from '../src/storage/open.js';
 import type { Store, StoredEvent, Task, TaskState } from '../src/storage/store.js';
 import { isTaskStream } from '../src/storage/tasks.js';
 import { RUN_EVENT, TERMINAL_RUN_EVENTS } from '../src/runtime/events.js';
+import { limitProblems } from './limits-check.js';
 
 /** What the journal checker read and every rule it found broken (empty: the journal is sound). */
 export interface CheckReport {
@@ -35,7 +36,7 @@ const TERMINAL_STATUS: Record<string, string[]> = {
  * row; a run's stream opens with one `run.started`, has at most one terminal event and nothing but
  * signals after it, and its step, sleep and wait events are consistent per call; a run's view
  * agrees with its terminal event; sessions follow `src/agents/lifecycle.ts`; a channel holds each
- * `event_id` once.
+ * `event_id` once; no concurrency limit held by more runs at once than it allows (`limits-check.ts`).
  *
  * @example const { problems } = await checkJournal('/tmp/chaos/app.db');
  */
@@ -73,6 +74,7 @@ async function check(store: Store): Promise<CheckReport> {
     } else if (streamId.startsWith('session:')) checkSession(streamId, list, problems);
     else if (streamId.startsWith(CHANNEL_STREAM_PREFIX)) checkChannel(streamId, list, problems);
   }
+  problems.push(...limitProblems(streams));
   return { events, streams: streams.size, runs, tasks, problems };
 }
 
