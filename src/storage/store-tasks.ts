@@ -16,8 +16,8 @@ export interface TaskStore {
    * and none older is waiting. Each claimed task gets `leaseToken` and a lease of `leaseMs`.
    * With `tags`, a task with a tag is claimed only when `tags` holds it (a task without one
    * always is). Nothing of a paused queue is claimed, nor a task whose tag names a paused workflow.
-   * A task of a concurrency key (`NewTask.concurrency`) is claimable only while the running tasks of
-   * its key and the due ones of its key that arrived before it are fewer than its limit; a queue
+   * Of a concurrency key (`NewTask.concurrency`), only its oldest due tasks are claimable, as many as
+   * its free slots (the limit of its oldest waiting task less the tasks of the key running); a queue
    * with a limit (`queueLimitSet`) gets no more than its free slots. "First" is by run-at moved
    * `AGING_STEP_MS` earlier per point of priority (aging), then arrival.
    */

@@ -18,7 +18,10 @@ export interface NewTask {
   tag?: string | null;
   /** The worker that claims the task as it is inserted, if it can (`TaskClaim`). */
   claim?: TaskClaim;
-  /** At most `limit` tasks of `key` (in the queue) run at once; the others wait in arrival order. */
+  /**
+   * At most `limit` tasks of `key` (in the queue) run at once; the others wait in arrival order. The tasks of
+   * a key are meant to share one limit: the claim reads it from the key's oldest waiting task.
+   */
   concurrency?: TaskConcurrency | null;
 }
 

@@ -87,20 +87,39 @@ const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag,
   AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = t.queue)
   AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`;
 
-// Of a concurrency key, what runs and what waits before a task (due), each counted from the index (migration 160).
-const KEY_RUNNING = `(SELECT count(*) FROM tasks o WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key
-  AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running') AND o.state = 'running')`;
-const KEY_AHEAD = `(SELECT count(*) FROM tasks o WHERE o.queue = t.queue AND o.concurrency_key = t.concurrency_key
-  AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running') AND o.state = 'ready' AND o.seq < t.seq AND o.run_at <= @now)`;
+// A task of a concurrency key, of the queue's tasks waiting: of the index entries of its key (migration 160).
+const KEYED = `FROM tasks o WHERE o.queue = @queue AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running')`;
+
+/**
+ * The tasks of concurrency keys that are claimable: per key waiting (skipping from key to key on the index), its
+ * oldest due tasks, as many as its free slots (the limit of its oldest waiting task, less what runs), walked one
+ * index probe at a time. Measured, 10,000 tasks waiting under 5 keys: two counts per waiting task instead took
+ * 2.7 s for the first claim (each task counting those before it), 22-43 ms for each after.
+ */
+const SLOTS = `WITH RECURSIVE
+  keys(k) AS (
+    SELECT (SELECT o.concurrency_key ${KEYED} AND o.state = 'ready' ORDER BY o.concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.concurrency_key ${KEYED} AND o.state = 'ready' AND o.concurrency_key > keys.k
+      ORDER BY o.concurrency_key LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
+  free(k, n) AS (
+    SELECT k, (SELECT o.concurrency_limit ${KEYED} AND o.state = 'ready' AND o.concurrency_key = keys.k ORDER BY o.seq LIMIT 1)
+      - (SELECT count(*) ${KEYED} AND o.state = 'running' AND o.concurrency_key = keys.k)
+    FROM keys WHERE k IS NOT NULL),
+  slots(k, seq, n) AS (
+    SELECT k, (SELECT o.seq ${KEYED} AND o.state = 'ready' AND o.concurrency_key = free.k AND o.run_at <= @now
+      ORDER BY o.seq LIMIT 1), n FROM free WHERE n > 0
+    UNION ALL
+    SELECT k, (SELECT o.seq ${KEYED} AND o.state = 'ready' AND o.concurrency_key = slots.k AND o.run_at <= @now
+      AND o.seq > slots.seq ORDER BY o.seq LIMIT 1), n - 1 FROM slots WHERE slots.seq IS NOT NULL AND n > 1)`;
 
 // A queue with a limit: no more than its free slots (a negative LIMIT is none in SQLite, hence max).
 const QUEUE_SLOTS = `CASE WHEN EXISTS (SELECT 1 FROM queue_limits WHERE queue = @queue)
   THEN max(0, min(@limit, (SELECT concurrency FROM queue_limits WHERE queue = @queue)
     - (SELECT count(*) FROM tasks WHERE state = 'running' AND queue = @queue))) ELSE @limit END`;
 
-// Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs. A task of a
-// concurrency key while the running ones of its key and those waiting before it are fewer than its limit: the ones
-// claimable at once are at most the free slots, the oldest. Then by \`sort_at\`: priority, aged (\`AGING_STEP_MS\`).
+// Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs; of a concurrency
+// key, those of `SLOTS`. Then by `sort_at`: priority, aged (`AGING_STEP_MS`).
 const CLAIMABLE = `SELECT seq FROM tasks t
   WHERE queue = @queue AND state = 'ready' AND run_at <= @now
     AND ${UNPAUSED}
@@ -108,7 +127,7 @@ const CLAIMABLE = `SELECT seq FROM tasks t
       SELECT 1 FROM tasks o
       WHERE o.queue = t.queue AND o.ordering_key = t.ordering_key AND o.ordering_key IS NOT NULL
         AND o.state IN ('ready', 'running') AND (o.state = 'running' OR o.seq < t.seq)))
-    AND (concurrency_key IS NULL OR (${KEY_RUNNING} < concurrency_limit AND ${KEY_RUNNING} + ${KEY_AHEAD} < concurrency_limit))
+    AND (concurrency_key IS NULL OR seq IN (SELECT seq FROM slots WHERE seq IS NOT NULL))
   ORDER BY sort_at, seq LIMIT ${QUEUE_SLOTS}`;
 
 export function taskClaim(
@@ -164,7 +183,8 @@ const TASK_COLUMNS = [
   'concurrency_limit',
 ] as const;
 
-const CLAIM = `UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
+const CLAIM = `${SLOTS}
+  UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
   WHERE seq IN (${CLAIMABLE}) RETURNING ${TASK_COLUMNS.join(', ')}`;
 
 function taskRow(v: unknown[]): TaskRow {
