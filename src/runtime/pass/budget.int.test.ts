@@ -36,6 +36,14 @@ const approval = workflow('budget-approve', { budget: { tokens: 100, onExceed: '
   return ctx.step('after', async () => 'went on');
 });
 
+/** A ledger agent's tool calls are its steps named `tool:<name>`: counted without a report. */
+const tools = workflow('budget-tools', { budget: { toolCalls: 3 } }, async (ctx) => {
+  for (const n of [1, 2]) await ctx.step(`tool:search-${n}`, async () => n);
+  await ctx.usage({ toolCalls: 1 });
+  await ctx.step('think', async () => 'no tool');
+  await ctx.step('tool:search-3', async () => 3);
+});
+
 const badUsage = workflow('budget-bad-usage', async (ctx) => {
   await ctx.usage({ tokens: -1 });
 });
@@ -44,7 +52,7 @@ describe.each(backends)('budgets on $name', (backend) => {
   let engine: Engine;
   let close = async () => {};
   beforeAll(async () => {
-    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, badUsage] }));
+    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, tools, badUsage] }));
   });
   afterAll(() => close());
 
@@ -128,6 +136,14 @@ describe.each(backends)('budgets on $name', (backend) => {
     await decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'cy', extend: { tokens: 1000 } });
     expect(await run.result()).toBe('went on');
     expect((await engine.run(run.id)).budget?.tokens).toBe(1110);
+  });
+
+  it("counts a ledger agent's tool steps as tool calls, with the reported ones", async () => {
+    const run = await engine.start(tools, null);
+    await expect(run.result()).rejects.toThrow('budget: 4 of 3 tool calls');
+    const view = await engine.run(run.id);
+    expect(view.steps.map((s) => s.name)).toEqual(['tool:search-1', 'tool:search-2', 'think']);
+    expect(view.usage).toEqual({ tokens: 0, cost: 0, toolCalls: 3 });
   });
 
   it('refuses a bad usage report, naming the field', async () => {

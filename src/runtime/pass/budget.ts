@@ -16,7 +16,7 @@ import type { EntryKind, History, Seq } from './history.js';
 /** The signal a budget decision is sent as: `{ round, decision: 'approve' | 'reject', by, extend? }`. */
 export const BUDGET_SIGNAL = 'runledger.budget';
 
-/** A run's usage totals: what `ctx.usage` reported, and the step calls (steps and polls) it started. */
+/** A run's usage totals: what `ctx.usage` reported, the step calls (steps and polls) it started, and its agent's tool calls. */
 export interface UsageTotals {
   tokens: number;
   cost: number;
@@ -105,6 +105,8 @@ export interface BudgetHost {
 }
 
 const GATED = new Set<EntryKind>(['step', 'poll', 'child']);
+/** A ledger agent's tool call is a step of this name (`tool:search`): each counts as a tool call, unreported. */
+const TOOL_STEP = 'tool:';
 
 interface Round {
   round: number;
@@ -127,6 +129,7 @@ export class BudgetGate {
     this.limits = budget ?? {};
     for (const entry of host.history.entries.values()) {
       if (entry.kind === 'step' || entry.kind === 'poll') this.totals.steps += 1;
+      if (entry.kind === 'step' && entry.name.startsWith(TOOL_STEP)) this.totals.toolCalls += 1;
       for (const event of entry.events)
         if (event.type === RUN_EVENT.usageRecorded) this.add((event.data as { used: Required<Usage> }).used);
     }
@@ -153,8 +156,9 @@ export class BudgetGate {
   }
 
   /** Before a new call of `kind`: resolves when the budget allows it; fails the run or waits when it does not. */
-  before(kind: EntryKind): Promise<void> {
-    const check = this.chain.then(() => this.check(kind === 'step' || kind === 'poll' ? 1 : 0));
+  before(kind: EntryKind, name: string): Promise<void> {
+    const tool = kind === 'step' && name.startsWith(TOOL_STEP) ? 1 : 0;
+    const check = this.chain.then(() => this.check(kind === 'step' || kind === 'poll' ? 1 : 0, tool));
     this.chain = check.catch(() => {});
     return check;
   }
@@ -165,18 +169,19 @@ export class BudgetGate {
     this.totals.toolCalls += used.toolCalls;
   }
 
-  private async check(steps: number): Promise<void> {
+  private async check(steps: number, tools: number): Promise<void> {
     const budget = this.budget!;
     this.host.checkLive();
     const started = this.host.history.started?.timestamp ?? this.host.now();
     for (;;) {
       const passed = passedBudget(
         this.limits,
-        { ...this.totals, steps: this.totals.steps + steps },
+        { ...this.totals, steps: this.totals.steps + steps, toolCalls: this.totals.toolCalls + tools },
         this.host.now() - started,
       );
       if (!passed) {
         this.totals.steps += steps;
+        this.totals.toolCalls += tools;
         return;
       }
       if (!this.loaded) {

@@ -363,7 +363,7 @@ export class Pass {
     if (counted) this.inFlight += 1;
     // a new step, poll or child call of a run with a budget starts once the budget allows it
     const gated = !entry && this.budgeted && this.budget.gates(kind);
-    return (gated ? this.budget.before(kind).then(() => work(seq)) : work(seq)).then(
+    return (gated ? this.budget.before(kind, name).then(() => work(seq)) : work(seq)).then(
       (value) => {
         if (counted) this.done();
         return value;
