@@ -120,6 +120,8 @@ function timer(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, wind
  * (a due only moves later, so that read needs no lock); one that is due is closed under the key's lock (a start after
  * that opens a new window) and its run's parked pass moved to now, in one transaction. A timer of a closed window does
  * nothing: a crash between its commit and the task's end, or a timer run twice, starts the run once.
+ *
+ * @example engine.work(DEBOUNCE_QUEUE, debounceTimer(engine), { leaseMs: 30_000 })
  */
 export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'>): TaskHandler {
   return async (payload: { stream: string; runId: string }) => {

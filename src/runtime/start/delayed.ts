@@ -38,12 +38,20 @@ export function delayOf(wf: Workflow, options: StartOptions): { debounce: Deboun
   return flow.debounce ? { debounce: flow.debounce } : { throttle: flow.throttle! };
 }
 
-/** `<kind>:<workflow>:<key>`; a flow option with no key is one key for all runs of the workflow (`*`). */
+/**
+ * `<kind>:<workflow>:<key>`; a flow option with no key is one key for all runs of the workflow (`*`).
+ *
+ * @example delayStream('debounce', 'reply', 'chat-7') // 'debounce:reply:chat-7'
+ */
 export function delayStream(kind: 'throttle' | 'debounce', wf: string, key: string | null): string {
   return `${kind}:${wf}:${key ?? '*'}`;
 }
 
-/** In the caller's transaction (nested: a run that exists leaves it whole), or in a new one. */
+/**
+ * In the caller's transaction (nested: a run that exists leaves it whole), or in a new one.
+ *
+ * @example await within(store, options.tx, (tx) => tx.projectionGet({ name: 'throttle', key }))
+ */
 export function within<T>(store: Store, tx: Store | undefined, work: (tx: Store) => Promise<T>): Promise<T> {
   return (tx ?? store).transaction(work);
 }
