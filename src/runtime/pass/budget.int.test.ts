@@ -44,6 +44,12 @@ const tools = workflow('budget-tools', { budget: { toolCalls: 3 } }, async (ctx)
   await ctx.step('tool:search-3', async () => 3);
 });
 
+const slow = workflow('budget-wall-time', { budget: { wallTime: '1s' } }, async (ctx) => {
+  await ctx.step('first', async () => 1);
+  await ctx.sleep('nap', '1100ms');
+  await ctx.step('second', async () => 2);
+});
+
 const badUsage = workflow('budget-bad-usage', async (ctx) => {
   await ctx.usage({ tokens: -1 });
 });
@@ -52,7 +58,7 @@ describe.each(backends)('budgets on $name', (backend) => {
   let engine: Engine;
   let close = async () => {};
   beforeAll(async () => {
-    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, tools, badUsage] }));
+    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, tools, slow, badUsage] }));
   });
   afterAll(() => close());
 
@@ -144,6 +150,12 @@ describe.each(backends)('budgets on $name', (backend) => {
     const view = await engine.run(run.id);
     expect(view.steps.map((s) => s.name)).toEqual(['tool:search-1', 'tool:search-2', 'think']);
     expect(view.usage).toEqual({ tokens: 0, cost: 0, toolCalls: 3 });
+  });
+
+  it('fails a run past its wall time at its next step', async () => {
+    const run = await engine.start(slow, null);
+    await expect(run.result()).rejects.toThrow(/^BudgetExceededError: budget: [\d,]+ of 1,000 ms wall time$/);
+    expect((await engine.run(run.id)).steps.map((s) => s.name)).toEqual(['first']);
   });
 
   it('refuses a bad usage report, naming the field', async () => {
