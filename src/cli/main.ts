@@ -4,6 +4,7 @@ import { agentCommands } from './agent.js';
 import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { functionCommands } from './functions.js';
+import { limitCommands } from './limits.js';
 import { mockServicesCommands } from './mock-services.js';
 import { notificationCommands } from './notifications.js';
 import { operatorCommands } from './operator.js';
@@ -51,6 +52,7 @@ export function cliProgram(out: Output = stdout()): Command {
   batchCommands(program, out);
   templateCommands(program, out);
   functionCommands(program, out);
+  limitCommands(program, out);
   notificationCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
