@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
-import { parseDefinition, type Definition } from './schema.js';
+import { parseDefinition, rateLimits, type Definition } from './schema.js';
 
 /** A stored workflow as the API shows it: its definition, id and version. */
 export interface StoredWorkflow extends Definition {
@@ -175,7 +175,14 @@ export class Definitions {
 
   /** The definition, parsed, using only stored secrets: every problem at once (shape, templates, references, secrets). */
   private async check(input: unknown): Promise<Definition> {
-    return parseDefinition(input, this.secretNames ? { secrets: new Set(await this.secretNames()) } : {});
+    const definition = parseDefinition(input, this.secretNames ? { secrets: new Set(await this.secretNames()) } : {});
+    // a step naming no limit would fail at its first take: refused at save time instead
+    const unknown = [];
+    for (const [use, path] of rateLimits(definition))
+      if (!(await this.store.rateLimitGet({ name: use.name })))
+        unknown.push({ path: `${path}.name`, message: `no rate limit named '${use.name}': define it first (/limits)` });
+    if (unknown.length > 0) throw ValidationError.of(unknown);
+    return definition;
   }
 
   /** A workflow's name is its handle (`runledger workflows apply` finds it by name): one workflow per name. */

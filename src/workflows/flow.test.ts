@@ -88,6 +88,7 @@ describe('a stored definition’s flow fields, checked at save time', () => {
     [{ rate_limit: [{ name: 'a' }, { name: 'b', units: -2 }] }, 'steps[0].rate_limit[1].units'],
     [{ rate_limit: { name: 'a', key: 'input.x' } }, 'steps[0].rate_limit.key'],
     [{ rate_limit: { name: '' } }, 'steps[0].rate_limit.name'],
+    [{ rate_limit: { name: 'has space' } }, 'steps[0].rate_limit.name'],
     [{ rate_limit: { units: 1 } }, 'steps[0].rate_limit'],
   ])('refuses the step rate limit %j, naming %s', (extra, path) => {
     expect(problems(call(extra)).map((p) => p.path)).toEqual([path]);

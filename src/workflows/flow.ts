@@ -3,6 +3,7 @@ import { ValidationError, type Problem } from '../errors.js';
 import { checkFlow } from '../runtime/flow-check.js';
 import type { FlowOptions, RateLimitUse } from '../runtime/flow.js';
 import { fieldOf } from '../runtime/match.js';
+import { checkLimitName } from '../runtime/rates/limits.js';
 
 /**
  * Flow control of stored workflows (docs/flow-control.md): the definition's snake_case fields, checked at save time
@@ -71,7 +72,7 @@ export const runFlowSchemas = schemas(
 
 /** A step's take of a named rate limit (`http_request` steps): the limit's name, its units, its key. */
 export const rateLimitSchema = z
-  .object({ name: z.string().min(1).max(200), units: z.number().optional(), key: key.optional() })
+  .object({ name: z.string(), units: z.number().optional(), key: key.optional() })
   .strict();
 
 /** The flow fields of a stored definition, as saved. */
@@ -162,6 +163,12 @@ export function flowProblems(
       message: "'all' is for code workflows: a stored execution runs with one trigger's data (use 'last')",
     });
   for (const [use, path] of rateLimits) {
+    try {
+      checkLimitName(use.name, `${path}.name`);
+    } catch (error) {
+      if (error instanceof ValidationError) problems.push(...error.problems);
+      else throw error;
+    }
     const problem = keyProblem(use.key, `${path}.key`);
     if (problem) problems.push(problem);
     if (use.units !== undefined && !(Number.isFinite(use.units) && use.units > 0))

@@ -284,7 +284,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
 }
 
 /** Every `rate_limit` of the definition's steps (in branches and maps too), by its JSON path. */
-function rateLimits(definition: Definition): Array<[z.output<typeof rateLimitSchema>, string]> {
+export function rateLimits(definition: Definition): Array<[z.output<typeof rateLimitSchema>, string]> {
   const out: Array<[z.output<typeof rateLimitSchema>, string]> = [];
   const visit = (step: StepDefinition, path: string): void => {
     if (step.type === 'parallel')

@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { storedWorkflows } from '../app/workflows.js';
+import type { Engine } from '../engine.js';
+import { ValidationError } from '../errors.js';
+import { backends } from '../testing/backends.js';
+import { eventually, testEngine } from '../testing/engine.js';
+import type { WorkflowService } from './service.js';
+
+const say = [{ id: 'say', type: 'log', config: { message: 'n={{trigger.n}}' } }];
+
+describe.each(backends)('stored workflows under debounce and rate limits on $name', (backend) => {
+  let engine: Engine;
+  let service: WorkflowService;
+  let close: () => Promise<void>;
+
+  beforeEach(async () => {
+    const t = await testEngine(backend, { pollMs: 50 });
+    engine = t.engine;
+    service = storedWorkflows(engine, { secretKey: randomBytes(32), allow: ['127.0.0.1'] });
+    close = t.close;
+  });
+  afterEach(() => close());
+
+  it("joins a key's executions within the debounce period into one, with the last trigger data", async () => {
+    const wf = await service.definitions.create({
+      name: 'chat-reply',
+      debounce: { key: 'trigger.chat', period: '1s', max_wait: '20s' },
+      steps: say,
+    });
+    const started = [];
+    for (const n of [1, 2, 3])
+      started.push(await service.executions.execute(wf.id, { trigger_data: { chat: 'a', n } }));
+    const other = await service.executions.execute(wf.id, { trigger_data: { chat: 'b', n: 9 } });
+    const ids = new Set(started.map((s) => s.execution_id));
+    expect(ids.size).toBe(1);
+    expect(other.execution_id).not.toBe(started[0]!.execution_id);
+    const id = started[0]!.execution_id;
+    const done = await eventually(async () => {
+      const record = await service.executions.get(wf.id, id);
+      return record.status === 'success' && record;
+    });
+    expect(done.trigger_data).toMatchObject({ chat: 'a', n: 3 });
+    // one row per execution in the workflow's list: the window's three starts are one
+    expect((await service.executions.list(wf.id)).executions.map((e) => e.execution_id).sort()).toEqual(
+      [id, other.execution_id].sort(),
+    );
+  });
+
+  it("holds an http_request step at its rate limit, waiting with the limit's reason", async () => {
+    await engine.limits.define({ name: 'stored-api', limit: 1, period: '1h' });
+    await engine.store.rateTake({ uses: [{ name: 'stored-api', key: '', units: 1 }] });
+    const wf = await service.definitions.create({
+      name: 'rated',
+      steps: [
+        {
+          id: 'call',
+          type: 'http_request',
+          config: { url: 'http://127.0.0.1:9/never' },
+          rate_limit: { name: 'stored-api' },
+        },
+      ],
+    });
+    const { execution_id } = await service.executions.execute(wf.id, {});
+    const waiting = await eventually(async () => {
+      const view = await engine.runs.find(execution_id);
+      return view?.status === 'waiting' && view;
+    });
+    expect(waiting.waitingFor).toMatch(/^rate limit stored-api — next slot/);
+  });
+
+  it('refuses at save time a step naming a rate limit that does not exist', async () => {
+    const save = service.definitions.create({
+      name: 'unknown-limit',
+      steps: [{ id: 'call', type: 'http_request', config: { url: 'https://x.example' }, rate_limit: { name: 'nope' } }],
+    });
+    await expect(save).rejects.toBeInstanceOf(ValidationError);
+    await expect(save).rejects.toThrow("steps[0].rate_limit.name: no rate limit named 'nope'");
+  });
+});
