@@ -89,8 +89,8 @@ export function apply(view: RunView, event: StoredEvent): void {
     case RUN_EVENT.runDebounced:
       // a later start of a debounce window: its input is the run's (last) or joins the list (all), as History reads it
       if ('input' in data) view.input = data.mode === 'all' ? [...(view.input as unknown[]), data.input] : data.input;
-      if (view.status === 'pending' || view.status === 'waiting')
-        Object.assign(view, { status: 'waiting', waitingFor: data.waitingFor ?? null });
+      if (data.waitingFor && (view.status === 'pending' || view.status === 'waiting'))
+        Object.assign(view, { status: 'waiting', waitingFor: data.waitingFor });
       return;
     case RUN_EVENT.runContinued:
       Object.assign(view, {

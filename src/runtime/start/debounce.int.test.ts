@@ -9,12 +9,12 @@ import { workflow } from '../workflow.js';
 
 const last = workflow(
   'debounce-last',
-  { debounce: { key: 'input.chat', period: '1s' } },
+  { debounce: { key: 'input.chat', period: '2s' } },
   async (ctx, input: { chat: string; n: number }) => ctx.step('echo', async () => input),
 );
 const all = workflow(
   'debounce-all',
-  { debounce: { key: 'input.chat', period: '1s', mode: 'all' } },
+  { debounce: { key: 'input.chat', period: '2s', mode: 'all' } },
   // the run's input is the list of the window's inputs; each start gives one
   async (ctx, input: { chat: string; n: number }) =>
     ctx.step('echo', async () => (input as unknown as Array<{ n: number }>).map((i) => i.n)),

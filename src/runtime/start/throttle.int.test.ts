@@ -43,25 +43,27 @@ describe.each(backends)('throttled starts on $name', (backend) => {
       runs.map(async (run) => {
         const events = await engine.journal.readStream(runStream(run.id));
         const throttledBy = events.find((e) => e.type === RUN_EVENT.runThrottled)?.data as
-          | { until: number; waitingFor: string }
+          | { until: number; waitingFor?: string }
           | undefined;
         return { throttledBy, stepAt: events.find((e) => e.type === RUN_EVENT.stepStarted)!.timestamp };
       }),
     );
-    // the first start found the key's slot free; each later one waited for the next slot, 1 s / 2 after the last
-    const delayed = seen.filter((s) => s.throttledBy !== undefined);
-    expect(delayed).toHaveLength(5);
-    const slots = delayed.map((s) => s.throttledBy!.until).sort((a, b) => a - b);
+    // each start's slot, 1 s / 2 after the last: no second holds more than 2 starts
+    const slots = seen.map((s) => s.throttledBy!.until).sort((a, b) => a - b);
     for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBeGreaterThanOrEqual(1000 / PER_SECOND);
     for (let i = 2; i < slots.length; i++) expect(slots[i]! - slots[i - 2]!).toBeGreaterThanOrEqual(1000);
-    for (const s of delayed) {
-      // no first pass began before its slot (journal times, the database's clock)
-      expect(s.stepAt).toBeGreaterThanOrEqual(s.throttledBy!.until);
+    // those that found their slot later than their start waited for it; the first found it free
+    const delayed = seen.filter((s) => s.throttledBy?.waitingFor !== undefined);
+    expect(delayed.length).toBeGreaterThanOrEqual(1);
+    expect(delayed.length).toBeLessThanOrEqual(5);
+    // no first pass began before its slot (journal times, the database's clock)
+    for (const s of seen) expect(s.stepAt).toBeGreaterThanOrEqual(s.throttledBy!.until);
+    for (const s of delayed)
       expect(s.throttledBy!.waitingFor).toBe(`throttled until ${new Date(s.throttledBy!.until).toISOString()}`);
-    }
     // the other key's start was not delayed
     const otherEvents = await engine.journal.readStream(runStream(other.id));
-    expect(otherEvents.some((e) => e.type === RUN_EVENT.runThrottled)).toBe(false);
+    const otherSlot = otherEvents.find((e) => e.type === RUN_EVENT.runThrottled)?.data as { waitingFor?: string };
+    expect(otherSlot.waitingFor).toBeUndefined();
   });
 
   test('takes no slot for a start whose id exists, and refuses an input without the key', async (engine) => {

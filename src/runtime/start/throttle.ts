@@ -19,8 +19,9 @@ interface Slot {
  * dropped. The slots are a GCRA with no burst: starts of one key are spaced `period / limit` apart, so no window of
  * `period` ever holds more than `limit` of them (2 per 1 s: 0, 0.5 s, 1 s, 1.5 s …). The key's next slot is kept in
  * a projection, read and moved under the key's lock (the append of `throttle.started` to `throttle:<wf>:<key>`), in
- * the start's transaction: concurrent starts on any process take successive slots. A run whose slot is later than
- * now starts with its first pass at the slot (`notBefore`), and shows `waiting`, "throttled until <iso>".
+ * the start's transaction: concurrent starts on any process take successive slots, each journaled on its run
+ * (`run.throttled`). A run whose slot is later than now starts with its first pass at the slot (`notBefore`), and
+ * shows `waiting`, "throttled until <iso>".
  *
  * @example await startThrottled(host, wf, { user: 'u1' }, { id }, { key: 'input.user', limit: 2, period: '1s' })
  */
@@ -42,16 +43,20 @@ export async function startThrottled(
     const next = Math.max(now, taken?.next ?? now);
     await tx.projectionPut({ name: SLOTS, key: stream, value: { next: next + spacing } satisfies Slot });
     const slot = Math.ceil(next);
-    if (slot <= now) return host.begin(tx, wf, input, options);
-    const waitingFor = `throttled until ${new Date(slot).toISOString()}`;
+    // every start's slot is journaled; only a start whose slot is later than now waits for it
+    const delayed = slot > now;
+    const data = { until: slot, key: stream, ...(delayed ? { waitingFor: `throttled until ${iso(slot)}` } : {}) };
     await host.begin(tx, wf, input, {
       ...options,
-      notBefore: slot,
+      ...(delayed ? { notBefore: slot } : {}),
       also: async (tx) => {
-        const data = { until: slot, key: stream, waitingFor };
         await host.journal.append(runStream(options.id), [{ type: RUN_EVENT.runThrottled, data }], { tx });
         await options.also?.(tx);
       },
     });
   });
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
 }
