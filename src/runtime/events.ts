@@ -38,7 +38,7 @@ export const runEventTable = {
     terminal: false,
     view: 'a new generation: running, its input, no steps',
   },
-  /** A throttled run's first pass waits for its key's next slot (`until`, ms). */
+  /** A throttled start's slot (`until`, ms); later than the start, its first pass waits for it (`waitingFor`). */
   runThrottled: { type: 'run.throttled', kind: 'run', terminal: false, view: 'waiting: throttled until its slot' },
   /** A start of a debounce window: the first opens it (no input), each later one brings its input; `until` moves. */
   runDebounced: {
