@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
 import { TerminalError } from '../errors.js';
+import { PASS_OVER } from './subscription.js';
 import type { StoredEvent } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -200,6 +201,26 @@ describe.each(backends)('subscriptions on $name', (backend) => {
     expect(prepares).toBe(3);
     const [parked] = await engine.parked('prep');
     expect(parked).toMatchObject({ error: 'TerminalError: no point retrying', event: { type: 'fatal' } });
+  });
+
+  it('passes over an event its prepare has nothing to do for: no handler call, the cursor moves past it', async () => {
+    await append('s', 'a', 'nothing', 'b', 'nothing');
+    const seen: string[] = [];
+    const prepared: string[] = [];
+    const options = {
+      ordered: true,
+      prepare: async (event: StoredEvent) => (prepared.push(event.type), event.type === 'nothing' ? PASS_OVER : 1),
+    };
+    const sub = await engine.subscribe('skip', options, async (event) => void seen.push(event.type));
+    await eventually(() => prepared.length === 4);
+    await sub.idle();
+    expect(seen).toEqual(['a', 'b']);
+    const head = (await engine.store.eventReadCommitted({ after: '', limit: 10 })).cursor;
+    expect((await engine.store.subscriptionGet({ name: 'skip' })).cursor).toBe(head);
+    await sub.stop();
+    const again = await engine.subscribe('skip', options, async (event) => void seen.push(event.type));
+    await again.idle();
+    expect(prepared).toHaveLength(4);
   });
 
   it('does not count failures of the database being away as attempts: the event is delivered once it is back, not parked', async () => {

@@ -17,6 +17,15 @@ export interface HandlerContext {
 
 export type EventHandler = (event: StoredEvent, ctx: HandlerContext) => Promise<void>;
 
+/**
+ * What `prepare` returns when the event needs nothing written: it is passed over like a filtered one (no transaction,
+ * the handler never sees it; the next advance moves past it). After a crash before that advance it is prepared again.
+ *
+ * @example
+ * prepare: async (event) => ((await wanted(event)) ? await render(event) : PASS_OVER)
+ */
+export const PASS_OVER: unique symbol = Symbol('pass over');
+
 export interface SubscribeOptions {
   streamPrefix?: string;
   types?: string[];
@@ -25,7 +34,7 @@ export interface SubscribeOptions {
   /**
    * Slow work for an event (a model call, a request) done before the handler's transaction opens,
    * so no lock is held meanwhile; its result reaches the handler as `ctx.prepared`. It runs again
-   * on every attempt, and after a crash, so it must be safe to repeat.
+   * on every attempt, and after a crash, so it must be safe to repeat. `PASS_OVER`: nothing to do for this event.
    */
   prepare?: (event: StoredEvent, ctx: { attempt: number; subscription: string }) => Promise<unknown>;
   /** Ordered: a failing event blocks the subscription until an operator retries or skips it. Else it is parked and the rest flows. */
@@ -61,7 +70,7 @@ const defaults: Resolved = {
   leaseMs: 30_000,
 };
 
-type Outcome = 'done' | 'blocked' | 'lost' | 'stopped';
+type Outcome = 'done' | 'passed' | 'blocked' | 'lost' | 'stopped';
 
 /**
  * A durable, named cursor over the journal that hands each event to `handler`, at least once,
@@ -124,11 +133,16 @@ export class Subscriber {
   private async run(): Promise<void> {
     let catchUp = 0;
     while (this.running) {
-      let worked = false;
+      let worked: boolean | 'standby' = false;
       try {
         worked = await this.tick();
       } catch (error) {
         this.options.onError?.(error);
+      }
+      if (worked === 'standby') {
+        await this.standBy();
+        catchUp = 0;
+        continue;
       }
       if (worked || !this.running) {
         catchUp = 0;
@@ -142,15 +156,30 @@ export class Subscriber {
     }
   }
 
+  /**
+   * Another process holds the subscription: look again in `pollMs`, not at every wake-up. Each commit wakes every
+   * subscriber of every process, and a lease attempt on a row whose holder's transaction is open waits for that
+   * transaction: the processes standing by kept 4 of their 10 connections waiting on those locks (measured, chaos
+   * under load), and in a burst after an outage they fought the runs for connections.
+   */
+  private async standBy(): Promise<void> {
+    const until = Date.now() + this.options.pollMs;
+    while (this.running && Date.now() < until) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+      await this.wakeup.wait(until - Date.now());
+    }
+  }
+
   private async lease(): Promise<Subscription | null> {
     const sub = await this.store.subscriptionLease({ name: this.name, owner: this.owner, ttlMs: this.options.leaseMs });
     this.leaseRenewAt = Date.now() + this.options.leaseMs / 3;
     return sub;
   }
 
-  private async tick(): Promise<boolean> {
+  /** True when it did something (look again at once), 'standby' when another process holds the subscription. */
+  private async tick(): Promise<boolean | 'standby'> {
     const sub = await this.lease();
-    if (!sub) return false;
+    if (!sub) return 'standby';
     if (sub.blockedReason !== null) return this.tryUnblock(sub);
     if (await this.redeliverParked()) return true;
     const { batchSize, filter } = this.options;
@@ -166,8 +195,10 @@ export class Subscriber {
         continue;
       }
       if (Date.now() > this.leaseRenewAt && !(await this.lease())) return true;
-      if ((await this.deliver(item, passed === stored ? null : passed)) !== 'done') return true;
-      stored = passed = item.cursor;
+      const outcome = await this.deliver(item, passed === stored ? null : passed);
+      if (outcome === 'passed') passed = item.cursor;
+      else if (outcome === 'done') stored = passed = item.cursor;
+      else return true;
     }
     // Past what the read covered but did not deliver (filtered out in SQL or here): one write per
     // read, so a subscription whose filters match nothing never reads those events again.
@@ -194,7 +225,7 @@ export class Subscriber {
    */
   private async deliver({ event, cursor }: CommittedEvent, before: Cursor | null): Promise<Outcome> {
     const advance = (tx: Store) => tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor });
-    const result = await this.attempt(event, advance);
+    const result = await this.attempt(event, advance, true);
     if (result.outcome !== 'failed') return result.outcome;
     const park = { subscription: this.name, event, error: result.error, attempts: this.options.maxAttempts };
     this.options.events?.emit('subscription:parked', {
@@ -218,17 +249,20 @@ export class Subscriber {
     return 'done';
   }
 
+  /** `mayPassOver`: a `PASS_OVER` from `prepare` ends it without a transaction ('passed'); else only `commit` runs. */
   private async attempt(
     event: StoredEvent,
     commit: (tx: Store) => Promise<unknown>,
+    mayPassOver = false,
   ): Promise<{ outcome: Outcome } | { outcome: 'failed'; error: string }> {
     const { prepare } = this.options;
     let outagePauseMs = 50;
     for (let attempt = 1; ; attempt++) {
       try {
         const prepared = prepare ? await prepare(event, { attempt, subscription: this.name }) : undefined;
+        if (prepared === PASS_OVER && mayPassOver) return { outcome: 'passed' };
         await this.store.transaction(async (tx) => {
-          await this.handler(event, { tx, attempt, subscription: this.name, prepared });
+          if (prepared !== PASS_OVER) await this.handler(event, { tx, attempt, subscription: this.name, prepared });
           crashPoint('subscription:beforeAdvance');
           await commit(tx);
         });

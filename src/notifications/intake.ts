@@ -1,6 +1,6 @@
 import type { Engine } from '../engine.js';
 import { iso } from '../iso.js';
-import type { EventHandler, SubscribeOptions } from '../journal/subscription.js';
+import { type EventHandler, PASS_OVER, type SubscribeOptions } from '../journal/subscription.js';
 import type { RunView } from '../runtime/read/view.js';
 import type { StoredEvent } from '../storage/store.js';
 import { type Delivery, deliveryId, deliveryKey, type Deliveries } from './deliveries.js';
@@ -40,15 +40,17 @@ export function intake(
   deliveries: Deliveries,
   options: { maxAttempts: number },
 ): { subscribe: SubscribeOptions; handler: EventHandler } {
-  const prepare = async (event: StoredEvent): Promise<Prepared | null> => {
+  // An event no notification wants is passed over: no transaction of its own (every run's end is one of these, and
+  // with none wanted each took a connection for a transaction that only moved the cursor).
+  const prepare = async (event: StoredEvent): Promise<Prepared | typeof PASS_OVER> => {
     const type = notifyEventOf(event);
-    if (type === null) return null;
+    if (type === null) return PASS_OVER;
     const wanting = (await registry.records()).filter((n) => n.enabled && n.events.includes(type));
-    if (wanting.length === 0) return null;
+    if (wanting.length === 0) return PASS_OVER;
     const occurrence = await describe(engine, event, type);
-    if (occurrence === null) return null;
+    if (occurrence === null) return PASS_OVER;
     const targets = wanting.filter((n) => matches(n, occurrence));
-    return targets.length === 0 ? null : { occurrence, targets };
+    return targets.length === 0 ? PASS_OVER : { occurrence, targets };
   };
   const handler: EventHandler = async (event, { tx, prepared }) => {
     if (!prepared) return;
