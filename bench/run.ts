@@ -29,6 +29,7 @@ import { benchLongSteps, LONG_STEPS } from './long-steps.js';
 import { benchFunctions } from './functions.js';
 import { benchEventMatch, EVENT_MATCH_SHORT, EVENT_MATCH_SIZES } from './event-match.js';
 import { benchNotify, type NotifySizes } from './notify.js';
+import { benchFlow, FLOW_SHORT, FLOW_SIZES } from './flow.js';
 
 const SIZES = {
   appends: 5_000,
@@ -114,6 +115,8 @@ const { values } = parseArgs({
 });
 /** 10,000 waiting runs and 1,000 events with --long (the issue's size); a tenth of the runs otherwise. */
 const eventMatchSizes = values.long ? EVENT_MATCH_SIZES : EVENT_MATCH_SHORT;
+/** Flow control (issue 40): 10,000 waiting runs and 30 s of rate limit with --long; 1,000 and 10 s otherwise. */
+const flowSizes = values.long ? FLOW_SIZES : FLOW_SHORT;
 const growthSizes = {
   ...GROWTH_SIZES,
   ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}),
@@ -135,6 +138,7 @@ const sizes = {
   wake: WAKE_SIZES,
   longSteps: LONG_STEPS,
   functionRuns: FUNCTION_RUNS,
+  flow: flowSizes,
 };
 const meta: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -183,6 +187,7 @@ for (const backend of backends) {
   );
   const notify = await withDatabase(backend, (database) => benchNotify(database, NOTIFY_SIZES));
   console.error(`  ${backend} notify_delivery_p99_ms: ${notify.notify_delivery_p99_ms!.toFixed(1)}`);
+  const flow = await benchFlow(backend, flowSizes, (line) => console.error(`  ${backend} ${line}`));
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -195,6 +200,7 @@ for (const backend of backends) {
     ...rounded(functions),
     ...rounded(eventMatch),
     ...rounded(notify),
+    ...flow,
   };
 }
 if (backends.includes('postgres')) {
