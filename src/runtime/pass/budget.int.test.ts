@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine.js';
+import { CancelledError } from '../../errors.js';
 import { backends } from '../../testing/backends.js';
 import { eventually, testEngine } from '../../testing/engine.js';
 import { RUN_EVENT } from '../events.js';
@@ -125,6 +126,17 @@ describe.each(backends)('budgets on $name', (backend) => {
     const view = await engine.run(run.id);
     expect(view.status).toBe('failed');
     expect(view.steps.map((s) => s.name)).toEqual(['ask']);
+  });
+
+  it('cancels a run waiting for approval: it needs no decision, and takes none after', async () => {
+    const run = await engine.start(approval, null);
+    await eventually(async () => (await engine.run(run.id)).status === 'waiting');
+    await engine.cancel(run.id, { reason: 'too expensive' });
+    await expect(run.result()).rejects.toThrow(CancelledError);
+    expect((await engine.run(run.id)).status).toBe('cancelled');
+    await expect(decideBudget(engine.runtime, run.id, { decision: 'approve', by: 'ana' })).rejects.toThrow(
+      'is not waiting for a budget decision (it is cancelled)',
+    );
   });
 
   it('approves with an extension that is too small: the run waits again, in a new round', async () => {
