@@ -12,7 +12,8 @@ export type CrashPointName =
   | 'reply:afterGenerate'
   | 'session:afterRecord'
   | 'execution:fallback'
-  | 'execution:afterFallback';
+  | 'execution:afterFallback'
+  | 'rate:afterTake';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

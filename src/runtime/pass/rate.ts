@@ -1,3 +1,4 @@
+import { crashPoint } from '../../crash.js';
 import { RetryAfterError, TerminalError, ValidationError } from '../../errors.js';
 import type { NewEvent, RateTakeResult, RateUse, Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
@@ -76,7 +77,11 @@ export async function takeRate(
     result = await tx.rateTake({ takeId: `${host.runId}:${seq}#${attempt}:${round}`, uses: taken });
   });
   if (refused !== undefined) throw new TerminalError(refused);
-  if (!result || result.ok) return taken;
+  if (!result || result.ok) {
+    // the take committed, the step's start not yet: a crash here must neither lose the take nor charge it twice
+    crashPoint('rate:afterTake');
+    return taken;
+  }
   if (result.retryAt === null) throw new TerminalError(`step(${name}).rateLimit: ${result.refused}`);
   const reason = rateReason(result.name, result.key, result.retryAt);
   await host.write([
