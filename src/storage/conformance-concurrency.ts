@@ -100,6 +100,11 @@ export function concurrencyConformance(h: { store: () => Store; openAnother: () 
         ],
       });
       expect(r!.task).toMatchObject({ state: 'ready', leaseToken: null, concurrency: { key: 'k', limit: 5 } });
+      // with an idempotency key: once, and the stored task has its key
+      const keyed = task('ce', { id: 'e2', idempotencyKey: 'once', concurrency: { key: 'k', limit: 5 } });
+      await s.taskEnqueue({ tasks: [keyed] });
+      const [again] = await s.taskEnqueue({ tasks: [{ ...keyed, id: 'e3' }] });
+      expect(again).toMatchObject({ created: false, task: { id: 'e2', concurrency: { key: 'k', limit: 5 } } });
     });
   });
 
