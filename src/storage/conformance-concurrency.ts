@@ -53,6 +53,9 @@ export function concurrencyConformance(h: { store: () => Store; openAnother: () 
       const [first] = await s.taskEnqueue({ tasks: [k('a1', 'a', 2)] });
       expect(first!.task.concurrency).toEqual({ key: 'a', limit: 2 });
       expect(await s.taskGet({ id: 'a1' })).toEqual(first!.task);
+      // the journal says it: a checker of the limit reads the key from the task's history
+      const [enqueued] = await s.eventReadStream({ streamId: 'task:a1' });
+      expect(enqueued!.data).toMatchObject({ concurrency: { key: 'a', limit: 2 } });
       await s.taskEnqueue({
         tasks: [k('a2', 'a', 2), k('a3', 'a', 2), k('b1', 'b', 1), k('b2', 'b', 1), task('ck', { id: 'p1' })],
       });

@@ -191,6 +191,7 @@ export function enqueuedEvent(task: Task): NewEvent {
       priority: task.priority,
       maxAttempts: task.maxAttempts,
       state: 'ready',
+      ...(task.concurrency ? { concurrency: task.concurrency } : {}),
     },
   };
 }

@@ -23,8 +23,11 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
         values: ', i.ckey, i.climit',
         rows: ', unnest($10::text[]), unnest($11::int[])',
         names: ', ckey, climit',
+        returning: ', concurrency_key, concurrency_limit',
+        event: ` || CASE WHEN u.concurrency_key IS NULL THEN '{}'::jsonb
+          ELSE jsonb_build_object('concurrency', jsonb_build_object('key', u.concurrency_key, 'limit', u.concurrency_limit)) END`,
       }
-    : { columns: '', values: '', rows: '', names: '' };
+    : { columns: '', values: '', rows: '', names: '', returning: '', event: '' };
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
   // not paused goes in running: a statement of its own, so an enqueue without one is planned as before. The pause check
   // is rl_task_unpaused (migration 070) written out: a SQL function with a subquery is planned anew at every statement
@@ -59,11 +62,11 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
     ${claim.join}
     ORDER BY i.ord
     ${withKeys ? 'ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING' : ''}
-    RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at),
+    RETURNING seq, id, queue, state, ordering_key, run_at, priority, max_attempts, created_at, lease_expires_at${limits.returning}),
   e AS (
     INSERT INTO events (stream_id, version, type, data, metadata, created_at)
     SELECT 'task:' || u.id, 1, '${TASK_ENQUEUED}',
-      jsonb_build_object('queue', u.queue, 'orderingKey', u.ordering_key, 'runAt', u.run_at, 'priority', u.priority, 'maxAttempts', u.max_attempts, 'state', 'ready'),
+      jsonb_build_object('queue', u.queue, 'orderingKey', u.ordering_key, 'runAt', u.run_at, 'priority', u.priority, 'maxAttempts', u.max_attempts, 'state', 'ready')${limits.event},
       '{}', u.created_at
     FROM u
     ORDER BY u.seq)
