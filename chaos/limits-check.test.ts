@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RUN_EVENT } from '../src/runtime/events.js';
 import type { StoredEvent } from '../src/storage/store.js';
-import { limitProblems } from './limits-check.js';
+import { limitProblems, slotsHeld } from './limits-check.js';
 
 /** A run's journal at the given positions: started (holding `slots`), its first step, its end (none: still running). */
 function run(id: string, slots: Record<string, number>, step: number, end?: number): [string, StoredEvent[]] {
@@ -36,6 +36,11 @@ describe('the rule "a concurrency limit is never exceeded"', () => {
       run('g', {}, 30, 40), // no limits
     ]);
     expect(limitProblems(streams)).toEqual([]);
+    expect(Object.fromEntries(slotsHeld(streams))).toEqual({
+      'wf:x': { limit: 2, most: 2, over: 0, example: '', runs: 4 },
+      'wf:y': { limit: 1, most: 1, over: 0, example: '', runs: 2 },
+      global: { limit: 5, most: 1, over: 0, example: '', runs: 1 },
+    });
   });
 
   it('names the slot, how many were in at once and which runs, counting from the first step to the end', () => {

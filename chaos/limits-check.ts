@@ -23,6 +23,32 @@ interface Hold {
  * @example limitProblems(new Map([['run:a', events]])) // [] when no slot ever held more runs than its limit
  */
 export function limitProblems(streams: Map<string, StoredEvent[]>): string[] {
+  const problems: string[] = [];
+  for (const [slot, seen] of slotsHeld(streams))
+    if (seen.over > 0)
+      problems.push(
+        `concurrency ${slot}: up to ${seen.most} runs at once under a limit of ${seen.limit} (${seen.over} times over), ${seen.example}`,
+      );
+  return problems;
+}
+
+/** What the journal shows of one slot: the most runs in at once, its limit, and how often more than it were in. */
+export interface SlotHeld {
+  limit: number;
+  most: number;
+  over: number;
+  /** The runs in at the moment most were, when that was over the limit. */
+  example: string;
+  runs: number;
+}
+
+/**
+ * Per concurrency slot named by the runs' `run.started`, the most runs that were in at once (from their first step's
+ * start to their end) and how many times a run came in over the limit.
+ *
+ * @example slotsHeld(streams).get('checkout:42') // { limit: 2, most: 2, over: 0, example: '', runs: 75 }
+ */
+export function slotsHeld(streams: Map<string, StoredEvent[]>): Map<string, SlotHeld> {
   const bySlot = new Map<string, Hold[]>();
   for (const [streamId, list] of streams) {
     if (!streamId.startsWith('run:') || list[0]?.type !== RUN_EVENT.runStarted) continue;
@@ -38,7 +64,7 @@ export function limitProblems(streams: Map<string, StoredEvent[]>): string[] {
       else bySlot.set(slot, [hold]);
     }
   }
-  const problems: string[] = [];
+  const held = new Map<string, SlotHeld>();
   for (const [slot, holds] of bySlot) {
     const limit = Math.max(...holds.map((h) => h.limit));
     const moments = holds.flatMap((h) => [
@@ -56,17 +82,13 @@ export function limitProblems(streams: Map<string, StoredEvent[]>): string[] {
         continue;
       }
       inside.add(m.hold);
-      if (inside.size <= limit) continue;
-      over += 1;
+      if (inside.size > limit) over += 1;
       if (inside.size > most) {
         most = inside.size;
-        example = `at position ${m.at}: ${[...inside].map((h) => h.run).join(', ')}`;
+        if (most > limit) example = `at position ${m.at}: ${[...inside].map((h) => h.run).join(', ')}`;
       }
     }
-    if (over > 0)
-      problems.push(
-        `concurrency ${slot}: up to ${most} runs at once under a limit of ${limit} (${over} times over), ${example}`,
-      );
+    held.set(slot, { limit, most, over, example, runs: holds.length });
   }
-  return problems;
+  return held;
 }

@@ -5,6 +5,7 @@ import { fuzzServer } from './fuzz.js';
 import { killChat } from './kill-chat.js';
 import { killCodeRuns } from './kill-code-runs.js';
 import { killExecutions } from './kill-executions.js';
+import { killLimits } from './kill-limits.js';
 import { killSessions } from './kill-sessions.js';
 import { pgProxy } from './pg-proxy.js';
 import { sigstopWorker } from './sigstop-worker.js';
@@ -14,6 +15,7 @@ import { pgRestartFast, pgStopImmediate } from './pg-restart.js';
 export const scenarios: Scenario[] = [
   killExecutions,
   killCodeRuns,
+  killLimits,
   killChat,
   killSessions,
   pgRestartFast,
