@@ -25,6 +25,16 @@ const capped = workflow(
   async (_ctx, input: { chat: string; n: number }) => input.n,
 );
 
+const limited = workflow(
+  'debounce-limited',
+  { debounce: { key: 'input.chat', period: '1s' }, concurrency: [{ limit: 1 }] },
+  async (ctx, input: { chat: string; holdMs: number }) =>
+    ctx.step('hold', async () => {
+      await new Promise((resolve) => setTimeout(resolve, input.holdMs));
+      return input.chat;
+    }),
+);
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
@@ -32,7 +42,7 @@ describe.each(backends)('debounced starts on $name', (backend) => {
   // each test on its own database, side by side: most of their time is waiting for windows to close
   const test = (name: string, body: (engine: Engine) => Promise<void>) =>
     it.concurrent(name, async () => {
-      const { engine, close } = await testEngine(backend, { workflows: [last, all, capped], pollMs: 100 });
+      const { engine, close } = await testEngine(backend, { workflows: [last, all, capped, limited], pollMs: 100 });
       try {
         await body(engine);
       } finally {
@@ -105,5 +115,13 @@ describe.each(backends)('debounced starts on $name', (backend) => {
     const after = await engine.start(capped, { chat: 'a', n: 99 });
     expect(runs).not.toContain(after.id);
     expect(await after.result({ pollMs: 100 })).toBe(99);
+  });
+
+  test('runs a debounced run whose window closed while it waited for a concurrency slot, once the slot frees', async (engine) => {
+    const a = await engine.start(limited, { chat: 'a', holdMs: 2_500 });
+    const b = await engine.start(limited, { chat: 'b', holdMs: 0 });
+    expect(await a.result({ pollMs: 100 })).toBe('a');
+    // b's window closed (1 s) while a held the one slot (2.5 s): its first pass is queued when it gets the slot
+    expect(await b.result({ pollMs: 100 })).toBe('b');
   });
 });

@@ -119,13 +119,18 @@ function timer(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, wind
  * The task handler of DEBOUNCE_QUEUE: a window's timer. A window whose due moved on enqueues its timer at the new due
  * (a due only moves later, so that read needs no lock); one that is due is closed under the key's lock (a start after
  * that opens a new window) and its run's parked pass moved to now, in one transaction. A timer of a closed window does
- * nothing: a crash between its commit and the task's end, or a timer run twice, starts the run once.
+ * nothing: a crash between its commit and the task's end, or a timer run twice, starts the run once. A run whose
+ * pass is not queued yet at the close (it waits for a concurrency slot) is released by the timer again (`release`).
  *
  * @example engine.work(DEBOUNCE_QUEUE, debounceTimer(engine), { leaseMs: 30_000 })
  */
 export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'>): TaskHandler {
-  return async (payload: { stream: string; runId: string }) => {
+  return async (payload: { stream: string; runId: string; release?: number }) => {
     const { stream, runId } = payload;
+    if (payload.release !== undefined) {
+      await host.store.transaction((tx) => release(host, tx, stream, runId, payload.release!));
+      return null;
+    }
     await host.store.transaction(async (tx) => {
       const read = async () => {
         const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
@@ -140,9 +145,35 @@ export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'que
       const now = await tx.now();
       if (open.due > now) return void (await timer(host, tx, stream, open));
       await tx.projectionDelete({ name: WINDOWS, key: stream });
-      // none moved: the run was woken before (a cancel, a signal) and its pass has run already
-      await tx.taskReschedule({ queue: RUN_QUEUE, orderingKey: runId, runAt: now });
+      await release(host, tx, stream, runId, RELEASE_FIRST_MS);
     });
     return null;
   };
+}
+
+const RELEASE_FIRST_MS = 1_000;
+const RELEASE_MAX_MS = 10_000;
+
+/**
+ * Moves the closed window's parked pass to now. With none to move, the run either began (woken early, by a cancel or a
+ * signal), ended, or waits for a concurrency slot or its ordering turn, whose grant queues its first pass at the parked
+ * time: then it looks again, every 1 s doubling to 10 s, until the run has a pass to move or has begun.
+ */
+async function release(
+  host: Pick<DelayedHost, 'queue'>,
+  tx: Store,
+  stream: string,
+  runId: string,
+  delayMs: number,
+): Promise<void> {
+  const now = await tx.now();
+  if ((await tx.taskReschedule({ queue: RUN_QUEUE, orderingKey: runId, runAt: now })) > 0) return;
+  const view = await readRunView(tx, runId);
+  if (!view || view.steps.length > 0 || (view.status !== 'pending' && view.status !== 'waiting')) return;
+  const next = Math.min(delayMs * 2, RELEASE_MAX_MS);
+  await host.queue.enqueue(
+    DEBOUNCE_QUEUE,
+    { stream, runId, release: next },
+    { tx, runAt: now + delayMs, idempotencyKey: `${runId}:release:${now + delayMs}` },
+  );
 }
