@@ -98,5 +98,8 @@ it('never runs more than the limit of a key across three worker processes, also 
     most = Math.max(most, now);
   }
   expect(most).toBe(2);
-  expect(attempts.length).toBe(ids.length + 1);
+  // one attempt per task, and one more per attempt the kill cut short (the victim may have held both slots)
+  const cut = attempts.length - ids.length;
+  expect(cut).toBeGreaterThanOrEqual(1);
+  expect(cut).toBeLessThanOrEqual(2);
 }, 120_000);
