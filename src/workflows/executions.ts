@@ -11,7 +11,8 @@ import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import type { cancelReasons } from './cancel-reason.js';
 import { fallbackFor } from './fallback.js';
-import { executionFlow, type StoredFlow } from './flow.js';
+import { executionFlow } from './flow.js';
+import { executionStart, flowOf } from './execution-start.js';
 import { checkFlow } from '../runtime/flow-check.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import {
@@ -25,8 +26,6 @@ import {
 import { reuseForRerun, reuseForRetry } from './rerun.js';
 import { isTemplate, templateConflict } from './templates.js';
 import { rerunTimeouts } from './timeouts.js';
-import { matchValue, parseMatch } from './steps/configs.js';
-import { render } from './template/render.js';
 
 /** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
 export interface Executed {
@@ -229,18 +228,9 @@ export class Executions {
     id: string,
     traceparent?: string,
   ): Promise<string> {
-    // keys again from the trigger data: a rerun may have been given other data
-    const flow = executionFlow(base.flow ?? {}, workflowId, base.trigger_data, base.priority);
-    const { flow_keys: _k, ...rest } = base;
-    const input: ExecutionInput = Object.keys(flow.keys).length > 0 ? { ...rest, flow_keys: flow.keys } : rest;
+    const { input, options } = executionStart(base, id, traceparent);
     const index = (t: Store, runId: string) =>
       t.projectionPut({ name: INDEX, key: `${workflowId}:${runId}`, value: { execution_id: runId } });
-    const options = {
-      ...flow.options,
-      ...(input.timeout_seconds ? { timeout: input.timeout_seconds * 1000 } : {}),
-      ...(input.cancel_on ? { cancelOn: cancelOn(input, id) } : {}),
-      ...(traceparent ? { traceparent } : {}),
-    };
     if (options.debounce === undefined) {
       const run = await this.engine.runtime.start(this.interpreter, input, {
         id,
@@ -417,42 +407,8 @@ export class Executions {
   }
 }
 
-/** A stored workflow's flow fields (flow.ts), as its definition has them. */
-function flowOf(wf: StoredWorkflow): StoredFlow {
-  return {
-    ...(wf.concurrency ? { concurrency: wf.concurrency } : {}),
-    ...(wf.priority === undefined ? {} : { priority: wf.priority }),
-    ...(wf.throttle ? { throttle: wf.throttle } : {}),
-    ...(wf.debounce ? { debounce: wf.debounce } : {}),
-    ...(wf.budget ? { budget: wf.budget } : {}),
-  };
-}
-
 /** Retention deleted a run: an execution's row in the workflow's index goes with it. */
 export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
   if (run.workflow !== STORED_WORKFLOW) return;
   await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
-}
-
-/** The execution's `cancel_on`, each match's value rendered with its trigger data and id: what its start records. */
-function cancelOn(
-  input: ExecutionInput,
-  id: string,
-): Array<{ event: string; match?: { path: string; value: unknown } }> {
-  const scope = {
-    trigger: input.trigger_data,
-    steps: {},
-    secrets: {},
-    execution: { id },
-    workflow: { id: input.workflow_id },
-  };
-  return (input.cancel_on ?? []).map((c, i) => {
-    if (c.match === undefined) return { event: c.event };
-    const { path, value } = parseMatch(c.match);
-    try {
-      return { event: c.event, match: { path, value: matchValue(value, (text) => render(text, scope)) } };
-    } catch (error) {
-      throw new ValidationError(`cancel_on[${i}].match`, (error as Error).message);
-    }
-  });
 }
