@@ -2,7 +2,7 @@ import { toMs } from '../../duration.js';
 import { BudgetExceededError, ValidationError } from '../../errors.js';
 import type { NewEvent, StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
-import type { Budget, FlowOptions, Usage } from '../flow.js';
+import type { Budget, Usage } from '../flow.js';
 import { Suspension } from './calls.js';
 import type { EntryKind, History, Seq } from './history.js';
 
@@ -44,9 +44,7 @@ export interface Passed {
 
 /** The run's budget as its start recorded it (the merged flow options), or null. */
 export function budgetOf(history: History): Budget | null {
-  const flow =
-    (history as { flow?: FlowOptions | null }).flow ?? (history.started?.data as { flow?: FlowOptions })?.flow;
-  return flow?.budget ?? null;
+  return history.flow?.budget ?? null;
 }
 
 const figure = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 4 });
@@ -233,7 +231,14 @@ export class BudgetGate {
   private async load(): Promise<void> {
     const loaded = { rounds: [] as Round[], signals: new Set<number>() };
     for (const event of await this.host.budgetEvents()) {
-      const data = event.data as Record<string, any>;
+      const data = event.data as {
+        onExceed?: string;
+        round: number;
+        reason: string;
+        signal: number;
+        decision?: string;
+        budget: Budget;
+      };
       if (event.type === RUN_EVENT.budgetExceeded && data.onExceed === 'approve')
         loaded.rounds.push({ round: data.round, reason: data.reason, decided: false });
       if (event.type === RUN_EVENT.budgetDecided) {
