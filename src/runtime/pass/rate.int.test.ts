@@ -86,6 +86,21 @@ describe.each(backends)('rate limits on steps on $name', (backend) => {
     await expect(none.result()).rejects.toThrow(/input.user' is not in the run's input/);
   });
 
+  it('charges each generation of a run that continues as new for its own takes', async () => {
+    const loop = workflow('rated-loop', async (ctx, input: { n: number }) => {
+      await ctx.step('call', async () => input.n, { rateLimit: { name: 'gen' } });
+      if (input.n < 1) return ctx.continueAsNew({ n: input.n + 1 });
+      return input.n;
+    });
+    const engine = await engineWith(loop);
+    await engine.limits.define({ name: 'gen', limit: 3, period: '1h' });
+    const run = await engine.start(loop, { n: 0 }, { id: 'g1' });
+    expect(await run.result()).toBe(1);
+    // two generations, two units: of 3 an hour, one is left
+    expect(await engine.store.rateTake({ uses: [{ name: 'gen', key: '', units: 1 }] })).toEqual({ ok: true });
+    expect(await engine.store.rateTake({ uses: [{ name: 'gen', key: '', units: 1 }] })).toMatchObject({ ok: false });
+  });
+
   it('fails a step naming an unknown limit, naming the field', async () => {
     const call = workflow('rated-unknown', async (ctx) =>
       ctx.step('call', async () => 1, { rateLimit: { name: 'nope' } }),

@@ -42,7 +42,7 @@ export function rateReason(name: string, key: string, retryAt: number): string {
  * Takes the step's limits before attempt `attempt`, or throws a Suspension until the slowest one
  * has room (journaled: `step.rate_waiting`), after which the next pass asks again. Each ask is
  * journaled (`step.rate_requested`) in the transaction that charges the buckets, and its answer
- * kept in the store under `<run>:<seq>#<attempt>:<round>`: a pass that finds an ask without its
+ * kept in the store under `<run>:<generation>:<seq>#<attempt>:<round>`: a pass that finds an ask without its
  * wait (a crash in between) asks again under the same id and gets the same answer, never a second
  * charge. Returns the buckets taken (keys resolved), for a later charge or deferral.
  */
@@ -74,7 +74,9 @@ export async function takeRate(
       refused = (error as Error).message;
       return;
     }
-    result = await tx.rateTake({ takeId: `${host.runId}:${seq}#${attempt}:${round}`, uses: taken });
+    // a generation (continueAsNew) numbers its calls from 1 again: its asks are its own
+    const takeId = `${host.runId}:${host.history.generation}:${seq}#${attempt}:${round}`;
+    result = await tx.rateTake({ takeId, uses: taken });
   });
   if (refused !== undefined) throw new TerminalError(refused);
   if (!result || result.ok) {
