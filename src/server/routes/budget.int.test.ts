@@ -94,6 +94,15 @@ describe.each(backends)('budget decisions over HTTP and the CLI on $name', (back
     expect((await call('POST', `/runs/${id}/budget/reject`, { by: 'ana' })).status).toBe(409);
   });
 
+  it("takes a start's budget over the workflow's (POST /runs), and fails the run over it", async () => {
+    const { body } = await call('POST', '/runs', { workflow: 'budget-http', budget: { steps: 1 } });
+    const run = await ended(body.run_id);
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe('BudgetExceededError: budget: 2 of 1 steps');
+    expect(run.budget).toMatchObject({ steps: 1, tokens: null, on_exceed: 'fail' });
+    expect(run.usage).toEqual({ tokens: 150, cost: 0.25, tool_calls: 3, steps: 1 });
+  });
+
   it('approves and rejects from the command line', async () => {
     const first = (await call('POST', '/runs', { workflow: 'budget-http' })).body.run_id as string;
     await waiting(first);
