@@ -78,7 +78,7 @@ async function hold(db: Db, use: { name: string; key: string }): Promise<Held> {
   return { tat: Number(row!.tat), now: Number(row!.now), limit };
 }
 
-/** In the caller's transaction: the bucket rows stay held until it ends, so takers in every process go one at a time. */
+/** In the caller's transaction: the bucket rows stay held until it ends, so takers in every process take turns. */
 export async function rateTake(db: Db, p: { takeId?: string; uses: RateUse[] }): Promise<RateTakeResult> {
   if (p.takeId !== undefined) {
     const [seen] = await db.rows<{ ok: boolean; retry_at: string | null; name: string | null; key: string | null }>(

@@ -36,7 +36,8 @@ export function rateLimitPut(
 ): RateLimitRow {
   const row = s
     .get(
-      `INSERT INTO rate_limits (name, limit_count, period_ms, key_expr, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO rate_limits (name, limit_count, period_ms, key_expr, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (name) DO UPDATE SET limit_count = excluded.limit_count, period_ms = excluded.period_ms,
          key_expr = excluded.key_expr, updated_at = excluded.updated_at
        RETURNING *`,
@@ -68,7 +69,8 @@ function tatOf(s: Statements, use: { name: string; key: string }): number {
 
 function setTat(s: Statements, name: string, key: string, tat: number): void {
   s.get(
-    'INSERT INTO rate_buckets (name, key, tat) VALUES (?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET tat = excluded.tat',
+    `INSERT INTO rate_buckets (name, key, tat) VALUES (?, ?, ?)
+     ON CONFLICT (name, key) DO UPDATE SET tat = excluded.tat`,
   ).run(name, key, tat);
 }
 
