@@ -47,6 +47,51 @@ describe.each(backends)('stored workflows under debounce and rate limits on $nam
     );
   });
 
+  it('joins keyed starts (a trigger rule, an Idempotency-Key) into the window too, each key answering it', async () => {
+    const wf = await service.definitions.create({
+      name: 'chat-keyed',
+      debounce: { key: 'trigger.chat', period: '1s' },
+      steps: say,
+    });
+    const first = await engine.store.transaction((tx) =>
+      service.executions.startIn(tx, wf.id, { trigger_data: { chat: 'a', n: 1 } }, 'event-1'),
+    );
+    const second = await service.executions.execute(wf.id, {
+      trigger_data: { chat: 'a', n: 2 },
+      idempotencyKey: 'request-2',
+    });
+    expect(second.execution_id).toBe(first.execution_id);
+    // the same key again is the same execution, adding nothing to the window
+    const again = await service.executions.execute(wf.id, {
+      trigger_data: { chat: 'a', n: 3 },
+      idempotencyKey: 'request-2',
+    });
+    expect(again).toMatchObject({ execution_id: first.execution_id, duplicate: true });
+    const done = await eventually(async () => {
+      const record = await service.executions.get(wf.id, first.execution_id);
+      return record.status === 'success' && record;
+    });
+    expect(done.trigger_data).toMatchObject({ n: 2 });
+  });
+
+  it("fails an execution past its definition's budget of steps, naming the budget", async () => {
+    const wf = await service.definitions.create({
+      name: 'capped',
+      budget: { steps: 1 },
+      steps: [...say, { id: 'again', type: 'log', config: { message: 'again' } }],
+    });
+    const { execution_id } = await service.executions.execute(wf.id, { trigger_data: { n: 1 } });
+    const failed = await eventually(async () => {
+      const record = await service.executions.get(wf.id, execution_id);
+      return record.status === 'failed' && record;
+    });
+    expect(failed.error).toBe('BudgetExceededError: budget: 2 of 1 steps');
+    expect(failed.steps.map((s) => [s.step_id, s.status])).toEqual([
+      ['say', 'success'],
+      ['again', 'skipped'],
+    ]);
+  });
+
   it("holds an http_request step at its rate limit, waiting with the limit's reason", async () => {
     await engine.limits.define({ name: 'stored-api', limit: 1, period: '1h' });
     await engine.store.rateTake({ uses: [{ name: 'stored-api', key: '', units: 1 }] });
