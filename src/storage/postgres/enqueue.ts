@@ -25,7 +25,8 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
         names: ', ckey, climit',
         returning: ', concurrency_key, concurrency_limit',
         event: ` || CASE WHEN u.concurrency_key IS NULL THEN '{}'::jsonb
-          ELSE jsonb_build_object('concurrency', jsonb_build_object('key', u.concurrency_key, 'limit', u.concurrency_limit)) END`,
+          ELSE jsonb_build_object('concurrency',
+            jsonb_build_object('key', u.concurrency_key, 'limit', u.concurrency_limit)) END`,
       }
     : { columns: '', values: '', rows: '', names: '', returning: '', event: '' };
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
@@ -44,7 +45,8 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
         names: ', worker, token, lease_ms',
         // never a task of a concurrency key nor of a queue with a limit: the claim counts those
         join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL ${keyed ? 'AND i.ckey IS NULL' : ''}
-      AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = i.queue) AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
+      AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = i.queue)
+      AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
         OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
       AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
         AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))

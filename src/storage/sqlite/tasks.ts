@@ -1,10 +1,13 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
 import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
-import { type QueueLimit, claimOrder, completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
+import { claimOrder, completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
+import { QUEUE_SLOTS, SLOTS } from './task-limits.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
+
+export { queueLimitList, queueLimitSet } from './task-limits.js';
 
 export function taskGet(s: Statements, p: { id: string }): Task {
   const row = s.get('SELECT * FROM tasks WHERE id = ?').get(p.id) as TaskRow | undefined;
@@ -86,37 +89,6 @@ const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM
 const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
   AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = t.queue)
   AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`;
-
-// A task of a concurrency key, of the queue's tasks waiting: of the index entries of its key (migration 160).
-const KEYED = `FROM tasks o WHERE o.queue = @queue AND o.concurrency_key IS NOT NULL AND o.state IN ('ready', 'running')`;
-
-/**
- * The tasks of concurrency keys that are claimable: per key waiting (skipping from key to key on the index), its
- * oldest due tasks, as many as its free slots (the limit of its oldest waiting task, less what runs), walked one
- * index probe at a time. Measured, 10,000 tasks waiting under 5 keys: two counts per waiting task instead took
- * 2.7 s for the first claim (each task counting those before it), 22-43 ms for each after.
- */
-const SLOTS = `WITH RECURSIVE
-  keys(k) AS (
-    SELECT (SELECT o.concurrency_key ${KEYED} AND o.state = 'ready' ORDER BY o.concurrency_key LIMIT 1)
-    UNION ALL
-    SELECT (SELECT o.concurrency_key ${KEYED} AND o.state = 'ready' AND o.concurrency_key > keys.k
-      ORDER BY o.concurrency_key LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
-  free(k, n) AS (
-    SELECT k, (SELECT o.concurrency_limit ${KEYED} AND o.state = 'ready' AND o.concurrency_key = keys.k ORDER BY o.seq LIMIT 1)
-      - (SELECT count(*) ${KEYED} AND o.state = 'running' AND o.concurrency_key = keys.k)
-    FROM keys WHERE k IS NOT NULL),
-  slots(k, seq, n) AS (
-    SELECT k, (SELECT o.seq ${KEYED} AND o.state = 'ready' AND o.concurrency_key = free.k AND o.run_at <= @now
-      ORDER BY o.seq LIMIT 1), n FROM free WHERE n > 0
-    UNION ALL
-    SELECT k, (SELECT o.seq ${KEYED} AND o.state = 'ready' AND o.concurrency_key = slots.k AND o.run_at <= @now
-      AND o.seq > slots.seq ORDER BY o.seq LIMIT 1), n - 1 FROM slots WHERE slots.seq IS NOT NULL AND n > 1)`;
-
-// A queue with a limit: no more than its free slots (a negative LIMIT is none in SQLite, hence max).
-const QUEUE_SLOTS = `CASE WHEN EXISTS (SELECT 1 FROM queue_limits WHERE queue = @queue)
-  THEN max(0, min(@limit, (SELECT concurrency FROM queue_limits WHERE queue = @queue)
-    - (SELECT count(*) FROM tasks WHERE state = 'running' AND queue = @queue))) ELSE @limit END`;
 
 // Only the oldest waiting task of an ordering key is claimable, and only while none of that key runs; of a concurrency
 // key, those of `SLOTS`. Then by `sort_at`: priority, aged (`AGING_STEP_MS`).
@@ -418,20 +390,4 @@ export function taskCounts(s: Statements): Record<TaskState, number> {
          (SELECT count(*) FROM tasks WHERE state IN ('completed', 'dead') AND state = 'completed') AS completed, (SELECT count(*) FROM tasks WHERE state = 'dead') AS dead`,
     )
     .get() as Record<TaskState, number>;
-}
-
-/** A queue's limit of running tasks (`TaskStore.queueLimitSet`); null removes it. */
-export function queueLimitSet(s: Statements, now: number, p: { queue: string; concurrency: number | null }): void {
-  if (p.concurrency === null) s.get('DELETE FROM queue_limits WHERE queue = ?').run(p.queue);
-  else
-    s.get(
-      `INSERT INTO queue_limits (queue, concurrency, updated_at) VALUES (?, ?, ?)
-       ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency, updated_at = excluded.updated_at`,
-    ).run(p.queue, p.concurrency, now);
-}
-
-export function queueLimitList(s: Statements, p: { queue?: string }): QueueLimit[] {
-  return s
-    .get('SELECT queue, concurrency FROM queue_limits WHERE @queue IS NULL OR queue = @queue ORDER BY queue')
-    .all({ queue: p.queue ?? null }) as QueueLimit[];
 }
