@@ -157,7 +157,8 @@ export const lastKey = (prefix: string, pattern = new RegExp(`^${prefix}_[0-9A-H
 export const pageQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(100).default(20),
-    last_key: lastKey('ex'),
+    // a debounced workflow's executions are the runs of its windows (run_…)
+    last_key: lastKey('ex', /^(ex|run)_[0-9A-HJKMNP-TV-Z]{26}$/),
   })
   .strict();
 

@@ -124,6 +124,25 @@ describe.each(backends)('flow control over HTTP on %s', (backend) => {
     expect(bad.body.error.problems[0].path).toBe('priority');
   });
 
+  it("lists a debounced workflow's executions (its windows' runs) page by page", async () => {
+    const created = await call('POST', '/workflows', {
+      name: 'debounced',
+      debounce: { key: 'trigger.chat', period: '1s' },
+      steps: [{ id: 'say', type: 'log', config: { message: 'hi' } }],
+    });
+    const wf = created.body.id as string;
+    const ids = new Set<string>();
+    for (const chat of ['a', 'a', 'b'])
+      ids.add((await call('POST', `/workflows/${wf}/execute`, { trigger_data: { chat } })).body.execution_id);
+    expect(ids.size).toBe(2);
+    const first = await call('GET', `/workflows/${wf}/executions?limit=1`);
+    expect(first.body.last_key).toMatch(/^run_/);
+    const second = await call('GET', `/workflows/${wf}/executions?limit=1&last_key=${first.body.last_key}`);
+    expect(second.status).toBe(200);
+    const listed = [...first.body.executions, ...second.body.executions].map((e) => e.execution_id);
+    expect(new Set(listed)).toEqual(ids);
+  });
+
   it('refuses a bad flow field of a definition at save time, naming it', async () => {
     const bad = await call('POST', '/workflows', {
       name: 'bad',
