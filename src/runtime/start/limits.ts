@@ -102,8 +102,8 @@ export function claimsOf(flow: RunFlow | null, orderingKey: string | null): Clai
 const written = new WeakMap<Journal, WrittenViews<Slots>>();
 
 function kept(journal: Journal): WrittenViews<Slots> {
-  let views = written.get(journal);
-  if (!views) written.set(journal, (views = new WrittenViews<Slots>()));
+  const views = written.get(journal) ?? new WrittenViews<Slots>();
+  written.set(journal, views);
   return views;
 }
 
@@ -217,7 +217,8 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
     const claim = claims[i]!;
     const { slots, version } = await lock(host.journal, tx, claim.slot, RUN_EVENT.runQueued, run.id);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
-    const granted = going ? [] : ((slots.limit = claim.limit), takeFree(slots));
+    if (!going) slots.limit = claim.limit;
+    const granted = going ? [] : takeFree(slots);
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
       await write(host.journal, tx, claim.slot, version, slots);

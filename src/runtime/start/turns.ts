@@ -30,7 +30,13 @@ export async function admitTurn(
  */
 export async function releaseTurn(journal: Journal, tx: Store, key: string, runId: string): Promise<string | null> {
   let next: string | null = null;
-  const host: LimitHost = { journal, begin: async (_tx, id) => void (next = id), wake: async () => {} };
+  const host: LimitHost = {
+    journal,
+    begin: async (_tx, id) => {
+      next = id;
+    },
+    wake: async () => {},
+  };
   await release(host, tx, runId, [{ slot: key, limit: 1, quiet: true }]);
   return next;
 }
