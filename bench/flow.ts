@@ -105,7 +105,8 @@ export async function benchFlow(
   if (parts.includes('rate')) {
     Object.assign(m, await withDatabase(backend, (db) => rateError(db, sizes)));
     log(
-      `rate_limit_error_pct: ${m.rate_limit_error_pct} (${m.rate_limit_per_s}/s against ${RATE}/s, ${m.rate_limit_waits_per_step} waits a step)`,
+      `rate_limit_error_pct: ${m.rate_limit_error_pct} (${m.rate_limit_per_s}/s against ${RATE}/s, ` +
+        `${m.rate_limit_waits_per_step} waits a step)`,
     );
   }
   if (parts.includes('overhead')) {

@@ -27,7 +27,8 @@ export function limitProblems(streams: Map<string, StoredEvent[]>): string[] {
   for (const [slot, seen] of slotsHeld(streams))
     if (seen.over > 0)
       problems.push(
-        `concurrency ${slot}: up to ${seen.most} runs at once under a limit of ${seen.limit} (${seen.over} times over), ${seen.example}`,
+        `concurrency ${slot}: up to ${seen.most} runs at once under a limit of ${seen.limit} ` +
+          `(${seen.over} times over), ${seen.example}`,
       );
   return problems;
 }

@@ -23,18 +23,24 @@ const KEYS = ['k0', 'k1', 'k2', 'k3'];
 const SOURCE = (root: string) => `import { workflow } from '${pathToFileURL(join(root, 'dist/index.js')).href}';
 
 const post = (echo, effect, key) =>
-  fetch(echo + '/effect', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ effect }) })
+  fetch(echo + '/effect', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({ effect }),
+  })
     .then((res) => { if (!res.ok) throw new Error('echo answered ' + res.status); return res.json(); });
 
-export const limited = workflow('chaos-limited', { concurrency: [{ key: 'input.k', limit: ${LIMIT} }] }, async (ctx, input) => {
-  for (let i = 1; i <= 3; i++) await ctx.step('s' + i, ({ idempotencyKey }) => post(input.echo, input.n + ':s' + i, idempotencyKey));
+const limits = { concurrency: [{ key: 'input.k', limit: ${LIMIT} }] };
+export const limited = workflow('chaos-limited', limits, async (ctx, input) => {
+  for (let i = 1; i <= 3; i++)
+    await ctx.step('s' + i, ({ idempotencyKey }) => post(input.echo, input.n + ':s' + i, idempotencyKey));
   return input.n;
 });
 `;
 
 /**
- * Two `runledger worker --workflows` processes SIGKILLed in turn (3 times each, once short), under 300 three-step code runs
- * over 4 keys with a limit of 2 runs per key: every run ends once with its effects, and the journal checker's rule
+ * Two `runledger worker --workflows` processes SIGKILLed in turn (3 times each, once short), under 300 three-step code
+ * runs over 4 keys with a limit of 2 runs per key: every run ends once with its effects, and the journal checker's rule
  * holds (no key ever had more than 2 runs between their first step and their end, `chaos/limits-check.ts`).
  * Recovery: from a kill until the runs let in (not those waiting for a slot) moved again.
  */
@@ -93,7 +99,8 @@ export const killLimits: Scenario = {
       }
       f.recoverySeconds = recoverySeconds(storm, RECOVERY_WAIT_MS);
       f.notes.push(
-        `${storm.kills} kills of 2 workers in turn, recoveries ${storm.recoveries.join('/') || '-'}s${storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''}`,
+        `${storm.kills} kills of 2 workers in turn, recoveries ${storm.recoveries.join('/') || '-'}s` +
+          (storm.timedOut ? `, ${storm.timedOut} not within ${RECOVERY_WAIT_MS / 1000}s` : ''),
         `runs ${accepted.size} started over ${KEYS.length} keys of limit ${LIMIT}; effects ${effects} received`,
         `most runs in at once: ${[...held].map(([slot, s]) => `${slot} ${s.most}`).join(', ') || '-'}`,
       );
@@ -141,7 +148,8 @@ async function alternatingStorm(
         if (r.timedOut) result.timedOut += 1;
         else result.recoveries.push(r.seconds ?? 0);
         ctx.log(
-          `kill ${i + 1} (worker${(i % workers.length) + 1}): ${snapshot.size} runs let in, ${r.timedOut ? `not moved: ${r.unmoved.slice(0, 5).join(', ')}` : `moving again after ${r.seconds ?? 0}s`}`,
+          `kill ${i + 1} (worker${(i % workers.length) + 1}): ${snapshot.size} runs let in, ` +
+            (r.timedOut ? `not moved: ${r.unmoved.slice(0, 5).join(', ')}` : `moving again after ${r.seconds ?? 0}s`),
         );
       })(),
     );
