@@ -89,6 +89,8 @@ export class Subscriber {
   private loop: Promise<void> | null = null;
   private leaseRenewAt = 0;
   private idleWaiters: Array<() => void> = [];
+  /** The holder's row as last seen while another process holds it, and when it last changed; null when it is ours. */
+  private standing: { owner: string | null | undefined; expiresAt: number | null; seenAt: number } | null = null;
 
   constructor(
     private readonly store: Store,
@@ -170,9 +172,23 @@ export class Subscriber {
     }
   }
 
+  /**
+   * Standing by, it reads the row (no lock) and tries the lease only when the row is free, its own, or its lease has
+   * not been renewed for a whole `leaseMs` of this process's clock (the holder's clock and the database's may differ).
+   */
   private async lease(): Promise<Subscription | null> {
+    const standing = this.standing;
+    if (standing) {
+      const row = await this.store.subscriptionGet({ name: this.name });
+      const same = row.owner === standing.owner && row.leaseExpiresAt === standing.expiresAt;
+      if (!same) this.standing = { owner: row.owner, expiresAt: row.leaseExpiresAt, seenAt: Date.now() };
+      const stale = same && Date.now() - standing.seenAt > this.options.leaseMs;
+      if (row.owner !== null && row.owner !== this.owner && !stale) return null;
+    }
     const sub = await this.store.subscriptionLease({ name: this.name, owner: this.owner, ttlMs: this.options.leaseMs });
     this.leaseRenewAt = Date.now() + this.options.leaseMs / 3;
+    if (sub) this.standing = null;
+    else if (!standing) this.standing = { owner: undefined, expiresAt: null, seenAt: Date.now() };
     return sub;
   }
 

@@ -107,6 +107,10 @@ export function createPool(url: string, poolSize: number): pg.Pool {
   // An idle client losing its connection (server restart, network) must not crash the process;
   // the pool discards it and the next checkout opens a new one.
   pool.on('error', () => {});
+  // Nor a checked-out one between statements (a restart's FATAL 57P01 with no statement in flight
+  // is emitted as an 'error' event: it crashed `serve` in the chaos pg-restart-fast scenario). The
+  // statements in flight still fail, and a broken client is not `_queryable`: its release removes it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
