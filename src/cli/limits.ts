@@ -29,7 +29,7 @@ export function limitCommands(program: Command, out: Output): void {
       out.line(`${made.name}: ${describe(made)}`);
     });
   remote(limits.command('list'))
-    .description('the named rate limits')
+    .description('the named rate limits, and the concurrency keys with runs in or waiting')
     .action(async (options) => {
       const { limits: all } = await client(options).limits();
       if (options.json) return out.json(all);
@@ -38,6 +38,15 @@ export function limitCommands(program: Command, out: Output): void {
         all.map((l) => [l.name, String(l.limit), period(l.period_ms), l.key ?? '-', l.updated_at]),
         'no rate limits (runledger limits set <name> --limit 100 --period 1m)',
       );
+      // the concurrency keys in use, below: the same page of the dashboard (Limits) shows both
+      const { concurrency, truncated } = await client(options).flow();
+      out.line('');
+      out.table(
+        ['CONCURRENCY KEY', 'IN USE', 'WAITING', 'OLDEST WAITING SINCE'],
+        concurrency.map((k) => [k.key, `${k.in_use} of ${k.limit}`, String(k.waiting), k.oldest_waiting_since ?? '-']),
+        'no concurrency key has a run in or waiting',
+      );
+      if (truncated) out.line('(more keys are in use than shown)');
     });
   remote(limits.command('show <name>'))
     .description('one named rate limit')

@@ -66,7 +66,9 @@ export function runCommands(program: Command, out: Output): void {
             r.id,
             r.waiting_for_version
               ? `${out.status(r.status)} (waiting for version ${r.waiting_for_version})`
-              : out.status(r.status),
+              : r.waiting_for // a held-back run says what holds it: its concurrency key, a rate limit, a window
+                ? `${out.status(r.status)} (${r.waiting_for})`
+                : out.status(r.status),
             r.created_at,
             await workflowLabel(source, r),
             r.error ?? '',

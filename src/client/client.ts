@@ -17,6 +17,7 @@ import type { EventView } from '../triggers/events.js';
 import type { StoredWorkflow } from '../workflows/definitions.js';
 import type { FlowOptions } from '../runtime/flow.js';
 import type { FunctionRegistration } from '../functions/functions.js';
+import type { FlowRecord } from './flow.js';
 import type { LimitDefinition, LimitRecord } from './limits.js';
 import type {
   AgentEventInput,
@@ -139,6 +140,12 @@ export class Client {
   limit = (name: string) => this.call<LimitRecord>('GET', `/limits/${enc(name)}`);
   /** Deletes a named rate limit: steps naming it fail at their next take. */
   deleteLimit = (name: string) => this.call<null>('DELETE', `/limits/${enc(name)}`);
+  /**
+   * The limits in force: concurrency keys with runs in or waiting, and the named rate limits.
+   *
+   * @example (await client.flow()).concurrency[0] // { key: 'checkout:42', limit: 1, in_use: 1, waiting: 2, ... }
+   */
+  flow = () => this.call<FlowRecord>('GET', '/flow');
 
   setSecret = (name: string, value: string) => this.call<{ name: string }>('POST', '/secrets', { name, value });
   secrets = () => this.call<{ secrets: { name: string; created_at: string; updated_at: string }[] }>('GET', '/secrets');

@@ -32,6 +32,7 @@ import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { templateRoutes } from './routes/templates.js';
 import { functionRoutes } from './routes/functions.js';
+import { flowRoutes } from './routes/flow.js';
 import { limitRoutes } from './routes/limits.js';
 import { notificationRoutes } from './routes/notifications.js';
 import type { Notifications } from '../notifications/service.js';
@@ -83,6 +84,7 @@ export function createApp(options: AppOptions): Hono {
     ...templateRoutes(options.workflows),
     ...functionRoutes(options.workflows.functions),
     ...limitRoutes(options.engine),
+    ...flowRoutes(options.engine),
     ...callbackRoutes(options.workflows.callbacks),
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),

@@ -340,6 +340,7 @@ describe.each(backends)('runs over HTTP on $name', (backend) => {
       finished_at: null,
       version: gated.version,
       waiting_for_version: null,
+      waiting_for: null,
     });
 
     for (const [query, path] of [

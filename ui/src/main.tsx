@@ -7,6 +7,7 @@ import { AgentRunPage } from './pages/agent-run';
 import { AgentsPage } from './pages/agents';
 import { ChannelPage, ChannelsPage } from './pages/channels';
 import { DeadPage } from './pages/dead';
+import { LimitsPage } from './pages/limits';
 import { NotificationPage, NotificationsPage } from './pages/notifications';
 import { OverviewPage } from './pages/overview';
 import { RunPage } from './pages/run';
@@ -23,6 +24,7 @@ const NAV: Array<[string, string]> = [
   ['/triggers', 'Triggers'],
   ['/agents', 'Agents'],
   ['/notifications', 'Notifications'],
+  ['/limits', 'Limits'],
   ['/overview', 'Overview'],
 ];
 
@@ -42,6 +44,7 @@ function Route({ path }: { path: string }) {
   if ((p = match('/agents/:id', path))) return <AgentRunPage id={p.id!} />;
   if (path === '/notifications') return <NotificationsPage />;
   if ((p = match('/notifications/:id', path))) return <NotificationPage id={p.id!} />;
+  if (path === '/limits') return <LimitsPage />;
   if (path === '/overview') return <OverviewPage />;
   return (
     <section>

@@ -3,6 +3,7 @@ import type { Store } from '../../storage/store.js';
 import { runsNeedingPatch } from '../pass/patches.js';
 import type { Runtime } from '../runtime.js';
 import { liveTags } from '../start/versions.js';
+import { readConcurrency } from './flow.js';
 import { newestRuns } from './overview.js';
 import { listRecentRuns, listRuns, runTail, waitForRun, type RecentRunPage, type RunPage } from './runs.js';
 import { readRunView, type RunView } from './view.js';
@@ -63,5 +64,10 @@ export class RunReads {
   /** The version tags some live worker has (a run's record says which version it waits for: `missingVersion`). */
   liveTags(): Promise<Set<string>> {
     return liveTags(this.store);
+  }
+
+  /** The concurrency keys with a run in or waiting, up to `max` (see `readConcurrency`). */
+  concurrency(q: { max: number }) {
+    return readConcurrency(this.store, q);
   }
 }

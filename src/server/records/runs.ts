@@ -46,6 +46,10 @@ export const runSummaryResponse = z.object({
     .string()
     .nullable()
     .describe("set while no live worker has the run's version: its next pass waits for one (a deploy)"),
+  waiting_for: z
+    .string()
+    .nullable()
+    .describe("why a waiting run has not begun: 'concurrency user:42 — 1 of 1 in use', a rate limit, a window"),
 });
 
 /** A poll step's cancel (brief §8.1), in a run's and an execution's steps. */
@@ -131,6 +135,7 @@ export function runSummary(view: RunView, live?: Set<string>, names?: ReadonlyMa
     finished_at: isTerminal(view.status) ? iso(view.updatedAt) : null,
     version: view.version ?? null,
     waiting_for_version: live ? missingVersion(view, live) : null,
+    waiting_for: view.waitingFor ?? null,
   };
 }
 

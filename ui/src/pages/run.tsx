@@ -141,6 +141,12 @@ export function RunPage({ id }: { id: string }) {
             <Status status={run.status} /> {!ended ? <span class="live on">live</span> : null}
           </dd>
         </div>
+        {run.waiting_for && !ended ? (
+          <div>
+            <dt>Waiting for</dt>
+            <dd data-fact="waiting-for">{run.waiting_for}</dd>
+          </div>
+        ) : null}
         <div>
           <dt>Kind</dt>
           <dd>

@@ -213,6 +213,11 @@ export function RunsPage() {
                 </td>
                 <td>
                   <Status status={r.status} />
+                  {r.waiting_for && !isTerminal(r.status) ? (
+                    <div class="muted" data-fact="waiting-for">
+                      {r.waiting_for}
+                    </div>
+                  ) : null}
                   {r.progress && !isTerminal(r.status) ? (
                     <div class="muted" title="steps ended of all">
                       {r.progress.done}/{r.progress.total}

@@ -1,0 +1,66 @@
+import type { Store } from '../../storage/store.js';
+import { readRunView } from './view.js';
+
+/*
+ * The concurrency limits in force, as people read them (the Limits page, `runledger limits list`, /metrics). A key's
+ * state is the projection `ordering` its starts and ends write (runtime/start/limits.ts); this reads it, never writes.
+ */
+
+/** One concurrency key with runs in or waiting: the limit in force, the runs holding a slot, those in line. */
+export interface ConcurrencyKeyState {
+  /** The slot the runs are counted under: `checkout:42`, or `openai` for a global key. */
+  key: string;
+  limit: number;
+  /** Runs holding a slot, in the order they took it. */
+  active: string[];
+  /** Runs waiting for a slot, next first. */
+  waiting: string[];
+  /** When the first run in line was started (ms), null when none waits. */
+  oldestWaitingSince: number | null;
+}
+
+const SLOTS = 'ordering';
+const PAGE = 500;
+
+/** A key's stored slots, tolerant of the older shapes (`active`, waiting runs as plain ids). */
+function parse(value: unknown): { limit: number; held: string[]; waiting: string[] } {
+  const v = (value ?? {}) as { limit?: number; held?: string[]; active?: string | null; waiting?: unknown[] };
+  return {
+    limit: v.limit ?? 1,
+    held: v.held ?? (v.active ? [v.active] : []),
+    waiting: (v.waiting ?? []).map((w) => (typeof w === 'string' ? w : (w as { run: string }).run)),
+  };
+}
+
+/**
+ * The concurrency keys with a run in or waiting, by key, up to `max` of them (`truncated` when there were more).
+ * Every key row is scanned once, so a database of many idle keys pays for them here: it is a read for people.
+ *
+ * @example const { keys } = await readConcurrency(store, { max: 200 }); // [{ key: 'wf:42', limit: 1, active: [...] }]
+ */
+export async function readConcurrency(
+  store: Store,
+  q: { max: number },
+): Promise<{ keys: ConcurrencyKeyState[]; truncated: boolean }> {
+  const keys: ConcurrencyKeyState[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const rows = await store.projectionList({ name: SLOTS, limit: PAGE, ...(after === undefined ? {} : { after }) });
+    for (const row of rows) {
+      const slots = parse(row.value);
+      if (slots.held.length === 0 && slots.waiting.length === 0) continue;
+      if (keys.length === q.max) return { keys, truncated: true };
+      const first = slots.waiting[0];
+      const since = first === undefined ? null : ((await readRunView(store, first))?.createdAt ?? null);
+      keys.push({
+        key: row.key,
+        limit: slots.limit,
+        active: slots.held,
+        waiting: slots.waiting,
+        oldestWaitingSince: since,
+      });
+    }
+    if (rows.length < PAGE) return { keys, truncated: false };
+    after = rows[rows.length - 1]!.key;
+  }
+}
