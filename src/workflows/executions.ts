@@ -354,7 +354,9 @@ export class Executions {
     within?: Store,
   ) {
     const { reuse: _r, rerun_of: _o, ...input } = base;
-    const next: ExecutionInput = { ...input, reuse, rerun_of: link };
+    // a rerun is one deliberate start: it joins no debounce window
+    const { debounce: _d, ...flow } = input.flow ?? {};
+    const next: ExecutionInput = { ...input, flow, reuse, rerun_of: link };
     const id = newId('ex');
     await (within ?? this.store).transaction(async (tx) => {
       await this.begin(tx, input.workflow_id, next, id);

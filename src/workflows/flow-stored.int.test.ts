@@ -41,9 +41,13 @@ describe.each(backends)('stored workflows under debounce and rate limits on $nam
       return record.status === 'success' && record;
     });
     expect(done.trigger_data).toMatchObject({ chat: 'a', n: 3 });
+    // a rerun is a start of its own, joining no window
+    const rerun = await service.executions.rerun(wf.id, id);
+    expect(rerun.execution_id).toMatch(/^ex_/);
+    await eventually(async () => (await service.executions.get(wf.id, rerun.execution_id)).status === 'success');
     // one row per execution in the workflow's list: the window's three starts are one
     expect((await service.executions.list(wf.id)).executions.map((e) => e.execution_id).sort()).toEqual(
-      [id, other.execution_id].sort(),
+      [id, other.execution_id, rerun.execution_id].sort(),
     );
   });
 
