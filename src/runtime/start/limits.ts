@@ -300,23 +300,27 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
   }
 }
 
-/** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`; waiting runs take the free slots. */
-async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<void> {
+/** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
+async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
   const { slots, version } = await lock(host.journal, tx, slot, RUN_EVENT.runReleased, runId);
   slots.held = slots.held.filter((r) => r !== runId);
   slots.waiting = slots.waiting.filter((w) => w.run !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);
   const granted = takeFree(slots);
   await write(host.journal, tx, slot, version, slots);
-  for (const w of granted) await letIn(host, tx, slot, w);
+  return granted;
 }
 
 /**
- * In the transaction that ends run `runId`: it leaves each of its keys, in the one order, and the runs waiting there
- * are let in (their passes queued by `host.begin`).
+ * In the transaction that ends run `runId`: it leaves each of its keys, in the one order, and then the runs waiting
+ * there are let in (their passes queued by `host.begin`): they take their next keys once this run holds none, so the
+ * keys of this transaction are locked in order as far as it can.
  */
 export async function release(host: LimitHost, tx: Store, runId: string, claims: Claim[]): Promise<void> {
-  for (const claim of claims) await leave(host, tx, runId, claim.slot);
+  const granted: Array<{ slot: string; waiter: Waiter }> = [];
+  for (const claim of claims)
+    for (const waiter of await leave(host, tx, runId, claim.slot)) granted.push({ slot: claim.slot, waiter });
+  for (const { slot, waiter } of granted) await letIn(host, tx, slot, waiter);
 }
 
 /** Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. */
