@@ -12,9 +12,7 @@ describe('budget', () => {
       reason: 'budget: 41,200 of 40,000 tokens',
     });
     expect(passedBudget({ cost: 0.5 }, { ...none, cost: 0.5234 }, 0)?.reason).toBe('budget: 0.5234 of 0.5 cost');
-    expect(passedBudget({ toolCalls: 10 }, { ...none, toolCalls: 11 }, 0)?.reason).toBe(
-      'budget: 11 of 10 tool calls',
-    );
+    expect(passedBudget({ toolCalls: 10 }, { ...none, toolCalls: 11 }, 0)?.reason).toBe('budget: 11 of 10 tool calls');
     expect(passedBudget({ wallTime: '1m' }, none, 60_001)?.reason).toBe('budget: 60,001 of 60,000 ms wall time');
   });
 
