@@ -20,7 +20,7 @@ interface Outcome {
 const GRACE_MS = 30_000;
 
 /**
- * `npm run chaos [-- --short] [--only <name>[:<backend>]] [--seed <n>]`: runs each scenario on
+ * `npm run chaos [-- --short] [--only <name>[:<backend>]] [--seed <n>] [--keep]`: runs each scenario on
  * each of its backends, one at a time, prints a line of figures per run and a table, writes
  * chaos/results/latest.json, and exits 1 when any figure that must be zero is not.
  */
@@ -100,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
     const broken = failures(figures);
     if (brokeOff) broken.unshift('broke off');
     if (broken.length > 0) figures.notes.push(`logs and files kept in ${ctx.dir}`);
-    await ctx.cleanup(broken.length > 0);
+    await ctx.cleanup(broken.length > 0 || argv.includes('--keep'));
     const outcome: Outcome = {
       scenario: s.name,
       backend,
