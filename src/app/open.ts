@@ -124,7 +124,9 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
   const engine = await createEngine({ ...engineOptions, database, workers });
   try {
     const key = given ?? (await loadSecretKey({ dataDir: dataDir ?? dataDirFor(database) }));
-    const metrics = createMetrics(engine.events, engine.operator);
+    const metrics = createMetrics(engine.events, engine.operator, {
+      concurrency: () => engine.runs.concurrency({ max: 10_000, since: false }),
+    });
     if (tracer) engine.useTracer(tracer);
     try {
       const app = await assemble(engine, {

@@ -63,7 +63,11 @@ function bounded(limit: number): (workflow: string, value: string) => string {
 export function createMetrics(
   events: EngineEvents,
   gauges: GaugeSource,
-  options: { processMetrics?: boolean } = {},
+  options: {
+    processMetrics?: boolean;
+    /** The concurrency keys with runs in or waiting (`engine.runs.concurrency`), read on each scrape. */
+    concurrency?: () => Promise<{ keys: Array<{ active: string[]; waiting: string[] }> }>;
+  } = {},
 ): Metrics {
   const registry = new Registry();
   const registers = [registry];
@@ -232,6 +236,19 @@ export function createMetrics(
     registers,
   });
 
+  // summed over the keys: a key is a user's value (`checkout:42`), never a label
+  const keyRuns = new Gauge({
+    name: 'runledger_concurrency_runs',
+    help: 'Runs holding a concurrency slot (in_use) or waiting for one (waiting), over every key',
+    labelNames: ['state'],
+    registers,
+  });
+  const keysFull = new Gauge({
+    name: 'runledger_concurrency_keys_with_waiting',
+    help: 'Concurrency keys with a run waiting for a slot',
+    registers,
+  });
+
   const s = (ms: number) => ms / 1000;
   const step = bounded(MAX_STEP_LABELS);
   const timedOut = (workflow: string, name: string) => stepTimeouts.inc({ workflow, step: step(workflow, name) });
@@ -304,6 +321,18 @@ export function createMetrics(
       for (const sub of subscriptions) {
         lag.set({ subscription: sub.name }, sub.behind);
         parked.set({ subscription: sub.name }, sub.parked);
+      }
+      if (options.concurrency) {
+        const { keys } = await options.concurrency();
+        keyRuns.set(
+          { state: 'in_use' },
+          keys.reduce((n, k) => n + k.active.length, 0),
+        );
+        keyRuns.set(
+          { state: 'waiting' },
+          keys.reduce((n, k) => n + k.waiting.length, 0),
+        );
+        keysFull.set(keys.filter((k) => k.waiting.length > 0).length);
       }
       return registry.metrics();
     },

@@ -34,13 +34,14 @@ function parse(value: unknown): { limit: number; held: string[]; waiting: string
 
 /**
  * The concurrency keys with a run in or waiting, by key, up to `max` of them (`truncated` when there were more).
- * Every key row is scanned once, so a database of many idle keys pays for them here: it is a read for people.
+ * `since: false` leaves `oldestWaitingSince` null (no run view read). Every key row is scanned once, so a database
+ * of many idle keys pays for them here: it is a read for people and for a metrics scrape.
  *
  * @example const { keys } = await readConcurrency(store, { max: 200 }); // [{ key: 'wf:42', limit: 1, active: [...] }]
  */
 export async function readConcurrency(
   store: Store,
-  q: { max: number },
+  q: { max: number; since?: boolean },
 ): Promise<{ keys: ConcurrencyKeyState[]; truncated: boolean }> {
   const keys: ConcurrencyKeyState[] = [];
   let after: string | undefined;
@@ -51,7 +52,9 @@ export async function readConcurrency(
       if (slots.held.length === 0 && slots.waiting.length === 0) continue;
       if (keys.length === q.max) return { keys, truncated: true };
       const first = slots.waiting[0];
-      const since = first === undefined ? null : ((await readRunView(store, first))?.createdAt ?? null);
+      // `since: false` (a metrics scrape) reads no run view
+      const since =
+        first === undefined || q.since === false ? null : ((await readRunView(store, first))?.createdAt ?? null);
       keys.push({
         key: row.key,
         limit: slots.limit,

@@ -67,7 +67,7 @@ export class RunReads {
   }
 
   /** The concurrency keys with a run in or waiting, up to `max` (see `readConcurrency`). */
-  concurrency(q: { max: number }) {
+  concurrency(q: { max: number; since?: boolean }) {
     return readConcurrency(this.store, q);
   }
 }
