@@ -13,8 +13,19 @@ export {
   RetryAfterError,
   StoreUnavailableError,
   StepTimedOutError,
+  BudgetExceededError,
   type Problem,
 } from './errors.js';
+export { LimitReachedError } from './runtime/start/limits.js';
+export type {
+  FlowOptions,
+  ConcurrencyLimit,
+  Throttle,
+  Debounce,
+  Budget,
+  Usage,
+  RateLimitUse,
+} from './runtime/flow.js';
 export {
   workflow,
   partialSuccess,
