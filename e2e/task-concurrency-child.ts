@@ -1,11 +1,11 @@
 /**
- * A task worker for the keyed-concurrency crash test: `node --import tsx src/queue/concurrency-child.ts <database>`.
+ * A task worker for the keyed-concurrency crash test: `node --import tsx e2e/task-concurrency-child.ts <database>`.
  * Works queue `cc` (two handlers at once, nothing prefetched, a lease of a minute: a killed worker's slot must come
  * back by the liveness sweep, not by its lease), says `start <task id>` on stdout as a handler starts and `ready` once
  * its engine is open.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createEngine } from '../engine.js';
+import { createEngine } from '../src/engine.js';
 
 const [database] = process.argv.slice(2);
 const engine = await createEngine({ database: database!, workers: false, pollMs: 100 });

@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../engine.js';
-import { TASK_COMPLETED } from '../storage/tasks.js';
-import { createPostgresDatabase } from '../testing/databases.js';
-import { taskTransitions } from './lifecycle.js';
+import { createEngine, type Engine } from '../src/engine.js';
+import { TASK_COMPLETED } from '../src/storage/tasks.js';
+import { createPostgresDatabase } from '../src/testing/databases.js';
+import { taskTransitions } from '../src/queue/lifecycle.js';
 
-/** A worker process of `concurrency-child.ts`, with the ids of the tasks it started as it says them. */
+/** A worker process of `task-concurrency-child.ts`, with the ids of the tasks it started as it says them. */
 function worker(database: string) {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/queue/concurrency-child.ts', database], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'e2e/task-concurrency-child.ts', database], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started: string[] = [];
