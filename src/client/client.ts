@@ -1,5 +1,4 @@
-import { ApiError, UnreachableError } from './errors.js';
-import { sseReader } from '../sse-read.js';
+import { Transport } from './transport.js';
 import type {
   DeadTask,
   ExecutionRecord,
@@ -51,12 +50,7 @@ export { ApiError, UnreachableError } from './errors.js';
  * const client = new Client({ url: 'http://127.0.0.1:8080' });
  * const { execution_id } = await client.execute('wf_01J…', { trigger_data: { name: 'Ada' } });
  */
-export class Client {
-  private readonly url: string;
-  constructor(private readonly options: { url: string; token?: string | undefined }) {
-    this.url = options.url.replace(/\/+$/, '');
-  }
-
+export class Client extends Transport {
   createWorkflow = (definition: unknown) => this.call<StoredWorkflow>('POST', '/workflows', definition);
   updateWorkflow = (id: string, definition: unknown) =>
     this.call<StoredWorkflow>('PUT', `/workflows/${enc(id)}`, definition);
@@ -159,45 +153,6 @@ export class Client {
   /** The WebSocket URL of a channel, with the token as a query parameter when there is one. */
   channelSocket = (channel: string, after: number) =>
     `${this.url.replace(/^http/, 'ws')}/channels/${enc(channel)}/ws?after=${after}${this.options.token ? `&token=${enc(this.options.token)}` : ''}`;
-
-  /**
-   * A run's events as they are journaled (the server's SSE stream), from after `after` to the run's
-   * last event; a dropped connection resumes from the last event seen.
-   */
-  async *follow(runId: string, after = 0): AsyncGenerator<RunEvent> {
-    let last = after;
-    for (let retries = 0; ; ) {
-      const response = await this.fetch(`/runs/${enc(runId)}/events/stream`, {
-        headers: {
-          accept: 'text/event-stream',
-          'last-event-id': String(last),
-          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
-        },
-      });
-      if (!response.ok || !response.body) {
-        const error = (await response.json().catch(() => ({}))).error ?? {};
-        throw new ApiError(
-          response.status,
-          error.code ?? 'http',
-          `GET /runs/${runId}/events/stream: ${response.status} ${error.message ?? ''}`,
-        );
-      }
-      const read = sseReader();
-      try {
-        for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
-          for (const message of read(chunk)) {
-            const event = JSON.parse(message.data) as RunEvent;
-            last = event.version;
-            retries = 0;
-            yield event;
-          }
-        }
-        return;
-      } catch (error) {
-        if (++retries > 5) throw error;
-      }
-    }
-  }
 
   sendAgentEvent = (event: AgentEventInput) => this.call<IntakeResult>('POST', '/agent/events', event);
   agentEvent = (id: string) => this.call<AgentEventRecord>('GET', `/agent/events/${enc(id)}`);
@@ -377,59 +332,6 @@ export class Client {
     );
   runsNeedingPatch = (id: string, q: { workflow?: string } = {}) =>
     this.call<{ runs: RunSummary[] }>('GET', `/operator/patches/${enc(id)}/runs${query(q)}`);
-
-  /** fetch, with "cannot reach" instead of undici's bare `fetch failed`. */
-  private async fetch(path: string, init: RequestInit): Promise<Response> {
-    try {
-      return await fetch(this.url + path, init);
-    } catch (error) {
-      if (init.signal?.aborted) throw error;
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new UnreachableError(
-        `cannot reach ${this.url}${cause?.code ? ` (${cause.code})` : ''} — is \`runledger serve\` running? (--url, $RUNLEDGER_URL)`,
-      );
-    }
-  }
-
-  protected async call<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-    signal?: AbortSignal,
-  ): Promise<T> {
-    const response = await this.fetch(path, {
-      method,
-      ...(signal ? { signal } : {}),
-      headers: {
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
-        ...headers,
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    let json: any = null;
-    try {
-      json = text === '' ? null : JSON.parse(text);
-    } catch {
-      throw new ApiError(
-        response.status,
-        'http',
-        `${method} ${path}: ${response.status}, not JSON — is ${this.url} a runledger server? (${text.slice(0, 80)})`,
-      );
-    }
-    if (!response.ok) {
-      const error = json?.error ?? {};
-      throw new ApiError(
-        response.status,
-        error.code ?? 'http',
-        `${method} ${path}: ${response.status} ${error.message ?? text}`,
-        error.problems,
-      );
-    }
-    return json as T;
-  }
 }
 
 const enc = encodeURIComponent;
