@@ -11,9 +11,8 @@ import type { Definitions, StoredWorkflow } from './definitions.js';
 import { STORED_WORKFLOW, type ExecutionInput, type Reused } from './interpreter.js';
 import type { cancelReasons } from './cancel-reason.js';
 import { fallbackFor } from './fallback.js';
-import { executionFlow } from './flow.js';
-import { executionStart, flowOf } from './execution-start.js';
-import { checkFlow } from '../runtime/flow-check.js';
+import { executionInput } from './execution-input.js';
+import { executionStart } from './execution-start.js';
 import { projectStepStats, readStepStats } from './progress.js';
 import {
   record,
@@ -24,7 +23,6 @@ import {
   type ExecutionSummary,
 } from './record.js';
 import { reuseForRerun, reuseForRetry } from './rerun.js';
-import { isTemplate, templateConflict } from './templates.js';
 import { rerunTimeouts } from './timeouts.js';
 
 /** What starting an execution answers: a repeated Idempotency-Key, the first execution as it is now (`duplicate`). */
@@ -108,7 +106,7 @@ export class Executions {
       priority?: number;
     } = {},
   ): Promise<Executed> {
-    const input = this.input(await this.definitions.get(workflowId), request);
+    const input = executionInput(await this.definitions.get(workflowId), request, this.engine.config.maxPayloadBytes);
     if (request.idempotencyKey === undefined) {
       // a debounced start answers the execution of its window, not a new one
       const id = await this.begin(null, workflowId, input, newId('ex'), request.traceparent);
@@ -162,7 +160,7 @@ export class Executions {
         // read through the transaction: on SQLite a read outside it would wait for this very transaction
         const wf = (await t.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
         if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
-        input = this.input(wf, request);
+        input = executionInput(wf, request, this.engine.config.maxPayloadBytes);
         return this.name(t, workflowId, input, request.traceparent);
       },
       begin: async (t, id) =>
@@ -179,42 +177,6 @@ export class Executions {
   private async name(tx: Store, workflowId: string, input: ExecutionInput, traceparent?: string) {
     if (!input.flow?.debounce) return named(newId('ex'));
     return named(await this.begin(tx, workflowId, input, newId('ex'), traceparent));
-  }
-
-  /** The run input of an execution of `wf`, checked: a disabled workflow or bad trigger data throws before anything is written. */
-  private input(
-    wf: StoredWorkflow,
-    request: { trigger_data?: unknown; trigger_type?: string; priority?: number },
-  ): ExecutionInput {
-    if (isTemplate(wf)) throw templateConflict(wf);
-    if (!wf.enabled) throw new ValidationError('enabled', `workflow ${wf.id} is disabled`);
-    const trigger = request.trigger_data ?? {};
-    if (typeof trigger !== 'object' || trigger === null || Array.isArray(trigger))
-      throw new ValidationError('trigger_data', 'must be a JSON object');
-    checkJson('trigger_data', trigger, this.engine.config.maxPayloadBytes);
-    const triggerType =
-      request.trigger_type === undefined ? 'manual' : checkName('trigger_type', request.trigger_type, 64);
-    const priority = request.priority === undefined ? undefined : checkFlow({ priority: request.priority }).priority;
-    const flow = flowOf(wf);
-    // a key the trigger data lacks is refused here, before anything is written
-    const { keys } = executionFlow(flow, wf.id, trigger as Record<string, unknown>, priority);
-    return {
-      workflow_id: wf.id,
-      workflow_name: wf.name,
-      version: wf.version,
-      steps: wf.steps,
-      trigger_type: triggerType,
-      trigger_data: trigger as Record<string, unknown>,
-      ...(wf.states ? { states: wf.states } : {}),
-      ...(wf.on_error ? { on_error: wf.on_error } : {}),
-      ...(wf.messages ? { messages: wf.messages } : {}),
-      ...(wf.timeout_seconds ? { timeout_seconds: wf.timeout_seconds } : {}),
-      ...(wf.on_failure ? { on_failure: wf.on_failure } : {}),
-      ...(wf.cancel_on ? { cancel_on: wf.cancel_on } : {}),
-      ...(Object.keys(flow).length > 0 ? { flow } : {}),
-      ...(priority === undefined ? {} : { priority }),
-      ...(Object.keys(keys).length > 0 ? { flow_keys: keys } : {}),
-    };
   }
 
   /**
