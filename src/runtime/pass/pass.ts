@@ -1,23 +1,13 @@
 import { toMs } from '../../duration.js';
-import {
-  CancelledError,
-  describeError,
-  LeaseLostError,
-  NonDeterminismError,
-  TimeoutError,
-  ValidationError,
-} from '../../errors.js';
-import type { Journal } from '../../journal/journal.js';
-import type { Lease, NewEvent, Store } from '../../storage/store.js';
+import { CancelledError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../../errors.js';
+import type { NewEvent, Store } from '../../storage/store.js';
 import { branchResults, runAttempt, Suspension } from './calls.js';
-import { runStream, type EntryKind, type History, type Seq } from './history.js';
+import { runStream, type EntryKind, type Seq } from './history.js';
 import { pollSchedule, runPoll } from './poll.js';
 import { runNode, runStep, type StepHost } from './steps.js';
-import type { RunView } from '../read/view.js';
-import type { Blobs } from './blobs.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
-import { observeCompensations, observePolls, observeStates, observeStep, type Observe } from './observe.js';
+import { observeCompensations, observePolls, observeStates, observeStep } from './observe.js';
 import type { BranchResult, PollOptions, StepContext, WaitOptions, Workflow, WorkflowContext } from '../workflow.js';
 import { withRecorded } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
@@ -26,49 +16,9 @@ import { deadlineCancel } from './deadline.js';
 import { BudgetGate, budgetOf } from './budget.js';
 import { RUN_EVENT } from '../events.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, waitSpec, type WaitHost } from './waits.js';
+import { PassAborted, type Outcome, type PassOptions } from './types.js';
 
-export type Outcome =
-  | { kind: 'completed'; output: unknown }
-  | { kind: 'continued'; input: unknown; workflow: Workflow | null }
-  | { kind: 'failed'; error: unknown }
-  | { kind: 'suspended'; wakeAt: number | null };
-
-export interface PassOptions {
-  store: Store;
-  journal: Journal;
-  runId: string;
-  /** The run's task lease: every write checks it in its own transaction, so a worker that lost the run writes nothing. */
-  lease: Lease;
-  leaseMs: number;
-  /** Largest step output, serialized: checked when the step returns, not when its completion is written. */
-  maxEventBytes: number;
-  history: History;
-  children: Children;
-  /** Where values too big for an event go (see RunWriter). */
-  blobs?: Blobs;
-  /** True while the run's workflow is paused: a new call waits (the pass ends; the resume runs it). */
-  held?: () => boolean;
-  /** Step events and spans go here (none when absent). */
-  observe?: Observe;
-  /** The pass's span: each step attempt's span is its child. */
-  traceparent?: string;
-  /** The database clock: every timer of the run (sleeps, retries, deadlines, polls) is on it, like leases and task times. */
-  clock: { now(): number };
-}
-
-/** The pass could not write its journal: it stops at once, and the run's task is tried again. */
-export class PassAborted extends Error {
-  override name = 'PassAborted';
-  constructor(override readonly cause: unknown) {
-    super(`the pass stopped: ${describeError(cause)}`);
-  }
-}
-
-/** What a pass needs of the runtime to start and watch child runs. */
-export interface Children {
-  start(tx: Store, workflow: Workflow, input: unknown, id: string, parent: { runId: string; seq: Seq }): Promise<void>;
-  view(id: string): Promise<RunView | undefined>;
-}
+export { PassAborted, type Children, type Outcome, type PassOptions } from './types.js';
 
 const BRANCH_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** How long code past its run's deadline has to reach its next `ctx` call before the run fails without it. */
