@@ -1,7 +1,6 @@
-import { CancelledError, ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
-import type { Wakeup } from '../journal/wakeup.js';
 import { checkName } from '../json.js';
 import type { EnqueueResult, TaskQueue } from '../queue/queue.js';
 import type { TaskContext } from '../queue/handler.js';
@@ -25,6 +24,7 @@ import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js
 import { delayOf, type DelayedHost } from './start/delayed.js';
 import { startDebounced } from './start/debounce.js';
 import { startThrottled } from './start/throttle.js';
+import { ResultWaiters } from './results.js';
 
 export { RUN_QUEUE, type StartOptions } from './start/start.js';
 
@@ -55,9 +55,8 @@ export class Runtime {
   private readonly driver: PassDriver;
   /** The tasks of the passes begun here, their cancel watch listening. */
   private readonly begun = new Set<Task>();
-  /** The passes begun here, by run id; `result` waiters here, woken as a pass ends without ending its run. */
-  private readonly passing = new Map<string, number>();
-  private readonly waiters = new Map<string, Set<Wakeup>>();
+  /** `result` waiters here, and the passes begun here that wake them. */
+  private readonly results: ResultWaiters;
   /** The run views this process committed last: a waiter woken by one of its commits takes it. */
   private readonly views: CommittedViews;
   private readonly starts: Starts;
@@ -105,6 +104,11 @@ export class Runtime {
     const parts = { blobs: this.blobs, cache: this.cache, children: this.children };
     // the driver spreads these options into each Pass, as they are
     this.driver = new PassDriver(store, journal, runtime, parts, options);
+    this.results = new ResultWaiters({
+      ...{ journal, blobs: this.blobs, views: this.views },
+      wrote: (id, version) => this.driver.passes.get(id)?.wrote(version),
+      stored: (id) => this.stored(id),
+    });
   }
 
   /** The workflow registered here as `name`, if any: of several versions, the one registered last (new runs start on it). */
@@ -189,7 +193,7 @@ export class Runtime {
   };
 
   handle<O = unknown>(id: string): RunHandle<O> {
-    return { id, result: (options) => this.result<O>(id, options?.pollMs), view: () => this.view(id) };
+    return { id, result: (options) => this.results.result<O>(id, options?.pollMs), view: () => this.view(id) };
   }
 
   /** A run as people read it, its big values whole (the view itself holds references). */
@@ -324,7 +328,7 @@ export class Runtime {
     // listening before the history is read: a cancellation committed after that read wakes the watch
     const listening = watchCancel(this.journal, payload.runId, this.options.pollMs);
     this.begun.add(ctx.task);
-    this.passing.set(payload.runId, (this.passing.get(payload.runId) ?? 0) + 1);
+    this.results.begin(payload.runId);
     let ended = false;
     try {
       const watch = await listening;
@@ -332,11 +336,7 @@ export class Runtime {
       return null;
     } finally {
       this.begun.delete(ctx.task);
-      const left = this.passing.get(payload.runId)! - 1;
-      if (left > 0) this.passing.set(payload.runId, left);
-      else this.passing.delete(payload.runId);
-      // a run this pass ended wakes its waiters by its commit, with the view; any other end of a pass, to read it
-      if (!ended) for (const waiter of this.waiters.get(payload.runId) ?? []) waiter.wake();
+      this.results.end(payload.runId, ended);
     }
   };
 
@@ -367,46 +367,5 @@ export class Runtime {
   private workflowOf(history: History): Workflow | undefined {
     if (history.codeVersion !== null) return this.workflows.get(versionTag(history.workflow, history.codeVersion));
     return [...this.workflows.values()].find((wf) => wf.name === history.workflow);
-  }
-
-  private async result<O>(id: string, pollMs = 1000): Promise<O> {
-    // a step of a pass running here is no news: only a write that ended the run, or one from elsewhere, is;
-    // nor is the run's start (version 1): the view read below exists, so it was written before
-    let woken: number | undefined;
-    const watch = await this.journal.watch((stream, version) => {
-      if (stream === '') woken = undefined;
-      else if (
-        stream === runStream(id) &&
-        version !== 1 &&
-        !(version !== undefined && this.driver.passes.get(id)?.wrote(version))
-      )
-        woken = version;
-      else return false;
-      return true;
-    });
-    const wakeup = watch.wakeup;
-    const waiters = this.waiters.get(id) ?? new Set<Wakeup>();
-    this.waiters.set(id, waiters);
-    waiters.add(wakeup);
-    try {
-      // a pass runs here (a run started here runs its first pass at once): the run's end, written by it, or the pass's
-      // own end wakes this, so the view need not be read before (a stale pass ends too, once it finds its lease gone)
-      if (this.passing.has(id)) await wakeup.wait(pollMs);
-      for (;;) {
-        // woken by a commit of this process, whose view it kept: no read
-        const kept = woken === undefined ? undefined : this.views.committed(id, woken);
-        woken = undefined;
-        const view = kept ?? (await this.stored(id));
-        if (view.status === 'success' || view.status === 'partial_success')
-          return (await this.blobs.resolve(view.output)) as O;
-        if (view.status === 'failed') throw new Error(view.error ?? `run ${id} failed`);
-        if (view.status === 'cancelled') throw new CancelledError(`run ${id} was cancelled`);
-        await wakeup.wait(pollMs);
-      }
-    } finally {
-      waiters.delete(wakeup);
-      if (waiters.size === 0) this.waiters.delete(id);
-      await watch.stop();
-    }
   }
 }
