@@ -173,8 +173,10 @@ export class Subscriber {
   }
 
   /**
-   * Standing by, it reads the row (no lock) and tries the lease only when the row is free, its own, or its lease has
-   * not been renewed for a whole `leaseMs` of this process's clock (the holder's clock and the database's may differ).
+   * Standing by, it reads the row (no lock) and tries the lease only when the row is free, its own, its lease has
+   * ended by the database's clock (expired, or ended by the liveness sweep, which sets the expiry to a moment ago and
+   * leaves the owner), or it has not been renewed for a whole `leaseMs` of this process's clock. A live holder's
+   * lease is in the future by the database's clock, so no attempt waits on its open transaction.
    */
   private async lease(): Promise<Subscription | null> {
     const standing = this.standing;
@@ -183,7 +185,9 @@ export class Subscriber {
       const same = row.owner === standing.owner && row.leaseExpiresAt === standing.expiresAt;
       if (!same) this.standing = { owner: row.owner, expiresAt: row.leaseExpiresAt, seenAt: Date.now() };
       const stale = same && Date.now() - standing.seenAt > this.options.leaseMs;
-      if (row.owner !== null && row.owner !== this.owner && !stale) return null;
+      const held = row.owner !== null && row.owner !== this.owner && !stale;
+      // the clock read after the row: a lease ended as that row was read has ended by then too
+      if (held && (row.leaseExpiresAt === null || row.leaseExpiresAt >= (await this.store.now()))) return null;
     }
     const sub = await this.store.subscriptionLease({ name: this.name, owner: this.owner, ttlMs: this.options.leaseMs });
     this.leaseRenewAt = Date.now() + this.options.leaseMs / 3;
