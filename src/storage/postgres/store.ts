@@ -17,7 +17,10 @@ import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
 import * as rates from './rates.js';
+import { storeStatus } from './status.js';
 import * as tasks from './tasks.js';
+
+export { maskPassword } from './status.js';
 
 const NOW = prepared('now', 'SELECT rl_now_ms() AS now');
 
@@ -151,24 +154,7 @@ class PostgresStore implements Store {
   }
 
   async status(): Promise<StoreStatus> {
-    const [row] = await this.db.rows<{
-      schema_version: number;
-      events: number;
-      streams: number;
-      subscriptions: number;
-    }>(
-      `SELECT (SELECT max(version) FROM schema_migrations) AS schema_version, (SELECT count(*) FROM events) AS events,
-         (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM subscriptions) AS subscriptions`,
-    );
-    return {
-      dialect: 'postgres',
-      location: maskPassword(this.shared.url),
-      schemaVersion: row!.schema_version,
-      events: row!.events,
-      streams: row!.streams,
-      tasks: await tasks.taskCounts(this.db),
-      subscriptions: row!.subscriptions,
-    };
+    return storeStatus(this.db, this.shared.url);
   }
 
   async close(): Promise<void> {
@@ -387,18 +373,6 @@ class PostgresStore implements Store {
   /** Several statements that must hold together: in this transaction (atomic among its other callers), or a new one. */
   private inTransaction<T>(outside: (tx: Store) => Promise<T>, inside: (db: Db) => Promise<T>): Promise<T> {
     return this.tx ? this.db.atomic(inside) : this.transaction(outside);
-  }
-}
-
-/** The URL as shown by `runledger status`: the password never leaves the process. */
-export function maskPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
-    return parsed.toString();
-  } catch {
-    return url.replace(/password=\S+/gi, 'password=***');
   }
 }
 
