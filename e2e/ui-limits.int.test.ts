@@ -1,9 +1,7 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSqlitePath } from '../src/testing/databases.js';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../src/testing/engine.js';
-import { launchBrowser } from './browser.js';
-import { cli, serve, type Served } from './child.js';
+import { cli } from './child.js';
+import { call, useDashboard } from './dashboard.js';
 
 /**
  * The dashboard's Limits page (issue 40) in a real browser (needs `npm run build`): a run held back by a concurrency
@@ -11,35 +9,11 @@ import { cli, serve, type Served } from './child.js';
  * and `runledger limits list` say so too.
  */
 
-async function call(server: Served, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(server.url + path, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
 describe('the Limits page', () => {
-  let server: Served;
-  let browser: Browser;
-  let page: Page;
-
-  beforeAll(async () => {
-    server = await serve(createSqlitePath(), [], { RUNLEDGER_POLL_MS: '100' });
-    browser = await launchBrowser();
-    page = await browser.newPage();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    server?.proc.kill('SIGTERM');
-    await server?.exited;
-  });
+  const ui = useDashboard();
 
   it('shows a run held by a concurrency limit under its key, 1 of 1 in use, linked to its run page', async () => {
+    const { server, page } = ui;
     await call(server, '/limits', { name: 'openai', limit: 500, period: '1m' });
     const wf = await call(server, '/workflows', {
       name: 'one-at-a-time',

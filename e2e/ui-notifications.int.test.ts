@@ -1,50 +1,28 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSqlitePath } from '../src/testing/databases.js';
-import { launchBrowser } from './browser.js';
-import { freePort, serve, type Served } from './child.js';
+import { freePort } from './child.js';
+import { call, useDashboard } from './dashboard.js';
 
 /** The dashboard's Notifications page lists a notification and its deliveries with their attempts (needs `npm run build`). */
 
-async function call(server: Served, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(server.url + path, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
 describe('the Notifications page', () => {
-  let server: Served;
-  let browser: Browser;
-  let page: Page;
+  const ui = useDashboard([], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
   const answers = [503];
   const hook = createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(answers.shift() ?? 200).end('ok'));
   });
 
-  beforeAll(async () => {
-    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
-    server = await serve(createSqlitePath(), [], { RUNLEDGER_POLL_MS: '100', RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
-    browser = await launchBrowser();
-    page = await browser.newPage();
-  }, 60_000);
+  beforeAll(() => new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve)));
 
   afterAll(async () => {
-    await browser?.close();
-    server?.proc.kill('SIGTERM');
-    await server?.exited;
     hook.closeAllConnections();
     await new Promise((resolve) => hook.close(resolve));
   });
 
   it("shows a failed run's delivery with its two attempts, 503 then 200", async () => {
+    const { server, page } = ui;
     const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     const n = await call(server, '/notifications', { name: 'on-call', url, events: ['run.failed'] });
     const wf = await call(server, '/workflows', {
