@@ -1,31 +1,16 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type Server } from '../server/start.js';
+import { describe, expect, it } from 'vitest';
+import { useServer } from '../server/test-server.js';
 import { backends } from '../testing/backends.js';
 import { main } from './main.js';
 import { output } from './output.js';
 
 describe.each(backends)('runledger limits set / list / show / delete on $name', (backend) => {
-  let server: Server;
-  beforeAll(async () => {
-    server = await startServer({
-      database: await backend.create(),
-      port: 0,
-      workers: false,
-      pollMs: 1000,
-      dataDir: mkdtempSync(join(tmpdir(), 'rl-limits-cli-')),
-      logger: pino({ level: 'silent' }),
-    });
-  });
-  afterAll(() => server.close());
+  const served = useServer(backend);
 
   const run = async (...args: string[]) => {
     let printed = '';
     await main(
-      ['node', 'runledger', 'limits', ...args, '--url', server.url],
+      ['node', 'runledger', 'limits', ...args, '--url', served.server.url],
       output((t) => (printed += t), false),
     );
     return printed;

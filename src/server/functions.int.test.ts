@@ -1,35 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../testing/backends.js';
-import { startServer, type Server } from './start.js';
+import { useServer } from './test-server.js';
 
 describe.each(backends)('the /functions routes on $name', (backend) => {
-  let server: Server;
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : null) as any };
-  };
+  const { call } = useServer(backend);
   const url = 'http://127.0.0.1:9/fn';
-
-  beforeAll(async () => {
-    server = await startServer({
-      database: await backend.create(),
-      port: 0,
-      workers: false,
-      pollMs: 1000,
-      dataDir: mkdtempSync(join(tmpdir(), 'rl-functions-')),
-      logger: pino({ level: 'silent' }),
-    });
-  });
-  afterAll(() => server.close());
 
   it('registers a function (201), answers a generated secret once, and never shows it again', async () => {
     const created = await call('POST', '/functions', { name: 'onboard', url, timeout: '10s', retries: 5 });

@@ -1,34 +1,9 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../testing/backends.js';
-import { startServer, type Server } from './start.js';
+import { useServer } from './test-server.js';
 
 describe.each(backends)('the /limits routes on $name', (backend) => {
-  let server: Server;
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : null) as any };
-  };
-
-  beforeAll(async () => {
-    server = await startServer({
-      database: await backend.create(),
-      port: 0,
-      workers: false,
-      pollMs: 1000,
-      dataDir: mkdtempSync(join(tmpdir(), 'rl-limits-')),
-      logger: pino({ level: 'silent' }),
-    });
-  });
-  afterAll(() => server.close());
+  const { call } = useServer(backend);
 
   it('creates, changes, lists, shows and deletes a named limit', async () => {
     const made = await call('POST', '/limits', { name: 'openai', limit: 100, period: '1m' });

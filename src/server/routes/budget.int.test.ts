@@ -1,14 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { main } from '../../cli/main.js';
 import { output } from '../../cli/output.js';
 import { workflow } from '../../runtime/workflow.js';
 import { backends } from '../../testing/backends.js';
 import { eventually } from '../../testing/engine.js';
-import { startServer, type Server } from '../start.js';
+import { useServer } from '../test-server.js';
 
 const metered = workflow('budget-http', { budget: { tokens: 100, onExceed: 'approve' } }, async (ctx) => {
   await ctx.step('ask', async () => 'answer');
@@ -17,20 +13,13 @@ const metered = workflow('budget-http', { budget: { tokens: 100, onExceed: 'appr
 });
 
 describe.each(backends)('budget decisions over HTTP and the CLI on $name', (backend) => {
-  let server: Server;
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const served = useServer(backend, { workers: true, pollMs: 100, codeWorkflows: [metered] });
+  const { call } = served;
   /** `runledger …args --url <server> --json`, in this process: its parsed answer. */
   const cli = async (...args: string[]) => {
     let printed = '';
     await main(
-      ['node', 'runledger', ...args, '--url', server.url, '--json'],
+      ['node', 'runledger', ...args, '--url', served.server.url, '--json'],
       output((text) => (printed += text), false),
     );
     return JSON.parse(printed);
@@ -45,18 +34,6 @@ describe.each(backends)('budget decisions over HTTP and the CLI on $name', (back
       const { body } = await call('GET', `/runs/${id}`);
       return ['success', 'failed'].includes(body.status) ? body : undefined;
     });
-
-  beforeAll(async () => {
-    server = await startServer({
-      database: await backend.create(),
-      port: 0,
-      dataDir: mkdtempSync(join(tmpdir(), 'rl-budget-')),
-      logger: pino({ level: 'silent' }),
-      pollMs: 100,
-      codeWorkflows: [metered],
-    });
-  });
-  afterAll(() => server?.close());
 
   it('shows the usage and the budget, approves over HTTP with an extension, and refuses bad input', async () => {
     const { body: started } = await call('POST', '/runs', { workflow: 'budget-http' });
