@@ -54,7 +54,7 @@ export class Engine {
    * (`journal`, `runs`, `operator`, `queue`): src/floors.test.ts holds the code to that.
    */
   readonly store: Store;
-  /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their rows and kinds. */
+  /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their kinds. */
   readonly retention: Retention;
   private stopAdvertising: (() => Promise<void>) | null = null;
 

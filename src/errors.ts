@@ -176,8 +176,10 @@ const NET_CODES = new Set([
   'EAI_AGAIN',
 ]);
 // pg's own messages for a connection that broke or never came, which carry no code.
-const PG_MESSAGES =
-  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection ended unexpectedly)/;
+const PG_MESSAGES = new RegExp(
+  '^(Connection terminated|Client has encountered a connection error|' +
+    'timeout exceeded when trying to connect|Connection ended unexpectedly)',
+);
 
 /**
  * A StoreUnavailableError for `error` when it (or one of an AggregateError's `errors`: a connect to
@@ -189,7 +191,9 @@ const PG_MESSAGES =
  * connections) and 57P01–57P03 (shutting down, cannot connect now), pg's "Connection terminated"
  * family, and SQLite's SQLITE_BUSY/LOCKED, SQLITE_FULL, SQLITE_IOERR and SQLITE_CANTOPEN families.
  *
- * @example storeUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))?.reason // 'unreachable'
+ * @example
+ * const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+ * storeUnavailable(refused)?.reason // 'unreachable'
  */
 export function storeUnavailable(error: unknown): StoreUnavailableError | null {
   if (error instanceof StoreUnavailableError) return error;

@@ -24,7 +24,7 @@ export interface OpenAppOptions extends RunledgerOptions {
   secretKey?: string | Buffer | undefined;
   /** Where the key file lives; default: the SQLite file's folder, else the working directory. */
   dataDir?: string;
-  /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although they are private (RUNLEDGER_HTTP_ALLOW). */
+  /** Hosts and CIDRs `http_request` steps and HTTP agents may reach though private (RUNLEDGER_HTTP_ALLOW). */
   allow?: string[];
   /** Run executions, sessions, AI replies, routing and schedules in this process too (default true). */
   workers?: boolean;
@@ -47,11 +47,17 @@ export interface OpenAppOptions extends RunledgerOptions {
    * http(s), no query or fragment).
    */
   publicUrl?: string | undefined;
-  /** The server's own listening URL (set by `startServer`): handed out when no `publicUrl` is set, unless it is a wildcard address. */
+  /**
+   * The server's own listening URL (set by `startServer`): handed out when no `publicUrl` is set, unless it is a
+   * wildcard address.
+   */
   listeningUrl?: string;
-  /** Create the SQLite file's directory when it does not exist (`--create-dirs`); otherwise that is an error, before anything is created. */
+  /**
+   * Create the SQLite file's directory when it does not exist (`--create-dirs`); otherwise that is an error, before
+   * anything is created.
+   */
   createDirs?: boolean | undefined;
-  /** What this process is, as other processes on the database name it when its settings differ from theirs (default `app`). */
+  /** What this process is, as other processes name it when its settings differ from theirs (default `app`). */
   role?: 'serve' | 'worker' | 'app';
   /** Tokens of AI replies as they are generated (the server forwards them to sockets). */
   onDelta?: (delta: ReplyDelta) => void;

@@ -37,7 +37,7 @@ export interface SubscribeOptions {
    * on every attempt, and after a crash, so it must be safe to repeat. `PASS_OVER`: nothing to do for this event.
    */
   prepare?: (event: StoredEvent, ctx: { attempt: number; subscription: string }) => Promise<unknown>;
-  /** Ordered: a failing event blocks the subscription until an operator retries or skips it. Else it is parked and the rest flows. */
+  /** Ordered: a failing event blocks the subscription until an operator retries or skips it. Else it is parked. */
   ordered?: boolean;
   /** Where a new subscription starts. */
   from?: 'beginning' | 'end';
@@ -254,7 +254,8 @@ export class Subscriber {
       error: result.error,
     });
     if (this.options.ordered) {
-      const reason = `event ${event.position} (${event.type}) failed ${this.options.maxAttempts} times: ${result.error}`;
+      const { maxAttempts } = this.options;
+      const reason = `event ${event.position} (${event.type}) failed ${maxAttempts} times: ${result.error}`;
       await this.store.transaction(async (tx) => {
         if (before !== null) await tx.subscriptionAdvance({ name: this.name, owner: this.owner, cursor: before });
         await tx.parkedAdd(park);
