@@ -8,6 +8,7 @@ import type { Worker } from './queue/worker.js';
 import { RUN_QUEUE, Runtime, type RunHandle, type StartOptions } from './runtime/runtime.js';
 import type { RunView } from './runtime/read/view.js';
 import { RunReads } from './runtime/read/reads.js';
+import { observeFlow } from './runtime/flow-observe.js';
 import { Operator } from './runtime/operate/operator.js';
 import { RateLimits } from './runtime/rates/limits.js';
 import { advertise } from './runtime/start/versions.js';
@@ -69,6 +70,7 @@ export class Engine {
     this.journal = new Journal(store, config, this.events);
     this.queue = new TaskQueue(store, this.journal, { ...config, maxBatch: config.maxEventsPerAppend });
     this.runtime = new Runtime(store, this.journal, this.queue, [], { ...config, observe: this.observe });
+    observeFlow(this.journal, this.events);
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.runs = new RunReads(store, this.journal, this.runtime);
     this.limits = new RateLimits(store);

@@ -11,6 +11,7 @@ import { operatorCommands } from './operator.js';
 import { databaseOf } from './options.js';
 import { opsCommands } from './ops.js';
 import { output, type Output } from './output.js';
+import { queueCommands } from './queues.js';
 import { runCommands } from './runs.js';
 import { serverCommands } from './server.js';
 import { startCommands } from './start.js';
@@ -53,6 +54,7 @@ export function cliProgram(out: Output = stdout()): Command {
   templateCommands(program, out);
   functionCommands(program, out);
   limitCommands(program, out);
+  queueCommands(program, out);
   notificationCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);

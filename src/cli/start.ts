@@ -1,6 +1,7 @@
 import type { Command, OptionValues } from 'commander';
 import { ApiError, type Client } from '../client/client.js';
 import { ValidationError } from '../errors.js';
+import { asFlagError, flowFlags, flowOptions, storedRefuses } from './flow-flags.js';
 import { hint, inputOption, inputValue } from './hints.js';
 import { client, remote, urlFlags } from './options.js';
 import type { Output } from './output.js';
@@ -14,7 +15,7 @@ export type Kind = 'stored' | 'code';
 
 /** The flags of `start` (and of the old `run` and `runs start`, which keep working with a hint). */
 export function startFlags(cmd: Command): Command {
-  return inputOption(remote(cmd), "the input, JSON (default: {}); a stored workflow's is its trigger data, an object", [
+  inputOption(remote(cmd), "the input, JSON (default: {}); a stored workflow's is its trigger data, an object", [
     'data',
   ])
     .option('--id <id>', "a code workflow's run id: the same id again returns that run and starts nothing")
@@ -23,41 +24,8 @@ export function startFlags(cmd: Command): Command {
       '--wait',
       'follow the run until it ends, then print a line per step and where the output is (exit code 1 unless it succeeds)',
     )
-    .option('--output <file>', 'with --wait: write the output to this file (JSON)')
-    .option('--priority <n>', 'higher runs start first: a whole number from -100 to 100 (default 0)')
-    .option(
-      '--concurrency-limit <n>',
-      "a code workflow's run: at most this many runs of its key at once; the rest wait their turn",
-    )
-    .option(
-      '--concurrency-key <key>',
-      "with --concurrency-limit: 'input.<field>' or a constant (default: the workflow)",
-    );
-}
-
-/** The flow flags as the start's options; a bad one is a ValidationError naming the flag. */
-function flowFlags(options: OptionValues): { priority?: number; concurrency?: Array<{ key?: string; limit: number }> } {
-  const whole = (flag: string, value: unknown) => {
-    const n = Number(value);
-    if (typeof value !== 'string' || !/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
-      throw new ValidationError(flag, `must be a whole number (got '${String(value)}')`);
-    return n;
-  };
-  if (options.concurrencyKey !== undefined && options.concurrencyLimit === undefined)
-    throw new ValidationError('--concurrency-key', 'needs --concurrency-limit <n>');
-  return {
-    ...(options.priority === undefined ? {} : { priority: whole('--priority', options.priority) }),
-    ...(options.concurrencyLimit === undefined
-      ? {}
-      : {
-          concurrency: [
-            {
-              ...(options.concurrencyKey === undefined ? {} : { key: String(options.concurrencyKey) }),
-              limit: whole('--concurrency-limit', options.concurrencyLimit),
-            },
-          ],
-        }),
-  };
+    .option('--output <file>', 'with --wait: write the output to this file (JSON)');
+  return flowOptions(cmd);
 }
 
 /** `runledger start <workflow>`, and the old `run <workflow>` (stored workflows) with a hint. */
@@ -86,11 +54,7 @@ export async function start(ref: string, options: OptionValues, out: Output, onl
   const c = client(options);
   const stored = only === 'code' ? undefined : await storedWorkflow(c, ref);
   if (stored !== undefined) {
-    if (flow.concurrency)
-      throw new ValidationError(
-        '--concurrency-limit',
-        "a stored workflow's limits are in its definition (concurrency: [{ key: 'trigger.<field>', limit }])",
-      );
+    storedRefuses(flow);
     return execute(c, stored, input, options, out, flow.priority);
   }
   if (only === 'stored')
@@ -103,7 +67,7 @@ export async function start(ref: string, options: OptionValues, out: Output, onl
       ...flow,
     });
   } catch (error) {
-    throw only === undefined ? await noSuchWorkflow(c, ref, error) : error;
+    throw asFlagError(only === undefined ? await noSuchWorkflow(c, ref, error) : error);
   }
   if (options.json && !options.wait) return out.json(started);
   out.line(

@@ -256,6 +256,12 @@ export class Client extends Transport {
     this.call<{ tasks: DeadTask[]; count: number; last_key: string | null }>('GET', `/dlq${query(page)}`);
   redrive = (id: string) =>
     this.call<{ id: string; state: string; redriven: boolean }>('POST', `/dlq/${enc(id)}/redrive`);
+  /** The queue's limit of running tasks across every worker (`concurrency: null`: none). */
+  queueLimit = (queue: string) =>
+    this.call<{ queue: string; concurrency: number | null }>('GET', `/queues/${enc(queue)}/limit`);
+  /** Sets the queue's limit of running tasks (null removes it); the next claim obeys it. */
+  setQueueLimit = (queue: string, concurrency: number | null) =>
+    this.call<{ queue: string; concurrency: number | null }>('PUT', `/queues/${enc(queue)}/limit`, { concurrency });
   /** Enqueues a task on `queue` (task protocol: docs/protocol.md); a repeated `idempotencyKey` answers the first task, `created: false`. */
   enqueueTask = (queue: string, payload: unknown, options: EnqueueTaskOptions = {}) =>
     this.call<Enqueued>('POST', `/queues/${enc(queue)}/tasks`, { payload, ...newTask(options) }, PROTOCOL);

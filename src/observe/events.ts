@@ -79,6 +79,12 @@ export interface EngineEventMap {
     reason?: string;
     error?: string;
   };
+  /** A step was told to wait for the named rate limit `limit` (journaled `step.rate_waiting`, committed). */
+  'flow:rate_wait': { runId: string; limit: string };
+  /** A start joined an open debounce window: its input went to the window's run `runId`, no new run started. */
+  'flow:debounced': { runId: string };
+  /** A run passed its budget (`exceeded`), or a person decided on its wait (`approved`, `rejected`). */
+  'flow:budget': { runId: string; decision: 'approved' | 'rejected' | 'exceeded' };
   'task:claim': { queue: string; taskId: string; attempt: number; workerId: string };
   'task:complete': { queue: string; taskId: string; attempt: number; durationMs: number };
   'task:retry': { queue: string; taskId: string; attempt: number; error: string; retryAt: number };
@@ -117,6 +123,9 @@ export const ENGINE_EVENTS: EngineEventName[] = [
   'run:state',
   'poll:attempt',
   'compensation:end',
+  'flow:rate_wait',
+  'flow:debounced',
+  'flow:budget',
   'task:claim',
   'task:complete',
   'task:retry',

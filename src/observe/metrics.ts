@@ -249,6 +249,25 @@ export function createMetrics(
     registers,
   });
 
+  // a limit's name is the operator's (`limits set`), a bounded set: a label; a run or a key never is
+  const rateWaits = new Counter({
+    name: 'runledger_rate_limit_waits_total',
+    help: 'Steps told to wait for a named rate limit (journaled in this process)',
+    labelNames: ['limit'],
+    registers,
+  });
+  const debounced = new Counter({
+    name: 'runledger_debounced_starts_total',
+    help: 'Starts that joined an open debounce window (its run takes their input) instead of starting a run',
+    registers,
+  });
+  const budgetDecisions = new Counter({
+    name: 'runledger_budget_decisions_total',
+    help: 'Runs that passed their budget (exceeded), and the decisions on their waits (approved, rejected)',
+    labelNames: ['decision'],
+    registers,
+  });
+
   const s = (ms: number) => ms / 1000;
   const step = bounded(MAX_STEP_LABELS);
   const timedOut = (workflow: string, name: string) => stepTimeouts.inc({ workflow, step: step(workflow, name) });
@@ -275,6 +294,9 @@ export function createMetrics(
       if (e.outcome === 'retrying') stepRetries.inc({ workflow: e.workflow, class: e.errorClass ?? 'other' });
       if (e.outcome === 'timed_out' || e.errorClass === 'timeout') timedOut(e.workflow, e.step);
     }),
+    events.on('flow:rate_wait', (e) => rateWaits.inc({ limit: e.limit })),
+    events.on('flow:debounced', () => debounced.inc()),
+    events.on('flow:budget', (e) => budgetDecisions.inc({ decision: e.decision })),
     events.on('task:claim', (e) => claims.inc({ queue: e.queue })),
     events.on('task:complete', (e) => completed.inc({ queue: e.queue })),
     events.on('task:retry', (e) => retries.inc({ queue: e.queue })),

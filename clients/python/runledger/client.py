@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +15,7 @@ from urllib.parse import quote, urlsplit
 
 from .duration import Duration, to_ms, wire
 from .errors import ApiError, LeaseLost
+from .runs import TERMINAL, Concurrency, Run, run_body
 
 # How a worker's stop() ends a long-poll claim at once: it marks the connection and shuts its socket.
 _CANCELLED = "_runledger_cancelled"
@@ -65,6 +67,57 @@ class Client:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: set[http.client.HTTPConnection] = set()
+
+    def start(
+        self,
+        workflow: str,
+        input: Any = None,
+        *,
+        id: str | None = None,
+        priority: int | None = None,
+        concurrency: Concurrency | None = None,
+        throttle: Mapping[str, Any] | None = None,
+        debounce: Mapping[str, Any] | None = None,
+        budget: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """
+        Starts a run of a code workflow the server registered (`POST /runs`); returns its run id. The flow options
+        replace the workflow's own (docs/flow-control.md), snake_case as the API takes them:
+
+            run_id = client.start("report", {"user_id": 42}, priority=10,
+                                  concurrency={"key": "input.user_id", "limit": 1},
+                                  budget={"tokens": 40_000, "on_exceed": "approve"})
+
+        The same `id` or `idempotency_key` again returns the first run and starts nothing. A bad field raises
+        ApiError 400 whose `problems` name it (`concurrency[0].limit`).
+        """
+        body = run_body(workflow, input, id=id, priority=priority, concurrency=concurrency, throttle=throttle, debounce=debounce, budget=budget)
+        headers = {} if idempotency_key is None else {"idempotency-key": idempotency_key}
+        run_id: str = self.request("POST", "/runs", body, headers=headers)["run_id"]
+        return run_id
+
+    def get_run(self, run_id: str) -> Run:
+        """One run of any kind (`GET /runs/{id}`): status, output, error, steps, and `waiting_for` while held back."""
+        run: Run = self.request("GET", f"/runs/{_segment(run_id)}")
+        return run
+
+    def wait(self, run_id: str, timeout: Duration = "30s") -> Run:
+        """The run once it has ended (`GET /runs/{id}/wait`); TimeoutError when it has not within `timeout`."""
+        deadline = time.monotonic() + to_ms(timeout, "timeout") / 1000
+        while True:
+            left = max(0, min(round((deadline - time.monotonic()) * 1000), 300_000))
+            try:
+                answer = self.request("GET", f"/runs/{_segment(run_id)}/wait?timeout={left}", timeout=self.timeout + left / 1000)
+            except ApiError as error:
+                if error.status != 408:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"run {run_id} has not ended within {timeout}") from None
+                continue
+            run: Run = answer["run"]
+            if run.get("status") in TERMINAL:
+                return run
 
     def enqueue(
         self,
@@ -138,10 +191,10 @@ class Client:
         task: Task = self.request("POST", f"/tasks/{_segment(task_id)}/fail", body)["task"]
         return task
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None, headers: Mapping[str, str] | None = None) -> Any:
         """One JSON request to the server; a non-2xx answer raises ApiError (LeaseLost for 409 lease_lost)."""
         data = None if body is None else json.dumps(body).encode()
-        headers = {"runledger-protocol": PROTOCOL, "accept": "application/json"}
+        headers = {"runledger-protocol": PROTOCOL, "accept": "application/json", **(headers or {})}
         if data is not None:
             headers["content-type"] = "application/json"
         if self.token:

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../client/client.js';
+import { ValidationError } from '../errors.js';
+import { asFlagError, flagOf, flowFlags, storedRefuses } from './flow-flags.js';
+
+describe('the flow flags of runledger start', () => {
+  it('makes the start options POST /runs takes, each only when given', () => {
+    expect(flowFlags({})).toEqual({});
+    expect(
+      flowFlags({
+        priority: '-3',
+        throttle: '10/1m',
+        throttleKey: 'input.account',
+        debounce: '3000',
+        debounceKey: 'input.chat',
+        debounceMaxWait: '20s',
+        debounceMode: 'all',
+        budgetTokens: '40000',
+        budgetCost: '2.5',
+        budgetToolCalls: '20',
+        budgetSteps: '50',
+        budgetWallTime: '1h',
+        budgetOnExceed: 'approve',
+      }),
+    ).toEqual({
+      priority: -3,
+      throttle: { key: 'input.account', limit: 10, period: '1m' },
+      debounce: { key: 'input.chat', period: 3000, maxWait: '20s', mode: 'all' },
+      budget: { tokens: 40000, cost: 2.5, toolCalls: 20, steps: 50, wallTime: '1h', onExceed: 'approve' },
+    });
+  });
+
+  it("tells a server's problem with a flow field as the flag that gave it", () => {
+    expect(flagOf('throttle.period')).toBe('--throttle');
+    expect(flagOf('throttle.key')).toBe('--throttle-key');
+    expect(flagOf('debounce.period')).toBe('--debounce');
+    expect(flagOf('debounce.max_wait')).toBe('--debounce-max-wait');
+    expect(flagOf('budget.tool_calls')).toBe('--budget-tool-calls');
+    expect(flagOf('budget.wall_time')).toBe('--budget-wall-time');
+    expect(flagOf('concurrency[0].limit')).toBe('--concurrency-limit');
+    expect(flagOf('workflow')).toBeUndefined();
+    const told = asFlagError(
+      new ApiError(400, 'validation', 'bad', [{ path: 'budget.tokens', message: 'must be a positive number' }]),
+    );
+    expect(told).toBeInstanceOf(ValidationError);
+    expect((told as Error).message).toBe('--budget-tokens: must be a positive number (budget.tokens)');
+    const other = new ApiError(400, 'validation', 'bad', [{ path: 'input', message: 'too big' }]);
+    expect(asFlagError(other)).toBe(other);
+  });
+
+  it('refuses throttle, debounce and budget flags for a stored workflow: they are in its definition', () => {
+    expect(() => storedRefuses({ priority: 5 })).not.toThrow();
+    expect(() => storedRefuses(flowFlags({ throttle: '1/1s' }))).toThrow(/^--throttle: a stored workflow's throttle/);
+    expect(() => storedRefuses(flowFlags({ budgetSteps: '3' }))).toThrow(/^--budget-…: a stored workflow's budget/);
+  });
+});
