@@ -7,7 +7,7 @@ import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { Debounce } from '../flow.js';
 import { runStream } from '../pass/history.js';
-import { isTerminal, readRunView } from '../read/view.js';
+import { isTerminal, readRunView, type RunView } from '../read/view.js';
 import type { Workflow } from '../workflow.js';
 import { delayStream, within, type DelayedHost } from './delayed.js';
 import { RUN_QUEUE, type StartOptions } from './start.js';
@@ -99,8 +99,22 @@ async function ended(tx: Store, runId: string): Promise<boolean> {
   return view === undefined || isTerminal(view.status);
 }
 
+const WAITING_FOR = 'debounced until ';
+
+/**
+ * Whether run `view` has not begun because its debounce window may still be open: a signal sent to it is journaled
+ * and kept, not a wake-up. As with Inngest's debounce (the function's run exists only once the period ended), the
+ * run's code begins only once the window closed, so no start of the window is missed; it then sees the signal. Its
+ * window's timer moves its parked pass to now; a cancel still wakes it.
+ *
+ * @example if (!debouncing(view)) await wake(tx, view.id)
+ */
+export function debouncing(view: RunView): boolean {
+  return view.status === 'waiting' && view.steps.length === 0 && (view.waitingFor?.startsWith(WAITING_FOR) ?? false);
+}
+
 function debounced(host: DelayedHost, tx: Store, runId: string, data: Record<string, unknown>): Promise<unknown> {
-  const waitingFor = `debounced until ${new Date(data.until as number).toISOString()}`;
+  const waitingFor = `${WAITING_FOR}${new Date(data.until as number).toISOString()}`;
   return host.journal.append(runStream(runId), [{ type: RUN_EVENT.runDebounced, data: { ...data, waitingFor } }], {
     tx,
   });
