@@ -16,7 +16,7 @@ import { RUN_QUEUE, type StartOptions } from './start.js';
 export const DEBOUNCE_QUEUE = 'runledger.debounce';
 
 /** The open window of each debounced key (by its stream); none once its timer closed it. */
-const WINDOWS = 'debounce';
+export const DEBOUNCE_WINDOWS = 'debounce';
 
 /**
  * The first pass of a debounced run is parked here until its window closes: only the window's timer, under the key's
@@ -62,13 +62,17 @@ export async function startDebounced(
   return within(host.store, options.tx, async (tx) => {
     await host.journal.append(stream, [{ type: RUN_EVENT.debounceStarted, data: {} }], { tx });
     const now = await tx.now();
-    const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
+    const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) as Window | undefined;
     // a run cancelled while its window was open takes no more input: this start opens a new window
     if (open && !(await ended(tx, open.runId))) {
       const due = Math.min(now + period, open.first + maxWait);
       const stored = await host.blobs.offload(tx, open.runId, input ?? null);
       await debounced(host, tx, open.runId, { input: stored, mode: open.mode, until: due });
-      await tx.projectionPut({ name: WINDOWS, key: stream, value: { ...open, last: now, due } satisfies Window });
+      await tx.projectionPut({
+        name: DEBOUNCE_WINDOWS,
+        key: stream,
+        value: { ...open, last: now, due } satisfies Window,
+      });
       await options.also?.(tx);
       return open.runId;
     }
@@ -88,10 +92,20 @@ export async function startDebounced(
         await options.also?.(tx);
       },
     });
-    await tx.projectionPut({ name: WINDOWS, key: stream, value: window });
+    await tx.projectionPut({ name: DEBOUNCE_WINDOWS, key: stream, value: window });
     await timer(host, tx, stream, window);
     return window.runId;
   });
+}
+
+/**
+ * Whether debounced key `stream` has a window open (its timer closes it, deleting the row); a key with none is as a
+ * key never seen, so its stream may go (retention's `keys`).
+ *
+ * @example await debounceLive(tx, 'debounce:chat-reply:c-7') // true while the window is open
+ */
+export async function debounceLive(tx: Store, stream: string): Promise<boolean> {
+  return (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) !== undefined;
 }
 
 async function ended(tx: Store, runId: string): Promise<boolean> {
@@ -147,7 +161,7 @@ export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'que
     }
     await host.store.transaction(async (tx) => {
       const read = async () => {
-        const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
+        const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) as Window | undefined;
         return open?.runId === runId ? open : undefined;
       };
       const seen = await read();
@@ -158,7 +172,7 @@ export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'que
       if (!open) return;
       const now = await tx.now();
       if (open.due > now) return void (await timer(host, tx, stream, open));
-      await tx.projectionDelete({ name: WINDOWS, key: stream });
+      await tx.projectionDelete({ name: DEBOUNCE_WINDOWS, key: stream });
       await release(host, tx, stream, runId, RELEASE_FIRST_MS);
     });
     return null;
