@@ -89,4 +89,33 @@ describe.each(backends)('pruning throttle and debounce keys on $name', (backend)
       await close();
     }
   });
+
+  it('keeps the slot of a start that holds the key while the sweep looks at it', async () => {
+    const { engine, close } = await testEngine(backend, { workflows: [throttled], pollMs: 100 });
+    try {
+      const until = async (id: string) => {
+        const events = await engine.journal.readStream(runStream(id));
+        return (events.find((e) => e.type === RUN_EVENT.runThrottled)!.data as { until: number }).until;
+      };
+      await (await engine.start(throttled, { k: 'race', n: 0 })).result({ pollMs: 100 });
+      // the key is idle now (its one slot passed): a sweep would delete it
+      await sleep(1_100);
+      let held = '';
+      let sweep: Promise<unknown> = Promise.resolve();
+      await engine.store.transaction(async (tx) => {
+        held = (await engine.start(throttled, { k: 'race', n: 1 }, { tx })).id;
+        // the sweep reads the key as idle (this start is not committed), then waits for the key's lock
+        sweep = engine.retention.prune({ keys: 0 });
+        await sleep(500);
+      });
+      const [pruned] = (await sweep) as Array<{ other: number }>;
+      expect(pruned!.other).toBe(0);
+      expect(await engine.store.projectionGet({ name: 'throttle', key: 'throttle:keys-throttled:race' })).toBeDefined();
+      const next = await engine.start(throttled, { k: 'race', n: 2 });
+      expect((await until(next.id)) - (await until(held))).toBeGreaterThanOrEqual(1_000);
+      expect(await next.result({ pollMs: 100 })).toBe(2);
+    } finally {
+      await close();
+    }
+  });
 });
