@@ -22,7 +22,7 @@ import { watchCancel } from './pass/cancel-watch.js';
 import { claimsOf, LimitReachedError, release, type LimitHost } from './start/limits.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
-import { debouncing, startDebounced } from './start/debounce.js';
+import { inOpenWindow, startDebounced } from './start/debounce.js';
 import { startThrottled } from './start/throttle.js';
 import { ResultWaiters } from './results.js';
 
@@ -232,7 +232,7 @@ export class Runtime {
         { tx, ...(key ? { idempotencyKey: key } : {}) },
       );
       // a debounced run begins only once its window closed (its timer moves its pass): it reads the signal then
-      if (!appended.duplicate && !debouncing(view)) await this.wake(tx, id, await tx.now());
+      if (!appended.duplicate && !(await inOpenWindow(tx, view))) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
   }

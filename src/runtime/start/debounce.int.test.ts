@@ -44,6 +44,23 @@ const signalled = workflow(
   },
 );
 
+const holder = workflow(
+  'debounce-holder',
+  { concurrency: [{ key: 'shared', limit: 1, scope: 'global' }] },
+  async (ctx) => ctx.waitForEvent('release', { timeout: '30s' }),
+);
+const queued = workflow(
+  'debounce-queued',
+  {
+    debounce: { key: 'input.chat', period: '2s', mode: 'all' },
+    concurrency: [{ key: 'shared', limit: 1, scope: 'global' }],
+  },
+  async (ctx, input: { chat: string; n: number }) => {
+    const go = await ctx.waitForEvent<{ at: number }>('go', { timeout: '30s' });
+    return { ns: (input as unknown as Array<{ n: number }>).map((i) => i.n), go };
+  },
+);
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
@@ -52,7 +69,7 @@ describe.each(backends)('debounced starts on $name', (backend) => {
   const test = (name: string, body: (engine: Engine) => Promise<void>) =>
     it.concurrent(name, async () => {
       const { engine, close } = await testEngine(backend, {
-        workflows: [last, all, capped, limited, signalled],
+        workflows: [last, all, capped, limited, signalled, holder, queued],
         pollMs: 100,
       });
       try {
@@ -151,5 +168,20 @@ describe.each(backends)('debounced starts on $name', (backend) => {
     const lastStart = journal.filter((e) => e.type === RUN_EVENT.runDebounced).at(-1)!;
     // the window closed 1 s after its last start (its `until`): nothing of the run's code ran before that
     expect(began!.timestamp).toBeGreaterThanOrEqual((lastStart.data as { until: number }).until);
+  });
+
+  test('a signal to a debounced run let into its concurrency slot while its window is open waits for the window too', async (engine) => {
+    const held = await engine.start(holder, null);
+    await sleep(300);
+    const first = await engine.start(queued, { chat: 'a', n: 1 });
+    // the holder ends: the debounced run gets the slot, its window still open for ~2 s
+    await engine.signal(held.id, 'release', null);
+    await held.result({ pollMs: 50 });
+    await sleep(200);
+    await engine.signal(first.id, 'go', { at: 1 });
+    await sleep(300);
+    const second = await engine.start(queued, { chat: 'a', n: 2 });
+    expect(second.id).toBe(first.id);
+    expect(await result(engine, first.id)).toEqual({ ns: [1, 2], go: { at: 1 } });
   });
 });

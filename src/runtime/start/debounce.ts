@@ -88,7 +88,7 @@ export async function startDebounced(
       id: window.runId,
       notBefore: PARKED,
       also: async (tx) => {
-        await debounced(host, tx, window.runId, { mode: window.mode, until: window.due });
+        await debounced(host, tx, window.runId, { mode: window.mode, until: window.due, key: stream });
         await options.also?.(tx);
       },
     });
@@ -116,15 +116,22 @@ async function ended(tx: Store, runId: string): Promise<boolean> {
 const WAITING_FOR = 'debounced until ';
 
 /**
- * Whether run `view` has not begun because its debounce window may still be open: a signal sent to it is journaled
- * and kept, not a wake-up. As with Inngest's debounce (the function's run exists only once the period ended), the
- * run's code begins only once the window closed, so no start of the window is missed; it then sees the signal. Its
- * window's timer moves its parked pass to now; a cancel still wakes it.
+ * Whether run `view` has not begun and its debounce window is open: a signal sent to it is journaled and kept, not a
+ * wake-up. As with Inngest's debounce (the function's run exists only once the period ended), the run's code begins
+ * only once its window closed, so no start of the window is missed; it then sees the signal. Its window's timer moves
+ * its parked pass to now; a cancel still wakes it. Reads nothing more for a run that began.
  *
- * @example if (!debouncing(view)) await wake(tx, view.id)
+ * @example if (!(await inOpenWindow(tx, view))) await wake(tx, view.id)
  */
-export function debouncing(view: RunView): boolean {
-  return view.status === 'waiting' && view.steps.length === 0 && (view.waitingFor?.startsWith(WAITING_FOR) ?? false);
+export async function inOpenWindow(tx: Store, view: RunView): Promise<boolean> {
+  if ((view.status !== 'pending' && view.status !== 'waiting') || view.steps.length > 0) return false;
+  // the window's opening is among the run's first events (after its start, and its admission to its limits)
+  const first = await tx.eventReadStream({ streamId: runStream(view.id), limit: 8 });
+  const opened = first.find((e) => e.type === RUN_EVENT.runDebounced)?.data as { key?: string } | undefined;
+  // a run from before windows named their key: its view says whether it waits for its window
+  if (opened?.key === undefined) return view.waitingFor?.startsWith(WAITING_FOR) ?? false;
+  const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: opened.key })) as Window | undefined;
+  return open?.runId === view.id;
 }
 
 function debounced(host: DelayedHost, tx: Store, runId: string, data: Record<string, unknown>): Promise<unknown> {
