@@ -232,7 +232,7 @@ export class Runtime {
         { tx, ...(key ? { idempotencyKey: key } : {}) },
       );
       // a debounced run begins only once its window closed (its timer moves its pass): it reads the signal then
-      if (!appended.duplicate && !(await inOpenWindow(tx, view))) await this.wake(tx, id, await tx.now());
+      if (!appended.duplicate && !(await inOpenWindow(this.journal, tx, view))) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
   }

@@ -1,6 +1,7 @@
 import { toMs } from '../../duration.js';
 import { ValidationError } from '../../errors.js';
 import { newId } from '../../ids.js';
+import type { Journal } from '../../journal/journal.js';
 import type { TaskHandler } from '../../queue/handler.js';
 import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
@@ -121,12 +122,12 @@ const WAITING_FOR = 'debounced until ';
  * only once its window closed, so no start of the window is missed; it then sees the signal. Its window's timer moves
  * its parked pass to now; a cancel still wakes it. Reads nothing more for a run that began.
  *
- * @example if (!(await inOpenWindow(tx, view))) await wake(tx, view.id)
+ * @example if (!(await inOpenWindow(journal, tx, view))) await wake(tx, view.id)
  */
-export async function inOpenWindow(tx: Store, view: RunView): Promise<boolean> {
+export async function inOpenWindow(journal: Journal, tx: Store, view: RunView): Promise<boolean> {
   if ((view.status !== 'pending' && view.status !== 'waiting') || view.steps.length > 0) return false;
   // the window's opening is among the run's first events (after its start, and its admission to its limits)
-  const first = await tx.eventReadStream({ streamId: runStream(view.id), limit: 8 });
+  const first = await journal.readStream(runStream(view.id), { limit: 8, tx });
   const opened = first.find((e) => e.type === RUN_EVENT.runDebounced)?.data as { key?: string } | undefined;
   // a run from before windows named their key: its view says whether it waits for its window
   if (opened?.key === undefined) return view.waitingFor?.startsWith(WAITING_FOR) ?? false;
