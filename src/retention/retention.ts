@@ -5,6 +5,7 @@ import { runStream } from '../runtime/pass/history.js';
 import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runtime/read/view.js';
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store } from '../storage/store.js';
+import { keysKind } from './keys.js';
 import type { RetentionPolicy } from './policy.js';
 import { TERMINAL_RUN_EVENTS } from '../runtime/events.js';
 
@@ -86,6 +87,7 @@ export class Retention {
   ) {
     this.register(runsKind(this.hooks, this.ages));
     this.register(tasksKind());
+    this.register(keysKind());
     // a run's chunks of big values and its version and generation rows go with it
     this.onRunPruned((tx, run) => runtime.forget(tx, run.id));
   }

@@ -160,6 +160,8 @@ export const keyEventTable = {
   debounceStarted: { type: 'debounce.started', kind: 'key', terminal: false, view: 'none: the run shows its window' },
   /** The window's timer came due: the append locks the key while the window is closed (or its timer moved). */
   debounceDue: { type: 'debounce.due', kind: 'key', terminal: false, view: 'none' },
+  /** Retention took an idle throttle or debounce key's lock to delete it; left behind only if the key became live. */
+  keyPruning: { type: 'key.pruning', kind: 'key', terminal: false, view: 'none' },
 } as const;
 
 type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;

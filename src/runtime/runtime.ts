@@ -22,7 +22,7 @@ import { watchCancel } from './pass/cancel-watch.js';
 import { claimsOf, LimitReachedError, release, type LimitHost } from './start/limits.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
-import { startDebounced } from './start/debounce.js';
+import { inOpenWindow, startDebounced } from './start/debounce.js';
 import { startThrottled } from './start/throttle.js';
 import { ResultWaiters } from './results.js';
 
@@ -219,7 +219,7 @@ export class Runtime {
     options: { idempotencyKey?: string; tx?: Store } = {},
   ): Promise<{ duplicate: boolean }> {
     checkName('name', name);
-    await this.stored(id, options.tx);
+    const view = await this.stored(id, options.tx);
     return this.within(options.tx, async (tx) => {
       const key =
         options.idempotencyKey === undefined
@@ -231,7 +231,8 @@ export class Runtime {
         [{ type: RUN_EVENT.signalSent, data: { name, payload: stored } }],
         { tx, ...(key ? { idempotencyKey: key } : {}) },
       );
-      if (!appended.duplicate) await this.wake(tx, id, await tx.now());
+      // a debounced run begins only once its window closed (its timer moves its pass): it reads the signal then
+      if (!appended.duplicate && !(await inOpenWindow(this.journal, tx, view))) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
   }

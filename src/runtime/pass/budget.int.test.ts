@@ -51,6 +51,20 @@ const slow = workflow('budget-wall-time', { budget: { wallTime: '1s' } }, async 
   await ctx.step('second', async () => 2);
 });
 
+let parallelRan = 0;
+/** Parallel branches are checked one after another: of two steps started at once, only one fits a budget of one. */
+const parallel = workflow('budget-parallel', { budget: { steps: 1 } }, async (ctx) =>
+  Promise.all(
+    ['left', 'right'].map((name) =>
+      ctx.step(name, async () => {
+        parallelRan += 1;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return name;
+      }),
+    ),
+  ),
+);
+
 const badUsage = workflow('budget-bad-usage', async (ctx) => {
   await ctx.usage({ tokens: -1 });
 });
@@ -59,7 +73,9 @@ describe.each(backends)('budgets on $name', (backend) => {
   let engine: Engine;
   let close = async () => {};
   beforeAll(async () => {
-    ({ engine, close } = await testEngine(backend, { workflows: [metered, capped, approval, tools, slow, badUsage] }));
+    ({ engine, close } = await testEngine(backend, {
+      workflows: [metered, capped, approval, tools, slow, badUsage, parallel],
+    }));
   });
   afterAll(() => close());
 
@@ -173,5 +189,14 @@ describe.each(backends)('budgets on $name', (backend) => {
   it('refuses a bad usage report, naming the field', async () => {
     const run = await engine.start(badUsage, null);
     await expect(run.result()).rejects.toThrow('usage.tokens: must be a number from 0 to 1e15 (got -1)');
+  });
+
+  it('lets one of two parallel steps pass a budget of one step, never both', async () => {
+    parallelRan = 0;
+    const run = await engine.start(parallel, null);
+    await expect(run.result()).rejects.toThrow('budget: 2 of 1 steps');
+    const events = await engine.journal.readStream(runStream(run.id));
+    expect(events.filter((e) => e.type === RUN_EVENT.stepStarted)).toHaveLength(1);
+    expect(parallelRan).toBe(1);
   });
 });

@@ -88,6 +88,48 @@ export function checkUsage(used: Usage): Required<Usage> {
   return out;
 }
 
+/** What an earlier generation of the run handed on (`run.continued`'s `usage` and `since`); none for the first. */
+interface Carried {
+  usage?: UsageTotals;
+  since?: number;
+}
+
+const carriedOf = (history: History): Carried => (history.started?.data ?? {}) as Carried;
+
+/** When the run began, its first generation's start (ms): its wall time counts from then. */
+function sinceOf(history: History): number | undefined {
+  return carriedOf(history).since ?? history.started?.timestamp;
+}
+
+function addUsage(totals: UsageTotals, used: Partial<UsageTotals>): void {
+  for (const name of COUNTS) totals[name] += used[name] ?? 0;
+}
+
+/** The run's usage totals through `history`: what earlier generations carried, and this one's steps and reports. */
+export function usageOf(history: History): UsageTotals {
+  const totals: UsageTotals = { tokens: 0, cost: 0, toolCalls: 0, steps: 0 };
+  addUsage(totals, carriedOf(history).usage ?? {});
+  for (const entry of history.entries.values()) {
+    if (entry.kind === 'step' || entry.kind === 'poll') totals.steps += 1;
+    if (entry.kind === 'step' && entry.name.startsWith(TOOL_STEP)) totals.toolCalls += 1;
+    for (const event of entry.events)
+      if (event.type === RUN_EVENT.usageRecorded) addUsage(totals, (event.data as { used: Required<Usage> }).used);
+  }
+  return totals;
+}
+
+/**
+ * What the run's next generation carries (in its `run.continued`): a budget is the run's, so `continueAsNew` does not
+ * escape it. The usage totals so far (`usage`: the ending pass's, with the steps it began) and the run's start go on;
+ * what people approved is read from the whole stream.
+ *
+ * @example { generation: 2, input, ...carriedUsage(history, pass.usage) } // { …, usage: { tokens: 120, … }, since: 1764… }
+ */
+export function carriedUsage(history: History, usage: UsageTotals): Required<Carried> | Record<string, never> {
+  const since = sinceOf(history);
+  return since === undefined ? {} : { usage, since };
+}
+
 /** What the gate needs of the pass it checks. */
 export interface BudgetHost {
   readonly history: History;
@@ -125,12 +167,7 @@ export class BudgetGate {
     readonly budget: Budget | null,
   ) {
     this.limits = budget ?? {};
-    for (const entry of host.history.entries.values()) {
-      if (entry.kind === 'step' || entry.kind === 'poll') this.totals.steps += 1;
-      if (entry.kind === 'step' && entry.name.startsWith(TOOL_STEP)) this.totals.toolCalls += 1;
-      for (const event of entry.events)
-        if (event.type === RUN_EVENT.usageRecorded) this.add((event.data as { used: Required<Usage> }).used);
-    }
+    Object.assign(this.totals, usageOf(host.history));
   }
 
   /** Whether a call of `kind` at a position the journal does not hold yet is checked against the budget first. */
@@ -162,15 +199,13 @@ export class BudgetGate {
   }
 
   private add(used: Required<Usage>): void {
-    this.totals.tokens += used.tokens;
-    this.totals.cost += used.cost;
-    this.totals.toolCalls += used.toolCalls;
+    addUsage(this.totals, used);
   }
 
   private async check(steps: number, tools: number): Promise<void> {
     const budget = this.budget!;
     this.host.checkLive();
-    const started = this.host.history.started?.timestamp ?? this.host.now();
+    const started = sinceOf(this.host.history) ?? this.host.now();
     for (;;) {
       const passed = passedBudget(
         this.limits,

@@ -10,6 +10,7 @@ import { claimsOf, holdsAll } from '../start/limits.js';
 import { versionTag } from '../start/versions.js';
 import { isPartial, type Workflow } from '../workflow.js';
 import { blobBytes, type Blobs } from './blobs.js';
+import { carriedUsage, type UsageTotals } from './budget.js';
 import type { ReplayCache } from './cache.js';
 import type { CancelWatch } from './cancel-watch.js';
 import { StoreClock } from './clock.js';
@@ -120,7 +121,12 @@ export class PassDriver {
         this.parts.cache.put(id, from, history, history.version - from + 1 + Math.ceil(history.blobBytes / 1024));
       if (outcome.kind === 'continued') {
         await pass.write(
-          [{ type: RUN_EVENT.runContinued, data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf) }],
+          [
+            {
+              type: RUN_EVENT.runContinued,
+              data: this.nextGeneration(history, outcome.input, outcome.workflow ?? wf, pass.usage),
+            },
+          ],
           (tx) => this.continued(tx, id, from, outcome.workflow),
         );
         return false;
@@ -191,7 +197,7 @@ export class PassDriver {
   }
 
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
-  private nextGeneration(history: History, input: unknown, wf: Workflow): Record<string, unknown> {
+  private nextGeneration(history: History, input: unknown, wf: Workflow, usage: UsageTotals): Record<string, unknown> {
     const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
     return {
       generation: history.generation + 1,
@@ -203,6 +209,7 @@ export class PassDriver {
       parent: history.parent,
       ...(history.flow ? { flow: history.flow } : {}),
       ...(traceparent ? { traceparent } : {}),
+      ...carriedUsage(history, usage),
     };
   }
 

@@ -13,7 +13,7 @@ import { withRecorded } from '../workflow.js';
 import { runCompensations, type Compensation } from './compensate.js';
 import { cancelCompensation } from './confirm.js';
 import { deadlineCancel } from './deadline.js';
-import { BudgetGate, budgetOf } from './budget.js';
+import { BudgetGate, budgetOf, usageOf, type UsageTotals } from './budget.js';
 import { RUN_EVENT } from '../events.js';
 import { checkState, recordState, recordValue, runChild, runSleep, runWait, waitSpec, type WaitHost } from './waits.js';
 import { PassAborted, type Outcome, type PassOptions } from './types.js';
@@ -198,6 +198,11 @@ export class Pass {
   private madeBudget: BudgetGate | undefined;
   private readonly budgeted: boolean;
 
+  /** The run's usage totals now: with the steps this pass began and the usage it reported (continueAsNew carries them). */
+  get usage(): UsageTotals {
+    return this.madeBudget ? { ...this.madeBudget.totals } : usageOf(this.o.history);
+  }
+
   /** The run's usage totals and budget, made on the first call that needs them. */
   private get budget(): BudgetGate {
     return (this.madeBudget ??= new BudgetGate(
@@ -209,7 +214,7 @@ export class Pass {
         budgetEvents: async () =>
           (
             await this.o.journal.readStream(runStream(this.runId), {
-              fromVersion: this.o.history.started?.version ?? 1,
+              // every generation's: what people approved, and the waits' rounds, are the run's
               limit: 1_000_000,
             })
           ).filter((e) => e.type === RUN_EVENT.budgetExceeded || e.type === RUN_EVENT.budgetDecided),

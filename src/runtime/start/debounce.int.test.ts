@@ -35,6 +35,32 @@ const limited = workflow(
     }),
 );
 
+const signalled = workflow(
+  'debounce-signalled',
+  { debounce: { key: 'input.chat', period: '1s', mode: 'all' } },
+  async (ctx, input: { chat: string; n: number }) => {
+    const go = await ctx.waitForEvent<{ at: number }>('go', { timeout: '30s' });
+    return { ns: (input as unknown as Array<{ n: number }>).map((i) => i.n), go };
+  },
+);
+
+const holder = workflow(
+  'debounce-holder',
+  { concurrency: [{ key: 'shared', limit: 1, scope: 'global' }] },
+  async (ctx) => ctx.waitForEvent('release', { timeout: '30s' }),
+);
+const queued = workflow(
+  'debounce-queued',
+  {
+    debounce: { key: 'input.chat', period: '2s', mode: 'all' },
+    concurrency: [{ key: 'shared', limit: 1, scope: 'global' }],
+  },
+  async (ctx, input: { chat: string; n: number }) => {
+    const go = await ctx.waitForEvent<{ at: number }>('go', { timeout: '30s' });
+    return { ns: (input as unknown as Array<{ n: number }>).map((i) => i.n), go };
+  },
+);
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
@@ -42,7 +68,10 @@ describe.each(backends)('debounced starts on $name', (backend) => {
   // each test on its own database, side by side: most of their time is waiting for windows to close
   const test = (name: string, body: (engine: Engine) => Promise<void>) =>
     it.concurrent(name, async () => {
-      const { engine, close } = await testEngine(backend, { workflows: [last, all, capped, limited], pollMs: 100 });
+      const { engine, close } = await testEngine(backend, {
+        workflows: [last, all, capped, limited, signalled, holder, queued],
+        pollMs: 100,
+      });
       try {
         await body(engine);
       } finally {
@@ -123,5 +152,36 @@ describe.each(backends)('debounced starts on $name', (backend) => {
     expect(await a.result({ pollMs: 100 })).toBe('a');
     // b's window closed (1 s) while a held the one slot (2.5 s): its first pass is queued when it gets the slot
     expect(await b.result({ pollMs: 100 })).toBe('b');
+  });
+
+  test('a signal sent in the window is kept for the run, which begins only once its window closed, with every input', async (engine) => {
+    const first = await engine.start(signalled, { chat: 'a', n: 1 });
+    await engine.signal(first.id, 'go', { at: 1 });
+    await sleep(300);
+    // the signal did not begin the run: this start joins the window it is still in
+    const second = await engine.start(signalled, { chat: 'a', n: 2 });
+    expect(second.id).toBe(first.id);
+    expect((await engine.run(first.id)).status).toBe('waiting');
+    expect(await result(engine, first.id)).toEqual({ ns: [1, 2], go: { at: 1 } });
+    const journal = await events(engine, first.id);
+    const began = journal.find((e) => e.type === RUN_EVENT.waitStarted || e.type === RUN_EVENT.waitCompleted);
+    const lastStart = journal.filter((e) => e.type === RUN_EVENT.runDebounced).at(-1)!;
+    // the window closed 1 s after its last start (its `until`): nothing of the run's code ran before that
+    expect(began!.timestamp).toBeGreaterThanOrEqual((lastStart.data as { until: number }).until);
+  });
+
+  test('a signal to a debounced run let into its concurrency slot while its window is open waits for the window too', async (engine) => {
+    const held = await engine.start(holder, null);
+    await sleep(300);
+    const first = await engine.start(queued, { chat: 'a', n: 1 });
+    // the holder ends: the debounced run gets the slot, its window still open for ~2 s
+    await engine.signal(held.id, 'release', null);
+    await held.result({ pollMs: 50 });
+    await sleep(200);
+    await engine.signal(first.id, 'go', { at: 1 });
+    await sleep(300);
+    const second = await engine.start(queued, { chat: 'a', n: 2 });
+    expect(second.id).toBe(first.id);
+    expect(await result(engine, first.id)).toEqual({ ns: [1, 2], go: { at: 1 } });
   });
 });

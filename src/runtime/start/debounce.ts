@@ -1,13 +1,14 @@
 import { toMs } from '../../duration.js';
 import { ValidationError } from '../../errors.js';
 import { newId } from '../../ids.js';
+import type { Journal } from '../../journal/journal.js';
 import type { TaskHandler } from '../../queue/handler.js';
 import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { Debounce } from '../flow.js';
 import { runStream } from '../pass/history.js';
-import { isTerminal, readRunView } from '../read/view.js';
+import { isTerminal, readRunView, type RunView } from '../read/view.js';
 import type { Workflow } from '../workflow.js';
 import { delayStream, within, type DelayedHost } from './delayed.js';
 import { RUN_QUEUE, type StartOptions } from './start.js';
@@ -16,7 +17,7 @@ import { RUN_QUEUE, type StartOptions } from './start.js';
 export const DEBOUNCE_QUEUE = 'runledger.debounce';
 
 /** The open window of each debounced key (by its stream); none once its timer closed it. */
-const WINDOWS = 'debounce';
+export const DEBOUNCE_WINDOWS = 'debounce';
 
 /**
  * The first pass of a debounced run is parked here until its window closes: only the window's timer, under the key's
@@ -62,13 +63,17 @@ export async function startDebounced(
   return within(host.store, options.tx, async (tx) => {
     await host.journal.append(stream, [{ type: RUN_EVENT.debounceStarted, data: {} }], { tx });
     const now = await tx.now();
-    const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
+    const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) as Window | undefined;
     // a run cancelled while its window was open takes no more input: this start opens a new window
     if (open && !(await ended(tx, open.runId))) {
       const due = Math.min(now + period, open.first + maxWait);
       const stored = await host.blobs.offload(tx, open.runId, input ?? null);
       await debounced(host, tx, open.runId, { input: stored, mode: open.mode, until: due });
-      await tx.projectionPut({ name: WINDOWS, key: stream, value: { ...open, last: now, due } satisfies Window });
+      await tx.projectionPut({
+        name: DEBOUNCE_WINDOWS,
+        key: stream,
+        value: { ...open, last: now, due } satisfies Window,
+      });
       await options.also?.(tx);
       return open.runId;
     }
@@ -84,14 +89,24 @@ export async function startDebounced(
       id: window.runId,
       notBefore: PARKED,
       also: async (tx) => {
-        await debounced(host, tx, window.runId, { mode: window.mode, until: window.due });
+        await debounced(host, tx, window.runId, { mode: window.mode, until: window.due, key: stream });
         await options.also?.(tx);
       },
     });
-    await tx.projectionPut({ name: WINDOWS, key: stream, value: window });
+    await tx.projectionPut({ name: DEBOUNCE_WINDOWS, key: stream, value: window });
     await timer(host, tx, stream, window);
     return window.runId;
   });
+}
+
+/**
+ * Whether debounced key `stream` has a window open (its timer closes it, deleting the row); a key with none is as a
+ * key never seen, so its stream may go (retention's `keys`).
+ *
+ * @example await debounceLive(tx, 'debounce:chat-reply:c-7') // true while the window is open
+ */
+export async function debounceLive(tx: Store, stream: string): Promise<boolean> {
+  return (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) !== undefined;
 }
 
 async function ended(tx: Store, runId: string): Promise<boolean> {
@@ -99,8 +114,29 @@ async function ended(tx: Store, runId: string): Promise<boolean> {
   return view === undefined || isTerminal(view.status);
 }
 
+const WAITING_FOR = 'debounced until ';
+
+/**
+ * Whether run `view` has not begun and its debounce window is open: a signal sent to it is journaled and kept, not a
+ * wake-up. As with Inngest's debounce (the function's run exists only once the period ended), the run's code begins
+ * only once its window closed, so no start of the window is missed; it then sees the signal. Its window's timer moves
+ * its parked pass to now; a cancel still wakes it. Reads nothing more for a run that began.
+ *
+ * @example if (!(await inOpenWindow(journal, tx, view))) await wake(tx, view.id)
+ */
+export async function inOpenWindow(journal: Journal, tx: Store, view: RunView): Promise<boolean> {
+  if ((view.status !== 'pending' && view.status !== 'waiting') || view.steps.length > 0) return false;
+  // the window's opening is among the run's first events (after its start, and its admission to its limits)
+  const first = await journal.readStream(runStream(view.id), { limit: 8, tx });
+  const opened = first.find((e) => e.type === RUN_EVENT.runDebounced)?.data as { key?: string } | undefined;
+  // a run from before windows named their key: its view says whether it waits for its window
+  if (opened?.key === undefined) return view.waitingFor?.startsWith(WAITING_FOR) ?? false;
+  const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: opened.key })) as Window | undefined;
+  return open?.runId === view.id;
+}
+
 function debounced(host: DelayedHost, tx: Store, runId: string, data: Record<string, unknown>): Promise<unknown> {
-  const waitingFor = `debounced until ${new Date(data.until as number).toISOString()}`;
+  const waitingFor = `${WAITING_FOR}${new Date(data.until as number).toISOString()}`;
   return host.journal.append(runStream(runId), [{ type: RUN_EVENT.runDebounced, data: { ...data, waitingFor } }], {
     tx,
   });
@@ -133,7 +169,7 @@ export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'que
     }
     await host.store.transaction(async (tx) => {
       const read = async () => {
-        const open = (await tx.projectionGet({ name: WINDOWS, key: stream })) as Window | undefined;
+        const open = (await tx.projectionGet({ name: DEBOUNCE_WINDOWS, key: stream })) as Window | undefined;
         return open?.runId === runId ? open : undefined;
       };
       const seen = await read();
@@ -144,7 +180,7 @@ export function debounceTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'que
       if (!open) return;
       const now = await tx.now();
       if (open.due > now) return void (await timer(host, tx, stream, open));
-      await tx.projectionDelete({ name: WINDOWS, key: stream });
+      await tx.projectionDelete({ name: DEBOUNCE_WINDOWS, key: stream });
       await release(host, tx, stream, runId, RELEASE_FIRST_MS);
     });
     return null;

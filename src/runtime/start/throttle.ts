@@ -3,12 +3,13 @@ import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { Throttle } from '../flow.js';
 import { runStream } from '../pass/history.js';
+import type { Store } from '../../storage/store.js';
 import type { Workflow } from '../workflow.js';
 import { delayStream, within, type DelayedHost } from './delayed.js';
 import type { StartOptions } from './start.js';
 
 /** The next free slot of each throttled key (by its stream): the theoretical arrival time of its next start, ms. */
-const SLOTS = 'throttle';
+export const THROTTLE_SLOTS = 'throttle';
 
 interface Slot {
   next: number;
@@ -38,10 +39,10 @@ export async function startThrottled(
   await within(host.store, options.tx, async (tx) => {
     await host.journal.append(stream, [{ type: RUN_EVENT.throttleStarted, data: { run_id: options.id } }], { tx });
     const now = await tx.now();
-    const taken = (await tx.projectionGet({ name: SLOTS, key: stream })) as Slot | undefined;
+    const taken = (await tx.projectionGet({ name: THROTTLE_SLOTS, key: stream })) as Slot | undefined;
     // an idle key's slot is now: a start finds no debt from long ago
     const next = Math.max(now, taken?.next ?? now);
-    await tx.projectionPut({ name: SLOTS, key: stream, value: { next: next + spacing } satisfies Slot });
+    await tx.projectionPut({ name: THROTTLE_SLOTS, key: stream, value: { next: next + spacing } satisfies Slot });
     const slot = Math.ceil(next);
     // every start's slot is journaled; only a start whose slot is later than now waits for it
     const delayed = slot > now;
@@ -55,6 +56,17 @@ export async function startThrottled(
       },
     });
   });
+}
+
+/**
+ * Whether throttled key `stream` holds a slot still to come: its next slot is later than `now`. A key whose next slot
+ * has passed is as a key never seen (a start takes `now`), so its state may go (retention's `keys`).
+ *
+ * @example await throttleLive(tx, 'throttle:crm-sync:acme', await tx.now()) // false: idle
+ */
+export async function throttleLive(tx: Store, stream: string, now: number): Promise<boolean> {
+  const taken = (await tx.projectionGet({ name: THROTTLE_SLOTS, key: stream })) as Slot | undefined;
+  return taken !== undefined && taken.next > now;
 }
 
 function iso(ms: number): string {
