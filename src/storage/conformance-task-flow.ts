@@ -52,6 +52,14 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
       const many = await s.taskClaim({ queue: 'fm', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'M' });
       expect(many.map((t) => t.id)).toEqual(['fm-A0', 'fm-B0', 'fm-A1', 'fm-B1', 'fm-A2']);
     });
+
+    it('claims a task of a group as it is inserted, for an idle worker, as any other', async () => {
+      const s = h.store();
+      const claim = { workerId: 'w-eager', leaseToken: 'L-fair', leaseMs: 30_000 };
+      const [r] = await s.taskEnqueue({ tasks: [{ ...task('fe', { id: 'fe1', fairBy: 'g' }), claim }] });
+      expect(r!.task).toMatchObject({ state: 'running', leaseToken: 'L-fair', fairBy: 'g' });
+      expect(await s.taskGet({ id: 'fe1' })).toEqual(r!.task);
+    });
   });
 
   describe('a full concurrency key at the enqueue', () => {
