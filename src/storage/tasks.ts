@@ -257,10 +257,11 @@ export function cancelledEvent(by: string, reason: string): NewEvent {
 
 /**
  * A task's turn in its fairness group (`NewTask.fairBy`): 1 ms after the group's last waiting turn (`last`), and never
- * before the queue's first waiting turn (`front`) nor after its own run-at: a group with nothing waiting goes to the
- * front of the line, one with a backlog behind its own. Start-time fair queuing, one task a turn.
+ * before the round after the queue's first waiting turn (`front` + 1; its run-at when that is not later): a group with
+ * nothing waiting joins the next round, one with a backlog goes behind its own. Start-time fair queuing, one task a
+ * turn; joining the next round, not the current one, a stream of new groups cannot hold back a group's next turn.
  */
 export function fairTurn(last: number | null, front: number | null, runAt: number): number {
-  const start = Math.min(front ?? runAt, runAt);
+  const start = front === null || front >= runAt ? runAt : front + 1;
   return last === null ? start : Math.max(last + 1, start);
 }

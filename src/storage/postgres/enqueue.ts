@@ -23,7 +23,8 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
   const runAt = 'coalesce(i.run_at, now.ms)';
   const fairAt = `CASE WHEN i.grp IS NOT NULL THEN greatest(
       (SELECT max(o.fair_at) FROM tasks o WHERE o.queue = i.queue AND o.fair_group = i.grp AND o.fair_group IS NOT NULL AND o.state = 'ready') + 1,
-      least(coalesce((SELECT min(o.fair_at) FROM tasks o WHERE o.queue = i.queue AND o.fair_group IS NOT NULL AND o.state = 'ready'), ${runAt}), ${runAt}))
+      coalesce((SELECT min(o.fair_at) + 1 FROM tasks o WHERE o.queue = i.queue AND o.fair_group IS NOT NULL AND o.state = 'ready'
+        HAVING min(o.fair_at) < ${runAt}), ${runAt}))
     + row_number() OVER (PARTITION BY i.queue, i.grp ORDER BY i.ord) - 1 END`;
   const limits = keyed
     ? {
