@@ -2,9 +2,10 @@
 -- different fairness groups take turns, so a group with 10,000 waiting does not starve one with 10.
 --
 -- A task may name its group (`fair_group`). As it is enqueued it gets a turn, `fair_at`: one
--- millisecond after its group's last waiting task, and never before the queue's oldest waiting turn
--- (a group with nothing waiting starts at the front of the line). Start-time fair queuing with a unit
--- cost of 1 ms: groups interleave, one task each. The claim still orders by `sort_at`, now the turn in
+-- millisecond after its group's last waiting task, and never before the round after the queue's
+-- first waiting turn (a group with nothing waiting joins the next round; `fairTurn` in
+-- src/storage/tasks.ts). Start-time fair queuing with a unit cost of 1 ms: groups interleave, one
+-- task each. A retried task keeps its turn. The claim still orders by `sort_at`, now the turn in
 -- place of the run-at for a task that has one, so it reads its tasks off the same index as before.
 ALTER TABLE tasks ADD COLUMN fair_group text COLLATE "C", ADD COLUMN fair_at bigint;
 
