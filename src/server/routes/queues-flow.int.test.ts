@@ -89,12 +89,18 @@ describe.each(backends)('queue limits and task concurrency over HTTP on $name', 
   });
 
   it('takes turns between fairness groups (fair_by), and refuses bad values naming the field', async () => {
-    await call('POST', '/queues/fq/tasks', { tasks: [1, 2, 3].map((n) => ({ payload: n, fair_by: 'big' })) });
+    const big = (
+      await call('POST', '/queues/fq/tasks', {
+        tasks: [1, 2, 3, 4].map((n) => ({ payload: n, fair_by: 'big', delay: '0s' })),
+      })
+    ).body.tasks.map((r: { task: { id: string } }) => r.task.id) as string[];
     const small = (await call('POST', '/queues/fq/tasks', { payload: 'small', fair_by: 'small' })).body.task.id;
-    const claimed = (await call('POST', '/queues/fq/claim', { worker: 'w', max: 2 })).body.tasks as Array<{
+    // small joins the next round: among the first three, before big's third and fourth
+    const claimed = (await call('POST', '/queues/fq/claim', { worker: 'w', max: 3 })).body.tasks as Array<{
       id: string;
     }>;
     expect(claimed.map((t) => t.id)).toContain(small);
+    expect(claimed.map((t) => t.id)).not.toContain(big[3]);
     const bad = await call('POST', '/queues/fq/tasks', {
       payload: 1,
       concurrency: { key: 'k', limit: 1, on_limit: 'x' },
