@@ -103,3 +103,49 @@ it('never runs more than the limit of a key across three worker processes, also 
   expect(cut).toBeGreaterThanOrEqual(1);
   expect(cut).toBeLessThanOrEqual(2);
 }, 120_000);
+
+it("gives a small fairness group its turns under a key's limit across three worker processes, one killed", async () => {
+  const database = await createPostgresDatabase();
+  const own = await createEngine({ database, workers: false });
+  try {
+    const workers = [worker(database), worker(database), worker(database)];
+    procs.push(...workers.map((w) => w.proc));
+    await until('the workers to start', () => workers.every((w) => w.isReady()), 60_000);
+    const concurrency = { key: 'model', limit: 2 };
+    // A's backlog first (a second back, so B's turns follow A's), then B's three
+    const a = await own.queue.enqueueMany(
+      'cc',
+      Array.from({ length: 16 }, (_, n) => ({ payload: { n }, concurrency, fairBy: 'A', runAt: Date.now() - 1000 })),
+    );
+    const b = await own.queue.enqueueMany(
+      'cc',
+      Array.from({ length: 3 }, (_, n) => ({ payload: { n }, concurrency, fairBy: 'B' })),
+    );
+    await until('a task to start', () => workers.some((w) => w.started.length > 0));
+    const victim = workers.find((w) => w.started.length > 0)!;
+    victim.proc.kill('SIGKILL');
+    await victim.exited;
+    const ids = [...a, ...b].map((r) => r.task.id);
+    await until(
+      'every task to complete',
+      async () => (await own.queue.list({ queue: 'cc', state: 'completed', limit: 100 })).length === ids.length,
+      60_000,
+    );
+    // each task's first claim, on the database clock
+    const first = new Map<string, number>();
+    for (const id of ids) {
+      const events = (await own.queue.history(id)).filter((e) => e.type !== 'task.enqueued');
+      expect(
+        events.filter((e) => e.type === TASK_COMPLETED),
+        `${id} completed once`,
+      ).toHaveLength(1);
+      first.set(id, Math.min(...events.map((e) => (e.data as { claimedAt: number }).claimedAt)));
+    }
+    const lastB = Math.max(...b.map((r) => first.get(r.task.id)!));
+    // turns A0, A1, B0, A2, B1, A3, B2: four of A before B's last (one more for a claim at the same millisecond)
+    const aBefore = a.filter((r) => first.get(r.task.id)! < lastB).length;
+    expect(aBefore).toBeLessThanOrEqual(5);
+  } finally {
+    await own.close();
+  }
+}, 150_000);

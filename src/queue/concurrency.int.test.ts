@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
-import { ValidationError } from '../errors.js';
+import { ConflictError, ValidationError } from '../errors.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
 
@@ -88,5 +88,42 @@ describe.each(backends)('task concurrency on $name', (backend) => {
     ).toBe('items[1].concurrency.limit');
     expect(await engine.queue.list({ queue: 'v' })).toEqual([]);
     expect(await engine.queue.listLimits()).toEqual([]);
+  });
+
+  it("gives each fairness group its turn under a queue's limit, with the engine's workers", async () => {
+    const order: string[] = [];
+    await engine.queue.setLimit('fair', 1);
+    await engine.queue.enqueueMany(
+      'fair',
+      Array.from({ length: 200 }, (_, i) => ({ payload: { group: 'A', i }, fairBy: 'tenant-a' })),
+    );
+    await engine.queue.enqueueMany(
+      'fair',
+      Array.from({ length: 10 }, (_, i) => ({ payload: { group: 'B', i }, fairBy: 'tenant-b' })),
+    );
+    engine.work(
+      'fair',
+      async (payload: { group: string }) => {
+        order.push(payload.group);
+        return null;
+      },
+      { concurrency: 4 },
+    );
+    await eventually(() => order.filter((g) => g === 'B').length === 10);
+    // B's ten went one each between A's: all of them within the first 21 (a worker may have taken A's first early)
+    expect(order.lastIndexOf('B')).toBeLessThan(21);
+  });
+
+  it('refuses a task over a full key (drop_newest) with a ConflictError naming the limit, and bad values', async () => {
+    const full = { concurrency: { key: 'user:9', limit: 1, onLimit: 'drop_newest' as const } };
+    await engine.queue.enqueue('drop', 1, full);
+    await expect(engine.queue.enqueue('drop', 2, full)).rejects.toThrow(ConflictError);
+    await expect(engine.queue.enqueueMany('drop', [{ payload: 3, ...full }])).rejects.toThrow(
+      'concurrency user:9 — 1 of 1 in use',
+    );
+    expect(await engine.queue.list({ queue: 'drop' })).toHaveLength(1);
+    const bad = { concurrency: { key: 'k', limit: 1, onLimit: 'newest' as never } };
+    await expect(engine.queue.enqueue('drop', 1, bad)).rejects.toThrow('concurrency.onLimit: must be one of');
+    await expect(engine.queue.enqueue('drop', 1, { fairBy: '' })).rejects.toThrow(ValidationError);
   });
 });

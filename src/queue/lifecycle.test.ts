@@ -8,7 +8,15 @@ describe('task lifecycle', () => {
 
   it('allows exactly the drawn edges', () => {
     expect([...allowed].sort()).toEqual(
-      ['dead->ready', 'null->ready', 'ready->running', 'running->completed', 'running->dead', 'running->ready'].sort(),
+      [
+        'dead->ready',
+        'null->ready',
+        'ready->dead',
+        'ready->running',
+        'running->completed',
+        'running->dead',
+        'running->ready',
+      ].sort(),
     );
     for (const from of states) {
       for (const to of states) {

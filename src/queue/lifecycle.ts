@@ -1,6 +1,6 @@
 import { ValidationError } from '../errors.js';
 import type { NewEvent, TaskState } from '../storage/store.js';
-import { TASK_COMPLETED, TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
+import { TASK_CANCELLED, TASK_COMPLETED, TASK_ENQUEUED, taskStream } from '../storage/tasks.js';
 
 export { taskStream };
 
@@ -31,6 +31,8 @@ export const taskTransitions = {
   expire: { from: 'running', to: 'ready', event: 'task.lease_expired' },
   expireDead: { from: 'running', to: 'dead', event: 'task.dead' },
   redrive: { from: 'dead', to: 'ready', event: 'task.redriven' },
+  // written by the store with the newer task of its key (`TaskConcurrency.onLimit: 'cancel_in_progress'`)
+  cancel: { from: 'ready', to: 'dead', event: TASK_CANCELLED },
 } as const satisfies Record<string, { from: TaskState | null; to: TaskState; event: string | null }>;
 
 export type TaskTransition = keyof typeof taskTransitions;

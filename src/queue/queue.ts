@@ -3,7 +3,7 @@ import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { checkJson, checkName } from '../json.js';
 import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '../storage/store.js';
-import type { QueueLimit, TaskConcurrency } from '../storage/tasks.js';
+import type { QueueLimit, TaskConcurrency, TaskOnLimit } from '../storage/tasks.js';
 import { checkQueueName, taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
 import { Worker } from './worker.js';
@@ -24,13 +24,23 @@ export interface EnqueueOptions {
   /**
    * At most `limit` tasks of `key` in this queue run at once, across every process; the others wait
    * in arrival order and are claimed as slots free up (a dead worker's slot within the liveness sweep's seconds).
+   * `onLimit` when the key is full (as many of its tasks waiting or running as `limit`): `queue` (default) waits;
+   * `drop_newest` refuses the task with a ConflictError naming the limit; `cancel_in_progress` cancels the key's
+   * oldest waiting task (dead, `task.cancelled` in its stream): the newest wins. A running task is not stopped.
    */
   concurrency?: TaskConcurrency;
+  /**
+   * The task's fairness group (a tenant, a user): waiting tasks of different groups take turns, one each, in the
+   * queue and within a concurrency key, so a group with 10,000 waiting does not starve one with 10.
+   */
+  fairBy?: string;
   /** Attempts before the task is dead (default from config). */
   maxAttempts?: number;
   /** Only a worker that has this tag (`WorkOptions.tags`) claims the task. */
   tag?: string;
 }
+
+const ON_LIMIT: readonly TaskOnLimit[] = ['queue', 'cancel_in_progress', 'drop_newest'];
 
 /** The largest limit of running tasks, of a key or a queue. */
 const LIMIT_MAX = 1_000_000;
@@ -231,6 +241,7 @@ export class TaskQueue {
         maxAttempts,
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
         ...(concurrency ? { concurrency } : {}),
+        ...(item.fairBy === undefined ? {} : { fairBy: checkName(at('fairBy'), item.fairBy) }),
       };
     });
   }
@@ -239,9 +250,12 @@ export class TaskQueue {
     if (typeof value !== 'object' || value === null || Array.isArray(value))
       throw new ValidationError(at('concurrency'), 'must be an object { key, limit }');
     const c = value as Record<string, unknown>;
+    if (c.onLimit !== undefined && !ON_LIMIT.includes(c.onLimit as TaskOnLimit))
+      throw new ValidationError(at('concurrency.onLimit'), `must be one of ${ON_LIMIT.join(', ')}`);
     return {
       key: checkName(at('concurrency.key'), c.key),
       limit: whole(c.limit, at('concurrency.limit'), LIMIT_MAX),
+      ...(c.onLimit === undefined ? {} : { onLimit: c.onLimit as TaskOnLimit }),
     };
   }
 
@@ -268,6 +282,9 @@ export class TaskQueue {
       }
       return results;
     }
+    // a key whose limit acts at the enqueue may refuse it: alone, never failing a batch of others' writes with it
+    if (tasks.some((t) => t.concurrency?.onLimit && t.concurrency.onLimit !== 'queue'))
+      return this.store.taskEnqueue({ tasks });
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an
     // ordering key waits for its turn, one with a run-at for its time: the claim decides
     const task = tasks[0]!;

@@ -6,6 +6,7 @@ import { subscriptionConformance } from './conformance-subscriptions.js';
 import { taskConformance } from './conformance-tasks.js';
 import { insertClaimConformance } from './conformance-claims.js';
 import { concurrencyConformance } from './conformance-concurrency.js';
+import { taskFlowConformance } from './conformance-task-flow.js';
 import { longrunConformance } from './conformance-longrun.js';
 import { maintenanceConformance } from './conformance-maintenance.js';
 import { readConformance } from './conformance-reads.js';
@@ -43,6 +44,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   taskConformance({ store: () => store, openAnother });
   insertClaimConformance({ store: () => store });
   concurrencyConformance({ store: () => store, openAnother });
+  taskFlowConformance({ store: () => store, openAnother });
   longrunConformance({ store: () => store, openAnother });
   agentLedgerConformance({ store: () => store });
   maintenanceConformance(() => store);

@@ -57,6 +57,8 @@ export interface TaskRow {
   claimed_at?: number | null;
   concurrency_key?: string | null;
   concurrency_limit?: number | null;
+  fair_group?: string | null;
+  fair_at?: number | null;
 }
 
 export function toTask(row: TaskRow, json: Json): Task {
@@ -81,6 +83,7 @@ export function toTask(row: TaskRow, json: Json): Task {
     tag: row.tag ?? null,
     claimedAt: row.claimed_at ?? null,
     ...(row.concurrency_key ? { concurrency: { key: row.concurrency_key, limit: row.concurrency_limit! } } : {}),
+    ...(row.fair_group ? { fairBy: row.fair_group } : {}),
   };
 }
 

@@ -7,7 +7,9 @@ export interface TaskStore {
    * Inserts tasks and journals each one it creates (`enqueuedEvent`, in its stream `taskStream(id)`):
    * one statement on PostgreSQL. A task whose (queue, idempotency key) exists returns the stored
    * one, `created: false`, and writes nothing. A task with a `claim` is claimed as it is inserted
-   * (`TaskClaim`), unless paused.
+   * (`TaskClaim`), unless paused. A task of a full concurrency key whose `onLimit` acts at the enqueue refuses the
+   * enqueue (`drop_newest`: ConflictError, nothing written) or cancels the key's oldest waiting task
+   * (`cancel_in_progress`), counted under the queue's claim lock; a task with a fairness group gets its turn (`fairTurn`).
    */
   taskEnqueue(p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>>;
   /**
@@ -18,8 +20,8 @@ export interface TaskStore {
    * always is). Nothing of a paused queue is claimed, nor a task whose tag names a paused workflow.
    * Of a concurrency key (`NewTask.concurrency`), only its oldest due tasks are claimable, as many as
    * its free slots (the limit of its oldest waiting task less the tasks of the key running); a queue
-   * with a limit (`queueLimitSet`) gets no more than its free slots. "First" is by run-at moved
-   * `AGING_STEP_MS` earlier per point of priority (aging), then arrival.
+   * with a limit (`queueLimitSet`) gets no more than its free slots. "First" is by run-at (a task of a
+   * fairness group: its turn) moved `AGING_STEP_MS` earlier per point of priority (aging), then arrival.
    */
   taskClaim(p: {
     queue: string;

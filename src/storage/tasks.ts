@@ -23,6 +23,11 @@ export interface NewTask {
    * a key are meant to share one limit: the claim reads it from the key's oldest waiting task.
    */
   concurrency?: TaskConcurrency | null;
+  /**
+   * The task's fairness group (a tenant, a user): waiting tasks of different groups take turns in the claim, one
+   * each, within the queue and within a concurrency key, so a group with 10,000 waiting does not starve one with 10.
+   */
+  fairBy?: string | null;
 }
 
 /**
@@ -34,7 +39,16 @@ export interface NewTask {
 export interface TaskConcurrency {
   key: string;
   limit: number;
+  /**
+   * What an enqueue does when the key is full (as many of its tasks waiting or running as the limit): `queue`
+   * (default) waits its turn; `drop_newest` refuses it (`ConflictError`); `cancel_in_progress` cancels the key's
+   * oldest waiting task (dead, journaled `task.cancelled`): the newest wins. A task already running is not stopped. Not stored: it acts at
+   * the enqueue only.
+   */
+  onLimit?: TaskOnLimit;
 }
+
+export type TaskOnLimit = 'queue' | 'cancel_in_progress' | 'drop_newest';
 
 /**
  * Priority aging: a task is claimed by its run-at moved this much earlier per point of priority
@@ -49,12 +63,15 @@ export interface QueueLimit {
   concurrency: number;
 }
 
-/** The order the claim takes ready tasks in (`sort_at`, then arrival). */
-export function claimOrder(
-  a: { run_at: number; priority: number; seq: number },
-  b: { run_at: number; priority: number; seq: number },
-): number {
-  return a.run_at - a.priority * AGING_STEP_MS - (b.run_at - b.priority * AGING_STEP_MS) || a.seq - b.seq;
+type Ordered = { run_at: number; priority: number; seq: number; fair_at?: number | null };
+
+/** The order the claim takes ready tasks in (`sort_at`: the turn of a task with a fairness group or its run-at, aged; then arrival). */
+export function claimOrder(a: Ordered, b: Ordered): number {
+  return (
+    Number(a.fair_at ?? a.run_at) -
+      a.priority * AGING_STEP_MS -
+      (Number(b.fair_at ?? b.run_at) - b.priority * AGING_STEP_MS) || a.seq - b.seq
+  );
 }
 
 /**
@@ -94,6 +111,8 @@ export interface Task {
   claimedAt: number | null;
   /** Only on a task that has one (`NewTask.concurrency`). */
   concurrency?: TaskConcurrency;
+  /** Only on a task that has one (`NewTask.fairBy`). */
+  fairBy?: string;
 }
 
 /** What a completion returns of each task it completed. */
@@ -156,6 +175,7 @@ export function insertedTask(
     tag: t.tag ?? null,
     claimedAt: claim ? row.now : null,
     ...(t.concurrency ? { concurrency: { key: t.concurrency.key, limit: t.concurrency.limit } } : {}),
+    ...(t.fairBy ? { fairBy: t.fairBy } : {}),
   };
 }
 
@@ -192,6 +212,7 @@ export function enqueuedEvent(task: Task): NewEvent {
       maxAttempts: task.maxAttempts,
       state: 'ready',
       ...(task.concurrency ? { concurrency: task.concurrency } : {}),
+      ...(task.fairBy ? { fairBy: task.fairBy } : {}),
     },
   };
 }
@@ -220,4 +241,27 @@ export function taskWakeups(ids: string[]): string[] {
 /** The wake-ups of an enqueue's events: the streams of the tasks it created. */
 export function enqueuedWakeups(results: Array<{ task: Task; created: boolean }>): string[] {
   return taskWakeups(results.filter((r) => r.created).map((r) => r.task.id));
+}
+
+/** The reason an enqueue over a full key is refused (`drop_newest`): the key, what it holds, its limit. */
+export function limitFull(c: TaskConcurrency, n: number): string {
+  return `concurrency ${c.key} — ${n} of ${c.limit} in use`;
+}
+
+/** The event a task cancelled by a newer one of its key (`cancel_in_progress`) has in its stream. */
+export const TASK_CANCELLED = 'task.cancelled';
+
+export function cancelledEvent(by: string, reason: string): NewEvent {
+  return { type: TASK_CANCELLED, data: { by, reason, state: 'dead' } };
+}
+
+/**
+ * A task's turn in its fairness group (`NewTask.fairBy`): 1 ms after the group's last waiting turn (`last`), and never
+ * before the round after the queue's first waiting turn (`front` + 1; its run-at when that is not later): a group with
+ * nothing waiting joins the next round, one with a backlog goes behind its own. Start-time fair queuing, one task a
+ * turn; joining the next round, not the current one, a stream of new groups cannot hold back a group's next turn.
+ */
+export function fairTurn(last: number | null, front: number | null, runAt: number): number {
+  const start = front === null || front >= runAt ? runAt : front + 1;
+  return last === null ? start : Math.max(last + 1, start);
 }

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storedWorkflows } from '../app/workflows.js';
 import type { Engine } from '../engine.js';
@@ -125,5 +127,97 @@ describe.each(backends)('stored workflows under debounce and rate limits on $nam
     });
     await expect(save).rejects.toBeInstanceOf(ValidationError);
     await expect(save).rejects.toThrow("steps[0].rate_limit.name: no rate limit named 'nope'");
+  });
+
+  it("charges what an http_request step's answer says it used (charge), past the unit it took", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ usage: { total_tokens: 40 } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      await engine.limits.define({ name: 'stored-tokens', limit: 100, period: '1h' });
+      const wf = await service.definitions.create({
+        name: 'charged',
+        steps: [
+          {
+            id: 'model',
+            type: 'http_request',
+            config: { url: `http://127.0.0.1:${port}/v1/answer` },
+            rate_limit: { name: 'stored-tokens', units: 1, charge: 'output.body.usage.total_tokens' },
+          },
+        ],
+      });
+      const { execution_id } = await service.executions.execute(wf.id, {});
+      await eventually(async () => (await service.executions.get(wf.id, execution_id)).status === 'success');
+      const charged = (await engine.journal.readStream(`run:${execution_id}`)).find(
+        (e) => e.type === 'step.rate_charged',
+      );
+      expect(charged?.data).toMatchObject({ charged: [{ name: 'stored-tokens', units: 39 }] });
+      // 40 of 100 used: 60 more fit, the 61st does not
+      expect(await engine.store.rateTake({ uses: [{ name: 'stored-tokens', key: '', units: 60 }] })).toEqual({
+        ok: true,
+      });
+      expect(await engine.store.rateTake({ uses: [{ name: 'stored-tokens', key: '', units: 1 }] })).toMatchObject({
+        ok: false,
+      });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('holds a wait_for_callback request and a function step at their rate limits', async () => {
+    await engine.limits.define({ name: 'stored-calls', limit: 1, period: '1h' });
+    await engine.store.rateTake({ uses: [{ name: 'stored-calls', key: '', units: 1 }] });
+    const steps = [
+      {
+        id: 'ask',
+        type: 'wait_for_callback',
+        timeout_seconds: 60,
+        config: { request: { url: 'http://127.0.0.1:9/never' } },
+        rate_limit: { name: 'stored-calls' },
+      },
+      { id: 'fn', type: 'function', config: { function: 'summarize' }, rate_limit: [{ name: 'stored-calls' }] },
+    ];
+    for (const [i, step] of steps.entries()) {
+      const wf = await service.definitions.create({ name: `rated-${i}`, steps: [step] });
+      const { execution_id } = await service.executions.execute(wf.id, {});
+      const waiting = await eventually(async () => {
+        const view = await engine.runs.find(execution_id);
+        return view?.status === 'waiting' && view;
+      });
+      expect(waiting.waitingFor).toMatch(/^rate limit stored-calls — next slot/);
+    }
+  });
+
+  it("refuses at save time a charge that is not a field of the step's output, and a function step's charge", async () => {
+    await engine.limits.define({ name: 'stored-x', limit: 1, period: '1h' });
+    const bad = service.definitions.create({
+      name: 'bad-charge',
+      steps: [
+        {
+          id: 'call',
+          type: 'http_request',
+          config: { url: 'https://x.example' },
+          rate_limit: { name: 'stored-x', charge: 'usage.tokens' },
+        },
+      ],
+    });
+    await expect(bad).rejects.toBeInstanceOf(ValidationError);
+    await expect(bad).rejects.toThrow("steps[0].rate_limit.charge: must name a field of the step's output");
+    const fn = service.definitions.create({
+      name: 'fn-charge',
+      steps: [
+        {
+          id: 'fn',
+          type: 'function',
+          config: { function: 'f' },
+          rate_limit: { name: 'stored-x', charge: 'output.tokens' },
+        },
+      ],
+    });
+    await expect(fn).rejects.toBeInstanceOf(ValidationError);
+    await expect(fn).rejects.toThrow(/steps\[0\]\.rate_limit.*charge/);
   });
 });

@@ -70,10 +70,25 @@ export const runFlowSchemas = schemas(
   z.string().describe("'input.<field>' (read from the run's input) or a constant ('openai')"),
 );
 
-/** A step's take of a named rate limit (`http_request` steps): the limit's name, its units, its key. */
+/**
+ * A step's take of a named rate limit (the steps that call out): the limit's name, its units, its key, and `charge`:
+ * what the call really used, read from the step's output after it (`output.body.usage.total_tokens`), charged to the
+ * limit past the units taken before it.
+ */
 export const rateLimitSchema = z
-  .object({ name: z.string(), units: z.number().optional(), key: key.optional() })
+  .object({
+    name: z.string(),
+    units: z.number().optional(),
+    key: key.optional(),
+    charge: z
+      .string()
+      .optional()
+      .describe("'output.<field>…': the units the call really used, read from the step's output after the call"),
+  })
   .strict();
+
+/** A `charge` as a stored step writes it: a field of the step's output. */
+const CHARGE = /^output(\.[A-Za-z_$][\w$-]*)+$/;
 
 /** The flow fields of a stored definition, as saved. */
 export interface StoredFlow {
@@ -173,6 +188,11 @@ export function flowProblems(
     if (problem) problems.push(problem);
     if (use.units !== undefined && !(Number.isFinite(use.units) && use.units > 0))
       problems.push({ path: `${path}.units`, message: `must be a positive number (got ${use.units})` });
+    if (use.charge !== undefined && !CHARGE.test(use.charge))
+      problems.push({
+        path: `${path}.charge`,
+        message: `must name a field of the step's output, as 'output.body.usage.total_tokens' (got '${use.charge}')`,
+      });
   }
   if (problems.length > 0) return problems;
   try {
@@ -237,15 +257,31 @@ export function executionFlow(
   return { options, keys };
 }
 
-/** A step's rate limits as the runtime takes them: `trigger.x` read from the run's input (its `trigger_data`). */
-export function stepRateLimit(use: z.output<typeof rateLimitSchema>): RateLimitUse {
+/**
+ * A step's rate limits as the runtime takes them: `trigger.x` read from the run's input (its `trigger_data`); `charge`
+ * reads the output's field (a field that is not a number charges nothing past the units taken).
+ */
+export function stepRateLimit(use: Omit<StoredRateLimit, 'charge'> & { charge?: string }): RateLimitUse {
+  const charge = use.charge?.slice('output.'.length);
   return {
     name: use.name,
     ...(use.units === undefined ? {} : { units: use.units }),
+    ...(charge === undefined ? {} : { charge: (output: unknown) => Number(fieldOf(output, charge)) }),
     ...(use.key === undefined
       ? {}
       : { key: use.key.startsWith('trigger.') ? `input.trigger_data.${use.key.slice(8)}` : use.key }),
   };
+}
+
+type StoredRateLimit = z.output<typeof rateLimitSchema>;
+
+/** A stored step's `rate_limit` (one or a list) as the step option takes it (`stepRateLimit` each). */
+export function rateLimitOf(step: {
+  rate_limit?: Omit<StoredRateLimit, 'charge'> | Array<Omit<StoredRateLimit, 'charge'>>;
+}): {
+  rateLimit?: RateLimitUse[];
+} {
+  return step.rate_limit ? { rateLimit: [step.rate_limit].flat().map(stepRateLimit) } : {};
 }
 
 /** The text of a key: a constant as written, or the trigger data's field (refused when missing). */

@@ -61,6 +61,11 @@ const stepBase = {
   compensate: httpConfig.extend({ when: guardTemplate.optional(), unless: guardTemplate.optional() }).optional(),
 };
 
+const rateLimitField = z.union([rateLimitSchema, z.array(rateLimitSchema).min(1).max(5)]).optional();
+// taken as the step starts, before its output exists: no `charge`
+const startRateLimit = rateLimitSchema.omit({ charge: true }).strict();
+const startRateLimitField = z.union([startRateLimit, z.array(startRateLimit).min(1).max(5)]).optional();
+
 const leafSchemas = [
   /** `rate_limit`: named limits (`/limits`) the request takes before it is sent; it waits durably for a slot. */
   z
@@ -68,16 +73,21 @@ const leafSchemas = [
       ...stepBase,
       type: z.literal('http_request'),
       config: httpConfig,
-      rate_limit: z.union([rateLimitSchema, z.array(rateLimitSchema).min(1).max(5)]).optional(),
+      rate_limit: rateLimitField,
     })
     .strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
   /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). */
   z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: pollCancel.optional() }).strict(),
-  z.object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig }).strict(),
-  /** A run of a registered function (docs/protocol.md, "Durable functions") as a child: its output is the step's. */
-  z.object({ ...stepBase, type: z.literal('function'), config: functionConfig }).strict(),
+  /** `rate_limit`: taken before its request is sent (`charge` reads the request's answer). */
+  z
+    .object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig, rate_limit: rateLimitField })
+    .strict(),
+  /** A run of a registered function (docs/protocol.md, "Durable functions") as a child: its output is the step's. `rate_limit`: taken before it starts. */
+  z
+    .object({ ...stepBase, type: z.literal('function'), config: functionConfig, rate_limit: startRateLimitField })
+    .strict(),
   z.object({ ...stepBase, type: z.literal('sleep'), config: sleepConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('wait_for_event'), config: waitForEventConfig }).strict(),
   /** A child run: a stored workflow's execution or a code workflow's run; its output is the step's. */
@@ -291,7 +301,7 @@ export function rateLimits(definition: Definition): Array<[z.output<typeof rateL
       for (const [branch, steps] of Object.entries(step.config.branches))
         for (const [j, s] of steps.entries()) visit(s, `${path}.config.branches.${branch}[${j}]`);
     if (step.type === 'map') for (const [j, s] of step.config.steps.entries()) visit(s, `${path}.config.steps[${j}]`);
-    if (step.type !== 'http_request' || step.rate_limit === undefined) return;
+    if (!('rate_limit' in step) || step.rate_limit === undefined) return;
     if (!Array.isArray(step.rate_limit)) out.push([step.rate_limit, `${path}.rate_limit`]);
     else for (const [i, use] of step.rate_limit.entries()) out.push([use, `${path}.rate_limit[${i}]`]);
   };

@@ -66,4 +66,49 @@ describe.each(backends)('queue limits and task concurrency over HTTP on $name', 
     expect(first).toHaveLength(3);
     expect(await claim('kq')).toHaveLength(0);
   });
+
+  it('drop_newest answers 409 naming the limit; cancel_in_progress cancels the oldest waiting task of the key', async () => {
+    const drop = (payload: number) =>
+      call('POST', '/queues/dq/tasks', { payload, concurrency: { key: 'user:7', limit: 1, on_limit: 'drop_newest' } });
+    expect((await drop(1)).status).toBe(201);
+    const refused = await drop(2);
+    expect(refused.status).toBe(409);
+    expect(JSON.stringify(refused.body)).toContain('concurrency user:7 — 1 of 1 in use');
+    const cancel = async (payload: number) =>
+      (
+        await call('POST', '/queues/cq/tasks', {
+          payload,
+          concurrency: { key: 'chat:1', limit: 1, on_limit: 'cancel_in_progress' },
+        })
+      ).body.task.id as string;
+    const first = await cancel(1);
+    const second = await cancel(2);
+    expect((await claim('cq')).map((t) => t.id)).toEqual([second]);
+    const gone = await call('GET', `/tasks/${first}/events`);
+    expect(gone.body.events.map((e: { type: string }) => e.type)).toEqual(['task.enqueued', 'task.cancelled']);
+  });
+
+  it('takes turns between fairness groups (fair_by), and refuses bad values naming the field', async () => {
+    const big = (
+      await call('POST', '/queues/fq/tasks', {
+        tasks: [1, 2, 3, 4].map((n) => ({ payload: n, fair_by: 'big', delay: '0s' })),
+      })
+    ).body.tasks.map((r: { task: { id: string } }) => r.task.id) as string[];
+    const small = (await call('POST', '/queues/fq/tasks', { payload: 'small', fair_by: 'small' })).body.task.id;
+    // small joins the next round: among the first three, before big's third and fourth
+    const claimed = (await call('POST', '/queues/fq/claim', { worker: 'w', max: 3 })).body.tasks as Array<{
+      id: string;
+    }>;
+    expect(claimed.map((t) => t.id)).toContain(small);
+    expect(claimed.map((t) => t.id)).not.toContain(big[3]);
+    const bad = await call('POST', '/queues/fq/tasks', {
+      payload: 1,
+      concurrency: { key: 'k', limit: 1, on_limit: 'x' },
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('on_limit');
+    const empty = await call('POST', '/queues/fq/tasks', { payload: 1, fair_by: '' });
+    expect(empty.status).toBe(400);
+    expect(JSON.stringify(empty.body)).toContain('fair_by');
+  });
 });

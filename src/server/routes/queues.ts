@@ -49,9 +49,24 @@ const newTask = z.object({
     .optional()
     .describe('higher runs first; a waiting task ages: one point per 10 s waited, so none starves'),
   concurrency: z
-    .object({ key: z.string().min(1).max(256), limit: z.int().min(1).max(LIMIT_MAX) })
+    .object({
+      key: z.string().min(1).max(256),
+      limit: z.int().min(1).max(LIMIT_MAX),
+      on_limit: z
+        .enum(['queue', 'cancel_in_progress', 'drop_newest'])
+        .optional()
+        .describe(
+          "when the key is full (as many waiting or running as the limit): queue (default) waits; drop_newest answers 409 naming the limit; cancel_in_progress cancels the key's oldest waiting task",
+        ),
+    })
     .optional()
     .describe('at most `limit` tasks of `key` in this queue run at once, across every worker; the rest wait in order'),
+  fair_by: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("the task's fairness group (a tenant): waiting tasks of different groups take turns, one each"),
   delay: duration(0, 365 * DAY, 'from 0 to 365 days').optional(),
   run_at: z.iso.datetime({ offset: true }).optional(),
   max_attempts: z.int().min(1).max(1000).optional(),
@@ -119,7 +134,16 @@ const options = (item: Partial<NewTaskBody>): EnqueueOptions & { payload: unknow
   ...(item.idempotency_key === undefined ? {} : { idempotencyKey: item.idempotency_key }),
   ...(item.ordering_key === undefined ? {} : { orderingKey: item.ordering_key }),
   ...(item.priority === undefined ? {} : { priority: item.priority }),
-  ...(item.concurrency === undefined ? {} : { concurrency: item.concurrency }),
+  ...(item.concurrency === undefined
+    ? {}
+    : {
+        concurrency: {
+          key: item.concurrency.key,
+          limit: item.concurrency.limit,
+          ...(item.concurrency.on_limit === undefined ? {} : { onLimit: item.concurrency.on_limit }),
+        },
+      }),
+  ...(item.fair_by === undefined ? {} : { fairBy: item.fair_by }),
   ...(item.max_attempts === undefined ? {} : { maxAttempts: item.max_attempts }),
   ...(item.delay === undefined ? {} : { runAt: Date.now() + item.delay }),
   ...(item.run_at === undefined ? {} : { runAt: Date.parse(item.run_at) }),

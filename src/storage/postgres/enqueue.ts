@@ -1,7 +1,8 @@
 import type { NewTask, Task } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db, type Sql } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
-import { insertedTask, TASK_ENQUEUED } from '../tasks.js';
+import { ConflictError } from '../../errors.js';
+import { insertedTask, limitFull, TASK_CANCELLED, TASK_ENQUEUED } from '../tasks.js';
 import { NOW } from './tasks.js';
 
 /**
@@ -16,17 +17,26 @@ import { NOW } from './tasks.js';
  */
 function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string {
   // With concurrency keys ($10 keys, $11 limits): columns of their own, so an enqueue without one is planned as before.
-  const c0 = keyed ? 12 : 10;
+  // With fairness groups ($12): the task's turn (`fairTurn` in ../tasks.ts, here for a batch: the group's tasks of the
+  // batch take the turns after its first, one each). greatest() passes over a group with nothing waiting (null).
+  const c0 = keyed ? 13 : 10;
+  const runAt = 'coalesce(i.run_at, now.ms)';
+  const fairAt = `CASE WHEN i.grp IS NOT NULL THEN greatest(
+      (SELECT max(o.fair_at) FROM tasks o WHERE o.queue = i.queue AND o.fair_group = i.grp AND o.fair_group IS NOT NULL AND o.state = 'ready') + 1,
+      coalesce((SELECT min(o.fair_at) + 1 FROM tasks o WHERE o.queue = i.queue AND o.fair_group IS NOT NULL AND o.state = 'ready'
+        HAVING min(o.fair_at) < ${runAt}), ${runAt}))
+    + row_number() OVER (PARTITION BY i.queue, i.grp ORDER BY i.ord) - 1 END`;
   const limits = keyed
     ? {
-        columns: ', concurrency_key, concurrency_limit',
-        values: ', i.ckey, i.climit',
-        rows: ', unnest($10::text[]), unnest($11::int[])',
-        names: ', ckey, climit',
-        returning: ', concurrency_key, concurrency_limit',
+        columns: ', concurrency_key, concurrency_limit, fair_group, fair_at',
+        values: `, i.ckey, i.climit, i.grp, ${fairAt}`,
+        rows: ', unnest($10::text[]), unnest($11::int[]), unnest($12::text[])',
+        names: ', ckey, climit, grp',
+        returning: ', concurrency_key, concurrency_limit, fair_group',
         event: ` || CASE WHEN u.concurrency_key IS NULL THEN '{}'::jsonb
           ELSE jsonb_build_object('concurrency',
-            jsonb_build_object('key', u.concurrency_key, 'limit', u.concurrency_limit)) END`,
+            jsonb_build_object('key', u.concurrency_key, 'limit', u.concurrency_limit)) END
+          || CASE WHEN u.fair_group IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('fairBy', u.fair_group) END`,
       }
     : { columns: '', values: '', rows: '', names: '', returning: '', event: '' };
   // With claims (`TaskClaim` per task: $10 workers, $11 lease tokens, $12 lease ms, null for a task without one), a task
@@ -88,13 +98,75 @@ const keyedSql = (withKeys: boolean, claimed: boolean): Sql =>
 
 const keyOf = (queue: string, key: string | null) => `${queue}\u0000${key}`;
 
-export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>> {
+/** A task whose key's limit acts at the enqueue (`TaskConcurrency.onLimit`). */
+const gated = (x: NewTask) =>
+  x.concurrency?.onLimit === 'drop_newest' || x.concurrency?.onLimit === 'cancel_in_progress';
+
+/** Whether an enqueue of `tasks` needs a transaction of its own (the store opens one): a gate takes a lock until its commit. */
+export const needsTransaction = (tasks: NewTask[]): boolean => tasks.some(gated);
+
+// The queue's claim lock (rl_task_claim_tagged): a gated enqueue counts the key's tasks under it, so two enqueues (and a
+// claim) never both see the last free place. Its own statement: the count's snapshot is taken after the lock is held.
+const GATE_LOCK = prepared('task_gate_lock', 'SELECT pg_advisory_xact_lock(1919053, hashtext($1))');
+const GATE_COUNT = prepared(
+  'task_gate_count',
+  `SELECT count(*)::int AS n,
+     (SELECT row_to_json(e) FROM (SELECT * FROM tasks WHERE queue = $1 AND idempotency_key = $3) e) AS existing
+   FROM tasks WHERE queue = $1 AND concurrency_key = $2 AND state IN ('ready', 'running')`,
+);
+// cancel_in_progress: the key's oldest waiting task is dead, and says why in its stream
+const GATE_CANCEL = prepared(
+  'task_gate_cancel',
+  `${NOW},
+  c AS (UPDATE tasks SET state = 'dead', last_error = $3, updated_at = (SELECT ms FROM now)
+    WHERE id = (SELECT id FROM tasks WHERE queue = $1 AND concurrency_key = $2 AND state = 'ready' ORDER BY seq LIMIT 1)
+      AND state = 'ready'
+    RETURNING id)
+  INSERT INTO events (stream_id, version, type, data, metadata, created_at)
+  SELECT 'task:' || c.id, coalesce((SELECT max(e.version) FROM events e WHERE e.stream_id = 'task:' || c.id), 0) + 1,
+    '${TASK_CANCELLED}', jsonb_build_object('by', $4::text, 'reason', $3::text, 'state', 'dead'), '{}', (SELECT ms FROM now)
+  FROM c`,
+);
+
+/** Each task in turn, a gated one after its key's check (in the store's transaction: see `needsTransaction`). */
+async function enqueueGated(db: Db, tasks: NewTask[]): Promise<Array<{ task: Task; created: boolean }>> {
+  const out: Array<{ task: Task; created: boolean }> = [];
+  for (const x of tasks) {
+    const c = x.concurrency;
+    if (c && gated(x)) {
+      await db.rows(GATE_LOCK, [x.queue]);
+      const [row] = await db.rows<{ n: number; existing: TaskRow | null }>(GATE_COUNT, [
+        x.queue,
+        c.key,
+        x.idempotencyKey,
+      ]);
+      if (row!.existing) {
+        out.push({ task: toTask(row!.existing, asParsed), created: false });
+        continue;
+      }
+      if (row!.n >= c.limit) {
+        if (c.onLimit === 'drop_newest') throw new ConflictError(limitFull(c, row!.n));
+        const reason = `cancelled: task ${x.id} of concurrency ${c.key} is newer (cancel_in_progress)`;
+        await db.rows(GATE_CANCEL, [x.queue, c.key, reason, x.id]);
+      }
+    }
+    out.push(...(await taskEnqueue(db, { tasks: [x] }, true)));
+  }
+  return out;
+}
+
+export async function taskEnqueue(
+  db: Db,
+  p: { tasks: NewTask[] },
+  checked = false,
+): Promise<Array<{ task: Task; created: boolean }>> {
   const t = p.tasks;
   if (t.length === 0) return [];
+  if (!checked && t.some(gated)) return enqueueGated(db, t);
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
   const keys = t.some((x) => x.idempotencyKey !== null);
   const claimed = t.some((x) => x.claim !== undefined);
-  const keyed = t.some((x) => x.concurrency);
+  const keyed = t.some((x) => x.concurrency || x.fairBy);
   const sql = keyed
     ? keyedSql(keys, claimed)
     : claimed
@@ -117,7 +189,11 @@ export async function taskEnqueue(db: Db, p: { tasks: NewTask[] }): Promise<Arra
       numberArray(c.map((x) => x.maxAttempts)),
       textArray(c.map((x) => x.tag ?? null)),
       ...(keyed
-        ? [textArray(c.map((x) => x.concurrency?.key ?? null)), numberArray(c.map((x) => x.concurrency?.limit ?? null))]
+        ? [
+            textArray(c.map((x) => x.concurrency?.key ?? null)),
+            numberArray(c.map((x) => x.concurrency?.limit ?? null)),
+            textArray(c.map((x) => x.fairBy ?? null)),
+          ]
         : []),
       ...(claimed
         ? [

@@ -239,7 +239,8 @@ class PostgresStore implements Store {
 
   taskEnqueue: Store['taskEnqueue'] = async (p) => {
     // a big one in a transaction of its own: its statements go pipelined (`enqueue.taskEnqueue`)
-    if (!this.tx && p.tasks.length >= 2 * enqueue.PIPELINED) return this.transaction((tx) => tx.taskEnqueue(p));
+    if (!this.tx && (p.tasks.length >= 2 * enqueue.PIPELINED || enqueue.needsTransaction(p.tasks)))
+      return this.transaction((tx) => tx.taskEnqueue(p));
     const results = await enqueue.taskEnqueue(this.db, p);
     // a task claimed as it was inserted is no news for workers
     this.wake('tasks', new Set(results.filter((r) => r.created && r.task.state === 'ready').map((r) => r.task.queue)));

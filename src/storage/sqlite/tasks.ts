@@ -1,10 +1,11 @@
 import { LeaseLostError, NotFoundError } from '../../errors.js';
-import type { CompletedTask, Lease, NewTask, Task, TaskState } from '../store.js';
+import type { CompletedTask, Lease, NewEvent, NewTask, Task, TaskState } from '../store.js';
 import { claimOrder, completedEvent, enqueuedEvent, insertedTask, taskStream } from '../tasks.js';
 import { eventAppend } from './events.js';
 import { bySize, chunks, placeholders } from './chunks.js';
 import type { Statements } from './connection.js';
-import { QUEUE_SLOTS, SLOTS } from './task-limits.js';
+import { enqueueFlow, QUEUE_SLOTS, SLOTS } from './task-limits.js';
+import { TASK_COLUMNS, taskRow } from './task-rows.js';
 import { fromText, toTask, type TaskRow } from '../rows.js';
 
 export { queueLimitList, queueLimitSet } from './task-limits.js';
@@ -21,8 +22,8 @@ export function taskGet(s: Statements, p: { id: string }): Task {
  * parameters and `RETURNING *` read back and parsed, 4.5–6 µs so.
  */
 const INSERT = `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
-    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit, fair_group, fair_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 
 export function taskEnqueue(
@@ -32,14 +33,20 @@ export function taskEnqueue(
 ): Array<{ task: Task; created: boolean }> {
   const insert = s.get(INSERT);
   const claimable = s.get(CLAIMABLE_NEW);
+  const cancelled: Array<{ streamId: string; events: NewEvent[] }> = [];
   const results = p.tasks.map((t) => {
+    const runAt = t.runAt ?? now;
+    // a repeated enqueue (its idempotency key) returns the task without refusing or cancelling anything
+    const existing = t.idempotencyKey !== null && (t.concurrency || t.fairBy) && byKey(s, t.queue, t.idempotencyKey);
+    if (existing) return { task: toTask(existing, fromText), created: false };
+    const flow = t.concurrency || t.fairBy ? enqueueFlow(s, now, t, runAt) : null;
+    if (flow) cancelled.push(...flow.cancelled);
     const c = t.claim;
     const claimed =
       c !== undefined &&
       !t.concurrency &&
       claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
     const payload = JSON.stringify(t.payload ?? null);
-    const runAt = t.runAt ?? now;
     const expires = claimed ? now + c.leaseMs : null;
     const { changes } = insert.run(
       t.id,
@@ -61,23 +68,26 @@ export function taskEnqueue(
       claimed ? now : null,
       t.concurrency?.key ?? null,
       t.concurrency?.limit ?? null,
+      t.fairBy ?? null,
+      flow?.fairAt ?? null,
     );
     if (changes > 0)
       return {
         task: insertedTask(t, payload, { state: claimed ? 'running' : 'ready', now, runAt, leaseExpiresAt: expires }),
         created: true,
       };
-    const existing = s
-      .get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?')
-      .get(t.queue, t.idempotencyKey) as TaskRow;
-    return { task: toTask(existing, fromText), created: false };
+    return { task: toTask(byKey(s, t.queue, t.idempotencyKey!)!, fromText), created: false };
   });
   const appends = results
     .filter((r) => r.created)
-    .map(({ task }) => ({ streamId: taskStream(task.id), events: [enqueuedEvent(task)] }));
+    .map(({ task }) => ({ streamId: taskStream(task.id), events: [enqueuedEvent(task)] }))
+    .concat(cancelled);
   if (appends.length > 0) eventAppend(s, now, { appends });
   return results;
 }
+
+const byKey = (s: Statements, queue: string, key: string) =>
+  s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(queue, key) as TaskRow | undefined;
 
 // A tagged task only for a worker that has its tag (@tags NULL: any); nothing paused (migration 070).
 const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM json_each(@tags)))
@@ -125,66 +135,9 @@ export function taskClaim(
   return rows.map((row) => toTask(row, fromText));
 }
 
-/**
- * The columns of a TaskRow, in the order `taskRow` reads them. The claim reads its rows as arrays
- * (`raw`): better-sqlite3 builds an object per row with a property per column, which cost a third
- * of the claim (measured: 85 tasks per claim, 5.9 → 4.3 µs per task).
- */
-const TASK_COLUMNS = [
-  'seq',
-  'id',
-  'queue',
-  'state',
-  'payload',
-  'idempotency_key',
-  'ordering_key',
-  'run_at',
-  'priority',
-  'attempts',
-  'max_attempts',
-  'lease_token',
-  'lease_expires_at',
-  'worker_id',
-  'last_error',
-  'result',
-  'created_at',
-  'updated_at',
-  'tag',
-  'claimed_at',
-  'concurrency_key',
-  'concurrency_limit',
-] as const;
-
 const CLAIM = `${SLOTS}
   UPDATE tasks SET state = 'running', attempts = attempts + 1, lease_token = @token, lease_expires_at = @expires, worker_id = @worker, updated_at = @now, claimed_at = @now
   WHERE seq IN (${CLAIMABLE}) RETURNING ${TASK_COLUMNS.join(', ')}`;
-
-function taskRow(v: unknown[]): TaskRow {
-  return {
-    seq: v[0] as number,
-    id: v[1] as string,
-    queue: v[2] as string,
-    state: v[3] as TaskState,
-    payload: v[4],
-    idempotency_key: v[5] as string | null,
-    ordering_key: v[6] as string | null,
-    run_at: v[7] as number,
-    priority: v[8] as number,
-    attempts: v[9] as number,
-    max_attempts: v[10] as number,
-    lease_token: v[11] as string | null,
-    lease_expires_at: v[12] as number | null,
-    worker_id: v[13] as string | null,
-    last_error: v[14] as string | null,
-    result: v[15],
-    created_at: v[16] as number,
-    updated_at: v[17] as number,
-    tag: v[18] as string | null,
-    claimed_at: v[19] as number | null,
-    concurrency_key: v[20] as string | null,
-    concurrency_limit: v[21] as number | null,
-  };
-}
 
 export function taskHeartbeat(s: Statements, now: number, p: { leases: Lease[]; leaseMs: number }): string[] {
   const extend = s.get(

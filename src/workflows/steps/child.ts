@@ -3,6 +3,7 @@ import type { Workflow, WorkflowContext } from '../../runtime/workflow.js';
 import type { Definitions } from '../definitions.js';
 import type { ExecutionInput } from '../interpreter.js';
 import { isTemplate } from '../templates.js';
+import { rateLimitOf } from '../flow.js';
 import { mask } from '../mask.js';
 import type { LeafStep } from '../schema.js';
 import { act, finish, type StoredRun } from './run.js';
@@ -142,7 +143,12 @@ function plan(
         const input = await children.stored(ref, config!.input ?? {});
         return { kind: 'stored', name: input.workflow_id, input };
       }),
-    { retry: { maxAttempts: 1 }, input: problem === null ? mask(rendered, run.hidden) : null },
+    {
+      retry: { maxAttempts: 1 },
+      input: problem === null ? mask(rendered, run.hidden) : null,
+      // a function step takes its rate limits as it starts the function
+      ...(step.type === 'function' ? rateLimitOf(step) : {}),
+    },
   ) as Promise<Planned>;
 }
 

@@ -19,7 +19,7 @@ import { plainItems } from './item.js';
 import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
 import { sleepStep, waitForEventStep } from './waits.js';
-import { stepRateLimit } from '../flow.js';
+import { rateLimitOf } from '../flow.js';
 
 /** One execution of a stored workflow as its steps see it: the outputs so far (shared by parallel branches: ids are unique). */
 export interface StoredRun {
@@ -180,9 +180,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
       ...common,
       ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
       ...compensation(run, step),
-      ...(step.type === 'http_request' && step.rate_limit
-        ? { rateLimit: [step.rate_limit].flat().map(stepRateLimit) }
-        : {}),
+      ...(step.type === 'http_request' ? rateLimitOf(step) : {}),
     },
   );
 }
@@ -206,6 +204,7 @@ async function waitForCallback(
       {
         retry: retryPolicy(step),
         input: problem === null ? mask(rendered, run.hidden) : null,
+        ...rateLimitOf(step),
       },
     );
   }
