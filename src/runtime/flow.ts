@@ -49,6 +49,19 @@ export interface Debounce {
   mode?: 'last' | 'all';
 }
 
+/**
+ * Starts of one key become one run of up to `maxSize` inputs: the run's input is the list of them, in start order.
+ * The run begins when its batch holds `maxSize` inputs (at once) or `timeout` after the batch's first input, with
+ * fewer; the next start opens a new batch. Every start returns the id of the run its input went into.
+ */
+export interface Batch {
+  key?: string;
+  /** 1…10,000 inputs per run. */
+  maxSize: number;
+  /** 1 s…1 day from the batch's first input. */
+  timeout: Duration;
+}
+
 /** What a run may use in all. Passing it fails the run naming the budget and the figures, or pauses it for approval. */
 export interface Budget {
   tokens?: number;
@@ -85,5 +98,6 @@ export interface FlowOptions {
   priority?: number;
   throttle?: Throttle;
   debounce?: Debounce;
+  batch?: Batch;
   budget?: Budget;
 }

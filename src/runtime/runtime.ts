@@ -23,6 +23,7 @@ import { claimsOf, LimitReachedError, release, type LimitHost } from './start/li
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
 import { startDebounced } from './start/debounce.js';
+import { batchOf, startBatched } from './start/batch.js';
 import { startThrottled } from './start/throttle.js';
 import { ResultWaiters } from './results.js';
 
@@ -144,6 +145,8 @@ export class Runtime {
     });
     if (delay && 'debounce' in delay)
       return this.handle<O>(await startDebounced(host(), wf, input, options, delay.debounce));
+    const batch = batchOf(wf, options);
+    if (batch) return this.handle<O>(await startBatched(host(), wf, input, options, batch));
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     try {
       if (delay) await startThrottled(host(), wf, input, { ...options, id }, delay.throttle);

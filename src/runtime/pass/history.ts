@@ -108,6 +108,7 @@ export class History {
         this.parent = data.parent ?? null;
         return;
       case RUN_EVENT.runDebounced:
+      case RUN_EVENT.runBatched:
         // a later start of the run's debounce window: its input replaces the run's (last) or joins the list (all)
         if ('input' in data) this.input = data.mode === 'all' ? [...(this.input as unknown[]), data.input] : data.input;
         return;

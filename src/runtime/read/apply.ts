@@ -87,6 +87,7 @@ export function apply(view: RunView, event: StoredEvent): void {
       return;
     case RUN_EVENT.runThrottled:
     case RUN_EVENT.runDebounced:
+    case RUN_EVENT.runBatched:
       // a later start of a debounce window: its input is the run's (last) or joins the list (all), as History reads it
       if ('input' in data) view.input = data.mode === 'all' ? [...(view.input as unknown[]), data.input] : data.input;
       if (data.waitingFor && (view.status === 'pending' || view.status === 'waiting'))
