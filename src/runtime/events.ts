@@ -170,10 +170,10 @@ export const keyEventTable = {
   debounceStarted: { type: 'debounce.started', kind: 'key', terminal: false, view: 'none: the run shows its window' },
   /** The window's timer came due: the append locks the key while the window is closed (or its timer moved). */
   debounceDue: { type: 'debounce.due', kind: 'key', terminal: false, view: 'none' },
-  /** A start of a batched key (`batch:<wf>:<key>`): the append locks the key while its open batch is read. */
-  batchStarted: { type: 'batch.started', kind: 'key', terminal: false, view: 'none: the run shows its batch' },
+  /** A start of a batched key (`batching:<wf>:<key>`): the append locks the key while its open batch is read. */
+  batchingStarted: { type: 'batching.started', kind: 'key', terminal: false, view: 'none: the run shows its batch' },
   /** A batch's timeout came due: the append locks the key while the batch is closed. */
-  batchDue: { type: 'batch.due', kind: 'key', terminal: false, view: 'none' },
+  batchingDue: { type: 'batching.due', kind: 'key', terminal: false, view: 'none' },
 } as const;
 
 type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;

@@ -121,7 +121,9 @@ function batch(value: unknown, path: string): Batch {
   const timeout = checkPeriod(b.timeout, `${path}.timeout`);
   if (toMs(timeout) > BATCH_TIMEOUT_MAX_MS)
     throw new ValidationError(`${path}.timeout`, `must be from 1s to 1d (got ${JSON.stringify(b.timeout)})`);
-  return { ...key, maxSize, timeout };
+  if (b.into !== undefined && (typeof b.into !== 'string' || !/^[A-Za-z_]\w{0,63}$/.test(b.into)))
+    throw new ValidationError(`${path}.into`, 'must be the name of a field of the input');
+  return { ...key, maxSize, timeout, ...(b.into === undefined ? {} : { into: b.into as string }) };
 }
 
 /**

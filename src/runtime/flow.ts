@@ -60,6 +60,11 @@ export interface Batch {
   maxSize: number;
   /** 1 s…1 day from the batch's first input. */
   timeout: Duration;
+  /**
+   * The field of the run's input that collects the list (a stored execution's `trigger_data`: the rest of its input is
+   * the first start's); by default the run's input is the list.
+   */
+  into?: string;
 }
 
 /** What a run may use in all. Passing it fails the run naming the budget and the figures, or pauses it for approval. */

@@ -14,10 +14,10 @@ import { within, type DelayedHost } from './delayed.js';
 import type { StartOptions } from './start.js';
 
 /** The queue of the batches' timeouts: one task per batch, at its first input's time plus its timeout. */
-export const BATCH_QUEUE = 'runledger.batch';
+export const BATCH_QUEUE = 'runledger.batching';
 
 /** The open batch of each batched key (by its stream); none once it is full or its timeout closed it. */
-const BATCHES = 'batch';
+const BATCHES = 'batching';
 
 /** The first pass of a batch's run is parked here until the batch closes (see debounce.ts, the same shape). */
 const PARKED = Date.UTC(9999, 11, 31);
@@ -53,7 +53,7 @@ export function batchOf(wf: Workflow, options: StartOptions): Batch | null {
  * A batched start: starts of one key (`batch.key` over the input, or one key for the workflow) become one run whose
  * input is the list of their inputs, in the order they took the key's lock. The first start of a batch starts the run
  * with its pass parked, records the batch and enqueues its timer at `timeout` after it; a later start, under the key's
- * lock (the append of `batch.started` to `batch:<wf>:<key>`), appends its input to the run (`run.batched`). The start
+ * lock (the append of `batching.started` to `batching:<wf>:<key>`), appends its input to the run (`run.batched`). The start
  * that fills the batch (`maxSize`) closes it and moves the run's pass to now, in its transaction; the next start opens
  * a new batch. Every start returns the run its input went into. The run shows `waiting`, "batch 3 of 100 — until <iso>".
  *
@@ -69,16 +69,18 @@ export async function startBatched(
   if (options.id !== undefined)
     throw new ValidationError('id', "a batched start takes no run id: every start of a batch joins the batch's run");
   const key = batch.key === undefined ? null : resolveKey(batch.key, input, 'batch.key');
-  const stream = `batch:${wf.name}:${key ?? '*'}`;
+  // `batching:`, not `batch:`: a stored workflow's batch of executions (workflows/batches.ts) is `batch:<id>`
+  const stream = `batching:${wf.name}:${key ?? '*'}`;
   return within(host.store, options.tx, async (tx) => {
-    await host.journal.append(stream, [{ type: RUN_EVENT.batchStarted, data: {} }], { tx });
+    await host.journal.append(stream, [{ type: RUN_EVENT.batchingStarted, data: {} }], { tx });
     const now = await tx.now();
     const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
     // a run cancelled while its batch was open takes no more input: this start opens a new batch
     if (open && !(await ended(tx, open.runId))) {
       const joined: Open = { ...open, size: open.size + 1 };
-      const stored = await host.blobs.offload(tx, open.runId, input ?? null);
-      await batched(host, tx, joined, { input: stored, mode: 'all' });
+      const item = batch.into === undefined ? input : (input as Record<string, unknown>)[batch.into];
+      const stored = await host.blobs.offload(tx, open.runId, item ?? null);
+      await batched(host, tx, joined, { input: stored, ...(batch.into === undefined ? {} : { into: batch.into }) });
       if (joined.size >= joined.max) await close(host, tx, stream, joined.runId);
       else await tx.projectionPut({ name: BATCHES, key: stream, value: joined });
       await options.also?.(tx);
@@ -92,7 +94,7 @@ export async function startBatched(
       max: batch.maxSize,
     };
     const full = opened.size >= opened.max;
-    await host.begin(tx, wf, [input], {
+    await host.begin(tx, wf, firstOf(input, batch.into), {
       ...options,
       id: opened.runId,
       ...(full ? {} : { notBefore: PARKED }),
@@ -110,6 +112,13 @@ export async function startBatched(
     );
     return opened.runId;
   });
+}
+
+/** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */
+function firstOf(input: unknown, into: string | undefined): unknown {
+  if (into === undefined) return [input];
+  const base = input as Record<string, unknown>;
+  return { ...base, [into]: [base[into] ?? null] };
 }
 
 async function ended(tx: Store, runId: string): Promise<boolean> {
@@ -146,7 +155,7 @@ export function batchTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'
   return async (payload: { stream: string; runId: string }) => {
     const { stream, runId } = payload;
     await host.store.transaction(async (tx) => {
-      await host.journal.append(stream, [{ type: RUN_EVENT.batchDue, data: { run_id: runId } }], { tx });
+      await host.journal.append(stream, [{ type: RUN_EVENT.batchingDue, data: { run_id: runId } }], { tx });
       const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
       if (open?.runId !== runId) return;
       const now = await tx.now();
