@@ -155,9 +155,15 @@ export function batchTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'
   return async (payload: { stream: string; runId: string }) => {
     const { stream, runId } = payload;
     await host.store.transaction(async (tx) => {
+      const read = async () => {
+        const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
+        return open?.runId === runId ? open : undefined;
+      };
+      // a batch closed already (full, or by this timer run before) is left alone without taking the key's lock
+      if (!(await read())) return;
       await host.journal.append(stream, [{ type: RUN_EVENT.batchingDue, data: { run_id: runId } }], { tx });
-      const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
-      if (open?.runId !== runId) return;
+      const open = await read();
+      if (!open) return;
       const now = await tx.now();
       if (open.due > now) {
         // early by the database's clock: look again at the due
