@@ -12,6 +12,6 @@ const [database, log, timeout] = process.argv.slice(2);
 const echo = batchedEcho(log!, timeout);
 if (timeout) armCrashPoint('task:beforeComplete');
 const engine = await createEngine({ database: database!, workflows: [echo], pollMs: 100, leaseMs: 1000 });
-for (let n = 1; n <= (timeout ? 3 : 5); n++) await engine.start(echo, { n } as never);
+for (let n = 1; n <= (timeout ? 3 : 5); n++) await engine.start(echo, { n });
 process.stdout.write('ready\n');
 setInterval(() => {}, 60_000);

@@ -28,7 +28,7 @@ describe.each(backends)('an open batch across a kill -9 on $name', (backend) => 
     try {
       // the child's five inputs are in the open batch: these five fill it (10), and its run begins at once
       const handles = [];
-      for (const n of numbers(6, 5)) handles.push(await engine.start(echo, { n } as never));
+      for (const n of numbers(6, 5)) handles.push(await engine.start(echo, { n }));
       const run = handles[0]!;
       expect(handles.every((h) => h.id === run.id)).toBe(true);
       expect(await run.result({ pollMs: 100 })).toEqual(numbers(1, 10));
@@ -42,7 +42,7 @@ describe.each(backends)('an open batch across a kill -9 on $name', (backend) => 
         `${run.id} echo ${numbers(1, 10).join(',')} ${process.pid}`,
       ]);
       // the batch closed when full: the next start is a new run
-      const next = await engine.start(echo, { n: 11 } as never);
+      const next = await engine.start(echo, { n: 11 });
       expect(next.id).not.toBe(run.id);
       expect((await engine.runs.list({ limit: 10 })).runs).toHaveLength(2);
     } finally {
@@ -79,7 +79,7 @@ describe.each(backends)('an open batch across a kill -9 on $name', (backend) => 
       // every execution of the step is journaled (a pass the kill interrupted would show as a second start)
       const executions = readFileSync(log, 'utf8').trim().split('\n');
       expect(executions).toHaveLength(events.filter((e) => e.type === RUN_EVENT.stepStarted).length);
-      expect((await engine.start(echo, { n: 4 } as never)).id).not.toBe(run.id);
+      expect((await engine.start(echo, { n: 4 })).id).not.toBe(run.id);
     } finally {
       await engine.close();
     }

@@ -12,6 +12,7 @@ import { Operator } from './runtime/operate/operator.js';
 import { RateLimits } from './runtime/rates/limits.js';
 import { advertise } from './runtime/start/versions.js';
 import { DEBOUNCE_QUEUE, debounceTimer } from './runtime/start/debounce.js';
+import type { StartInput } from './runtime/flow.js';
 import { BATCH_QUEUE, batchTimer } from './runtime/start/batch.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
@@ -119,7 +120,7 @@ export class Engine {
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
-  start<I, O>(workflow: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
+  start<I, O>(workflow: Workflow<I, O>, input: StartInput<I>, options: StartOptions = {}): Promise<RunHandle<O>> {
     return this.runtime.start(workflow, input, options);
   }
 

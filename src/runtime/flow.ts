@@ -67,6 +67,9 @@ export interface Batch {
   into?: string;
 }
 
+/** What a start gives a workflow whose run takes `I`: `I`, or for a batched one (its input a list) one of the list. */
+export type StartInput<I> = I | (I extends readonly (infer E)[] ? E : never);
+
 /** What a run may use in all. Passing it fails the run naming the budget and the figures, or pauses it for approval. */
 export interface Budget {
   tokens?: number;

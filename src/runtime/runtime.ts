@@ -22,6 +22,7 @@ import { watchCancel } from './pass/cancel-watch.js';
 import { claimsOf, LimitReachedError, release, type LimitHost } from './start/limits.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
+import type { StartInput } from './flow.js';
 import { startDebounced } from './start/debounce.js';
 import { batchOf, startBatched } from './start/batch.js';
 import { startThrottled } from './start/throttle.js';
@@ -136,7 +137,7 @@ export class Runtime {
   }
 
   /** Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with the same ordering key run one at a time, in start order; a timeout fails the run when it passes. */
-  async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
+  async start<I, O>(wf: Workflow<I, O>, input: StartInput<I>, options: StartOptions = {}): Promise<RunHandle<O>> {
     // a throttled or debounced start takes its key's lock in its own transaction (nested in the caller's)
     const delay = delayOf(wf, options);
     const host = (): DelayedHost => ({

@@ -44,8 +44,8 @@ describe.each(backends)('batched starts on $name', (backend) => {
 
   test('runs a full batch at once, in start order; the next start opens a new batch; keys apart', async (engine) => {
     const ids: string[] = [];
-    for (const n of numbers(1, 4)) ids.push((await engine.start(three, { k: 'a', n } as never)).id);
-    const other = await engine.start(three, { k: 'b', n: 9 } as never);
+    for (const n of numbers(1, 4)) ids.push((await engine.start(three, { k: 'a', n })).id);
+    const other = await engine.start(three, { k: 'b', n: 9 });
     expect(ids.slice(0, 3).every((id) => id === ids[0])).toBe(true);
     expect(ids[3]).not.toBe(ids[0]);
     expect(other.id).not.toBe(ids[0]);
@@ -69,19 +69,19 @@ describe.each(backends)('batched starts on $name', (backend) => {
   });
 
   test('runs a batch with fewer inputs when its timeout passes; a per-start batch on a plain workflow', async (engine) => {
-    const a = await engine.start(quick, { k: 'x', n: 1 } as never);
-    const b = await engine.start(quick, { k: 'y', n: 2 } as never);
+    const a = await engine.start(quick, { k: 'x', n: 1 });
+    const b = await engine.start(quick, { k: 'y', n: 2 });
     expect(b.id).toBe(a.id);
     const waiting = await engine.run(a.id);
     expect(waiting.waitingFor).toMatch(/^batch 2 of 100 — until \d{4}-/);
     expect(await result(engine, a.id)).toEqual([1, 2]);
-    const after = await engine.start(quick, { k: 'x', n: 3 } as never);
+    const after = await engine.start(quick, { k: 'x', n: 3 });
     expect(after.id).not.toBe(a.id);
     expect(await result(engine, after.id)).toEqual([3]);
 
     const own = { batch: { maxSize: 2, timeout: '1h' } };
-    const p = await engine.start(plain, { k: 'p', n: 1 } as never, own);
-    const q = await engine.start(plain, { k: 'p', n: 2 } as never, own);
+    const p = await engine.start(plain, { k: 'p', n: 1 }, own);
+    const q = await engine.start(plain, { k: 'p', n: 2 }, own);
     expect(q.id).toBe(p.id);
     expect(await result(engine, p.id)).toEqual([1, 2]);
   });
@@ -94,7 +94,7 @@ describe.each(backends)('batched starts on $name', (backend) => {
       numbers(0, 25).map(async () => {
         while (next < 1_000) {
           const n = next++;
-          ids[n] = (await engine.start(big, { k: 'one', n } as never)).id;
+          ids[n] = (await engine.start(big, { k: 'one', n })).id;
         }
       }),
     );
@@ -125,14 +125,14 @@ describe.each(backends)('batched starts on $name', (backend) => {
     await expect(start({ key: 'input.user', maxSize: 5, timeout: '1s' })).rejects.toThrow(
       /^batch\.key: 'input\.user' is not in/,
     );
-    await expect(engine.start(three, { k: 'a', n: 1 } as never, { id: 'mine' })).rejects.toThrow(/^id: .*no run id/);
-    const both = engine.start(three, { k: 'a', n: 1 } as never, { debounce: { period: '1s' } });
+    await expect(engine.start(three, { k: 'a', n: 1 }, { id: 'mine' })).rejects.toThrow(/^id: .*no run id/);
+    const both = engine.start(three, { k: 'a', n: 1 }, { debounce: { period: '1s' } });
     await expect(both).rejects.toThrow(/^batch: cannot be combined with debounce/);
     expect(() =>
       workflow('x', { batch: { maxSize: 2, timeout: '1s' }, throttle: { limit: 1, period: '1s' } }, async () => 1),
     ).toThrow(/^batch: cannot be combined with throttle/);
     // maxSize 1: each start is its own run, begun at once
-    const one = await engine.start(plain, { k: 'a', n: 7 } as never, { batch: { maxSize: 1, timeout: '1h' } });
+    const one = await engine.start(plain, { k: 'a', n: 7 }, { batch: { maxSize: 1, timeout: '1h' } });
     expect(await result(engine, one.id)).toEqual([7]);
   });
 });
