@@ -58,6 +58,30 @@ describe.each(backends)('a worker taking tasks in batches on $name', (backend) =
     expect(calls).toEqual([3]);
   });
 
+  it('hands over an open batch when its worker stops, without waiting for the timeout', async () => {
+    const ids = await enqueue('stopping', 2);
+    const calls: number[] = [];
+    const worker = engine.work(
+      'stopping',
+      async (items: BatchItem[]) => {
+        calls.push(items.length);
+        return items.map(() => 'done');
+      },
+      { batch: { maxSize: 10, timeout: '1h' } },
+    );
+    await eventually(async () => {
+      const tasks = await Promise.all(ids.map((id) => engine.queue.get(id)));
+      return tasks.every((t) => t.state === 'running');
+    });
+    expect(calls).toEqual([]);
+    await worker.stop();
+    expect(calls).toEqual([2]);
+    expect((await Promise.all(ids.map((id) => engine.queue.get(id)))).map((t) => t.state)).toEqual([
+      'completed',
+      'completed',
+    ]);
+  });
+
   it('fails a task whose result is an Error alone, and every task of a batch whose handler throws', async () => {
     const ids = await enqueue('mixed', 4);
     let throws = true;

@@ -58,14 +58,16 @@ interface Open {
  * The task handler of a batched worker: each claimed task joins the open batch of this worker and waits (its lease
  * renewed by the worker's heartbeat) until the batch holds `maxSize` tasks or `timeout` passed since its first; then
  * `handler` is called once with them, and each task is settled with its own result. A task whose lease is lost while
- * it waits leaves the batch (it runs again elsewhere). A crash before the handler's results are committed leaves every
+ * it waits leaves the batch (it runs again elsewhere). Once the worker stops (`drain`), the open batch is handed over
+ * at once, without waiting for its timeout. A crash before the handler's results are committed leaves every
  * task of the batch to run again after its lease, as any task.
  *
  * @example queue.work('emails', batchHandler(async (items) => sendAll(items.map((i) => i.payload)), { maxSize: 50, timeout: '1s' }))
  */
-export function batchHandler(handler: BatchTaskHandler, batch: TaskBatch): TaskHandler {
+export function batchHandler(handler: BatchTaskHandler, batch: TaskBatch): TaskHandler & { drain(): void } {
   const { maxSize, timeoutMs } = checkTaskBatch(batch, undefined);
   let open: Open | null = null;
+  let draining = false;
   const flush = (b: Open) => {
     clearTimeout(b.timer);
     if (open === b) open = null;
@@ -90,7 +92,7 @@ export function batchHandler(handler: BatchTaskHandler, batch: TaskBatch): TaskH
       },
     );
   };
-  return (payload, ctx) =>
+  const take: TaskHandler = (payload, ctx) =>
     new Promise((resolve, reject) => {
       if (open === null) {
         const b: Open = { items: [], settle: [] };
@@ -112,6 +114,12 @@ export function batchHandler(handler: BatchTaskHandler, batch: TaskBatch): TaskH
         },
         { once: true },
       );
-      if (b.items.length >= maxSize) flush(b);
+      if (b.items.length >= maxSize || draining) flush(b);
     });
+  // a stopping worker waits for its running tasks: the open batch goes now, and each task after it alone
+  const drain = () => {
+    draining = true;
+    if (open) flush(open);
+  };
+  return Object.assign(take, { drain });
 }

@@ -177,6 +177,13 @@ export class TaskQueue {
       ...options,
       ...(batched ? { concurrency: batched.concurrency } : {}),
     });
+    if (batched) {
+      const stop = worker.stop.bind(worker);
+      worker.stop = () => {
+        batched.handler.drain();
+        return stop();
+      };
+    }
     worker.start();
     let workers = this.workers.get(queue);
     if (!workers) this.workers.set(queue, (workers = new Set()));
