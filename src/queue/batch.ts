@@ -62,7 +62,7 @@ interface Open {
  * at once, without waiting for its timeout. A crash before the handler's results are committed leaves every
  * task of the batch to run again after its lease, as any task.
  *
- * @example queue.work('emails', batchHandler(async (items) => sendAll(items.map((i) => i.payload)), { maxSize: 50, timeout: '1s' }))
+ * @example engine.work('emails', async (items) => sendAll(items), { batch: { maxSize: 50, timeout: '1s' } })
  */
 export function batchHandler(handler: BatchTaskHandler, batch: TaskBatch): TaskHandler & { drain(): void } {
   const { maxSize, timeoutMs } = checkTaskBatch(batch, undefined);
