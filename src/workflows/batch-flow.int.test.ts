@@ -61,6 +61,24 @@ describe.each(backends)('batching over HTTP, in stored definitions and from trig
       { user: 'ada', n: 1 },
       { user: 'ada', n: 2 },
     ]);
+    // an Idempotency-Key repeated answers the batch's run once more, its input not added again
+    const keyedCall = (n: number, key: string) =>
+      app.fetch(
+        new Request('http://api/runs', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ workflow: 'collect', input: { user: 'bo', n }, batch }),
+        }),
+      );
+    const k1 = await (await keyedCall(1, 'k-1')).json();
+    const again = await (await keyedCall(1, 'k-1')).json();
+    const k2 = await (await keyedCall(2, 'k-2')).json();
+    expect([k1.duplicate, again.duplicate, k2.duplicate]).toEqual([false, true, false]);
+    expect(new Set([k1.run_id, again.run_id, k2.run_id]).size).toBe(1);
+    expect(await engine.runtime.handle(k1.run_id).result({ pollMs: 50 })).toEqual([
+      { user: 'bo', n: 1 },
+      { user: 'bo', n: 2 },
+    ]);
     const bad = async (b: unknown, input: unknown = { user: 'ada' }) =>
       call('POST', '/runs', { workflow: 'collect', input, batch: b });
     for (const [b, path] of [
