@@ -13,6 +13,8 @@ import { Operator } from './runtime/operate/operator.js';
 import { RateLimits } from './runtime/rates/limits.js';
 import { advertise } from './runtime/start/versions.js';
 import { DEBOUNCE_QUEUE, debounceTimer } from './runtime/start/debounce.js';
+import type { StartInput } from './runtime/flow.js';
+import { BATCH_QUEUE, batchTimer } from './runtime/start/batch.js';
 import type { Workflow } from './runtime/workflow.js';
 import { openStore } from './storage/open.js';
 import type { ParkedEvent, Store } from './storage/store.js';
@@ -94,6 +96,8 @@ export class Engine {
     });
     // debounced runs' windows close here: a window's timer moves its run's parked pass to now
     this.work(DEBOUNCE_QUEUE, debounceTimer(this), { leaseMs: this.config.leaseMs, backoff });
+    // a batch's timeout closes it here, its run's parked pass moved to now
+    this.work(BATCH_QUEUE, batchTimer(this), { leaseMs: this.config.leaseMs, backoff });
     this.stopAdvertising = advertise(
       this.store,
       this.runWorker.id,
@@ -118,7 +122,7 @@ export class Engine {
   }
 
   /** Starts a run of `workflow`; an existing `id` returns that run's handle. */
-  start<I, O>(workflow: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
+  start<I, O>(workflow: Workflow<I, O>, input: StartInput<I>, options: StartOptions = {}): Promise<RunHandle<O>> {
     return this.runtime.start(workflow, input, options);
   }
 

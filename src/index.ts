@@ -22,6 +22,8 @@ export type {
   ConcurrencyLimit,
   Throttle,
   Debounce,
+  Batch,
+  StartInput,
   Budget,
   Usage,
   RateLimitUse,
@@ -48,6 +50,7 @@ export type { Subscriber, EventHandler, HandlerContext, SubscribeOptions } from 
 export type { TaskQueue, EnqueueOptions, EnqueueResult } from './queue/queue.js';
 export type { Worker } from './queue/worker.js';
 export type { TaskHandler, TaskContext, WorkOptions } from './queue/handler.js';
+export type { BatchItem, BatchTaskHandler, TaskBatch } from './queue/batch.js';
 export type { Backoff } from './backoff.js';
 export type {
   Store,

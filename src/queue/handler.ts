@@ -1,4 +1,5 @@
 import type { Backoff } from '../backoff.js';
+import type { Duration } from '../duration.js';
 import { TerminalError } from '../errors.js';
 import { checkJson } from '../json.js';
 import type { EngineEvents } from '../observe/events.js';
@@ -40,6 +41,12 @@ export interface WorkOptions {
   onError?: (error: unknown) => void;
   /** The tags this worker has (read at each claim): it claims tagged tasks only of these. Default: any task. */
   tags?: () => string[];
+  /**
+   * Take tasks in batches: the handler is a `BatchTaskHandler` (queue/batch.ts), called with up to `maxSize` tasks
+   * claimed together once that many wait or `timeout` after the first; each task settled by its own result.
+   * `concurrency` defaults to `maxSize` and may not be less.
+   */
+  batch?: { maxSize: number; timeout: Duration };
   /** Called after each settled attempt: for metrics and tests. */
   onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
   /** Where claims, retries, dead letters and lost leases are reported (the engine passes its own). */

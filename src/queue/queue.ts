@@ -6,6 +6,7 @@ import type { NewTask, StoredEvent, Store, Task, TaskClaim, TaskState } from '..
 import type { QueueLimit, TaskConcurrency, TaskOnLimit } from '../storage/tasks.js';
 import { checkQueueName, taskEvent, taskStream } from './lifecycle.js';
 import type { TaskHandler, WorkOptions } from './handler.js';
+import { batchHandler, checkTaskBatch, type BatchTaskHandler } from './batch.js';
 import { Worker } from './worker.js';
 import { RemoteWorkers, type RemoteOptions } from './remote.js';
 
@@ -175,10 +176,24 @@ export class TaskQueue {
 
   /** Starts a worker for `queue`. */
   work(queue: string, handler: TaskHandler, options: WorkOptions = {}): Worker {
-    const worker = new Worker(this.store, this.journal, queue, handler, {
+    // a batched worker: its handler takes the tasks claimed together, as many at once as a batch holds
+    const batched = options.batch && {
+      handler: batchHandler(handler as BatchTaskHandler, options.batch),
+      concurrency: options.concurrency ?? checkTaskBatch(options.batch, options.concurrency).maxSize,
+    };
+    if (batched) checkTaskBatch(options.batch, batched.concurrency);
+    const worker = new Worker(this.store, this.journal, queue, batched?.handler ?? handler, {
       maxResultBytes: this.limits.maxPayloadBytes,
       ...options,
+      ...(batched ? { concurrency: batched.concurrency } : {}),
     });
+    if (batched) {
+      const stop = worker.stop.bind(worker);
+      worker.stop = () => {
+        batched.handler.drain();
+        return stop();
+      };
+    }
     worker.start();
     let workers = this.workers.get(queue);
     if (!workers) this.workers.set(queue, (workers = new Set()));

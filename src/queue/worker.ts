@@ -28,7 +28,9 @@ const CLAIMS_IN_FLIGHT = 2;
  */
 export class Worker {
   readonly id: string;
-  private readonly options: Required<Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags'>> &
+  private readonly options: Required<
+    Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags' | 'batch'>
+  > &
     WorkOptions;
   private readonly wakeup = new Wakeup();
   private readonly running = new Map<string, Running>();

@@ -47,6 +47,16 @@ export const runEventTable = {
     terminal: false,
     view: 'waiting: debounced until the window closes; the input (last: replaced, all: appended)',
   },
+  /**
+   * An input of a batch (`size` of `max`, the batch's run begins at `until` or when full): the first opens it (its input
+   * is the run's first), each later one brings its `input`, appended to the run's list.
+   */
+  runBatched: {
+    type: 'run.batched',
+    kind: 'run',
+    terminal: false,
+    view: 'waiting: "batch <size> of <max>" until the batch is full or its timeout; the input appended',
+  },
   stepStarted: { type: 'step.started', kind: 'step', terminal: false, view: 'the step running, its attempt' },
   stepCompleted: { type: 'step.completed', kind: 'step', terminal: false, view: 'the step success, its output' },
   stepFailed: {
@@ -162,6 +172,10 @@ export const keyEventTable = {
   debounceDue: { type: 'debounce.due', kind: 'key', terminal: false, view: 'none' },
   /** Retention took an idle throttle or debounce key's lock to delete it; left behind only if the key became live. */
   keyPruning: { type: 'key.pruning', kind: 'key', terminal: false, view: 'none' },
+  /** A start of a batched key (`batching:<wf>:<key>`): the append locks the key while its open batch is read. */
+  batchingStarted: { type: 'batching.started', kind: 'key', terminal: false, view: 'none: the run shows its batch' },
+  /** A batch's timeout came due: the append locks the key while the batch is closed. */
+  batchingDue: { type: 'batching.due', kind: 'key', terminal: false, view: 'none' },
 } as const;
 
 type Table = typeof runEventTable & typeof orderingEventTable & typeof keyEventTable;

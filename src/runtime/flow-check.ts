@@ -1,7 +1,7 @@
 import { toMs, type Duration } from '../duration.js';
 import { ValidationError } from '../errors.js';
 import { fieldOf } from './match.js';
-import type { Budget, ConcurrencyLimit, Debounce, FlowOptions, Throttle } from './flow.js';
+import type { Batch, Budget, ConcurrencyLimit, Debounce, FlowOptions, Throttle } from './flow.js';
 
 const PERIOD_MIN_MS = 1_000;
 const PERIOD_MAX_MS = 30 * 24 * 3_600_000;
@@ -112,6 +112,34 @@ function debounce(value: unknown, path: string): Debounce {
   };
 }
 
+const BATCH_TIMEOUT_MAX_MS = 24 * 3_600_000;
+
+function batch(value: unknown, path: string): Batch {
+  const b = object(value, path);
+  const key = b.key === undefined ? {} : { key: checkKey(b.key, `${path}.key`) };
+  const maxSize = count(b.maxSize, `${path}.maxSize`, 10_000);
+  const timeout = checkPeriod(b.timeout, `${path}.timeout`);
+  if (toMs(timeout) > BATCH_TIMEOUT_MAX_MS)
+    throw new ValidationError(`${path}.timeout`, `must be from 1s to 1d (got ${JSON.stringify(b.timeout)})`);
+  if (b.into !== undefined && (typeof b.into !== 'string' || !/^[A-Za-z_]\w{0,63}$/.test(b.into)))
+    throw new ValidationError(`${path}.into`, 'must be the name of a field of the input');
+  return { ...key, maxSize, timeout, ...(b.into === undefined ? {} : { into: b.into as string }) };
+}
+
+/**
+ * A batch with a debounce or a throttle is refused: a batch's run begins when it is full or its timeout passes, and a
+ * debounce or throttle would move that start again (use concurrency to brake batched runs).
+ */
+export function checkBatchAlone(flow: FlowOptions, path = ''): void {
+  if (flow.batch === undefined) return;
+  for (const field of ['debounce', 'throttle'] as const)
+    if (flow[field] !== undefined)
+      throw new ValidationError(
+        path ? `${path}.batch` : 'batch',
+        `cannot be combined with ${field}: a batch's run begins when it is full or its timeout passes (use concurrency)`,
+      );
+}
+
 function budget(value: unknown, path: string): Budget {
   const b = object(value, path);
   const out: Budget = {};
@@ -147,6 +175,8 @@ export function checkFlow(options: FlowOptions, path = ''): FlowOptions {
   }
   if (options.throttle !== undefined) out.throttle = throttle(options.throttle, at('throttle'));
   if (options.debounce !== undefined) out.debounce = debounce(options.debounce, at('debounce'));
+  if (options.batch !== undefined) out.batch = batch(options.batch, at('batch'));
   if (options.budget !== undefined) out.budget = budget(options.budget, at('budget'));
+  checkBatchAlone(out, path);
   return out;
 }

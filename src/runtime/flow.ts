@@ -49,6 +49,27 @@ export interface Debounce {
   mode?: 'last' | 'all';
 }
 
+/**
+ * Starts of one key become one run of up to `maxSize` inputs: the run's input is the list of them, in start order.
+ * The run begins when its batch holds `maxSize` inputs (at once) or `timeout` after the batch's first input, with
+ * fewer; the next start opens a new batch. Every start returns the id of the run its input went into.
+ */
+export interface Batch {
+  key?: string;
+  /** 1…10,000 inputs per run. */
+  maxSize: number;
+  /** 1 s…1 day from the batch's first input. */
+  timeout: Duration;
+  /**
+   * The field of the run's input that collects the list (a stored execution's `trigger_data`: the rest of its input is
+   * the first start's); by default the run's input is the list.
+   */
+  into?: string;
+}
+
+/** What a start gives a workflow whose run takes `I`: `I`, or for a batched one (its input a list) one of the list. */
+export type StartInput<I> = I | (I extends readonly (infer E)[] ? E : never);
+
 /** What a run may use in all. Passing it fails the run naming the budget and the figures, or pauses it for approval. */
 export interface Budget {
   tokens?: number;
@@ -85,5 +106,6 @@ export interface FlowOptions {
   priority?: number;
   throttle?: Throttle;
   debounce?: Debounce;
+  batch?: Batch;
   budget?: Budget;
 }

@@ -22,7 +22,9 @@ import { watchCancel } from './pass/cancel-watch.js';
 import { claimsOf, LimitReachedError, release, type LimitHost } from './start/limits.js';
 import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js';
 import { delayOf, type DelayedHost } from './start/delayed.js';
+import type { StartInput } from './flow.js';
 import { inOpenWindow, startDebounced } from './start/debounce.js';
+import { batchOf, startBatched } from './start/batch.js';
 import { startThrottled } from './start/throttle.js';
 import { ResultWaiters } from './results.js';
 
@@ -135,7 +137,7 @@ export class Runtime {
   }
 
   /** Starts a run. An id that exists returns the existing run's handle and starts nothing. Runs with the same ordering key run one at a time, in start order; a timeout fails the run when it passes. */
-  async start<I, O>(wf: Workflow<I, O>, input: I, options: StartOptions = {}): Promise<RunHandle<O>> {
+  async start<I, O>(wf: Workflow<I, O>, input: StartInput<I>, options: StartOptions = {}): Promise<RunHandle<O>> {
     // a throttled or debounced start takes its key's lock in its own transaction (nested in the caller's)
     const delay = delayOf(wf, options);
     const host = (): DelayedHost => ({
@@ -144,6 +146,8 @@ export class Runtime {
     });
     if (delay && 'debounce' in delay)
       return this.handle<O>(await startDebounced(host(), wf, input, options, delay.debounce));
+    const batch = batchOf(wf, options);
+    if (batch) return this.handle<O>(await startBatched(host(), wf, input, options, batch));
     const id = options.id === undefined ? newId('run') : checkName('id', options.id, 200);
     try {
       if (delay) await startThrottled(host(), wf, input, { ...options, id }, delay.throttle);

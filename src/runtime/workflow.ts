@@ -275,6 +275,8 @@ export interface WorkflowOptions {
   priority?: FlowOptions['priority'];
   throttle?: FlowOptions['throttle'];
   debounce?: FlowOptions['debounce'];
+  /** Its runs take their inputs in batches (see Batch): the run's input is the list. */
+  batch?: FlowOptions['batch'];
   budget?: FlowOptions['budget'];
 }
 
@@ -307,8 +309,8 @@ export function workflow<I, O>(
   const version = options.version === undefined ? sourceVersion(run) : checkVersion(options.version);
   if (options.onDeadline !== undefined && options.onDeadline !== 'fail' && options.onDeadline !== 'cancel')
     throw new ValidationError('onDeadline', `must be 'fail' or 'cancel' (got ${JSON.stringify(options.onDeadline)})`);
-  const { concurrency, priority, throttle, debounce, budget } = options;
-  const flow = checkFlow({ concurrency, priority, throttle, debounce, budget });
+  const { concurrency, priority, throttle, debounce, batch, budget } = options;
+  const flow = checkFlow({ concurrency, priority, throttle, debounce, batch, budget });
   return Object.freeze({
     name,
     version,

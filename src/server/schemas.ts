@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { budgetSchema, concurrencySchema, debounceSchema, runFlowSchemas, throttleSchema } from '../workflows/flow.js';
+import {
+  batchSchema,
+  budgetSchema,
+  concurrencySchema,
+  debounceSchema,
+  runFlowSchemas,
+  throttleSchema,
+} from '../workflows/flow.js';
 import { cancelRecord } from './records/runs.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
@@ -22,6 +29,7 @@ export const workflowResponse = z.object({
   priority: z.int().optional(),
   throttle: throttleSchema.optional(),
   debounce: debounceSchema.optional(),
+  batch: batchSchema.optional(),
   budget: budgetSchema.optional(),
   created_at: time,
   updated_at: time,
@@ -49,6 +57,7 @@ export const runFlowFields = {
   priority: z.int().min(-100).max(100).optional().describe('higher runs first (-100…100, default 0)'),
   throttle: runFlowSchemas.throttle.optional(),
   debounce: runFlowSchemas.debounce.optional(),
+  batch: runFlowSchemas.batch.optional(),
   budget: runFlowSchemas.budget.optional(),
 };
 

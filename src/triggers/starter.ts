@@ -87,12 +87,16 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
         return { run_id: started.execution_id, kind: 'execution' };
       }
       const wf = codeWorkflow(target.workflow, 'target.workflow');
+      // a batched or debounced start joins its key's run, whose id is known once joined
+      const joins = wf.flow?.batch !== undefined || wf.flow?.debounce !== undefined;
       const { runId } = await engine.runtime.startKeyed({
         scope: 'trigger-run',
         key,
         ...(tx ? { tx } : {}),
-        name: async () => ({ runId: runIdFor(key) }),
-        begin: async (t, id) => void (await engine.runtime.start(wf, input, { id, tx: t, ...trace })),
+        name: joins
+          ? async (t) => ({ runId: (await engine.runtime.start(wf, input, { tx: t, ...trace })).id })
+          : async () => ({ runId: runIdFor(key) }),
+        begin: async (t, id) => void (joins || (await engine.runtime.start(wf, input, { id, tx: t, ...trace }))),
       });
       return { run_id: runId, kind: 'workflow' };
     },

@@ -17,7 +17,9 @@ export function executionStart(
   id: string,
   traceparent?: string,
 ): { input: ExecutionInput; options: StartOptions } {
-  const flow = executionFlow(base.flow ?? {}, base.workflow_id, base.trigger_data, base.priority);
+  // a batched execution's rerun keeps its batch's list of trigger data: its keys are its first's
+  const trigger = Array.isArray(base.trigger_data) ? (base.trigger_data[0] ?? {}) : base.trigger_data;
+  const flow = executionFlow(base.flow ?? {}, base.workflow_id, trigger, base.priority);
   const { flow_keys: _k, ...rest } = base;
   const input: ExecutionInput = Object.keys(flow.keys).length > 0 ? { ...rest, flow_keys: flow.keys } : rest;
   const options: StartOptions = {
@@ -36,6 +38,7 @@ export function flowOf(wf: StoredWorkflow): StoredFlow {
     ...(wf.priority === undefined ? {} : { priority: wf.priority }),
     ...(wf.throttle ? { throttle: wf.throttle } : {}),
     ...(wf.debounce ? { debounce: wf.debounce } : {}),
+    ...(wf.batch ? { batch: wf.batch } : {}),
     ...(wf.budget ? { budget: wf.budget } : {}),
   };
 }

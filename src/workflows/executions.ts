@@ -117,7 +117,7 @@ export class Executions {
       ...keyed(workflowId, key),
       name: (tx) => this.name(tx, workflowId, input, request.traceparent),
       begin: async (tx, id) =>
-        void (input.flow?.debounce || (await this.begin(tx, workflowId, input, id, request.traceparent))),
+        void (joins(input) || (await this.begin(tx, workflowId, input, id, request.traceparent))),
     });
     if (!duplicate) return { ...this.accepted(workflowId, runId), workflow_version: input.version, duplicate: false };
     // retention deletes a run and its keys together: only a race with it finds the key without the run
@@ -164,7 +164,7 @@ export class Executions {
         return this.name(t, workflowId, input, request.traceparent);
       },
       begin: async (t, id) =>
-        void (input!.flow?.debounce || (await this.begin(t, workflowId, input!, id, request.traceparent))),
+        void (joins(input!) || (await this.begin(t, workflowId, input!, id, request.traceparent))),
     });
     return this.accepted(workflowId, runId);
   }
@@ -175,7 +175,7 @@ export class Executions {
    * trigger data in the window, as one more start of it, which a debounce keeping the last data absorbs).
    */
   private async name(tx: Store, workflowId: string, input: ExecutionInput, traceparent?: string) {
-    if (!input.flow?.debounce) return named(newId('ex'));
+    if (!joins(input)) return named(newId('ex'));
     return named(await this.begin(tx, workflowId, input, newId('ex'), traceparent));
   }
 
@@ -193,7 +193,7 @@ export class Executions {
     const { input, options } = executionStart(base, id, traceparent);
     const index = (t: Store, runId: string) =>
       t.projectionPut({ name: INDEX, key: `${workflowId}:${runId}`, value: { execution_id: runId } });
-    if (options.debounce === undefined) {
+    if (options.debounce === undefined && options.batch === undefined) {
       const run = await this.engine.runtime.start(this.interpreter, input, {
         id,
         ...options,
@@ -202,7 +202,7 @@ export class Executions {
       });
       return run.id;
     }
-    // a debounced start joins its key's window: the window's run is the execution, its id known once started
+    // a debounced (batched) start joins its key's window (batch): its run is the execution, its id known once started
     return (tx ?? this.store).transaction(async (t) => {
       const run = await this.engine.runtime.start(this.interpreter, input, { ...options, tx: t });
       await index(t, run.id);
@@ -316,8 +316,8 @@ export class Executions {
     within?: Store,
   ) {
     const { reuse: _r, rerun_of: _o, ...input } = base;
-    // a rerun is one deliberate start: it joins no debounce window
-    const { debounce: _d, ...flow } = input.flow ?? {};
+    // a rerun is one deliberate start: it joins no debounce window, no batch (it keeps its batch's trigger data)
+    const { debounce: _d, batch: _b, ...flow } = input.flow ?? {};
     const next: ExecutionInput = { ...input, flow, reuse, rerun_of: link };
     const id = newId('ex');
     await (within ?? this.store).transaction(async (tx) => {
@@ -375,4 +375,9 @@ export class Executions {
 export async function pruneExecution(tx: Store, run: RunView): Promise<void> {
   if (run.workflow !== STORED_WORKFLOW) return;
   await tx.projectionDelete({ name: INDEX, key: `${(run.input as ExecutionInput).workflow_id}:${run.id}` });
+}
+
+/** Whether an execution's start joins its key's debounce window or batch: its run id is known once joined. */
+function joins(input: ExecutionInput): boolean {
+  return input.flow?.debounce !== undefined || input.flow?.batch !== undefined;
 }

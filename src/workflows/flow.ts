@@ -45,6 +45,12 @@ function schemas(key: z.ZodString) {
       })
       .strict()
       .describe('one run per key after `period` with no new start, with the last input (`all`: every input)'),
+    batch: z
+      .object({ key: key.optional(), max_size: z.number(), timeout: duration })
+      .strict()
+      .describe(
+        'starts of a key become one run of up to `max_size` inputs (the list), begun when full or `timeout` after the first',
+      ),
     budget: z
       .object({
         tokens: z.number().optional(),
@@ -64,6 +70,7 @@ const stored = schemas(key);
 export const concurrencySchema = stored.concurrency;
 export const throttleSchema = stored.throttle;
 export const debounceSchema = stored.debounce;
+export const batchSchema = stored.batch;
 export const budgetSchema = stored.budget;
 /** The same fields for a code run started over HTTP: keys read its input. */
 export const runFlowSchemas = schemas(
@@ -96,6 +103,7 @@ export interface StoredFlow {
   priority?: number;
   throttle?: z.output<typeof throttleSchema>;
   debounce?: z.output<typeof debounceSchema>;
+  batch?: z.output<typeof batchSchema>;
   budget?: z.output<typeof budgetSchema>;
 }
 
@@ -103,6 +111,7 @@ const SNAKE: Record<string, string> = {
   onLimit: 'on_limit',
   fairBy: 'fair_by',
   maxWait: 'max_wait',
+  maxSize: 'max_size',
   toolCalls: 'tool_calls',
   wallTime: 'wall_time',
   onExceed: 'on_exceed',
@@ -139,6 +148,7 @@ function camel(flow: StoredFlow, trigger = true): FlowOptions {
     const { key: _k, max_wait: maxWait, ...rest } = flow.debounce;
     out.debounce = { ...k(flow.debounce.key), ...rest, ...(maxWait === undefined ? {} : { maxWait }) };
   }
+  if (flow.batch) out.batch = { ...k(flow.batch.key), maxSize: flow.batch.max_size, timeout: flow.batch.timeout };
   if (flow.budget) {
     const { tool_calls: toolCalls, wall_time: wallTime, on_exceed: onExceed, ...rest } = flow.budget;
     out.budget = {
@@ -168,7 +178,7 @@ export function flowProblems(
       if (problem) problems.push(problem);
     }
   });
-  for (const field of ['throttle', 'debounce'] as const) {
+  for (const field of ['throttle', 'debounce', 'batch'] as const) {
     const problem = keyProblem(flow[field]?.key, `${field}.key`);
     if (problem) problems.push(problem);
   }
@@ -253,6 +263,9 @@ export function executionFlow(
   if (options.concurrency === undefined) delete options.concurrency;
   if (options.throttle) options.throttle.key = keyOf('throttle', flow.throttle!.key, 'throttle.key');
   if (options.debounce) options.debounce.key = keyOf('debounce', flow.debounce!.key, 'debounce.key');
+  // a batch's run is one execution: its trigger data is the list of its starts'
+  if (options.batch)
+    Object.assign(options.batch, { key: keyOf('batch', flow.batch!.key, 'batch.key'), into: 'trigger_data' });
   if (priority !== undefined) options.priority = priority;
   return { options, keys };
 }

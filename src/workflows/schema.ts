@@ -6,6 +6,7 @@ import {
   budgetSchema,
   concurrencySchema,
   debounceSchema,
+  batchSchema,
   flowProblems,
   rateLimitSchema,
   throttleSchema,
@@ -160,6 +161,8 @@ export const definitionSchema = z
     priority: z.number().optional(),
     throttle: throttleSchema.optional(),
     debounce: debounceSchema.optional(),
+    /** Executions of a key become one of up to `max_size`, its trigger data the list of theirs. */
+    batch: batchSchema.optional(),
     budget: budgetSchema.optional(),
     /** A template's parameters (`{{params.<name>}}` in its steps): it is instantiated, never executed. */
     parameters: parametersSchema.optional(),

@@ -107,6 +107,10 @@ export class History {
         this.flow = data.flow ?? null;
         this.parent = data.parent ?? null;
         return;
+      case RUN_EVENT.runBatched:
+        // a later input of the run's batch joins the list: the input's, or its field `into` (a stored execution's)
+        if ('input' in data) this.input = joined(this.input, data);
+        return;
       case RUN_EVENT.runDebounced:
         // a later start of the run's debounce window: its input replaces the run's (last) or joins the list (all)
         if ('input' in data) this.input = data.mode === 'all' ? [...(this.input as unknown[]), data.input] : data.input;
@@ -154,4 +158,11 @@ export class History {
   count(seq: Seq, type: string): number {
     return this.entries.get(seq)?.events.filter((e) => e.type === type).length ?? 0;
   }
+}
+
+/** The run's input with a batch's later input appended: to the list, or to its field `into`'s list. */
+export function joined(input: unknown, data: { input?: unknown; into?: string }): unknown {
+  if (data.into === undefined) return [...(input as unknown[]), data.input];
+  const base = input as Record<string, unknown>;
+  return { ...base, [data.into]: [...(base[data.into] as unknown[]), data.input] };
 }

@@ -1,7 +1,7 @@
 import { errorClassOf } from '../../observe/error-class.js';
 import type { StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
-import type { Seq } from '../pass/history.js';
+import { joined, type Seq } from '../pass/history.js';
 import type { CancelView, RunView, StepView } from './view.js';
 import type { Budget } from '../flow.js';
 
@@ -86,9 +86,16 @@ export function apply(view: RunView, event: StoredEvent): void {
       if (view.status === 'pending' || view.status === 'waiting') view.status = data.waitingFor ? 'waiting' : 'pending';
       return;
     case RUN_EVENT.runThrottled:
+    case RUN_EVENT.runBatched:
     case RUN_EVENT.runDebounced:
       // a later start of a debounce window: its input is the run's (last) or joins the list (all), as History reads it
-      if ('input' in data) view.input = data.mode === 'all' ? [...(view.input as unknown[]), data.input] : data.input;
+      if ('input' in data)
+        view.input =
+          event.type === RUN_EVENT.runBatched
+            ? joined(view.input, data)
+            : data.mode === 'all'
+              ? [...(view.input as unknown[]), data.input]
+              : data.input;
       if (data.waitingFor && (view.status === 'pending' || view.status === 'waiting'))
         Object.assign(view, { status: 'waiting', waitingFor: data.waitingFor });
       return;

@@ -181,6 +181,7 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.runAdmitted,
       RUN_EVENT.runThrottled,
       RUN_EVENT.runDebounced,
+      RUN_EVENT.runBatched,
       RUN_EVENT.usageRecorded,
       RUN_EVENT.budgetExceeded,
       RUN_EVENT.budgetDecided,

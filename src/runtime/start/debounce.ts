@@ -195,7 +195,7 @@ const RELEASE_MAX_MS = 10_000;
  * signal), ended, or waits for a concurrency slot or its ordering turn, whose grant queues its first pass at the parked
  * time: then it looks again, every 1 s doubling to 10 s, until the run has a pass to move or has begun.
  */
-async function release(
+export async function release(
   host: Pick<DelayedHost, 'queue'>,
   tx: Store,
   stream: string,

@@ -40,6 +40,7 @@ export interface StartOptions {
   priority?: FlowOptions['priority'];
   throttle?: FlowOptions['throttle'];
   debounce?: FlowOptions['debounce'];
+  batch?: FlowOptions['batch'];
   budget?: FlowOptions['budget'];
   /** The run's first pass is not begun before this time (ms): it waits with status `waiting`. */
   notBefore?: number;

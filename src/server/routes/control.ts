@@ -92,20 +92,25 @@ export function controlRoutes(engine: Engine): Route[] {
         const key = headers.get('idempotency-key');
         const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
         const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
-        const existed = id !== undefined && (await engine.runs.find(id)) !== undefined;
+        let existed = id !== undefined && (await engine.runs.find(id)) !== undefined;
+        // a batched or debounced start joins its key's run, whose id is known once joined
+        const joins = (flow.batch ?? wf.flow?.batch ?? flow.debounce ?? wf.flow?.debounce) !== undefined;
+        const keyed = async (key: string) => {
+          const started = await engine.runtime.startKeyed({
+            scope: 'runs',
+            key,
+            name: joins
+              ? async (tx) => ({ runId: (await engine.start(wf, body.input ?? null, { tx, ...flow })).id })
+              : async () => ({ runId: id! }),
+            begin: async (tx, runId) =>
+              void (joins || (await engine.start(wf, body.input ?? null, { id: runId, tx, ...flow }))),
+          });
+          existed = started.duplicate;
+          return engine.runtime.handle(started.runId);
+        };
         const run =
           checked !== undefined
-            ? engine.runtime.handle(
-                (
-                  await engine.runtime.startKeyed({
-                    scope: 'runs',
-                    key: checked,
-                    name: async () => ({ runId: id! }),
-                    begin: async (tx, runId) =>
-                      void (await engine.start(wf, body.input ?? null, { id: runId, tx, ...flow })),
-                  })
-                ).runId,
-              )
+            ? await keyed(checked)
             : await engine.start(wf, body.input ?? null, { ...(id !== undefined ? { id } : {}), ...flow });
         const now = await view(run.id);
         if (now.workflow !== wf.name)

@@ -1,0 +1,182 @@
+import { toMs } from '../../duration.js';
+import { ValidationError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import type { TaskHandler } from '../../queue/handler.js';
+import type { Store } from '../../storage/store.js';
+import { RUN_EVENT } from '../events.js';
+import { checkBatchAlone, checkFlow, resolveKey } from '../flow-check.js';
+import type { Batch } from '../flow.js';
+import { runStream } from '../pass/history.js';
+import { isTerminal, readRunView } from '../read/view.js';
+import type { Workflow } from '../workflow.js';
+import { release } from './debounce.js';
+import { within, type DelayedHost } from './delayed.js';
+import type { StartOptions } from './start.js';
+
+/** The queue of the batches' timeouts: one task per batch, at its first input's time plus its timeout. */
+export const BATCH_QUEUE = 'runledger.batching';
+
+/** The open batch of each batched key (by its stream); none once it is full or its timeout closed it. */
+const BATCHES = 'batching';
+
+/** The first pass of a batch's run is parked here until the batch closes (see debounce.ts, the same shape). */
+const PARKED = Date.UTC(9999, 11, 31);
+
+interface Open {
+  runId: string;
+  /** ms, by the database's clock */
+  first: number;
+  due: number;
+  size: number;
+  max: number;
+}
+
+/**
+ * The start's batch (the start's own replacing its workflow's), checked; none for a start without one. A batch with a
+ * debounce or a throttle (the start's or the workflow's) is refused naming `batch`.
+ *
+ * @example batchOf(wf, { batch: { maxSize: 100, timeout: '5s' } }) // { maxSize: 100, timeout: '5s' }
+ */
+export function batchOf(wf: Workflow, options: StartOptions): Batch | null {
+  const batch = options.batch ?? wf.flow?.batch;
+  if (batch === undefined) return null;
+  const checked = checkFlow({ batch }).batch!;
+  checkBatchAlone({
+    batch: checked,
+    debounce: options.debounce ?? wf.flow?.debounce,
+    throttle: options.throttle ?? wf.flow?.throttle,
+  });
+  return checked;
+}
+
+/**
+ * A batched start: starts of one key (`batch.key` over the input, or one key for the workflow) become one run whose
+ * input is the list of their inputs, in the order they took the key's lock. The first start of a batch starts the run
+ * with its pass parked, records the batch and enqueues its timer at `timeout` after it; a later start, under the key's
+ * lock (the append of `batching.started` to `batching:<wf>:<key>`), appends its input to the run (`run.batched`). The start
+ * that fills the batch (`maxSize`) closes it and moves the run's pass to now, in its transaction; the next start opens
+ * a new batch. Every start returns the run its input went into. The run shows `waiting`, "batch 3 of 100 — until <iso>".
+ *
+ * @example const runId = await startBatched(host, ingest, event, {}, { key: 'input.tenant', maxSize: 100, timeout: '5s' })
+ */
+export async function startBatched(
+  host: DelayedHost,
+  wf: Workflow,
+  input: unknown,
+  options: StartOptions,
+  batch: Batch,
+): Promise<string> {
+  if (options.id !== undefined)
+    throw new ValidationError('id', "a batched start takes no run id: every start of a batch joins the batch's run");
+  const key = batch.key === undefined ? null : resolveKey(batch.key, input, 'batch.key');
+  // `batching:`, not `batch:`: a stored workflow's batch of executions (workflows/batches.ts) is `batch:<id>`
+  const stream = `batching:${wf.name}:${key ?? '*'}`;
+  return within(host.store, options.tx, async (tx) => {
+    await host.journal.append(stream, [{ type: RUN_EVENT.batchingStarted, data: {} }], { tx });
+    const now = await tx.now();
+    const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
+    // a run cancelled while its batch was open takes no more input: this start opens a new batch
+    if (open && !(await ended(tx, open.runId))) {
+      const joined: Open = { ...open, size: open.size + 1 };
+      const item = batch.into === undefined ? input : (input as Record<string, unknown>)[batch.into];
+      const stored = await host.blobs.offload(tx, open.runId, item ?? null);
+      await batched(host, tx, joined, { input: stored, ...(batch.into === undefined ? {} : { into: batch.into }) });
+      if (joined.size >= joined.max) await close(host, tx, stream, joined.runId);
+      else await tx.projectionPut({ name: BATCHES, key: stream, value: joined });
+      await options.also?.(tx);
+      return open.runId;
+    }
+    const opened: Open = {
+      runId: newId('run'),
+      first: now,
+      due: now + toMs(batch.timeout),
+      size: 1,
+      max: batch.maxSize,
+    };
+    const full = opened.size >= opened.max;
+    await host.begin(tx, wf, firstOf(input, batch.into), {
+      ...options,
+      id: opened.runId,
+      ...(full ? {} : { notBefore: PARKED }),
+      also: async (tx) => {
+        await batched(host, tx, opened, full ? { full: true } : {});
+        await options.also?.(tx);
+      },
+    });
+    if (full) return opened.runId;
+    await tx.projectionPut({ name: BATCHES, key: stream, value: opened });
+    await host.queue.enqueue(
+      BATCH_QUEUE,
+      { stream, runId: opened.runId },
+      { tx, runAt: opened.due, orderingKey: stream, idempotencyKey: `${opened.runId}:due` },
+    );
+    return opened.runId;
+  });
+}
+
+/** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */
+function firstOf(input: unknown, into: string | undefined): unknown {
+  if (into === undefined) return [input];
+  const base = input as Record<string, unknown>;
+  return { ...base, [into]: [base[into] ?? null] };
+}
+
+async function ended(tx: Store, runId: string): Promise<boolean> {
+  const view = await readRunView(tx, runId);
+  return view === undefined || isTerminal(view.status);
+}
+
+/** The input's `run.batched`: its place in the batch and, while the batch stays open, why the run waits. */
+function batched(host: DelayedHost, tx: Store, open: Open, data: Record<string, unknown>): Promise<unknown> {
+  const full = open.size >= open.max;
+  const until = new Date(open.due).toISOString();
+  const waitingFor = full ? undefined : `batch ${open.size} of ${open.max} — until ${until}`;
+  const event = { ...data, size: open.size, max: open.max, until: open.due, ...(waitingFor ? { waitingFor } : {}) };
+  return host.journal.append(runStream(open.runId), [{ type: RUN_EVENT.runBatched, data: event }], { tx });
+}
+
+/** Closes the batch (a start after this opens a new one) and moves its run's parked pass to now. */
+async function close(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, runId: string): Promise<void> {
+  await tx.projectionDelete({ name: BATCHES, key: stream });
+  await release(host, tx, stream, runId, RELEASE_FIRST_MS);
+}
+
+const RELEASE_FIRST_MS = 1_000;
+
+/**
+ * The task handler of BATCH_QUEUE: a batch's timeout. The batch, if still open with this run, is closed under the
+ * key's lock and its run's parked pass moved to now, in one transaction; a batch closed already (full, or by a timer
+ * run twice) is left alone, so its run starts once. A run whose pass is not queued at the close (it waits for a
+ * concurrency slot) is released again by the debounce timer's `release` task.
+ *
+ * @example engine.work(BATCH_QUEUE, batchTimer(engine), { leaseMs: 30_000 })
+ */
+export function batchTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'>): TaskHandler {
+  return async (payload: { stream: string; runId: string }) => {
+    const { stream, runId } = payload;
+    await host.store.transaction(async (tx) => {
+      const read = async () => {
+        const open = (await tx.projectionGet({ name: BATCHES, key: stream })) as Open | undefined;
+        return open?.runId === runId ? open : undefined;
+      };
+      // a batch closed already (full, or by this timer run before) is left alone without taking the key's lock
+      if (!(await read())) return;
+      await host.journal.append(stream, [{ type: RUN_EVENT.batchingDue, data: { run_id: runId } }], { tx });
+      const open = await read();
+      if (!open) return;
+      const now = await tx.now();
+      if (open.due > now) {
+        // early by the database's clock: look again at the due
+        await host.queue.enqueue(BATCH_QUEUE, payload, {
+          tx,
+          runAt: open.due,
+          orderingKey: stream,
+          idempotencyKey: `${runId}:due:${now}`,
+        });
+        return;
+      }
+      await close(host, tx, stream, runId);
+    });
+    return null;
+  };
+}
