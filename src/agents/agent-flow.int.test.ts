@@ -59,6 +59,19 @@ describe.each(backends)('agent flow control on $name', (backend) => {
         });
       },
     });
+    const parallel = defineAgent('parallel', {
+      ledger: {},
+      flow: { concurrency: [{ key: 'event.conversation_id', limit: 2 }] },
+      background: async (_input, ctx) => {
+        await ctx.node('work', async () => {
+          const now = (inFlight.get('conversation') ?? 0) + 1;
+          inFlight.set('conversation', now);
+          peak.set('conversation', Math.max(peak.get('conversation') ?? 0, now));
+          await new Promise((resolve) => setTimeout(resolve, 400));
+          inFlight.set('conversation', inFlight.get('conversation')! - 1);
+        });
+      },
+    });
     const model = defineTool('model', {
       risk: 'low',
       timeout: '5s',
@@ -83,7 +96,7 @@ describe.each(backends)('agent flow control on $name', (backend) => {
       background: async () => {},
     });
     const service = sessions(engine, engine.store, {
-      agents: [chat, perUser, tenanted, thrifty('thrifty', 'fail'), thrifty('asking', 'approve')],
+      agents: [chat, perUser, tenanted, parallel, thrifty('thrifty', 'fail'), thrifty('asking', 'approve')],
       tools: [model],
     });
     ledger = new AgentLedger(engine, engine.store, service, { defaultAgent: 'chat' });
@@ -133,6 +146,14 @@ describe.each(backends)('agent flow control on $name', (backend) => {
     for (const s of [...sent, bob]) expect((await ended(s.run_id)).status).toBe('success');
     expect(peak.get('ada')).toBe(2);
     expect(peak.get('bob')).toBe(1);
+  });
+
+  it('lets a conversation run two at a time under a conversation limit of 2 (it replaces the ordering key)', async () => {
+    const sent = [];
+    for (const i of [1, 2, 3, 4]) sent.push(await send('parallel', 'c-par', `m${i}`));
+    expect(new Set(sent.map((s) => s.run_id)).size).toBe(4);
+    for (const s of sent) expect((await ended(s.run_id)).status).toBe('success');
+    expect(peak.get('conversation')).toBe(2);
   });
 
   it('fails a run over its token budget, naming the figures, from what its tools report', async () => {
