@@ -119,6 +119,7 @@ describe.each(backends)('agent flow control on $name', (backend) => {
     const waiting = await engine.run(runId);
     expect(waiting.status).toBe('waiting');
     expect(waiting.waitingFor).toMatch(/^debounced until \d{4}-/);
+    expect((await ledger.run(runId)).waiting_for).toBe(waiting.waitingFor);
     const done = await ended(runId);
     expect(done.status).toBe('success');
     expect(done.events.map((e) => e.payload)).toEqual(texts.map((text) => ({ text })));
@@ -138,7 +139,13 @@ describe.each(backends)('agent flow control on $name', (backend) => {
     const reason = await eventually(async () => {
       for (const s of sent) {
         const view = await engine.run(s.run_id);
-        if (view.status === 'waiting' && view.waitingFor) return view.waitingFor;
+        // the agent run shows the reason its run shows
+        if (
+          view.status === 'waiting' &&
+          view.waitingFor &&
+          (await ledger.run(s.run_id)).waiting_for === view.waitingFor
+        )
+          return view.waitingFor;
       }
       return undefined;
     }, 20_000);
