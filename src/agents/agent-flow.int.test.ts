@@ -1,6 +1,9 @@
+import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
 import { ValidationError } from '../errors.js';
+import { mount } from '../server/app.js';
+import { agentRoutes } from '../server/routes/agents.js';
 import { decideBudget } from '../runtime/pass/budget-decision.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -200,6 +203,24 @@ describe.each(backends)('agent flow control on $name', (backend) => {
     await expect(refused).rejects.toThrow(
       "flow.concurrency[0].key: 'event.payload.tenant' is not in the event: the run has no key to count it under",
     );
+    // over HTTP: 400 naming the field
+    const app = mount(new Hono(), agentRoutes(ledger));
+    const res = await app.fetch(
+      new Request('http://api/agent/events', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          agent: 'tenanted',
+          conversation_id: 'c-t',
+          user_id: 'u-1',
+          source: 'test',
+          input_type: 'text',
+          payload: {},
+        }),
+      }),
+    );
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.problems[0].path).toBe('flow.concurrency[0].key');
     expect((await ledger.events({ conversation_id: 'c-t' })).items).toEqual([]);
   });
 });
