@@ -234,6 +234,12 @@ describe('defineAgent flow options', () => {
     expect(bad({ concurrency: [{ key: 'event.nope', limit: 1 }] })).toThrow(
       /^flow\.concurrency\[0\]\.key: 'event\.nope' is not a field of the intake event/,
     );
+    expect(bad({ concurrency: [{ key: 'input.user_id', limit: 1 }] })).toThrow(
+      "flow.concurrency[0].key: an agent's key reads the intake event: write 'event.user_id', not 'input.user_id'",
+    );
+    expect(bad({ concurrency: [{ limit: 1, fairBy: 'tenant' }] })).toThrow(
+      "flow.concurrency[0].fairBy: must be an expression over the event, like 'event.user_id'",
+    );
     expect(bad({ debounce: { period: '500ms' } })).toThrow('flow.debounce.period: must be from 1s to 30d');
     expect(bad({ debounce: { period: '5s', maxWait: '2s' } })).toThrow('flow.debounce.maxWait: must be at least');
     expect(bad({ debounce: { key: 'event.user_id', period: '2s' } })).toThrow(/^flow\.debounce\.key: must be/);

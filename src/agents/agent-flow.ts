@@ -50,6 +50,12 @@ const EVENT_FIELDS = ['conversation_id', 'user_id', 'source', 'input_type', 'pay
 const EVENT_KEY = /^event(\.[A-Za-z_$][\w$-]*)+$/;
 
 function eventKey(key: unknown, path: string): string | undefined {
+  // an agent's key reads its intake event: a workflow's `input.…` would be read as a constant
+  if (typeof key === 'string' && (key === 'input' || key.startsWith('input.') || key.startsWith('input[')))
+    throw new ValidationError(
+      path,
+      `an agent's key reads the intake event: write 'event.${key.slice(6)}', not '${key}'`,
+    );
   if (typeof key !== 'string' || !(key === 'event' || key.startsWith('event.') || key.startsWith('event[')))
     return undefined;
   const field = key.split('.')[1];
