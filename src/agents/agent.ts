@@ -1,7 +1,9 @@
 import { toMs, type Duration } from '../duration.js';
 import { ValidationError } from '../errors.js';
+import type { Usage } from '../runtime/flow.js';
 import type { NodeContext, RetryPolicy } from '../runtime/workflow.js';
 import type { RiskLevel } from '../storage/ledger.js';
+import { checkAgentFlow, type AgentFlowOptions } from './agent-flow.js';
 
 /** What a TypeScript agent's code is given. */
 export interface AgentContext {
@@ -35,6 +37,11 @@ export interface AgentContext {
    * Only for agents defined with `ledger`.
    */
   tool<O = unknown>(name: string, input: unknown): Promise<O>;
+  /**
+   * Charges what the run used (`{ tokens, cost, toolCalls }`) to its usage, which the agent's `flow.budget` caps; a
+   * tool defined with `usage` charges its calls itself. Only for agents defined with `ledger`.
+   */
+  usage(used: Usage): Promise<void>;
 }
 
 /**
@@ -78,6 +85,8 @@ export interface CodeAgentDefinition<I = any> {
    * (after a crash, an approval, a backoff): keep the work in nodes and tools.
    */
   ledger?: LedgerOptions;
+  /** Keyed concurrency, a per-conversation debounce, a priority and a budget of its runs (agent-flow.ts). */
+  flow?: AgentFlowOptions;
 }
 
 /**
@@ -93,6 +102,8 @@ export interface HttpAgentDefinition {
   maxWait?: Duration;
   /** How long the acknowledgement may take, in seconds (at most 300). Default 30. */
   timeoutSeconds?: number;
+  /** Keyed concurrency, a per-conversation debounce, a priority and a budget of its runs (agent-flow.ts). */
+  flow?: AgentFlowOptions;
 }
 
 export interface CodeAgent {
@@ -103,6 +114,8 @@ export interface CodeAgent {
   readonly background: AgentFunction;
   /** Set for a ledger agent. */
   readonly ledger: Required<LedgerOptions> | null;
+  /** Its runs' flow control, checked; null without one. */
+  readonly flow: AgentFlowOptions | null;
 }
 
 export interface HttpAgent {
@@ -112,6 +125,7 @@ export interface HttpAgent {
   readonly url: string;
   readonly headers: Record<string, string>;
   readonly timeoutSeconds: number;
+  readonly flow: AgentFlowOptions | null;
 }
 
 export type Agent = CodeAgent | HttpAgent;
@@ -151,11 +165,13 @@ export function defineAgent<I = any>(
       entrypoint: null,
       background: definition as AgentFunction,
       ledger: null,
+      flow: null,
     });
   if (typeof definition !== 'object' || definition === null)
     throw new ValidationError('definition', 'must be a function, { entrypoint?, background } or { url }');
   const maxWaitMs = definition.maxWait === undefined ? DEFAULT_MAX_WAIT_MS : toMs(definition.maxWait, 'maxWait');
-  if ('url' in definition) return httpAgent(name, definition, maxWaitMs);
+  const flow = definition.flow === undefined ? null : checkAgentFlow(definition.flow);
+  if ('url' in definition) return httpAgent(name, definition, maxWaitMs, flow);
   const { entrypoint, background } = definition;
   if (typeof background !== 'function') throw new ValidationError('background', 'must be a function');
   if (entrypoint !== undefined && typeof entrypoint !== 'function')
@@ -170,6 +186,7 @@ export function defineAgent<I = any>(
     entrypoint: (entrypoint as AgentFunction | undefined) ?? null,
     background: background as AgentFunction,
     ledger,
+    flow,
   });
 }
 
@@ -192,7 +209,12 @@ function ledgerOptions(o: LedgerOptions): Required<LedgerOptions> {
   });
 }
 
-function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: number): HttpAgent {
+function httpAgent(
+  name: string,
+  definition: HttpAgentDefinition,
+  maxWaitMs: number,
+  flow: AgentFlowOptions | null,
+): HttpAgent {
   let url: URL;
   try {
     url = new URL(definition.url);
@@ -209,5 +231,5 @@ function httpAgent(name: string, definition: HttpAgentDefinition, maxWaitMs: num
   if (!(typeof timeoutSeconds === 'number' && timeoutSeconds > 0 && timeoutSeconds <= 300)) {
     throw new ValidationError('timeoutSeconds', `must be a number in (0, 300] (got ${String(timeoutSeconds)})`);
   }
-  return Object.freeze({ kind: 'http', name, maxWaitMs, url: url.href, headers: { ...headers }, timeoutSeconds });
+  return Object.freeze({ kind: 'http', name, maxWaitMs, url: url.href, headers: { ...headers }, timeoutSeconds, flow });
 }

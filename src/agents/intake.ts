@@ -3,8 +3,10 @@ import type { Engine } from '../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
+import { PARKED, type Window } from '../runtime/start/debounce.js';
 import { keyStream } from '../runtime/start/keyed.js';
 import type { Store } from '../storage/store.js';
+import { keepWindow, meetWindow, nextWindow } from './agent-debounce.js';
 import { conversationStream, laterArrivals, readConversation } from './conversation.js';
 import type { ReceivedEvent } from './ledger-projection.js';
 import type { SessionService } from './service.js';
@@ -40,6 +42,8 @@ interface Arrival {
   policy: string;
   conversationVersion: number;
   joined: boolean;
+  /** For an agent with a debounce: its conversation's window after this arrival (agent-debounce.ts). */
+  window?: { stream: string; value: Window; opened: boolean };
 }
 
 /**
@@ -184,11 +188,22 @@ export class Intake {
    */
   private async arrive(tx: Store, e: Required<AgentEventInput>): Promise<Arrival> {
     const found = this.sessions.agent(e.agent);
-    const policy = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
+    const arrival = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
+    const debounce = found?.flow?.debounce;
     const view = await readConversation(tx, e.conversation_id);
-    const joined = policy === 'coalesce' ? view.waiting[e.agent] : undefined;
+    const waiting = view.waiting[e.agent];
+    // a debounce window still open takes the arrival; else `coalesce` joins the run waiting for its turn
+    const meeting = debounce
+      ? await meetWindow(this.engine.journal, tx, { agent: e.agent, conversationId: e.conversation_id, waiting })
+      : undefined;
+    const joined = meeting?.open?.runId ?? (arrival === 'coalesce' ? waiting : undefined);
     const event_id = newId('evt');
     const run_id = joined ?? newId('ses');
+    const window =
+      meeting && debounce && (meeting.open || !joined)
+        ? { stream: meeting.stream, value: nextWindow(meeting, debounce, run_id), opened: !meeting.open }
+        : undefined;
+    const policy = window ? 'debounce' : arrival;
     const decision = joined ? 'coalesced' : 'queued';
     const received: ReceivedEvent = {
       id: event_id,
@@ -202,7 +217,13 @@ export class Intake {
       run_id,
       decision,
     };
-    return { received, policy, conversationVersion: view.version, joined: joined !== undefined };
+    return {
+      received,
+      policy,
+      conversationVersion: view.version,
+      joined: joined !== undefined,
+      ...(window && { window }),
+    };
   }
 
   /**
@@ -237,8 +258,10 @@ export class Intake {
         user_id: e.user_id,
         event_id: e.id,
         input_class: e.input_type,
+        ...(a.window ? { notBefore: PARKED } : {}),
       });
     }
+    if (a.window) await keepWindow(this.engine, tx, a.window.stream, a.window.value, a.window.opened);
   }
 }
 

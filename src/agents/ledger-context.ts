@@ -128,8 +128,9 @@ export function ledgerContext(
             'rejected',
           );
       }
+      let output: O;
       try {
-        return (await ctx.step(
+        output = (await ctx.step(
           `tool:${name}`,
           (step) => tool.run(input ?? null, { idempotencyKey: key, signal: step.signal, attempt: step.attempt }),
           {
@@ -145,6 +146,11 @@ export function ledgerContext(
           throw new ToolTimeoutError(name, `${name} did not finish within ${tool.timeoutMs} ms`);
         throw new ToolError(name, `${name} failed: ${e.name}: ${e.message}`);
       }
+      // what the call used, charged to the run's budget: journaled once, a replay counts it again from the journal
+      if (tool.usage) await ctx.usage(tool.usage(output, input ?? null));
+      return output;
     },
+
+    usage: (used) => ctx.usage(used),
   };
 }

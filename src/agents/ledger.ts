@@ -11,6 +11,7 @@ import type {
   AgentToolCallRow,
   ApprovalStatus,
 } from '../storage/ledger.js';
+import { readRunView } from '../runtime/read/view.js';
 import type { Store } from '../storage/store.js';
 import { Intake, type AgentEventInput, type IntakeResult } from './intake.js';
 import { approvalSignal, type Decision } from './ledger-context.js';
@@ -34,6 +35,8 @@ export type AgentToolCallRecord = Iso<
 export type AgentCheckpointRecord = Iso<AgentCheckpointRow, 'created_at'>;
 
 export interface AgentRunDetail extends AgentRunRecord {
+  /** Why its run is held back (`debounced until …`, `concurrency …`, `budget: …`), as the run shows it; else null. */
+  waiting_for: string | null;
   events: AgentEventRecord[];
   steps: AgentStepRecord[];
   tool_calls: AgentToolCallRecord[];
@@ -216,7 +219,8 @@ export class AgentLedger {
     const store = this.store;
     const row = await store.agentRunGet({ id });
     if (!row) throw new NotFoundError(`agent run ${id} not found`);
-    const [events, steps, calls, checkpoints] = await Promise.all([
+    const [view, events, steps, calls, checkpoints] = await Promise.all([
+      readRunView(store, id),
       store.agentEventList({ run_id: id }),
       store.agentStepList({ run_id: id }),
       store.agentToolCallList({ run_id: id, limit: 10_000 }),
@@ -224,6 +228,7 @@ export class AgentLedger {
     ]);
     return {
       ...runRecord(row),
+      waiting_for: view?.waitingFor ?? null,
       events: events.map(eventRecord),
       steps: steps.map((s) => isoTimes(s, ['created_at', 'updated_at']) as AgentStepRecord),
       tool_calls: calls.map(callRecord),

@@ -36,8 +36,23 @@ export const issueRefund = defineTool('issue_refund', {
   }),
 });
 
+/**
+ * A stand-in for a model call, which needs no network: the message's intent, and the tokens a model would have used
+ * (about one per 4 characters of the prompt, and a few for the answer). Its `usage` charges them to the run, so the
+ * sample's token budget counts them without the agent reporting anything.
+ */
+export const classifyIntent = defineTool('classify_intent', {
+  risk: 'low',
+  timeout: '5s',
+  run: async (input: { text: string }) => ({
+    intent: /refund/i.test(input.text) ? 'refund' : 'question',
+    tokens: 40 + Math.ceil(input.text.length / 4),
+  }),
+  usage: (answer: { tokens: number }) => ({ tokens: answer.tokens }),
+});
+
 /** The sample agent's tools: every session service has them. */
-export const sampleTools = [lookupOrder, issueRefund];
+export const sampleTools = [classifyIntent, lookupOrder, issueRefund];
 
 interface SampleInput {
   /** Set for a run of inbound agent events: the events it handles (several when coalesced). */
@@ -55,10 +70,13 @@ interface SamplePayload {
 /**
  * The agent ledger demo, which needs no network. For every run it goes through the nodes
  * `classify` → `act` → `reply`: `classify` takes 200 ms (`payload.sleep_ms` to change it) and its
- * first `payload.fail_times` attempts fail (so retries and backoff show); `act` calls the low-risk
+ * first `payload.fail_times` attempts fail (so retries and backoff show), then asks the stand-in
+ * model `classify_intent` (its tokens count against the run's budget); `act` calls the low-risk
  * tool `lookup_order` and, when the text (`payload.text`) mentions a refund, the high-risk
  * `issue_refund`, which waits for a person's approval; a rejected or expired refund is handled
- * (`reply` says so). `input.fail` (or, for a rule's input of an event, `input.detail.fail`) makes
+ * (`reply` says so). Messages of one conversation within 2 s of each other are answered by one
+ * run (its `events`), started once the conversation is quiet for 2 s (at most 10 s after the first);
+ * a run past 2,000 tokens waits for approval. `input.fail` (or, for a rule's input of an event, `input.detail.fail`) makes
  * the run fail at the end with `ClientError: ThrottlingException - Rate exceeded`. Every session
  * service has it, so `POST /agent/events` and a rule that starts `{ agent: 'sample-agent' }` work
  * out of the box.
@@ -69,6 +87,9 @@ interface SamplePayload {
  */
 export const sampleAgent = defineAgent('sample-agent', {
   ledger: { arrival: 'queue' },
+  // messages of one conversation 2 s apart or less are answered by one run (at most 10 s after the first); a run
+  // that has used 2,000 tokens waits for a person's approval (`runledger runs approve-budget`) before going on
+  flow: { debounce: { period: '2s', maxWait: '10s' }, budget: { tokens: 2_000, onExceed: 'approve' } },
   background: async (input: unknown, ctx) => {
     const given = (typeof input === 'object' && input !== null ? input : {}) as SampleInput;
     const payloads: SamplePayload[] = (given.events ?? []).map((e) =>
@@ -86,7 +107,8 @@ export const sampleAgent = defineAgent('sample-agent', {
       await pause(sleepMs, ctx.signal);
       if (attempt <= failTimes)
         throw new ClientError(`ThrottlingException - classify attempt ${attempt} failed (fail_times: ${failTimes})`);
-      return { intent: /refund/i.test(text) ? 'refund' : 'question', messages: payloads.length };
+      const answer = await ctx.tool<{ intent: string }>('classify_intent', { text });
+      return { intent: answer.intent, messages: payloads.length };
     });
     const acted = await ctx.node('act', async () => {
       const order = await ctx.tool<Order>('lookup_order', { order_id: /\d+/.exec(text)?.[0] ?? 'A-1001' });

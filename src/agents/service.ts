@@ -1,6 +1,5 @@
-import { backoffDelay } from '../backoff.js';
 import type { Engine } from '../engine.js';
-import { ConflictError, NotFoundError, RunledgerError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { publicUrlFor } from '../public-url.js';
@@ -10,6 +9,8 @@ import { currentStatus, readRunView } from '../runtime/read/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Agent } from './agent.js';
+import { checkReport, retrying } from './report.js';
+import { agentStart, type FlowEvent } from './agent-flow.js';
 import { isEnded, isSessionEventType, SESSION_EVENT_TYPES } from './lifecycle.js';
 import { conversationOrderingKey } from './conversation.js';
 import { projectLedger } from './ledger-projection.js';
@@ -48,9 +49,6 @@ export interface ReportResult {
   duplicate: boolean;
 }
 
-/** A report is written within about 7 s of retries when the store is briefly unreachable. */
-const REPORT_ATTEMPTS = 8;
-const REPORT_BACKOFF = { baseMs: 100, factor: 2, maxMs: 2000, jitter: 0.2 };
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 
 /**
@@ -220,6 +218,8 @@ export class SessionService {
       input_class: string;
       /** Runs of the conversation it waits in front of, if they still wait (a redriven event keeps its place). */
       ahead?: readonly string[];
+      /** Its first pass waits until then: a debounce window's run is parked until its timer closes the window. */
+      notBefore?: number;
     },
   ): Promise<void> {
     // the intake's new id: no session has it yet, so none is read first
@@ -274,11 +274,19 @@ export class SessionService {
       [{ type: 'SESSION_INITIATED', data: { agent, input, ...ledger } }],
       { tx: t, expectedVersion: 0 },
     );
-    const start = event
-      ? { session_id: id, agent, input, conversation_id: event.conversation_id }
-      : { session_id: id, agent, input };
-    const ordering = event && { orderingKey: event.orderingKey, ahead: event.ahead ?? [] };
-    await this.engine.start(this.workflow, start, { id, tx: t, ...ordering });
+    // the agent's flow: its limits' keys (read from the event) go in the run's input, which its limits name
+    const flow = agentStart(
+      agent,
+      this.agents.get(agent)?.flow ?? null,
+      event ? (input as FlowEvent) : null,
+      event?.orderingKey ?? null,
+    );
+    const start = { session_id: id, agent, input, ...(event && { conversation_id: event.conversation_id }) };
+    const parked = event?.notBefore === undefined ? {} : { notBefore: event.notBefore };
+    const ahead = event && flow.options.orderingKey ? { ahead: event.ahead ?? [] } : {};
+    await this.engine.start(this.workflow, flow.keys ? { ...start, flow_keys: flow.keys } : start, {
+      ...{ id, tx: t, ...flow.options, ...ahead, ...parked },
+    });
   }
 
   /** What SESSION_INITIATED carries for the ledger's `agent_runs` row. */
@@ -360,16 +368,6 @@ function checkSessionId(id: unknown, path: string): string {
   return id;
 }
 
-function checkReport(body: { status: string; error_message?: string | null }): SessionReport {
-  const { status, error_message: error } = (body ?? {}) as { status?: unknown; error_message?: unknown };
-  const spelled = typeof status === 'string' ? currentStatus(status) : status;
-  if (spelled !== 'success' && spelled !== 'failed')
-    throw new ValidationError('status', `must be success or failed (got ${JSON.stringify(status)})`);
-  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > 2000))
-    throw new ValidationError('error_message', 'must be a string of at most 2000 characters');
-  return { status: spelled, error_message: (error as string | null | undefined) ?? null };
-}
-
 function same(view: SessionView, agent: string): SessionRecord {
   if (view.agent !== agent)
     throw new ConflictError(`session ${view.session_id} exists for agent '${view.agent}', not '${agent}'`);
@@ -383,16 +381,4 @@ function accepted(id: string, first: SessionReport, report: SessionReport, dupli
     );
   }
   return { session_id: id, status: first.status, duplicate };
-}
-
-async function retrying<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      // a RunledgerError is an answer (not found, conflict, bad input); anything else is the store
-      if (error instanceof RunledgerError || attempt >= REPORT_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, REPORT_BACKOFF)));
-    }
-  }
 }

@@ -38,6 +38,8 @@ export interface SessionInput {
   input: unknown;
   /** Set for a run started by an inbound agent event: its first step gathers the conversation's events it handles. */
   conversation_id?: string;
+  /** The run's concurrency keys read from its event and agent (agent-flow.ts): its limits name them. */
+  flow_keys?: Record<string, string>;
 }
 
 export interface SessionReport {
@@ -297,6 +299,7 @@ async function runPhase(
     attempt: step.attempt,
     node: notLedger(agent),
     tool: notLedger(agent),
+    usage: notLedger(agent),
   };
   const ran = (async () => fn(session.input, context))().then(
     (): Outcome => ({ ok: true }),

@@ -1,5 +1,6 @@
 import { toMs, type Duration } from '../duration.js';
 import { RunledgerError, TerminalError, ValidationError } from '../errors.js';
+import type { Usage } from '../runtime/flow.js';
 import type { RetryPolicy } from '../runtime/workflow.js';
 import type { RiskLevel } from '../storage/ledger.js';
 
@@ -24,6 +25,11 @@ export interface ToolDefinition<I = any, O = any> {
   /** Tries of one call, the first included. Default 1: a failed call is the agent's to handle. */
   retry?: RetryPolicy;
   run: (input: I, ctx: ToolContext) => Promise<O>;
+  /**
+   * What a call used, read from its output (a model's answer: `(answer) => ({ tokens: answer.usage.total_tokens })`):
+   * charged to the run's usage after the call (`ctx.usage`), so the agent's `flow.budget` counts it without a report.
+   */
+  usage?: (output: O, input: I) => Usage;
 }
 
 export interface Tool {
@@ -34,6 +40,7 @@ export interface Tool {
   readonly approval: boolean | null;
   readonly retry: RetryPolicy;
   readonly run: (input: any, ctx: ToolContext) => Promise<unknown>;
+  readonly usage: ((output: any, input: any) => Usage) | null;
 }
 
 const RISKS: RiskLevel[] = ['low', 'medium', 'high'];
@@ -65,6 +72,8 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
     definition.approvalTimeout === undefined
       ? DEFAULT_APPROVAL_TIMEOUT_MS
       : toMs(definition.approvalTimeout, 'approvalTimeout');
+  if (definition.usage !== undefined && typeof definition.usage !== 'function')
+    throw new ValidationError('usage', 'must be a function of the output');
   if (definition.approval !== undefined && typeof definition.approval !== 'boolean')
     throw new ValidationError('approval', 'must be true or false');
   return Object.freeze({
@@ -75,6 +84,7 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
     approval: definition.approval ?? null,
     retry: definition.retry ?? { maxAttempts: 1 },
     run: definition.run as Tool['run'],
+    usage: (definition.usage as Tool['usage'] | undefined) ?? null,
   });
 }
 

@@ -23,9 +23,9 @@ export const DEBOUNCE_WINDOWS = 'debounce';
  * The first pass of a debounced run is parked here until its window closes: only the window's timer, under the key's
  * lock, moves it to now, so no pass can read the run's input while a start of its window may still add to it.
  */
-const PARKED = Date.UTC(9999, 11, 31);
+export const PARKED = Date.UTC(9999, 11, 31);
 
-interface Window {
+export interface Window {
   runId: string;
   /** ms, by the database's clock */
   first: number;
@@ -143,7 +143,7 @@ function debounced(host: DelayedHost, tx: Store, runId: string, data: Record<str
 }
 
 /** The window's timer at its due; one per (run, due), so a timer run twice enqueues the next one once. */
-function timer(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, window: Window): Promise<unknown> {
+export function timer(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, window: Window): Promise<unknown> {
   return host.queue.enqueue(
     DEBOUNCE_QUEUE,
     { stream, runId: window.runId },

@@ -276,6 +276,12 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
         'One agent run (the same run as GET /sessions/{id}) with its events, steps, tool calls and checkpoints, in order',
       status: 200,
       response: run.extend({
+        waiting_for: z
+          .string()
+          .nullable()
+          .describe(
+            'why the run is held back (debounced until …, concurrency …, budget: …), as GET /runs/{id} shows it',
+          ),
         events: z.array(event),
         steps: z.array(step),
         tool_calls: z.array(toolCall),
