@@ -3,7 +3,8 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store } from '../storage/store.js';
-import { parseDefinition, rateLimits, type Definition } from './schema.js';
+import { parseDefinition, type Definition } from './schema.js';
+import { definitionRateLimits } from './flow.js';
 
 /** A stored workflow as the API shows it: its definition, id and version. */
 export interface StoredWorkflow extends Definition {
@@ -178,7 +179,7 @@ export class Definitions {
     const definition = parseDefinition(input, this.secretNames ? { secrets: new Set(await this.secretNames()) } : {});
     // a step naming no limit would fail at its first take: refused at save time instead
     const unknown = [];
-    for (const [use, path] of rateLimits(definition))
+    for (const [use, path] of definitionRateLimits(definition))
       if (!(await this.store.rateLimitGet({ name: use.name })))
         unknown.push({ path: `${path}.name`, message: `no rate limit named '${use.name}': define it first (/limits)` });
     if (unknown.length > 0) throw ValidationError.of(unknown);

@@ -4,6 +4,7 @@ import { checkFlow } from '../runtime/flow-check.js';
 import type { FlowOptions, RateLimitUse } from '../runtime/flow.js';
 import { fieldOf } from '../runtime/match.js';
 import { checkLimitName } from '../runtime/rates/limits.js';
+import type { Definition, StepDefinition } from './schema.js';
 
 /**
  * Flow control of stored workflows (docs/flow-control.md): the definition's snake_case fields, checked at save time
@@ -304,4 +305,20 @@ function triggerValue(key: string, trigger: Record<string, unknown>, path: strin
   if (value === undefined || value === null || value === '')
     throw new ValidationError(path, `'${key}' is not in the trigger data: the execution has no key to count it under`);
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+/** Every `rate_limit` of the definition's steps (in branches and maps too), by its JSON path. */
+export function definitionRateLimits(definition: Definition): Array<[z.output<typeof rateLimitSchema>, string]> {
+  const out: Array<[z.output<typeof rateLimitSchema>, string]> = [];
+  const visit = (step: StepDefinition, path: string): void => {
+    if (step.type === 'parallel')
+      for (const [branch, steps] of Object.entries(step.config.branches))
+        for (const [j, s] of steps.entries()) visit(s, `${path}.config.branches.${branch}[${j}]`);
+    if (step.type === 'map') for (const [j, s] of step.config.steps.entries()) visit(s, `${path}.config.steps[${j}]`);
+    if (!('rate_limit' in step) || step.rate_limit === undefined) return;
+    if (!Array.isArray(step.rate_limit)) out.push([step.rate_limit, `${path}.rate_limit`]);
+    else for (const [i, use] of step.rate_limit.entries()) out.push([use, `${path}.rate_limit[${i}]`]);
+  };
+  for (const [i, step] of definition.steps.entries()) visit(step, `steps[${i}]`);
+  return out;
 }

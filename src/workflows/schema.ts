@@ -7,6 +7,7 @@ import {
   concurrencySchema,
   debounceSchema,
   batchSchema,
+  definitionRateLimits,
   flowProblems,
   rateLimitSchema,
   throttleSchema,
@@ -291,25 +292,9 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
   });
   problems.push(...fallbackProblems(definition), ...messageProblems(definition), ...secrets);
   problems.push(...parameterProblems(definition));
-  problems.push(...flowProblems(definition, rateLimits(definition)));
+  problems.push(...flowProblems(definition, definitionRateLimits(definition)));
   if (problems.length > 0) throw ValidationError.of(problems);
   return definition;
-}
-
-/** Every `rate_limit` of the definition's steps (in branches and maps too), by its JSON path. */
-export function rateLimits(definition: Definition): Array<[z.output<typeof rateLimitSchema>, string]> {
-  const out: Array<[z.output<typeof rateLimitSchema>, string]> = [];
-  const visit = (step: StepDefinition, path: string): void => {
-    if (step.type === 'parallel')
-      for (const [branch, steps] of Object.entries(step.config.branches))
-        for (const [j, s] of steps.entries()) visit(s, `${path}.config.branches.${branch}[${j}]`);
-    if (step.type === 'map') for (const [j, s] of step.config.steps.entries()) visit(s, `${path}.config.steps[${j}]`);
-    if (!('rate_limit' in step) || step.rate_limit === undefined) return;
-    if (!Array.isArray(step.rate_limit)) out.push([step.rate_limit, `${path}.rate_limit`]);
-    else for (const [i, use] of step.rate_limit.entries()) out.push([use, `${path}.rate_limit[${i}]`]);
-  };
-  for (const [i, step] of definition.steps.entries()) visit(step, `steps[${i}]`);
-  return out;
 }
 
 /** The requests a step sends, by their JSON paths: its own, its callback registration, its compensation and cancel. */
