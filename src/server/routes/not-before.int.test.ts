@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { main } from '../../cli/main.js';
+import { output } from '../../cli/output.js';
 import { workflow } from '../../runtime/workflow.js';
 import { backends } from '../../testing/backends.js';
 import { eventually } from '../../testing/engine.js';
@@ -38,6 +40,26 @@ describe.each(backends)('not_before on POST /runs on $name', (backend) => {
     // a time past is now
     const past = await call('POST', '/runs', { workflow: 'not-before-http', input: { n: 3 }, not_before: 0 });
     expect(past.status).toBe(202);
+  });
+
+  it('runledger start --not-before holds the run until then; a time too far is told as the flag', async () => {
+    const cli = async (...args: string[]) => {
+      let printed = '';
+      await main(
+        ['node', 'runledger', ...args, '--url', served.server.url, '--json'],
+        output((t) => (printed += t), false),
+      );
+      return JSON.parse(printed) as Record<string, unknown>;
+    };
+    const iso = new Date(Date.now() + 60_000).toISOString();
+    const started = await cli('start', 'not-before-http', '--input', '{"n":4}', '--not-before', iso);
+    const view = await run(started.run_id as string);
+    expect(view.status).toBe('waiting');
+    expect(view.waiting_for).toBe(`not before ${iso}`);
+    const far = new Date(Date.now() + 400 * 24 * 3_600_000).toISOString();
+    await expect(cli('start', 'not-before-http', '--input', '{"n":5}', '--not-before', far)).rejects.toThrow(
+      /^--not-before: must be at most 1 year ahead/,
+    );
   });
 
   it('refuses a bad not_before naming the field, and one more than a year ahead', async () => {
