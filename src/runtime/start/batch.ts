@@ -11,7 +11,7 @@ import { runStream } from '../pass/history.js';
 import { isTerminal, readRunView, type RunView } from '../read/view.js';
 import type { Workflow } from '../workflow.js';
 import { release } from './debounce.js';
-import { within, type DelayedHost } from './delayed.js';
+import { delayStream, within, type DelayedHost } from './delayed.js';
 import type { StartOptions } from './start.js';
 
 /** The queue of the batches' timeouts: one task per batch, at its first input's time plus its timeout. */
@@ -114,6 +114,38 @@ export async function startBatched(
     );
     return opened.runId;
   });
+}
+
+/**
+ * For a start that joins its key's run (a batch's, a debounce window's), under an idempotency key: takes the lock of
+ * the start's batch (window) key in `tx`, the append its start makes first, and returns the run a start of the same
+ * idempotency key named first (the first event of `keyStream`), if one committed. Under that lock a repeat is seen
+ * (on PostgreSQL, once the lock is taken, the next read sees what committed before), so it joins nothing; reading the
+ * key without the lock, two starts of one key racing would each add their input. None for a start that joins nothing.
+ *
+ * @example const first = await joinedBy(engine.journal, tx, wf, input, flow, 'runs:order-7')
+ */
+export async function joinedBy(
+  journal: Journal,
+  tx: Store,
+  wf: Workflow,
+  input: unknown,
+  options: StartOptions,
+  keyStream: string,
+): Promise<string | undefined> {
+  const batch = batchOf(wf, options);
+  const debounce = batch === null ? (options.debounce ?? wf.flow?.debounce) : undefined;
+  if (batch !== null) {
+    const key = batch.key === undefined ? null : resolveKey(batch.key, input, 'batch.key');
+    await journal.append(`batching:${wf.name}:${key ?? '*'}`, [{ type: RUN_EVENT.batchingStarted, data: {} }], { tx });
+  } else if (debounce !== undefined) {
+    const key = debounce.key === undefined ? null : resolveKey(debounce.key, input, 'debounce.key');
+    await journal.append(delayStream('debounce', wf.name, key), [{ type: RUN_EVENT.debounceStarted, data: {} }], {
+      tx,
+    });
+  } else return undefined;
+  const [first] = await journal.readStream(keyStream, { limit: 1, tx });
+  return (first?.data as { run_id?: string } | undefined)?.run_id;
 }
 
 /** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */

@@ -3,7 +3,8 @@ import type { Engine } from '../../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
 import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
-import { runIdFor } from '../../runtime/start/keyed.js';
+import { joinedBy } from '../../runtime/start/batch.js';
+import { keyStream, runIdFor } from '../../runtime/start/keyed.js';
 import type { Workflow } from '../../runtime/workflow.js';
 import { route, type Route } from '../route.js';
 import { notBeforeOf, notBeforeField, runFlowFields } from '../schemas.js';
@@ -102,7 +103,12 @@ export function controlRoutes(engine: Engine): Route[] {
             scope: 'runs',
             key,
             name: joins
-              ? async (tx) => ({ runId: (await engine.start(wf, body.input ?? null, { tx, ...flow })).id })
+              ? async (tx) => ({
+                  // a start of this key that committed first is the run: its append below finds it, nothing joins
+                  runId:
+                    (await joinedBy(engine.journal, tx, wf, body.input ?? null, flow, keyStream('runs', key))) ??
+                    (await engine.start(wf, body.input ?? null, { tx, ...flow })).id,
+                })
               : async () => ({ runId: id! }),
             begin: async (tx, runId) =>
               void (joins || (await engine.start(wf, body.input ?? null, { id: runId, tx, ...flow }))),
