@@ -1,4 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { storedWorkflows } from '../../app/workflows.js';
+import { testEngine } from '../../testing/engine.js';
+import { createRunStarter } from '../../triggers/starter.js';
 import { workflow } from '../../runtime/workflow.js';
 import { backends } from '../../testing/backends.js';
 import { useServer } from '../test-server.js';
@@ -48,4 +52,28 @@ describe.each(backends)('one Idempotency-Key racing into a batch or a debounce w
       expect(((await call('GET', `/runs/${id}`)).body as { input: unknown[] }).input).toHaveLength(2);
       await call('POST', `/runs/${id}/cancel`, { reason: 'test over' });
     });
+});
+
+describe.each(backends)('one trigger key racing into a batch or a debounce window on $name', (backend) => {
+  it('10 concurrent starts of one trigger key add one input, to one run', async () => {
+    const { engine, close } = await testEngine(backend, { workflows: [batched, debounced], pollMs: 100 });
+    try {
+      const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
+      const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [batched, debounced] });
+      for (const name of ['join-batched', 'join-debounced']) {
+        const started = await Promise.all(
+          Array.from({ length: 10 }, (_, n) =>
+            starter.start({ target: { workflow: name }, input: { n }, key: `evt_1:${name}` }),
+          ),
+        );
+        const ids = new Set(started.map((s) => s.run_id));
+        expect(ids.size).toBe(1);
+        const id = [...ids][0]!;
+        expect((await engine.run(id)).input).toHaveLength(1);
+        await engine.runtime.cancel(id, 'test over');
+      }
+    } finally {
+      await close();
+    }
+  });
 });
