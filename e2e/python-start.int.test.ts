@@ -24,7 +24,7 @@ function python(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number 
 const SUITE = resolve('clients/python/tests/flow');
 
 // `Client.start` of the Python SDK (clients/python/tests/flow) against a real `runledger serve` with code workflows:
-// a priority and a concurrency limit (the second run of the key waits, then completes), a budget, a debounce, errors.
+// a priority and a concurrency limit (the second run of the key waits, then completes), a budget, a debounce, not_before, errors.
 describe.each(backends)('starting runs from Python on $name', (backend) => {
   const servers: Served[] = [];
   afterEach(() => {
@@ -47,7 +47,7 @@ export const chat = workflow('py-chat', async (_ctx, input) => input.text);`,
     servers.push(served);
     const run = await python(['-m', 'unittest', 'discover', '-v', '-s', SUITE], { RUNLEDGER_URL: served.url });
     expect(run.code, `${run.output}\n--- server ---\n${served.output()}`).toBe(0);
-    expect(run.output).toMatch(/Ran 6 tests/);
+    expect(run.output).toMatch(/Ran 7 tests/);
     expect(run.output).toMatch(/^OK$/m);
     expect(run.output).toContain('test_a_run_with_a_priority_and_a_concurrency_limit_waits_its_turn_and_completes');
   });

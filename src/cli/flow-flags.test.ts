@@ -30,6 +30,18 @@ describe('the flow flags of runledger start', () => {
     });
   });
 
+  it('reads --not-before as an ISO time (sent as given) or whole ms, and refuses anything else naming the flag', () => {
+    expect(flowFlags({ notBefore: '2030-01-01T09:00:00Z' })).toEqual({ notBefore: '2030-01-01T09:00:00Z' });
+    expect(flowFlags({ notBefore: ' 1893456000000 ' })).toEqual({ notBefore: 1893456000000 });
+    expect(() => flowFlags({ notBefore: 'tomorrow' })).toThrow(/^--not-before: must be an ISO 8601 time/);
+    expect(() => flowFlags({ notBefore: '2030-02-31x' })).toThrow(/^--not-before: /);
+    expect(() => flowFlags({ notBefore: '-5' })).toThrow(/^--not-before: /);
+    expect(flagOf('not_before')).toBe('--not-before');
+    expect(() => storedRefuses(flowFlags({ notBefore: '2030-01-01T09:00:00Z' }))).toThrow(
+      /^--not-before: a stored workflow's execution starts now/,
+    );
+  });
+
   it("tells a server's problem with a flow field as the flag that gave it", () => {
     expect(flagOf('throttle.period')).toBe('--throttle');
     expect(flagOf('throttle.key')).toBe('--throttle-key');

@@ -27,6 +27,10 @@ export function flowOptions(cmd: Command): Command {
     .option('--debounce-key <key>', "with --debounce: 'input.<field>' or a constant (default: the workflow)")
     .option('--debounce-max-wait <duration>', "with --debounce: at most this long after the window's first start")
     .option('--debounce-mode <mode>', 'with --debounce: last (the last input, default) or all (the list of inputs)')
+    .option(
+      '--not-before <time>',
+      "a code workflow's run: its code begins no earlier than this ISO 8601 time (or ms since 1970), at most 1 year ahead",
+    )
     .option('--budget-tokens <n>', "a code workflow's run: at most this many model tokens in all")
     .option('--budget-cost <n>', "a code workflow's run: at most this cost in all (a positive number)")
     .option('--budget-tool-calls <n>', "a code workflow's run: at most this many tool calls")
@@ -45,6 +49,8 @@ export interface FlowFlags {
   throttle?: Throttle;
   debounce?: Debounce;
   budget?: Budget;
+  /** POST /runs `not_before`: ms since 1970, or the ISO time as given (the server reads it and checks the range). */
+  notBefore?: number | string;
 }
 
 const WHOLE = /^-?\d+$/;
@@ -66,6 +72,15 @@ function positive(flag: string, value: unknown): number {
 /** A duration as given: whole milliseconds, or a string like '30s' the server reads. */
 function duration(value: string): number | string {
   return /^\d+$/.test(value.trim()) ? Number(value) : value;
+}
+
+/** `--not-before`: whole ms, or a time `Date` reads (sent as given, for the server to check). */
+function notBefore(value: string): number | string {
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(trimmed) || Number.isNaN(Date.parse(trimmed)))
+    throw new ValidationError('--not-before', `must be an ISO 8601 time, as in 2030-01-01T09:00:00Z (got '${value}')`);
+  return trimmed;
 }
 
 /** `--with` needs `--flag`: a ValidationError naming both. */
@@ -116,6 +131,7 @@ export function flowFlags(options: OptionValues): FlowFlags {
       ...(mode === undefined ? {} : { mode }),
     };
   }
+  if (options.notBefore !== undefined) flow.notBefore = notBefore(String(options.notBefore));
   const budget: Budget = {};
   if (options.budgetTokens !== undefined) budget.tokens = whole('--budget-tokens', options.budgetTokens);
   if (options.budgetCost !== undefined) budget.cost = positive('--budget-cost', options.budgetCost);
@@ -140,6 +156,7 @@ export function flagOf(path: string): string | undefined {
   if (head === 'throttle') return field === 'key' ? '--throttle-key' : '--throttle';
   if (head === 'debounce')
     return field === undefined || field === 'period' ? '--debounce' : `--debounce-${field.replace(/_/g, '-')}`;
+  if (head === 'not_before') return '--not-before';
   if (head === 'budget') return `--budget-${(field ?? 'tokens').replace(/_/g, '-')}`;
   return undefined;
 }
@@ -153,6 +170,8 @@ export function asFlagError(error: unknown): unknown {
 
 /** The flags a stored workflow's execution does not take: its limits are in its definition. */
 export function storedRefuses(flow: FlowFlags): void {
+  if (flow.notBefore !== undefined)
+    throw new ValidationError('--not-before', "a stored workflow's execution starts now (use a schedule for later)");
   const first = (
     [
       ['concurrency', '--concurrency-limit'],

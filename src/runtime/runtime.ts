@@ -24,7 +24,7 @@ import { passTask, RUN_QUEUE, Starts, type StartOptions } from './start/start.js
 import { delayOf, type DelayedHost } from './start/delayed.js';
 import type { StartInput } from './flow.js';
 import { inOpenWindow, startDebounced } from './start/debounce.js';
-import { batchOf, startBatched } from './start/batch.js';
+import { batchOf, inOpenBatch, startBatched } from './start/batch.js';
 import { startThrottled } from './start/throttle.js';
 import { ResultWaiters } from './results.js';
 
@@ -235,8 +235,9 @@ export class Runtime {
         [{ type: RUN_EVENT.signalSent, data: { name, payload: stored } }],
         { tx, ...(key ? { idempotencyKey: key } : {}) },
       );
-      // a debounced run begins only once its window closed (its timer moves its pass): it reads the signal then
-      if (!appended.duplicate && !(await inOpenWindow(this.journal, tx, view))) await this.wake(tx, id, await tx.now());
+      // a debounced (batched) run begins only once its window (batch) closed, which moves its pass: it reads the signal then
+      const parked = (await inOpenWindow(this.journal, tx, view)) || (await inOpenBatch(this.journal, tx, view));
+      if (!appended.duplicate && !parked) await this.wake(tx, id, await tx.now());
       return { duplicate: appended.duplicate };
     });
   }

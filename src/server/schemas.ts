@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ValidationError } from '../errors.js';
 import {
   batchSchema,
   budgetSchema,
@@ -60,6 +61,36 @@ export const runFlowFields = {
   batch: runFlowSchemas.batch.optional(),
   budget: runFlowSchemas.budget.optional(),
 };
+
+/** `not_before` of `POST /runs`: read by `notBeforeOf`, which names the field on a bad value. */
+export const notBeforeField = z
+  .union([z.string().max(64), z.number()])
+  .optional()
+  .describe(
+    "the run's first pass begins no earlier than this (status `waiting` until then): an ISO 8601 time or ms since 1970, at most 1 year ahead",
+  );
+
+const YEAR_MS = 365 * 24 * 3_600_000;
+const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * `not_before` as ms since 1970: an ISO 8601 time or a whole number of ms; a bad value, or one more than a year after
+ * `now`, is a ValidationError naming `not_before`. A time past is now.
+ *
+ * @example notBeforeOf('2030-01-01T00:00:00Z', Date.now()) // 1893456000000
+ */
+export function notBeforeOf(value: string | number | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'number' ? value : ISO.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms < 0)
+    throw new ValidationError(
+      'not_before',
+      `must be an ISO 8601 time or a whole number of ms since 1970 (got ${JSON.stringify(value)})`,
+    );
+  if (ms > now + YEAR_MS)
+    throw new ValidationError('not_before', `must be at most 1 year ahead (got ${new Date(ms).toISOString()})`);
+  return ms;
+}
 
 export const executeResponse = z.object({
   execution_id: z.string(),

@@ -1,6 +1,7 @@
 import type { Engine } from '../engine.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { runIdFor } from '../runtime/start/keyed.js';
+import { joinedBy } from '../runtime/start/batch.js';
+import { keyStream, runIdFor } from '../runtime/start/keyed.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { WorkflowService } from '../workflows/service.js';
@@ -94,7 +95,12 @@ export function createRunStarter(options: RunStarterOptions): RunStarter {
         key,
         ...(tx ? { tx } : {}),
         name: joins
-          ? async (t) => ({ runId: (await engine.runtime.start(wf, input, { tx: t, ...trace })).id })
+          ? async (t) => ({
+              // a start of this key that committed first is the run: its append finds it, nothing joins (batch.ts)
+              runId:
+                (await joinedBy(engine.journal, t, wf, input, {}, keyStream('trigger-run', key))) ??
+                (await engine.runtime.start(wf, input, { tx: t, ...trace })).id,
+            })
           : async () => ({ runId: runIdFor(key) }),
         begin: async (t, id) => void (joins || (await engine.runtime.start(wf, input, { id, tx: t, ...trace }))),
       });

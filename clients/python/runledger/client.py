@@ -80,6 +80,7 @@ class Client:
         debounce: Mapping[str, Any] | None = None,
         budget: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        not_before: datetime | str | int | None = None,
     ) -> str:
         """
         Starts a run of a code workflow the server registered (`POST /runs`); returns its run id. The flow options
@@ -89,10 +90,12 @@ class Client:
                                   concurrency={"key": "input.user_id", "limit": 1},
                                   budget={"tokens": 40_000, "on_exceed": "approve"})
 
-        The same `id` or `idempotency_key` again returns the first run and starts nothing. A bad field raises
+        `not_before` (a datetime with its timezone, an ISO 8601 string or ms since 1970, at most a year ahead): the run
+        waits until then (`waiting_for` "not before …"). The same `id` or `idempotency_key` again returns the first run
+        and starts nothing. A bad field raises
         ApiError 400 whose `problems` name it (`concurrency[0].limit`).
         """
-        body = run_body(workflow, input, id=id, priority=priority, concurrency=concurrency, throttle=throttle, debounce=debounce, budget=budget)
+        body = run_body(workflow, input, id=id, priority=priority, concurrency=concurrency, throttle=throttle, debounce=debounce, budget=budget, not_before=not_before)
         headers = {} if idempotency_key is None else {"idempotency-key": idempotency_key}
         run_id: str = self.request("POST", "/runs", body, headers=headers)["run_id"]
         return run_id

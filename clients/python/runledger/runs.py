@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Union
 
 from .duration import wire
@@ -29,6 +30,7 @@ def run_body(
     throttle: Mapping[str, Any] | None = None,
     debounce: Mapping[str, Any] | None = None,
     budget: Mapping[str, Any] | None = None,
+    not_before: datetime | str | int | None = None,
 ) -> dict[str, Any]:
     """The body of `POST /runs`, snake_case as the API takes it; the server checks the ranges and names a bad field."""
     if not isinstance(workflow, str) or not workflow:
@@ -48,7 +50,20 @@ def run_body(
         if not isinstance(value, Mapping):
             raise ValueError(f"{name}: must be a dict (got {value!r})")
         body[name] = {k: wire(v, f"{name}.{k}") if k in _DURATIONS[name] else v for k, v in value.items()}
+    if not_before is not None:
+        body["not_before"] = _not_before(not_before)
     return body
+
+
+def _not_before(value: datetime | str | int) -> str | int:
+    """A datetime with its timezone as ms since 1970; an ISO 8601 string or whole ms as given (the server checks them)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"not_before: a datetime needs its timezone, as datetime.now(timezone.utc) (got {value!r})")
+        return round(value.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"not_before: must be a datetime, an ISO 8601 string or ms since 1970 (got {value!r})")
+    return value
 
 
 def _concurrency(value: Concurrency) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import unittest
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,6 +45,16 @@ class RunBody(unittest.TestCase):
         self.assertEqual(run_body("w", concurrency=5)["concurrency"], [{"limit": 5}])
         two = [{"key": "input.user", "limit": 1}, {"limit": 50}]
         self.assertEqual(run_body("w", concurrency=two)["concurrency"], two)
+
+    def test_not_before_is_sent_as_ms_for_a_datetime_and_as_given_otherwise(self) -> None:
+        at = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)
+        self.assertEqual(run_body("w", not_before=at)["not_before"], 1893488400000)
+        self.assertEqual(run_body("w", not_before="2030-01-01T09:00:00Z")["not_before"], "2030-01-01T09:00:00Z")
+        self.assertEqual(run_body("w", not_before=1893488400000)["not_before"], 1893488400000)
+        with self.assertRaisesRegex(ValueError, "^not_before: a datetime needs its timezone"):
+            run_body("w", not_before=datetime(2030, 1, 1))
+        with self.assertRaisesRegex(ValueError, "^not_before: must be"):
+            run_body("w", not_before=True)  # type: ignore[arg-type]
 
     def test_a_bad_shape_is_refused_naming_the_field_before_anything_is_sent(self) -> None:
         with self.assertRaisesRegex(ValueError, "^priority:"):

@@ -21,6 +21,10 @@ const quick = workflow('batch-quick', { batch: { maxSize: 100, timeout: '1s' } }
 const big = workflow('batch-big', { batch: { maxSize: 100, timeout: '1h' } }, async (ctx, inputs: In[]) =>
   ns(ctx, inputs),
 );
+const signalled = workflow('batch-signalled', { batch: { maxSize: 100, timeout: '1s' } }, async (ctx, inputs: In[]) => {
+  const go = await ctx.waitForEvent<{ at: number }>('go', { timeout: '30s' });
+  return { ns: inputs.map((i) => i.n), go };
+});
 const plain = workflow('batch-plain', async (ctx, inputs: In[]) => ns(ctx, inputs));
 
 const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
@@ -30,7 +34,10 @@ describe.each(backends)('batched starts on $name', (backend) => {
     it.concurrent(
       name,
       async () => {
-        const { engine, close } = await testEngine(backend, { workflows: [three, quick, big, plain], pollMs: 100 });
+        const { engine, close } = await testEngine(backend, {
+          workflows: [three, quick, big, plain, signalled],
+          pollMs: 100,
+        });
         try {
           await body(engine);
         } finally {
@@ -110,6 +117,22 @@ describe.each(backends)('batched starts on $name', (backend) => {
     }
     expect(seen.sort((x, y) => x - y)).toEqual(numbers(0, 1_000));
   }, 120_000);
+
+  test('a signal sent while its batch is open is kept: the run begins once the batch closed, with every input', async (engine) => {
+    const first = await engine.start(signalled, { k: 'a', n: 1 });
+    await engine.signal(first.id, 'go', { at: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // the signal did not begin the run: this start joins the batch it is still in
+    const second = await engine.start(signalled, { k: 'a', n: 2 });
+    expect(second.id).toBe(first.id);
+    expect((await engine.run(first.id)).status).toBe('waiting');
+    expect(await result(engine, first.id)).toEqual({ ns: [1, 2], go: { at: 1 } });
+    const journal = await events(engine, first.id);
+    const began = journal.find((e) => e.type === RUN_EVENT.waitStarted || e.type === RUN_EVENT.waitCompleted);
+    const opened = journal.find((e) => e.type === RUN_EVENT.runBatched)!;
+    // the batch closed at its timeout (its `until`): nothing of the run's code ran before that
+    expect(began!.timestamp).toBeGreaterThanOrEqual((opened.data as { until: number }).until);
+  });
 
   test('refuses bad batches naming the field, a run id, a key the input lacks, and batch with debounce', async (engine) => {
     const start = (batch: unknown, input: unknown = { k: 'a', n: 1 }) =>

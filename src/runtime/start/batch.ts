@@ -1,16 +1,17 @@
 import { toMs } from '../../duration.js';
 import { ValidationError } from '../../errors.js';
 import { newId } from '../../ids.js';
+import type { Journal } from '../../journal/journal.js';
 import type { TaskHandler } from '../../queue/handler.js';
 import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { checkBatchAlone, checkFlow, resolveKey } from '../flow-check.js';
 import type { Batch } from '../flow.js';
 import { runStream } from '../pass/history.js';
-import { isTerminal, readRunView } from '../read/view.js';
+import { isTerminal, readRunView, type RunView } from '../read/view.js';
 import type { Workflow } from '../workflow.js';
 import { release } from './debounce.js';
-import { within, type DelayedHost } from './delayed.js';
+import { delayStream, within, type DelayedHost } from './delayed.js';
 import type { StartOptions } from './start.js';
 
 /** The queue of the batches' timeouts: one task per batch, at its first input's time plus its timeout. */
@@ -99,7 +100,8 @@ export async function startBatched(
       id: opened.runId,
       ...(full ? {} : { notBefore: PARKED }),
       also: async (tx) => {
-        await batched(host, tx, opened, full ? { full: true } : {});
+        // the batch's stream, for a signal to find whether the run's batch is still open (inOpenBatch)
+        await batched(host, tx, opened, full ? { full: true, key: stream } : { key: stream });
         await options.also?.(tx);
       },
     });
@@ -114,11 +116,62 @@ export async function startBatched(
   });
 }
 
+/**
+ * For a start that joins its key's run (a batch's, a debounce window's), under an idempotency key: takes the lock of
+ * the start's batch (window) key in `tx`, the append its start makes first, and returns the run a start of the same
+ * idempotency key named first (the first event of `keyStream`), if one committed. Under that lock a repeat is seen
+ * (on PostgreSQL, once the lock is taken, the next read sees what committed before), so it joins nothing; reading the
+ * key without the lock, two starts of one key racing would each add their input. None for a start that joins nothing.
+ *
+ * @example const first = await joinedBy(engine.journal, tx, wf, input, flow, 'runs:order-7')
+ */
+export async function joinedBy(
+  journal: Journal,
+  tx: Store,
+  wf: Workflow,
+  input: unknown,
+  options: StartOptions,
+  keyStream: string,
+): Promise<string | undefined> {
+  const batch = batchOf(wf, options);
+  const debounce = batch === null ? (options.debounce ?? wf.flow?.debounce) : undefined;
+  if (batch !== null) {
+    const key = batch.key === undefined ? null : resolveKey(batch.key, input, 'batch.key');
+    await journal.append(`batching:${wf.name}:${key ?? '*'}`, [{ type: RUN_EVENT.batchingStarted, data: {} }], { tx });
+  } else if (debounce !== undefined) {
+    const key = debounce.key === undefined ? null : resolveKey(debounce.key, input, 'debounce.key');
+    await journal.append(delayStream('debounce', wf.name, key), [{ type: RUN_EVENT.debounceStarted, data: {} }], {
+      tx,
+    });
+  } else return undefined;
+  const [first] = await journal.readStream(keyStream, { limit: 1, tx });
+  return (first?.data as { run_id?: string } | undefined)?.run_id;
+}
+
 /** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */
 function firstOf(input: unknown, into: string | undefined): unknown {
   if (into === undefined) return [input];
   const base = input as Record<string, unknown>;
   return { ...base, [into]: [base[into] ?? null] };
+}
+
+/**
+ * Whether run `view` has not begun and its batch is open: a signal sent to it is journaled and kept, not a wake-up
+ * (as `inOpenWindow` for a debounce window), so the run begins only once its batch closed, with every input of it; it
+ * then sees the signal. The batch's close moves its parked pass to now; a cancel still wakes it.
+ *
+ * @example if (!(await inOpenBatch(journal, tx, view))) await wake(tx, view.id)
+ */
+export async function inOpenBatch(journal: Journal, tx: Store, view: RunView): Promise<boolean> {
+  if ((view.status !== 'pending' && view.status !== 'waiting') || view.steps.length > 0) return false;
+  // the batch's opening is among the run's first events (after its start, and its admission to its limits)
+  const first = await journal.readStream(runStream(view.id), { limit: 8, tx });
+  const opened = first.find((e) => e.type === RUN_EVENT.runBatched)?.data as { key?: string } | undefined;
+  if (opened === undefined) return false;
+  // a run from before batches named their stream: its view says whether it waits for its batch
+  if (opened.key === undefined) return view.waitingFor?.startsWith('batch ') ?? false;
+  const open = (await tx.projectionGet({ name: BATCHES, key: opened.key })) as Open | undefined;
+  return open?.runId === view.id;
 }
 
 async function ended(tx: Store, runId: string): Promise<boolean> {

@@ -3,10 +3,11 @@ import type { Engine } from '../../engine.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { checkName } from '../../json.js';
 import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
-import { runIdFor } from '../../runtime/start/keyed.js';
+import { joinedBy } from '../../runtime/start/batch.js';
+import { keyStream, runIdFor } from '../../runtime/start/keyed.js';
 import type { Workflow } from '../../runtime/workflow.js';
 import { route, type Route } from '../route.js';
-import { runFlowFields } from '../schemas.js';
+import { notBeforeOf, notBeforeField, runFlowFields } from '../schemas.js';
 import { checkRunFlow } from '../../workflows/flow.js';
 
 /** Built-in workflows (`runledger.stored`, `runledger.session`) are started through their own routes. */
@@ -27,6 +28,7 @@ const startBody = z
       .optional()
       .describe('the run id; an existing id returns that run and starts nothing'),
     ...runFlowFields,
+    not_before: notBeforeField,
   })
   .strict();
 
@@ -86,9 +88,10 @@ export function controlRoutes(engine: Engine): Route[] {
       errors: [400, 409, 413],
       handle: async ({ body, headers }) => {
         const wf = codeWorkflow(engine, body.workflow);
-        const { workflow: _w, input: _i, id: _id, ...fields } = body;
+        const { workflow: _w, input: _i, id: _id, not_before, ...fields } = body;
+        const notBefore = notBeforeOf(not_before, Date.now());
         // each flow field given replaces the workflow's own (docs/flow-control.md)
-        const flow = checkRunFlow(fields);
+        const flow = { ...checkRunFlow(fields), ...(notBefore === undefined ? {} : { notBefore }) };
         const key = headers.get('idempotency-key');
         const checked = body.id === undefined && key !== null ? checkName('Idempotency-Key', key, 200) : undefined;
         const id = body.id ?? (checked !== undefined ? runIdFor(`runs:${checked}`) : undefined);
@@ -100,7 +103,12 @@ export function controlRoutes(engine: Engine): Route[] {
             scope: 'runs',
             key,
             name: joins
-              ? async (tx) => ({ runId: (await engine.start(wf, body.input ?? null, { tx, ...flow })).id })
+              ? async (tx) => ({
+                  // a start of this key that committed first is the run: its append below finds it, nothing joins
+                  runId:
+                    (await joinedBy(engine.journal, tx, wf, body.input ?? null, flow, keyStream('runs', key))) ??
+                    (await engine.start(wf, body.input ?? null, { tx, ...flow })).id,
+                })
               : async () => ({ runId: id! }),
             begin: async (tx, runId) =>
               void (joins || (await engine.start(wf, body.input ?? null, { id: runId, tx, ...flow }))),

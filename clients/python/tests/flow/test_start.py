@@ -11,6 +11,7 @@ import sys
 import time
 import unittest
 import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,17 @@ class Start(unittest.TestCase):
         self.assertEqual(self.client.start("py-chat", {"chat": self.user, "text": "b"}, debounce=debounce), first)
         self.assertRegex(self.client.get_run(first)["waiting_for"], r"^debounced until \d{4}-")
         self.client.request("POST", f"/runs/{first}/cancel", {"reason": "test over"})
+
+    def test_a_run_not_before_a_time_waits_until_then_and_a_time_too_far_is_refused(self) -> None:
+        at = datetime.now(timezone.utc) + timedelta(seconds=1)
+        run_id = self.client.start("py-two", {"n": 5}, not_before=at)
+        self.assertRegex(self.client.get_run(run_id)["waiting_for"], r"^not before \d{4}-")
+        self.assertEqual(self.client.wait(run_id, timeout="30s")["output"], 7)
+        with self.assertRaises(ApiError) as raised:
+            self.client.start("py-two", {"n": 1}, not_before=datetime.now(timezone.utc) + timedelta(days=400))
+        self.assertEqual(raised.exception.status, 400)
+        self.assertEqual(raised.exception.problems[0]["path"], "not_before")
+        self.assertIn("at most 1 year ahead", raised.exception.problems[0]["message"])
 
     def test_a_bad_field_raises_the_servers_problem_naming_it(self) -> None:
         with self.assertRaises(ApiError) as raised:
