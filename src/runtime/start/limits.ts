@@ -107,6 +107,30 @@ function kept(journal: Journal): WrittenViews<Slots> {
   return views;
 }
 
+/**
+ * Runs known here to hold every slot they need, by journal: a run keeps its slots until it ends, so a pass of one need
+ * not read its keys again (`holdsAll`). Noted once the admitting transaction commits, forgotten as its end commits;
+ * the oldest let go past `HOLDING_MAX` (a run that ended in another process stays until then, harmlessly: its pass
+ * stops at its terminal event before asking).
+ */
+const holding = new WeakMap<Journal, Set<string>>();
+const HOLDING_MAX = 10_000;
+
+function holdingOf(journal: Journal): Set<string> {
+  const set = holding.get(journal) ?? new Set<string>();
+  holding.set(journal, set);
+  return set;
+}
+
+/** Notes, once `tx` commits, that run `runId` holds all its slots. */
+export function noteHolding(journal: Journal, tx: Store, runId: string): void {
+  tx.onCommit(() => {
+    const set = holdingOf(journal);
+    set.add(runId);
+    if (set.size > HOLDING_MAX) set.delete(set.values().next().value!);
+  });
+}
+
 /** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
 function normal(value: unknown): Slots {
   const v = (value ?? {}) as Partial<Omit<Slots, 'waiting'>> & { active?: string | null; waiting?: unknown[] };
@@ -292,7 +316,10 @@ function takeFree(slots: Slots): Waiter[] {
 async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promise<void> {
   const run = { id: w.run, priority: w.priority, ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }) };
   const next = w.rest.length > 0 ? await acquire(host, tx, run, w.rest, true) : ({ admitted: true } as const);
-  if (next.admitted) await host.begin(tx, w.run, w.notBefore ?? null);
+  if (next.admitted) {
+    await host.begin(tx, w.run, w.notBefore ?? null);
+    noteHolding(host.journal, tx, w.run);
+  }
   const shown = next.admitted ? !w.quiet : !next.quiet;
   if (shown) {
     const data = { slot, waitingFor: next.admitted ? null : next.waitingFor };
@@ -321,13 +348,20 @@ export async function release(host: LimitHost, tx: Store, runId: string, claims:
   for (const claim of claims)
     for (const waiter of await leave(host, tx, runId, claim.slot)) granted.push({ slot: claim.slot, waiter });
   for (const { slot, waiter } of granted) await letIn(host, tx, slot, waiter);
+  tx.onCommit(() => holdingOf(host.journal).delete(runId));
 }
 
-/** Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. */
-export async function holdsAll(store: Store, runId: string, claims: Claim[]): Promise<boolean> {
+/**
+ * Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. With
+ * `journal`: a run this process saw let in (or found holding) is not read again.
+ */
+export async function holdsAll(store: Store, runId: string, claims: Claim[], journal?: Journal): Promise<boolean> {
   if (claims.length === 0) return true;
+  if (journal && holding.get(journal)?.has(runId)) return true;
   const rows = await store.projectionGetMany({ name: SLOTS, keys: claims.map((c) => c.slot) });
-  return rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+  const all = rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+  if (all && journal) holdingOf(journal).add(runId);
+  return all;
 }
 
 /** A key's slots as people read them: the limit, the runs in, and those waiting in line. */

@@ -10,7 +10,16 @@ import { RUN_EVENT } from '../events.js';
 import { History, runStream, type Seq } from '../pass/history.js';
 import { resolveMatch, type EventMatch, type Match } from '../match.js';
 import type { FlowOptions } from '../flow.js';
-import { admit, claimsOf, LimitReachedError, release, takeDroppable, type Claim, type LimitHost } from './limits.js';
+import {
+  admit,
+  claimsOf,
+  LimitReachedError,
+  noteHolding,
+  release,
+  takeDroppable,
+  type Claim,
+  type LimitHost,
+} from './limits.js';
 import { runFlow, type RunFlow } from './run-flow.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -137,6 +146,16 @@ export class Starts {
     // a first pass not due yet is not claimed as it is inserted: it waits in the queue until `notBefore`
     const taker = options.notBefore === undefined ? queue.reserve(RUN_QUEUE, tag) : null;
     let dropped: string | null = null;
+    let admitted = claims.length === 0;
+    const pass = queue.newTask(
+      RUN_QUEUE,
+      { runId: options.id },
+      {
+        ...passTask(options.id, tag, priority),
+        ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
+        ...(taker ? { claim: taker.claim } : {}),
+      },
+    );
     try {
       const prepare = async (tx: Store) => {
         // a full drop_newest limit refuses the run before anything of it is written
@@ -146,36 +165,22 @@ export class Starts {
           value: null,
         };
       };
+      // a keyed run let in at once has its first pass inserted with the batch's other tasks, as a plain run's
       const also = async (tx: Store) => {
         if (dropped !== null) return null;
-        const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
-        const pass = admitted ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore) : null;
+        if (claims.length > 0) admitted = await this.admit(tx, options, checked);
         await options.also?.(tx);
-        return pass;
+        return null;
       };
-      const written = await journal.group.submit<EnqueueResult | null>(
+      const written = await journal.group.submit<null>(
         claims.length === 0
-          ? {
-              prepare,
-              enqueue: [
-                queue.newTask(
-                  RUN_QUEUE,
-                  { runId: options.id },
-                  {
-                    ...passTask(options.id, tag, priority),
-                    ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
-                    ...(taker ? { claim: taker.claim } : {}),
-                  },
-                ),
-              ],
-              ...(options.also ? { also } : {}),
-            }
-          : { prepare, also },
+          ? { prepare, enqueue: [pass], ...(options.also ? { also } : {}) }
+          : { prepare, also, enqueueAfter: () => (dropped === null && admitted ? [pass] : []) },
       );
       if (dropped !== null) throw new LimitReachedError(dropped);
-      const pass = claims.length === 0 ? written.tasks[0]! : written.value;
-      taker?.settle(pass ?? undefined);
-      this.keep(options.id, written.events[0]!, pass);
+      const first = written.tasks[0] ?? null;
+      taker?.settle(first ?? undefined);
+      this.keep(options.id, written.events[0]!, first);
     } finally {
       taker?.settle();
     }
@@ -223,6 +228,7 @@ export class Starts {
       ...(options.ahead ? { ahead: options.ahead } : {}),
     };
     const admission = await admit(this.host.limits, tx, runner, checked.claims);
+    if (admission.admitted) noteHolding(this.host.journal, tx, options.id);
     if (!admission.admitted && !admission.quiet) {
       const data = { slot: null, waitingFor: admission.waitingFor };
       await this.host.journal.append(runStream(options.id), [{ type: RUN_EVENT.runAdmitted, data }], { tx });
