@@ -182,11 +182,14 @@ export async function takeDroppable(
   tx: Store,
   runId: string,
   claims: Claim[],
+  outlive = false,
 ): Promise<string | null> {
   const taken: Claim[] = [];
   for (const claim of claims.filter((c) => c.onLimit === 'drop_newest')) {
     const dropped = await tryTake(host.journal, tx, runId, claim);
     if (dropped !== null) {
+      // `outlive`: the caller's transaction rolls back with the refusal (a start in it throws); it is journaled anew
+      if (outlive) tx.onRollback(() => void journalDropped(host.journal, claim.slot, runId, dropped));
       await release(host, tx, runId, taken);
       return dropped;
     }
@@ -208,6 +211,14 @@ export function admit(host: LimitHost, tx: Store, run: Runner, claims: Claim[]):
     claims.filter((c) => c.onLimit !== 'drop_newest'),
     false,
   );
+}
+
+/** A refusal journaled on its own, after the transaction that had it rolled back (a failure here is logged only). */
+async function journalDropped(journal: Journal, slot: string, runId: string, why: string): Promise<void> {
+  const event = { type: RUN_EVENT.runDropped, data: { runId, reason: why } };
+  await journal.append(slotStream(slot), [event]).catch((error: unknown) => {
+    console.warn(`runledger: the refusal of run ${runId} by ${slot} was not journaled: ${String(error)}`);
+  });
 }
 
 /** A `drop_newest` claim, optimistic: the key's state is read, then its stream appended at that version or read again. */
@@ -241,11 +252,15 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
     const claim = claims[i]!;
     const { slots, version } = await lock(host.journal, tx, claim.slot, RUN_EVENT.runQueued, run.id);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
+    const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
     const granted = going ? [] : takeFree(slots);
+    // those still waiting are told the new "n of m" (after this run's own place is known)
+    const told = changed ? slots.waiting.filter((w) => !w.quiet).map((w) => w.run) : [];
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
       await write(host.journal, tx, claim.slot, version, slots);
+      await retell(host, tx, told, reason(claim.slot, slots));
       for (const w of granted) await letIn(host, tx, claim.slot, w);
       continue;
     }
@@ -271,10 +286,19 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       slots.waiting.unshift(waiter);
     } else line(slots, waiter, run.ahead ?? []);
     await write(host.journal, tx, claim.slot, version, slots);
+    await retell(host, tx, told, why);
     for (const w of granted) await letIn(host, tx, claim.slot, w);
     return { admitted: false, waitingFor: why, quiet: claim.quiet === true };
   }
   return { admitted: true };
+}
+
+/** Runs waiting for a key whose limit changed: their reason as it is now (`run.admitted`, still waiting), one append. */
+async function retell(host: LimitHost, tx: Store, runs: string[], why: string): Promise<void> {
+  if (runs.length === 0) return;
+  const data = { slot: null, waitingFor: why };
+  const appends = runs.map((id) => ({ streamId: runStream(id), events: [{ type: RUN_EVENT.runAdmitted, data }] }));
+  await host.journal.appendMany(appends, { tx });
 }
 
 /** Puts a waiter in line: in start order, or in front of the first of its `ahead` runs still waiting. */

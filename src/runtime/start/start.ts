@@ -196,7 +196,7 @@ export class Starts {
     const { tag, timeoutMs, flow, claims } = checked;
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const limits = this.host.limits;
-    const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims);
+    const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims, true);
     if (dropped !== null) throw new LimitReachedError(dropped);
     const first = await this.append(tx, wf, input, options, checked, deadline);
     // a run that exists: the slots its drop_newest limits took are given back (the caller's transaction goes on)
