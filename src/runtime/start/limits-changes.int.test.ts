@@ -6,6 +6,7 @@ import { runStream } from '../pass/history.js';
 import { RUN_QUEUE } from '../runtime.js';
 import { workflow } from '../workflow.js';
 import { LimitReachedError, readSlots, slotStream } from './limits.js';
+import { admitTurn, releaseTurn } from './turns.js';
 
 /** A run that holds its slot until it is signalled `go`. */
 const gate = workflow('gate', { concurrency: [{ key: 'input.k', limit: 2 }] }, async (ctx, _input: { k: string }) =>
@@ -91,6 +92,24 @@ describe.each(backends)('changes to a key of a concurrency limit on $name', (bac
       expect(await engine.runtime.handle('nb-3').result()).toBe('y');
       await engine.signal('nb-2', 'go', 'z');
       expect(await engine.runtime.handle('nb-2').result()).toBe('z');
+    } finally {
+      await close();
+    }
+  });
+
+  it('reads a key stored before lines were rows (its waiting runs inline) and moves them to rows as it goes on', async () => {
+    const { engine, close } = await testEngine(backend, { workflows: [gate] });
+    try {
+      const { store, journal } = engine;
+      await store.projectionPut({ name: 'ordering', key: 'old', value: { active: 'r1', waiting: ['r2', 'r3'] } });
+      expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r1'], waiting: ['r2', 'r3'] });
+      expect(await store.transaction((tx) => admitTurn(journal, tx, 'old', 'r4'))).toBe(false);
+      expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r1'], waiting: ['r2', 'r3', 'r4'] });
+      expect(await store.transaction((tx) => releaseTurn(journal, tx, 'old', 'r1'))).toBe('r2');
+      expect(await store.transaction((tx) => releaseTurn(journal, tx, 'old', 'r3'))).toBeNull();
+      expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r2'], waiting: ['r4'] });
+      expect(await store.transaction((tx) => releaseTurn(journal, tx, 'old', 'r2'))).toBe('r4');
+      expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r4'], waiting: [] });
     } finally {
       await close();
     }

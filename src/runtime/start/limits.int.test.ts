@@ -117,8 +117,8 @@ describe.each(backends)('keyed concurrency of runs on $name', (backend) => {
       await engine.start(gated, { n: 5 }, { id: 'g-5', concurrency: [{ limit: 3 }] });
       expect(await held(engine, 'gated-limit')).toEqual(['g-1', 'g-2', 'g-3']);
       expect((await engine.run('g-4')).status).toBe('waiting');
-      // its reason as it began to wait
-      expect((await engine.run('g-4')).waitingFor).toBe('concurrency gated-limit — 1 of 1 in use');
+      // its reason under the limit in force now
+      expect((await engine.run('g-4')).waitingFor).toBe('concurrency gated-limit — 3 of 3 in use');
       await eventually(
         async () => (await engine.run('g-3')).status === 'waiting' && !(await engine.run('g-3')).waitingFor,
       );

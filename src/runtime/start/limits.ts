@@ -1,10 +1,25 @@
 import { ConflictError } from '../../errors.js';
 import type { Journal } from '../../journal/journal.js';
-import { WrittenViews } from '../../journal/kept.js';
 import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { runStream } from '../pass/history.js';
+import {
+  type Claim,
+  enter,
+  leaveLine,
+  lineOf,
+  normal,
+  placeAhead,
+  readLocked,
+  SLOTS,
+  type Slots,
+  takeFree,
+  type Waiter,
+  write,
+} from './line.js';
 import type { RunFlow } from './run-flow.js';
+
+export type { Claim } from './line.js';
 
 /**
  * Keyed concurrency: each key (a slot) lets `limit` runs in at once; a run holds a slot of every limit it names from
@@ -14,39 +29,6 @@ import type { RunFlow } from './run-flow.js';
  * each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key is
  * the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
  */
-
-/** One limit a run takes a slot of. `quiet`: an ordering key's (its wait shows no reason). */
-export interface Claim {
-  slot: string;
-  limit: number;
-  onLimit?: 'queue' | 'cancel_in_progress' | 'drop_newest';
-  group?: string;
-  quiet?: boolean;
-}
-
-/** A run waiting for a slot: what it takes next once let in (`rest`), and when its first pass may begin. */
-interface Waiter {
-  run: string;
-  priority: number;
-  group?: string;
-  rest: Claim[];
-  notBefore?: number;
-  quiet?: boolean;
-}
-
-/** A key's slots: the limit in force (the newest start's), the runs holding one, and those waiting, in start order. */
-interface Slots {
-  limit: number;
-  held: string[];
-  waiting: Waiter[];
-  /** Runs cancelled by a `cancel_in_progress` start, not ended yet: not cancelled twice. */
-  cancelling: string[];
-  /** Fairness: the grant count at which each waiting group was last let in. */
-  served: Record<string, number>;
-  grants: number;
-  /** The version of the key's stream this state is as of. */
-  version?: number;
-}
 
 /** A start refused by a full `drop_newest` limit (409): `concurrency user:42 — 1 of 1 in use`. */
 export class LimitReachedError extends ConflictError {
@@ -72,8 +54,6 @@ export interface Runner {
 
 export type Admission = { admitted: true } | { admitted: false; waitingFor: string; quiet: boolean };
 
-const SLOTS = 'ordering';
-
 /** The stream of a key's slots. */
 export function slotStream(slot: string): string {
   return `ordering:${slot}`;
@@ -96,15 +76,6 @@ export function claimsOf(flow: RunFlow | null, orderingKey: string | null): Clai
         ...(c.group === undefined ? {} : { group: c.group }),
       });
   return [...claims.values()].sort((a, b) => (a.slot < b.slot ? -1 : a.slot > b.slot ? 1 : 0));
-}
-
-/** Each journal's key states as of their stream's version: the key's next append takes one instead of reading it. */
-const written = new WeakMap<Journal, WrittenViews<Slots>>();
-
-function kept(journal: Journal): WrittenViews<Slots> {
-  const views = written.get(journal) ?? new WrittenViews<Slots>();
-  written.set(journal, views);
-  return views;
 }
 
 /**
@@ -131,22 +102,6 @@ export function noteHolding(journal: Journal, tx: Store, runId: string): void {
   });
 }
 
-/** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
-function normal(value: unknown): Slots {
-  const v = (value ?? {}) as Partial<Omit<Slots, 'waiting'>> & { active?: string | null; waiting?: unknown[] };
-  return {
-    limit: v.limit ?? 1,
-    held: v.held ?? (v.active ? [v.active] : []),
-    waiting: (v.waiting ?? []).map((w) =>
-      typeof w === 'string' ? { run: w, priority: 0, rest: [], quiet: true } : (w as Waiter),
-    ),
-    cancelling: v.cancelling ?? [],
-    served: v.served ?? {},
-    grants: v.grants ?? 0,
-    ...(v.version === undefined ? {} : { version: v.version }),
-  };
-}
-
 /** Appends `type` to the key's stream (which locks it) and returns the key's state as that append found it. */
 async function lock(
   journal: Journal,
@@ -157,14 +112,7 @@ async function lock(
 ): Promise<{ slots: Slots; version: number }> {
   const [event] = (await journal.append(slotStream(slot), [{ type, data: { runId } }], { tx })).events;
   const version = event!.version;
-  const cached = kept(journal).take(tx, slot, version - 1);
-  return { slots: cached ?? normal(await tx.projectionGet({ name: SLOTS, key: slot })), version };
-}
-
-async function write(journal: Journal, tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
-  slots.version = version;
-  await tx.projectionPut({ name: SLOTS, key: slot, value: slots });
-  kept(journal).wrote(tx, slot, version, slots);
+  return { slots: await readLocked(journal, tx, slot, version), version };
 }
 
 /** Why a run waits for `slot`, in a person's words. */
@@ -254,9 +202,9 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
     const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
-    const granted = going ? [] : takeFree(slots);
+    const granted = going ? [] : await takeFree(tx, claim.slot, slots);
     // those still waiting are told the new "n of m" (after this run's own place is known)
-    const told = changed ? slots.waiting.filter((w) => !w.quiet).map((w) => w.run) : [];
+    const told = changed ? (await lineOf(tx, claim.slot, slots)).filter((w) => !w.quiet).map((w) => w.run) : [];
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
       await write(host.journal, tx, claim.slot, version, slots);
@@ -273,18 +221,27 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       ...(claim.quiet ? { quiet: true } : {}),
     };
     const why = reason(claim.slot, slots);
+    let seq: number;
     if (claim.onLimit === 'cancel_in_progress' && !going) {
       const victim =
         slots.held.find((r) => !slots.cancelling.includes(r)) ??
-        slots.waiting.find((w) => !slots.cancelling.includes(w.run))?.run;
+        (await lineOf(tx, claim.slot, slots, slots.cancelling.length + 1)).find(
+          (w) => !slots.cancelling.includes(w.run),
+        )?.run;
       if (victim !== undefined) {
         slots.cancelling.push(victim);
         const data = { reason: `${why}: cancelled for the newer run ${run.id}`, by: 'system' };
         await host.journal.append(runStream(victim), [{ type: RUN_EVENT.runCancelRequested, data }], { tx });
         await host.wake(tx, victim);
       }
-      slots.waiting.unshift(waiter);
-    } else line(slots, waiter, run.ahead ?? []);
+      slots.first -= 1;
+      seq = slots.first;
+    } else {
+      const ahead = await placeAhead(tx, claim.slot, slots, run.ahead ?? []);
+      if (ahead === null) slots.last += 1;
+      seq = ahead ?? slots.last;
+    }
+    await enter(tx, claim.slot, slots, waiter, seq);
     await write(host.journal, tx, claim.slot, version, slots);
     await retell(host, tx, told, why);
     for (const w of granted) await letIn(host, tx, claim.slot, w);
@@ -299,41 +256,6 @@ async function retell(host: LimitHost, tx: Store, runs: string[], why: string): 
   const data = { slot: null, waitingFor: why };
   const appends = runs.map((id) => ({ streamId: runStream(id), events: [{ type: RUN_EVENT.runAdmitted, data }] }));
   await host.journal.appendMany(appends, { tx });
-}
-
-/** Puts a waiter in line: in start order, or in front of the first of its `ahead` runs still waiting. */
-function line(slots: Slots, waiter: Waiter, ahead: readonly string[]): void {
-  const place = ahead.length ? slots.waiting.findIndex((w) => ahead.includes(w.run)) : -1;
-  if (place >= 0) slots.waiting.splice(place, 0, waiter);
-  else slots.waiting.push(waiter);
-}
-
-/**
- * Lets waiting runs into the free slots: the highest priority first, in start order within one; with groups
- * (`fairBy`), the group let in longest ago (or never) first, so groups take turns whatever their number of waiters.
- */
-function takeFree(slots: Slots): Waiter[] {
-  const out: Waiter[] = [];
-  while (slots.held.length < slots.limit && slots.waiting.length > 0) {
-    const top = Math.max(...slots.waiting.map((w) => w.priority));
-    let best = -1;
-    let bestServed = Number.POSITIVE_INFINITY;
-    slots.waiting.forEach((w, i) => {
-      if (w.priority !== top) return;
-      const served = w.group === undefined ? -1 : (slots.served[w.group] ?? -1);
-      if (served < bestServed) [best, bestServed] = [i, served];
-    });
-    const [w] = slots.waiting.splice(best, 1);
-    slots.held.push(w!.run);
-    slots.grants += 1;
-    if (w!.group !== undefined) slots.served[w!.group] = slots.grants;
-    out.push(w!);
-  }
-  if (out.length > 0) {
-    const groups = new Set(slots.waiting.map((w) => w.group));
-    for (const g of Object.keys(slots.served)) if (!groups.has(g)) delete slots.served[g];
-  }
-  return out;
 }
 
 /** A waiter let into `slot`: it takes its next slots; holding all, its first pass is queued. Journaled on the run. */
@@ -354,10 +276,11 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
 /** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
 async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
   const { slots, version } = await lock(host.journal, tx, slot, RUN_EVENT.runReleased, runId);
+  const held = slots.held.includes(runId);
   slots.held = slots.held.filter((r) => r !== runId);
-  slots.waiting = slots.waiting.filter((w) => w.run !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);
-  const granted = takeFree(slots);
+  if (!held) await leaveLine(tx, slot, slots, [runId]);
+  const granted = await takeFree(tx, slot, slots);
   await write(host.journal, tx, slot, version, slots);
   return granted;
 }
@@ -396,5 +319,6 @@ export async function readSlots(
   const value = await store.projectionGet({ name: SLOTS, key: slot });
   if (value === undefined || value === null) return undefined;
   const slots = normal(value);
-  return { limit: slots.limit, held: slots.held, waiting: slots.waiting.map((w) => w.run) };
+  const waiting = (await lineOf(store, slot, slots)).map((w) => w.run);
+  return { limit: slots.limit, held: slots.held, waiting };
 }
