@@ -38,5 +38,19 @@ export function slotConformance(h: { store: () => Store }): void {
       ).rejects.toThrow('undo');
       expect(await ids({ slot: 'k', limit: 10 })).toEqual(['c', 'd', 'b']);
     });
+
+    it('locks a key, counting its versions from 1; a rolled back lock counts nothing', async () => {
+      const s = h.store();
+      expect(await s.slotLock({ slot: 'lk' })).toBe(1);
+      expect(await s.slotLock({ slot: 'lk' })).toBe(2);
+      expect(await s.slotLock({ slot: 'other-lk' })).toBe(1);
+      await expect(
+        s.transaction(async (tx) => {
+          expect(await tx.slotLock({ slot: 'lk' })).toBe(3);
+          throw new Error('undo');
+        }),
+      ).rejects.toThrow('undo');
+      expect(await s.transaction((tx) => tx.slotLock({ slot: 'lk' }))).toBe(3);
+    });
   });
 }

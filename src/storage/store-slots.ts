@@ -12,6 +12,8 @@ export interface SlotWaiter {
 
 /** The lines of keyed concurrency limits (runtime/start/limits.ts keeps each key's small state beside them). */
 export interface SlotStore {
+  /** Locks a key to the end of the transaction (its row bumped, made at 1): its new version. */
+  slotLock(p: { slot: string }): Promise<number>;
   /** Puts a run in a key's line; one already there keeps its row. */
   slotWaiterAdd(p: SlotWaiter): Promise<void>;
   /** A key's line, next first, up to `limit` rows; with `group` (null: the runs of none), that group's alone. */

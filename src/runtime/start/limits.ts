@@ -23,9 +23,10 @@ export type { Claim } from './line.js';
 
 /**
  * Keyed concurrency: each key (a slot) lets `limit` runs in at once; a run holds a slot of every limit it names from
- * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` of its stream
- * `ordering:<key>`; appending to that stream locks the key for the rest of the transaction, so starts and ends of one
- * key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
+ * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` and its line of
+ * waiting runs (line.ts); its row of `slotLock` locks the key for the rest of the transaction (no event: the runs'
+ * own streams journal what they went through; the key's stream `ordering:<key>` keeps its refusals, `run.dropped`),
+ * so starts and ends of one key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
  * each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key is
  * the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
  */
@@ -102,16 +103,12 @@ export function noteHolding(journal: Journal, tx: Store, runId: string): void {
   });
 }
 
-/** Appends `type` to the key's stream (which locks it) and returns the key's state as that append found it. */
-async function lock(
-  journal: Journal,
-  tx: Store,
-  slot: string,
-  type: string,
-  runId: string,
-): Promise<{ slots: Slots; version: number }> {
-  const [event] = (await journal.append(slotStream(slot), [{ type, data: { runId } }], { tx })).events;
-  const version = event!.version;
+/**
+ * Locks the key to the end of `tx` (`slotLock`: its row in the store, bumped) and returns its state as the lock found
+ * it: the one kept here when no other transaction locked it since, else read.
+ */
+async function lock(journal: Journal, tx: Store, slot: string): Promise<{ slots: Slots; version: number }> {
+  const version = await tx.slotLock({ slot });
   return { slots: await readLocked(journal, tx, slot, version), version };
 }
 
@@ -169,36 +166,27 @@ async function journalDropped(journal: Journal, slot: string, runId: string, why
   });
 }
 
-/** A `drop_newest` claim, optimistic: the key's state is read, then its stream appended at that version or read again. */
+/** A `drop_newest` claim: the key locked, a full one refuses the run (`run.dropped` journaled on the key's stream). */
 async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim): Promise<string | null> {
-  for (let round = 0; ; round++) {
-    const slots = normal(await tx.projectionGet({ name: SLOTS, key: claim.slot }));
-    slots.limit = claim.limit;
-    const full = slots.held.length >= slots.limit;
+  const { slots, version } = await lock(journal, tx, claim.slot);
+  slots.limit = claim.limit;
+  if (slots.held.length >= slots.limit) {
     const why = reason(claim.slot, slots);
-    const event = full
-      ? { type: RUN_EVENT.runDropped, data: { runId, reason: why } }
-      : { type: RUN_EVENT.runQueued, data: { runId } };
-    try {
-      const [appended] = (
-        await journal.append(slotStream(claim.slot), [event], { tx, expectedVersion: slots.version ?? 0 })
-      ).events;
-      if (full) return why;
-      slots.held.push(runId);
-      await write(journal, tx, claim.slot, appended!.version, slots);
-      return null;
-    } catch (error) {
-      // another start or end of the key went first: read it again
-      if (!(error instanceof ConflictError) || round >= 20) throw error;
-    }
+    await journal.append(slotStream(claim.slot), [{ type: RUN_EVENT.runDropped, data: { runId, reason: why } }], {
+      tx,
+    });
+    return why;
   }
+  slots.held.push(runId);
+  await write(journal, tx, claim.slot, version, slots);
+  return null;
 }
 
 /** Takes the claims one after another; waits on the first full one. `going`: a run let in, taking its next ones. */
 async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[], going: boolean): Promise<Admission> {
   for (let i = 0; i < claims.length; i++) {
     const claim = claims[i]!;
-    const { slots, version } = await lock(host.journal, tx, claim.slot, RUN_EVENT.runQueued, run.id);
+    const { slots, version } = await lock(host.journal, tx, claim.slot);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
     const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
@@ -275,7 +263,7 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
 
 /** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
 async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
-  const { slots, version } = await lock(host.journal, tx, slot, RUN_EVENT.runReleased, runId);
+  const { slots, version } = await lock(host.journal, tx, slot);
   const held = slots.held.includes(runId);
   slots.held = slots.held.filter((r) => r !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);

@@ -48,3 +48,12 @@ export async function slotWaiterDelete(db: Db, p: { slot: string; runIds: string
   ]);
   return rows.map(waiterOf);
 }
+
+export async function slotLock(db: Db, p: { slot: string }): Promise<number> {
+  const [row] = await db.rows<{ version: string | number }>(
+    `INSERT INTO flow_keys (slot, version) VALUES ($1, 1)
+     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
+    [p.slot],
+  );
+  return Number(row!.version);
+}

@@ -347,6 +347,7 @@ class PostgresStore implements Store {
     if (ended.subscriptions > 0) this.wake('events', ['']);
     return ended;
   };
+  slotLock: Store['slotLock'] = (p) => slots.slotLock(this.db, p);
   slotWaiterAdd: Store['slotWaiterAdd'] = (p) => slots.slotWaiterAdd(this.db, p);
   slotWaiterList: Store['slotWaiterList'] = (p) => slots.slotWaiterList(this.db, p);
   slotWaiterDelete: Store['slotWaiterDelete'] = (p) => slots.slotWaiterDelete(this.db, p);

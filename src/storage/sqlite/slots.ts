@@ -42,3 +42,13 @@ export function slotWaiterDelete(s: Statements, p: { slot: string; runIds: strin
     .all(p.slot, JSON.stringify(p.runIds)) as Row[];
   return rows.map(waiterOf);
 }
+
+export function slotLock(s: Statements, p: { slot: string }): number {
+  const row = s
+    .get(
+      `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
+       ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
+    )
+    .get(p.slot) as { version: number };
+  return row.version;
+}

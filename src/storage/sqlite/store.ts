@@ -329,6 +329,7 @@ class SqliteStore implements Store {
       (s, now) => processes.processExpire(s, now, p),
       (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
+  slotLock: Store['slotLock'] = (p) => this.run((s) => slots.slotLock(s, p));
   slotWaiterAdd: Store['slotWaiterAdd'] = (p) => this.run((s) => slots.slotWaiterAdd(s, p));
   slotWaiterList: Store['slotWaiterList'] = (p) => this.read((s) => slots.slotWaiterList(s, p));
   slotWaiterDelete: Store['slotWaiterDelete'] = (p) => this.run((s) => slots.slotWaiterDelete(s, p));

@@ -13,3 +13,10 @@ CREATE TABLE flow_waiters (
 );
 CREATE INDEX flow_waiters_next ON flow_waiters (slot, priority DESC, seq);
 CREATE INDEX flow_waiters_group ON flow_waiters (slot, grp, priority DESC, seq);
+
+-- A key's lock and version: a start or end of the key bumps its row (locking it to the end of the transaction), and
+-- the version tells whether the state kept in memory is still the newest.
+CREATE TABLE flow_keys (
+  slot    text COLLATE "C" PRIMARY KEY,
+  version bigint NOT NULL
+);

@@ -11,3 +11,9 @@ CREATE TABLE flow_waiters (
 );
 CREATE INDEX flow_waiters_next ON flow_waiters (slot, priority DESC, seq);
 CREATE INDEX flow_waiters_group ON flow_waiters (slot, grp, priority DESC, seq);
+
+-- A key's lock and version (as on PostgreSQL).
+CREATE TABLE flow_keys (
+  slot    TEXT PRIMARY KEY,
+  version INTEGER NOT NULL
+);
