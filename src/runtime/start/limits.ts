@@ -40,7 +40,7 @@ export class LimitReachedError extends ConflictError {
 export interface LimitHost {
   journal: Journal;
   /** Queues the first pass of a run that now holds every slot it needs (at `notBefore` when later). */
-  begin(tx: Store, runId: string, notBefore: number | null): Promise<void>;
+  begin(tx: Store, runId: string, notBefore: number | null, pass?: { tag: string; priority: number }): Promise<void>;
   /** Wakes a run now: a cancel request was journaled for it. */
   wake(tx: Store, runId: string): Promise<void>;
 }
@@ -49,6 +49,8 @@ export interface LimitHost {
 export interface Runner {
   id: string;
   priority: number;
+  /** Its version tag: its first pass, once let in, is queued without reading the run. */
+  tag?: string;
   notBefore?: number;
   ahead?: readonly string[];
 }
@@ -206,6 +208,7 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       rest: claims.slice(i + 1),
       ...(claim.group === undefined ? {} : { group: claim.group }),
       ...(run.notBefore === undefined ? {} : { notBefore: run.notBefore }),
+      ...(run.tag === undefined ? {} : { tag: run.tag }),
       ...(claim.quiet ? { quiet: true } : {}),
     };
     const why = reason(claim.slot, slots);
@@ -248,10 +251,20 @@ async function retell(host: LimitHost, tx: Store, runs: string[], why: string): 
 
 /** A waiter let into `slot`: it takes its next slots; holding all, its first pass is queued. Journaled on the run. */
 async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promise<void> {
-  const run = { id: w.run, priority: w.priority, ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }) };
+  const run = {
+    id: w.run,
+    priority: w.priority,
+    ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }),
+    ...(w.tag === undefined ? {} : { tag: w.tag }),
+  };
   const next = w.rest.length > 0 ? await acquire(host, tx, run, w.rest, true) : ({ admitted: true } as const);
   if (next.admitted) {
-    await host.begin(tx, w.run, w.notBefore ?? null);
+    await host.begin(
+      tx,
+      w.run,
+      w.notBefore ?? null,
+      w.tag === undefined ? undefined : { tag: w.tag, priority: w.priority },
+    );
     noteHolding(host.journal, tx, w.run);
   }
   const shown = next.admitted ? !w.quiet : !next.quiet;

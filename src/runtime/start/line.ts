@@ -24,6 +24,8 @@ export interface Waiter {
   group?: string;
   rest: Claim[];
   notBefore?: number;
+  /** Its version tag, when its start gave it (its pass queued without reading the run). */
+  tag?: string;
   quiet?: boolean;
 }
 
@@ -112,6 +114,7 @@ export async function enter(tx: Store, slot: string, slots: Slots, w: Waiter, se
   const data = {
     rest: w.rest,
     ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }),
+    ...(w.tag === undefined ? {} : { tag: w.tag }),
     ...(w.quiet ? { quiet: true } : {}),
   };
   await tx.slotWaiterAdd({ slot, runId: w.run, priority: w.priority, seq, group: w.group ?? null, data });
@@ -132,13 +135,14 @@ export async function leaveLine(tx: Store, slot: string, slots: Slots, runIds: s
 }
 
 export function waiterOf(row: SlotWaiter): Waiter {
-  const data = (row.data ?? {}) as { rest?: Claim[]; notBefore?: number; quiet?: boolean };
+  const data = (row.data ?? {}) as { rest?: Claim[]; notBefore?: number; tag?: string; quiet?: boolean };
   return {
     run: row.runId,
     priority: row.priority,
     rest: data.rest ?? [],
     ...(row.group === null ? {} : { group: row.group }),
     ...(data.notBefore === undefined ? {} : { notBefore: data.notBefore }),
+    ...(data.tag === undefined ? {} : { tag: data.tag }),
     ...(data.quiet ? { quiet: true } : {}),
   };
 }

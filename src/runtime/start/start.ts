@@ -224,6 +224,7 @@ export class Starts {
     const runner = {
       id: options.id,
       priority: checked.flow.priority ?? 0,
+      tag: checked.tag,
       ...(checked.notBefore === null ? {} : { notBefore: checked.notBefore }),
       ...(options.ahead ? { ahead: options.ahead } : {}),
     };
