@@ -146,16 +146,6 @@ export class Starts {
     // a first pass not due yet is not claimed as it is inserted: it waits in the queue until `notBefore`
     const taker = options.notBefore === undefined ? queue.reserve(RUN_QUEUE, tag) : null;
     let dropped: string | null = null;
-    let admitted = claims.length === 0;
-    const pass = queue.newTask(
-      RUN_QUEUE,
-      { runId: options.id },
-      {
-        ...passTask(options.id, tag, priority),
-        ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
-        ...(taker ? { claim: taker.claim } : {}),
-      },
-    );
     try {
       const prepare = async (tx: Store) => {
         // a full drop_newest limit refuses the run before anything of it is written
@@ -165,22 +155,36 @@ export class Starts {
           value: null,
         };
       };
-      // a keyed run let in at once has its first pass inserted with the batch's other tasks, as a plain run's
       const also = async (tx: Store) => {
         if (dropped !== null) return null;
-        if (claims.length > 0) admitted = await this.admit(tx, options, checked);
+        const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
+        const pass = admitted ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore) : null;
         await options.also?.(tx);
-        return null;
+        return pass;
       };
-      const written = await journal.group.submit<null>(
+      const written = await journal.group.submit<EnqueueResult | null>(
         claims.length === 0
-          ? { prepare, enqueue: [pass], ...(options.also ? { also } : {}) }
-          : { prepare, also, enqueueAfter: () => (dropped === null && admitted ? [pass] : []) },
+          ? {
+              prepare,
+              enqueue: [
+                queue.newTask(
+                  RUN_QUEUE,
+                  { runId: options.id },
+                  {
+                    ...passTask(options.id, tag, priority),
+                    ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
+                    ...(taker ? { claim: taker.claim } : {}),
+                  },
+                ),
+              ],
+              ...(options.also ? { also } : {}),
+            }
+          : { prepare, also },
       );
       if (dropped !== null) throw new LimitReachedError(dropped);
-      const first = written.tasks[0] ?? null;
-      taker?.settle(first ?? undefined);
-      this.keep(options.id, written.events[0]!, first);
+      const pass = claims.length === 0 ? written.tasks[0]! : written.value;
+      taker?.settle(pass ?? undefined);
+      this.keep(options.id, written.events[0]!, pass);
     } finally {
       taker?.settle();
     }
