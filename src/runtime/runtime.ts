@@ -183,9 +183,10 @@ export class Runtime {
   private get limits(): LimitHost {
     return {
       journal: this.journal,
-      begin: async (tx, id, notBefore) => {
-        const now = await tx.now();
-        await this.enqueuePass(tx, id, notBefore !== null && notBefore > now ? notBefore : null);
+      begin: async (tx, id, notBefore, pass) => {
+        // no notBefore: due now, the clock not asked
+        const at = notBefore !== null && notBefore > (await tx.now()) ? notBefore : null;
+        await this.enqueuePass(tx, id, at, pass?.tag, pass?.priority);
       },
       wake: async (tx, id) => this.wake(tx, id, await tx.now()),
     };

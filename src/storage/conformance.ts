@@ -14,6 +14,7 @@ import { appendConformance } from './conformance-appends.js';
 import { processConformance } from './conformance-processes.js';
 import { projectionConformance } from './conformance-projections.js';
 import { rateConformance } from './conformance-rates.js';
+import { slotConformance } from './conformance-slots.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -52,6 +53,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   appendConformance({ store: () => store });
   processConformance({ store: () => store });
   rateConformance({ store: () => store, openAnother });
+  slotConformance({ store: () => store });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

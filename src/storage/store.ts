@@ -5,6 +5,7 @@ import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from
 import type { AgentLedgerStore } from './store-agents.js';
 import type { EventStore } from './store-events.js';
 import type { SubscriptionStore } from './store-subscriptions.js';
+import type { SlotStore } from './store-slots.js';
 import type { TaskStore } from './store-tasks.js';
 import type { TaskState } from './tasks.js';
 
@@ -24,6 +25,7 @@ export type {
 } from './store-events.js';
 export type { ParkedEvent, ParkedStatus, Subscription } from './store-subscriptions.js';
 export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
+export type { SlotWaiter } from './store-slots.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -32,7 +34,7 @@ export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
  * transaction; calling `transaction` on it again joins the same transaction. The methods of the
  * larger tables are declared by concern: `EventStore`, `SubscriptionStore`, `TaskStore`, `AgentLedgerStore`.
  */
-export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore {
+export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore {
   readonly dialect: 'sqlite' | 'postgres';
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */

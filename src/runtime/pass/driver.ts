@@ -71,7 +71,8 @@ export class PassDriver {
     if (history.terminal || history.version === 0) return false;
     // a run waiting for a slot (its ordering key's turn, a concurrency limit) is not run, even when a signal wakes it
     const claims = claimsOf(history.flow, history.orderingKey);
-    if (claims.length > 0 && !history.cancelRequested && !(await holdsAll(this.store, id, claims))) return false;
+    if (claims.length > 0 && !history.cancelRequested && !(await holdsAll(this.store, id, claims, this.journal)))
+      return false;
     const wf = this.runtime.workflowOf(history);
     if (!wf) {
       // a pass enqueued without its run's tag (before versions): hand it to a worker that has the version

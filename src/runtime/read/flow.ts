@@ -1,9 +1,11 @@
 import type { Store } from '../../storage/store.js';
+import { lineOf, normal, SLOTS, waits } from '../start/line.js';
 import { readRunView } from './view.js';
 
 /*
  * The concurrency limits in force, as people read them (the Limits page, `runledger limits list`, /metrics). A key's
- * state is the projection `ordering` its starts and ends write (runtime/start/limits.ts); this reads it, never writes.
+ * state is the projection `ordering` and the line of runs waiting its starts and ends write (runtime/start/line.ts);
+ * this reads them, never writes.
  */
 
 /** One concurrency key with runs in or waiting: the limit in force, the runs holding a slot, those in line. */
@@ -19,18 +21,7 @@ export interface ConcurrencyKeyState {
   oldestWaitingSince: number | null;
 }
 
-const SLOTS = 'ordering';
 const PAGE = 500;
-
-/** A key's stored slots, tolerant of the older shapes (`active`, waiting runs as plain ids). */
-function parse(value: unknown): { limit: number; held: string[]; waiting: string[] } {
-  const v = (value ?? {}) as { limit?: number; held?: string[]; active?: string | null; waiting?: unknown[] };
-  return {
-    limit: v.limit ?? 1,
-    held: v.held ?? (v.active ? [v.active] : []),
-    waiting: (v.waiting ?? []).map((w) => (typeof w === 'string' ? w : (w as { run: string }).run)),
-  };
-}
 
 /**
  * The concurrency keys with a run in or waiting, by key, up to `max` of them (`truncated` when there were more).
@@ -48,9 +39,14 @@ export async function readConcurrency(
   for (;;) {
     const rows = await store.projectionList({ name: SLOTS, limit: PAGE, ...(after === undefined ? {} : { after }) });
     for (const row of rows) {
-      const slots = parse(row.value);
-      if (slots.held.length === 0 && slots.waiting.length === 0) continue;
+      const state = normal(row.value);
+      if (state.held.length === 0 && waits(state) === 0) continue;
       if (keys.length === q.max) return { keys, truncated: true };
+      const slots = {
+        limit: state.limit,
+        held: state.held,
+        waiting: (await lineOf(store, row.key, state)).map((w) => w.run),
+      };
       const first = slots.waiting[0];
       // `since: false` (a metrics scrape) reads no run view
       const since =

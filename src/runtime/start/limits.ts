@@ -1,52 +1,35 @@
 import { ConflictError } from '../../errors.js';
 import type { Journal } from '../../journal/journal.js';
-import { WrittenViews } from '../../journal/kept.js';
 import type { Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { runStream } from '../pass/history.js';
+import {
+  type Claim,
+  enter,
+  leaveLine,
+  lineOf,
+  normal,
+  placeAhead,
+  readLocked,
+  SLOTS,
+  type Slots,
+  takeFree,
+  type Waiter,
+  write,
+} from './line.js';
 import type { RunFlow } from './run-flow.js';
+
+export type { Claim } from './line.js';
 
 /**
  * Keyed concurrency: each key (a slot) lets `limit` runs in at once; a run holds a slot of every limit it names from
- * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` of its stream
- * `ordering:<key>`; appending to that stream locks the key for the rest of the transaction, so starts and ends of one
- * key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
+ * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` and its line of
+ * waiting runs (line.ts); its row of `slotLock` locks the key for the rest of the transaction (no event: the runs'
+ * own streams journal what they went through; the key's stream `ordering:<key>` keeps its refusals, `run.dropped`),
+ * so starts and ends of one key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
  * each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key is
  * the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
  */
-
-/** One limit a run takes a slot of. `quiet`: an ordering key's (its wait shows no reason). */
-export interface Claim {
-  slot: string;
-  limit: number;
-  onLimit?: 'queue' | 'cancel_in_progress' | 'drop_newest';
-  group?: string;
-  quiet?: boolean;
-}
-
-/** A run waiting for a slot: what it takes next once let in (`rest`), and when its first pass may begin. */
-interface Waiter {
-  run: string;
-  priority: number;
-  group?: string;
-  rest: Claim[];
-  notBefore?: number;
-  quiet?: boolean;
-}
-
-/** A key's slots: the limit in force (the newest start's), the runs holding one, and those waiting, in start order. */
-interface Slots {
-  limit: number;
-  held: string[];
-  waiting: Waiter[];
-  /** Runs cancelled by a `cancel_in_progress` start, not ended yet: not cancelled twice. */
-  cancelling: string[];
-  /** Fairness: the grant count at which each waiting group was last let in. */
-  served: Record<string, number>;
-  grants: number;
-  /** The version of the key's stream this state is as of. */
-  version?: number;
-}
 
 /** A start refused by a full `drop_newest` limit (409): `concurrency user:42 — 1 of 1 in use`. */
 export class LimitReachedError extends ConflictError {
@@ -57,7 +40,7 @@ export class LimitReachedError extends ConflictError {
 export interface LimitHost {
   journal: Journal;
   /** Queues the first pass of a run that now holds every slot it needs (at `notBefore` when later). */
-  begin(tx: Store, runId: string, notBefore: number | null): Promise<void>;
+  begin(tx: Store, runId: string, notBefore: number | null, pass?: { tag: string; priority: number }): Promise<void>;
   /** Wakes a run now: a cancel request was journaled for it. */
   wake(tx: Store, runId: string): Promise<void>;
 }
@@ -66,13 +49,13 @@ export interface LimitHost {
 export interface Runner {
   id: string;
   priority: number;
+  /** Its version tag: its first pass, once let in, is queued without reading the run. */
+  tag?: string;
   notBefore?: number;
   ahead?: readonly string[];
 }
 
 export type Admission = { admitted: true } | { admitted: false; waitingFor: string; quiet: boolean };
-
-const SLOTS = 'ordering';
 
 /** The stream of a key's slots. */
 export function slotStream(slot: string): string {
@@ -98,49 +81,37 @@ export function claimsOf(flow: RunFlow | null, orderingKey: string | null): Clai
   return [...claims.values()].sort((a, b) => (a.slot < b.slot ? -1 : a.slot > b.slot ? 1 : 0));
 }
 
-/** Each journal's key states as of their stream's version: the key's next append takes one instead of reading it. */
-const written = new WeakMap<Journal, WrittenViews<Slots>>();
+/**
+ * Runs known here to hold every slot they need, by journal: a run keeps its slots until it ends, so a pass of one need
+ * not read its keys again (`holdsAll`). Noted once the admitting transaction commits, forgotten as its end commits;
+ * the oldest let go past `HOLDING_MAX` (a run that ended in another process stays until then, harmlessly: its pass
+ * stops at its terminal event before asking).
+ */
+const holding = new WeakMap<Journal, Set<string>>();
+const HOLDING_MAX = 10_000;
 
-function kept(journal: Journal): WrittenViews<Slots> {
-  const views = written.get(journal) ?? new WrittenViews<Slots>();
-  written.set(journal, views);
-  return views;
+function holdingOf(journal: Journal): Set<string> {
+  const set = holding.get(journal) ?? new Set<string>();
+  holding.set(journal, set);
+  return set;
 }
 
-/** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
-function normal(value: unknown): Slots {
-  const v = (value ?? {}) as Partial<Omit<Slots, 'waiting'>> & { active?: string | null; waiting?: unknown[] };
-  return {
-    limit: v.limit ?? 1,
-    held: v.held ?? (v.active ? [v.active] : []),
-    waiting: (v.waiting ?? []).map((w) =>
-      typeof w === 'string' ? { run: w, priority: 0, rest: [], quiet: true } : (w as Waiter),
-    ),
-    cancelling: v.cancelling ?? [],
-    served: v.served ?? {},
-    grants: v.grants ?? 0,
-    ...(v.version === undefined ? {} : { version: v.version }),
-  };
+/** Notes, once `tx` commits, that run `runId` holds all its slots. */
+export function noteHolding(journal: Journal, tx: Store, runId: string): void {
+  tx.onCommit(() => {
+    const set = holdingOf(journal);
+    set.add(runId);
+    if (set.size > HOLDING_MAX) set.delete(set.values().next().value!);
+  });
 }
 
-/** Appends `type` to the key's stream (which locks it) and returns the key's state as that append found it. */
-async function lock(
-  journal: Journal,
-  tx: Store,
-  slot: string,
-  type: string,
-  runId: string,
-): Promise<{ slots: Slots; version: number }> {
-  const [event] = (await journal.append(slotStream(slot), [{ type, data: { runId } }], { tx })).events;
-  const version = event!.version;
-  const cached = kept(journal).take(tx, slot, version - 1);
-  return { slots: cached ?? normal(await tx.projectionGet({ name: SLOTS, key: slot })), version };
-}
-
-async function write(journal: Journal, tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
-  slots.version = version;
-  await tx.projectionPut({ name: SLOTS, key: slot, value: slots });
-  kept(journal).wrote(tx, slot, version, slots);
+/**
+ * Locks the key to the end of `tx` (`slotLock`: its row in the store, bumped) and returns its state as the lock found
+ * it: the one kept here when no other transaction locked it since, else read.
+ */
+async function lock(journal: Journal, tx: Store, slot: string): Promise<{ slots: Slots; version: number }> {
+  const version = await tx.slotLock({ slot });
+  return { slots: await readLocked(journal, tx, slot, version), version };
 }
 
 /** Why a run waits for `slot`, in a person's words. */
@@ -158,11 +129,14 @@ export async function takeDroppable(
   tx: Store,
   runId: string,
   claims: Claim[],
+  outlive = false,
 ): Promise<string | null> {
   const taken: Claim[] = [];
   for (const claim of claims.filter((c) => c.onLimit === 'drop_newest')) {
     const dropped = await tryTake(host.journal, tx, runId, claim);
     if (dropped !== null) {
+      // `outlive`: the caller's transaction rolls back with the refusal (a start in it throws); it is journaled anew
+      if (outlive) tx.onRollback(() => void journalDropped(host.journal, claim.slot, runId, dropped));
       await release(host, tx, runId, taken);
       return dropped;
     }
@@ -186,42 +160,45 @@ export function admit(host: LimitHost, tx: Store, run: Runner, claims: Claim[]):
   );
 }
 
-/** A `drop_newest` claim, optimistic: the key's state is read, then its stream appended at that version or read again. */
+/** A refusal journaled on its own, after the transaction that had it rolled back (a failure here is logged only). */
+async function journalDropped(journal: Journal, slot: string, runId: string, why: string): Promise<void> {
+  const event = { type: RUN_EVENT.runDropped, data: { runId, reason: why } };
+  await journal.append(slotStream(slot), [event]).catch((error: unknown) => {
+    console.warn(`runledger: the refusal of run ${runId} by ${slot} was not journaled: ${String(error)}`);
+  });
+}
+
+/** A `drop_newest` claim: the key locked, a full one refuses the run (`run.dropped` journaled on the key's stream). */
 async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim): Promise<string | null> {
-  for (let round = 0; ; round++) {
-    const slots = normal(await tx.projectionGet({ name: SLOTS, key: claim.slot }));
-    slots.limit = claim.limit;
-    const full = slots.held.length >= slots.limit;
+  const { slots, version } = await lock(journal, tx, claim.slot);
+  slots.limit = claim.limit;
+  if (slots.held.length >= slots.limit) {
     const why = reason(claim.slot, slots);
-    const event = full
-      ? { type: RUN_EVENT.runDropped, data: { runId, reason: why } }
-      : { type: RUN_EVENT.runQueued, data: { runId } };
-    try {
-      const [appended] = (
-        await journal.append(slotStream(claim.slot), [event], { tx, expectedVersion: slots.version ?? 0 })
-      ).events;
-      if (full) return why;
-      slots.held.push(runId);
-      await write(journal, tx, claim.slot, appended!.version, slots);
-      return null;
-    } catch (error) {
-      // another start or end of the key went first: read it again
-      if (!(error instanceof ConflictError) || round >= 20) throw error;
-    }
+    await journal.append(slotStream(claim.slot), [{ type: RUN_EVENT.runDropped, data: { runId, reason: why } }], {
+      tx,
+    });
+    return why;
   }
+  slots.held.push(runId);
+  await write(journal, tx, claim.slot, version, slots);
+  return null;
 }
 
 /** Takes the claims one after another; waits on the first full one. `going`: a run let in, taking its next ones. */
 async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[], going: boolean): Promise<Admission> {
   for (let i = 0; i < claims.length; i++) {
     const claim = claims[i]!;
-    const { slots, version } = await lock(host.journal, tx, claim.slot, RUN_EVENT.runQueued, run.id);
+    const { slots, version } = await lock(host.journal, tx, claim.slot);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
+    const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
-    const granted = going ? [] : takeFree(slots);
+    const granted = going ? [] : await takeFree(tx, claim.slot, slots);
+    // those still waiting are told the new "n of m" (after this run's own place is known)
+    const told = changed ? (await lineOf(tx, claim.slot, slots)).filter((w) => !w.quiet).map((w) => w.run) : [];
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
       await write(host.journal, tx, claim.slot, version, slots);
+      await retell(host, tx, told, reason(claim.slot, slots));
       for (const w of granted) await letIn(host, tx, claim.slot, w);
       continue;
     }
@@ -231,68 +208,65 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       rest: claims.slice(i + 1),
       ...(claim.group === undefined ? {} : { group: claim.group }),
       ...(run.notBefore === undefined ? {} : { notBefore: run.notBefore }),
+      ...(run.tag === undefined ? {} : { tag: run.tag }),
       ...(claim.quiet ? { quiet: true } : {}),
     };
     const why = reason(claim.slot, slots);
+    let seq: number;
     if (claim.onLimit === 'cancel_in_progress' && !going) {
       const victim =
         slots.held.find((r) => !slots.cancelling.includes(r)) ??
-        slots.waiting.find((w) => !slots.cancelling.includes(w.run))?.run;
+        (await lineOf(tx, claim.slot, slots, slots.cancelling.length + 1)).find(
+          (w) => !slots.cancelling.includes(w.run),
+        )?.run;
       if (victim !== undefined) {
         slots.cancelling.push(victim);
         const data = { reason: `${why}: cancelled for the newer run ${run.id}`, by: 'system' };
         await host.journal.append(runStream(victim), [{ type: RUN_EVENT.runCancelRequested, data }], { tx });
         await host.wake(tx, victim);
       }
-      slots.waiting.unshift(waiter);
-    } else line(slots, waiter, run.ahead ?? []);
+      slots.first -= 1;
+      seq = slots.first;
+    } else {
+      const ahead = await placeAhead(tx, claim.slot, slots, run.ahead ?? []);
+      if (ahead === null) slots.last += 1;
+      seq = ahead ?? slots.last;
+    }
+    await enter(tx, claim.slot, slots, waiter, seq);
     await write(host.journal, tx, claim.slot, version, slots);
+    await retell(host, tx, told, why);
     for (const w of granted) await letIn(host, tx, claim.slot, w);
     return { admitted: false, waitingFor: why, quiet: claim.quiet === true };
   }
   return { admitted: true };
 }
 
-/** Puts a waiter in line: in start order, or in front of the first of its `ahead` runs still waiting. */
-function line(slots: Slots, waiter: Waiter, ahead: readonly string[]): void {
-  const place = ahead.length ? slots.waiting.findIndex((w) => ahead.includes(w.run)) : -1;
-  if (place >= 0) slots.waiting.splice(place, 0, waiter);
-  else slots.waiting.push(waiter);
-}
-
-/**
- * Lets waiting runs into the free slots: the highest priority first, in start order within one; with groups
- * (`fairBy`), the group let in longest ago (or never) first, so groups take turns whatever their number of waiters.
- */
-function takeFree(slots: Slots): Waiter[] {
-  const out: Waiter[] = [];
-  while (slots.held.length < slots.limit && slots.waiting.length > 0) {
-    const top = Math.max(...slots.waiting.map((w) => w.priority));
-    let best = -1;
-    let bestServed = Number.POSITIVE_INFINITY;
-    slots.waiting.forEach((w, i) => {
-      if (w.priority !== top) return;
-      const served = w.group === undefined ? -1 : (slots.served[w.group] ?? -1);
-      if (served < bestServed) [best, bestServed] = [i, served];
-    });
-    const [w] = slots.waiting.splice(best, 1);
-    slots.held.push(w!.run);
-    slots.grants += 1;
-    if (w!.group !== undefined) slots.served[w!.group] = slots.grants;
-    out.push(w!);
-  }
-  if (out.length > 0) {
-    const groups = new Set(slots.waiting.map((w) => w.group));
-    for (const g of Object.keys(slots.served)) if (!groups.has(g)) delete slots.served[g];
-  }
-  return out;
+/** Runs waiting for a key whose limit changed: their reason as it is now (`run.admitted`, still waiting), one append. */
+async function retell(host: LimitHost, tx: Store, runs: string[], why: string): Promise<void> {
+  if (runs.length === 0) return;
+  const data = { slot: null, waitingFor: why };
+  const appends = runs.map((id) => ({ streamId: runStream(id), events: [{ type: RUN_EVENT.runAdmitted, data }] }));
+  await host.journal.appendMany(appends, { tx });
 }
 
 /** A waiter let into `slot`: it takes its next slots; holding all, its first pass is queued. Journaled on the run. */
 async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promise<void> {
-  const run = { id: w.run, priority: w.priority, ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }) };
+  const run = {
+    id: w.run,
+    priority: w.priority,
+    ...(w.notBefore === undefined ? {} : { notBefore: w.notBefore }),
+    ...(w.tag === undefined ? {} : { tag: w.tag }),
+  };
   const next = w.rest.length > 0 ? await acquire(host, tx, run, w.rest, true) : ({ admitted: true } as const);
-  if (next.admitted) await host.begin(tx, w.run, w.notBefore ?? null);
+  if (next.admitted) {
+    await host.begin(
+      tx,
+      w.run,
+      w.notBefore ?? null,
+      w.tag === undefined ? undefined : { tag: w.tag, priority: w.priority },
+    );
+    noteHolding(host.journal, tx, w.run);
+  }
   const shown = next.admitted ? !w.quiet : !next.quiet;
   if (shown) {
     const data = { slot, waitingFor: next.admitted ? null : next.waitingFor };
@@ -302,11 +276,12 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
 
 /** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
 async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
-  const { slots, version } = await lock(host.journal, tx, slot, RUN_EVENT.runReleased, runId);
+  const { slots, version } = await lock(host.journal, tx, slot);
+  const held = slots.held.includes(runId);
   slots.held = slots.held.filter((r) => r !== runId);
-  slots.waiting = slots.waiting.filter((w) => w.run !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);
-  const granted = takeFree(slots);
+  if (!held) await leaveLine(tx, slot, slots, [runId]);
+  const granted = await takeFree(tx, slot, slots);
   await write(host.journal, tx, slot, version, slots);
   return granted;
 }
@@ -321,13 +296,20 @@ export async function release(host: LimitHost, tx: Store, runId: string, claims:
   for (const claim of claims)
     for (const waiter of await leave(host, tx, runId, claim.slot)) granted.push({ slot: claim.slot, waiter });
   for (const { slot, waiter } of granted) await letIn(host, tx, slot, waiter);
+  tx.onCommit(() => holdingOf(host.journal).delete(runId));
 }
 
-/** Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. */
-export async function holdsAll(store: Store, runId: string, claims: Claim[]): Promise<boolean> {
+/**
+ * Whether run `runId` holds a slot of each claim: a run still waiting is not run, even when a signal wakes it. With
+ * `journal`: a run this process saw let in (or found holding) is not read again.
+ */
+export async function holdsAll(store: Store, runId: string, claims: Claim[], journal?: Journal): Promise<boolean> {
   if (claims.length === 0) return true;
+  if (journal && holding.get(journal)?.has(runId)) return true;
   const rows = await store.projectionGetMany({ name: SLOTS, keys: claims.map((c) => c.slot) });
-  return rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+  const all = rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+  if (all && journal) holdingOf(journal).add(runId);
+  return all;
 }
 
 /** A key's slots as people read them: the limit, the runs in, and those waiting in line. */
@@ -338,5 +320,6 @@ export async function readSlots(
   const value = await store.projectionGet({ name: SLOTS, key: slot });
   if (value === undefined || value === null) return undefined;
   const slots = normal(value);
-  return { limit: slots.limit, held: slots.held, waiting: slots.waiting.map((w) => w.run) };
+  const waiting = (await lineOf(store, slot, slots)).map((w) => w.run);
+  return { limit: slots.limit, held: slots.held, waiting };
 }

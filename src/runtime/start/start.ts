@@ -10,7 +10,16 @@ import { RUN_EVENT } from '../events.js';
 import { History, runStream, type Seq } from '../pass/history.js';
 import { resolveMatch, type EventMatch, type Match } from '../match.js';
 import type { FlowOptions } from '../flow.js';
-import { admit, claimsOf, LimitReachedError, release, takeDroppable, type Claim, type LimitHost } from './limits.js';
+import {
+  admit,
+  claimsOf,
+  LimitReachedError,
+  noteHolding,
+  release,
+  takeDroppable,
+  type Claim,
+  type LimitHost,
+} from './limits.js';
 import { runFlow, type RunFlow } from './run-flow.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -192,7 +201,7 @@ export class Starts {
     const { tag, timeoutMs, flow, claims } = checked;
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const limits = this.host.limits;
-    const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims);
+    const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims, true);
     if (dropped !== null) throw new LimitReachedError(dropped);
     const first = await this.append(tx, wf, input, options, checked, deadline);
     // a run that exists: the slots its drop_newest limits took are given back (the caller's transaction goes on)
@@ -220,10 +229,12 @@ export class Starts {
     const runner = {
       id: options.id,
       priority: checked.flow.priority ?? 0,
+      tag: checked.tag,
       ...(checked.notBefore === null ? {} : { notBefore: checked.notBefore }),
       ...(options.ahead ? { ahead: options.ahead } : {}),
     };
     const admission = await admit(this.host.limits, tx, runner, checked.claims);
+    if (admission.admitted) noteHolding(this.host.journal, tx, options.id);
     if (!admission.admitted && !admission.quiet) {
       const data = { slot: null, waitingFor: admission.waitingFor };
       await this.host.journal.append(runStream(options.id), [{ type: RUN_EVENT.runAdmitted, data }], { tx });

@@ -17,6 +17,7 @@ import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
 import * as rates from './rates.js';
+import * as slots from './slots.js';
 import { storeStatus } from './status.js';
 import * as tasks from './tasks.js';
 
@@ -347,6 +348,10 @@ class PostgresStore implements Store {
     if (ended.subscriptions > 0) this.wake('events', ['']);
     return ended;
   };
+  slotLock: Store['slotLock'] = (p) => slots.slotLock(this.db, p);
+  slotWaiterAdd: Store['slotWaiterAdd'] = (p) => slots.slotWaiterAdd(this.db, p);
+  slotWaiterList: Store['slotWaiterList'] = (p) => slots.slotWaiterList(this.db, p);
+  slotWaiterDelete: Store['slotWaiterDelete'] = (p) => slots.slotWaiterDelete(this.db, p);
   rateLimitPut: Store['rateLimitPut'] = (p) => rates.rateLimitPut(this.db, p);
   rateLimitGet: Store['rateLimitGet'] = (p) => rates.rateLimitGet(this.db, p);
   rateLimitList: Store['rateLimitList'] = () => rates.rateLimitList(this.db);

@@ -10,6 +10,7 @@ import * as events from './events.js';
 import * as projections from './projections.js';
 import * as pauses from './pauses.js';
 import * as rates from './rates.js';
+import * as slots from './slots.js';
 import * as maintenance from './maintenance.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
@@ -328,6 +329,10 @@ class SqliteStore implements Store {
       (s, now) => processes.processExpire(s, now, p),
       (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
+  slotLock: Store['slotLock'] = (p) => this.run((s) => slots.slotLock(s, p));
+  slotWaiterAdd: Store['slotWaiterAdd'] = (p) => this.run((s) => slots.slotWaiterAdd(s, p));
+  slotWaiterList: Store['slotWaiterList'] = (p) => this.read((s) => slots.slotWaiterList(s, p));
+  slotWaiterDelete: Store['slotWaiterDelete'] = (p) => this.run((s) => slots.slotWaiterDelete(s, p));
   rateLimitPut: Store['rateLimitPut'] = (p) => this.run((s, now) => rates.rateLimitPut(s, now, p));
   rateLimitGet: Store['rateLimitGet'] = (p) => this.read((s) => rates.rateLimitGet(s, p));
   rateLimitList: Store['rateLimitList'] = () => this.read((s) => rates.rateLimitList(s));

@@ -1,0 +1,54 @@
+import type { SlotWaiter } from '../store-slots.js';
+import type { Statements } from './connection.js';
+
+interface Row {
+  slot: string;
+  run_id: string;
+  priority: number;
+  seq: number;
+  grp: string | null;
+  data: string;
+}
+
+const waiterOf = (r: Row): SlotWaiter => ({
+  slot: r.slot,
+  runId: r.run_id,
+  priority: r.priority,
+  seq: r.seq,
+  group: r.grp,
+  data: JSON.parse(r.data),
+});
+
+export function slotWaiterAdd(s: Statements, p: SlotWaiter): void {
+  s.get(
+    `INSERT INTO flow_waiters (slot, run_id, priority, seq, grp, data) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (slot, run_id) DO NOTHING`,
+  ).run(p.slot, p.runId, p.priority, p.seq, p.group, JSON.stringify(p.data ?? null));
+}
+
+export function slotWaiterList(s: Statements, p: { slot: string; group?: string | null; limit: number }): SlotWaiter[] {
+  const group = p.group === undefined ? '' : p.group === null ? 'AND grp IS NULL' : 'AND grp = ?';
+  const params: unknown[] = [p.slot, ...(typeof p.group === 'string' ? [p.group] : []), p.limit];
+  const rows = s
+    .get(`SELECT * FROM flow_waiters WHERE slot = ? ${group} ORDER BY priority DESC, seq LIMIT ?`)
+    .all(...params) as Row[];
+  return rows.map(waiterOf);
+}
+
+export function slotWaiterDelete(s: Statements, p: { slot: string; runIds: string[] }): SlotWaiter[] {
+  if (p.runIds.length === 0) return [];
+  const rows = s
+    .get('DELETE FROM flow_waiters WHERE slot = ? AND run_id IN (SELECT value FROM json_each(?)) RETURNING *')
+    .all(p.slot, JSON.stringify(p.runIds)) as Row[];
+  return rows.map(waiterOf);
+}
+
+export function slotLock(s: Statements, p: { slot: string }): number {
+  const row = s
+    .get(
+      `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
+       ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
+    )
+    .get(p.slot) as { version: number };
+  return row.version;
+}
