@@ -79,8 +79,11 @@ const leafSchemas = [
     .strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
-  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). */
-  z.object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: pollCancel.optional() }).strict(),
+  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). `rate_limit`: taken before each request (no `charge`). */
+  z
+    .object({ ...stepBase, type: z.literal('poll'), config: pollConfig, cancel: pollCancel.optional() })
+    .extend({ rate_limit: startRateLimitField })
+    .strict(),
   /** `rate_limit`: taken before its request is sent (`charge` reads the request's answer). */
   z
     .object({ ...stepBase, type: z.literal('wait_for_callback'), config: callbackConfig, rate_limit: rateLimitField })
