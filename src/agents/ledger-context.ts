@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TerminalError, type ValidationError } from '../errors.js';
 import { checkJson } from '../json.js';
+import { Suspension } from '../runtime/pass/calls.js';
 import type { WorkflowContext } from '../runtime/workflow.js';
 import type { AgentContext, CodeAgent } from './agent.js';
 import { ToolBlockedError, ToolError, ToolTimeoutError, type Tool } from './tools.js';
@@ -137,9 +138,12 @@ export function ledgerContext(
             input: call,
             timeout: tool.timeoutMs,
             retry: tool.retry,
+            ...(tool.rateLimit.length > 0 ? { rateLimit: tool.rateLimit } : {}),
           },
         )) as O;
       } catch (error) {
+        // a wait of the pass (the tool's rate limit had no room) is no failure of the tool
+        if (error instanceof Suspension) throw error;
         const e = error instanceof Error ? error : new Error(String(error));
         if (PASS_STOPS.has(e.name)) throw error;
         if (e.name === 'TimeoutError')

@@ -1,6 +1,6 @@
 import { toMs, type Duration } from '../duration.js';
 import { RunledgerError, TerminalError, ValidationError } from '../errors.js';
-import type { Usage } from '../runtime/flow.js';
+import type { RateLimitUse, Usage } from '../runtime/flow.js';
 import type { RetryPolicy } from '../runtime/workflow.js';
 import type { RiskLevel } from '../storage/ledger.js';
 
@@ -30,6 +30,11 @@ export interface ToolDefinition<I = any, O = any> {
    * charged to the run's usage after the call (`ctx.usage`), so the agent's `flow.budget` counts it without a report.
    */
   usage?: (output: O, input: I) => Usage;
+  /**
+   * Named rate limits (`engine.limits`) each try of a call takes before it runs, as a step's `rateLimit`: no room,
+   * the call waits durably for the next slot (no worker held). `charge` reads the output, charged past the units taken.
+   */
+  rateLimit?: RateLimitUse | RateLimitUse[];
 }
 
 export interface Tool {
@@ -41,6 +46,7 @@ export interface Tool {
   readonly retry: RetryPolicy;
   readonly run: (input: any, ctx: ToolContext) => Promise<unknown>;
   readonly usage: ((output: any, input: any) => Usage) | null;
+  readonly rateLimit: RateLimitUse[];
 }
 
 const RISKS: RiskLevel[] = ['low', 'medium', 'high'];
@@ -74,6 +80,7 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
       : toMs(definition.approvalTimeout, 'approvalTimeout');
   if (definition.usage !== undefined && typeof definition.usage !== 'function')
     throw new ValidationError('usage', 'must be a function of the output');
+  const rateLimit = rateLimits(definition.rateLimit);
   if (definition.approval !== undefined && typeof definition.approval !== 'boolean')
     throw new ValidationError('approval', 'must be true or false');
   return Object.freeze({
@@ -85,7 +92,24 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
     retry: definition.retry ?? { maxAttempts: 1 },
     run: definition.run as Tool['run'],
     usage: (definition.usage as Tool['usage'] | undefined) ?? null,
+    rateLimit,
   });
+}
+
+/** A tool's `rateLimit` as a list, each checked in shape (the limit's existence: at the call, as a step's). */
+function rateLimits(option: RateLimitUse | RateLimitUse[] | undefined): RateLimitUse[] {
+  if (option === undefined) return [];
+  const uses = Array.isArray(option) ? option : [option];
+  uses.forEach((use, i) => {
+    const at = `rateLimit${Array.isArray(option) ? `[${i}]` : ''}`;
+    if (typeof use?.name !== 'string' || use.name.length === 0)
+      throw new ValidationError(`${at}.name`, 'must name a limit');
+    if (use.units !== undefined && !(typeof use.units === 'number' && Number.isFinite(use.units) && use.units > 0))
+      throw new ValidationError(`${at}.units`, `must be a positive number (got ${JSON.stringify(use.units)})`);
+    if (use.charge !== undefined && typeof use.charge !== 'function')
+      throw new ValidationError(`${at}.charge`, 'must be a function of the output');
+  });
+  return uses;
 }
 
 /** A tool call failed: the tool threw, or (subclasses) timed out or was not allowed to run. */

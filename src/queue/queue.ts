@@ -9,6 +9,7 @@ import type { TaskHandler, WorkOptions } from './handler.js';
 import { batchHandler, checkTaskBatch, type BatchTaskHandler } from './batch.js';
 import { Worker } from './worker.js';
 import { RemoteWorkers, type RemoteOptions } from './remote.js';
+import { checkTaskRates, taskRate, type TaskRateOption } from './task-rate.js';
 
 export interface EnqueueOptions {
   /** A repeated key (per queue) returns the original task and writes nothing. */
@@ -39,6 +40,12 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Only a worker that has this tag (`WorkOptions.tags`) claims the task. */
   tag?: string;
+  /**
+   * A named rate limit (`engine.limits`) each attempt takes before its handler runs: no room, the task
+   * waits in the queue for the limit's next slot without using up an attempt. Refused at the enqueue
+   * when the limit does not exist.
+   */
+  rateLimit?: TaskRateOption;
 }
 
 const ON_LIMIT: readonly TaskOnLimit[] = ['queue', 'cancel_in_progress', 'drop_newest'];
@@ -257,6 +264,7 @@ export class TaskQueue {
         tag: item.tag === undefined ? null : checkName(at('tag'), item.tag),
         ...(concurrency ? { concurrency } : {}),
         ...(item.fairBy === undefined ? {} : { fairBy: checkName(at('fairBy'), item.fairBy) }),
+        ...(item.rateLimit === undefined ? {} : { rateLimit: taskRate(item.rateLimit, at) }),
       };
     });
   }
@@ -282,6 +290,11 @@ export class TaskQueue {
     given?: Taker,
   ): Promise<EnqueueResult[]> {
     const tasks = this.checked(queue, items, path);
+    await checkTaskRates(
+      tx ?? this.store,
+      tasks.map((t) => t.rateLimit),
+      (i, field) => (path ? `${path}[${i}].${field}` : field),
+    );
     if (tx) {
       let results: EnqueueResult[];
       try {

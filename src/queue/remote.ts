@@ -8,6 +8,7 @@ import type { EngineEvents } from '../observe/events.js';
 import type { Store, Task } from '../storage/store.js';
 import { checkQueueName } from './lifecycle.js';
 import { completeAttempt, expireLeases, failAttempt, failureOf } from './settle.js';
+import { rateGate } from './task-rate.js';
 
 export interface RemoteOptions {
   /** The lease of a claim that names none. */
@@ -194,7 +195,7 @@ export class RemoteWorkers {
   private async claimOnce(c: RemoteClaim): Promise<Task[]> {
     await this.sweep();
     const workerId = `${REMOTE_WORKER_PREFIX}${c.worker}`;
-    const { value: tasks } = await this.journal.group.submit({
+    const { value: claimed } = await this.journal.group.submit({
       statement: (store) =>
         store.taskClaim({
           queue: c.queue,
@@ -204,6 +205,11 @@ export class RemoteWorkers {
           leaseToken: newId('lease'),
         }),
     });
+    // a task whose rate limit has no room goes back to the queue till the limit's next slot, not to the worker
+    const given = claimed.some((t) => t.rateLimit)
+      ? await Promise.all(claimed.map((t) => rateGate(this.store, t)))
+      : [];
+    const tasks = claimed.filter((_, i) => !given[i]);
     if (c.signal?.aborted && tasks.length > 0) {
       // nobody will read the answer: ready again at once, the attempt not counted, rather than held for a whole lease
       await this.store.taskRelease({ leases: tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })) });

@@ -8,6 +8,7 @@ import { LazyAbort } from './abort.js';
 import { PREFETCH_HOLD_MS, prefetchFor } from './prefetch.js';
 import { checkResult, type TaskContext, type TaskHandler, type WorkOptions } from './handler.js';
 import { expireLeases, settleAttempt, type Outcome } from './settle.js';
+import { rateGate } from './task-rate.js';
 
 type Running = { task: Task; abort: LazyAbort };
 
@@ -313,6 +314,8 @@ export class Worker {
     let result: unknown;
     let failure: { error: unknown } | null = null;
     try {
+      // its rate limit first: no room, the task goes back to the queue till the next slot, the attempt not counted
+      if (await rateGate(this.store, task, this.options.onError)) return this.gaveBack(task.id);
       const ctx: TaskContext = {
         task,
         attempt: task.attempts,
@@ -363,6 +366,13 @@ export class Worker {
       });
     else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
+  }
+
+  /** The task went back to the queue (`rateGate`): its slot is free. */
+  private gaveBack(id: string): void {
+    this.running.delete(id);
+    this.startHeld();
+    this.lookAgain();
   }
 
   /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */

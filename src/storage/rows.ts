@@ -59,6 +59,8 @@ export interface TaskRow {
   concurrency_limit?: number | null;
   fair_group?: string | null;
   fair_at?: number | null;
+  /** jsonb on PostgreSQL, JSON text on SQLite */
+  rate_limit?: unknown;
 }
 
 export function toTask(row: TaskRow, json: Json): Task {
@@ -84,6 +86,7 @@ export function toTask(row: TaskRow, json: Json): Task {
     claimedAt: row.claimed_at ?? null,
     ...(row.concurrency_key ? { concurrency: { key: row.concurrency_key, limit: row.concurrency_limit! } } : {}),
     ...(row.fair_group ? { fairBy: row.fair_group } : {}),
+    ...(row.rate_limit ? { rateLimit: json(row.rate_limit) as Task['rateLimit'] } : {}),
   };
 }
 

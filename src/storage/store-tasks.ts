@@ -53,9 +53,10 @@ export interface TaskStore {
   /**
    * Gives back claimed tasks whose attempt never started (a worker's prefetched tasks when it
    * stops or holds them too long): ready again, the claim's attempt not counted. Returns the ids
-   * released; a lease no longer held releases nothing.
+   * released; a lease no longer held releases nothing. With `runAt`, not before then (a task whose rate limit had
+   * no room waits for its next slot).
    */
-  taskRelease(p: { leases: Lease[] }): Promise<string[]>;
+  taskRelease(p: { leases: Lease[]; runAt?: number }): Promise<string[]>;
   /**
    * Fails an attempt: back to ready after `retryDelayMs`, or dead when it is null. Throws `LeaseLostError`.
    * `keepPlace`: the database cut the attempt short, not the task: ready again at its own run-at, ahead of tasks due after it.

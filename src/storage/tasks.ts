@@ -28,6 +28,18 @@ export interface NewTask {
    * each, within the queue and within a concurrency key, so a group with 10,000 waiting does not starve one with 10.
    */
   fairBy?: string | null;
+  /** A named rate limit the task takes before each attempt's handler runs (`TaskRate`). */
+  rateLimit?: TaskRate | null;
+}
+
+/**
+ * A task's rate limit: before its handler runs, the worker takes `units` of the limit `name`'s bucket `key`
+ * ('' for the limit's one bucket); no room, the task waits for the next slot without using up an attempt.
+ */
+export interface TaskRate {
+  name: string;
+  units: number;
+  key: string;
 }
 
 /**
@@ -113,6 +125,8 @@ export interface Task {
   concurrency?: TaskConcurrency;
   /** Only on a task that has one (`NewTask.fairBy`). */
   fairBy?: string;
+  /** Only on a task that has one (`NewTask.rateLimit`). */
+  rateLimit?: TaskRate;
 }
 
 /** What a completion returns of each task it completed. */
@@ -176,6 +190,7 @@ export function insertedTask(
     claimedAt: claim ? row.now : null,
     ...(t.concurrency ? { concurrency: { key: t.concurrency.key, limit: t.concurrency.limit } } : {}),
     ...(t.fairBy ? { fairBy: t.fairBy } : {}),
+    ...(t.rateLimit ? { rateLimit: t.rateLimit } : {}),
   };
 }
 

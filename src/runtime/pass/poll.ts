@@ -1,19 +1,21 @@
 import { toMs } from '../../duration.js';
 import { describeError, LeaseLostError, StepTimedOutError, TerminalError, ValidationError } from '../../errors.js';
-import type { NewEvent } from '../../storage/store.js';
+import type { NewEvent, Store } from '../../storage/store.js';
 import { errorClassOf } from '../../observe/error-class.js';
 import type { EngineEventMap } from '../../observe/events.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { History, Seq } from './history.js';
 import type { PollOptions, StepContext } from '../workflow.js';
 import { RUN_EVENT } from '../events.js';
+import { rateUses, takeRate } from './rate.js';
 
 /** What `runPoll` needs of the pass it runs in. */
 export interface PollHost {
   readonly runId: string;
   readonly history: History;
   readonly maxEventBytes: number;
-  write(events: NewEvent[]): Promise<void>;
+  /** Journals `events` and runs `also` in the same transaction (a rate limit's take: see `takeRate`). */
+  write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void>;
   /** The database clock (see StoreClock): a poll's schedule is on it. */
   now(): number;
   /** One try of `fn`; its signal fires on `timeout`, cancellation or a lost lease. */
@@ -95,6 +97,7 @@ export async function runPoll<T>(
   schedule: PollSchedule,
 ): Promise<T> {
   const h = host.history;
+  const uses = rateUses(options.rateLimit, name);
   const completed = h.find(seq, RUN_EVENT.pollCompleted);
   if (completed) {
     const output = (completed.data as { output: T }).output;
@@ -134,6 +137,8 @@ export async function runPoll<T>(
   const end = async (type: string, data: object) => host.write([{ type, data: { seq, name, attempt, ...data } }]);
   const report = (outcome: Omit<PollReport, 'step' | 'attempt'>) => host.polled?.({ step: name, attempt, ...outcome });
   const failure = (error: unknown) => ({ error: describeError(error), errorClass: errorClassOf(error) });
+  // each request takes the poll's rate limits first: no room, a durable wait for the next slot, as a step's try
+  if (uses.length > 0) await takeRate(host, seq, name, attempt, uses);
   let answer: T;
   try {
     answer = await host.attempt(fn, { idempotencyKey: `${host.runId}:${name}#${seq}`, attempt }, options.timeout);

@@ -111,4 +111,23 @@ describe.each(backends)('queue limits and task concurrency over HTTP on $name', 
     expect(empty.status).toBe(400);
     expect(JSON.stringify(empty.body)).toContain('fair_by');
   });
+  it('enqueues tasks with a rate_limit: a claim hands out what the limit has room for, the rest wait; bad values refused naming the field', async () => {
+    expect((await call('POST', '/limits', { name: 'http-crm', limit: 2, period: '1h' })).status).toBeLessThan(300);
+    const made = await call('POST', '/queues/rq/tasks', {
+      tasks: [1, 2, 3].map((n) => ({ payload: n, rate_limit: { name: 'http-crm' } })),
+    });
+    expect(made.status).toBe(201);
+    // a remote worker's claim: two taken, the third back in the queue till the next slot, its attempt not counted
+    expect(await claim('rq')).toHaveLength(2);
+    const waiting = (await call('GET', '/tasks?queue=rq&state=ready')).body.tasks;
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0].attempts).toBe(0);
+    expect(await claim('rq')).toHaveLength(0);
+    const unknown = await call('POST', '/queues/rq/tasks', { payload: 1, rate_limit: { name: 'nope' } });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain("no rate limit named 'nope'");
+    const units = await call('POST', '/queues/rq/tasks', { payload: 1, rate_limit: { name: 'http-crm', units: 0 } });
+    expect(units.status).toBe(400);
+    expect(JSON.stringify(units.body)).toContain('rate_limit');
+  });
 });

@@ -67,6 +67,16 @@ const newTask = z.object({
     .max(256)
     .optional()
     .describe("the task's fairness group (a tenant): waiting tasks of different groups take turns, one each"),
+  rate_limit: z
+    .object({
+      name: z.string().min(1).max(100),
+      units: z.number().positive().optional(),
+      key: z.string().min(1).max(200).optional(),
+    })
+    .optional()
+    .describe(
+      'a named rate limit each attempt takes before its handler runs (units default 1; key: a constant bucket); no room, the task waits for the next slot without using an attempt',
+    ),
   delay: duration(0, 365 * DAY, 'from 0 to 365 days').optional(),
   run_at: z.iso.datetime({ offset: true }).optional(),
   max_attempts: z.int().min(1).max(1000).optional(),
@@ -144,6 +154,7 @@ const options = (item: Partial<NewTaskBody>): EnqueueOptions & { payload: unknow
         },
       }),
   ...(item.fair_by === undefined ? {} : { fairBy: item.fair_by }),
+  ...(item.rate_limit === undefined ? {} : { rateLimit: item.rate_limit }),
   ...(item.max_attempts === undefined ? {} : { maxAttempts: item.max_attempts }),
   ...(item.delay === undefined ? {} : { runAt: Date.now() + item.delay }),
   ...(item.run_at === undefined ? {} : { runAt: Date.parse(item.run_at) }),

@@ -17,9 +17,10 @@ import { NOW } from './tasks.js';
  */
 function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string {
   // With concurrency keys ($10 keys, $11 limits): columns of their own, so an enqueue without one is planned as before.
+  // With rate limits ($13, `TaskRate` as jsonb, null without one): stored for the worker that runs the task.
   // With fairness groups ($12): the task's turn (`fairTurn` in ../tasks.ts, here for a batch: the group's tasks of the
   // batch take the turns after its first, one each). greatest() passes over a group with nothing waiting (null).
-  const c0 = keyed ? 13 : 10;
+  const c0 = keyed ? 14 : 10;
   const runAt = 'coalesce(i.run_at, now.ms)';
   const fairAt = `CASE WHEN i.grp IS NOT NULL THEN greatest(
       (SELECT max(o.fair_at) FROM tasks o WHERE o.queue = i.queue AND o.fair_group = i.grp AND o.fair_group IS NOT NULL AND o.state = 'ready') + 1,
@@ -28,10 +29,10 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
     + row_number() OVER (PARTITION BY i.queue, i.grp ORDER BY i.ord) - 1 END`;
   const limits = keyed
     ? {
-        columns: ', concurrency_key, concurrency_limit, fair_group, fair_at',
-        values: `, i.ckey, i.climit, i.grp, ${fairAt}`,
-        rows: ', unnest($10::text[]), unnest($11::int[]), unnest($12::text[])',
-        names: ', ckey, climit, grp',
+        columns: ', concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit',
+        values: `, i.ckey, i.climit, i.grp, ${fairAt}, nullif(i.rlimit, 'null'::jsonb)`,
+        rows: ', unnest($10::text[]), unnest($11::int[]), unnest($12::text[]), jsonb_array_elements($13::jsonb)',
+        names: ', ckey, climit, grp, rlimit',
         returning: ', concurrency_key, concurrency_limit, fair_group',
         event: ` || CASE WHEN u.concurrency_key IS NULL THEN '{}'::jsonb
           ELSE jsonb_build_object('concurrency',
@@ -166,7 +167,7 @@ export async function taskEnqueue(
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
   const keys = t.some((x) => x.idempotencyKey !== null);
   const claimed = t.some((x) => x.claim !== undefined);
-  const keyed = t.some((x) => x.concurrency || x.fairBy);
+  const keyed = t.some((x) => x.concurrency || x.fairBy || x.rateLimit);
   const sql = keyed
     ? keyedSql(keys, claimed)
     : claimed
@@ -193,6 +194,7 @@ export async function taskEnqueue(
             textArray(c.map((x) => x.concurrency?.key ?? null)),
             numberArray(c.map((x) => x.concurrency?.limit ?? null)),
             textArray(c.map((x) => x.fairBy ?? null)),
+            jsonArray(c.map((x) => JSON.stringify(x.rateLimit ?? null))),
           ]
         : []),
       ...(claimed

@@ -117,16 +117,21 @@ export async function taskCompleteAll(
 const RELEASE = prepared(
   'task_release',
   `${NOW}
-   UPDATE tasks t SET state = 'ready', attempts = t.attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
+   UPDATE tasks t SET state = 'ready', attempts = t.attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now),
+     run_at = greatest(t.run_at, coalesce($3::bigint, t.run_at))
    FROM unnest($1::text[], $2::text[]) AS l(id, token)
    WHERE t.id = l.id AND t.lease_token = l.token AND t.state = 'running' RETURNING t.id, t.queue`,
 );
 
-export async function taskRelease(db: Db, p: { leases: Lease[] }): Promise<Array<{ id: string; queue: string }>> {
+export async function taskRelease(
+  db: Db,
+  p: { leases: Lease[]; runAt?: number },
+): Promise<Array<{ id: string; queue: string }>> {
   if (p.leases.length === 0) return [];
   return db.rows<{ id: string; queue: string }>(RELEASE, [
     textArray(p.leases.map((l) => l.id)),
     textArray(p.leases.map((l) => l.leaseToken)),
+    p.runAt ?? null,
   ]);
 }
 

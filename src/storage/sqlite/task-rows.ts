@@ -31,6 +31,7 @@ export const TASK_COLUMNS = [
   'concurrency_limit',
   'fair_group',
   'fair_at',
+  'rate_limit',
 ] as const;
 
 export function taskRow(v: unknown[]): TaskRow {
@@ -59,5 +60,6 @@ export function taskRow(v: unknown[]): TaskRow {
     concurrency_limit: v[21] as number | null,
     fair_group: v[22] as string | null,
     fair_at: v[23] as number | null,
+    rate_limit: v[24],
   };
 }

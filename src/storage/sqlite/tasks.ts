@@ -22,8 +22,8 @@ export function taskGet(s: Statements, p: { id: string }): Task {
  * parameters and `RETURNING *` read back and parsed, 4.5–6 µs so.
  */
 const INSERT = `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
-    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit, fair_group, fair_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 
 export function taskEnqueue(
@@ -70,6 +70,7 @@ export function taskEnqueue(
       t.concurrency?.limit ?? null,
       t.fairBy ?? null,
       flow?.fairAt ?? null,
+      t.rateLimit ? JSON.stringify(t.rateLimit) : null,
     );
     if (changes > 0)
       return {
@@ -237,13 +238,18 @@ export function taskCompleteAll(
   return done;
 }
 
-export function taskRelease(s: Statements, now: number, p: { leases: Lease[] }): Array<{ id: string; queue: string }> {
+export function taskRelease(
+  s: Statements,
+  now: number,
+  p: { leases: Lease[]; runAt?: number },
+): Array<{ id: string; queue: string }> {
   const release = s.get(
-    `UPDATE tasks SET state = 'ready', attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+    `UPDATE tasks SET state = 'ready', attempts = attempts - 1, lease_token = NULL, lease_expires_at = NULL, updated_at = ?,
+       run_at = max(run_at, coalesce(?, run_at))
      WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING id, queue`,
   );
   return p.leases.flatMap(
-    (l) => (release.get(now, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? [],
+    (l) => (release.get(now, p.runAt ?? null, l.id, l.leaseToken) as { id: string; queue: string } | undefined) ?? [],
   );
 }
 

@@ -139,6 +139,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
         factor: config.factor,
         maxInterval: config.max_interval_seconds * 1000,
         maxWait: config.max_wait_seconds * 1000,
+        ...rateLimitOf(step),
         ...compensation(run, step),
         ...(step.cancel
           ? {
