@@ -243,7 +243,11 @@ async function rateError(database: string, sizes: FlowSizes): Promise<Record<str
     };
   } finally {
     for (const proc of children) proc.kill('SIGKILL');
-    await Promise.all(children.map((p) => (p.exitCode === null ? new Promise((r) => p.once('exit', r)) : null)));
+    await Promise.all(
+      children.map((p) =>
+        p.exitCode === null && p.signalCode === null ? new Promise((r) => p.once('exit', r)) : null,
+      ),
+    );
     await engine.close();
   }
 }
