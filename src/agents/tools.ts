@@ -2,6 +2,7 @@ import { toMs, type Duration } from '../duration.js';
 import { RunledgerError, TerminalError, ValidationError } from '../errors.js';
 import type { RateLimitUse, Usage } from '../runtime/flow.js';
 import type { RetryPolicy } from '../runtime/workflow.js';
+import { rateUses } from '../runtime/pass/rate.js';
 import type { RiskLevel } from '../storage/ledger.js';
 
 /** What a tool's `run` is given besides its input. */
@@ -80,7 +81,7 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
       : toMs(definition.approvalTimeout, 'approvalTimeout');
   if (definition.usage !== undefined && typeof definition.usage !== 'function')
     throw new ValidationError('usage', 'must be a function of the output');
-  const rateLimit = rateLimits(definition.rateLimit);
+  const rateLimit = rateUses(definition.rateLimit, 'rateLimit');
   if (definition.approval !== undefined && typeof definition.approval !== 'boolean')
     throw new ValidationError('approval', 'must be true or false');
   return Object.freeze({
@@ -94,22 +95,6 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
     usage: (definition.usage as Tool['usage'] | undefined) ?? null,
     rateLimit,
   });
-}
-
-/** A tool's `rateLimit` as a list, each checked in shape (the limit's existence: at the call, as a step's). */
-function rateLimits(option: RateLimitUse | RateLimitUse[] | undefined): RateLimitUse[] {
-  if (option === undefined) return [];
-  const uses = Array.isArray(option) ? option : [option];
-  uses.forEach((use, i) => {
-    const at = `rateLimit${Array.isArray(option) ? `[${i}]` : ''}`;
-    if (typeof use?.name !== 'string' || use.name.length === 0)
-      throw new ValidationError(`${at}.name`, 'must name a limit');
-    if (use.units !== undefined && !(typeof use.units === 'number' && Number.isFinite(use.units) && use.units > 0))
-      throw new ValidationError(`${at}.units`, `must be a positive number (got ${JSON.stringify(use.units)})`);
-    if (use.charge !== undefined && typeof use.charge !== 'function')
-      throw new ValidationError(`${at}.charge`, 'must be a function of the output');
-  });
-  return uses;
 }
 
 /** A tool call failed: the tool threw, or (subclasses) timed out or was not allowed to run. */

@@ -97,7 +97,7 @@ export async function runPoll<T>(
   schedule: PollSchedule,
 ): Promise<T> {
   const h = host.history;
-  const uses = rateUses(options.rateLimit, name);
+  const uses = rateUses(options.rateLimit, `step(${name}).rateLimit`);
   const completed = h.find(seq, RUN_EVENT.pollCompleted);
   if (completed) {
     const output = (completed.data as { output: T }).output;

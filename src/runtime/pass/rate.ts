@@ -17,12 +17,16 @@ export interface RateHost {
   now(): number;
 }
 
-/** A step's `rateLimit` option as a list, each use checked (units a positive number). */
-export function rateUses(option: RateLimitUse | RateLimitUse[] | undefined, step: string): RateLimitUse[] {
+/**
+ * A `rateLimit` option as a list, each use checked (units a positive number); `path` names the option in errors.
+ *
+ * @example rateUses({ name: 'openai', units: 0 }, 'step(ask).rateLimit') // ValidationError at step(ask).rateLimit.units
+ */
+export function rateUses(option: RateLimitUse | RateLimitUse[] | undefined, path: string): RateLimitUse[] {
   if (option === undefined) return [];
   const uses = Array.isArray(option) ? option : [option];
   uses.forEach((use, i) => {
-    const at = `step(${step}).rateLimit${Array.isArray(option) ? `[${i}]` : ''}`;
+    const at = `${path}${Array.isArray(option) ? `[${i}]` : ''}`;
     if (typeof use?.name !== 'string' || use.name.length === 0)
       throw new ValidationError(`${at}.name`, 'must name a limit');
     if (use.units !== undefined && !(typeof use.units === 'number' && Number.isFinite(use.units) && use.units > 0))

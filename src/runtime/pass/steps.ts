@@ -50,7 +50,7 @@ export async function runStep<T>(
 
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
   // the step's rate limits, taken before each attempt: no room suspends the pass until there is
-  const uses = rateUses(options.rateLimit, name);
+  const uses = rateUses(options.rateLimit, `step(${name}).rateLimit`);
   let taken: RateUse[] = [];
   if (uses.length > 0) {
     try {

@@ -1,35 +1,11 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../../testing/backends.js';
-import { startServer, type Server } from '../start.js';
+import { useServer } from '../test-server.js';
 
 describe.each(backends)('queue limits and task concurrency over HTTP on $name', (backend) => {
-  let server: Server;
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const { call } = useServer(backend);
   const claim = async (queue: string) =>
     (await call('POST', `/queues/${queue}/claim`, { worker: 'w', max: 10 })).body.tasks as Array<{ id: string }>;
-
-  beforeAll(async () => {
-    server = await startServer({
-      database: await backend.create(),
-      port: 0,
-      workers: false,
-      pollMs: 1000,
-      dataDir: mkdtempSync(join(tmpdir(), 'rl-queue-flow-')),
-      logger: pino({ level: 'silent' }),
-    });
-  });
-  afterAll(() => server.close());
 
   it("sets, shows and removes a queue's limit, which the next claim obeys", async () => {
     expect((await call('GET', '/queues/lq/limit')).body).toEqual({ queue: 'lq', concurrency: null });
