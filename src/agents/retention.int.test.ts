@@ -79,11 +79,11 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     expect((await engine.queue.list({ queue: RUN_QUEUE, limit: 1000 })).filter((t) => t.orderingKey === id)).toEqual(
       [],
     );
-    // no event names the run any more but the streams its conversation's runs share: the conversation's arrivals, its
-    // ordering key's turns and the sample's debounce windows of the conversation
+    // no event names the run any more but the streams its conversation's runs share: the conversation's arrivals and
+    // the sample's debounce windows of the conversation (its ordering key's turns are rows, not events)
     const mentions = (await engine.journal.readAll({ limit: 100_000 })).filter((e) => JSON.stringify(e).includes(id));
     expect(new Set(mentions.map((e) => e.streamId))).toEqual(
-      new Set(['agent-conversation:c-done', 'ordering:conversation:c-done', 'debounce:agent:sample-agent:c-done']),
+      new Set(['agent-conversation:c-done', 'debounce:agent:sample-agent:c-done']),
     );
 
     // the run waiting for approval stays whole, and still finishes

@@ -315,7 +315,7 @@ export class Worker {
     let failure: { error: unknown } | null = null;
     try {
       // its rate limit first: no room, the task goes back to the queue till the next slot, the attempt not counted;
-      // a task with none begins its handler in this tick (a run's pass claimed as inserted is begun as its start returns)
+      // a task with none begins its handler in this tick (a run's pass claimed as inserted begins as its start returns)
       if (task.rateLimit && (await rateGate(this.store, task, this.options.onError))) return this.gaveBack(task.id);
       const ctx: TaskContext = {
         task,
