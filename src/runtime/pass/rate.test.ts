@@ -3,12 +3,14 @@ import { rateExtra, rateReason, rateUses } from './rate.js';
 
 describe("a step's rate limits", () => {
   it('reads one use or a list, naming the bad field', () => {
-    expect(rateUses(undefined, 's')).toEqual([]);
-    expect(rateUses({ name: 'a' }, 's')).toEqual([{ name: 'a' }]);
-    expect(() => rateUses({ name: 'a', units: 0 }, 's')).toThrow(
+    expect(rateUses(undefined, 'step(s).rateLimit')).toEqual([]);
+    expect(rateUses({ name: 'a' }, 'step(s).rateLimit')).toEqual([{ name: 'a' }]);
+    expect(() => rateUses({ name: 'a', units: 0 }, 'step(s).rateLimit')).toThrow(
       'step(s).rateLimit.units: must be a positive number (got 0)',
     );
-    expect(() => rateUses([{ name: 'a' }, { name: '' }], 's')).toThrow('step(s).rateLimit[1].name: must name a limit');
+    expect(() => rateUses([{ name: 'a' }, { name: '' }], 'step(s).rateLimit')).toThrow(
+      'step(s).rateLimit[1].name: must name a limit',
+    );
   });
 
   it('charges only what a call used past the units it took', () => {
