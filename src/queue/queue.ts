@@ -290,11 +290,12 @@ export class TaskQueue {
     given?: Taker,
   ): Promise<EnqueueResult[]> {
     const tasks = this.checked(queue, items, path);
-    await checkTaskRates(
-      tx ?? this.store,
-      tasks.map((t) => t.rateLimit),
-      (i, field) => (path ? `${path}[${i}].${field}` : field),
-    );
+    if (tasks.some((t) => t.rateLimit))
+      await checkTaskRates(
+        tx ?? this.store,
+        tasks.map((t) => t.rateLimit),
+        (i, field) => (path ? `${path}[${i}].${field}` : field),
+      );
     if (tx) {
       let results: EnqueueResult[];
       try {

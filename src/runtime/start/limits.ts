@@ -96,13 +96,16 @@ function holdingOf(journal: Journal): Set<string> {
   return set;
 }
 
+/** Notes that run `runId` holds all its slots, letting the oldest go past `HOLDING_MAX`. */
+function remember(journal: Journal, runId: string): void {
+  const set = holdingOf(journal);
+  set.add(runId);
+  if (set.size > HOLDING_MAX) set.delete(set.values().next().value!);
+}
+
 /** Notes, once `tx` commits, that run `runId` holds all its slots. */
 export function noteHolding(journal: Journal, tx: Store, runId: string): void {
-  tx.onCommit(() => {
-    const set = holdingOf(journal);
-    set.add(runId);
-    if (set.size > HOLDING_MAX) set.delete(set.values().next().value!);
-  });
+  tx.onCommit(() => remember(journal, runId));
 }
 
 /**
@@ -308,7 +311,7 @@ export async function holdsAll(store: Store, runId: string, claims: Claim[], jou
   if (journal && holding.get(journal)?.has(runId)) return true;
   const rows = await store.projectionGetMany({ name: SLOTS, keys: claims.map((c) => c.slot) });
   const all = rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
-  if (all && journal) holdingOf(journal).add(runId);
+  if (all && journal) remember(journal, runId);
   return all;
 }
 
