@@ -44,7 +44,7 @@ export async function meetWindow(
   return { stream, now, open: found && found.runId === p.waiting ? found : undefined };
 }
 
-/** The window after this arrival: the open one with its due moved (never past `maxWait` from its first), or a new one. */
+/** The window after this arrival: the open one with its due moved (never past `maxWait` from its first), or new. */
 export function nextWindow(m: Meeting, debounce: AgentDebounce, newRun: string): Window {
   const period = toMs(debounce.period);
   const maxWait = debounce.maxWait === undefined ? Number.POSITIVE_INFINITY : toMs(debounce.maxWait);

@@ -24,7 +24,10 @@ export const lookupOrder = defineTool('lookup_order', {
   }),
 });
 
-/** A high-risk tool: it waits for a person's approval, then "refunds" (the refund id is derived from the call's external idempotency key, as a payment API would dedupe on it). */
+/**
+ * A high-risk tool: it waits for a person's approval, then "refunds" (the refund id is derived from the call's external
+ * idempotency key, as a payment API would dedupe on it).
+ */
 export const issueRefund = defineTool('issue_refund', {
   risk: 'high',
   timeout: '5s',

@@ -35,7 +35,10 @@ export interface SessionsOptions {
   agents: Agent[];
   /** Hosts and CIDRs HTTP agents may be reached at although the SSRF guard refuses them (`127.0.0.1`, `10.0.0.0/8`). */
   allow?: string[];
-  /** Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report` (the public URL). Without it, invoking an HTTP agent fails naming RUNLEDGER_PUBLIC_URL. */
+  /**
+   * Where HTTP agents report: `<reportBaseUrl>/sessions/<id>/report` (the public URL). Without it, invoking an HTTP
+   * agent fails naming RUNLEDGER_PUBLIC_URL.
+   */
   reportBaseUrl?: string;
   /** The tools ledger agents call (`defineTool`); the sample agent's are added unless one of them has their name. */
   tools?: Tool[];
@@ -117,7 +120,7 @@ export class SessionService {
     return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.store, id))!);
   }
 
-  /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + a hash of the key. */
+  /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + the key's hash. */
   private async keyed(key: string, agent: string, input: unknown, tx?: Store): Promise<string> {
     const { runId } = await this.engine.runtime.startKeyed({
       scope: 'session-key',

@@ -7,7 +7,7 @@ import type { RiskLevel } from '../storage/ledger.js';
 
 /** What a tool's `run` is given besides its input. */
 export interface ToolContext {
-  /** Stable across retries, node attempts and crashes of this call: pass it to the side effect (an `Idempotency-Key`). */
+  /** Stable across retries, node attempts and crashes of this call: give it to the side effect (`Idempotency-Key`). */
   idempotencyKey: string;
   /** Fires on the tool's timeout, on cancellation, or when this process lost the run. */
   signal: AbortSignal;
@@ -21,7 +21,7 @@ export interface ToolDefinition<I = any, O = any> {
   timeout: Duration;
   /** How long a call waits for a person's decision before it ends `blocked` (expired). Default 24h. */
   approvalTimeout?: Duration;
-  /** Whether a call needs a person's approval. Default: `risk === 'high'` (an agent's `approval` option can change the default). */
+  /** Whether a call needs a person's approval. Default: `risk === 'high'` (an agent's `approval` can change it). */
   approval?: boolean;
   /** Tries of one call, the first included. Default 1: a failed call is the agent's to handle. */
   retry?: RetryPolicy;

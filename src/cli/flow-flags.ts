@@ -148,7 +148,7 @@ export function flowFlags(options: OptionValues): FlowFlags {
   return flow;
 }
 
-/** The flag that gave a field of POST /runs (`throttle.limit` → `--throttle`, `budget.tool_calls` → `--budget-tool-calls`). */
+/** The flag that gave a field of POST /runs (`throttle.limit` → `--throttle`, `budget.tool_calls` → its own flag). */
 export function flagOf(path: string): string | undefined {
   const [head, field] = path.replace(/\[\d+\]/, '').split('.');
   if (head === 'priority') return '--priority';
