@@ -16,6 +16,8 @@ export interface GroupWrite<T = void> {
   appends?: StreamAppend[];
   /** Inserted with every other write's tasks, in one statement, after the append and every `also` (a run's first pass). */
   enqueue?: NewTask[];
+  /** Tasks known once `also` has run (a keyed run's first pass, when it was let in), inserted with `enqueue`'s. */
+  enqueueAfter?: () => NewTask[];
   /**
    * Runs in the transaction before the append (after fencing), and adds its `appends` to it: for a
    * write whose events depend on what it finds (a claim journals the tasks it claimed). Its value
@@ -198,6 +200,7 @@ export class GroupCommit {
       !alone.completes &&
       !alone.appends &&
       !alone.enqueue &&
+      !alone.enqueueAfter &&
       !alone.prepare &&
       !alone.also
     ) {
@@ -267,12 +270,13 @@ export class GroupCommit {
   /** Inserts the tasks of every write of `live`, one statement: each write's own, by write. */
   private async enqueue(tx: Store, live: Pending[]): Promise<Map<Pending, GroupResult<unknown>['tasks']>> {
     const byWrite = new Map<Pending, GroupResult<unknown>['tasks']>();
-    const tasks = live.flatMap((p) => p.write.enqueue ?? []);
+    const tasksOf = new Map(live.map((p) => [p, [...(p.write.enqueue ?? []), ...(p.write.enqueueAfter?.() ?? [])]]));
+    const tasks = live.flatMap((p) => tasksOf.get(p)!);
     if (tasks.length === 0) return byWrite;
     const results = await tx.taskEnqueue({ tasks });
     let at = 0;
     for (const p of live) {
-      const count = p.write.enqueue?.length ?? 0;
+      const count = tasksOf.get(p)!.length;
       if (count === 0) continue;
       byWrite.set(p, results.slice(at, at + count));
       at += count;

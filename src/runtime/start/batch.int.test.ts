@@ -21,7 +21,7 @@ const quick = workflow('batch-quick', { batch: { maxSize: 100, timeout: '1s' } }
 const big = workflow('batch-big', { batch: { maxSize: 100, timeout: '1h' } }, async (ctx, inputs: In[]) =>
   ns(ctx, inputs),
 );
-const signalled = workflow('batch-signalled', { batch: { maxSize: 100, timeout: '1s' } }, async (ctx, inputs: In[]) => {
+const signalled = workflow('batch-signalled', { batch: { maxSize: 100, timeout: '3s' } }, async (ctx, inputs: In[]) => {
   const go = await ctx.waitForEvent<{ at: number }>('go', { timeout: '30s' });
   return { ns: inputs.map((i) => i.n), go };
 });

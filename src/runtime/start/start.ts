@@ -147,6 +147,16 @@ export class Starts {
     // a first pass not due yet is not claimed as it is inserted: it waits in the queue until `notBefore`
     const taker = options.notBefore === undefined ? queue.reserve(RUN_QUEUE, tag) : null;
     let dropped: string | null = null;
+    let admitted = claims.length === 0;
+    const pass = queue.newTask(
+      RUN_QUEUE,
+      { runId: options.id },
+      {
+        ...passTask(options.id, tag, priority),
+        ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
+        ...(taker ? { claim: taker.claim } : {}),
+      },
+    );
     try {
       const prepare = async (tx: Store) => {
         // a full drop_newest limit refuses the run before anything of it is written
@@ -158,34 +168,20 @@ export class Starts {
       };
       const also = async (tx: Store) => {
         if (dropped !== null) return null;
-        const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
-        const pass = admitted ? await this.enqueuePass(tx, options.id, tag, taker, priority, options.notBefore) : null;
+        if (claims.length > 0) admitted = await this.admit(tx, options, checked);
         await options.also?.(tx);
-        return pass;
+        return null;
       };
-      const written = await journal.group.submit<EnqueueResult | null>(
+      // a keyed run let in at once has its first pass inserted with the batch's other tasks, as a plain run's
+      const written = await journal.group.submit<null>(
         claims.length === 0
-          ? {
-              prepare,
-              enqueue: [
-                queue.newTask(
-                  RUN_QUEUE,
-                  { runId: options.id },
-                  {
-                    ...passTask(options.id, tag, priority),
-                    ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
-                    ...(taker ? { claim: taker.claim } : {}),
-                  },
-                ),
-              ],
-              ...(options.also ? { also } : {}),
-            }
-          : { prepare, also },
+          ? { prepare, enqueue: [pass], ...(options.also ? { also } : {}) }
+          : { prepare, also, enqueueAfter: () => (dropped === null && admitted ? [pass] : []) },
       );
       if (dropped !== null) throw new LimitReachedError(dropped);
-      const pass = claims.length === 0 ? written.tasks[0]! : written.value;
-      taker?.settle(pass ?? undefined);
-      this.keep(options.id, written.events[0]!, pass);
+      const first = written.tasks[0] ?? null;
+      taker?.settle(first ?? undefined);
+      this.keep(options.id, written.events[0]!, first);
     } finally {
       taker?.settle();
     }
