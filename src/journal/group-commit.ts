@@ -4,8 +4,20 @@ import type { EngineEvents } from '../observe/events.js';
 import type { CompletionItem, Lease, NewTask, Store, StoredEvent, StreamAppend, Task } from '../storage/store.js';
 import type { Journal } from './journal.js';
 
+/** Keys a write locks in its `prepare` or `also` (a keyed run's concurrency keys, at its start and its end). */
+export interface GroupLocks {
+  keys: readonly string[];
+  /**
+   * Locks `keys` in `tx`: called once per batch for every write's keys of the same function, sorted, each once,
+   * before the first `prepare`, so a batch of keyed starts and ends locks its keys in one statement and in one order.
+   */
+  take: (tx: Store, keys: string[]) => Promise<void>;
+}
+
 /** One caller's share of a group commit. */
 export interface GroupWrite<T = void> {
+  /** Keys its `prepare` or `also` locks, taken for the whole batch ahead of them (see GroupLocks). */
+  locks?: GroupLocks;
   /** Task leases this write needs: checked by the batch's one lease check; a write whose lease is gone writes nothing. */
   leases?: Lease[];
   /** How far a fenced batch's heartbeat extends `leases` (ms). */
@@ -202,7 +214,8 @@ export class GroupCommit {
       !alone.enqueue &&
       !alone.enqueueAfter &&
       !alone.prepare &&
-      !alone.also
+      !alone.also &&
+      !alone.locks
     ) {
       // alone, a failure is its caller's (settle), whether or not it took effect, as for a failed COMMIT
       const value = await alone.statement(this.store);
@@ -221,6 +234,7 @@ export class GroupCommit {
       outcome = await this.store.transaction(async (tx) => {
         const lost = hold ? await this.hold(tx, batch) : await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
+        await lockAhead(tx, live);
         const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
         for (const p of live) {
           if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
@@ -325,6 +339,18 @@ export class GroupCommit {
     for (const p of batch) if (p.write.completes?.some((c) => !completed.has(leaseKey(c)))) lost.add(p);
     return lost;
   }
+}
+
+/** Takes the keys the writes of `live` lock, one call per locking function, sorted and each once. */
+async function lockAhead(tx: Store, live: Pending[]): Promise<void> {
+  const byTake = new Map<GroupLocks['take'], Set<string>>();
+  for (const { write } of live) {
+    if (!write.locks || write.locks.keys.length === 0) continue;
+    const keys = byTake.get(write.locks.take) ?? new Set<string>();
+    for (const key of write.locks.keys) keys.add(key);
+    byTake.set(write.locks.take, keys);
+  }
+  for (const [take, keys] of byTake) await take(tx, [...keys].sort());
 }
 
 /** Events a batch takes at least before the waiting ones are shared out among free lanes (`take`): fewer cost more in statements than they gain. */

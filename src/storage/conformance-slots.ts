@@ -39,18 +39,39 @@ export function slotConformance(h: { store: () => Store }): void {
       expect(await ids({ slot: 'k', limit: 10 })).toEqual(['c', 'd', 'b']);
     });
 
-    it('locks a key, counting its versions from 1; a rolled back lock counts nothing', async () => {
+    it('locks a key, counting its versions from 1, with its state; a rolled back lock counts nothing', async () => {
       const s = h.store();
-      expect(await s.slotLock({ slot: 'lk' })).toBe(1);
-      expect(await s.slotLock({ slot: 'lk' })).toBe(2);
-      expect(await s.slotLock({ slot: 'other-lk' })).toBe(1);
+      const lock = async (store: typeof s, slot: string) => {
+        const [one] = await store.slotLock({ slots: [slot], projection: 'slot-states' });
+        expect(one!.slot).toBe(slot);
+        return { version: one!.version, value: one!.value };
+      };
+      expect(await lock(s, 'lk')).toEqual({ version: 1, value: undefined });
+      await s.projectionPut({ name: 'slot-states', key: 'lk', value: { held: ['a'], version: 1 } });
+      expect(await lock(s, 'lk')).toEqual({ version: 2, value: { held: ['a'], version: 1 } });
+      expect(await lock(s, 'other-lk')).toEqual({ version: 1, value: undefined });
       await expect(
         s.transaction(async (tx) => {
-          expect(await tx.slotLock({ slot: 'lk' })).toBe(3);
+          expect((await lock(tx, 'lk')).version).toBe(3);
           throw new Error('undo');
         }),
       ).rejects.toThrow('undo');
-      expect(await s.transaction((tx) => tx.slotLock({ slot: 'lk' }))).toBe(3);
+      // the state this transaction wrote before its lock is the one the lock reads
+      const locked = await s.transaction(async (tx) => {
+        await tx.projectionPut({ name: 'slot-states', key: 'lk', value: { held: [], version: 2 } });
+        return lock(tx, 'lk');
+      });
+      expect(locked).toEqual({ version: 3, value: { held: [], version: 2 } });
+      // several keys in one statement, a new one made at 1
+      const many = await s.slotLock({ slots: ['new-lk', 'lk', 'other-lk'], projection: 'slot-states' });
+      expect(many).toHaveLength(3);
+      expect(many).toEqual(
+        expect.arrayContaining([
+          { slot: 'new-lk', version: 1, value: undefined },
+          { slot: 'lk', version: 4, value: { held: [], version: 2 } },
+          { slot: 'other-lk', version: 2, value: undefined },
+        ]),
+      );
     });
   });
 }

@@ -12,8 +12,15 @@ export interface SlotWaiter {
 
 /** The lines of keyed concurrency limits (runtime/start/limits.ts keeps each key's small state beside them). */
 export interface SlotStore {
-  /** Locks a key to the end of the transaction (its row bumped, made at 1): its new version. */
-  slotLock(p: { slot: string }): Promise<number>;
+  /**
+   * Locks keys to the end of the transaction (their rows bumped, made at 1), in the order given, one statement: each
+   * key's new version, and its row of `projection` (its state) as the statement read it. That may be older than the
+   * lock: on PostgreSQL, a transaction that held the lock and committed after the statement began is not seen.
+   */
+  slotLock(p: {
+    slots: string[];
+    projection: string;
+  }): Promise<Array<{ slot: string; version: number; value: unknown }>>;
   /** Puts a run in a key's line; one already there keeps its row. */
   slotWaiterAdd(p: SlotWaiter): Promise<void>;
   /** A key's line, next first, up to `limit` rows; with `group` (null: the runs of none), that group's alone. */

@@ -7,6 +7,7 @@ import type { Store, Task } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { PausedWorkflows } from '../operate/pauses.js';
 import { claimsOf, holdsAll } from '../start/limits.js';
+import { keyLocks } from '../start/line.js';
 import { versionTag } from '../start/versions.js';
 import { isPartial, type Workflow } from '../workflow.js';
 import { blobBytes, type Blobs } from './blobs.js';
@@ -110,6 +111,7 @@ export class PassDriver {
     });
     const release = await this.paused.hold();
     const end = (tx: Store) => this.runtime.ended(tx, history, id);
+    const locks = keyLocks(claimsOf(history.flow, history.orderingKey));
     watch.start(history.version, pass);
     let result: RunOutcome | 'suspended' | 'aborted' = 'aborted';
     let by: 'user' | 'system' | undefined;
@@ -142,7 +144,7 @@ export class PassDriver {
         const data = isPartial(outcome.output)
           ? { output: outcome.output.output ?? null, partial: true }
           : { output: outcome.output ?? null };
-        await pass.write([{ type: RUN_EVENT.runCompleted, data }], end);
+        await pass.write([{ type: RUN_EVENT.runCompleted, data }], end, locks);
         result = isPartial(outcome.output) ? 'partial' : 'success';
         return true;
       }
@@ -157,11 +159,12 @@ export class PassDriver {
         return false;
       }
       const compensations = undone && { ran: undone.ran, failed: undone.failed };
-      if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end);
+      if (pass.isCancelled) await pass.write([{ type: RUN_EVENT.runCancelled, data: { compensations } }], end, locks);
       else
         await pass.write(
           [{ type: RUN_EVENT.runFailed, data: { error: describeError(outcome.error), compensations } }],
           end,
+          locks,
         );
       result = pass.isCancelled ? 'cancelled' : 'failed';
       if (pass.isCancelled && this.options.observe) by = await whoCancelled(this.journal, id, history);

@@ -1,6 +1,7 @@
 import { toMs } from '../../duration.js';
 import { CancelledError, LeaseLostError, NonDeterminismError, TimeoutError, ValidationError } from '../../errors.js';
 import type { NewEvent, Store } from '../../storage/store.js';
+import type { GroupLocks } from '../../journal/group-commit.js';
 import { branchResults, runAttempt, Suspension } from './calls.js';
 import { runStream, type EntryKind, type Seq } from './history.js';
 import { pollSchedule, runPoll } from './poll.js';
@@ -290,9 +291,9 @@ export class Pass {
     );
   }
 
-  /** Journals `events` for the run (see RunWriter), doing `also` in the same transaction. */
-  write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void> {
-    return this.writer.write(events, also);
+  /** Journals `events` for the run (see RunWriter), doing `also` in the same transaction (`locks`: keys it locks). */
+  write(events: NewEvent[], also?: (tx: Store) => Promise<void>, locks?: GroupLocks): Promise<void> {
+    return this.writer.write(events, also, locks);
   }
 
   /** Writes what is deferred: before a pass ends without another write. */

@@ -1,4 +1,5 @@
 import { LeaseLostError } from '../../errors.js';
+import type { GroupLocks } from '../../journal/group-commit.js';
 import type { Journal } from '../../journal/journal.js';
 import type { Lease, NewEvent, Store } from '../../storage/store.js';
 import type { Blobs } from './blobs.js';
@@ -8,6 +9,7 @@ import { runStream } from './history.js';
 interface Queued {
   events: NewEvent[];
   also: ((tx: Store) => Promise<void>) | undefined;
+  locks: GroupLocks | undefined;
   done: () => void;
   fail: (error: unknown) => void;
 }
@@ -38,11 +40,11 @@ export class RunWriter {
     this.deferred.push(event);
   }
 
-  /** Appends `events` to the run's stream and runs `also` in the same transaction. */
-  write(events: NewEvent[], also?: (tx: Store) => Promise<void>): Promise<void> {
+  /** Appends `events` to the run's stream and runs `also` in the same transaction (`locks`: keys `also` locks). */
+  write(events: NewEvent[], also?: (tx: Store) => Promise<void>, locks?: GroupLocks): Promise<void> {
     if (this.failure) return Promise.reject(this.failure.error);
     return new Promise((done, fail) => {
-      this.queued.push({ events, also, done, fail });
+      this.queued.push({ events, also, locks, done, fail });
       if (this.writing) return;
       this.writing = true;
       // after the current callbacks, so parallel calls of this tick share one transaction
@@ -79,8 +81,15 @@ export class RunWriter {
                 }),
               }
             : { appends: [{ streamId, events }] };
+          const locks = batch.find((w) => w.locks)?.locks;
           const written = await this.o.journal.group
-            .submit({ leases: [this.o.lease], leaseMs: this.o.leaseMs, ...carried, ...(also ? { also } : {}) })
+            .submit({
+              leases: [this.o.lease],
+              leaseMs: this.o.leaseMs,
+              ...carried,
+              ...(also ? { also } : {}),
+              ...(locks ? { locks } : {}),
+            })
             .catch((error) => {
               throw error instanceof LeaseLostError
                 ? new LeaseLostError(`run ${this.o.runId}: this worker no longer holds it`)

@@ -9,8 +9,8 @@ import {
   leaveLine,
   lineOf,
   normal,
+  lockKey,
   placeAhead,
-  readLocked,
   SLOTS,
   type Slots,
   takeFree,
@@ -108,15 +108,6 @@ export function noteHolding(journal: Journal, tx: Store, runId: string): void {
   tx.onCommit(() => remember(journal, runId));
 }
 
-/**
- * Locks the key to the end of `tx` (`slotLock`: its row in the store, bumped) and returns its state as the lock found
- * it: the one kept here when no other transaction locked it since, else read.
- */
-async function lock(journal: Journal, tx: Store, slot: string): Promise<{ slots: Slots; version: number }> {
-  const version = await tx.slotLock({ slot });
-  return { slots: await readLocked(journal, tx, slot, version), version };
-}
-
 /** Why a run waits for `slot`, in a person's words. */
 function reason(slot: string, slots: Slots): string {
   return `concurrency ${slot} — ${slots.held.length} of ${slots.limit} in use`;
@@ -173,7 +164,7 @@ async function journalDropped(journal: Journal, slot: string, runId: string, why
 
 /** A `drop_newest` claim: the key locked, a full one refuses the run (`run.dropped` journaled on the key's stream). */
 async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim): Promise<string | null> {
-  const { slots, version } = await lock(journal, tx, claim.slot);
+  const { slots, version } = await lockKey(tx, claim.slot);
   slots.limit = claim.limit;
   if (slots.held.length >= slots.limit) {
     const why = reason(claim.slot, slots);
@@ -183,7 +174,7 @@ async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim)
     return why;
   }
   slots.held.push(runId);
-  await write(journal, tx, claim.slot, version, slots);
+  await write(tx, claim.slot, version, slots);
   return null;
 }
 
@@ -191,7 +182,7 @@ async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim)
 async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[], going: boolean): Promise<Admission> {
   for (let i = 0; i < claims.length; i++) {
     const claim = claims[i]!;
-    const { slots, version } = await lock(host.journal, tx, claim.slot);
+    const { slots, version } = await lockKey(tx, claim.slot);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
     const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
@@ -200,7 +191,7 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
     const told = changed ? (await lineOf(tx, claim.slot, slots)).filter((w) => !w.quiet).map((w) => w.run) : [];
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
-      await write(host.journal, tx, claim.slot, version, slots);
+      await write(tx, claim.slot, version, slots);
       await retell(host, tx, told, reason(claim.slot, slots));
       for (const w of granted) await letIn(host, tx, claim.slot, w);
       continue;
@@ -236,7 +227,7 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       seq = ahead ?? slots.last;
     }
     await enter(tx, claim.slot, slots, waiter, seq);
-    await write(host.journal, tx, claim.slot, version, slots);
+    await write(tx, claim.slot, version, slots);
     await retell(host, tx, told, why);
     for (const w of granted) await letIn(host, tx, claim.slot, w);
     return { admitted: false, waitingFor: why, quiet: claim.quiet === true };
@@ -279,13 +270,13 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
 
 /** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
 async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
-  const { slots, version } = await lock(host.journal, tx, slot);
+  const { slots, version } = await lockKey(tx, slot);
   const held = slots.held.includes(runId);
   slots.held = slots.held.filter((r) => r !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);
   if (!held) await leaveLine(tx, slot, slots, [runId]);
   const granted = await takeFree(tx, slot, slots);
-  await write(host.journal, tx, slot, version, slots);
+  await write(tx, slot, version, slots);
   return granted;
 }
 

@@ -1,5 +1,4 @@
-import type { Journal } from '../../journal/journal.js';
-import { WrittenViews } from '../../journal/kept.js';
+import type { GroupLocks } from '../../journal/group-commit.js';
 import type { SlotWaiter, Store } from '../../storage/store.js';
 
 /**
@@ -81,32 +80,69 @@ export function waits(slots: Slots): number {
   return n;
 }
 
-/** Each journal's key states as of their stream's version: the key's next append takes one instead of reading it. */
-const written = new WeakMap<Journal, WrittenViews<Slots>>();
-
-function kept(journal: Journal): WrittenViews<Slots> {
-  const views = written.get(journal) ?? new WrittenViews<Slots>();
-  written.set(journal, views);
-  return views;
+/** A key a transaction locked: the version it took, and the state it wrote or the lock's answer not read yet. */
+interface Locked {
+  version: number;
+  slots?: Slots;
+  found?: { value: unknown };
 }
 
-/** The key's state as of `version - 1` (the append that locked it made `version`), its old inline line moved to rows. */
-export async function readLocked(journal: Journal, tx: Store, slot: string, version: number): Promise<Slots> {
-  const slots = kept(journal).take(tx, slot, version - 1) ?? normal(await tx.projectionGet({ name: SLOTS, key: slot }));
+const locked = new WeakMap<Store, Map<string, Locked>>();
+
+function lockedBy(tx: Store): Map<string, Locked> {
+  const keys = locked.get(tx) ?? new Map<string, Locked>();
+  locked.set(tx, keys);
+  return keys;
+}
+
+/**
+ * Locks `slots` to the end of `tx` (`slotLock`: their rows bumped, in the order given), one statement, those `tx`
+ * locked before left out; `lockKey` then reads each from the answer. A group commit takes every key of its batch's
+ * keyed starts and ends so (GroupLocks), sorted: one round trip for the batch, not one per start and end.
+ */
+export async function lockKeys(tx: Store, slots: string[]): Promise<void> {
+  const mine = lockedBy(tx);
+  const fresh = slots.filter((slot) => !mine.has(slot));
+  if (fresh.length === 0) return;
+  for (const { slot, version, value } of await tx.slotLock({ slots: fresh, projection: SLOTS }))
+    mine.set(slot, { version, found: { value } });
+}
+
+/** The keys of `claims`, for a group commit to lock ahead of the write that takes or gives back their slots. */
+export function keyLocks(claims: readonly Claim[]): GroupLocks {
+  return { keys: claims.map((c) => c.slot), take: lockKeys };
+}
+
+/**
+ * Locks the key to the end of `tx` and returns its state as the lock found it, old inline line moved to rows. The lock's
+ * answer carries the state, unless a transaction that held the lock before committed after the statement's snapshot
+ * (the state's version is not the one before the lock's: read it again). A key `tx` locked before is not locked again:
+ * its state is the one `tx` wrote.
+ */
+export async function lockKey(tx: Store, slot: string): Promise<{ slots: Slots; version: number }> {
+  if (!lockedBy(tx).has(slot)) await lockKeys(tx, [slot]);
+  const mine = lockedBy(tx).get(slot)!;
+  const { version, found } = mine;
+  if (mine.slots) return { slots: structuredClone(mine.slots), version };
+  delete mine.found;
+  const seen = found?.value as { version?: number } | undefined;
+  const current = found !== undefined && (seen === undefined ? version === 1 : seen.version === version - 1);
+  const slots = normal(current ? seen : await tx.projectionGet({ name: SLOTS, key: slot }));
   for (const w of slots.inline ?? []) {
     slots.last += 1;
     await enter(tx, slot, slots, w, slots.last);
   }
   delete slots.inline;
-  return slots;
+  return { slots, version };
 }
 
-export async function write(journal: Journal, tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
+/** Writes the key's state as of `version` (the lock's, in `tx`). */
+export async function write(tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
   slots.version = version;
   // an old inline line not moved yet (a drop_newest start read the key) is kept as it was stored
   const { inline, ...value } = slots;
   await tx.projectionPut({ name: SLOTS, key: slot, value: inline ? { ...value, waiting: inline } : value });
-  kept(journal).wrote(tx, slot, version, slots);
+  lockedBy(tx).set(slot, { version, ...(inline ? {} : { slots: structuredClone(slots) }) });
 }
 
 /** Puts `w` in the key's line at `seq`. */

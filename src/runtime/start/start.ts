@@ -20,6 +20,7 @@ import {
   type Claim,
   type LimitHost,
 } from './limits.js';
+import { keyLocks } from './line.js';
 import { runFlow, type RunFlow } from './run-flow.js';
 import { versionTag } from './versions.js';
 import type { Workflow } from '../workflow.js';
@@ -176,7 +177,12 @@ export class Starts {
       const written = await journal.group.submit<null>(
         claims.length === 0
           ? { prepare, enqueue: [pass], ...(options.also ? { also } : {}) }
-          : { prepare, also, enqueueAfter: () => (dropped === null && admitted ? [pass] : []) },
+          : {
+              prepare,
+              also,
+              enqueueAfter: () => (dropped === null && admitted ? [pass] : []),
+              locks: keyLocks(claims),
+            },
       );
       if (dropped !== null) throw new LimitReachedError(dropped);
       const first = written.tasks[0] ?? null;

@@ -49,11 +49,16 @@ export async function slotWaiterDelete(db: Db, p: { slot: string; runIds: string
   return rows.map(waiterOf);
 }
 
-export async function slotLock(db: Db, p: { slot: string }): Promise<number> {
-  const [row] = await db.rows<{ version: string | number }>(
-    `INSERT INTO flow_keys (slot, version) VALUES ($1, 1)
-     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
-    [p.slot],
+export async function slotLock(
+  db: Db,
+  p: { slots: string[]; projection: string },
+): Promise<Array<{ slot: string; version: number; value: unknown }>> {
+  const rows = await db.rows<{ slot: string; version: string | number; value: unknown }>(
+    `INSERT INTO flow_keys (slot, version)
+     SELECT k.slot, 1 FROM unnest($1::text[]) WITH ORDINALITY AS k(slot, n) ORDER BY k.n
+     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1
+     RETURNING slot, version, (SELECT value FROM projections WHERE name = $2 AND key = flow_keys.slot) AS value`,
+    [p.slots, p.projection],
   );
-  return Number(row!.version);
+  return rows.map((r) => ({ slot: r.slot, version: Number(r.version), value: r.value ?? undefined }));
 }

@@ -1,5 +1,6 @@
 import type { SlotWaiter } from '../store-slots.js';
 import type { Statements } from './connection.js';
+import { projectionGet } from './projections.js';
 
 interface Row {
   slot: string;
@@ -43,12 +44,17 @@ export function slotWaiterDelete(s: Statements, p: { slot: string; runIds: strin
   return rows.map(waiterOf);
 }
 
-export function slotLock(s: Statements, p: { slot: string }): number {
-  const row = s
-    .get(
-      `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
-       ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
-    )
-    .get(p.slot) as { version: number };
-  return row.version;
+export function slotLock(
+  s: Statements,
+  p: { slots: string[]; projection: string },
+): Array<{ slot: string; version: number; value: unknown }> {
+  const lock = s.get(
+    `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
+     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
+  );
+  return p.slots.map((slot) => ({
+    slot,
+    version: (lock.get(slot) as { version: number }).version,
+    value: projectionGet(s, { name: p.projection, key: slot }),
+  }));
 }
