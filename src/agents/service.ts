@@ -6,6 +6,7 @@ import { publicUrlFor } from '../public-url.js';
 import { runStream } from '../runtime/pass/history.js';
 import { hashedId } from '../runtime/start/keyed.js';
 import { currentStatus, readRunView } from '../runtime/read/view.js';
+import type { FlowOptions } from '../runtime/flow.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store } from '../storage/store.js';
 import type { Agent } from './agent.js';
@@ -43,6 +44,9 @@ export interface SessionsOptions {
   /** The tools ledger agents call (`defineTool`); the sample agent's are added unless one of them has their name. */
   tools?: Tool[];
 }
+
+/** A session's own flow over its agent's: each field given replaces the agent's (checked as `POST /runs` checks it). */
+export type SessionFlow = Pick<FlowOptions, 'priority' | 'budget'>;
 
 export interface ReportResult {
   session_id: string;
@@ -83,10 +87,10 @@ export class SessionService {
       typeof p.input === 'object' && p.input !== null ? (p.input as { session_id?: unknown }).session_id : undefined;
     if (typeof given === 'string') {
       const id = checkSessionId(given, 'input.session_id');
-      await this.open(id, p.agent, p.input ?? null, p.tx);
+      await this.open(id, p.agent, p.input ?? null, {}, p.tx);
       return { run_id: id };
     }
-    return { run_id: await this.keyed(checkName('key', p.key, 1000), p.agent, p.input ?? null, p.tx) };
+    return { run_id: await this.keyed(checkName('key', p.key, 1000), p.agent, p.input ?? null, {}, p.tx) };
   }
 
   /** Is there an agent named `name`? */
@@ -103,31 +107,36 @@ export class SessionService {
    * Starts a session (for the API). Its id: `session_id` when given, else derived from
    * `idempotencyKey` as `start` derives it from its key, else a new `ses_…` id. An existing
    * session of the same agent is returned as it is; of another agent, a ConflictError.
+   * `flow`'s fields replace the agent's (`priority`, `budget`) for this session's run.
+   *
+   * @example await service.create({ agent: 'research', flow: { priority: 10, budget: { tokens: 40_000 } } })
    */
   async create(p: {
     agent: string;
     input?: unknown;
     session_id?: string;
     idempotencyKey?: string;
+    flow?: SessionFlow;
   }): Promise<SessionRecord> {
+    const flow = p.flow ?? {};
     const id =
       p.session_id !== undefined
         ? checkSessionId(p.session_id, 'session_id')
         : p.idempotencyKey !== undefined
-          ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null)
+          ? await this.keyed(checkName('Idempotency-Key', p.idempotencyKey, 1000), p.agent, p.input ?? null, flow)
           : newId('ses');
     // an existing session of the same agent is returned as it is; of another agent, a ConflictError
-    return (await this.open(id, p.agent, p.input ?? null)) ?? toRecord((await readSession(this.store, id))!);
+    return (await this.open(id, p.agent, p.input ?? null, flow)) ?? toRecord((await readSession(this.store, id))!);
   }
 
   /** The session a key started (the runtime's keyed start, scope `session-key`): its id is `ses_` + the key's hash. */
-  private async keyed(key: string, agent: string, input: unknown, tx?: Store): Promise<string> {
+  private async keyed(key: string, agent: string, input: unknown, flow: SessionFlow, tx?: Store): Promise<string> {
     const { runId } = await this.engine.runtime.startKeyed({
       scope: 'session-key',
       key,
       ...(tx ? { tx } : {}),
       name: async () => ({ runId: keyedId(key) }),
-      begin: async (t, id) => void (await this.open(id, agent, input, t)),
+      begin: async (t, id) => void (await this.open(id, agent, input, flow, t)),
     });
     return runId;
   }
@@ -227,20 +236,21 @@ export class SessionService {
   ): Promise<void> {
     // the intake's new id: no session has it yet, so none is read first
     this.check(p.agent, p.input);
-    await this.initiate(tx, p.id, p.agent, p.input, { ...p, orderingKey: conversationOrderingKey(p.conversation_id) });
+    const event = { ...p, orderingKey: conversationOrderingKey(p.conversation_id) };
+    await this.initiate(tx, p.id, p.agent, p.input, {}, event);
   }
 
   /**
    * Starts session `id` (with `tx`, in that transaction) unless it exists: an existing one of the
    * same agent is returned as it is (of another agent, a ConflictError); null when this call started it.
    */
-  private async open(id: string, agent: string, input: unknown, tx?: Store): Promise<SessionRecord | null> {
+  private async open(id: string, agent: string, input: unknown, flow: SessionFlow, tx?: Store) {
     this.check(agent, input);
     const store = tx ?? this.store;
     const existing = await readSession(store, id);
     if (existing) return same(existing, agent);
     try {
-      await store.transaction((t) => this.initiate(t, id, agent, input));
+      await store.transaction((t) => this.initiate(t, id, agent, input, flow));
     } catch (error) {
       // a concurrent start of the same id won: it is the session
       const raced = error instanceof ConflictError ? await readSession(store, id) : undefined;
@@ -259,12 +269,13 @@ export class SessionService {
     checkJson('input', input, this.engine.config.maxPayloadBytes);
   }
 
-  /** SESSION_INITIATED and the session's run, in transaction `t`. */
+  /** SESSION_INITIATED and the session's run (the agent's flow, `given`'s fields replacing it), in transaction `t`. */
   private async initiate(
     t: Store,
     id: string,
     agent: string,
     input: unknown,
+    given: SessionFlow,
     event?: Parameters<SessionService['startForEvent']>[1] & { orderingKey: string },
   ): Promise<void> {
     // an inbound event's run has a new id (the intake's, a redrive's): no run has it, so none is read
@@ -288,7 +299,7 @@ export class SessionService {
     const parked = event?.notBefore === undefined ? {} : { notBefore: event.notBefore };
     const ahead = event && flow.options.orderingKey ? { ahead: event.ahead ?? [] } : {};
     await this.engine.start(this.workflow, flow.keys ? { ...start, flow_keys: flow.keys } : start, {
-      ...{ id, tx: t, ...flow.options, ...ahead, ...parked },
+      ...{ id, tx: t, ...flow.options, ...given, ...ahead, ...parked },
     });
   }
 

@@ -4,6 +4,8 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { RUN_EVENT } from '../runtime/events.js';
+import { joinedBy } from '../runtime/start/batch.js';
+import { keyStream } from '../runtime/start/keyed.js';
 import { isTerminal, type RunView } from '../runtime/read/view.js';
 import type { Workflow } from '../runtime/workflow.js';
 import type { Store, StoredEvent } from '../storage/store.js';
@@ -115,7 +117,7 @@ export class Executions {
     const key = checkName('Idempotency-Key', request.idempotencyKey, 200);
     const { runId, duplicate } = await this.engine.runtime.startKeyed({
       ...keyed(workflowId, key),
-      name: (tx) => this.name(tx, workflowId, input, request.traceparent),
+      name: (tx) => this.name(tx, workflowId, key, input, request.traceparent),
       begin: async (tx, id) =>
         void (joins(input) || (await this.begin(tx, workflowId, input, id, request.traceparent))),
     });
@@ -161,7 +163,7 @@ export class Executions {
         const wf = (await t.projectionGet({ name: WORKFLOW_VIEW, key: workflowId })) as StoredWorkflow | undefined;
         if (!wf) throw new NotFoundError(`workflow ${workflowId} not found`);
         input = executionInput(wf, request, this.engine.config.maxPayloadBytes);
-        return this.name(t, workflowId, input, request.traceparent);
+        return this.name(t, workflowId, checked, input, request.traceparent);
       },
       begin: async (t, id) =>
         void (joins(input!) || (await this.begin(t, workflowId, input!, id, request.traceparent))),
@@ -170,13 +172,18 @@ export class Executions {
   }
 
   /**
-   * The execution a key names: a new one, or for a debounced workflow the run of its key's window, joined here (the
-   * window's run id is known only once joined; a key taken by a concurrent start on PostgreSQL leaves this start's
-   * trigger data in the window, as one more start of it, which a debounce keeping the last data absorbs).
+   * The execution a key names: a new one, or for a debounced (batched) workflow the run of its key's window (batch),
+   * joined here (its id is known only once joined). The window's lock is taken before the key is read, so a start of
+   * the same key that committed first is found and this one joins nothing (`joinedBy`).
    */
-  private async name(tx: Store, workflowId: string, input: ExecutionInput, traceparent?: string) {
+  private async name(tx: Store, workflowId: string, key: string, input: ExecutionInput, traceparent?: string) {
     if (!joins(input)) return named(newId('ex'));
-    return named(await this.begin(tx, workflowId, input, newId('ex'), traceparent));
+    // the run's keys and flow as its start resolves them (the id names cancel_on's matches only, not read here)
+    const run = executionStart(input, '');
+    const { scope, runOf } = keyed(workflowId, key);
+    const stream = keyStream(scope, key);
+    const first = await joinedBy(this.engine.journal, tx, this.interpreter, run.input, run.options, stream, runOf);
+    return named(first ?? (await this.begin(tx, workflowId, input, newId('ex'), traceparent)));
   }
 
   /**

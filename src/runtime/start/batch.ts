@@ -3,7 +3,7 @@ import { ValidationError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { Journal } from '../../journal/journal.js';
 import type { TaskHandler } from '../../queue/handler.js';
-import type { Store } from '../../storage/store.js';
+import type { Store, StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { checkBatchAlone, checkFlow, resolveKey } from '../flow-check.js';
 import type { Batch } from '../flow.js';
@@ -119,9 +119,10 @@ export async function startBatched(
 /**
  * For a start that joins its key's run (a batch's, a debounce window's), under an idempotency key: takes the lock of
  * the start's batch (window) key in `tx`, the append its start makes first, and returns the run a start of the same
- * idempotency key named first (the first event of `keyStream`), if one committed. Under that lock a repeat is seen
- * (on PostgreSQL, once the lock is taken, the next read sees what committed before), so it joins nothing; reading the
- * key without the lock, two starts of one key racing would each add their input. None for a start that joins nothing.
+ * idempotency key named first (`runOf` the first event of `keyStream`), if one committed. Under that lock a repeat is
+ * seen (on PostgreSQL, once the lock is taken, the next read sees what committed before), so it joins nothing; reading
+ * the key without the lock, two starts of one key racing would each add their input. None for a start that joins
+ * nothing.
  *
  * @example const first = await joinedBy(engine.journal, tx, wf, input, flow, 'runs:order-7')
  */
@@ -132,6 +133,7 @@ export async function joinedBy(
   input: unknown,
   options: StartOptions,
   keyStream: string,
+  runOf: (event: StoredEvent) => string | undefined = (e) => (e.data as { run_id?: string }).run_id,
 ): Promise<string | undefined> {
   const batch = batchOf(wf, options);
   const debounce = batch === null ? (options.debounce ?? wf.flow?.debounce) : undefined;
@@ -145,7 +147,7 @@ export async function joinedBy(
     });
   } else return undefined;
   const [first] = await journal.readStream(keyStream, { limit: 1, tx });
-  return (first?.data as { run_id?: string } | undefined)?.run_id;
+  return first && runOf(first);
 }
 
 /** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */

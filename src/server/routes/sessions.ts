@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { SESSION_EVENT_TYPES } from '../../agents/lifecycle.js';
 import type { SessionService } from '../../agents/service.js';
+import { checkRunFlow } from '../../workflows/flow.js';
 import { route, type Route } from '../route.js';
+import { runFlowFields } from '../schemas.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
 const eventType = z.enum(SESSION_EVENT_TYPES);
@@ -23,8 +25,11 @@ const startBody = z
     agent: z.string().min(1).max(100),
     input: z.unknown().optional(),
     session_id: z.string().min(1).max(200).optional(),
+    priority: runFlowFields.priority,
+    budget: runFlowFields.budget,
   })
-  .strict();
+  .strict()
+  .describe("`priority` and `budget` replace the agent's own (its `flow`) for this session's run, as on `POST /runs`");
 
 const reportBody = z
   .object({
@@ -50,8 +55,11 @@ export function sessionRoutes(service: SessionService): Route[] {
       response: session,
       errors: [400, 409, 413],
       handle: ({ body, headers }) => {
+        const { priority, budget, ...start } = body;
+        // checked and mapped as POST /runs does: each field given replaces the agent's
+        const flow = checkRunFlow({ priority, budget });
         const key = headers.get('idempotency-key');
-        return service.create({ ...body, ...(key !== null ? { idempotencyKey: key } : {}) });
+        return service.create({ ...start, flow, ...(key !== null ? { idempotencyKey: key } : {}) });
       },
     }),
     route({
