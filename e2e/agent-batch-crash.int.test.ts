@@ -16,7 +16,7 @@ const texts = (run: { events: Array<{ payload: unknown }> }) =>
   run.events.map((e) => (e.payload as { text: string }).text);
 
 describe.each(backends)("an agent's batch of intake events across a kill -9 on $name", (backend) => {
-  it('keeps the batch of a killed process: arrivals in the next process fill it, its run runs once with every event', async () => {
+  it('keeps the batch of a killed process: arrivals in the next fill it, its run runs once with every event', async () => {
     const database = await backend.create();
     const log = join(mkdtempSync(join(tmpdir(), 'runledger-agent-batch-')), 'log');
     writeFileSync(log, '');
@@ -61,7 +61,7 @@ describe.each(backends)("an agent's batch of intake events across a kill -9 on $
     }
   }, 60_000);
 
-  it('starts the run once when the process dies after its timer closed the batch, before the timer task completed', async () => {
+  it('starts the run once when the process dies after its timer closed the batch, before the task completed', async () => {
     const database = await backend.create();
     const log = join(mkdtempSync(join(tmpdir(), 'runledger-agent-batch-')), 'log');
     writeFileSync(log, '');

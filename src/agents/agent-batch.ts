@@ -28,7 +28,8 @@ export interface Gathering {
 /**
  * The stream of the event's batch: its key over the event (default the conversation), per agent.
  *
- * @example batchStream('digest', { key: 'event.user_id', maxSize: 10, timeout: '1m' }, event) // 'batching:agent:digest:user_id=u-1'
+ * @example batchStream('digest', { key: 'event.user_id', maxSize: 10, timeout: '1m' }, event)
+ * // 'batching:agent:digest:user_id=u-1'
  */
 export function batchStream(agent: string, batch: AgentBatch, event: FlowEvent): string {
   const key = batch.key ?? 'event.conversation_id';

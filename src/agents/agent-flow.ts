@@ -8,9 +8,10 @@ import type { StartOptions } from '../runtime/start/start.js';
 
 /**
  * Flow control of an agent's runs (issue 40): keyed concurrency over the intake event, a per-conversation debounce,
- * batches of intake events, a priority and a budget. A key is an expression over the intake event (`event.conversation_id`, `event.user_id`,
- * `event.payload.tenant`) or a constant (`openai`); it is counted per agent (`scope: 'global'`: shared with every
- * agent and workflow naming the same key). Checked by the one check (`checkFlow`) at define time.
+ * batches of intake events, a priority and a budget. A key is an expression over the intake event
+ * (`event.conversation_id`, `event.user_id`, `event.payload.tenant`) or a constant (`openai`); it is counted per agent
+ * (`scope: 'global'`: shared with every agent and workflow naming the same key). Checked by the one check
+ * (`checkFlow`) at define time.
  */
 
 /** At most `limit` runs of the agent per key in flight (a run holds its slot from its start to its end). */

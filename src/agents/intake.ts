@@ -5,8 +5,8 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { PARKED, type Window } from '../runtime/start/debounce.js';
 import { keyStream } from '../runtime/start/keyed.js';
-import type { Store } from '../storage/store.js';
 import type { Open } from '../runtime/start/batch.js';
+import type { Store } from '../storage/store.js';
 import { batchStream, keepBatch, meetBatch, nextBatch, stillOpen } from './agent-batch.js';
 import { keepWindow, meetWindow, nextWindow } from './agent-debounce.js';
 import { conversationStream, laterArrivals, readConversation } from './conversation.js';
@@ -31,7 +31,7 @@ export interface IntakeResult {
   run_id: string;
   /** true: this key was received before; nothing was written and the ids are the first delivery's. */
   duplicate: boolean;
-  /** The arrival policy's decision: a run of its own, or joined to a waiting run (its conversation's, or its batch's). */
+  /** The arrival policy's decision: a run of its own, or joined to a waiting one (its conversation's, its batch's). */
   decision: 'queued' | 'coalesced';
 }
 
