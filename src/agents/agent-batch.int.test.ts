@@ -35,6 +35,7 @@ describe.each(backends)('agent intake batches on $name', (backend) => {
     return [
       batched('digest', { maxSize: 10, timeout: '5s' }),
       batched('trio', { maxSize: 3, timeout: '1h' }),
+      batched('solo', { maxSize: 1, timeout: '1h' }),
       batched('quintet', { maxSize: 5, timeout: '1h' }),
       batched('tenants', { key: 'event.payload.tenant', maxSize: 2, timeout: '1h' }),
     ];
@@ -127,6 +128,11 @@ describe.each(backends)('agent intake batches on $name', (backend) => {
     const open = await engine.run(fourth!.run_id);
     expect(open.status).toBe('waiting');
     expect(open.waitingFor).toMatch(/^batch 1 of 3 — until /);
+    // a batch of one is full at its event: each event is a run of its own, begun at once
+    const solo = [await send('solo', 'c-s', 'p'), await send('solo', 'c-s', 'q')];
+    expect(solo.map((r) => r.decision)).toEqual(['queued', 'queued']);
+    expect(solo[0]!.run_id).not.toBe(solo[1]!.run_id);
+    for (const [i, r] of solo.entries()) expect(texts(await ended(r.run_id))).toEqual([['p', 'q'][i]]);
   });
 
   it('splits batches by key across conversations, and refuses an event without the key, naming it', async () => {
