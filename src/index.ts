@@ -71,7 +71,7 @@ export type { ExecutionRecord, ExecutionSummary, ExecutionStatus, StepRecord } f
 export { loadSecretKey, type SecretInfo } from './workflows/secrets.js';
 export { InterpolationError } from './workflows/template/parse.js';
 export { defineAgent, type Agent, type AgentContext } from './agents/agent.js';
-export type { AgentFlowOptions, AgentLimit, AgentDebounce } from './agents/agent-flow.js';
+export type { AgentFlowOptions, AgentLimit, AgentDebounce, AgentBatch } from './agents/agent-flow.js';
 export {
   defineTool,
   ToolError,

@@ -245,7 +245,9 @@ describe('defineAgent flow options', () => {
     expect(bad({ debounce: { key: 'event.user_id', period: '2s' } })).toThrow(/^flow\.debounce\.key: must be/);
     expect(bad({ budget: { tokens: -1 } })).toThrow('flow.budget.tokens: must be a positive number (got -1)');
     expect(bad({ priority: 101 })).toThrow('flow.priority: must be a whole number from -100 to 100');
-    expect(bad({ throttle: {} })).toThrow('flow.throttle: is not one of concurrency, priority, debounce, budget');
+    expect(bad({ throttle: {} })).toThrow(
+      'flow.throttle: is not one of concurrency, priority, debounce, batch, budget',
+    );
     const ok = defineAgent('ok', {
       background: async () => {},
       flow: { concurrency: [{ key: 'event.payload.tenant', limit: 3, scope: 'global' }], priority: 5 },

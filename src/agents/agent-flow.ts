@@ -8,9 +8,10 @@ import type { StartOptions } from '../runtime/start/start.js';
 
 /**
  * Flow control of an agent's runs (issue 40): keyed concurrency over the intake event, a per-conversation debounce,
- * a priority and a budget. A key is an expression over the intake event (`event.conversation_id`, `event.user_id`,
- * `event.payload.tenant`) or a constant (`openai`); it is counted per agent (`scope: 'global'`: shared with every
- * agent and workflow naming the same key). Checked by the one check (`checkFlow`) at define time.
+ * batches of intake events, a priority and a budget. A key is an expression over the intake event
+ * (`event.conversation_id`, `event.user_id`, `event.payload.tenant`) or a constant (`openai`); it is counted per agent
+ * (`scope: 'global'`: shared with every agent and workflow naming the same key). Checked by the one check
+ * (`checkFlow`) at define time.
  */
 
 /** At most `limit` runs of the agent per key in flight (a run holds its slot from its start to its end). */
@@ -36,11 +37,25 @@ export interface AgentDebounce {
   maxWait?: Duration;
 }
 
+/**
+ * Intake events of one key join one run, whose input's `events` holds them in arrival order: it begins once it holds
+ * `maxSize` events, or `timeout` after its first with fewer (agent-batch.ts).
+ */
+export interface AgentBatch {
+  /** `event.<field>` or a constant; default: the conversation (`event.conversation_id`). */
+  key?: string;
+  /** 1…10,000 events per run. */
+  maxSize: number;
+  /** 1 s…1 day from the batch's first event. */
+  timeout: Duration;
+}
+
 export interface AgentFlowOptions {
   concurrency?: AgentLimit[];
   /** -100…100, default 0: higher runs are let in first. */
   priority?: number;
   debounce?: AgentDebounce;
+  batch?: AgentBatch;
   /** Caps per run; a ledger agent's tool calls and the usage its tools report (`defineTool({ usage })`) count. */
   budget?: Budget;
 }
@@ -77,9 +92,9 @@ export function checkAgentFlow(raw: unknown, path = 'flow'): AgentFlowOptions {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new ValidationError(path, 'must be an object');
   const o = raw as Record<string, unknown>;
+  const fields = ['concurrency', 'priority', 'debounce', 'batch', 'budget'];
   for (const field of Object.keys(o))
-    if (!['concurrency', 'priority', 'debounce', 'budget'].includes(field))
-      throw new ValidationError(`${path}.${field}`, 'is not one of concurrency, priority, debounce, budget');
+    if (!fields.includes(field)) throw new ValidationError(`${path}.${field}`, `is not one of ${fields.join(', ')}`);
   const limits = o.concurrency;
   const concurrency = Array.isArray(limits)
     ? limits.map((c: unknown, i) => {
@@ -108,11 +123,24 @@ export function checkAgentFlow(raw: unknown, path = 'flow'): AgentFlowOptions {
       throw new ValidationError(`${path}.debounce.mode`, 'is not an option of an agent: its run sees every arrival');
     debounce = rest;
   }
+  let batch = o.batch as Record<string, unknown> | undefined;
+  if (batch !== undefined && typeof batch === 'object' && batch !== null) {
+    if (batch.into !== undefined)
+      throw new ValidationError(
+        `${path}.batch.into`,
+        "is not an option of an agent: its run's input's events hold the batch",
+      );
+    batch = {
+      ...batch,
+      ...(batch.key === undefined ? {} : { key: eventKey(batch.key, `${path}.batch.key`) ?? batch.key }),
+    };
+  }
   const checked = checkFlow(
     {
       ...(concurrency === undefined ? {} : { concurrency: concurrency as ConcurrencyLimit[] }),
       ...(o.priority === undefined ? {} : { priority: o.priority as number }),
       ...(debounce === undefined ? {} : { debounce: debounce as unknown as FlowOptions['debounce'] }),
+      ...(batch === undefined ? {} : { batch: batch as unknown as FlowOptions['batch'] }),
       ...(o.budget === undefined ? {} : { budget: o.budget as Budget }),
     },
     path,
@@ -134,6 +162,11 @@ export function checkAgentFlow(raw: unknown, path = 'flow'): AgentFlowOptions {
     const { period, maxWait } = checked.debounce;
     out.debounce = { period, ...(maxWait === undefined ? {} : { maxWait }) };
   }
+  if (checked.batch) {
+    const { maxSize, timeout } = checked.batch;
+    const key = (o.batch as AgentBatch).key;
+    out.batch = { ...(key === undefined ? {} : { key }), maxSize, timeout };
+  }
   if (checked.budget) out.budget = checked.budget;
   return Object.freeze(out);
 }
@@ -147,6 +180,19 @@ export interface FlowEvent {
   payload: unknown;
 }
 
+/**
+ * The text of the event's field an expression (`event.payload.tenant`) names; an event without it is refused
+ * (ValidationError naming `path`), never put under a shared key.
+ *
+ * @example readEvent(event, 'event.user_id', 'flow.batch.key') // 'u-42'
+ */
+export function readEvent(event: FlowEvent | null, expression: string, path: string): string {
+  const value = fieldOf(event, expression.slice('event.'.length));
+  if (value === undefined || value === null || value === '')
+    throw new ValidationError(path, `'${expression}' is not in the event: the run has no key to count it under`);
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
 /** What a session run of the agent starts with: its limits' keys (in its input) and its start options. */
 export interface AgentStart {
   /** Each limit's key and group, resolved: the run's limits read them (`input.flow_keys.k0`). */
@@ -156,8 +202,12 @@ export interface AgentStart {
 
 const MAX_KEY = 200;
 
-/** A resolved key as a slot's name; a longer one (a long conversation id) keeps its start and a hash. */
-function slotName(text: string): string {
+/**
+ * A resolved key as a slot's name; a longer one (a long conversation id) keeps its start and a hash.
+ *
+ * @example slotName('agent:support:user_id=42') // 'agent:support:user_id=42'
+ */
+export function slotName(text: string): string {
   if (text.length <= MAX_KEY) return text;
   return `${text.slice(0, MAX_KEY - 17)}#${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
 }
@@ -183,12 +233,6 @@ export function agentStart(
   let conversationLimited = false;
   (flow.concurrency ?? []).forEach((c, i) => {
     const at = `flow.concurrency[${i}]`;
-    const read = (expression: string, path: string) => {
-      const value = fieldOf(event, expression.slice('event.'.length));
-      if (value === undefined || value === null || value === '')
-        throw new ValidationError(path, `'${expression}' is not in the event: the run has no key to count it under`);
-      return typeof value === 'object' ? JSON.stringify(value) : String(value);
-    };
     const onEvent = c.key?.startsWith('event.') || c.fairBy?.startsWith('event.');
     if (onEvent && !event) return;
     if (c.key === 'event.conversation_id') conversationLimited = true;
@@ -197,13 +241,13 @@ export function agentStart(
         ? `agent:${agent}`
         : c.key.startsWith('event.')
           ? c.scope === 'global'
-            ? read(c.key, `${at}.key`)
-            : `agent:${agent}:${c.key.slice('event.'.length)}=${read(c.key, `${at}.key`)}`
+            ? readEvent(event, c.key, `${at}.key`)
+            : `agent:${agent}:${c.key.slice('event.'.length)}=${readEvent(event, c.key, `${at}.key`)}`
           : c.scope === 'global'
             ? c.key
             : `agent:${agent}:${c.key}`;
     keys[`k${i}`] = slotName(value);
-    if (c.fairBy !== undefined) keys[`f${i}`] = slotName(read(c.fairBy, `${at}.fairBy`));
+    if (c.fairBy !== undefined) keys[`f${i}`] = slotName(readEvent(event, c.fairBy, `${at}.fairBy`));
     concurrency.push({
       key: `input.flow_keys.k${i}`,
       limit: c.limit,

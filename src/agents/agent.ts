@@ -85,7 +85,7 @@ export interface CodeAgentDefinition<I = any> {
    * (after a crash, an approval, a backoff): keep the work in nodes and tools.
    */
   ledger?: LedgerOptions;
-  /** Keyed concurrency, a per-conversation debounce, a priority and a budget of its runs (agent-flow.ts). */
+  /** Keyed concurrency, a per-conversation debounce, batches, a priority and a budget of its runs (agent-flow.ts). */
   flow?: AgentFlowOptions;
 }
 
@@ -102,7 +102,7 @@ export interface HttpAgentDefinition {
   maxWait?: Duration;
   /** How long the acknowledgement may take, in seconds (at most 300). Default 30. */
   timeoutSeconds?: number;
-  /** Keyed concurrency, a per-conversation debounce, a priority and a budget of its runs (agent-flow.ts). */
+  /** Keyed concurrency, a per-conversation debounce, batches, a priority and a budget of its runs (agent-flow.ts). */
   flow?: AgentFlowOptions;
 }
 

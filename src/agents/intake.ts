@@ -5,7 +5,9 @@ import { newId } from '../ids.js';
 import { checkJson, checkName } from '../json.js';
 import { PARKED, type Window } from '../runtime/start/debounce.js';
 import { keyStream } from '../runtime/start/keyed.js';
+import type { Open } from '../runtime/start/batch.js';
 import type { Store } from '../storage/store.js';
+import { batchStream, keepBatch, meetBatch, nextBatch, stillOpen } from './agent-batch.js';
 import { keepWindow, meetWindow, nextWindow } from './agent-debounce.js';
 import { conversationStream, laterArrivals, readConversation } from './conversation.js';
 import type { ReceivedEvent } from './ledger-projection.js';
@@ -29,7 +31,7 @@ export interface IntakeResult {
   run_id: string;
   /** true: this key was received before; nothing was written and the ids are the first delivery's. */
   duplicate: boolean;
-  /** The arrival policy's decision: a run of its own, or joined to the conversation's waiting run. */
+  /** The arrival policy's decision: a run of its own, or joined to a waiting one (its conversation's, its batch's). */
   decision: 'queued' | 'coalesced';
 }
 
@@ -44,6 +46,8 @@ interface Arrival {
   joined: boolean;
   /** For an agent with a debounce: its conversation's window after this arrival (agent-debounce.ts). */
   window?: { stream: string; value: Window; opened: boolean };
+  /** For an agent with a batch: its key's batch after this arrival (agent-batch.ts). */
+  batch?: { stream: string; value: Open; opened: boolean };
 }
 
 /**
@@ -184,26 +188,36 @@ export class Intake {
 
   /**
    * How an event arrives, decided in the intake's transaction before anything is written: queued for a new run, or
-   * joining a waiting one.
+   * joining a waiting one. With a batch, an event joins its key's open batch or opens one (`ledger.arrival` does not
+   * apply: a batch's run holds `maxSize` events at most).
    */
   private async arrive(tx: Store, e: Required<AgentEventInput>): Promise<Arrival> {
     const found = this.sessions.agent(e.agent);
     const arrival = found?.kind === 'code' && found.ledger ? found.ledger.arrival : 'queue';
     const debounce = found?.flow?.debounce;
+    const batch = found?.flow?.batch;
+    // the batch key's lock first: the arrivals of one key then read their conversation one after another
+    const gathering = batch ? await meetBatch(this.engine.journal, tx, batchStream(e.agent, batch, e)) : undefined;
     const view = await readConversation(tx, e.conversation_id);
     const waiting = view.waiting[e.agent];
     // a debounce window still open takes the arrival; else `coalesce` joins the run waiting for its turn
     const meeting = debounce
       ? await meetWindow(this.engine.journal, tx, { agent: e.agent, conversationId: e.conversation_id, waiting })
       : undefined;
-    const joined = meeting?.open?.runId ?? (arrival === 'coalesce' ? waiting : undefined);
+    const joined = gathering
+      ? gathering.open?.runId
+      : (meeting?.open?.runId ?? (arrival === 'coalesce' ? waiting : undefined));
     const event_id = newId('evt');
     const run_id = joined ?? newId('ses');
     const window =
       meeting && debounce && (meeting.open || !joined)
         ? { stream: meeting.stream, value: nextWindow(meeting, debounce, run_id), opened: !meeting.open }
         : undefined;
-    const policy = window ? 'debounce' : arrival;
+    const gathered =
+      gathering && batch
+        ? { stream: gathering.stream, value: nextBatch(gathering, batch, run_id), opened: !gathering.open }
+        : undefined;
+    const policy = window ? 'debounce' : gathered ? 'batch' : arrival;
     const decision = joined ? 'coalesced' : 'queued';
     const received: ReceivedEvent = {
       id: event_id,
@@ -223,6 +237,7 @@ export class Intake {
       conversationVersion: view.version,
       joined: joined !== undefined,
       ...(window && { window }),
+      ...(gathered && { batch: gathered }),
     };
   }
 
@@ -258,10 +273,11 @@ export class Intake {
         user_id: e.user_id,
         event_id: e.id,
         input_class: e.input_type,
-        ...(a.window ? { notBefore: PARKED } : {}),
+        ...(a.window || (a.batch && stillOpen(a.batch.value)) ? { notBefore: PARKED } : {}),
       });
     }
     if (a.window) await keepWindow(this.engine, tx, a.window.stream, a.window.value, a.window.opened);
+    if (a.batch) await keepBatch(this.engine, tx, a.batch.stream, a.batch.value, a.batch.opened);
   }
 }
 

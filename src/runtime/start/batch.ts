@@ -18,12 +18,13 @@ import type { StartOptions } from './start.js';
 export const BATCH_QUEUE = 'runledger.batching';
 
 /** The open batch of each batched key (by its stream); none once it is full or its timeout closed it. */
-const BATCHES = 'batching';
+export const BATCHES = 'batching';
 
 /** The first pass of a batch's run is parked here until the batch closes (see debounce.ts, the same shape). */
 const PARKED = Date.UTC(9999, 11, 31);
 
-interface Open {
+/** A batch still taking inputs: its run, its first input's time, its timeout's due, how many inputs of how many. */
+export interface Open {
   runId: string;
   /** ms, by the database's clock */
   first: number;
@@ -82,7 +83,7 @@ export async function startBatched(
       const item = batch.into === undefined ? input : (input as Record<string, unknown>)[batch.into];
       const stored = await host.blobs.offload(tx, open.runId, item ?? null);
       await batched(host, tx, joined, { input: stored, ...(batch.into === undefined ? {} : { into: batch.into }) });
-      if (joined.size >= joined.max) await close(host, tx, stream, joined.runId);
+      if (joined.size >= joined.max) await closeBatch(host, tx, stream, joined.runId);
       else await tx.projectionPut({ name: BATCHES, key: stream, value: joined });
       await options.also?.(tx);
       return open.runId;
@@ -107,11 +108,7 @@ export async function startBatched(
     });
     if (full) return opened.runId;
     await tx.projectionPut({ name: BATCHES, key: stream, value: opened });
-    await host.queue.enqueue(
-      BATCH_QUEUE,
-      { stream, runId: opened.runId },
-      { tx, runAt: opened.due, orderingKey: stream, idempotencyKey: `${opened.runId}:due` },
-    );
+    await batchDue(host, tx, stream, opened);
     return opened.runId;
   });
 }
@@ -181,8 +178,30 @@ async function ended(tx: Store, runId: string): Promise<boolean> {
   return view === undefined || isTerminal(view.status);
 }
 
-/** The input's `run.batched`: its place in the batch and, while the batch stays open, why the run waits. */
-function batched(host: DelayedHost, tx: Store, open: Open, data: Record<string, unknown>): Promise<unknown> {
+/**
+ * The batch's timeout: the task of BATCH_QUEUE at its due, once per batch.
+ *
+ * @example await batchDue(engine, tx, 'batching:ingest:acme', open)
+ */
+export function batchDue(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, open: Open): Promise<unknown> {
+  return host.queue.enqueue(
+    BATCH_QUEUE,
+    { stream, runId: open.runId },
+    { tx, runAt: open.due, orderingKey: stream, idempotencyKey: `${open.runId}:due` },
+  );
+}
+
+/**
+ * The input's `run.batched`: its place in the batch and, while the batch stays open, why the run waits.
+ *
+ * @example await batched(engine, tx, open, { key: 'batching:ingest:acme' })
+ */
+export function batched(
+  host: Pick<DelayedHost, 'journal'>,
+  tx: Store,
+  open: Open,
+  data: Record<string, unknown>,
+): Promise<unknown> {
   const full = open.size >= open.max;
   const until = new Date(open.due).toISOString();
   const waitingFor = full ? undefined : `batch ${open.size} of ${open.max} — until ${until}`;
@@ -190,8 +209,17 @@ function batched(host: DelayedHost, tx: Store, open: Open, data: Record<string, 
   return host.journal.append(runStream(open.runId), [{ type: RUN_EVENT.runBatched, data: event }], { tx });
 }
 
-/** Closes the batch (a start after this opens a new one) and moves its run's parked pass to now. */
-async function close(host: Pick<DelayedHost, 'queue'>, tx: Store, stream: string, runId: string): Promise<void> {
+/**
+ * Closes the batch (a start after this opens a new one) and moves its run's parked pass to now.
+ *
+ * @example await closeBatch(engine, tx, 'batching:ingest:acme', runId)
+ */
+export async function closeBatch(
+  host: Pick<DelayedHost, 'queue'>,
+  tx: Store,
+  stream: string,
+  runId: string,
+): Promise<void> {
   await tx.projectionDelete({ name: BATCHES, key: stream });
   await release(host, tx, stream, runId, RELEASE_FIRST_MS);
 }
@@ -230,7 +258,7 @@ export function batchTimer(host: Pick<DelayedHost, 'store' | 'journal' | 'queue'
         });
         return;
       }
-      await close(host, tx, stream, runId);
+      await closeBatch(host, tx, stream, runId);
     });
     return null;
   };
