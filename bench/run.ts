@@ -212,6 +212,8 @@ if (backends.includes('postgres')) {
     statements_per_wf10_run: tenth(c.statements_per_wf10_run),
     statements_per_wf1_run: tenth(c.statements_per_wf1_run),
     statements_per_task: hundredth(c.statements_per_task),
+    statements_per_wf1_keyed_run: tenth(c.statements_per_wf1_keyed_run),
+    round_trips_per_wf1_keyed_run: tenth(c.round_trips_per_wf1_keyed_run),
     round_trips_per_wf10_run: tenth(c.round_trips_per_wf10_run),
     round_trips_per_wf1_run: tenth(c.round_trips_per_wf1_run),
     round_trips_per_task: hundredth(c.round_trips_per_task),

@@ -3,8 +3,9 @@
 // ten-step and one-step runs execute, `inFlight` at a time (the difference is the cost of nine
 // steps), then while a worker of concurrency `inFlight` drains 10 × `runs` no-op tasks. Unlike
 // throughput on a shared machine, these counts are the same in every session: `npm run bench`
-// records them as `statements_per_wf10_run`, `statements_per_wf1_run` and `statements_per_task`, and
-// the round trips they take as `round_trips_per_…` (statements sent behind one in flight ride in it).
+// records them as `statements_per_wf10_run`, `statements_per_wf1_run`, `statements_per_wf1_keyed_run` (a
+// 1-step run under a concurrency key of its own) and `statements_per_task`, and the round trips they take as
+// `round_trips_per_…` (statements sent behind one in flight ride in it).
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createEngine, engineStore } from '../dist/engine.js';
@@ -20,6 +21,11 @@ const steps = (n: number) =>
   });
 const ten = steps(10);
 const one = steps(1);
+// a 1-step run under a concurrency key of its own (a limit per user no run reaches): what taking and giving back a slot
+// costs in statements
+const keyedOne = workflow('stmts1keyed', { concurrency: [{ key: 'input.k', limit: 1_000 }] }, async (ctx) =>
+  ctx.step('s0', async () => 0),
+);
 
 /** What pg keeps of a client's queries (not in its types): none in flight means a new round trip. */
 interface Queues {
@@ -63,14 +69,17 @@ interface Counts {
 }
 
 async function measure(database: string, wf: typeof ten, runs: number, inFlight: number): Promise<Counts> {
-  const engine = await createEngine({ database, workflows: [ten, one], runConcurrency: inFlight });
+  const engine = await createEngine({ database, workflows: [ten, one, keyedOne], runConcurrency: inFlight });
   try {
     await engineStore(engine).now();
     let next = 0;
     return await counted(async () => {
       await Promise.all(
         Array.from({ length: inFlight }, async () => {
-          while (next < runs) await (await engine.start(wf, null, { id: `${wf.name}-${next++}` })).result();
+          while (next < runs) {
+            const id = `${wf.name}-${next++}`;
+            await (await engine.start(wf, { k: id }, { id })).result();
+          }
         }),
       );
     });
@@ -105,28 +114,34 @@ export interface StatementCounts {
   statements_per_wf10_run: number;
   statements_per_wf1_run: number;
   statements_per_task: number;
+  statements_per_wf1_keyed_run: number;
   round_trips_per_wf10_run: number;
   round_trips_per_wf1_run: number;
+  round_trips_per_wf1_keyed_run: number;
   round_trips_per_task: number;
-  top: { wf10: Top; wf1: Top; task: Top };
+  top: { wf10: Top; wf1: Top; wf1Keyed: Top; task: Top };
 }
 
-/** On a fresh PostgreSQL database each: statements per 10-step run, per 1-step run and per drained task. */
+/** On a fresh PostgreSQL database each: statements per 10-step run, per 1-step run (plain, keyed) and per drained task. */
 export async function countStatements(runs = 100, inFlight = 10): Promise<StatementCounts> {
   const a = await withDatabase('postgres', (database) => measure(database, ten, runs, inFlight));
   const b = await withDatabase('postgres', (database) => measure(database, one, runs, inFlight));
+  const k = await withDatabase('postgres', (database) => measure(database, keyedOne, runs, inFlight));
   const tasks = runs * 10;
   const d = await withDatabase('postgres', (database) => drain(database, tasks, inFlight));
   return {
     statements_per_wf10_run: a.total / runs,
     statements_per_wf1_run: b.total / runs,
     statements_per_task: d.total / tasks,
+    statements_per_wf1_keyed_run: k.total / runs,
     round_trips_per_wf10_run: a.roundTrips / runs,
     round_trips_per_wf1_run: b.roundTrips / runs,
+    round_trips_per_wf1_keyed_run: k.roundTrips / runs,
     round_trips_per_task: d.roundTrips / tasks,
     top: {
       wf10: a.top.map(([k, n]) => [k, n / runs]),
       wf1: b.top.map(([k, n]) => [k, n / runs]),
+      wf1Keyed: k.top.map(([key, n]) => [key, n / runs]),
       task: d.top.map(([k, n]) => [k, n / tasks]),
     },
   };
@@ -142,6 +157,10 @@ if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
   for (const [k, n] of c.top.wf10) console.log(`  ${n.toFixed(2)}/run  ${k}`);
   console.log('1-step:');
   for (const [k, n] of c.top.wf1) console.log(`  ${n.toFixed(2)}/run  ${k}`);
+  console.log(
+    `1-step under a key of its own: ${c.statements_per_wf1_keyed_run.toFixed(1)} statements/run in ${c.round_trips_per_wf1_keyed_run.toFixed(1)} round trips`,
+  );
+  for (const [k, n] of c.top.wf1Keyed) console.log(`  ${n.toFixed(2)}/run  ${k}`);
   console.log(
     `drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task in ${c.round_trips_per_task.toFixed(3)} round trips`,
   );
