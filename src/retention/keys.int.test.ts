@@ -22,6 +22,12 @@ const patient = workflow(
   async (_ctx, input: { k: string; n: number }) => input.n,
 );
 
+const batched = workflow(
+  'keys-batched',
+  { batch: { key: 'input.k', maxSize: 2, timeout: '30s' } },
+  async (_ctx, inputs: Array<{ k: string; n: number }>) => inputs.map((i) => i.n),
+);
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('retention policy', () => {
@@ -85,6 +91,32 @@ describe.each(backends)('pruning throttle and debounce keys on $name', (backend)
       expect(await (await engine.start(debounced, { k: 'idle', n: 9 })).result({ pollMs: 100 })).toBe(9);
       expect(await streams('debounce:')).toEqual(['debounce:keys-debounced:idle', 'debounce:keys-patient:open']);
       await engine.cancel(open.id);
+    } finally {
+      await close();
+    }
+  });
+
+  it("deletes a batched key's stream once its batch closed, keeps an open batch's", async () => {
+    const { engine, close } = await testEngine(backend, { workflows: [batched], pollMs: 100 });
+    try {
+      const streams = async () =>
+        (await engine.store.streamList({ prefix: 'batching:', limit: 100 })).map((s) => s.streamId).sort();
+      // full: two starts close the batch and its run runs; open: one start, its batch open for 30 s
+      const full = await Promise.all([1, 2].map((n) => engine.start(batched, { k: 'full', n })));
+      expect(await full[0]!.result({ pollMs: 100 })).toEqual([1, 2]);
+      const open = await engine.start(batched, { k: 'open', n: 3 });
+      expect(await streams()).toEqual(['batching:keys-batched:full', 'batching:keys-batched:open']);
+
+      const [pruned] = await engine.retention.prune({ keys: 0 });
+      expect(pruned).toMatchObject({ kind: 'keys', other: 1 });
+      expect(await streams()).toEqual(['batching:keys-batched:open']);
+      // the pruned key starts afresh; the open batch still takes the next start
+      const again = await Promise.all([4, 5].map((n) => engine.start(batched, { k: 'full', n })));
+      expect(again[0]!.id).toBe(again[1]!.id);
+      expect(await again[0]!.result({ pollMs: 100 })).toEqual([4, 5]);
+      const joined = await engine.start(batched, { k: 'open', n: 6 });
+      expect(joined.id).toBe(open.id);
+      expect(await open.result({ pollMs: 100 })).toEqual([3, 6]);
     } finally {
       await close();
     }

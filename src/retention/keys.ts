@@ -1,21 +1,23 @@
 import type { Journal } from '../journal/journal.js';
 import { RUN_EVENT } from '../runtime/events.js';
+import { BATCHES, batchLive } from '../runtime/start/batch.js';
 import { DEBOUNCE_WINDOWS, debounceLive } from '../runtime/start/debounce.js';
 import { THROTTLE_SLOTS, throttleLive } from '../runtime/start/throttle.js';
 import type { Store } from '../storage/store.js';
 import type { Pruned, RetentionKind, SweepOptions } from './retention.js';
 
-/** The keys of throttled and debounced starts: each a stream (its lock) and a projection row (its state). */
+/** The keys of throttled, debounced and batched starts: each a stream (its lock) and a projection row (its state). */
 const KEYS = [
   { prefix: 'throttle:', state: THROTTLE_SLOTS, live: throttleLive },
   { prefix: 'debounce:', state: DEBOUNCE_WINDOWS, live: (tx: Store, stream: string) => debounceLive(tx, stream) },
+  { prefix: 'batching:', state: BATCHES, live: (tx: Store, stream: string) => batchLive(tx, stream) },
 ] as const;
 
 type Key = (typeof KEYS)[number];
 
 /**
- * The `keys` kind: a throttled or debounced key's stream and state, once the key was last started before the age
- * and holds nothing live (no open debounce window, no throttle slot still to come). Such a key is as one never seen,
+ * The `keys` kind: a throttled, debounced or batched key's stream and state, once the key was last started before the age
+ * and holds nothing live (no open debounce window or batch, no throttle slot still to come). Such a key is as one never seen,
  * so a later start of it begins afresh. Keys of concurrency limits (`ordering:`) are not pruned here.
  *
  * @example retention.register(keysKind()); await retention.prune({ keys: 7 * 86_400_000 })

@@ -147,6 +147,11 @@ export async function joinedBy(
   return first && runOf(first);
 }
 
+/** Whether the key of `stream` has a batch open (retention keeps it then). */
+export async function batchLive(tx: Store, stream: string): Promise<boolean> {
+  return (await tx.projectionGet({ name: BATCHES, key: stream })) !== undefined;
+}
+
 /** The run's input at its batch's first start: the list of one, or the input with its field `into` made one. */
 function firstOf(input: unknown, into: string | undefined): unknown {
   if (into === undefined) return [input];
