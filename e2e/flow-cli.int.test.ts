@@ -7,7 +7,7 @@ import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
 import { serve, type Served } from './child.js';
 
-/* The flow-control flags of `runledger start` (throttle, debounce, budget) and `runledger queues limit`, the real binary against a real server. */
+/* The flow-control flags of `runledger start` (throttle, debounce, batch, budget) and `runledger queues limit`, the real binary against a real server. */
 
 interface Answer {
   code: number;
@@ -51,7 +51,8 @@ describe.each(backends)('flow control on the command line on $name', (backend) =
 export const two = workflow('cli-two', async (ctx, input) => {
   const a = await ctx.step('a', async () => input.n);
   return ctx.step('b', async () => a + 2);
-});`,
+});
+export const ns = workflow('cli-ns', async (ctx, inputs) => ctx.step('ns', async () => inputs.map((i) => i.n)));`,
     );
     server = await serve(await backend.create(), ['--workflows', module], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
   }, 60_000);
@@ -82,6 +83,18 @@ export const two = workflow('cli-two', async (ctx, input) => {
     const windowed = await view(first.run_id);
     expect(windowed.waiting_for).toMatch(/^debounced until \d{4}-/);
     expect((await at('runs', 'cancel', first.run_id)).code).toBe(0);
+  });
+
+  it('batches with --batch-size, --batch-timeout and --batch-key: the starts of a key become one run', {
+    timeout: 120_000,
+  }, async () => {
+    const flags = ['--batch-size', '2', '--batch-timeout', '1h', '--batch-key', 'input.k'];
+    const first = await started('cli-ns', '--input', '{"k":"a","n":1}', ...flags);
+    expect((await view(first.run_id)).waiting_for).toMatch(/^batch 1 of 2 — until \d{4}-/);
+    const second = await started('cli-ns', '--input', '{"k":"a","n":2}', ...flags);
+    expect(second.run_id).toBe(first.run_id);
+    await eventually(async () => (await view(first.run_id)).status === 'success');
+    expect((await view(first.run_id)).output).toEqual([1, 2]);
   });
 
   it('gives the run a budget with --budget-*: over it, the run waits for approval, then goes on', {
@@ -121,6 +134,8 @@ export const two = workflow('cli-two', async (ctx, input) => {
     await refused(['--debounce', '1s', '--debounce-mode', 'first'], /--debounce-mode: must be last or all/);
     await refused(['--debounce-max-wait', '1m'], /--debounce-max-wait: needs --debounce/);
     await refused(['--debounce', 'soon'], /--debounce: .*\(debounce\.period\)/);
+    await refused(['--batch-size', '0', '--batch-timeout', '1s'], /--batch-size: .*\(batch\.max_size\)/);
+    await refused(['--batch-key', 'input.k'], /--batch-key: needs --batch-size/);
     await refused(['--budget-tokens', 'many'], /--budget-tokens: must be a whole number/);
     await refused(['--budget-cost', '-1'], /--budget-cost: must be a positive number/);
     await refused(['--budget-tool-calls', '0'], /--budget-tool-calls: .*\(budget\.tool_calls\)/);

@@ -42,6 +42,22 @@ describe('the flow flags of runledger start', () => {
     );
   });
 
+  it('makes a batch of --batch-size and --batch-timeout (and --batch-key), each needing --batch-size', () => {
+    expect(flowFlags({ batchSize: '100', batchTimeout: '5s', batchKey: 'input.tenant' })).toEqual({
+      batch: { key: 'input.tenant', maxSize: 100, timeout: '5s' },
+    });
+    expect(flowFlags({ batchSize: '10', batchTimeout: '2000' })).toEqual({ batch: { maxSize: 10, timeout: 2000 } });
+    expect(() => flowFlags({ batchSize: '10' })).toThrow(/^--batch-size: needs --batch-timeout/);
+    expect(() => flowFlags({ batchTimeout: '5s' })).toThrow(/^--batch-timeout: needs --batch-size/);
+    expect(() => flowFlags({ batchSize: 'ten', batchTimeout: '5s' })).toThrow(/^--batch-size: must be a whole number/);
+    expect(flagOf('batch.max_size')).toBe('--batch-size');
+    expect(flagOf('batch.timeout')).toBe('--batch-timeout');
+    expect(flagOf('batch.key')).toBe('--batch-key');
+    expect(() => storedRefuses(flowFlags({ batchSize: '2', batchTimeout: '1s' }))).toThrow(
+      /^--batch-size: a stored workflow's batch/,
+    );
+  });
+
   it("tells a server's problem with a flow field as the flag that gave it", () => {
     expect(flagOf('throttle.period')).toBe('--throttle');
     expect(flagOf('throttle.key')).toBe('--throttle-key');

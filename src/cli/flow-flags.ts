@@ -1,7 +1,7 @@
 import type { Command, OptionValues } from 'commander';
 import { ApiError } from '../client/client.js';
 import { ValidationError } from '../errors.js';
-import type { Budget, ConcurrencyLimit, Debounce, Throttle } from '../runtime/flow.js';
+import type { Batch, Budget, ConcurrencyLimit, Debounce, Throttle } from '../runtime/flow.js';
 
 /** The flow-control flags of `start` (docs/flow-control.md); the server checks the ranges, these the shapes. */
 export function flowOptions(cmd: Command): Command {
@@ -28,6 +28,12 @@ export function flowOptions(cmd: Command): Command {
     .option('--debounce-max-wait <duration>', "with --debounce: at most this long after the window's first start")
     .option('--debounce-mode <mode>', 'with --debounce: last (the last input, default) or all (the list of inputs)')
     .option(
+      '--batch-size <n>',
+      "a code workflow's run: the starts of its key become one run whose input is their list, run at <n> inputs",
+    )
+    .option('--batch-timeout <duration>', "with --batch-size: or this long after the batch's first start ('5s')")
+    .option('--batch-key <key>', "with --batch-size: 'input.<field>' or a constant (default: the workflow)")
+    .option(
       '--not-before <time>',
       "a code workflow's run: its code begins no earlier than this ISO 8601 time (or ms since 1970), at most 1 year ahead",
     )
@@ -48,6 +54,7 @@ export interface FlowFlags {
   concurrency?: ConcurrencyLimit[];
   throttle?: Throttle;
   debounce?: Debounce;
+  batch?: Batch;
   budget?: Budget;
   /** POST /runs `not_before`: ms since 1970, or the ISO time as given (the server reads it and checks the range). */
   notBefore?: number | string;
@@ -101,6 +108,7 @@ export function flowFlags(options: OptionValues): FlowFlags {
     ['--debounce-max-wait', 'debounceMaxWait'],
     ['--debounce-mode', 'debounceMode'],
   );
+  needs(options, '--batch-size <n>', 'batchSize', ['--batch-timeout', 'batchTimeout'], ['--batch-key', 'batchKey']);
   const flow: FlowFlags = {};
   if (options.priority !== undefined) flow.priority = whole('--priority', options.priority);
   if (options.concurrencyLimit !== undefined)
@@ -131,6 +139,15 @@ export function flowFlags(options: OptionValues): FlowFlags {
       ...(mode === undefined ? {} : { mode }),
     };
   }
+  if (options.batchSize !== undefined) {
+    if (options.batchTimeout === undefined)
+      throw new ValidationError('--batch-size', 'needs --batch-timeout <duration>');
+    flow.batch = {
+      ...(options.batchKey === undefined ? {} : { key: String(options.batchKey) }),
+      maxSize: whole('--batch-size', options.batchSize),
+      timeout: duration(String(options.batchTimeout)),
+    };
+  }
   if (options.notBefore !== undefined) flow.notBefore = notBefore(String(options.notBefore));
   const budget: Budget = {};
   if (options.budgetTokens !== undefined) budget.tokens = whole('--budget-tokens', options.budgetTokens);
@@ -156,6 +173,8 @@ export function flagOf(path: string): string | undefined {
   if (head === 'throttle') return field === 'key' ? '--throttle-key' : '--throttle';
   if (head === 'debounce')
     return field === undefined || field === 'period' ? '--debounce' : `--debounce-${field.replace(/_/g, '-')}`;
+  if (head === 'batch')
+    return field === 'key' ? '--batch-key' : field === 'timeout' ? '--batch-timeout' : '--batch-size';
   if (head === 'not_before') return '--not-before';
   if (head === 'budget') return `--budget-${(field ?? 'tokens').replace(/_/g, '-')}`;
   return undefined;
@@ -177,6 +196,7 @@ export function storedRefuses(flow: FlowFlags): void {
       ['concurrency', '--concurrency-limit'],
       ['throttle', '--throttle'],
       ['debounce', '--debounce'],
+      ['batch', '--batch-size'],
       ['budget', '--budget-…'],
     ] as const
   ).find(([field]) => flow[field] !== undefined);
