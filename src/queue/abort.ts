@@ -9,13 +9,18 @@ import { TASK_CANCELLED, taskStream } from '../storage/tasks.js';
  */
 export class LazyAbort {
   private controller: AbortController | null = null;
-  private reason: unknown = undefined;
+  private cause: unknown = undefined;
   private aborted = false;
+
+  /** Why it aborted; undefined until it did. */
+  get reason(): unknown {
+    return this.cause;
+  }
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
+      if (this.aborted) this.controller.abort(this.cause);
     }
     return this.controller.signal;
   }
@@ -23,7 +28,7 @@ export class LazyAbort {
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
-    this.reason = reason;
+    this.cause = reason;
     this.controller?.abort(reason);
   }
 }

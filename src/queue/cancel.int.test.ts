@@ -44,6 +44,8 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
   it("aborts the running handler's signal at once in this process; its late result is discarded, the newer task runs", async () => {
     const r = recording(() => engine);
     const settled: Array<[string, string]> = [];
+    const lost: string[] = [];
+    engine.events.on('lease:lost', (e) => lost.push(e.id));
     // a lease of a minute: its heartbeat comes in 20 s, so only the enqueue's own word stops it sooner
     engine.work('chat', r.handler, { leaseMs: 60_000, concurrency: 4, onSettled: (t, o) => settled.push([t.id, o]) });
     const { task: first } = await engine.queue.enqueue('chat', { n: 1, wait: true }, newest);
@@ -54,6 +56,8 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
     expect((reason as Error).message).toContain(`task ${next.id} of concurrency chat:1 is newer`);
     await eventually(() => settled.length === 2);
     expect(Object.fromEntries(settled)).toEqual({ [first.id]: 'lost', [next.id]: 'completed' });
+    // cancelled on purpose: no lease reported lost (a warning in the log)
+    expect(lost).toEqual([]);
     expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', result: null, leaseToken: null });
     expect(await history(engine, first.id)).toEqual(['task.enqueued', 'task.cancelled']);
     expect(await engine.queue.get(next.id)).toMatchObject({ state: 'completed', result: { n: 2 } });

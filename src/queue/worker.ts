@@ -1,5 +1,5 @@
 import { defaultBackoff } from '../backoff.js';
-import { storeUnavailable } from '../errors.js';
+import { CancelledError, storeUnavailable } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
@@ -342,15 +342,9 @@ export class Worker {
       this.wakeup.wake();
     }
     let outcome: Outcome = 'lost';
+    const attempt = failure ? { error: failure.error } : { result };
     try {
-      outcome = await settleAttempt(
-        this.store,
-        this.journal,
-        task,
-        this.id,
-        failure ? { error: failure.error } : { result },
-        this.settleWith,
-      );
+      outcome = await settleAttempt(this.store, this.journal, task, this.id, attempt, this.settleWith);
     } finally {
       this.running.delete(task.id);
       this.settling.delete(task.id);
@@ -358,6 +352,7 @@ export class Worker {
     // a retry soon (an outage's is due at once), or a slot kept till now: look again now rather than at the next poll
     if (outcome === 'failed' || cut) this.lookAgain();
     const events = this.options.events;
+    // a task a newer one of its key cancelled (`cancel_in_progress`: its signal's reason) lost no lease, it was ended
     if (outcome === 'completed')
       events?.emit('task:complete', {
         queue: this.queue,
@@ -365,7 +360,8 @@ export class Worker {
         attempt: task.attempts,
         durationMs: performance.now() - started,
       });
-    else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
+    else if (outcome === 'lost' && !(abort.reason instanceof CancelledError))
+      events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
   }
 
