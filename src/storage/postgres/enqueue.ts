@@ -121,7 +121,7 @@ const GATE_COUNT = prepared(
 const GATE_RUNNING = prepared(
   'task_gate_running',
   `SELECT id FROM tasks WHERE (queue, concurrency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-     AND state = 'running' ORDER BY seq FOR UPDATE`,
+     AND concurrency_key IS NOT NULL AND state IN ('ready', 'running') AND state = 'running' ORDER BY seq FOR UPDATE`,
 );
 // Then the key's oldest task in flight is dead, and says why in its stream. Under the queue's lock it waits for no
 // row (SKIP LOCKED): one claimed since the lock above and being completed already is passed over, its slot freeing.
