@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -104,13 +104,13 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
 const src = resolve(import.meta.dirname, '..');
 
 /**
- * The worker's process: `node --import tsx <file> <database>`. Prints a line of JSON when it is ready, when a handler
- * starts and when one's signal aborts; a handler of a payload with `wait` waits for its signal, then returns.
+ * The worker's process: `node --import tsx <file> <database> <leaseMs>`. Prints a line of JSON when it is ready, when a
+ * handler starts and when one's signal aborts; a handler of a payload with `wait` waits for its signal, then returns.
  */
 const CHILD = `
 import { createEngine } from '${src}/engine.js';
 
-const [database] = process.argv.slice(2);
+const [database, leaseMs] = process.argv.slice(2);
 const engine = await createEngine({ database, pollMs: 50 });
 const say = (line) => console.log(JSON.stringify(line));
 engine.work('chat', async (payload, { signal }) => {
@@ -118,35 +118,42 @@ engine.work('chat', async (payload, { signal }) => {
   if (payload.wait) await new Promise((done) => signal.addEventListener('abort', done));
   if (signal.aborted) say({ aborted: payload.n, reason: signal.reason.name });
   return { n: payload.n };
-}, { leaseMs: 900, concurrency: 2 });
+}, { leaseMs: Number(leaseMs), concurrency: 2 });
 process.on('SIGTERM', () => void engine.close().then(() => process.exit(0)));
 say({ ready: true });
 `;
 
 describe.each(backends)('cancel_in_progress with the worker in another process on $name', (backend) => {
   let engine: Engine;
-  let stop: () => Promise<void>;
-  afterEach(() => stop());
+  let proc: ChildProcess;
+  let exited: Promise<unknown>;
+  let lines: Array<Record<string, unknown>>;
+  const said = (key: string, value: unknown) => eventually(() => lines.find((l) => l[key] === value), 20_000);
 
-  it('aborts the handler in the worker process, which then runs the newer task once', async () => {
+  /** The worker's process on a fresh database, ready; `engine` on the same database. */
+  const start = async (leaseMs: number) => {
     const database = await backend.create();
     engine = await createEngine({ database, pollMs: 200 });
     const file = join(mkdtempSync(join(tmpdir(), 'rl-cancel-')), 'worker.mts');
     writeFileSync(file, CHILD);
-    const proc = spawn(process.execPath, ['--import', 'tsx', file, database], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise((done) => proc.on('exit', done));
-    stop = async () => {
-      proc.kill('SIGTERM');
-      await exited;
-      await engine.close();
-    };
+    proc = spawn(process.execPath, ['--import', 'tsx', file, database, String(leaseMs)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    exited = new Promise((done) => proc.on('exit', done));
     let stderr = '';
-    proc.stderr.on('data', (chunk) => (stderr += chunk));
-    const lines: Array<Record<string, unknown>> = [];
-    createInterface({ input: proc.stdout }).on('line', (line) => lines.push(JSON.parse(line)));
-    const said = (key: string, value: unknown) => eventually(() => lines.find((l) => l[key] === value), 20_000);
-
+    proc.stderr!.on('data', (chunk) => (stderr += chunk));
+    lines = [];
+    createInterface({ input: proc.stdout! }).on('line', (line) => lines.push(JSON.parse(line)));
     await said('ready', true).catch((error) => Promise.reject(new Error(`${error}: ${stderr}`)));
+  };
+  afterEach(async () => {
+    proc.kill('SIGTERM');
+    await exited;
+    await engine.close();
+  });
+
+  it('aborts the handler in the worker process, which then runs the newer task once', async () => {
+    await start(900);
     const { task: first } = await engine.queue.enqueue('chat', { n: 1, wait: true }, newest);
     await said('started', 1);
     const { task: next } = await engine.queue.enqueue('chat', { n: 2 }, newest);
@@ -156,5 +163,22 @@ describe.each(backends)('cancel_in_progress with the worker in another process o
     expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', result: null });
     expect(await history(engine, first.id)).toEqual(['task.enqueued', 'task.cancelled']);
     expect(lines.filter((l) => 'started' in l)).toEqual([{ started: 1 }, { started: 2 }]);
+  });
+
+  it('frees the slot a killed worker held: the newer task runs here, the killed one never again', async () => {
+    // a lease of a minute: only the cancellation (or the liveness sweep) gives the slot back in time
+    await start(60_000);
+    const { task: first } = await engine.queue.enqueue('chat', { n: 1, wait: true }, newest);
+    await said('started', 1);
+    proc.kill('SIGKILL');
+    await exited;
+    const { task: next } = await engine.queue.enqueue('chat', { n: 2 }, newest);
+    const started: number[] = [];
+    engine.work('chat', async (payload: { n: number }) => void started.push(payload.n));
+    await eventually(async () => (await engine.queue.get(next.id)).state === 'completed');
+    expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', result: null });
+    // the sweep may have ended its lease first (ready again), then it was cancelled waiting: either way, never run again
+    expect((await history(engine, first.id)).at(-1)).toBe('task.cancelled');
+    expect(started).toEqual([2]);
   });
 });
