@@ -41,7 +41,7 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
     return { handler, started, aborted, running };
   };
 
-  it("aborts the running handler's signal at once in this process; its late result is discarded, the newer task runs", async () => {
+  it("aborts the running handler's signal at once in this process; its late result is discarded", async () => {
     const r = recording(() => engine);
     const settled: Array<[string, string]> = [];
     const lost: string[] = [];
@@ -66,7 +66,7 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
     expect(r.started).toEqual([1, 2]);
   });
 
-  it('aborts a handler running in another engine within its heartbeat, and the newer task runs there once', async () => {
+  it('aborts a handler running in another engine within its heartbeat; the newer task runs there', async () => {
     const other = await second();
     const r = recording(() => other);
     other.work('chat', r.handler, { leaseMs: 900, concurrency: 4 });
@@ -177,7 +177,7 @@ describe.each(backends)('cancel_in_progress with the worker in another process o
     engine.work('chat', async (payload: { n: number }) => void started.push(payload.n));
     await eventually(async () => (await engine.queue.get(next.id)).state === 'completed');
     expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', result: null });
-    // the sweep may have ended its lease first (ready again), then it was cancelled waiting: either way, never run again
+    // the sweep may have ended its lease first (ready again), then it was cancelled waiting: never run again either way
     expect((await history(engine, first.id)).at(-1)).toBe('task.cancelled');
     expect(started).toEqual([2]);
   });

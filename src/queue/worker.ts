@@ -372,7 +372,7 @@ export class Worker {
     this.lookAgain();
   }
 
-  /** Renews the leases of held, running and settling tasks; aborts the running ones lost (`lostReason`), forgets the held. */
+  /** Renews the leases of held, running and settling tasks; aborts running ones lost (`lostReason`), forgets held. */
   private async heartbeat(): Promise<void> {
     const tasks = [
       ...this.held.map(({ task }) => task),

@@ -91,7 +91,7 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
       expect(ok!.created).toBe(true);
     });
 
-    it('cancel_in_progress cancels the oldest task of the key in flight: the newest wins, also over a running one', async () => {
+    it('cancel_in_progress cancels the oldest of the key in flight, a running one too: the newest wins', async () => {
       const s = h.store();
       await s.taskEnqueue({ tasks: [k('c1', 'cancel_in_progress')] });
       const [c1] = await s.taskClaim({ queue: 'ol', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'C1' });
@@ -124,7 +124,7 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
       expect(next.map((t) => t.id).sort()).toEqual(['c3', 'c4']);
     });
 
-    it("cancel_in_progress: a running task's worker finds its lease gone, and nothing it does after revives it", async () => {
+    it("cancel_in_progress: a running task's lease is gone, and nothing its worker does after revives it", async () => {
       const s = h.store();
       await s.taskEnqueue({ tasks: [k('r1', 'cancel_in_progress'), k('r2', 'cancel_in_progress')] });
       await s.taskClaim({ queue: 'ol', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'R' });
@@ -153,7 +153,7 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
       );
     });
 
-    it('cancel_in_progress from three stores while workers settle and claim: the key never runs more than its limit', async () => {
+    it('cancel_in_progress from three stores while workers settle and claim: never over the limit', async () => {
       const stores = [h.store(), await h.openAnother(), await h.openAnother()];
       const key = (id: string) =>
         task('storm', { id, concurrency: { key: 'k', limit: 2, onLimit: 'cancel_in_progress' } });

@@ -268,8 +268,10 @@ export function limitFull(c: TaskConcurrency, n: number): string {
 export const TASK_CANCELLED = 'task.cancelled';
 
 /**
- * `TASK_CANCELLED`'s event: the newer task (`by`) and the reason; a task cancelled while it ran ends its attempt with it,
- * so the event says which attempt, its worker and since when, as every event that ends an attempt does.
+ * `TASK_CANCELLED`'s event: the newer task (`by`) and the reason; a task cancelled while it ran ends its attempt with
+ * it, so the event says which attempt, its worker and since when, as every event that ends an attempt does.
+ *
+ * @example cancelledEvent('task_2', cancelledReason('task_2', 'chat:1'), { attempt: 1, workerId: 'w1', claimedAt: 0 })
  */
 export function cancelledEvent(
   by: string,
@@ -279,7 +281,11 @@ export function cancelledEvent(
   return { type: TASK_CANCELLED, data: { by, reason, ...attempt, state: 'dead' } };
 }
 
-/** The reason a task cancelled by a newer one of its key (`cancel_in_progress`) is dead, its `lastError`. */
+/**
+ * The reason a task cancelled by a newer one of its key (`cancel_in_progress`) is dead, its `lastError`.
+ *
+ * @example cancelledReason('task_2', 'chat:1') // 'cancelled: task task_2 of concurrency chat:1 is newer (…)'
+ */
 export function cancelledReason(by: string, key: string): string {
   return `cancelled: task ${by} of concurrency ${key} is newer (cancel_in_progress)`;
 }

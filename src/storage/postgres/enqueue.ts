@@ -130,7 +130,8 @@ const GATE_CANCEL = prepared(
   'task_gate_cancel',
   `${NOW},
   o AS (SELECT id, state, attempts, worker_id, claimed_at FROM tasks
-    WHERE queue = $1 AND concurrency_key = $2 AND state IN ('ready', 'running') ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED),
+    WHERE queue = $1 AND concurrency_key = $2 AND state IN ('ready', 'running')
+    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED),
   c AS (UPDATE tasks t SET state = 'dead', last_error = $3, lease_token = NULL, lease_expires_at = NULL,
       updated_at = (SELECT ms FROM now)
     FROM o WHERE t.id = o.id
