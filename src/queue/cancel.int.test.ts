@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../engine.js';
-import { CancelledError } from '../errors.js';
+import { CancelledError, LeaseLostError } from '../errors.js';
 import type { Task } from '../storage/store.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -98,6 +98,18 @@ describe.each(backends)('cancel_in_progress stops a running task on $name', (bac
     expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', attempts: 1 });
     expect(await history(engine, first.id)).toEqual(['task.enqueued', 'task.cancelled']);
     expect(ran.map((t) => t.id)).toEqual([first.id, next.id]);
+  });
+
+  it("tells a worker over HTTP through its heartbeat's lease error; its completion after is refused", async () => {
+    const remote = engine.queue.remote({ leaseMs: 30_000, pollMs: 200, maxResultBytes: 1 << 20 });
+    const { task: first } = await engine.queue.enqueue('chat', 1, newest);
+    const [claimed] = await remote.claim({ queue: 'chat', worker: 'far', max: 1, waitMs: 0 });
+    const lease = { id: first.id, leaseToken: claimed!.leaseToken! };
+    await engine.queue.enqueue('chat', 2, newest);
+    await expect(remote.heartbeat(lease)).rejects.toThrow(LeaseLostError);
+    await expect(remote.complete(lease, 'late')).rejects.toThrow('or cancelled');
+    expect(await engine.queue.get(first.id)).toMatchObject({ state: 'dead', result: null });
+    expect(await history(engine, first.id)).toEqual(['task.enqueued', 'task.cancelled']);
   });
 });
 
