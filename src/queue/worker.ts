@@ -352,7 +352,7 @@ export class Worker {
     // a retry soon (an outage's is due at once), or a slot kept till now: look again now rather than at the next poll
     if (outcome === 'failed' || cut) this.lookAgain();
     const events = this.options.events;
-    // a task a newer one of its key cancelled (`cancel_in_progress`: its signal's reason) lost no lease, it was ended
+    // a task cancelled by a newer one of its key (its signal's reason) reports no lost lease: it was ended on purpose
     if (outcome === 'completed')
       events?.emit('task:complete', {
         queue: this.queue,
