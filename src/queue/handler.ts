@@ -11,7 +11,11 @@ export interface TaskContext {
   task: Task;
   /** 1 on the first try. */
   attempt: number;
-  /** Fires when the lease is lost or the worker stops hard: stop work, the task runs again elsewhere. */
+  /**
+   * Fires when the lease is lost or the worker stops hard (a `LeaseLostError`: stop work, the task runs again
+   * elsewhere), or when a newer task of its concurrency key cancelled it (`cancel_in_progress`, a `CancelledError`: it
+   * runs no more). Either way what the handler returns or throws after is discarded.
+   */
   signal: AbortSignal;
 }
 

@@ -31,8 +31,10 @@ export const taskTransitions = {
   expire: { from: 'running', to: 'ready', event: 'task.lease_expired' },
   expireDead: { from: 'running', to: 'dead', event: 'task.dead' },
   redrive: { from: 'dead', to: 'ready', event: 'task.redriven' },
-  // written by the store with the newer task of its key (`TaskConcurrency.onLimit: 'cancel_in_progress'`)
+  // written by the store with the newer task of its key (`TaskConcurrency.onLimit: 'cancel_in_progress'`); a running
+  // one's lease ends with it, and its worker's heartbeat aborts the handler
   cancel: { from: 'ready', to: 'dead', event: TASK_CANCELLED },
+  cancelRunning: { from: 'running', to: 'dead', event: TASK_CANCELLED },
 } as const satisfies Record<string, { from: TaskState | null; to: TaskState; event: string | null }>;
 
 export type TaskTransition = keyof typeof taskTransitions;

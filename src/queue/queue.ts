@@ -28,7 +28,9 @@ export interface EnqueueOptions {
    * in arrival order and are claimed as slots free up (a dead worker's slot within the liveness sweep's seconds).
    * `onLimit` when the key is full (as many of its tasks waiting or running as `limit`): `queue` (default) waits;
    * `drop_newest` refuses the task with a ConflictError naming the limit; `cancel_in_progress` cancels the key's
-   * oldest waiting task (dead, `task.cancelled` in its stream): the newest wins. A running task is not stopped.
+   * oldest task in flight (dead, `task.cancelled` in its stream): the newest wins. A running one's handler has its
+   * `signal` aborted (a `CancelledError`): at once by a worker of this process, at its next heartbeat (a third of its
+   * lease) by one of another; what it returns after is discarded.
    */
   concurrency?: TaskConcurrency;
   /**
@@ -230,6 +232,15 @@ export class TaskQueue {
     return null;
   }
 
+  /**
+   * After an enqueue that may have cancelled a running task (`cancel_in_progress`): this process's workers of the queue
+   * renew their leases now, so the one running it aborts its handler at once rather than at its next heartbeat.
+   */
+  private cancelled(queue: string, tasks: NewTask[]): void {
+    if (tasks.some((t) => t.concurrency?.onLimit === 'cancel_in_progress'))
+      for (const worker of this.workers.get(queue) ?? []) worker.renew();
+  }
+
   /** The task `enqueue` would insert (checked, a new id), for a caller that inserts it with other writes (`GroupWrite.enqueue`); `claim`: see `reserve`. */
   newTask(queue: string, payload: unknown, options: EnqueueOptions & { claim?: TaskClaim } = {}): NewTask {
     const { claim, ...rest } = options;
@@ -309,11 +320,15 @@ export class TaskQueue {
         tx.onCommit(() => given.settle(results[0]));
         tx.onRollback(() => given.settle());
       }
+      tx.onCommit(() => this.cancelled(queue, tasks));
       return results;
     }
     // a key whose limit acts at the enqueue may refuse it: alone, never failing a batch of others' writes with it
-    if (tasks.some((t) => t.concurrency?.onLimit && t.concurrency.onLimit !== 'queue'))
-      return this.store.taskEnqueue({ tasks });
+    if (tasks.some((t) => t.concurrency?.onLimit && t.concurrency.onLimit !== 'queue')) {
+      const results = await this.store.taskEnqueue({ tasks });
+      this.cancelled(queue, tasks);
+      return results;
+    }
     // the task rows and their `task.enqueued` events, one statement on PostgreSQL; a task of an
     // ordering key waits for its turn, one with a run-at for its time: the claim decides
     const task = tasks[0]!;

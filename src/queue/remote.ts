@@ -45,7 +45,7 @@ export const REMOTE_WORKER_PREFIX = 'remote:';
  * Claimers of a queue that live in another process and speak to this one (the HTTP task
  * protocol): no new semantics. A claim is `taskClaim` with a fresh lease token, the attempt ends
  * through `settle.ts` as an in-process worker's does, and a token that no longer holds the task's
- * lease (expired and claimed again, completed, unknown) is a `LeaseLostError` with nothing
+ * lease (expired and claimed again, completed, cancelled, unknown) is a `LeaseLostError` with nothing
  * written. A remote worker has no process row: its lease ends by time, through the same expiry
  * sweep, which claims here run too (at most once per poll), so a vanished worker's task is
  * claimable again once its lease runs out even where no in-process worker sweeps.
@@ -244,7 +244,7 @@ export class RemoteWorkers {
   private async lost(lease: RemoteLease): Promise<never> {
     await this.store.taskGet({ id: lease.id });
     throw new LeaseLostError(
-      `task ${lease.id}: lease_token does not hold its lease (expired and claimed again, or settled)`,
+      `task ${lease.id}: lease_token does not hold its lease (expired and claimed again, settled, or cancelled)`,
     );
   }
 }

@@ -1,10 +1,10 @@
 import { defaultBackoff } from '../backoff.js';
-import { LeaseLostError, storeUnavailable } from '../errors.js';
+import { CancelledError, storeUnavailable } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import type { Store, Task, TaskClaim } from '../storage/store.js';
-import { LazyAbort } from './abort.js';
+import { LazyAbort, lostReason } from './abort.js';
 import { PREFETCH_HOLD_MS, prefetchFor } from './prefetch.js';
 import { checkResult, type TaskContext, type TaskHandler, type WorkOptions } from './handler.js';
 import { expireLeases, settleAttempt, type Outcome } from './settle.js';
@@ -93,10 +93,7 @@ export class Worker {
     if (this.active) return;
     this.active = true;
     this.loop = this.run().catch((error) => this.options.onError?.(error));
-    this.heartbeatTimer = setInterval(
-      () => void this.heartbeat().catch((e) => this.options.onError?.(e)),
-      this.options.leaseMs / 3,
-    );
+    this.heartbeatTimer = setInterval(() => this.renew(), this.options.leaseMs / 3);
     // off the claim path, so a wake-up never waits for the sweep
     const sweep = Math.min(this.options.pollMs, this.options.leaseMs / 2);
     this.expiryTimer = setInterval(() => void this.expireLeases().catch((e) => this.options.onError?.(e)), sweep);
@@ -154,15 +151,18 @@ export class Worker {
     this.wakeup.wake();
   }
 
+  /** Renews its leases now (`heartbeat`): a task of its cancelled meanwhile has its handler aborted. */
+  renew(): void {
+    void this.heartbeat().catch((error) => this.options.onError?.(error));
+  }
+
   /** Stops claiming, gives back the tasks it holds but has not started, lets running tasks finish and commits them. */
   async stop(): Promise<void> {
     this.active = false;
     this.wakeup.wake();
     await this.loop;
     await this.release(this.held.splice(0)).catch((error) => this.options.onError?.(error));
-    while (this.running.size > 0 || this.settling.size > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    while (this.running.size > 0 || this.settling.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.expiryTimer) clearInterval(this.expiryTimer);
   }
@@ -342,15 +342,9 @@ export class Worker {
       this.wakeup.wake();
     }
     let outcome: Outcome = 'lost';
+    const attempt = failure ? { error: failure.error } : { result };
     try {
-      outcome = await settleAttempt(
-        this.store,
-        this.journal,
-        task,
-        this.id,
-        failure ? { error: failure.error } : { result },
-        this.settleWith,
-      );
+      outcome = await settleAttempt(this.store, this.journal, task, this.id, attempt, this.settleWith);
     } finally {
       this.running.delete(task.id);
       this.settling.delete(task.id);
@@ -358,6 +352,7 @@ export class Worker {
     // a retry soon (an outage's is due at once), or a slot kept till now: look again now rather than at the next poll
     if (outcome === 'failed' || cut) this.lookAgain();
     const events = this.options.events;
+    // a task cancelled by a newer one of its key (its signal's reason) reports no lost lease: it was ended on purpose
     if (outcome === 'completed')
       events?.emit('task:complete', {
         queue: this.queue,
@@ -365,7 +360,8 @@ export class Worker {
         attempt: task.attempts,
         durationMs: performance.now() - started,
       });
-    else if (outcome === 'lost') events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
+    else if (outcome === 'lost' && !(abort.reason instanceof CancelledError))
+      events?.emit('lease:lost', { what: 'task', queue: this.queue, id: task.id });
     this.options.onSettled?.(task, outcome);
   }
 
@@ -376,7 +372,7 @@ export class Worker {
     this.lookAgain();
   }
 
-  /** Renews the leases of held, running and settling tasks; aborts the running ones that were lost, forgets the held ones. */
+  /** Renews the leases of held, running and settling tasks; aborts running ones lost (`lostReason`), forgets held. */
   private async heartbeat(): Promise<void> {
     const tasks = [
       ...this.held.map(({ task }) => task),
@@ -394,7 +390,7 @@ export class Worker {
     const asked = new Set(tasks.map((task) => task.id));
     const lost = (id: string) => asked.has(id) && !renewed.has(id);
     for (const { task, abort } of this.running.values())
-      if (lost(task.id)) abort.abort(new LeaseLostError(`task ${task.id}: lease lost`));
+      if (lost(task.id)) void lostReason(this.journal, task.id).then((reason) => abort.abort(reason));
     for (let i = this.held.length - 1; i >= 0; i--) if (lost(this.held[i]!.task.id)) this.held.splice(i, 1);
   }
 }

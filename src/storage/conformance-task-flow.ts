@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConflictError } from '../errors.js';
+import { ConflictError, LeaseLostError } from '../errors.js';
 import { task } from './conformance-rows.js';
 import type { NewTask, Store, Task } from './store.js';
+import type { TaskOnLimit } from './tasks.js';
 
 /**
  * Flow control of tasks at the enqueue and in the claim's order (issue 40): fairness groups (`NewTask.fairBy`) and a
@@ -64,7 +65,7 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
   });
 
   describe('a full concurrency key at the enqueue', () => {
-    const k = (id: string, onLimit: 'drop_newest' | 'cancel_in_progress', over: Partial<NewTask> = {}) =>
+    const k = (id: string, onLimit: TaskOnLimit = 'queue', over: Partial<NewTask> = {}) =>
       task('ol', { id, concurrency: { key: 'user:1', limit: 2, onLimit }, ...over });
 
     it('drop_newest refuses the task naming the limit, counting waiting and running tasks, and journals nothing', async () => {
@@ -90,22 +91,97 @@ export function taskFlowConformance(h: { store: () => Store; openAnother: () => 
       expect(ok!.created).toBe(true);
     });
 
-    it('cancel_in_progress cancels the oldest waiting task of the key: the newest wins; a running one is left', async () => {
+    it('cancel_in_progress cancels the oldest of the key in flight, a running one too: the newest wins', async () => {
       const s = h.store();
       await s.taskEnqueue({ tasks: [k('c1', 'cancel_in_progress')] });
       const [c1] = await s.taskClaim({ queue: 'ol', limit: 1, leaseMs: 30_000, workerId: 'w', leaseToken: 'C1' });
       expect(c1!.id).toBe('c1');
       await s.taskEnqueue({ tasks: [k('c2', 'cancel_in_progress')] });
+      // c3 finds the key full (c1 running, c2 waiting): c1 is the oldest, its attempt ends; c4 then cancels c2
       await s.taskEnqueue({ tasks: [k('c3', 'cancel_in_progress'), k('c4', 'cancel_in_progress')] });
-      expect(await s.taskGet({ id: 'c2' })).toMatchObject({ state: 'dead', lastError: expect.stringContaining('c3') });
-      expect(await s.taskGet({ id: 'c3' })).toMatchObject({ state: 'dead', lastError: expect.stringContaining('c4') });
-      expect(await s.taskGet({ id: 'c1' })).toMatchObject({ state: 'running' });
-      const stream = await s.eventReadStream({ streamId: 'task:c2' });
-      expect(stream.map((e) => e.type)).toEqual(['task.enqueued', 'task.cancelled']);
-      expect(stream[1]!.data).toMatchObject({ by: 'c3', state: 'dead' });
-      await s.taskComplete({ items: [{ id: 'c1', leaseToken: 'C1', result: null }] });
-      const next = await s.taskClaim({ queue: 'ol', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'C4' });
-      expect(next.map((t) => t.id)).toEqual(['c4']);
+      expect(await s.taskGet({ id: 'c1' })).toMatchObject({
+        state: 'dead',
+        leaseToken: null,
+        leaseExpiresAt: null,
+        lastError: 'cancelled: task c3 of concurrency user:1 is newer (cancel_in_progress)',
+      });
+      expect(await s.taskGet({ id: 'c2' })).toMatchObject({ state: 'dead', lastError: expect.stringContaining('c4') });
+      const ran = await s.eventReadStream({ streamId: 'task:c1' });
+      expect(ran.map((e) => e.type)).toEqual(['task.enqueued', 'task.cancelled']);
+      expect(ran[1]!.data).toEqual({
+        by: 'c3',
+        reason: expect.stringContaining('c3'),
+        attempt: 1,
+        workerId: 'w',
+        claimedAt: c1!.claimedAt,
+        state: 'dead',
+      });
+      const waited = await s.eventReadStream({ streamId: 'task:c2' });
+      expect(waited.map((e) => e.type)).toEqual(['task.enqueued', 'task.cancelled']);
+      expect(waited[1]!.data).toEqual({ by: 'c4', reason: expect.stringContaining('c4'), state: 'dead' });
+      // c1's slot is the newer ones': both run now, under the limit of 2
+      const next = await s.taskClaim({ queue: 'ol', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'C34' });
+      expect(next.map((t) => t.id).sort()).toEqual(['c3', 'c4']);
+    });
+
+    it("cancel_in_progress: a running task's lease is gone, and nothing its worker does after revives it", async () => {
+      const s = h.store();
+      await s.taskEnqueue({ tasks: [k('r1', 'cancel_in_progress'), k('r2', 'cancel_in_progress')] });
+      await s.taskClaim({ queue: 'ol', limit: 2, leaseMs: 30_000, workerId: 'w', leaseToken: 'R' });
+      await s.taskEnqueue({ tasks: [k('r3', 'cancel_in_progress')] });
+      const lease = { id: 'r1', leaseToken: 'R' };
+      expect(await s.taskHeartbeat({ leases: [lease, { id: 'r2', leaseToken: 'R' }], leaseMs: 30_000 })).toEqual([
+        'r2',
+      ]);
+      await expect(s.taskHold({ leases: [lease] })).rejects.toThrow(LeaseLostError);
+      expect(await s.taskComplete({ items: [{ ...lease, result: 'late' }] })).toEqual([]);
+      await expect(s.taskCompleteAll({ items: [{ ...lease, result: 'late' }] })).rejects.toThrow(LeaseLostError);
+      await expect(s.taskFail({ ...lease, error: 'aborted', retryDelayMs: 0 })).rejects.toThrow(LeaseLostError);
+      expect(await s.taskRelease({ leases: [lease] })).toEqual([]);
+      expect(await s.taskExpire({ limit: 10 })).toEqual([]);
+      expect(await s.taskGet({ id: 'r1' })).toMatchObject({ state: 'dead', result: null });
+      expect((await s.eventReadStream({ streamId: 'task:r1' })).map((e) => e.type)).toEqual([
+        'task.enqueued',
+        'task.cancelled',
+      ]);
+      // one slot freed, once: r3 takes it, and nothing more of the key runs while r2 does
+      const claimed = await s.taskClaim({ queue: 'ol', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'R3' });
+      expect(claimed.map((t) => t.id)).toEqual(['r3']);
+      await s.taskEnqueue({ tasks: [k('r4')] });
+      expect(await s.taskClaim({ queue: 'ol', limit: 5, leaseMs: 30_000, workerId: 'w', leaseToken: 'R4' })).toEqual(
+        [],
+      );
+    });
+
+    it('cancel_in_progress from three stores while workers settle and claim: never over the limit', async () => {
+      const stores = [h.store(), await h.openAnother(), await h.openAnother()];
+      const key = (id: string) =>
+        task('storm', { id, concurrency: { key: 'k', limit: 2, onLimit: 'cancel_in_progress' } });
+      let most = 0;
+      // a worker's group commit: completes what it ran, then claims, in one transaction (the order a lock cycle needs)
+      const work = async (s: Store, w: string) => {
+        let held: Task[] = [];
+        for (let i = 0; i < 15; i++) {
+          held = await s.transaction(async (tx) => {
+            await tx.taskComplete({ items: held.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: i })) });
+            return tx.taskClaim({ queue: 'storm', limit: 2, leaseMs: 30_000, workerId: w, leaseToken: `${w}-${i}` });
+          });
+          most = Math.max(most, (await s.taskList({ queue: 'storm', state: 'running', limit: 10 })).length);
+        }
+      };
+      const enqueue = async (s: Store, i: number) => {
+        for (let j = 0; j < 10; j++) await s.taskEnqueue({ tasks: [key(`s${i}-${j}`)] });
+      };
+      await Promise.all([work(stores[0]!, 'a'), work(stores[1]!, 'b'), ...stores.map(enqueue)]);
+      expect(most).toBeLessThanOrEqual(2);
+      const all = await h.store().taskList({ queue: 'storm', limit: 100 });
+      expect(all).toHaveLength(30);
+      expect(all.filter((t) => t.state === 'ready' || t.state === 'running').length).toBeLessThanOrEqual(2);
+      // every task cancelled says so once, and never completed as well
+      for (const t of all.filter((x) => x.state === 'dead')) {
+        const types = (await h.store().eventReadStream({ streamId: `task:${t.id}` })).map((e) => e.type);
+        expect(types).toEqual(['task.enqueued', 'task.cancelled']);
+      }
     });
 
     it('drop_newest: enqueues from three stores at once never put more than the limit in', async () => {

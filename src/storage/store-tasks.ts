@@ -8,8 +8,9 @@ export interface TaskStore {
    * one statement on PostgreSQL. A task whose (queue, idempotency key) exists returns the stored
    * one, `created: false`, and writes nothing. A task with a `claim` is claimed as it is inserted
    * (`TaskClaim`), unless paused. A task of a full concurrency key whose `onLimit` acts at the enqueue refuses the
-   * enqueue (`drop_newest`: ConflictError, nothing written) or cancels the key's oldest waiting task
-   * (`cancel_in_progress`), counted under the queue's claim lock; a task with a fairness group gets its turn (`fairTurn`).
+   * enqueue (`drop_newest`: ConflictError, nothing written) or cancels the key's oldest task in flight, waiting or
+   * running (`cancel_in_progress`: dead, its lease gone), counted under the queue's claim lock; a task with a fairness
+   * group gets its turn (`fairTurn`).
    */
   taskEnqueue(p: { tasks: NewTask[] }): Promise<Array<{ task: Task; created: boolean }>>;
   /**

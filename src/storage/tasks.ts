@@ -54,8 +54,9 @@ export interface TaskConcurrency {
   /**
    * What an enqueue does when the key is full (as many of its tasks waiting or running as the limit): `queue`
    * (default) waits its turn; `drop_newest` refuses it (`ConflictError`); `cancel_in_progress` cancels the key's
-   * oldest waiting task (dead, journaled `task.cancelled`): the newest wins. A task already running is not stopped. Not stored: it acts at
-   * the enqueue only.
+   * oldest task in flight (waiting or running, by arrival; dead, journaled `task.cancelled`), so its slot is the new
+   * task's: the newest wins. A running one's lease ends with it: its worker's heartbeat finds it gone and aborts the
+   * handler's signal, and what the handler returns after is discarded. Not stored: it acts at the enqueue only.
    */
   onLimit?: TaskOnLimit;
 }
@@ -266,8 +267,27 @@ export function limitFull(c: TaskConcurrency, n: number): string {
 /** The event a task cancelled by a newer one of its key (`cancel_in_progress`) has in its stream. */
 export const TASK_CANCELLED = 'task.cancelled';
 
-export function cancelledEvent(by: string, reason: string): NewEvent {
-  return { type: TASK_CANCELLED, data: { by, reason, state: 'dead' } };
+/**
+ * `TASK_CANCELLED`'s event: the newer task (`by`) and the reason; a task cancelled while it ran ends its attempt with
+ * it, so the event says which attempt, its worker and since when, as every event that ends an attempt does.
+ *
+ * @example cancelledEvent('task_2', cancelledReason('task_2', 'chat:1'), { attempt: 1, workerId: 'w1', claimedAt: 0 })
+ */
+export function cancelledEvent(
+  by: string,
+  reason: string,
+  attempt?: { attempt: number; workerId: string | null; claimedAt: number | null },
+): NewEvent {
+  return { type: TASK_CANCELLED, data: { by, reason, ...attempt, state: 'dead' } };
+}
+
+/**
+ * The reason a task cancelled by a newer one of its key (`cancel_in_progress`) is dead, its `lastError`.
+ *
+ * @example cancelledReason('task_2', 'chat:1') // 'cancelled: task task_2 of concurrency chat:1 is newer (…)'
+ */
+export function cancelledReason(by: string, key: string): string {
+  return `cancelled: task ${by} of concurrency ${key} is newer (cancel_in_progress)`;
 }
 
 /**

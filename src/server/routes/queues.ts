@@ -56,7 +56,7 @@ const newTask = z.object({
         .enum(['queue', 'cancel_in_progress', 'drop_newest'])
         .optional()
         .describe(
-          "when the key is full (as many waiting or running as the limit): queue (default) waits; drop_newest answers 409 naming the limit; cancel_in_progress cancels the key's oldest waiting task",
+          "when the key is full (as many waiting or running as the limit): queue (default) waits; drop_newest answers 409 naming the limit; cancel_in_progress cancels the key's oldest task in flight, waiting or running (its handler's signal aborts): the newest wins",
         ),
     })
     .optional()

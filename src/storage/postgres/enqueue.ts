@@ -2,7 +2,7 @@ import type { NewTask, Task } from '../store.js';
 import { jsonArray, numberArray, prepared, textArray, type Db, type Sql } from './connection.js';
 import { asParsed, toTask, type TaskRow } from '../rows.js';
 import { ConflictError } from '../../errors.js';
-import { insertedTask, limitFull, TASK_CANCELLED, TASK_ENQUEUED } from '../tasks.js';
+import { cancelledReason, insertedTask, limitFull, TASK_CANCELLED, TASK_ENQUEUED } from '../tasks.js';
 import { NOW } from './tasks.js';
 
 /**
@@ -115,22 +115,44 @@ const GATE_COUNT = prepared(
      (SELECT row_to_json(e) FROM (SELECT * FROM tasks WHERE queue = $1 AND idempotency_key = $3) e) AS existing
    FROM tasks WHERE queue = $1 AND concurrency_key = $2 AND state IN ('ready', 'running')`,
 );
-// cancel_in_progress: the key's oldest waiting task is dead, and says why in its stream
+// cancel_in_progress: the running tasks of its keys are locked first, before the queue's lock, waiting for a heartbeat
+// or a completion of one to commit: a worker's group commit locks the task it completes, then its claim takes the
+// queue's lock, so waiting the other way round, under the queue's lock, could deadlock with it.
+const GATE_RUNNING = prepared(
+  'task_gate_running',
+  `SELECT id FROM tasks WHERE (queue, concurrency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+     AND concurrency_key IS NOT NULL AND state IN ('ready', 'running') AND state = 'running' ORDER BY seq FOR UPDATE`,
+);
+// Then the key's oldest task in flight is dead, and says why in its stream. Under the queue's lock it waits for no
+// row (SKIP LOCKED): one claimed since the lock above and being completed already is passed over, its slot freeing.
+// A running one's lease ends with it (its worker's heartbeat and completion find it gone); its event ends its attempt.
 const GATE_CANCEL = prepared(
   'task_gate_cancel',
   `${NOW},
-  c AS (UPDATE tasks SET state = 'dead', last_error = $3, updated_at = (SELECT ms FROM now)
-    WHERE id = (SELECT id FROM tasks WHERE queue = $1 AND concurrency_key = $2 AND state = 'ready' ORDER BY seq LIMIT 1)
-      AND state = 'ready'
-    RETURNING id)
+  o AS (SELECT id, state, attempts, worker_id, claimed_at FROM tasks
+    WHERE queue = $1 AND concurrency_key = $2 AND state IN ('ready', 'running')
+    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED),
+  c AS (UPDATE tasks t SET state = 'dead', last_error = $3, lease_token = NULL, lease_expires_at = NULL,
+      updated_at = (SELECT ms FROM now)
+    FROM o WHERE t.id = o.id
+    RETURNING o.*)
   INSERT INTO events (stream_id, version, type, data, metadata, created_at)
   SELECT 'task:' || c.id, coalesce((SELECT max(e.version) FROM events e WHERE e.stream_id = 'task:' || c.id), 0) + 1,
-    '${TASK_CANCELLED}', jsonb_build_object('by', $4::text, 'reason', $3::text, 'state', 'dead'), '{}', (SELECT ms FROM now)
+    '${TASK_CANCELLED}', jsonb_build_object('by', $4::text, 'reason', $3::text, 'state', 'dead')
+      || CASE WHEN c.state = 'running' THEN jsonb_build_object('attempt', c.attempts, 'workerId', c.worker_id,
+        'claimedAt', c.claimed_at) ELSE '{}'::jsonb END,
+    '{}', (SELECT ms FROM now)
   FROM c`,
 );
 
 /** Each task in turn, a gated one after its key's check (in the store's transaction: see `needsTransaction`). */
 async function enqueueGated(db: Db, tasks: NewTask[]): Promise<Array<{ task: Task; created: boolean }>> {
+  const cancelling = tasks.filter((x) => x.concurrency?.onLimit === 'cancel_in_progress');
+  if (cancelling.length > 0)
+    await db.rows(GATE_RUNNING, [
+      textArray(cancelling.map((x) => x.queue)),
+      textArray(cancelling.map((x) => x.concurrency!.key)),
+    ]);
   const out: Array<{ task: Task; created: boolean }> = [];
   for (const x of tasks) {
     const c = x.concurrency;
@@ -147,8 +169,7 @@ async function enqueueGated(db: Db, tasks: NewTask[]): Promise<Array<{ task: Tas
       }
       if (row!.n >= c.limit) {
         if (c.onLimit === 'drop_newest') throw new ConflictError(limitFull(c, row!.n));
-        const reason = `cancelled: task ${x.id} of concurrency ${c.key} is newer (cancel_in_progress)`;
-        await db.rows(GATE_CANCEL, [x.queue, c.key, reason, x.id]);
+        await db.rows(GATE_CANCEL, [x.queue, c.key, cancelledReason(x.id, c.key), x.id]);
       }
     }
     out.push(...(await taskEnqueue(db, { tasks: [x] }, true)));

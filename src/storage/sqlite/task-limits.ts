@@ -1,6 +1,14 @@
 import { ConflictError } from '../../errors.js';
 import type { NewEvent } from '../store.js';
-import { type NewTask, type QueueLimit, cancelledEvent, fairTurn, limitFull, taskStream } from '../tasks.js';
+import {
+  type NewTask,
+  type QueueLimit,
+  cancelledEvent,
+  cancelledReason,
+  fairTurn,
+  limitFull,
+  taskStream,
+} from '../tasks.js';
 import type { Statements } from './connection.js';
 
 /*
@@ -60,9 +68,10 @@ export function queueLimitList(s: Statements, p: { queue?: string }): QueueLimit
 
 /**
  * What the flow of an enqueue decides for `t` before it is inserted (issue 40): a key that is full (as many of its
- * tasks waiting or running as its limit) refuses it (`drop_newest`) or cancels the key's oldest waiting task
- * (`cancel_in_progress`, its `task.cancelled` returned to journal); a task with a fairness group gets its turn
- * (`fair_at`, migration 220): just after its group's last waiting task, never before the queue's first waiting turn.
+ * tasks waiting or running as its limit) refuses it (`drop_newest`) or cancels the key's oldest task in flight, waiting
+ * or running (`cancel_in_progress`, its `task.cancelled` returned to journal; a running one's lease ends with it, so
+ * its worker's heartbeat and completion find it gone); a task with a fairness group gets its turn (`fair_at`,
+ * migration 220): just after its group's last waiting task, never before the queue's first waiting turn.
  */
 export function enqueueFlow(
   s: Statements,
@@ -79,16 +88,22 @@ export function enqueueFlow(
     if (n >= c.limit) {
       if (c.onLimit === 'drop_newest') throw new ConflictError(limitFull(c, n));
       const oldest = s
-        .get(`SELECT id FROM tasks WHERE queue = ? AND concurrency_key = ? AND state = 'ready' ORDER BY seq LIMIT 1`)
-        .get(t.queue, c.key) as { id: string } | undefined;
+        .get(
+          `SELECT id, state, attempts, worker_id, claimed_at FROM tasks
+           WHERE queue = ? AND concurrency_key = ? AND state IN ('ready', 'running') ORDER BY seq LIMIT 1`,
+        )
+        .get(t.queue, c.key) as Oldest | undefined;
       if (oldest) {
-        const reason = `cancelled: task ${t.id} of concurrency ${c.key} is newer (cancel_in_progress)`;
-        s.get(`UPDATE tasks SET state = 'dead', last_error = ?, updated_at = ? WHERE id = ? AND state = 'ready'`).run(
-          reason,
-          now,
-          oldest.id,
-        );
-        cancelled.push({ streamId: taskStream(oldest.id), events: [cancelledEvent(t.id, reason)] });
+        const reason = cancelledReason(t.id, c.key);
+        s.get(
+          `UPDATE tasks SET state = 'dead', last_error = ?, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+           WHERE id = ?`,
+        ).run(reason, now, oldest.id);
+        const attempt =
+          oldest.state === 'running'
+            ? { attempt: oldest.attempts, workerId: oldest.worker_id, claimedAt: oldest.claimed_at }
+            : undefined;
+        cancelled.push({ streamId: taskStream(oldest.id), events: [cancelledEvent(t.id, reason, attempt)] });
       }
     }
   }
@@ -101,3 +116,11 @@ export function enqueueFlow(
     .get({ queue: t.queue, group: t.fairBy }) as { last: number | null; front: number | null };
   return { fairAt: fairTurn(last, front, runAt), cancelled };
 }
+
+type Oldest = {
+  id: string;
+  state: 'ready' | 'running';
+  attempts: number;
+  worker_id: string | null;
+  claimed_at: number | null;
+};
