@@ -88,7 +88,10 @@ export class RetryAfterError extends RunledgerError {
   }
 }
 
-/** The run was cancelled: thrown into workflow code at its next `ctx` call, and by a handle's `result()`. */
+/**
+ * The run (or task) was cancelled: thrown into workflow code at its next `ctx` call, by a handle's `result()`, and as the
+ * reason of a running task's `signal` when a newer task of its key took its slot (`cancel_in_progress`).
+ */
 export class CancelledError extends RunledgerError {
   override readonly code = 'cancelled';
   override name = 'CancelledError';

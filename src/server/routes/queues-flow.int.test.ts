@@ -43,7 +43,7 @@ describe.each(backends)('queue limits and task concurrency over HTTP on $name', 
     expect(await claim('kq')).toHaveLength(0);
   });
 
-  it('drop_newest answers 409 naming the limit; cancel_in_progress cancels the oldest waiting task of the key', async () => {
+  it('drop_newest answers 409 naming the limit; cancel_in_progress cancels the oldest task in flight of the key (here a waiting one)', async () => {
     const drop = (payload: number) =>
       call('POST', '/queues/dq/tasks', { payload, concurrency: { key: 'user:7', limit: 1, on_limit: 'drop_newest' } });
     expect((await drop(1)).status).toBe(201);
