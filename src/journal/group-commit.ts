@@ -9,14 +9,15 @@ export interface GroupLocks {
   keys: readonly string[];
   /**
    * Locks `keys` in `tx`: called once per batch for every write's keys of the same function, sorted, each once,
-   * before the first `prepare`, so a batch of keyed starts and ends locks its keys in one statement and in one order.
+   * after the `prepare`s and before the append, so a batch of keyed starts and ends locks its keys in one statement
+   * and in one order (a `prepare` locking keys, a start's `drop_newest` ones, takes its own before).
    */
   take: (tx: Store, keys: string[]) => Promise<void>;
 }
 
 /** One caller's share of a group commit. */
 export interface GroupWrite<T = void> {
-  /** Keys its `prepare` or `also` locks, taken for the whole batch ahead of them (see GroupLocks). */
+  /** Keys its `also` locks, taken for the whole batch ahead of them (see GroupLocks). */
   locks?: GroupLocks;
   /** Task leases this write needs: checked by the batch's one lease check; a write whose lease is gone writes nothing. */
   leases?: Lease[];
@@ -234,12 +235,14 @@ export class GroupCommit {
       outcome = await this.store.transaction(async (tx) => {
         const lost = hold ? await this.hold(tx, batch) : await this.fence(tx, batch);
         const live = batch.filter((p) => !lost.has(p));
-        await lockAhead(tx, live);
         const prepared = new Map<Pending, { appends: StreamAppend[]; value: unknown }>();
         for (const p of live) {
           if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
           else if (p.write.statement) prepared.set(p, { appends: [], value: await p.write.statement(tx) });
         }
+        // before the append, whose projection rows are held to go ahead of a later statement: the lock would send them
+        // on their own
+        await lockAhead(tx, live);
         const appendsOf = (p: Pending) => [...(p.write.appends ?? []), ...(prepared.get(p)?.appends ?? [])];
         const appends = live.flatMap(appendsOf);
         const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];

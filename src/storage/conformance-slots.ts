@@ -39,39 +39,58 @@ export function slotConformance(h: { store: () => Store }): void {
       expect(await ids({ slot: 'k', limit: 10 })).toEqual(['c', 'd', 'b']);
     });
 
-    it('locks a key, counting its versions from 1, with its state; a rolled back lock counts nothing', async () => {
+    it("locks keys with their states; a state written is the next lock's, and a rolled back one is gone", async () => {
       const s = h.store();
-      const lock = async (store: typeof s, slot: string) => {
-        const [one] = await store.slotLock({ slots: [slot], projection: 'slot-states' });
-        expect(one!.slot).toBe(slot);
-        return { version: one!.version, value: one!.value };
-      };
-      expect(await lock(s, 'lk')).toEqual({ version: 1, value: undefined });
-      await s.projectionPut({ name: 'slot-states', key: 'lk', value: { held: ['a'], version: 1 } });
-      expect(await lock(s, 'lk')).toEqual({ version: 2, value: { held: ['a'], version: 1 } });
-      expect(await lock(s, 'other-lk')).toEqual({ version: 1, value: undefined });
+      expect(await s.slotLock({ slots: ['lk'] })).toEqual([{ slot: 'lk', state: undefined }]);
+      expect(await s.slotGet({ slots: ['lk'] })).toEqual([]);
+      await s.transaction(async (tx) => {
+        await tx.slotLock({ slots: ['lk'] });
+        await tx.slotPut({ slot: 'lk', state: { held: ['a'] } });
+        // held on PostgreSQL until the next statement, which sees it
+        expect(await tx.slotGet({ slots: ['lk'] })).toEqual([{ slot: 'lk', state: { held: ['a'] } }]);
+      });
+      expect(await s.slotLock({ slots: ['lk'] })).toEqual([{ slot: 'lk', state: { held: ['a'] } }]);
       await expect(
         s.transaction(async (tx) => {
-          expect((await lock(tx, 'lk')).version).toBe(3);
+          await tx.slotLock({ slots: ['lk'] });
+          await tx.slotPut({ slot: 'lk', state: { held: [] } });
           throw new Error('undo');
         }),
       ).rejects.toThrow('undo');
-      // the state this transaction wrote before its lock is the one the lock reads
-      const locked = await s.transaction(async (tx) => {
-        await tx.projectionPut({ name: 'slot-states', key: 'lk', value: { held: [], version: 2 } });
-        return lock(tx, 'lk');
-      });
-      expect(locked).toEqual({ version: 3, value: { held: [], version: 2 } });
-      // several keys in one statement, a new one made at 1
-      const many = await s.slotLock({ slots: ['new-lk', 'lk', 'other-lk'], projection: 'slot-states' });
+      // several keys in one statement, a new one made with no state
+      const many = await s.slotLock({ slots: ['new-lk', 'lk', 'other-lk'] });
       expect(many).toHaveLength(3);
       expect(many).toEqual(
         expect.arrayContaining([
-          { slot: 'new-lk', version: 1, value: undefined },
-          { slot: 'lk', version: 4, value: { held: [], version: 2 } },
-          { slot: 'other-lk', version: 2, value: undefined },
+          { slot: 'new-lk', state: undefined },
+          { slot: 'lk', state: { held: ['a'] } },
+          { slot: 'other-lk', state: undefined },
         ]),
       );
+      await s.slotPut({ slot: 'other-lk', state: { held: ['b'] } });
+      expect(await s.slotList({ limit: 10 })).toEqual([
+        { slot: 'lk', state: { held: ['a'] } },
+        { slot: 'other-lk', state: { held: ['b'] } },
+      ]);
+      expect(await s.slotList({ after: 'lk', limit: 10 })).toEqual([{ slot: 'other-lk', state: { held: ['b'] } }]);
+    });
+
+    it('makes a second locker wait for the first and answers the state the first committed', async () => {
+      const s = h.store();
+      await s.slotPut({ slot: 'race', state: { n: 0 } });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const first = s.transaction(async (tx) => {
+        await tx.slotLock({ slots: ['race'] });
+        await held;
+        await tx.slotPut({ slot: 'race', state: { n: 1 } });
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = s.transaction(async (tx) => (await tx.slotLock({ slots: ['race'] }))[0]!.state);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      release();
+      await first;
+      expect(await second).toEqual({ n: 1 });
     });
   });
 }

@@ -10,17 +10,20 @@ export interface SlotWaiter {
   data: unknown;
 }
 
-/** The lines of keyed concurrency limits (runtime/start/limits.ts keeps each key's small state beside them). */
+/** The keys of keyed concurrency limits: each key's lock row with its small state, and its line of waiting runs. */
 export interface SlotStore {
   /**
-   * Locks keys to the end of the transaction (their rows bumped, made at 1), in the order given, one statement: each
-   * key's new version, and its row of `projection` (its state) as the statement read it. That may be older than the
-   * lock: on PostgreSQL, a transaction that held the lock and committed after the statement began is not seen.
+   * Locks keys to the end of the transaction (their rows made, or bumped), in the order given, one statement: each
+   * key's state as it is now (the lock waits for a transaction holding it, and answers the row it left), undefined for a
+   * key with none yet.
    */
-  slotLock(p: {
-    slots: string[];
-    projection: string;
-  }): Promise<Array<{ slot: string; version: number; value: unknown }>>;
+  slotLock(p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>>;
+  /** Writes the state of a key the transaction locked (PostgreSQL: held, sent ahead of its next statement). */
+  slotPut(p: { slot: string; state: unknown }): Promise<void>;
+  /** The states of `slots` that have one (unlocked: as last committed). */
+  slotGet(p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>>;
+  /** Keys with a state, in key order, after `after`. */
+  slotList(p: { after?: string; limit: number }): Promise<Array<{ slot: string; state: unknown }>>;
   /** Puts a run in a key's line; one already there keeps its row. */
   slotWaiterAdd(p: SlotWaiter): Promise<void>;
   /** A key's line, next first, up to `limit` rows; with `group` (null: the runs of none), that group's alone. */

@@ -1,10 +1,10 @@
 import type { Store } from '../../storage/store.js';
-import { lineOf, normal, SLOTS, waits } from '../start/line.js';
+import { lineOf, normal, waits } from '../start/line.js';
 import { readRunView } from './view.js';
 
 /*
  * The concurrency limits in force, as people read them (the Limits page, `runledger limits list`, /metrics). A key's
- * state is the projection `ordering` and the line of runs waiting its starts and ends write (runtime/start/line.ts);
+ * state is its lock row's and the line of runs waiting its starts and ends write (runtime/start/line.ts);
  * this reads them, never writes.
  */
 
@@ -37,22 +37,22 @@ export async function readConcurrency(
   const keys: ConcurrencyKeyState[] = [];
   let after: string | undefined;
   for (;;) {
-    const rows = await store.projectionList({ name: SLOTS, limit: PAGE, ...(after === undefined ? {} : { after }) });
+    const rows = await store.slotList({ limit: PAGE, ...(after === undefined ? {} : { after }) });
     for (const row of rows) {
-      const state = normal(row.value);
+      const state = normal(row.state);
       if (state.held.length === 0 && waits(state) === 0) continue;
       if (keys.length === q.max) return { keys, truncated: true };
       const slots = {
         limit: state.limit,
         held: state.held,
-        waiting: (await lineOf(store, row.key, state)).map((w) => w.run),
+        waiting: (await lineOf(store, row.slot, state)).map((w) => w.run),
       };
       const first = slots.waiting[0];
       // `since: false` (a metrics scrape) reads no run view
       const since =
         first === undefined || q.since === false ? null : ((await readRunView(store, first))?.createdAt ?? null);
       keys.push({
-        key: row.key,
+        key: row.slot,
         limit: slots.limit,
         active: slots.held,
         waiting: slots.waiting,
@@ -60,6 +60,6 @@ export async function readConcurrency(
       });
     }
     if (rows.length < PAGE) return { keys, truncated: false };
-    after = rows[rows.length - 1]!.key;
+    after = rows[rows.length - 1]!.slot;
   }
 }

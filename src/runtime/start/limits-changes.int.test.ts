@@ -101,7 +101,7 @@ describe.each(backends)('changes to a key of a concurrency limit on $name', (bac
     const { engine, close } = await testEngine(backend, { workflows: [gate] });
     try {
       const { store, journal } = engine;
-      await store.projectionPut({ name: 'ordering', key: 'old', value: { active: 'r1', waiting: ['r2', 'r3'] } });
+      await store.slotPut({ slot: 'old', state: { active: 'r1', waiting: ['r2', 'r3'] } });
       expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r1'], waiting: ['r2', 'r3'] });
       expect(await store.transaction((tx) => admitTurn(journal, tx, 'old', 'r4'))).toBe(false);
       expect(await readSlots(store, 'old')).toEqual({ limit: 1, held: ['r1'], waiting: ['r2', 'r3', 'r4'] });

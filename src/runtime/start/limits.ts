@@ -8,10 +8,9 @@ import {
   enter,
   leaveLine,
   lineOf,
-  normal,
   lockKey,
   placeAhead,
-  SLOTS,
+  readStates,
   type Slots,
   takeFree,
   type Waiter,
@@ -164,7 +163,7 @@ async function journalDropped(journal: Journal, slot: string, runId: string, why
 
 /** A `drop_newest` claim: the key locked, a full one refuses the run (`run.dropped` journaled on the key's stream). */
 async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim): Promise<string | null> {
-  const { slots, version } = await lockKey(tx, claim.slot);
+  const slots = await lockKey(tx, claim.slot);
   slots.limit = claim.limit;
   if (slots.held.length >= slots.limit) {
     const why = reason(claim.slot, slots);
@@ -174,7 +173,7 @@ async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim)
     return why;
   }
   slots.held.push(runId);
-  await write(tx, claim.slot, version, slots);
+  await write(tx, claim.slot, slots);
   return null;
 }
 
@@ -182,7 +181,7 @@ async function tryTake(journal: Journal, tx: Store, runId: string, claim: Claim)
 async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[], going: boolean): Promise<Admission> {
   for (let i = 0; i < claims.length; i++) {
     const claim = claims[i]!;
-    const { slots, version } = await lockKey(tx, claim.slot);
+    const slots = await lockKey(tx, claim.slot);
     // the limit in force is the newest start's: a raised one lets waiting runs in at once
     const changed = !going && slots.limit !== claim.limit;
     if (!going) slots.limit = claim.limit;
@@ -191,7 +190,7 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
     const told = changed ? (await lineOf(tx, claim.slot, slots)).filter((w) => !w.quiet).map((w) => w.run) : [];
     if (slots.held.length < slots.limit) {
       slots.held.push(run.id);
-      await write(tx, claim.slot, version, slots);
+      await write(tx, claim.slot, slots);
       await retell(host, tx, told, reason(claim.slot, slots));
       for (const w of granted) await letIn(host, tx, claim.slot, w);
       continue;
@@ -227,7 +226,7 @@ async function acquire(host: LimitHost, tx: Store, run: Runner, claims: Claim[],
       seq = ahead ?? slots.last;
     }
     await enter(tx, claim.slot, slots, waiter, seq);
-    await write(tx, claim.slot, version, slots);
+    await write(tx, claim.slot, slots);
     await retell(host, tx, told, why);
     for (const w of granted) await letIn(host, tx, claim.slot, w);
     return { admitted: false, waitingFor: why, quiet: claim.quiet === true };
@@ -270,13 +269,13 @@ async function letIn(host: LimitHost, tx: Store, slot: string, w: Waiter): Promi
 
 /** Run `runId` leaves `slot` (its slot freed, or its place in line), in `tx`: returns the waiting runs let in. */
 async function leave(host: LimitHost, tx: Store, runId: string, slot: string): Promise<Waiter[]> {
-  const { slots, version } = await lockKey(tx, slot);
+  const slots = await lockKey(tx, slot);
   const held = slots.held.includes(runId);
   slots.held = slots.held.filter((r) => r !== runId);
   slots.cancelling = slots.cancelling.filter((r) => r !== runId);
   if (!held) await leaveLine(tx, slot, slots, [runId]);
   const granted = await takeFree(tx, slot, slots);
-  await write(tx, slot, version, slots);
+  await write(tx, slot, slots);
   return granted;
 }
 
@@ -300,8 +299,11 @@ export async function release(host: LimitHost, tx: Store, runId: string, claims:
 export async function holdsAll(store: Store, runId: string, claims: Claim[], journal?: Journal): Promise<boolean> {
   if (claims.length === 0) return true;
   if (journal && holding.get(journal)?.has(runId)) return true;
-  const rows = await store.projectionGetMany({ name: SLOTS, keys: claims.map((c) => c.slot) });
-  const all = rows.length === claims.length && rows.every((row) => normal(row.value).held.includes(runId));
+  const states = await readStates(
+    store,
+    claims.map((c) => c.slot),
+  );
+  const all = claims.every((c) => states.get(c.slot)?.held.includes(runId) === true);
   if (all && journal) remember(journal, runId);
   return all;
 }
@@ -311,9 +313,8 @@ export async function readSlots(
   store: Store,
   slot: string,
 ): Promise<{ limit: number; held: string[]; waiting: string[] } | undefined> {
-  const value = await store.projectionGet({ name: SLOTS, key: slot });
-  if (value === undefined || value === null) return undefined;
-  const slots = normal(value);
+  const slots = (await readStates(store, [slot])).get(slot);
+  if (slots === undefined) return undefined;
   const waiting = (await lineOf(store, slot, slots)).map((w) => w.run);
   return { limit: slots.limit, held: slots.held, waiting };
 }

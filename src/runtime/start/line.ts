@@ -42,13 +42,10 @@ export interface Slots {
   /** The lowest and highest places in line given: a run at the head goes before `first`, one at the end after `last`. */
   first: number;
   last: number;
-  /** The version of the key's stream this state is as of. */
-  version?: number;
   /** Waiting runs of a state written before lines were rows, not moved yet. */
   inline?: Waiter[];
 }
 
-export const SLOTS = 'ordering';
 /** A group's key in `lines`: '' for the runs of none, `=<group>` for a group's. */
 const lineKey = (group: string | null | undefined): string => (group == null ? '' : `=${group}`);
 const groupOf = (key: string): string | null => (key === '' ? null : key.slice(1));
@@ -56,6 +53,7 @@ const groupOf = (key: string): string | null => (key === '' ? null : key.slice(1
 /** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
 export function normal(value: unknown): Slots {
   const v = (value ?? {}) as Partial<Omit<Slots, 'inline'>> & { active?: string | null; waiting?: unknown[] };
+  // a state written before keys held their state kept `version` (the key's stream's): dropped
   const inline = (v.waiting ?? []).map((w) =>
     typeof w === 'string' ? { run: w, priority: 0, rest: [], quiet: true } : (w as Waiter),
   );
@@ -68,7 +66,6 @@ export function normal(value: unknown): Slots {
     lines: v.lines ?? {},
     first: v.first ?? 0,
     last: v.last ?? 0,
-    ...(v.version === undefined ? {} : { version: v.version }),
     ...(inline.length > 0 ? { inline } : {}),
   };
 }
@@ -81,10 +78,10 @@ export function waits(slots: Slots): number {
 }
 
 /** A key a transaction locked: the version it took, and the state it wrote or the lock's answer not read yet. */
+/** A key a transaction locked: the state it wrote, or the lock's answer not read yet. */
 interface Locked {
-  version: number;
   slots?: Slots;
-  found?: { value: unknown };
+  found?: { state: unknown };
 }
 
 const locked = new WeakMap<Store, Map<string, Locked>>();
@@ -96,16 +93,15 @@ function lockedBy(tx: Store): Map<string, Locked> {
 }
 
 /**
- * Locks `slots` to the end of `tx` (`slotLock`: their rows bumped, in the order given), one statement, those `tx`
- * locked before left out; `lockKey` then reads each from the answer. A group commit takes every key of its batch's
- * keyed starts and ends so (GroupLocks), sorted: one round trip for the batch, not one per start and end.
+ * Locks `slots` to the end of `tx` (`slotLock`, in the order given), one statement, those `tx` locked before left out;
+ * `lockKey` then reads each from the answer. A group commit takes every key of its batch's keyed starts and ends so
+ * (GroupLocks), sorted: one round trip for the batch, not one per start and end.
  */
 export async function lockKeys(tx: Store, slots: string[]): Promise<void> {
   const mine = lockedBy(tx);
   const fresh = slots.filter((slot) => !mine.has(slot));
   if (fresh.length === 0) return;
-  for (const { slot, version, value } of await tx.slotLock({ slots: fresh, projection: SLOTS }))
-    mine.set(slot, { version, found: { value } });
+  for (const { slot, state } of await tx.slotLock({ slots: fresh })) mine.set(slot, { found: { state } });
 }
 
 /** The keys of `claims`, for a group commit to lock ahead of the write that takes or gives back their slots. */
@@ -114,35 +110,37 @@ export function keyLocks(claims: readonly Claim[]): GroupLocks {
 }
 
 /**
- * Locks the key to the end of `tx` and returns its state as the lock found it, old inline line moved to rows. The lock's
- * answer carries the state, unless a transaction that held the lock before committed after the statement's snapshot
- * (the state's version is not the one before the lock's: read it again). A key `tx` locked before is not locked again:
- * its state is the one `tx` wrote.
+ * Locks the key to the end of `tx` and returns its state, old inline line moved to rows: the lock's answer, or for a
+ * key `tx` locked before (not locked again), the state `tx` wrote.
  */
-export async function lockKey(tx: Store, slot: string): Promise<{ slots: Slots; version: number }> {
+export async function lockKey(tx: Store, slot: string): Promise<Slots> {
   if (!lockedBy(tx).has(slot)) await lockKeys(tx, [slot]);
   const mine = lockedBy(tx).get(slot)!;
-  const { version, found } = mine;
-  if (mine.slots) return { slots: structuredClone(mine.slots), version };
+  if (mine.slots) return structuredClone(mine.slots);
+  const { found } = mine;
   delete mine.found;
-  const seen = found?.value as { version?: number } | undefined;
-  const current = found !== undefined && (seen === undefined ? version === 1 : seen.version === version - 1);
-  const slots = normal(current ? seen : await tx.projectionGet({ name: SLOTS, key: slot }));
+  const slots = normal(found ? found.state : (await tx.slotGet({ slots: [slot] }))[0]?.state);
   for (const w of slots.inline ?? []) {
     slots.last += 1;
     await enter(tx, slot, slots, w, slots.last);
   }
   delete slots.inline;
-  return { slots, version };
+  return slots;
 }
 
-/** Writes the key's state as of `version` (the lock's, in `tx`). */
-export async function write(tx: Store, slot: string, version: number, slots: Slots): Promise<void> {
-  slots.version = version;
+/** Writes the state of a key `tx` locked. */
+export async function write(tx: Store, slot: string, slots: Slots): Promise<void> {
   // an old inline line not moved yet (a drop_newest start read the key) is kept as it was stored
   const { inline, ...value } = slots;
-  await tx.projectionPut({ name: SLOTS, key: slot, value: inline ? { ...value, waiting: inline } : value });
-  lockedBy(tx).set(slot, { version, ...(inline ? {} : { slots: structuredClone(slots) }) });
+  await tx.slotPut({ slot, state: inline ? { ...value, waiting: inline } : value });
+  // no caller changes a state after writing it: kept as it is, copied if the key is locked again
+  lockedBy(tx).set(slot, inline ? {} : { slots });
+}
+
+/** Reads the states of `slots` that have one (not locked: as last committed). */
+export async function readStates(store: Store, slots: string[]): Promise<Map<string, Slots>> {
+  const rows = await store.slotGet({ slots });
+  return new Map(rows.map((r) => [r.slot, normal(r.state)]));
 }
 
 /** Puts `w` in the key's line at `seq`. */

@@ -10,6 +10,15 @@ const PUT_ROWS = prepared(
    ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 );
 
+/** Key states, one statement (in a transaction that locked each key, its row is there and held: an update). */
+const PUT_SLOTS = prepared(
+  'flow_key_put_states',
+  `INSERT INTO flow_keys (slot, version, state)
+   SELECT s.slot, 1, s.state FROM ROWS FROM (unnest($1::text[]), jsonb_array_elements($2::jsonb)) AS s(slot, state)
+   ORDER BY s.slot
+   ON CONFLICT (slot) DO UPDATE SET state = excluded.state`,
+);
+
 /** A projection row as sent: name, key, value as JSON. */
 type Row = [string, string, string];
 
@@ -28,6 +37,8 @@ export async function putRows(db: Db, name: string, rows: ProjectionRow[]): Prom
  */
 export class Puts {
   private readonly rows = new Map<string, Row>();
+  /** Concurrency keys' states (`slotPut`), by key, as JSON. */
+  private readonly slots = new Map<string, string>();
 
   /** Holds `rows`; the value of a key held already is replaced (ON CONFLICT cannot touch a row twice in one statement). */
   add(name: string, rows: ProjectionRow[]): void {
@@ -36,16 +47,35 @@ export class Puts {
       this.rows.set(`${name}\u0000${row.key}`, [name, row.key, JSON.stringify(row.value ?? null)]);
   }
 
-  /** What is held, taken: the statement that writes it through a `Db` (a write: not waited for in a transaction); none when nothing is held. */
+  /** Holds a concurrency key's state; a key held already takes the newer one. */
+  addSlot(slot: string, state: unknown): void {
+    this.slots.set(slot, JSON.stringify(state ?? null));
+  }
+
+  /**
+   * What is held, taken: the statements that write it through a `Db` (writes: not waited for in a transaction); none
+   * when nothing is held.
+   */
   take(): ((db: Db) => Promise<void>) | undefined {
-    if (this.rows.size === 0) return undefined;
+    if (this.rows.size === 0 && this.slots.size === 0) return undefined;
     const rows = [...this.rows.values()];
+    const slots = [...this.slots];
     this.rows.clear();
-    return (db) =>
-      db.write(PUT_ROWS, [
-        textArray(rows.map((r) => r[0])),
-        textArray(rows.map((r) => r[1])),
-        jsonArray(rows.map((r) => r[2])),
-      ]);
+    this.slots.clear();
+    return async (db) => {
+      const rowsSent =
+        rows.length === 0
+          ? undefined
+          : db.write(PUT_ROWS, [
+              textArray(rows.map((r) => r[0])),
+              textArray(rows.map((r) => r[1])),
+              jsonArray(rows.map((r) => r[2])),
+            ]);
+      const slotsSent =
+        slots.length === 0
+          ? undefined
+          : db.write(PUT_SLOTS, [textArray(slots.map((s) => s[0])), jsonArray(slots.map((s) => s[1]))]);
+      await Promise.all([rowsSent, slotsSent]);
+    };
   }
 }

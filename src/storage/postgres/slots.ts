@@ -49,16 +49,31 @@ export async function slotWaiterDelete(db: Db, p: { slot: string; runIds: string
   return rows.map(waiterOf);
 }
 
-export async function slotLock(
-  db: Db,
-  p: { slots: string[]; projection: string },
-): Promise<Array<{ slot: string; version: number; value: unknown }>> {
-  const rows = await db.rows<{ slot: string; version: string | number; value: unknown }>(
+export async function slotLock(db: Db, p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>> {
+  // DO UPDATE waits for a transaction holding the row and answers the row it committed: the key's newest state
+  const rows = await db.rows<{ slot: string; state: unknown }>(
     `INSERT INTO flow_keys (slot, version)
      SELECT k.slot, 1 FROM unnest($1::text[]) WITH ORDINALITY AS k(slot, n) ORDER BY k.n
      ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1
-     RETURNING slot, version, (SELECT value FROM projections WHERE name = $2 AND key = flow_keys.slot) AS value`,
-    [p.slots, p.projection],
+     RETURNING slot, state`,
+    [p.slots],
   );
-  return rows.map((r) => ({ slot: r.slot, version: Number(r.version), value: r.value ?? undefined }));
+  return rows.map((r) => ({ slot: r.slot, state: r.state ?? undefined }));
+}
+
+export async function slotGet(db: Db, p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>> {
+  return db.rows<{ slot: string; state: unknown }>(
+    'SELECT slot, state FROM flow_keys WHERE slot = ANY($1::text[]) AND state IS NOT NULL',
+    [p.slots],
+  );
+}
+
+export async function slotList(
+  db: Db,
+  p: { after?: string; limit: number },
+): Promise<Array<{ slot: string; state: unknown }>> {
+  return db.rows<{ slot: string; state: unknown }>(
+    'SELECT slot, state FROM flow_keys WHERE state IS NOT NULL AND slot > $1 ORDER BY slot LIMIT $2',
+    [p.after ?? '', p.limit],
+  );
 }

@@ -349,6 +349,15 @@ class PostgresStore implements Store {
     return ended;
   };
   slotLock: Store['slotLock'] = (p) => slots.slotLock(this.db, p);
+  /** In a transaction, held until its next statement (`Puts`); outside one, written at once. */
+  slotPut: Store['slotPut'] = async (p) => {
+    if (this.tx) return this.puts.addSlot(p.slot, p.state);
+    const held = new Puts();
+    held.addSlot(p.slot, p.state);
+    await held.take()!(this.db);
+  };
+  slotGet: Store['slotGet'] = (p) => slots.slotGet(this.db, p);
+  slotList: Store['slotList'] = (p) => slots.slotList(this.db, p);
   slotWaiterAdd: Store['slotWaiterAdd'] = (p) => slots.slotWaiterAdd(this.db, p);
   slotWaiterList: Store['slotWaiterList'] = (p) => slots.slotWaiterList(this.db, p);
   slotWaiterDelete: Store['slotWaiterDelete'] = (p) => slots.slotWaiterDelete(this.db, p);

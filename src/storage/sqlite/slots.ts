@@ -1,6 +1,5 @@
 import type { SlotWaiter } from '../store-slots.js';
 import type { Statements } from './connection.js';
-import { projectionGet } from './projections.js';
 
 interface Row {
   slot: string;
@@ -44,17 +43,33 @@ export function slotWaiterDelete(s: Statements, p: { slot: string; runIds: strin
   return rows.map(waiterOf);
 }
 
-export function slotLock(
-  s: Statements,
-  p: { slots: string[]; projection: string },
-): Array<{ slot: string; version: number; value: unknown }> {
+const stateOf = (state: string | null): unknown => (state === null ? undefined : JSON.parse(state));
+
+export function slotLock(s: Statements, p: { slots: string[] }): Array<{ slot: string; state: unknown }> {
   const lock = s.get(
     `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
-     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING version`,
+     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING state`,
   );
-  return p.slots.map((slot) => ({
-    slot,
-    version: (lock.get(slot) as { version: number }).version,
-    value: projectionGet(s, { name: p.projection, key: slot }),
-  }));
+  return p.slots.map((slot) => ({ slot, state: stateOf((lock.get(slot) as { state: string | null }).state) }));
+}
+
+export function slotPut(s: Statements, p: { slot: string; state: unknown }): void {
+  s.get(
+    `INSERT INTO flow_keys (slot, version, state) VALUES (?, 1, ?)
+     ON CONFLICT (slot) DO UPDATE SET state = excluded.state`,
+  ).run(p.slot, JSON.stringify(p.state ?? null));
+}
+
+export function slotGet(s: Statements, p: { slots: string[] }): Array<{ slot: string; state: unknown }> {
+  const rows = s
+    .get('SELECT slot, state FROM flow_keys WHERE slot IN (SELECT value FROM json_each(?)) AND state IS NOT NULL')
+    .all(JSON.stringify(p.slots)) as Array<{ slot: string; state: string }>;
+  return rows.map((r) => ({ slot: r.slot, state: stateOf(r.state) }));
+}
+
+export function slotList(s: Statements, p: { after?: string; limit: number }): Array<{ slot: string; state: unknown }> {
+  const rows = s
+    .get('SELECT slot, state FROM flow_keys WHERE state IS NOT NULL AND slot > ? ORDER BY slot LIMIT ?')
+    .all(p.after ?? '', p.limit) as Array<{ slot: string; state: string }>;
+  return rows.map((r) => ({ slot: r.slot, state: stateOf(r.state) }));
 }

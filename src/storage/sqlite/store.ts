@@ -330,6 +330,9 @@ class SqliteStore implements Store {
       (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
   slotLock: Store['slotLock'] = (p) => this.run((s) => slots.slotLock(s, p));
+  slotPut: Store['slotPut'] = (p) => this.run((s) => slots.slotPut(s, p));
+  slotGet: Store['slotGet'] = (p) => this.read((s) => slots.slotGet(s, p));
+  slotList: Store['slotList'] = (p) => this.read((s) => slots.slotList(s, p));
   slotWaiterAdd: Store['slotWaiterAdd'] = (p) => this.run((s) => slots.slotWaiterAdd(s, p));
   slotWaiterList: Store['slotWaiterList'] = (p) => this.read((s) => slots.slotWaiterList(s, p));
   slotWaiterDelete: Store['slotWaiterDelete'] = (p) => this.run((s) => slots.slotWaiterDelete(s, p));
