@@ -13,11 +13,7 @@ import type { Store } from './store.js';
  *
  * @example rateExtra([{ charge: (o) => o.tokens }], [{ name: 'tpm', key: '', units: 100 }], { tokens: 350 }) // units 250
  */
-export function rateExtra(
-  uses: Array<{ charge?: (output: any) => number }>,
-  taken: RateUse[],
-  output: unknown,
-): RateUse[] {
+export function rateExtra<O>(uses: Array<{ charge?: (output: O) => number }>, taken: RateUse[], output: O): RateUse[] {
   const extra: RateUse[] = [];
   uses.forEach((use, i) => {
     if (!use.charge || !taken[i]) return;
