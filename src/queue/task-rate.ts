@@ -81,7 +81,7 @@ export async function rateGate(store: Store, task: Task, onError?: (error: unkno
  * that throws or gives no positive number charges nothing more and is reported (`onError`, a ValidationError at
  * `charge`): the call is done, and failing its task would make it again.
  *
- * @example queue.work('model', ratedHandler(store, ask, { charge: (answer) => answer.usage.total_tokens }))
+ * @example ratedHandler(store, ask, { charge: (answer) => answer.usage.total_tokens }) // TaskQueue.work wraps each handler so
  */
 export function ratedHandler(
   store: Store,

@@ -26,7 +26,8 @@ export function rateExtra<O>(uses: Array<{ charge?: (output: O) => number }>, ta
 
 /**
  * A failure carrying a `Retry-After` (a 429): every bucket the call took waits that long, for every run and task
- * sharing it. The write to run in the transaction that records the failure, or undefined when there is none.
+ * sharing it: the write that pushes them (a run's call gives it the transaction journaling its failure; a task, the
+ * store before its failure is settled), or undefined when the failure carries none.
  *
  * @example await rateDeferral(new RetryAfterError('429', 2000), taken, await store.now())?.(store)
  */
