@@ -51,6 +51,11 @@ export interface WorkOptions {
    * `concurrency` defaults to `maxSize` and may not be less.
    */
   batch?: { maxSize: number; timeout: Duration };
+  /**
+   * Units a task's handler really used, from its result (tokens from a model's answer): charged to the task's
+   * `rateLimit` past the units it took, before the task is settled (see `ratedHandler`).
+   */
+  charge?: (result: any, task: Task) => number;
   /** Called after each settled attempt: for metrics and tests. */
   onSettled?: (task: Task, outcome: 'completed' | 'failed' | 'dead' | 'lost') => void;
   /** Where claims, retries, dead letters and lost leases are reported (the engine passes its own). */

@@ -9,7 +9,7 @@ import type { TaskHandler, WorkOptions } from './handler.js';
 import { batchHandler, checkTaskBatch, type BatchTaskHandler } from './batch.js';
 import { Worker } from './worker.js';
 import { RemoteWorkers, type RemoteOptions } from './remote.js';
-import { checkTaskRates, taskRate, type TaskRateOption } from './task-rate.js';
+import { checkTaskRates, ratedHandler, taskRate, type TaskRateOption } from './task-rate.js';
 
 export interface EnqueueOptions {
   /** A repeated key (per queue) returns the original task and writes nothing. */
@@ -191,7 +191,9 @@ export class TaskQueue {
       concurrency: options.concurrency ?? checkTaskBatch(options.batch, options.concurrency).maxSize,
     };
     if (batched) checkTaskBatch(options.batch, batched.concurrency);
-    const worker = new Worker(this.store, this.journal, queue, batched?.handler ?? handler, {
+    // a task's rate limit is taken before its handler (the worker's `rateGate`); what the call did is left to it after
+    const rated = ratedHandler(this.store, batched?.handler ?? handler, options);
+    const worker = new Worker(this.store, this.journal, queue, rated, {
       maxResultBytes: this.limits.maxPayloadBytes,
       ...options,
       ...(batched ? { concurrency: batched.concurrency } : {}),

@@ -1,7 +1,9 @@
-import { ValidationError } from '../errors.js';
+import { RetryAfterError, ValidationError } from '../errors.js';
 import { checkName } from '../json.js';
+import { rateDeferral, rateExtra } from '../storage/rate-after.js';
 import type { Store, Task } from '../storage/store.js';
 import type { TaskRate } from '../storage/tasks.js';
+import type { TaskHandler, WorkOptions } from './handler.js';
 
 /** A task's named rate limit (`EnqueueOptions.rateLimit`); `key` a constant (a task has no run input to read one from). */
 export interface TaskRateOption {
@@ -70,4 +72,61 @@ export async function rateGate(store: Store, task: Task, onError?: (error: unkno
   const lease = { id: task.id, leaseToken: task.leaseToken! };
   await store.taskRelease({ leases: [lease], runAt: result.retryAt }).catch((error) => onError?.(error));
   return true;
+}
+
+/**
+ * `handler` leaving its task's limit what the call did, as a step does: a `RetryAfterError` (a 429's Retry-After)
+ * pushes the bucket's next free slot, so every task and step sharing it waits; `charge` (`WorkOptions.charge`,
+ * checked here) charges what the handler really used past the units taken, before its task is settled. A charge
+ * that throws or gives no positive number charges nothing more and is reported (`onError`, a ValidationError at
+ * `charge`): the call is done, and failing its task would make it again.
+ *
+ * @example ratedHandler(store, ask, { charge: (answer) => answer.usage.total_tokens }) // TaskQueue.work wraps each handler so
+ */
+export function ratedHandler(
+  store: Store,
+  handler: TaskHandler,
+  options: Pick<WorkOptions, 'charge' | 'onError'>,
+): TaskHandler {
+  const { charge, onError } = options;
+  if (charge !== undefined && typeof charge !== 'function')
+    throw new ValidationError('charge', `must be a function (result, task) => units (got ${typeof charge})`);
+  return (payload, ctx) => {
+    const rate = ctx.task.rateLimit;
+    if (!rate) return handler(payload, ctx);
+    return rated(store, rate, () => handler(payload, ctx), charge && ((result) => charge(result, ctx.task)), onError);
+  };
+}
+
+async function rated(
+  store: Store,
+  rate: TaskRate,
+  call: () => Promise<unknown>,
+  charge: ((result: unknown) => number) | undefined,
+  onError: ((error: unknown) => void) | undefined,
+): Promise<unknown> {
+  let result: unknown;
+  try {
+    result = await call();
+  } catch (error) {
+    if (error instanceof RetryAfterError)
+      await store
+        .now()
+        .then((now) => rateDeferral(error, [rate], now)?.(store))
+        .catch((e) => onError?.(e));
+    throw error;
+  }
+  if (!charge) return result;
+  try {
+    const used = charge(result);
+    if (!(typeof used === 'number' && Number.isFinite(used) && used > 0))
+      throw new ValidationError(
+        'charge',
+        `must give a positive number of units (got ${String(used)}): only the ${rate.units} taken count`,
+      );
+    for (const extra of rateExtra([{ charge: () => used }], [rate], result)) await store.rateCharge(extra);
+  } catch (error) {
+    onError?.(error);
+  }
+  return result;
 }

@@ -30,7 +30,7 @@ const CLAIMS_IN_FLIGHT = 2;
 export class Worker {
   readonly id: string;
   private readonly options: Required<
-    Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags' | 'batch'>
+    Omit<WorkOptions, 'onError' | 'onSettled' | 'workerId' | 'events' | 'tags' | 'batch' | 'charge'>
   > &
     WorkOptions;
   private readonly wakeup = new Wakeup();

@@ -67,14 +67,14 @@ const rateLimitField = z.union([rateLimitSchema, z.array(rateLimitSchema).min(1)
 // taken as the step starts, before its output exists: no `charge`
 const startRateLimit = rateLimitSchema.omit({ charge: true }).strict();
 const startRateLimitField = z.union([startRateLimit, z.array(startRateLimit).min(1).max(5)]).optional();
-const pollFields = { config: pollConfig, cancel: pollCancel.optional(), rate_limit: startRateLimitField };
+const pollFields = { config: pollConfig, cancel: pollCancel.optional(), rate_limit: rateLimitField };
 
 const leafSchemas = [
   /** `rate_limit`: named limits (`/limits`) the request takes before it is sent; it waits durably for a slot. */
   z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig, rate_limit: rateLimitField }).strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
-  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). `rate_limit`: taken before each request (no `charge`). */
+  /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). `rate_limit`: taken before each request (`charge` reads each request's answer). */
   z.object({ ...stepBase, type: z.literal('poll'), ...pollFields }).strict(),
   /** `rate_limit`: taken before its request is sent (`charge` reads the request's answer). */
   z

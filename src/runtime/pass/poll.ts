@@ -1,13 +1,13 @@
 import { toMs } from '../../duration.js';
 import { describeError, LeaseLostError, StepTimedOutError, TerminalError, ValidationError } from '../../errors.js';
-import type { NewEvent, Store } from '../../storage/store.js';
+import type { NewEvent, RateUse, Store } from '../../storage/store.js';
 import { errorClassOf } from '../../observe/error-class.js';
 import type { EngineEventMap } from '../../observe/events.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { History, Seq } from './history.js';
 import type { PollOptions, StepContext } from '../workflow.js';
 import { RUN_EVENT } from '../events.js';
-import { rateUses, takeRate } from './rate.js';
+import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
 
 /** What `runPoll` needs of the pass it runs in. */
 export interface PollHost {
@@ -76,6 +76,12 @@ export function pollDelay(schedule: PollSchedule, n: number): number {
   return Math.min(schedule.maxInterval, schedule.interval * schedule.factor ** (n - 1));
 }
 
+/** What a request did to its limits, written in the transaction journaling how it ended. */
+interface RateAfter {
+  events: NewEvent[];
+  also?: (tx: Store) => Promise<void>;
+}
+
 interface Attempted {
   attempt: number;
   nextAt: number;
@@ -134,17 +140,23 @@ export async function runPoll<T>(
   if (host.now() < dueAt) throw new Suspension(dueAt);
 
   const attempt = tries.length + 1;
-  const end = async (type: string, data: object) => host.write([{ type, data: { seq, name, attempt, ...data } }]);
+  // what the request did to its limits goes in the transaction journaling how it ended: a charge, or a 429's push
+  let after: RateAfter = { events: [] };
+  const end = async (type: string, data: object) =>
+    host.write([{ type, data: { seq, name, attempt, ...data } }, ...after.events], after.also);
   const report = (outcome: Omit<PollReport, 'step' | 'attempt'>) => host.polled?.({ step: name, attempt, ...outcome });
   const failure = (error: unknown) => ({ error: describeError(error), errorClass: errorClassOf(error) });
   // each request takes the poll's rate limits first: no room, a durable wait for the next slot, as a step's try
-  if (uses.length > 0) await takeRate(host, seq, name, attempt, uses);
+  const taken: RateUse[] = uses.length > 0 ? await takeRate(host, seq, name, attempt, uses) : [];
   let answer: T;
   try {
     answer = await host.attempt(fn, { idempotencyKey: `${host.runId}:${name}#${seq}`, attempt }, options.timeout);
     checkOutput(name, answer, host.maxEventBytes);
+    after = rateCharged(seq, name, attempt, rateExtra(uses, taken, answer));
   } catch (error) {
     if (error instanceof LeaseLostError) throw error;
+    // a 429's Retry-After pushes the next free slot of every limit the request took, as a step's does
+    after = { events: [], also: rateDeferral(error, taken, host.now()) };
     if (host.stopped()) {
       if (options.cancel) host.leftRunning(seq, name, options.cancel);
       host.checkLive();
@@ -219,6 +231,17 @@ async function waitOrTimeOut<T>(
   await end(RUN_EVENT.pollAttempted, { ...what, nextAt });
   report({ outcome: 'pending', nextDelayMs: nextAt - now });
   throw new Suspension(nextAt);
+}
+
+/** The extra units a request really used (`rateLimit.charge`), journaled and charged with how it ended. */
+function rateCharged(seq: Seq, name: string, attempt: number, extra: RateUse[]): RateAfter {
+  if (extra.length === 0) return { events: [] };
+  return {
+    events: [{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }],
+    also: async (tx) => {
+      for (const e of extra) await tx.rateCharge(e);
+    },
+  };
 }
 
 /** What a poll's answer says of the work, for its `poll:attempt`: a `status` in its body (an http_request's answer) or on it. */

@@ -1,11 +1,14 @@
 import { crashPoint } from '../../crash.js';
-import { RetryAfterError, TerminalError, ValidationError } from '../../errors.js';
+import { TerminalError, ValidationError } from '../../errors.js';
 import type { NewEvent, RateTakeResult, RateUse, Store } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { RateLimitUse } from '../flow.js';
 import { Suspension } from './calls.js';
 import type { History, Seq } from './history.js';
+
+// what a call leaves to its limits once it is over, shared with tasks (a floor below)
+export { rateDeferral, rateExtra } from '../../storage/rate-after.js';
 
 /** What a step's rate limits need of the pass. */
 export interface RateHost {
@@ -110,32 +113,4 @@ async function resolveUses(tx: Store, input: unknown, step: string, uses: RateLi
     out.push({ name: use.name, key: key ? resolveKey(key, input, `${at}.key`) : '', units: use.units ?? 1 });
   }
   return out;
-}
-
-/**
- * After the call: what each use's `charge` says the call really used, past the units taken, as
- * the extra units to charge (none when it used no more, or `charge` gave no number).
- */
-export function rateExtra(uses: RateLimitUse[], taken: RateUse[], output: unknown): RateUse[] {
-  const extra: RateUse[] = [];
-  uses.forEach((use, i) => {
-    if (!use.charge || !taken[i]) return;
-    const used = use.charge(output);
-    if (typeof used === 'number' && Number.isFinite(used) && used > taken[i]!.units)
-      extra.push({ ...taken[i]!, units: used - taken[i]!.units });
-  });
-  return extra;
-}
-
-/** A failure carrying a `Retry-After` (a 429): every bucket the step took waits that long, for every run sharing it. */
-export function rateDeferral(
-  error: unknown,
-  taken: RateUse[],
-  now: number,
-): ((tx: Store) => Promise<void>) | undefined {
-  if (!(error instanceof RetryAfterError) || taken.length === 0) return undefined;
-  const until = now + error.retryAfterMs;
-  return async (tx) => {
-    for (const t of taken) await tx.rateDefer({ name: t.name, key: t.key, until });
-  };
 }
