@@ -50,6 +50,22 @@ describe.each(backends)('a task leaving its rate limit what the call did on $nam
     expect(ran).toEqual([]);
   });
 
+  it("pushes the limit's next slot on a 429 a worker over HTTP reports (retry_after_ms)", async () => {
+    await engine.limits.define({ name: 'api', limit: 100, period: '1s' });
+    const remote = engine.queue.remote({ leaseMs: 30_000, pollMs: 200, maxResultBytes: 1 << 20 });
+    const { task } = await engine.queue.enqueue('far', 'first', { rateLimit: { name: 'api' } });
+    const [claimed] = await remote.claim({ queue: 'far', worker: 'far-1', max: 1, waitMs: 0 });
+    const pushedAt = Date.now();
+    await remote.fail(
+      { id: task.id, leaseToken: claimed!.leaseToken! },
+      { error: '429 Too Many Requests', retryable: true, retryAfterMs: HOUR },
+    );
+    // 99 units of 100 were free: only the push refuses the next take
+    const refused = (await take('api', 1)) as { ok: boolean; retryAt: number };
+    expect(refused.ok).toBe(false);
+    expect(refused.retryAt).toBeGreaterThanOrEqual(pushedAt + HOUR - 1000);
+  });
+
   it('charges what the handler really used past the units taken, in the bucket of its key', async () => {
     await engine.limits.define({ name: 'tokens', limit: 10, period: '1h', key: 'input.tenant' });
     engine.work('cq', async () => ({ tokens: 8 }), { charge: (result: { tokens: number }) => result.tokens });

@@ -1,11 +1,12 @@
 import { defaultBackoff, type Backoff } from '../backoff.js';
-import { LeaseLostError, NotFoundError, ValidationError } from '../errors.js';
+import { LeaseLostError, NotFoundError, RetryAfterError, ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
 import { Wakeup } from '../journal/wakeup.js';
 import { checkJson } from '../json.js';
 import type { EngineEvents } from '../observe/events.js';
 import type { Store, Task } from '../storage/store.js';
+import { rateDeferral } from '../storage/rate-after.js';
 import { checkQueueName } from './lifecycle.js';
 import { completeAttempt, expireLeases, failAttempt, failureOf } from './settle.js';
 import { rateGate } from './task-rate.js';
@@ -189,6 +190,11 @@ export class RemoteWorkers {
       this.options.events,
     );
     if (outcome === 'lost' || !failed) return this.lost(lease);
+    // a 429 a remote worker met pushes its limit's next slot, as one met here does (task-rate.ts)
+    if (failure.retryAfterMs !== undefined && task.rateLimit) {
+      const push = new RetryAfterError(failure.error, failure.retryAfterMs);
+      await rateDeferral(push, [task.rateLimit], await this.store.now())?.(this.store);
+    }
     return failed;
   }
 
