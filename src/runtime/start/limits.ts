@@ -22,12 +22,12 @@ export type { Claim } from './line.js';
 
 /**
  * Keyed concurrency: each key (a slot) lets `limit` runs in at once; a run holds a slot of every limit it names from
- * its start until it ends (a sleeping run keeps it). A key's state is the projection `ordering` and its line of
- * waiting runs (line.ts); its row of `slotLock` locks the key for the rest of the transaction (no event: the runs'
- * own streams journal what they went through; the key's stream `ordering:<key>` keeps its refusals, `run.dropped`),
- * so starts and ends of one key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait for
- * each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key is
- * the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
+ * its start until it ends (a sleeping run keeps it). A key's state is its lock row's (`slotLock`, which locks the key
+ * for the rest of the transaction) and its line of waiting runs (line.ts): no event (the runs' own streams journal
+ * what they went through; the key's stream `ordering:<key>` keeps its refusals, `run.dropped`), and starts and ends of
+ * one key go one after another across processes. A run takes its keys in one order (sorted), so two runs never wait
+ * for each other; it waits on the first full one and goes on taking the next ones when it is let in. An ordering key
+ * is the limit `{ key, limit: 1, scope: 'global' }`, its wait shown as before (pending, no reason).
  */
 
 /** A start refused by a full `drop_newest` limit (409): `concurrency user:42 — 1 of 1 in use`. */
