@@ -9,8 +9,9 @@ export interface GroupLocks {
   keys: readonly string[];
   /**
    * Locks `keys` in `tx`: called once per batch for every write's keys of the same function, sorted, each once,
-   * after the `prepare`s and before the append, so a batch of keyed starts and ends locks its keys in one statement
-   * and in one order (a `prepare` locking keys, a start's `drop_newest` ones, takes its own before).
+   * after the `prepare`s and before the append (its answer awaited after the append: the two may travel together), so
+   * a batch of keyed starts and ends locks its keys in one statement and in one order (a `prepare` locking keys, a
+   * start's `drop_newest` ones, takes its own before).
    */
   take: (tx: Store, keys: string[]) => Promise<void>;
 }
@@ -240,9 +241,10 @@ export class GroupCommit {
           if (p.write.prepare) prepared.set(p, await p.write.prepare(tx));
           else if (p.write.statement) prepared.set(p, { appends: [], value: await p.write.statement(tx) });
         }
-        // before the append, whose projection rows are held to go ahead of a later statement: the lock would send them
-        // on their own
-        await lockAhead(tx, live);
+        // before the append, whose projection rows are held to go ahead of a later statement (the lock would send them
+        // on their own), and not waited for: on PostgreSQL the append travels with it, in one round trip
+        const locked = lockAhead(tx, live);
+        locked.catch(() => {});
         const appendsOf = (p: Pending) => [...(p.write.appends ?? []), ...(prepared.get(p)?.appends ?? [])];
         const appends = live.flatMap(appendsOf);
         const appended = appends.length > 0 ? (await this.journal.appendMany(appends, { tx })).events : [];
@@ -256,6 +258,7 @@ export class GroupCommit {
           if (events) events.push(event);
           else byStream.set(event.streamId, [event]);
         }
+        await locked;
         const values = new Map<Pending, unknown>();
         for (const p of live) values.set(p, p.write.also ? await p.write.also(tx) : prepared.get(p)?.value);
         // last: on PostgreSQL the projection rows of the appends and of `also` go ahead of it, in one statement

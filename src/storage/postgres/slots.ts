@@ -49,16 +49,23 @@ export async function slotWaiterDelete(db: Db, p: { slot: string; runIds: string
   return rows.map(waiterOf);
 }
 
-export async function slotLock(db: Db, p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>> {
-  // DO UPDATE waits for a transaction holding the row and answers the row it committed: the key's newest state
-  const rows = await db.rows<{ slot: string; state: unknown }>(
-    `INSERT INTO flow_keys (slot, version)
-     SELECT k.slot, 1 FROM unnest($1::text[]) WITH ORDINALITY AS k(slot, n) ORDER BY k.n
-     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1
-     RETURNING slot, state`,
-    [p.slots],
-  );
-  return rows.map((r) => ({ slot: r.slot, state: r.state ?? undefined }));
+const LOCK = `INSERT INTO flow_keys (slot, version)
+  SELECT k.slot, 1 FROM unnest($1::text[]) WITH ORDINALITY AS k(slot, n) ORDER BY k.n
+  ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1
+  RETURNING slot, state`;
+
+/**
+ * DO UPDATE waits for a transaction holding a key's row and answers the row it committed: the key's newest state. In a
+ * transaction it is written without waiting for its answer (`Db.write`), so the transaction's next statement goes
+ * with it in one round trip; its answer comes first.
+ */
+export function slotLock(db: Db, p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>> {
+  const states = (rows: unknown[]) =>
+    (rows as Array<{ slot: string; state: unknown }>).map((r) => ({ slot: r.slot, state: r.state ?? undefined }));
+  if (!db.inTransaction) return db.rows(LOCK, [p.slots]).then(states);
+  return new Promise((resolve, reject) => {
+    db.write(LOCK, [p.slots], (rows) => resolve(states(rows))).catch(reject);
+  });
 }
 
 export async function slotGet(db: Db, p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>> {
