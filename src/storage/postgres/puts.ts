@@ -10,13 +10,17 @@ const PUT_ROWS = prepared(
    ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 );
 
-/** Key states, one statement (in a transaction that locked each key, its row is there and held: an update). */
-const PUT_SLOTS = prepared(
-  'flow_key_put_states',
-  `INSERT INTO flow_keys (slot, version, state)
+/** Key states (in a transaction that locked each key, its row is there and held: an update). */
+const SLOT_ROWS = `INSERT INTO flow_keys (slot, version, state)
    SELECT s.slot, 1, s.state FROM ROWS FROM (unnest($1::text[]), jsonb_array_elements($2::jsonb)) AS s(slot, state)
    ORDER BY s.slot
-   ON CONFLICT (slot) DO UPDATE SET state = excluded.state`,
+   ON CONFLICT (slot) DO UPDATE SET state = excluded.state`;
+const PUT_SLOTS = prepared('flow_key_put_states', SLOT_ROWS);
+
+/** Key states and projection rows, one statement: a batch of keyed starts or ends writes both. */
+const PUT_SLOTS_AND_ROWS = prepared(
+  'flow_key_put_states_and_rows',
+  `WITH keys AS (${SLOT_ROWS}) ${PUT_ROWS.text.replace(/\$1|\$2|\$3/g, (n) => `$${Number(n.slice(1)) + 2}`)}`,
 );
 
 /** A projection row as sent: name, key, value as JSON. */
@@ -62,20 +66,14 @@ export class Puts {
     const slots = [...this.slots];
     this.rows.clear();
     this.slots.clear();
-    return async (db) => {
-      const rowsSent =
-        rows.length === 0
-          ? undefined
-          : db.write(PUT_ROWS, [
-              textArray(rows.map((r) => r[0])),
-              textArray(rows.map((r) => r[1])),
-              jsonArray(rows.map((r) => r[2])),
-            ]);
-      const slotsSent =
-        slots.length === 0
-          ? undefined
-          : db.write(PUT_SLOTS, [textArray(slots.map((s) => s[0])), jsonArray(slots.map((s) => s[1]))]);
-      await Promise.all([rowsSent, slotsSent]);
-    };
+    const rowParams = [
+      textArray(rows.map((r) => r[0])),
+      textArray(rows.map((r) => r[1])),
+      jsonArray(rows.map((r) => r[2])),
+    ];
+    const slotParams = [textArray(slots.map((s) => s[0])), jsonArray(slots.map((s) => s[1]))];
+    if (slots.length === 0) return (db) => db.write(PUT_ROWS, rowParams);
+    if (rows.length === 0) return (db) => db.write(PUT_SLOTS, slotParams);
+    return (db) => db.write(PUT_SLOTS_AND_ROWS, [...slotParams, ...rowParams]);
   }
 }
