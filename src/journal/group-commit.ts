@@ -4,7 +4,7 @@ import type { EngineEvents } from '../observe/events.js';
 import type { CompletionItem, Lease, NewTask, Store, StoredEvent, StreamAppend, Task } from '../storage/store.js';
 import type { Journal } from './journal.js';
 
-/** Keys a write locks in its `prepare` or `also` (a keyed run's concurrency keys, at its start and its end). */
+/** Keys a write locks in its `also` (a keyed run's concurrency keys, at its start and its end). */
 export interface GroupLocks {
   keys: readonly string[];
   /**

@@ -53,7 +53,6 @@ const groupOf = (key: string): string | null => (key === '' ? null : key.slice(1
 /** A stored state; one written before limits (`{ active, waiting: [run ids] }`) reads as an ordering key's. */
 export function normal(value: unknown): Slots {
   const v = (value ?? {}) as Partial<Omit<Slots, 'inline'>> & { active?: string | null; waiting?: unknown[] };
-  // a state written before keys held their state kept `version` (the key's stream's): dropped
   const inline = (v.waiting ?? []).map((w) =>
     typeof w === 'string' ? { run: w, priority: 0, rest: [], quiet: true } : (w as Waiter),
   );
@@ -77,7 +76,6 @@ export function waits(slots: Slots): number {
   return n;
 }
 
-/** A key a transaction locked: the version it took, and the state it wrote or the lock's answer not read yet. */
 /** A key a transaction locked: the state it wrote, or the lock's answer not read yet. */
 interface Locked {
   slots?: Slots;
