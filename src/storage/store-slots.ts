@@ -13,9 +13,9 @@ export interface SlotWaiter {
 /** The keys of keyed concurrency limits: each key's lock row with its small state, and its line of waiting runs. */
 export interface SlotStore {
   /**
-   * Locks keys to the end of the transaction (their rows made, or bumped), in the order given, one statement: each
-   * key's state as it is now (the lock waits for a transaction holding it, and answers the row it left), undefined for a
-   * key with none yet.
+   * Locks keys to the end of the transaction (PostgreSQL: their rows made, or bumped; SQLite: its write transaction
+   * excludes every other already), in the order given, one statement: each key's state as it is now (the lock waits
+   * for a transaction holding it, and answers the row it left), undefined for a key with none yet.
    */
   slotLock(p: { slots: string[] }): Promise<Array<{ slot: string; state: unknown }>>;
   /** Writes the state of a key the transaction locked (PostgreSQL: held, sent ahead of its next statement). */

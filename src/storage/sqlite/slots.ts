@@ -45,12 +45,13 @@ export function slotWaiterDelete(s: Statements, p: { slot: string; runIds: strin
 
 const stateOf = (state: string | null): unknown => (state === null ? undefined : JSON.parse(state));
 
+/** A write transaction here excludes every other writer already (BEGIN IMMEDIATE): the lock is a read of the states. */
 export function slotLock(s: Statements, p: { slots: string[] }): Array<{ slot: string; state: unknown }> {
-  const lock = s.get(
-    `INSERT INTO flow_keys (slot, version) VALUES (?, 1)
-     ON CONFLICT (slot) DO UPDATE SET version = flow_keys.version + 1 RETURNING state`,
-  );
-  return p.slots.map((slot) => ({ slot, state: stateOf((lock.get(slot) as { state: string | null }).state) }));
+  const read = s.get('SELECT state FROM flow_keys WHERE slot = ?');
+  return p.slots.map((slot) => ({
+    slot,
+    state: stateOf((read.get(slot) as { state: string | null } | undefined)?.state ?? null),
+  }));
 }
 
 export function slotPut(s: Statements, p: { slot: string; state: unknown }): void {
