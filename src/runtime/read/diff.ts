@@ -43,7 +43,9 @@ const MAX_CELLS = 1_000_000;
  */
 export function diffRuns(a: RunView, b: RunView): RunDiff {
   const differs: RunField[] = [];
-  const field = (name: RunField, same: boolean) => same || differs.push(name);
+  const field = (f: RunField, same: boolean) => {
+    if (!same) differs.push(f);
+  };
   field('workflow', a.workflow === b.workflow);
   field('version', (a.version ?? null) === (b.version ?? null));
   field('status', a.status === b.status);
@@ -118,7 +120,9 @@ function stepDiff(a: StepView | null, b: StepView | null): StepDiff {
   if (!a || !b) return { change: a ? 'removed' : 'added', name, a, b, differs: [] };
   const worked = !isReused(a) && !isReused(b);
   const differs: StepField[] = [];
-  const field = (name: StepField, same: boolean) => same || differs.push(name);
+  const field = (f: StepField, same: boolean) => {
+    if (!same) differs.push(f);
+  };
   field('status', a.status === b.status);
   field('attempts', a.attempts === b.attempts);
   field('input', !worked || isDeepStrictEqual(a.input, b.input));
