@@ -7,6 +7,7 @@ import { hint, inputOption, inputValue } from './hints.js';
 import { client, databaseOf, direct, existingDatabase, remote, urlFlags, whole } from './options.js';
 import type { Output } from './output.js';
 import { reader, withSource } from './read.js';
+import { runDiffCommand } from './runs-diff.js';
 import { readJournal, type Source } from './source.js';
 import { start, startFlags } from './start.js';
 import { isReused, writeOutput } from './summary.js';
@@ -108,6 +109,8 @@ export function runCommands(program: Command, out: Output): void {
         );
       });
     });
+
+  runDiffCommand(runs, out);
 
   startFlags(runs.command('start <workflow>', { hidden: true }))
     .description('the old name of runledger start (code workflows)')

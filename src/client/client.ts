@@ -27,6 +27,7 @@ import type {
   IntakeResult,
 } from '../agents/ledger.js';
 import type { StoreStatus } from '../runtime/operate/operator.js';
+import type { RunDiffRecord } from '../server/records/run-diff.js';
 import type { Duration } from '../duration.js';
 import {
   type ClaimedTask,
@@ -193,6 +194,7 @@ export class Client extends Transport {
   runs = (q: { status?: string; workflow?: string; limit?: number; last_key?: string } = {}) =>
     this.call<{ runs: RunSummary[]; count: number; last_key: string | null }>('GET', `/runs${query(q)}`);
   run = (id: string) => this.call<RunRecord>('GET', `/runs/${enc(id)}`);
+  runDiff = (a: string, b: string) => this.call<RunDiffRecord>('GET', `/runs/${enc(a)}/diff/${enc(b)}`);
   runEvents = (id: string, q: { after?: number; limit?: number } = {}) =>
     this.call<{ events: RunEvent[]; next_after: number | null }>('GET', `/runs/${enc(id)}/events${query(q)}`);
   /**

@@ -28,6 +28,7 @@ import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueRoutes } from './routes/queues.js';
 import { overviewRoutes } from './routes/overview.js';
+import { runDiffRoutes } from './routes/run-diff.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { templateRoutes } from './routes/templates.js';
@@ -78,6 +79,7 @@ export function createApp(options: AppOptions): Hono {
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
+    ...runDiffRoutes(options.engine, options.workflows.definitions),
     ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
     ...batchRoutes(options.workflows),

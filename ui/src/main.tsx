@@ -11,6 +11,7 @@ import { LimitsPage } from './pages/limits';
 import { NotificationPage, NotificationsPage } from './pages/notifications';
 import { OverviewPage } from './pages/overview';
 import { RunPage } from './pages/run';
+import { RunDiffPage } from './pages/run-diff';
 import { RunsPage } from './pages/runs';
 import { TriggersPage } from './pages/triggers';
 import { WorkflowEditPage, WorkflowPage, WorkflowsPage } from './pages/workflows';
@@ -32,6 +33,7 @@ function Route({ path }: { path: string }) {
   let p: Record<string, string> | null;
   if (path === '/' || path === '/runs') return <RunsPage />;
   if ((p = match('/runs/:id', path))) return <RunPage id={p.id!} />;
+  if ((p = match('/runs/:a/diff/:b', path))) return <RunDiffPage a={p.a!} b={p.b!} />;
   if (path === '/workflows') return <WorkflowsPage />;
   if (path === '/workflows/new') return <WorkflowEditPage />;
   if ((p = match('/workflows/:id/edit', path))) return <WorkflowEditPage id={p.id!} />;

@@ -20,6 +20,7 @@ import {
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { Gantt, type JournalEvent } from './gantt';
 import { RunActions } from './run-actions';
+import { CompareLink } from './run-diff';
 import { pending, progressText, stepCounts } from './run-progress';
 import { Steps } from './run-steps';
 
@@ -115,6 +116,8 @@ export function RunPage({ id }: { id: string }) {
     | { runId?: string }
     | undefined;
   const parentId = typeof parent === 'string' ? parent : parent?.runId;
+  // a run started again from an ended one (a retry) names it in its first event
+  const retryOf = events.find((e) => e.type === RUN_EVENT.runStarted)?.data.retryOf as string | undefined;
   const counts = execution ? stepCounts(execution.steps) : null;
 
   return (
@@ -241,7 +244,16 @@ export function RunPage({ id }: { id: string }) {
             <dt>Rerun of</dt>
             <dd data-fact="rerun-of">
               <RunLink id={execution.rerun_of.execution_id} />{' '}
-              <span class="muted">({linkText(execution.rerun_of)})</span>
+              <span class="muted">({linkText(execution.rerun_of)})</span> ·{' '}
+              <CompareLink original={execution.rerun_of.execution_id} run={run.id} />
+            </dd>
+          </div>
+        ) : null}
+        {retryOf ? (
+          <div>
+            <dt>Retry of</dt>
+            <dd data-fact="retry-of">
+              <RunLink id={retryOf} /> · <CompareLink original={retryOf} run={run.id} />
             </dd>
           </div>
         ) : null}
