@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../src/testing/engine.js';
+import { launchBrowser } from './browser.js';
 import { freePort } from './child.js';
 
 /**
@@ -43,7 +44,7 @@ describe('runledger dev in a real terminal (tmux)', () => {
     }
   });
 
-  it('edit → reload: a new run takes the new code, a run in flight ends on its own; a broken module keeps the last good one serving', async () => {
+  it('edit → reload: a new run takes the new code, a run in flight ends on its own; a broken module keeps the last good one serving, shown on the dashboard', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'runledger-dev-'));
     const file = join(dir, 'flows.ts');
     save(file, flows('v1'));
@@ -82,6 +83,27 @@ describe('runledger dev in a real terminal (tmux)', () => {
     await seen(/✗ --workflows \.\/flows\.ts: SyntaxError at flows\.ts:6:\d+: Unexpected ";"/);
     expect(screen()).toContain('the previous version keeps serving');
     const during = await start('during');
+    const [status] = (await api('/dev/status')).modules;
+    expect(status).toMatchObject({
+      flag: '--workflows',
+      path: './flows.ts',
+      serving: [expect.stringMatching(/^greet@/)],
+    });
+    expect(status.error).toMatch(/SyntaxError at flows\.ts:6:\d+: Unexpected ";"/);
+    // the dashboard shows it, and stops showing it once a save loads
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${url}/ui/runs`);
+      const banner = page.locator('[role="alert"]', { hasText: '--workflows ./flows.ts did not load' });
+      await banner.waitFor({ timeout: 20_000 });
+      expect(await banner.textContent()).toContain('Unexpected ";"');
+      save(file, flows('v2'));
+      await seen(/reloaded --workflows \.\/flows\.ts: greet unchanged/);
+      await banner.waitFor({ state: 'detached', timeout: 20_000 });
+    } finally {
+      await browser.close();
+    }
 
     for (const [id, go] of [
       [old, 1],

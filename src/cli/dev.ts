@@ -5,6 +5,7 @@ import { startMockServices } from '../mock-services/index.js';
 import { versionTag } from '../runtime/start/versions.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { envValue } from '../settings.js';
+import type { ModuleStatus } from '../server/routes/dev.js';
 import { startServer } from '../server/start.js';
 import { loadAgents } from './agent.js';
 import { freshImport } from './fresh-import.js';
@@ -51,6 +52,9 @@ export function devCommands(program: Command, print: (line: string) => void): vo
       checkLocation(database, '--database');
       const workflows = options.workflows ? await workflowsOf(options.workflows, freshImport) : [];
       const agents = options.agents ? await loadAgents(options.agents) : {};
+      const modules: ModuleStatus[] = options.workflows
+        ? [{ flag: '--workflows', path: options.workflows, error: null, at: now(), serving: workflows.map(named) }]
+        : [];
       const stopped = untilSignal();
       const mock =
         options.mockServices === undefined
@@ -64,6 +68,7 @@ export function devCommands(program: Command, print: (line: string) => void): vo
         port,
         codeWorkflows: workflows,
         logger: log(),
+        devStatus: () => modules,
         ...agents,
       });
       for (const line of server.settingsWarnings) print(line);
@@ -73,8 +78,8 @@ export function devCommands(program: Command, print: (line: string) => void): vo
         print(`workflows: ${workflows.map(named).join(', ')} (--workflows ${options.workflows})`);
       if (mock) print(`mock services: ${mock.url}`);
       print(`dashboard: ${url}/ui`);
-      const unwatch = options.workflows
-        ? watchFolder(dirname(resolve(options.workflows)), reloader(server.engine, options.workflows, workflows, print))
+      const unwatch = modules[0]
+        ? watchFolder(dirname(resolve(modules[0].path)), reloader(server.engine, modules[0], workflows, print))
         : () => {};
       await stopped;
       unwatch();
@@ -89,15 +94,17 @@ function mockPort(flag: string | true): number {
 }
 
 const named = (wf: Workflow) => `${wf.name}@${wf.version}`;
+const now = () => new Date().toISOString();
 
 /**
  * Loads the module again and registers the workflows whose code changed: new runs start on the
  * version registered last, and a run in flight keeps running on the version it started on
- * (registered still). A module that fails to load is reported, and the versions registered keep serving.
+ * (registered still). A module that fails to load is reported (in the terminal and in `status`,
+ * which the dashboard shows), and the versions registered keep serving.
  */
 function reloader(
   engine: Engine,
-  module: string,
+  status: ModuleStatus,
   initial: Workflow[],
   print: (line: string) => void,
 ): () => Promise<void> {
@@ -105,14 +112,18 @@ function reloader(
   const loaded = new Map(initial.map((wf) => [wf.name, wf.version]));
   let loads = 0;
   return async () => {
+    const module = status.path;
     let workflows: Workflow[];
+    status.at = now();
     try {
       workflows = await workflowsOf(module, freshImport);
     } catch (error) {
-      print(`✗ ${error instanceof Error ? error.message : String(error)}`);
+      status.error = error instanceof Error ? error.message : String(error);
+      print(`✗ ${status.error}`);
       print('  the previous version keeps serving: fix the file and save it again');
       return;
     }
+    status.error = null;
     loads++;
     const known = new Set(engine.runtime.tags());
     const changed = workflows
@@ -121,6 +132,7 @@ function reloader(
       .map((wf) => (known.has(versionTag(wf.name, wf.version)) ? { ...wf, version: `${wf.version}.${loads}` } : wf));
     for (const wf of workflows) loaded.set(wf.name, wf.version);
     engine.register(...changed);
+    status.serving = workflows.map((wf) => named(engine.runtime.registered(wf.name) ?? wf));
     const list = workflows.map((wf) => {
       const now = changed.find((c) => c.name === wf.name);
       return now ? `${named(now)} (new runs)` : `${wf.name} unchanged`;

@@ -27,6 +27,7 @@ import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueRoutes } from './routes/queues.js';
+import { devRoutes, type ModuleStatus } from './routes/dev.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -63,6 +64,8 @@ export interface AppOptions {
   uiDir?: string | null;
   /** Serves `GET /metrics` (behind the same token as the API). */
   metrics?: Metrics;
+  /** `runledger dev`'s modules: serves `GET /dev/status`. */
+  devStatus?: () => ModuleStatus[];
 }
 
 /**
@@ -97,6 +100,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
+    ...(options.devStatus ? devRoutes(options.devStatus) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
