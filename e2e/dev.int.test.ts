@@ -52,12 +52,14 @@ describe('runledger dev in a real terminal (tmux)', () => {
     const url = `http://127.0.0.1:${port}`;
     const env = ['env', 'RUNLEDGER_URL=', 'RUNLEDGER_DATABASE=', 'DATABASE_URL=', 'RUNLEDGER_LOG_LEVEL=warn'];
     tmux('new-session', '-d', '-s', 'dev', '-x', '200', '-y', '50', '-c', dir, ...env, 'bash', '--norc', '--noprofile');
-    const command = `node ${resolve('bin/runledger.js')} dev --workflows ./flows.ts --port ${port}`;
+    const command = `node ${resolve('bin/runledger.js')} dev --workflows ./flows.ts --port ${port} --mock-services 0`;
     tmux('send-keys', '-t', 'dev:0', '-l', `${command}; echo "__dev_exit=$?"`);
     tmux('send-keys', '-t', 'dev:0', 'Enter');
     await seen(new RegExp(`dashboard: ${url}/ui`));
     expect(screen()).toMatch(/workflows: greet@\w+ \(--workflows \.\/flows\.ts\)/);
     expect(existsSync(join(dir, '.runledger', 'dev.db'))).toBe(true);
+    const mock = /mock services: (http:\/\/127\.0\.0\.1:\d+)/.exec(screen())?.[1];
+    expect((await fetch(`${mock}/`)).status).toBe(200);
 
     const api = async (path: string, body?: unknown) => {
       const response = await fetch(`${url}${path}`, {
