@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { dirname, resolve } from 'node:path';
+import { checkLocation } from '../app/open.js';
 import type { Engine } from '../engine.js';
 import { startMockServices } from '../mock-services/index.js';
 import { versionTag } from '../runtime/start/versions.js';
@@ -9,13 +10,12 @@ import type { ModuleStatus } from '../server/routes/dev.js';
 import { startServer } from '../server/start.js';
 import { loadAgents } from './agent.js';
 import { freshImport } from './fresh-import.js';
-import { checkLocation } from '../app/open.js';
 import { whole } from './options.js';
 import { log, serverEnv, untilSignal, workflowsOf } from './server.js';
 import { watchFolder } from './watch-folder.js';
 
 /** Where `runledger dev` keeps its runs unless `--database` says otherwise: a folder of its own, beside the code. */
-export const DEV_DATABASE = '.runledger/dev.db';
+const DEV_DATABASE = '.runledger/dev.db';
 
 /**
  * `runledger dev`: the API, the dashboard and workers on a local SQLite file, the `--workflows`
