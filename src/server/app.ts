@@ -64,7 +64,7 @@ export interface AppOptions {
   uiDir?: string | null;
   /** Serves `GET /metrics` (behind the same token as the API). */
   metrics?: Metrics;
-  /** `runledger dev`'s modules: serves `GET /dev/status`. */
+  /** `runledger dev`'s modules, for `GET /dev/status` (default: none). */
   devStatus?: () => ModuleStatus[];
 }
 
@@ -100,7 +100,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
-    ...(options.devStatus ? devRoutes(options.devStatus) : []),
+    ...devRoutes(options.devStatus ?? (() => [])),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

@@ -14,7 +14,7 @@ export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
   token?: string | undefined;
   /** Origins besides its own whose pages may change state, when there is no token (RUNLEDGER_ALLOWED_ORIGINS, see `parseAllowedOrigins`); the public URL's origin is one too. */
   allowedOrigins?: readonly string[];
-  /** `runledger dev`'s modules: serves `GET /dev/status`. */
+  /** `runledger dev`'s modules, for `GET /dev/status` (default: none). */
   devStatus?: () => ModuleStatus[];
 }
 

@@ -14,7 +14,7 @@ const EVERY_MS = 2_000;
 
 /**
  * Under `runledger dev`: a banner while a module's last load failed (the previous version keeps
- * serving). Any other server answers 404 to `/dev/status`, and the banner stops asking.
+ * serving). Any other server has no modules (an older one answers 404), and the banner stops asking.
  */
 export function DevBanner() {
   const [failed, setFailed] = useState<ModuleStatus[]>([]);
@@ -22,7 +22,7 @@ export function DevBanner() {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const read = async () => {
       const status = await apiOptional<{ modules: ModuleStatus[] }>('/dev/status').catch(() => undefined);
-      if (status === null) return;
+      if (status === null || status?.modules.length === 0) return;
       if (status) setFailed(status.modules.filter((m) => m.error !== null));
       timer = setTimeout(read, EVERY_MS);
     };

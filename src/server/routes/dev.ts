@@ -23,8 +23,9 @@ const moduleStatus = z.object({
 });
 
 /**
- * `GET /dev/status`, served by `runledger dev` only: the modules it reloads and whether their last
- * load failed (the dashboard shows a banner then).
+ * `GET /dev/status`: the modules `runledger dev` reloads and whether their last load failed (the
+ * dashboard shows a banner then). Any other server has none: an empty list, not a 404 (which a
+ * browser reports as an error on every page of the dashboard).
  *
  * @example devRoutes(() => [{ flag: '--workflows', path: './flows.ts', error: null, at: '2026-…', serving: ['greet@5c0027e7543c'] }])
  */
