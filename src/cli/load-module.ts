@@ -23,11 +23,18 @@ function registerTsx(): Promise<void> {
   return tsxRegistered;
 }
 
+/** Node's import of a file, through tsx's loaders for a TypeScript one: a second import returns the first's module. */
+async function importOnce(file: string): Promise<Record<string, unknown>> {
+  if (TYPESCRIPT.has(extname(file))) await registerTsx();
+  return import(pathToFileURL(file).href);
+}
+
 /**
  * The exported values of the module a user names with `flag` (`--workflows ./flows.ts`), JavaScript or
  * TypeScript, with the exports of a CommonJS module's `module.exports` spread in. A module that cannot
  * be loaded throws one line naming the flag, the file and the line (`--workflows ./flows.ts: SyntaxError
  * at flows.ts:3:7: Unexpected "="`), the original stack appended only when `debug` (RUNLEDGER_LOG_LEVEL=debug).
+ * `load` imports the file (`runledger dev` passes one that imports it afresh).
  *
  * @example const values = await loadModule('--workflows', './flows.ts');
  */
@@ -35,13 +42,13 @@ export async function loadModule(
   flag: string,
   path: string,
   debug = envValue(process.env, 'RUNLEDGER_LOG_LEVEL') === 'debug',
+  load: (file: string) => Promise<Record<string, unknown>> = importOnce,
 ): Promise<unknown[]> {
   const file = resolve(path);
   if (!existsSync(file)) throw new ValidationError(`${flag} ${path}`, `no such file: ${file}`);
-  if (TYPESCRIPT.has(extname(file))) await registerTsx();
   let module: Record<string, unknown>;
   try {
-    module = await import(pathToFileURL(file).href);
+    module = await load(file);
   } catch (error) {
     const failure = new ValidationError(
       `${flag} ${path}`,

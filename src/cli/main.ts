@@ -5,6 +5,7 @@ import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { functionCommands } from './functions.js';
 import { limitCommands } from './limits.js';
+import { devCommands } from './dev.js';
 import { mockServicesCommands } from './mock-services.js';
 import { notificationCommands } from './notifications.js';
 import { operatorCommands } from './operator.js';
@@ -60,6 +61,7 @@ export function cliProgram(out: Output = stdout()): Command {
   triggerCommands(program, line);
   agentCommands(program, line);
   mockServicesCommands(program, line);
+  devCommands(program, line);
   operatorCommands(program, line);
   opsCommands(program, line, (flag) => databaseOf({ ...(flag === undefined ? {} : { database: flag }) }));
   return program;

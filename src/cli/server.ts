@@ -22,7 +22,7 @@ import type { Output } from './output.js';
 import { loadSample, SAMPLE_WORKFLOWS, startSampleRun } from './sample.js';
 
 /** The server and worker settings read from the environment (the only place they are read). */
-function serverEnv() {
+export function serverEnv() {
   const env = (name: string) => envValue(process.env, name);
   const leaseMs = env('RUNLEDGER_LEASE_MS');
   const pollMs = env('RUNLEDGER_POLL_MS');
@@ -47,10 +47,10 @@ function serverEnv() {
 
 /** Made on first use: nothing happens at import time. */
 let logger: Logger | undefined;
-const log = (): Logger =>
+export const log = (): Logger =>
   (logger ??= createLogger(envValue(process.env, 'RUNLEDGER_LOG_LEVEL'), Boolean(process.stdout.isTTY)));
 
-function untilSignal(): Promise<unknown> {
+export function untilSignal(): Promise<unknown> {
   return new Promise((stop) => {
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
@@ -197,9 +197,9 @@ function publicUrlFlag(flag: string | undefined): { publicUrl?: string } {
   return flag === undefined ? {} : { publicUrl: checkPublicUrl(flag, '--public-url') };
 }
 
-/** The workflows a `--workflows` module (JavaScript or TypeScript) exports, directly or in arrays. */
-async function workflowsOf(module: string): Promise<Workflow[]> {
-  const found = exportedWorkflows(await loadModule('--workflows', module));
+/** The workflows a `--workflows` module (JavaScript or TypeScript) exports, directly or in arrays; `load` as `loadModule`'s. */
+export async function workflowsOf(module: string, load?: Parameters<typeof loadModule>[3]): Promise<Workflow[]> {
+  const found = exportedWorkflows(await loadModule('--workflows', module, undefined, load));
   if (found.length === 0) throw new ValidationError('--workflows', `${module} exports no workflow`);
   return found;
 }

@@ -27,6 +27,7 @@ import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueRoutes } from './routes/queues.js';
+import { devRoutes, type ModuleStatus } from './routes/dev.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runDiffRoutes } from './routes/run-diff.js';
 import { runRoutes } from './routes/runs.js';
@@ -64,6 +65,8 @@ export interface AppOptions {
   uiDir?: string | null;
   /** Serves `GET /metrics` (behind the same token as the API). */
   metrics?: Metrics;
+  /** `runledger dev`'s modules, for `GET /dev/status` (default: none). */
+  devStatus?: () => ModuleStatus[];
 }
 
 /**
@@ -99,6 +102,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
+    ...devRoutes(options.devStatus ?? (() => [])),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

@@ -5,6 +5,7 @@ import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
 import { listen, type RequestTimeouts } from './listen.js';
 import { originOf } from './origin.js';
+import type { ModuleStatus } from './routes/dev.js';
 import { ChannelSockets } from './ws.js';
 
 export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
@@ -13,6 +14,8 @@ export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
   token?: string | undefined;
   /** Origins besides its own whose pages may change state, when there is no token (RUNLEDGER_ALLOWED_ORIGINS, see `parseAllowedOrigins`); the public URL's origin is one too. */
   allowedOrigins?: readonly string[];
+  /** `runledger dev`'s modules, for `GET /dev/status` (default: none). */
+  devStatus?: () => ModuleStatus[];
 }
 
 export interface Server extends Omit<OpenApp, 'close' | 'metrics'> {
@@ -34,6 +37,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     allowedOrigins = [],
     headersTimeoutMs,
     requestTimeoutMs,
+    devStatus,
     ...appOptions
   } = options;
   const database = appOptions.database ?? 'runledger.db';
@@ -81,6 +85,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
         version: packageVersion(),
         allowedOrigins: origins,
         ...(token ? { token } : {}),
+        ...(devStatus ? { devStatus } : {}),
       });
       return {
         ...rest,

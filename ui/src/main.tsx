@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { onTokenNeeded } from './api';
 import { Link } from './common';
+import { DevBanner } from './dev-banner';
 import { match, onLinkClick, useLocation } from './router';
 import { AgentRunPage } from './pages/agent-run';
 import { AgentsPage } from './pages/agents';
@@ -144,6 +145,7 @@ function App() {
         </ul>
       </nav>
       <main id="main" ref={main}>
+        <DevBanner />
         <Route path={loc.path} />
       </main>
       <TokenDialog />
