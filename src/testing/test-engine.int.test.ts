@@ -100,6 +100,20 @@ describe('createTestEngine: a clock the test moves', () => {
     expect(await run.result()).toBe(2);
   });
 
+  it('fails a run at its deadline, on the test clock: a 2-day timeout ends a 3-day sleep', async () => {
+    const long = workflow('long', async (ctx) => {
+      await ctx.sleep('long', '3d');
+      return 'woke';
+    });
+    t = await createTestEngine({ workflows: [long] });
+    const run = await t.start(long, {}, { timeout: '2d' });
+    await t.advance('47h');
+    expect((await t.run(run.id)).status).toBe('sleeping');
+    await t.advance('1h');
+    expect((await t.run(run.id)).status).toBe('failed');
+    await expect(run.result()).rejects.toThrow('TimeoutError');
+  });
+
   it('waits for a running step before it moves the clock: its lease does not run out', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
