@@ -183,7 +183,9 @@ describe('idle: nothing running and nothing due on the queues the engine works',
     expect((await t.run(run.id)).status).toBe('success');
   });
 
-  it('refuses a duration that is not one, and a second advance under way', async () => {
+  it('refuses a start time, an idle timeout or a duration that is not one, and a second advance under way', async () => {
+    await expect(createTestEngine({ now: new Date('someday') })).rejects.toThrow(/now: must be a valid date/);
+    await expect(createTestEngine({ idleTimeoutMs: 0 })).rejects.toThrow(/idleTimeoutMs: must be a whole number/);
     t = await createTestEngine();
     await expect(t.advance('soon')).rejects.toThrow(ValidationError);
     await expect(t.advance('soon')).rejects.toThrow(/duration/);

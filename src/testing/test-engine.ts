@@ -101,7 +101,11 @@ export class TestEngine {
     this.advancing = true;
     try {
       const until = this.clock.now() + ms;
-      for (let next = await this.idle(); next !== null && next <= until; next = await this.idle()) this.clock.set(next);
+      let next = await this.idle();
+      while (next !== null && next <= until) {
+        this.clock.set(next);
+        next = await this.idle();
+      }
       this.clock.set(until);
       await this.idle();
     } finally {
@@ -120,10 +124,10 @@ export class TestEngine {
     const deadline = performance.now() + this.idleTimeoutMs;
     for (;;) {
       const state = await this.look();
-      if (typeof state !== 'string') return state.next;
+      if ('next' in state) return state.next;
       if (performance.now() > deadline)
         throw new Error(
-          `the engine is not idle after ${this.idleTimeoutMs} ms: ${state} (a step waiting for the test?)`,
+          `the engine is not idle after ${this.idleTimeoutMs} ms: ${state.busy} (a step waiting for the test?)`,
         );
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -135,18 +139,18 @@ export class TestEngine {
   }
 
   /** What keeps the engine busy, or when its next task comes due. */
-  private async look(): Promise<string | { next: number | null }> {
+  private async look(): Promise<{ busy: string } | { next: number | null }> {
     const store = engineStore(this.engine);
     const now = this.clock.now();
     let next: number | null = null;
     for (const q of await store.taskStats()) {
       if (!this.queues.has(q.queue)) continue;
-      if (q.running > 0) return `${q.running} task(s) running on queue '${q.queue}'`;
+      if (q.running > 0) return { busy: `${q.running} task(s) running on queue '${q.queue}'` };
       if (q.ready === 0) continue;
       // every ready task, from the epoch on: due ones too (≤ 0), paused ones not
       const dueIn = await store.taskDueIn({ queue: q.queue, lookbackMs: now });
       if (dueIn === null) continue;
-      if (dueIn <= 0) return `a task due on queue '${q.queue}'`;
+      if (dueIn <= 0) return { busy: `a task due on queue '${q.queue}'` };
       next = Math.min(next ?? Number.POSITIVE_INFINITY, now + dueIn);
     }
     return { next };
