@@ -52,6 +52,11 @@ export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLe
   listen(channel: NotifyChannel, onWake: (payload: string, version?: number) => void): Promise<() => Promise<void>>;
   /** The database clock, in ms since the epoch. Leases and run-at times use it, not the process clock. */
   now(): Promise<number>;
+  /**
+   * The database clock read without a query, where this process keeps it (SQLite: the process's
+   * clock, or a test's, see runledger/testing). Absent where a server keeps it (PostgreSQL): StoreClock learns its offset.
+   */
+  readonly clock?: () => number;
   /** A short health summary for `runledger status`. */
   status(): Promise<StoreStatus>;
   close(): Promise<void>;

@@ -8,5 +8,6 @@
  */
 export { createPostgresDatabase, createSqlitePath, dropPostgresTestDatabases } from './databases.js';
 export { eventually } from './engine.js';
+export { createTestEngine, TestEngine, type TestEngineOptions } from './test-engine.js';
 export { checkCrashRecovery, type CrashReport } from './replay.js';
 export { armCrashPoint, type CrashPointName } from '../crash.js';

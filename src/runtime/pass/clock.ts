@@ -10,6 +10,8 @@ export const CLOCK_REFRESH_MS = 5000;
  * wait's, a poll's or a run's deadline) is on it too; on the process clock, a worker whose clock
  * is off fires timers early or leaves them waiting (measured with libfaketime, before: a worker
  * 10 min behind ended a 3 s sleep after 46–323 ms, one 10 min ahead left its runs sleeping).
+ * A store that keeps its clock in this process (`store.clock`: SQLite) is read directly: nothing
+ * to learn, and a test's clock that jumps (runledger/testing) is followed at once.
  *
  * @example
  * const clock = new StoreClock(store);
@@ -23,24 +25,26 @@ export class StoreClock {
   private learning: Promise<void> | null = null;
 
   constructor(
-    private readonly store: Pick<Store, 'now'>,
+    private readonly store: Pick<Store, 'now' | 'clock'>,
     private readonly refreshMs = CLOCK_REFRESH_MS,
   ) {}
 
   /** Resolves once the offset is known and fresh: at once when it is, else after one `store.now()`. */
   async ready(): Promise<void> {
+    if (this.store.clock) return;
     if (this.learnedAt === null || performance.now() - this.learnedAt > this.refreshMs) await this.learn();
   }
 
   /** The database's time now, in ms since the epoch. A stale offset is refreshed in the background. */
   now(): number {
+    if (this.store.clock) return this.store.clock();
     if (this.learnedAt !== null && performance.now() - this.learnedAt > this.refreshMs) this.learn().catch(() => {});
     return Date.now() + this.offset;
   }
 
   /** The database clock minus this process's, in ms (0 until learned). */
   get offsetMs(): number {
-    return this.offset;
+    return this.store.clock ? this.store.clock() - Date.now() : this.offset;
   }
 
   private learn(): Promise<void> {

@@ -24,8 +24,24 @@ import * as tasks from './tasks.js';
  *
  * @example const store = openSqliteStore('runledger.db')
  */
-export function openSqliteStore(path: string, options: { migrate?: boolean } = {}): Store {
-  return new SqliteStore(openShared(path, options), null);
+export function openSqliteStore(path: string, options: { migrate?: boolean; clock?: SqliteClock } = {}): Store {
+  const shared = openShared(path, options);
+  const { clock } = options;
+  if (!clock) return new SqliteStore(shared, null, () => Date.now());
+  // tasks may have come due: every worker on this connection looks ('' wakes each queue)
+  clock.onJump(() => announce(shared.listeners, [['tasks', new Set([''])]]));
+  return new SqliteStore(shared, null, () => clock.now());
+}
+
+/**
+ * The time a SQLite store reads instead of the process's, for tests (`createTestEngine` in
+ * runledger/testing): it stands still until the test moves it, and each move wakes the store's workers.
+ */
+export interface SqliteClock {
+  /** ms since the epoch. */
+  now(): number;
+  /** Calls `wake` after each move of the clock. */
+  onJump(wake: () => void): void;
 }
 
 /** A channel and the payloads to wake it with. */
@@ -50,6 +66,8 @@ class SqliteStore implements Store {
     private readonly shared: Shared,
     /** set inside a transaction: the notifications to send after it commits */
     private readonly pending: Map<NotifyChannel, Set<string>> | null,
+    /** The database clock: `Date.now`, or a test's (`SqliteClock`). */
+    readonly clock: () => number,
   ) {}
 
   /** A write: atomic on its own, or part of the transaction this store belongs to; `wakeups` go out once it committed (one channel's, or those its result names). */
@@ -59,7 +77,7 @@ class SqliteStore implements Store {
       typeof wakeups === 'function' ? wakeups(result) : wakeups ? [wakeups] : [];
     if (this.pending) {
       if (this.finished) throw new Error('this transaction has already finished');
-      const result = fn(statements, Date.now());
+      const result = fn(statements, this.clock());
       for (const [channel, ...payloads] of notifyOf(result))
         for (const payload of payloads) addPending(this.pending, [channel, payload]);
       return result;
@@ -68,7 +86,7 @@ class SqliteStore implements Store {
     let result: T;
     try {
       try {
-        result = fn(statements, Date.now());
+        result = fn(statements, this.clock());
         statements.get('COMMIT').run();
         countCommit(this.shared);
       } catch (error) {
@@ -107,7 +125,7 @@ class SqliteStore implements Store {
     if (this.pending) return fn(this);
     const { db, statements, turns, listeners } = this.shared;
     const release = await turns.write(() => statements.get('BEGIN IMMEDIATE').run());
-    const tx = new SqliteStore(this.shared, new Map());
+    const tx = new SqliteStore(this.shared, new Map(), this.clock);
     let result: T;
     try {
       try {
@@ -148,7 +166,7 @@ class SqliteStore implements Store {
   }
 
   async now(): Promise<number> {
-    return Date.now();
+    return this.clock();
   }
 
   status(): Promise<StoreStatus> {
@@ -275,7 +293,7 @@ class SqliteStore implements Store {
   taskList: Store['taskList'] = (p) => this.read((s) => tasks.taskList(s, p));
   taskRedrive: Store['taskRedrive'] = (p) => this.run((s, now) => tasks.taskRedrive(s, now, p), ['tasks', '']);
   taskReschedule: Store['taskReschedule'] = (p) => this.run((s) => tasks.taskReschedule(s, p), ['tasks', p.queue]);
-  taskDueIn: Store['taskDueIn'] = (p) => this.read((s) => tasks.taskDueIn(s, Date.now(), p));
+  taskDueIn: Store['taskDueIn'] = (p) => this.read((s) => tasks.taskDueIn(s, this.clock(), p));
   // a limit raised or removed frees slots: the queue's workers are woken
   queueLimitSet: Store['queueLimitSet'] = (p) =>
     this.run((s, now) => tasks.queueLimitSet(s, now, p), ['tasks', p.queue]);
@@ -308,10 +326,11 @@ class SqliteStore implements Store {
   agentCheckpointPut: Store['agentCheckpointPut'] = (p) => this.run((s) => agents.agentCheckpointPut(s, p));
   agentCheckpointList: Store['agentCheckpointList'] = (p) => this.read((s) => agents.agentCheckpointList(s, p));
   agentRunDelete: Store['agentRunDelete'] = (p) => this.run((s) => agents.agentRunDelete(s, p));
-  taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, Date.now()));
+  taskStats: Store['taskStats'] = () => this.read((s) => maintenance.taskStats(s, this.clock()));
   taskListActiveKeys: Store['taskListActiveKeys'] = (p) => this.read((s) => maintenance.taskListActiveKeys(s, p));
   taskDelete: Store['taskDelete'] = (p) => this.run((s) => maintenance.taskDelete(s, p));
-  subscriptionStats: Store['subscriptionStats'] = () => this.read((s) => maintenance.subscriptionStats(s, Date.now()));
+  subscriptionStats: Store['subscriptionStats'] = () =>
+    this.read((s) => maintenance.subscriptionStats(s, this.clock()));
   streamDelete: Store['streamDelete'] = (p) => this.run((s) => maintenance.streamDelete(s, p));
   eventDeleteBefore: Store['eventDeleteBefore'] = (p) => this.run((s) => maintenance.eventDeleteBefore(s, p));
   storageDiagnose: Store['storageDiagnose'] = () => this.read((s) => maintenance.storageDiagnose(s));
