@@ -1,8 +1,11 @@
 /**
- * Test helpers for users of runledger (`runledger/testing`): fresh databases, a wait helper, and
- * crash points to kill a process exactly where durable engines break.
+ * Test helpers for users of runledger (`runledger/testing`): an engine whose clock the test moves, fresh databases, a
+ * wait helper, and crash points to kill a process exactly where durable engines break.
  *
  * @example
+ * const t = await createTestEngine({ workflows: [trial] });
+ * await t.start(trial, { user: 'ada' });
+ * await t.advance('14d'); // the 14-day sleep is over
  * const engine = await createEngine({ database: createSqlitePath() });
  * await eventually(async () => (await engine.queue.get(id)).state === 'completed');
  */
