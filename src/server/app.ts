@@ -26,6 +26,7 @@ import { controlRoutes } from './routes/control.js';
 import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
+import { queueListRoutes } from './routes/queue-list.js';
 import { queueRoutes } from './routes/queues.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runRoutes } from './routes/runs.js';
@@ -93,6 +94,7 @@ export function createApp(options: AppOptions): Hono {
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
+    ...queueListRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...(options.notifications ? notificationRoutes(options.notifications) : []),

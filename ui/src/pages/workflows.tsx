@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, type ApiError } from '../api';
 import { ErrorBox, Json, Link, Page, parseJson, RunLink, Status, time, useLoad } from '../common';
 import { navigate } from '../router';
+import { Pauses } from './pauses';
 
 interface Workflow {
   id: string;
@@ -58,6 +59,7 @@ export function WorkflowsPage() {
           ) : null}
         </tbody>
       </table>
+      <Pauses />
     </Page>
   );
 }
