@@ -27,6 +27,7 @@ import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueListRoutes } from './routes/queue-list.js';
+import { scheduleBackfillRoutes } from './routes/schedule-backfill.js';
 import { triggerPreviewRoutes } from './routes/trigger-previews.js';
 import { queueRoutes } from './routes/queues.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -92,6 +93,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.triggers ? triggerPreviewRoutes(options.triggers) : []),
+    ...(options.triggers ? scheduleBackfillRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
