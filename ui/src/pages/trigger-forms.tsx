@@ -217,56 +217,6 @@ export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
   );
 }
 
-/**
- * A button that acts on its second, named click (a delete that cannot be undone), then calls `done`.
- *
- * @example <Confirmed label="Delete" confirm="Delete rule signup" act={() => api('/rules/rule_…', { method: 'DELETE' })} done={reload} />
- */
-export function Confirmed({
-  label,
-  confirm,
-  act,
-  done,
-}: {
-  label: string;
-  confirm: string;
-  act: () => Promise<unknown>;
-  done: () => void;
-}) {
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  if (!asking)
-    return (
-      <button type="button" onClick={() => setAsking(true)}>
-        {label}
-      </button>
-    );
-  return (
-    <span class="actions">
-      <button
-        type="button"
-        class="danger"
-        onClick={async () => {
-          setError(null);
-          try {
-            await act();
-            setAsking(false);
-            done();
-          } catch (e) {
-            setError(e);
-          }
-        }}
-      >
-        {confirm}
-      </button>
-      <button type="button" onClick={() => setAsking(false)}>
-        Keep
-      </button>
-      <ErrorBox error={error} />
-    </span>
-  );
-}
-
 /** Backfill a schedule over a past window (the browser's local time): a run per slot, the slots that had one keep it. */
 export function Backfill({ id }: { id: string }) {
   const [open, setOpen] = useState(false);

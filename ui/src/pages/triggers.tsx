@@ -1,6 +1,7 @@
 import { api } from '../api';
 import { ErrorBox, Json, Page, RunLink, time, useLoad } from '../common';
-import { Backfill, Confirmed, RuleForm, ScheduleForm } from './trigger-forms';
+import { Confirmed } from './reasoned';
+import { Backfill, RuleForm, ScheduleForm } from './trigger-forms';
 
 interface Match {
   rule_id: string;

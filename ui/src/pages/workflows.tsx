@@ -3,6 +3,7 @@ import { api, type ApiError } from '../api';
 import { ErrorBox, Json, Link, Page, parseJson, RunLink, Status, time, useLoad } from '../common';
 import { navigate } from '../router';
 import { Pauses } from './pauses';
+import { Secrets } from './secrets';
 
 interface Workflow {
   id: string;
@@ -60,6 +61,7 @@ export function WorkflowsPage() {
         </tbody>
       </table>
       <Pauses />
+      <Secrets />
     </Page>
   );
 }
