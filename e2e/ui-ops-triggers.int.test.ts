@@ -3,14 +3,14 @@ import { call, useDashboard } from './dashboard.js';
 
 /**
  * Rules and schedules from the Triggers page (issue 47) in a real browser (needs `npm run build`): a rule's pattern
- * tried on the events received before it is created, then disabled, enabled and deleted; a schedule's next ten times
+ * tried on the events received before it is created, then disabled, enabled, edited and deleted; a schedule's next ten times
  * before it is created, then backfilled over a past window and deleted.
  */
 
 describe('operating triggers from the dashboard', () => {
   const ui = useDashboard();
 
-  it('previews, creates, disables, enables and deletes a rule', async () => {
+  it('previews, creates, disables, enables, edits and deletes a rule', async () => {
     const { server, page } = ui;
     const wf = await call(server, '/workflows', {
       name: 'ship',
@@ -51,6 +51,17 @@ describe('operating triggers from the dashboard', () => {
     await row.getByRole('button', { name: 'Enable' }).click();
     await row.getByRole('button', { name: 'Disable' }).waitFor({ timeout: 20_000 });
     expect((await stored())[0]!.enabled).toBe(true);
+    await row.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: 'Edit rule big-orders' });
+    expect(await edit.getByLabel('Target name').inputValue()).toBe(wf.id);
+    await edit.getByLabel('Pattern (JSON)').fill(JSON.stringify({ source: ['shop'] }));
+    await edit.getByRole('button', { name: 'Try on recent events' }).click();
+    await edit.locator('li[data-event="small-order"]').waitFor({ timeout: 20_000 });
+    await edit.getByRole('button', { name: 'Save rule' }).click();
+    await edit.waitFor({ state: 'detached', timeout: 20_000 });
+    expect(await stored()).toMatchObject([{ name: 'big-orders', enabled: true, pattern: { source: ['shop'] } }]);
+    expect(await row.textContent()).not.toContain('numeric');
+
     await row.getByRole('button', { name: 'Delete' }).click();
     await row.getByRole('button', { name: 'Delete rule big-orders' }).click();
     await row.waitFor({ state: 'detached', timeout: 20_000 });

@@ -27,6 +27,7 @@ import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueListRoutes } from './routes/queue-list.js';
+import { ruleEditRoutes } from './routes/rule-edit.js';
 import { scheduleBackfillRoutes } from './routes/schedule-backfill.js';
 import { triggerPreviewRoutes } from './routes/trigger-previews.js';
 import { queueRoutes } from './routes/queues.js';
@@ -94,6 +95,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
     ...(options.triggers ? triggerPreviewRoutes(options.triggers) : []),
     ...(options.triggers ? scheduleBackfillRoutes(options.triggers) : []),
+    ...(options.triggers ? ruleEditRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),

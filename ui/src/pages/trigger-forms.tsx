@@ -42,12 +42,22 @@ function TargetFields({
   );
 }
 
-/** A form to create a rule, with its pattern tried on the newest events before it is saved. */
-export function RuleForm({ onSaved }: { onSaved: () => void }) {
-  const [name, setName] = useState('');
-  const [pattern, setPattern] = useState(RULE_PATTERN);
-  const [kind, setKind] = useState('workflow');
-  const [targetName, setTargetName] = useState('');
+/** A rule as the API answers it: what the edit form starts from. */
+export interface Rule {
+  id: string;
+  name: string;
+  description?: string;
+  pattern: Record<string, unknown>;
+  target: { workflow?: string; agent?: string };
+  input: unknown;
+}
+
+/** A form to create a rule, or edit `rule`, with its pattern tried on the newest events before it is saved. */
+export function RuleForm({ rule, onSaved }: { rule?: Rule | null; onSaved: () => void }) {
+  const [name, setName] = useState(rule?.name ?? '');
+  const [pattern, setPattern] = useState(rule ? JSON.stringify(rule.pattern, null, 2) : RULE_PATTERN);
+  const [kind, setKind] = useState(rule?.target.agent ? 'agent' : 'workflow');
+  const [targetName, setTargetName] = useState(rule?.target.agent ?? rule?.target.workflow ?? '');
   const [preview, setPreview] = useState<{ tried: number; matched: Matched[] } | null>(null);
   const [error, setError] = useState<unknown>(null);
   const attempt = async (fn: () => Promise<void>) => {
@@ -58,25 +68,32 @@ export function RuleForm({ onSaved }: { onSaved: () => void }) {
       setError(e);
     }
   };
+  const heading = rule ? `edit-rule-${rule.id}` : 'new-rule';
   return (
     <form
       class="card rule-form"
-      aria-labelledby="new-rule"
+      aria-labelledby={heading}
       onSubmit={(e) => {
         e.preventDefault();
         attempt(async () => {
-          const body = { name: name.trim(), pattern: parseJson(pattern, 'pattern'), target: target(kind, targetName) };
-          await api('/rules', { method: 'POST', body });
+          const body = {
+            name: name.trim(),
+            ...(rule?.description === undefined ? {} : { description: rule.description }),
+            pattern: parseJson(pattern, 'pattern'),
+            target: target(kind, targetName),
+            ...(rule ? { input: rule.input } : {}),
+          };
+          await api(rule ? `/rules/${rule.id}` : '/rules', { method: rule ? 'PUT' : 'POST', body });
           setName('');
           setPreview(null);
           onSaved();
         });
       }}
     >
-      <h3 id="new-rule">New rule</h3>
+      <h3 id={heading}>{rule ? `Edit rule ${rule.name}` : 'New rule'}</h3>
       <label>
         Name
-        <input name="name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input name="name" required readOnly={!!rule} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </label>
       <label>
         Pattern (JSON)
@@ -106,8 +123,13 @@ export function RuleForm({ onSaved }: { onSaved: () => void }) {
           Try on recent events
         </button>
         <button type="submit" class="primary">
-          Create rule
+          {rule ? 'Save rule' : 'Create rule'}
         </button>
+        {rule ? (
+          <button type="button" onClick={onSaved}>
+            Close
+          </button>
+        ) : null}
       </div>
       <ErrorBox error={error} />
       {preview ? (

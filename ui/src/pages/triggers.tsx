@@ -1,7 +1,8 @@
+import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Json, Page, RunLink, time, useLoad } from '../common';
 import { Confirmed } from './reasoned';
-import { Backfill, RuleForm, ScheduleForm } from './trigger-forms';
+import { Backfill, type Rule, RuleForm, ScheduleForm } from './trigger-forms';
 
 interface Match {
   rule_id: string;
@@ -18,6 +19,7 @@ const target = (t: any) => (t?.workflow ? `workflow ${t.workflow}` : t?.agent ? 
  * schedules with their next fire times (create, delete).
  */
 export function TriggersPage() {
+  const [editing, setEditing] = useState<Rule | null>(null);
   const { data, error, reload } = useLoad(async (signal) => {
     const [events, rules, schedules] = await Promise.all([
       api<{ events: any[] }>('/events?limit=50', { signal }),
@@ -105,6 +107,9 @@ export function TriggersPage() {
                 >
                   {r.enabled ? 'Disable' : 'Enable'}
                 </button>
+                <button type="button" onClick={() => setEditing(r)}>
+                  Edit
+                </button>
                 <Confirmed
                   label="Delete"
                   confirm={`Delete rule ${r.name}`}
@@ -123,7 +128,18 @@ export function TriggersPage() {
           ) : null}
         </tbody>
       </table>
-      <RuleForm onSaved={reload} />
+      {editing ? (
+        <RuleForm
+          key={editing.id}
+          rule={editing}
+          onSaved={() => {
+            setEditing(null);
+            reload();
+          }}
+        />
+      ) : (
+        <RuleForm onSaved={reload} />
+      )}
       <h2>Schedules</h2>
       <table>
         <thead>
