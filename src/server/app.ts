@@ -26,6 +26,10 @@ import { controlRoutes } from './routes/control.js';
 import { historyRoutes } from './routes/history.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
+import { queueListRoutes } from './routes/queue-list.js';
+import { ruleEditRoutes } from './routes/rule-edit.js';
+import { scheduleBackfillRoutes } from './routes/schedule-backfill.js';
+import { triggerPreviewRoutes } from './routes/trigger-previews.js';
 import { queueRoutes } from './routes/queues.js';
 import { devRoutes, type ModuleStatus } from './routes/dev.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -94,10 +98,14 @@ export function createApp(options: AppOptions): Hono {
     ...operationRoutes(options.engine, options.workflows.secrets),
     ...(options.channels ? channelRoutes(options.engine, options.channels) : []),
     ...(options.triggers ? triggerRoutes(options.triggers) : []),
+    ...(options.triggers ? triggerPreviewRoutes(options.triggers) : []),
+    ...(options.triggers ? scheduleBackfillRoutes(options.triggers) : []),
+    ...(options.triggers ? ruleEditRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
+    ...queueListRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),
     ...(options.notifications ? notificationRoutes(options.notifications) : []),

@@ -63,7 +63,7 @@ const PERMANENT = [ValidationError, NotFoundError, TerminalError];
 
 /**
  * Event rules: each a pattern (EventBridge semantics), a target and an input mapping. A rule is
- * the stream `rule:<id>` (`rule.created`, `rule.enabled`, `rule.disabled`, `rule.deleted`); the
+ * the stream `rule:<id>` (`rule.created`, `rule.updated`, `rule.enabled`, `rule.disabled`, `rule.deleted`); the
  * `rule` projection is its current state. Names are unique. `route` is the routing subscription's
  * handler. One instance per journal (its constructor registers the projection).
  *
@@ -76,38 +76,65 @@ export class Rules {
     private readonly journal: Journal,
     private readonly starter: RunStarter,
   ) {
-    journal.project(['rule.created', 'rule.enabled', 'rule.disabled', 'rule.deleted'], async (event, tx) => {
-      const id = event.streamId.slice('rule:'.length);
-      const at = new Date(event.timestamp).toISOString();
-      if (event.type === 'rule.created') {
-        const rule = {
-          ...(event.data as Omit<Rule, 'id' | 'created_at' | 'updated_at'>),
-          id,
-          created_at: at,
-          updated_at: at,
-          since: event.position,
-        };
-        await tx.projectionPut({ name: RULE_VIEW, key: id, value: rule });
-        await tx.projectionPut({ name: NAME_VIEW, key: rule.name, value: { rule_id: id } });
-        return;
-      }
-      const rule = (await tx.projectionGet({ name: RULE_VIEW, key: id })) as StoredRule | undefined;
-      if (!rule) return;
-      if (event.type === 'rule.deleted') {
-        await tx.projectionDelete({ name: RULE_VIEW, key: id });
-        await tx.projectionDelete({ name: NAME_VIEW, key: rule.name });
-      } else {
-        await tx.projectionPut({
-          name: RULE_VIEW,
-          key: id,
-          value: { ...rule, enabled: event.type === 'rule.enabled', updated_at: at },
-        });
-      }
-    });
+    journal.project(
+      ['rule.created', 'rule.updated', 'rule.enabled', 'rule.disabled', 'rule.deleted'],
+      async (event, tx) => {
+        const id = event.streamId.slice('rule:'.length);
+        const at = new Date(event.timestamp).toISOString();
+        if (event.type === 'rule.created') {
+          const rule = {
+            ...(event.data as Omit<Rule, 'id' | 'created_at' | 'updated_at'>),
+            id,
+            created_at: at,
+            updated_at: at,
+            since: event.position,
+          };
+          await tx.projectionPut({ name: RULE_VIEW, key: id, value: rule });
+          await tx.projectionPut({ name: NAME_VIEW, key: rule.name, value: { rule_id: id } });
+          return;
+        }
+        const rule = (await tx.projectionGet({ name: RULE_VIEW, key: id })) as StoredRule | undefined;
+        if (!rule) return;
+        if (event.type === 'rule.deleted') {
+          await tx.projectionDelete({ name: RULE_VIEW, key: id });
+          await tx.projectionDelete({ name: NAME_VIEW, key: rule.name });
+        } else if (event.type === 'rule.updated') {
+          // the event holds the whole new definition: a description it lacks is gone
+          const { description: _description, ...kept } = rule;
+          await tx.projectionPut({
+            name: RULE_VIEW,
+            key: id,
+            value: { ...kept, ...(event.data as object), updated_at: at },
+          });
+        } else {
+          await tx.projectionPut({
+            name: RULE_VIEW,
+            key: id,
+            value: { ...rule, enabled: event.type === 'rule.enabled', updated_at: at },
+          });
+        }
+      },
+    );
   }
 
   /** Checks everything (every problem of the pattern and the input with its path, then the target) and stores the rule. A taken name → ConflictError. */
   async create(body: unknown): Promise<Rule> {
+    const { enabled, ...checked } = await this.check(body);
+    const data = { ...checked, enabled };
+    const name = data.name;
+    const id = newId('rule');
+    await this.store.transaction(async (tx) => {
+      // the append locks the name's stream row: a concurrent create of the same name waits, then sees this one
+      await this.journal.append(`rule-name:${name}`, [{ type: 'rule.named', data: { rule_id: id } }], { tx });
+      const taken = (await tx.projectionGet({ name: NAME_VIEW, key: name })) as { rule_id: string } | undefined;
+      if (taken) throw new ConflictError(`a rule named '${name}' exists (${taken.rule_id})`);
+      await this.journal.append(ruleStream(id), [{ type: 'rule.created', data }], { tx, expectedVersion: 0 });
+    });
+    return this.get(id);
+  }
+
+  /** The rule `body` describes, every problem of it reported at once (the pattern's and the input's with their paths). */
+  private async check(body: unknown) {
     const parsed = ruleRequest.safeParse(body);
     const problems: Problem[] = parsed.success
       ? []
@@ -119,7 +146,7 @@ export class Rules {
     if (problems.length > 0 || !parsed.success || !target)
       throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a rule' }]);
     const { name, description, pattern, enabled } = parsed.data;
-    const data = {
+    return {
       name,
       ...(description === undefined ? {} : { description }),
       pattern,
@@ -127,13 +154,20 @@ export class Rules {
       input: raw.input === undefined ? DEFAULT_RULE_INPUT : raw.input,
       enabled,
     };
-    const id = newId('rule');
+  }
+
+  /**
+   * Replaces the rule's description, pattern, target and input (checked as `create` checks them; its name and
+   * whether it is enabled stay): events routed from now on are matched by the new pattern.
+   */
+  async update(id: string, body: unknown): Promise<Rule> {
+    const { name, enabled: _enabled, ...data } = await this.check(body);
     await this.store.transaction(async (tx) => {
-      // the append locks the name's stream row: a concurrent create of the same name waits, then sees this one
-      await this.journal.append(`rule-name:${name}`, [{ type: 'rule.named', data: { rule_id: id } }], { tx });
-      const taken = (await tx.projectionGet({ name: NAME_VIEW, key: name })) as { rule_id: string } | undefined;
-      if (taken) throw new ConflictError(`a rule named '${name}' exists (${taken.rule_id})`);
-      await this.journal.append(ruleStream(id), [{ type: 'rule.created', data }], { tx, expectedVersion: 0 });
+      const rule = (await tx.projectionGet({ name: RULE_VIEW, key: id })) as StoredRule | undefined;
+      if (!rule) throw new NotFoundError(`rule ${id} not found`);
+      if (name !== rule.name)
+        throw new ValidationError('name', `cannot change ('${rule.name}'): create a rule of the new name instead`);
+      await this.journal.append(ruleStream(id), [{ type: 'rule.updated', data }], { tx });
     });
     return this.get(id);
   }

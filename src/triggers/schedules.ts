@@ -25,6 +25,9 @@ const scheduleStream = (id: string) => `${SCHEDULE_STREAM_PREFIX}${id}`;
 /** What each slot came to (`schedule.fired`, `.skipped`, `.failed`): apart, so a firing does not make every scheduler reload. */
 const slotStream = (id: string) => `schedule-slot:${id}`;
 
+/** The most slots one backfill starts runs for. */
+export const BACKFILL_SLOTS = 100;
+
 /** A schedule without `input` hands its runs the whole tick: `{ schedule_id, slot, catch_up }`. */
 export const DEFAULT_SCHEDULE_INPUT = '$';
 
@@ -326,6 +329,45 @@ export class Schedules {
         throw error;
       }
     }
+  }
+
+  /**
+   * Starts a run for each slot of the past window `from` ≤ slot < `to` (ms), at most `BACKFILL_SLOTS`, each with the
+   * key of its slot: a slot that fired, or was backfilled, before keeps its run and starts nothing. The runs' input
+   * says `backfill: true`; the stream `schedule:<id>` journals the window and its runs (`schedule.backfilled`).
+   */
+  async backfill(id: string, from: number, to: number, now = Date.now()): Promise<Array<{ slot: string } & Started>> {
+    if (!(from < to)) throw new ValidationError('from', 'must be before to');
+    if (to > now) throw new ValidationError('to', 'must not be in the future: a backfill covers a past window');
+    return this.store.transaction(async (tx) => {
+      const schedule = (await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
+      if (!schedule) throw new NotFoundError(`schedule ${id} not found`);
+      const cron = parseCron(schedule.cron, schedule.timezone);
+      const slots: number[] = [];
+      for (let t = slotAfter(cron, from - 1); t !== null && t < to; t = slotAfter(cron, t)) {
+        if (slots.length === BACKFILL_SLOTS)
+          throw new ValidationError('from', `the window holds more than ${BACKFILL_SLOTS} slots: narrow it`);
+        slots.push(t);
+      }
+      const runs = [];
+      for (const slot of slots) {
+        const slotIso = new Date(slot).toISOString();
+        const tick = { schedule_id: id, slot: slotIso, catch_up: false, backfill: true };
+        const started = await this.starter.start({
+          target: schedule.target,
+          input: mapInput(schedule.input, tick),
+          key: `${id}:${slotIso}`,
+          tx,
+          trigger_type: 'schedule',
+        });
+        runs.push({ slot: slotIso, ...started });
+      }
+      const window = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+      await this.journal.append(scheduleStream(id), [{ type: 'schedule.backfilled', data: { ...window, runs } }], {
+        tx,
+      });
+      return runs;
+    });
   }
 
   private async state(id: string): Promise<ScheduleState> {

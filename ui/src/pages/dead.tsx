@@ -2,6 +2,7 @@ import type { DeadTask } from '../../../src/client/records.js';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Json, Page, time, useLoad } from '../common';
+import { RedriveByFilter } from './bulk';
 
 interface Parked {
   subscription: string;
@@ -111,6 +112,7 @@ export function DeadPage() {
         {done}
       </p>
       <h2>Dead tasks</h2>
+      <RedriveByFilter onDone={reload} />
       <div class="actions">
         <button type="button" disabled={chosen.size === 0} onClick={() => redrive([...chosen])}>
           Redrive selected ({chosen.size})

@@ -17,6 +17,7 @@ import {
 } from '../common';
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { navigate, useLocation } from '../router';
+import { Bulk, runFilter } from './bulk';
 
 /** A run of `GET /runs`, with what the page shows when the record carries it. */
 export type RunSummary = ApiRunSummary & {
@@ -175,6 +176,7 @@ export function RunsPage() {
         </label>
         <button type="submit">Open</button>
       </form>
+      <Bulk {...runFilter(query)} onDone={reload} />
       <ErrorBox error={error} />
       <div class="scroll">
         <table class="runs" aria-busy={loading} aria-describedby="runs-count">

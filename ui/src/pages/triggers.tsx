@@ -1,5 +1,8 @@
+import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Json, Page, RunLink, time, useLoad } from '../common';
+import { Confirmed } from './reasoned';
+import { Backfill, type Rule, RuleForm, ScheduleForm } from './trigger-forms';
 
 interface Match {
   rule_id: string;
@@ -11,9 +14,13 @@ interface Match {
 
 const target = (t: any) => (t?.workflow ? `workflow ${t.workflow}` : t?.agent ? `agent ${t.agent}` : JSON.stringify(t));
 
-/** Events received with the rules each matched and the runs they started; rules; schedules with their next fire times. */
+/**
+ * Events received with the rules each matched and the runs they started; rules (create, enable, disable, delete) and
+ * schedules with their next fire times (create, delete).
+ */
 export function TriggersPage() {
-  const { data, error } = useLoad(async (signal) => {
+  const [editing, setEditing] = useState<Rule | null>(null);
+  const { data, error, reload } = useLoad(async (signal) => {
     const [events, rules, schedules] = await Promise.all([
       api<{ events: any[] }>('/events?limit=50', { signal }),
       api<{ rules: any[] }>('/rules?limit=500', { signal }),
@@ -74,11 +81,14 @@ export function TriggersPage() {
             <th scope="col">Pattern</th>
             <th scope="col">Target</th>
             <th scope="col">Enabled</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
           {(data?.rules ?? []).map((r) => (
-            <tr key={r.id}>
+            <tr key={r.id} data-rule={r.name}>
               <td>
                 {r.name}
                 <div class="muted mono">{r.id}</div>
@@ -88,17 +98,48 @@ export function TriggersPage() {
               </td>
               <td>{target(r.target)}</td>
               <td>{r.enabled ? 'yes' : 'no'}</td>
+              <td class="actions">
+                <button
+                  type="button"
+                  onClick={() =>
+                    api(`/rules/${r.id}/${r.enabled ? 'disable' : 'enable'}`, { method: 'POST' }).then(reload, reload)
+                  }
+                >
+                  {r.enabled ? 'Disable' : 'Enable'}
+                </button>
+                <button type="button" onClick={() => setEditing(r)}>
+                  Edit
+                </button>
+                <Confirmed
+                  label="Delete"
+                  confirm={`Delete rule ${r.name}`}
+                  act={() => api(`/rules/${r.id}`, { method: 'DELETE' })}
+                  done={reload}
+                />
+              </td>
             </tr>
           ))}
           {data && data.rules.length === 0 ? (
             <tr>
-              <td colSpan={4} class="empty">
+              <td colSpan={5} class="empty">
                 No rules.
               </td>
             </tr>
           ) : null}
         </tbody>
       </table>
+      {editing ? (
+        <RuleForm
+          key={editing.id}
+          rule={editing}
+          onSaved={() => {
+            setEditing(null);
+            reload();
+          }}
+        />
+      ) : (
+        <RuleForm onSaved={reload} />
+      )}
       <h2>Schedules</h2>
       <table>
         <thead>
@@ -108,11 +149,14 @@ export function TriggersPage() {
             <th scope="col">Target</th>
             <th scope="col">Next fire times</th>
             <th scope="col">Last</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
           {(data?.schedules ?? []).map((s) => (
-            <tr key={s.id}>
+            <tr key={s.id} data-schedule={s.name ?? s.id}>
               <td>{s.name ?? <span class="mono">{s.id}</span>}</td>
               <td class="mono">
                 {s.cron} <span class="muted">{s.timezone}</span>
@@ -133,17 +177,27 @@ export function TriggersPage() {
                   fired {s.state?.fired ?? 0} · skipped {s.state?.skipped ?? 0} · failed {s.state?.failed ?? 0}
                 </div>
               </td>
+              <td>
+                <Backfill id={s.id} />
+                <Confirmed
+                  label="Delete"
+                  confirm={`Delete schedule ${s.name ?? s.id}`}
+                  act={() => api(`/schedules/${s.id}`, { method: 'DELETE' })}
+                  done={reload}
+                />
+              </td>
             </tr>
           ))}
           {data && data.schedules.length === 0 ? (
             <tr>
-              <td colSpan={5} class="empty">
+              <td colSpan={6} class="empty">
                 No schedules.
               </td>
             </tr>
           ) : null}
         </tbody>
       </table>
+      <ScheduleForm onSaved={reload} />
     </Page>
   );
 }

@@ -2,6 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, type ApiError } from '../api';
 import { ErrorBox, Json, Link, Page, parseJson, RunLink, Status, time, useLoad } from '../common';
 import { navigate } from '../router';
+import { Pauses } from './pauses';
+import { Secrets } from './secrets';
 
 interface Workflow {
   id: string;
@@ -58,6 +60,8 @@ export function WorkflowsPage() {
           ) : null}
         </tbody>
       </table>
+      <Pauses />
+      <Secrets />
     </Page>
   );
 }
