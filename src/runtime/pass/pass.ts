@@ -123,6 +123,14 @@ export class Pass {
     return this.cancelled;
   }
 
+  /** The position of the run's own order the code has reached: a replay checks it got as far as its history. */
+  get position(): number {
+    return this.seq;
+  }
+
+  /** The first call of the code that the journal holds another call at (see `call`): what a replay reports. */
+  mismatch: { seq: Seq; kind: EntryKind; name: string } | null = null;
+
   private readonly root = (): Seq => ++this.seq;
 
   /** The context whose calls take their positions from `next`: the run's own order, or a branch's. */
@@ -310,6 +318,7 @@ export class Pass {
   private call<T>(seq: Seq, kind: EntryKind, name: string, work: (seq: Seq) => Promise<T>, counted = true): Promise<T> {
     const entry = this.o.history.entries.get(seq);
     if (entry && (entry.kind !== kind || entry.name !== name)) {
+      this.mismatch ??= { seq, kind, name };
       const error = new NonDeterminismError(
         `run ${this.runId}: call ${seq} is ${kind} '${name}' in the code but ${entry.kind} '${entry.name}' in the journal`,
       );
