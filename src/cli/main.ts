@@ -13,6 +13,7 @@ import { databaseOf } from './options.js';
 import { opsCommands } from './ops.js';
 import { output, type Output } from './output.js';
 import { queueCommands } from './queues.js';
+import { replayCommands } from './replay.js';
 import { runCommands } from './runs.js';
 import { serverCommands } from './server.js';
 import { startCommands } from './start.js';
@@ -49,6 +50,7 @@ export function cliProgram(out: Output = stdout()): Command {
   serverCommands(program, out);
   startCommands(program, out);
   runCommands(program, out);
+  replayCommands(program, out);
   taskCommands(program, out);
   workflowCommands(program, out);
   batchCommands(program, out);
