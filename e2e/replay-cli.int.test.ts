@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
 import type { Workflow } from '../src/runtime/workflow.js';
 import { eventually } from '../src/testing/engine.js';
+import { serve } from './child.js';
 
 /* `runledger replay`, the real binary, against a SQLite file written by real runs: the exit code gates a deploy. */
 
@@ -89,4 +90,19 @@ describe('runledger replay', () => {
     expect(answer.code).toBe(1);
     expect(answer.stderr).toContain("--workflow: 'billing' is not a workflow of");
   });
+
+  it('reads the histories from a server with --url', async () => {
+    const server = await serve(database, ['--workflows', deployed], { RUNLEDGER_HTTP_ALLOW: '127.0.0.1' });
+    try {
+      const shorter = module('shorter.ts', '  return receipt;');
+      const answer = await run(['replay', '--workflows', shorter, '--url', server.url, '--workflow', 'order']);
+      expect(answer.code, answer.stderr).toBe(1);
+      expect(answer.stdout).toContain(
+        "shipped  order  diverges: call 2: the history has `ctx.step('ship')`, the code now returns before it — guard the change with `ctx.patched('…')`",
+      );
+      expect(answer.stdout).toContain('0 of 2 runs replay, 2 diverge');
+    } finally {
+      server.proc.kill('SIGKILL');
+    }
+  }, 30_000);
 });
