@@ -24,6 +24,7 @@ import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
 import { controlRoutes } from './routes/control.js';
 import { historyRoutes } from './routes/history.js';
+import { replayRoutes } from './routes/replay.js';
 import { operationRoutes } from './routes/operations.js';
 import { operatorRoutes } from './routes/operator.js';
 import { queueListRoutes } from './routes/queue-list.js';
@@ -103,6 +104,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.triggers ? ruleEditRoutes(options.triggers) : []),
     ...(options.sessions ? sessionRoutes(options.sessions) : []),
     ...historyRoutes(options.engine, options.workflows.definitions),
+    ...replayRoutes(options.engine),
     ...overviewRoutes(options.engine),
     ...operatorRoutes(options.engine),
     ...queueListRoutes(options.engine),
