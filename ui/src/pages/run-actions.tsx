@@ -79,6 +79,19 @@ export function RunActions({
   const canRetry =
     base !== null && (status === 'failed' || status === 'partial_success') && failed.length > 0 && paths.has(RETRY);
   const canRerun = base !== null && paths.has(RERUN);
+  // replay against the running code (docs/replay.md): the answer shows here, nothing about the run changes
+  const [replayed, setReplayed] = useState<{ replays: boolean; divergence: string | null } | null>(null);
+  const replay = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      setReplayed(await api(`/runs/${encodeURIComponent(run.id)}/replay`, { method: 'POST' }));
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: Escape anywhere in the group closes the open form (the controls inside are buttons)
     <div class="run-actions" onKeyDown={(e) => e.key === 'Escape' && open !== null && setOpen(null)}>
@@ -103,7 +116,17 @@ export function RunActions({
             Signal…
           </button>
         ) : null}
+        {paths.has('POST /runs/{id}/replay') ? (
+          <button type="button" disabled={busy} onClick={replay}>
+            Replay against the running code
+          </button>
+        ) : null}
       </div>
+      {replayed ? (
+        <p class="replay-result" role="status">
+          {replayed.replays ? 'Replays on the running code' : `Diverges: ${replayed.divergence}`}
+        </p>
+      ) : null}
       {open === 'signal' && canSignal ? (
         <SignalForm
           busy={busy}
