@@ -113,3 +113,32 @@ describe.each(backends)('replayHistories on $name', (backend) => {
     expect(a!.divergence).toMatch(/^the run completed in the history, the code now fails \(TypeError: .*last4/);
   });
 });
+
+describe.each(backends)('replayHistories of branches and generations on $name', (backend) => {
+  const batches = (rename: boolean) =>
+    workflow('batches', { version: rename ? '2' : '1' }, async (ctx, input: { round: number }) => {
+      const branches = await ctx.parallel('fan', {
+        a: async (c) => c.step(rename && input.round === 1 ? 'a-renamed' : 'a', async () => input.round),
+        b: async (c) => c.step('b', async () => 2),
+      });
+      if (input.round === 0) return ctx.continueAsNew({ round: 1 });
+      return Object.keys(branches);
+    });
+
+  it('numbers a branch call by its branch, and a later generation by its number', async () => {
+    const { engine, close } = await testEngine(backend, { workflows: [batches(false)] });
+    try {
+      await (await engine.start(batches(false), { round: 0 }, { id: 'looped' })).result({ pollMs: 20 });
+      const history = await recordedHistory(engine, 'looped');
+      expect(history.events.filter((e) => e.type === 'run.continued')).toHaveLength(1);
+      const [same] = await replayHistories([history], [batches(false)]);
+      expect(same).toEqual({ runId: 'looped', workflow: 'batches', replays: true });
+      const [renamed] = await replayHistories([history], [batches(true)]);
+      expect(renamed!.divergence).toBe(
+        "generation 1, call 1.a.1: the history has `ctx.step('a')`, the code now calls `ctx.step('a-renamed')` — guard the change with `ctx.patched('…')`",
+      );
+    } finally {
+      await close();
+    }
+  }, 30_000);
+});
