@@ -4,7 +4,7 @@ import { toMs } from '../duration.js';
 import { createEngine, type Engine } from '../engine.js';
 import { ValidationError } from '../errors.js';
 import type { Workflow } from '../runtime/workflow.js';
-import { recordedHistory, replayHistories, type RecordedHistory } from '../testing/replay-histories.js';
+import { recordedHistory, replayHistories, type RecordedHistory } from '../runtime/replay.js';
 import { client, databaseOf, direct, existingDatabase, whole } from './options.js';
 import type { Output } from './output.js';
 import { reader } from './read.js';

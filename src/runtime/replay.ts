@@ -1,8 +1,9 @@
-import { describeError, ValidationError } from '../errors.js';
+import { describeError, NotFoundError, ValidationError } from '../errors.js';
 import type { Journal } from '../journal/journal.js';
 import type { Store, StoredEvent } from '../storage/store.js';
 import { RUN_EVENT } from './events.js';
-import { History, type EntryKind, type Seq } from './pass/history.js';
+import type { Blobs } from './pass/blobs.js';
+import { History, runStream, type EntryKind, type Seq } from './pass/history.js';
 import { Pass, PassAborted, type Outcome } from './pass/pass.js';
 import type { Workflow } from './workflow.js';
 
@@ -71,6 +72,35 @@ export async function replayHistory(recorded: RecordedHistory, workflows: Workfl
       return { ...result, replays: false, divergence: g > 0 ? `generation ${g}, ${divergence}` : divergence };
   }
   return { ...result, replays: true };
+}
+
+/**
+ * Replays each recorded history through `workflows` (new code), in memory and writing nothing: recorded results
+ * stand in for every step, sleep and wait. Each result says whether the run replays, or where the code first
+ * departs from its history, in plain words. A run still in flight replays up to where its history ends.
+ *
+ * @example
+ * const results = await replayHistories([await recordedHistory(engine, 'order-1')], [order]);
+ * expect(results.filter((r) => !r.replays)).toEqual([]);
+ */
+export async function replayHistories(histories: RecordedHistory[], workflows: Workflow[]): Promise<ReplayResult[]> {
+  const results: ReplayResult[] = [];
+  for (const history of histories) results.push(await replayHistory(history, workflows));
+  return results;
+}
+
+/**
+ * Run `runId`'s history as an engine's journal holds it, its big values whole: what `replayHistories` takes.
+ *
+ * @example const history = await recordedHistory(engine, 'order-1');
+ */
+export async function recordedHistory(
+  engine: { journal: Journal; runtime: { blobs: Blobs } },
+  runId: string,
+): Promise<RecordedHistory> {
+  const stored = await engine.journal.readStream(runStream(runId), { limit: 1_000_000 });
+  if (stored.length === 0) throw new NotFoundError(`run ${runId} not found`);
+  return { runId, events: await engine.runtime.blobs.resolveEvents(stored) };
 }
 
 /** The first divergence of the code from one generation of a run's history, null when it replays. */

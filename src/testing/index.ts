@@ -13,5 +13,5 @@ export { createPostgresDatabase, createSqlitePath, dropPostgresTestDatabases } f
 export { eventually } from './engine.js';
 export { createTestEngine, TestEngine, type TestEngineOptions } from './test-engine.js';
 export { checkCrashRecovery, type CrashReport } from './replay.js';
-export { recordedHistory, replayHistories, type RecordedHistory, type ReplayResult } from './replay-histories.js';
+export { recordedHistory, replayHistories, type RecordedHistory, type ReplayResult } from '../runtime/replay.js';
 export { armCrashPoint, type CrashPointName } from '../crash.js';

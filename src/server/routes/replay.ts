@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { NotFoundError } from '../../errors.js';
 import type { Workflow } from '../../runtime/workflow.js';
-import { recordedHistory, replayHistories } from '../../testing/replay-histories.js';
+import { recordedHistory, replayHistories } from '../../runtime/replay.js';
 import { route, type Route } from '../route.js';
 
 const replayed = z.object({

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
-import { runStream } from '../runtime/pass/history.js';
-import { workflow, type Workflow, type WorkflowContext } from '../runtime/workflow.js';
-import { backends } from './backends.js';
-import { eventually, testEngine } from './engine.js';
-import { recordedHistory, replayHistories, type RecordedHistory } from './replay-histories.js';
+import { runStream } from './pass/history.js';
+import { workflow, type Workflow, type WorkflowContext } from './workflow.js';
+import { backends } from '../testing/backends.js';
+import { eventually, testEngine } from '../testing/engine.js';
+import { recordedHistory, replayHistories, type RecordedHistory } from './replay.js';
 
 /* Histories recorded by real runs, replayed through changed code: what replays, what diverges and how it is told. */
 
