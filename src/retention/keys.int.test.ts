@@ -111,7 +111,10 @@ describe.each(backends)('pruning throttle and debounce keys on $name', (backend)
       expect(pruned).toMatchObject({ kind: 'keys', other: 1 });
       expect(await streams()).toEqual(['batching:keys-batched:open']);
       // the pruned key starts afresh; the open batch still takes the next start
-      const again = await Promise.all([4, 5].map((n) => engine.start(batched, { k: 'full', n })));
+      const again = [
+        await engine.start(batched, { k: 'full', n: 4 }),
+        await engine.start(batched, { k: 'full', n: 5 }),
+      ];
       expect(again[0]!.id).toBe(again[1]!.id);
       expect(await again[0]!.result({ pollMs: 100 })).toEqual([4, 5]);
       const joined = await engine.start(batched, { k: 'open', n: 6 });
