@@ -40,8 +40,8 @@ interface Entry {
  * `schedule:` stream changes (a wake-up of the store) and every `reloadMs`, and hands each due
  * slot to `Schedules.fire`, which records it once however many schedulers get there.
  *
- * What is due when it wakes, for each schedule: the slots after its cursor (the last slot recorded,
- * or its creation, when the process starts). Those at most `graceMs` old fire; beyond that the
+ * What is due when it wakes, for each schedule not paused: the slots after its cursor (the last slot
+ * recorded, or its creation, edit or resume, when the process starts or the schedule changes). Those at most `graceMs` old fire; beyond that the
  * newest due slot still fires when at most `toleranceMs` old; every older slot is missed. Missed
  * slots (downtime, a stall) are skipped, or with `catch_up: 'one'` the latest of them fires, once,
  * unless some process recorded a slot after the cursor meanwhile (the downtime was not total).
@@ -115,13 +115,15 @@ export class Scheduler {
     this.reloadAt = Date.now() + this.options.reloadMs;
     const seen = new Set<string>();
     for (const { schedule, state } of await this.schedules.all()) {
+      if (schedule.paused) continue;
       seen.add(schedule.id);
-      if (this.entries.has(schedule.id)) continue;
+      if (this.entries.get(schedule.id)?.schedule.updated_at === schedule.updated_at) continue;
+      // new, edited or resumed: its slots start after the change (those missed while paused are not fired)
       const cron = parseCron(schedule.cron, schedule.timezone);
       this.entries.set(schedule.id, {
         schedule,
         cron,
-        cursor: Math.max(Date.parse(schedule.created_at), state.last_slot_ms ?? -Infinity),
+        cursor: Math.max(Date.parse(schedule.updated_at), state.last_slot_ms ?? -Infinity),
       });
     }
     for (const id of this.entries.keys()) if (!seen.has(id)) this.entries.delete(id);

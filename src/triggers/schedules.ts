@@ -1,4 +1,3 @@
-import { Cron } from 'croner';
 import { z } from 'zod';
 import {
   ConflictError,
@@ -15,13 +14,17 @@ import { isTerminal, RUN_VIEW, runView } from '../runtime/read/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { zodProblems } from '../problems.js';
 import { mapInput, validateInputMapping } from './input.js';
+import { backfillSchedule } from './schedule-backfill.js';
+import { parseCron } from './schedule-cron.js';
 import { checkTarget, type RunStarter, type Started, type Target } from './target.js';
 
 export const SCHEDULE_VIEW = 'schedule';
 const STATE_VIEW = 'schedule-state';
 /** A schedule's definition (`schedule.created`, `schedule.deleted`): what schedulers reload on. */
 export const SCHEDULE_STREAM_PREFIX = 'schedule:';
-const scheduleStream = (id: string) => `${SCHEDULE_STREAM_PREFIX}${id}`;
+export const scheduleStream = (id: string) => `${SCHEDULE_STREAM_PREFIX}${id}`;
+export { parseCron, slotAfter, slotBefore } from './schedule-cron.js';
+
 /** What each slot came to (`schedule.fired`, `.skipped`, `.failed`): apart, so a firing does not make every scheduler reload. */
 const slotStream = (id: string) => `schedule-slot:${id}`;
 
@@ -56,7 +59,11 @@ export interface Schedule {
   input: unknown;
   overlap: 'skip' | 'allow';
   catch_up: 'skip' | 'one';
+  /** A paused schedule fires nothing; resumed, it fires from the next slot after the resume on. */
+  paused: boolean;
   created_at: string;
+  /** When it was last edited, paused or resumed (its creation before that): no slot up to then fires. */
+  updated_at: string;
 }
 
 /** What the latest slot came to; counts over the schedule's life. */
@@ -73,12 +80,28 @@ export interface ScheduleState {
 }
 
 export interface ScheduleView extends Schedule {
-  /** The next three slots, ISO 8601 UTC. */
+  /** The next three slots, ISO 8601 UTC; none while paused. */
   next: string[];
   state: ScheduleState;
 }
 
-export type FireOutcome = 'fired' | 'skipped' | 'failed' | 'taken' | 'gone';
+/** `paused`: the schedule is paused, or was edited or resumed after the slot (a scheduler that has not reloaded yet). */
+export type FireOutcome = 'fired' | 'skipped' | 'failed' | 'taken' | 'gone' | 'paused';
+
+/** The schedule events that change its definition: each makes every scheduler reload. */
+const DEFINITION_EVENTS = [
+  'schedule.created',
+  'schedule.updated',
+  'schedule.paused',
+  'schedule.resumed',
+  'schedule.deleted',
+];
+
+/** The schedules stored before `paused` and `updated_at` existed had neither. */
+const stored = (value: unknown): Schedule => {
+  const s = value as Schedule;
+  return { ...s, paused: s.paused === true, updated_at: s.updated_at ?? s.created_at };
+};
 
 const EMPTY_STATE: ScheduleState = {
   last_slot: null,
@@ -93,42 +116,6 @@ const EMPTY_STATE: ScheduleState = {
 const PERMANENT = [ValidationError, NotFoundError, TerminalError];
 /** Thrown to roll a firing back: another process recorded the slot first. */
 const TAKEN = Symbol('taken');
-
-/**
- * The parsed cron of a schedule, or a ValidationError naming `cron` or `timezone`.
- *
- * @example parseCron('*\/2 * * * * *', 'UTC').nextRun() // a Date 0–2 s from now
- */
-export function parseCron(cron: string, timezone: string): Cron {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-  } catch {
-    throw new ValidationError('timezone', `is not an IANA time zone such as 'UTC' or 'Europe/Berlin': '${timezone}'`);
-  }
-  let job: Cron;
-  try {
-    job = new Cron(cron, { timezone, mode: '5-or-6-parts' });
-  } catch (error) {
-    const message = (error as Error).message.replace(/^CronPattern: /, '');
-    // croner's own count ("five, six, or seven") is not what this mode accepts: say it once, ours
-    const fields = cron.trim() === '' ? 0 : cron.trim().split(/\s+/).length;
-    const counts = "a cron expression has 5 fields, or 6 with leading seconds ('*/2 * * * * *')";
-    throw new ValidationError(
-      'cron',
-      /space separated parts/.test(message)
-        ? `has ${fields} field${fields === 1 ? '' : 's'}: ${counts}`
-        : `${message} (${counts})`,
-    );
-  }
-  if (job.nextRun() === null) throw new ValidationError('cron', 'never fires');
-  return job;
-}
-
-/** The first slot after `t` (ms), or null. */
-export const slotAfter = (cron: Cron, t: number): number | null => cron.nextRun(new Date(t))?.getTime() ?? null;
-/** The latest slot before `t` (ms, exclusive), or null. */
-export const slotBefore = (cron: Cron, t: number): number | null =>
-  cron.previousRuns(1, new Date(t))[0]?.getTime() ?? null;
 
 /**
  * Cron schedules. A schedule is the stream `schedule:<id>`; what each of its slots came to is the
@@ -146,18 +133,24 @@ export class Schedules {
     private readonly journal: Journal,
     private readonly starter: RunStarter,
   ) {
-    journal.project(['schedule.created', 'schedule.deleted'], async (event, tx) => {
+    journal.project(DEFINITION_EVENTS, async (event, tx) => {
       const id = event.streamId.slice(SCHEDULE_STREAM_PREFIX.length);
       if (event.type === 'schedule.deleted') {
         await tx.projectionDelete({ name: SCHEDULE_VIEW, key: id });
         await tx.projectionDelete({ name: STATE_VIEW, key: id });
         return;
       }
-      await tx.projectionPut({
-        name: SCHEDULE_VIEW,
-        key: id,
-        value: { ...(event.data as object), id, created_at: new Date(event.timestamp).toISOString() },
-      });
+      const at = new Date(event.timestamp).toISOString();
+      if (event.type === 'schedule.created') {
+        const value = { ...(event.data as object), id, paused: false, created_at: at, updated_at: at };
+        await tx.projectionPut({ name: SCHEDULE_VIEW, key: id, value });
+        return;
+      }
+      const old = await tx.projectionGet({ name: SCHEDULE_VIEW, key: id });
+      if (!old) return;
+      const change =
+        event.type === 'schedule.updated' ? (event.data as object) : { paused: event.type === 'schedule.paused' };
+      await tx.projectionPut({ name: SCHEDULE_VIEW, key: id, value: { ...stored(old), ...change, updated_at: at } });
     });
     journal.project(['schedule.fired', 'schedule.skipped', 'schedule.failed'], async (event, tx) => {
       const id = event.streamId.slice('schedule-slot:'.length);
@@ -183,6 +176,37 @@ export class Schedules {
 
   /** Checks every field (the cron and time zone, the input mapping, then the target) and stores the schedule. */
   async create(body: unknown): Promise<ScheduleView> {
+    const id = newId('sch');
+    const data = await this.check(body);
+    await this.journal.append(scheduleStream(id), [{ type: 'schedule.created', data }], { expectedVersion: 0 });
+    return this.get(id);
+  }
+
+  /**
+   * Replaces the schedule's name, cron, time zone, target, input, overlap and catch-up (checked as `create` checks
+   * them); its id, state and whether it is paused stay. Slots of the new cron after the edit fire.
+   */
+  async update(id: string, body: unknown): Promise<ScheduleView> {
+    const data = await this.check(body);
+    await this.change(id, { type: 'schedule.updated', data });
+    return this.get(id);
+  }
+
+  /** Pauses (`true`) or resumes the schedule: resumed, it fires the next slot after now, not those missed meanwhile. */
+  async setPaused(id: string, paused: boolean): Promise<ScheduleView> {
+    await this.change(id, { type: paused ? 'schedule.paused' : 'schedule.resumed', data: {} });
+    return this.get(id);
+  }
+
+  private async change(id: string, event: NewEvent): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      if (!(await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })))
+        throw new NotFoundError(`schedule ${id} not found`);
+      await this.journal.append(scheduleStream(id), [event], { tx });
+    });
+  }
+
+  private async check(body: unknown) {
     const parsed = scheduleRequest.safeParse(body);
     const problems: Problem[] = parsed.success
       ? []
@@ -200,24 +224,14 @@ export class Schedules {
     if (problems.length > 0 || !parsed.success || !target)
       throw ValidationError.of(problems.length ? problems : [{ path: '(body)', message: 'is not a schedule' }]);
     const { name, cron, timezone, overlap, catch_up } = parsed.data;
-    const id = newId('sch');
-    const data = {
-      name: name ?? null,
-      cron,
-      timezone,
-      target,
-      input: raw.input === undefined ? DEFAULT_SCHEDULE_INPUT : raw.input,
-      overlap,
-      catch_up,
-    };
-    await this.journal.append(scheduleStream(id), [{ type: 'schedule.created', data }], { expectedVersion: 0 });
-    return this.get(id);
+    const input = raw.input === undefined ? DEFAULT_SCHEDULE_INPUT : raw.input;
+    return { name: name ?? null, cron, timezone, target, input, overlap, catch_up };
   }
 
   async get(id: string): Promise<ScheduleView> {
-    const schedule = (await this.store.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
+    const schedule = await this.store.projectionGet({ name: SCHEDULE_VIEW, key: id });
     if (!schedule) throw new NotFoundError(`schedule ${id} not found`);
-    return this.view(schedule, Date.now());
+    return this.view(stored(schedule), Date.now());
   }
 
   /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
@@ -232,7 +246,7 @@ export class Schedules {
       ...(options.last_key ? { before: options.last_key } : {}),
     });
     const now = Date.now();
-    const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(r.value as Schedule, now)));
+    const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(stored(r.value), now)));
     return {
       schedules,
       count: schedules.length,
@@ -249,7 +263,7 @@ export class Schedules {
         limit: 500,
         ...(after === undefined ? {} : { after }),
       });
-      for (const row of rows) out.push({ schedule: row.value as Schedule, state: await this.state(row.key) });
+      for (const row of rows) out.push({ schedule: stored(row.value), state: await this.state(row.key) });
       if (rows.length < 500) return out;
       after = rows.at(-1)!.key;
     }
@@ -257,11 +271,7 @@ export class Schedules {
 
   /** Deletes the schedule: no slot fires after this commits (a firing in flight finds it gone); runs it started go on. */
   async delete(id: string): Promise<void> {
-    await this.store.transaction(async (tx) => {
-      if (!(await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })))
-        throw new NotFoundError(`schedule ${id} not found`);
-      await this.journal.append(scheduleStream(id), [{ type: 'schedule.deleted', data: {} }], { tx });
-    });
+    await this.change(id, { type: 'schedule.deleted', data: {} });
   }
 
   /**
@@ -274,8 +284,10 @@ export class Schedules {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.store.transaction(async (tx): Promise<FireOutcome> => {
-          const schedule = (await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
-          if (!schedule) return 'gone';
+          const found = await tx.projectionGet({ name: SCHEDULE_VIEW, key: id });
+          if (!found) return 'gone';
+          const schedule = stored(found);
+          if (schedule.paused || slot <= Date.parse(schedule.updated_at)) return 'paused';
           const state =
             ((await tx.projectionGet({ name: STATE_VIEW, key: id })) as ScheduleState | undefined) ?? EMPTY_STATE;
           const last = state.last_slot_ms ?? -Infinity;
@@ -331,43 +343,9 @@ export class Schedules {
     }
   }
 
-  /**
-   * Starts a run for each slot of the past window `from` ≤ slot < `to` (ms), at most `BACKFILL_SLOTS`, each with the
-   * key of its slot: a slot that fired, or was backfilled, before keeps its run and starts nothing. The runs' input
-   * says `backfill: true`; the stream `schedule:<id>` journals the window and its runs (`schedule.backfilled`).
-   */
-  async backfill(id: string, from: number, to: number, now = Date.now()): Promise<Array<{ slot: string } & Started>> {
-    if (!(from < to)) throw new ValidationError('from', 'must be before to');
-    if (to > now) throw new ValidationError('to', 'must not be in the future: a backfill covers a past window');
-    return this.store.transaction(async (tx) => {
-      const schedule = (await tx.projectionGet({ name: SCHEDULE_VIEW, key: id })) as Schedule | undefined;
-      if (!schedule) throw new NotFoundError(`schedule ${id} not found`);
-      const cron = parseCron(schedule.cron, schedule.timezone);
-      const slots: number[] = [];
-      for (let t = slotAfter(cron, from - 1); t !== null && t < to; t = slotAfter(cron, t)) {
-        if (slots.length === BACKFILL_SLOTS)
-          throw new ValidationError('from', `the window holds more than ${BACKFILL_SLOTS} slots: narrow it`);
-        slots.push(t);
-      }
-      const runs = [];
-      for (const slot of slots) {
-        const slotIso = new Date(slot).toISOString();
-        const tick = { schedule_id: id, slot: slotIso, catch_up: false, backfill: true };
-        const started = await this.starter.start({
-          target: schedule.target,
-          input: mapInput(schedule.input, tick),
-          key: `${id}:${slotIso}`,
-          tx,
-          trigger_type: 'schedule',
-        });
-        runs.push({ slot: slotIso, ...started });
-      }
-      const window = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
-      await this.journal.append(scheduleStream(id), [{ type: 'schedule.backfilled', data: { ...window, runs } }], {
-        tx,
-      });
-      return runs;
-    });
+  /** Starts a run for each slot of a past window: see `backfillSchedule`. */
+  backfill(id: string, from: number, to: number, now = Date.now()): Promise<Array<{ slot: string } & Started>> {
+    return backfillSchedule(this.store, this.journal, this.starter, { id, from, to, now });
   }
 
   private async state(id: string): Promise<ScheduleState> {
@@ -377,9 +355,11 @@ export class Schedules {
   }
 
   private async view(schedule: Schedule, now: number): Promise<ScheduleView> {
-    const next = parseCron(schedule.cron, schedule.timezone)
-      .nextRuns(3, new Date(now))
-      .map((d) => d.toISOString());
+    const next = schedule.paused
+      ? []
+      : parseCron(schedule.cron, schedule.timezone)
+          .nextRuns(3, new Date(now))
+          .map((d) => d.toISOString());
     return { ...schedule, next, state: await this.state(schedule.id) };
   }
 }

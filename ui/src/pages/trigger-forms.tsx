@@ -151,13 +151,26 @@ export function RuleForm({ rule, onSaved }: { rule?: Rule | null; onSaved: () =>
   );
 }
 
-/** A form to create a schedule, with its cron's next ten slots shown before it is saved. */
-export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
-  const [name, setName] = useState('');
-  const [cron, setCron] = useState('0 9 * * 1-5');
-  const [timezone, setTimezone] = useState('UTC');
-  const [kind, setKind] = useState('workflow');
-  const [targetName, setTargetName] = useState('');
+/** A schedule as the API answers it: what the edit form starts from (its overlap and catch-up are kept). */
+export interface Schedule {
+  id: string;
+  name: string | null;
+  cron: string;
+  timezone: string;
+  target: { workflow?: string; agent?: string };
+  input: unknown;
+  overlap: string;
+  catch_up: string;
+}
+
+/** A form to create a schedule, or edit `schedule` (same id), with its cron's next ten slots shown before it is saved. */
+export function ScheduleForm({ schedule, onSaved }: { schedule?: Schedule | null; onSaved: () => void }) {
+  const [name, setName] = useState(schedule?.name ?? '');
+  const [cron, setCron] = useState(schedule?.cron ?? '0 9 * * 1-5');
+  const [timezone, setTimezone] = useState(schedule?.timezone ?? 'UTC');
+  const [kind, setKind] = useState(schedule?.target.agent ? 'agent' : 'workflow');
+  const [targetName, setTargetName] = useState(schedule?.target.agent ?? schedule?.target.workflow ?? '');
+  const [input, setInput] = useState(schedule ? JSON.stringify(schedule.input) : '');
   const [next, setNext] = useState<string[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const attempt = async (fn: () => Promise<void>) => {
@@ -172,10 +185,11 @@ export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
     set(e.currentTarget.value);
     setNext(null);
   };
+  const heading = schedule ? `edit-schedule-${schedule.id}` : 'new-schedule';
   return (
     <form
       class="card schedule-form"
-      aria-labelledby="new-schedule"
+      aria-labelledby={heading}
       onSubmit={(e) => {
         e.preventDefault();
         attempt(async () => {
@@ -184,15 +198,20 @@ export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
             cron: cron.trim(),
             timezone: timezone.trim(),
             target: target(kind, targetName),
+            ...(input.trim() ? { input: parseJson(input, 'input') } : {}),
+            ...(schedule ? { overlap: schedule.overlap, catch_up: schedule.catch_up } : {}),
           };
-          await api('/schedules', { method: 'POST', body });
+          await api(schedule ? `/schedules/${schedule.id}` : '/schedules', {
+            method: schedule ? 'PUT' : 'POST',
+            body,
+          });
           setName('');
           setNext(null);
           onSaved();
         });
       }}
     >
-      <h3 id="new-schedule">New schedule</h3>
+      <h3 id={heading}>{schedule ? `Edit schedule ${schedule.name ?? schedule.id}` : 'New schedule'}</h3>
       <label>
         Name (optional)
         <input name="name" value={name} onInput={edited(setName)} />
@@ -206,6 +225,10 @@ export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
         <input name="timezone" required value={timezone} onInput={edited(setTimezone)} />
       </label>
       <TargetFields kind={kind} name={targetName} setKind={setKind} setName={setTargetName} />
+      <label>
+        Input (JSON mapping of the tick; empty: the whole tick)
+        <textarea name="input" class="mono" rows={2} value={input} onInput={(e) => setInput(e.currentTarget.value)} />
+      </label>
       <div class="actions">
         <button
           type="button"
@@ -222,8 +245,13 @@ export function ScheduleForm({ onSaved }: { onSaved: () => void }) {
           Show the next ten times
         </button>
         <button type="submit" class="primary">
-          Create schedule
+          {schedule ? 'Save schedule' : 'Create schedule'}
         </button>
+        {schedule ? (
+          <button type="button" onClick={onSaved}>
+            Close
+          </button>
+        ) : null}
       </div>
       <ErrorBox error={error} />
       {next ? (

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorBox, Json, Page, RunLink, time, useLoad } from '../common';
 import { Confirmed } from './reasoned';
-import { Backfill, type Rule, RuleForm, ScheduleForm } from './trigger-forms';
+import { Backfill, type Rule, RuleForm, type Schedule, ScheduleForm } from './trigger-forms';
 
 interface Match {
   rule_id: string;
@@ -16,10 +16,11 @@ const target = (t: any) => (t?.workflow ? `workflow ${t.workflow}` : t?.agent ? 
 
 /**
  * Events received with the rules each matched and the runs they started; rules (create, enable, disable, delete) and
- * schedules with their next fire times (create, delete).
+ * schedules with their next fire times (create, edit, pause, resume, backfill, delete).
  */
 export function TriggersPage() {
   const [editing, setEditing] = useState<Rule | null>(null);
+  const [editingSchedule, setEditingSchedule] = useState<Schedule | null>(null);
   const { data, error, reload } = useLoad(async (signal) => {
     const [events, rules, schedules] = await Promise.all([
       api<{ events: any[] }>('/events?limit=50', { signal }),
@@ -163,6 +164,7 @@ export function TriggersPage() {
               </td>
               <td>{target(s.target)}</td>
               <td>
+                {s.paused ? <span data-fact="paused">paused</span> : null}
                 <ul class="plain">
                   {(s.next as string[]).map((n) => (
                     <li key={n}>
@@ -178,6 +180,17 @@ export function TriggersPage() {
                 </div>
               </td>
               <td>
+                <button
+                  type="button"
+                  onClick={() =>
+                    api(`/schedules/${s.id}/${s.paused ? 'resume' : 'pause'}`, { method: 'POST' }).then(reload, reload)
+                  }
+                >
+                  {s.paused ? 'Resume' : 'Pause'}
+                </button>
+                <button type="button" onClick={() => setEditingSchedule(s)}>
+                  Edit
+                </button>
                 <Backfill id={s.id} />
                 <Confirmed
                   label="Delete"
@@ -197,7 +210,18 @@ export function TriggersPage() {
           ) : null}
         </tbody>
       </table>
-      <ScheduleForm onSaved={reload} />
+      {editingSchedule ? (
+        <ScheduleForm
+          key={editingSchedule.id}
+          schedule={editingSchedule}
+          onSaved={() => {
+            setEditingSchedule(null);
+            reload();
+          }}
+        />
+      ) : (
+        <ScheduleForm onSaved={reload} />
+      )}
     </Page>
   );
 }
