@@ -37,7 +37,7 @@ export async function benchEventMatch(database: string, sizes: EventMatchSizes):
   const engine = await createEngine({ database, workflows: [waiting] });
   const store = engineStore(engine);
   const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, store, workflows, codeWorkflows: [] });
+  const starter = createRunStarter({ engine, store, workflows });
   const service = triggers(engine, store, { starter, schedulerEnabled: false });
   await service.start();
   const put = (order: string) =>

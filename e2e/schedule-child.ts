@@ -16,7 +16,7 @@ export const tick = workflow('tick', async (ctx, input: unknown) => ctx.step('no
 const engine = await createEngine({ database: database!, workflows: [tick], pollMs: 100 });
 const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
 const service = triggers(engine, engine.store, {
-  starter: createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [tick] }),
+  starter: createRunStarter({ engine, store: engine.store, workflows }),
   routingEnabled: false,
   scheduler: {
     reloadMs: Number(reloadMs ?? 30_000),

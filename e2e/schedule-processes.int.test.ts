@@ -54,7 +54,6 @@ describe.each(backends)('three scheduler processes on $name', (backend) => {
         engine,
         store: engine.store,
         workflows: storedWorkflows(engine, { secretKey: randomBytes(32) }),
-        codeWorkflows: [tick],
       }),
       schedulerEnabled: false,
       routingEnabled: false,

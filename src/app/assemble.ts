@@ -101,7 +101,6 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
     store,
     workflows,
     agents: agentSessions,
-    codeWorkflows: options.codeWorkflows ?? [],
   });
   // reported as engine events: the logger (logEvents) writes them, metrics and tests may count them
   const onError = (what: string) => (error: unknown) => engine.events.emit('engine:error', { what, error });

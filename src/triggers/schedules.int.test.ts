@@ -30,7 +30,7 @@ interface Fired {
 async function setup(engine: Engine, scheduler: Omit<SchedulerOptions, 'onError'> = {}) {
   engine.register(echo, hold);
   const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo, hold] });
+  const starter = createRunStarter({ engine, store: engine.store, workflows });
   const errors: unknown[] = [];
   const service = triggers(engine, engine.store, {
     starter,

@@ -19,13 +19,13 @@ export interface RunStarterOptions {
   store: Store;
   /** Stored workflows: a target `{ workflow: 'wf_…' }` starts an execution. */
   workflows: WorkflowService;
-  /** Code workflows a target may name (`{ workflow: 'onboard' }`); they must be registered with `engine`. */
-  codeWorkflows?: Workflow[];
   agents?: AgentStarter;
 }
 
 /** Stored workflow ids look like this; anything else names a code workflow. */
 const STORED_ID = /^wf_/;
+/** The engine's own workflows (stored executions, sessions, functions): a target never names them. */
+const BUILT_IN = /^runledger\./;
 
 /** The run id a code workflow started for `key` gets (the key's stream names it; the id is the same on every try). */
 export { runIdFor };
@@ -33,21 +33,21 @@ export { runIdFor };
 /**
  * Starts what rules and schedules name: a stored workflow's execution (kind `execution`), a code
  * workflow's run (kind `workflow`) or an agent session (kind `session`), each idempotent by `key`
- * and inside the caller's transaction when given one. Every check happens before the first write,
- * so a ValidationError or NotFoundError leaves the transaction as it was.
+ * and inside the caller's transaction when given one. A code workflow is looked up at each start:
+ * the version registered last with `engine` (a reload of `runledger dev` adds one). Every check
+ * happens before the first write, so a ValidationError or NotFoundError leaves the transaction as it was.
  *
  * @example
- * const starter = createRunStarter({ engine, store, workflows, codeWorkflows: [onboard] });
+ * const starter = createRunStarter({ engine, store, workflows }); // engine.register(onboard) first
  * await starter.start({ target: { workflow: 'onboard' }, input: { user: 'u1' }, key: 'evt_1:rule_1' });
  */
 export function createRunStarter(options: RunStarterOptions): RunStarter {
   const { engine, store, workflows, agents } = options;
-  const code = new Map((options.codeWorkflows ?? []).map((wf) => [wf.name, wf]));
 
   const codeWorkflow = (name: string, path: string): Workflow => {
-    const wf = code.get(name);
+    const wf = BUILT_IN.test(name) ? undefined : engine.runtime.registered(name);
     if (wf) return wf;
-    const known = [...code.keys()];
+    const known = engine.runtime.names().filter((n) => !BUILT_IN.test(n));
     throw new ValidationError(
       path,
       `names no stored workflow (ids start with wf_) and no code workflow${known.length ? ` (code workflows: ${known.join(', ')})` : ' (none are registered)'}: '${name}'`,

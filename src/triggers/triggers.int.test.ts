@@ -33,7 +33,7 @@ const greet = {
 async function setup(engine: Engine) {
   engine.register(echo);
   const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo] });
+  const starter = createRunStarter({ engine, store: engine.store, workflows });
   const service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
   const app = mount(new Hono(), [...workflowRoutes(workflows), ...triggerRoutes(service)]);
   return { service, app };

@@ -68,7 +68,7 @@ describe.each(backends)('runs waiting for business events on $name', (backend) =
     engine = t.engine;
     engine.register(payment, order, brief, badMatch, both, twice);
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-    const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [] });
+    const starter = createRunStarter({ engine, store: engine.store, workflows });
     service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
     await service.start();
     close = async () => {

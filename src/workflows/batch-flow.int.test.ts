@@ -27,7 +27,7 @@ describe.each(backends)('batching over HTTP, in stored definitions and from trig
     const t = await testEngine(backend, { workflows: [collect, fives], pollMs: 50 });
     engine = t.engine;
     const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-    const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [collect, fives] });
+    const starter = createRunStarter({ engine, store: engine.store, workflows });
     service = triggers(engine, engine.store, { starter, schedulerEnabled: false });
     await service.start();
     app = mount(new Hono(), [...controlRoutes(engine), ...workflowRoutes(workflows), ...triggerRoutes(service)]);

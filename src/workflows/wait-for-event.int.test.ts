@@ -51,7 +51,7 @@ describe.each(backends)('a stored wait_for_event step resumed by a business even
     const t = await testEngine(backend, { pollMs: 100 });
     engine = t.engine;
     workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-    const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [] });
+    const starter = createRunStarter({ engine, store: engine.store, workflows });
     events = triggers(engine, engine.store, { starter, schedulerEnabled: false });
     await events.start();
     close = async () => {

@@ -59,7 +59,7 @@ describe.each(backends)('one trigger key racing into a batch or a debounce windo
     const { engine, close } = await testEngine(backend, { workflows: [batched, debounced], pollMs: 100 });
     try {
       const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-      const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [batched, debounced] });
+      const starter = createRunStarter({ engine, store: engine.store, workflows });
       for (const name of ['join-batched', 'join-debounced']) {
         const started = await Promise.all(
           Array.from({ length: 10 }, (_, n) =>

@@ -1,6 +1,7 @@
 import { ApiError, apiOptional, offered } from '../api';
 import { duration, ErrorBox, isTerminal, Json, Link, Page, RunLink, Status, time, useLoad } from '../common';
 import { Decide, useAgentFeed, type AgentRun, type ToolCall } from './agents';
+import { CompareLink } from './run-diff';
 
 interface LedgerRun extends AgentRun {
   events: Array<{
@@ -128,6 +129,15 @@ export function AgentRunPage({ id }: { id: string }) {
             <RunLink id={id} />
           </dd>
         </div>
+        {run?.retry_of ? (
+          <div>
+            <dt>Redrive of</dt>
+            <dd data-fact="redrive-of">
+              <Link to={`/agents/${encodeURIComponent(run.retry_of)}`}>{run.retry_of}</Link> ·{' '}
+              <CompareLink original={run.retry_of} run={id} />
+            </dd>
+          </div>
+        ) : null}
       </dl>
       {run?.failure_reason || session?.error_message ? (
         <div class="error" role="alert">
