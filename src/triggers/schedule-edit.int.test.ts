@@ -18,7 +18,7 @@ const other = workflow('other', async (_ctx, input: unknown) => input);
 async function setup(engine: Engine) {
   engine.register(echo, other);
   const workflows = storedWorkflows(engine, { secretKey: randomBytes(32) });
-  const starter = createRunStarter({ engine, store: engine.store, workflows, codeWorkflows: [echo, other] });
+  const starter = createRunStarter({ engine, store: engine.store, workflows });
   const errors: unknown[] = [];
   const service = triggers(engine, engine.store, { starter, routingEnabled: false, onError: (e) => errors.push(e) });
   return { service, errors, app: mount(new Hono(), triggerRoutes(service)) };
