@@ -369,7 +369,9 @@ describe('the dashboard on the document pipeline (polls, a parallel step, busine
       expect(reused).toBeGreaterThan(0);
       await expect.poll(() => page.locator('[data-fact="progress"]').textContent()).toContain(`${reused} reused`);
       expect(await page.locator('tr[data-step="render_word"] td').nth(2).textContent()).toBe('reused');
-      expect(await page.locator('[data-fact="rerun-of"]').textContent()).toBe(`${first} (retry of branch powerpoint)`);
+      expect(await page.locator('[data-fact="rerun-of"]').textContent()).toBe(
+        `${first} (retry of branch powerpoint) · compare with the original`,
+      );
       // the Word branch was reused, not rendered again
       expect(mock.calls({ method: 'POST', path: '/v1/render/documents' })).toHaveLength(1);
       expect(mock.calls({ method: 'POST', path: '/v1/render/presentations' })).toHaveLength(2);

@@ -102,7 +102,7 @@ describe.each(backends)('pruning throttle and debounce keys on $name', (backend)
       const streams = async () =>
         (await engine.store.streamList({ prefix: 'batching:', limit: 100 })).map((s) => s.streamId).sort();
       // full: two starts close the batch and its run runs; open: one start, its batch open for 30 s
-      const full = await Promise.all([1, 2].map((n) => engine.start(batched, { k: 'full', n })));
+      const full = [await engine.start(batched, { k: 'full', n: 1 }), await engine.start(batched, { k: 'full', n: 2 })];
       expect(await full[0]!.result({ pollMs: 100 })).toEqual([1, 2]);
       const open = await engine.start(batched, { k: 'open', n: 3 });
       expect(await streams()).toEqual(['batching:keys-batched:full', 'batching:keys-batched:open']);
