@@ -12,8 +12,10 @@ describe('operating triggers from the dashboard', () => {
 
   it('previews, creates, disables, enables, edits and deletes a rule', async () => {
     const { server, page } = ui;
+    // names of this try alone: a retry runs on the same server
+    const rule = `big-orders-${Date.now().toString(36)}`;
     const wf = await call(server, '/workflows', {
-      name: 'ship',
+      name: `ship-${rule}`,
       steps: [{ id: 'a', type: 'log', config: { message: 'x' } }],
     });
     await call(server, '/events', [
@@ -22,12 +24,12 @@ describe('operating triggers from the dashboard', () => {
     ]);
     const stored = async () =>
       ((await call(server, '/rules')).rules as Array<{ name: string; enabled: boolean }>).filter(
-        (r) => r.name === 'big-orders',
+        (r) => r.name === rule,
       );
     await page.goto(`${server.url}/ui/triggers`);
     const form = page.locator('form.rule-form');
     await form.waitFor({ timeout: 20_000 });
-    await form.getByLabel('Name', { exact: true }).fill('big-orders');
+    await form.getByLabel('Name', { exact: true }).fill(rule);
     await form
       .getByLabel('Pattern (JSON)')
       .fill(JSON.stringify({ source: ['shop'], detail: { total: [{ numeric: ['>=', 100] }] } }));
@@ -42,30 +44,36 @@ describe('operating triggers from the dashboard', () => {
     expect(await stored()).toEqual([]);
 
     await form.getByRole('button', { name: 'Create rule' }).click();
-    const row = page.locator('tr[data-rule="big-orders"]');
+    const row = page.locator(`tr[data-rule="${rule}"]`);
     await row.waitFor({ timeout: 20_000 });
-    expect(await stored()).toMatchObject([{ name: 'big-orders', enabled: true, target: { workflow: wf.id } }]);
+    // the page shows what the server answered; a read of the server after it may still race the page's refresh
+    await expect
+      .poll(stored, { timeout: 20_000 })
+      .toMatchObject([{ name: rule, enabled: true, target: { workflow: wf.id } }]);
     await row.getByRole('button', { name: 'Disable' }).click();
     await row.getByRole('button', { name: 'Enable' }).waitFor({ timeout: 20_000 });
-    expect((await stored())[0]!.enabled).toBe(false);
+    await expect.poll(async () => (await stored())[0]?.enabled, { timeout: 20_000 }).toBe(false);
     await row.getByRole('button', { name: 'Enable' }).click();
     await row.getByRole('button', { name: 'Disable' }).waitFor({ timeout: 20_000 });
-    expect((await stored())[0]!.enabled).toBe(true);
+    await expect.poll(async () => (await stored())[0]?.enabled, { timeout: 20_000 }).toBe(true);
     await row.getByRole('button', { name: 'Edit' }).click();
-    const edit = page.getByRole('form', { name: 'Edit rule big-orders' });
+    const edit = page.getByRole('form', { name: `Edit rule ${rule}` });
+    await edit.waitFor({ timeout: 20_000 });
     expect(await edit.getByLabel('Target name').inputValue()).toBe(wf.id);
     await edit.getByLabel('Pattern (JSON)').fill(JSON.stringify({ source: ['shop'] }));
     await edit.getByRole('button', { name: 'Try on recent events' }).click();
     await edit.locator('li[data-event="small-order"]').waitFor({ timeout: 20_000 });
     await edit.getByRole('button', { name: 'Save rule' }).click();
     await edit.waitFor({ state: 'detached', timeout: 20_000 });
-    expect(await stored()).toMatchObject([{ name: 'big-orders', enabled: true, pattern: { source: ['shop'] } }]);
-    expect(await row.textContent()).not.toContain('numeric');
+    await expect
+      .poll(stored, { timeout: 20_000 })
+      .toMatchObject([{ name: rule, enabled: true, pattern: { source: ['shop'] } }]);
+    await expect.poll(() => row.textContent(), { timeout: 20_000 }).not.toContain('numeric');
 
     await row.getByRole('button', { name: 'Delete' }).click();
-    await row.getByRole('button', { name: 'Delete rule big-orders' }).click();
+    await row.getByRole('button', { name: `Delete rule ${rule}` }).click();
     await row.waitFor({ state: 'detached', timeout: 20_000 });
-    expect(await stored()).toEqual([]);
+    await expect.poll(stored, { timeout: 20_000 }).toEqual([]);
 
     // a bad pattern is named by its field
     await form.getByLabel('Pattern (JSON)').fill(JSON.stringify({ detail: { total: [{ numeric: ['>', 'x'] }] } }));
