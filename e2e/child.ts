@@ -1,14 +1,33 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { eventually } from '../src/testing/engine.js';
 
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
   stderr: string;
+}
+
+/** What a finished command printed, and its exit code. */
+export interface Answer {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `runledger` binary with `args` to its end, with no server or database from the environment. */
+export function runCli(args: string[]): Promise<Answer> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [resolve('bin/runledger.js'), ...args],
+      { encoding: 'utf8', env: { ...process.env, RUNLEDGER_URL: '', RUNLEDGER_DATABASE: '' } },
+      (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 /** Runs `node --import tsx <script> …args` to its end (or its kill); resolves with how it ended. */

@@ -1,30 +1,12 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
-import { serve, type Served } from './child.js';
+import { runCli as run, serve, type Served } from './child.js';
 
 /* The flow-control flags of `runledger start` (throttle, debounce, batch, budget) and `runledger queues limit`, the real binary against a real server. */
-
-interface Answer {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[]): Promise<Answer> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [resolve('bin/runledger.js'), ...args],
-      { encoding: 'utf8', env: { ...process.env, RUNLEDGER_URL: '', RUNLEDGER_DATABASE: '' } },
-      (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe.each(backends)('flow control on the command line on $name', (backend) => {
   const dir = mkdtempSync(join(tmpdir(), 'rl-flow-cli-'));

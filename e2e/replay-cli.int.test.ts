@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,26 +5,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
 import type { Workflow } from '../src/runtime/workflow.js';
 import { eventually } from '../src/testing/engine.js';
-import { serve } from './child.js';
+import { runCli as run, serve } from './child.js';
 
 /* `runledger replay`, the real binary, against a SQLite file written by real runs: the exit code gates a deploy. */
-
-interface Answer {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[]): Promise<Answer> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [resolve('bin/runledger.js'), ...args],
-      { encoding: 'utf8', env: { ...process.env, RUNLEDGER_URL: '', RUNLEDGER_DATABASE: '' } },
-      (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-replay-cli-'));
 const database = join(dir, 'runs.db');

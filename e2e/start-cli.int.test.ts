@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -6,26 +5,9 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
-import { serve, type Served } from './child.js';
+import { runCli as run, serve, type Served } from './child.js';
 
 /* `runledger start`: one verb for stored and code workflows, one flag (--input), the old forms with a hint, a short summary after --wait. */
-
-interface Answer {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[]): Promise<Answer> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [resolve('bin/runledger.js'), ...args],
-      { encoding: 'utf8', env: { ...process.env, RUNLEDGER_URL: '', RUNLEDGER_DATABASE: '' } },
-      (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 // the server's database holds what start resolves (stored workflows) and what executions show reads: both backends
 describe.each(backends)('runledger start on $name', (backend) => {

@@ -69,7 +69,7 @@ describe.each(backends)('agent intake batches on $name', (backend) => {
   });
   afterEach(() => close());
 
-  it('makes a burst one run that sees every event in order, waiting as "batch n of max" until its timeout', async () => {
+  it('makes a burst one run that sees every event in order, waiting as "batch n of max" until timeout', async () => {
     const words = ['one', 'two', 'three', 'four'];
     const results = [];
     for (const text of words) results.push(await send('digest', 'c-1', text));

@@ -106,7 +106,7 @@ describe.each(backends)('agent flow control on $name', (backend) => {
   });
   afterEach(() => close());
 
-  it('debounces a conversation: 5 arrivals within the period are one run that sees all 5; another conversation is another run', async () => {
+  it('debounces a conversation: 5 arrivals within the period are one run that sees all 5; another conversation, another run', async () => {
     const texts = ['one', 'two', 'three', 'four', 'five'];
     const results = [];
     for (const text of texts) {
@@ -158,7 +158,7 @@ describe.each(backends)('agent flow control on $name', (backend) => {
     expect(peak.get('bob')).toBe(1);
   });
 
-  it('lets a conversation run two at a time under a conversation limit of 2 (it replaces the ordering key)', async () => {
+  it('lets a conversation run two at a time under a conversation limit of 2 (replacing the ordering key)', async () => {
     const sent = [];
     for (const i of [1, 2, 3, 4]) sent.push(await send('parallel', 'c-par', `m${i}`));
     expect(new Set(sent.map((s) => s.run_id)).size).toBe(4);

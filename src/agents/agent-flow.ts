@@ -77,7 +77,8 @@ function eventKey(key: unknown, path: string): string | undefined {
   if (!EVENT_KEY.test(key) || !EVENT_FIELDS.includes(field ?? '') || (field !== 'payload' && key.split('.').length > 2))
     throw new ValidationError(
       path,
-      `'${key}' is not a field of the intake event (${EVENT_FIELDS.map((f) => `event.${f}`).join(', ')}, or a field inside event.payload)`,
+      `'${key}' is not a field of the intake event ` +
+        `(${EVENT_FIELDS.map((f) => `event.${f}`).join(', ')}, or a field inside event.payload)`,
     );
   return `input.${key.slice('event.'.length)}`;
 }

@@ -57,7 +57,9 @@ interface Arrival {
  *
  * @example
  * const intake = new Intake(engine, store, service, 'sample-agent');
- * await intake.receive({ conversation_id: 'c-1', user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', payload: { text: 'hi' } });
+ * await intake.receive({
+ *   conversation_id: 'c-1', user_id: 'u-1', source: 'whatsapp_webhook', input_type: 'text', payload: { text: 'hi' },
+ * });
  */
 export class Intake {
   constructor(

@@ -15,7 +15,7 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     close = null;
   });
 
-  it('prunes a finished agent run whole (run, session, ledger rows, key stream) and keeps one waiting for approval', async () => {
+  it('prunes a finished agent run whole (run, session, ledger rows, key stream), keeps one waiting for approval', async () => {
     const made = await testEngine(backend, { pollMs: 100 });
     close = made.close;
     const engine: Engine = made.engine;

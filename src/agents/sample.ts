@@ -79,10 +79,10 @@ interface SamplePayload {
  * `issue_refund`, which waits for a person's approval; a rejected or expired refund is handled
  * (`reply` says so). Messages of one conversation within 2 s of each other are answered by one
  * run (its `events`), started once the conversation is quiet for 2 s (at most 10 s after the first);
- * a run past 2,000 tokens waits for approval. `input.fail` (or, for a rule's input of an event, `input.detail.fail`) makes
- * the run fail at the end with `ClientError: ThrottlingException - Rate exceeded`. Every session
- * service has it, so `POST /agent/events` and a rule that starts `{ agent: 'sample-agent' }` work
- * out of the box.
+ * a run past 2,000 tokens waits for approval. `input.fail` (or, for a rule's input of an event,
+ * `input.detail.fail`) makes the run fail at the end with `ClientError: ThrottlingException - Rate
+ * exceeded`. Every session service has it, so `POST /agent/events` and a rule that starts
+ * `{ agent: 'sample-agent' }` work out of the box.
  *
  * @example
  * const service = sessions(engine, { agents: [] });   // sample-agent is there

@@ -30,7 +30,8 @@ export function devCommands(program: Command, print: (line: string) => void): vo
   program
     .command('dev')
     .description(
-      'develop on this machine: the API, the dashboard and workers on a local SQLite file, reloading the --workflows module on each change, until SIGINT or SIGTERM',
+      'develop on this machine: the API, the dashboard and workers on a local SQLite file, ' +
+        'reloading the --workflows module on each change, until SIGINT or SIGTERM',
     )
     .option(
       '--workflows <module>',

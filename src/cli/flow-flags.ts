@@ -35,7 +35,8 @@ export function flowOptions(cmd: Command): Command {
     .option('--batch-key <key>', "with --batch-size: 'input.<field>' or a constant (default: the workflow)")
     .option(
       '--not-before <time>',
-      "a code workflow's run: its code begins no earlier than this ISO 8601 time (or ms since 1970), at most 1 year ahead",
+      "a code workflow's run: its code begins no earlier than this ISO 8601 time (or ms since 1970), " +
+        'at most 1 year ahead',
     )
     .option('--budget-tokens <n>', "a code workflow's run: at most this many model tokens in all")
     .option('--budget-cost <n>', "a code workflow's run: at most this cost in all (a positive number)")

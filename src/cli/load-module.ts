@@ -57,7 +57,8 @@ export async function loadModule(
     failure.cause = error;
     throw failure;
   }
-  // a CommonJS module's exports arrive as `default`; an ES module's default export, spread, adds nothing a caller looks for
+  // a CommonJS module's exports arrive as `default`; an ES module's default export, spread, adds nothing a caller
+  // looks for
   const cjsExports =
     module.default !== null && typeof module.default === 'object' && !Array.isArray(module.default)
       ? Object.values(module.default)

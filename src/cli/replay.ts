@@ -32,7 +32,8 @@ interface Histories {
 export function replayCommands(program: Command, out: Output): void {
   reader(program.command('replay'))
     .description(
-      'replay recorded runs through new code (no step, sleep or wait runs; nothing is written): each run replays, or its first divergence is printed; exits 1 when any diverges',
+      'replay recorded runs through new code (no step, sleep or wait runs; nothing is written): ' +
+        'each run replays, or its first divergence is printed; exits 1 when any diverges',
     )
     .requiredOption('--workflows <module>', 'the new code: a JavaScript or TypeScript module exporting workflows')
     .option('--run <id>', 'this run (again for several)', (id: string, ids: string[] = []) => [...ids, id])
