@@ -86,7 +86,7 @@ describe.each(backends)('the place of a failed task on $name', (backend) => {
    * handler saw them in. One slot, nothing prefetched: the order is the claims'. A backoff of a second: a task
    * that backs off comes after the newer ones, which take milliseconds.
    */
-  const order = async (failing: (store: Store & { down: boolean }) => Error) => {
+  const order = async (failing: (store: Store & { down: boolean }) => Error, o: { olderMs?: number } = {}) => {
     const database = await backend.create();
     const store = outageStore(await openStore(database));
     engine = new Engine(resolveConfig({ database, leaseMs: LEASE_MS, pollMs: 100 }), store);
@@ -99,7 +99,12 @@ describe.each(backends)('the place of a failed task on $name', (backend) => {
       async ({ name }: { name: string }) => {
         seen.push(name);
         if (name !== 'first' || seen.length > 1) return null;
-        for (let n = 0; n < 4; n++) await e.queue.enqueue('jobs', { name: `newer-${n}` });
+        for (let n = 0; n < 4; n++)
+          await e.queue.enqueue(
+            'jobs',
+            { name: `${o.olderMs === undefined ? 'newer' : 'older'}-${n}` },
+            o.olderMs === undefined ? {} : { runAt: Date.now() - o.olderMs },
+          );
         throw failing(store);
       },
       { concurrency: 1, prefetch: 0, backoff },
@@ -115,6 +120,20 @@ describe.each(backends)('the place of a failed task on $name', (backend) => {
       return refused();
     });
     expect(seen).toEqual(['first', 'first', 'newer-0', 'newer-1', 'newer-2', 'newer-3']);
+  });
+
+  // Tasks due before it that still wait (another process started it first, or a priority) are behind it too: it was
+  // running, they were waiting. Before, it went back at its run-at and waited behind a backlog due before it.
+  it('goes back ahead of tasks due before it that were waiting when the database cut its attempt short', async () => {
+    const seen = await order(
+      (store) => {
+        store.down = true;
+        setTimeout(() => (store.down = false), 300);
+        return refused();
+      },
+      { olderMs: 60_000 },
+    );
+    expect(seen).toEqual(['first', 'first', 'older-0', 'older-1', 'older-2', 'older-3']);
   });
 
   it('backs off behind newer tasks when it failed on its own', async () => {

@@ -135,12 +135,22 @@ export async function taskRelease(
   ]);
 }
 
+// Kept in place (an outage cut the attempt short): the task was running, so it goes back ahead of
+// every task waiting in its queue, its turn (`fair_at`, else its run-at) moved just before the
+// front's. `front` is only read on that path (a CTE is evaluated when first used).
 const FAIL = prepared(
   'task_fail',
   returning(`${NOW},
+  front AS (SELECT min(r.sort_at) AS sort_at FROM tasks r
+    WHERE r.state = 'ready' AND r.queue = (SELECT queue FROM tasks WHERE id = $3)),
   u AS (
     UPDATE tasks SET state = CASE WHEN $1::bigint IS NULL THEN 'dead' ELSE 'ready' END,
-      run_at = CASE WHEN $1::bigint IS NULL OR $5::boolean THEN run_at ELSE (SELECT ms FROM now) + $1::bigint END,
+      run_at = CASE WHEN $1::bigint IS NULL THEN run_at
+        WHEN NOT $5::boolean THEN (SELECT ms FROM now) + $1::bigint
+        WHEN fair_at IS NULL THEN least(run_at, (SELECT sort_at FROM front) + priority::bigint * 10000 - 1)
+        ELSE run_at END,
+      fair_at = CASE WHEN $1::bigint IS NOT NULL AND $5::boolean AND fair_at IS NOT NULL
+        THEN least(fair_at, (SELECT sort_at FROM front) + priority::bigint * 10000 - 1) ELSE fair_at END,
       last_error = $2, lease_token = NULL, lease_expires_at = NULL, updated_at = (SELECT ms FROM now)
     WHERE id = $3 AND lease_token = $4 AND state = 'running' RETURNING *)`),
 );

@@ -253,6 +253,10 @@ export function taskRelease(
   );
 }
 
+// Kept in place (an outage cut the attempt short): the task was running, so it goes back ahead of every task
+// waiting in its queue, its turn (`fair_at`, else its run-at) moved just before the front's.
+const FRONT = `(SELECT min(r.sort_at) FROM tasks r WHERE r.state = 'ready' AND r.queue = tasks.queue)`;
+
 export function taskFail(
   s: Statements,
   now: number,
@@ -261,7 +265,10 @@ export function taskFail(
   const row = s
     .get(
       `UPDATE tasks SET state = CASE WHEN @delay IS NULL THEN 'dead' ELSE 'ready' END,
-       run_at = CASE WHEN @delay IS NULL OR @keep THEN run_at ELSE @now + @delay END,
+       run_at = CASE WHEN @delay IS NULL THEN run_at WHEN NOT @keep THEN @now + @delay
+         WHEN fair_at IS NULL THEN min(run_at, coalesce(${FRONT} + priority * 10000 - 1, run_at)) ELSE run_at END,
+       fair_at = CASE WHEN @delay IS NOT NULL AND @keep AND fair_at IS NOT NULL THEN min(fair_at, coalesce(${FRONT} + priority * 10000 - 1, fair_at))
+         ELSE fair_at END,
        last_error = @error, lease_token = NULL, lease_expires_at = NULL, updated_at = @now
      WHERE id = @id AND lease_token = @token AND state = 'running' RETURNING *`,
     )
