@@ -15,6 +15,7 @@ import { createEngine, engineStore } from '../dist/engine.js';
 import { postgresVersion, withDatabase, type Backend } from './databases.js';
 import { machineReference } from './machine.js';
 import { countStatements } from './statements.js';
+import { costKeys, measureDbCost } from './db-cost.js';
 import { benchAgents, type AgentSizes } from './agents.js';
 import { benchChat, type ChatSizes } from './chat.js';
 import { benchStored } from './stored.js';
@@ -218,6 +219,8 @@ if (backends.includes('postgres')) {
     round_trips_per_wf1_run: tenth(c.round_trips_per_wf1_run),
     round_trips_per_task: hundredth(c.round_trips_per_task),
   });
+  // WAL bytes and server CPU per run, step, task and event, on a cluster of its own (docs/scaling.md)
+  Object.assign(results.postgres!, costKeys(await measureDbCost()));
 }
 
 const out = fileURLToPath(new URL('./results/latest.json', import.meta.url));
