@@ -49,7 +49,8 @@ export async function projectionList(db: Db, p: ProjectionListParams): Promise<P
   ]);
 }
 
-const CREATED = "(value -> 'createdAt')";
+// stored columns of `value -> 'createdAt'` and `value ->> 'status'`, which the listing indexes hold (migration 320)
+const CREATED = 'created';
 
 export async function projectionListRecent(db: Db, p: ProjectionRecentParams): Promise<ProjectionRow[]> {
   const args: unknown[] = [p.name];
@@ -69,7 +70,12 @@ export async function projectionListRecent(db: Db, p: ProjectionRecentParams): P
   for (const group of p.where ?? []) {
     const any = group.map((m) => {
       const parts = projectionFieldPath(m.field);
-      const path = parts.length === 1 ? `(value ->> '${parts[0]}')` : `(value #>> '{${parts.join(',')}}')`;
+      const path =
+        parts.length > 1
+          ? `(value #>> '{${parts.join(',')}}')`
+          : parts[0] === 'status'
+            ? 'status'
+            : `(value ->> '${parts[0]}')`;
       const conditions: string[] = [];
       if (m.in) conditions.push(m.in.length ? `${path} = ANY(${arg(textArray(m.in))}::text[])` : 'false');
       if (m.notIn?.length)
