@@ -4,6 +4,7 @@ import { ScheduleClient, type ScheduleRecord } from '../client/schedules.js';
 import { ValidationError } from '../errors.js';
 import { DEFAULT_URL, json, remote, urlFlags, whole } from './options.js';
 import { plural, type Output } from './output.js';
+import { findByName } from './workflows.js';
 
 /** `client(options)`'s server and token, with the schedule routes. */
 const scheduleClient = (options: { url?: string; token?: string }) =>
@@ -81,7 +82,7 @@ export function scheduleCommands(program: Command, out: Output): void {
       if (options.workflow === undefined && options.agent === undefined)
         throw new ValidationError('--workflow', 'a schedule needs a target: --workflow <id or name> or --agent <name>');
       const c = scheduleClient(options);
-      const created = await told(c.createSchedule(body(options)));
+      const created = await told(c.createSchedule(body(await stored(c, options))));
       const { next } = await told(c.previewSchedule(created.cron, created.timezone));
       if (options.json) return out.json({ ...created, next_ten: next });
       out.line(
@@ -96,7 +97,7 @@ export function scheduleCommands(program: Command, out: Output): void {
     .action(async (id: string, options) => {
       const c = scheduleClient(options);
       const current = await told(c.schedule(id));
-      const updated = await told(c.updateSchedule(id, body(options, current)));
+      const updated = await told(c.updateSchedule(id, body(await stored(c, options), current)));
       const { next } = await told(c.previewSchedule(updated.cron, updated.timezone));
       if (options.json) return out.json({ ...updated, next_ten: next });
       out.line(`updated ${updated.id}: ${updated.cron} (${updated.timezone}) → ${target(updated)}`);
@@ -153,7 +154,7 @@ function definition(cmd: Command): Command {
   return cmd
     .option('--cron <expr>', '5 fields, or 6 with leading seconds; @hourly, @daily … too')
     .option('--timezone <zone>', 'the IANA time zone the cron is read in (default UTC)')
-    .option('--workflow <id-or-name>', "the target: a stored workflow's id (wf_…) or a code workflow's name")
+    .option('--workflow <id-or-name>', 'the target: a stored workflow (its id or name) or a code workflow (its name)')
     .option('--agent <name>', 'the target: an agent (a session per slot)')
     .option(
       '--input <json>',
@@ -194,6 +195,12 @@ function body(flags: DefinitionFlags, base?: ScheduleRecord): Record<string, unk
   set('overlap', flags.overlap);
   set('catch_up', flags.catchUp);
   return out;
+}
+
+/** As `runledger start` takes it: `--workflow` names a stored workflow (by name too) before a code workflow. */
+async function stored(c: ScheduleClient, flags: DefinitionFlags): Promise<DefinitionFlags> {
+  if (flags.workflow === undefined || flags.workflow.startsWith('wf_')) return flags;
+  return { ...flags, workflow: (await findByName(c, flags.workflow)) ?? flags.workflow };
 }
 
 /** The server's 400 told with the flag of each field: one problem a line. */
