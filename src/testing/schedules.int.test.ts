@@ -44,8 +44,10 @@ describe('createTestEngine: schedules fire as the clock moves', () => {
     expect(await runsOf(schedule.id)).toEqual(
       slots.map((slot) => ({ status: 'success', output: { slot: iso(slot), ranAt: slot } })),
     );
-    const { state } = await t.schedules.get(schedule.id);
+    const { state, next } = await t.schedules.get(schedule.id);
     expect([state.fired, state.skipped, state.failed, state.last_slot]).toEqual([12, 0, 0, iso(START + 60 * MINUTE)]);
+    // its next slots are the test clock's too
+    expect(next).toEqual([65, 70, 75].map((m) => iso(START + m * MINUTE)));
     expect(t.now()).toBe(START + 60 * MINUTE);
   });
 
