@@ -15,6 +15,7 @@ import { output, type Output } from './output.js';
 import { queueCommands } from './queues.js';
 import { replayCommands } from './replay.js';
 import { runCommands } from './runs.js';
+import { scheduleCommands } from './schedules.js';
 import { serverCommands } from './server.js';
 import { startCommands } from './start.js';
 import { taskCommands } from './tasks.js';
@@ -59,6 +60,7 @@ export function cliProgram(out: Output = stdout()): Command {
   limitCommands(program, out);
   queueCommands(program, out);
   notificationCommands(program, out);
+  scheduleCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);
   agentCommands(program, line);

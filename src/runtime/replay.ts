@@ -110,6 +110,11 @@ async function replayGeneration(
   code: Workflow,
   ended: { continued: boolean; at: number },
 ): Promise<string | null> {
+  // the replay's clock stands where the history ends, so a deadline after that never comes during it; left in, the
+  // pass arms a real-time timer for it (deadline − end), which a replay given up on never clears: it kept
+  // `runledger replay` and the server's replay alive until the deadline, then fired into the abandoned pass.
+  // A deadline at or before the end stays: the pass meets it at once, as the run did, and arms nothing.
+  if (history.deadline !== null && history.deadline > ended.at) history.deadline = null;
   const pass = new Pass({
     store: {} as Store,
     journal: refusing,

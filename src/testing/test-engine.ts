@@ -11,7 +11,9 @@ import { BATCH_QUEUE } from '../runtime/start/batch.js';
 import { DEBOUNCE_QUEUE } from '../runtime/start/debounce.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { openSqliteStore } from '../storage/sqlite/store.js';
+import type { Schedules } from '../triggers/schedules.js';
 import { TestClock } from './clock.js';
+import { testSchedules, type Firing } from './schedules.js';
 
 export interface TestEngineOptions extends Omit<RunledgerOptions, 'database'> {
   /** The workflows its run workers run. */
@@ -45,7 +47,7 @@ export async function createTestEngine(options: TestEngineOptions = {}): Promise
   const engine = new Engine(config, openSqliteStore(config.database, { clock }), workflows);
   // as createEngine does: the process row exists before its workers claim anything
   await engine.liveness.start();
-  return new TestEngine(engine, clock, idleTimeoutMs);
+  return new TestEngine(engine, clock, idleTimeoutMs, testSchedules(engine));
 }
 
 /** What `createTestEngine` returns: the engine (`engine`), its clock (`now`, `advance`) and the usual calls. */
@@ -53,13 +55,25 @@ export class TestEngine {
   /** The queues this engine works: the engine's own, and those of `work`. */
   private readonly queues = new Set([RUN_QUEUE, DEBOUNCE_QUEUE, BATCH_QUEUE]);
   private advancing = false;
+  /**
+   * Cron schedules, as `POST /schedules` makes them (`create`, `update`, `setPaused`, `delete`, `get`, `backfill`):
+   * `advance` fires each slot that comes due, at its own time, through the server's scheduler.
+   *
+   * @example await t.schedules.create({ cron: '0 9 * * *', target: { workflow: 'report' } }); await t.advance('1d');
+   */
+  readonly schedules: Schedules;
+  private readonly fireSchedules: () => Promise<Firing>;
 
   constructor(
     /** The engine under test, for everything this class does not repeat (`queue`, `runs`, `operator` …). */
     readonly engine: Engine,
     private readonly clock: TestClock,
     private readonly idleTimeoutMs: number,
-  ) {}
+    triggers: { schedules: Schedules; fire: () => Promise<Firing> },
+  ) {
+    this.schedules = triggers.schedules;
+    this.fireSchedules = triggers.fire;
+  }
 
   /** The test clock: ms since the epoch. It moves only in `advance`. */
   now(): number {
@@ -90,8 +104,8 @@ export class TestEngine {
   /**
    * Moves the clock `duration` ahead and resolves once the engine is idle there. It first waits
    * for what is running (a step's lease is never outrun by the clock), then moves from one due
-   * time to the next: every sleep, timeout, retry and task that comes due meanwhile runs at its
-   * own time, in order, as it would have in real time.
+   * time to the next: every sleep, timeout, retry and task that comes due meanwhile runs, and
+   * every schedule's slot fires, at its own time, in order, as it would have in real time.
    *
    * @example await t.advance('30d');
    */
@@ -114,17 +128,26 @@ export class TestEngine {
   }
 
   /**
-   * Waits, the clock standing still, until the engine is idle: no task running and none due on
-   * the queues it works (a paused queue's or workflow's tasks are not due). Resolves with when
-   * the next one comes due (ms since the epoch), or null when none is scheduled.
+   * Fires the schedules' slots due now, then waits, the clock standing still, until the engine is
+   * idle: no task running and none due on the queues it works (a paused queue's or workflow's tasks
+   * are not due). Resolves with when the next task or slot comes due (ms since the epoch), or null
+   * when none is scheduled.
    *
    * @example await t.start(onboard, { user: 'ada' }); await t.idle(); // its first steps ran
    */
   async idle(): Promise<number | null> {
     const deadline = performance.now() + this.idleTimeoutMs;
+    // a slot's run is a task like any other: fired first, it is waited for below
+    await this.fireSchedules();
     for (;;) {
       const state = await this.look();
-      if ('next' in state) return state.next;
+      if ('next' in state) {
+        // a run may have created, edited or resumed a schedule: its slots begin after now, so this fires
+        // nothing and learns when its next one comes (should it fire, the runs it started are waited for)
+        const firing = await this.fireSchedules();
+        if (firing.slots === 0) return earliest(state.next, firing.next);
+        continue;
+      }
       if (performance.now() > deadline)
         throw new Error(
           `the engine is not idle after ${this.idleTimeoutMs} ms: ${state.busy} (a step waiting for the test?)`,
@@ -155,4 +178,8 @@ export class TestEngine {
     }
     return { next };
   }
+}
+
+function earliest(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
 }

@@ -95,6 +95,19 @@ export class Scheduler {
     this.entries.clear();
   }
 
+  /**
+   * Reloads the schedules and fires the slots due now, as the timer loop does, without the loop: for a
+   * caller that moves the clock itself (the test engine of `runledger/testing`; do not `start` this
+   * scheduler too). Resolves with when the next slot of any schedule comes (ms), or null when none will.
+   *
+   * @example const next = await scheduler.fireDue(); // clock.set(next), then fireDue() again
+   */
+  async fireDue(): Promise<number | null> {
+    await this.reload();
+    const next = await this.tick();
+    return Number.isFinite(next) ? next : null;
+  }
+
   private async run(wakeup: Wakeup): Promise<void> {
     while (this.running) {
       let next = Infinity;

@@ -10,6 +10,7 @@ import {
 } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Journal } from '../journal/journal.js';
+import { StoreClock } from '../runtime/pass/clock.js';
 import { isTerminal, RUN_VIEW, runView } from '../runtime/read/view.js';
 import type { NewEvent, Store } from '../storage/store.js';
 import { zodProblems } from '../problems.js';
@@ -128,11 +129,15 @@ const TAKEN = Symbol('taken');
  * const s = await schedules.create({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', target: { workflow: 'report' } });
  */
 export class Schedules {
+  /** `next` is reckoned on the database clock, as the slots fire (a test engine's clock, too). */
+  private readonly clock: StoreClock;
+
   constructor(
     private readonly store: Store,
     private readonly journal: Journal,
     private readonly starter: RunStarter,
   ) {
+    this.clock = new StoreClock(store);
     journal.project(DEFINITION_EVENTS, async (event, tx) => {
       const id = event.streamId.slice(SCHEDULE_STREAM_PREFIX.length);
       if (event.type === 'schedule.deleted') {
@@ -231,7 +236,8 @@ export class Schedules {
   async get(id: string): Promise<ScheduleView> {
     const schedule = await this.store.projectionGet({ name: SCHEDULE_VIEW, key: id });
     if (!schedule) throw new NotFoundError(`schedule ${id} not found`);
-    return this.view(stored(schedule), Date.now());
+    await this.clock.ready();
+    return this.view(stored(schedule), this.clock.now());
   }
 
   /** Newest first (ids are ULIDs: id descending is creation order); `last_key` of a page continues after it, null on the last page. */
@@ -245,7 +251,8 @@ export class Schedules {
       backwards: true,
       ...(options.last_key ? { before: options.last_key } : {}),
     });
-    const now = Date.now();
+    await this.clock.ready();
+    const now = this.clock.now();
     const schedules = await Promise.all(rows.slice(0, limit).map((r) => this.view(stored(r.value), now)));
     return {
       schedules,
