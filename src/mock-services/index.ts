@@ -14,7 +14,16 @@ import { renderRoutes } from './render.js';
 import { serveRequest } from './server.js';
 import { createWorld } from './world.js';
 
-export type { ActiveFault, CallbackDelivery, CallFilter, FaultRule, MockCall, ModelFault, ModelRequestLog, ModelSettings };
+export type {
+  ActiveFault,
+  CallbackDelivery,
+  CallFilter,
+  FaultRule,
+  MockCall,
+  ModelFault,
+  ModelRequestLog,
+  ModelSettings,
+};
 export { completeProposal, mockRequest, waitForStatus, type MockAnswer } from './client.js';
 
 export interface MockServicesOptions {

@@ -154,8 +154,14 @@ export class MockModel {
     }
     const cut = sent.length < pieces.length;
     res.write(chunk({ delta: {}, finish_reason: cut ? 'length' : 'stop' }));
-    const usage = { prompt_tokens: promptTokens, completion_tokens: sent.length, total_tokens: promptTokens + sent.length };
-    res.write(`data: ${JSON.stringify({ id: `chatcmpl-${entry.seq}`, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: sent.length,
+      total_tokens: promptTokens + sent.length,
+    };
+    res.write(
+      `data: ${JSON.stringify({ id: `chatcmpl-${entry.seq}`, object: 'chat.completion.chunk', choices: [], usage })}\n\n`,
+    );
     res.end('data: [DONE]\n\n');
     entry.outcome = cut ? 'length' : 'done';
   }

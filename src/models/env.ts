@@ -19,7 +19,8 @@ export function modelFromEnv(env: Record<string, string | undefined>): Model {
   try {
     return openAiCompatibleModel({ url, model, ...(apiKey ? { apiKey } : {}) });
   } catch (error) {
-    if (error instanceof ValidationError) throw new ValidationError(`RUNLEDGER_LLM_${error.path.toUpperCase()}`, error.problems[0]!.message);
+    if (error instanceof ValidationError)
+      throw new ValidationError(`RUNLEDGER_LLM_${error.path.toUpperCase()}`, error.problems[0]!.message);
     throw error;
   }
 }

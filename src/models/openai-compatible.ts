@@ -97,7 +97,10 @@ async function* streamParts(
 /** The SDK's error as the step should see it: which stream failure, or an HTTP failure with its retry decision. */
 function modelError(id: string, error: unknown): unknown {
   if (JSONParseError.isInstance(error) || TypeValidationError.isInstance(error))
-    return new GenerationError('malformed_stream', `model ${id} sent stream data that is not a chunk: ${excerpt(error)}`);
+    return new GenerationError(
+      'malformed_stream',
+      `model ${id} sent stream data that is not a chunk: ${excerpt(error)}`,
+    );
   if (InvalidResponseDataError.isInstance(error) && /finish reason/i.test(error.message))
     return new GenerationError('no_finish_reason', `model ${id}: its stream stopped without a finish reason`);
   if (APICallError.isInstance(error) && error.statusCode !== undefined) {

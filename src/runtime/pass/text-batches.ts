@@ -43,7 +43,10 @@ export class TextBatches {
   private schedule(): void {
     if (this.writing || this.timer || this.failure || this.written === this.all.length) return;
     const wait = this.all.length - this.written >= BATCH_CHARS ? 0 : this.lastStart + BATCH_MS - Date.now();
-    if (wait <= 0) return this.flush();
+    if (wait <= 0) {
+      this.flush();
+      return;
+    }
     this.timer = setTimeout(() => {
       this.timer = null;
       this.flush();

@@ -5,7 +5,6 @@ import { RUN_EVENT, isTerminalEvent } from '../../runtime/events.js';
 import type { Generation } from '../../runtime/model.js';
 import { runStream } from '../../runtime/pass/history.js';
 import { FALLBACK_MS } from '../../runtime/read/runs.js';
-import type { StoredEvent } from '../../storage/store.js';
 import { route, type Route } from '../route.js';
 import { sseResponse, type SseFeed, type SseMessage } from '../sse.js';
 
@@ -66,7 +65,7 @@ export function runTextRoutes(engine: Engine, options: { heartbeatMs?: number; p
 }
 
 /** The message an event of the run makes on its text stream, if any. */
-function textMessage(e: StoredEvent): SseMessage[] {
+function textMessage(e: { version: number; type: string; data: unknown }): SseMessage[] {
   const data = e.data as { seq: number | string; name: string; at?: number; text?: string; mode?: string };
   const id = String(e.version);
   if (e.type === RUN_EVENT.stepText)
