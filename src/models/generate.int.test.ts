@@ -5,6 +5,7 @@ import { RUN_EVENT } from '../runtime/events.js';
 import type { GenerateOptions, Generation, Model } from '../runtime/model.js';
 import { journaledText } from '../runtime/pass/generate.js';
 import { runStream } from '../runtime/pass/history.js';
+import { recordedHistory, replayHistories } from '../runtime/replay.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
@@ -91,6 +92,9 @@ describe.each(backends)('ctx.generate on $name', (backend) => {
       return v.status === 'success' ? v : undefined;
     });
     expect((done.output as Generation).text).toBe(output.text);
+    // and a replay of the whole history (runledger replay) reaches its end on the recorded answer
+    const [replayed] = await replayHistories([await recordedHistory(engine, 'mock-1')], [answer]);
+    expect(replayed).toMatchObject({ replays: true });
     expect(mock.model.requests()).toHaveLength(1);
     // the key went in the request header only
     const journal = JSON.stringify(await engine.journal.readStream(runStream('mock-1'), { limit: 100_000 }));

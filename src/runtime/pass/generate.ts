@@ -99,7 +99,7 @@ export async function runGenerate(
       throw error;
     }
     // the text this attempt streamed is kept: the next attempt continues after it
-    await text.drain().catch(() => {});
+    await text.drain(true).catch(() => {});
     if (host.stopped()) {
       seen.end(describeError(error), false);
       host.checkLive();

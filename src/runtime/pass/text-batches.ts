@@ -16,6 +16,7 @@ export class TextBatches {
   private timer: NodeJS.Timeout | null = null;
   private lastStart = 0;
   private failure: { error: unknown } | null = null;
+  private sealed = false;
 
   /** `start`: the answer's length before this attempt; `write(at, text)` journals a batch at offset `at`. */
   constructor(
@@ -24,13 +25,17 @@ export class TextBatches {
   ) {}
 
   add(text: string): void {
-    if (text === '') return;
+    if (text === '' || this.sealed) return;
     this.all += text;
     this.schedule();
   }
 
-  /** Writes what is left and waits for it; throws when a write failed. */
-  async drain(): Promise<void> {
+  /**
+   * Writes what is left and waits for it; throws when a write failed. `seal`: text added later is dropped (an attempt
+   * that failed: a piece its stream still delivered must not land after the next attempt has begun).
+   */
+  async drain(seal = false): Promise<void> {
+    if (seal) this.sealed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     while (!this.failure && (this.writing || this.written < this.all.length)) {
