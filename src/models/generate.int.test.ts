@@ -143,6 +143,8 @@ describe.each(backends)('ctx.generate on $name', (backend) => {
     expect(requests).toHaveLength(2);
     expect(requests[1]!.messages).toEqual(requests[0]!.messages);
     expect(events.find((e) => e.type === RUN_EVENT.stepResumed)!.data).toMatchObject({ mode: 'restart' });
+    // the model said the same again in place of the journaled text
+    expect(events.find((e) => e.type === RUN_EVENT.stepCompleted)!.data).toMatchObject({ seamMatched: true });
   });
 
   it('fails with an error that names what went wrong: no finish reason, malformed data, maxTokens', async () => {

@@ -52,6 +52,8 @@ export async function runGenerate(
   const text = new TextBatches(prefix.length, (at, piece) =>
     host.write([{ type: RUN_EVENT.stepText, data: { seq, name, attempt, at, text: piece } }]),
   );
+  // what a model that starts over streamed again in place of the journaled text: the seam reads well when it matches
+  let redone = '';
   try {
     const finish = await host.attempt(
       async (ctx) => {
@@ -60,11 +62,10 @@ export async function runGenerate(
         const request = { messages, prefix, signal: ctx.signal, ...(maxTokens === undefined ? {} : { maxTokens }) };
         for await (const part of model.stream(request)) {
           if (part.type === 'finish') return part;
-          if (skip >= part.text.length) skip -= part.text.length;
-          else {
-            text.add(part.text.slice(skip));
-            skip = 0;
-          }
+          const dropped = part.text.slice(0, skip);
+          redone += dropped;
+          skip -= dropped.length;
+          text.add(part.text.slice(dropped.length));
         }
         throw new GenerationError('no_finish_reason', `model ${model.id}: its stream stopped without a finish reason`);
       },
@@ -91,7 +92,8 @@ export async function runGenerate(
       },
     };
     seen.end(null, false);
-    host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: generation } });
+    const matched = model.continuation === 'restart' && prefix.length > 0 ? { seamMatched: redone === prefix } : {};
+    host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: generation, ...matched } });
     return generation;
   } catch (error) {
     if (error instanceof LeaseLostError) {
