@@ -54,7 +54,12 @@ describe.each(backends)('ctx.generate across a kill -9 of serve on $name', (back
     writeFileSync(
       module,
       `import { openAiCompatibleModel, workflow } from '${resolve('dist/index.js')}';
-const model = openAiCompatibleModel({ url: process.env.MOCK_MODEL_URL, model: 'mock-1', apiKey: 'sk-e2e-secret' });
+const model = openAiCompatibleModel({
+  url: process.env.MOCK_MODEL_URL,
+  model: 'mock-1',
+  apiKey: 'sk-e2e-secret',
+  continuation: process.env.CONTINUATION,
+});
 export const story = workflow('story', async (ctx, input) => {
   const { text } = await ctx.generate('answer', { model, messages: [{ role: 'user', content: input.q }] });
   return text;
@@ -68,9 +73,10 @@ export const story = workflow('story', async (ctx, input) => {
   });
   afterAll(() => mock.close());
 
-  const start = async (database: string, dataDir: string) => {
+  const start = async (database: string, dataDir: string, continuation: string) => {
     const s = await serve(database, ['--workflows', module], {
       MOCK_MODEL_URL: `${mock.url}/v1`,
+      CONTINUATION: continuation,
       RUNLEDGER_DATA_DIR: dataDir,
       RUNLEDGER_LEASE_MS: '1500',
       RUNLEDGER_POLL_MS: '100',
@@ -79,61 +85,72 @@ export const story = workflow('story', async (ctx, input) => {
     return s;
   };
 
-  it('continues the answer from the journaled prefix; the client reads it whole, once', async () => {
-    mock.model.configure({ words: 80, delay_ms: 50 });
-    const database = await backend.create();
-    const dataDir = mkdtempSync(join(tmpdir(), 'rl-generate-data-'));
-    const first = await start(database, dataDir);
-    const started = await fetch(`${first.url}/runs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ workflow: 'story', id: 'story-1', input: { q: 'what survives a crash?' } }),
-    });
-    expect(started.status).toBe(202);
-    const full = mock.model.answer([{ role: 'user', content: 'what survives a crash?' }]);
+  // prefix: the server continues the journaled text; restart: it answers again and the runtime drops what it had
+  it.each(['prefix', 'restart'])(
+    'takes the answer up at the journaled text (%s); the client reads it whole, once',
+    async (mode) => {
+      mock.model.configure({ words: 80, delay_ms: 50 });
+      const database = await backend.create();
+      const dataDir = mkdtempSync(join(tmpdir(), 'rl-generate-data-'));
+      const first = await start(database, dataDir, mode);
+      const started = await fetch(`${first.url}/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ workflow: 'story', id: 'story-1', input: { q: 'what survives a crash?' } }),
+      });
+      expect(started.status).toBe(202);
+      const full = mock.model.answer([{ role: 'user', content: 'what survives a crash?' }]);
 
-    const before = read(first.url, 'story-1', null);
-    // mid-answer: the client has some text, the model has more to send
-    await eventually(() => before.texts().reduce((n, t) => n + t.text.length, 0) > full.length / 3, 20_000);
-    first.proc.kill('SIGKILL');
-    await first.exited;
-    await before.done;
-    const had = before.texts();
-    expect(had.length).toBeGreaterThan(0);
-    const lastId = before.got.at(-1)!.id;
+      const before = read(first.url, 'story-1', null);
+      // mid-answer: the client has some text, the model has more to send
+      await eventually(() => before.texts().reduce((n, t) => n + t.text.length, 0) > full.length / 3, 20_000);
+      first.proc.kill('SIGKILL');
+      await first.exited;
+      await before.done;
+      const had = before.texts();
+      expect(had.length).toBeGreaterThan(0);
+      const lastId = before.got.at(-1)!.id;
 
-    const second = await start(database, dataDir);
-    const after = read(second.url, 'story-1', lastId);
-    await after.done;
-    expect(after.got.at(-1)?.event).toBe('end');
+      const second = await start(database, dataDir, mode);
+      const after = read(second.url, 'story-1', lastId);
+      await after.done;
+      expect(after.got.at(-1)?.event).toBe('end');
 
-    // no gap, no repeat: each piece starts where the one before ended, and together they are the answer
-    const pieces = [...had, ...after.texts()];
-    let at = 0;
-    for (const p of pieces) {
-      expect(p.at).toBe(at);
-      at += p.text.length;
-    }
-    expect(pieces.map((p) => p.text).join('')).toBe(full);
+      // no gap, no repeat: each piece starts where the one before ended, and together they are the answer
+      const pieces = [...had, ...after.texts()];
+      let at = 0;
+      for (const p of pieces) {
+        expect(p.at).toBe(at);
+        at += p.text.length;
+      }
+      expect(pieces.map((p) => p.text).join('')).toBe(full);
 
-    // the seam: the second attempt took the answer up where the journal had it, and asked the model to continue it
-    const resumed = after.got.filter((m) => m.event === 'resumed').map((m) => JSON.parse(m.data));
-    expect(resumed).toHaveLength(1);
-    expect(resumed[0]).toMatchObject({ step: 'answer', mode: 'prefix' });
-    const seam = resumed[0].at as number;
-    expect(seam).toBeGreaterThanOrEqual(had.reduce((n, t) => n + t.text.length, 0));
-    const requests = mock.model.requests();
-    expect(requests).toHaveLength(2);
-    expect(requests[0]!.outcome).toBe('gone');
-    expect(requests[1]!.messages.at(-1)).toEqual({ role: 'assistant', content: full.slice(0, seam) });
-    expect(requests[1]).toMatchObject({ prefix: seam, continued: true, outcome: 'done' });
-    // the second request streamed only what followed the prefix
-    expect(requests[1]!.chunks).toBe(full.slice(seam).match(/\s*\S+/g)!.length);
+      // the seam: the second attempt took the answer up where the journal had it, and asked the model to continue it
+      const resumed = after.got.filter((m) => m.event === 'resumed').map((m) => JSON.parse(m.data));
+      expect(resumed).toHaveLength(1);
+      expect(resumed[0]).toMatchObject({ step: 'answer', mode });
+      const seam = resumed[0].at as number;
+      expect(seam).toBeGreaterThanOrEqual(had.reduce((n, t) => n + t.text.length, 0));
+      const requests = mock.model.requests();
+      expect(requests).toHaveLength(2);
+      expect(requests[0]!.outcome).toBe('gone');
+      if (mode === 'prefix') {
+        expect(requests[1]!.messages.at(-1)).toEqual({ role: 'assistant', content: full.slice(0, seam) });
+        expect(requests[1]).toMatchObject({ prefix: seam, continued: true, outcome: 'done' });
+        // the second request streamed only what followed the prefix
+        expect(requests[1]!.chunks).toBe(full.slice(seam).match(/\s*\S+/g)!.length);
+      } else {
+        // asked again from the prompt: the whole answer came, its first `seam` characters were dropped
+        expect(requests[1]!.messages).toEqual(requests[0]!.messages);
+        expect(requests[1]).toMatchObject({ prefix: 0, outcome: 'done', chunks: full.match(/\s*\S+/g)!.length });
+      }
 
-    const run = await (await fetch(`${second.url}/runs/story-1`)).json();
-    expect(run.status).toBe('success');
-    expect(run.output).toBe(full);
-    const events = await (await fetch(`${second.url}/runs/story-1/events?limit=1000`)).json();
-    expect(JSON.stringify(events)).not.toContain('sk-e2e-secret');
-  }, 90_000);
+      const run = await (await fetch(`${second.url}/runs/story-1`)).json();
+      expect(run.status).toBe('success');
+      expect(run.output).toBe(full);
+      const events = await (await fetch(`${second.url}/runs/story-1/events?limit=1000`)).json();
+      expect(JSON.stringify(events)).not.toContain('sk-e2e-secret');
+    },
+    90_000,
+  );
 });
