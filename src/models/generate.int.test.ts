@@ -16,7 +16,7 @@ const question = [{ role: 'user' as const, content: 'why journal?' }];
 const fast = { maxAttempts: 3, backoff: { base: 10, max: 20 } };
 
 /** Generates with the model and options of its input, then waits for a signal: the next pass replays the generation. */
-const models = new Map<string, Model>();
+const models = new Map<string, Model | Model[]>();
 const answer = workflow('answer', async (ctx, input: { model: string; options?: Partial<GenerateOptions> }) => {
   const generation = await ctx.generate('answer', {
     model: models.get(input.model)!,
@@ -37,6 +37,10 @@ describe.each(backends)('ctx.generate on $name', (backend) => {
     models.set('offline', offlineModel());
     models.set('mock', openAiCompatibleModel({ url: `${mock.url}/v1`, model: 'mock-1', apiKey: 'sk-secret-4242' }));
     models.set('restart', openAiCompatibleModel({ url: `${mock.url}/v1`, model: 'mock-1', continuation: 'restart' }));
+    models.set('chain', [
+      models.get('mock') as Model,
+      openAiCompatibleModel({ url: `${mock.url}/v1`, model: 'mock-2' }),
+    ]);
     ({ engine, close } = await testEngine(backend, { workflows: [answer], pollMs: 50 }));
   });
   afterAll(async () => {
@@ -166,6 +170,26 @@ describe.each(backends)('ctx.generate on $name', (backend) => {
     expect(offline.view.error).toContain('max_tokens');
   });
 
+  it('moves a failed attempt to the next model of its chain at once; the backup continues the journaled text', async () => {
+    mock.model.configure({ words: 30, delay_ms: 2 });
+    mock.model.setFaults([{ kind: 'malformed', after: 6 }]);
+    const { step, events } = await generate('chain', { model: 'chain', options: { retry: { maxAttempts: 2 } } });
+    const failed = events.find((e) => e.type === RUN_EVENT.stepFailed)!;
+    expect(failed.data).toMatchObject({ fallback: 'openai-compatible:mock-2' });
+    // no backoff before the backup
+    expect((failed.data as { retryAt: number }).retryAt).toBeLessThanOrEqual(failed.timestamp);
+    const [first, second] = mock.model.requests();
+    expect([first!.model, second!.model]).toEqual(['mock-1', 'mock-2']);
+    expect(second).toMatchObject({ continued: true });
+    const output = step.output as Generation;
+    expect(output.text).toBe(mock.model.answer(question));
+    expect(output.usage.model).toBe('openai-compatible:mock-2');
+    const started = events
+      .filter((e) => e.type === RUN_EVENT.stepStarted)
+      .map((e) => (e.data as { input: { model: string } }).input.model);
+    expect(started).toEqual(['openai-compatible:mock-1', 'openai-compatible:mock-2']);
+  });
+
   it('keeps the API key out of errors and the journal when the server refuses it', async () => {
     mock.model.setFaults([{ kind: 'status', status: 401 }]);
     const { view, events } = await generate('refused', { model: 'mock' });
@@ -178,5 +202,7 @@ describe.each(backends)('ctx.generate on $name', (backend) => {
   it('refuses bad options, naming the field', async () => {
     const { view } = await generate('bad-max', { model: 'offline', options: { maxTokens: 0 } });
     expect(view.error).toContain('generate(answer).maxTokens');
+    const empty = await generate('bad-chain', { model: 'offline', options: { model: [] } });
+    expect(empty.view.error).toContain('generate(answer).model: a fallback chain is 1 to 10 models');
   });
 });

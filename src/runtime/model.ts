@@ -37,7 +37,11 @@ export interface Model {
 }
 
 export interface GenerateOptions {
-  model: Model;
+  /**
+   * The model, or a fallback chain `[primary, backup, …]`: an attempt that fails (and may be retried) moves the call
+   * to the next model at once, which takes the answer up from the journaled text; the last one keeps the retries.
+   */
+  model: Model | Model[];
   messages: ModelMessage[];
   /** The answer's limit in tokens (1–1,000,000): an answer the model cuts there fails the call (`max_tokens`). */
   maxTokens?: number;

@@ -11,6 +11,7 @@ import { TextBatches } from './text-batches.js';
 
 const ROLES = new Set(['system', 'user', 'assistant']);
 const MAX_TOKENS = 1_000_000;
+const MAX_CHAIN = 10;
 
 /**
  * A model call as a step (`ctx.generate`). Journal: `step.started` (the model, prompt hash and limit as its input),
@@ -33,11 +34,16 @@ export async function runGenerate(
     | (FailureData & { retryAt: number | null })
     | undefined;
   if (lastFailure && lastFailure.retryAt === null) throw rebuild(lastFailure);
-  const { model, messages, maxTokens } = checkOptions(name, options);
+  const { messages, maxTokens } = checkOptions(name, options);
   host.checkLive();
   if (lastFailure?.retryAt && lastFailure.retryAt > host.now()) throw new Suspension(lastFailure.retryAt);
 
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
+  // a fallback chain: each failed attempt moves on to the next model (an attempt a crash cut keeps its model)
+  const chain = Array.isArray(options.model) ? options.model : [options.model];
+  const failures = h.count(seq, RUN_EVENT.stepFailed);
+  const model = chain[Math.min(failures, chain.length - 1)]!;
+  const next = failures + 1 < chain.length ? chain[failures + 1]! : null;
   const firstStart = h.find(seq, RUN_EVENT.stepStarted)?.timestamp ?? host.now();
   const prefix = journaledText(events);
   const promptHash = hashPrompt(model.id, maxTokens, messages);
@@ -106,10 +112,14 @@ export async function runGenerate(
       seen.end(describeError(error), false);
       host.checkLive();
     }
+    // a failure worth another try goes to the chain's next model at once, its tries counted with the call's
     const delay = retryDelay(error, attempt, options.retry);
-    const retryAt = delay === null ? null : host.now() + delay;
+    const retryAt = delay === null ? null : host.now() + (next ? 0 : delay);
+    const fallback = retryAt !== null && next ? { fallback: next.id } : {};
     seen.end(describeError(error), retryAt !== null, errorClassOf(error));
-    await host.write([{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt } }]);
+    await host.write([
+      { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt, ...fallback } },
+    ]);
     if (retryAt === null) throw error;
     throw new Suspension(retryAt);
   }
@@ -134,10 +144,16 @@ function hashPrompt(model: string, maxTokens: number | undefined, messages: Mode
 
 function checkOptions(name: string, o: GenerateOptions): GenerateOptions {
   const at = (field: string) => `generate(${name}).${field}`;
-  if (typeof o?.model?.stream !== 'function' || typeof o.model.id !== 'string')
-    throw new ValidationError(at('model'), 'must be a model (see src/models: offlineModel, openAiCompatibleModel)');
-  if (o.model.continuation !== 'prefix' && o.model.continuation !== 'restart')
-    throw new ValidationError(at('model.continuation'), "must be 'prefix' or 'restart'");
+  const chain = Array.isArray(o?.model) ? o.model : [o?.model];
+  if (chain.length === 0 || chain.length > MAX_CHAIN)
+    throw new ValidationError(at('model'), `a fallback chain is 1 to ${MAX_CHAIN} models`);
+  chain.forEach((model, i) => {
+    const field = Array.isArray(o.model) ? `model[${i}]` : 'model';
+    if (typeof model?.stream !== 'function' || typeof model.id !== 'string')
+      throw new ValidationError(at(field), 'must be a model (see src/models: offlineModel, openAiCompatibleModel)');
+    if (model.continuation !== 'prefix' && model.continuation !== 'restart')
+      throw new ValidationError(at(`${field}.continuation`), "must be 'prefix' or 'restart'");
+  });
   if (!Array.isArray(o.messages) || o.messages.length === 0)
     throw new ValidationError(at('messages'), 'must be a non-empty list of { role, content }');
   o.messages.forEach((m, i) => {
