@@ -54,7 +54,8 @@ const FLOORS: string[][] = [
   ['engine.ts'],
   // functions: remote code a stored workflow's `function` step calls, and the executor its runs run on
   ['workflows', 'functions'],
-  ['triggers', 'chat', 'agents', 'notifications'],
+  // models: the providers ctx.generate calls (the AI SDK, the chat's offline model)
+  ['triggers', 'chat', 'agents', 'notifications', 'models'],
   // the product assembled, and the doctor, which checks what the assembled product needs (agents' report URL …)
   ['app', 'doctor'],
   // the faces, and the test helpers (`runledger/testing`), which assemble engines as app/ does

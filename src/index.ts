@@ -42,6 +42,20 @@ export {
   type WorkflowOptions,
 } from './runtime/workflow.js';
 export type { RunHandle, StartOptions } from './runtime/runtime.js';
+export {
+  GenerationError,
+  type GenerationFailure,
+  type GenerateOptions,
+  type Generation,
+  type GenerationUsage,
+  type Model,
+  type ModelMessage,
+  type ModelPart,
+  type ModelRequest,
+} from './runtime/model.js';
+export { offlineModel, type OfflineModelOptions } from './models/offline.js';
+export { openAiCompatibleModel, type OpenAiCompatibleModelOptions } from './models/openai-compatible.js';
+export { modelFromEnv } from './models/env.js';
 export type { RunView, RunStatus, StepView, CancelView } from './runtime/read/view.js';
 export type { Duration } from './duration.js';
 // reached through the engine (engine.journal, engine.queue, engine.work, engine.subscribe): their types, not their constructors

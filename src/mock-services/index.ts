@@ -9,11 +9,21 @@ import { Faults, parseRules, type ActiveFault, type FaultRule } from './faults.j
 import { IdempotencyKeys } from './idempotency.js';
 import { intakeRoutes } from './intake.js';
 import { layoutRoutes } from './layout.js';
+import { MockModel, modelControlRoutes, type ModelFault, type ModelRequestLog, type ModelSettings } from './model.js';
 import { renderRoutes } from './render.js';
 import { serveRequest } from './server.js';
 import { createWorld } from './world.js';
 
-export type { ActiveFault, CallbackDelivery, CallFilter, FaultRule, MockCall };
+export type {
+  ActiveFault,
+  CallbackDelivery,
+  CallFilter,
+  FaultRule,
+  MockCall,
+  ModelFault,
+  ModelRequestLog,
+  ModelSettings,
+};
 export { completeProposal, mockRequest, waitForStatus, type MockAnswer } from './client.js';
 
 export interface MockServicesOptions {
@@ -53,6 +63,8 @@ export interface MockServices {
   setFaults(rules: FaultRule[]): ActiveFault[];
   /** Adds fault rules after those active. */
   addFaults(rules: FaultRule[]): ActiveFault[];
+  /** The OpenAI-compatible model at `POST /v1/chat/completions` (see MockModel): its settings, faults and requests. */
+  model: Pick<MockModel, 'answer' | 'configure' | 'setFaults' | 'requests'>;
   /** Forgets resources, idempotency keys, faults, calls and callbacks; the seed starts over. */
   reset(): void;
   close(): Promise<void>;
@@ -76,7 +88,8 @@ export interface MockServices {
  *   job?: "fail" | "hang", error? }`; the first rule that matches a request applies (see
  *   `FaultRule` and docs/mock-services.md).
  * - **Control**: `GET /` (endpoints), `GET|POST|PUT|DELETE /_faults`, `GET|DELETE /_calls`,
- *   `GET /_callbacks`, `POST /_reset`.
+ *   `GET /_callbacks`, `POST /_reset`, `GET|PUT|DELETE /_model` (the model's knobs and requests).
+ * - **Model**: `POST /v1/chat/completions`, an OpenAI-compatible model streaming a deterministic answer slowly.
  *
  * @example
  * const mock = await startMockServices({ speed: 20, seed: 7 });
@@ -98,14 +111,22 @@ export async function startMockServices(options: MockServicesOptions = {}): Prom
   const keys = new IdempotencyKeys();
   const waits = new Set<NodeJS.Timeout>();
   const services = [...intakeRoutes(world), ...layoutRoutes(world), ...renderRoutes(world), ...artifactRoutes(world)];
-  const endpoints = services.map(({ method, path, summary }) => ({ method, path, summary }));
+  const model = new MockModel();
+  const endpoints = [
+    ...services.map(({ method, path, summary }) => ({ method, path, summary })),
+    { method: 'POST', path: '/v1/chat/completions', summary: 'an OpenAI-compatible model, streamed (docs/models.md)' },
+  ];
   const reset = () => {
+    model.reset();
     world.reset();
     faults.clear();
     calls.clear();
     keys.clear();
   };
-  const control = controlRoutes({ faults, calls, callbacks: world.callbacks, endpoints: () => endpoints, reset });
+  const control = [
+    ...controlRoutes({ faults, calls, callbacks: world.callbacks, endpoints: () => endpoints, reset }),
+    ...modelControlRoutes(model),
+  ];
   const pipeline = {
     services,
     control,
@@ -120,6 +141,11 @@ export async function startMockServices(options: MockServicesOptions = {}): Prom
       }),
   };
   const server = createServer((req, res) => {
+    // the model streams, which the services' request → response pipeline does not
+    if (req.method === 'POST' && req.url?.split('?')[0] === '/v1/chat/completions') {
+      model.serve(req, res).catch(() => res.destroy());
+      return;
+    }
     serveRequest(pipeline, req, res).catch((error) => {
       if (!res.headersSent)
         res
@@ -150,10 +176,12 @@ export async function startMockServices(options: MockServicesOptions = {}): Prom
       return faults.add(parsed);
     },
     addFaults: (list) => faults.add(rules(list)),
+    model,
     reset,
     close: () =>
       new Promise<void>((resolve) => {
         reset();
+        model.close();
         for (const timer of waits) clearTimeout(timer);
         waits.clear();
         server.close(() => resolve());

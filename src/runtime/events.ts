@@ -77,6 +77,13 @@ export const runEventTable = {
     terminal: false,
     view: 'waiting, its reason (rate limit <name> — next slot <time>)',
   },
+  /**
+   * Text a `ctx.generate` step's model streamed, journaled in small batches: `at` is its offset (characters) in the
+   * answer, so the batches of every attempt, in order, are the answer without a gap or a repeat.
+   */
+  stepText: { type: 'step.text', kind: 'step', terminal: false, view: 'none: GET /runs/{id}/stream delivers it' },
+  /** A `ctx.generate` attempt took the answer up at character `at` (the seam), continuing it (`prefix`) or not (`restart`). */
+  stepResumed: { type: 'step.resumed', kind: 'step', terminal: false, view: 'none: GET /runs/{id}/stream shows it' },
   /** Units a step really used past those it took (its `charge`), charged to the bucket after the call. */
   stepRateCharged: { type: 'step.rate_charged', kind: 'step', terminal: false, view: 'none' },
   sleepStarted: { type: 'sleep.started', kind: 'sleep', terminal: false, view: 'sleeping' },

@@ -5,6 +5,7 @@ import type { Match } from './match.js';
 import type { CancelOn } from './start/start.js';
 import type { FlowOptions, RateLimitUse, Usage } from './flow.js';
 import { checkFlow } from './flow-check.js';
+import type { GenerateOptions, Generation } from './model.js';
 
 export interface StepContext {
   /** Stable for this run and step across retries and crashes: pass it to side effects. */
@@ -125,6 +126,14 @@ export interface WorkflowContext {
   readonly runId: string;
   /** Runs `fn` once (at least once if the worker dies mid-step) and journals its result. */
   step<T>(name: string, fn: (ctx: StepContext) => Promise<T>, options?: StepOptions<T>): Promise<T>;
+  /**
+   * A model call as a step: the answer streams into the journal as it comes (`GET /runs/{id}/stream` delivers it
+   * live), an attempt after a crash continues from the journaled text, and a completed call returns its recorded
+   * answer on every replay. See docs/models.md.
+   *
+   * @example const { text } = await ctx.generate('answer', { model: offlineModel(), messages: [{ role: 'user', content: 'hi' }] });
+   */
+  generate(name: string, options: GenerateOptions): Promise<Generation>;
   /** A durable timer: survives restarts, fires once, never early. The run holds no worker meanwhile. */
   sleep(name: string, duration: Duration): Promise<void>;
   sleepUntil(name: string, until: Date | number): Promise<void>;

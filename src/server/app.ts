@@ -36,6 +36,7 @@ import { devRoutes, type ModuleStatus } from './routes/dev.js';
 import { overviewRoutes } from './routes/overview.js';
 import { runDiffRoutes } from './routes/run-diff.js';
 import { runRoutes } from './routes/runs.js';
+import { runTextRoutes } from './routes/run-text.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { templateRoutes } from './routes/templates.js';
 import { functionRoutes } from './routes/functions.js';
@@ -87,6 +88,7 @@ export function createApp(options: AppOptions): Hono {
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
+    ...runTextRoutes(options.engine),
     ...runDiffRoutes(options.engine, options.workflows.definitions),
     ...controlRoutes(options.engine),
     ...workflowRoutes(options.workflows),
