@@ -16,7 +16,7 @@ import { isEnded, isSessionEventType, SESSION_EVENT_TYPES } from './lifecycle.js
 import { conversationOrderingKey } from './conversation.js';
 import { projectLedger } from './ledger-projection.js';
 import { pruneSession } from './retention.js';
-import { sampleAgent, sampleTools } from './sample.js';
+import { agentSet, type AgentSet } from './agent-set.js';
 import type { Tool } from './tools.js';
 import { REPORT_SIGNAL, SESSION_WORKFLOW, sessionWorkflow, type SessionInput, type SessionReport } from './session.js';
 import {
@@ -64,12 +64,33 @@ const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
  * `session` projection. Rules and schedules start sessions through `start` and `has`.
  */
 export class SessionService {
+  private agents: ReadonlyMap<string, Agent>;
+  private reloads = 0;
+
   constructor(
     private readonly engine: Engine,
     private readonly store: Store,
-    private readonly agents: ReadonlyMap<string, Agent>,
-    private readonly workflow: Workflow<SessionInput>,
-  ) {}
+    set: AgentSet,
+    private workflow: Workflow<SessionInput>,
+    private readonly build: (set: AgentSet, version: string) => Workflow<SessionInput>,
+  ) {
+    this.agents = set.agents;
+  }
+
+  /**
+   * Takes these agents and tools for the sessions started from now on (`runledger dev`, on a save of its `--agents`
+   * module): a new version of the session workflow runs them, so a session in flight goes on with the code it
+   * started on (its journal replays on it) and the next one, a conversation's next turn too, starts on the new.
+   * Every reload is a version (`1.<n>`): an agent's code is its function and whatever it calls, which no hash of
+   * the function's source covers. One process only: others keep the agents they have.
+   */
+  reload(options: { agents?: Agent[]; tools?: Tool[] }): string {
+    const next = agentSet(options);
+    const workflow = this.build(next, `1.${++this.reloads}`);
+    this.engine.register(workflow);
+    [this.agents, this.workflow] = [next.agents, workflow];
+    return workflow.version;
+  }
 
   /** The agent named `name`, or undefined. */
   agent(name: string): Agent | undefined {
@@ -332,40 +353,19 @@ export class SessionService {
  * (await service.events(run_id)).map((e) => e.type); // ['SESSION_INITIATED', 'AGENT_INVOCATION_STARTED', …]
  */
 export function sessions(engine: Engine, store: Store, options: SessionsOptions): SessionService {
-  const agents = new Map<string, Agent>([[sampleAgent.name, sampleAgent]]);
-  const given = new Set<string>();
-  (options.agents ?? []).forEach((agent, i) => {
-    if (agent?.kind !== 'code' && agent?.kind !== 'http')
-      throw new ValidationError(`agents[${i}]`, 'must be made with defineAgent()');
-    if (given.has(agent.name)) throw new ValidationError(`agents[${i}]`, `two agents are named '${agent.name}'`);
-    given.add(agent.name);
-    agents.set(agent.name, agent);
-  });
-  const tools = new Map<string, Tool>(sampleTools.map((t) => [t.name, t]));
-  const givenTools = new Set<string>();
-  (options.tools ?? []).forEach((tool, i) => {
-    if (typeof tool?.run !== 'function' || typeof tool.name !== 'string')
-      throw new ValidationError(`tools[${i}]`, 'must be made with defineTool()');
-    if (givenTools.has(tool.name)) throw new ValidationError(`tools[${i}]`, `two tools are named '${tool.name}'`);
-    givenTools.add(tool.name);
-    tools.set(tool.name, tool);
-  });
+  const set = agentSet(options);
   const base = options.reportBaseUrl?.replace(/\/+$/, '');
-  const workflow = sessionWorkflow({
-    store,
-    journal: engine.journal,
-    agents,
-    allow: options.allow ?? [],
-    reportUrl: (id) =>
-      publicUrlFor(base, `/sessions/${encodeURIComponent(id)}/report`, `the report_url of session ${id}`),
-    tools,
-    maxPayloadBytes: engine.config.maxPayloadBytes,
-  });
+  const reportUrl = (id: string) =>
+    publicUrlFor(base, `/sessions/${encodeURIComponent(id)}/report`, `the report_url of session ${id}`);
+  const { journal, config } = engine;
+  const common = { store, journal, allow: options.allow ?? [], reportUrl, maxPayloadBytes: config.maxPayloadBytes };
+  const build = (next: AgentSet, version: string) => sessionWorkflow({ ...common, ...next }, version);
+  const workflow = build(set, '1');
   engine.register(workflow);
   projectSessions(engine.journal);
   projectLedger(engine.journal);
   engine.retention.onRunPruned(pruneSession);
-  return new SessionService(engine, store, agents, workflow);
+  return new SessionService(engine, store, set, workflow, build);
 }
 
 function keyedId(key: string): string {

@@ -92,9 +92,10 @@ const MAX_ERROR_CHARS = 2000;
  */
 export function sessionWorkflow(
   o: SessionWorkflowOptions,
+  version = '1',
 ): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
   const clock = new StoreClock(o.store);
-  return workflow(SESSION_WORKFLOW, { version: '1' }, async (ctx, input: SessionInput) => {
+  return workflow(SESSION_WORKFLOW, { version }, async (ctx, input: SessionInput) => {
     let session = input;
     const { session_id: id, agent: name } = session;
     const agent = o.agents.get(name);

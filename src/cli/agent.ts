@@ -138,10 +138,17 @@ export function agentCommands(program: Command, print: (line: string) => void): 
   }
 }
 
-/** The agents (`defineAgent`) and tools (`defineTool`) a module exports, directly or in arrays. */
-export async function loadAgents(path: string): Promise<{ agents: Agent[]; tools: Tool[] }> {
+/** The agents (`defineAgent`) and tools (`defineTool`) a module exports, directly or in arrays; `load`: see `loadModule`. */
+export async function loadAgents(
+  path: string,
+  load?: (file: string) => Promise<Record<string, unknown>>,
+): Promise<{ agents: Agent[]; tools: Tool[] }> {
   const values = [
-    ...new Set((await loadModule('--agents', path)).flatMap((value) => (Array.isArray(value) ? value : [value]))),
+    ...new Set(
+      (await loadModule('--agents', path, undefined, load)).flatMap((value) =>
+        Array.isArray(value) ? value : [value],
+      ),
+    ),
   ];
   const agents = values.filter(
     (v): v is Agent =>

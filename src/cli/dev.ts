@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { SessionService } from '../agents/service.js';
 import { dirname, resolve } from 'node:path';
 import { checkLocation } from '../app/open.js';
 import type { Engine } from '../engine.js';
@@ -19,7 +20,8 @@ const DEV_DATABASE = '.runledger/dev.db';
 
 /**
  * `runledger dev`: the API, the dashboard and workers on a local SQLite file, the `--workflows`
- * module loaded as it is (TypeScript too) and loaded again when a file under its folder changes.
+ * and `--agents` modules loaded as they are (TypeScript too) and loaded again when a file under
+ * their folder changes.
  *
  * @example
  * runledger dev --workflows ./src/workflows.ts
@@ -31,7 +33,7 @@ export function devCommands(program: Command, print: (line: string) => void): vo
     .command('dev')
     .description(
       'develop on this machine: the API, the dashboard and workers on a local SQLite file, ' +
-        'reloading the --workflows module on each change, until SIGINT or SIGTERM',
+        'reloading the --workflows and --agents modules on each change, until SIGINT or SIGTERM',
     )
     .option(
       '--workflows <module>',
@@ -39,7 +41,7 @@ export function devCommands(program: Command, print: (line: string) => void): vo
     )
     .option(
       '--agents <module>',
-      'a JavaScript or TypeScript module whose exports are agents and tools (loaded at start)',
+      'a JavaScript or TypeScript module whose exports are agents and tools, reloaded for new sessions',
     )
     .option('-d, --database <location>', `SQLite file or postgres:// URL (default: ${DEV_DATABASE})`)
     .option('--port <port>', 'port (default: $PORT or 8080)')
@@ -52,10 +54,14 @@ export function devCommands(program: Command, print: (line: string) => void): vo
       const database: string = options.database ?? DEV_DATABASE;
       checkLocation(database, '--database');
       const workflows = options.workflows ? await workflowsOf(options.workflows, freshImport) : [];
-      const agents = options.agents ? await loadAgents(options.agents) : {};
+      const agents = options.agents ? await loadAgents(options.agents, freshImport) : {};
       const modules: ModuleStatus[] = options.workflows
         ? [{ flag: '--workflows', path: options.workflows, error: null, at: now(), serving: workflows.map(named) }]
         : [];
+      const agentModule: ModuleStatus | null = options.agents
+        ? { flag: '--agents', path: options.agents, error: null, at: now(), serving: [] }
+        : null;
+      if (agentModule) modules.push(agentModule);
       const stopped = untilSignal();
       const mock =
         options.mockServices === undefined
@@ -77,13 +83,22 @@ export function devCommands(program: Command, print: (line: string) => void): vo
       print(`runledger dev ${process.pid} serving ${url} on ${database}`);
       if (workflows.length > 0)
         print(`workflows: ${workflows.map(named).join(', ')} (--workflows ${options.workflows})`);
+      if (agentModule) {
+        agentModule.serving = servingAgents(server.sessions, 1);
+        print(`agents: ${agentModule.serving.join(', ')} (--agents ${options.agents})`);
+      }
       if (mock) print(`mock services: ${mock.url}`);
       print(`dashboard: ${url}/ui`);
-      const unwatch = modules[0]
-        ? watchFolder(dirname(resolve(modules[0].path)), reloader(server.engine, modules[0], workflows, print))
-        : () => {};
+      const watching = [
+        ...(options.workflows
+          ? [watchFolder(dirname(resolve(modules[0]!.path)), reloader(server.engine, modules[0]!, workflows, print))]
+          : []),
+        ...(agentModule
+          ? [watchFolder(dirname(resolve(agentModule.path)), agentReloader(server.sessions, agentModule, print))]
+          : []),
+      ];
       await stopped;
-      unwatch();
+      for (const unwatch of watching) unwatch();
       await server.close();
       await mock?.close();
       print(`runledger dev ${process.pid}: stopped`);
@@ -139,5 +154,35 @@ function reloader(
       return now ? `${named(now)} (new runs)` : `${wf.name} unchanged`;
     });
     print(`reloaded --workflows ${module}: ${list.join(', ')}`);
+  };
+}
+
+/** The agents serving new sessions, each with the version of the session workflow that runs them (`runledger.session@1`). */
+function servingAgents(sessions: SessionService, version: string | number): string[] {
+  return sessions.names().map((name) => `${name} (runledger.session@${version})`);
+}
+
+/**
+ * Loads the agents module again and gives the sessions a new version of the session workflow that runs them (`SessionService.reload`): sessions started from now on, a conversation's next turn too, run
+ * the new code; a session in flight finishes on the version it started on, so its journal replays on the code that
+ * wrote it. A module that fails to load (or exports two agents of one name) is reported as a broken workflow module
+ * is, and the agents loaded last keep serving.
+ */
+function agentReloader(sessions: SessionService, status: ModuleStatus, print: (line: string) => void) {
+  let version = '1';
+  return async () => {
+    status.at = now();
+    try {
+      version = sessions.reload(await loadAgents(status.path, freshImport));
+      status.error = null;
+      status.serving = servingAgents(sessions, version);
+      print(
+        `reloaded --agents ${status.path}: ${sessions.names().join(', ')} on runledger.session@${version} (new sessions)`,
+      );
+    } catch (error) {
+      status.error = error instanceof Error ? error.message : String(error);
+      print(`✗ ${status.error}`);
+      print('  the previous agents keep serving: fix the file and save it again');
+    }
   };
 }

@@ -42,6 +42,8 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** Only a worker that has this tag (`WorkOptions.tags`) claims the task. */
   tag?: string;
+  /** A pause of kind `workflow` named this holds the task too, beside one of the workflow its tag names (`NewTask.pauseKey`). */
+  pauseKey?: string;
   /**
    * A named rate limit (`engine.limits`) each attempt takes before its handler runs: no room, the task
    * waits in the queue for the limit's next slot without using up an attempt. Refused at the enqueue
@@ -278,6 +280,7 @@ export class TaskQueue {
         ...(concurrency ? { concurrency } : {}),
         ...(item.fairBy === undefined ? {} : { fairBy: checkName(at('fairBy'), item.fairBy) }),
         ...(item.rateLimit === undefined ? {} : { rateLimit: taskRate(item.rateLimit, at) }),
+        ...(item.pauseKey === undefined ? {} : { pauseKey: checkName(at('pauseKey'), item.pauseKey) }),
       };
     });
   }

@@ -299,7 +299,13 @@ export class Runtime {
   async restart(id: string, actor: { by: string; reason: string }): Promise<string> {
     const [started] = await this.journal.readStream(runStream(id), { limit: 1 });
     if (!started || started.type !== RUN_EVENT.runStarted) throw new NotFoundError(`run ${id} not found`);
-    const from = started.data as { workflow: string; version?: string; input: unknown; cancelOn?: unknown };
+    const from = started.data as {
+      workflow: string;
+      version?: string;
+      input: unknown;
+      cancelOn?: unknown;
+      pauseKey?: string;
+    };
     const next = newId('run');
     await this.store.transaction(async (tx) => {
       const data = {
@@ -308,6 +314,7 @@ export class Runtime {
         input: from.input,
         // the business events that cancel it cancel the restarted run too
         ...(from.cancelOn ? { cancelOn: from.cancelOn } : {}),
+        ...(from.pauseKey ? { pauseKey: from.pauseKey } : {}),
         orderingKey: null,
         deadline: null,
         parent: null,
@@ -361,12 +368,15 @@ export class Runtime {
     knownTag?: string,
     knownPriority?: number,
   ): Promise<EnqueueResult> {
-    const { tag, priority } =
-      knownTag === undefined ? await runPass(tx, id) : { tag: knownTag, priority: knownPriority ?? 0 };
+    // a known tag spares the view's read, unless its workflow keeps a pause key with its runs (runledger.stored)
+    const { tag, priority, pauseKey } =
+      knownTag === undefined || this.workflows.get(knownTag)?.pauseKey
+        ? await runPass(tx, id)
+        : { tag: knownTag, priority: knownPriority ?? 0, pauseKey: null };
     return this.queue.enqueue(
       RUN_QUEUE,
       { runId: id },
-      { tx, ...passTask(id, tag ?? null, priority), ...(at === null ? {} : { runAt: at }) },
+      { tx, ...passTask(id, tag ?? null, priority, pauseKey), ...(at === null ? {} : { runAt: at }) },
     );
   }
 

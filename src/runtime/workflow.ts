@@ -258,6 +258,8 @@ export interface Workflow<I = any, O = any> {
   readonly cancelOn?: CancelOn[];
   /** Its runs' flow control by default (see FlowOptions). */
   readonly flow?: FlowOptions;
+  /** A second name a workflow pause holds a run by, from its input (see WorkflowOptions). */
+  readonly pauseKey?: (input: any) => string | undefined;
 }
 
 export interface WorkflowOptions {
@@ -287,6 +289,12 @@ export interface WorkflowOptions {
   /** Its runs take their inputs in batches (see Batch): the run's input is the list. */
   batch?: FlowOptions['batch'];
   budget?: FlowOptions['budget'];
+  /**
+   * A second name a pause of kind `workflow` holds a run by, beside the workflow's own, read from the run's input when
+   * it starts and kept with the run: `(input) => input.workflow_id` lets one code workflow that runs many definitions
+   * (the stored workflows' `runledger.stored`) pause each definition's runs alone. Undefined: none.
+   */
+  pauseKey?: (input: any) => string | undefined;
 }
 
 /**
@@ -327,6 +335,7 @@ export function workflow<I, O>(
     ...(options.onDeadline ? { onDeadline: options.onDeadline } : {}),
     ...(options.cancelOn ? { cancelOn: options.cancelOn } : {}),
     ...(Object.keys(flow).length > 0 ? { flow: Object.freeze(flow) } : {}),
+    ...(options.pauseKey ? { pauseKey: options.pauseKey } : {}),
   });
 }
 

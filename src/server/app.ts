@@ -108,7 +108,7 @@ export function createApp(options: AppOptions): Hono {
     ...historyRoutes(options.engine, options.workflows.definitions),
     ...replayRoutes(options.engine),
     ...overviewRoutes(options.engine),
-    ...operatorRoutes(options.engine),
+    ...operatorRoutes(options.engine, options.workflows.definitions),
     ...queueListRoutes(options.engine),
     ...(options.ledger ? agentRoutes(options.ledger) : []),
     ...(options.remote ? agentProtocolRoutes(options.remote) : []),

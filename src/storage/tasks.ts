@@ -30,6 +30,11 @@ export interface NewTask {
   fairBy?: string | null;
   /** A named rate limit the task takes before each attempt's handler runs (`TaskRate`). */
   rateLimit?: TaskRate | null;
+  /**
+   * A second name a workflow pause holds the task by, beside the workflow its tag names: a pause of kind `workflow`
+   * named this holds it too (a stored workflow's id, for the passes of its executions). Null or absent: none.
+   */
+  pauseKey?: string | null;
 }
 
 /**

@@ -78,7 +78,8 @@ export function storedWorkflow(options: InterpreterOptions): Workflow<ExecutionI
   // past its timeout_seconds the engine cancels an execution (brief 004 §9.1: cancelled_by 'system'), not fails it
   const stored: Workflow<ExecutionInput, Record<string, unknown>> = workflow(
     STORED_WORKFLOW,
-    { version: '1', onDeadline: 'cancel' },
+    // a pause of the stored workflow's id holds its executions alone (a pause of STORED_WORKFLOW holds them all)
+    { version: '1', onDeadline: 'cancel', pauseKey: (input: ExecutionInput) => input.workflow_id },
     async (ctx, input: ExecutionInput) => {
       const secrets = await options.secrets.values();
       const run: StoredRun = {

@@ -94,7 +94,8 @@ export class PassDriver {
     await this.clock.ready();
     const seen = observePass(this.options.observe, id, history, history.started ?? undefined);
     const maxEventBytes = this.options.maxValueBytes ?? this.options.maxEventBytes;
-    const held = () => this.paused.has(wf.name);
+    const key = history.pauseKey;
+    const held = () => this.paused.has(wf.name) || (key !== null && this.paused.has(key));
     const pass = new Pass({
       store: this.store,
       journal: this.journal,
@@ -203,6 +204,7 @@ export class PassDriver {
   /** The first event of the run's next generation: what run.started says, with the new input (and version). */
   private nextGeneration(history: History, input: unknown, wf: Workflow, usage: UsageTotals): Record<string, unknown> {
     const traceparent = (history.started?.data as { traceparent?: string } | undefined)?.traceparent;
+    const pauseKey = wf.pauseKey?.(input);
     return {
       generation: history.generation + 1,
       workflow: wf.name,
@@ -212,6 +214,7 @@ export class PassDriver {
       deadline: history.deadline,
       parent: history.parent,
       ...(history.flow ? { flow: history.flow } : {}),
+      ...(pauseKey ? { pauseKey } : {}),
       ...(traceparent ? { traceparent } : {}),
       ...carriedUsage(history, usage),
     };

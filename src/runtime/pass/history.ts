@@ -55,6 +55,8 @@ export class History {
   orderingKey: string | null = null;
   /** The run's flow options as its start checked them (`run.started`'s `flow`), its limits' keys resolved; null: none. */
   flow: RunFlow | null = null;
+  /** The second name a workflow pause holds the run by (`run.started`'s `pauseKey`); null: none. */
+  pauseKey: string | null = null;
   parent: { runId: string; seq: Seq } | null = null;
   cancelRequested = false;
   /** Who asked first to cancel the run (`by` of its first `run.cancel_requested`): the engine (`system`) or a user. */
@@ -105,6 +107,7 @@ export class History {
         this.deadline = data.deadline ?? null;
         this.orderingKey = data.orderingKey ?? null;
         this.flow = data.flow ?? null;
+        this.pauseKey = data.pauseKey ?? null;
         this.parent = data.parent ?? null;
         return;
       case RUN_EVENT.runBatched:

@@ -13,6 +13,7 @@ export function newView(id: string, event: StoredEvent): RunView {
     version?: string;
     waitingFor?: string | null;
     flow?: { priority?: number; budget?: Budget };
+    pauseKey?: string;
   };
   return {
     id,
@@ -22,6 +23,7 @@ export function newView(id: string, event: StoredEvent): RunView {
     ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
     ...(data.flow?.priority ? { priority: data.flow.priority } : {}),
     ...(data.flow?.budget ? { budget: data.flow.budget } : {}),
+    ...(data.pauseKey ? { pauseKey: data.pauseKey } : {}),
     input: data.input,
     output: null,
     error: null,
@@ -112,6 +114,8 @@ export function apply(view: RunView, event: StoredEvent): void {
         current: null,
         state: view.state ?? null,
       });
+      if (data.pauseKey) view.pauseKey = data.pauseKey;
+      else delete view.pauseKey;
       return;
     case RUN_EVENT.patchRecorded:
       view.patches = { ...view.patches, [data.id]: data.patched };

@@ -97,6 +97,8 @@ export interface RunView {
   waitingFor?: string | null;
   /** The run's priority, when not 0: its passes are claimed before those of lower ones (-100…100). */
   priority?: number;
+  /** The second name a workflow pause holds it by (`WorkflowOptions.pauseKey`: a stored workflow's id), when it has one. */
+  pauseKey?: string;
   input: unknown;
   output: unknown;
   error: string | null;
@@ -273,10 +275,17 @@ export async function runTag(store: Store, id: string): Promise<string | undefin
   return (await runPass(store, id)).tag;
 }
 
-/** What each pass task of run `id` carries, from its view: its version's tag and its priority (0 when none). */
-export async function runPass(store: Store, id: string): Promise<{ tag: string | undefined; priority: number }> {
+/** What each pass task of run `id` carries, from its view: its version's tag, its priority (0 when none) and pause key. */
+export async function runPass(
+  store: Store,
+  id: string,
+): Promise<{ tag: string | undefined; priority: number; pauseKey: string | null }> {
   const view = (await store.projectionGet({ name: RUN_VIEW, key: id })) as RunView | undefined;
-  return { tag: view?.version ? versionTag(view.workflow, view.version) : undefined, priority: view?.priority ?? 0 };
+  return {
+    tag: view?.version ? versionTag(view.workflow, view.version) : undefined,
+    priority: view?.priority ?? 0,
+    pauseKey: view?.pauseKey ?? null,
+  };
 }
 
 /** The keys of a run's step pages: `<run id>#<page>` (the page number after the last `#` keeps ids with `#` apart). */

@@ -88,8 +88,14 @@ export const RUN_QUEUE = 'runledger.runs';
  * that has that version runs it. A pass that throws met the infrastructure, not the workflow: it is retried, not sent
  * to the dead letters after 5 tries.
  */
-export function passTask(id: string, tag: string | null, priority = 0): EnqueueOptions {
-  return { maxAttempts: 1000, orderingKey: id, ...(tag ? { tag } : {}), ...(priority ? { priority } : {}) };
+export function passTask(id: string, tag: string | null, priority = 0, pauseKey?: string | null): EnqueueOptions {
+  return {
+    maxAttempts: 1000,
+    orderingKey: id,
+    ...(tag ? { tag } : {}),
+    ...(priority ? { priority } : {}),
+    ...(pauseKey ? { pauseKey } : {}),
+  };
 }
 
 type Start = StartOptions & { id: string; parent?: { runId: string; seq: Seq } };
@@ -97,6 +103,8 @@ type Start = StartOptions & { id: string; parent?: { runId: string; seq: Seq } }
 /** A start's options, checked: its version tag, ordering key, timeout, flow and first pass's time. */
 interface Checked {
   tag: string;
+  /** The second name a workflow pause holds it by (`WorkflowOptions.pauseKey`), null: none. */
+  pauseKey: string | null;
   orderingKey: string | null;
   timeoutMs: number | null;
   flow: RunFlow;
@@ -153,7 +161,7 @@ export class Starts {
       RUN_QUEUE,
       { runId: options.id },
       {
-        ...passTask(options.id, tag, priority),
+        ...passTask(options.id, tag, priority, checked.pauseKey),
         ...(options.notBefore === undefined ? {} : { runAt: options.notBefore }),
         ...(taker ? { claim: taker.claim } : {}),
       },
@@ -200,7 +208,7 @@ export class Starts {
    */
   async in(tx: Store, wf: Workflow, input: unknown, options: Start): Promise<void> {
     const checked = this.checked(wf, input, options);
-    const { tag, timeoutMs, flow, claims } = checked;
+    const { tag, timeoutMs, claims } = checked;
     const deadline = timeoutMs === null ? null : (await tx.now()) + timeoutMs;
     const limits = this.host.limits;
     const dropped = claims.length === 0 ? null : await takeDroppable(limits, tx, options.id, claims, true);
@@ -215,9 +223,7 @@ export class Starts {
     ).events;
     const admitted = claims.length === 0 || (await this.admit(tx, options, checked));
     const taker = options.notBefore === undefined ? this.host.queue.reserve(RUN_QUEUE, tag) : null;
-    const pass = admitted
-      ? await this.enqueuePass(tx, options.id, tag, taker, flow.priority ?? 0, options.notBefore)
-      : null;
+    const pass = admitted ? await this.enqueuePass(tx, options.id, checked, taker, options.notBefore) : null;
     await options.also?.(tx);
     tx.onCommit(() => this.keep(options.id, started!, pass));
   }
@@ -253,8 +259,10 @@ export class Starts {
       );
     const orderingKey = options.orderingKey === undefined ? null : checkName('orderingKey', options.orderingKey, 200);
     const flow = runFlow(wf, input, options);
+    const key = wf.pauseKey?.(input);
     return {
       tag,
+      pauseKey: key === undefined ? null : checkName('pauseKey', key, 200),
       orderingKey,
       timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, 'timeout'),
       flow,
@@ -272,7 +280,7 @@ export class Starts {
     checked: Checked,
     deadline: number | null,
   ): Promise<StreamAppend> {
-    const { orderingKey, flow, notBefore } = checked;
+    const { orderingKey, flow, notBefore, pauseKey } = checked;
     const data = {
       workflow: wf.name,
       version: wf.version,
@@ -280,6 +288,7 @@ export class Starts {
       orderingKey,
       deadline,
       parent: options.parent ?? null,
+      ...(pauseKey === null ? {} : { pauseKey }),
       ...(Object.keys(flow).length > 0 ? { flow } : {}),
       ...(notBefore === null ? {} : { notBefore, waitingFor: `not before ${new Date(notBefore).toISOString()}` }),
       ...(options.traceparent ? { traceparent: options.traceparent } : {}),
@@ -291,9 +300,8 @@ export class Starts {
   private enqueuePass(
     tx: Store,
     id: string,
-    tag: string,
+    checked: Checked,
     taker: Taker | null,
-    priority: number,
     notBefore: number | undefined,
   ): Promise<EnqueueResult> {
     return this.host.queue.enqueue(
@@ -301,7 +309,7 @@ export class Starts {
       { runId: id },
       {
         tx,
-        ...passTask(id, tag, priority),
+        ...passTask(id, checked.tag, checked.flow.priority ?? 0, checked.pauseKey),
         ...(notBefore === undefined ? {} : { runAt: notBefore }),
         ...(taker ? { taker } : {}),
       },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
+import type { Definitions } from '../../workflows/definitions.js';
 import { RUN_STATUSES } from '../../runtime/read/view.js';
 import { route, type Route } from '../route.js';
 import { runSummary } from '../records/runs.js';
@@ -13,6 +14,7 @@ const actor = {
 const pauseBody = z
   .object({ kind: z.enum(['workflow', 'queue']), name: z.string().min(1).max(200), ...actor })
   .strict();
+const storedPauseBody = z.object(actor).strict();
 const runFilterBody = z
   .object({
     status: z.array(z.enum(RUN_STATUSES)).min(1).optional(),
@@ -54,12 +56,21 @@ const bulkResponse = z.object({
 /**
  * The operator's face: pause and resume a workflow or a queue, cancel / retry runs and redrive dead
  * tasks by filter (each journaled on the `operator` stream with who and why), the journal of those
- * actions, and the runs that still need a patch.
+ * actions, and the runs that still need a patch. A stored workflow is paused by its id (`/workflows/{id}/pause`): its
+ * executions' passes carry that id as their pause key, so the pause holds them alone (a pause of `runledger.stored`,
+ * the code workflow they all run as, holds every stored workflow's).
  *
- * @example mount(new Hono(), operatorRoutes(engine));
+ * @example mount(new Hono(), operatorRoutes(engine, workflows.definitions));
  */
-export function operatorRoutes(engine: Engine): Route[] {
+export function operatorRoutes(engine: Engine, definitions?: Definitions): Route[] {
   const op = engine.operator;
+  const stored = async (action: 'pause' | 'resume', idOrName: string, body: z.infer<typeof storedPauseBody>) => {
+    const id = await definitions!.resolve(idOrName);
+    if (action === 'pause') await definitions!.get(id); // a workflow that is not (any more): 404
+    const who = { by: body.by, reason: body.reason };
+    const done = action === 'pause' ? await op.pause('workflow', id, who) : await op.resume('workflow', id, who);
+    return { workflow_id: id, ...done };
+  };
   const bulk = (r: {
     action: string;
     ids: string[];
@@ -73,6 +84,29 @@ export function operatorRoutes(engine: Engine): Route[] {
     dry_run: r.dryRun,
     ...(r.started ? { started: r.started } : {}),
   });
+  const storedPauses: Route[] = [
+    route({
+      method: 'post',
+      path: '/workflows/{id}/pause',
+      tag: 'workflows',
+      summary:
+        'Pause a stored workflow (id or name): its new executions wait queued, running ones start no new step; other workflows run on',
+      body: storedPauseBody,
+      status: 200,
+      errors: [400, 404],
+      handle: async ({ params, body }) => stored('pause', params.id!, body),
+    }),
+    route({
+      method: 'post',
+      path: '/workflows/{id}/resume',
+      tag: 'workflows',
+      summary: 'Resume a paused stored workflow (id or name): what its pause held back runs',
+      body: storedPauseBody,
+      status: 200,
+      errors: [400, 404],
+      handle: async ({ params, body }) => stored('resume', params.id!, body),
+    }),
+  ];
   return [
     route({
       method: 'post',
@@ -101,16 +135,24 @@ export function operatorRoutes(engine: Engine): Route[] {
       tag: 'operator',
       summary: 'What is paused, by whom and why',
       status: 200,
-      handle: async () => ({
-        pauses: (await op.pauses()).map((p) => ({
-          kind: p.kind,
-          name: p.name,
-          paused_by: p.pausedBy,
-          reason: p.reason,
-          paused_at: new Date(p.createdAt).toISOString(),
-        })),
-      }),
+      handle: async () => {
+        const pauses = await op.pauses();
+        // a workflow pause named by a stored workflow's id holds that stored workflow's executions: named here
+        const workflows = pauses.filter((p) => p.kind === 'workflow').map((p) => p.name);
+        const names = definitions ? await definitions.names(workflows) : new Map<string, string>();
+        return {
+          pauses: pauses.map((p) => ({
+            kind: p.kind,
+            name: p.name,
+            ...(p.kind === 'workflow' && names.has(p.name) ? { stored_workflow: names.get(p.name)! } : {}),
+            paused_by: p.pausedBy,
+            reason: p.reason,
+            paused_at: new Date(p.createdAt).toISOString(),
+          })),
+        };
+      },
     }),
+    ...(definitions ? storedPauses : []),
     route({
       method: 'post',
       path: '/operator/runs/cancel',

@@ -18,9 +18,10 @@ import { NOW } from './tasks.js';
 function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string {
   // With concurrency keys ($10 keys, $11 limits): columns of their own, so an enqueue without one is planned as before.
   // With rate limits ($13, `TaskRate` as jsonb, null without one): stored for the worker that runs the task.
+  // With pause keys ($14, `NewTask.pauseKey`): a stored workflow's passes, held by a pause of that workflow's id.
   // With fairness groups ($12): the task's turn (`fairTurn` in ../tasks.ts, here for a batch: the group's tasks of the
   // batch take the turns after its first, one each). greatest() passes over a group with nothing waiting (null).
-  const c0 = keyed ? 14 : 10;
+  const c0 = keyed ? 15 : 10;
   const runAt = 'coalesce(i.run_at, now.ms)';
   const fairAt = `CASE WHEN i.grp IS NOT NULL THEN greatest(
       (SELECT max(o.fair_at) FROM tasks o WHERE o.queue = i.queue AND o.fair_group = i.grp AND o.fair_group IS NOT NULL AND o.state = 'ready') + 1,
@@ -29,10 +30,10 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
     + row_number() OVER (PARTITION BY i.queue, i.grp ORDER BY i.ord) - 1 END`;
   const limits = keyed
     ? {
-        columns: ', concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit',
-        values: `, i.ckey, i.climit, i.grp, ${fairAt}, nullif(i.rlimit, 'null'::jsonb)`,
-        rows: ', unnest($10::text[]), unnest($11::int[]), unnest($12::text[]), jsonb_array_elements($13::jsonb)',
-        names: ', ckey, climit, grp, rlimit',
+        columns: ', concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit, pause_key',
+        values: `, i.ckey, i.climit, i.grp, ${fairAt}, nullif(i.rlimit, 'null'::jsonb), i.pkey`,
+        rows: ', unnest($10::text[]), unnest($11::int[]), unnest($12::text[]), jsonb_array_elements($13::jsonb), unnest($14::text[])',
+        names: ', ckey, climit, grp, rlimit, pkey',
         returning: ', concurrency_key, concurrency_limit, fair_group',
         event: ` || CASE WHEN u.concurrency_key IS NULL THEN '{}'::jsonb
           ELSE jsonb_build_object('concurrency',
@@ -58,7 +59,9 @@ function enqueueSql(withKeys: boolean, claimed: boolean, keyed = false): string 
         join: `CROSS JOIN LATERAL (SELECT i.worker IS NOT NULL ${keyed ? 'AND i.ckey IS NULL' : ''}
       AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = i.queue)
       AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = i.queue)
-        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@'))
+        OR (p.kind = 'workflow' AND i.tag IS NOT NULL AND left(i.tag, length(p.name) + 1) = p.name || '@')${
+          keyed ? "\n        OR (p.kind = 'workflow' AND i.pkey IS NOT NULL AND p.name = i.pkey)" : ''
+        })
       AND (i.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = i.queue AND o.ordering_key = i.okey
         AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running'))
         AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $5::text[]) WITH ORDINALITY AS k(queue, okey, ord) WHERE k.queue = i.queue AND k.okey = i.okey AND k.ord < i.ord)) AS claimed OFFSET 0) c`,
@@ -188,7 +191,7 @@ export async function taskEnqueue(
   const payloads = t.map((x) => JSON.stringify(x.payload ?? null));
   const keys = t.some((x) => x.idempotencyKey !== null);
   const claimed = t.some((x) => x.claim !== undefined);
-  const keyed = t.some((x) => x.concurrency || x.fairBy || x.rateLimit);
+  const keyed = t.some((x) => x.concurrency || x.fairBy || x.rateLimit || x.pauseKey);
   const sql = keyed
     ? keyedSql(keys, claimed)
     : claimed
@@ -216,6 +219,7 @@ export async function taskEnqueue(
             numberArray(c.map((x) => x.concurrency?.limit ?? null)),
             textArray(c.map((x) => x.fairBy ?? null)),
             jsonArray(c.map((x) => JSON.stringify(x.rateLimit ?? null))),
+            textArray(c.map((x) => x.pauseKey ?? null)),
           ]
         : []),
       ...(claimed

@@ -235,7 +235,7 @@ export async function taskReschedule(
 const DUE_IN = prepared(
   'task_due_in',
   `${NOW} SELECT min(t.run_at) - (SELECT ms FROM now) AS due_in FROM tasks t WHERE t.queue = $1 AND t.state = 'ready' AND t.run_at > (SELECT ms FROM now) - $3::bigint
-     AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag)`,
+     AND (t.tag IS NULL OR $2::text[] IS NULL OR t.tag = ANY ($2::text[])) AND rl_task_unpaused(t.queue, t.tag, t.pause_key)`,
 );
 
 export async function taskDueIn(

@@ -22,8 +22,8 @@ export function taskGet(s: Statements, p: { id: string }): Task {
  * parameters and `RETURNING *` read back and parsed, 4.5–6 µs so.
  */
 const INSERT = `INSERT INTO tasks (id, queue, state, payload, idempotency_key, ordering_key, run_at, priority, max_attempts, created_at, updated_at, tag,
-    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    attempts, lease_token, lease_expires_at, worker_id, claimed_at, concurrency_key, concurrency_limit, fair_group, fair_at, rate_limit, pause_key)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`;
 
 export function taskEnqueue(
@@ -45,7 +45,13 @@ export function taskEnqueue(
     const claimed =
       c !== undefined &&
       !t.concurrency &&
-      claimable.get({ queue: t.queue, tag: t.tag ?? null, okey: t.orderingKey, tags: null }) !== undefined;
+      claimable.get({
+        queue: t.queue,
+        tag: t.tag ?? null,
+        pkey: t.pauseKey ?? null,
+        okey: t.orderingKey,
+        tags: null,
+      }) !== undefined;
     const payload = JSON.stringify(t.payload ?? null);
     const expires = claimed ? now + c.leaseMs : null;
     const { changes } = insert.run(
@@ -71,6 +77,7 @@ export function taskEnqueue(
       t.fairBy ?? null,
       flow?.fairAt ?? null,
       t.rateLimit ? JSON.stringify(t.rateLimit) : null,
+      t.pauseKey ?? null,
     );
     if (changes > 0)
       return {
@@ -90,14 +97,16 @@ export function taskEnqueue(
 const byKey = (s: Statements, queue: string, key: string) =>
   s.get('SELECT * FROM tasks WHERE queue = ? AND idempotency_key = ?').get(queue, key) as TaskRow | undefined;
 
-// A tagged task only for a worker that has its tag (@tags NULL: any); nothing paused (migration 070).
+// A tagged task only for a worker that has its tag (@tags NULL: any); nothing paused (migration 070): its queue, the
+// workflow its tag names, or its pause key (a stored workflow's id, migration 250).
 const UNPAUSED = `(@tags IS NULL OR t.tag IS NULL OR t.tag IN (SELECT value FROM json_each(@tags)))
     AND NOT EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'queue' AND p.name = t.queue)
-      OR (p.kind = 'workflow' AND t.tag IS NOT NULL AND substr(t.tag, 1, length(p.name) + 1) = p.name || '@'))`;
+      OR (p.kind = 'workflow' AND t.tag IS NOT NULL AND substr(t.tag, 1, length(p.name) + 1) = p.name || '@')
+      OR (p.kind = 'workflow' AND t.pause_key IS NOT NULL AND p.name = t.pause_key))`;
 
 // A task being enqueued, claimed as it goes in: of an ordering key only while no other of its key waits or runs (see
 // `TaskClaim`); never one of a concurrency key (`taskEnqueue`) nor of a queue with a limit: the claim counts those.
-const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @okey AS okey) t WHERE ${UNPAUSED}
+const CLAIMABLE_NEW = `SELECT 1 AS ok FROM (SELECT @queue AS queue, @tag AS tag, @pkey AS pause_key, @okey AS okey) t WHERE ${UNPAUSED}
   AND NOT EXISTS (SELECT 1 FROM queue_limits l WHERE l.queue = t.queue)
   AND (t.okey IS NULL OR NOT EXISTS (SELECT 1 FROM tasks o WHERE o.queue = t.queue AND o.ordering_key = t.okey AND o.ordering_key IS NOT NULL AND o.state IN ('ready', 'running')))`;
 

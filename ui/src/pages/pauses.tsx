@@ -15,6 +15,8 @@ interface Queue {
 interface Pause {
   kind: 'workflow' | 'queue';
   name: string;
+  /** Set when `name` is a stored workflow's id: the pause holds that stored workflow's executions alone. */
+  stored_workflow?: string;
   paused_by: string;
   reason: string;
   paused_at: string;
@@ -102,7 +104,8 @@ export function Pauses() {
       <ul class="plain paused-workflows">
         {workflows.map((p) => (
           <li key={p.name} data-workflow={p.name}>
-            <span class="mono">{p.name}</span> <Paused pause={p} />{' '}
+            <span class="mono">{p.stored_workflow ?? p.name}</span>
+            {p.stored_workflow ? <span class="muted"> (stored workflow {p.name})</span> : null} <Paused pause={p} />{' '}
             <Reasoned label="Resume" confirm={`Resume workflow ${p.name}`} act={act('resume', 'workflow', p.name)} />
           </li>
         ))}
@@ -112,7 +115,7 @@ export function Pauses() {
         <input
           name="workflow"
           aria-label="Workflow to pause"
-          placeholder="workflow name (a code workflow, or the one stored workflows run as)"
+          placeholder="a code workflow's name, a stored workflow's id (wf_…), or runledger.stored for every stored one"
           value={workflow}
           onInput={(e) => setWorkflow(e.currentTarget.value)}
         />
