@@ -295,7 +295,13 @@ export class SessionService {
       event ? (input as FlowEvent) : null,
       event?.orderingKey ?? null,
     );
-    const start = { session_id: id, agent, input, ...(event && { conversation_id: event.conversation_id }) };
+    const start = {
+      session_id: id,
+      agent,
+      input,
+      ...(event && { conversation_id: event.conversation_id }),
+      ...((given.budget ?? flow.options.budget) === undefined && { end_in_run: true as const }),
+    };
     const parked = event?.notBefore === undefined ? {} : { notBefore: event.notBefore };
     const ahead = event && flow.options.orderingKey ? { ahead: event.ahead ?? [] } : {};
     await this.engine.start(this.workflow, flow.keys ? { ...start, flow_keys: flow.keys } : start, {

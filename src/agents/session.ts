@@ -40,6 +40,11 @@ export interface SessionInput {
   conversation_id?: string;
   /** The run's concurrency keys read from its event and agent (agent-flow.ts): its limits name them. */
   flow_keys?: Record<string, string>;
+  /**
+   * A code agent's success is written by the run's end (view.ts), not by a step: set on runs without a budget (a
+   * budget is checked before a step, so a budgeted run keeps the step that checks it last) started since 0.2.
+   */
+  end_in_run?: true;
 }
 
 export interface SessionReport {
@@ -186,7 +191,8 @@ async function runCode(
     ? await runLedger(ctx, agent, session, deadline, o)
     : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
   // recorded by the run's end, in its transaction (view.ts): one step and one transaction fewer per run
-  if (finished.ok) return { type: 'AGENT_BACKGROUND_TASK_COMPLETED', timestamp: 0 };
+  if (finished.ok && session.end_in_run) return { type: 'AGENT_BACKGROUND_TASK_COMPLETED', timestamp: 0 };
+  if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
   return record(
     'finished',
     finished.timed_out ? 'SESSION_TIMED_OUT' : 'AGENT_BACKGROUND_TASK_FAILED',
