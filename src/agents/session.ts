@@ -40,10 +40,7 @@ export interface SessionInput {
   conversation_id?: string;
   /** The run's concurrency keys read from its event and agent (agent-flow.ts): its limits name them. */
   flow_keys?: Record<string, string>;
-  /**
-   * A code agent's success is written by the run's end (view.ts), not by a step: set on runs without a budget (a
-   * budget is checked before a step, so a budgeted run keeps the step that checks it last) started since 0.2.
-   */
+  /** Its code agent's success is written by the run's end (view.ts), not a step: a run without a budget. */
   end_in_run?: true;
 }
 
@@ -94,8 +91,7 @@ const MAX_ERROR_CHARS = 2000;
  * agent work (the invocation, the entrypoint, the background task) is a step between two of them,
  * so a crash re-runs at most the piece that was running and never writes an event twice (a code
  * agent's run of inbound events opens with one step for all of them up to its background: `openTurn`;
- * a code agent's success is written by the run's end, in its transaction: view.ts).
- */
+ * its success is written by the run's end, in its transaction: view.ts). */
 export function sessionWorkflow(
   o: SessionWorkflowOptions,
 ): Workflow<SessionInput, { session_id: string; ended_with: SessionEventType | null }> {
@@ -190,7 +186,7 @@ async function runCode(
   const finished = agent.ledger
     ? await runLedger(ctx, agent, session, deadline, o)
     : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
-  // recorded by the run's end, in its transaction (view.ts): one step and one transaction fewer per run
+  // recorded by the run's end, in its transaction (view.ts): a step and a transaction fewer per run
   if (finished.ok && session.end_in_run) return { type: 'AGENT_BACKGROUND_TASK_COMPLETED', timestamp: 0 };
   if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
   return record(
