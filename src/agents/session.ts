@@ -373,9 +373,7 @@ async function runLedger(
   }
 }
 
-function failed(error_message: string): Outcome {
-  return { ok: false, error_message, timed_out: false };
-}
+const failed = (error_message: string): Outcome => ({ ok: false, error_message, timed_out: false });
 
 /** `ctx.node` and `ctx.tool` of an agent defined without `ledger`. */
 function notLedger(agent: CodeAgent): () => never {
