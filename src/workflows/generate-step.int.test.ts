@@ -163,6 +163,53 @@ describe.each(backends)('a stored generate step over the HTTP API on $name', (ba
     expect(JSON.stringify(record)).not.toContain(KEY);
   });
 
+  it('generates once per item of a map, and a rerun from a later step reuses the answer without asking again', async () => {
+    const { id, record } = await execute(
+      {
+        name: 'per-item',
+        steps: [
+          {
+            id: 'each',
+            type: 'map',
+            config: {
+              items: '{{trigger.items}}',
+              steps: [
+                {
+                  id: 'answer',
+                  type: 'generate',
+                  config: {
+                    model: { url: `${mock.url}/v1`, model: 'mock-1' },
+                    messages: [{ role: 'user', content: 'About {{item}}' }],
+                  },
+                },
+              ],
+            },
+          },
+          { id: 'use', type: 'transform', config: { mapping: { first: '{{steps.each.output[0].output.text}}' } } },
+        ],
+      },
+      { items: ['ducks', 'geese'] },
+    );
+    const about = (item: string) => mock.model.answer([{ role: 'user', content: `About ${item}` }]);
+    expect(record.status).toBe('success');
+    expect(record.steps[0].output.map((r: { output: { text: string } }) => r.output.text)).toEqual([
+      about('ducks'),
+      about('geese'),
+    ]);
+    expect(record.steps[1].output).toEqual({ first: about('ducks') });
+    expect(mock.model.requests()).toHaveLength(2);
+    const wid = record.workflow_id as string;
+    const rerun = await served.call('POST', `/workflows/${wid}/executions/${id}/rerun`, { from_step: 'use' });
+    expect(rerun.status).toBe(202);
+    const again = await eventually(async () => {
+      const { body } = await served.call('GET', `/workflows/${wid}/executions/${rerun.body.execution_id}`);
+      return ['success', 'failed'].includes(body.status) ? body : undefined;
+    });
+    expect(again.status).toBe('success');
+    expect(again.steps[1].output).toEqual({ first: about('ducks') });
+    expect(mock.model.requests()).toHaveLength(2);
+  });
+
   it('fails for good on an answer past max_tokens, and on a model URL the SSRF guard refuses (before any connection)', async () => {
     mock.model.configure({ words: 30, delay_ms: 0 });
     const cut = await execute(
