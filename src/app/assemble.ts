@@ -12,6 +12,7 @@ import { ConflictError } from '../errors.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { triggers, type TriggerService } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
+import { storedModel } from '../models/stored.js';
 import { workflowService, type WorkflowService } from '../workflows/service.js';
 import { knownSecrets } from '../workflows/known.js';
 import { logEvents } from '../observe/log.js';
@@ -81,6 +82,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
   const workflows = workflowService(engine, store, {
     secretKey: options.secretKey,
     allow: options.allow,
+    models: storedModel,
     log: ({ level, message, ...ids }) => logger[level](ids, message),
     ...(options.publicUrl ? { callbackBaseUrl: options.publicUrl } : {}),
   });

@@ -1,4 +1,5 @@
 import type { Engine } from '../engine.js';
+import { storedModel } from '../models/stored.js';
 import { Definitions } from '../workflows/definitions.js';
 import { workflowService, type WorkflowService, type WorkflowServiceOptions } from '../workflows/service.js';
 
@@ -12,7 +13,7 @@ import { workflowService, type WorkflowService, type WorkflowServiceOptions } fr
  * await service.executions.execute(wf.id, { trigger_data: { name: 'Ada' } });
  */
 export function storedWorkflows(engine: Engine, options: WorkflowServiceOptions): WorkflowService {
-  return workflowService(engine, engine.store, options);
+  return workflowService(engine, engine.store, { models: storedModel, ...options });
 }
 
 /** The stored workflow definitions alone, to read them (the CLI's database source): no secrets, no executions. */

@@ -6,6 +6,7 @@ import type { StoredFlow } from './flow.js';
 import type { Definition } from './schema.js';
 import type { Secrets } from './secrets.js';
 import type { ChildWorkflows } from './steps/child.js';
+import type { StepModels } from './steps/generate.js';
 import { enter, PartialStop, runSteps, type StoredRun } from './steps/run.js';
 
 /** The one code workflow that runs every stored definition: each definition step is one durable call. */
@@ -56,6 +57,8 @@ export interface InterpreterOptions {
   /** What a `workflow` step starts as a child run (steps/child.ts); without it such a step fails, saying so. */
   workflows?: ChildWorkflows;
   secrets: Secrets;
+  /** What a `generate` step's model is built with (app/ plugs in src/models/); without it such a step fails, saying so. */
+  models?: StepModels;
   allow: string[];
   log(line: LogLine): void;
   /** The one-time URL of a `wait_for_callback` step; throws a TerminalError naming RUNLEDGER_PUBLIC_URL when this process has no public URL. */

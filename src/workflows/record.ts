@@ -4,6 +4,7 @@ import type { ExecutionInput } from './interpreter.js';
 import { executionMessages } from './messages.js';
 import { etaSeconds, type StepStats } from './progress.js';
 import type { StepDefinition } from './schema.js';
+import { storedSpelling } from './steps/generate-config.js';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'partial_success' | 'failed' | 'cancelled';
 export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped' | 'timed_out' | 'cancelled';
@@ -132,8 +133,9 @@ export function record(view: RunView, extra: { stats?: StepStats; reruns?: Execu
       started_at: iso(ran.startedAt),
       finished_at: iso(ran.finishedAt),
       duration_ms: ran.durationMs,
-      input: ran.input,
-      output: ran.output,
+      // a model call's record reads as the stored workflows spell it (its journal holds the code face's Generation)
+      input: step.type === 'generate' ? storedSpelling(ran.input) : ran.input,
+      output: step.type === 'generate' ? storedSpelling(ran.output) : ran.output,
       error: ran.error,
       ...(message === undefined ? {} : { message }),
       ...(ran.cancel ? { cancel: ran.cancel } : {}),

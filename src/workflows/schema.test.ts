@@ -76,7 +76,7 @@ describe('a definition checked at save time', () => {
     const messages = found.map((p) => `${p.path}: ${p.message}`);
     expect(messages).toEqual([
       'name: must have at least 1 character',
-      'steps[0].type: must be one of http_request, transform, log, poll, wait_for_callback, function, sleep, wait_for_event, workflow, parallel, map',
+      'steps[0].type: must be one of http_request, transform, log, poll, wait_for_callback, function, sleep, wait_for_event, workflow, generate, parallel, map',
       'steps[1].config.level: must be one of debug, info, warn, error',
       "steps[1].config: unknown field 'colour'",
       'steps[2].retry.max_attempts: must be at most 20',

@@ -33,6 +33,7 @@ import {
   waitForEventConfig,
   workflowConfig,
 } from './steps/configs.js';
+import { generateProblems, generateConfig } from './steps/generate-config.js';
 import { guardProblems } from './steps/guard.js';
 import { ITEM_STEPS, itemTemplates, plainItems } from './steps/item.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
@@ -88,6 +89,8 @@ const leafSchemas = [
   z.object({ ...stepBase, type: z.literal('wait_for_event'), config: waitForEventConfig }).strict(),
   /** A child run: a stored workflow's execution or a code workflow's run; its output is the step's. */
   z.object({ ...stepBase, type: z.literal('workflow'), config: workflowConfig }).strict(),
+  /** A model call (`ctx.generate`): its answer streams into the journal; the output is `{ text, finish_reason, usage }`. */
+  z.object({ ...stepBase, type: z.literal('generate'), config: generateConfig }).strict(),
 ] as const;
 
 export const leafStepSchema = z.discriminatedUnion('type', [...leafSchemas]);
@@ -235,6 +238,7 @@ export function parseDefinition(input: unknown, options: { secrets?: ReadonlySet
           });
       }
     }
+    if (step.type === 'generate') problems.push(...generateProblems(step, path, options.secrets));
     if (step.type === 'wait_for_callback' && step.timeout_seconds === undefined)
       problems.push({ path: `${path}.timeout_seconds`, message: 'required: the callback URL expires with it' });
     for (const [field, state] of [

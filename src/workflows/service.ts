@@ -8,6 +8,7 @@ import { cancelReasons } from './cancel-reason.js';
 import { Definitions } from './definitions.js';
 import { Executions, pruneExecution } from './executions.js';
 import { childWorkflows } from './steps/child.js';
+import type { StepModels } from './steps/generate.js';
 import { executionAges } from './expiry.js';
 import { storedWorkflow } from './interpreter.js';
 import { Secrets } from './secrets.js';
@@ -33,6 +34,8 @@ export interface WorkflowServiceOptions {
   log?: (line: LogLine) => void;
   /** This server's URL: `wait_for_callback` URLs start with it. Default: none (the URL is a path). */
   callbackBaseUrl?: string;
+  /** What `generate` steps build their models with (src/models/storedModel); default: none, and such a step fails. */
+  models?: StepModels;
 }
 
 /**
@@ -51,6 +54,7 @@ export function workflowService(engine: Engine, store: Store, options: WorkflowS
     workflows: childWorkflows(definitions, (name) => engine.runtime.registered(name)),
     cancellation: (execution) => cancels.get(execution),
     secrets,
+    ...(options.models ? { models: options.models } : {}),
     allow: options.allow ?? [],
     log: options.log ?? (() => {}),
     callbackUrl: (execution, step) => callbacks.url(execution, step),

@@ -15,6 +15,7 @@ import { cleanup } from './cleanup.js';
 import { describeCondition, holds } from './condition.js';
 import { skipReason } from './guard.js';
 import { childStep } from './child.js';
+import { generateStep } from './generate.js';
 import { plainItems } from './item.js';
 import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
@@ -158,6 +159,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
   if (step.type === 'sleep') return sleepStep(run, ctx, step, rendered, problem);
   if (step.type === 'wait_for_event') return waitForEventStep(run, ctx, step);
   if (step.type === 'workflow' || step.type === 'function') return childStep(run, ctx, step, rendered, problem);
+  if (step.type === 'generate') return generateStep(run, ctx, step, rendered, problem, common.retry);
   const action = ACTIONS[step.type as ActionType] as (
     config: unknown,
     ctx: Parameters<(typeof ACTIONS)['log']>[1],
