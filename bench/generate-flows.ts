@@ -9,8 +9,10 @@ export interface TimedInput {
   chunks: number;
   /** One chunk every this many ms, on a fixed schedule (no drift). */
   intervalMs: number;
-  /** The first chunk this long after the stream opens (spreads many runs' chunks over the interval). */
+  /** The first chunk this long after `startAt` (spreads many runs' chunks over the interval). */
   phaseMs: number;
+  /** Wall-clock ms (`wallNow()`) before which no chunk is yielded: many runs started one by one stream together. */
+  startAt?: number;
 }
 
 /** A chunk: ` <index>@<wall-clock ms when the model yielded it>`, so a reader in another process can time it. */
@@ -35,7 +37,8 @@ function timedModel(input: TimedInput): Model {
     continuation: 'prefix',
     async *stream(request: ModelRequest) {
       const from = chunksOf(request.prefix).length;
-      const start = performance.now() + (from === 0 ? input.phaseMs : 0);
+      const now = performance.now();
+      const start = from === 0 ? Math.max(now, (input.startAt ?? 0) - performance.timeOrigin) + input.phaseMs : now;
       for (let i = from; i < input.chunks; i++) {
         const wait = start + (i - from) * input.intervalMs - performance.now();
         if (wait > 0) await sleep(wait, undefined, { signal: request.signal });

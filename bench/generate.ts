@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -36,9 +36,12 @@ export const GENERATE_SHORT: GenerateSizes = { ...GENERATE_SIZES, seconds: 5, cr
 
 /** TextBatches (src/runtime/pass/text-batches.ts) writes a batch at most this often: 50 ms, less 1 for Date.now()'s rounding. */
 const BATCH_MS = 49;
-/** The crash measurement's generation: 20 chunks a second, killed after `KILL_AFTER` of its 60 reached the client. */
-const SLOW: Omit<TimedInput, 'phaseMs'> = { chunks: 60, intervalMs: 50 };
+/** The crash measurement's generation: 20 chunks a second, killed after `KILL_AFTER` of its 40 reached the client. */
+const SLOW: Omit<TimedInput, 'phaseMs'> = { chunks: 40, intervalMs: 50 };
 const KILL_AFTER = 20;
+/** The overhead measurement's runs are started this many at a time, and stream from this long after the first start. */
+const START_GROUP = 20;
+const START_MS = 3000;
 
 /**
  * ctx.generate's keys (issue 46), each on a fresh database of `backend`:
@@ -68,21 +71,30 @@ export async function benchGenerate(
   log: (line: string) => void = () => {},
 ): Promise<Record<string, number>> {
   const load = loadavg()[0]!.toFixed(1);
-  const overhead = await withDatabase(backend, (db) => chunkOverhead(db, sizes));
+  const o = await withDatabase(backend, (db) => chunkOverhead(db, sizes));
+  const ms = (key: string) => o.keys[key]!.toFixed(2);
   log(
-    `generate_chunk_overhead: p50 ${overhead.generate_chunk_overhead_p50_ms!.toFixed(2)} ms, p99 ` +
-      `${overhead.generate_chunk_overhead_p99_ms!.toFixed(2)} ms; a batch's write → client: p50 ` +
-      `${overhead.generate_batch_delivery_p50_ms!.toFixed(2)} ms, p99 ${overhead.generate_batch_delivery_p99_ms!.toFixed(2)} ms ` +
-      `(${sizes.generations} generations × ${sizes.chunksPerS} chunks/s, ${overhead.chunks} chunks in ${overhead.batches} batches, load ${load} → ${loadavg()[0]!.toFixed(1)})`,
+    `generate_chunk_overhead: p50 ${ms('generate_chunk_overhead_p50_ms')} ms, p99 ${ms('generate_chunk_overhead_p99_ms')} ms; ` +
+      `a batch's write → client: p50 ${ms('generate_batch_delivery_p50_ms')} ms, p99 ${ms('generate_batch_delivery_p99_ms')} ms ` +
+      `(${sizes.generations} generations × ${sizes.chunksPerS} chunks/s: ${o.chunks} chunks in ${o.batches} batches; ` +
+      `starts ${o.startsMs.toFixed(0)} ms; server CPU ${o.serverCpuPct ?? '?'} %; load ${load} → ${loadavg()[0]!.toFixed(1)})`,
   );
   const crashes = await withDatabase(backend, (db) => resumeAfterCrash(db, sizes, log));
-  const { chunks: _c, batches: _b, ...keys } = overhead;
-  return { ...keys, resume_after_crash_ms: crashes };
+  return { ...o.keys, resume_after_crash_ms: crashes };
 }
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
-async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Record<string, number>> {
+interface Overhead {
+  keys: Record<string, number>;
+  /** For the log: chunks and batches counted, how long the starts took, the server's CPU while all streamed. */
+  chunks: number;
+  batches: number;
+  startsMs: number;
+  serverCpuPct: number | null;
+}
+
+async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Overhead> {
   const child = fileURLToPath(new URL('./generate-child.ts', import.meta.url));
   const server = await launch(['--import', 'tsx', child, database, String(sizes.generations)]);
   try {
@@ -92,14 +104,10 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Re
     const latencies: Array<[number, number]> = [];
     const delivery: Array<[number, number]> = [];
     let firstEnd = Number.POSITIVE_INFINITY;
-    const readers: Promise<void>[] = [];
-    for (let i = 0; i < sizes.generations; i++) {
-      const id = `gen-${i}`;
-      // each run's chunks at its own phase of the interval: 100 runs in step would yield 100 chunks at one instant
-      await startRun(server.url, id, { chunks, intervalMs, phaseMs: (i * intervalMs) / sizes.generations });
+    const readRun = async (url: string, id: string) => {
       const got: number[] = [];
       let lastWrite = Number.NEGATIVE_INFINITY;
-      const read = openStream(`${server.url}/runs/${id}/stream`, null, (m, at) => {
+      const how = await openStream(url, null, (m, at) => {
         if (m.event === 'generated') firstEnd = Math.min(firstEnd, at);
         if (m.event !== 'text') return;
         const pieces = chunksOf((JSON.parse(m.data) as { text: string }).text);
@@ -113,9 +121,32 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Re
         lastWrite = write;
         delivery.push([write, at - write]);
       });
-      readers.push(read.then((how) => checkWhole(id, got, chunks, how)));
+      checkWhole(id, got, chunks, how);
+    };
+    // the runs start in groups; their models wait for `startAt`, so every generation streams from then on
+    const startsFrom = wallNow();
+    const startAt = startsFrom + START_MS;
+    const readers: Promise<void>[] = [];
+    for (let first = 0; first < sizes.generations; first += START_GROUP) {
+      const group = Array.from({ length: Math.min(START_GROUP, sizes.generations - first) }, (_, j) => first + j);
+      await Promise.all(
+        group.map(async (i) => {
+          const id = `gen-${i}`;
+          // each run's chunks at its own phase of the interval: 100 runs in step would yield 100 chunks at one instant
+          const phaseMs = (i * intervalMs) / sizes.generations;
+          await startRun(server.url, id, { chunks, intervalMs, phaseMs, startAt });
+          readers.push(readRun(`${server.url}/runs/${id}/stream`, id));
+        }),
+      );
     }
-    const from = wallNow() + sizes.warmupMs;
+    const startsMs = wallNow() - startsFrom;
+    const from = Math.max(startAt, wallNow()) + sizes.warmupMs;
+    while (wallNow() < from) await sleep(5);
+    const cpuFrom = cpuMs(server.proc.pid!);
+    while (wallNow() < firstEnd && readers.length > 0) await sleep(5);
+    const cpuTo = cpuMs(server.proc.pid!);
+    const serverCpuPct =
+      cpuFrom === null || cpuTo === null ? null : Math.round(((cpuTo - cpuFrom) / (wallNow() - from)) * 100);
     await Promise.all(readers);
     const window = (samples: Array<[number, number]>) =>
       samples
@@ -126,14 +157,13 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Re
     const batchMs = window(delivery);
     if (chunkMs.length === 0)
       throw new Error(`no chunk was yielded while all ${sizes.generations} generations streamed`);
-    return {
+    const keys = {
       generate_chunk_overhead_p50_ms: pct(chunkMs, 0.5),
       generate_chunk_overhead_p99_ms: pct(chunkMs, 0.99),
       generate_batch_delivery_p50_ms: pct(batchMs, 0.5),
       generate_batch_delivery_p99_ms: pct(batchMs, 0.99),
-      chunks: chunkMs.length,
-      batches: batchMs.length,
     };
+    return { keys, chunks: chunkMs.length, batches: batchMs.length, startsMs, serverCpuPct };
   } finally {
     await stop(server.proc);
   }
@@ -309,6 +339,19 @@ async function stop(proc: ChildProcess): Promise<void> {
   if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   await exited(proc);
 }
+
+/** A process's CPU time so far (user + system, ms) from /proc; null where there is none. */
+function cpuMs(pid: number): number | null {
+  try {
+    // the fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** Linux's USER_HZ, the same on every platform it runs on. */
+const CLOCK_TICKS = 100;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
