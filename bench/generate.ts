@@ -127,6 +127,8 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Ov
     const startsFrom = wallNow();
     const startAt = startsFrom + START_MS;
     const readers: Promise<void>[] = [];
+    let settled = 0;
+    const failures: unknown[] = [];
     for (let first = 0; first < sizes.generations; first += START_GROUP) {
       const group = Array.from({ length: Math.min(START_GROUP, sizes.generations - first) }, (_, j) => first + j);
       await Promise.all(
@@ -135,7 +137,15 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Ov
           // each run's chunks at its own phase of the interval: 100 runs in step would yield 100 chunks at one instant
           const phaseMs = (i * intervalMs) / sizes.generations;
           await startRun(server.url, id, { chunks, intervalMs, phaseMs, startAt });
-          readers.push(readRun(`${server.url}/runs/${id}/stream`, id));
+          readers.push(
+            readRun(`${server.url}/runs/${id}/stream`, id)
+              .catch((error: unknown) => {
+                failures.push(error);
+              })
+              .finally(() => {
+                settled += 1;
+              }),
+          );
         }),
       );
     }
@@ -143,11 +153,12 @@ async function chunkOverhead(database: string, sizes: GenerateSizes): Promise<Ov
     const from = Math.max(startAt, wallNow()) + sizes.warmupMs;
     while (wallNow() < from) await sleep(5);
     const cpuFrom = cpuMs(server.proc.pid!);
-    while (wallNow() < firstEnd && readers.length > 0) await sleep(5);
+    while (wallNow() < firstEnd && settled < readers.length) await sleep(5);
     const cpuTo = cpuMs(server.proc.pid!);
     const serverCpuPct =
       cpuFrom === null || cpuTo === null ? null : Math.round(((cpuTo - cpuFrom) / (wallNow() - from)) * 100);
     await Promise.all(readers);
+    if (failures.length > 0) throw failures[0];
     const window = (samples: Array<[number, number]>) =>
       samples
         .filter(([t]) => t >= from && t < firstEnd)
@@ -193,19 +204,20 @@ async function resumeAfterCrash(database: string, sizes: GenerateSizes, log: (li
       const id = `crash-${round}`;
       await startRun(server.url, id, { ...SLOW, phaseMs: 0 });
       const reader = follow(server.url, id);
-      while (reader.state.got.length < KILL_AFTER) await sleep(5);
+      await until(() => reader.state.got.length >= KILL_AFTER, `run ${id}'s first ${KILL_AFTER} chunks`);
       const killedAt = wallNow();
       server.proc.kill('SIGKILL');
       await exited(server.proc);
       server = await launch(args, env);
       const upAt = server.at;
-      while (reader.state.newTextAt === null) await sleep(5);
-      const { newTextAt, firstAt } = reader.state;
+      await until(() => reader.state.newTextAt !== null, `run ${id}'s new text after the restart`);
+      const newTextAt = reader.state.newTextAt!;
+      const firstAt = reader.state.firstAt!;
       figures.push(newTextAt - killedAt);
       checkWhole(id, reader.state.got, SLOW.chunks, await reader.done);
       log(
         `resume_after_crash, kill ${round + 1}: serving again after ${(upAt - killedAt).toFixed(0)} ms, the stream's ` +
-          `first message after ${(firstAt! - killedAt).toFixed(0)} ms, the new attempt's first text after ` +
+          `first message after ${(firstAt - killedAt).toFixed(0)} ms, the new attempt's first text after ` +
           `${(newTextAt - killedAt).toFixed(0)} ms (load ${loadavg()[0]!.toFixed(1)})`,
       );
     }
@@ -327,6 +339,12 @@ async function launch(args: string[], env: Record<string, string> = {}): Promise
       reject(new Error(`the server exited (${code}) before serving: ${output}`));
     });
   });
+}
+
+/** Waits for `done()`, failing after 60 s with what it waited for. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 60_000; !done(); await sleep(5))
+    if (Date.now() > deadline) throw new Error(`waited 60 s for ${what}`);
 }
 
 function exited(proc: ChildProcess): Promise<unknown> {
