@@ -31,6 +31,7 @@ import { benchFunctions } from './functions.js';
 import { benchEventMatch, EVENT_MATCH_SHORT, EVENT_MATCH_SIZES } from './event-match.js';
 import { benchNotify, type NotifySizes } from './notify.js';
 import { benchFlow, FLOW_SHORT, FLOW_SIZES } from './flow.js';
+import { benchGenerate, GENERATE_SHORT, GENERATE_SIZES } from './generate.js';
 
 const SIZES = {
   appends: 5_000,
@@ -118,6 +119,8 @@ const { values } = parseArgs({
 const eventMatchSizes = values.long ? EVENT_MATCH_SIZES : EVENT_MATCH_SHORT;
 /** Flow control (issue 40): 10,000 waiting runs and 30 s of rate limit with --long; 1,000 and 10 s otherwise. */
 const flowSizes = values.long ? FLOW_SIZES : FLOW_SHORT;
+/** ctx.generate (issue 46): 100 generations for 30 s and 5 kills of serve with --long; 5 s and 2 kills otherwise. */
+const generateSizes = values.long ? GENERATE_SIZES : GENERATE_SHORT;
 const growthSizes = {
   ...GROWTH_SIZES,
   ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}),
@@ -140,6 +143,7 @@ const sizes = {
   longSteps: LONG_STEPS,
   functionRuns: FUNCTION_RUNS,
   flow: flowSizes,
+  generate: generateSizes,
 };
 const meta: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -189,6 +193,7 @@ for (const backend of backends) {
   const notify = await withDatabase(backend, (database) => benchNotify(database, NOTIFY_SIZES));
   console.error(`  ${backend} notify_delivery_p99_ms: ${notify.notify_delivery_p99_ms!.toFixed(1)}`);
   const flow = await benchFlow(backend, flowSizes, (line) => console.error(`  ${backend} ${line}`));
+  const generate = await benchGenerate(backend, generateSizes, (line) => console.error(`  ${backend} ${line}`));
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -202,6 +207,7 @@ for (const backend of backends) {
     ...rounded(eventMatch),
     ...rounded(notify),
     ...flow,
+    ...rounded(generate),
   };
 }
 if (backends.includes('postgres')) {
