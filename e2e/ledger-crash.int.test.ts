@@ -81,6 +81,9 @@ describe.each(backends)('the agent ledger under SIGKILL on $name', (backend) => 
           await workers[i]!.ready;
         }
       })();
+      // awaited below when the storm ends; if the test fails first, the workers killed in `finally` reject a
+      // restart's `ready` here, which is no error of its own
+      killer.catch(() => {});
       const runsOf = new Map<string, string[]>();
       await Promise.all(
         Array.from({ length: conversations }, async (_, c) => {
