@@ -164,7 +164,10 @@ export const approval = workflow('approval', async (ctx, input) => {
     );
   });
 
-  it('starts, signals and cancels code runs; events --follow exits 0 on success and 1 on failure', async () => {
+  // 16 CLI processes one after another, each a Node start-up: 25 s at a load of 7 (CI's 30 s default is too close)
+  it('starts, signals and cancels code runs; events --follow exits 0 on success and 1 on failure', {
+    timeout: 90_000,
+  }, async () => {
     const started = await at('runs', 'start', 'approval', '--input', '{"user":"ada"}', '--id', 'cli-ada');
     expect(started).toMatchObject({
       code: 0,

@@ -1,5 +1,3 @@
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, InvalidResponseDataError, JSONParseError, streamText, TypeValidationError } from 'ai';
 import { RetryAfterError, TerminalError, ValidationError } from '../errors.js';
 import { GenerationError, type Model, type ModelPart, type ModelRequest } from '../runtime/model.js';
 
@@ -18,6 +16,16 @@ export interface OpenAiCompatibleModelOptions {
 }
 
 const EXCERPT_CHARS = 300;
+
+/**
+ * The SDK, loaded at the first call: importing it costs about a second of start-up, which every command of the CLI
+ * and every server paid before (measured: the CLI e2e tests went past their 30 s), used or not.
+ */
+const sdk = async () => {
+  const [ai, compatible] = await Promise.all([import('ai'), import('@ai-sdk/openai-compatible')]);
+  return { ...ai, createOpenAICompatible: compatible.createOpenAICompatible };
+};
+type Sdk = Awaited<ReturnType<typeof sdk>>;
 
 /**
  * A model behind an OpenAI-compatible chat-completions API, streamed through the Vercel AI SDK (`streamText` with
@@ -42,32 +50,29 @@ export function openAiCompatibleModel(options: OpenAiCompatibleModelOptions): Mo
   const continuation = options.continuation ?? 'prefix';
   if (continuation !== 'prefix' && continuation !== 'restart')
     throw new ValidationError('continuation', "must be 'prefix' or 'restart'");
-  const provider = createOpenAICompatible({
+  const id = `openai-compatible:${options.model}`;
+  return { id, continuation, stream: (request) => streamParts(options, id, continuation, request) };
+}
+
+async function* streamParts(
+  options: OpenAiCompatibleModelOptions,
+  id: string,
+  continuation: 'prefix' | 'restart',
+  request: ModelRequest,
+): AsyncIterable<ModelPart> {
+  const ai = await sdk();
+  const provider = ai.createOpenAICompatible({
     name: 'openai-compatible',
     baseURL: options.url.replace(/\/+$/, ''),
     includeUsage: true,
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
   });
-  const id = `openai-compatible:${options.model}`;
-  return {
-    id,
-    continuation,
-    stream: (request) => streamParts(provider.chatModel(options.model), id, continuation, request),
-  };
-}
-
-async function* streamParts(
-  model: Parameters<typeof streamText>[0]['model'],
-  id: string,
-  continuation: 'prefix' | 'restart',
-  request: ModelRequest,
-): AsyncIterable<ModelPart> {
   const messages =
     continuation === 'prefix' && request.prefix !== ''
       ? [...request.messages, { role: 'assistant' as const, content: request.prefix }]
       : request.messages;
-  const result = streamText({
-    model,
+  const result = ai.streamText({
+    model: provider.chatModel(options.model),
     messages,
     abortSignal: request.signal,
     maxRetries: 0,
@@ -90,12 +95,13 @@ async function* streamParts(
       }
     }
   } catch (error) {
-    throw modelError(id, error);
+    throw modelError(ai, id, error);
   }
 }
 
 /** The SDK's error as the step should see it: which stream failure, or an HTTP failure with its retry decision. */
-function modelError(id: string, error: unknown): unknown {
+function modelError(ai: Sdk, id: string, error: unknown): unknown {
+  const { APICallError, InvalidResponseDataError, JSONParseError, TypeValidationError } = ai;
   if (JSONParseError.isInstance(error) || TypeValidationError.isInstance(error))
     return new GenerationError(
       'malformed_stream',
