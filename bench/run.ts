@@ -224,6 +224,8 @@ if (backends.includes('postgres')) {
     round_trips_per_wf10_run: tenth(c.round_trips_per_wf10_run),
     round_trips_per_wf1_run: tenth(c.round_trips_per_wf1_run),
     round_trips_per_task: hundredth(c.round_trips_per_task),
+    statements_per_agent_event: tenth(c.statements_per_agent_event),
+    round_trips_per_agent_event: tenth(c.round_trips_per_agent_event),
   });
   // WAL bytes and server CPU per run, step, task and event, on a cluster of its own (docs/scaling.md)
   Object.assign(results.postgres!, costKeys(await measureDbCost()));
