@@ -8,6 +8,9 @@
 // `round_trips_per_…` (statements sent behind one in flight ride in it).
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { defineAgent } from '../dist/agents/agent.js';
+import { AgentLedger } from '../dist/agents/ledger.js';
+import { sessions } from '../dist/agents/service.js';
 import { createEngine, engineStore } from '../dist/engine.js';
 import { workflow } from '../dist/runtime/workflow.js';
 import { withDatabase } from './databases.js';
@@ -39,7 +42,7 @@ interface Queues {
  * round trips: a statement sent while none of its connection's is in flight starts one, the ones
  * sent behind it (pipelined) ride in it.
  */
-async function counted(fn: () => Promise<void>): Promise<Counts> {
+export async function counted(fn: () => Promise<void>, top = 14): Promise<Counts> {
   const counts = new Map<string, number>();
   let total = 0;
   let roundTrips = 0;
@@ -59,7 +62,7 @@ async function counted(fn: () => Promise<void>): Promise<Counts> {
   } finally {
     pg.Client.prototype.query = query;
   }
-  return { total, roundTrips, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, 14) };
+  return { total, roundTrips, top: [...counts].sort((a, b) => b[1] - a[1]).slice(0, top) };
 }
 
 interface Counts {
@@ -110,6 +113,52 @@ async function drain(database: string, tasks: number, inFlight: number): Promise
   }
 }
 
+/**
+ * Statements of `events` inbound agent events through the ledger, spread over `conversations`, `inFlight` deliveries at
+ * a time, for a no-op ledger agent (as bench/agents.ts), from the first intake to the last run's end.
+ */
+export async function agentEvents(
+  database: string,
+  events: number,
+  conversations: number,
+  inFlight: number,
+  top = 14,
+): Promise<Counts> {
+  const engine = await createEngine({ database });
+  try {
+    const store = engineStore(engine);
+    await store.now();
+    const noop = defineAgent('noop', { ledger: {}, background: async () => {} });
+    const ledger = new AgentLedger(engine, store, sessions(engine, store, { agents: [noop] }), {
+      defaultAgent: 'noop',
+    });
+    let next = 0;
+    const last = new Map<string, string>();
+    return await counted(async () => {
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next < events) {
+            const i = next++;
+            const conversation = `c${i % conversations}`;
+            const { run_id } = await ledger.intake({
+              conversation_id: conversation,
+              user_id: 'bench',
+              source: 'bench',
+              input_type: 'text',
+              payload: { i },
+              idempotency_key: `e-${i}`,
+            });
+            last.set(conversation, run_id);
+          }
+        }),
+      );
+      for (const id of last.values()) await engine.runs.wait(id, { timeoutMs: 600_000 });
+    }, top);
+  } finally {
+    await engine.close();
+  }
+}
+
 export interface StatementCounts {
   statements_per_wf10_run: number;
   statements_per_wf1_run: number;
@@ -119,7 +168,9 @@ export interface StatementCounts {
   round_trips_per_wf1_run: number;
   round_trips_per_wf1_keyed_run: number;
   round_trips_per_task: number;
-  top: { wf10: Top; wf1: Top; wf1Keyed: Top; task: Top };
+  statements_per_agent_event: number;
+  round_trips_per_agent_event: number;
+  top: { wf10: Top; wf1: Top; wf1Keyed: Top; task: Top; agent: Top };
 }
 
 /** On a fresh PostgreSQL database each: statements per 10-step run, per 1-step run (plain, keyed) and per drained task. */
@@ -129,6 +180,9 @@ export async function countStatements(runs = 100, inFlight = 10): Promise<Statem
   const k = await withDatabase('postgres', (database) => measure(database, keyedOne, runs, inFlight));
   const tasks = runs * 10;
   const d = await withDatabase('postgres', (database) => drain(database, tasks, inFlight));
+  // as bench/agents.ts sends them: 16 deliveries at a time, over 100 conversations
+  const events = runs * 3;
+  const g = await withDatabase('postgres', (database) => agentEvents(database, events, 100, 16));
   return {
     statements_per_wf10_run: a.total / runs,
     statements_per_wf1_run: b.total / runs,
@@ -138,11 +192,14 @@ export async function countStatements(runs = 100, inFlight = 10): Promise<Statem
     round_trips_per_wf1_run: b.roundTrips / runs,
     round_trips_per_wf1_keyed_run: k.roundTrips / runs,
     round_trips_per_task: d.roundTrips / tasks,
+    statements_per_agent_event: g.total / events,
+    round_trips_per_agent_event: g.roundTrips / events,
     top: {
       wf10: a.top.map(([k, n]) => [k, n / runs]),
       wf1: b.top.map(([k, n]) => [k, n / runs]),
       wf1Keyed: k.top.map(([key, n]) => [key, n / runs]),
       task: d.top.map(([k, n]) => [k, n / tasks]),
+      agent: g.top.map(([k, n]) => [k, n / events]),
     },
   };
 }
@@ -165,4 +222,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
     `drain of ${runs * 10} tasks, concurrency ${inFlight}: ${c.statements_per_task.toFixed(2)} statements/task in ${c.round_trips_per_task.toFixed(3)} round trips`,
   );
   for (const [k, n] of c.top.task) console.log(`  ${n.toFixed(3)}/task  ${k}`);
+  console.log(
+    `agent events (no-op ledger agent, 100 conversations, 16 deliveries at a time): ${c.statements_per_agent_event.toFixed(1)} statements/event in ${c.round_trips_per_agent_event.toFixed(1)} round trips`,
+  );
+  for (const [k, n] of c.top.agent) console.log(`  ${n.toFixed(2)}/event  ${k}`);
 }

@@ -2,7 +2,7 @@ import type { Journal } from '../journal/journal.js';
 import { WrittenViews } from '../journal/kept.js';
 import type { AgentEventRow } from '../storage/ledger.js';
 import { CONVERSATION_VIEW, conversationStream, readConversation, type ConversationView } from './conversation.js';
-import { moveEvents, moveRun } from './ledger-lifecycle.js';
+import { agentRunTransitions, moveEvents, moveRun, sources } from './ledger-lifecycle.js';
 import { projectLedgerSteps } from './ledger-steps.js';
 
 /** What `agent.event.received` carries: the event's row, as the intake decided it. */
@@ -63,18 +63,26 @@ export function projectLedger(journal: Journal): void {
     ['agent.event.queued', 'agent.event.coalesced', 'agent.event.requeued', 'agent.run.started', 'agent.run.ended'],
     async (event, tx) => {
       const conversationId = event.streamId.slice('agent-conversation:'.length);
+      // a conversation's first event has no view before it: one read fewer for an event into a new conversation
       const view =
-        conversations.take(tx, conversationId, event.version - 1) ?? (await readConversation(tx, conversationId));
+        event.version === 1
+          ? { version: 0, waiting: {} }
+          : (conversations.take(tx, conversationId, event.version - 1) ?? (await readConversation(tx, conversationId)));
       const { run_id, agent } = event.data as { run_id: string; agent: string };
       view.version = event.version;
       if (event.type === 'agent.event.queued') view.waiting[agent] = run_id;
       if ((event.type === 'agent.run.started' || event.type === 'agent.run.ended') && view.waiting[agent] === run_id)
         delete view.waiting[agent];
-      if (event.type === 'agent.run.started') {
-        await moveRun(tx, run_id, 'running', event.timestamp);
-        await moveEvents(tx, run_id, 'processing', event.timestamp, { attempt_count: 1 });
-      }
-      await tx.projectionPut({ name: CONVERSATION_VIEW, key: conversationId, value: view });
+      // sent together (PostgreSQL pipelines them): one round trip, not three
+      await Promise.all([
+        ...(event.type === 'agent.run.started'
+          ? [
+              moveRun(tx, run_id, 'running', event.timestamp),
+              moveEvents(tx, run_id, 'processing', event.timestamp, { attempt_count: 1 }),
+            ]
+          : []),
+        tx.projectionPut({ name: CONVERSATION_VIEW, key: conversationId, value: view }),
+      ]);
       conversations.wrote(tx, conversationId, event.version, view);
     },
   );
@@ -109,21 +117,29 @@ export function projectLedger(journal: Journal): void {
   });
   journal.project('AGENT_INVOCATION_STARTED', async (event, tx) => {
     const id = event.streamId.slice('session:'.length);
-    await moveRun(tx, id, 'running', event.timestamp);
-    await tx.agentRunUpdate({ id, change: { started_at: event.timestamp }, at: event.timestamp });
+    // one update: a run of inbound events is running already (its turn's agent.run.started, in this transaction)
+    await tx.agentRunUpdate({
+      id,
+      change: { status: 'running', started_at: event.timestamp },
+      at: event.timestamp,
+      from: [...sources(agentRunTransitions, 'running'), 'running'],
+    });
   });
   journal.project(Object.keys(ENDINGS), async (event, tx) => {
     const id = event.streamId.slice('session:'.length);
     const to = ENDINGS[event.type]!;
     const error = (event.data as { error_message?: string } | null)?.error_message ?? null;
-    await moveRun(tx, id, to, event.timestamp, { ended_at: event.timestamp, failure_reason: error });
-    await moveEvents(
-      tx,
-      id,
-      to === 'success' ? 'done' : 'failed',
-      event.timestamp,
-      error === null ? {} : { last_error: error },
-    );
+    // together: a success is written in its run's end, in a group commit other runs' ends wait on
+    await Promise.all([
+      moveRun(tx, id, to, event.timestamp, { ended_at: event.timestamp, failure_reason: error }),
+      moveEvents(
+        tx,
+        id,
+        to === 'success' ? 'done' : 'failed',
+        event.timestamp,
+        error === null ? {} : { last_error: error },
+      ),
+    ]);
     // a run that ends before its turn came (cancelled) stops taking coalesced events: the append moves the
     // conversation's version, so an intake that read it as waiting retries.
     // A success came after its turn (its start took it off the waiting list): two reads fewer per run

@@ -65,12 +65,14 @@ describe.each(backends)("a code agent's turn opening on $name", (backend) => {
       const steps = (await engine.journal.readStream(`run:${id}`))
         .filter((e) => e.type === 'step.completed')
         .map((e) => (e.data as { name: string }).name);
-      // one step opens the turn; an entrypoint is a step of its own, and the background's start follows it
-      expect(steps).toEqual(
-        id === plain
-          ? ['open', 'record:finished']
-          : ['open', 'entrypoint', 'record:entered', 'background', 'record:finished'],
-      );
+      // one step opens the turn; an entrypoint is a step of its own, and the background's start follows it; the
+      // success is written by the run's end, in its transaction: the run's last event commits with the session's
+      expect(steps).toEqual(id === plain ? ['open'] : ['open', 'entrypoint', 'record:entered', 'background']);
+      const [end] = await engine.journal.readStream(`run:${id}`, { backwards: true, limit: 1 });
+      expect(end!.type).toBe('run.completed');
+      // written after it, in its transaction (a step of its own wrote it before the run's end, in an earlier one)
+      const [completed] = await engine.journal.readStream(sessionStream(id), { backwards: true, limit: 1 });
+      expect(completed!.position).toBeGreaterThan(end!.position);
     }
   });
 
@@ -94,6 +96,20 @@ describe.each(backends)("a code agent's turn opening on $name", (backend) => {
     ]);
     expect((await types(conversationStream('c-1'))).filter((t) => t === 'agent.run.started')).toHaveLength(1);
     expect((await ledger.run(first.run_id)).status).toBe('running');
+    // the success recorded by a step (code before the run's end recorded it, or a crash inside that step): the run's
+    // end finds it under the same key and writes it no second time
+    await engine.journal.append(sessionStream(first.run_id), [{ type: 'AGENT_BACKGROUND_TASK_COMPLETED', data: {} }], {
+      idempotencyKey: `session:${first.run_id}:finished`,
+    });
+    await engine.journal.append(`run:${first.run_id}`, [
+      {
+        type: 'run.completed',
+        data: { output: { session_id: first.run_id, ended_with: 'AGENT_BACKGROUND_TASK_COMPLETED' } },
+      },
+    ]);
+    expect((await types(sessionStream(first.run_id))).at(-1)).toBe('AGENT_BACKGROUND_TASK_COMPLETED');
+    expect(await types(sessionStream(first.run_id))).toHaveLength(6);
+    expect((await ledger.run(first.run_id)).status).toBe('success');
 
     // a session that ended before its turn (its run failed or was cancelled): its events are gathered, no lifecycle is written
     const second = await ledger.intake(event('c-2', 1, 'noop'));

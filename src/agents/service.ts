@@ -316,7 +316,9 @@ export class SessionService {
       event ? (input as FlowEvent) : null,
       event?.orderingKey ?? null,
     );
-    const start = { session_id: id, agent, input, ...(event && { conversation_id: event.conversation_id }) };
+    const begun = { session_id: id, agent, input, ...(event && { conversation_id: event.conversation_id }) };
+    // a budget is checked before a step: a budgeted session keeps the step that ends it (session.ts)
+    const start = (given.budget ?? flow.options.budget) === undefined ? { ...begun, end_in_run: true as const } : begun;
     const parked = event?.notBefore === undefined ? {} : { notBefore: event.notBefore };
     const ahead = event && flow.options.orderingKey ? { ahead: event.ahead ?? [] } : {};
     await this.engine.start(this.workflow, flow.keys ? { ...start, flow_keys: flow.keys } : start, {

@@ -40,6 +40,8 @@ export interface SessionInput {
   conversation_id?: string;
   /** The run's concurrency keys read from its event and agent (agent-flow.ts): its limits name them. */
   flow_keys?: Record<string, string>;
+  /** Its code agent's success is written by the run's end (view.ts), not a step: a run without a budget. */
+  end_in_run?: true;
 }
 
 export interface SessionReport {
@@ -88,8 +90,8 @@ const MAX_ERROR_CHARS = 2000;
  * one transaction); each later lifecycle event is written by a step of its own, and each piece of
  * agent work (the invocation, the entrypoint, the background task) is a step between two of them,
  * so a crash re-runs at most the piece that was running and never writes an event twice (a code
- * agent's run of inbound events opens with one step for all of them up to its background: `openTurn`).
- */
+ * agent's run of inbound events opens with one step for all of them up to its background: `openTurn`;
+ * its success is written by the run's end, in its transaction: view.ts). */
 export function sessionWorkflow(
   o: SessionWorkflowOptions,
   version = '1',
@@ -185,6 +187,8 @@ async function runCode(
   const finished = agent.ledger
     ? await runLedger(ctx, agent, session, deadline, o)
     : await ctx.step('background', (step) => runPhase(agent.background, agent, session, deadline, step), ONCE);
+  // recorded by the run's end, in its transaction (view.ts): a step and a transaction fewer per run
+  if (finished.ok && session.end_in_run) return { type: 'AGENT_BACKGROUND_TASK_COMPLETED', timestamp: 0 };
   if (finished.ok) return record('finished', 'AGENT_BACKGROUND_TASK_COMPLETED');
   return record(
     'finished',

@@ -52,6 +52,32 @@ describe.each(backends)('kept session and conversation views on $name', (backend
     });
   });
 
+  it('checks each lifecycle event of one append in order and writes the view of the last; a refused one refuses them all', async () => {
+    const opening = ['AGENT_INVOCATION_STARTED', 'AGENT_INVOCATION_SUCCEEDED', 'AGENT_ENTRYPOINT_STARTED'];
+    await here.journal.append(sessionStream('s1'), [
+      { type: 'SESSION_INITIATED', data: { agent: 'a' } },
+      ...opening.map((type) => ({ type, data: {} })),
+    ]);
+    expect(await readSession(there.store, 's1')).toMatchObject({
+      agent: 'a',
+      status: 'running',
+      events_count: 4,
+      last_event: 'AGENT_ENTRYPOINT_STARTED',
+    });
+    // the background cannot start twice: the second event refuses the append, the first is not written either
+    await expect(
+      there.journal.append(sessionStream('s1'), [
+        { type: 'AGENT_BACKGROUND_TASK_STARTED', data: {} },
+        { type: 'AGENT_BACKGROUND_TASK_STARTED', data: {} },
+      ]),
+    ).rejects.toThrow(ConflictError);
+    expect(await readSession(here.store, 's1')).toMatchObject({
+      events_count: 4,
+      last_event: 'AGENT_ENTRYPOINT_STARTED',
+    });
+    expect(await here.journal.readStream(sessionStream('s1'))).toHaveLength(4);
+  });
+
   it("reads a conversation's view again after another process's event", async () => {
     const arrive = (p: Process, type: string, run_id: string, agent: string) =>
       p.journal.append(conversationStream('c1'), [{ type, data: { run_id, agent } }]);

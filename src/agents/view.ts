@@ -63,38 +63,28 @@ export function projectSessions(journal: Journal): void {
   registered.add(journal);
   // kept as of their events_count: the stream holds only lifecycle events
   const views = new WrittenViews<SessionView>();
-  journal.project([...SESSION_EVENT_TYPES], async (event, tx) => {
-    if (!event.streamId.startsWith('session:') || !isSessionEventType(event.type)) return;
-    const id = event.streamId.slice('session:'.length);
-    const data = (event.data ?? {}) as { agent?: string; input?: unknown; error_message?: string };
-    // Appends to one stream are serialized by its row lock, taken before this read: the view read
-    // here is the one every earlier event of the stream committed (or the one kept of it). The
-    // first event has none (retention deletes a session's view with its stream): one read fewer per session
-    const view =
-      event.version === 1 ? undefined : (views.take(tx, id, event.version - 1) ?? (await readSession(tx, id)));
-    const last = view?.last_event ?? null;
-    if (!allowedAfter(last, event.type)) {
-      const state = view ? `its last event is ${last} (${view.status})` : 'it has no events';
-      throw new ConflictError(`session ${id}: ${event.type} cannot be recorded: ${state}`);
+  // per append, each session's events in order and its view written once: a code agent's turn opens with four
+  // lifecycle events in one append (ledger-turn.ts), one view write instead of four
+  journal.projectBatch([...SESSION_EVENT_TYPES], async (events, tx) => {
+    const bySession = new Map<string, StoredEvent[]>();
+    for (const event of events) {
+      if (!event.streamId.startsWith('session:') || !isSessionEventType(event.type)) continue;
+      const id = event.streamId.slice('session:'.length);
+      const mine = bySession.get(id);
+      if (mine) mine.push(event);
+      else bySession.set(id, [event]);
     }
-    const next: SessionView = view ?? {
-      session_id: id,
-      agent: data.agent ?? '',
-      status: 'pending',
-      input: data.input ?? null,
-      created_at: event.timestamp,
-      updated_at: event.timestamp,
-      error_message: null,
-      events_count: 0,
-      last_event: event.type,
-    };
-    next.status = statusAfter(event.type);
-    next.last_event = event.type;
-    next.updated_at = event.timestamp;
-    next.events_count = event.version;
-    if (typeof data.error_message === 'string') next.error_message = data.error_message;
-    await tx.projectionPut({ name: SESSION_VIEW, key: id, value: next });
-    views.wrote(tx, id, next.events_count, next);
+    for (const [id, mine] of bySession) {
+      const first = mine[0]!;
+      // Appends to one stream are serialized by its row lock, taken before this read: the view read
+      // here is the one every earlier event of the stream committed (or the one kept of it). The
+      // first event has none (retention deletes a session's view with its stream): one read fewer per session
+      let view =
+        first.version === 1 ? undefined : (views.take(tx, id, first.version - 1) ?? (await readSession(tx, id)));
+      for (const event of mine) view = nextView(id, view, event);
+      await tx.projectionPut({ name: SESSION_VIEW, key: id, value: view! });
+      views.wrote(tx, id, view!.events_count, view!);
+    }
   });
   projectRunEnds(journal);
 }
@@ -105,6 +95,19 @@ export function projectSessions(journal: Journal): void {
  * the run: a session is never left running by a run that will not write again.
  */
 function projectRunEnds(journal: Journal): void {
+  // A code agent's run that succeeded ends its session here, in the transaction of its end: no step of its own
+  // (session.ts). The key is the one that step used, so a run that wrote it in a step (code before this, or a run
+  // replayed after a crash inside that step) writes nothing more; only the session's own run writes its lifecycle,
+  // so after its background task started nothing but this can end it.
+  journal.project(RUN_EVENT.runCompleted, async (event, tx) => {
+    const output = (event.data as { output?: { session_id?: unknown; ended_with?: unknown } } | null)?.output;
+    const id = event.streamId.slice('run:'.length);
+    if (output?.session_id !== id || output.ended_with !== 'AGENT_BACKGROUND_TASK_COMPLETED') return;
+    await journal.append(sessionStream(id), [{ type: 'AGENT_BACKGROUND_TASK_COMPLETED', data: {} }], {
+      tx,
+      idempotencyKey: `session:${id}:finished`,
+    });
+  });
   journal.project([RUN_EVENT.runFailed, RUN_EVENT.runCancelled], async (event, tx) => {
     const id = event.streamId.slice('run:'.length);
     const view = await readSession(tx, id);
@@ -116,6 +119,36 @@ function projectRunEnds(journal: Journal): void {
       idempotencyKey: `session:${id}:failed`,
     });
   });
+}
+
+/**
+ * The view after `event`. An event the lifecycle does not allow after the last one is a ConflictError.
+ */
+function nextView(id: string, view: SessionView | undefined, event: StoredEvent): SessionView {
+  const type = event.type as SessionEventType;
+  const data = (event.data ?? {}) as { agent?: string; input?: unknown; error_message?: string };
+  const last = view?.last_event ?? null;
+  if (!allowedAfter(last, type)) {
+    const state = view ? `its last event is ${last} (${view.status})` : 'it has no events';
+    throw new ConflictError(`session ${id}: ${type} cannot be recorded: ${state}`);
+  }
+  const next: SessionView = view ?? {
+    session_id: id,
+    agent: data.agent ?? '',
+    status: 'pending',
+    input: data.input ?? null,
+    created_at: event.timestamp,
+    updated_at: event.timestamp,
+    error_message: null,
+    events_count: 0,
+    last_event: type,
+  };
+  next.status = statusAfter(type);
+  next.last_event = type;
+  next.updated_at = event.timestamp;
+  next.events_count = event.version;
+  if (typeof data.error_message === 'string') next.error_message = data.error_message;
+  return next;
 }
 
 export async function readSession(store: Store, id: string): Promise<SessionView | undefined> {
