@@ -46,8 +46,10 @@ export function slotConformance(h: { store: () => Store }): void {
       await s.transaction(async (tx) => {
         await tx.slotLock({ slots: ['lk'] });
         await tx.slotPut({ slot: 'lk', state: { held: ['a'] } });
-        // held on PostgreSQL until the next statement, which sees it
+        // held until the next statement (PostgreSQL) or a read of keys (SQLite), which sees it
         expect(await tx.slotGet({ slots: ['lk'] })).toEqual([{ slot: 'lk', state: { held: ['a'] } }]);
+        await tx.slotPut({ slot: 'lk', state: { held: ['a', 'b'] } });
+        await tx.slotPut({ slot: 'lk', state: { held: ['a'] } });
       });
       expect(await s.slotLock({ slots: ['lk'] })).toEqual([{ slot: 'lk', state: { held: ['a'] } }]);
       await expect(

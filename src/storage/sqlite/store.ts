@@ -61,6 +61,8 @@ class SqliteStore implements Store {
   /** Inside a transaction: what runs once it has committed, and once it has rolled back. */
   private readonly committed: Array<() => void> = [];
   private readonly rolledBack: Array<() => void> = [];
+  /** Inside a transaction: the keys' states `slotPut` gave, written once each before its commit or a read of them. */
+  private readonly slotPuts = new Map<string, unknown>();
 
   constructor(
     private readonly shared: Shared,
@@ -130,6 +132,7 @@ class SqliteStore implements Store {
     try {
       try {
         result = await fn(tx);
+        tx.writeSlots(statements);
         statements.get('COMMIT').run();
         countCommit(this.shared);
       } catch (error) {
@@ -348,10 +351,20 @@ class SqliteStore implements Store {
       (s, now) => processes.processExpire(s, now, p),
       (ended) => (ended.subscriptions > 0 ? [['events', '']] : []),
     );
-  slotLock: Store['slotLock'] = (p) => this.run((s) => slots.slotLock(s, p));
-  slotPut: Store['slotPut'] = (p) => this.run((s) => slots.slotPut(s, p));
-  slotGet: Store['slotGet'] = (p) => this.read((s) => slots.slotGet(s, p));
-  slotList: Store['slotList'] = (p) => this.read((s) => slots.slotList(s, p));
+  slotLock: Store['slotLock'] = (p) => this.run((s) => (this.writeSlots(s), slots.slotLock(s, p)));
+  // a key's starts and ends in one transaction (a group commit's batch) write its state once, at the commit
+  slotPut: Store['slotPut'] = async (p) => {
+    if (!this.pending) return this.run((s) => slots.slotPut(s, p));
+    if (this.finished) throw new Error('this transaction has already finished');
+    this.slotPuts.set(p.slot, p.state);
+  };
+  slotGet: Store['slotGet'] = (p) => this.read((s) => (this.writeSlots(s), slots.slotGet(s, p)));
+  slotList: Store['slotList'] = (p) => this.read((s) => (this.writeSlots(s), slots.slotList(s, p)));
+
+  private writeSlots(s: Statements): void {
+    for (const [slot, state] of this.slotPuts) slots.slotPut(s, { slot, state });
+    this.slotPuts.clear();
+  }
   slotWaiterAdd: Store['slotWaiterAdd'] = (p) => this.run((s) => slots.slotWaiterAdd(s, p));
   slotWaiterList: Store['slotWaiterList'] = (p) => this.read((s) => slots.slotWaiterList(s, p));
   slotWaiterDelete: Store['slotWaiterDelete'] = (p) => this.run((s) => slots.slotWaiterDelete(s, p));
