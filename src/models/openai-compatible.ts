@@ -1,5 +1,5 @@
 import { RetryAfterError, TerminalError, ValidationError } from '../errors.js';
-import { GenerationError, type Model, type ModelPart, type ModelRequest } from '../runtime/model.js';
+import { GenerationError, type Model, type ModelPart, type ModelPrice, type ModelRequest } from '../runtime/model.js';
 
 export interface OpenAiCompatibleModelOptions {
   /** The API base, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`; `/chat/completions` is appended. */
@@ -13,6 +13,8 @@ export interface OpenAiCompatibleModelOptions {
    * prompt and the runtime drops the text it already has (for servers that do not continue an assistant message).
    */
   continuation?: 'prefix' | 'restart';
+  /** Per million tokens, for each call's `usage.cost` and cost budgets: e.g. `{ input: 0.15, output: 0.6 }` (USD). */
+  price?: ModelPrice;
 }
 
 const EXCERPT_CHARS = 300;
@@ -50,8 +52,17 @@ export function openAiCompatibleModel(options: OpenAiCompatibleModelOptions): Mo
   const continuation = options.continuation ?? 'prefix';
   if (continuation !== 'prefix' && continuation !== 'restart')
     throw new ValidationError('continuation', "must be 'prefix' or 'restart'");
+  for (const side of ['input', 'output'] as const) {
+    const per = options.price?.[side];
+    if (options.price !== undefined && !(typeof per === 'number' && Number.isFinite(per) && per >= 0))
+      throw new ValidationError(
+        `price.${side}`,
+        `must be a number ≥ 0, per million tokens (got ${JSON.stringify(per)})`,
+      );
+  }
   const id = `openai-compatible:${options.model}`;
-  return { id, continuation, stream: (request) => streamParts(options, id, continuation, request) };
+  const stream = (request: ModelRequest) => streamParts(options, id, continuation, request);
+  return { id, continuation, ...(options.price ? { price: { ...options.price } } : {}), stream };
 }
 
 async function* streamParts(

@@ -1,5 +1,6 @@
 import type { Duration } from '../duration.js';
 import { RunledgerError } from '../errors.js';
+import type { RateLimitUse } from './flow.js';
 import type { RetryPolicy } from './workflow.js';
 
 /** One message of a model's prompt, in the roles chat-completion APIs use. */
@@ -33,7 +34,15 @@ export interface Model {
   /** Recorded with each call's usage: `offline`, `openai-compatible:gpt-4o-mini`. */
   readonly id: string;
   readonly continuation: 'prefix' | 'restart';
+  /** What its tokens cost, for each call's `usage.cost` and the run's cost budget; none: the cost is unknown (null). */
+  readonly price?: ModelPrice;
   stream(request: ModelRequest): AsyncIterable<ModelPart>;
+}
+
+/** A model's price, in a currency of your choice (USD, say) per million tokens. */
+export interface ModelPrice {
+  input: number;
+  output: number;
 }
 
 export interface GenerateOptions {
@@ -51,6 +60,11 @@ export interface GenerateOptions {
   timeout?: Duration;
   /** What a person watching the run reads while it generates. */
   label?: string;
+  /**
+   * Named rate limits the call takes before each attempt (as a step's), then charged by the tokens it really used
+   * (input and output): a use's `charge` defaults to them, so a tokens-per-minute limit counts real tokens.
+   */
+  rateLimit?: RateLimitUse | RateLimitUse[];
 }
 
 /** What a model call used, recorded on its step. */
@@ -61,6 +75,8 @@ export interface GenerationUsage {
   /** As the model's last attempt reported them; null when it reported none. */
   inputTokens: number | null;
   outputTokens: number | null;
+  /** The tokens at the model's `price`; null when it has none or reported no tokens. */
+  cost: number | null;
   /** From the call's first attempt to its answer, crashes in between included. */
   latencyMs: number;
   attempts: number;

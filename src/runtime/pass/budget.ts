@@ -114,6 +114,8 @@ export function usageOf(history: History): UsageTotals {
     if (entry.kind === 'step' && entry.name.startsWith(TOOL_STEP)) totals.toolCalls += 1;
     for (const event of entry.events)
       if (event.type === RUN_EVENT.usageRecorded) addUsage(totals, (event.data as { used: Required<Usage> }).used);
+      // a model call's completion carries what it used (`ctx.generate`)
+      else if (event.type === RUN_EVENT.stepCompleted) addUsage(totals, (event.data as { used?: Usage }).used ?? {});
   }
   return totals;
 }
@@ -188,6 +190,11 @@ export class BudgetGate {
         data: { seq, name: 'usage', used: checked, totals: { tokens, cost, toolCalls } },
       },
     ]);
+  }
+
+  /** A model call's tokens and cost (journaled with its completion, see generate.ts): the next call is checked on them. */
+  charge(used: { tokens: number; cost: number }): void {
+    this.add({ ...used, toolCalls: 0 });
   }
 
   /** Before a new call of `kind`: resolves when the budget allows it; fails the run or waits when it does not. */

@@ -1,11 +1,19 @@
 import { createHash } from 'node:crypto';
 import { describeError, LeaseLostError, TerminalError, ValidationError } from '../../errors.js';
 import { errorClassOf } from '../../observe/error-class.js';
-import type { StoredEvent } from '../../storage/store.js';
+import type { RateUse, StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
-import { GenerationError, type GenerateOptions, type Generation, type ModelMessage } from '../model.js';
+import {
+  GenerationError,
+  type GenerateOptions,
+  type Generation,
+  type GenerationUsage,
+  type Model,
+  type ModelMessage,
+} from '../model.js';
 import { failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { Seq } from './history.js';
+import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
 import type { StepHost } from './steps.js';
 import { TextBatches } from './text-batches.js';
 
@@ -47,6 +55,23 @@ export async function runGenerate(
   const firstStart = h.find(seq, RUN_EVENT.stepStarted)?.timestamp ?? host.now();
   const prefix = journaledText(events);
   const promptHash = hashPrompt(model.id, maxTokens, messages);
+  // the call's rate limits, taken before each attempt (no room suspends the pass) and charged by real tokens after
+  const uses = rateUses(options.rateLimit, `generate(${name}).rateLimit`).map((use) => ({
+    ...use,
+    charge: use.charge ?? ((g: Generation) => tokensOf(g.usage)),
+  }));
+  let taken: RateUse[] = [];
+  if (uses.length > 0) {
+    try {
+      taken = await takeRate(host, seq, name, attempt, uses);
+    } catch (error) {
+      if (!(error instanceof TerminalError)) throw error;
+      await host.write([
+        { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt: null } },
+      ]);
+      throw error;
+    }
+  }
   const input = { model: model.id, promptHash, maxTokens: maxTokens ?? null, messages: messages.length };
   const started = { seq, name, attempt, input, ...(options.label ? { label: options.label } : {}) };
   const seam = { seq, name, attempt, at: prefix.length, mode: model.continuation };
@@ -92,6 +117,7 @@ export async function runGenerate(
         promptHash,
         inputTokens: finish.inputTokens ?? null,
         outputTokens: finish.outputTokens ?? null,
+        cost: costOf(model, finish.inputTokens, finish.outputTokens),
         latencyMs: host.now() - firstStart,
         attempts: attempt,
         resumedAt: prefix.length > 0 ? prefix.length : null,
@@ -99,7 +125,17 @@ export async function runGenerate(
     };
     seen.end(null, false);
     const matched = model.continuation === 'restart' && prefix.length > 0 ? { seamMatched: redone === prefix } : {};
-    host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: generation, ...matched } });
+    // `used`: what the run's budget counts (replays read it here, as they read `ctx.usage`'s reports)
+    const used = { tokens: tokensOf(generation.usage), cost: generation.usage.cost ?? 0 };
+    host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: generation, used, ...matched } });
+    const extra = rateExtra(uses, taken, generation);
+    if (extra.length > 0)
+      await host.write(
+        [{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }],
+        async (tx) => {
+          for (const e of extra) await tx.rateCharge(e);
+        },
+      );
     return generation;
   } catch (error) {
     if (error instanceof LeaseLostError) {
@@ -117,9 +153,11 @@ export async function runGenerate(
     const retryAt = delay === null ? null : host.now() + (next ? 0 : delay);
     const fallback = retryAt !== null && next ? { fallback: next.id } : {};
     seen.end(describeError(error), retryAt !== null, errorClassOf(error));
-    await host.write([
-      { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt, ...fallback } },
-    ]);
+    // a 429's Retry-After pushes the next free slot of every limit the call took
+    await host.write(
+      [{ type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt, ...fallback } }],
+      rateDeferral(error, taken, host.now()),
+    );
     if (retryAt === null) throw error;
     throw new Suspension(retryAt);
   }
@@ -135,6 +173,16 @@ export function journaledText(events: StoredEvent[]): string {
     if (at <= text.length) text = text.slice(0, at) + piece;
   }
   return text;
+}
+
+/** The tokens a call used, input and output, as its model reported them. */
+export function tokensOf(usage: GenerationUsage): number {
+  return (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0);
+}
+
+function costOf(model: Model, input: number | undefined, output: number | undefined): number | null {
+  if (!model.price || (input === undefined && output === undefined)) return null;
+  return ((input ?? 0) * model.price.input + (output ?? 0) * model.price.output) / 1_000_000;
 }
 
 function hashPrompt(model: string, maxTokens: number | undefined, messages: ModelMessage[]): string {

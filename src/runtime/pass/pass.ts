@@ -6,7 +6,7 @@ import { branchResults, runAttempt, Suspension } from './calls.js';
 import { runStream, type EntryKind, type Seq } from './history.js';
 import { pollSchedule, runPoll } from './poll.js';
 import { runNode, runStep, type StepHost } from './steps.js';
-import { runGenerate } from './generate.js';
+import { runGenerate, tokensOf } from './generate.js';
 import { Patches } from './patches.js';
 import { RunWriter } from './writer.js';
 import { observeCompensations, observePolls, observeStates, observeStep } from './observe.js';
@@ -141,7 +141,14 @@ export class Pass {
     const context: WorkflowContext = {
       runId: this.runId,
       step: (name, fn, options = {}) => call('step', name, (seq) => runStep(this.host, seq, name, fn, options)),
-      generate: (name, options) => call('step', name, (seq) => runGenerate(this.host, seq, name, options)),
+      generate: (name, options) =>
+        call('step', name, async (seq) => {
+          const recorded = this.o.history.find(seq, RUN_EVENT.stepCompleted) !== undefined;
+          const generation = await runGenerate(this.host, seq, name, options);
+          // a fresh answer's tokens count at once (a recorded one's were counted from the history)
+          if (!recorded) this.budget.charge({ tokens: tokensOf(generation.usage), cost: generation.usage.cost ?? 0 });
+          return generation;
+        }),
       sleep: (name, duration) => {
         const ms = toMs(duration, `sleep(${name})`);
         return call('sleep', name, (seq) => runSleep(this.waitHost, seq, name, () => this.o.clock.now() + ms));
