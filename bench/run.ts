@@ -32,6 +32,7 @@ import { benchEventMatch, EVENT_MATCH_SHORT, EVENT_MATCH_SIZES } from './event-m
 import { benchNotify, type NotifySizes } from './notify.js';
 import { benchFlow, FLOW_SHORT, FLOW_SIZES } from './flow.js';
 import { benchGenerate, GENERATE_SHORT, GENERATE_SIZES } from './generate.js';
+import { benchProcesses } from './processes.js';
 
 const SIZES = {
   appends: 5_000,
@@ -52,6 +53,9 @@ const WORKFLOW_SIZES: WorkflowSizes = {
   wideInFlight: 100,
 };
 const STORED_EXECUTIONS = 500;
+/** 10-step runs per measurement of worker processes (`wf10_<n>proc_per_s`, bench/processes.ts), for 1, 2 and 4. */
+const PROCESS_RUNS = 2_000;
+const PROCESS_COUNTS = [1, 2, 4] as const;
 /** Runs of the 10-step function and of the 10-step TypeScript workflow each, one at a time (bench/functions.ts). */
 const FUNCTION_RUNS = 100;
 /** Runs failed, each delivered to a loopback webhook, 10 at a time (bench/notify.ts). */
@@ -144,6 +148,7 @@ const sizes = {
   functionRuns: FUNCTION_RUNS,
   flow: flowSizes,
   generate: generateSizes,
+  processes: { runs: PROCESS_RUNS, counts: PROCESS_COUNTS },
 };
 const meta: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -194,6 +199,9 @@ for (const backend of backends) {
   console.error(`  ${backend} notify_delivery_p99_ms: ${notify.notify_delivery_p99_ms!.toFixed(1)}`);
   const flow = await benchFlow(backend, flowSizes, (line) => console.error(`  ${backend} ${line}`));
   const generate = await benchGenerate(backend, generateSizes, (line) => console.error(`  ${backend} ${line}`));
+  const processes = await benchProcesses(backend, PROCESS_RUNS, PROCESS_COUNTS, (line) =>
+    console.error(`  ${backend} ${line}`),
+  );
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -208,6 +216,7 @@ for (const backend of backends) {
     ...rounded(notify),
     ...flow,
     ...rounded(generate),
+    ...rounded(processes),
   };
 }
 if (backends.includes('postgres')) {
