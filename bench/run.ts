@@ -33,6 +33,7 @@ import { benchNotify, type NotifySizes } from './notify.js';
 import { benchFlow, FLOW_SHORT, FLOW_SIZES } from './flow.js';
 import { benchGenerate, GENERATE_SHORT, GENERATE_SIZES } from './generate.js';
 import { benchProcesses } from './processes.js';
+import { benchSteady, STEADY_LONG, STEADY_SHORT } from './steady.js';
 
 const SIZES = {
   appends: 5_000,
@@ -125,6 +126,8 @@ const eventMatchSizes = values.long ? EVENT_MATCH_SIZES : EVENT_MATCH_SHORT;
 const flowSizes = values.long ? FLOW_SIZES : FLOW_SHORT;
 /** ctx.generate (issue 46): 100 generations for 30 s and 5 kills of serve with --long; 5 s and 2 kills otherwise. */
 const generateSizes = values.long ? GENERATE_SIZES : GENERATE_SHORT;
+/** Steady state (issue 48): 10,000 stored executions and 100,000 code runs at once with --long; a fifth otherwise. */
+const steadySizes = values.long ? STEADY_LONG : STEADY_SHORT;
 const growthSizes = {
   ...GROWTH_SIZES,
   ...(values['growth-events'] ? { events: Number(values['growth-events']) } : {}),
@@ -149,6 +152,7 @@ const sizes = {
   flow: flowSizes,
   generate: generateSizes,
   processes: { runs: PROCESS_RUNS, counts: PROCESS_COUNTS },
+  steady: steadySizes,
 };
 const meta: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -202,6 +206,7 @@ for (const backend of backends) {
   const processes = await benchProcesses(backend, PROCESS_RUNS, PROCESS_COUNTS, (line) =>
     console.error(`  ${backend} ${line}`),
   );
+  const steady = await benchSteady(backend, steadySizes, (line) => console.error(`  ${backend} ${line}`));
   results[backend] = {
     ...queue,
     ...rounded(workflows.metrics),
@@ -217,6 +222,7 @@ for (const backend of backends) {
     ...flow,
     ...rounded(generate),
     ...rounded(processes),
+    ...steady,
   };
 }
 if (backends.includes('postgres')) {
