@@ -22,6 +22,7 @@ import { benchStored } from './stored.js';
 import { benchGrowth, GROWTH_SIZES } from './growth.js';
 import { appendBatch, appendConcurrent, appendSequential } from './journal.js';
 import { enqueueLatency } from './latency.js';
+import { latencyUnderLoad } from './neighbour.js';
 import { bulkEnqueue, drain } from './queue.js';
 import { formatTable, rounded, type Results } from './table.js';
 import { benchWorkflows, type WorkflowSizes } from './workflows.js';
@@ -111,6 +112,16 @@ async function benchBackend(backend: Backend, database: string): Promise<Record<
       pickup_p50_ms: latency.pickup_p50,
       pickup_p99_ms: latency.pickup_p99,
     });
+    // the same with a neighbour in this process draining at half what one worker process drains
+    const loaded = await latencyUnderLoad(engine, m.drain_per_s! / 2, SIZES.latencyTasks, SIZES.latencyIntervalMs);
+    Object.assign(m, {
+      latency_p50_under_load_ms: loaded.p50,
+      latency_p99_under_load_ms: loaded.p99,
+      neighbour_per_s: loaded.neighbour_per_s,
+    });
+    console.error(
+      `  ${backend} latency_p99_under_load_ms: ${loaded.p99.toFixed(2)} (neighbour at ${Math.round(loaded.neighbour_per_s)}/s of ${Math.round(m.drain_per_s! / 2)})`,
+    );
     return rounded(m);
   } finally {
     await engine.close();
