@@ -3,38 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServices, type MockServices } from '../src/mock-services/index.js';
-import { sseReader, type SseMessage } from '../src/sse-read.js';
 import { backends } from '../src/testing/backends.js';
-import { eventually } from '../src/testing/engine.js';
 import { serve, type Served } from './child.js';
-
-interface Text {
-  step: string;
-  at: number;
-  text: string;
-}
-
-/**
- * A client reading `GET /runs/{id}/stream` from `after` until the run's `end` or the connection breaks: what it got,
- * in order, and the id of the last message (its Last-Event-ID).
- */
-function read(url: string, runId: string, after: string | null) {
-  const got: SseMessage[] = [];
-  const done = (async () => {
-    const response = await fetch(`${url}/runs/${runId}/stream`, {
-      headers: after === null ? {} : { 'last-event-id': after },
-    });
-    expect(response.status).toBe(200);
-    const parse = sseReader();
-    try {
-      for await (const chunk of response.body!.pipeThrough(new TextDecoderStream()))
-        for (const m of parse(chunk)) got.push(m);
-    } catch {
-      // the server was killed mid-stream: the client keeps what it read
-    }
-  })();
-  return { got, done, texts: () => got.filter((m) => m.event === 'text').map((m) => JSON.parse(m.data) as Text) };
-}
+import { killMidAnswer } from './run-stream.js';
 
 /**
  * The brief's crash test for ctx.generate: a real `runledger serve` runs a workflow whose model (our loopback
@@ -101,36 +72,12 @@ export const story = workflow('story', async (ctx, input) => {
       expect(started.status).toBe(202);
       const full = mock.model.answer([{ role: 'user', content: 'what survives a crash?' }]);
 
-      const before = read(first.url, 'story-1', null);
-      // mid-answer: the client has some text, the model has more to send
-      await eventually(() => before.texts().reduce((n, t) => n + t.text.length, 0) > full.length / 3, 20_000);
-      first.proc.kill('SIGKILL');
-      await first.exited;
-      await before.done;
-      const had = before.texts();
-      expect(had.length).toBeGreaterThan(0);
-      const lastId = before.got.at(-1)!.id;
-
-      const second = await start(database, dataDir, mode);
-      const after = read(second.url, 'story-1', lastId);
-      await after.done;
-      expect(after.got.at(-1)?.event).toBe('end');
-
-      // no gap, no repeat: each piece starts where the one before ended, and together they are the answer
-      const pieces = [...had, ...after.texts()];
-      let at = 0;
-      for (const p of pieces) {
-        expect(p.at).toBe(at);
-        at += p.text.length;
-      }
-      expect(pieces.map((p) => p.text).join('')).toBe(full);
-
+      const { second, seam: resumed } = await killMidAnswer(first, 'story-1', full, () =>
+        start(database, dataDir, mode),
+      );
       // the seam: the second attempt took the answer up where the journal had it, and asked the model to continue it
-      const resumed = after.got.filter((m) => m.event === 'resumed').map((m) => JSON.parse(m.data));
-      expect(resumed).toHaveLength(1);
-      expect(resumed[0]).toMatchObject({ step: 'answer', mode });
-      const seam = resumed[0].at as number;
-      expect(seam).toBeGreaterThanOrEqual(had.reduce((n, t) => n + t.text.length, 0));
+      expect(resumed).toMatchObject({ step: 'answer', mode });
+      const seam = resumed.at;
       const requests = mock.model.requests();
       expect(requests).toHaveLength(2);
       expect(requests[0]!.outcome).toBe('gone');

@@ -3,33 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServices, type MockServices } from '../src/mock-services/index.js';
-import { sseReader, type SseMessage } from '../src/sse-read.js';
 import { backends } from '../src/testing/backends.js';
-import { eventually } from '../src/testing/engine.js';
 import { serve, type Served } from './child.js';
+import { killMidAnswer } from './run-stream.js';
 
 const KEY = 'sk-stored-e2e-51c0';
-
-/** A client of `GET /runs/{id}/stream` from `after` until the run's `end` or the server dies: what it read, in order. */
-function read(url: string, runId: string, after: string | null) {
-  const got: SseMessage[] = [];
-  const done = (async () => {
-    const response = await fetch(`${url}/runs/${runId}/stream`, {
-      headers: after === null ? {} : { 'last-event-id': after },
-    });
-    expect(response.status).toBe(200);
-    const parse = sseReader();
-    try {
-      for await (const chunk of response.body!.pipeThrough(new TextDecoderStream()))
-        for (const m of parse(chunk)) got.push(m);
-    } catch {
-      // the server was killed mid-stream: the client keeps what it read
-    }
-  })();
-  const texts = () =>
-    got.filter((m) => m.event === 'text').map((m) => JSON.parse(m.data) as { at: number; text: string });
-  return { got, done, texts };
-}
 
 async function call(url: string, method: string, path: string, body?: unknown) {
   const response = await fetch(`${url}${path}`, {
@@ -92,30 +70,12 @@ describe.each(backends)('a stored generate step across a kill -9 of serve on $na
     const id = started.body.execution_id as string;
     const full = mock.model.answer([{ role: 'user', content: 'what survives a crash?' }]);
 
-    const before = read(first.url, id, null);
-    await eventually(() => before.texts().reduce((n, t) => n + t.text.length, 0) > full.length / 3, 20_000);
-    first.proc.kill('SIGKILL');
-    await first.exited;
-    await before.done;
-    const had = before.texts();
-    expect(had.length).toBeGreaterThan(0);
-
-    const second = await serve(database, [], env);
-    servers.push(second);
-    const after = read(second.url, id, before.got.at(-1)!.id);
-    await after.done;
-    expect(after.got.at(-1)?.event).toBe('end');
-
-    const pieces = [...had, ...after.texts()];
-    let at = 0;
-    for (const p of pieces) {
-      expect(p.at).toBe(at);
-      at += p.text.length;
-    }
-    expect(pieces.map((p) => p.text).join('')).toBe(full);
-    const resumed = after.got.filter((m) => m.event === 'resumed').map((m) => JSON.parse(m.data));
-    expect(resumed).toHaveLength(1);
-    const seam = resumed[0].at as number;
+    const { second, seam: resumed } = await killMidAnswer(first, id, full, async () => {
+      const next = await serve(database, [], env);
+      servers.push(next);
+      return next;
+    });
+    const seam = resumed.at;
     const requests = mock.model.requests();
     expect(requests).toHaveLength(2);
     expect(requests[1]!.messages.at(-1)).toEqual({ role: 'assistant', content: full.slice(0, seam) });
