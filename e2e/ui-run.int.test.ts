@@ -159,6 +159,19 @@ describe('the run pages of the dashboard', () => {
     expect(await page.locator('figure.gantt .legend .key-compensation').textContent()).toBe('compensation (undo)');
   });
 
+  it("folds a model call's streamed text batches into one journal row, their text joined", async () => {
+    const id = await startCodeRun(server, 'tell');
+    await page.goto(`${server.url}/ui/runs/${id}`);
+    await page.locator('dl.facts [data-status="success"]').waitFor({ timeout: 20_000 });
+    const { events } = (await call(server, `/runs/${id}/events?limit=1000`)) as { events: Array<{ type: string }> };
+    const batches = events.filter((e) => e.type === 'step.text').length;
+    expect(batches).toBeGreaterThan(1);
+    const rows = page.locator('ol.journal li[data-type="step.text"]');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain(`×${batches}`);
+    expect(await rows.first().textContent()).toContain('w1 w2 w3 w4 w5 w6 w7 w8 w9 w10');
+  });
+
   it("shows a sleeping run's wake-up as a local time and how far it is, never as an epoch", async () => {
     const id = await startCodeRun(server, 'nap');
     await page.goto(`${server.url}/ui/runs/${id}`);

@@ -19,6 +19,7 @@ import {
 } from '../common';
 import { StoredWorkflow, useWorkflowNames } from '../names';
 import { Gantt, type JournalEvent } from './gantt';
+import { journalRows } from './journal-rows';
 import { RunActions } from './run-actions';
 import { CompareLink } from './run-diff';
 import { pending, progressText, stepCounts } from './run-progress';
@@ -334,9 +335,14 @@ export function RunPage({ id }: { id: string }) {
 
       <h2>Journal</h2>
       <ol class="journal" aria-label="Journal events, oldest first">
-        {events.map((e) => (
+        {journalRows(events).map(({ event: e, text }) => (
           <li key={e.version} data-type={e.type}>
-            <span class="muted mono">#{e.version}</span> <span class="mono evtype">{e.type}</span>{' '}
+            <span class="muted mono">
+              #{e.version}
+              {text && text.batches > 1 ? `–#${text.last}` : ''}
+            </span>{' '}
+            <span class="mono evtype">{e.type}</span>
+            {text && text.batches > 1 ? <span class="muted"> ×{text.batches}</span> : null}{' '}
             <time dateTime={e.timestamp} class="muted">
               +{duration(Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))}
             </time>
@@ -352,7 +358,7 @@ export function RunPage({ id }: { id: string }) {
                 deadline <When at={e.data.deadline} />
               </span>
             ) : null}
-            <Json value={e.data} />
+            <Json value={text ? { step: e.data?.name, seq: e.data?.seq, at: e.data?.at, text: text.joined } : e.data} />
           </li>
         ))}
       </ol>
