@@ -108,6 +108,12 @@ export const SETTINGS: readonly Setting[] = [
     doc: 'Ages after which finished records are deleted, per kind (`runs`: code runs, stored executions and agent sessions, each whole; `tasks`; `events`; `chat`; `keys`: throttle, debounce and batch keys not started for that long and holding nothing live): `runs:30d,tasks:7d,events:14d,chat:365d,keys:7d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.',
   },
   {
+    env: 'RUNLEDGER_AUDIT_RETENTION',
+    used: 'serve, worker',
+    default: '90d',
+    doc: 'How long rows of the audit trail (`GET /audit`) are kept: a duration (`365d`), or `off` to keep them all. Deleted continuously by processes that run workers, like RUNLEDGER_RETENTION (which wins if it names `audit`); `runledger prune --kind audit` does one pass.',
+  },
+  {
     env: 'RUNLEDGER_LLM_URL',
     used: 'serve, worker',
     default: '(offline model)',
