@@ -118,7 +118,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
     ...devRoutes(options.devStatus ?? (() => [])),
-    ...auditRoutes(options.engine.store),
+    ...auditRoutes(options.engine.audit),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
@@ -129,7 +129,7 @@ export function createApp(options: AppOptions): Hono {
     c.res.headers.set('x-content-type-options', 'nosniff');
   });
   // around the origin and bearer checks below: a refused request is recorded too
-  app.use('*', auditRequests(options.engine.store, options.engine.observe.events, routes));
+  app.use('*', auditRequests(options.engine.audit, options.engine.observe.events, routes));
   const allowed = allowedMethods([
     ...routes,
     { method: 'get', path: '/healthz' },

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { sinceOf } from '../cli/audit.js';
+import { main } from '../cli/main.js';
+import { output } from '../cli/output.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually } from '../testing/engine.js';
@@ -109,6 +112,30 @@ describe.each(backends)('identity and the audit trail with a token on $name', (b
       detail: expect.stringMatching(/^unauthorized: /),
     });
     expect(trail.entries[0].address).toMatch(/127\.0\.0\.1|::1/);
+  });
+
+  it('runledger audit lists the trail with the same filters, as JSON and as a table', async () => {
+    const cli = async (...args: string[]) => {
+      let printed = '';
+      const argv = ['node', 'runledger', 'audit', ...args, '--url', served.server.url, '--token', TOKEN];
+      await main(
+        argv,
+        output((text) => (printed += text), false),
+      );
+      return printed;
+    };
+    const page = JSON.parse(await cli('--outcome', '401', '--since', '1h', '--json'));
+    expect(page.entries.map((e: any) => [e.route, e.outcome])).toEqual([['/operator/pause', 401]]);
+    const paged = JSON.parse(await cli('--actor', 'bootstrap', '--limit', '1', '--json'));
+    expect(paged.entries).toHaveLength(1);
+    expect(paged.next_cursor).toMatch(/^\d+$/);
+    const next = JSON.parse(await cli('--actor', 'bootstrap', '--limit', '1', '--cursor', paged.next_cursor, '--json'));
+    expect(next.entries[0].seq).toBeLessThan(paged.entries[0].seq);
+    const table = await cli('--route', '/secrets/{name}');
+    expect(table).toMatch(/DELETE \/secrets\/\{name\}\s+AUDIT_KEY/);
+    expect(table).toContain('bootstrap');
+    expect(sinceOf('2h', Date.parse('2026-01-01T12:00:00Z'))).toBe('2026-01-01T10:00:00.000Z');
+    expect(() => sinceOf('yesterday')).toThrow(/--since/);
   });
 
   it('filters by time and pages newest first with a cursor, each row once', async () => {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'hono';
 import type { EngineEvents } from '../observe/events.js';
-import type { NewAuditEntry, Store } from '../storage/store.js';
+import type { AuditTrail, NewAuditEntry } from '../runtime/operate/audit.js';
 import type { Actor } from './auth/actor.js';
 import type { Route } from './route.js';
 
@@ -21,9 +21,9 @@ export const isPrivileged = (method: string, path: string): boolean =>
  * the trail; a refused request's `detail` is its error code and message with every quoted value blanked. A failed
  * write of the row is reported as `engine:error` and does not change the answer (the action it records is done).
  *
- * @example app.use('*', auditRequests(engine.store, engine.observe.events, routes));
+ * @example app.use('*', auditRequests(engine.audit, engine.observe.events, routes));
  */
-export function auditRequests(store: Store, events: EngineEvents, routes: Array<Pick<Route, 'method' | 'path'>>) {
+export function auditRequests(trail: AuditTrail, events: EngineEvents, routes: Array<Pick<Route, 'method' | 'path'>>) {
   const match = routeMatcher(routes);
   return async (c: Context, next: Next) => {
     const method = c.req.method;
@@ -45,7 +45,7 @@ export function auditRequests(store: Store, events: EngineEvents, routes: Array<
         outcome,
         detail: outcome >= 400 ? await refusal(c.res) : null,
       };
-      await store.auditAppend(entry).catch((error) => events.emit('engine:error', { what: 'audit', error }));
+      await trail.append(entry).catch((error) => events.emit('engine:error', { what: 'audit', error }));
     }
   };
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { iso } from '../../iso.js';
-import type { AuditEntry, Store } from '../../storage/store.js';
+import type { AuditEntry, AuditTrail } from '../../runtime/operate/audit.js';
 import { route, type Route } from '../route.js';
 
 const entry = z.object({
@@ -51,9 +51,9 @@ const record = (e: AuditEntry) => ({
  * The audit trail (`GET /audit`): every privileged request the server answered (see `auditRequests`), newest first,
  * by actor, route, outcome and time; `next_cursor` continues after a page (null on the last).
  *
- * @example mount(app, auditRoutes(engine.store)); // GET /audit?actor=bootstrap&outcome=401
+ * @example mount(app, auditRoutes(engine.audit)); // GET /audit?actor=bootstrap&outcome=401
  */
-export function auditRoutes(store: Store): Route[] {
+export function auditRoutes(trail: AuditTrail): Route[] {
   return [
     route({
       method: 'get',
@@ -66,7 +66,7 @@ export function auditRoutes(store: Store): Route[] {
       response: z.object({ entries: z.array(entry), next_cursor: z.string().nullable() }),
       errors: [400],
       handle: async ({ query: q }) => {
-        const rows = await store.auditList({
+        const rows = await trail.list({
           ...(q.actor === undefined ? {} : { actor: q.actor }),
           ...(q.route === undefined ? {} : { route: q.route }),
           ...(q.outcome === undefined ? {} : { outcome: q.outcome }),
