@@ -164,7 +164,8 @@ describe.each(backends)('identity and the audit trail with a token on $name', (b
 });
 
 describe.each(backends)('identity in open mode (no auth configured) on $name', (backend) => {
-  const { call } = useServer(backend);
+  const served = useServer(backend);
+  const { call } = served;
 
   it("keeps the body's by, records no actor, and still needs a by where one was required", async () => {
     const pause = { kind: 'queue', name: 'open-q', by: 'ana', reason: 'maintenance' };
@@ -174,8 +175,17 @@ describe.each(backends)('identity in open mode (no auth configured) on $name', (
     const missing = await call('POST', '/operator/resume', { kind: 'queue', name: 'open-q', reason: 'done' });
     expect(missing.status).toBe(400);
     expect(JSON.stringify(missing.body)).toMatch(/by/);
+    const foreign = await fetch(`${served.server.url}/operator/pause`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: JSON.stringify(pause),
+    });
+    expect(foreign.status).toBe(403);
+    expect((await call('POST', '/no/such/route')).status).toBe(404);
     const { body: trail } = await call('GET', '/audit');
     expect(trail.entries.map((e: any) => [e.actor, e.route, e.outcome])).toEqual([
+      [null, '/no/such/route', 404],
+      [null, '/operator/pause', 403],
       [null, '/operator/resume', 400],
       [null, '/operator/pause', 200],
     ]);
