@@ -238,9 +238,8 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       response: z.object({ redriven: z.int() }),
       errors: [400],
       handle: ({ body, actor }) => {
-        const { reason, ...filter } = body;
-        const by = whoActs(actor, body.by);
-        delete (filter as { by?: string }).by;
+        const { by: given, reason, ...filter } = body;
+        const by = whoActs(actor, given);
         return ledger.redriveAll(filter, {
           ...(by !== undefined ? { by } : {}),
           ...(reason !== undefined ? { reason } : {}),
