@@ -83,6 +83,25 @@ describe.each(backends)('identity and the audit trail with a token on $name', (b
     expect(trail.entries).toEqual([expect.objectContaining({ actor: 'bootstrap', target: pending.id, outcome: 200 })]);
   });
 
+  it("journals the key with an execution's cancel and a batch's, each execution's cancel request naming it", async () => {
+    const definition = {
+      name: 'audit-waits',
+      steps: [{ id: 'approve', type: 'wait_for_callback', timeout_seconds: 600, config: {} }],
+    };
+    const { body: saved } = await api('POST', '/workflows', definition);
+    const { body: one } = await api('POST', `/workflows/${saved.id}/execute`, { trigger_data: {} });
+    const cancelOne = `/workflows/${saved.id}/executions/${one.execution_id}/cancel`;
+    expect((await api('POST', cancelOne, { reason: 'not needed' })).status).toBe(202);
+    await status(one.execution_id, 'cancelled');
+    expect(await events(one.execution_id)).toContain('"actor":"bootstrap"');
+    const { body: batch } = await api('POST', `/workflows/${saved.id}/batches`, { inputs: [{}, {}] });
+    expect((await api('POST', `/batches/${batch.batch_id}/cancel`, {})).status).toBe(202);
+    for (const id of batch.execution_ids) {
+      await status(id, 'cancelled');
+      expect(await events(id)).toContain('"actor":"bootstrap"');
+    }
+  });
+
   it('records a secret change as the key, and never a secret value, not even of a refused request', async () => {
     expect((await api('POST', '/secrets', { name: 'AUDIT_KEY', value: SECRET_VALUE })).status).toBe(201);
     const refused = await api('POST', '/secrets', { name: 'AUDIT_KEY', value: 1, password: SECRET_VALUE });
