@@ -116,6 +116,7 @@ describe('the dashboard in Chromium under its Content-Security-Policy', () => {
       ['/ui/agents', `table.agent-runs tr[data-run="${agent.run_id}"]`],
       [`/ui/agents/${agent.run_id}`, 'table.agent-steps tbody tr'],
       ['/ui/overview', '.tiles'],
+      ['/ui/audit', 'table.audit tbody tr'],
       ['/ui/no/such/page', 'h1:text("Not found")'],
     ];
     const page = await browser.newPage();

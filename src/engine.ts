@@ -10,6 +10,7 @@ import type { RunView } from './runtime/read/view.js';
 import { RunReads } from './runtime/read/reads.js';
 import { observeFlow } from './runtime/flow-observe.js';
 import { Operator } from './runtime/operate/operator.js';
+import { AuditTrail } from './runtime/operate/audit.js';
 import { RateLimits } from './runtime/rates/limits.js';
 import { advertise } from './runtime/start/versions.js';
 import { DEBOUNCE_QUEUE, debounceTimer } from './runtime/start/debounce.js';
@@ -59,6 +60,8 @@ export class Engine {
   readonly store: Store;
   /** Deletes finished records by a policy (`runledger prune`, RUNLEDGER_RETENTION); features add their kinds. */
   readonly retention: Retention;
+  /** Who did what through the API, when, from where, with which outcome (`GET /audit`). */
+  readonly audit: AuditTrail;
   private stopAdvertising: (() => Promise<void>) | null = null;
 
   constructor(
@@ -76,6 +79,7 @@ export class Engine {
     this.operator = new Operator(store, this.journal, this.queue, this.runtime);
     this.runs = new RunReads(store, this.journal, this.runtime);
     this.limits = new RateLimits(store);
+    this.audit = new AuditTrail(store);
     this.retention = new Retention(store, this.journal, this.runtime, this.events);
     // the leases of a dead process were ended: a worker here expires them now, not at its next sweep
     this.liveness = new Liveness(store, { onEnded: () => void [...this.workers][0]?.expireLeases().catch(() => {}) });

@@ -105,7 +105,13 @@ export const SETTINGS: readonly Setting[] = [
     env: 'RUNLEDGER_RETENTION',
     used: 'serve, worker',
     default: '(keep everything)',
-    doc: 'Ages after which finished records are deleted, per kind (`runs`: code runs, stored executions and agent sessions, each whole; `tasks`; `events`; `chat`; `keys`: throttle, debounce and batch keys not started for that long and holding nothing live): `runs:30d,tasks:7d,events:14d,chat:365d,keys:7d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.',
+    doc: 'Ages after which finished records are deleted, per kind (`runs`: code runs, stored executions and agent sessions, each whole; `tasks`; `events`; `chat`; `keys`: throttle, debounce and batch keys not started for that long and holding nothing live; `audit`: audit trail rows, 90 days unless set here or by RUNLEDGER_AUDIT_RETENTION): `runs:30d,tasks:7d,events:14d,chat:365d,keys:7d`. Applied continuously in small batches by processes that run workers; `runledger prune` does one pass.',
+  },
+  {
+    env: 'RUNLEDGER_AUDIT_RETENTION',
+    used: 'serve, worker',
+    default: '90d',
+    doc: 'How long rows of the audit trail (`GET /audit`) are kept: a duration (`365d`), or `off` to keep them all. Deleted continuously by processes that run workers, like RUNLEDGER_RETENTION (which wins if it names `audit`); `runledger prune --kind audit` does one pass.',
   },
   {
     env: 'RUNLEDGER_LLM_URL',

@@ -123,7 +123,10 @@ export function agentCommands(program: Command, print: (line: string) => void): 
   for (const decision of ['approve', 'reject'] as const) {
     remote(agent.command(`${decision} <tool-call-id>`))
       .description(`${decision} a tool call waiting for approval`)
-      .option('--by <name>', 'who decides (default: this user)')
+      .option(
+        '--by <name>',
+        'who decides, without a token only (default: this user); with one, the server records its key',
+      )
       .option('--reason <text>')
       .action(async (id: string, options) => {
         const by = options.by ?? userInfo().username;

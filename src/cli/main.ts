@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { packageVersion } from '../version.js';
 import { agentCommands } from './agent.js';
+import { auditCommands } from './audit.js';
 import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { functionCommands } from './functions.js';
@@ -60,6 +61,7 @@ export function cliProgram(out: Output = stdout()): Command {
   limitCommands(program, out);
   queueCommands(program, out);
   notificationCommands(program, out);
+  auditCommands(program, out);
   scheduleCommands(program, out);
   channelCommands(program, out);
   triggerCommands(program, line);

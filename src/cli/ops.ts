@@ -56,7 +56,7 @@ export function opsCommands(
       'SQLite file or postgres:// URL (default: $RUNLEDGER_DATABASE, $DATABASE_URL, ./runledger.db)',
     )
     .requiredOption('--older-than <age>', 'e.g. 30d, 12h')
-    .option('--kind <kinds>', 'comma-separated: runs, tasks, events, chat, keys (default: all)')
+    .option('--kind <kinds>', 'comma-separated: runs, tasks, events, chat, keys, audit (default: all)')
     .option('--dry-run', 'count what would be deleted, delete nothing')
     .option('--batch <n>', 'records per transaction', '200')
     .action(async (options) => {

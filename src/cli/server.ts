@@ -6,6 +6,7 @@ import { providerFromEnv } from '../chat/providers.js';
 import { createLogger } from '../observe/log.js';
 import { startTracing } from '../observe/otel.js';
 import { parseRetention } from '../retention/policy.js';
+import { withAuditAge } from '../retention/audit.js';
 import { envValue } from '../settings.js';
 import { ValidationError } from '../errors.js';
 import { checkPublicUrl } from '../public-url.js';
@@ -41,7 +42,7 @@ export function serverEnv() {
     ...(headersMs ? { headersTimeoutMs: whole('RUNLEDGER_HEADERS_TIMEOUT_MS', headersMs) } : {}),
     ...(requestMs ? { requestTimeoutMs: whole('RUNLEDGER_REQUEST_TIMEOUT_MS', requestMs) } : {}),
     chatProvider: providerFromEnv(process.env),
-    retention: parseRetention(env('RUNLEDGER_RETENTION')),
+    retention: withAuditAge(parseRetention(env('RUNLEDGER_RETENTION')), env('RUNLEDGER_AUDIT_RETENTION')),
   };
 }
 

@@ -4,8 +4,8 @@ import { ValidationError } from '../errors.js';
 /** How long each kind of record is kept after it finished, in ms; a kind left out is kept forever. */
 export type RetentionPolicy = Readonly<Record<string, number>>;
 
-/** The kinds this build prunes: finished runs (code runs, executions, sessions/agent runs, with their tasks and ledger rows), other finished tasks, routed inbound events, chat messages, idle throttle, debounce and batch keys. */
-export const RETENTION_KINDS = ['runs', 'tasks', 'events', 'chat', 'keys'] as const;
+/** The kinds this build prunes: finished runs (code runs, executions, sessions/agent runs, with their tasks and ledger rows), other finished tasks, routed inbound events, chat messages, idle throttle, debounce and batch keys, audit trail rows. */
+export const RETENTION_KINDS = ['runs', 'tasks', 'events', 'chat', 'keys', 'audit'] as const;
 
 /**
  * `runs:30d,tasks:7d,events:14d` → `{ runs: 2592000000, … }`. An unknown kind or a bad duration is a

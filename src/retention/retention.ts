@@ -6,6 +6,7 @@ import { isTerminal, pageKeys, RUN_STEPS, RUN_VIEW, type RunView } from '../runt
 import { taskStream } from '../queue/lifecycle.js';
 import type { Store } from '../storage/store.js';
 import { keysKind } from './keys.js';
+import { auditKind } from './audit.js';
 import type { RetentionPolicy } from './policy.js';
 import { TERMINAL_RUN_EVENTS } from '../runtime/events.js';
 
@@ -88,6 +89,7 @@ export class Retention {
     this.register(runsKind(this.hooks, this.ages));
     this.register(tasksKind());
     this.register(keysKind());
+    this.register(auditKind());
     // a run's chunks of big values and its version and generation rows go with it
     this.onRunPruned((tx, run) => runtime.forget(tx, run.id));
   }

@@ -16,9 +16,12 @@ import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.j
 import type { Metrics } from '../observe/metrics.js';
 import { handlerHeaders, observeRequests } from './observe.js';
 import type { Route } from './route.js';
+import type { Actor } from './auth/actor.js';
 import type { RemoteLedger } from '../agents/remote.js';
 import { agentProtocolRoutes } from './routes/agent-protocol.js';
 import { agentRoutes } from './routes/agents.js';
+import { auditRoutes } from './routes/audit.js';
+import { auditRequests } from './audit.js';
 import { batchRoutes } from './routes/batches.js';
 import { callbackRoutes } from './routes/callbacks.js';
 import { channelRoutes } from './routes/channels.js';
@@ -115,6 +118,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
     ...devRoutes(options.devStatus ?? (() => [])),
+    ...auditRoutes(options.engine.audit),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
@@ -124,6 +128,8 @@ export function createApp(options: AppOptions): Hono {
     await next();
     c.res.headers.set('x-content-type-options', 'nosniff');
   });
+  // around the origin and bearer checks below: a refused request is recorded too
+  app.use('*', auditRequests(options.engine.audit, options.engine.observe.events, routes));
   const allowed = allowedMethods([
     ...routes,
     { method: 'get', path: '/healthz' },
@@ -196,6 +202,7 @@ async function serve(r: Route, c: Context): Promise<Response> {
     get signal() {
       return c.req.raw.signal;
     },
+    actor: c.get('actor') as Actor | undefined,
   };
   const result = await r.handle(request);
   if (result instanceof Response) return result;
@@ -253,6 +260,7 @@ function bearer(token: string) {
         'unauthorized',
         'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)',
       );
+    c.set('actor', { key: 'bootstrap', roles: ['admin'] } satisfies Actor);
     return next();
   };
 }

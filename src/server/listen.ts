@@ -40,7 +40,7 @@ export interface Listening {
  * an open API on the network would let anyone run requests from this machine.
  */
 export async function listen(
-  app: { fetch: (request: Request) => Response | Promise<Response> },
+  app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
   options: {
     host: string;
     port: number;

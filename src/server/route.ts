@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Actor } from './auth/actor.js';
 
 export interface RouteRequest<B, Q> {
   params: Record<string, string>;
@@ -6,6 +7,8 @@ export interface RouteRequest<B, Q> {
   body: B;
   headers: Headers;
   signal: AbortSignal;
+  /** Who made the request (its API key); undefined in open mode, where no auth is configured. */
+  actor?: Actor;
 }
 
 /**

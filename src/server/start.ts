@@ -51,7 +51,8 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       headers: { 'content-type': 'application/json', 'retry-after': '1' },
     });
   const listening = await listen(
-    { fetch: (request) => (app ? app.fetch(request) : starting()) },
+    // the Node bindings (`env.incoming`) carry the socket: the audit trail records its remote address
+    { fetch: (request, env) => (app ? app.fetch(request, env) : starting()) },
     {
       host,
       port,

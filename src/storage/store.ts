@@ -3,6 +3,7 @@ import type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 import type { ProcessesEnded, ProcessInfo, ProcessRegistration } from './processes.js';
 import type { ProjectionListParams, ProjectionRecentParams, ProjectionRow } from './projections.js';
 import type { AgentLedgerStore } from './store-agents.js';
+import type { AuditStore } from './store-audit.js';
 import type { EventStore } from './store-events.js';
 import type { SubscriptionStore } from './store-subscriptions.js';
 import type { SlotStore } from './store-slots.js';
@@ -26,6 +27,7 @@ export type {
 export type { ParkedEvent, ParkedStatus, Subscription } from './store-subscriptions.js';
 export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 export type { SlotWaiter } from './store-slots.js';
+export type { AuditEntry, AuditListParams, NewAuditEntry } from './store-audit.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -34,7 +36,7 @@ export type { SlotWaiter } from './store-slots.js';
  * transaction; calling `transaction` on it again joins the same transaction. The methods of the
  * larger tables are declared by concern: `EventStore`, `SubscriptionStore`, `TaskStore`, `AgentLedgerStore`.
  */
-export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore {
+export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore, AuditStore {
   readonly dialect: 'sqlite' | 'postgres';
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */

@@ -152,17 +152,20 @@ export class Batches {
 
   /**
    * Cancels every execution of the batch that has not ended, journaling `reason` with the batch (its
-   * `cancel_reason`) and as each execution's. A batch whose executions have all ended → ConflictError.
+   * `cancel_reason`) and as each execution's, with `actor` (the API key that asked) when given. A batch whose
+   * executions have all ended → ConflictError.
    */
-  async cancel(batchId: string, reason?: string): Promise<{ batch_id: string; cancelled: number }> {
+  async cancel(batchId: string, reason?: string, actor?: string): Promise<{ batch_id: string; cancelled: number }> {
     const batch = await this.get(batchId);
     if (batch.status !== 'running') throw new ConflictError(`batch ${batchId} has already ended (${batch.status})`);
     const why = reason === undefined ? `batch ${batchId} cancelled` : checkName('reason', reason, 500);
-    await this.engine.journal.append(batchStream(batchId), [{ type: EVENT.cancelled, data: { cancel_reason: why } }]);
+    await this.engine.journal.append(batchStream(batchId), [
+      { type: EVENT.cancelled, data: { cancel_reason: why, ...(actor ? { actor } : {}) } },
+    ]);
     let cancelled = 0;
     for (const id of batch.execution_ids) {
       try {
-        await this.executions.cancel(batch.workflow_id, id, why);
+        await this.executions.cancel(batch.workflow_id, id, why, actor ? { actor } : {});
         cancelled++;
       } catch (error) {
         // it ended (or retention deleted it) since the batch was read

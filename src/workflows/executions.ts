@@ -356,12 +356,15 @@ export class Executions {
     workflowId: string,
     executionId: string,
     reason?: string,
-    options: { delete_artifacts?: boolean } = {},
+    options: { delete_artifacts?: boolean; actor?: string } = {},
   ): Promise<void> {
     const view = await this.view(workflowId, executionId);
     if (isTerminal(view.status))
       throw new ConflictError(`execution ${executionId} has already ended (${STATUS[view.status]})`);
-    const also = options.delete_artifacts ? { delete_artifacts: true } : {};
+    const also = {
+      ...(options.delete_artifacts ? { delete_artifacts: true } : {}),
+      ...(options.actor ? { actor: options.actor } : {}),
+    };
     await this.engine.runtime.cancel(executionId, reason, also);
   }
 

@@ -6,6 +6,7 @@ import { DevBanner } from './dev-banner';
 import { match, onLinkClick, useLocation } from './router';
 import { AgentRunPage } from './pages/agent-run';
 import { AgentsPage } from './pages/agents';
+import { AuditPage } from './pages/audit';
 import { ChannelPage, ChannelsPage } from './pages/channels';
 import { DeadPage } from './pages/dead';
 import { LimitsPage } from './pages/limits';
@@ -28,6 +29,7 @@ const NAV: Array<[string, string]> = [
   ['/notifications', 'Notifications'],
   ['/limits', 'Limits'],
   ['/overview', 'Overview'],
+  ['/audit', 'Audit'],
 ];
 
 function Route({ path }: { path: string }) {
@@ -49,6 +51,7 @@ function Route({ path }: { path: string }) {
   if ((p = match('/notifications/:id', path))) return <NotificationPage id={p.id!} />;
   if (path === '/limits') return <LimitsPage />;
   if (path === '/overview') return <OverviewPage />;
+  if (path === '/audit') return <AuditPage />;
   return (
     <section>
       <h1>Not found</h1>

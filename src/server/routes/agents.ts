@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentLedger } from '../../agents/ledger.js';
 import { NotFoundError, ValidationError } from '../../errors.js';
+import { whoActs } from '../identity.js';
 import { route, type Route } from '../route.js';
 
 const time = z.iso.datetime().describe('ISO 8601 UTC');
@@ -135,12 +136,16 @@ const eventsPage = {
     .optional(),
 };
 const GENERATED_ID = /^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$/;
+const BY = 'who acts, in open mode only: with an API key, the journal records the key (this is ignored)';
 const decisionBody = z
-  .object({ by: z.string().min(1).max(200), reason: z.string().max(2000).nullable().optional() })
+  .object({
+    by: z.string().min(1).max(200).optional().describe(BY),
+    reason: z.string().max(2000).nullable().optional(),
+  })
   .strict();
 const redriveBody = z
   .object({
-    by: z.string().min(1).max(200).optional().describe('who redrives (default: api)'),
+    by: z.string().min(1).max(200).optional().describe(`${BY} (default: api)`),
     reason: z.string().max(2000).nullable().optional(),
   })
   .strict();
@@ -172,7 +177,8 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       status: 200,
       response: decided,
       errors: [400, 404, 409],
-      handle: ({ params, body }) => ledger.decide(params.id!, decision, body),
+      handle: ({ params, body, actor }) =>
+        ledger.decide(params.id!, decision, { ...body, by: whoActs(actor, body.by) ?? '' }),
     });
   return [
     route({
@@ -231,8 +237,9 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       status: 200,
       response: z.object({ redriven: z.int() }),
       errors: [400],
-      handle: ({ body }) => {
-        const { by, reason, ...filter } = body;
+      handle: ({ body, actor }) => {
+        const { by: given, reason, ...filter } = body;
+        const by = whoActs(actor, given);
         return ledger.redriveAll(filter, {
           ...(by !== undefined ? { by } : {}),
           ...(reason !== undefined ? { reason } : {}),
@@ -249,7 +256,10 @@ export function agentRoutes(ledger: AgentLedger): Route[] {
       status: 200,
       response: z.object({ event, run_id: z.string(), retry_of: z.string() }),
       errors: [400, 404, 409],
-      handle: ({ params, body }) => ledger.redrive(params.id!, body ?? {}),
+      handle: ({ params, body, actor }) => {
+        const by = whoActs(actor, body?.by);
+        return ledger.redrive(params.id!, { ...body, ...(by === undefined ? {} : { by }) });
+      },
     }),
     route({
       method: 'get',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_BATCH } from '../../workflows/batches.js';
 import type { WorkflowService } from '../../workflows/service.js';
+import { actorName } from '../identity.js';
 import { route } from '../route.js';
 import { executionSummary, lastKey } from '../schemas.js';
 
@@ -100,7 +101,8 @@ export function batchRoutes({ definitions, batches }: WorkflowService) {
       status: 202,
       response: z.object({ batch_id: z.string(), cancelled: z.int().describe('executions asked to cancel') }),
       errors: [400, 404, 409],
-      handle: ({ params, body }) => batches.cancel(params.id!, body?.reason),
+      handle: ({ params, body, actor }) =>
+        batches.cancel(params.id!, body?.reason, actor ? actorName(actor) : undefined),
     }),
   ];
 }

@@ -2,9 +2,15 @@ import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import type { Budget } from '../../runtime/flow.js';
 import { decideBudget } from '../../runtime/pass/budget-decision.js';
+import { whoActs } from '../identity.js';
 import { route, type Route } from '../route.js';
 
-const by = z.string().min(1).max(200).describe('who decides: journaled with the decision');
+const by = z
+  .string()
+  .min(1)
+  .max(200)
+  .optional()
+  .describe('who decides, in open mode only: with an API key, the decision journals the key (this is ignored)');
 
 const approveBody = z
   .object({
@@ -50,7 +56,7 @@ export function budgetRoutes(engine: Engine): Route[] {
       status: 202,
       response: decided,
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => {
+      handle: async ({ params, body, actor }) => {
         const e = body.extend;
         const extend: Budget | undefined = e && {
           ...(e.tokens === undefined ? {} : { tokens: e.tokens }),
@@ -61,7 +67,7 @@ export function budgetRoutes(engine: Engine): Route[] {
         };
         const wait = await decideBudget(engine.runtime, params.id!, {
           decision: 'approve',
-          by: body.by,
+          by: whoActs(actor, body.by) ?? '',
           ...(extend ? { extend } : {}),
         });
         return { run_id: params.id!, decision: 'approve' as const, ...wait };
@@ -76,8 +82,9 @@ export function budgetRoutes(engine: Engine): Route[] {
       status: 202,
       response: decided,
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => {
-        const wait = await decideBudget(engine.runtime, params.id!, { decision: 'reject', by: body.by });
+      handle: async ({ params, body, actor }) => {
+        const by = whoActs(actor, body.by) ?? '';
+        const wait = await decideBudget(engine.runtime, params.id!, { decision: 'reject', by });
         return { run_id: params.id!, decision: 'reject' as const, ...wait };
       },
     }),

@@ -6,6 +6,7 @@ import { isTerminal, RUN_STATUSES } from '../../runtime/read/view.js';
 import { joinedBy } from '../../runtime/start/batch.js';
 import { keyStream, runIdFor } from '../../runtime/start/keyed.js';
 import type { Workflow } from '../../runtime/workflow.js';
+import { actorName } from '../identity.js';
 import { route, type Route } from '../route.js';
 import { notBeforeOf, notBeforeField, runFlowFields } from '../schemas.js';
 import { checkRunFlow } from '../../workflows/flow.js';
@@ -169,8 +170,9 @@ export function controlRoutes(engine: Engine): Route[] {
       status: 202,
       response: z.object({ run_id: z.string(), status: z.literal('cancelling') }),
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => {
-        await engine.cancel(params.id!, body?.reason ? { reason: body.reason } : {});
+      handle: async ({ params, body, actor }) => {
+        // with an API key, `run.cancel_requested` journals who asked (`actor`: the key's name)
+        await engine.runtime.cancel(params.id!, body?.reason || undefined, actor ? { actor: actorName(actor) } : {});
         return { run_id: params.id!, status: 'cancelling' as const };
       },
     }),

@@ -2,12 +2,19 @@ import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import type { Definitions } from '../../workflows/definitions.js';
 import { RUN_STATUSES } from '../../runtime/read/view.js';
+import { whoActs } from '../identity.js';
+import type { Actor } from '../auth/actor.js';
 import { route, type Route } from '../route.js';
 import { runSummary } from '../records/runs.js';
 
 const time = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
 const actor = {
-  by: z.string().min(1).max(200).describe('who acts (journaled)'),
+  by: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('who acts (journaled), in open mode only: with an API key, the key is journaled (this is ignored)'),
   reason: z.string().min(1).max(2000).describe('why (journaled)'),
 };
 
@@ -64,10 +71,20 @@ const bulkResponse = z.object({
  */
 export function operatorRoutes(engine: Engine, definitions?: Definitions): Route[] {
   const op = engine.operator;
-  const stored = async (action: 'pause' | 'resume', idOrName: string, body: z.infer<typeof storedPauseBody>) => {
+  // with an API key, its name; in open mode the body's `by` (a missing one: the operator's 400 naming `by`)
+  const as = (actor: Actor | undefined, body: { by?: string | undefined; reason: string }) => ({
+    by: whoActs(actor, body.by) ?? '',
+    reason: body.reason,
+  });
+  const stored = async (
+    action: 'pause' | 'resume',
+    idOrName: string,
+    body: z.infer<typeof storedPauseBody>,
+    actor: Actor | undefined,
+  ) => {
     const id = await definitions!.resolve(idOrName);
     if (action === 'pause') await definitions!.get(id); // a workflow that is not (any more): 404
-    const who = { by: body.by, reason: body.reason };
+    const who = as(actor, body);
     const done = action === 'pause' ? await op.pause('workflow', id, who) : await op.resume('workflow', id, who);
     return { workflow_id: id, ...done };
   };
@@ -94,7 +111,7 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       body: storedPauseBody,
       status: 200,
       errors: [400, 404],
-      handle: async ({ params, body }) => stored('pause', params.id!, body),
+      handle: async ({ params, body, actor }) => stored('pause', params.id!, body, actor),
     }),
     route({
       method: 'post',
@@ -104,7 +121,7 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       body: storedPauseBody,
       status: 200,
       errors: [400, 404],
-      handle: async ({ params, body }) => stored('resume', params.id!, body),
+      handle: async ({ params, body, actor }) => stored('resume', params.id!, body, actor),
     }),
   ];
   return [
@@ -117,7 +134,7 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       body: pauseBody,
       status: 200,
       errors: [400],
-      handle: async ({ body }) => op.pause(body.kind, body.name, { by: body.by, reason: body.reason }),
+      handle: async ({ body, actor }) => op.pause(body.kind, body.name, as(actor, body)),
     }),
     route({
       method: 'post',
@@ -127,7 +144,7 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       body: pauseBody,
       status: 200,
       errors: [400],
-      handle: async ({ body }) => op.resume(body.kind, body.name, { by: body.by, reason: body.reason }),
+      handle: async ({ body, actor }) => op.resume(body.kind, body.name, as(actor, body)),
     }),
     route({
       method: 'get',
@@ -162,8 +179,8 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       status: 200,
       response: bulkResponse,
       errors: [400],
-      handle: async ({ body }) =>
-        bulk(await op.cancelRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+      handle: async ({ body, actor }) =>
+        bulk(await op.cancelRuns(runFilter(body), as(actor, body), { dryRun: body.dry_run })),
     }),
     route({
       method: 'post',
@@ -175,8 +192,8 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       status: 200,
       response: bulkResponse,
       errors: [400],
-      handle: async ({ body }) =>
-        bulk(await op.retryRuns(runFilter(body), { by: body.by, reason: body.reason }, { dryRun: body.dry_run })),
+      handle: async ({ body, actor }) =>
+        bulk(await op.retryRuns(runFilter(body), as(actor, body), { dryRun: body.dry_run })),
     }),
     route({
       method: 'post',
@@ -187,13 +204,13 @@ export function operatorRoutes(engine: Engine, definitions?: Definitions): Route
       status: 200,
       response: bulkResponse,
       errors: [400],
-      handle: async ({ body }) => {
+      handle: async ({ body, actor }) => {
         const filter = {
           ...(body.queue ? { queue: body.queue } : {}),
           ...(body.dead_after !== undefined ? { updatedAfter: body.dead_after } : {}),
           ...(body.dead_before !== undefined ? { updatedBefore: body.dead_before } : {}),
         };
-        return bulk(await op.redriveTasks(filter, { by: body.by, reason: body.reason }, { dryRun: body.dry_run }));
+        return bulk(await op.redriveTasks(filter, as(actor, body), { dryRun: body.dry_run }));
       },
     }),
     route({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { WorkflowService } from '../../workflows/service.js';
 import { definitionSchema } from '../../workflows/schema.js';
+import { actorName } from '../identity.js';
 import { route } from '../route.js';
 import { parseTraceparent } from '../../observe/trace.js';
 import {
@@ -172,8 +173,11 @@ export function workflowRoutes({ definitions, executions }: WorkflowService) {
       status: 202,
       response: z.object({ execution_id: z.string(), status: z.literal('cancelling') }),
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => {
-        const options = body?.delete_artifacts ? { delete_artifacts: true } : {};
+      handle: async ({ params, body, actor }) => {
+        const options = {
+          ...(body?.delete_artifacts ? { delete_artifacts: true } : {}),
+          ...(actor ? { actor: actorName(actor) } : {}),
+        };
         await executions.cancel(await definitions.resolve(params.id!), params.execution_id!, body?.reason, options);
         return { execution_id: params.execution_id!, status: 'cancelling' };
       },

@@ -18,6 +18,7 @@ import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
 import * as rates from './rates.js';
 import * as slots from './slots.js';
+import * as audit from './audit.js';
 import { storeStatus } from './status.js';
 import * as tasks from './tasks.js';
 
@@ -308,6 +309,9 @@ class PostgresStore implements Store {
     return resumed;
   };
   pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
+  auditAppend: Store['auditAppend'] = (p) => audit.auditAppend(this.db, p);
+  auditList: Store['auditList'] = (p) => audit.auditList(this.db, p);
+  auditPrune: Store['auditPrune'] = (p) => audit.auditPrune(this.db, p);
   agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
   agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
   agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);

@@ -11,6 +11,7 @@ import * as projections from './projections.js';
 import * as pauses from './pauses.js';
 import * as rates from './rates.js';
 import * as slots from './slots.js';
+import * as audit from './audit.js';
 import * as maintenance from './maintenance.js';
 import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
@@ -375,6 +376,9 @@ class SqliteStore implements Store {
   rateTake: Store['rateTake'] = (p) => this.run((s, now) => rates.rateTake(s, now, p));
   rateDefer: Store['rateDefer'] = (p) => this.run((s) => rates.rateDefer(s, p));
   rateCharge: Store['rateCharge'] = (p) => this.run((s, now) => rates.rateCharge(s, now, p));
+  auditAppend: Store['auditAppend'] = (p) => this.run((s, now) => audit.auditAppend(s, now, p));
+  auditList: Store['auditList'] = (p) => this.read((s) => audit.auditList(s, p));
+  auditPrune: Store['auditPrune'] = (p) => this.run((s) => audit.auditPrune(s, p));
 }
 
 function addPending(pending: Map<NotifyChannel, Set<string>>, [channel, payload]: [NotifyChannel, string]): void {
