@@ -180,6 +180,18 @@ describe.each(backends)('identity and the audit trail with a token on $name', (b
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toMatch(/outcome/);
   });
+
+  it('keeps the data plane out of the trail but for its refusals: events and tasks in, a refused event recorded', async () => {
+    const before = (await api('GET', '/audit?limit=500')).body.entries.length;
+    expect((await api('POST', '/events', { source: 'shop', 'detail-type': 'order', detail: {} })).status).toBe(202);
+    expect((await api('POST', '/queues/audit-q/tasks', { payload: {} })).status).toBe(201);
+    expect((await api('POST', '/events', { source: 'shop', 'detail-type': 'order', detail: {} }, 'bad')).status).toBe(
+      401,
+    );
+    const { body } = await api('GET', '/audit?limit=500');
+    expect(body.entries.length).toBe(before + 1);
+    expect(body.entries[0]).toMatchObject({ route: '/events', outcome: 401 });
+  });
 });
 
 describe.each(backends)('identity in open mode (no auth configured) on $name', (backend) => {

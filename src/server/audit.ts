@@ -14,8 +14,37 @@ export const isPrivileged = (method: string, path: string): boolean =>
   !READS.has(method) && path !== '/healthz' && !path.startsWith('/callbacks/');
 
 /**
- * The middleware that writes one audit row per privileged request (see `isPrivileged`), refused ones too (401, 403,
- * 400, 409 …): who (the API key the bearer check put on the context), the route's OpenAPI path and target id, the
+ * Routes of the data plane: a worker's claims and heartbeats, events and messages flowing in, runs and tasks started,
+ * a remote agent's reports. Thousands a second, each already in the journal of what it touched: the trail keeps only
+ * their refusals (401, 403), so it stays a record of who did what to the installation, not a second journal.
+ */
+const DATA_PLANE = new Set([
+  'POST /queues/{queue}/claim',
+  'POST /queues/{queue}/tasks',
+  'POST /tasks/complete',
+  'POST /tasks/{id}/complete',
+  'POST /tasks/{id}/fail',
+  'POST /tasks/{id}/heartbeat',
+  'POST /events',
+  'POST /channels/{channel_id}/messages',
+  'POST /agent/events',
+  'POST /runs',
+  'POST /runs/{id}/signal',
+  'POST /workflows/{id}/execute',
+  'POST /functions/{name}/runs',
+  'POST /sessions',
+  'POST /sessions/{id}/nodes',
+  'POST /sessions/{id}/nodes/{seq}/end',
+  'POST /sessions/{id}/progress',
+  'POST /sessions/{id}/report',
+  'POST /sessions/{id}/checkpoints',
+  'POST /sessions/{id}/tool-calls',
+  'POST /sessions/{id}/tool-calls/{call}/result',
+]);
+
+/**
+ * The middleware that writes one audit row per privileged request (see `isPrivileged`; of the data plane, only the
+ * refused ones), refused ones too (401, 403, 400, 409 …): who (the API key the bearer check put on the context), the route's OpenAPI path and target id, the
  * remote address and the HTTP status. It runs around everything after it, so a handler that throws is recorded with
  * the status its error maps to (500 when it escapes). It never reads the request body: a secret's value cannot reach
  * the trail; a refused request's `detail` is its error code and message with every quoted value blanked. A failed
@@ -33,22 +62,31 @@ export function auditRequests(trail: AuditTrail, events: EngineEvents, routes: A
       await next();
       outcome = c.res.status;
     } finally {
-      const actor = c.get('actor') as Actor | undefined;
-      const { route, target } = match(method, c.req.path);
-      const entry: NewAuditEntry = {
-        actor: actor?.key ?? null,
-        issuedTo: actor?.issuedTo ?? null,
-        method,
-        route,
-        target,
-        address: remoteAddress(c),
-        outcome,
-        detail: outcome >= 400 ? await refusal(c.res) : null,
-      };
-      await trail.append(entry).catch((error) => events.emit('engine:error', { what: 'audit', error }));
+      await record(c, trail, events, match, outcome);
     }
   };
 }
+
+/** Writes the row of a request that ended with `outcome` (a data-plane one only when refused). */
+async function record(c: Context, trail: AuditTrail, events: EngineEvents, match: Matcher, outcome: number) {
+  const method = c.req.method;
+  const actor = c.get('actor') as Actor | undefined;
+  const { route, target } = match(method, c.req.path);
+  if (DATA_PLANE.has(`${method} ${route}`) && outcome !== 401 && outcome !== 403) return;
+  const entry: NewAuditEntry = {
+    actor: actor?.key ?? null,
+    issuedTo: actor?.issuedTo ?? null,
+    method,
+    route,
+    target,
+    address: remoteAddress(c),
+    outcome,
+    detail: outcome >= 400 ? await refusal(c.res) : null,
+  };
+  await trail.append(entry).catch((error) => events.emit('engine:error', { what: 'audit', error }));
+}
+
+type Matcher = ReturnType<typeof routeMatcher>;
 
 /** The route's OpenAPI path and first path parameter for a request; its own path (cut short) when no route has it. */
 function routeMatcher(routes: Array<Pick<Route, 'method' | 'path'>>) {
