@@ -7,6 +7,7 @@ import type { EventStore } from './store-events.js';
 import type { SubscriptionStore } from './store-subscriptions.js';
 import type { SlotStore } from './store-slots.js';
 import type { TaskStore } from './store-tasks.js';
+import type { KeyStore } from './store-keys.js';
 import type { TaskState } from './tasks.js';
 
 export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
@@ -26,6 +27,7 @@ export type {
 export type { ParkedEvent, ParkedStatus, Subscription } from './store-subscriptions.js';
 export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 export type { SlotWaiter } from './store-slots.js';
+export type { ApiKeyChange, ApiKeyRow, NewApiKey } from './store-keys.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -34,7 +36,7 @@ export type { SlotWaiter } from './store-slots.js';
  * transaction; calling `transaction` on it again joins the same transaction. The methods of the
  * larger tables are declared by concern: `EventStore`, `SubscriptionStore`, `TaskStore`, `AgentLedgerStore`.
  */
-export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore {
+export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore, KeyStore {
   readonly dialect: 'sqlite' | 'postgres';
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */

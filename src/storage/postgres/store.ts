@@ -16,6 +16,7 @@ import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
+import * as keys from './keys.js';
 import * as rates from './rates.js';
 import * as slots from './slots.js';
 import { storeStatus } from './status.js';
@@ -308,6 +309,10 @@ class PostgresStore implements Store {
     return resumed;
   };
   pauseList: Store['pauseList'] = () => pauses.pauseList(this.db);
+  apiKeyInsert: Store['apiKeyInsert'] = (p) => keys.apiKeyInsert(this.db, p);
+  apiKeyList: Store['apiKeyList'] = () => keys.apiKeyList(this.db);
+  apiKeyFind: Store['apiKeyFind'] = (p) => keys.apiKeyFind(this.db, p);
+  apiKeyUpdate: Store['apiKeyUpdate'] = (p) => keys.apiKeyUpdate(this.db, p);
   agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
   agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
   agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);
