@@ -40,7 +40,8 @@ export interface Listening {
  * an open API on the network would let anyone run requests from this machine.
  */
 export async function listen(
-  app: { fetch: (request: Request) => Response | Promise<Response> },
+  /** `env` carries Node's request (`env.incoming`): the client's address is read from it. */
+  app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
   options: {
     host: string;
     port: number;

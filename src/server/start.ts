@@ -52,7 +52,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       headers: { 'content-type': 'application/json', 'retry-after': '1' },
     });
   const listening = await listen(
-    { fetch: (request) => (app ? app.fetch(request) : starting()) },
+    { fetch: (request, env) => (app ? app.fetch(request, env) : starting()) },
     {
       host,
       port,
