@@ -36,6 +36,12 @@ describe.each(backends)('every route × every role on $name', (backend) => {
     expect(named.filter((r) => !(r in PERMISSIONS))).toEqual([]);
     expect(Object.keys(PERMISSIONS).filter((r) => !named.includes(r) && !OUTSIDE_DOCUMENT.includes(r))).toEqual([]);
     expect(routes.length).toBeGreaterThan(100);
+    // the document says the same: each operation names its role
+    const documented = routes.filter(
+      (r) =>
+        document.paths[r.path][r.method.toLowerCase()]['x-runledger-role'] !== PERMISSIONS[`${r.method} ${r.path}`],
+    );
+    expect(documented).toEqual([]);
   });
 
   it('makes a key of each role (the first one while the server is open, the rest with it)', async () => {
