@@ -63,7 +63,10 @@ export function keyCommands(program: Command, out: Output): void {
 }
 
 function printSecret(out: Output, key: KeyWithSecret, json: boolean | undefined): void {
-  if (json) return out.json(key);
+  if (json) {
+    out.json(key);
+    return;
+  }
   out.line(`${key.name} (${key.id}): ${key.roles.join(', ')}`);
   out.line(key.secret);
   out.line('this secret is shown once: keep it now (Authorization: Bearer <secret>, or --token)');

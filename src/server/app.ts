@@ -12,6 +12,7 @@ import { readJson } from './body.js';
 import { errorResponse } from './errors.js';
 import { authenticate, createGate, refusal, type Gate } from './auth/access.js';
 import { accessOf } from './auth/permissions.js';
+import type { KeyTable } from './auth/keys.js';
 import { keyRoutes } from './routes/keys.js';
 import { openapi } from './openapi.js';
 import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.js';
@@ -63,7 +64,9 @@ export interface AppOptions {
   notifications?: Notifications;
   /** The bootstrap admin key (RUNLEDGER_TOKEN): with it, or once an API key exists, every route but `/healthz` needs a key. */
   token?: string;
-  /** The keys and failed attempts, shared with the channel WebSocket (default: made from `engine.store` and `token`). */
+  /** The store's API key table (`openApp` hands it in); without it, only `token` authenticates and `/keys` is absent. */
+  keys?: KeyTable;
+  /** The keys and failed attempts, shared with the channel WebSocket (default: made from `keys` and `token`). */
   gate?: Gate;
   /**
    * Origins besides the server's own whose pages may change state (and, without a token, names
@@ -89,8 +92,7 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions): Hono {
   const app = new Hono();
-  const gate =
-    options.gate ?? createGate(options.engine.store, { token: options.token, events: options.engine.events });
+  const gate = options.gate ?? createGate(options.keys, { token: options.token, events: options.engine.events });
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
@@ -121,7 +123,7 @@ export function createApp(options: AppOptions): Hono {
     ...(options.notifications ? notificationRoutes(options.notifications) : []),
     ...queueRoutes(options.engine, app),
     ...devRoutes(options.devStatus ?? (() => [])),
-    ...keyRoutes(gate.keys),
+    ...(options.keys || options.gate ? keyRoutes(gate.keys) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 

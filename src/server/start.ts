@@ -79,7 +79,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       // checked by openApp: the name the server is reached at from outside is its own
       const origins = [...allowedOrigins, ...(appOptions.publicUrl ? [originOf(appOptions.publicUrl)] : [])];
       // one door for REST, SSE and the WebSocket: the same keys, revocations and failed attempts
-      const gate = createGate(opened.engine.store, { token, events: opened.engine.events });
+      const gate = createGate(opened.keys, { token, events: opened.engine.events });
       sockets = new ChannelSockets({ channels: opened.channels, feed, gate, allowedOrigins: origins });
       const { close, metrics, ...rest } = opened;
       app = createApp({

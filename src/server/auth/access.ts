@@ -1,18 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'hono';
 import type { EngineEvents } from '../../observe/events.js';
-import type { Store } from '../../storage/store.js';
 import { HttpError } from '../errors.js';
 import { FAILURE_WINDOW_MS, FailedLogins } from './abuse.js';
 import { type Actor, holds } from './actor.js';
-import { ApiKeys } from './keys.js';
+import { ApiKeys, type KeyTable } from './keys.js';
 import type { Access } from './permissions.js';
 
 /**
  * The server's door: the keys, and the failed attempts per address. One per server, shared by the
  * HTTP app and the channel WebSocket so both count the same failures and see the same revocations.
  *
- * @example const gate = createGate(engine.store, { token, events: engine.events });
+ * @example const gate = createGate(opened.keys, { token, events: engine.events });
  */
 export class Gate {
   constructor(
@@ -49,11 +48,15 @@ export class Gate {
   }
 }
 
-export function createGate(store: Store, options: { token?: string | undefined; events: EngineEvents }): Gate {
+/** The gate of a server: `keys` is the store's key table (none: only the token, no keys). */
+export function createGate(
+  keys: KeyTable | undefined,
+  options: { token?: string | undefined; events: EngineEvents },
+): Gate {
   const failures = new FailedLogins((address, count) =>
     options.events.emit('auth:throttled', { address, failures: count, windowMs: FAILURE_WINDOW_MS }),
   );
-  return new Gate(new ApiKeys(store, { token: options.token }), failures);
+  return new Gate(new ApiKeys(keys, { token: options.token }), failures);
 }
 
 /** The address of the client on the other end of the socket (undefined in process, with no socket). */

@@ -1,7 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import type { ApiKeyRow, Store } from '../../storage/store.js';
 import type { Actor, Role } from './actor.js';
 
 /**
@@ -14,6 +13,34 @@ export const KEY_CACHE_MS = 10_000;
 const MAX_CACHED = 10_000;
 /** The key name RUNLEDGER_TOKEN authenticates as. */
 export const BOOTSTRAP = 'bootstrap';
+
+/** One API key as the store keeps it: the sha256 of its secret, never the secret. */
+export interface KeyRow {
+  id: string;
+  name: string;
+  issuedTo: string | null;
+  prefix: string;
+  hash: string;
+  roles: string[];
+  namespace: string;
+  createdAt: number;
+  revokedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+/**
+ * The `api_keys` table, as the server reaches it: `openApp` hands the store's `apiKey*` methods in
+ * (the server imports nothing of storage/).
+ */
+export interface KeyTable {
+  apiKeyInsert(p: Omit<KeyRow, 'createdAt' | 'revokedAt' | 'lastUsedAt'>): Promise<KeyRow>;
+  apiKeyList(): Promise<KeyRow[]>;
+  apiKeyFind(p: { id: string } | { hash: string }): Promise<KeyRow | undefined>;
+  apiKeyUpdate(p: {
+    id: string;
+    change: { kind: 'rotate'; hash: string; prefix: string } | { kind: 'revoke' } | { kind: 'use' };
+  }): Promise<KeyRow | undefined>;
+}
 
 export interface NewKey {
   name: string;
@@ -34,7 +61,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * resolved to its `Actor` from a short-lived cache (see KEY_CACHE_MS). RUNLEDGER_TOKEN, when given,
  * is the `bootstrap` admin key. Authentication is on when there is a token or any key was ever created.
  *
- * @example const keys = new ApiKeys(engine.store, { token }); const actor = await keys.authenticate(secret);
+ * @example const keys = new ApiKeys(opened.keys, { token }); const actor = await keys.authenticate(secret);
  */
 export class ApiKeys {
   private readonly cache = new Map<string, { actor: Actor | null; id: string | null; until: number }>();
@@ -43,7 +70,7 @@ export class ApiKeys {
   private readonly now: () => number;
 
   constructor(
-    private readonly store: Store,
+    private readonly table: KeyTable | undefined,
     options: { token?: string | undefined; now?: () => number } = {},
   ) {
     this.tokenHash = options.token ? Buffer.from(sha256(options.token), 'hex') : null;
@@ -53,8 +80,8 @@ export class ApiKeys {
   /** Whether requests need a key: a token is set, or a key exists (revoked ones count: revoking the last key never opens the server). */
   async enabled(): Promise<boolean> {
     if (this.tokenHash || this.anyKey.value) return true;
-    if (this.now() < this.anyKey.until) return false;
-    const value = (await this.store.apiKeyList()).length > 0;
+    if (!this.table || this.now() < this.anyKey.until) return false;
+    const value = (await this.table.apiKeyList()).length > 0;
     this.anyKey = { value, until: this.now() + KEY_CACHE_MS };
     return value;
   }
@@ -64,22 +91,26 @@ export class ApiKeys {
     const hash = sha256(secret);
     if (this.tokenHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.tokenHash))
       return { key: BOOTSTRAP, roles: ['admin'] };
+    if (!this.table) return null;
     const cached = this.cache.get(hash);
     if (cached && this.now() < cached.until) return cached.actor;
-    const row = await this.store.apiKeyFind({ hash });
+    const row = await this.keys().apiKeyFind({ hash });
     const live = row && row.revokedAt === null ? row : null;
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     this.cache.set(hash, { actor: live && actorOf(live), id: live?.id ?? null, until: this.now() + KEY_CACHE_MS });
     // once per key per KEY_CACHE_MS: a request never waits for this write
-    if (live) this.store.apiKeyUpdate({ id: live.id, change: { kind: 'use' } }).catch(() => {});
+    if (live)
+      this.keys()
+        .apiKeyUpdate({ id: live.id, change: { kind: 'use' } })
+        .catch(() => {});
     return live && actorOf(live);
   }
 
-  async create(p: NewKey): Promise<{ key: ApiKeyRow; secret: string }> {
+  async create(p: NewKey): Promise<{ key: KeyRow; secret: string }> {
     if (p.name === BOOTSTRAP)
       throw new ValidationError('name', `'${BOOTSTRAP}' is the name RUNLEDGER_TOKEN authenticates as; choose another`);
     const secret = newSecret();
-    const key = await this.store.apiKeyInsert({
+    const key = await this.keys().apiKeyInsert({
       id: newId('key'),
       name: p.name,
       issuedTo: p.issuedTo ?? null,
@@ -92,30 +123,35 @@ export class ApiKeys {
     return { key, secret };
   }
 
-  list(): Promise<ApiKeyRow[]> {
-    return this.store.apiKeyList();
+  list(): Promise<KeyRow[]> {
+    return this.keys().apiKeyList();
   }
 
   /** A new secret for the key; the old one stops working (in other processes within KEY_CACHE_MS). */
-  async rotate(id: string): Promise<{ key: ApiKeyRow; secret: string }> {
+  async rotate(id: string): Promise<{ key: KeyRow; secret: string }> {
     const secret = newSecret();
-    const key = await this.store.apiKeyUpdate({
+    const key = await this.keys().apiKeyUpdate({
       id,
       change: { kind: 'rotate', hash: sha256(secret), prefix: secret.slice(0, 8) },
     });
     if (!key) {
-      if (await this.store.apiKeyFind({ id })) throw new ConflictError(`key ${id} is revoked: create a new key`);
+      if (await this.keys().apiKeyFind({ id })) throw new ConflictError(`key ${id} is revoked: create a new key`);
       throw new NotFoundError(`no key ${id}`);
     }
     this.forget(id);
     return { key, secret };
   }
 
-  async revoke(id: string): Promise<ApiKeyRow> {
-    const key = await this.store.apiKeyUpdate({ id, change: { kind: 'revoke' } });
+  async revoke(id: string): Promise<KeyRow> {
+    const key = await this.keys().apiKeyUpdate({ id, change: { kind: 'revoke' } });
     if (!key) throw new NotFoundError(`no key ${id}`);
     this.forget(id);
     return key;
+  }
+
+  private keys(): KeyTable {
+    if (!this.table) throw new Error('this server has no key table (createApp without `keys`)');
+    return this.table;
   }
 
   private forget(id: string): void {
@@ -123,6 +159,6 @@ export class ApiKeys {
   }
 }
 
-function actorOf(row: ApiKeyRow): Actor {
+function actorOf(row: KeyRow): Actor {
   return { key: row.name, ...(row.issuedTo ? { issuedTo: row.issuedTo } : {}), roles: row.roles as Role[] };
 }

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { iso } from '../../iso.js';
-import type { ApiKeyRow } from '../../storage/store.js';
 import { ROLES } from '../auth/actor.js';
-import type { ApiKeys } from '../auth/keys.js';
+import type { ApiKeys, KeyRow } from '../auth/keys.js';
 import { route } from '../route.js';
 
 /* API keys (docs/security.md): created, listed (prefix only), rotated and revoked by an admin. A secret is in the answer to a create or a rotation only. */
@@ -42,7 +41,7 @@ const createRequest = z.object({
     .describe("'*' for every namespace; default 'default'"),
 });
 
-const record = (k: ApiKeyRow) => ({
+const record = (k: KeyRow) => ({
   id: k.id,
   name: k.name,
   issued_to: k.issuedTo,
