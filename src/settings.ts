@@ -43,7 +43,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: '--token (API commands)',
     used: 'serve, API commands',
     default: '(none)',
-    doc: 'Bearer token every route but `/healthz` requires (`/metrics` too). Required to listen on an address other than loopback.',
+    doc: 'The bootstrap admin key (named `bootstrap`): with it, or once an API key exists, every route but `/healthz` needs a key (`/metrics` too). Required to listen on an address other than loopback. See docs/security.md.',
   },
   {
     env: 'RUNLEDGER_ALLOWED_ORIGINS',

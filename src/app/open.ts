@@ -15,6 +15,7 @@ import { loadSecretKey } from '../workflows/secrets.js';
 import { prepareLocation } from '../storage/location.js';
 export { checkLocation, isPostgresLocation } from '../storage/location.js';
 import type { ProcessSettings } from '../storage/processes.js';
+import type { KeyStore } from '../storage/store-keys.js';
 import { differenceWarning, processSettings, settingDifferences } from '../process-settings.js';
 import { packageVersion } from '../version.js';
 import { assemble, type App } from './assemble.js';
@@ -75,6 +76,8 @@ export interface OpenApp extends Omit<App, 'stop'> {
    * without workers (such a process runs no step).
    */
   settingsWarnings: string[];
+  /** The API key table (issue 45): the server's door to it (`createApp`'s `keys`). */
+  keys: KeyStore;
   close(): Promise<void>;
 }
 
@@ -168,6 +171,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
         engine,
         metrics,
         settingsWarnings,
+        keys: engine.store,
         close: async () => {
           await stop();
           metrics.close();

@@ -6,6 +6,7 @@ import { batchCommands } from './batches.js';
 import { channelCommands } from './channel.js';
 import { functionCommands } from './functions.js';
 import { limitCommands } from './limits.js';
+import { keyCommands } from './keys.js';
 import { devCommands } from './dev.js';
 import { mockServicesCommands } from './mock-services.js';
 import { notificationCommands } from './notifications.js';
@@ -59,6 +60,7 @@ export function cliProgram(out: Output = stdout()): Command {
   templateCommands(program, out);
   functionCommands(program, out);
   limitCommands(program, out);
+  keyCommands(program, out);
   queueCommands(program, out);
   notificationCommands(program, out);
   auditCommands(program, out);

@@ -18,6 +18,7 @@ import type { FlowOptions } from '../runtime/flow.js';
 import type { FunctionRegistration } from '../functions/functions.js';
 import type { FlowRecord } from './flow.js';
 import type { LimitDefinition, LimitRecord } from './limits.js';
+import type { KeyRecord, KeyWithSecret, NewKeyRequest } from './keys.js';
 import type {
   AgentEventInput,
   AgentEventRecord,
@@ -133,6 +134,17 @@ export class Client extends Transport {
   setLimit = (definition: LimitDefinition) => this.call<LimitRecord>('POST', '/limits', definition);
   limits = () => this.call<{ limits: LimitRecord[] }>('GET', '/limits');
   limit = (name: string) => this.call<LimitRecord>('GET', `/limits/${enc(name)}`);
+  /**
+   * Creates an API key (admin); its `secret` is in this answer only.
+   *
+   * @example const { secret } = await client.createKey({ name: 'ci', roles: ['worker'] })
+   */
+  createKey = (key: NewKeyRequest) => this.call<KeyWithSecret>('POST', '/keys', key);
+  keys = () => this.call<{ keys: KeyRecord[] }>('GET', '/keys');
+  /** A new secret for the key (in this answer only); the old one stops working. */
+  rotateKey = (id: string) => this.call<KeyWithSecret>('POST', `/keys/${enc(id)}/rotate`);
+  /** Revokes the key: it stops working; it stays listed as revoked. */
+  revokeKey = (id: string) => this.call<KeyRecord>('DELETE', `/keys/${enc(id)}`);
   /** Deletes a named rate limit: steps naming it fail at their next take. */
   deleteLimit = (name: string) => this.call<null>('DELETE', `/limits/${enc(name)}`);
   /**

@@ -94,6 +94,8 @@ export interface EngineEventMap {
   'subscription:parked': { subscription: string; position: number; error: string };
   /** `route` is the route's template (`/workflows/{id}`), never the raw path. */
   'http:request': { method: string; route: string; status: number; durationMs: number };
+  /** An address failed authentication more than allowed in a window: its requests get 429 until the window ends (told once per window). */
+  'auth:throttled': { address: string; failures: number; windowMs: number };
   'store:transaction': { durationMs: number; ok: boolean };
   /** One group commit (`journal/group-commit.ts`) committed: the writes it carried (of runs and tasks) and the events they appended. */
   'store:batch': { writes: number; events: number };
@@ -133,6 +135,7 @@ export const ENGINE_EVENTS: EngineEventName[] = [
   'lease:lost',
   'subscription:parked',
   'http:request',
+  'auth:throttled',
   'store:transaction',
   'store:batch',
   'retention:pruned',

@@ -66,6 +66,7 @@ const LOGGED: { [K in EngineEventName]: Level | ((payload: EngineEventMap[K]) =>
   'lease:lost': 'warn',
   'subscription:parked': 'warn',
   'http:request': 'debug',
+  'auth:throttled': 'warn',
   'store:transaction': 'debug',
   'store:batch': 'debug',
   'retention:pruned': 'info',

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { AgentLedger } from '../agents/ledger.js';
 import type { SessionService } from '../agents/service.js';
@@ -10,7 +9,11 @@ import { checkText } from '../json.js';
 import { zodProblems } from '../problems.js';
 import type { WorkflowService } from '../workflows/service.js';
 import { readJson } from './body.js';
-import { errorResponse, HttpError } from './errors.js';
+import { errorResponse } from './errors.js';
+import { authenticate, createGate, refusal, type Gate } from './auth/access.js';
+import { accessOf } from './auth/permissions.js';
+import type { KeyTable } from './auth/keys.js';
+import { keyRoutes } from './routes/keys.js';
 import { openapi } from './openapi.js';
 import { checkHost, checkSameOrigin, sourceOf, STATE_CHANGING } from './origin.js';
 import type { Metrics } from '../observe/metrics.js';
@@ -62,8 +65,12 @@ export interface AppOptions {
   remote?: RemoteLedger;
   /** Outbound webhooks (`assemble` makes them). */
   notifications?: Notifications;
-  /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
+  /** The bootstrap admin key (RUNLEDGER_TOKEN): with it, or once an API key exists, every route but `/healthz` needs a key. */
   token?: string;
+  /** The store's API key table (`openApp` hands it in); without it, only `token` authenticates and `/keys` is absent. */
+  keys?: KeyTable;
+  /** The keys and failed attempts, shared with the channel WebSocket (default: made from `keys` and `token`). */
+  gate?: Gate;
   /**
    * Origins besides the server's own whose pages may change state (and, without a token, names
    * the server answers to besides loopback ones): see `checkSameOrigin`. Validated origins only.
@@ -88,6 +95,7 @@ export interface AppOptions {
  */
 export function createApp(options: AppOptions): Hono {
   const app = new Hono();
+  const gate = options.gate ?? createGate(options.keys, { token: options.token, events: options.engine.events });
   const routes: Route[] = [
     // first: its GET /events/stream must match before GET /events/{id}
     ...runRoutes(options.engine, { workflows: options.workflows.definitions }),
@@ -119,6 +127,7 @@ export function createApp(options: AppOptions): Hono {
     ...queueRoutes(options.engine, app),
     ...devRoutes(options.devStatus ?? (() => [])),
     ...auditRoutes(options.engine.audit),
+    ...(options.keys || options.gate ? keyRoutes(gate.keys) : []),
   ];
   const document = openapi(routes, options.version ?? '0.0.0');
 
@@ -151,9 +160,10 @@ export function createApp(options: AppOptions): Hono {
     }
     return c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404);
   });
-  // without a token, only a web page's origin tells a browser's request from a local process's; a
-  // token authenticates every request but /healthz and /callbacks, and no page of another origin has it
-  if (options.token === undefined) app.use('*', sameOrigin(options.allowedOrigins ?? []));
+  // without keys, only a web page's origin tells a browser's request from a local process's; a key
+  // authenticates every request but /healthz and /callbacks, and no page of another origin has it
+  const open = sameOrigin(options.allowedOrigins ?? []);
+  app.use('*', async (c, next) => ((await gate.keys.enabled()) ? next() : open(c, next)));
   // a read of the journal's head (one index probe), not status(): its counts grow with history and health checks poll
   app.get(
     '/healthz',
@@ -163,7 +173,10 @@ export function createApp(options: AppOptions): Hono {
   );
   // before the bearer check: the dashboard's files hold no data; it asks for the token on a 401
   mountUi(app, options.uiDir === undefined ? uiDir() : options.uiDir);
-  if (options.token !== undefined) app.use('*', bearer(options.token));
+  app.use(
+    '*',
+    authenticate(gate, (path) => path === '/healthz' || isCallback(path)),
+  );
   app.get('/openapi.json', (c) => c.json(document));
   const metrics = options.metrics;
   if (metrics)
@@ -186,6 +199,8 @@ export function mount(app: Hono, routes: Route[]): Hono {
 }
 
 async function serve(r: Route, c: Context): Promise<Response> {
+  const refused = refusal(c.get('actor'), accessOf(r.method, r.path), `${r.method.toUpperCase()} ${r.path}`);
+  if (refused) throw refused;
   const params = c.req.param() as Record<string, string>;
   for (const [name, value] of Object.entries(params)) checkText(name, value);
   // a callback's sender is another service, which may label its JSON as it likes: its URL's token is the check
@@ -245,22 +260,6 @@ function sameOrigin(allowedOrigins: readonly string[]) {
     checkHost(source.host, allowedOrigins);
     if (STATE_CHANGING.has(c.req.method) && !isCallback(c.req.path))
       checkSameOrigin(source, allowedOrigins, c.req.method);
-    return next();
-  };
-}
-
-function bearer(token: string) {
-  const expected = Buffer.from(`Bearer ${token}`);
-  return async (c: Context, next: () => Promise<void>) => {
-    if (c.req.path === '/healthz' || isCallback(c.req.path)) return next();
-    const given = Buffer.from(c.req.header('authorization') ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw new HttpError(
-        401,
-        'unauthorized',
-        'missing or wrong bearer token (Authorization: Bearer <RUNLEDGER_TOKEN>)',
-      );
-    c.set('actor', { key: 'bootstrap', roles: ['admin'] } satisfies Actor);
     return next();
   };
 }

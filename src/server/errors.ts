@@ -7,6 +7,8 @@ export class HttpError extends RunledgerError {
     readonly status: number,
     override readonly code: string,
     message: string,
+    /** Sent with the answer (a 429's `Retry-After`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -35,7 +37,11 @@ export interface ErrorBody {
  */
 export function errorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
   if (error instanceof HttpError)
-    return { status: error.status, body: { error: { code: error.code, message: error.message } }, headers: {} };
+    return {
+      status: error.status,
+      body: { error: { code: error.code, message: error.message } },
+      headers: error.headers,
+    };
   if (error instanceof ValidationError)
     return {
       status: 400,

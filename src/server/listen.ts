@@ -40,6 +40,7 @@ export interface Listening {
  * an open API on the network would let anyone run requests from this machine.
  */
 export async function listen(
+  /** `env` carries Node's request (`env.incoming`): the client's address is read from it. */
   app: { fetch: (request: Request, env?: unknown) => Response | Promise<Response> },
   options: {
     host: string;

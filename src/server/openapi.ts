@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import type { Route } from './route.js';
 import { errorBody } from './schemas.js';
+import { accessOf } from './auth/permissions.js';
 
 const REASONS: Record<number, string> = {
   400: 'Invalid input: every problem with its JSON path',
-  401: 'Missing or wrong bearer token',
+  401: 'Missing, unknown or revoked key (when keys are on: docs/security.md)',
+  403: 'The key lacks the role this operation needs (`x-runledger-role`)',
   404: 'Not found',
   408: 'Timed out',
   409: 'Conflict with the current state',
@@ -41,7 +43,8 @@ export function openapi(routes: Route[], version: string): Record<string, unknow
         ? { description: 'OK', content: { 'application/json': { schema: schema(r.response) } } }
         : { description: 'No content' },
     };
-    for (const status of [...(r.errors ?? []), 401])
+    const access = accessOf(r.method, r.path);
+    for (const status of [...(r.errors ?? []), ...(access === 'public' ? [] : [401, 403])])
       responses[status] = {
         description: REASONS[status] ?? 'Error',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -49,6 +52,8 @@ export function openapi(routes: Route[], version: string): Record<string, unknow
     (paths[r.path] ??= {})[r.method] = {
       summary: r.summary,
       tags: [r.tag],
+      'x-runledger-role': access,
+      ...(access === 'public' ? { security: [] } : {}),
       parameters: [...params, ...query],
       ...(r.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: schema(r.body) } } } }
@@ -60,6 +65,7 @@ export function openapi(routes: Route[], version: string): Record<string, unknow
     get: {
       summary: 'Health (no token needed)',
       tags: ['health'],
+      'x-runledger-role': 'public',
       security: [],
       responses: { 200: { description: 'OK' } },
     },

@@ -3,6 +3,7 @@ import { openApp, type OpenApp, type OpenAppOptions } from '../app/open.js';
 import { ChannelFeed } from '../chat/feed.js';
 import { packageVersion } from '../version.js';
 import { createApp } from './app.js';
+import { createGate } from './auth/access.js';
 import { listen, type RequestTimeouts } from './listen.js';
 import { originOf } from './origin.js';
 import type { ModuleStatus } from './routes/dev.js';
@@ -78,13 +79,16 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       );
       // checked by openApp: the name the server is reached at from outside is its own
       const origins = [...allowedOrigins, ...(appOptions.publicUrl ? [originOf(appOptions.publicUrl)] : [])];
-      sockets = new ChannelSockets({ channels: opened.channels, feed, token, allowedOrigins: origins });
+      // one door for REST, SSE and the WebSocket: the same keys, revocations and failed attempts
+      const gate = createGate(opened.keys, { token, events: opened.engine.events });
+      sockets = new ChannelSockets({ channels: opened.channels, feed, gate, allowedOrigins: origins });
       const { close, metrics, ...rest } = opened;
       app = createApp({
         ...rest,
         metrics,
         version: packageVersion(),
         allowedOrigins: origins,
+        gate,
         ...(token ? { token } : {}),
         ...(devStatus ? { devStatus } : {}),
       });

@@ -9,6 +9,9 @@ import type { ReplyDelta } from '../chat/reply.js';
 import { ValidationError } from '../errors.js';
 import { errorResponse, HttpError } from './errors.js';
 import { checkUpgrade } from './origin.js';
+import { type Gate, refusal } from './auth/access.js';
+import type { Actor } from './auth/actor.js';
+import { accessOf } from './auth/permissions.js';
 
 const PATH = /^\/channels\/([^/]+)\/ws$/;
 /** Posts of one socket read and waiting for the store; more wait unread in the client's buffers. */
@@ -18,6 +21,8 @@ export interface SocketOptions {
   channels: Channels;
   feed: ChannelFeed;
   token?: string | undefined;
+  /** The server's keys (`createGate`): when keys are on, a socket needs one, as a header or `?token=`. Wins over `token`. */
+  gate?: Gate | undefined;
   /** Without a token: origins besides the server's own whose pages may open a socket (see `checkUpgrade`). */
   allowedOrigins?: readonly string[] | undefined;
   /** Sending to a client pauses while its unsent frames pass this; default 1 MiB. */
@@ -59,19 +64,29 @@ export class ChannelSockets {
       refuse(socket, 404, { error: { code: 'not_found', message: `no WebSocket route for ${url.pathname}` } });
       return;
     }
-    try {
-      if (this.options.token !== undefined) authorize(request, url, this.options.token);
-      else checkUpgrade(request, this.options.allowedOrigins ?? []);
-      const channelId = checkChannelId(decodePathSegment('channel_id', match[1]!));
-      const after = Number(url.searchParams.get('after') ?? 0);
-      if (!Number.isInteger(after) || after < 0)
-        throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
-      this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after));
-    } catch (error) {
+    this.open(request, socket, head, url, match[1]!).catch((error) => {
       const { status, body, headers } = errorResponse(error);
       refuse(socket, status, body, headers);
-    }
+    });
   };
+
+  private async open(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, segment: string): Promise<void> {
+    let actor: Actor | undefined;
+    const gate = this.options.gate;
+    if (gate && (await gate.keys.enabled())) {
+      const query = url.searchParams.get('token');
+      const header = request.headers.authorization ?? (query === null ? undefined : `Bearer ${query}`);
+      actor = await gate.actorOf(header, request.socket.remoteAddress);
+      const refused = refusal(actor, accessOf('get', '/channels/{channel_id}/ws'), 'a channel WebSocket');
+      if (refused) throw refused;
+    } else if (!gate && this.options.token !== undefined) authorize(request, url, this.options.token);
+    else checkUpgrade(request, this.options.allowedOrigins ?? []);
+    const channelId = checkChannelId(decodePathSegment('channel_id', segment));
+    const after = Number(url.searchParams.get('after') ?? 0);
+    if (!Number.isInteger(after) || after < 0)
+      throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
+    this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after, actor));
+  }
 
   /** Sends a reply delta to this process's sockets of its channel. */
   readonly delta = (delta: ReplyDelta): void => {
@@ -90,7 +105,7 @@ export class ChannelSockets {
     return this.options.maxBufferedBytes ?? 1024 * 1024;
   }
 
-  private connected(ws: WebSocket, channelId: string, after: number): void {
+  private connected(ws: WebSocket, channelId: string, after: number, actor: Actor | undefined): void {
     let set = this.sockets.get(channelId);
     if (!set) this.sockets.set(channelId, (set = new Set()));
     set.add(ws);
@@ -127,7 +142,7 @@ export class ChannelSockets {
       // in our memory (unbounded, 2,000 frames of 60 KB behind a slow store held 243 MB)
       if (++queued >= MAX_QUEUED_POSTS) ws.pause();
       posting = posting
-        .then(() => this.post(ws, channelId, data.toString()))
+        .then(() => this.post(ws, channelId, data.toString(), actor))
         .catch(() => ws.close(1011, 'the post failed'))
         .finally(() => {
           if (--queued < MAX_QUEUED_POSTS && ws.isPaused) ws.resume();
@@ -144,8 +159,10 @@ export class ChannelSockets {
     });
   }
 
-  private async post(ws: WebSocket, channelId: string, text: string): Promise<void> {
+  private async post(ws: WebSocket, channelId: string, text: string, actor: Actor | undefined): Promise<void> {
     try {
+      const refused = refusal(actor, accessOf('post', '/channels/{channel_id}/messages'), 'a post');
+      if (refused) throw refused;
       let frame: { type?: unknown; message?: unknown };
       try {
         frame = JSON.parse(text);

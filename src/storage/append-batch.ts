@@ -2,6 +2,8 @@ import type { AppendResult, EventAppendParams } from './store.js';
 
 /** One append's outcome in a batch: its result, or the error only its caller gets. */
 export type Outcome = { result: AppendResult } | { error: unknown };
+export const succeeded = (result: AppendResult): Outcome => ({ result });
+export const failed = (error: unknown): Outcome => ({ error });
 
 /** Commits a batch of two or more appends; throws when every append of it fails. */
 export type CommitBatch = (batch: EventAppendParams[]) => Promise<Outcome[]>;

@@ -15,6 +15,7 @@ import { processConformance } from './conformance-processes.js';
 import { projectionConformance } from './conformance-projections.js';
 import { rateConformance } from './conformance-rates.js';
 import { slotConformance } from './conformance-slots.js';
+import { keyConformance } from './conformance-keys.js';
 
 /**
  * The semantics every backend must have. It runs unchanged against each (`sqlite.int.test.ts`,
@@ -54,6 +55,7 @@ export function storeConformance(create: () => Promise<string>, open: (location:
   processConformance({ store: () => store });
   rateConformance({ store: () => store, openAnother });
   slotConformance({ store: () => store });
+  keyConformance({ store: () => store });
 
   describe('migrations', () => {
     it('lets two processes open one database at once', async () => {

@@ -8,6 +8,7 @@ import type { EventStore } from './store-events.js';
 import type { SubscriptionStore } from './store-subscriptions.js';
 import type { SlotStore } from './store-slots.js';
 import type { TaskStore } from './store-tasks.js';
+import type { KeyStore } from './store-keys.js';
 import type { TaskState } from './tasks.js';
 
 export type { QueueStats, StoreDiagnosis, SubscriptionStats, TaskDeleteParams } from './maintenance.js';
@@ -28,6 +29,7 @@ export type { ParkedEvent, ParkedStatus, Subscription } from './store-subscripti
 export type { RateLimitRow, RateTakeResult, RateUse } from './rates.js';
 export type { SlotWaiter } from './store-slots.js';
 export type { AuditEntry, AuditListParams, NewAuditEntry } from './store-audit.js';
+export type { ApiKeyChange, ApiKeyRow, NewApiKey } from './store-keys.js';
 
 /**
  * The one storage interface. Two implementations (`sqlite/`, `postgres/`) with their own SQL pass
@@ -36,7 +38,14 @@ export type { AuditEntry, AuditListParams, NewAuditEntry } from './store-audit.j
  * transaction; calling `transaction` on it again joins the same transaction. The methods of the
  * larger tables are declared by concern: `EventStore`, `SubscriptionStore`, `TaskStore`, `AgentLedgerStore`.
  */
-export interface Store extends EventStore, SubscriptionStore, TaskStore, AgentLedgerStore, SlotStore, AuditStore {
+export interface Store
+  extends EventStore,
+    SubscriptionStore,
+    TaskStore,
+    AgentLedgerStore,
+    SlotStore,
+    AuditStore,
+    KeyStore {
   readonly dialect: 'sqlite' | 'postgres';
 
   /** Runs `fn` in one transaction: everything it writes commits together or not at all. */

@@ -86,8 +86,8 @@ function TokenDialog() {
       >
         <h2 id="token-title">Token needed</h2>
         <p>
-          {state?.retry ? 'That token was refused. ' : ''}This server needs its API token (RUNLEDGER_TOKEN). It is kept
-          for this tab only.
+          {state?.retry ? 'That token was refused. ' : ''}This server needs an API key (or its RUNLEDGER_TOKEN). It is
+          kept for this tab only.
         </p>
         <label>
           Token{' '}

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { AppendBatch, type Outcome } from '../append-batch.js';
+import { AppendBatch, failed, succeeded, type Outcome } from '../append-batch.js';
 import type { ProjectionRow } from '../projections.js';
 import type { AppendResult, EventAppendParams, NotifyChannel, Store, StoreStatus } from '../store.js';
 import { enqueuedWakeups, taskWakeups, unblockedQueues } from '../tasks.js';
@@ -16,6 +16,7 @@ import * as processes from './processes.js';
 import * as subscriptions from './subscriptions.js';
 import * as blobs from './blobs.js';
 import * as pauses from './pauses.js';
+import * as keys from './keys.js';
 import * as rates from './rates.js';
 import * as slots from './slots.js';
 import * as audit from './audit.js';
@@ -297,7 +298,6 @@ class PostgresStore implements Store {
     this.wake('tasks', [p.queue]);
   };
   queueLimitList: Store['queueLimitList'] = (p = {}) => tasks.queueLimitList(this.db, p);
-
   blobPut: Store['blobPut'] = (p) => blobs.blobPut(this.db, p);
   blobGet: Store['blobGet'] = (p) => blobs.blobGet(this.db, p);
   blobDelete: Store['blobDelete'] = (p) => blobs.blobDelete(this.db, p);
@@ -312,6 +312,10 @@ class PostgresStore implements Store {
   auditAppend: Store['auditAppend'] = (p) => audit.auditAppend(this.db, p);
   auditList: Store['auditList'] = (p) => audit.auditList(this.db, p);
   auditPrune: Store['auditPrune'] = (p) => audit.auditPrune(this.db, p);
+  apiKeyInsert: Store['apiKeyInsert'] = (p) => keys.apiKeyInsert(this.db, p);
+  apiKeyList: Store['apiKeyList'] = () => keys.apiKeyList(this.db);
+  apiKeyFind: Store['apiKeyFind'] = (p) => keys.apiKeyFind(this.db, p);
+  apiKeyUpdate: Store['apiKeyUpdate'] = (p) => keys.apiKeyUpdate(this.db, p);
   agentEventPut: Store['agentEventPut'] = (p) => agents.agentEventPut(this.db, p);
   agentEventGet: Store['agentEventGet'] = (p) => agents.agentEventGet(this.db, p);
   agentEventList: Store['agentEventList'] = (p) => agents.agentEventList(this.db, p);
@@ -394,6 +398,3 @@ class PostgresStore implements Store {
     return this.tx ? this.db.atomic(inside) : this.transaction(outside);
   }
 }
-
-const succeeded = (result: AppendResult): Outcome => ({ result });
-const failed = (error: unknown): Outcome => ({ error });

@@ -9,6 +9,7 @@ import * as agents from './agents.js';
 import * as events from './events.js';
 import * as projections from './projections.js';
 import * as pauses from './pauses.js';
+import * as keys from './keys.js';
 import * as rates from './rates.js';
 import * as slots from './slots.js';
 import * as audit from './audit.js';
@@ -310,6 +311,10 @@ class SqliteStore implements Store {
   pauseSet: Store['pauseSet'] = (p) => this.run((s, now) => pauses.pauseSet(s, now, p));
   pauseDelete: Store['pauseDelete'] = (p) => this.run((s) => pauses.pauseDelete(s, p), ['tasks', '']);
   pauseList: Store['pauseList'] = () => this.read((s) => pauses.pauseList(s));
+  apiKeyInsert: Store['apiKeyInsert'] = (p) => this.run((s, now) => keys.apiKeyInsert(s, now, p));
+  apiKeyList: Store['apiKeyList'] = () => this.read((s) => keys.apiKeyList(s));
+  apiKeyFind: Store['apiKeyFind'] = (p) => this.read((s) => keys.apiKeyFind(s, p));
+  apiKeyUpdate: Store['apiKeyUpdate'] = (p) => this.run((s, now) => keys.apiKeyUpdate(s, now, p));
   agentEventPut: Store['agentEventPut'] = (p) => this.run((s) => agents.agentEventPut(s, p));
   agentEventGet: Store['agentEventGet'] = (p) => this.read((s) => agents.agentEventGet(s, p));
   agentEventList: Store['agentEventList'] = (p) => this.read((s) => agents.agentEventList(s, p));

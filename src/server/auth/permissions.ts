@@ -1,0 +1,172 @@
+import type { Role } from './actor.js';
+
+/** Needs no key: the health check, and a callback URL (its path carries its own unguessable token). */
+export type Access = Role | 'public';
+
+/**
+ * The role each route needs, by method and OpenAPI path. Every route of `/openapi.json` has a line
+ * (`permissions.int.test.ts` fails on one without): a new route cannot skip authorization. Reads are
+ * `viewer`; defining and starting work `developer`; stopping, retrying and pausing it `operator`;
+ * a person's decision on a waiting run or tool call `approver`; the queue and agent protocols `worker`.
+ */
+export const PERMISSIONS: Readonly<Record<string, Access>> = {
+  'GET /healthz': 'public',
+  'POST /callbacks/{token}': 'public',
+  'GET /openapi.json': 'viewer',
+  'GET /metrics': 'viewer',
+
+  'POST /keys': 'admin',
+  'GET /keys': 'admin',
+  'POST /keys/{id}/rotate': 'admin',
+  'DELETE /keys/{id}': 'admin',
+  'GET /audit': 'admin',
+
+  'GET /events/stream': 'viewer',
+  'GET /runs': 'viewer',
+  'POST /runs': 'developer',
+  'GET /runs/{id}': 'viewer',
+  'GET /runs/{id}/events': 'viewer',
+  'GET /runs/{id}/events/stream': 'viewer',
+  'GET /runs/{id}/wait': 'viewer',
+  'GET /workflows/{id}/executions/{execution_id}/events': 'viewer',
+  'POST /runs/{id}/budget/approve': 'approver',
+  'POST /runs/{id}/budget/reject': 'approver',
+  'GET /runs/{id}/stream': 'viewer',
+  'GET /runs/{a}/diff/{b}': 'viewer',
+  'POST /runs/{id}/signal': 'developer',
+  'POST /runs/{id}/cancel': 'operator',
+  'POST /runs/{id}/replay': 'developer',
+
+  'POST /workflows': 'developer',
+  'GET /workflows': 'viewer',
+  'GET /workflows/{id}': 'viewer',
+  'PUT /workflows/{id}': 'developer',
+  'DELETE /workflows/{id}': 'developer',
+  'GET /workflows/{id}/versions': 'viewer',
+  'POST /workflows/{id}/instantiate': 'developer',
+  'POST /workflows/{id}/pause': 'operator',
+  'POST /workflows/{id}/resume': 'operator',
+  'POST /workflows/{id}/execute': 'developer',
+  'GET /workflows/{id}/executions': 'viewer',
+  'GET /workflows/{id}/executions/{execution_id}': 'viewer',
+  'POST /workflows/{id}/executions/{execution_id}/cancel': 'operator',
+  'POST /workflows/{id}/executions/{execution_id}/retry': 'operator',
+  'POST /workflows/{id}/executions/{execution_id}/rerun': 'operator',
+  'POST /workflows/{id}/batches': 'developer',
+  'GET /batches': 'viewer',
+  'GET /batches/{id}': 'viewer',
+  'POST /batches/{id}/cancel': 'operator',
+
+  'POST /functions': 'developer',
+  'GET /functions': 'viewer',
+  'GET /functions/{name}': 'viewer',
+  'DELETE /functions/{name}': 'developer',
+  'POST /functions/{name}/runs': 'developer',
+
+  'POST /limits': 'developer',
+  'GET /limits': 'viewer',
+  'GET /limits/{name}': 'viewer',
+  'DELETE /limits/{name}': 'developer',
+  'GET /flow': 'viewer',
+
+  'GET /status': 'viewer',
+  'GET /tasks': 'viewer',
+  'GET /tasks/{id}/events': 'viewer',
+  'GET /tasks/{id}/history': 'viewer',
+  'POST /secrets': 'developer',
+  'GET /secrets': 'viewer',
+  'DELETE /secrets/{name}': 'developer',
+  'GET /dlq': 'viewer',
+  'POST /dlq/{id}/redrive': 'operator',
+
+  'POST /channels/{channel_id}/messages': 'developer',
+  'GET /channels/{channel_id}/messages': 'viewer',
+  'GET /channels': 'viewer',
+  'GET /subscriptions': 'viewer',
+  'GET /subscriptions/{name}/parked': 'viewer',
+  'POST /subscriptions/{name}/parked/{position}/retry': 'operator',
+
+  'POST /events': 'developer',
+  'GET /events': 'viewer',
+  'GET /events/{id}': 'viewer',
+  'POST /rules': 'developer',
+  'GET /rules': 'viewer',
+  'GET /rules/{id}': 'viewer',
+  'PUT /rules/{id}': 'developer',
+  'DELETE /rules/{id}': 'developer',
+  'POST /rules/{id}/enable': 'developer',
+  'POST /rules/{id}/disable': 'developer',
+  'POST /rules/preview': 'viewer',
+  'POST /schedules': 'developer',
+  'GET /schedules': 'viewer',
+  'GET /schedules/{id}': 'viewer',
+  'PUT /schedules/{id}': 'developer',
+  'DELETE /schedules/{id}': 'developer',
+  'POST /schedules/{id}/pause': 'operator',
+  'POST /schedules/{id}/resume': 'operator',
+  'POST /schedules/{id}/backfill': 'operator',
+  'POST /schedules/preview': 'viewer',
+
+  'POST /sessions': 'developer',
+  'GET /sessions/{id}': 'viewer',
+  'GET /sessions/{id}/events': 'viewer',
+  'POST /sessions/{id}/report': 'worker',
+  'POST /sessions/{id}/nodes': 'worker',
+  'POST /sessions/{id}/nodes/{seq}/end': 'worker',
+  'POST /sessions/{id}/checkpoints': 'worker',
+  'POST /sessions/{id}/tool-calls': 'worker',
+  'POST /sessions/{id}/tool-calls/{call}/result': 'worker',
+  'GET /sessions/{id}/tool-calls/{call}': 'viewer',
+  'POST /sessions/{id}/lifecycle': 'worker',
+  'POST /sessions/{id}/progress': 'worker',
+  'GET /sessions/{id}/progress': 'viewer',
+
+  'GET /overview': 'viewer',
+  'POST /operator/pause': 'operator',
+  'POST /operator/resume': 'operator',
+  'GET /operator/pauses': 'viewer',
+  'POST /operator/runs/cancel': 'operator',
+  'POST /operator/runs/retry': 'operator',
+  'POST /operator/tasks/redrive': 'operator',
+  'GET /operator/actions': 'viewer',
+  'GET /operator/patches/{id}/runs': 'viewer',
+  'GET /queues': 'viewer',
+
+  'POST /agent/events': 'developer',
+  'GET /agent/events': 'viewer',
+  'GET /agent/events/{id}': 'viewer',
+  'POST /agent/events/redrive': 'operator',
+  'POST /agent/events/{id}/redrive': 'operator',
+  'GET /agent/runs': 'viewer',
+  'GET /agent/runs/{id}': 'viewer',
+  'GET /conversations/{id}/runs': 'viewer',
+  'GET /agent/approvals': 'viewer',
+  'GET /agent/tool-calls/{id}': 'viewer',
+  'POST /agent/tool-calls/{id}/approve': 'approver',
+  'POST /agent/tool-calls/{id}/reject': 'approver',
+
+  'GET /notifications': 'viewer',
+  'POST /notifications': 'developer',
+  'GET /notifications/{id}': 'viewer',
+  'DELETE /notifications/{id}': 'developer',
+  'GET /notifications/{id}/deliveries': 'viewer',
+  'POST /notifications/{id}/test': 'developer',
+
+  'POST /queues/{queue}/tasks': 'developer',
+  'PUT /queues/{queue}/limit': 'operator',
+  'GET /queues/{queue}/limit': 'viewer',
+  'POST /queues/{queue}/claim': 'worker',
+  'POST /tasks/{id}/heartbeat': 'worker',
+  'POST /tasks/{id}/complete': 'worker',
+  'POST /tasks/complete': 'worker',
+  'POST /tasks/{id}/fail': 'worker',
+
+  'GET /dev/status': 'viewer',
+  /** The channel WebSocket (`ws.ts`); each `post` frame needs what `POST /channels/{channel_id}/messages` needs. */
+  'GET /channels/{channel_id}/ws': 'viewer',
+};
+
+/** The access a route needs; a route missing from the table needs `admin` (closed, not open, by default). */
+export function accessOf(method: string, path: string): Access {
+  return PERMISSIONS[`${method.toUpperCase()} ${path}`] ?? 'admin';
+}
