@@ -64,6 +64,19 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
         }),
     },
     {
+      method: 'GET',
+      path: '/_effects',
+      summary:
+        'whether a request with this Idempotency-Key (header) was done: 200 with its first answered call, or 404 (a reconcile)',
+      handle(request) {
+        const key = request.headers['idempotency-key'];
+        const done = parts.calls.list().find((c) => c.idempotency_key === key && !c.replayed && ok(c.status));
+        return done
+          ? json(200, { call: done })
+          : json(404, { error: { code: 'not_found', message: `no call of ${key}` } });
+      },
+    },
+    {
       method: 'DELETE',
       path: '/_calls',
       summary: 'empty the call log',
@@ -89,3 +102,5 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
     },
   ];
 }
+
+const ok = (status: number | null) => status !== null && status >= 200 && status < 300;
