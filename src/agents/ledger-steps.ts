@@ -169,9 +169,14 @@ export function projectLedgerSteps(journal: Journal): void {
     // an effect tool's call with no recorded outcome (effects.ts): unknown until reconciled, run again, or failed
     if (event.type === RUN_EVENT.stepUnknown) {
       await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { status: 'unknown', ended_at: null }, at });
+      // atMostOnce without reconcile: the run waits for a person's decision (no worker held), as for an approval
+      if ((d as { waitsForPerson?: boolean }).waitsForPerson) await moveRun(tx, id, 'waiting', at);
       return;
     }
-    if (event.type === RUN_EVENT.stepReconciled) return;
+    if (event.type === RUN_EVENT.stepReconciled) {
+      if ((d as { by?: string }).by !== 'reconcile') await moveRun(tx, id, 'running', at);
+      return;
+    }
     if (d.phase === 'reconcile' && d.retryAt !== null) {
       await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { error: d.error ?? null }, at });
       return;
