@@ -107,7 +107,7 @@ describe.each(backends)('effect steps with an unknown outcome on $name', (backen
     await engine.start(wf, {}, { id: 'rec-3' });
     const view = await ended(engine, 'rec-3');
     expect(view.output).toBe('paid#2');
-    expect(view.steps[0]!.effect).toBe('intent');
+    expect(view.steps[0]!.effect).toBe('repeated');
     expect(await types(engine, 'rec-3')).toContain('step.reconciled');
   });
 

@@ -192,7 +192,8 @@ export function apply(view: RunView, event: StoredEvent): void {
       applyCancel(step(), event.type, data);
       return;
     case RUN_EVENT.stepIntent:
-      if (step()) step()!.effect = 'intent';
+      // a step run again after an unknown outcome stays `repeated`: what a person reading the run wants to know
+      if (step() && step()!.effect !== 'repeated') step()!.effect = 'intent';
       return;
     case RUN_EVENT.stepUnknown:
       if (step()) step()!.effect = 'unknown';

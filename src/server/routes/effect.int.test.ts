@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { main } from '../../cli/main.js';
+import { output } from '../../cli/output.js';
 import { workflow } from '../../runtime/workflow.js';
 import { backends } from '../../testing/backends.js';
 import { eventually } from '../../testing/engine.js';
@@ -23,6 +25,11 @@ const charge = workflow('effect-http', async (ctx) =>
 describe.each(backends)('deciding an unknown effect over HTTP on $name', (backend) => {
   const served = useServer(backend, { workers: true, pollMs: 100, codeWorkflows: [charge] });
   const { call } = served;
+  const waiting = (id: string) =>
+    eventually(async () => {
+      const { body } = await call('GET', `/runs/${id}`);
+      return body.effect_wait ? body : undefined;
+    }, 20_000);
 
   it('shows the unknown effect, takes a decision with who made it, and refuses bad input naming the field', async () => {
     const { body: started } = await call('POST', '/runs', { workflow: 'effect-http' });
@@ -57,5 +64,27 @@ describe.each(backends)('deciding an unknown effect over HTTP on $name', (backen
     expect(done.steps[0].effect).toBe('reconciled');
     expect(charges.filter((c) => c.startsWith(id))).toHaveLength(1);
     expect((await call('POST', `/runs/${id}/effect/decide`, { decision: 'again', by: 'ana' })).status).toBe(409);
+  });
+
+  it('takes a decision from the CLI: runs decide-effect --again runs the step once more', async () => {
+    const { body: started } = await call('POST', '/runs', { workflow: 'effect-http' });
+    const id = started.run_id as string;
+    await waiting(id);
+    let printed = '';
+    const cli = (...args: string[]) =>
+      main(
+        ['node', 'runledger', 'runs', 'decide-effect', id, ...args, '--url', served.server.url, '--json'],
+        output((text) => (printed += text), false),
+      );
+    await expect(cli('--by', 'bo')).rejects.toThrow(/exactly one of --happened, --again, --fail/);
+    await cli('--again', '--by', 'bo');
+    expect(JSON.parse(printed)).toMatchObject({ run_id: id, decision: 'again', name: 'charge' });
+    const done = await eventually(async () => {
+      const { body } = await call('GET', `/runs/${id}`);
+      return body.status === 'success' ? body : undefined;
+    }, 20_000);
+    expect(done.output).toBe('charged again');
+    expect(done.steps[0].effect).toBe('repeated');
+    expect(charges.filter((c) => c.startsWith(id))).toHaveLength(2);
   });
 });
