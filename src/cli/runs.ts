@@ -171,7 +171,7 @@ export function runCommands(program: Command, out: Output): void {
 
   remote(runs.command('decide-effect <run-id>'))
     .description(
-      'decide the effect step with an unknown outcome a run waits on: it --happened (with --output), run it --again, or --fail it',
+      'decide the unknown effect a run waits on: it --happened (with --output), run it --again, or --fail it',
     )
     .requiredOption('--by <name>', 'who decides: journaled with the decision')
     .option('--happened', 'the effect happened: the step completes with --output (JSON; default null)')

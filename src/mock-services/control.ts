@@ -66,8 +66,7 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
     {
       method: 'GET',
       path: '/_effects',
-      summary:
-        'whether a request with this Idempotency-Key (header) was done: 200 with its first answered call, or 404 (a reconcile)',
+      summary: 'whether a request with this Idempotency-Key (header) was done: 200 with its first 2xx call, or 404',
       handle(request) {
         const key = request.headers['idempotency-key'];
         const done = parts.calls.list().find((c) => c.idempotency_key === key && !c.replayed && ok(c.status));

@@ -60,7 +60,13 @@ export interface StepOptions<T> {
    * after a crash between the call and its record asks `reconcile` (or a person, `atMostOnce`) instead of calling
    * again blind. `true`: the intent only. See docs/orchestration.md.
    *
-   * @example { effect: { reconcile: async (key) => { const p = await bank.find(key); return p ? { happened: true, output: p } : { happened: false }; } } }
+   * @example
+   * effect: {
+   *   reconcile: async (key) => {
+   *     const found = await bank.findCharge(key);
+   *     return found ? { happened: true, output: found } : { happened: false };
+   *   },
+   * }
    */
   effect?: boolean | EffectOptions<T>;
 }

@@ -21,7 +21,7 @@ const DECISIONS = ['happened', 'again', 'fail'];
  * Decides the unknown effect run `id` waits on: sent to the run as a signal (it wakes the run, which journals the
  * decision with `by`). A run not waiting for one is a ConflictError; a second decision on the same wait is ignored.
  *
- * @example await decideEffect(engine.runtime, 'run_01J…', { decision: 'happened', by: 'ana', output: { paymentId: 'p_1' } })
+ * @example await decideEffect(engine.runtime, 'run_01J…', { decision: 'happened', by: 'ana', output: { id: 'p_1' } })
  */
 export async function decideEffect(
   host: DecisionHost,

@@ -10,10 +10,11 @@ import type { StepOptions } from '../workflow.js';
 /**
  * Side effects with an unknown outcome. A step marked `effect` journals its *intent* (`step.intent`: the idempotency
  * key and the input the journal shows) in its own committed write before its function runs. A later attempt that
- * finds an intent with no recorded outcome (the process died between the call and its record) does not call the
- * function blind: it journals `step.unknown`, then asks `reconcile(key)` whether the effect happened (`step.reconciled`;
- * happened: the step completes with that output), or — `atMostOnce` without `reconcile` — waits for a person's
- * decision (signal EFFECT_SIGNAL, `decideEffect`). `step.intent` is the one place that says "this step is an effect".
+ * finds an intent with no recorded outcome (the process died between the call and its record, or the call timed out)
+ * does not call the function blind: it journals `step.unknown`, then asks `reconcile(key)` whether the effect
+ * happened (`step.reconciled`; happened: the step completes with that output), or — `atMostOnce` without
+ * `reconcile` — waits for a person's decision (signal EFFECT_SIGNAL, `decideEffect`). `step.intent` is the one place
+ * that says "this step is an effect" and holds its rendered input: what a dry run would stub and plan.
  */
 
 /** What `reconcile` found: the effect happened (the step's output), or it did not (the step runs again). */

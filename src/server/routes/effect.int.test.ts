@@ -31,7 +31,7 @@ describe.each(backends)('deciding an unknown effect over HTTP on $name', (backen
       return body.effect_wait ? body : undefined;
     }, 20_000);
 
-  it('shows the unknown effect, takes a decision with who made it, and refuses bad input naming the field', async () => {
+  it('shows the unknown effect, takes a decision with who made it, refuses bad input naming the field', async () => {
     const { body: started } = await call('POST', '/runs', { workflow: 'effect-http' });
     const id = started.run_id as string;
     const run = await eventually(async () => {

@@ -46,7 +46,7 @@ describe.each(backends)('a stored http_request effect on $name', (backend) => {
     await close?.();
   });
 
-  it('reconciles a timed-out request by its GET (retrying the GET), and a rerun reuses the reconciled output', async () => {
+  it('reconciles a timed-out request by its GET (retried), and a rerun reuses the reconciled output', async () => {
     service = await bank();
     const made = await testEngine(backend, { pollMs: 50 });
     close = made.close;
