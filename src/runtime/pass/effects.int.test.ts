@@ -111,6 +111,25 @@ describe.each(backends)('effect steps with an unknown outcome on $name', (backen
     expect(await types(engine, 'rec-3')).toContain('step.reconciled');
   });
 
+  it('with effect: true, notes the unknown outcome and runs the step again (the intent alone)', async () => {
+    const bank: string[] = [];
+    const wf = payment('pay-intent', bank, true);
+    const engine = await engineWith(wf);
+    await engine.start(wf, {}, { id: 'rec-7' });
+    const view = await ended(engine, 'rec-7');
+    expect(view).toMatchObject({ status: 'success', output: 'paid#2' });
+    expect(view.steps[0]!.effect).toBe('repeated');
+    expect(await types(engine, 'rec-7')).toEqual([
+      'step.started',
+      'step.intent',
+      'step.failed',
+      'step.unknown',
+      'step.started',
+      'step.intent',
+      'step.completed',
+    ]);
+  });
+
   it('waits for a person when atMostOnce has no reconcile; the decision is journaled with who made it', async () => {
     const bank: string[] = [];
     const wf = payment('pay-person', bank, { atMostOnce: true });

@@ -192,8 +192,9 @@ export function apply(view: RunView, event: StoredEvent): void {
       applyCancel(step(), event.type, data);
       return;
     case RUN_EVENT.stepIntent:
-      // a step run again after an unknown outcome stays `repeated`: what a person reading the run wants to know
-      if (step() && step()!.effect !== 'repeated') step()!.effect = 'intent';
+      // a new intent after an unknown outcome is the step run again: `repeated` is what a person reading it wants to know
+      if (step())
+        step()!.effect = step()!.effect === 'unknown' || step()!.effect === 'repeated' ? 'repeated' : 'intent';
       return;
     case RUN_EVENT.stepUnknown:
       if (step()) step()!.effect = 'unknown';
