@@ -192,7 +192,7 @@ export function apply(view: RunView, event: StoredEvent): void {
       applyCancel(step(), event.type, data);
       return;
     case RUN_EVENT.stepIntent:
-      // a new intent after an unknown outcome is the step run again: `repeated` is what a person reading it wants to know
+      // a new intent after an unknown outcome is the step run again: `repeated` is what a reader wants to know
       if (step())
         step()!.effect = step()!.effect === 'unknown' || step()!.effect === 'repeated' ? 'repeated' : 'intent';
       return;
