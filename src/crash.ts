@@ -13,7 +13,8 @@ export type CrashPointName =
   | 'session:afterRecord'
   | 'execution:fallback'
   | 'execution:afterFallback'
-  | 'rate:afterTake';
+  | 'rate:afterTake'
+  | 'effect:afterCall';
 
 let armed: { name: CrashPointName; after: number } | null = null;
 

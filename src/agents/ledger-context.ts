@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { TerminalError, type ValidationError } from '../errors.js';
 import { checkJson } from '../json.js';
 import { Suspension } from '../runtime/pass/calls.js';
-import type { WorkflowContext } from '../runtime/workflow.js';
+import type { EffectOptions } from '../runtime/pass/effects.js';
+import type { StepContext, WorkflowContext } from '../runtime/workflow.js';
 import type { AgentContext, CodeAgent } from './agent.js';
-import { ToolBlockedError, ToolError, ToolTimeoutError, type Tool } from './tools.js';
+import { ToolBlockedError, ToolError, ToolTimeoutError, type Tool, type ToolEffect } from './tools.js';
 
 /** A person's decision on a tool call, as the approval signal carries it. */
 export interface Decision {
@@ -139,6 +140,7 @@ export function ledgerContext(
             timeout: tool.timeoutMs,
             retry: tool.retry,
             ...(tool.rateLimit.length > 0 ? { rateLimit: tool.rateLimit } : {}),
+            ...(tool.effect ? { effect: toolEffect(tool.effect, key) } : {}),
           },
         )) as O;
       } catch (error) {
@@ -156,5 +158,19 @@ export function ledgerContext(
     },
 
     usage: (used) => ctx.usage(used),
+  };
+}
+
+/** A tool's effect as its step's: `reconcile` is asked with the call's external idempotency key (the tool's). */
+function toolEffect(effect: ToolEffect, key: string): EffectOptions<unknown> {
+  const { reconcile } = effect;
+  return {
+    ...(effect.atMostOnce ? { atMostOnce: true } : {}),
+    ...(reconcile
+      ? {
+          reconcile: (_stepKey: string, step: StepContext) =>
+            reconcile(key, { idempotencyKey: key, signal: step.signal, attempt: step.attempt }),
+        }
+      : {}),
   };
 }

@@ -30,6 +30,11 @@ const DRAWN = {
     'blocked->started',
     'error->started',
     'timeout->started',
+    'unknown->started',
+    'unknown->error',
+    'started->unknown',
+    'timeout->unknown',
+    'unknown->reconciled',
     'started->ok',
     'started->error',
     'started->timeout',
@@ -48,7 +53,7 @@ const DRAWN = {
 
 const tables = [
   ['run', agentRunTransitions, ['pending', 'running', 'waiting', 'sleeping', 'success', 'failed']],
-  ['toolCall', toolCallTransitions, ['started', 'ok', 'error', 'timeout', 'blocked']],
+  ['toolCall', toolCallTransitions, ['started', 'ok', 'error', 'timeout', 'blocked', 'unknown', 'reconciled']],
   ['approval', approvalTransitions, ['pending', 'approved', 'rejected', 'expired']],
   ['event', agentEventTransitions, ['pending', 'processing', 'done', 'failed']],
 ] as const;
@@ -91,6 +96,9 @@ describe('agent ledger lifecycles', () => {
     expect(walk(toolCallTransitions, [null, 'started', 'timeout', 'started', 'error'])).toBe(true);
     expect(walk(approvalTransitions, [null, 'pending', 'rejected'])).toBe(true);
     expect(canMove(toolCallTransitions, 'ok', 'started')).toBe(false);
+    // an effect tool killed between its call and its record: reconciled, never started again
+    expect(walk(toolCallTransitions, [null, 'started', 'unknown', 'reconciled'])).toBe(true);
+    expect(canMove(toolCallTransitions, 'reconciled', 'started')).toBe(false);
     expect(walk(agentEventTransitions, [null, 'pending', 'processing', 'pending', 'processing', 'failed'])).toBe(true);
     // redriven: pending again, then a fresh run's attempts
     expect(

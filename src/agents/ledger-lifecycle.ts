@@ -37,10 +37,14 @@ export const toolCallTransitions = {
   /** A call that needs approval is made: blocked until a person decides. */
   request: { from: [null], to: 'blocked' },
   /** It runs: at once (no approval needed), once approved, or again after a failed attempt. */
-  start: { from: [null, 'blocked', 'error', 'timeout'], to: 'started' },
+  start: { from: [null, 'blocked', 'error', 'timeout', 'unknown'], to: 'started' },
   succeed: { from: ['started'], to: 'ok' },
-  fail: { from: ['started'], to: 'error' },
+  fail: { from: ['started', 'unknown'], to: 'error' },
   timeOut: { from: ['started'], to: 'timeout' },
+  /** An effect tool's call whose outcome was not recorded (a crash between call and record, or its timeout). */
+  lose: { from: ['started', 'timeout'], to: 'unknown' },
+  /** Its `reconcile` (or a person) found it happened: its output is the one found. */
+  reconcile: { from: ['unknown'], to: 'reconciled' },
 } as const satisfies Record<string, { from: ReadonlyArray<ToolCallStatus | null>; to: ToolCallStatus }>;
 
 /** The approval of a call that needs one. */

@@ -114,6 +114,10 @@ export function projectLedgerSteps(journal: Journal): void {
       output?: unknown;
       error?: string;
       errorName?: string;
+      reconciled?: boolean;
+      phase?: string;
+      retryAt?: number | null;
+      happened?: boolean | null;
     };
     const request = d.name.startsWith('tool.request:');
     if (!request && !d.name.startsWith('tool:')) return;
@@ -153,12 +157,28 @@ export function projectLedgerSteps(journal: Journal): void {
     }
     if (request) return;
     if (event.type === RUN_EVENT.stepCompleted) {
+      const status = d.reconciled ? 'reconciled' : 'ok';
       await tx.agentToolCallUpdate({
         run_id: id,
         seq: d.seq,
-        change: { status: 'ok', output: d.output ?? null, ended_at: at },
+        change: { status, output: d.output ?? null, ended_at: at },
         at,
       });
+      return;
+    }
+    // an effect tool's call with no recorded outcome (effects.ts): unknown until reconciled, run again, or failed
+    if (event.type === RUN_EVENT.stepUnknown) {
+      await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { status: 'unknown', ended_at: null }, at });
+      // atMostOnce without reconcile: the run waits for a person's decision (no worker held), as for an approval
+      if ((d as { waitsForPerson?: boolean }).waitsForPerson) await moveRun(tx, id, 'waiting', at);
+      return;
+    }
+    if (event.type === RUN_EVENT.stepReconciled) {
+      if ((d as { by?: string }).by !== 'reconcile') await moveRun(tx, id, 'running', at);
+      return;
+    }
+    if (d.phase === 'reconcile' && d.retryAt !== null) {
+      await tx.agentToolCallUpdate({ run_id: id, seq: d.seq, change: { error: d.error ?? null }, at });
       return;
     }
     await tx.agentToolCallUpdate({
@@ -168,7 +188,16 @@ export function projectLedgerSteps(journal: Journal): void {
       at,
     });
   };
-  journal.project([RUN_EVENT.stepStarted, RUN_EVENT.stepCompleted, RUN_EVENT.stepFailed], toolSteps);
+  journal.project(
+    [
+      RUN_EVENT.stepStarted,
+      RUN_EVENT.stepCompleted,
+      RUN_EVENT.stepFailed,
+      RUN_EVENT.stepUnknown,
+      RUN_EVENT.stepReconciled,
+    ],
+    toolSteps,
+  );
 
   const approvals: Projection = async (event, tx) => {
     const d = event.data as { name: string; payload?: Decision & { key?: string } };

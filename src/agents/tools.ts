@@ -3,6 +3,7 @@ import { RunledgerError, TerminalError, ValidationError } from '../errors.js';
 import type { RateLimitUse, Usage } from '../runtime/flow.js';
 import type { RetryPolicy } from '../runtime/workflow.js';
 import { rateUses } from '../runtime/pass/rate.js';
+import { effectOf, type Reconciled } from '../runtime/pass/effects.js';
 import type { RiskLevel } from '../storage/ledger.js';
 
 /** What a tool's `run` is given besides its input. */
@@ -36,6 +37,19 @@ export interface ToolDefinition<I = any, O = any> {
    * the call waits durably for the next slot (no worker held). `charge` reads the output, charged past the units taken.
    */
   rateLimit?: RateLimitUse | RateLimitUse[];
+  /**
+   * The tool is a side effect whose outcome can be unknown: the call's intent is journaled before it runs, and a try
+   * after a crash between the call and its record asks `reconcile(idempotencyKey)` whether it happened (the ledger
+   * shows `unknown` then `reconciled`) instead of calling again; `atMostOnce` without `reconcile` waits for a person.
+   * `true`: the intent only. See docs/agents.md.
+   */
+  effect?: true | ToolEffect<O>;
+}
+
+/** A tool's `effect`: how to learn whether a call whose outcome was not recorded happened. */
+export interface ToolEffect<O = any> {
+  reconcile?: (idempotencyKey: string, ctx: ToolContext) => Promise<Reconciled<O>>;
+  atMostOnce?: boolean;
 }
 
 export interface Tool {
@@ -48,6 +62,7 @@ export interface Tool {
   readonly run: (input: any, ctx: ToolContext) => Promise<unknown>;
   readonly usage: ((output: any, input: any) => Usage) | null;
   readonly rateLimit: RateLimitUse[];
+  readonly effect: ToolEffect | null;
 }
 
 const RISKS: RiskLevel[] = ['low', 'medium', 'high'];
@@ -82,6 +97,7 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
   if (definition.usage !== undefined && typeof definition.usage !== 'function')
     throw new ValidationError('usage', 'must be a function of the output');
   const rateLimit = rateUses(definition.rateLimit, 'rateLimit');
+  const effect = effectOf(definition.effect as ToolEffect | undefined) as ToolEffect | null;
   if (definition.approval !== undefined && typeof definition.approval !== 'boolean')
     throw new ValidationError('approval', 'must be true or false');
   return Object.freeze({
@@ -94,6 +110,7 @@ export function defineTool<I = any, O = any>(name: string, definition: ToolDefin
     run: definition.run as Tool['run'],
     usage: (definition.usage as Tool['usage'] | undefined) ?? null,
     rateLimit,
+    effect,
   });
 }
 

@@ -169,6 +169,37 @@ export function runCommands(program: Command, out: Output): void {
       out.line(`run ${id}: ${decision === 'approve' ? 'approved' : 'rejected'} (${answer.reason})`);
     });
 
+  remote(runs.command('decide-effect <run-id>'))
+    .description(
+      'decide the unknown effect a run waits on: it --happened (with --output), run it --again, or --fail it',
+    )
+    .requiredOption('--by <name>', 'who decides: journaled with the decision')
+    .option('--happened', 'the effect happened: the step completes with --output (JSON; default null)')
+    .option('--again', 'it did not: the step runs again')
+    .option('--fail', 'fail the step')
+    .option('--output <json>', 'with --happened: the step output, as JSON')
+    .action(async (id: string, options) => {
+      const chosen = (['happened', 'again', 'fail'] as const).filter((d) => options[d]);
+      if (chosen.length !== 1)
+        throw new ValidationError('--happened', 'give exactly one of --happened, --again, --fail');
+      const decision = chosen[0]!;
+      let output: unknown;
+      if (options.output !== undefined) {
+        try {
+          output = JSON.parse(options.output);
+        } catch {
+          throw new ValidationError('--output', `must be JSON (got ${options.output})`);
+        }
+      }
+      const answer = await client(options).decideEffect(id, {
+        decision,
+        by: options.by as string,
+        ...(output === undefined ? {} : { output }),
+      });
+      if (options.json) return out.json(answer);
+      out.line(`run ${id}: step ${answer.name} decided ${decision}`);
+    });
+
   reader(program.command('events [run-id]'))
     .description(
       "a run's timeline (time, type, detail); --follow keeps printing until the run ends and exits 1 unless it succeeded. Without a run id: the raw journal, from --database",

@@ -256,6 +256,18 @@ export class Client extends Transport {
       `/runs/${enc(id)}/budget/${decision}`,
       decision === 'reject' ? { by: body.by } : body,
     );
+  /**
+   * Decides the effect step with an unknown outcome a run waits on (`effect: { atMostOnce: true }`): it `happened`
+   * (with the step's `output`), run it `again`, or `fail` it.
+   *
+   * @example await client.decideEffect('run_…', { decision: 'happened', by: 'ana', output: { charge: 'ch_1' } });
+   */
+  decideEffect = (id: string, body: { decision: 'happened' | 'again' | 'fail'; by: string; output?: unknown }) =>
+    this.call<{ run_id: string; decision: string; seq: number | string; name: string; attempt: number }>(
+      'POST',
+      `/runs/${enc(id)}/effect/decide`,
+      body,
+    );
   tasks = (q: { queue?: string; state?: string; limit?: number; last_key?: string } = {}) =>
     this.call<{ tasks: TaskRecord[]; count: number; last_key: string | null }>('GET', `/tasks${query(q)}`);
   taskEvents = (id: string) => this.call<{ events: RunEvent[] }>('GET', `/tasks/${enc(id)}/events`);

@@ -64,6 +64,18 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
         }),
     },
     {
+      method: 'GET',
+      path: '/_effects',
+      summary: 'whether a request with this Idempotency-Key (header) was done: 200 with its first 2xx call, or 404',
+      handle(request) {
+        const key = request.headers['idempotency-key'];
+        const done = parts.calls.list().find((c) => c.idempotency_key === key && !c.replayed && ok(c.status));
+        return done
+          ? json(200, { call: done })
+          : json(404, { error: { code: 'not_found', message: `no call of ${key}` } });
+      },
+    },
+    {
       method: 'DELETE',
       path: '/_calls',
       summary: 'empty the call log',
@@ -89,3 +101,5 @@ export function controlRoutes(parts: ControlParts): MockRoute[] {
     },
   ];
 }
+
+const ok = (status: number | null) => status !== null && status >= 200 && status < 300;

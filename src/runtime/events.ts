@@ -66,6 +66,25 @@ export const runEventTable = {
     view: 'the step retrying, or failed when no retry is due',
   },
   /**
+   * An effect step's intent (`effect` option), committed before its function runs: its idempotency key and input. The
+   * one place that says "this step is an effect" (see pass/effects.ts).
+   */
+  stepIntent: { type: 'step.intent', kind: 'step', terminal: false, view: "the step's effect: intent" },
+  /** An intent with no recorded outcome (a crash between the call and its record); `waitsForPerson`: atMostOnce. */
+  stepUnknown: {
+    type: 'step.unknown',
+    kind: 'step',
+    terminal: false,
+    view: "the step's effect: unknown; waiting for a person (atMostOnce without reconcile)",
+  },
+  /** What `reconcile` or a person (`by`) found: `happened` true (step.completed follows), false (runs again), null (fail). */
+  stepReconciled: {
+    type: 'step.reconciled',
+    kind: 'step',
+    terminal: false,
+    view: "the step's effect: reconciled, or repeated (happened: false)",
+  },
+  /**
    * A step asks for its rate limits before attempt `attempt` (`round` counts its asks): the buckets are charged in the
    * same transaction, and the answer is kept under the ask's id, so asking again after a crash is charged once.
    */

@@ -6,6 +6,7 @@ import type { CancelOn } from './start/start.js';
 import type { FlowOptions, RateLimitUse, Usage } from './flow.js';
 import { checkFlow } from './flow-check.js';
 import type { GenerateOptions, Generation } from './model.js';
+import type { EffectOptions } from './pass/effects.js';
 
 export interface StepContext {
   /** Stable for this run and step across retries and crashes: pass it to side effects. */
@@ -54,6 +55,20 @@ export interface StepOptions<T> {
   compensate?: (output: T, ctx: StepContext) => Promise<unknown>;
   /** Named rate limits the step takes before it runs; it waits durably (no worker held) for a free slot. */
   rateLimit?: RateLimitUse | RateLimitUse[];
+  /**
+   * The step is a side effect whose outcome can be unknown: its intent is journaled before it runs, and an attempt
+   * after a crash between the call and its record asks `reconcile` (or a person, `atMostOnce`) instead of calling
+   * again blind. `true`: the intent only. See docs/orchestration.md.
+   *
+   * @example
+   * effect: {
+   *   reconcile: async (key) => {
+   *     const found = await bank.findCharge(key);
+   *     return found ? { happened: true, output: found } : { happened: false };
+   *   },
+   * }
+   */
+  effect?: boolean | EffectOptions<T>;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Json } from './rows.js';
 
 export type AgentEventStatus = 'pending' | 'processing' | 'done' | 'failed';
 export type AgentStepStatus = 'started' | 'ok' | 'error' | 'skipped';
-export type ToolCallStatus = 'started' | 'ok' | 'error' | 'timeout' | 'blocked';
+export type ToolCallStatus = 'started' | 'ok' | 'error' | 'timeout' | 'blocked' | 'unknown' | 'reconciled';
 export type RiskLevel = 'low' | 'medium' | 'high';
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired';
 

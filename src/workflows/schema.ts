@@ -37,6 +37,7 @@ import { generateProblems, generateConfig } from './steps/generate-config.js';
 import { guardProblems } from './steps/guard.js';
 import { ITEM_STEPS, itemTemplates, plainItems } from './steps/item.js';
 import { stepReferences, templateProblems, usesRoot } from './template/parse.js';
+import { httpEffectSchema } from './steps/http-effect-config.js';
 import { urlProblem } from './template/url.js';
 import { ttlSchema } from './ttl.js';
 
@@ -72,7 +73,16 @@ const pollFields = { config: pollConfig, cancel: pollCancel.optional(), rate_lim
 
 const leafSchemas = [
   /** `rate_limit`: named limits (`/limits`) the request takes before it is sent; it waits durably for a slot. */
-  z.object({ ...stepBase, type: z.literal('http_request'), config: httpConfig, rate_limit: rateLimitField }).strict(),
+  /** `effect`: its intent journaled, an unknown outcome settled by a GET or a person (steps/http-effect-config.ts). */
+  z
+    .object({
+      ...stepBase,
+      type: z.literal('http_request'),
+      config: httpConfig,
+      rate_limit: rateLimitField,
+      effect: httpEffectSchema.optional(),
+    })
+    .strict(),
   z.object({ ...stepBase, type: z.literal('transform'), config: transformConfig }).strict(),
   z.object({ ...stepBase, type: z.literal('log'), config: logConfig }).strict(),
   /** `cancel`: the service's cancel endpoint, called when the execution is cancelled while the poll waits, or after it timed out; its `until` (a poll's config) polls the service after it until it confirms (§8.1). `rate_limit`: taken before each request (`charge` reads each request's answer). */
@@ -302,6 +312,8 @@ function requests(step: StepDefinition, path: string): [{ url: string }, string]
   if (step.type === 'wait_for_callback' && step.config.request)
     out.push([step.config.request, `${path}.config.request`]);
   if (step.compensate) out.push([step.compensate, `${path}.compensate`]);
+  if (step.type === 'http_request' && step.effect?.reconcile)
+    out.push([step.effect.reconcile, `${path}.effect.reconcile`]);
   if (step.type === 'poll' && step.cancel) out.push([step.cancel, `${path}.cancel`]);
   if (step.type === 'poll' && step.cancel?.until) out.push([step.cancel.until, `${path}.cancel.until`]);
   return out;

@@ -7,6 +7,8 @@ import type { PollHost } from './poll.js';
 import type { NodeContext, NodeOptions, StepContext, StepOptions } from '../workflow.js';
 import { RUN_EVENT } from '../events.js';
 import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
+import { effectOf, intentEvent, settleUnknown } from './effects.js';
+import { crashPoint } from '../../crash.js';
 
 /** What `runStep` and `runNode` need of the pass they run in (beyond what a poll needs). */
 export interface StepHost extends PollHost {
@@ -48,6 +50,12 @@ export async function runStep<T>(
   host.checkLive();
   if (lastFailure?.retryAt && lastFailure.retryAt > host.now()) throw new Suspension(lastFailure.retryAt);
 
+  const key = `${host.runId}:${name}#${seq}`;
+  const effect = effectOf(options.effect);
+  // an effect whose last call has no recorded outcome is settled first, never called blind (see effects.ts)
+  const settled = effect ? await settleUnknown(host, seq, name, key, effect, options) : null;
+  if (settled) return remember(host, seq, name, settled.output, options);
+
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
   // the step's rate limits, taken before each attempt: no room suspends the pass until there is
   const uses = rateUses(options.rateLimit, `step(${name}).rateLimit`);
@@ -70,18 +78,22 @@ export async function runStep<T>(
     ...(options.input === undefined ? {} : { input: options.input }),
     ...(options.label ? { label: options.label } : {}),
   };
-  await host.write([{ type: RUN_EVENT.stepStarted, data: started }]);
+  await host.write([
+    { type: RUN_EVENT.stepStarted, data: started },
+    ...(effect ? [intentEvent(seq, name, attempt, key, effect, options.input)] : []),
+  ]);
   const seen = host.observe(name, attempt);
   try {
     const output = await host.attempt(
       fn,
       {
-        idempotencyKey: `${host.runId}:${name}#${seq}`,
+        idempotencyKey: key,
         attempt,
         ...(seen.traceparent ? { traceparent: seen.traceparent } : {}),
       },
       options.timeout,
     );
+    if (effect) crashPoint('effect:afterCall');
     checkOutput(name, output, host.maxEventBytes);
     const extra = rateExtra(uses, taken, output);
     seen.end(null, false);

@@ -191,6 +191,24 @@ export function apply(view: RunView, event: StoredEvent): void {
     case RUN_EVENT.compensationFailed:
       applyCancel(step(), event.type, data);
       return;
+    case RUN_EVENT.stepIntent:
+      // a new intent after an unknown outcome is the step run again: `repeated` is what a reader wants to know
+      if (step())
+        step()!.effect = step()!.effect === 'unknown' || step()!.effect === 'repeated' ? 'repeated' : 'intent';
+      return;
+    case RUN_EVENT.stepUnknown:
+      if (step()) step()!.effect = 'unknown';
+      if (data.waitsForPerson)
+        Object.assign(view, {
+          status: 'waiting',
+          waitingFor: `step ${data.name}: its effect's outcome is unknown — decide whether it happened`,
+          effectWait: { seq: data.seq, name: data.name, attempt: data.attempt },
+        });
+      return;
+    case RUN_EVENT.stepReconciled:
+      if (step()) step()!.effect = data.happened === true ? 'reconciled' : 'repeated';
+      if (view.effectWait?.seq === data.seq) Object.assign(view, { status: 'running', effectWait: null });
+      return;
     case RUN_EVENT.stepRateWaiting:
       Object.assign(view, { status: 'waiting', waitingFor: data.reason });
       return;

@@ -70,6 +70,11 @@ export interface StepView {
   errorStatus?: number;
   /** A poll's cancel, once the run's cancellation (or the poll's timeout) sent it: see CancelView. */
   cancel?: CancelView;
+  /**
+   * An effect step (`effect` option): `intent` journaled before each call; `unknown` when a call's outcome was not
+   * recorded; then `reconciled` (it happened: the output is the reconciled one) or `repeated` (it did not: run again).
+   */
+  effect?: 'intent' | 'unknown' | 'reconciled' | 'repeated';
 }
 
 /**
@@ -119,6 +124,8 @@ export interface RunView {
   budget?: Budget;
   /** The budget wait a person decides (`POST /runs/{id}/budget/approve`), while the run waits for one. */
   budgetWait?: { round: number; reason: string } | null;
+  /** The unknown effect a person decides (`decideEffect`), while the run waits for one. */
+  effectWait?: { seq: Seq; name: string; attempt: number } | null;
   /** As stored: how many pages of ended steps are kept apart from the view (`readRunView` joins them). */
   stepPages?: number;
   createdAt: number;
@@ -188,6 +195,9 @@ export function projectRunViews(journal: Journal): CommittedViews {
       RUN_EVENT.budgetExceeded,
       RUN_EVENT.budgetDecided,
       RUN_EVENT.stepRateWaiting,
+      RUN_EVENT.stepIntent,
+      RUN_EVENT.stepUnknown,
+      RUN_EVENT.stepReconciled,
     ],
     async (events, tx) => {
       // a transaction may append to one run more than once: its views are read once

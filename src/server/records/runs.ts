@@ -89,8 +89,16 @@ export const runResponse = runSummaryResponse.extend({
       output: z.unknown(),
       error: z.string().nullable(),
       cancel: cancelRecord.optional(),
+      effect: z
+        .enum(['intent', 'unknown', 'reconciled', 'repeated'])
+        .optional()
+        .describe('an effect step: intent journaled; unknown outcome; then reconciled (it happened) or repeated'),
     }),
   ),
+  effect_wait: z
+    .object({ seq: z.union([z.int(), z.string()]), name: z.string(), attempt: z.int() })
+    .optional()
+    .describe('the effect step whose unknown outcome a person decides (POST /runs/{id}/effect/decide)'),
   usage: usageRecord.describe('what the run used: its ctx.usage totals and the steps it started'),
   budget: budgetRecord.nullable().describe('its caps (grown by each approval); null: none'),
 });
@@ -162,7 +170,9 @@ export function runRecord(view: RunView, live?: Set<string>, names?: ReadonlyMap
       output: s.output,
       error: s.error,
       ...(s.cancel ? { cancel: s.cancel } : {}),
+      ...(s.effect ? { effect: s.effect } : {}),
     })),
+    ...(view.effectWait ? { effect_wait: view.effectWait } : {}),
     ...usageOf(view),
   };
 }

@@ -24,7 +24,7 @@ const toolCall = z.object({
   risk_level: z.enum(['low', 'medium', 'high']),
   input: z.unknown(),
   output: z.unknown(),
-  status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked']),
+  status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked', 'unknown', 'reconciled']),
   error: z.string().nullable(),
   approval_status: z.enum(['pending', 'approved', 'rejected', 'expired']).nullable(),
   approval_by: z.string().nullable(),

@@ -93,7 +93,7 @@ const toolCall = z.object({
   risk_level: z.enum(['low', 'medium', 'high']),
   input: z.unknown(),
   output: z.unknown(),
-  status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked']),
+  status: z.enum(['started', 'ok', 'error', 'timeout', 'blocked', 'unknown', 'reconciled']),
   error: z.string().nullable(),
   attempts: z.int(),
   started_at: time.nullable(),

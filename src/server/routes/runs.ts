@@ -25,6 +25,7 @@ import {
 } from '../records/runs.js';
 import { type EventRecord, eventRecord, eventResponse } from '../records/events.js';
 import { budgetRoutes } from './budget.js';
+import { effectRoutes } from './effect.js';
 
 /** A filtered event listing examines at most this many events per request (`next_after` continues). */
 const SCAN_EVENTS = 10_000;
@@ -302,6 +303,7 @@ export function runRoutes(
       },
     }),
     ...budgetRoutes(engine),
+    ...effectRoutes(engine),
   ];
 }
 

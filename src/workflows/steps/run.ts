@@ -21,6 +21,7 @@ import { isPartialMap, runMap } from './map.js';
 import { runParallel } from './parallel.js';
 import { sleepStep, waitForEventStep } from './waits.js';
 import { rateLimitOf } from '../flow.js';
+import { httpEffectOf } from './http-effect.js';
 
 /** One execution of a stored workflow as its steps see it: the outputs so far (shared by parallel branches: ids are unique). */
 export interface StoredRun {
@@ -184,6 +185,7 @@ async function perform(run: StoredRun, ctx: WorkflowContext, step: LeafStep): Pr
       ...(step.timeout_seconds ? { timeout: step.timeout_seconds * 1000 } : {}),
       ...compensation(run, step),
       ...(step.type === 'http_request' ? rateLimitOf(step) : {}),
+      ...(step.type === 'http_request' ? httpEffectOf(run, step.effect) : {}),
     },
   );
 }
