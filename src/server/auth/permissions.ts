@@ -31,6 +31,7 @@ export const PERMISSIONS: Readonly<Record<string, Access>> = {
   'GET /workflows/{id}/executions/{execution_id}/events': 'viewer',
   'POST /runs/{id}/budget/approve': 'approver',
   'POST /runs/{id}/budget/reject': 'approver',
+  'POST /runs/{id}/effect/decide': 'approver',
   'GET /runs/{id}/stream': 'viewer',
   'GET /runs/{a}/diff/{b}': 'viewer',
   'POST /runs/{id}/signal': 'developer',

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { Engine } from '../../engine.js';
 import { decideEffect } from '../../runtime/pass/effect-decision.js';
+import { ValidationError } from '../../errors.js';
+import { whoActs } from '../identity.js';
 import { route, type Route } from '../route.js';
 
 const body = z
@@ -8,7 +10,12 @@ const body = z
     decision: z
       .enum(['happened', 'again', 'fail'])
       .describe('happened: the step completes with `output`; again: it runs once more; fail: it fails for good'),
-    by: z.string().min(1).max(200).describe('who decides: journaled with the decision'),
+    by: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('who decides, in open mode (with a key, the key is journaled and this is ignored)'),
     output: z.unknown().optional().describe("happened only: the step's output, as if its call had returned it"),
   })
   .strict();
@@ -38,10 +45,12 @@ export function effectRoutes(engine: Engine): Route[] {
       status: 202,
       response: decided,
       errors: [400, 404, 409],
-      handle: async ({ params, body }) => {
+      handle: async ({ params, body, actor }) => {
+        const by = whoActs(actor, body.by);
+        if (by === undefined) throw new ValidationError('by', 'is required: who decides (or send an API key)');
         const wait = await decideEffect(engine.runtime, params.id!, {
           decision: body.decision,
-          by: body.by,
+          by,
           ...(body.output === undefined ? {} : { output: body.output }),
         });
         return { run_id: params.id!, decision: body.decision, ...wait };
