@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TerminalError, type ValidationError } from '../errors.js';
 import { checkJson } from '../json.js';
+import type { GenerateOptions, Generation } from '../runtime/model.js';
 import { Suspension } from '../runtime/pass/calls.js';
 import type { WorkflowContext } from '../runtime/workflow.js';
 import type { AgentContext, CodeAgent } from './agent.js';
@@ -156,5 +157,18 @@ export function ledgerContext(
     },
 
     usage: (used) => ctx.usage(used),
+
+    async generate(name: string, options: GenerateOptions): Promise<Generation> {
+      if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name))
+        throw new TerminalError(
+          `generate name must be 1 to 100 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`,
+        );
+      // the runtime's own model call: journaled, resumed mid-answer after a crash, replayed from its record
+      const generation = await ctx.generate(`generate:${name}`, options);
+      const { inputTokens, outputTokens } = generation.usage;
+      // charged like a tool's usage: journaled once, a replay counts it again from the journal
+      await ctx.usage({ tokens: (inputTokens ?? 0) + (outputTokens ?? 0) });
+      return generation;
+    },
   };
 }

@@ -305,6 +305,7 @@ async function runPhase(
     node: notLedger(agent),
     tool: notLedger(agent),
     usage: notLedger(agent),
+    generate: notLedger(agent),
   };
   const ran = (async () => fn(session.input, context))().then(
     (): Outcome => ({ ok: true }),
