@@ -114,7 +114,8 @@ export async function followReplyRun(
       if (events.length === 0) {
         live = true;
         o.signal?.throwIfAborted();
-        await watch.wakeup.wait(FALLBACK_MS);
+        // a run another process on the same SQLite file works does not wake this one: look again at the poll interval
+        await watch.wakeup.wait(Math.min(FALLBACK_MS, engine.config.pollMs));
       }
     }
   } finally {
