@@ -104,7 +104,7 @@ describe.each(backends)("a ledger agent's ctx.generate on $name", (backend) => {
     const completed = journal.find(
       (e) => e.type === RUN_EVENT.stepCompleted && (e.data as { name: string }).name === 'generate:note',
     );
-    expect((completed?.data as { output: unknown }).output).toMatchObject({
+    expect((completed!.data as { output: unknown }).output).toMatchObject({
       text: ANSWER,
       finishReason: 'stop',
       usage: { model: 'offline', inputTokens: 4, outputTokens: 12, attempts: 1 },

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
+import { RUN_EVENT } from '../runtime/events.js';
 import { mount } from '../server/app.js';
 import { agentRoutes } from '../server/routes/agents.js';
 import { sessionRoutes } from '../server/routes/sessions.js';
@@ -226,9 +227,9 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     // classify asked the offline model through ctx.generate: a step of the run with its usage, whose tokens (20 in,
     // 15 out) count against the sample's budget without the agent reporting them
     const generated = (await engine.journal.readStream(`run:${sent.run_id}`)).find(
-      (e) => e.type === 'step.completed' && (e.data as { name: string }).name === 'generate:intent',
+      (e) => e.type === RUN_EVENT.stepCompleted && (e.data as { name: string }).name === 'generate:intent',
     );
-    expect((generated?.data as { output: unknown }).output).toMatchObject({
+    expect((generated!.data as { output: unknown }).output).toMatchObject({
       text: 'You said: "I want a refund for order 1234" (offline model; 2 messages of context)',
       usage: { model: 'offline', inputTokens: 20, outputTokens: 15, promptHash: expect.stringMatching(/^sha256:/) },
     });
