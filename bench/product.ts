@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { offlineProvider } from '../dist/chat/providers.js';
+import { offlineModel } from '../dist/models/offline.js';
 import { SAMPLE } from '../dist/cli/sample.js';
 import { createEngine, type Engine } from '../dist/engine.js';
 import { assemble, type App } from '../dist/app/assemble.js';
@@ -20,7 +20,7 @@ export async function startProduct(
     secretKey: randomBytes(32),
     allow: [],
     logger: pino({ level: 'silent' }),
-    chatProvider: offlineProvider(),
+    chatModel: offlineModel(),
     workers: true,
   });
   const wf = await services.workflows.definitions.create(SAMPLE);

@@ -6,23 +6,25 @@
  */
 import { appendFileSync } from 'node:fs';
 import { Channels } from '../src/chat/channels.js';
-import { offlineProvider, type ChatProvider } from '../src/chat/providers.js';
 import { startReplyWorker } from '../src/chat/reply.js';
 import { armCrashPoint } from '../src/crash.js';
 import { createEngine } from '../src/engine.js';
+import { offlineModel } from '../src/models/offline.js';
+import type { Model } from '../src/runtime/model.js';
 
 const [database, log, crash] = process.argv.slice(2);
-const offline = offlineProvider();
-const provider: ChatProvider = {
-  name: offline.name,
-  generate: (messages, options) => {
+const offline = offlineModel();
+const model: Model = {
+  id: offline.id,
+  continuation: offline.continuation,
+  stream: (request) => {
     appendFileSync(log!, `call ${process.pid}\n`);
-    return offline.generate(messages, options);
+    return offline.stream(request);
   },
 };
 const engine = await createEngine({ database: database!, pollMs: 100, leaseMs: 1000 });
 if (crash) armCrashPoint('reply:afterGenerate');
-await startReplyWorker(engine, new Channels(engine.store, engine.journal), provider, { from: 'beginning' });
+await startReplyWorker(engine, new Channels(engine.store, engine.journal), model, { from: 'beginning' });
 process.stdout.write('ready\n');
 await new Promise((stop) => process.once('SIGTERM', stop));
 await engine.close();

@@ -231,7 +231,6 @@ describe('the dashboard on SQLite', () => {
         ]),
       );
     expect(tools).toEqual([
-      ['classify_intent', 'low', 'ok', 'none'],
       ['lookup_order', 'low', 'ok', 'none'],
       ['issue_refund', 'high', 'ok', 'approved'],
     ]);

@@ -1,6 +1,7 @@
 import { toMs, type Duration } from '../duration.js';
 import { ValidationError } from '../errors.js';
 import type { Usage } from '../runtime/flow.js';
+import type { GenerateOptions, Generation } from '../runtime/model.js';
 import type { NodeContext, RetryPolicy } from '../runtime/workflow.js';
 import type { RiskLevel } from '../storage/ledger.js';
 import { checkAgentFlow, type AgentFlowOptions } from './agent-flow.js';
@@ -42,6 +43,15 @@ export interface AgentContext {
    * tool defined with `usage` charges its calls itself. Only for agents defined with `ledger`.
    */
   usage(used: Usage): Promise<void>;
+  /**
+   * A model call as a durable step of the run (the workflows' `ctx.generate`, same options): its text is journaled in
+   * small batches and live on `GET /runs/{id}/stream`, a crash mid-answer continues from the journaled text, a
+   * completed call is never made again, and its tokens (in + out, as the model reported them) are charged to the
+   * run's usage, which the agent's `flow.budget` caps. Only for agents defined with `ledger`.
+   *
+   * @example const { text } = await ctx.generate('classify', { model: offlineModel(), messages: [{ role: 'user', content: 'hi' }] });
+   */
+  generate(name: string, options: GenerateOptions): Promise<Generation>;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TerminalError, type ValidationError } from '../errors.js';
 import { checkJson } from '../json.js';
+import type { GenerateOptions, Generation } from '../runtime/model.js';
 import { Suspension } from '../runtime/pass/calls.js';
 import type { EffectOptions } from '../runtime/pass/effects.js';
 import type { StepContext, WorkflowContext } from '../runtime/workflow.js';
@@ -158,6 +159,16 @@ export function ledgerContext(
     },
 
     usage: (used) => ctx.usage(used),
+
+    async generate(name: string, options: GenerateOptions): Promise<Generation> {
+      if (typeof name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name))
+        throw new TerminalError(
+          `generate name must be 1 to 100 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name)})`,
+        );
+      // the runtime's own model call: journaled, resumed mid-answer after a crash, replayed from its record, its
+      // tokens and cost charged to the run's budget with its completion
+      return ctx.generate(`generate:${name}`, options);
+    },
   };
 }
 

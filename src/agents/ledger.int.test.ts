@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../engine.js';
+import { RUN_EVENT } from '../runtime/events.js';
 import { mount } from '../server/app.js';
 import { agentRoutes } from '../server/routes/agents.js';
 import { sessionRoutes } from '../server/routes/sessions.js';
@@ -218,14 +219,21 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     expect(done.steps.every((s: any) => s.latency_ms >= 0)).toBe(true);
     expect(done.steps[0].latency_ms).toBeGreaterThanOrEqual(150);
     expect(done.tool_calls.map((c: any) => [c.tool_name, c.risk_level, c.status, c.approval_status])).toEqual([
-      ['classify_intent', 'low', 'ok', null],
       ['lookup_order', 'low', 'ok', null],
       ['issue_refund', 'high', 'ok', 'approved'],
     ]);
-    expect(done.tool_calls[2].external_idempotency_key).toBe(`${sent.run_id}:act:issue_refund#1`);
-    expect(done.tool_calls[2].output).toMatchObject({ refund_id: expect.stringMatching(/^rf_/), amount: 42 });
-    // the stand-in model's tokens count against the sample's budget without the agent reporting them
-    expect((await engine.run(sent.run_id)).usage).toMatchObject({ tokens: 48 });
+    expect(done.tool_calls[1].external_idempotency_key).toBe(`${sent.run_id}:act:issue_refund#1`);
+    expect(done.tool_calls[1].output).toMatchObject({ refund_id: expect.stringMatching(/^rf_/), amount: 42 });
+    // classify asked the offline model through ctx.generate: a step of the run with its usage, whose tokens (20 in,
+    // 15 out) count against the sample's budget without the agent reporting them
+    const generated = (await engine.journal.readStream(`run:${sent.run_id}`)).find(
+      (e) => e.type === RUN_EVENT.stepCompleted && (e.data as { name: string }).name === 'generate:intent',
+    );
+    expect((generated!.data as { output: unknown }).output).toMatchObject({
+      text: 'You said: "I want a refund for order 1234" (offline model; 2 messages of context)',
+      usage: { model: 'offline', inputTokens: 20, outputTokens: 15, promptHash: expect.stringMatching(/^sha256:/) },
+    });
+    expect((await engine.run(sent.run_id)).usage).toMatchObject({ tokens: 35 });
     expect((await call('GET', `/sessions/${sent.run_id}`)).body).toMatchObject({
       session_id: sent.run_id,
       status: 'success',
@@ -252,7 +260,7 @@ describe.each(backends)('agent run ledger on $name', (backend) => {
     ).toBe(200);
     const done = await ended(sent.run_id);
     expect(done.status).toBe('success');
-    expect(done.tool_calls[2]).toMatchObject({
+    expect(done.tool_calls[1]).toMatchObject({
       tool_name: 'issue_refund',
       status: 'blocked',
       approval_status: 'rejected',

@@ -51,15 +51,15 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
 
     const before = await ledger.run(done.run_id);
     expect(before.steps.length).toBeGreaterThan(0);
-    expect(before.tool_calls.length).toBe(3);
+    expect(before.tool_calls.length).toBe(2);
     expect(before.checkpoints.length).toBeGreaterThan(0);
     expect(await engine.journal.readStream(`session:${done.run_id}`)).not.toEqual([]);
     expect(await engine.journal.readStream('agent-event:wamid.done')).not.toEqual([]);
 
     const [pruned] = await engine.retention.prune({ runs: 0 }, { pauseMs: 0 });
     expect(pruned).toMatchObject({ kind: 'runs', runs: 1 });
-    // ledger rows: 1 run + 3 steps + 3 tool calls + 3 checkpoints + 1 event, and the session row
-    expect(pruned!.other).toBe(1 + before.steps.length + 3 + before.checkpoints.length + 1 + 1);
+    // ledger rows: 1 run + 3 steps + 2 tool calls + 3 checkpoints + 1 event, and the session row
+    expect(pruned!.other).toBe(1 + before.steps.length + 2 + before.checkpoints.length + 1 + 1);
 
     const id = done.run_id;
     await expect(engine.run(id)).rejects.toThrow(/not found/);
@@ -89,7 +89,7 @@ describe.each(backends)('retention of agent runs on $name', (backend) => {
     // the run waiting for approval stays whole, and still finishes
     expect(await status(kept.run_id)).toBe('waiting');
     expect((await service.get(kept.run_id)).status).toBe('running');
-    expect((await ledger.run(kept.run_id)).tool_calls).toHaveLength(3);
+    expect((await ledger.run(kept.run_id)).tool_calls).toHaveLength(2);
     await ledger.decide((await pending(kept.run_id))!.id, 'approved', { by: 'ana' });
     await eventually(async () => (await status(kept.run_id)) === 'success', 20_000);
     await idle(kept.run_id);

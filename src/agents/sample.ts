@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { offlineModel } from '../models/offline.js';
 import { defineAgent } from './agent.js';
 import { defineTool, ToolBlockedError } from './tools.js';
 
@@ -39,23 +40,11 @@ export const issueRefund = defineTool('issue_refund', {
   }),
 });
 
-/**
- * A stand-in for a model call, which needs no network: the message's intent, and the tokens a model would have used
- * (about one per 4 characters of the prompt, and a few for the answer). Its `usage` charges them to the run, so the
- * sample's token budget counts them without the agent reporting anything.
- */
-export const classifyIntent = defineTool('classify_intent', {
-  risk: 'low',
-  timeout: '5s',
-  run: async (input: { text: string }) => ({
-    intent: /refund/i.test(input.text) ? 'refund' : 'question',
-    tokens: 40 + Math.ceil(input.text.length / 4),
-  }),
-  usage: (answer: { tokens: number }) => ({ tokens: answer.tokens }),
-});
-
 /** The sample agent's tools: every session service has them. */
-export const sampleTools = [classifyIntent, lookupOrder, issueRefund];
+export const sampleTools = [lookupOrder, issueRefund];
+
+/** What `classify` asks the model: the customer's text, to be named `refund` or `question`. */
+const CLASSIFY = 'Name the intent of the customer message: answer `refund` or `question`, one word.';
 
 interface SampleInput {
   /** Set for a run of inbound agent events: the events it handles (several when coalesced). */
@@ -73,8 +62,9 @@ interface SamplePayload {
 /**
  * The agent ledger demo, which needs no network. For every run it goes through the nodes
  * `classify` → `act` → `reply`: `classify` takes 200 ms (`payload.sleep_ms` to change it) and its
- * first `payload.fail_times` attempts fail (so retries and backoff show), then asks the stand-in
- * model `classify_intent` (its tokens count against the run's budget); `act` calls the low-risk
+ * first `payload.fail_times` attempts fail (so retries and backoff show), then asks the offline
+ * model with `ctx.generate` (a durable step: its text streams on `GET /runs/{id}/stream`, its
+ * tokens count against the run's budget); `act` calls the low-risk
  * tool `lookup_order` and, when the text (`payload.text`) mentions a refund, the high-risk
  * `issue_refund`, which waits for a person's approval; a rejected or expired refund is handled
  * (`reply` says so). Messages of one conversation within 2 s of each other are answered by one
@@ -110,8 +100,16 @@ export const sampleAgent = defineAgent('sample-agent', {
       await pause(sleepMs, ctx.signal);
       if (attempt <= failTimes)
         throw new ClientError(`ThrottlingException - classify attempt ${attempt} failed (fail_times: ${failTimes})`);
-      const answer = await ctx.tool<{ intent: string }>('classify_intent', { text });
-      return { intent: answer.intent, messages: payloads.length };
+      const answer = await ctx.generate('intent', {
+        model: offlineModel(),
+        messages: [
+          { role: 'system', content: CLASSIFY },
+          { role: 'user', content: text },
+        ],
+        maxTokens: 400,
+      });
+      // the offline model quotes the message back; a real model answers the word
+      return { intent: /refund/i.test(answer.text) ? 'refund' : 'question', messages: payloads.length };
     });
     const acted = await ctx.node('act', async () => {
       const order = await ctx.tool<Order>('lookup_order', { order_id: /\d+/.exec(text)?.[0] ?? 'A-1001' });

@@ -305,6 +305,7 @@ async function runPhase(
     node: notLedger(agent),
     tool: notLedger(agent),
     usage: notLedger(agent),
+    generate: notLedger(agent),
   };
   const ran = (async () => fn(session.input, context))().then(
     (): Outcome => ({ ok: true }),
@@ -379,7 +380,7 @@ const failed = (error_message: string): Outcome => ({ ok: false, error_message, 
 function notLedger(agent: CodeAgent): () => never {
   return () => {
     throw new TerminalError(
-      `agent '${agent.name}' is not a ledger agent: define it with { ledger: {} } to use ctx.node and ctx.tool`,
+      `agent '${agent.name}' is not a ledger agent: define it with { ledger: {} } for ctx.node/tool/generate`,
     );
   };
 }

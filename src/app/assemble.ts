@@ -5,10 +5,10 @@ import { RemoteLedger } from '../agents/remote.js';
 import { sessions, type SessionService } from '../agents/service.js';
 import type { Tool } from '../agents/tools.js';
 import { Channels } from '../chat/channels.js';
-import type { ChatProvider } from '../chat/providers.js';
 import { startReplyWorker, type ReplyDelta } from '../chat/reply.js';
 import type { Engine } from '../engine.js';
 import { ConflictError } from '../errors.js';
+import type { Model } from '../runtime/model.js';
 import type { Workflow } from '../runtime/workflow.js';
 import { triggers, type TriggerService } from '../triggers/service.js';
 import { createRunStarter } from '../triggers/starter.js';
@@ -25,7 +25,8 @@ export interface AssembleOptions {
   /** Hosts and CIDRs `http_request` steps and HTTP agents may reach although the SSRF guard refuses them. */
   allow: string[];
   logger: Logger;
-  chatProvider: ChatProvider;
+  /** The model that answers `role: user` chat messages (src/models: `offlineModel()`, `modelFromEnv(env)`). */
+  chatModel: Model;
   /** Run executions, sessions, AI replies, event routing and schedules in this process. */
   workers: boolean;
   agents?: Agent[];
@@ -72,7 +73,7 @@ export const MANUAL_AGENT_RULE = {
  *
  * @example
  * const engine = await createEngine({ database: 'runledger.db' });
- * const app = await assemble(engine, { secretKey, allow: [], logger: pino(), chatProvider: offlineProvider(), workers: true });
+ * const app = await assemble(engine, { secretKey, allow: [], logger: pino(), chatModel: offlineModel(), workers: true });
  * await app.workflows.executions.execute('wf_01J…', { trigger_data: { name: 'Ada' } });
  */
 export async function assemble(engine: Engine, options: AssembleOptions): Promise<App> {
@@ -119,7 +120,7 @@ export async function assemble(engine: Engine, options: AssembleOptions): Promis
   const notify = notifications(engine, store, { allow: options.allow, onError: onError('notification failed') });
   if (options.workers) await notify.start();
   if (options.workers)
-    await startReplyWorker(engine, channels, options.chatProvider, {
+    await startReplyWorker(engine, channels, options.chatModel, {
       onError: onError('chat reply failed'),
       ...(options.onDelta ? { onDelta: options.onDelta } : {}),
     });

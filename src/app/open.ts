@@ -2,7 +2,8 @@ import { dirname, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { Agent } from '../agents/agent.js';
 import type { Tool } from '../agents/tools.js';
-import { offlineProvider, type ChatProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
+import type { Model } from '../runtime/model.js';
 import type { ReplyDelta } from '../chat/reply.js';
 import type { RunledgerOptions } from '../config.js';
 import { createEngine, type Engine } from '../engine.js';
@@ -30,7 +31,7 @@ export interface OpenAppOptions extends RunledgerOptions {
   /** Run executions, sessions, AI replies, routing and schedules in this process too (default true). */
   workers?: boolean;
   /** The model that answers `role: user` chat messages; default the offline one. */
-  chatProvider?: ChatProvider;
+  chatModel?: Model;
   agents?: Agent[];
   /** The tools ledger agents call (`defineTool`). */
   tools?: Tool[];
@@ -104,7 +105,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
     allow = [],
     workers = true,
     logger = pino(),
-    chatProvider = offlineProvider(),
+    chatModel = offlineModel(),
     agents,
     tools,
     defaultAgent,
@@ -142,7 +143,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
         secretKey: key,
         allow,
         logger,
-        chatProvider,
+        chatModel,
         workers,
         ...(handedOut ? { publicUrl: handedOut } : {}),
         ...(onDelta ? { onDelta } : {}),
@@ -160,7 +161,7 @@ export async function openApp(options: OpenAppOptions = {}): Promise<OpenApp> {
               role,
               allow,
               publicUrl,
-              chatModel: chatProvider.name,
+              chatModel: chatModel.id,
               secretKey: key,
               version: packageVersion(),
             }),

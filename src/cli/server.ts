@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { providerFromEnv } from '../chat/providers.js';
+import { modelFromEnv } from '../models/env.js';
 import { createLogger } from '../observe/log.js';
 import { startTracing } from '../observe/otel.js';
 import { parseRetention } from '../retention/policy.js';
@@ -41,7 +41,7 @@ export function serverEnv() {
     ...(pollMs ? { pollMs: whole('RUNLEDGER_POLL_MS', pollMs) } : {}),
     ...(headersMs ? { headersTimeoutMs: whole('RUNLEDGER_HEADERS_TIMEOUT_MS', headersMs) } : {}),
     ...(requestMs ? { requestTimeoutMs: whole('RUNLEDGER_REQUEST_TIMEOUT_MS', requestMs) } : {}),
-    chatProvider: providerFromEnv(process.env),
+    chatModel: modelFromEnv(process.env),
     retention: withAuditAge(parseRetention(env('RUNLEDGER_RETENTION')), env('RUNLEDGER_AUDIT_RETENTION')),
   };
 }

@@ -1,6 +1,5 @@
-import { offlineProvider } from '../chat/providers.js';
 import { ValidationError } from '../errors.js';
-import type { Model, ModelPart } from '../runtime/model.js';
+import type { Model, ModelPart, ModelRequest } from '../runtime/model.js';
 
 export interface OfflineModelOptions {
   /** Wait this long before each word (default 0): a slow answer to watch stream, or to crash in the middle of. */
@@ -8,8 +7,9 @@ export interface OfflineModelOptions {
 }
 
 /**
- * The offline model as a `ctx.generate` model: deterministic, no network, the default and the test model. It
- * answers with the chat's offline reply (the last user message quoted), one word at a time. A word counts as a
+ * The offline model: deterministic, no network, the default and the test model (of `ctx.generate` and of the chat's
+ * AI replies). It echoes the last user message (its first 200 characters) and says how much context it got —
+ * `You said: "hi" (offline model; 1 messages of context)` — one word at a time. A word counts as a
  * token; past `maxTokens` words it stops with finish reason `length`. It does not continue a prefix: after a crash
  * it answers again from the start and the runtime drops what was already journaled (`continuation: 'restart'`).
  *
@@ -19,13 +19,12 @@ export function offlineModel(options: OfflineModelOptions = {}): Model {
   const delayMs = options.delayMs ?? 0;
   if (!(Number.isFinite(delayMs) && delayMs >= 0 && delayMs <= 60_000))
     throw new ValidationError('delayMs', `must be a number of ms from 0 to 60000 (got ${options.delayMs})`);
-  const provider = offlineProvider();
   return {
     id: 'offline',
     continuation: 'restart',
     async *stream(request): AsyncIterable<ModelPart> {
-      const words: string[] = [];
-      await provider.generate(request.messages, { signal: request.signal, onDelta: (w) => words.push(w) });
+      request.signal.throwIfAborted();
+      const words = offlineReply(request.messages).match(/\s*\S+/g) ?? [];
       const limit = request.maxTokens ?? Number.POSITIVE_INFINITY;
       let sent = 0;
       for (const word of words) {
@@ -39,6 +38,14 @@ export function offlineModel(options: OfflineModelOptions = {}): Model {
       yield { type: 'finish', finishReason: sent < words.length ? 'length' : 'stop', inputTokens, outputTokens: sent };
     },
   };
+}
+
+const QUOTE_CHARS = 200;
+
+function offlineReply(messages: ModelRequest['messages']): string {
+  const last = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const quoted = [...last].length > QUOTE_CHARS ? `${[...last].slice(0, QUOTE_CHARS).join('')}…` : last;
+  return `You said: "${quoted}" (offline model; ${messages.length} messages of context)`;
 }
 
 function wait(ms: number, signal: AbortSignal): Promise<void> {

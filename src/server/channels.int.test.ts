@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebSocket } from 'ws';
-import type { ChatProvider } from '../chat/providers.js';
 import type { Message } from '../chat/message.js';
+import type { Model } from '../runtime/model.js';
 import { backends, type Backend } from '../testing/backends.js';
 import { eventually } from '../testing/engine.js';
 import { watch } from '../testing/socket.js';
@@ -14,13 +14,15 @@ import { startServer, type Server } from './start.js';
 /** A model that fails while `failing` is set, then answers. */
 function flakyProvider() {
   const state = { failing: true, calls: 0 };
-  const provider: ChatProvider = {
-    name: 'flaky',
-    async generate(messages, { onDelta }) {
+  const provider: Model = {
+    id: 'flaky',
+    continuation: 'restart',
+    async *stream({ messages }) {
       state.calls++;
       if (state.failing) throw new Error('model unavailable');
-      onDelta('ok ');
-      return `ok: ${messages.at(-1)?.content}`;
+      yield { type: 'text', text: 'ok: ' };
+      yield { type: 'text', text: `${messages.at(-1)?.content}` };
+      yield { type: 'finish', finishReason: 'stop' };
     },
   };
   return { provider, state };
@@ -164,7 +166,7 @@ describe.each(backends)('channels over HTTP and WebSocket on $name', (backend: B
 
   it('parks a message whose model keeps failing, keeps other channels flowing, and replies once after a redrive', async () => {
     const { provider, state } = flakyProvider();
-    const { post, get } = await start({ chatProvider: provider });
+    const { post, get } = await start({ chatModel: provider });
     await post('a', { sender_id: 'u', role: 'user', content: 'first' });
     const parked = await eventually(async () => {
       const { parked } = await get('/subscriptions/chat.ai-reply/parked');

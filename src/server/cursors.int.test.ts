@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assemble, type App } from '../app/assemble.js';
-import { offlineProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
 import type { Engine } from '../engine.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
@@ -61,7 +61,7 @@ describe.each(backends)('list cursors on $name', (backend) => {
       secretKey: randomBytes(32),
       allow: [],
       logger: pino({ level: 'silent' }),
-      chatProvider: offlineProvider(),
+      chatModel: offlineModel(),
       workers: false,
     });
     app = createApp({ engine, ...services, uiDir: null });

@@ -9,10 +9,10 @@ import type { Engine } from '../engine.js';
 import { workflow } from '../runtime/workflow.js';
 import { backends } from '../testing/backends.js';
 import { eventually, testEngine } from '../testing/engine.js';
-import { type WorkflowService } from '../workflows/service.js';
+import type { WorkflowService } from '../workflows/service.js';
 import { storedWorkflows } from '../app/workflows.js';
 import { sessions } from '../agents/service.js';
-import { offlineProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
 import { createApp } from './app.js';
 import { assemble } from '../app/assemble.js';
 
@@ -164,7 +164,7 @@ describe.each(backends)('the dashboard’s endpoints on $name', (backend) => {
       secretKey: randomBytes(32),
       allow: [],
       logger: pino({ level: 'silent' }),
-      chatProvider: offlineProvider(),
+      chatModel: offlineModel(),
       workers: false,
     });
     try {

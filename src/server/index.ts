@@ -11,4 +11,5 @@ export { startServer, type Server, type ServerOptions } from './start.js';
 export { createApp, type AppOptions } from './app.js';
 export { openApp, dataDirFor, type OpenApp, type OpenAppOptions } from '../app/open.js';
 export { assemble, MANUAL_AGENT_RULE, type App, type AssembleOptions } from '../app/assemble.js';
-export { offlineProvider, providerFromEnv, type ChatProvider } from '../chat/providers.js';
+export { offlineModel } from '../models/offline.js';
+export { modelFromEnv } from '../models/env.js';

@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { assemble, type App } from '../app/assemble.js';
-import { offlineProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
 import { main } from '../cli/main.js';
 import { output } from '../cli/output.js';
 import { databaseSource } from '../cli/source.js';
@@ -50,7 +50,7 @@ describe.each(backends)('run lists on $name', (backend) => {
       secretKey: randomBytes(32),
       allow: [],
       logger: pino({ level: 'silent' }),
-      chatProvider: offlineProvider(),
+      chatModel: offlineModel(),
       workers: false,
     });
     app = createApp({ engine, ...services, uiDir: null });

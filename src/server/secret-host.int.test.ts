@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { findLeaks } from '../../chaos/secret-grep.js';
 import { assemble, type App } from '../app/assemble.js';
-import { offlineProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
 import type { Engine } from '../engine.js';
 import { newId } from '../ids.js';
 import { backends } from '../testing/backends.js';
@@ -69,7 +69,7 @@ describe.each(backends)('a secret in a URL host on $name', (backend) => {
       secretKey: randomBytes(32),
       allow: [],
       logger,
-      chatProvider: offlineProvider(),
+      chatModel: offlineModel(),
       workers: true,
     });
     app = createApp({ engine, ...services, uiDir: null });

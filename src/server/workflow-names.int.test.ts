@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assemble, type App } from '../app/assemble.js';
-import { offlineProvider } from '../chat/providers.js';
+import { offlineModel } from '../models/offline.js';
 import { backends } from '../testing/backends.js';
 import { testEngine } from '../testing/engine.js';
 import { createApp } from './app.js';
@@ -30,7 +30,7 @@ describe.each(backends)('workflow names on $name', (backend) => {
       secretKey: randomBytes(32),
       allow: [],
       logger: pino({ level: 'silent' }),
-      chatProvider: offlineProvider(),
+      chatModel: offlineModel(),
       workers: false,
     });
     app = createApp({ engine: t.engine, ...services, uiDir: null });

@@ -126,6 +126,11 @@ export function apply(view: RunView, event: StoredEvent): void {
     case RUN_EVENT.stepCompleted:
       finish(step(), 'success');
       if (step()) step()!.output = data.output;
+      // a model call's tokens and cost (`ctx.generate`), counted on top of the last `ctx.usage` totals
+      if (data.used) {
+        const { tokens = 0, cost = 0, toolCalls = 0 } = view.usage ?? {};
+        view.usage = { tokens: tokens + data.used.tokens, cost: cost + data.used.cost, toolCalls };
+      }
       return;
     case RUN_EVENT.stepFailed:
       finish(step(), data.retryAt === null ? 'failed' : 'retrying');

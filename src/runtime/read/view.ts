@@ -118,7 +118,7 @@ export interface RunView {
   generation?: number;
   /** The run's `ctx.patched(id)` decisions in this generation: true, it took the new branch. */
   patches?: Record<string, boolean>;
-  /** What the run reported it used (`ctx.usage` totals); absent until it reports anything. */
+  /** What the run used: `ctx.usage` totals and its model calls' tokens and cost; absent until it used anything. */
   usage?: { tokens: number; cost: number; toolCalls: number };
   /** The run's budget: its start's, grown by each approval; absent when it has none. */
   budget?: Budget;

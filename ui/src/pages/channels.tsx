@@ -122,10 +122,12 @@ export function ChannelPage({ id }: { id: string }) {
           });
         } else if (frame.type === 'delta') {
           setDeltas((n) => n + 1);
-          setDrafts((d) => ({
-            ...d,
-            [frame.event_id]: (frame.attempt > 1 && !d[frame.event_id] ? '' : (d[frame.event_id] ?? '')) + frame.delta,
-          }));
+          // a piece goes at its offset `at`: a new try of the reply starts again at 0, a piece after a gap is appended
+          setDrafts((d) => {
+            const draft = d[frame.event_id] ?? '';
+            const at = typeof frame.at === 'number' && frame.at <= draft.length ? frame.at : draft.length;
+            return { ...d, [frame.event_id]: draft.slice(0, at) + frame.delta };
+          });
         } else if (frame.type === 'error') setError(frame.error);
       };
     };
