@@ -7,6 +7,7 @@ import { createGate } from './auth/access.js';
 import { listen, type RequestTimeouts } from './listen.js';
 import { originOf } from './origin.js';
 import type { ModuleStatus } from './routes/dev.js';
+import { RunSockets } from './run-sockets.js';
 import { ChannelSockets } from './ws.js';
 
 export interface ServerOptions extends OpenAppOptions, RequestTimeouts {
@@ -45,6 +46,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
   // the socket opens first: HTTP agents are told this server's address to report back to
   let app: Hono | null = null;
   let sockets: ChannelSockets | null = null;
+  let runSockets: RunSockets | null = null;
   // like an outage's 503, it says when to come back: the services start within a second or two
   const starting = () =>
     new Response(JSON.stringify({ error: { code: 'starting', message: 'the server is starting' } }), {
@@ -60,7 +62,10 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       token,
       headersTimeoutMs,
       requestTimeoutMs,
-      upgrade: (request, socket, head) => (sockets ? sockets.upgrade(request, socket, head) : socket.destroy()),
+      upgrade: (request, socket, head) => {
+        const target = RunSockets.handles(new URL(request.url ?? '/', 'http://local').pathname) ? runSockets : sockets;
+        return target ? target.upgrade(request, socket, head) : socket.destroy();
+      },
     },
   );
   try {
@@ -82,6 +87,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       // one door for REST, SSE and the WebSocket: the same keys, revocations and failed attempts
       const gate = createGate(opened.keys, { token, events: opened.engine.events });
       sockets = new ChannelSockets({ channels: opened.channels, feed, gate, allowedOrigins: origins });
+      runSockets = new RunSockets(opened.engine, { gate, allowedOrigins: origins }, opened.engine.config.pollMs);
       const { close, metrics, ...rest } = opened;
       app = createApp({
         ...rest,
@@ -97,6 +103,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
         url: listening.url,
         close: async () => {
           sockets?.close();
+          runSockets?.close();
           await listening.close();
           await feed.close();
           await close();

@@ -71,16 +71,13 @@ export class ChannelSockets {
   };
 
   private async open(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, segment: string): Promise<void> {
-    let actor: Actor | undefined;
-    const gate = this.options.gate;
-    if (gate && (await gate.keys.enabled())) {
-      const query = url.searchParams.get('token');
-      const header = request.headers.authorization ?? (query === null ? undefined : `Bearer ${query}`);
-      actor = await gate.actorOf(header, request.socket.remoteAddress);
-      const refused = refusal(actor, accessOf('get', '/channels/{channel_id}/ws'), 'a channel WebSocket');
-      if (refused) throw refused;
-    } else if (!gate && this.options.token !== undefined) authorize(request, url, this.options.token);
-    else checkUpgrade(request, this.options.allowedOrigins ?? []);
+    const actor = await authorizeUpgrade(
+      request,
+      url,
+      this.options,
+      '/channels/{channel_id}/ws',
+      'a channel WebSocket',
+    );
     const channelId = checkChannelId(decodePathSegment('channel_id', segment));
     const after = Number(url.searchParams.get('after') ?? 0);
     if (!Number.isInteger(after) || after < 0)
@@ -205,6 +202,39 @@ function frameOf(message: Message): string {
   return frame;
 }
 
+/** How a server checks who opens a WebSocket: its keys (`gate`), else its one token, else the page's origin. */
+export interface UpgradeAuth {
+  gate?: Gate | undefined;
+  token?: string | undefined;
+  allowedOrigins?: readonly string[] | undefined;
+}
+
+/**
+ * Who opens a socket at `route` (its OpenAPI-style path, for the role it needs): with keys on, the key's actor (a
+ * header or `?token=`; 401/403 otherwise); with only a token, that token; without either, the same-origin check of
+ * `checkUpgrade`. Undefined when no key is in use.
+ */
+export async function authorizeUpgrade(
+  request: IncomingMessage,
+  url: URL,
+  auth: UpgradeAuth,
+  route: string,
+  what: string,
+): Promise<Actor | undefined> {
+  const gate = auth.gate;
+  if (gate && (await gate.keys.enabled())) {
+    const query = url.searchParams.get('token');
+    const header = request.headers.authorization ?? (query === null ? undefined : `Bearer ${query}`);
+    const actor = await gate.actorOf(header, request.socket.remoteAddress);
+    const refused = refusal(actor, accessOf('get', route), what);
+    if (refused) throw refused;
+    return actor;
+  }
+  if (!gate && auth.token !== undefined) authorize(request, url, auth.token);
+  else checkUpgrade(request, auth.allowedOrigins ?? []);
+  return undefined;
+}
+
 /** Browsers cannot set headers on a WebSocket: the token may come as `?token=` too. */
 function authorize(request: IncomingMessage, url: URL, token: string): void {
   const given = Buffer.from(
@@ -220,7 +250,7 @@ function authorize(request: IncomingMessage, url: URL, token: string): void {
 }
 
 /** A percent-encoded path segment; a malformed escape (`%E0%A4%A`, `%zz`) is a 400 naming `path`, not a URIError. */
-function decodePathSegment(path: string, segment: string): string {
+export function decodePathSegment(path: string, segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -228,7 +258,7 @@ function decodePathSegment(path: string, segment: string): string {
   }
 }
 
-function refuse(socket: Duplex, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function refuse(socket: Duplex, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)

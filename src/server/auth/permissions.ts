@@ -165,6 +165,7 @@ export const PERMISSIONS: Readonly<Record<string, Access>> = {
   'GET /dev/status': 'viewer',
   /** The channel WebSocket (`ws.ts`); each `post` frame needs what `POST /channels/{channel_id}/messages` needs. */
   'GET /channels/{channel_id}/ws': 'viewer',
+  'GET /runs/{id}/ws': 'viewer',
 };
 
 /** The access a route needs; a route missing from the table needs `admin` (closed, not open, by default). */

@@ -65,7 +65,7 @@ export function runTextRoutes(engine: Engine, options: { heartbeatMs?: number; p
 }
 
 /** The message an event of the run makes on its text stream, if any. */
-function textMessage(e: { version: number; type: string; data: unknown }): SseMessage[] {
+export function textMessage(e: { version: number; type: string; data: unknown }): SseMessage[] {
   const data = e.data as { seq: number | string; name: string; at?: number; text?: string; mode?: string };
   const id = String(e.version);
   if (e.type === RUN_EVENT.stepText)
