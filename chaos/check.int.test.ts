@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEngine } from '../src/engine.js';
+import { offlineModel } from '../src/models/offline.js';
 import { workflow } from '../src/runtime/workflow.js';
 import { backends } from '../src/testing/backends.js';
 import { checkJournal } from './check.js';
@@ -7,7 +8,10 @@ import { checkJournal } from './check.js';
 const twoSteps = workflow('two-steps', async (ctx, input: { n: number }) => {
   const a = await ctx.step('a', async () => input.n + 1);
   await ctx.sleep('nap', '10ms');
-  return ctx.step('b', async () => a * 2);
+  const b = await ctx.step('b', async () => a * 2);
+  // a model call: its text batches fall inside its attempt
+  await ctx.generate('say', { model: offlineModel(), messages: [{ role: 'user', content: `a ${b}` }] });
+  return b;
 });
 
 describe.each(backends)('the chaos journal checker on $name', (backend) => {
@@ -36,7 +40,11 @@ describe.each(backends)('the chaos journal checker on $name', (backend) => {
       await broken.journal.append('run:ok-1', [
         { type: 'step.completed', data: { seq: 1, name: 'a', attempt: 1, output: 2 } },
       ]);
-      await broken.journal.append('run:ghost', [{ type: 'step.started', data: { seq: 0, name: 'a', attempt: 2 } }]);
+      await broken.journal.append('run:ghost', [
+        { type: 'step.started', data: { seq: 0, name: 'a', attempt: 2 } },
+        { type: 'step.failed', data: { seq: 0, name: 'a', attempt: 2, retryAt: 1 } },
+        { type: 'step.text', data: { seq: 0, name: 'a', attempt: 2, at: 0, text: 'late' } },
+      ]);
       await broken.journal.append('session:s-1', [{ type: 'AGENT_INVOCATION_STARTED', data: {} }]);
       await broken.journal.append('channel:c-1', [
         { type: 'message.posted', data: { event_id: 'e-1', metadata: {} } },
@@ -55,6 +63,7 @@ describe.each(backends)('the chaos journal checker on $name', (backend) => {
       /^run:ok-1 seq 1 v\d+: step\.completed of attempt 1 while attempt 1 is not running$/,
       /^run:ghost: opens with step\.started, not run\.started$/,
       /^run:ghost seq 0 v1: attempt 2 started after attempt 0$/,
+      /^run:ghost seq 0 v3: step\.text of attempt 2 outside it \(attempt 2\)$/,
       /^run:ghost: no view$/,
       /^session:s-1 v1: AGENT_INVOCATION_STARTED after \(nothing\)$/,
       /^channel:c-1 v2: event_id e-1 again \(first at v1\)$/,

@@ -181,6 +181,20 @@ async function checkRun(store: Store, id: string, list: StoredEvent[], problems:
     problems.push(`run:${id}: view says ${view.status} with no terminal event`);
 }
 
+/** A step's events inside an attempt that do not end it: a model call's text and seam, an effect's intent. */
+const WITHIN_ATTEMPT = new Set<string>([RUN_EVENT.stepText, RUN_EVENT.stepResumed, RUN_EVENT.stepIntent]);
+/**
+ * A step's events beside its attempts: rate limits asked and waited for before one, charged after its completion;
+ * an effect's unknown outcome and its reconciliation between two.
+ */
+const BESIDE_ATTEMPTS = new Set<string>([
+  RUN_EVENT.stepRateRequested,
+  RUN_EVENT.stepRateWaiting,
+  RUN_EVENT.stepRateCharged,
+  RUN_EVENT.stepUnknown,
+  RUN_EVENT.stepReconciled,
+]);
+
 /** The events of one `ctx` call: a step's attempts in order, each ended at most once, nothing after its end; a sleep or wait begun once and ended at most once. */
 export function callProblems(where: string, events: StoredEvent[]): string[] {
   const problems: string[] = [];
@@ -193,8 +207,12 @@ export function callProblems(where: string, events: StoredEvent[]): string[] {
     let ended: string | null = null;
     for (const e of events) {
       const data = e.data as { attempt?: number; retryAt?: number | null };
+      if (BESIDE_ATTEMPTS.has(e.type)) continue;
       if (ended) problems.push(`${where} v${e.version}: ${e.type} after the step ${ended}`);
-      if (e.type === RUN_EVENT.stepStarted) {
+      if (WITHIN_ATTEMPT.has(e.type)) {
+        if (!open || data.attempt !== attempt)
+          problems.push(`${where} v${e.version}: ${e.type} of attempt ${data.attempt} outside it (attempt ${attempt})`);
+      } else if (e.type === RUN_EVENT.stepStarted) {
         if (data.attempt !== attempt + 1)
           problems.push(`${where} v${e.version}: attempt ${data.attempt} started after attempt ${attempt}`);
         attempt = data.attempt ?? attempt + 1;

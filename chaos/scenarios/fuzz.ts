@@ -16,23 +16,31 @@ import type { Scenario } from '../lib/scenario.js';
  * receiving; crashed: `serve` died (one frame used to end it). The short form sends the first 12
  * cases of each route and 150 frame connections; the full one 1,500.
  */
+const FUZZ_TOKEN = 'chaos-fuzz-token-0123456789';
+
 export const fuzzServer: Scenario = {
   name: 'fuzz',
   backends: ['sqlite', 'postgres'],
   async run(ctx) {
     const database = await ctx.database();
     const port = await freePort();
-    const server = await startServe(ctx, { database, port, args: ['--no-workers'] });
+    // with a token: a key the fuzzer creates (`POST /keys` with a good body) would otherwise turn authentication on
+    // and every request after it would stop at the 401, its bad input never read
+    const env = { RUNLEDGER_TOKEN: FUZZ_TOKEN };
+    const headers = { authorization: `Bearer ${FUZZ_TOKEN}` };
+    const server = await startServe(ctx, { database, port, args: ['--no-workers'], env });
     const counts = await storedCounts(database);
     try {
       const report = await fuzz(`http://127.0.0.1:${port}`, {
         fingerprint: counts.read,
+        headers,
         ...(ctx.short ? { maxCasesPerRoute: 12 } : {}),
       });
       // after the request fuzzer: its fingerprint would count the posts that frames store
       const framesStarted = Date.now();
       const frames = await fuzzFrames(`http://127.0.0.1:${port}`, {
         random: ctx.random,
+        headers,
         connections: ctx.size(1_500, 150),
         deadline: ctx.deadline - 20_000,
       });

@@ -54,11 +54,12 @@ export class RunSockets {
   }
 
   private async open(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
-    await authorizeUpgrade(request, url, this.auth, '/runs/{id}/ws', "a run's WebSocket");
+    // bad input is told before the key is looked up: a 400 needs no database
     const id = decodePathSegment('id', PATH.exec(url.pathname)![1]!);
     const after = Number(url.searchParams.get('after') ?? 0);
     if (!Number.isInteger(after) || after < 0)
       throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
+    await authorizeUpgrade(request, url, this.auth, '/runs/{id}/ws', "a run's WebSocket");
     if (!(await this.engine.runs.find(id))) throw new NotFoundError(`run ${id} not found`);
     this.server.handleUpgrade(request, socket, head, (ws) => {
       this.sockets.add(ws);

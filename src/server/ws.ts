@@ -71,17 +71,13 @@ export class ChannelSockets {
   };
 
   private async open(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL, segment: string): Promise<void> {
-    const actor = await authorizeUpgrade(
-      request,
-      url,
-      this.options,
-      '/channels/{channel_id}/ws',
-      'a channel WebSocket',
-    );
+    // bad input is told before the key is looked up: a 400 needs no database, even while it is down
     const channelId = checkChannelId(decodePathSegment('channel_id', segment));
     const after = Number(url.searchParams.get('after') ?? 0);
     if (!Number.isInteger(after) || after < 0)
       throw new ValidationError('after', `must be a whole number ≥ 0 (got '${url.searchParams.get('after')}')`);
+    const route = '/channels/{channel_id}/ws';
+    const actor = await authorizeUpgrade(request, url, this.options, route, 'a channel WebSocket');
     this.server.handleUpgrade(request, socket, head, (ws) => this.connected(ws, channelId, after, actor));
   }
 
