@@ -78,7 +78,9 @@ describe.each(backends)('runs waiting for business events, across kill -9 of run
     // with the server down: the event is stored; whether the matcher handed it over before the kill varies
     const reader = await createEngine({ database, workers: false });
     try {
-      expect(await reader.journal.readStream('event:evt-o-1')).toHaveLength(1);
+      // stored once; its routing (`event.routed`, no rule matches) may or may not have followed before the kill
+      const stored = await reader.journal.readStream('event:evt-o-1');
+      expect(stored.filter((e) => e.type === 'event.received')).toHaveLength(1);
       const early = (await reader.journal.readStream('run:pay-o-1')).some((e) => e.type === 'signal.sent');
       console.info(`${backend.name}: the event was ${early ? 'handed over before' : 'not handed over at'} the kill`);
     } finally {
