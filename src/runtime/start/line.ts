@@ -114,7 +114,7 @@ export function keyLocks(claims: readonly Claim[]): GroupLocks {
 export async function lockKey(tx: Store, slot: string): Promise<Slots> {
   if (!lockedBy(tx).has(slot)) await lockKeys(tx, [slot]);
   const mine = lockedBy(tx).get(slot)!;
-  if (mine.slots) return structuredClone(mine.slots);
+  if (mine.slots) return copy(mine.slots);
   const { found } = mine;
   delete mine.found;
   const slots = normal(found ? found.state : (await tx.slotGet({ slots: [slot] }))[0]?.state);
@@ -124,6 +124,15 @@ export async function lockKey(tx: Store, slot: string): Promise<Slots> {
   }
   delete slots.inline;
   return slots;
+}
+
+/**
+ * A state a caller may change, the one `tx` wrote kept as it was: its lists and maps copied, their values are
+ * strings and numbers (a state kept has no old inline line, see `write`). Every start and end of a batch under a
+ * shared key after its first takes one.
+ */
+function copy(s: Slots): Slots {
+  return { ...s, held: [...s.held], cancelling: [...s.cancelling], served: { ...s.served }, lines: { ...s.lines } };
 }
 
 /** Writes the state of a key `tx` locked. */
