@@ -3,35 +3,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServices, type MockServices } from '../src/mock-services/index.js';
-import { sseReader, type SseMessage } from '../src/sse-read.js';
 import { backends } from '../src/testing/backends.js';
 import { eventually } from '../src/testing/engine.js';
 import { serve, type Served } from './child.js';
-
-interface Text {
-  step: string;
-  at: number;
-  text: string;
-}
-
-/** A client of `GET /runs/{id}/stream` from Last-Event-ID `after` until the run's end or the connection breaks. */
-function read(url: string, runId: string, after: string | null) {
-  const got: SseMessage[] = [];
-  const done = (async () => {
-    const response = await fetch(`${url}/runs/${runId}/stream`, {
-      headers: after === null ? {} : { 'last-event-id': after },
-    });
-    expect(response.status).toBe(200);
-    const parse = sseReader();
-    try {
-      for await (const chunk of response.body!.pipeThrough(new TextDecoderStream()))
-        for (const m of parse(chunk)) got.push(m);
-    } catch {
-      // the server was killed mid-stream: the client keeps what it read
-    }
-  })();
-  return { got, done, texts: () => got.filter((m) => m.event === 'text').map((m) => JSON.parse(m.data) as Text) };
-}
+import { readRunStream } from './run-stream.js';
 
 /**
  * A ledger agent's `ctx.generate` across a kill -9 of `runledger serve` mid-answer: the agent's run continues the
@@ -100,7 +75,7 @@ export const writer = defineAgent('writer', {
     const { run_id: runId } = await sent.json();
     const full = mock.model.answer([{ role: 'user', content: question }]);
 
-    const before = read(first.url, runId, null);
+    const before = readRunStream(first.url, runId, null);
     await eventually(() => before.texts().reduce((n, t) => n + t.text.length, 0) > full.length / 3, 20_000);
     first.proc.kill('SIGKILL');
     await first.exited;
@@ -109,7 +84,7 @@ export const writer = defineAgent('writer', {
     const lastId = before.got.at(-1)!.id;
 
     const second = await start(database, dataDir);
-    const after = read(second.url, runId, lastId);
+    const after = readRunStream(second.url, runId, lastId);
     await after.done;
     expect(after.got.at(-1)?.event).toBe('end');
 

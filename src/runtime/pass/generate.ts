@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describeError, LeaseLostError, TerminalError, ValidationError } from '../../errors.js';
 import { errorClassOf } from '../../observe/error-class.js';
-import type { RateUse, StoredEvent } from '../../storage/store.js';
+import type { StoredEvent } from '../../storage/store.js';
 import { RUN_EVENT } from '../events.js';
 import {
   GenerationError,
@@ -13,7 +13,7 @@ import {
 } from '../model.js';
 import { failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { Seq } from './history.js';
-import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
+import { chargeStepRates, rateDeferral, rateExtra, rateUses, takeStepRates } from './rate.js';
 import type { StepHost } from './steps.js';
 import { TextBatches } from './text-batches.js';
 
@@ -60,18 +60,7 @@ export async function runGenerate(
     ...use,
     charge: use.charge ?? ((g: Generation) => tokensOf(g.usage)),
   }));
-  let taken: RateUse[] = [];
-  if (uses.length > 0) {
-    try {
-      taken = await takeRate(host, seq, name, attempt, uses);
-    } catch (error) {
-      if (!(error instanceof TerminalError)) throw error;
-      await host.write([
-        { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt: null } },
-      ]);
-      throw error;
-    }
-  }
+  const taken = await takeStepRates(host, seq, name, attempt, uses);
   const input = { model: model.id, promptHash, maxTokens: maxTokens ?? null, messages: messages.length };
   const started = { seq, name, attempt, input, ...(options.label ? { label: options.label } : {}) };
   const seam = { seq, name, attempt, at: prefix.length, mode: model.continuation };
@@ -129,13 +118,7 @@ export async function runGenerate(
     const used = { tokens: tokensOf(generation.usage), cost: generation.usage.cost ?? 0 };
     host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: generation, used, ...matched } });
     const extra = rateExtra(uses, taken, generation);
-    if (extra.length > 0)
-      await host.write(
-        [{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }],
-        async (tx) => {
-          for (const e of extra) await tx.rateCharge(e);
-        },
-      );
+    await chargeStepRates(host, seq, name, attempt, extra);
     return generation;
   } catch (error) {
     if (error instanceof LeaseLostError) {

@@ -4,7 +4,7 @@ import type { NewEvent, RateTakeResult, RateUse, Store } from '../../storage/sto
 import { RUN_EVENT } from '../events.js';
 import { resolveKey } from '../flow-check.js';
 import type { RateLimitUse } from '../flow.js';
-import { Suspension } from './calls.js';
+import { failureData, Suspension } from './calls.js';
 import type { History, Seq } from './history.js';
 
 // what a call leaves to its limits once it is over, shared with tasks (a floor below)
@@ -113,4 +113,41 @@ async function resolveUses(tx: Store, input: unknown, step: string, uses: RateLi
     out.push({ name: use.name, key: key ? resolveKey(key, input, `${at}.key`) : '', units: use.units ?? 1 });
   }
   return out;
+}
+
+/**
+ * A step's limits for attempt `attempt` (none: nothing asked): `takeRate`, and a limit that can never have room
+ * (a key its input lacks, more units than the limit) fails the step for good, journaled.
+ */
+export async function takeStepRates(
+  host: RateHost,
+  seq: Seq,
+  name: string,
+  attempt: number,
+  uses: RateLimitUse[],
+): Promise<RateUse[]> {
+  if (uses.length === 0) return [];
+  try {
+    return await takeRate(host, seq, name, attempt, uses);
+  } catch (error) {
+    if (!(error instanceof TerminalError)) throw error;
+    await host.write([
+      { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt: null } },
+    ]);
+    throw error;
+  }
+}
+
+/** What a call really used past what it took (`rateExtra`), charged with its completion and journaled. */
+export async function chargeStepRates(
+  host: RateHost,
+  seq: Seq,
+  name: string,
+  attempt: number,
+  extra: RateUse[],
+): Promise<void> {
+  if (extra.length === 0) return;
+  await host.write([{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }], async (tx) => {
+    for (const e of extra) await tx.rateCharge(e);
+  });
 }

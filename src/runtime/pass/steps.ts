@@ -1,12 +1,12 @@
-import { LeaseLostError, NonDeterminismError, TerminalError, describeError } from '../../errors.js';
+import { LeaseLostError, NonDeterminismError, describeError } from '../../errors.js';
 import { errorClassOf, type ErrorClass } from '../../observe/error-class.js';
-import type { NewEvent, RateUse, Store } from '../../storage/store.js';
+import type { NewEvent, Store } from '../../storage/store.js';
 import { checkOutput, failureData, rebuild, retryDelay, Suspension, type FailureData } from './calls.js';
 import type { Seq } from './history.js';
 import type { PollHost } from './poll.js';
 import type { NodeContext, NodeOptions, StepContext, StepOptions } from '../workflow.js';
 import { RUN_EVENT } from '../events.js';
-import { rateDeferral, rateExtra, rateUses, takeRate } from './rate.js';
+import { chargeStepRates, rateDeferral, rateExtra, rateUses, takeStepRates } from './rate.js';
 import { effectOf, intentEvent, settleUnknown } from './effects.js';
 import { crashPoint } from '../../crash.js';
 
@@ -59,18 +59,7 @@ export async function runStep<T>(
   const attempt = h.count(seq, RUN_EVENT.stepStarted) + 1;
   // the step's rate limits, taken before each attempt: no room suspends the pass until there is
   const uses = rateUses(options.rateLimit, `step(${name}).rateLimit`);
-  let taken: RateUse[] = [];
-  if (uses.length > 0) {
-    try {
-      taken = await takeRate(host, seq, name, attempt, uses);
-    } catch (error) {
-      if (!(error instanceof TerminalError)) throw error;
-      await host.write([
-        { type: RUN_EVENT.stepFailed, data: { seq, name, attempt, ...failureData(error), retryAt: null } },
-      ]);
-      throw error;
-    }
-  }
+  const taken = await takeStepRates(host, seq, name, attempt, uses);
   const started = {
     seq,
     name,
@@ -102,13 +91,7 @@ export async function runStep<T>(
     // crash in between runs this step again, as a crash before its completion always did.
     host.defer({ type: RUN_EVENT.stepCompleted, data: { seq, name, attempt, output: output ?? null } });
     // what the call really used past what it took, charged with its completion
-    if (extra.length > 0)
-      await host.write(
-        [{ type: RUN_EVENT.stepRateCharged, data: { seq, name, attempt, charged: extra } }],
-        async (tx) => {
-          for (const e of extra) await tx.rateCharge(e);
-        },
-      );
+    await chargeStepRates(host, seq, name, attempt, extra);
     return remember(host, seq, name, output, options);
   } catch (error) {
     if (error instanceof LeaseLostError) {
